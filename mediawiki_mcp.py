@@ -625,6 +625,9 @@ class WikiConfig:
     password: str | None = dataclasses.field(default=None, repr=False)
     token: str | None = dataclasses.field(default=None, repr=False)
     read_only: bool = True
+    private: bool = False                 # its content must not leave through public means
+    tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
+    attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
         return MediaWikiClient(self.url, username=self.username, password=self.password,
@@ -637,6 +640,10 @@ class Config:
     default_wiki: str
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
     user_agent: str = ""
+    upload_dirs: list[str] = dataclasses.field(default_factory=list)
+    trusted_hosts: list[str] = dataclasses.field(default_factory=list)
+    allow_wiki_management: bool = True
+    stateless: bool = False               # HTTP replicas: offer nothing that needs session state
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -1158,7 +1165,7 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
-# -- read tools ---------------------------------------------------------------
+# -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
 def get_page(
@@ -1436,6 +1443,24 @@ def whoami(ctx: ToolContext) -> str:
         ("Edit count", None if anonymous else info.get("editcount")),
         ("Rights", ", ".join(rights)),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"))
+
+
+# -- read tools: revisions, history and diffs --------------------------------
+
+
+# -- read tools: categories, links, recent changes, parsing -----------------
+
+
+# -- read tools: files ---------------------------------------------------------
+
+
+# -- write tools: pages ------------------------------------------------------
+
+
+# -- write tools: files ------------------------------------------------------
+
+
+# -- wikis: listing, adding, removing -------------------------------------------
 
 
 # ---------------------------------------------------------------------------
