@@ -15,6 +15,7 @@ Importing this module does no I/O and starts nothing.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import html
@@ -138,6 +139,7 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
+    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
 }
 
 
@@ -1467,27 +1469,19 @@ def whoami(ctx: ToolContext) -> str:
 # Command line
 # ---------------------------------------------------------------------------
 
-USAGE = f"""\
-usage: mediawiki-mcp [--version] [--help]
-
-Serves the Model Context Protocol over stdio for a MediaWiki wiki
-(default: English Wikipedia, anonymous and read-only).
-
-environment variables:
-""" + "\n".join(f"  {name:<22} {text}" for name, text in ENVIRONMENT_VARIABLES.items())
+def argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mediawiki-mcp", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serves the Model Context Protocol for MediaWiki wikis, over stdio by default "
+                    "(default wiki: English Wikipedia, anonymous and read-only).",
+        epilog="environment variables:\n" + "\n".join(
+            f"  {name:<24} {text}" for name, text in ENVIRONMENT_VARIABLES.items()))
+    parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if "--help" in args or "-h" in args:
-        print(USAGE)
-        return 0
-    if "--version" in args:
-        print(f"mediawiki-mcp {__version__}")
-        return 0
-    if args:
-        print(f"mediawiki-mcp: unknown argument {args[0]!r}\n\n{USAGE}", file=sys.stderr)
-        return 2
+    args = argument_parser().parse_args(argv)
     logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
