@@ -464,8 +464,8 @@ class MediaWikiClient:
         """The api.php address that the HTML of the configured URL names (EditURI)."""
         assert self._session is not None
         try:
-            response = guarded_get(self._session, self.url, self.trusted_hosts,
-                                   timeout=self.timeout, stream=True)
+            response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
+                                   stream=True, headers={"Authorization": None})  # no token to any host
         except WikiError as error:
             if error.category == "permission_denied":
                 raise
@@ -912,9 +912,10 @@ class Config:
 
 
 def wiki_key(url: str) -> str:
-    """A wiki's key is its server name (with the port when there is one)."""
+    """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return (parts.hostname or "") + (f":{parts.port}" if parts.port and parts.port != default else "")
 
 
 def normalise_server(url: str) -> str:

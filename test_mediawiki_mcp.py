@@ -457,7 +457,7 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         schema = t.input_schema
         assert schema["additionalProperties"] is False
         # every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
-        assert ("wiki" in schema["properties"]) == m.TOOLS[t.name].scoped or t.name == "remove-wiki"
+        assert "wiki" in schema["properties"] or not m.TOOLS[t.name].scoped
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
             assert "title" not in prop
@@ -1148,6 +1148,38 @@ def test_add_wiki_refuses_a_redirect_to_a_private_address(fake: FakeWiki) -> Non
         assert len(fake.seen) == 1 and hidden.seen == []
     finally:
         hidden.close()
+
+
+def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeWiki) -> None:
+    """The page fetched for its EditURI link is guarded on every hop too."""
+    hidden = FakeWiki()
+    try:
+        fake.siteinfo_path = "/elsewhere"
+        fake.replies = [Reply(404, b"<html>no</html>"), Reply(404, b"<html>no</html>"),
+                        Reply(301, b"", {"Location": f"http://localhost:{hidden.port}/wiki/Main_Page"})]
+        server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                              "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"})
+        result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert [s["path"] for s in fake.seen] == ["/w/api.php", "/api.php", "/wiki/Main_Page"]
+        assert hidden.seen == []
+    finally:
+        hidden.close()
+
+
+@pytest.mark.parametrize("url, message", [
+    ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
+    ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+])
+def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
+    result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+def test_wiki_keys_leave_out_the_schemes_own_port() -> None:
+    assert m.wiki_key("https://en.wikipedia.org:443/w/api.php") == "en.wikipedia.org"
+    assert m.wiki_key("http://127.0.0.1:8080/w/api.php") == "127.0.0.1:8080"
+    assert m.wiki_key("http://wiki.example.org:443/") == "wiki.example.org:443"
 
 
 def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
