@@ -1874,8 +1874,8 @@ def update_page(
 ) -> list[str] | str:
     """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces the
     whole page or one section, adds text (mode), or changes a passage with find and replace, which
-    spares resending a long page. With latestId, an overlapping edit by someone else since is a
-    conflict, never overwritten. Refuses to write back a page or section read here only in part
+    spares resending a long page. With latestId, an overlapping edit by someone else since that
+    revision is refused, never overwritten. Refuses to write back a page or section read here only in part
     (truncated), or to drop a section's subsections. Fails if the page does not exist; for new
     pages, use create-page."""
     if find is not None:
