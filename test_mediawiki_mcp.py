@@ -1659,6 +1659,23 @@ def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: Re
         assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
 
 
+def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    config = two_wiki_config(wiki, other_wiki)
+    config["wikis"][wiki.key]["attributeEdits"] = False
+    server = make_server(config_env(tmp_path, config, wiki, other_wiki))
+    title = f"Multi wiki page {secrets.token_hex(4)}"
+    refused = call(server, "create-page", wiki="other", title=title, source="Not here.")
+    assert refused.blocks == ["permission_denied: The wiki other is configured read-only; the operator "
+                              "decides this, and no retry by the model changes it."]
+    created = call(server, "create-page", title=title, source="Written through the config file.",
+                   comment="Made by the multi-wiki test")
+    assert not created.is_error, created.text
+    assert wiki.wikitext(title) == "Written through the config file."
+    revision = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="comment")
+    assert revision["query"]["pages"][0]["revisions"][0]["comment"] == "Made by the multi-wiki test"
+
+
 def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki, fake: FakeWiki,
                                                                  tmp_path: Path) -> None:
     config = {"defaultWiki": "fake", "wikis": {
