@@ -242,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(wiki: Any, options: argparse.Namespace) -> int:
     wiki_port = int(urllib.parse.urlsplit(wiki.api).port or 80)
     proxy = CountingProxy(wiki_port)
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_"))}
+    # Installed packages run from compiled bytecode; let the module's be cached too, as
+    # pip install does, rather than compiled afresh at every start.
+    base_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PYTHONDONTWRITEBYTECODE"}
     direct_env = dict(base_env, MEDIAWIKI_URL=wiki.api, MEDIAWIKI_MCP_LOG_LEVEL="WARNING")
     proxied_env = dict(direct_env, MEDIAWIKI_URL=f"http://127.0.0.1:{proxy.port}/w/api.php")
     command = server_command()
