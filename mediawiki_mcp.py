@@ -2322,8 +2322,10 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                             "calling again.") from None
         if landed is None:
             after = f"after revision {base}" if base else "creating it"
+            # Not proof it never lands: a slow wiki may still be saving it after a timeout.
             raise WikiError("upstream_failure", f"{lost.message} The page's history shows no edit by "
-                            f"this account {after}, so it was not saved. Call again to retry.") from None
+                            f"this account {after} yet. A slow wiki may still save it: check with "
+                            "get-page-history before calling again.") from None
         return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
                            "Saved (the wiki's answer was lost; its history shows the edit once).")
     edit = data.get("edit") or {}

@@ -1194,7 +1194,7 @@ def bot_server_for(wiki: RealWiki) -> Any:
     return _servers[wiki.api]
 
 
-def test_a_lost_write_that_never_landed_is_reported_not_saved(fake: FakeWiki) -> None:
+def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
     page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
                                  "revisions": [{"revid": 7, "parentid": 0}]}]}}
     history = {"query": {"userinfo": {"id": 0, "name": "127.0.0.1", "anon": True},
@@ -1207,7 +1207,8 @@ def test_a_lost_write_that_never_landed_is_reported_not_saved(fake: FakeWiki) ->
     result = call(server, "update-page", title="Main Page", mode="append", source="x")
     assert result.is_error and result.blocks[0].startswith(
         f"upstream_failure: The wiki at 127.0.0.1:{fake.port} timed out after 0.5 s while writing. "
-        "The page's history shows no edit by this account after revision 7, so it was not saved.")
+        "The page's history shows no edit by this account after revision 7 yet. A slow wiki may "
+        "still save it: check with get-page-history before calling again.")
     edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
     assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
     assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
