@@ -1749,6 +1749,18 @@ class ServerState:
             raise invalid(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return key
 
+    def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
+        """Each wiki's key, configuration and client, as one consistent snapshot."""
+        with self.lock:
+            return [(key, wiki, self.clients[key]) for key, wiki in self.config.wikis.items()]
+
+    def wiki_and_client(self, key: str) -> tuple[WikiConfig, MediaWikiClient]:
+        with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
+            wiki, client = self.config.wikis.get(key), self.clients.get(key)
+        if wiki is None or client is None:
+            raise invalid(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+        return wiki, client
+
     def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
         with self.lock:
             if wiki.key in self.config.wikis:
@@ -1792,10 +1804,10 @@ def offered_tools(state: ServerState) -> list[ToolSpec]:
             and (spec.offered is None or spec.offered(state))]
 
 
-def require_extension(state: ServerState, spec: ToolSpec, key: str) -> None:
+def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
     """Refuses a tool on a wiki without the extension it needs, naming the wikis that have it."""
     needed = (spec.needs_extension or "").lower()
-    if needed in state.clients[key].extensions:
+    if needed in client.extensions:
         return
     others = []
     for other, client in state.clients.items():
@@ -1826,15 +1838,12 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
         arguments = dict(arguments or {})
         key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
-        with state.lock:  # add-wiki and remove-wiki may be changing both on another thread
-            wiki, client = state.config.wikis.get(key), state.clients.get(key)
-        if wiki is None or client is None:
-            raise invalid(f"The wiki {key} was just removed. Configured wikis: {', '.join(state.config.wikis)}.")
+        wiki, client = state.wiki_and_client(key)
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
-            require_extension(state, spec, key)
+            require_extension(state, spec, key, client)
         ctx = ToolContext(client, wiki, state)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
@@ -2652,7 +2661,7 @@ def managing_wikis(state: ServerState) -> bool:
 
 def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     """A wiki's public facts (never a credential); ``contact`` fetches site info if not known."""
-    wiki, client = state.config.wikis[key], state.clients[key]
+    wiki, client = state.wiki_and_client(key)
     site, api = client.known
     problem = None
     if contact and site is None:
@@ -2689,8 +2698,8 @@ def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
 
 def registered_as(state: ServerState, key: str) -> str | None:
     """The key under which a wiki with this server name is configured, if it is."""
-    for other, wiki in state.config.wikis.items():
-        site, _ = state.clients[other].known
+    for other, wiki, client in state.entries():
+        site = client.known[0]
         if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
             return other
     return None
