@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import difflib
 import functools
+import hashlib
 import html
 import inspect
 import ipaddress
@@ -28,6 +29,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -52,6 +54,9 @@ log = logging.getLogger("mediawiki_mcp")
 
 DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
+#: The largest file the server holds in memory to upload (read from disk or fetched from
+#: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
+DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -169,8 +174,11 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
     "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
-    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki may reach on private addresses",
+    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
+                         "reach on private addresses",
     "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
+    "MCP_UPLOAD_MAX_BYTES": f"largest file the server uploads itself (default {DEFAULT_UPLOAD_MAX_BYTES}); "
+                            "a larger URL upload is fetched by the wiki",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
 }
@@ -945,6 +953,7 @@ class Config:
     default_wiki: str
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
     user_agent: str = ""
+    upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES
     upload_dirs: list[str] = dataclasses.field(default_factory=list)
     trusted_hosts: list[str] = dataclasses.field(default_factory=list)
     allow_wiki_management: bool = True
@@ -1011,12 +1020,16 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
             raise ConfigError(f"MCP_CONTENT_MAX_BYTES must be a whole number of bytes, at least "
                               f"1000, not {budget!r}")
         content_max_bytes = int(budget)
+    upload_cap = env.get("MCP_UPLOAD_MAX_BYTES", "").strip()
+    if upload_cap and (not upload_cap.isdigit() or int(upload_cap) < 1):
+        raise ConfigError(f"MCP_UPLOAD_MAX_BYTES must be a whole number of bytes, at least 1, not {upload_cap!r}")
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
     trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
     return {"content_max_bytes": content_max_bytes, "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
-            "upload_dirs": upload_dirs, "trusted_hosts": trusted}
+            "upload_dirs": upload_dirs, "trusted_hosts": trusted,
+            "upload_max_bytes": int(upload_cap) if upload_cap else DEFAULT_UPLOAD_MAX_BYTES}
 
 
 def upload_directories(entries: Iterable[str], source: str) -> list[str]:
@@ -1779,12 +1792,19 @@ class ServerState:
             return removed
 
 
+def no_progress(done: float, total: float | None, message: str) -> None:
+    """The progress reporter of a call whose client asked for none (or of a direct run_tool)."""
+
+
 @dataclasses.dataclass
 class ToolContext:
-    """What a tool function receives: the wiki's client and the server's settings."""
+    """What a tool function receives: the wiki's client and the server's settings.
+    ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
+    it sends nothing unless the client asked for progress, and it never fails the call."""
     mw: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
+    progress: Callable[[float, float | None, str], None] = no_progress
 
     @property
     def budget(self) -> int:
@@ -1821,7 +1841,8 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
                                        if others else "No configured wiki has it."))
 
 
-def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[list[Any], bool]:
+def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
+             progress: Callable[[float, float | None, str], None] = no_progress) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread). Returns content blocks and is_error;
     never raises, so nothing but ``category: message`` reaches the model."""
     spec = TOOLS.get(name)
@@ -1844,7 +1865,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state)
+        ctx = ToolContext(client, wiki, state, progress)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -1911,7 +1932,19 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         # announced from here: on the session of a handshake-era client, and on the bus
         # that serves 2026-era subscriptions/listen streams.
         before = catalogue()
-        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments)
+
+        # Progress (notifications/progress) must go out on this request's session, which
+        # lives on the event loop; the tool runs on a worker thread. So the tool gets a plain
+        # function that carries each report back onto the loop (anyio.from_thread.run) and
+        # waits for it. report_progress sends nothing unless the client gave a progressToken,
+        # and a report that cannot be sent is dropped: progress is advisory.
+        def progress(done: float, total: float | None, message: str) -> None:
+            try:
+                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+            except Exception:
+                log.debug("could not report progress", exc_info=True)
+
+        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments, progress)
         after = catalogue()
         for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
                                      (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
