@@ -911,7 +911,11 @@ def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
     for that namespace (local, canonical or alias), else prefixed with the local name."""
     if site.namespace_of(title) == namespace:
         return title
-    return f"{site.namespaces.get(namespace) or {6: 'File', 14: 'Category'}.get(namespace, '')}:{title}"
+    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+
+
+#: The English names every wiki also accepts, for namespaces that tools add to titles.
+CANONICAL_NAMESPACES = {6: "File", 14: "Category"}
 
 
 #: Image formats a model can view, by their first bytes.
@@ -1406,6 +1410,14 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
+def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+    """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    if slot.get("nosuchsection"):
+        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
+                        "A truncated read lists the sections with their numbers.")
+    return slot.get("content", "")
+
+
 # -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
@@ -1435,7 +1447,7 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = main_slot(revision).get("content", "")
+    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
     return content_blocks(header, text, offset, ctx.budget, "get-page",
                           sections=None if section is not None else wikitext_sections(text),
                           again={"section": section} if section is not None else None)
@@ -1705,9 +1717,9 @@ def get_revision(
 ) -> list[str]:
     """Returns one revision of a wiki page by revision ID, old or current: wikitext or rendered HTML
     with its page title, timestamp, user, edit summary, size, tags, parent revision ID and the page's
-    latest revision ID. Content is truncated at 50000 bytes by default; the marker lists the sections
-    and the next call (section or offset). For the latest revision with metadata, use get-page with
-    metadata=true."""
+    latest revision ID; errors when the revision does not exist. Content is truncated at 50000 bytes
+    by default; the marker lists the sections and the next call (section or offset). For the latest
+    revision with metadata, use get-page with metadata=true."""
     query = ctx.mw.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
@@ -1733,7 +1745,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text = {}, slot.get("content", "")
+        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
         sections = [(s.number, s.heading) for s in wikitext_sections(text)]
     if section is not None:
         again["section"] = section
@@ -1778,8 +1790,8 @@ def get_page_history(
 ) -> list[str]:
     """Returns a wiki page's revisions, newest first, one per line: revision ID, timestamp, user,
     size change, minor flag, edit summary, tags (flag, summary and tags only when present); 20 per call
-    by default, the marker naming the olderThan value of the next segment. For a revision's content,
-    use get-revision; for what an edit changed, use compare-pages."""
+    by default, the marker naming the olderThan value of the next segment. Errors when the page does
+    not exist. For a revision's content, use get-revision; for what an edit changed, use compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
                       "newerThan forward.")
@@ -1849,8 +1861,8 @@ def compare_pages(
 ) -> list[str]:
     """Diffs two versions of wiki content on the wiki and returns a compact text diff: only the changed
     lines (- old, + new) under @@ line-number headers, with both sizes and the size change. Give exactly
-    one from* and one to* side; text against text is refused. The diff is truncated at 50000 bytes by
-    default (continue with offset). For what changed, use this rather than fetching both sources and
+    one from* and one to* side; text against text is refused; errors when a page or revision does not
+    exist. The diff is truncated at 50000 bytes by default (continue with offset). For what changed, use this rather than fetching both sources and
     diffing them client-side."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
@@ -2034,7 +2046,7 @@ def get_recent_changes(
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one per line: time, page, revision ID or log
     action, user, size change, flags, edit summary and tags (the last three only when present). For one
-    page's history, use get-page-history."""
+    page's history, use get-page-history; for what a change did, use compare-pages."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
     if hide and {"anonymous", "registered"} <= set(hide):
@@ -2131,7 +2143,8 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
 @tool("get-file", "Get file", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
     """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions, uploader,
-    upload time and comment. For the image itself as an image, use get-file-data."""
+    upload time and comment; errors when there is no such file. For the picture itself, use
+    get-file-data."""
     page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(

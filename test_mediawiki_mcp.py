@@ -1167,6 +1167,15 @@ def test_get_revision_of_the_long_page_truncates_like_get_page(bot_server: Any, 
         rvsection=8)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
 
 
+def test_a_missing_section_is_not_found(bot_server: Any, history: History) -> None:
+    """MediaWiki answers a section past the last with an empty slot, not an error."""
+    for tool, arguments in (("get-page", {"title": HISTORY_TITLE}),
+                            ("get-revision", {"revisionId": history.revisions[0]}),
+                            ("get-revision", {"revisionId": history.revisions[0], "content": "html"})):
+        result = call(bot_server, tool, section=9, **arguments)
+        assert result.is_error and result.blocks[0].startswith("not_found: There is no section 9 in History page")
+
+
 def test_get_revision_errors(bot_server: Any, wiki: RealWiki) -> None:
     missing = call(bot_server, "get-revision", revisionId=987654321)
     assert missing.is_error and missing.blocks == [
