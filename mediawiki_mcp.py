@@ -966,7 +966,7 @@ def diff_cell_text(cell: str) -> str:
     decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
     (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
     inner = cell.strip()
-    inner = re.sub(r"^<div>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
     if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
         return ""  # an empty line, made visible
     text, position = [], 0
