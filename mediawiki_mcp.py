@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import dataclasses
 import datetime
+import difflib
 import functools
 import html
 import inspect
@@ -53,6 +55,8 @@ DEFAULT_CONTENT_MAX_BYTES = 50_000
 DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
 #: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
 MAX_GET_PARAMS_BYTES = 4000
+#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
+MAX_TEXT_CHARS = 2_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -68,6 +72,15 @@ WRITE_MAXLAG_SECONDS = 5
 MAX_TITLE_BYTES = 255
 #: How many sections a truncation marker lists before summarising the rest.
 MARKER_MAX_SECTIONS = 60
+#: Idempotency keys of write calls are remembered this long, at most this many.
+IDEMPOTENCY_TTL_SECONDS = 3600.0
+IDEMPOTENCY_MAX_KEYS = 1000
+#: A repeat waits at most this long for the first call with its key to finish.
+IDEMPOTENCY_WAIT_SECONDS = 120.0
+#: Page reads remembered for the no-silent-loss checks of writes.
+READ_LEDGER_MAX_ENTRIES = 2000
+#: Appended to edit summaries unless a wiki's attributeEdits is false.
+EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
 
 #: Hosts whose operators ask for contact details in the User-Agent.
 WIKIMEDIA_HOST_SUFFIXES = (
@@ -87,7 +100,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
         "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
         "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
-        "cantundelete", "nodeletedrevs", "badid_rvstartid", "badid_rvendid",
+        "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
     ), "not_found"),
     **dict.fromkeys((
         "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
@@ -111,7 +124,9 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
         "filetype-banned", "filetype-missing", "bad-prefix", "verification-error",
         "empty-file", "file-too-large", "toolong", "mustpostparams", "missingtitle-createonly",
         "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
-        "nosuchtag", "badparams", "unknownparam", "invalidlang", "badtimestamp", "show",
+        "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
+        "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
+        "badtimestamp", "show",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
@@ -134,6 +149,21 @@ NEXT_STEP = {
     "authentication": "Tell the user to check the wiki's credentials.",
     "rate_limited": "Wait a minute before retrying.",
     "upstream_failure": "Retry later; tell the user if it persists.",
+}
+
+#: What to do next for MediaWiki codes whose category alone does not say enough.
+MW_NEXT_STEP = {
+    "articleexists": "To change the existing page, use update-page; otherwise pick another title.",
+    "editconflict": "Someone else changed the page since that revision: read it again with get-page, "
+                    "redo the change on the new text, and tell the user what changed.",
+    "pagedeleted": "The page was deleted after it was read; tell the user (undelete-page restores it).",
+    "badtoken": "The wiki refused the edit token even after a fresh one; tell the user to check the "
+                "wiki's credentials.",
+    "protectedpage": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    "cascadeprotected": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    "blocked": "The account is blocked from editing; tell the user.",
+    "readonly": "The wiki is locked for maintenance; retry later.",
+    "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
 }
 
 ENVIRONMENT_VARIABLES = {
@@ -161,14 +191,23 @@ class WikiError(Exception):
     ``str(error)`` is the text the model receives: ``category: message``.
     """
 
-    def __init__(self, category: str, message: str) -> None:
+    def __init__(self, category: str, message: str, code: str = "") -> None:
         assert category in ERROR_CATEGORIES, category
         super().__init__(category, message)
         self.category = category
         self.message = message
+        self.code = code  # MediaWiki's error code, when the error came from the API
 
     def __str__(self) -> str:
         return f"{self.category}: {self.message}"
+
+
+class ResponseLost(WikiError):
+    """A write whose answer never arrived (timeout, reset, a gateway error page):
+    the wiki may or may not have saved it, so it is never resent blindly."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("upstream_failure", message)
 
 
 def invalid(message: str) -> WikiError:
@@ -186,9 +225,9 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
     where = f" ({wiki})" if wiki else ""
     if category is None:
         return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} "
-                                             + NEXT_STEP["upstream_failure"])
-    step = NEXT_STEP.get(category, "")
-    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""))
+                         + MW_NEXT_STEP.get(code, NEXT_STEP["upstream_failure"]), code)
+    step = MW_NEXT_STEP.get(code) or NEXT_STEP.get(category, "")
+    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""), code)
 
 
 # ---------------------------------------------------------------------------
@@ -317,6 +356,7 @@ class MediaWikiClient:
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._logged_in = False
+        self._csrf: str | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:  # never the credentials
@@ -339,6 +379,36 @@ class MediaWikiClient:
         the request is a read too long for a URL (retry_transient=True)."""
         self._ensure_ready()
         return self._call("POST", params, files=files, retry_transient=retry_transient)
+
+    def csrf_token(self, refresh: bool = False) -> str:
+        """The CSRF (edit) token, fetched once per session and cached."""
+        with self._lock:
+            if refresh or not self._csrf:
+                data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
+                token = data.get("query", {}).get("tokens", {}).get("csrftoken")
+                if not token:
+                    raise WikiError("upstream_failure", f"{self.name} gave no edit token. "
+                                    + NEXT_STEP["upstream_failure"])
+                self._csrf = token
+            return self._csrf
+
+    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A write: a POST with the CSRF token and maxlag. It is sent again only after
+        answers that prove nothing was written: maxlag, ratelimited with a short
+        Retry-After, and badtoken (once, with a fresh token). An answer that never
+        arrives raises ResponseLost and is not resent: the caller checks the wiki.
+        ``files`` go multipart; give their contents as bytes so a resend can repeat them."""
+        self._ensure_ready()
+        fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
+        for attempt in (1, 2):
+            fields["token"] = self.csrf_token(refresh=attempt > 1)
+            try:
+                return self._call("POST", fields, files=files, write=True)
+            except WikiError as error:
+                if error.code != "badtoken" or attempt > 1:
+                    raise
+                log.info("%s refused the edit token; fetching a new one", self.name)
+        raise AssertionError("unreachable")
 
     @property
     def site(self) -> SiteInfo:
@@ -476,13 +546,14 @@ class MediaWikiClient:
                             f"{reason} Check the bot password's user name (Name@BotName) and "
                             "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
+        self._csrf = None  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
 
     # -- the one place requests are sent ------------------------------------
 
     def _call(self, method: str, params: Mapping[str, Any], *, files: Mapping[str, Any] | None = None,
               retry_transient: bool = False, url: str | None = None, auth: bool = True,
-              relogin: bool = True) -> dict[str, Any]:
+              relogin: bool = True, write: bool = False) -> dict[str, Any]:
         target = url or self._api_url
         assert target is not None and self._session is not None
         fields = encode_params(params)
@@ -490,6 +561,7 @@ class MediaWikiClient:
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
         deadline = time.monotonic() + self.retry_budget
+        failure = ResponseLost if write else None  # a write whose answer is lost may have been saved
         attempt = 0
         while True:
             attempt += 1
@@ -507,6 +579,8 @@ class MediaWikiClient:
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
                     wait = backoff(attempt)
+                if failure:
+                    raise failure(f"The wiki at {self.name} {problem} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
                                     + NEXT_STEP["upstream_failure"]) from None
@@ -515,7 +589,8 @@ class MediaWikiClient:
             status = response.status_code
             data = parse_json(response)
             code = api_error_code(data)
-            retryable = (status >= 500 or status == 429) and retry_transient or code == "maxlag"
+            retryable = ((status >= 500 or status == 429) and retry_transient or code == "maxlag"
+                         or code == "ratelimited" and "Retry-After" in response.headers)
             if retryable and attempt < MAX_ATTEMPTS:
                 wait = retry_after(response, attempt)
                 if wait is not None and time.monotonic() + wait <= deadline:
@@ -529,7 +604,7 @@ class MediaWikiClient:
                         self._logged_in = False
                         self._login()
                     return self._call(method, params, files=files, retry_transient=retry_transient,
-                                      url=url, auth=auth, relogin=False)
+                                      url=url, auth=auth, relogin=False, write=write)
                 if code == "readapidenied" and not self.authenticated:
                     raise WikiError("authentication", f"{self.name} is a private wiki: reading needs "
                                     "an account. Configure a bot password or token for it.")
@@ -539,6 +614,9 @@ class MediaWikiClient:
                                 + NEXT_STEP["rate_limited"])
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
+                if failure:
+                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                  f"and {kind} instead of API JSON.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
                                 f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
             if status >= 400:
@@ -809,17 +887,52 @@ class Section:
     number: int
     level: int
     heading: str
+    start: int = 0  # byte offset of the heading line in the text
 
 
 def wikitext_sections(text: str) -> list[Section]:
     """The sections of wikitext as MediaWiki numbers them for section=N editing."""
-    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    found = []
+    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
+    found: list[Section] = []
+    line_starts: list[int] = []
+    line, last = 0, 0
     for match in HEADING.finditer(visible):
         heading = match.group(2).strip()
         if heading.strip("="):
-            found.append(Section(len(found) + 1, len(match.group(1)), heading))
+            if not line_starts:  # byte offset of each line, once a heading needs it
+                line_starts.append(0)
+                for row in text.split("\n"):
+                    line_starts.append(line_starts[-1] + utf8_len(row) + 1)
+            line += visible.count("\n", last, match.start())
+            last = match.start()
+            found.append(Section(len(found) + 1, len(match.group(1)), heading, line_starts[line]))
     return found
+
+
+def section_ends(text: str) -> dict[int, int]:
+    """Where each section (0 = lead) ends, in bytes: at the next heading of the same
+    or a higher level, so a section's end includes its subsections."""
+    sections = wikitext_sections(text)
+    total = utf8_len(text)
+    ends = {0: sections[0].start if sections else total}
+    for i, section in enumerate(sections):
+        ends[section.number] = next((s.start for s in sections[i + 1:] if s.level <= section.level), total)
+    return ends
+
+
+def line_diff(old: str, new: str, context: int = 1) -> str:
+    """A compact line diff: an ``@@ line N @@`` header per hunk (N counts lines of the
+    old text), then `` `` context, ``-`` removed and ``+`` added lines."""
+    a, b = old.splitlines(), new.splitlines()
+    rows = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+        rows.append(f"@@ line {group[0][1] + 1} @@")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [" " + row for row in a[i1:i2]]
+            else:
+                rows += ["-" + row for row in a[i1:i2]] + ["+" + row for row in b[j1:j2]]
+    return "\n".join(rows)
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -1260,10 +1373,123 @@ def json_type(value: Any) -> str:
 
 
 @dataclasses.dataclass
+class PageRead:
+    """The last source read here of one page or section."""
+    revid: int
+    seen: int    # bytes read without a gap from the start
+    total: int
+    order: int   # which read came later
+    section_ends: dict[int, int]  # for a partial whole-page read: where each section ends
+
+    def shows(self, section: int | None) -> bool:
+        """Whether this read showed the whole text (or, of a whole page, that section whole)."""
+        if self.seen >= self.total:
+            return True
+        return section is not None and self.section_ends.get(section, self.total) <= self.seen
+
+
+class ReadLedger:
+    """Remembers, per wiki, page and section, how much of the last read here was seen,
+    so that writing back text the model only saw in part (a truncated read) is refused."""
+
+    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
+        self.capacity = capacity
+        self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
+        self._order = 0
+        self._lock = threading.Lock()
+
+    def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
+               offset: int, budget: int) -> None:
+        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``."""
+        piece = slice_content(text, offset, budget)
+        partial = piece.truncated or piece.start > 0
+        ends = section_ends(text) if section is None and partial else {}
+        key = (wiki, title, section)
+        with self._lock:
+            self._order += 1
+            last = self._reads.get(key)
+            if last and last.revid == revid and piece.start <= last.seen:  # reading on
+                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order)
+            else:
+                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends)
+            self._reads[key] = read
+            self._reads.move_to_end(key)
+            while len(self._reads) > self.capacity:
+                self._reads.popitem(last=False)
+
+    def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
+        """The last read that showed this page or section only in part, if it is the last
+        read of it (a later whole read, of the section or of the page, clears it)."""
+        with self._lock:
+            own = self._reads.get((wiki, title, section))
+            page = self._reads.get((wiki, title, None)) if section is not None else None
+        last = max((r for r in (own, page) if r), key=lambda r: r.order, default=None)
+        return None if last is None or last.shows(section) else last
+
+
+@dataclasses.dataclass
+class IdempotentCall:
+    fingerprint: str
+    at: float
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: list[Any] | None = None
+
+
+class IdempotencyStore:
+    """Results of write calls by idempotencyKey, in memory, bounded, for an hour: the
+    same key with the same arguments returns the first result without running again."""
+
+    def __init__(self, ttl: float = IDEMPOTENCY_TTL_SECONDS, capacity: int = IDEMPOTENCY_MAX_KEYS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.capacity, self.clock = ttl, capacity, clock
+        self._calls: collections.OrderedDict[str, IdempotentCall] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]]) -> tuple[list[Any], bool]:
+        """Runs ``action`` once per key; returns its result and whether this call is a repeat.
+        A failed first call keeps nothing, so a retry runs again."""
+        while True:
+            with self._lock:
+                self._forget_old()
+                call = self._calls.get(key)
+                if call is None:
+                    call = self._calls[key] = IdempotentCall(fingerprint, self.clock())
+                    break
+            if call.fingerprint != fingerprint:
+                raise WikiError("conflict", f"idempotencyKey {key!r} was already used with other "
+                                "arguments; nothing was done. Use a new key for a new request.")
+            if not call.done.wait(IDEMPOTENCY_WAIT_SECONDS):
+                raise WikiError("conflict", f"The first call with idempotencyKey {key!r} is still "
+                                "running; call again later to get its result.")
+            if call.result is not None:
+                return call.result, True
+        try:
+            result = action()
+        except BaseException:
+            with self._lock:
+                if self._calls.get(key) is call:
+                    del self._calls[key]
+            call.done.set()
+            raise
+        call.result, call.at = result, self.clock()
+        call.done.set()
+        return result, False
+
+    def _forget_old(self) -> None:
+        now = self.clock()
+        for key, call in list(self._calls.items()):
+            if call.done.is_set() and (now - call.at > self.ttl or len(self._calls) > self.capacity):
+                del self._calls[key]
+
+
+@dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration and a client per wiki."""
+    """Everything one server instance holds: its configuration, a client per wiki, and
+    what the write tools remember (reads for the no-loss checks, idempotency keys)."""
     config: Config
     clients: dict[str, MediaWikiClient]
+    reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
+    idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
 
     @classmethod
     def from_config(cls, config: Config, **client_options: Any) -> ServerState:
@@ -1324,14 +1550,32 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
         if not spec.read_only and wiki.read_only:
             raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
                             "operator decides this, and no retry by the model changes it.")
-        result = spec.fn(ToolContext(state.clients[key], wiki, state), **values)
+        ctx = ToolContext(state.clients[key], wiki, state)
+        idempotency_key = values.get("idempotencyKey")
+        if idempotency_key and not spec.read_only and not values.get("dryRun"):
+            fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
+                                     sort_keys=True, ensure_ascii=False)
+            result, repeated = state.idempotency.run(
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **values)))
+            if repeated:
+                result = [REPEAT_NOTE + result[0], *result[1:]]
+        else:
+            result = spec.fn(ctx, **values)
     except WikiError as error:
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); "
                 "the server log has the details."], True
-    return (result if isinstance(result, list) else [result]), False
+    return as_blocks(result), False
+
+
+REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments already ran; nothing was "
+               "written again. Its result:\n")
+
+
+def as_blocks(result: list[Any] | str) -> list[Any]:
+    return result if isinstance(result, list) else [result]
 
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
@@ -1448,9 +1692,12 @@ def get_page(
     if content == "none":
         return [header]
     text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
-    return content_blocks(header, text, offset, ctx.budget, "get-page",
-                          sections=None if section is not None else wikitext_sections(text),
-                          again={"section": section} if section is not None else None)
+    blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
+                            sections=None if section is not None else wikitext_sections(text),
+                            again={"section": section} if section is not None else None)
+    ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
+                           offset, ctx.budget)  # update-page refuses to write back a part
+    return blocks
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
@@ -1548,9 +1795,12 @@ def get_pages(
                 used += piece.end
             else:
                 omitted.append(page["title"])
-            continue
-        blocks.append(f"{header}\n\n{text}")
-        used += size
+                continue
+        else:
+            blocks.append(f"{header}\n\n{text}")
+            used += size
+        ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
+                               0, ctx.budget)  # update-page refuses to write back a part
     if cut or omitted:
         blocks.append(pages_marker(used, total, cut, omitted))
     return blocks or ["No pages."]
@@ -1747,6 +1997,9 @@ def get_revision(
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
         sections = [(s.number, s.heading) for s in wikitext_sections(text)]
+        # a truncated read of an old revision must not be written back either (update-page)
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
+                               offset, ctx.budget)
     if section is not None:
         again["section"] = section
     return content_blocks(header, text, offset, ctx.budget, "get-revision",
@@ -1785,13 +2038,13 @@ def get_page_history(
                                          minimum=1)] = None,
     newerThan: Annotated[int | None, Arg("Revision ID: only newer revisions. Not with olderThan.",
                                          minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only revisions with this change tag.", max_length=255)] = None,
-    user: Annotated[str | None, Arg("Only revisions by this account.", max_length=255)] = None,
+    tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
+    user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
 ) -> list[str]:
-    """Returns a wiki page's revisions, newest first, one per line: revision ID, timestamp, user,
-    size change, minor flag, edit summary, tags (flag, summary and tags only when present); 20 per call
-    by default, the marker naming the olderThan value of the next segment. Errors when the page does
-    not exist. For a revision's content, use get-revision; for what an edit changed, use compare-pages."""
+    """Returns a wiki page's revisions, newest first, one row each: revision ID, timestamp, user,
+    size change, minor flag, summary, tags (the last three only when present); 20 per call by default,
+    the marker naming the olderThan of the next segment. Errors when the page does not exist. For a
+    revision's content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
                       "newerThan forward.")
@@ -1850,20 +2103,20 @@ def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
 @tool("compare-pages", "Compare pages", read_only=True)
 def compare_pages(
     ctx: ToolContext,
-    fromRevision: Annotated[int | None, Arg("Old side: a revision ID.", minimum=1)] = None,
-    fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
-    fromText: Annotated[str | None, Arg("Old side: this wikitext.", max_length=2_000_000)] = None,
-    toRevision: Annotated[int | None, Arg("New side: a revision ID.", minimum=1)] = None,
-    toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
-    toText: Annotated[str | None, Arg("New side: this wikitext.", max_length=2_000_000)] = None,
+    fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest revision).", title=True)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest revision).", title=True)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
     includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
     offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
-    """Diffs two versions of wiki content on the wiki and returns a compact text diff: only the changed
-    lines (- old, + new) under @@ line-number headers, with both sizes and the size change. Give exactly
-    one from* and one to* side; text against text is refused; errors when a page or revision does not
-    exist. The diff is truncated at 50000 bytes by default (continue with offset). For what changed, use this rather than fetching both sources and
-    diffing them client-side."""
+    """Diffs two versions on the wiki; returns a compact text diff of only the changed lines (- old,
+    + new) under @@ line-number headers, with both sizes and the size change. Exactly one from* and one
+    to* side, not text against text; errors when a page or revision does not exist. Truncated at 50000
+    bytes by default (offset continues). For what changed, use this rather than fetching two sources
+    and diffing them client-side."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -1939,9 +2192,9 @@ def get_category_members(
     limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns a category's members, one title per line, after its counts of pages, subcategories
-    and files. A member's type (subcat, file) follows its title; no type means an ordinary page.
-    Errors when the category has neither a page nor members."""
+    """Returns a category's members, one title per line, after its counts of pages, subcategories and
+    files. A type (subcat, file) follows a title; none means an ordinary page. Errors when the category
+    has neither a page nor members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.mw.get({
         "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
@@ -1989,10 +2242,9 @@ def get_links_here(
     limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the pages that link to a wiki page, transclude it or show it (files), one per line.
-    A row without a note is a link; others say transclusion, file link, redirect (a redirect to the
-    page) or via X (through redirect X). Works for missing pages too (red links). For a category's
-    members, use get-category-members."""
+    """Returns the pages that link to a wiki page, transclude it or show it (files), one per line:
+    a row without a note is a link; others say transclusion, file link, redirect (to the page) or
+    via X (through redirect X). Works for missing pages (red links) too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -2036,17 +2288,17 @@ def get_recent_changes(
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
         "Default: edit, new, log.", max_items=4)] = None,
-    user: Annotated[str | None, Arg("Only this account's changes.", max_length=255)] = None,
-    excludeUser: Annotated[str | None, Arg("Not this account's changes.", max_length=255)] = None,
-    tag: Annotated[str | None, Arg("Only changes with this change tag.", max_length=255)] = None,
+    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
+    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the wiki's recent changes, newest first, one per line: time, page, revision ID or log
-    action, user, size change, flags, edit summary and tags (the last three only when present). For one
-    page's history, use get-page-history; for what a change did, use compare-pages."""
+    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or log
+    action, user, size change, flags, summary, tags (the last three only when present). For one page,
+    use get-page-history."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
     if hide and {"anonymous", "registered"} <= set(hide):
@@ -2085,7 +2337,7 @@ def change_row(change: dict[str, Any]) -> str:
 @tool("parse-wikitext", "Preview wikitext", read_only=True)
 def parse_wikitext(
     ctx: ToolContext,
-    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=2_000_000)],
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
     title: Annotated[str | None, Arg("Page title to render as ({{PAGENAME}}). Default: API.",
                                      title=True)] = None,
     offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
@@ -2205,6 +2457,363 @@ def get_file_data(
 
 
 # -- write tools: pages ------------------------------------------------------
+
+CommentArg = Arg("Edit summary.", max_length=500)
+DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
+IdempotencyKeyArg = Arg("Unique per user request, reused on retry: a repeat returns the first result "
+                        "and writes nothing.", max_length=200)
+
+
+def edit_summary(ctx: ToolContext, comment: str | None) -> str:
+    comment = (comment or "").strip()
+    if not ctx.wiki.attribute_edits:
+        return comment
+    return (comment + EDIT_SUMMARY_SUFFIX).strip()
+
+
+def change_tags(ctx: ToolContext) -> list[str] | None:
+    return list(ctx.wiki.tags) or None
+
+
+def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
+    diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
+    return status + "\n" + labelled(("Title", title), ("Revision ID", revid),
+                                    ("Previous revision ID", parent),
+                                    ("URL", ctx.site.page_url(title)), ("Diff", diff))
+
+
+def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
+              summary: str, text: str | None = None) -> str:
+    """Sends one action=edit and describes the saved revision. If the wiki's answer is
+    lost, the page history tells whether the edit landed: it is never sent twice."""
+    try:
+        data = ctx.mw.write({"action": "edit", "title": title, **fields, "summary": summary,
+                             "tags": change_tags(ctx)})
+    except ResponseLost as lost:
+        try:
+            landed = find_landed_edit(ctx, title, base, summary, text)
+        except WikiError as error:
+            raise WikiError("upstream_failure", f"{lost.message} Whether the edit was saved could not "
+                            f"be checked ({error.message}); read the page with get-page before "
+                            "calling again.") from None
+        if landed is None:
+            after = f"after revision {base}" if base else "creating it"
+            # Not proof it never lands: a slow wiki may still be saving it after a timeout.
+            raise WikiError("upstream_failure", f"{lost.message} The page's history shows no edit by "
+                            f"this account {after} yet. A slow wiki may still save it: check with "
+                            "get-page-history before calling again.") from None
+        return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
+                           "Saved (the wiki's answer was lost; its history shows the edit once).")
+    edit = data.get("edit") or {}
+    if edit.get("result") != "Success":
+        if "captcha" in edit:
+            raise WikiError("permission_denied", f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, "
+                            "which this server cannot solve; nothing was saved. The account needs the "
+                            "skipcaptcha right (for example the bot group).")
+        detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
+        raise WikiError("upstream_failure", f"The wiki did not save the edit ({detail or 'no reason'}). "
+                        + NEXT_STEP["upstream_failure"])
+    title = edit.get("title", title)
+    if edit.get("nochange"):
+        return (f"No change: the text is what the page already holds; nothing was saved.\n"
+                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+    return saved_lines(ctx, title, edit["newrevid"], edit.get("oldrevid") or None,
+                       "Created." if edit.get("new") else "Saved.")
+
+
+def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str,
+                     text: str | None) -> dict[str, Any] | None:
+    """The revision after ``base`` that this account saved with this summary (or, with
+    no summary, this text), if any."""
+    query = ctx.mw.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+                        "rvprop": "ids|user|comment" + ("" if summary else "|content"),
+                        "rvslots": "main", "rvdir": "newer", "rvstartid": base, "rvlimit": 20}).get("query", {})
+    me = query.get("userinfo", {}).get("name")
+    page, _ = resolve_page(query, title)
+    for revision in page.get("revisions") or []:
+        if revision.get("revid") == base or revision.get("user") != me:
+            continue
+        comment = revision.get("comment", "")
+        if (comment == summary or comment.endswith(" " + summary)) if summary else \
+                (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
+            return revision
+    return None
+
+
+def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
+                   budget: int) -> list[str]:
+    header = "Dry run: nothing was saved. The diff that would be saved:\n" + labelled(
+        ("Title", title), ("Base revision ID", base), ("Section", section))
+    diff = line_diff(old, new)
+    if not diff:
+        return [header + "\n\nNo change: the text is what the page already holds."]
+    piece = slice_content(diff, 0, budget)
+    blocks = [f"{header}\n\n{piece.text}"]
+    if piece.truncated:
+        blocks.append(f"Content truncated at {piece.end} of {piece.total} bytes. To review the rest, "
+                      "dry-run smaller changes, such as one section at a time (section=N).")
+    return blocks
+
+
+def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
+    """Refuses to write back a page or section whose last read here was truncated."""
+    read = ctx.state.reads.unseen(ctx.wiki.key, title, section)
+    if read is None:
+        return
+    what = f"Section {section} of {title!r}" if section is not None else f"Page {title!r}"
+    if section is not None and read.section_ends:  # known only from a partial read of the page
+        seen = f"the last read here of the page stopped at byte {read.seen} of {read.total}"
+        rest = f"get-page with section={section}"
+    else:
+        seen = f"its last read here showed {read.seen} of {read.total} bytes (revision {read.revid})"
+        rest = f"get-page with {call_args(**({'section': section} if section is not None else {}), offset=read.seen)}"
+    raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
+                  "drop the part that was not read. To change part of it, use update-page with find "
+                  f"and replace. To replace it whole, first read the rest ({rest}).")
+
+
+def missing_subsections(old: str, new: str) -> list[str]:
+    """Headings of the subsections of section text ``old`` that text ``new`` lacks."""
+    present = {s.heading for s in wikitext_sections(new)}
+    return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
+
+
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
+def create_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    source: Annotated[str, Arg("Content of the new page, usually wikitext.")],
+    comment: Annotated[str | None, CommentArg] = None,
+    contentModel: Annotated[str | None, Arg(
+        "Content model (e.g. wikitext, json, css, javascript). Default: the namespace's.",
+        max_length=64)] = None,
+    dryRun: Annotated[bool, DryRunArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> list[str] | str:
+    """Creates a new wiki page and returns its revision ID, URL and diff URL. Fails if the title
+    already exists, so it never overwrites; to change an existing page, use update-page."""
+    if dryRun:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        page, _ = resolve_page(query, title)
+        if not page.get("missing"):
+            check_page(page, title, ctx.wiki.key)
+            raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
+                                 ctx.wiki.key)
+        return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
+    return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
+                     None, edit_summary(ctx, comment), source)
+
+
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False)
+def update_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    source: Annotated[str | None, Arg(
+        "New text: the whole page, the section, or what mode adds.")] = None,
+    section: Annotated[int | None, Arg("Section number to change alone (0 = lead).", minimum=0)] = None,
+    mode: Annotated[Literal["replace", "append", "prepend"], Arg(
+        "'append' or 'prepend' adds source instead of replacing.")] = "replace",
+    find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
+    replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
+    replaceAll: Annotated[bool, Arg("Replaces every occurrence of find.")] = False,
+    latestId: Annotated[int | None, Arg(
+        "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
+        minimum=1)] = None,
+    comment: Annotated[str | None, CommentArg] = None,
+    minor: Annotated[bool, Arg("Marks the edit as minor.")] = False,
+    bot: Annotated[bool, Arg("Marks the edit as a bot edit (needs the bot right).")] = False,
+    removeSubsections: Annotated[bool, Arg(
+        "Lets a section replacement delete subsections its text lacks.")] = False,
+    dryRun: Annotated[bool, DryRunArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> list[str] | str:
+    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces the
+    whole page or one section, adds text (mode), or changes a passage with find and replace, which
+    spares resending a long page. With latestId, an overlapping edit by someone else since that
+    revision is refused, never overwritten. Refuses to write back a page or section read here only in part
+    (truncated), or to drop a section's subsections. Fails if the page does not exist; for new
+    pages, use create-page."""
+    if find is not None:
+        if source is not None or mode != "replace":
+            raise invalid("find and replace change a passage in place: give them without source and mode.")
+        if replace is None:
+            raise invalid("find needs replace: the text to put in its place ('' deletes it).")
+        if not find:
+            raise invalid("Argument 'find' must not be empty.")
+    elif source is None:
+        raise invalid("Give source (the new text), or find and replace.")
+    elif replace is not None or replaceAll:
+        raise invalid("replace and replaceAll go with find.")
+    replacing_section = section is not None and mode == "replace" and find is None
+    if removeSubsections and not replacing_section:
+        raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+
+    needs_text = dryRun or find is not None or replacing_section
+    query = ctx.mw.get({
+        "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
+        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
+        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+    }).get("query", {})
+    page, _ = resolve_page(query, title)
+    if page.get("missing"):
+        raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
+                        "nothing was saved. To make it, use create-page; search-page-by-prefix finds "
+                        "existing titles.")
+    check_page(page, title, ctx.wiki.key)
+    title = page["title"]
+    current = revision_of(page)
+    base = latestId or current.get("revid")
+    if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
+        raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
+                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                      "without bot.")
+    if latestId and latestId != current.get("revid"):
+        check_base_revision(ctx, latestId, page)
+    if mode == "replace" and find is None:
+        refuse_partial_write(ctx, title, section)
+
+    old = main_slot(current).get("content", "")
+    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": base,
+                              "minor": minor, "bot": bot}
+    if find is not None:
+        count = old.count(find)
+        where = f"section {section} of {title!r}" if section is not None else repr(title)
+        if count == 0:
+            raise invalid(f"The text to find does not occur in {where} (revision {current.get('revid')}); "
+                          "nothing was changed. find must match the wikitext exactly, whitespace and "
+                          "markup included: get-page shows it.")
+        if count > 1 and not replaceAll:
+            raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                          "Include more of the surrounding text to pick one, or set replaceAll=true.")
+        new = old.replace(find, replace or "") if replaceAll else old.replace(find, replace or "", 1)
+        fields["text"] = new
+    elif mode == "replace":
+        new = fields["text"] = source
+        if replacing_section and section and not removeSubsections:
+            lost = missing_subsections(old, new or "")
+            if lost:
+                raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that "
+                              f"the new text lacks ({', '.join(lost)}), so replacing it would delete them. "
+                              "Include them in source, replace a subsection on its own (section=N), or "
+                              "set removeSubsections=true to delete them.")
+    else:
+        fields["appendtext" if mode == "append" else "prependtext"] = source
+        new = old + (source or "") if mode == "append" else (source or "") + old
+    if dryRun:
+        return dry_run_result(title, base, section, old, new or "", ctx.budget)
+    return save_edit(ctx, title, fields, base, edit_summary(ctx, comment),
+                     new if section is None and "text" in fields else None)
+
+
+def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> None:
+    """latestId must be a revision of this page, or MediaWiki would merge against another text."""
+    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
+    other = (query.get("pages") or [{}])[0]
+    if query.get("badrevids") or other.get("pageid") != page.get("pageid"):
+        raise invalid(f"latestId {revid} is not a revision of {page.get('title')!r} (its latest is "
+                      f"{revision_of(page).get('revid')}); nothing was saved. Pass the revision ID "
+                      "get-page returned for this page.")
+
+
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
+def move_page(
+    ctx: ToolContext,
+    fromTitle: Annotated[str, Arg("Current title of the wiki page.", title=True)],
+    toTitle: Annotated[str, Arg("New title; it must not exist yet.", title=True)],
+    comment: Annotated[str | None, Arg("Reason for the move.", max_length=500)] = None,
+    moveTalk: Annotated[bool, Arg("Moves the talk page too.")] = True,
+    moveSubpages: Annotated[bool, Arg("Moves subpages too, where the namespace has them.")] = False,
+    leaveRedirect: Annotated[bool, Arg(
+        "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Renames a wiki page (and by default its talk page) and returns the old and new titles, whether
+    a redirect was left and the new URL. Fails if the page does not exist or the new title does."""
+    params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
+              "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
+              "tags": change_tags(ctx)}
+    try:
+        moved = ctx.mw.write(params).get("move", {})
+    except ResponseLost as lost:
+        query = ctx.mw.get({"action": "query", "titles": toTitle, "prop": "info"}).get("query", {})
+        if resolve_page(query, toTitle)[0].get("missing", True):
+            raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
+                            "was not moved. Call again to retry.") from None
+        moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+    to = moved.get("to", toTitle)
+    subpages = [s for s in moved.get("subpages") or [] if "to" in s]
+    talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
+    return "Moved.\n" + labelled(
+        ("From", moved.get("from", fromTitle)), ("To", to),
+        ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
+        ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
+        ("Talk page not moved", "; ".join(talk_errors)),
+        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+
+
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
+def delete_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    comment: Annotated[str | None, Arg("Reason for the deletion.", max_length=500)] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Deletes a wiki page with its history, which administrators can restore with undelete-page.
+    Without confirm=true it deletes nothing and fails, showing the page's latest revision, size and
+    number of revisions to put to the user; it acts only when called again with confirm=true."""
+    if not confirm:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
+                            "rvprop": "ids", "rvlimit": "max"})
+        page, _ = resolve_page(query.get("query", {}), title)
+        check_page(page, title, ctx.wiki.key)
+        count = len(page.get("revisions") or [])
+        revisions = f"more than {count}" if query.get("continue") else str(count)
+        raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
+                      f"(latest revision {page.get('lastrevid')}, {page.get('length', 0)} bytes, "
+                      f"{revisions} revisions{', a redirect' if page.get('redirect') else ''}) from "
+                      f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
+                      "confirm=true.")
+    params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
+              "tags": change_tags(ctx)}
+    try:
+        deleted = ctx.mw.write(params).get("delete", {})
+    except ResponseLost as lost:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        if not resolve_page(query, title)[0].get("missing"):
+            raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
+                            "deleted. Call again to retry.") from None
+        deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+    return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
+                                   ("Restore with", "undelete-page"))
+
+
+@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True)
+def undelete_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Restores a deleted wiki page with all its deleted revisions and returns how many came back,
+    its latest revision ID and URL. Fails if the title has no deleted revisions."""
+    params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
+              "tags": change_tags(ctx)}
+    restored: dict[str, Any] = {}
+    try:
+        restored = ctx.mw.write(params).get("undelete", {})
+    except ResponseLost as lost:
+        lost_message = lost.message
+    else:
+        lost_message = ""
+    query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+    page, _ = resolve_page(query, title)
+    if lost_message and page.get("missing", True):
+        raise WikiError("upstream_failure", f"{lost_message} The page is still deleted, so it was not "
+                        "restored. Call again to retry.")
+    title = page.get("title", restored.get("title", title))
+    return "Restored.\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
+                                    ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 
 # -- write tools: files ------------------------------------------------------

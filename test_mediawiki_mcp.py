@@ -1210,7 +1210,7 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
     assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
 
 
-def revision_ids(result: Result) -> list[int]:
+def listed_revisions(result: Result) -> list[int]:
     return [int(r.split(" | ")[0]) for r in rows_of(result.blocks[0])]
 
 
@@ -1219,15 +1219,15 @@ def test_history_walked_by_its_markers_shows_every_revision_once(bot_server: Any
     assert len(results) == 4
     for result in results[:-1]:
         assert result.blocks[1] == ("More results available. Returned 3 revisions. To fetch the next "
-                                    f"segment, call get-page-history again with olderThan={revision_ids(result)[-1]}.")
-    seen = [revision for result in results for revision in revision_ids(result)]
+                                    f"segment, call get-page-history again with olderThan={listed_revisions(result)[-1]}.")
+    seen = [revision for result in results for revision in listed_revisions(result)]
     assert seen == history.revisions[::-1]  # each exactly once, newest first
 
 
 def test_history_walks_forward_with_newer_than(bot_server: Any, history: History) -> None:
     results = follow_markers(bot_server, "get-page-history", "newerThan",
                              {"title": HISTORY_TITLE, "limit": 4, "newerThan": history.revisions[0]})
-    segments = [revision_ids(result) for result in results]
+    segments = [listed_revisions(result) for result in results]
     assert all(segment == sorted(segment, reverse=True) for segment in segments)  # newest first
     assert [revision for segment in segments for revision in segment[::-1]] == history.revisions[1:]
 
@@ -1601,6 +1601,661 @@ def test_new_tools_list_entries_stay_small() -> None:
 # ---------------------------------------------------------------------------
 # Page writes on the real wiki
 # ---------------------------------------------------------------------------
+
+WRITE_TOOLS = ("create-page", "update-page", "move-page", "delete-page", "undelete-page")
+
+
+def revision_ids(wiki: RealWiki, title: str) -> list[int]:
+    """Every revision ID of a page, newest first (empty when it does not exist)."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids",
+                        rvlimit="max")["query"]["pages"][0]
+    return [r["revid"] for r in page.get("revisions", [])]
+
+
+def latest_revision(wiki: RealWiki, title: str) -> dict[str, Any]:
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids|user|comment|tags",
+                        rvslots="main")["query"]["pages"][0]
+    return page["revisions"][0]
+
+
+def field(result: Result, label: str) -> str:
+    """The value of a ``Label: value`` line in a result."""
+    for line in result.text.splitlines():
+        if line.startswith(label + ": "):
+            return line[len(label) + 2:]
+    raise AssertionError(f"no {label!r} line in {result.text!r}")
+
+
+def as_editor(wiki: RealWiki) -> tuple[requests.Session, str]:
+    """A bare API session of the SECOND account (Editor), with its edit token."""
+    session = requests.Session()
+    login_token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
+                                                "format": "json"}).json()["query"]["tokens"]["logintoken"]
+    done = session.post(wiki.api, data={"action": "login", "lgname": wiki.editor_user, "format": "json",
+                                        "lgpassword": wiki.editor_password, "lgtoken": login_token}).json()
+    assert done["login"]["result"] == "Success", done
+    token = session.get(wiki.api, params={"action": "query", "meta": "tokens",
+                                          "format": "json"}).json()["query"]["tokens"]["csrftoken"]
+    return session, token
+
+
+def editor_edit(wiki: RealWiki, title: str, text: str) -> None:
+    session, token = as_editor(wiki)
+    done = session.post(wiki.api, data={"action": "edit", "title": title, "text": text, "token": token,
+                                        "format": "json", "formatversion": "2"}).json()
+    assert done["edit"]["result"] == "Success", done
+
+
+def create(server: Any, title: str, text: str) -> int:
+    result = call(server, "create-page", title=title, source=text)
+    assert not result.is_error, result.text
+    return int(field(result, "Revision ID"))
+
+
+def test_write_tools_are_annotated_by_what_they_do(bot_server: Any) -> None:
+    tools = {t.name: t for t in list_tools(bot_server)}
+    hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint,
+                    t.annotations.idempotent_hint) for name, t in tools.items() if name in WRITE_TOOLS}
+    assert hints == {"create-page": (False, False, True), "update-page": (False, True, False),
+                     "move-page": (False, True, True), "delete-page": (False, True, True),
+                     "undelete-page": (False, False, True)}
+    assert all("idempotencyKey" in tools[n].input_schema["properties"] for n in WRITE_TOOLS)
+    assert {n for n in WRITE_TOOLS if "dryRun" in tools[n].input_schema["properties"]} == {
+        "create-page", "update-page"}
+
+
+def test_create_page_makes_a_page_and_never_overwrites_one(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write create test"
+    result = call(bot_server, "create-page", title=title, source="First text.", comment="Start it")
+    assert not result.is_error and result.blocks[0].startswith("Created.\nTitle: Write create test\n")
+    revid = int(field(result, "Revision ID"))
+    assert field(result, "URL") == f"{wiki.url}/wiki/Write_create_test"
+    assert field(result, "Diff") == f"{wiki.url}/w/index.php?oldid={revid}"
+    assert wiki.wikitext(title) == "First text."
+    assert latest_revision(wiki, title)["comment"] == "Start it (via mediawiki-mcp)"
+    again = call(bot_server, "create-page", title=title, source="Other text.")
+    assert again.is_error and again.blocks[0].startswith("conflict: ")
+    assert "update-page" in again.text
+    assert wiki.wikitext(title) == "First text." and revision_ids(wiki, title) == [revid]
+
+
+def test_update_with_latest_id_refuses_an_overlapping_edit_by_another_account(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write conflict test"
+    create(bot_server, title, "Line one.\nLine two is the one both change.\nLine three.")
+    seen = call(bot_server, "get-page", title=title)
+    latest = int(field(seen, "Revision ID"))
+    editor_edit(wiki, title, "Line one.\nLine two, as the Editor wrote it.\nLine three.")
+    result = call(bot_server, "update-page", title=title, latestId=latest,
+                  source="Line one.\nLine two, as the model wrote it.\nLine three.")
+    assert result.is_error and result.blocks[0].startswith("conflict: ")
+    assert "get-page" in result.text
+    assert "Line two, as the Editor wrote it." in wiki.wikitext(title)
+    assert latest_revision(wiki, title)["user"] == "Editor"
+
+
+def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write merge test"
+    create(bot_server, title, "Top line.\n\nMiddle paragraph.\n\nBottom line.")
+    latest = int(field(call(bot_server, "get-page", title=title), "Revision ID"))
+    editor_edit(wiki, title, "Top line, edited by the Editor.\n\nMiddle paragraph.\n\nBottom line.")
+    result = call(bot_server, "update-page", title=title, latestId=latest,
+                  source="Top line.\n\nMiddle paragraph.\n\nBottom line, edited by the model.")
+    assert not result.is_error, result.text
+    assert wiki.wikitext(title) == ("Top line, edited by the Editor.\n\nMiddle paragraph.\n\n"
+                                    "Bottom line, edited by the model.")
+
+
+def test_latest_id_of_another_page_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write wrong base test"
+    revid = create(bot_server, title, "Text.")
+    other = revision_ids(wiki, "Apple")[0]
+    result = call(bot_server, "update-page", title=title, source="New.", latestId=other)
+    assert result.is_error and result.blocks[0].startswith(f"invalid_input: latestId {other} is not a revision")
+    assert revision_ids(wiki, title) == [revid]
+
+
+def big_section_page() -> str:
+    sentences = "".join(f"Sentence {n:03d} of the big section.\n" for n in range(120))  # ~4 KB
+    return (f"Lead text.\n== Small ==\nA small section.\n== Big ==\n{sentences}"
+            "The very last line of the big section.\n== After ==\nThe end.")
+
+
+def read_whole(server: Any, **arguments: Any) -> str:
+    """Reads a page or section by following the offset markers, as a model would."""
+    parts, offset = [], 0
+    for _ in range(20):
+        result = call(server, "get-page", **arguments, offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            return "".join(parts)
+        offset = int(result.blocks[-1].rsplit("offset=", 1)[1].rstrip("."))
+    raise AssertionError("never reached the end")
+
+
+def test_writing_back_a_truncated_section_is_refused_until_it_is_read_whole(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write truncated section test"
+    create(server, title, big_section_page())
+    first = call(server, "get-page", title=title, section=2)
+    assert len(first.blocks) == 2 and first.blocks[1].startswith("Content truncated at ")
+    seen = content_of(first.blocks[0])
+    assert "Sentence 005" in seen and "The very last line" not in seen
+    changed = seen.replace("Sentence 005 of the big section.", "Sentence five, reworded.")
+    refused = call(server, "update-page", title=title, section=2, source=changed)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: Section 2 ")
+    assert "find and replace" in refused.text and "offset=" in refused.text
+    assert "The very last line of the big section." in wiki.wikitext(title)
+    whole = read_whole(server, title=title, section=2)
+    assert whole.endswith("The very last line of the big section.")
+    done = call(server, "update-page", title=title, section=2,
+                source=whole.replace("Sentence 005 of the big section.", "Sentence five, reworded."))
+    assert not done.is_error, done.text
+    text = wiki.wikitext(title)
+    assert "Sentence five, reworded." in text and "The very last line of the big section." in text
+    assert "Sentence 119 of the big section." in text and text.endswith("== After ==\nThe end.")
+
+
+def test_a_truncated_page_read_guards_whole_writes_and_unseen_sections(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write truncated page test"
+    create(server, title, big_section_page())
+    first = call(server, "get-page", title=title)
+    assert len(first.blocks) == 2
+    seen = content_of(first.blocks[0])
+    whole_page = call(server, "update-page", title=title, source=seen + "\n")
+    assert whole_page.is_error and whole_page.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    unseen_section = call(server, "update-page", title=title, section=2, source="== Big ==\nShort now.")
+    assert unseen_section.is_error and "get-page with section=2" in unseen_section.text
+    assert "The very last line of the big section." in wiki.wikitext(title)
+    # Section 1 was shown whole by that read, and find-replace needs no whole read.
+    assert not call(server, "update-page", title=title, section=1,
+                    source="== Small ==\nA small section, edited.").is_error
+    assert not call(server, "update-page", title=title, find="The very last line",
+                    replace="The final line").is_error
+    text = wiki.wikitext(title)
+    assert "A small section, edited." in text and "The final line of the big section." in text
+    assert "Sentence 119 of the big section." in text
+
+
+def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write subsections test"
+    original = "Lead.\n== Parent ==\nParent text.\n=== Child ===\nChild text.\n== Next ==\nNext text."
+    revid = create(bot_server, title, original)
+    refused = call(bot_server, "update-page", title=title, section=1, source="== Parent ==\nNew parent text.")
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: section 1 ")
+    assert "(Child)" in refused.text and "removeSubsections=true" in refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    kept = call(bot_server, "update-page", title=title, section=1,
+                source="== Parent ==\nNew parent text.\n=== Child ===\nChild text.")
+    assert not kept.is_error
+    assert wiki.wikitext(title) == ("Lead.\n== Parent ==\nNew parent text.\n=== Child ===\nChild text.\n\n"
+                                    "== Next ==\nNext text.")  # MediaWiki's splice adds the blank line
+    removed = call(bot_server, "update-page", title=title, section=1, removeSubsections=True,
+                   source="== Parent ==\nOnly the parent now.")
+    assert not removed.is_error
+    assert wiki.wikitext(title) == "Lead.\n== Parent ==\nOnly the parent now.\n\n== Next ==\nNext text."
+
+
+def test_an_append_sent_twice_with_one_idempotency_key_lands_once(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write idempotency test"
+    create(bot_server, title, "Log:")
+    before = revision_ids(wiki, title)
+    first = call(bot_server, "update-page", title=title, mode="append", source="\n* entry one",
+                 idempotencyKey="req-7f3a")
+    second = call(bot_server, "update-page", title=title, mode="append", source="\n* entry one",
+                  idempotencyKey="req-7f3a")
+    assert not first.is_error and not second.is_error
+    assert second.blocks[0].startswith("Repeat: ") and second.blocks[0].endswith(first.blocks[0])
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+    assert len(revision_ids(wiki, title)) == len(before) + 1
+    other = call(bot_server, "update-page", title=title, mode="append", source="\n* entry two",
+                 idempotencyKey="req-7f3a")
+    assert other.is_error and other.blocks[0].startswith("conflict: idempotencyKey 'req-7f3a' was already used")
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+
+
+class DroppingProxy:
+    """Forwards requests to the real wiki, but after forwarding the first edit POST (which
+    the wiki saves) closes the connection without answering: the answer is lost."""
+
+    def __init__(self, target: str) -> None:
+        self.drops_left = 1
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
+                answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
+                fields = urllib.parse.parse_qs(body.decode())
+                if fields.get("action") == ["edit"] and proxy.drops_left:
+                    proxy.drops_left -= 1
+                    self.close_connection = True  # the wiki has saved; its answer goes nowhere
+                    return
+                self.relay(answer)
+
+            def forwarded(self) -> dict[str, str]:
+                return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
+
+            def relay(self, answer: requests.Response) -> None:
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                for cookie in answer.raw.headers.getlist("Set-Cookie"):
+                    self.send_header("Set-Cookie", cookie)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.api = f"http://127.0.0.1:{self.server.server_address[1]}/w/api.php"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["append", "create"])
+def test_a_write_whose_answer_is_lost_is_reported_saved_and_not_repeated(
+        wiki: RealWiki, kind: str) -> None:
+    proxy = DroppingProxy(wiki.url)
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        title = f"Write lost answer {kind} test"
+        if kind == "append":
+            create(bot_server_for(wiki), title, "Before.")
+            before = revision_ids(wiki, title)
+            result = call(server, "update-page", title=title, mode="append", source="\nAppended once.")
+            assert wiki.wikitext(title) == "Before.\nAppended once."
+        else:
+            before = []
+            result = call(server, "create-page", title=title, source="Created once.")
+            assert wiki.wikitext(title) == "Created once."
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+        assert not result.is_error, result.text
+        assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+        after = revision_ids(wiki, title)
+        assert len(after) == len(before) + 1 and int(field(result, "Revision ID")) == after[0]
+    finally:
+        proxy.close()
+
+
+_servers: dict[str, Any] = {}
+
+
+def bot_server_for(wiki: RealWiki) -> Any:
+    """A plain bot server for setting pages up (not the one under test)."""
+    if wiki.api not in _servers:
+        _servers[wiki.api] = make_server(wiki.env())
+    return _servers[wiki.api]
+
+
+def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+                                 "revisions": [{"revid": 7, "parentid": 0}]}]}}
+    history = {"query": {"userinfo": {"id": 0, "name": "127.0.0.1", "anon": True},
+                         "pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+                                    "revisions": [{"revid": 7, "parentid": 0, "user": "Someone",
+                                                   "comment": "older"}]}]}}
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    fake.replies = [Reply(body=page), Reply(body=tokens), Reply(delay=5.0), Reply(body=history)]
+    server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "update-page", title="Main Page", mode="append", source="x")
+    assert result.is_error and result.blocks[0].startswith(
+        f"upstream_failure: The wiki at 127.0.0.1:{fake.port} timed out after 0.5 s while writing. "
+        "The page's history shows no edit by this account after revision 7 yet. A slow wiki may "
+        "still save it: check with get-page-history before calling again.")
+    edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
+    assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
+    assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
+
+
+def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+    saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+    maxlag = Reply(body={"errors": [{"code": "maxlag", "text": "Waiting for a database server."}]},
+                   headers={"Retry-After": "2"})
+    fake.replies = [Reply(body=page), Reply(body=tokens), maxlag, Reply(body=saved)]
+    server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert not result.is_error and field(result, "Revision ID") == "8" and sleeps == [2.0]
+    # ratelimited without a short Retry-After: refused at once, never resent
+    limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]})
+    fake.replies = [Reply(body=page), limited]
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert result.is_error and result.blocks[0].startswith("rate_limited: You've exceeded your rate limit.")
+    # badtoken: one fresh token, one resend, then the error
+    bad = Reply(body={"errors": [{"code": "badtoken", "text": "Invalid CSRF token."}]})
+    fake.seen.clear()
+    fake.replies = [Reply(body=page), bad, Reply(body=tokens), dataclasses.replace(bad)]
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert result.is_error and result.blocks[0].startswith("authentication: Invalid CSRF token.")
+    actions = [s["params"].get("action") or s["params"].get("meta") for s in fake.requests_to_api()]
+    assert actions == ["query", "edit", "query", "edit"]
+
+
+def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write token refresh test"
+    create(server, title, "Text.")
+    server.mediawiki_state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
+    result = call(server, "update-page", title=title, source="Text, after a token refresh.")
+    assert not result.is_error, result.text
+    assert wiki.wikitext(title) == "Text, after a token refresh."
+
+
+def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write find replace test"
+    original = "The cat sat on the mat.\nThe dog sat on the log.\nA cat again."
+    revid = create(bot_server, title, original)
+    absent = call(bot_server, "update-page", title=title, find="The bird", replace="The fish")
+    assert absent.is_error and absent.blocks[0].startswith("invalid_input: The text to find does not occur")
+    twice = call(bot_server, "update-page", title=title, find="cat", replace="lynx")
+    assert twice.is_error and twice.blocks[0].startswith("invalid_input: The text to find occurs 2 times")
+    assert "replaceAll=true" in twice.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    once = call(bot_server, "update-page", title=title, find="dog sat on the log", replace="dog slept")
+    assert not once.is_error and field(once, "Previous revision ID") == str(revid)
+    assert field(once, "Diff") == f"{wiki.url}/w/index.php?diff={field(once, 'Revision ID')}&oldid={revid}"
+    everywhere = call(bot_server, "update-page", title=title, find="cat", replace="lynx", replaceAll=True)
+    assert not everywhere.is_error
+    assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
+
+
+def test_update_of_a_missing_page_creates_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write no such page test"
+    for arguments in ({"source": "x"}, {"source": "x", "mode": "append"}, {"find": "a", "replace": "b"}):
+        result = call(bot_server, "update-page", title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page {title!r} does not exist")
+        assert "create-page" in result.text
+    assert revision_ids(wiki, title) == []
+
+
+def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write dry run test"
+    revid = create(bot_server, title, "Alpha.\nBeta.\nGamma.\nDelta.")
+    result = call(bot_server, "update-page", title=title, find="Gamma.", replace="Gamma, changed.",
+                  dryRun=True)
+    assert not result.is_error
+    assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
+                                f"Title: {title}\nBase revision ID: {revid}\n\n"
+                                "@@ line 2 @@\n Beta.\n-Gamma.\n+Gamma, changed.\n Delta.")
+    appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
+    assert appended.blocks[0].endswith("@@ line 4 @@\n Delta.\n+Epsilon.")
+    new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
+    assert not new.is_error and new.blocks[0].endswith("@@ line 1 @@\n+Hello.")
+    existing = call(bot_server, "create-page", title=title, source="Hello.", dryRun=True)
+    assert existing.is_error and existing.blocks[0].startswith("conflict: ")
+    assert revision_ids(wiki, title) == [revid] and revision_ids(wiki, "Write dry run new page") == []
+
+
+def test_delete_needs_confirmation_and_undelete_restores(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write delete test"
+    create(bot_server, title, "To be deleted.")
+    call(bot_server, "update-page", title=title, source="To be deleted, second revision.")
+    latest = revision_ids(wiki, title)[0]
+    asked = call(bot_server, "delete-page", title=title)
+    assert asked.is_error and len(asked.blocks) == 1
+    assert asked.blocks[0] == (f"invalid_input: Nothing was deleted. delete-page would delete {title!r} "
+                               f"(latest revision {latest}, 31 bytes, 2 revisions) from {wiki.key}. "
+                               "Ask the user to confirm, then call delete-page again with confirm=true.")
+    assert revision_ids(wiki, title)[0] == latest
+    deleted = call(bot_server, "delete-page", title=title, confirm=True, comment="Test")
+    assert not deleted.is_error and deleted.blocks[0].startswith(f"Deleted.\nTitle: {title}\nLog ID: ")
+    assert revision_ids(wiki, title) == []
+    restored = call(bot_server, "undelete-page", title=title)
+    assert not restored.is_error, restored.text
+    assert field(restored, "Revisions restored") == "2" and field(restored, "Revision ID") == str(latest)
+    assert wiki.wikitext(title) == "To be deleted, second revision."
+    again = call(bot_server, "undelete-page", title=title)
+    assert again.is_error and again.blocks[0].startswith("not_found: ")
+
+
+def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Write move source", "Moving text.")
+    create(bot_server, "Talk:Write move source", "Talk text.")
+    moved = call(bot_server, "move-page", fromTitle="Write move source", toTitle="Write move target")
+    assert not moved.is_error, moved.text
+    assert moved.blocks[0] == ("Moved.\nFrom: Write move source\nTo: Write move target\nRedirect left: yes\n"
+                               "Talk page moved: Talk:Write move source -> Talk:Write move target\n"
+                               f"URL: {wiki.url}/wiki/Write_move_target")
+    assert wiki.wikitext("Write move target") == "Moving text."
+    assert wiki.wikitext("Write move source").startswith("#REDIRECT [[Write move target]]")
+    assert wiki.wikitext("Talk:Write move target") == "Talk text."
+    plain = call(bot_server, "move-page", fromTitle="Write move target", toTitle="Write move final",
+                 leaveRedirect=False, moveTalk=False)
+    assert not plain.is_error and "Redirect left: no" in plain.text and "Talk page" not in plain.text
+    assert revision_ids(wiki, "Write move target") == [] and wiki.wikitext("Write move final") == "Moving text."
+    onto = call(bot_server, "move-page", fromTitle="Write move final", toTitle="Apple")
+    assert onto.is_error and onto.blocks[0].startswith("conflict: ")
+    assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> None:
+    writable = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user,
+                            password=wiki.bot_password, read_only=False)
+    locked = dataclasses.replace(writable, key="locked.example", read_only=True)
+    state = m.ServerState.from_config(m.Config(wikis={wiki.key: writable, "locked.example": locked},
+                                               default_wiki=wiki.key))
+    server = m.create_server(state=state)
+    assert "create-page" in {t.name for t in list_tools(server)}
+    for tool, arguments in [("create-page", {"title": "Write read-only test", "source": "x"}),
+                            ("update-page", {"title": "Apple", "source": "x"}),
+                            ("delete-page", {"title": "Apple", "confirm": True})]:
+        result = call(server, tool, wiki="locked.example", **arguments)
+        assert result.is_error and result.blocks[0].startswith("permission_denied: The wiki locked.example "
+                                                               "is configured read-only")
+    assert revision_ids(wiki, "Write read-only test") == []
+    assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> None:
+    session = requests.Session()  # the tag must exist: create it as Admin with the main password
+    token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
+                                          "format": "json"}).json()["query"]["tokens"]["logintoken"]
+    session.post(wiki.api, data={"action": "login", "lgname": "Admin", "lgpassword": wiki.admin_password,
+                                 "lgtoken": token, "format": "json"})
+    csrf = session.get(wiki.api, params={"action": "query", "meta": "tokens", "format": "json"}
+                       ).json()["query"]["tokens"]["csrftoken"]
+    made = session.post(wiki.api, data={"action": "managetags", "operation": "create", "tag": "mcp-edit",
+                                        "token": csrf, "format": "json"}).json()
+    assert "error" not in made, made
+    config = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user, password=wiki.bot_password,
+                          read_only=False, tags=["mcp-edit"], attribute_edits=False)
+    server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: config}, wiki.key)))
+    title = "Write tags test"
+    assert not call(server, "create-page", title=title, source="Tagged.", comment="Plain summary").is_error
+    revision = latest_revision(wiki, title)
+    assert revision["tags"] == ["mcp-edit"] and revision["comment"] == "Plain summary"
+    config.tags = ["no-such-tag"]
+    result = call(server, "update-page", title=title, source="Untagged?")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ")
+    assert wiki.wikitext(title) == "Tagged."
+
+
+def test_bot_flag_needs_the_bot_right(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write bot flag test"
+    revid = create(bot_server, title, "Text.")
+    refused = call(bot_server, "update-page", title=title, source="Bot text.", bot=True)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: The account Admin lacks the bot right")
+    assert revision_ids(wiki, title) == [revid]
+    password = secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--bot", "Robot", "Robot-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Robot", password)
+    robot = make_server(wiki.env(MEDIAWIKI_USERNAME="Robot@mcp", MEDIAWIKI_PASSWORD=password))
+    assert not call(robot, "update-page", title=title, source="Bot text.", bot=True).is_error
+    change = wiki.raw_get(action="query", list="recentchanges", rctitle=title, rcprop="flags|user",
+                          rclimit=1)["query"]["recentchanges"][0]
+    assert change["user"] == "Robot" and change["bot"] is True
+
+
+def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
+    title = "Write protected test"
+    create(bot_server_for(wiki), title, "Protected text.")
+    client = m.MediaWikiClient(wiki.api, username=wiki.bot_user, password=wiki.bot_password)
+    client.write({"action": "protect", "title": title, "protections": "edit=sysop"})
+    anonymous = make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"})
+    result = call(anonymous, "update-page", title=title, source="Vandalism.")
+    assert result.is_error and result.blocks[0].startswith("permission_denied: ")
+    assert "[protectedpage]" in result.text and "administrator" in result.text
+    assert wiki.wikitext(title) == "Protected text."
+
+
+BAD_WRITE_ARGUMENTS = [
+    ("update-page", {"source": "x"}, "Missing required argument 'title'"),
+    ("update-page", {"title": "{t}"}, "Give source (the new text), or find and replace."),
+    ("update-page", {"title": "{t}", "source": "x", "find": "a", "replace": "b"}, "without source and mode"),
+    ("update-page", {"title": "{t}", "find": "a", "replace": "b", "mode": "append"}, "without source and mode"),
+    ("update-page", {"title": "{t}", "find": "Text"}, "find needs replace"),
+    ("update-page", {"title": "{t}", "find": "", "replace": "b"}, "'find' must not be empty"),
+    ("update-page", {"title": "{t}", "source": "x", "replace": "b"}, "replace and replaceAll go with find"),
+    ("update-page", {"title": "{t}", "source": "x", "removeSubsections": True}, "removeSubsections applies only"),
+    ("update-page", {"title": "{t}", "source": "x", "mode": "insert"}, "'mode' must be one of replace, append, prepend"),
+    ("update-page", {"title": "{t}", "source": "x", "section": -1}, "'section' must be at least 0"),
+    ("update-page", {"title": "{t}", "source": "x", "latestId": 0}, "'latestId' must be at least 1"),
+    ("update-page", {"title": "{t}", "source": "x", "latestId": "12"}, "'latestId' must be an integer"),
+    ("update-page", {"title": "{t}", "source": 5}, "'source' must be a string"),
+    ("update-page", {"title": "{t}", "source": "x\ud800"}, "invalid Unicode"),
+    ("update-page", {"title": "{t}", "source": "x", "sumary": "typo"}, "Unknown argument 'sumary'"),
+    ("update-page", {"title": "{t}", "source": "x", "minor": "yes"}, "'minor' must be true or false"),
+    ("create-page", {"title": "A|B", "source": "x"}, "not a valid page title"),
+    ("create-page", {"title": "{t}"}, "Missing required argument 'source'"),
+    ("create-page", {"title": "{t}", "source": "x", "contentModel": "x" * 100}, "at most 64"),
+    ("create-page", {"title": "{t}", "source": "x", "idempotencyKey": "k" * 300}, "at most 200"),
+    ("delete-page", {"title": "{t}", "confirm": "yes"}, "'confirm' must be true or false"),
+    ("move-page", {"fromTitle": "{t}", "toTitle": " "}, "'toTitle' must be a non-empty page title"),
+    ("move-page", {"fromTitle": "{t}"}, "Missing required argument 'toTitle'"),
+]
+
+
+def test_bad_write_arguments_change_nothing_and_send_nothing(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write bad arguments test"
+    revid = create(server, title, "Text stays.")
+    counter = RequestCounter(server)
+    for tool, arguments, message in BAD_WRITE_ARGUMENTS:
+        arguments = {k: v.replace("{t}", title) if isinstance(v, str) else v for k, v in arguments.items()}
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error and len(result.blocks) == 1, (tool, arguments)
+        assert result.blocks[0].startswith("invalid_input: ") and message in result.blocks[0], result.text
+        assert n[0] == 0, (tool, arguments)
+    assert revision_ids(wiki, title) == [revid] and wiki.wikitext(title) == "Text stays."
+
+
+def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
+    """HTTP requests per write call once login, site info and the edit token are cached
+    (the closing notes quote this table)."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    create(server, "Write requests warm-up", "Warm.")  # caches the token
+    calls = [
+        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 1),
+        ("create-page", {"title": "Write requests test 2", "source": "x", "dryRun": True}, 1),
+        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 2),
+        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
+        ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
+        ("delete-page", {"title": "Write requests moved"}, 1),
+        ("delete-page", {"title": "Write requests moved", "confirm": True}, 1),
+        ("undelete-page", {"title": "Write requests moved"}, 2),
+    ]
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error == (tool == "delete-page" and "confirm" not in arguments), result.text
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+# -- the pieces behind the write tools ------------------------------------------
+
+def test_line_diff_is_compact() -> None:
+    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ line 2 @@\n b\n-c\n+C\n d\n@@ line 6 @@\n f\n+g"
+    assert m.line_diff("same", "same") == ""
+
+
+def test_section_ends_include_subsections_and_count_bytes() -> None:
+    text = "Lead é\n== A ==\nx\n=== A1 ===\ny\n== B ==\nz"
+    assert m.section_ends(text) == {0: 8, 1: 31, 2: 31, 3: 40}
+    assert [text.encode()[s.start:].split(b"\n")[0] for s in m.wikitext_sections(text)] == [
+        b"== A ==", b"=== A1 ===", b"== B =="]
+
+
+def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
+    ledger = m.ReadLedger()
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    ledger.record("w", "P", None, 5, text, 0, 1000)
+    assert ledger.unseen("w", "P", None).seen == 1000
+    assert ledger.unseen("w", "P", 1) is not None and ledger.unseen("w", "P", 2) is not None
+    assert ledger.unseen("w", "Other", None) is None  # never read here: nothing to protect
+    ledger.record("w", "P", 2, 5, "== B ==\nb", 0, 1000)  # a later whole read of section 2
+    assert ledger.unseen("w", "P", 2) is None
+    ledger.record("w", "P", None, 6, text, 1000, 5000)  # the tail of a newer revision: still a gap
+    assert ledger.unseen("w", "P", None).seen == 0
+    for offset in (0, 1000, 2000, 3000):
+        ledger.record("w", "P", None, 6, text, offset, 1000)
+    assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
+
+
+def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
+    now = [0.0]
+    store = m.IdempotencyStore(ttl=3600, capacity=2, clock=lambda: now[0])
+    runs: list[int] = []
+    assert store.run("k", "f", lambda: runs.append(1) or ["done"]) == (["done"], False)
+    assert store.run("k", "f", lambda: runs.append(2) or ["again"]) == (["done"], True)
+    with pytest.raises(m.WikiError, match="^conflict: idempotencyKey 'k' was already used"):
+        store.run("k", "other", lambda: ["x"])
+
+    def fail() -> list[str]:
+        raise m.WikiError("upstream_failure", "boom")
+    with pytest.raises(m.WikiError):
+        store.run("f", "f", fail)
+    assert store.run("f", "f", lambda: ["second try"]) == (["second try"], False)
+    now[0] = 3601.0
+    assert store.run("k", "f", lambda: ["fresh"]) == (["fresh"], False)
+    for key in ("a", "b", "c"):
+        store.run(key, "f", lambda: ["x"])
+    assert len(store._calls) <= 3 and runs == [1]
+
+
+def test_idempotency_store_runs_concurrent_repeats_once() -> None:
+    store = m.IdempotencyStore()
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    def slow() -> list[str]:
+        runs.append(1)
+        started.set()
+        release.wait(10)
+        return ["saved"]
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(store.run("k", "f", slow)))
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=lambda: results.append(store.run("k", "f", slow)))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert runs == [1] and sorted(results, key=lambda r: r[1]) == [(["saved"], False), (["saved"], True)]
 
 
 # ---------------------------------------------------------------------------
