@@ -1167,6 +1167,20 @@ def test_get_revision_of_the_long_page_truncates_like_get_page(bot_server: Any, 
         rvsection=8)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
 
 
+def test_a_truncated_revision_read_guards_writing_it_back(wiki: RealWiki) -> None:
+    """A model that read a revision only in part must not save it back whole (update-page)."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Revision read guard test"
+    create(server, title, big_section_page())
+    before = wiki.wikitext(title)
+    revision = wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"]
+    read = call(server, "get-revision", revisionId=revision)
+    assert len(read.blocks) == 2 and read.blocks[1].startswith("Content truncated at 1000 of ")
+    refused = call(server, "update-page", title=title, source=content_of(read.blocks[0]))
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert wiki.wikitext(title) == before
+
+
 def test_a_missing_section_is_not_found(bot_server: Any, history: History) -> None:
     """MediaWiki answers a section past the last with an empty slot, not an error."""
     for tool, arguments in (("get-page", {"title": HISTORY_TITLE}),
