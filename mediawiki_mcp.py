@@ -24,17 +24,20 @@ import difflib
 import functools
 import html
 import inspect
+import ipaddress
 import json
 import logging
 import os
 import re
+import socket
+import subprocess
 import sys
 import threading
 import time
 import types
 import typing
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 if TYPE_CHECKING:  # imported lazily at run time: see _requests()
@@ -174,6 +177,9 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
+    "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
+    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki may reach on private addresses",
+    "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
@@ -338,6 +344,7 @@ class MediaWikiClient:
         retry_budget: float = READ_RETRY_BUDGET_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
         pool_size: int = 32,
+        trusted_hosts: Iterable[str] | None = None,
     ) -> None:
         self.url = url
         self.username = username
@@ -348,13 +355,18 @@ class MediaWikiClient:
         self.retry_budget = retry_budget
         self.sleep = sleep
         self.pool_size = pool_size
+        #: None: the operator chose this wiki. A list: its URL came from a model, so every
+        #: request passes the address guard (these hosts may be private) and is pinned.
+        self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
         parsed = urllib.parse.urlsplit(url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
-        self._api_url: str | None = url if parsed.path.endswith("api.php") else None
+        self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
+                                     if parsed.path.endswith("api.php") else None)
         self._session: requests.Session | None = None
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
+        self._extensions: frozenset[str] | None = None
         self._logged_in = False
         self._csrf: str | None = None
         self._lock = threading.RLock()
@@ -425,7 +437,17 @@ class MediaWikiClient:
         data = self.get(params)
         with self._lock:
             self._site = SiteInfo.from_api(data.get("query", {}), self.api_url)
+            if "extensions" in data.get("query", {}):
+                self._extensions = extension_names(data["query"])
         return data.get("query", {})
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The names of the wiki's installed extensions, lower-cased; fetched once."""
+        if self._extensions is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
+            self._extensions = extension_names(data.get("query", {}))
+        return self._extensions
 
     @property
     def api_url(self) -> str:
@@ -433,14 +455,22 @@ class MediaWikiClient:
         assert self._api_url is not None
         return self._api_url
 
+    @property
+    def known(self) -> tuple[SiteInfo | None, str | None]:
+        """Site info and API address as far as learnt so far, without any request."""
+        return self._site, self._api_url
+
     def fetch(self, url: str, max_bytes: int) -> bytes | None:
         """Downloads a file the wiki points to (an upload, a thumbnail), or None when it is
         over max_bytes. The wiki's credentials go only to the wiki's own origin: a file on
-        another host, or a redirect there, is fetched without them."""
+        another host, or a redirect there, is fetched without them. A wiki a model added
+        passes every hop through the address guard, as its API calls do."""
         self._ensure_ready()
         home = origin_of(self.api_url)
         for _ in range(MAX_REDIRECTS + 1):
             session = self._session if origin_of(url) == home else self._plain_session()
+            if self.trusted_hosts is not None:
+                guard_and_pin(session, url, self.trusted_hosts)
             try:
                 response = session.get(url, timeout=self.timeout, stream=True, allow_redirects=False)
                 with response:
@@ -467,6 +497,9 @@ class MediaWikiClient:
         with self._lock:
             if self._plain is None:
                 self._plain = _requests().Session()
+                adapter = pinning_adapter(pool_connections=2, pool_maxsize=self.pool_size)
+                self._plain.mount("https://", adapter)
+                self._plain.mount("http://", adapter)
                 self._plain.headers["User-Agent"] = user_agent(self.user_agent_prefix)
             return self._plain
 
@@ -483,21 +516,18 @@ class MediaWikiClient:
         with self._lock:
             if self._session is None:
                 self._session = self._new_session()
+            if self._api_url is None:
+                self._discover_api()
             if self.username and not self._logged_in:
-                if self._api_url is None:
-                    self._discover_api()
                 self._login()
-            if self._site is None:
-                if self._api_url is None:
-                    self._discover_api()
-                else:
-                    data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
-                    self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
+            if self._site is None:  # learnt with the wiki's own credentials: private wikis work
+                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
+                self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
         rq = _requests()
         session = rq.Session()
-        adapter = rq.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size)
+        adapter = pinning_adapter(pool_connections=4, pool_maxsize=self.pool_size)
         session.mount("https://", adapter)
         session.mount("http://", adapter)
         session.headers["User-Agent"] = user_agent(self.user_agent_prefix)
@@ -510,24 +540,62 @@ class MediaWikiClient:
         return session
 
     def _discover_api(self) -> None:
-        """Finds api.php from the configured URL: tries /w/api.php, then /api.php."""
+        """Finds api.php from any URL of the wiki (a page, its origin): tries /w/api.php and
+        /api.php at its origin, then the address the wiki's own HTML names
+        (``<link rel="EditURI" href=".../api.php?action=rsd">``)."""
         parts = urllib.parse.urlsplit(self.url)
-        if not parts.scheme or not parts.netloc:
-            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or origin.")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
         origin = f"{parts.scheme}://{parts.netloc}"
-        failures = []
+        failures: list[str] = []
         for candidate in (origin + "/w/api.php", origin + "/api.php"):
-            try:
-                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate)
-            except WikiError as error:
-                failures.append(f"{candidate}: {error.message}")
-                continue
-            if "general" in data.get("query", {}):
-                self._api_url = candidate
-                self._site = SiteInfo.from_api(data["query"], candidate)
+            if self._probe_api(candidate, failures):
                 return
+        named = self._api_named_by_page(failures)
+        if named and self._probe_api(named, failures):
+            return
         raise WikiError("upstream_failure", f"No MediaWiki API found at {self.url}: "
-                        + "; ".join(failures) + ". Set MEDIAWIKI_URL to the wiki's api.php address.")
+                        + "; ".join(failures) + ". Give the wiki's api.php address instead "
+                        "(such as https://wiki.example.org/w/api.php).")
+
+    def _probe_api(self, candidate: str, failures: list[str]) -> bool:
+        """Whether ``candidate`` is the wiki's api.php; keeps its site info when it says."""
+        try:
+            data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
+        except WikiError as error:
+            if not error.code and error.category == "permission_denied":
+                raise  # the address guard refused a hop
+            if not error.code:  # no API answered there
+                failures.append(f"{candidate}: {error.message}")
+                return False
+            if error.code == "readapidenied" and not self.authenticated:
+                raise  # a private wiki, and no account to read it with
+            self._api_url = candidate  # an API answered, wanting a login first: a private wiki
+            return True
+        if "general" not in data.get("query", {}):
+            failures.append(f"{candidate}: the answer is not MediaWiki site info")
+            return False
+        self._api_url = candidate
+        self._site = SiteInfo.from_api(data["query"], candidate)
+        return True
+
+    def _api_named_by_page(self, failures: list[str]) -> str | None:
+        """The api.php address that the HTML of the configured URL names (EditURI)."""
+        assert self._session is not None
+        try:
+            response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
+                                   stream=True, headers={"Authorization": None})  # no token to any host
+        except WikiError as error:
+            if error.category == "permission_denied":
+                raise
+            failures.append(f"{self.url}: {error.message}")
+            return None
+        with response:
+            head = read_head(response)
+        found = api_from_html(head, response.url)
+        if not found:
+            failures.append(f"{self.url}: its HTML names no API (no <link rel=\"EditURI\">)")
+        return found
 
     def _login(self) -> None:
         """Bot-password login (action=login); anything but Success is refused."""
@@ -607,7 +675,7 @@ class MediaWikiClient:
                                       url=url, auth=auth, relogin=False, write=write)
                 if code == "readapidenied" and not self.authenticated:
                     raise WikiError("authentication", f"{self.name} is a private wiki: reading needs "
-                                    "an account. Configure a bot password or token for it.")
+                                    "an account. Configure a bot password or token for it.", code)
                 raise error_from_api(code, api_error_text(data), self.name)
             if status == 429:
                 raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
@@ -631,6 +699,8 @@ class MediaWikiClient:
         """Sends one request, following redirects only where credentials stay home."""
         assert self._session is not None
         for _ in range(MAX_REDIRECTS + 1):
+            if self.trusted_hosts is not None:
+                guard_and_pin(self._session, url, self.trusted_hosts)
             if method == "GET":
                 response = self._session.get(url, params=fields, timeout=self.timeout,
                                              allow_redirects=False)
@@ -737,6 +807,169 @@ def _warn_once(message: str) -> None:
         log.warning(message)
 
 
+def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
+    """Lower-cased names from site info's ``extensions`` prop."""
+    return frozenset(str(e.get("name", "")).lower() for e in query.get("extensions") or []) - {""}
+
+
+# -- the address guard and API discovery -------------------------------------
+# A URL that comes from a model (add-wiki, uploads from a URL) must not make this
+# server reach what only it can reach: its own loopback, the private network it sits
+# in, a cloud metadata address. The guard resolves the host, refuses non-public
+# addresses unless the operator trusts the host (MCP_TRUSTED_HOSTS), and pins the
+# connection to the address it checked, so a second DNS answer cannot swap it.
+
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """The IP addresses a host name resolves to (tests replace this)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def address_problem(address: str) -> str | None:
+    """Why an address is not public ("loopback", "private", ...), or None if it is."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for problem in ("loopback", "unspecified", "link_local", "multicast", "private", "reserved"):
+        if getattr(ip, f"is_{problem}"):
+            return problem.replace("_", "-")
+    return None if ip.is_global else "not globally routable"
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
+    """The address guard: resolves the URL's host and refuses private, loopback, link-local
+    and other non-public addresses, unless the host (``host`` or ``host:port``) is in
+    ``trusted_hosts``. Returns the checked address to connect to."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        host, port = host_port(url)
+    except ValueError:
+        raise invalid(f"{url!r} has an invalid port.") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise invalid(f"{url!r} is not an http(s) URL.")
+    if parts.username is not None or parts.password is not None:
+        raise invalid(f"The URL {parts.hostname} must not carry a user name or password.")
+    try:
+        addresses = resolve_addresses(host, port)
+    except (OSError, UnicodeError):
+        raise invalid(f"The host {host} of {url} could not be resolved; check the URL.") from None
+    if not addresses:
+        raise invalid(f"The host {host} of {url} has no address; check the URL.")
+    trusted = {t.strip().lower() for t in trusted_hosts}
+    shown = f"[{host}]" if ":" in host else host
+    if not trusted & {host, shown, f"{shown}:{port}"}:
+        for address in addresses:
+            problem = address_problem(address)
+            if problem:
+                raise WikiError("permission_denied", (
+                    f"{shown} resolves to {address}, a {problem} address, which this server does not "
+                    "reach for a URL given by a model. The operator can allow the host by listing it "
+                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this."))
+    return addresses[0]
+
+
+@functools.cache
+def _pinning_adapter_class() -> type:
+    rq = _requests()
+
+    class PinningAdapter(rq.adapters.HTTPAdapter):  # type: ignore[name-defined,misc]
+        """An HTTPAdapter that connects to the address the guard checked for a host
+        (TLS still verifies the host name), and like any other one for other hosts."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.pins: dict[tuple[str, int], str] = {}
+            super().__init__(*args, **kwargs)
+
+        def build_connection_pool_key_attributes(self, request: Any, verify: Any,
+                                                 cert: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+            host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+            address = self.pins.get(host_port(request.url))
+            if address:
+                if host_params["scheme"] == "https":
+                    pool_kwargs["server_hostname"] = pool_kwargs["assert_hostname"] = host_params["host"]
+                host_params["host"] = address
+            return host_params, pool_kwargs
+
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.pins.get(host_port(request.url)):  # the Host header names the host, not the address
+                request.headers.setdefault("Host", urllib.parse.urlsplit(request.url).netloc)
+            return super().send(request, *args, **kwargs)
+
+    return PinningAdapter
+
+
+def pinning_adapter(**options: Any) -> Any:
+    return _pinning_adapter_class()(**options)
+
+
+def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[str]) -> None:
+    """Checks a URL's host with the address guard, once per host and session, and pins the
+    session's connections to that host to the checked address."""
+    adapter = session.get_adapter(url)
+    pins = getattr(adapter, "pins", None)
+    key = host_port(url)
+    if pins is not None and key in pins:
+        return
+    address = check_address(url, trusted_hosts)
+    if pins is not None:
+        pins[key] = address
+
+
+def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str] | None,
+                **options: Any) -> requests.Response:
+    """A GET of a URL given by a model, following redirects itself and checking every hop
+    with the address guard (``trusted_hosts=None``: an operator's URL, no guard). The
+    session should mount ``pinning_adapter()``. Transport failures become WikiError."""
+    rq = _requests()
+    for _ in range(MAX_REDIRECTS + 1):
+        if trusted_hosts is not None:
+            guard_and_pin(session, url, trusted_hosts)
+        try:
+            response = session.get(url, allow_redirects=False, **options)
+        except rq.RequestException as exc:
+            raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
+                            f"reached ({type(exc).__name__}).") from None
+        if not response.is_redirect:
+            return response
+        response.close()
+        url = urllib.parse.urljoin(response.url, response.headers["Location"])
+    raise WikiError("upstream_failure", f"{url} redirected too many times.")
+
+
+HEAD_MAX_BYTES = 512 * 1024
+EDIT_URI_LINK = re.compile(r"<link\b[^>]*\brel\s*=\s*[\"']?EditURI\b[^>]*>", re.IGNORECASE)
+HREF = re.compile(r"\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+
+
+def read_head(response: requests.Response) -> str:
+    """The start of an HTML page, up to its </head> (bounded), for discovery."""
+    data = b""
+    for chunk in response.iter_content(64 * 1024):
+        data += chunk
+        if b"</head>" in data.lower() or len(data) >= HEAD_MAX_BYTES:
+            break
+    return data[:HEAD_MAX_BYTES].decode(response.encoding or "utf-8", "replace")
+
+
+def api_from_html(page: str, base_url: str) -> str | None:
+    """The api.php address a MediaWiki page names in ``<link rel="EditURI" href=...>``,
+    made absolute (``//host/w/api.php?action=rsd`` takes the page's scheme)."""
+    for tag in EDIT_URI_LINK.findall(page):
+        match = HREF.search(tag)
+        if match:
+            href = html.unescape(next(g for g in match.groups() if g is not None))
+            url = urllib.parse.urljoin(base_url, href)
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme in ("http", "https") and parts.path.endswith("api.php"):
+                return urllib.parse.urlunsplit(parts[:3] + ("", ""))
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------
@@ -770,6 +1003,7 @@ class WikiConfig:
     private: bool = False                 # its content must not leave through public means
     tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
+    sitename: str = ""                    # the configured name, until site info says
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
         return MediaWikiClient(self.url, username=self.username, password=self.password,
@@ -789,13 +1023,19 @@ class Config:
     stateless: bool = False               # HTTP replicas: offer nothing that needs session state
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+    def from_env(cls, environ: Mapping[str, str] | None = None, config_path: str | None = None) -> Config:
+        """The configuration from the environment, or from the JSON file that ``config_path``
+        (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
+        settings = shared_settings(env)
+        path = config_path or env.get("CONFIG", "").strip()
+        if path:
+            return config_from_file(path, env, settings)
         url = env.get("MEDIAWIKI_URL", "").strip() or DEFAULT_WIKI_URL
-        parts = urllib.parse.urlsplit(url if "://" in url else "https://" + url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}")
-        url = urllib.parse.urlunsplit(parts)
+        try:
+            url = normalise_server(url)
+        except ValueError:
+            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}") from None
         username = env.get("MEDIAWIKI_USERNAME", "").strip() or None
         password = env.get("MEDIAWIKI_PASSWORD") or None
         token = env.get("MEDIAWIKI_TOKEN", "").strip() or None
@@ -809,11 +1049,7 @@ class Config:
         key = wiki_key(url)
         wiki = WikiConfig(key=key, url=url, username=username, password=password, token=token,
                           read_only=read_only)
-        return cls(wikis={key: wiki}, default_wiki=key,
-                   content_max_bytes=byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
-                   file_data_max_bytes=byte_count(env, "MCP_FILE_DATA_MAX_BYTES",
-                                                  DEFAULT_FILE_DATA_MAX_BYTES),
-                   user_agent=env.get("MEDIAWIKI_USER_AGENT", "").strip())
+        return cls(wikis={key: wiki}, default_wiki=key, **settings)
 
 
 def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
@@ -827,9 +1063,242 @@ def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 def wiki_key(url: str) -> str:
-    """A wiki's key is its server name (with the port when there is one)."""
+    """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return (parts.hostname or "") + (f":{parts.port}" if parts.port and parts.port != default else "")
+
+
+def normalise_server(url: str) -> str:
+    """An http(s) URL from what people write for a wiki's address: ``//host`` (a
+    protocol-relative $wgServer) and a bare ``host`` become https; ValueError otherwise."""
+    url = url.strip()
+    if url.startswith("//"):
+        url = "https:" + url
+    elif "://" not in url:
+        url = "https://" + url
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(url)
+    parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
+
+
+def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Settings that come from the environment whatever says which wikis there are."""
+    upload_dirs: list[str] = []
+    for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
+        upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
+    trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
+    return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
+            "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
+            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "upload_dirs": upload_dirs, "trusted_hosts": trusted}
+
+
+def upload_directories(entries: Iterable[str], source: str) -> list[str]:
+    """Directories uploads may read from: absolute, existing, symlinks resolved."""
+    found = []
+    for entry in entries:
+        if not entry.strip():
+            continue
+        if not os.path.isabs(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        found.append(os.path.realpath(entry))
+    return found
+
+
+# -- the configuration file: the TypeScript MediaWiki MCP server's config.json -------
+
+#: Per-wiki fields of that format and the JSON types each takes (credentials apart).
+WIKI_FIELD_TYPES: dict[str, tuple[str, ...]] = {
+    "sitename": ("string",), "server": ("string",), "articlepath": ("string",),
+    "scriptpath": ("string",), "readOnly": ("boolean",), "private": ("boolean",),
+    "attributeEdits": ("boolean",), "tags": ("string", "array of strings", "null"),
+    "publicServer": ("string", "null"), "oauth2ClientId": ("string", "null"),
+    "oauth2ClientSecret": ("string", "null"), "oauth2CallbackPort": ("number", "null"),
+}
+SECRET_FIELDS = ("username", "password", "token")
+#: Accepted and ignored: browser OAuth is a feature of the TypeScript server only, and links
+#: are built from the public address the wiki itself reports.
+IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
+TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
+    "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
+    "uploadDirs": ("array of strings",),
+}
+EXEC_SECRET_TIMEOUT_SECONDS = 30
+VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+def json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array of strings" if all(isinstance(v, str) for v in value) else "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
+    kind = json_kind(value)
+    if kind not in kinds and not (kind == "array of strings" and "array" in kinds):
+        quoted = " (remove the quotes)" if kind == "string" and kinds[0] in ("boolean", "number") else ""
+        raise ConfigError(f"{path} must be {' or '.join(kinds)}, not {kind}{quoted}")
+
+
+def substitute(value: str, env: Mapping[str, str], path: str, required: bool) -> str:
+    """Replaces ``${VAR}`` with the environment's value. An unset variable is an error
+    where ``required`` (credentials); elsewhere the text stays, as the TypeScript server does."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in env:
+            return env[name]
+        if required:
+            raise ConfigError(f"{path} refers to ${{{name}}}, which is not set in the environment")
+        return match.group(0)
+    return VARIABLE.sub(replace, value)
+
+
+def run_secret_command(spec: Any, path: str) -> str:
+    """A secret from ``{"exec": {"command": ..., "args": [...]}}``: the command's trimmed
+    standard output. Run without a shell; its output is never shown, not even on failure."""
+    command = spec.get("exec") if isinstance(spec, dict) else None
+    if not isinstance(command, dict):
+        raise ConfigError(f"{path} must be a string, null or {{\"exec\": {{\"command\": ..., \"args\": [...]}}}}")
+    program, args = command.get("command"), command.get("args", [])
+    if not isinstance(program, str) or not program:
+        raise ConfigError(f"{path}.exec.command must be a non-empty string")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{path}.exec.args must be an array of strings")
+    try:
+        done = subprocess.run([program, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{path}: the secret command {program!r} did not finish within "
+                          f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
+    secret = done.stdout.strip()
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        if secret and any(line.strip() and line.strip() in said for line in done.stdout.splitlines()):
+            said = ""  # never show what may be the secret
+        raise ConfigError(f"{path}: the secret command {program!r} failed with exit status "
+                          f"{done.returncode}" + (f": {said}" if said else ""))
+    if not secret:
+        raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
+    return secret
+
+
+def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
+    """Reads the configuration file (the TypeScript server's config.json shape). Every
+    problem is a ConfigError naming the field."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            raw = json.load(file)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {path} does not exist") from None
+    except OSError as error:
+        raise ConfigError(f"configuration file {path} cannot be read: {error.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"configuration file {path} is not valid JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"configuration file {path} must hold a JSON object, not {json_kind(raw)}")
+    for name, kinds in TOP_FIELD_TYPES.items():
+        if name in raw:
+            check_type(name, raw[name], kinds)
+    unknown = [name for name in raw if name not in TOP_FIELD_TYPES]
+    if unknown:
+        log.warning("configuration file %s: unknown field(s) %s ignored", path, ", ".join(unknown))
+    for name in ("MEDIAWIKI_URL", "MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
+                 "MEDIAWIKI_READ_ONLY"):
+        if env.get(name, "").strip():
+            log.warning("%s is ignored: the configuration file %s names the wikis", name, path)
+    wikis: dict[str, WikiConfig] = {}
+    ignored: set[str] = set()
+    for key, entry in (raw.get("wikis") or {}).items():
+        wikis[key] = wiki_from_file(key, entry, env, ignored)
+    if not wikis:
+        raise ConfigError("wikis must name at least one wiki, such as "
+                          "{\"en.wikipedia.org\": {\"server\": \"https://en.wikipedia.org\"}}")
+    if ignored:
+        log.warning("configuration file %s: %s ignored (browser OAuth is not a feature of this server; "
+                    "use token or username and password)", path, ", ".join(sorted(ignored)))
+    default = substitute(raw.get("defaultWiki") or next(iter(wikis)), env, "defaultWiki", False)
+    if default not in wikis:
+        raise ConfigError(f"defaultWiki {default!r} is not one of the wikis: {', '.join(wikis)}")
+    upload_dirs = upload_directories(
+        [substitute(d, env, "uploadDirs", False) for d in raw.get("uploadDirs") or []], "uploadDirs")
+    settings = {**settings, "upload_dirs": list(dict.fromkeys(settings["upload_dirs"] + upload_dirs))}
+    return Config(wikis=wikis, default_wiki=default,
+                  allow_wiki_management=raw.get("allowWikiManagement", True), **settings)
+
+
+def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[str]) -> WikiConfig:
+    where = f"wikis.{key}"
+    if not key.strip() or key.startswith("mcp://") or any(c.isspace() or c == "/" for c in key):
+        raise ConfigError(f"wiki key {key!r} must be a name such as en.wikipedia.org "
+                          "(no spaces, no /, not starting with mcp://)")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
+    fields: dict[str, Any] = {}
+    for name, value in entry.items():
+        path = f"{where}.{name}"
+        if name in SECRET_FIELDS:
+            if isinstance(value, str):
+                if value and not VARIABLE.search(value):
+                    _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source "
+                               "keeps it out of the file.")
+                value = substitute(value, env, path, True) or None
+            elif value is not None:
+                value = run_secret_command(value, path)
+        elif name in WIKI_FIELD_TYPES:
+            check_type(path, value, WIKI_FIELD_TYPES[name])
+            if isinstance(value, str):
+                value = substitute(value, env, path, False)
+            elif isinstance(value, list):
+                value = [substitute(v, env, path, False) for v in value]
+            if name in IGNORED_WIKI_FIELDS and value is not None:
+                ignored.add(name)
+        else:
+            log.warning("%s is not a field of the configuration format; ignored", path)
+        fields[name] = value
+    if not fields.get("server"):
+        raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
+    try:
+        server = normalise_server(fields["server"])
+    except ValueError:
+        raise ConfigError(f"{where}.server must be an http(s) URL, not {fields['server']!r}") from None
+    url = server
+    script_path = fields.get("scriptpath")
+    if not urllib.parse.urlsplit(server).path.endswith("api.php") and isinstance(script_path, str):
+        url = server.rstrip("/") + "/" + script_path.strip("/") + "/api.php" if script_path.strip("/") \
+            else server.rstrip("/") + "/api.php"
+    username, password, token = (fields.get(n) for n in SECRET_FIELDS)
+    if bool(username) != bool(password):
+        raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
+    if username and token:
+        raise ConfigError(f"{where}: set either token or username and password, not both")
+    private = bool(fields.get("private", False))
+    if private and not (username or token):
+        log.warning("%s is private but has no credentials: reading it will fail", where)
+    tags = fields.get("tags") or []
+    return WikiConfig(
+        key=key, url=url, username=username, password=password, token=token,
+        # Without credentials a wiki is read-only unless the file says otherwise: an
+        # anonymous edit would publish the server's IP address.
+        read_only=fields.get("readOnly", not (username or token)),
+        private=private, tags=[tags] if isinstance(tags, str) else list(tags),
+        attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
 # ---------------------------------------------------------------------------
@@ -1201,10 +1670,13 @@ class ToolSpec:
     open_world: bool
     params: dict[str, Param]
     offered: Callable[[ServerState], bool] | None = None
+    scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
+    needs_extension: str | None = None   # the extension the wiki must have (site info name)
 
     def schema(self) -> dict[str, Any]:
         properties = {name: param_schema(p) for name, p in self.params.items()}
-        properties["wiki"] = WIKI_PARAM_SCHEMA
+        if self.scoped:
+            properties["wiki"] = WIKI_PARAM_SCHEMA
         required = [name for name, p in self.params.items() if p.required]
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
@@ -1222,15 +1694,19 @@ WIKI_PARAM_SCHEMA = {"type": "string", "description":
 
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
          idempotent: bool = True, open_world: bool = True,
-         offered: Callable[[ServerState], bool] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
+         needs_extension: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a tool function. Its docstring is the description; its parameters
     after the first (the ToolContext) are the tool's arguments, each annotated
-    ``Annotated[type, Arg(...)]``."""
+    ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
+    no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
+    on a wiki without that extension are refused, naming the wikis that have it."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
             name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
-            open_world=open_world, params=signature_params(fn), offered=offered)
+            open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
+            needs_extension=needs_extension)
         return fn
     return register
 
@@ -1296,7 +1772,7 @@ def param_schema(p: Param) -> dict[str, Any]:
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Validates a call's arguments against the tool's parameters. Every problem is
     an invalid_input error naming the argument, never a silent drop or a crash."""
-    accepted = [*spec.params, "wiki"]
+    accepted = list(dict.fromkeys([*spec.params, *(["wiki"] if spec.scoped else [])]))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
         raise invalid(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
@@ -1485,17 +1961,27 @@ class IdempotencyStore:
 @dataclasses.dataclass
 class ServerState:
     """Everything one server instance holds: its configuration, a client per wiki, and
-    what the write tools remember (reads for the no-loss checks, idempotency keys)."""
+    what the write tools remember (reads for the no-loss checks, idempotency keys).
+
+    add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
+    ``lock`` (never change them in place), so a tool running on another thread always sees
+    a consistent pair to read from."""
     config: Config
     clients: dict[str, MediaWikiClient]
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
+    client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The wikis of the configuration at start: add-wiki restores one with its credentials.
+    configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_config(cls, config: Config, **client_options: Any) -> ServerState:
+        config = dataclasses.replace(config, wikis=dict(config.wikis))
         clients = {key: wiki.client(config.user_agent, **client_options)
                    for key, wiki in config.wikis.items()}
-        return cls(config=config, clients=clients)
+        return cls(config=config, clients=clients, client_options=client_options,
+                   configured=dict(config.wikis))
 
     def any_writable(self) -> bool:
         return any(not w.read_only for w in self.config.wikis.values())
@@ -1509,6 +1995,35 @@ class ServerState:
         if key not in self.config.wikis:
             raise invalid(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return key
+
+    def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
+        """Each wiki's key, configuration and client, as one consistent snapshot."""
+        with self.lock:
+            return [(key, wiki, self.clients[key]) for key, wiki in self.config.wikis.items()]
+
+    def wiki_and_client(self, key: str) -> tuple[WikiConfig, MediaWikiClient]:
+        with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
+            wiki, client = self.config.wikis.get(key), self.clients.get(key)
+        if wiki is None or client is None:
+            raise invalid(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+        return wiki, client
+
+    def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
+        with self.lock:
+            if wiki.key in self.config.wikis:
+                raise WikiError("conflict", f"The wiki {wiki.key} is already configured.")
+            self.config.wikis = {**self.config.wikis, wiki.key: wiki}
+            self.clients = {**self.clients, wiki.key: client}
+
+    def remove_wiki(self, key: str) -> WikiConfig:
+        with self.lock:
+            if key == self.config.default_wiki:
+                raise invalid(f"{key} is the default wiki, which cannot be removed.")
+            wikis, clients = dict(self.config.wikis), dict(self.clients)
+            removed = wikis.pop(key)
+            clients.pop(key, None)
+            self.config.wikis, self.clients = wikis, clients
+            return removed
 
 
 @dataclasses.dataclass
@@ -1528,9 +2043,29 @@ class ToolContext:
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
-    """The tools this configuration offers: write tools only when a wiki is writable."""
+    """The tools this configuration offers: tools that write to a wiki only when a wiki is
+    writable, and each tool only where its ``offered`` condition holds."""
+    writable = state.any_writable()
     return [spec for spec in TOOLS.values()
-            if (spec.read_only or state.any_writable()) and (spec.offered is None or spec.offered(state))]
+            if (spec.read_only or not spec.scoped or writable)
+            and (spec.offered is None or spec.offered(state))]
+
+
+def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
+    """Refuses a tool on a wiki without the extension it needs, naming the wikis that have it."""
+    needed = (spec.needs_extension or "").lower()
+    if needed in client.extensions:
+        return
+    others = []
+    for other, client in state.clients.items():
+        try:
+            if other != key and needed in client.extensions:
+                others.append(other)
+        except WikiError:  # an unreachable wiki cannot say; leave it out
+            continue
+    raise invalid(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
+                  "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
+                                       if others else "No configured wiki has it."))
 
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[list[Any], bool]:
@@ -1538,19 +2073,25 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
     never raises, so nothing but ``category: message`` reaches the model."""
     spec = TOOLS.get(name)
     try:
-        if spec is None or spec not in offered_tools(state):
-            raise invalid(f"Unknown tool {name!r}. Available tools: "
-                          f"{', '.join(s.name for s in offered_tools(state))}.")
+        offered = offered_tools(state)
+        if spec is None:
+            raise invalid(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
+        if spec not in offered:
+            raise WikiError("permission_denied", f"The tool {name} is not offered with this server's "
+                            "configuration; no retry by the model changes it. Available tools: "
+                            f"{', '.join(s.name for s in offered)}.")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid("Tool arguments must be an object.")
         arguments = dict(arguments or {})
-        key = state.resolve_wiki(arguments.get("wiki"))
+        key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
-        wiki = state.config.wikis[key]
-        if not spec.read_only and wiki.read_only:
+        wiki, client = state.wiki_and_client(key)
+        if spec.scoped and not spec.read_only and wiki.read_only:
             raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
                             "operator decides this, and no retry by the model changes it.")
-        ctx = ToolContext(state.clients[key], wiki, state)
+        if spec.needs_extension:
+            require_extension(state, spec, key, client)
+        ctx = ToolContext(client, wiki, state)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -1582,16 +2123,23 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     """Builds the MCP server for a configuration (default: from the environment)."""
     import anyio
     import mcp_types as mt
+    from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
+    from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
-    server = MCPServer(name="mediawiki-mcp", version=__version__, instructions=(
+    bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
+    server = MCPServer(name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
         "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
         f"the default wiki is {state.config.default_wiki}."))
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
     # one place serves tools/list and tools/call from the TOOLS registry instead.
+    # It also serves resources/list and resources/read from the wiki registry, because
+    # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
+    # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         return mt.ListToolsResult(tools=[
             mt.Tool(name=spec.name, title=spec.title, description=spec.description,
@@ -1601,15 +2149,58 @@ def create_server(config: Config | None = None, state: ServerState | None = None
                         idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
             for spec in offered_tools(state)])
 
+    def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
+
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        # Tools run on worker threads, which cannot talk to the session; so the lists are
+        # compared before and after the call, and a change (add-wiki, remove-wiki) is
+        # announced from here: on the session of a handshake-era client, and on the bus
+        # that serves 2026-era subscriptions/listen streams.
+        before = catalogue()
         blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments)
+        after = catalogue()
+        for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                                     (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                try:
+                    await bus.publish(event)
+                    await getattr(ctx.session, send)()
+                except Exception:  # advisory: a lost notification must not fail the call
+                    log.debug("could not announce a list change", exc_info=True)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
+    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
+
+    async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
+        return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+            uri_template="mcp://wikis/{key}", name="wiki", mime_type="text/plain",
+            description="A configured wiki: its name, public address, API address and access.")])
+
+    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        key = uri.removeprefix("mcp://wikis/")
+        if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
+            raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
+                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
+        text = await anyio.to_thread.run_sync(wiki_summary, state, key)
+        return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
+
     lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
     lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
+    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
+    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    capabilities = lowlevel.get_capabilities
+
+    def get_capabilities(options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return capabilities(NotificationOptions(resources_changed=True, tools_changed=True), *args, **kwargs)
+
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
     server.mediawiki_state = state  # type: ignore[attr-defined]  # for embedders and tests
     return server
 
@@ -2821,6 +3412,143 @@ def undelete_page(
 
 # -- wikis: listing, adding, removing -------------------------------------------
 
+def managing_wikis(state: ServerState) -> bool:
+    """add-wiki and remove-wiki: unless the operator froze the list, or replicas share no state."""
+    return state.config.allow_wiki_management and not state.config.stateless
+
+
+def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
+    """A wiki's public facts (never a credential); ``contact`` fetches site info if not known."""
+    wiki, client = state.wiki_and_client(key)
+    site, api = client.known
+    problem = None
+    if contact and site is None:
+        try:
+            site, api = client.site, client.api_url
+        except WikiError as error:
+            problem = error.message
+    parts = urllib.parse.urlsplit(wiki.url)
+    return {"key": key, "name": site.name if site else wiki.sitename,
+            "server": site.server if site else f"{parts.scheme}://{parts.netloc}", "api": api,
+            "read_only": wiki.read_only, "default": key == state.config.default_wiki,
+            "private": wiki.private, "problem": problem}
+
+
+def wiki_summary(state: ServerState, key: str) -> str:
+    """The text of the resource mcp://wikis/{key}."""
+    facts = wiki_facts(state, key, contact=True)
+    return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
+                    ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
+                    ("Default", "yes" if facts["default"] else None),
+                    ("Private", "yes" if facts["private"] else None), ("Unreachable", facts["problem"]))
+
+
+def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
+    """resources/list entries, one per wiki, from what is known (no request)."""
+    resources = []
+    for key in state.config.wikis:
+        facts = wiki_facts(state, key, contact=False)
+        resources.append({"uri": f"mcp://wikis/{key}", "name": key, "title": facts["name"] or None,
+                          "mime_type": "text/plain", "description": f"The wiki at {facts['server']}"
+                          + (" (default)" if facts["default"] else "")})
+    return resources
+
+
+def registered_as(state: ServerState, key: str) -> str | None:
+    """The key under which a wiki with this server name is configured, if it is."""
+    for other, wiki, client in state.entries():
+        site = client.known[0]
+        if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
+            return other
+    return None
+
+
+def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
+    """A wiki of the configuration at start, since removed, with this server name."""
+    for other, wiki in state.configured.items():
+        if other not in state.config.wikis and key in (other, wiki_key(wiki.url)):
+            return wiki
+    return None
+
+
+@tool("add-wiki", "Add wiki", read_only=False, destructive=False, idempotent=True, open_world=True,
+      scoped=False, offered=managing_wikis)
+def add_wiki(
+    ctx: ToolContext,
+    wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or its api.php "
+                                "(e.g. https://en.wikipedia.org/wiki/Main_Page).", max_length=2000)],
+) -> str:
+    """Adds a wiki for this session from any URL of it: finds its API, checks it with the wiki's
+    site info and registers it under its server name (e.g. en.wikipedia.org), the key other tools
+    take as wiki. The wiki is anonymous and read-only unless the server's configuration holds
+    credentials for it. Fails if the URL leads to no MediaWiki, to a private network address, or
+    to a wiki already configured. For the configured wikis, use list-wikis."""
+    state = ctx.state
+    try:
+        url = normalise_server(wikiUrl)
+    except ValueError:
+        raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+    options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
+    wiki = configured_entry(state, wiki_key(url))
+    known = registered_as(state, wiki_key(url))
+    if known:
+        raise WikiError("conflict", f"{wiki_key(url)} is already configured as the wiki {known}; "
+                        "pass it as wiki to other tools.")
+    if wiki is None:  # a URL from a model: every request passes the address guard
+        client = MediaWikiClient(url, trusted_hosts=state.config.trusted_hosts, **options)
+        site = client.site
+        key = wiki_key(site.server) or wiki_key(client.api_url)
+        known = registered_as(state, key) or next(
+            (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        if known:
+            raise WikiError("conflict", f"{url} is the wiki {known}, which is already configured; "
+                            "pass it as wiki to other tools.")
+        wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
+    if wiki.key in state.configured:  # the operator's entry, with its credentials
+        client = wiki.client(**options)
+        site = client.site
+    state.add_wiki(wiki, client)
+    return labelled(("Added wiki", wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
+                    ("Server", site.server), ("API", client.api_url),
+                    ("Access", "read-only" if wiki.read_only else "read and write")
+                    ) + f"\nPass wiki={json.dumps(wiki.key)} to other tools to use it."
+
+
+@tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
+      scoped=False, offered=lambda state: managing_wikis(state) and len(state.config.wikis) > 1)
+def remove_wiki(
+    ctx: ToolContext,
+    wiki: Annotated[str, Arg("Key of the wiki to remove (e.g. en.wikipedia.org) or mcp://wikis/{key}.",
+                             max_length=300)],
+) -> str:
+    """Removes a wiki from this session's list, whether added with add-wiki or configured; the
+    default wiki cannot be removed. Nothing changes on the wiki itself; add-wiki adds it again
+    (a configured wiki comes back with its credentials)."""
+    if not wiki.strip():
+        raise invalid("Argument 'wiki' must name the wiki to remove.")
+    key = ctx.state.resolve_wiki(wiki)
+    removed = ctx.state.remove_wiki(key)
+    return f"Removed wiki {key}" + (f" ({removed.sitename})" if removed.sitename else "") + "."
+
+
+@tool("list-wikis", "List wikis", read_only=True, scoped=False,
+      offered=lambda state: len(state.config.wikis) > 1)
+def list_wikis(ctx: ToolContext) -> str:
+    """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
+    public address and API address, then "default" and "read-only" where so (absent: writable).
+    The resource mcp://wikis/{key} holds the same for one wiki."""
+    rows = []
+    for key in ctx.state.config.wikis:
+        facts = wiki_facts(ctx.state, key, contact=True)
+        marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
+                                 ("private", facts["private"])) if on]
+        if facts["problem"]:
+            marks.append(f"unreachable: {facts['problem']}")
+        rows.append(f"{key}: " + ", ".join(str(v) for v in (
+            facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
+            + (f" ({'; '.join(marks)})" if marks else ""))
+    return "\n".join(rows)
+
 
 # ---------------------------------------------------------------------------
 # Command line
@@ -2834,7 +3562,41 @@ def argument_parser() -> argparse.ArgumentParser:
         epilog="environment variables:\n" + "\n".join(
             f"  {name:<24} {text}" for name, text in ENVIRONMENT_VARIABLES.items()))
     parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
+    parser.add_argument("--config", metavar="PATH",
+                        help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
+    parser.add_argument("--check", action="store_true",
+                        help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
     return parser
+
+
+def check_wikis(config: Config, out: typing.TextIO) -> int:
+    """--check: connects to each wiki and prints its name, MediaWiki version, the account
+    the server acts as and the tools available there. Returns the exit status."""
+    state = ServerState.from_config(config)
+    offered = offered_tools(state)
+    failures = 0
+    for key, wiki in config.wikis.items():
+        client = state.clients[key]
+        try:
+            site = client.site
+            user = client.get({"action": "query", "meta": "userinfo"}).get("query", {}).get("userinfo", {})
+            tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)]
+        except WikiError as error:
+            failures += 1
+            print(f"{key}: FAILED: {error}", file=out)
+            continue
+        identity = ("anonymous" if "anon" in user else f"{user.get('name')}"
+                    + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
+        print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
+              f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"
+              f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
+    unscoped = [spec.name for spec in offered if not spec.scoped]
+    if unscoped:
+        print(f"Server tools: {', '.join(unscoped)}", file=out)
+    if failures:
+        print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
+    return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -2842,10 +3604,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = Config.from_env()
+        config = Config.from_env(config_path=args.config)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
+    if args.check:
+        return check_wikis(config, sys.stdout)
     server = create_server(config)
     try:
         server.run("stdio")

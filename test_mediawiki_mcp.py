@@ -18,6 +18,7 @@ import http.server
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -189,8 +190,11 @@ def php(directory: Path, *args: str, config: bool = True) -> str:
     return done.stdout
 
 
-def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool = True) -> RealWiki:
-    """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md."""
+def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool = True,
+                    extra_settings: str = "") -> RealWiki:
+    """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md.
+    ``extra_settings`` is PHP for LocalSettings.php, written before the server starts
+    (php -S caches compiled files for 2 s, so later changes are not seen at once)."""
     if not (MEDIAWIKI_DIR / "maintenance" / "install.php").exists() or not shutil.which("php"):
         raise RuntimeError("The real-wiki tests need Debian's mediawiki and php-cli packages "
                            "(apt-get install mediawiki php-cli php-sqlite3 php-intl php-mbstring "
@@ -219,7 +223,7 @@ $wgAllowCopyUploads = true;
 $wgCopyUploadsDomains = ['127.0.0.1', 'localhost'];
 $wgGroupPermissions['sysop']['upload_by_url'] = true;
 $wgEnableBotPasswords = true;
-""")
+""" + extra_settings)
     # Bot passwords must match [0-9a-w]{{32,}}: a hex token does.
     bot_password = secrets.token_hex(16)
     php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
@@ -258,7 +262,8 @@ $wgEnableBotPasswords = true;
     deadline = time.monotonic() + 30
     while True:
         try:
-            if "query" in wiki.raw_get(action="query", meta="siteinfo"):
+            answer = wiki.raw_get(action="query", meta="siteinfo")
+            if "query" in answer or "error" in answer:  # a private wiki answers readapidenied
                 return wiki
         except (requests.RequestException, ValueError):
             pass
@@ -488,7 +493,8 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         assert not t.description.lower().startswith(("this tool", "you "))
         schema = t.input_schema
         assert schema["additionalProperties"] is False
-        assert "wiki" in schema["properties"]
+        # every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
+        assert "wiki" in schema["properties"] or not m.TOOLS[t.name].scoped
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
             assert "title" not in prop
@@ -497,7 +503,9 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
 
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({})))
-    assert all(t.annotations.read_only_hint for t in tools)
+    # add-wiki changes only the server's own list of wikis, never a wiki
+    assert all(t.annotations.read_only_hint for t in tools if t.name != "add-wiki")
+    assert "add-wiki" in {t.name for t in tools}
 
 
 BAD_ARGUMENTS = [
@@ -562,6 +570,7 @@ class FakeWiki:
         self.replies: list[Reply] = []
         self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
+        self.siteinfo_path: str | None = None  # set: site info answers only there
         self.release = threading.Event()
         fake = self
 
@@ -588,7 +597,7 @@ class FakeWiki:
                     self.end_headers()
                     self.wfile.write(body)
                     return
-                if params.get("meta") == "siteinfo":
+                if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
                 else:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
@@ -1584,6 +1593,21 @@ def test_get_file_data_sends_no_credentials_to_another_host(fake: FakeWiki) -> N
         other.close()
 
 
+def test_get_file_data_of_a_wiki_a_model_added_passes_the_address_guard(fake: FakeWiki) -> None:
+    """A wiki added by a model (its client guarded) cannot point the server at a private host."""
+    other = FakeWiki()
+    try:
+        other.files["/thumb.png"] = (png_bytes(4, 3), "image/png")
+        fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
+        server = make_server({"MEDIAWIKI_URL": fake.api}, sleep=lambda s: None,
+                             trusted_hosts=[f"127.0.0.1:{fake.port}"])  # the wiki itself, not localhost
+        result = call(server, "get-file-data", title="Big.png")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert other.seen == [] and not result.images
+    finally:
+        other.close()
+
+
 def test_get_file_data_refuses_icons_and_oversized_images(fake: FakeWiki) -> None:
     icon = f"http://127.0.0.1:{fake.port}/w/resources/assets/file-type-icons/fileicon-pdf.png"
     fake.files["/w/resources/assets/file-type-icons/fileicon-pdf.png"] = (png_bytes(120, 120), "image/png")
@@ -2280,6 +2304,518 @@ def test_idempotency_store_runs_concurrent_repeats_once() -> None:
 # ---------------------------------------------------------------------------
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def other_wiki() -> Iterator[RealWiki]:
+    """A second, private wiki: reading it needs an account."""
+    with tempfile.TemporaryDirectory(prefix="mw-other-") as directory:
+        running = start_test_wiki(Path(directory), "Other Wiki", seed=False,
+                                  extra_settings="$wgGroupPermissions['*']['read'] = false;\n")
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+@pytest.fixture(scope="session")
+def third_wiki() -> Iterator[RealWiki]:
+    """A public wiki nobody configured: add-wiki finds it."""
+    with tempfile.TemporaryDirectory(prefix="mw-third-") as directory:
+        running = start_test_wiki(Path(directory), "Third Wiki", seed=False)
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
+    """Two wikis as the TypeScript server's config.json has them; credentials from ${VAR}."""
+    return {
+        "defaultWiki": wiki.key,
+        "allowWikiManagement": True,
+        "wikis": {
+            wiki.key: {"sitename": "Test Wiki", "server": wiki.url, "articlepath": "/wiki",
+                       "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
+                       "token": None, "private": False, "tags": None},
+            "other": {"sitename": "Other Wiki", "server": other.url, "articlepath": "/wiki",
+                      "username": "${B_USER}", "password": "${B_PASS}", "readOnly": True,
+                      "private": True, "oauth2ClientId": "client-key", "oauth2CallbackPort": 53117},
+        },
+        **extra,
+    }
+
+
+def config_env(tmp_path: Path, config: dict[str, Any], wiki: RealWiki, other: RealWiki,
+               **extra: str) -> dict[str, str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password,
+            "B_USER": other.bot_user, "B_PASS": other.bot_password, **extra}
+
+
+@contextlib.contextmanager
+def temporary_tool(name: str, **options: Any) -> Iterator[None]:
+    """Registers a tiny tool for one test and removes it afterwards."""
+    @m.tool(name, "Test only", **options)
+    def test_tool(ctx: m.ToolContext) -> str:
+        """Returns the key of the wiki it ran on (a test-only tool)."""
+        return f"ran on {ctx.wiki.key}"
+    try:
+        yield
+    finally:
+        m.TOOLS.pop(name, None)
+
+
+def test_typescript_config_file_serves_two_wikis(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
+        server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    assert [r.message for r in caplog.records if "oauth2" in r.message] == [
+        f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
+        "(browser OAuth is not a feature of this server; use token or username and password)"]
+    assert "Name: Test Wiki" in call(server, "get-site-info").text
+    other = call(server, "get-site-info", wiki="other")  # a private wiki: site info needs the login
+    assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
+    assert "User: Admin\n" in call(server, "whoami", wiki="mcp://wikis/other").text
+    page = call(server, "get-page", wiki="other", title="Main Page")
+    assert not page.is_error and page.blocks[0].startswith("Title: Main Page")
+    assert "An apple is a fruit." in call(server, "get-page", title="Apple").text
+    assert call(server, "get-page", wiki="other", title="Apple").blocks[0].startswith("not_found: ")
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed == [f"{wiki.key}: Test Wiki, {wiki.url}, API {wiki.api} (default)",
+                      f"other: Other Wiki, {other_wiki.url}, API {other_wiki.api} (read-only; private)"]
+
+
+def test_a_private_wiki_without_an_account_says_so(other_wiki: RealWiki) -> None:
+    result = call(make_server({"MEDIAWIKI_URL": other_wiki.url}), "get-page", title="Main Page")
+    assert result.is_error and result.blocks[0].startswith(
+        f"authentication: {other_wiki.key} is a private wiki: reading needs an account.")
+
+
+def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
+    state = m.ServerState.from_config(m.Config.from_env(env))
+    with temporary_tool("test-write", read_only=False):
+        assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
+        blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
+        assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
+                                       "operator decides this, and no retry by the model changes it."]
+        assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
+
+
+def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    config = two_wiki_config(wiki, other_wiki)
+    config["wikis"][wiki.key]["attributeEdits"] = False
+    server = make_server(config_env(tmp_path, config, wiki, other_wiki))
+    title = f"Multi wiki page {secrets.token_hex(4)}"
+    refused = call(server, "create-page", wiki="other", title=title, source="Not here.")
+    assert refused.blocks == ["permission_denied: The wiki other is configured read-only; the operator "
+                              "decides this, and no retry by the model changes it."]
+    created = call(server, "create-page", title=title, source="Written through the config file.",
+                   comment="Made by the multi-wiki test")
+    assert not created.is_error, created.text
+    assert wiki.wikitext(title) == "Written through the config file."
+    revision = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="comment")
+    assert revision["query"]["pages"][0]["revisions"][0]["comment"] == "Made by the multi-wiki test"
+
+
+def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki, fake: FakeWiki,
+                                                                 tmp_path: Path) -> None:
+    config = {"defaultWiki": "fake", "wikis": {
+        "fake": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w"},
+        wiki.key: {"server": wiki.url, "scriptpath": "/w"}}}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}))
+    with temporary_tool("test-cite", read_only=True, needs_extension="Cite"), \
+            temporary_tool("test-cargo", read_only=True, needs_extension="Cargo"):
+        assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
+        assert m.run_tool(state, "test-cite", {}) == ([
+            f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
+            f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
+        blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
+        assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
+        counter = RequestCounter(m.create_server(state=state))
+        with counter.counting() as n:  # the extensions are learnt once per wiki
+            m.run_tool(state, "test-cite", {"wiki": wiki.key})
+        assert n[0] == 0
+
+
+def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env})
+
+
+def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
+    done = run_script("--check", "--config", env.pop("CONFIG"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{wiki.key} (default): Test Wiki, MediaWiki 1.39.{lines[0].split('1.39.')[1].split(',')[0]}, "
+                        "as Admin (bot password Admin@mcp), read and write")
+    assert lines[1] == f"  API: {wiki.api}" and lines[2].startswith("  Tools: get-page, get-pages,")
+    assert lines[3].startswith("other: Other Wiki, MediaWiki 1.39") and lines[3].endswith(
+        "as Admin (bot password Admin@mcp), read-only")
+    assert lines[-1] == "Server tools: add-wiki, remove-wiki, list-wikis"
+    wrong = "0" * 32
+    env["B_PASS"] = wrong
+    failed = run_script("--check", env={**env, "CONFIG": str(tmp_path / "config.json")})
+    assert failed.returncode == 1
+    assert "other: FAILED: authentication: Login to " in failed.stdout
+    assert "1 of 2 wikis failed the check." in failed.stdout
+    assert wrong not in failed.stdout + failed.stderr and other_wiki.bot_password not in failed.stdout
+
+
+def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: RealWiki) -> None:
+    for url in (wiki.url, f"{wiki.url}/wiki/Apple", wiki.api):
+        server = make_server(wiki.env(MEDIAWIKI_URL=url))
+        assert "User: Admin\n" in call(server, "whoami").text
+        assert f"API: {wiki.api}" in call(server, "get-site-info").text
+        assert "list-wikis" not in {t.name for t in list_tools(server)}
+
+
+def test_api_named_by_the_wikis_html_is_found(fake: FakeWiki) -> None:
+    fake.siteinfo_path = "/mw/api.php"
+    page = (b'<html><head><link rel="EditURI" type="application/rsd+xml" '
+            b'href="//127.0.0.1:%d/mw/api.php?action=rsd&amp;x=1"></head><body>hi</body></html>' % fake.port)
+    fake.replies = [Reply(404, b"<html>no</html>"), Reply(404, b"<html>no</html>"), Reply(200, page)]
+    server = make_server({"MEDIAWIKI_URL": f"http://127.0.0.1:{fake.port}/wiki/Main_Page"})
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error, result.text
+    client = server.mediawiki_state.clients[f"127.0.0.1:{fake.port}"]
+    assert client.api_url == f"http://127.0.0.1:{fake.port}/mw/api.php"
+    assert [s["path"] for s in fake.seen][:4] == ["/w/api.php", "/api.php", "/wiki/Main_Page", "/mw/api.php"]
+
+
+@pytest.mark.parametrize("text, found", [
+    ('<link rel="EditURI" type="application/rsd+xml" href="https://w.example.org/w/api.php?action=rsd"/>',
+     "https://w.example.org/w/api.php"),
+    ("<LINK REL=EditURI HREF='//w.example.org/api.php?action=rsd'>", "http://w.example.org/api.php"),
+    ('<link href="/wiki/api.php?action=rsd" rel="EditURI">', "http://page.example.org/wiki/api.php"),
+    ('<link rel="stylesheet" href="/w/load.php">', None),
+])
+def test_api_from_html(text: str, found: str | None) -> None:
+    assert m.api_from_html(f"<html><head>{text}</head>", "http://page.example.org/wiki/Foo") == found
+
+
+def test_servers_written_oddly_are_normalised() -> None:
+    assert m.normalise_server("//en.wikipedia.org") == "https://en.wikipedia.org"
+    assert m.normalise_server("wiki.example.org/w/") == "https://wiki.example.org/w/"
+    assert m.normalise_server("HTTP://Wiki.example.org") == "http://Wiki.example.org"
+    with pytest.raises(ValueError):
+        m.normalise_server("ftp://wiki.example.org")
+    site = m.SiteInfo.from_api({"general": {"server": "//w.example.org"}}, "http://w.example.org/w/api.php")
+    assert site.server == "http://w.example.org"
+
+
+# -- the address guard --
+
+@pytest.mark.parametrize("address, problem", [
+    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("10.1.2.3", "private"), ("192.168.0.9", "private"),
+    ("172.16.5.4", "private"), ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),
+    ("::ffff:127.0.0.1", "loopback"), ("0.0.0.0", "unspecified"), ("100.64.0.1", "not globally routable"),
+    ("224.0.0.1", "multicast"), ("93.184.216.34", None), ("2606:4700::1111", None),
+])
+def test_address_guard_knows_non_public_addresses(address: str, problem: str | None) -> None:
+    assert m.address_problem(address) == problem
+
+
+def test_address_guard_resolves_and_honours_trusted_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = {"public.example": ["93.184.216.34"], "sneaky.example": ["93.184.216.34", "10.0.0.7"]}
+    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: names[host])
+    assert m.check_address("https://public.example/wiki/X") == "93.184.216.34"
+    with pytest.raises(m.WikiError) as refused:
+        m.check_address("http://sneaky.example:8080/w/api.php")
+    assert str(refused.value) == (
+        "permission_denied: sneaky.example resolves to 10.0.0.7, a private address, which this server does "
+        "not reach for a URL given by a model. The operator can allow the host by listing it in "
+        "MCP_TRUSTED_HOSTS; no retry by the model changes this.")
+    assert m.check_address("http://sneaky.example:8080/", ["sneaky.example:8080"]) == "93.184.216.34"
+    assert m.check_address("http://sneaky.example:8080/", ["SNEAKY.example"]) == "93.184.216.34"
+    with pytest.raises(m.WikiError, match="^permission_denied"):
+        m.check_address("http://sneaky.example:8080/", ["sneaky.example:9090"])
+    for url, message in (("file:///etc/passwd", "is not an http"), ("http://u:p@public.example/", "user name"),
+                         ("http://public.example:99999/", "invalid port")):
+        with pytest.raises(m.WikiError, match=f"^invalid_input: .*{message}"):
+            m.check_address(url)
+
+
+def test_add_wiki_refuses_a_private_address_before_any_request(fake: FakeWiki) -> None:
+    server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php"})
+    result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: 127.0.0.1 resolves to 127.0.0.1, a loopback address")
+    assert "MCP_TRUSTED_HOSTS" in result.text and fake.seen == []
+    assert list(server.mediawiki_state.config.wikis) == ["en.wikipedia.org"]
+
+
+def test_add_wiki_refuses_a_redirect_to_a_private_address(fake: FakeWiki) -> None:
+    hidden = FakeWiki()
+    try:
+        fake.siteinfo_path = "/elsewhere"
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{hidden.port}/w/api.php"})]
+        server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                              "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"})
+        result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/")
+        assert result.is_error and result.blocks[0].startswith(
+            "permission_denied: localhost resolves to ")
+        assert len(fake.seen) == 1 and hidden.seen == []
+    finally:
+        hidden.close()
+
+
+def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeWiki) -> None:
+    """The page fetched for its EditURI link is guarded on every hop too."""
+    hidden = FakeWiki()
+    try:
+        fake.siteinfo_path = "/elsewhere"
+        fake.replies = [Reply(404, b"<html>no</html>"), Reply(404, b"<html>no</html>"),
+                        Reply(301, b"", {"Location": f"http://localhost:{hidden.port}/wiki/Main_Page"})]
+        server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                              "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"})
+        result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert [s["path"] for s in fake.seen] == ["/w/api.php", "/api.php", "/wiki/Main_Page"]
+        assert hidden.seen == []
+    finally:
+        hidden.close()
+
+
+@pytest.mark.parametrize("url, message", [
+    ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
+    ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+])
+def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
+    result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+def test_wiki_keys_leave_out_the_schemes_own_port() -> None:
+    assert m.wiki_key("https://en.wikipedia.org:443/w/api.php") == "en.wikipedia.org"
+    assert m.wiki_key("http://127.0.0.1:8080/w/api.php") == "127.0.0.1:8080"
+    assert m.wiki_key("http://wiki.example.org:443/") == "wiki.example.org:443"
+
+
+def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trusted name that only the guard's resolver knows: every request goes to the checked
+    address, with the name in the Host header."""
+    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: ["127.0.0.1"])
+    server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                          "MCP_TRUSTED_HOSTS": "wiki.invalid"})
+    result = call(server, "add-wiki", wikiUrl=f"http://wiki.invalid:{fake.port}/wiki/Main_Page")
+    assert not result.is_error, result.text
+    assert "Added wiki: 127.0.0.1" in result.text  # the fake's $wgServer names 127.0.0.1
+    assert {s["headers"]["Host"] for s in fake.seen} == {f"wiki.invalid:{fake.port}"}
+
+
+def test_add_wiki_finds_a_third_wiki_from_a_page_url_and_remove_wiki_removes_it(
+        wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"localhost, {third_wiki.key}"))
+    assert {"list-wikis", "remove-wiki"}.isdisjoint(t.name for t in list_tools(server))
+    added = call(server, "add-wiki", wikiUrl=f"{third_wiki.url}/wiki/Main_Page")
+    assert not added.is_error, added.text
+    assert added.text == "\n".join([
+        f"Added wiki: {third_wiki.key}", "Name: Third Wiki",
+        f"MediaWiki: {added.text.split('MediaWiki: ')[1].splitlines()[0]}", f"Server: {third_wiki.url}",
+        f"API: {third_wiki.api}", "Access: read-only", f'Pass wiki="{third_wiki.key}" to other tools to use it.'])
+    assert "User: anonymous" in call(server, "whoami", wiki=third_wiki.key).text
+    assert "Name: Third Wiki" in call(server, "get-site-info", wiki=third_wiki.key).text
+    assert {"list-wikis", "remove-wiki"} <= {t.name for t in list_tools(server)}
+    again = call(server, "add-wiki", wikiUrl=third_wiki.api)
+    assert again.is_error and again.blocks[0].startswith(f"conflict: {third_wiki.key} is already configured")
+    assert call(server, "add-wiki", wikiUrl=wiki.url).blocks[0].startswith("conflict: ")
+    removed = call(server, "remove-wiki", wiki=third_wiki.key)
+    assert removed.text == f"Removed wiki {third_wiki.key} (Third Wiki)."
+    gone = call(server, "get-page", wiki=third_wiki.key, title="Main Page")
+    assert gone.is_error and gone.blocks[0].startswith(f"invalid_input: Unknown wiki '{third_wiki.key}'")
+    refused = call(server, "remove-wiki", wiki=wiki.key)
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: The tool remove-wiki is not offered")
+
+
+def test_the_default_wiki_cannot_be_removed_and_a_configured_one_comes_back_with_its_account(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    result = call(server, "remove-wiki", wiki=wiki.key)
+    assert result.blocks == [f"invalid_input: {wiki.key} is the default wiki, which cannot be removed."]
+    assert call(server, "remove-wiki", wiki="mcp://wikis/other").text == "Removed wiki other (Other Wiki)."
+    back = call(server, "add-wiki", wikiUrl=f"{other_wiki.url}/wiki/Main_Page")  # private address: configured
+    assert not back.is_error and "Added wiki: other" in back.text and "Access: read-only" in back.text
+    assert "User: Admin\n" in call(server, "whoami", wiki="other").text
+
+
+def test_wiki_management_can_be_switched_off(wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki, allowWikiManagement=False), wiki, other_wiki)
+    names = {t.name for t in list_tools(make_server(env))}
+    assert "list-wikis" in names and not {"add-wiki", "remove-wiki"} & names
+    result = call(make_server(env), "add-wiki", wikiUrl="https://de.wikipedia.org/")
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: The tool add-wiki is not offered with this server's configuration; no retry")
+    stateless = m.Config.from_env({})
+    stateless.stateless = True
+    assert "add-wiki" not in {t.name for t in list_tools(m.create_server(stateless))}
+
+
+def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    """A handshake-era client gets notifications/resources/list_changed and, as the tools
+    change too, notifications/tools/list_changed on its session."""
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+    seen: list[str] = []
+
+    async def handler(message: Any) -> None:
+        seen.append(getattr(message, "method", type(message).__name__))
+
+    async def go() -> tuple[Any, ...]:
+        async with Client(server, mode="legacy", message_handler=handler) as client:
+            capabilities = client.session.server_capabilities
+            first = [str(r.uri) for r in (await client.list_resources()).resources]
+            added = await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            after_add = list(seen)
+            resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+            read = await client.read_resource(f"mcp://wikis/{third_wiki.key}")
+            await client.call_tool("get-page", {"title": "Apple"})
+            after_read = list(seen)
+            await client.call_tool("remove-wiki", {"wiki": third_wiki.key})
+            last = [str(r.uri) for r in (await client.list_resources()).resources]
+            return capabilities, first, added, after_add, resources, read, after_read, last
+
+    capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
+    assert capabilities.resources.list_changed and capabilities.tools.list_changed
+    assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
+    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert resources[f"mcp://wikis/{third_wiki.key}"].title == "Third Wiki"
+    assert read.contents[0].text == "\n".join([
+        f"Wiki: {third_wiki.key}", "Name: Third Wiki", f"Server: {third_wiki.url}",
+        f"API: {third_wiki.api}", "Read-only: yes"])
+    assert after_read == after_add  # a call that changes no list announces nothing
+    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert last == first
+
+
+def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+
+    async def go() -> list[str]:
+        async with Client(server) as client:
+            async with client.listen(resources_list_changed=True, tools_list_changed=True) as subscription:
+                await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+                events: list[str] = []
+                with anyio.fail_after(10):
+                    async for event in subscription:
+                        events.append(type(event).__name__)
+                        if len(events) == 2:
+                            break
+                return events
+
+    assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
+
+
+def test_reading_an_unknown_wiki_resource_is_an_error(wiki: RealWiki) -> None:
+    async def go() -> Any:
+        async with Client(make_server(wiki.env())) as client:
+            try:
+                await client.read_resource("mcp://wikis/nowhere.example.org")
+            except Exception as error:  # the SDK raises the JSON-RPC error
+                return error
+    error = anyio.run(go)
+    assert f"Unknown resource mcp://wikis/nowhere.example.org; the wikis are mcp://wikis/{wiki.key}." in str(error)
+
+
+# -- configuration errors, each naming the field --
+
+BAD_CONFIGS = [
+    ("{not json", "is not valid JSON"),
+    ('["a list"]', "must hold a JSON object, not array"),
+    ({"wikis": {}}, "wikis must name at least one wiki"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "readOnly": "true"}}},
+     "wikis.w.readOnly must be boolean, not string (remove the quotes)"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "tags": [1]}}}, "wikis.w.tags must be string or"),
+    ({"wikis": {"w": {"server": 5}}}, "wikis.w.server must be string, not number"),
+    ({"wikis": {"w": {"sitename": "W"}}}, "wikis.w.server is required"),
+    ({"wikis": {"w": {"server": "ftp://w.example.org"}}}, "wikis.w.server must be an http(s) URL"),
+    ({"wikis": {"w": "https://w.example.org"}}, "wikis.w must be an object, not string"),
+    ({"defaultWiki": "x", "wikis": {"w": {"server": "https://w.example.org"}}},
+     "defaultWiki 'x' is not one of the wikis: w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "username": "me@bot", "password": "${NOPE_UNSET}"}}},
+     "wikis.w.password refers to ${NOPE_UNSET}, which is not set"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "username": "me@bot"}}},
+     "wikis.w: username and password go together"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "token": {"run": "x"}}}}, "wikis.w.token must be"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "token": {"exec": {"command": ""}}}}},
+     "wikis.w.token.exec.command must be a non-empty string"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "allowWikiManagement": "no"},
+     "allowWikiManagement must be boolean"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["relative/dir"]},
+     "uploadDirs: upload directory 'relative/dir' must be an absolute path"),
+    ({"wikis": {"mcp://wikis/w": {"server": "https://w.example.org"}}}, "wiki key 'mcp://wikis/w'"),
+]
+
+
+@pytest.mark.parametrize("content, message", BAD_CONFIGS)
+def test_bad_configuration_files_fail_naming_the_field(tmp_path: Path, content: Any, message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(m.ConfigError, match=re.escape(message)):
+        m.Config.from_env({"CONFIG": str(path)})
+
+
+def test_a_bad_configuration_file_stops_the_server_with_exit_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "private": "yes"}}}))
+    done = run_script("--config", str(path), env={})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().endswith("mediawiki-mcp: wikis.w.private must be boolean, not string "
+                                        "(remove the quotes)")
+    missing = run_script(env={"CONFIG": str(tmp_path / "nope.json")})
+    assert missing.returncode == 2 and "configuration file" in missing.stderr and "does not exist" in missing.stderr
+
+
+def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) -> None:
+    good = {"exec": {"command": sys.executable, "args": ["-c", "print('  tok-from-exec-123  ')"]}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": good}}}))
+    wiki = m.Config.from_env({"CONFIG": str(path)}).wikis["w"]
+    assert wiki.token == "tok-from-exec-123" and not wiki.read_only
+    bad = {"exec": {"command": sys.executable,
+                    "args": ["-c", "import sys; print('s3cret-printed'); sys.stderr.write('vault locked\\n'); sys.exit(3)"]}}
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "password": bad,
+                                                "username": "me@bot"}}}))
+    with pytest.raises(m.ConfigError) as error:
+        m.Config.from_env({"CONFIG": str(path)})
+    assert str(error.value) == (f"wikis.w.password: the secret command {sys.executable!r} failed with "
+                                "exit status 3: vault locked")
+    done = run_script("--config", str(path), env={})
+    assert done.returncode == 2 and "s3cret-printed" not in done.stdout + done.stderr
+    empty = {"exec": {"command": sys.executable, "args": ["-c", "pass"]}}
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": empty}}}))
+    with pytest.raises(m.ConfigError, match="wikis.w.token: the secret command .* printed nothing"):
+        m.Config.from_env({"CONFIG": str(path)})
+
+
+def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "defaultWiki": "${DEFAULT_KEY}",
+        "uploadDirs": [str(uploads)],
+        "wikis": {
+            "public": {"sitename": "Public", "server": "//wiki.example.org", "articlepath": "/wiki",
+                       "scriptpath": "/w", "tags": "mcp-edit", "attributeEdits": False},
+            "company": {"server": "https://intra.example.com/", "scriptpath": "", "token": "${TOK}",
+                        "readOnly": False, "private": True, "tags": ["a", "b"]}}}))
+    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": "t0k-123",
+                                "MCP_TRUSTED_HOSTS": "Wiki.Internal:8080, other", "MCP_UPLOAD_DIRS": str(tmp_path),
+                                "MCP_CONTENT_MAX_BYTES": "20000"})
+    assert config.default_wiki == "company" and config.content_max_bytes == 20000
+    public, company = config.wikis["public"], config.wikis["company"]
+    assert public.url == "https://wiki.example.org/w/api.php" and public.read_only and public.tags == ["mcp-edit"]
+    assert not public.attribute_edits and public.sitename == "Public"
+    assert company.url == "https://intra.example.com/api.php" and company.token == "t0k-123"
+    assert not company.read_only and company.private and company.tags == ["a", "b"]
+    assert config.trusted_hosts == ["wiki.internal:8080", "other"]
+    assert config.upload_dirs == [os.path.realpath(tmp_path), os.path.realpath(uploads)]
+    assert "t0k-123" not in repr(config)
 
 
 # ---------------------------------------------------------------------------
