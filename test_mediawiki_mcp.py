@@ -730,6 +730,16 @@ def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
 
 
+def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"}, sleep=lambda s: None)
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error and "Fake page text." in result.text
+    assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
+
+
 def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
     call(fake_server(fake, MEDIAWIKI_USER_AGENT="ReleaseBot/1.0 (ana@example.org)"), "get-page", title="X")
     agent = fake.seen[0]["headers"]["User-Agent"]
