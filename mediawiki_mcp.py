@@ -16,8 +16,10 @@ Importing this module does no I/O and starts nothing.
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import dataclasses
+import datetime
 import difflib
 import functools
 import html
@@ -52,6 +54,12 @@ log = logging.getLogger("mediawiki_mcp")
 
 DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
+#: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
+DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
+#: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
+MAX_GET_PARAMS_BYTES = 4000
+#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
+MAX_TEXT_CHARS = 2_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -95,7 +103,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
         "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
         "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
-        "cantundelete", "nodeletedrevs", "undelete-no-results",
+        "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
     ), "not_found"),
     **dict.fromkeys((
         "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
@@ -121,6 +129,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
         "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
         "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
         "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
+        "badtimestamp", "show",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
@@ -172,6 +181,8 @@ ENVIRONMENT_VARIABLES = {
     "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki may reach on private addresses",
     "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
+    "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
+                               f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
 }
 
@@ -353,6 +364,7 @@ class MediaWikiClient:
         self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
                                      if parsed.path.endswith("api.php") else None)
         self._session: requests.Session | None = None
+        self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
@@ -448,9 +460,53 @@ class MediaWikiClient:
         """Site info and API address as far as learnt so far, without any request."""
         return self._site, self._api_url
 
+    def fetch(self, url: str, max_bytes: int) -> bytes | None:
+        """Downloads a file the wiki points to (an upload, a thumbnail), or None when it is
+        over max_bytes. The wiki's credentials go only to the wiki's own origin: a file on
+        another host, or a redirect there, is fetched without them. A wiki a model added
+        passes every hop through the address guard, as its API calls do."""
+        self._ensure_ready()
+        home = origin_of(self.api_url)
+        for _ in range(MAX_REDIRECTS + 1):
+            session = self._session if origin_of(url) == home else self._plain_session()
+            if self.trusted_hosts is not None:
+                guard_and_pin(session, url, self.trusted_hosts)
+            try:
+                response = session.get(url, timeout=self.timeout, stream=True, allow_redirects=False)
+                with response:
+                    if response.is_redirect:
+                        url = urllib.parse.urljoin(url, response.headers["Location"])
+                        continue
+                    if response.status_code >= 400:
+                        raise fetch_error(response.status_code, url)
+                    if int(response.headers.get("Content-Length") or 0) > max_bytes:
+                        return None
+                    data = bytearray()
+                    for chunk in response.iter_content(65536):
+                        data += chunk
+                        if len(data) > max_bytes:
+                            return None
+                    return bytes(data)
+            except _requests().RequestException as exc:
+                raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
+                                + NEXT_STEP["upstream_failure"]) from None
+        raise WikiError("upstream_failure", f"{url} redirected too many times.")
+
+    def _plain_session(self) -> requests.Session:
+        """A session without the wiki's cookies or token, for other hosts."""
+        with self._lock:
+            if self._plain is None:
+                self._plain = _requests().Session()
+                adapter = pinning_adapter(pool_connections=2, pool_maxsize=self.pool_size)
+                self._plain.mount("https://", adapter)
+                self._plain.mount("http://", adapter)
+                self._plain.headers["User-Agent"] = user_agent(self.user_agent_prefix)
+            return self._plain
+
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
+        for session in (self._session, self._plain):
+            if session is not None:
+                session.close()
 
     # -- first use ----------------------------------------------------------
 
@@ -672,6 +728,21 @@ class MediaWikiClient:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
         raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def fetch_error(status: int, url: str) -> WikiError:
+    if status == 404:
+        return WikiError("not_found", f"The wiki lists {url}, but it answered HTTP 404 for it.")
+    if status in (401, 403):
+        return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
+                         + NEXT_STEP["permission_denied"])
+    return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
+                     + NEXT_STEP["upstream_failure"])
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -949,6 +1020,7 @@ class Config:
     wikis: dict[str, WikiConfig]
     default_wiki: str
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
+    file_data_max_bytes: int = DEFAULT_FILE_DATA_MAX_BYTES
     user_agent: str = ""
     upload_dirs: list[str] = dataclasses.field(default_factory=list)
     trusted_hosts: list[str] = dataclasses.field(default_factory=list)
@@ -985,6 +1057,16 @@ class Config:
         return cls(wikis={key: wiki}, default_wiki=key, **settings)
 
 
+def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A byte budget from the environment: a whole number, at least 1000."""
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1000:
+        raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
+    return int(value)
+
+
 def wiki_key(url: str) -> str:
     """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
@@ -1009,18 +1091,13 @@ def normalise_server(url: str) -> str:
 
 def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     """Settings that come from the environment whatever says which wikis there are."""
-    budget = env.get("MCP_CONTENT_MAX_BYTES", "").strip()
-    content_max_bytes = DEFAULT_CONTENT_MAX_BYTES
-    if budget:
-        if not budget.isdigit() or int(budget) < 1000:
-            raise ConfigError(f"MCP_CONTENT_MAX_BYTES must be a whole number of bytes, at least "
-                              f"1000, not {budget!r}")
-        content_max_bytes = int(budget)
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
     trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
-    return {"content_max_bytes": content_max_bytes, "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+    return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
+            "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
+            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
             "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
 
@@ -1389,6 +1466,176 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
         raise invalid(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
                       "value from the last 'More results available' marker unchanged.")
     return fields
+
+
+def one_line(text: str) -> str:
+    """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
+    return " ".join(str(text).split())
+
+
+def signed(number: int) -> str:
+    return f"{number:+d}" if number else "0"
+
+
+def iso_timestamp(value: str, name: str) -> str:
+    """Normalises an ISO 8601 date or time to MediaWiki's UTC form, 2026-11-29T15:00:00Z.
+    A time without a zone is taken as UTC."""
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise invalid(f"Argument {name!r} must be an ISO 8601 timestamp such as "
+                      f"2026-11-29T15:00:00Z, got {value!r}.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
+    """``title`` in ``namespace``: kept when it already carries any of the wiki's names
+    for that namespace (local, canonical or alias), else prefixed with the local name."""
+    if site.namespace_of(title) == namespace:
+        return title
+    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+
+
+#: The English names every wiki also accepts, for namespaces that tools add to titles.
+CANONICAL_NAMESPACES = {6: "File", 14: "Category"}
+
+
+#: Image formats a model can view, by their first bytes.
+RASTER_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+                     (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def raster_type(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, read from the bytes themselves."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in RASTER_SIGNATURES if data.startswith(magic)), None)
+
+
+# -- diffs: MediaWiki's HTML diff table as a compact text diff ---------------
+
+@dataclasses.dataclass(frozen=True)
+class DiffLine:
+    """One line of a diff: '-' (only in the old text), '+' (only in the new) or ' '
+    (in both), with where it stands on each side: its own line number there, or for a
+    side it is not on, the number of the line that follows it there."""
+    kind: str
+    old: int
+    new: int
+    text: str
+
+
+DIFF_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.DOTALL)
+DIFF_CELL = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.DOTALL)
+CLASS_ATTR = re.compile(r"""\bclass\s*=\s*["']([^"']*)["']""")
+LEFT_LINE_ID = re.compile(r"""\bid\s*=\s*["']mw-diff-left-l(\d+)["']""")
+LINE_COMMENT = re.compile(r"<!--LINE (\d+)-->")
+SPACE_RUN = re.compile("[ \u00a0]+")
+
+
+def diff_line_number(attributes: str, cell: str) -> int | None:
+    """A block header cell's line number, from its structure (the left cell's id) or from
+    its digits in whatever script the wiki's language writes them; never from its words."""
+    for pattern, text in ((LEFT_LINE_ID, attributes), (LINE_COMMENT, cell)):
+        if match := pattern.search(text):
+            return int(match.group(1))
+    digits = "".join(c for c in html.unescape(re.sub(r"<[^>]*>", "", cell)) if c.isdecimal())
+    return int(digits) if digits else None
+
+
+def diff_cell_text(cell: str) -> str:
+    """The text of one line of a diff table cell: tags (<div>, <ins>, <del>) dropped, entities
+    decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
+    (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
+    inner = cell.strip()
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
+        return ""  # an empty line, made visible
+    text, position = [], 0
+    for piece in re.split(r"(<[^>]*>)", inner):
+        start, position = position, position + len(piece)
+        if piece.startswith("<"):
+            continue
+
+        def spaces(match: re.Match[str], start: int = start) -> str:
+            run = match.group(0)
+            if " " not in run or "\u00a0" not in run:
+                return run  # plain spaces, or the text's own no-break spaces
+            added = (start + match.start() == 0) + (start + match.end() == len(inner))
+            return " " * max(len(run) - added, 1)
+        text.append(html.unescape(SPACE_RUN.sub(spaces, piece)))
+    return "".join(text)
+
+
+def parse_diff_table(body: str) -> list[DiffLine]:
+    """Reads MediaWiki's table diff (action=compare) by its cell classes: a diff-lineno row
+    starts a block; diff-deletedline, diff-addedline and diff-context cells are its lines."""
+    lines: list[DiffLine] = []
+    old = new = 1
+    for row in DIFF_ROW.finditer(body):
+        deleted = added = context = None
+        numbers: list[int | None] = []
+        for cell in DIFF_CELL.finditer(row.group(1)):
+            attributes, content = cell.groups()
+            found = CLASS_ATTR.search(attributes)
+            classes = set(found.group(1).split()) if found else set()
+            if "diff-lineno" in classes:
+                numbers.append(diff_line_number(attributes, content))
+            elif "diff-deletedline" in classes:
+                deleted = diff_cell_text(content)
+            elif "diff-addedline" in classes:
+                added = diff_cell_text(content)
+            elif "diff-context" in classes and context is None:
+                context = diff_cell_text(content)
+        if numbers:
+            left = numbers[0] if numbers[0] is not None else old
+            right = numbers[1] if len(numbers) > 1 and numbers[1] is not None else left + new - old
+            old, new = left, right
+        elif deleted is not None or added is not None:
+            if deleted is not None:
+                lines.append(DiffLine("-", old, new, deleted))
+                old += 1
+            if added is not None:
+                lines.append(DiffLine("+", old, new, added))
+                new += 1
+        elif context is not None:
+            lines.append(DiffLine(" ", old, new, context))
+            old, new = old + 1, new + 1
+    return lines
+
+
+def hunk_range(start: int, count: int) -> str:
+    """A side of a unified hunk header: ``5``, ``5,3``, or ``4,0`` for none after line 4."""
+    if count == 1:
+        return str(start)
+    return f"{start - 1 if count == 0 else start},{count}"
+
+
+def compact_diff(lines: list[DiffLine]) -> str:
+    """The changed lines only, as unified-diff hunks: each run of changes gets an
+    ``@@ -old +new @@`` header with its line numbers, removals before additions."""
+    out: list[str] = []
+    runs: list[list[DiffLine]] = []
+    follows = (0, 0)  # where a line continuing the current run would stand
+    for line in lines:
+        if line.kind == " ":
+            runs.append([])
+        elif runs and runs[-1] and (line.old, line.new) == follows:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+        follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
+    for run in filter(None, runs):
+        removed = [d for d in run if d.kind == "-"]
+        added = [d for d in run if d.kind == "+"]
+        out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
+        out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------
@@ -1966,6 +2213,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 # -- shared pieces of the page tools ----------------------------------------
 
 TitleArg = Arg("Wiki page title, with its namespace prefix if any (e.g. Talk:Foo).", title=True)
+ContentArg = Arg("'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")
+SectionArg = Arg("Section number to return alone (0 = lead); numbers are listed when content is "
+                 "truncated.", minimum=0)
+OffsetArg = Arg("Byte offset into the content to start from, as named by a truncation marker.", minimum=0)
 
 
 def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
@@ -1999,22 +2250,25 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
+def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+    """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    if slot.get("nosuchsection"):
+        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
+                        "A truncated read lists the sections with their numbers.")
+    return slot.get("content", "")
+
+
 # -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    content: Annotated[Literal["source", "html", "none"], Arg(
-        "'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")] = "source",
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
         "Adds page ID, content model, size, last edit and URL.")] = False,
-    section: Annotated[int | None, Arg(
-        "Section number to return alone (0 = lead); numbers are listed when a page is truncated.",
-        minimum=0)] = None,
-    offset: Annotated[int, Arg(
-        "Byte offset into the content to start from, as named by a truncation marker.",
-        minimum=0)] = 0,
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns one wiki page, latest revision: wikitext or rendered HTML, with its title and revision ID
     (the latestId for a safe update). Follows redirects and says so. Content is truncated at 50000
@@ -2033,7 +2287,7 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = main_slot(revision).get("content", "")
+    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text),
                             again={"section": section} if section is not None else None)
@@ -2086,10 +2340,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
         page, _ = resolve_page(query.get("query", {}), title)
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
-    sections = [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
-                if str(s.get("index", "")).isdigit()]
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
-                          sections=None if section is not None else sections,
+                          sections=None if section is not None else html_sections(parsed),
                           again={"content": "html", **({"section": section} if section is not None else {})})
 
 
@@ -2287,11 +2539,517 @@ def whoami(ctx: ToolContext) -> str:
 
 # -- read tools: revisions, history and diffs --------------------------------
 
+def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A read whose parameters carry text (wikitext to parse or compare): a GET while
+    it fits a URL, else a POST, retried like a GET since it writes nothing."""
+    if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
+        return ctx.mw.post(params, retry_transient=True)
+    return ctx.mw.get(params)
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
+            if str(s.get("index", "")).isdigit()]
+
+
+@tool("get-revision", "Get revision", read_only=True)
+def get_revision(
+    ctx: ToolContext,
+    revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
+) -> list[str]:
+    """Returns one revision of a wiki page by revision ID, old or current: wikitext or rendered HTML
+    with its page title, timestamp, user, edit summary, size, tags, parent revision ID and the page's
+    latest revision ID; errors when the revision does not exist. Content is truncated at 50000 bytes
+    by default; the marker lists the sections and the next call (section or offset). For the latest
+    revision with metadata, use get-page with metadata=true."""
+    query = ctx.mw.get({
+        "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
+        "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
+                  + ("|content" if content == "source" else ""),
+        "rvsection": section if content == "source" else None,
+    }).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    revision = revision_of(page)
+    if query.get("badrevids") or revision.get("revid") != revisionId:
+        raise WikiError("not_found", f"Revision {revisionId} not found on {ctx.wiki.key}. "
+                        "get-page-history lists a page's revision IDs.")
+    header = revision_header(ctx, page, revision, section)
+    if content == "none":
+        return [header]
+    if content == "html":
+        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
+                             "section": section, "disableeditsection": True,
+                             "disablelimitreport": True}).get("parse", {})
+        again: dict[str, Any] = {"content": "html"}
+        text, sections = parsed.get("text", ""), html_sections(parsed)
+    else:
+        slot = main_slot(revision)
+        if "texthidden" in slot or "texthidden" in revision:
+            raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
+                            "(revision deletion). " + NEXT_STEP["permission_denied"])
+        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        sections = [(s.number, s.heading) for s in wikitext_sections(text)]
+        # a truncated read of an old revision must not be written back either (update-page)
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
+                               offset, ctx.budget)
+    if section is not None:
+        again["section"] = section
+    return content_blocks(header, text, offset, ctx.budget, "get-revision",
+                          sections=None if section is not None else sections, again=again or None)
+
+
+def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
+                    section: int | None) -> str:
+    revid, latest = revision.get("revid"), page.get("lastrevid")
+    return labelled(
+        ("Title", page.get("title")), ("Revision ID", revid),
+        ("Parent revision ID", revision.get("parentid")),
+        ("Latest revision ID", f"{latest} (this one)" if latest == revid else latest),
+        ("Timestamp", revision.get("timestamp")), ("User", revision_user(revision)),
+        ("Edit summary", "(hidden)" if revision.get("commenthidden") else revision.get("comment")),
+        ("Size", f"{revision.get('size', 0)} bytes"), ("Minor", "yes" if revision.get("minor") else None),
+        ("Tags", ", ".join(revision.get("tags") or [])),
+        ("Content model", main_slot(revision).get("contentmodel")), ("Section", section),
+        ("URL", ctx.site.index_url(oldid=revid)))
+
+
+def revision_user(revision: dict[str, Any]) -> str:
+    return "(hidden)" if revision.get("userhidden") else revision.get("user", "")
+
+
+HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
+                  "edit summary | tags (only when any)")
+
+
+@tool("get-page-history", "Get page history", read_only=True)
+def get_page_history(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    limit: Annotated[int, Arg("Most revisions to return.", minimum=1, maximum=50)] = 20,
+    olderThan: Annotated[int | None, Arg("Revision ID: only older revisions. Not with newerThan.",
+                                         minimum=1)] = None,
+    newerThan: Annotated[int | None, Arg("Revision ID: only newer revisions. Not with olderThan.",
+                                         minimum=1)] = None,
+    tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
+    user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
+) -> list[str]:
+    """Returns a wiki page's revisions, newest first, one row each: revision ID, timestamp, user,
+    size change, minor flag, summary, tags (the last three only when present); 20 per call by default,
+    the marker naming the olderThan of the next segment. Errors when the page does not exist. For a
+    revision's content, use get-revision; for what an edit changed, compare-pages."""
+    if olderThan is not None and newerThan is not None:
+        raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
+                      "newerThan forward.")
+    anchor = olderThan or newerThan
+    try:
+        query = ctx.mw.get({
+            "action": "query", "titles": title, "prop": "revisions",
+            "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
+            "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
+        }).get("query", {})
+    except WikiError as error:
+        if error.category == "not_found" and "[badid_rvstartid]" in error.message:
+            raise WikiError("not_found", f"Revision {anchor} does not exist on {ctx.wiki.key}; "
+                            f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
+                            "for the latest revisions.") from None
+        raise
+    page, _ = resolve_page(query, title)
+    check_page(page, title, ctx.wiki.key)
+    fetched = page.get("revisions") or []
+    sizes = {r["revid"]: r.get("size", 0) for r in fetched}
+    rows = [r for r in fetched if r["revid"] != anchor]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
+    if unknown:  # filtered by tag or user: the parents are not in the list
+        parents = ctx.mw.get({"action": "query", "revids": unknown, "prop": "revisions",
+                              "rvprop": "ids|size"}).get("query", {})
+        sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
+                      for r in p.get("revisions") or []})
+    if newerThan:
+        rows.reverse()
+    filters = "".join(f" {label} {value}" for label, value in (
+        ("older than", olderThan), ("newer than", newerThan), ("tagged", tag), ("by", user)) if value)
+    if not rows:
+        return [f"No revisions of {page['title']}{filters}."]
+    blocks = [f"Revisions of {page['title']}{filters}, newest first ({HISTORY_LEGEND}):\n"
+              + "\n".join(history_row(r, sizes) for r in rows)]
+    if more:
+        param = "newerThan" if newerThan else "olderThan"
+        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+                                          rows[0]["revid"] if newerThan else rows[-1]["revid"]))
+    return blocks
+
+
+def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
+    parent = revision.get("parentid") or 0
+    size = revision.get("size", 0)
+    change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
+    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
+    parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
+             "minor" if revision.get("minor") else "", summary,
+             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("compare-pages", "Compare pages", read_only=True)
+def compare_pages(
+    ctx: ToolContext,
+    fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest revision).", title=True)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest revision).", title=True)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
+    offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Diffs two versions on the wiki; returns a compact text diff of only the changed lines (- old,
+    + new) under @@ line-number headers, with both sizes and the size change. Exactly one from* and one
+    to* side, not text against text; errors when a page or revision does not exist. Truncated at 50000
+    bytes by default (offset continues). For what changed, use this rather than fetching two sources
+    and diffing them client-side."""
+    sides = {side: compare_side(side, *values) for side, values in
+             (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
+    if fromText is not None and toText is not None:
+        raise invalid("Cannot compare fromText with toText: one side must be a revision or a page "
+                      "title (fromRevision, fromTitle, toRevision or toTitle).")
+    result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
+                             **sides["from"], **sides["to"]}).get("compare", {})
+    lines = parse_diff_table(result.get("body", ""))
+    removed = sum(d.kind == "-" for d in lines)
+    added = sum(d.kind == "+" for d in lines)
+    size_from = result.get("fromsize", utf8_len(fromText) if fromText is not None else None)
+    size_to = result.get("tosize", utf8_len(toText) if toText is not None else None)
+    header = labelled(
+        ("From", compare_label(result, "from", size_from)), ("To", compare_label(result, "to", size_to)),
+        ("Size change", f"{signed(size_to - size_from)} bytes"
+         if size_from is not None and size_to is not None else None),
+        ("Changed lines", f"{removed} removed, {added} added" if removed or added else
+         "none (the two sides are identical)"))
+    if not includeDiff or not (removed or added):
+        return [header]
+    return content_blocks(header, compact_diff(lines), offset, ctx.budget, "compare-pages",
+                          sections=None, again=None)
+
+
+def compare_side(side: str, revision: int | None, title: str | None, text: str | None) -> dict[str, Any]:
+    names = [f"{side}Revision", f"{side}Title", f"{side}Text"]
+    given = [n for n, v in zip(names, (revision, title, text)) if v is not None]
+    if len(given) != 1:
+        raise invalid(f"Must supply exactly one of {', '.join(names)}"
+                      + (f"; got {' and '.join(given)}." if given else "."))
+    if revision is not None:
+        return {f"{side}rev": revision}
+    if title is not None:
+        return {f"{side}title": title}
+    return {f"{side}slots": "main", f"{side}text-main": text}
+
+
+def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
+    title = result.get(f"{side}title")
+    if title is None:
+        return f"the supplied {side}Text ({size} bytes)"
+    details = ", ".join(str(d) for d in (f"{size} bytes", result.get(f"{side}timestamp"),
+                                         result.get(f"{side}user")) if d)
+    return f"{title}, revision {result.get(f'{side}revid')} ({details})"
+
+
 
 # -- read tools: categories, links, recent changes, parsing -----------------
 
+ContinueArg = Arg("Continuation value from the previous call's marker.")
+NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
+
+
+def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
+    return decode_continuation(continue_from, keys) if continue_from else {}
+
+
+def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+    """Adds the 'More results available' marker when MediaWiki has more to give."""
+    if data.get("continue"):
+        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+                                          encode_continuation(data["continue"])))
+    return blocks
+
+
+@tool("get-category-members", "Get category members", read_only=True)
+def get_category_members(
+    ctx: ToolContext,
+    category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
+    types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
+        "Member types. Default: all.", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns a category's members, one title per line, after its counts of pages, subcategories and
+    files. A type (subcat, file) follows a title; none means an ordinary page. Errors when the category
+    has neither a page nor members."""
+    title = title_in_namespace(ctx.site, category, 14)
+    data = ctx.mw.get({
+        "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
+        "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
+        "titles": title, "prop": "categoryinfo",
+        **continuation(continueFrom, "cmcontinue"),
+    })
+    query = data.get("query", {})
+    members = query.get("categorymembers") or []
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, category)
+        title = page.get("title", title)
+        if page.get("missing") and not members and not page.get("categoryinfo"):
+            raise WikiError("not_found", f"{title} has no page and no members on {ctx.wiki.key}. "
+                            "search-page-by-prefix with namespace=14 finds existing categories.")
+    rows = [m["title"] + (f" | {m['type']}" if m.get("type", "page") != "page" else "") for m in members]
+    head = title + (" (no category page)" if page and page.get("missing") else "")
+    if page is not None and (info := page.get("categoryinfo")):
+        head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
+                 f"files: {info.get('files', 0)})")
+    blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
+    return with_more(blocks, data, len(rows), "members", "get-category-members")
+
+
+def check_title(page: dict[str, Any], title: str) -> None:
+    if page.get("invalid"):
+        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+
+
+LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
+    "wikilinks": ("backlinks", "bl", "", True),
+    "transclusions": ("embeddedin", "ei", "transclusion", False),
+    "fileusage": ("imageusage", "iu", "file link", True),
+}
+
+
+@tool("get-links-here", "Get links here", read_only=True)
+def get_links_here(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
+        "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the pages that link to a wiki page, transclude it or show it (files), one per line:
+    a row without a note is a link; others say transclusion, file link, redirect (to the page) or
+    via X (through redirect X). Works for missing pages (red links) too."""
+    is_file = ctx.site.namespace_of(title) == 6
+    if types and "fileusage" in types and not is_file:
+        raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
+    kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
+    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
+                              "titles": title, "prop": "info"}
+    for kind in kinds:
+        _, prefix, _, redirects = LINK_KINDS[kind]
+        params.update({f"{prefix}title": title, f"{prefix}limit": limit,
+                       f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
+    data = ctx.mw.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    query = data.get("query", {})
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, title)
+        title = page.get("title", title)
+    rows = []
+    for kind in kinds:
+        module, _, how, _ = LINK_KINDS[kind]
+        for link in query.get(module) or []:
+            notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
+            rows.append(" | ".join([link["title"], *notes]))
+            rows += [" | ".join([via["title"], *[n for n in (how, f"via {link['title']}") if n]])
+                     for via in link.get("redirlinks") or []]
+    missing = " (the page does not exist)" if page and page.get("missing") else ""
+    blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
+              else f"No pages link to {title}{missing}."]
+    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+
+
+RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
+           "redirects": "!redirect"}
+RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+
+
+@tool("get-recent-changes", "Get recent changes", read_only=True)
+def get_recent_changes(
+    ctx: ToolContext,
+    start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
+    end: Annotated[str | None, Arg("Newest time, ISO 8601.")] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
+        "Default: edit, new, log.", max_items=4)] = None,
+    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
+    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
+    hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
+        "Changes to leave out.", max_items=5)] = None,
+    limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or log
+    action, user, size change, flags, summary, tags (the last three only when present). For one page,
+    use get-page-history."""
+    if user and excludeUser:
+        raise invalid("Give user or excludeUser, not both.")
+    if hide and {"anonymous", "registered"} <= set(hide):
+        raise invalid("Hiding both anonymous and registered users leaves no changes; hide one.")
+    newest = iso_timestamp(end, "end") if end else None
+    oldest = iso_timestamp(start, "start") if start else None
+    if newest and oldest and oldest > newest:
+        raise invalid(f"start ({oldest}) is after end ({newest}).")
+    data = ctx.mw.get({
+        "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
+        "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
+        "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
+        "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
+        "rclimit": limit, **continuation(continueFrom, "rccontinue"),
+    })
+    rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
+    blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No changes match."]
+    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+
+
+def change_row(change: dict[str, Any]) -> str:
+    kind = change.get("type")
+    what = {"edit": f"revision {change.get('revid')}", "new": f"new page, revision {change.get('revid')}",
+            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, str(kind))
+    size = (signed(change["newlen"] - change.get("oldlen", 0))
+            if kind in ("edit", "new") and "newlen" in change else "")
+    flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
+    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
+    parts = [change.get("timestamp", ""), change.get("title", ""), what,
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
+             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("parse-wikitext", "Preview wikitext", read_only=True)
+def parse_wikitext(
+    ctx: ToolContext,
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
+    title: Annotated[str | None, Arg("Page title to render as ({{PAGENAME}}). Default: API.",
+                                     title=True)] = None,
+    offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Renders wikitext through the wiki without saving (signatures and subst: expanded as on save):
+    HTML plus parse warnings, links and templates (missing ones marked), categories and external
+    links. Suited to checking an edit before saving it. HTML is truncated at 50000 bytes by default
+    (continue with offset)."""
+    if not wikitext.strip():
+        raise invalid("Argument 'wikitext' must contain something to render.")
+    parsed = read_long(ctx, {
+        "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
+        "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
+        "disableeditsection": True, "disablelimitreport": True,
+    }).get("parse", {})
+    display = strip_tags(parsed.get("displaytitle", ""))
+    lines = [("Rendered as", parsed.get("title"))]
+    if not offset:  # the lists came with the first call
+        lines += [
+            ("Display title", display if display != parsed.get("title") else None),
+            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or [])),
+            ("Links", existence_list(parsed.get("links"))),
+            ("Templates", existence_list(parsed.get("templates"))),
+            ("Categories", ", ".join(c["category"].replace("_", " ") + (" (missing)" if c.get("missing")
+                                     else "") for c in parsed.get("categories") or [])),
+            ("External links", ", ".join(parsed.get("externallinks") or []))]
+    return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
+                          sections=None, again=None)
+
+
+def existence_list(items: list[dict[str, Any]] | None) -> str:
+    return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+
+
 
 # -- read tools: files ---------------------------------------------------------
+
+FileTitleArg = Arg("File title, with or without its namespace prefix (File:).", title=True)
+
+
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file page and its latest imageinfo; not_found when there is no file."""
+    name = title_in_namespace(ctx.site, title, 6)
+    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    check_title(page, title)
+    info = next(iter(page.get("imageinfo") or []), None)
+    if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
+        raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
+                        + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
+                        + ". search-page-by-prefix with namespace=6 finds existing files.")
+    return page, info
+
+
+@tool("get-file", "Get file", read_only=True)
+def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
+    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions, uploader,
+    upload time and comment; errors when there is no such file. For the picture itself, use
+    get-file-data."""
+    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    width, height = info.get("width"), info.get("height")
+    return labelled(
+        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
+        ("Size", f"{info.get('size', 0)} bytes"),
+        ("Dimensions", f"{width}×{height} pixels" if width and height else None),
+        ("Duration", f"{info['duration']:g} s" if info.get("duration") else None),
+        ("Uploaded", f"{info.get('timestamp')} by {'(hidden)' if info.get('userhidden') else info.get('user')}"),
+        ("Upload comment", one_line(info.get("comment", ""))),
+        ("Repository", "shared (another wiki's file)" if page.get("imagerepository") == "shared" else None))
+
+
+def is_file_icon(url: str) -> bool:
+    """MediaWiki answers a thumbnail request for a file it cannot render with a file-type icon."""
+    return "/file-type-icons/" in urllib.parse.urlsplit(url).path
+
+
+@tool("get-file-data", "Get file data", read_only=True)
+def get_file_data(
+    ctx: ToolContext,
+    title: Annotated[str, FileTitleArg],
+    width: Annotated[int, Arg("Largest width of the rendition, in pixels.", minimum=16, maximum=4000)] = 1024,
+) -> list[Any]:
+    """Returns a file's picture as an image block, fetched by the server, for clients that cannot
+    reach the wiki: scaled to width when the wiki can scale, else the original. PNG, JPEG, GIF, WebP
+    (other types only as the wiki rasterises them; else refused). Capped at 1000000 bytes of base64 by
+    default. For metadata and URLs, use get-file."""
+    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    name, mime = page.get("title", title), info.get("mime", "")
+    thumb = info.get("thumburl") or ""
+    if thumb and not is_file_icon(thumb):
+        url, shown = thumb, (info.get("thumbwidth"), info.get("thumbheight"))
+    elif mime.startswith("image/") and info.get("url"):
+        url, shown = info["url"], (info.get("width"), info.get("height"))
+    else:
+        raise invalid(f"{name} is {mime or 'not an image'}, which the wiki does not render as an image. "
+                      "get-file gives its metadata and URL.")
+    limit = ctx.state.config.file_data_max_bytes
+    data = ctx.mw.fetch(url, limit * 3 // 4)
+    if data is None:
+        raise invalid(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
+                      "base64). " + ("Call get-file-data again with a smaller width." if url != info.get("url")
+                                     else "The wiki cannot scale it; get-file gives its URL."))
+    kind = raster_type(data)
+    if kind is None:
+        raise invalid(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
+                      "image. get-file gives its metadata and URL.")
+    import mcp_types as mt  # the SDK's types, imported when first needed
+    scaled = url != info.get("url")
+    header = labelled(("Title", name), ("MIME type", kind),
+                      ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
+                                    f"{info.get('height')}" if scaled else
+                       f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
+                      ("Bytes", len(data)))
+    return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
+
 
 
 # -- write tools: pages ------------------------------------------------------
