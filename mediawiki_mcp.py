@@ -1394,21 +1394,6 @@ def section_ends(text: str) -> dict[int, int]:
     return ends
 
 
-def line_diff(old: str, new: str, context: int = 1) -> str:
-    """A compact line diff: an ``@@ line N @@`` header per hunk (N counts lines of the
-    old text), then `` `` context, ``-`` removed and ``+`` added lines."""
-    a, b = old.splitlines(), new.splitlines()
-    rows = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
-        rows.append(f"@@ line {group[0][1] + 1} @@")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                rows += [" " + row for row in a[i1:i2]]
-            else:
-                rows += ["-" + row for row in a[i1:i2]] + ["+" + row for row in b[j1:j2]]
-    return "\n".join(rows)
-
-
 def section_list(sections: list[tuple[int, str]]) -> str:
     """``0 (Lead), 1 (History), ...``, summarising beyond MARKER_MAX_SECTIONS."""
     shown = [f"{n} ({heading})" for n, heading in sections[:MARKER_MAX_SECTIONS]]
@@ -1636,6 +1621,20 @@ def compact_diff(lines: list[DiffLine]) -> str:
         out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
         out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
     return "\n".join(out)
+
+
+def line_diff(old: str, new: str) -> str:
+    """The changed lines between two texts, in compare-pages' shape (see compact_diff):
+    what a dry run shows is what compare-pages would show after the save."""
+    a, b = old.splitlines(), new.splitlines()
+    lines: list[DiffLine] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            lines.append(DiffLine(" ", i1 + 1, j1 + 1, ""))  # only separates runs of changes
+            continue
+        lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
+        lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
+    return compact_diff(lines)
 
 
 # ---------------------------------------------------------------------------

@@ -2039,11 +2039,11 @@ def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWik
     assert not result.is_error
     assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
                                 f"Title: {title}\nBase revision ID: {revid}\n\n"
-                                "@@ line 2 @@\n Beta.\n-Gamma.\n+Gamma, changed.\n Delta.")
+                                "@@ -3 +3 @@\n-Gamma.\n+Gamma, changed.")
     appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
-    assert appended.blocks[0].endswith("@@ line 4 @@\n Delta.\n+Epsilon.")
+    assert appended.blocks[0].endswith("@@ -4,0 +5 @@\n+Epsilon.")
     new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
-    assert not new.is_error and new.blocks[0].endswith("@@ line 1 @@\n+Hello.")
+    assert not new.is_error and new.blocks[0].endswith("@@ -0,0 +1 @@\n+Hello.")
     existing = call(bot_server, "create-page", title=title, source="Hello.", dryRun=True)
     assert existing.is_error and existing.blocks[0].startswith("conflict: ")
     assert revision_ids(wiki, title) == [revid] and revision_ids(wiki, "Write dry run new page") == []
@@ -2236,7 +2236,8 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
-    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ line 2 @@\n b\n-c\n+C\n d\n@@ line 6 @@\n f\n+g"
+    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ -3 +3 @@\n-c\n+C\n@@ -6,0 +7 @@\n+g"
+    assert m.line_diff("a\nb\nc", "a\nc") == "@@ -2 +1,0 @@\n-b"
     assert m.line_diff("same", "same") == ""
 
 
