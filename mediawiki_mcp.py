@@ -1692,8 +1692,7 @@ class ToolSpec:
 #: Every tool, by name, in the order tools/list shows them.
 TOOLS: dict[str, ToolSpec] = {}
 
-WIKI_PARAM_SCHEMA = {"type": "string", "description":
-                     "Wiki key (e.g. en.wikipedia.org) or mcp://wikis/{key}. Omitted: the default wiki."}
+WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the default wiki."}
 
 
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
@@ -1707,7 +1706,7 @@ def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
     on a wiki without that extension are refused, naming the wikis that have it."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
-            name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""), fn=fn,
+            name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
             open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
             needs_extension=needs_extension)
@@ -1758,8 +1757,10 @@ def param_schema(p: Param) -> dict[str, Any]:
         if p.arg.title:
             schema["items"]["minLength"] = 1
         if p.arg.max_items:
-            schema["minItems"], schema["maxItems"] = 1, p.arg.max_items
-    if p.arg.title:
+            schema["maxItems"] = p.arg.max_items
+        if p.required:
+            schema["minItems"] = 1
+    elif p.arg.title:
         schema["minLength"] = 1
     if p.arg.max_length:
         schema["maxLength"] = p.arg.max_length
@@ -2209,13 +2210,21 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-# -- shared pieces of the page tools ----------------------------------------
+# -- parameters many tools share ---------------------------------------------
 
-TitleArg = Arg("Wiki page title, with its namespace prefix if any (e.g. Talk:Foo).", title=True)
-ContentArg = Arg("'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")
-SectionArg = Arg("Section number to return alone (0 = lead); numbers are listed when content is "
-                 "truncated.", minimum=0)
-OffsetArg = Arg("Byte offset into the content to start from, as named by a truncation marker.", minimum=0)
+TitleArg = Arg("Wiki page title (e.g. Talk:Foo).", title=True)
+FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
+ContentArg = Arg("'source': wikitext; 'html': rendered; 'none': metadata only.")
+SectionArg = Arg("Section number alone (0 = lead), as truncation markers list them.", minimum=0)
+OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
+ContinueArg = Arg("From the previous call's 'More results' marker.")
+NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
+CommentArg = Arg("Edit summary.", max_length=500)
+DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
+IdempotencyKeyArg = Arg("One per user request, reused on retry; a repeat writes nothing.", max_length=200)
+
+
+# -- shared pieces of the page tools ----------------------------------------
 
 
 def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
@@ -2269,10 +2278,10 @@ def get_page(
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one wiki page, latest revision: wikitext or rendered HTML, with its title and revision ID
-    (the latestId for a safe update). Follows redirects and says so. Content is truncated at 50000
-    bytes by default; the marker lists the sections and the next call (section or offset).
-    For several pages at once, use get-pages. For a historical revision, use get-revision."""
+    """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
+    revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
+    default, the marker naming the next call. For several pages, use get-pages; for an old
+    revision, get-revision."""
     if content == "html":
         return page_html(ctx, title, metadata, section, offset)
     query = ctx.mw.get({
@@ -2347,15 +2356,14 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
 @tool("get-pages", "Get pages", read_only=True)
 def get_pages(
     ctx: ToolContext,
-    titles: Annotated[list[str], Arg("Wiki page titles, in the order wanted.", title=True, max_items=50)],
+    titles: Annotated[list[str], Arg("Wiki page titles.", title=True, max_items=50)],
     content: Annotated[Literal["source", "none"], Arg(
         "'source' for wikitext, 'none' for titles and revision IDs only.")] = "source",
-    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit to each page.")] = False,
+    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages in one call, each as its title, revision ID and wikitext, in the order
-    asked. Missing titles are listed, not an error. One budget of 50000 bytes by default covers all
-    pages; pages that do not fit are named with the call that reads them. For one page, rendered
-    HTML, a section or a byte offset, use get-page."""
+    """Returns up to 50 wiki pages' wikitext, in the order asked, each with its title and
+    revision ID; missing titles are listed. One budget of 50000 bytes by default; pages left out
+    are named with the call that reads them. For HTML, a section or an offset, use get-page."""
     wanted = list(dict.fromkeys(titles))
     query = ctx.mw.get({
         "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
@@ -2445,10 +2453,10 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
                                                 max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
-    continueFrom: Annotated[str | None, Arg("Continuation value from the previous call's marker.")] = None,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Searches the full text of wiki pages and returns matching titles with a text snippet each,
-    best match first. For titles that start with given text, use search-page-by-prefix."""
+    """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
+    For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
         raise invalid("Argument 'query' must contain something to search for.")
     data = ctx.mw.get({
@@ -2477,10 +2485,10 @@ def search_page_by_prefix(
     namespace: Annotated[int | None, Arg("Namespace ID to search in, instead of a prefix in the text.",
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles to return.", minimum=1, maximum=100)] = 20,
-    continueFrom: Annotated[str | None, Arg("Continuation value from the previous call's marker.")] = None,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text, one per line. For pages
-    that mention words in their text, use search-page."""
+    """Returns the titles of wiki pages that begin with the given text, one per line. For words
+    inside pages, use search-page."""
     if not prefix.strip():
         raise invalid("Argument 'prefix' must not be empty.")
     data = ctx.mw.get({
@@ -2498,8 +2506,8 @@ def search_page_by_prefix(
 
 @tool("get-site-info", "Get site info", read_only=True)
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns facts about the wiki: its name, MediaWiki version, language, main page, public
-    address, whether it is read-only, its namespaces with their IDs and its installed extensions."""
+    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only
+    state, namespaces with their IDs and installed extensions."""
     query = ctx.mw.refresh_site("extensions")
     site = ctx.site
     namespaces = ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(site.namespaces.items()) if i >= 0)
@@ -2516,8 +2524,8 @@ def get_site_info(ctx: ToolContext) -> str:
 
 @tool("whoami", "Who am I", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as on the wiki: user name, groups and the rights that
-    matter for editing, or that it is anonymous. Useful before writing, to learn what is allowed."""
+    """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
+    and its editing rights: what a write may do."""
     info = ctx.mw.get({"action": "query", "meta": "userinfo",
                        "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -2560,11 +2568,9 @@ def get_revision(
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision of a wiki page by revision ID, old or current: wikitext or rendered HTML
-    with its page title, timestamp, user, edit summary, size, tags, parent revision ID and the page's
-    latest revision ID; errors when the revision does not exist. Content is truncated at 50000 bytes
-    by default; the marker lists the sections and the next call (section or offset). For the latest
-    revision with metadata, use get-page with metadata=true."""
+    """Returns one revision of a wiki page by revision ID, wikitext or rendered HTML, with its
+    page, time, user, summary, size, tags and parent. Truncated at 50000 bytes by default, the
+    marker naming the next call. For the latest revision, use get-page with metadata=true."""
     query = ctx.mw.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
@@ -2636,10 +2642,9 @@ def get_page_history(
     tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
     user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
 ) -> list[str]:
-    """Returns a wiki page's revisions, newest first, one row each: revision ID, timestamp, user,
-    size change, minor flag, summary, tags (the last three only when present); 20 per call by default,
-    the marker naming the olderThan of the next segment. Errors when the page does not exist. For a
-    revision's content, use get-revision; for what an edit changed, compare-pages."""
+    """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
+    then minor, summary and tags when present; 20 by default, the marker naming the next
+    olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
                       "newerThan forward.")
@@ -2707,11 +2712,10 @@ def compare_pages(
     includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
     offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
-    """Diffs two versions on the wiki; returns a compact text diff of only the changed lines (- old,
-    + new) under @@ line-number headers, with both sizes and the size change. Exactly one from* and one
-    to* side, not text against text; errors when a page or revision does not exist. Truncated at 50000
-    bytes by default (offset continues). For what changed, use this rather than fetching two sources
-    and diffing them client-side."""
+    """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
+    (not text against text): only the changed lines, - old and + new under @@ line hunks, with
+    both sizes and the change. Truncated at 50000 bytes by default (offset continues). For what
+    changed, use this rather than diffing two fetched sources."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -2761,9 +2765,6 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
 
 # -- read tools: categories, links, recent changes, parsing -----------------
 
-ContinueArg = Arg("Continuation value from the previous call's marker.")
-NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
-
 
 def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
     return decode_continuation(continue_from, keys) if continue_from else {}
@@ -2787,9 +2788,9 @@ def get_category_members(
     limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns a category's members, one title per line, after its counts of pages, subcategories and
-    files. A type (subcat, file) follows a title; none means an ordinary page. Errors when the category
-    has neither a page nor members."""
+    """Returns a category's members, one title per line, after its page, subcategory and file
+    counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
+    category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.mw.get({
         "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
@@ -2837,9 +2838,9 @@ def get_links_here(
     limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the pages that link to a wiki page, transclude it or show it (files), one per line:
-    a row without a note is a link; others say transclusion, file link, redirect (to the page) or
-    via X (through redirect X). Works for missing pages (red links) too."""
+    """Returns the pages that link to, transclude or (files) show a wiki page, one per line; a
+    note marks transclusion, file link, redirect, or via X (through redirect X), none a plain
+    link. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -2891,9 +2892,9 @@ def get_recent_changes(
     limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or log
-    action, user, size change, flags, summary, tags (the last three only when present). For one page,
-    use get-page-history."""
+    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
+    log action, user, size change, then flags, summary and tags when present. For one page's
+    history, use get-page-history."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
     if hide and {"anonymous", "registered"} <= set(hide):
@@ -2937,10 +2938,9 @@ def parse_wikitext(
                                      title=True)] = None,
     offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
-    """Renders wikitext through the wiki without saving (signatures and subst: expanded as on save):
-    HTML plus parse warnings, links and templates (missing ones marked), categories and external
-    links. Suited to checking an edit before saving it. HTML is truncated at 50000 bytes by default
-    (continue with offset)."""
+    """Renders wikitext through the wiki without saving (signatures and subst: expanded): HTML,
+    parse warnings, links and templates (missing ones marked), categories and external links, to
+    check an edit before saving. HTML truncated at 50000 bytes by default (offset continues)."""
     if not wikitext.strip():
         raise invalid("Argument 'wikitext' must contain something to render.")
     parsed = read_long(ctx, {
@@ -2970,8 +2970,6 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
 
 # -- read tools: files ---------------------------------------------------------
 
-FileTitleArg = Arg("File title, with or without its namespace prefix (File:).", title=True)
-
 
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The file page and its latest imageinfo; not_found when there is no file."""
@@ -2989,9 +2987,8 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
 
 @tool("get-file", "Get file", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
-    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions, uploader,
-    upload time and comment; errors when there is no such file. For the picture itself, use
-    get-file-data."""
+    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
+    uploader, upload time and comment. For the image itself, use get-file-data."""
     page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
@@ -3016,10 +3013,10 @@ def get_file_data(
     title: Annotated[str, FileTitleArg],
     width: Annotated[int, Arg("Largest width of the rendition, in pixels.", minimum=16, maximum=4000)] = 1024,
 ) -> list[Any]:
-    """Returns a file's picture as an image block, fetched by the server, for clients that cannot
-    reach the wiki: scaled to width when the wiki can scale, else the original. PNG, JPEG, GIF, WebP
-    (other types only as the wiki rasterises them; else refused). Capped at 1000000 bytes of base64 by
-    default. For metadata and URLs, use get-file."""
+    """Returns a file's image as an image block fetched by the server, for clients that cannot
+    reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
+    renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
+    get-file."""
     page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
@@ -3052,11 +3049,6 @@ def get_file_data(
 
 
 # -- write tools: pages ------------------------------------------------------
-
-CommentArg = Arg("Edit summary.", max_length=500)
-DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
-IdempotencyKeyArg = Arg("Unique per user request, reused on retry: a repeat returns the first result "
-                        "and writes nothing.", max_length=200)
 
 
 def edit_summary(ctx: ToolContext, comment: str | None) -> str:
@@ -3185,8 +3177,8 @@ def create_page(
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page and returns its revision ID, URL and diff URL. Fails if the title
-    already exists, so it never overwrites; to change an existing page, use update-page."""
+    """Creates a new wiki page; returns its revision ID, URL and diff URL. Fails if the title
+    exists, so it never overwrites; to change a page, use update-page."""
     if dryRun:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
@@ -3210,24 +3202,23 @@ def update_page(
         "'append' or 'prepend' adds source instead of replacing.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
-    replaceAll: Annotated[bool, Arg("Replaces every occurrence of find.")] = False,
+    replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
     latestId: Annotated[int | None, Arg(
         "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
         minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
-    minor: Annotated[bool, Arg("Marks the edit as minor.")] = False,
-    bot: Annotated[bool, Arg("Marks the edit as a bot edit (needs the bot right).")] = False,
+    minor: Annotated[bool, Arg("A minor edit.")] = False,
+    bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
     removeSubsections: Annotated[bool, Arg(
         "Lets a section replacement delete subsections its text lacks.")] = False,
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces the
-    whole page or one section, adds text (mode), or changes a passage with find and replace, which
-    spares resending a long page. With latestId, an overlapping edit by someone else since that
-    revision is refused, never overwritten. Refuses to write back a page or section read here only in part
-    (truncated), or to drop a section's subsections. Fails if the page does not exist; for new
-    pages, use create-page."""
+    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces
+    the page or one section, adds text (mode), or swaps a passage (find, replace). With
+    latestId, an overlapping edit since then is refused, never overwritten. Refuses to write
+    back a page or section read here only in part, or to drop subsections. For new pages, use
+    create-page."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid("find and replace change a passage in place: give them without source and mode.")
@@ -3313,17 +3304,18 @@ def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> N
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
 def move_page(
     ctx: ToolContext,
-    fromTitle: Annotated[str, Arg("Current title of the wiki page.", title=True)],
-    toTitle: Annotated[str, Arg("New title; it must not exist yet.", title=True)],
+    fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
+    toTitle: Annotated[str, Arg("New wiki page title; must not exist.", title=True)],
     comment: Annotated[str | None, Arg("Reason for the move.", max_length=500)] = None,
-    moveTalk: Annotated[bool, Arg("Moves the talk page too.")] = True,
-    moveSubpages: Annotated[bool, Arg("Moves subpages too, where the namespace has them.")] = False,
+    moveTalk: Annotated[bool, Arg("Also moves the talk page.")] = True,
+    moveSubpages: Annotated[bool, Arg("Also moves subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
         "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Renames a wiki page (and by default its talk page) and returns the old and new titles, whether
-    a redirect was left and the new URL. Fails if the page does not exist or the new title does."""
+    """Renames a wiki page (by default with its talk page); returns the old and new titles,
+    whether a redirect was left and the new URL. Fails if the page is missing or the new title
+    exists."""
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
@@ -3354,9 +3346,9 @@ def delete_page(
     confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Deletes a wiki page with its history, which administrators can restore with undelete-page.
-    Without confirm=true it deletes nothing and fails, showing the page's latest revision, size and
-    number of revisions to put to the user; it acts only when called again with confirm=true."""
+    """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
+    deletes nothing and fails, showing the latest revision, size and number of revisions to put
+    to the user."""
     if not confirm:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
@@ -3390,8 +3382,8 @@ def undelete_page(
     comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Restores a deleted wiki page with all its deleted revisions and returns how many came back,
-    its latest revision ID and URL. Fails if the title has no deleted revisions."""
+    """Restores a deleted wiki page with all its deleted revisions; returns how many came back,
+    the latest revision ID and URL. Fails if the title has no deleted revisions."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     restored: dict[str, Any] = {}
@@ -3479,14 +3471,13 @@ def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
       scoped=False, offered=managing_wikis)
 def add_wiki(
     ctx: ToolContext,
-    wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or its api.php "
-                                "(e.g. https://en.wikipedia.org/wiki/Main_Page).", max_length=2000)],
+    wikiUrl: Annotated[str, Arg("Any URL of the wiki (e.g. https://en.wikipedia.org/wiki/Main_Page).",
+                                max_length=2000)],
 ) -> str:
-    """Adds a wiki for this session from any URL of it: finds its API, checks it with the wiki's
-    site info and registers it under its server name (e.g. en.wikipedia.org), the key other tools
-    take as wiki. The wiki is anonymous and read-only unless the server's configuration holds
-    credentials for it. Fails if the URL leads to no MediaWiki, to a private network address, or
-    to a wiki already configured. For the configured wikis, use list-wikis."""
+    """Adds a wiki for this session from any URL of it (page, address or api.php), checked with
+    its site info and keyed by its server name (e.g. en.wikipedia.org) for other tools' wiki.
+    Anonymous and read-only unless the configuration holds credentials for it. Fails for private
+    addresses and wikis already present. For configured wikis, use list-wikis."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
@@ -3522,12 +3513,11 @@ def add_wiki(
       scoped=False, offered=lambda state: managing_wikis(state) and len(state.config.wikis) > 1)
 def remove_wiki(
     ctx: ToolContext,
-    wiki: Annotated[str, Arg("Key of the wiki to remove (e.g. en.wikipedia.org) or mcp://wikis/{key}.",
+    wiki: Annotated[str, Arg("Key of the wiki to remove.",
                              max_length=300)],
 ) -> str:
-    """Removes a wiki from this session's list, whether added with add-wiki or configured; the
-    default wiki cannot be removed. Nothing changes on the wiki itself; add-wiki adds it again
-    (a configured wiki comes back with its credentials)."""
+    """Removes a wiki from this session, added or configured (never the default wiki). Nothing
+    changes on the wiki itself; add-wiki brings it back."""
     if not wiki.strip():
         raise invalid("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)
@@ -3539,8 +3529,8 @@ def remove_wiki(
       offered=lambda state: len(state.config.wikis) > 1)
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
-    public address and API address, then "default" and "read-only" where so (absent: writable).
-    The resource mcp://wikis/{key} holds the same for one wiki."""
+    public and API addresses, then "default" and "read-only" where so. The resource
+    mcp://wikis/{key} holds the same for one wiki."""
     rows = []
     for key in ctx.state.config.wikis:
         facts = wiki_facts(ctx.state, key, contact=True)
