@@ -140,15 +140,13 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
-    "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); also --transport",
-    "MCP_BIND": "address the HTTP transport listens on (default 127.0.0.1); also --host",
-    "PORT": "port of the HTTP transport (default 3000; 0 picks a free one); also --port",
-    "MCP_ALLOWED_HOSTS": "Host headers HTTP accepts, comma-separated, name:* for any port "
-                         "(default: loopback names when bound to loopback, else unchecked)",
-    "MCP_ALLOWED_ORIGINS": "Origin headers HTTP accepts, comma-separated, such as https://app.example.org "
-                           "(default: http loopback origins when bound to loopback, else none)",
-    "MCP_AUTH_TOKEN": "bearer token every HTTP request to /mcp must carry (default: none)",
-    "MCP_STATELESS": "true serves HTTP requests independently, for replicas; also --stateless",
+    "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
+    "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
+    "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
+    "MCP_ALLOWED_HOSTS": "HTTP: Host headers accepted, comma-separated, name:* for any port",
+    "MCP_ALLOWED_ORIGINS": "HTTP: Origin headers accepted, comma-separated (https://app.example.org)",
+    "MCP_AUTH_TOKEN": "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
+    "MCP_STATELESS": "HTTP: true keeps no state between requests, for replicas; or --stateless",
 }
 
 
@@ -1585,7 +1583,7 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
             raise ConfigError(f"PORT must be a port number, not {text!r}")
         port = int(text) if text else DEFAULT_HTTP_PORT
     if not 0 <= port <= 65535:
-        raise ConfigError(f"The port must be between 0 and 65535, not {port}")
+        raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
     hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
     if bad := [h for h in hosts if "/" in h or " " in h]:
         raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "

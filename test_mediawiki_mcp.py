@@ -1049,7 +1049,7 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
 @pytest.mark.parametrize("env, named", [
     ({"MCP_TRANSPORT": "sse"}, "MCP_TRANSPORT"),
     ({"PORT": "eighty"}, "PORT"),
-    ({"PORT": "70000"}, "port must be between 0 and 65535"),
+    ({"PORT": "70000"}, r"port \(--port or PORT\) must be between 0 and 65535"),
     ({"MCP_ALLOWED_ORIGINS": "app.example.org"}, "MCP_ALLOWED_ORIGINS"),
     ({"MCP_ALLOWED_ORIGINS": "https://app.example.org/path"}, "MCP_ALLOWED_ORIGINS"),
     ({"MCP_ALLOWED_HOSTS": "https://mcp.example.org"}, "MCP_ALLOWED_HOSTS"),
