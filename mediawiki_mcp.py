@@ -1751,6 +1751,7 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         listener.close()
+    log.info("Stopped serving MCP over Streamable HTTP")
     return 0
 
 

@@ -1259,7 +1259,7 @@ def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None
         codes = [server.stop(sig) for server, sig in zip(servers, (signal.SIGTERM, signal.SIGINT))]
     assert codes == [0, 0], [server.log for server in servers]
     for server in servers:
-        assert "Traceback" not in server.log and "Finished server process" in server.log
+        assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
