@@ -16,21 +16,28 @@ Importing this module does no I/O and starts nothing.
 from __future__ import annotations
 
 import argparse
+import base64
+import collections
 import dataclasses
+import datetime
+import difflib
 import functools
 import html
 import inspect
+import ipaddress
 import json
 import logging
 import os
 import re
+import socket
+import subprocess
 import sys
 import threading
 import time
 import types
 import typing
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 if TYPE_CHECKING:  # imported lazily at run time: see _requests()
@@ -47,6 +54,12 @@ log = logging.getLogger("mediawiki_mcp")
 
 DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
+#: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
+DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
+#: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
+MAX_GET_PARAMS_BYTES = 4000
+#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
+MAX_TEXT_CHARS = 2_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -62,6 +75,15 @@ WRITE_MAXLAG_SECONDS = 5
 MAX_TITLE_BYTES = 255
 #: How many sections a truncation marker lists before summarising the rest.
 MARKER_MAX_SECTIONS = 60
+#: Idempotency keys of write calls are remembered this long, at most this many.
+IDEMPOTENCY_TTL_SECONDS = 3600.0
+IDEMPOTENCY_MAX_KEYS = 1000
+#: A repeat waits at most this long for the first call with its key to finish.
+IDEMPOTENCY_WAIT_SECONDS = 120.0
+#: Page reads remembered for the no-silent-loss checks of writes.
+READ_LEDGER_MAX_ENTRIES = 2000
+#: Appended to edit summaries unless a wiki's attributeEdits is false.
+EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
 
 #: Hosts whose operators ask for contact details in the User-Agent.
 WIKIMEDIA_HOST_SUFFIXES = (
@@ -81,7 +103,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
         "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
         "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
-        "cantundelete", "nodeletedrevs",
+        "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
     ), "not_found"),
     **dict.fromkeys((
         "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
@@ -105,7 +127,9 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
         "filetype-banned", "filetype-missing", "bad-prefix", "verification-error",
         "empty-file", "file-too-large", "toolong", "mustpostparams", "missingtitle-createonly",
         "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
-        "nosuchtag", "badparams", "unknownparam", "invalidlang",
+        "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
+        "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
+        "badtimestamp", "show",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
@@ -130,6 +154,21 @@ NEXT_STEP = {
     "upstream_failure": "Retry later; tell the user if it persists.",
 }
 
+#: What to do next for MediaWiki codes whose category alone does not say enough.
+MW_NEXT_STEP = {
+    "articleexists": "To change the existing page, use update-page; otherwise pick another title.",
+    "editconflict": "Someone else changed the page since that revision: read it again with get-page, "
+                    "redo the change on the new text, and tell the user what changed.",
+    "pagedeleted": "The page was deleted after it was read; tell the user (undelete-page restores it).",
+    "badtoken": "The wiki refused the edit token even after a fresh one; tell the user to check the "
+                "wiki's credentials.",
+    "protectedpage": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    "cascadeprotected": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    "blocked": "The account is blocked from editing; tell the user.",
+    "readonly": "The wiki is locked for maintenance; retry later.",
+    "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
+}
+
 ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin "
                      f"(default {DEFAULT_WIKI_URL})",
@@ -138,7 +177,12 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
+    "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
+    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki may reach on private addresses",
+    "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
+    "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
+                               f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
     "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
     "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
@@ -160,14 +204,23 @@ class WikiError(Exception):
     ``str(error)`` is the text the model receives: ``category: message``.
     """
 
-    def __init__(self, category: str, message: str) -> None:
+    def __init__(self, category: str, message: str, code: str = "") -> None:
         assert category in ERROR_CATEGORIES, category
         super().__init__(category, message)
         self.category = category
         self.message = message
+        self.code = code  # MediaWiki's error code, when the error came from the API
 
     def __str__(self) -> str:
         return f"{self.category}: {self.message}"
+
+
+class ResponseLost(WikiError):
+    """A write whose answer never arrived (timeout, reset, a gateway error page):
+    the wiki may or may not have saved it, so it is never resent blindly."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("upstream_failure", message)
 
 
 def invalid(message: str) -> WikiError:
@@ -185,9 +238,9 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
     where = f" ({wiki})" if wiki else ""
     if category is None:
         return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} "
-                                             + NEXT_STEP["upstream_failure"])
-    step = NEXT_STEP.get(category, "")
-    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""))
+                         + MW_NEXT_STEP.get(code, NEXT_STEP["upstream_failure"]), code)
+    step = MW_NEXT_STEP.get(code) or NEXT_STEP.get(category, "")
+    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""), code)
 
 
 # ---------------------------------------------------------------------------
@@ -298,6 +351,7 @@ class MediaWikiClient:
         retry_budget: float = READ_RETRY_BUDGET_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
         pool_size: int = 32,
+        trusted_hosts: Iterable[str] | None = None,
     ) -> None:
         self.url = url
         self.username = username
@@ -308,13 +362,20 @@ class MediaWikiClient:
         self.retry_budget = retry_budget
         self.sleep = sleep
         self.pool_size = pool_size
+        #: None: the operator chose this wiki. A list: its URL came from a model, so every
+        #: request passes the address guard (these hosts may be private) and is pinned.
+        self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
         parsed = urllib.parse.urlsplit(url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
-        self._api_url: str | None = url if parsed.path.endswith("api.php") else None
+        self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
+                                     if parsed.path.endswith("api.php") else None)
         self._session: requests.Session | None = None
+        self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
+        self._extensions: frozenset[str] | None = None
         self._logged_in = False
+        self._csrf: str | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:  # never the credentials
@@ -338,6 +399,36 @@ class MediaWikiClient:
         self._ensure_ready()
         return self._call("POST", params, files=files, retry_transient=retry_transient)
 
+    def csrf_token(self, refresh: bool = False) -> str:
+        """The CSRF (edit) token, fetched once per session and cached."""
+        with self._lock:
+            if refresh or not self._csrf:
+                data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
+                token = data.get("query", {}).get("tokens", {}).get("csrftoken")
+                if not token:
+                    raise WikiError("upstream_failure", f"{self.name} gave no edit token. "
+                                    + NEXT_STEP["upstream_failure"])
+                self._csrf = token
+            return self._csrf
+
+    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A write: a POST with the CSRF token and maxlag. It is sent again only after
+        answers that prove nothing was written: maxlag, ratelimited with a short
+        Retry-After, and badtoken (once, with a fresh token). An answer that never
+        arrives raises ResponseLost and is not resent: the caller checks the wiki.
+        ``files`` go multipart; give their contents as bytes so a resend can repeat them."""
+        self._ensure_ready()
+        fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
+        for attempt in (1, 2):
+            fields["token"] = self.csrf_token(refresh=attempt > 1)
+            try:
+                return self._call("POST", fields, files=files, write=True)
+            except WikiError as error:
+                if error.code != "badtoken" or attempt > 1:
+                    raise
+                log.info("%s refused the edit token; fetching a new one", self.name)
+        raise AssertionError("unreachable")
+
     @property
     def site(self) -> SiteInfo:
         """Site info, fetched once (and on the first call, with API discovery)."""
@@ -353,7 +444,17 @@ class MediaWikiClient:
         data = self.get(params)
         with self._lock:
             self._site = SiteInfo.from_api(data.get("query", {}), self.api_url)
+            if "extensions" in data.get("query", {}):
+                self._extensions = extension_names(data["query"])
         return data.get("query", {})
+
+    @property
+    def extensions(self) -> frozenset[str]:
+        """The names of the wiki's installed extensions, lower-cased; fetched once."""
+        if self._extensions is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
+            self._extensions = extension_names(data.get("query", {}))
+        return self._extensions
 
     @property
     def api_url(self) -> str:
@@ -361,9 +462,58 @@ class MediaWikiClient:
         assert self._api_url is not None
         return self._api_url
 
+    @property
+    def known(self) -> tuple[SiteInfo | None, str | None]:
+        """Site info and API address as far as learnt so far, without any request."""
+        return self._site, self._api_url
+
+    def fetch(self, url: str, max_bytes: int) -> bytes | None:
+        """Downloads a file the wiki points to (an upload, a thumbnail), or None when it is
+        over max_bytes. The wiki's credentials go only to the wiki's own origin: a file on
+        another host, or a redirect there, is fetched without them. A wiki a model added
+        passes every hop through the address guard, as its API calls do."""
+        self._ensure_ready()
+        home = origin_of(self.api_url)
+        for _ in range(MAX_REDIRECTS + 1):
+            session = self._session if origin_of(url) == home else self._plain_session()
+            if self.trusted_hosts is not None:
+                guard_and_pin(session, url, self.trusted_hosts)
+            try:
+                response = session.get(url, timeout=self.timeout, stream=True, allow_redirects=False)
+                with response:
+                    if response.is_redirect:
+                        url = urllib.parse.urljoin(url, response.headers["Location"])
+                        continue
+                    if response.status_code >= 400:
+                        raise fetch_error(response.status_code, url)
+                    if int(response.headers.get("Content-Length") or 0) > max_bytes:
+                        return None
+                    data = bytearray()
+                    for chunk in response.iter_content(65536):
+                        data += chunk
+                        if len(data) > max_bytes:
+                            return None
+                    return bytes(data)
+            except _requests().RequestException as exc:
+                raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
+                                + NEXT_STEP["upstream_failure"]) from None
+        raise WikiError("upstream_failure", f"{url} redirected too many times.")
+
+    def _plain_session(self) -> requests.Session:
+        """A session without the wiki's cookies or token, for other hosts."""
+        with self._lock:
+            if self._plain is None:
+                self._plain = _requests().Session()
+                adapter = pinning_adapter(pool_connections=2, pool_maxsize=self.pool_size)
+                self._plain.mount("https://", adapter)
+                self._plain.mount("http://", adapter)
+                self._plain.headers["User-Agent"] = user_agent(self.user_agent_prefix)
+            return self._plain
+
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
+        for session in (self._session, self._plain):
+            if session is not None:
+                session.close()
 
     # -- first use ----------------------------------------------------------
 
@@ -373,25 +523,27 @@ class MediaWikiClient:
         with self._lock:
             if self._session is None:
                 self._session = self._new_session()
+            if self._api_url is None:
+                self._discover_api()
             if self.username and not self._logged_in:
-                if self._api_url is None:
-                    self._discover_api()
                 self._login()
-            if self._site is None:
-                if self._api_url is None:
-                    self._discover_api()
-                else:
-                    data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
-                    self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
+            if self._site is None:  # learnt with the wiki's own credentials: private wikis work
+                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
+                self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
         rq = _requests()
         session = rq.Session()
-        adapter = rq.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=self.pool_size)
+        adapter = pinning_adapter(pool_connections=4, pool_maxsize=self.pool_size)
         session.mount("https://", adapter)
         session.mount("http://", adapter)
         session.headers["User-Agent"] = user_agent(self.user_agent_prefix)
         session.headers["Accept-Encoding"] = "gzip"
+        # requests reads proxy, CA bundle and netrc settings from the environment again on
+        # every request (about a millisecond each time); the wiki is fixed, so read them once.
+        session.trust_env = False
+        session.proxies.update(rq.utils.get_environ_proxies(self.url))
+        session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
         if not self.user_agent_prefix and is_wikimedia_host(self.host):
@@ -400,24 +552,62 @@ class MediaWikiClient:
         return session
 
     def _discover_api(self) -> None:
-        """Finds api.php from the configured URL: tries /w/api.php, then /api.php."""
+        """Finds api.php from any URL of the wiki (a page, its origin): tries /w/api.php and
+        /api.php at its origin, then the address the wiki's own HTML names
+        (``<link rel="EditURI" href=".../api.php?action=rsd">``)."""
         parts = urllib.parse.urlsplit(self.url)
-        if not parts.scheme or not parts.netloc:
-            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or origin.")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
         origin = f"{parts.scheme}://{parts.netloc}"
-        failures = []
+        failures: list[str] = []
         for candidate in (origin + "/w/api.php", origin + "/api.php"):
-            try:
-                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate)
-            except WikiError as error:
-                failures.append(f"{candidate}: {error.message}")
-                continue
-            if "general" in data.get("query", {}):
-                self._api_url = candidate
-                self._site = SiteInfo.from_api(data["query"], candidate)
+            if self._probe_api(candidate, failures):
                 return
+        named = self._api_named_by_page(failures)
+        if named and self._probe_api(named, failures):
+            return
         raise WikiError("upstream_failure", f"No MediaWiki API found at {self.url}: "
-                        + "; ".join(failures) + ". Set MEDIAWIKI_URL to the wiki's api.php address.")
+                        + "; ".join(failures) + ". Give the wiki's api.php address instead "
+                        "(such as https://wiki.example.org/w/api.php).")
+
+    def _probe_api(self, candidate: str, failures: list[str]) -> bool:
+        """Whether ``candidate`` is the wiki's api.php; keeps its site info when it says."""
+        try:
+            data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
+        except WikiError as error:
+            if not error.code and error.category == "permission_denied":
+                raise  # the address guard refused a hop
+            if not error.code:  # no API answered there
+                failures.append(f"{candidate}: {error.message}")
+                return False
+            if error.code == "readapidenied" and not self.authenticated:
+                raise  # a private wiki, and no account to read it with
+            self._api_url = candidate  # an API answered, wanting a login first: a private wiki
+            return True
+        if "general" not in data.get("query", {}):
+            failures.append(f"{candidate}: the answer is not MediaWiki site info")
+            return False
+        self._api_url = candidate
+        self._site = SiteInfo.from_api(data["query"], candidate)
+        return True
+
+    def _api_named_by_page(self, failures: list[str]) -> str | None:
+        """The api.php address that the HTML of the configured URL names (EditURI)."""
+        assert self._session is not None
+        try:
+            response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
+                                   stream=True, headers={"Authorization": None})  # no token to any host
+        except WikiError as error:
+            if error.category == "permission_denied":
+                raise
+            failures.append(f"{self.url}: {error.message}")
+            return None
+        with response:
+            head = read_head(response)
+        found = api_from_html(head, response.url)
+        if not found:
+            failures.append(f"{self.url}: its HTML names no API (no <link rel=\"EditURI\">)")
+        return found
 
     def _login(self) -> None:
         """Bot-password login (action=login); anything but Success is refused."""
@@ -436,13 +626,14 @@ class MediaWikiClient:
                             f"{reason} Check the bot password's user name (Name@BotName) and "
                             "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
+        self._csrf = None  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
 
     # -- the one place requests are sent ------------------------------------
 
     def _call(self, method: str, params: Mapping[str, Any], *, files: Mapping[str, Any] | None = None,
               retry_transient: bool = False, url: str | None = None, auth: bool = True,
-              relogin: bool = True) -> dict[str, Any]:
+              relogin: bool = True, write: bool = False) -> dict[str, Any]:
         target = url or self._api_url
         assert target is not None and self._session is not None
         fields = encode_params(params)
@@ -450,6 +641,7 @@ class MediaWikiClient:
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
         deadline = time.monotonic() + self.retry_budget
+        failure = ResponseLost if write else None  # a write whose answer is lost may have been saved
         attempt = 0
         while True:
             attempt += 1
@@ -467,6 +659,8 @@ class MediaWikiClient:
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
                     wait = backoff(attempt)
+                if failure:
+                    raise failure(f"The wiki at {self.name} {problem} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
                                     + NEXT_STEP["upstream_failure"]) from None
@@ -475,7 +669,8 @@ class MediaWikiClient:
             status = response.status_code
             data = parse_json(response)
             code = api_error_code(data)
-            retryable = (status >= 500 or status == 429) and retry_transient or code == "maxlag"
+            retryable = ((status >= 500 or status == 429) and retry_transient or code == "maxlag"
+                         or code == "ratelimited" and "Retry-After" in response.headers)
             if retryable and attempt < MAX_ATTEMPTS:
                 wait = retry_after(response, attempt)
                 if wait is not None and time.monotonic() + wait <= deadline:
@@ -489,16 +684,19 @@ class MediaWikiClient:
                         self._logged_in = False
                         self._login()
                     return self._call(method, params, files=files, retry_transient=retry_transient,
-                                      url=url, auth=auth, relogin=False)
+                                      url=url, auth=auth, relogin=False, write=write)
                 if code == "readapidenied" and not self.authenticated:
                     raise WikiError("authentication", f"{self.name} is a private wiki: reading needs "
-                                    "an account. Configure a bot password or token for it.")
+                                    "an account. Configure a bot password or token for it.", code)
                 raise error_from_api(code, api_error_text(data), self.name)
             if status == 429:
                 raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
                                 + NEXT_STEP["rate_limited"])
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
+                if failure:
+                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                  f"and {kind} instead of API JSON.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
                                 f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
             if status >= 400:
@@ -513,6 +711,8 @@ class MediaWikiClient:
         """Sends one request, following redirects only where credentials stay home."""
         assert self._session is not None
         for _ in range(MAX_REDIRECTS + 1):
+            if self.trusted_hosts is not None:
+                guard_and_pin(self._session, url, self.trusted_hosts)
             if method == "GET":
                 response = self._session.get(url, params=fields, timeout=self.timeout,
                                              allow_redirects=False)
@@ -535,6 +735,21 @@ class MediaWikiClient:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
         raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def fetch_error(status: int, url: str) -> WikiError:
+    if status == 404:
+        return WikiError("not_found", f"The wiki lists {url}, but it answered HTTP 404 for it.")
+    if status in (401, 403):
+        return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
+                         + NEXT_STEP["permission_denied"])
+    return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
+                     + NEXT_STEP["upstream_failure"])
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -604,6 +819,169 @@ def _warn_once(message: str) -> None:
         log.warning(message)
 
 
+def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
+    """Lower-cased names from site info's ``extensions`` prop."""
+    return frozenset(str(e.get("name", "")).lower() for e in query.get("extensions") or []) - {""}
+
+
+# -- the address guard and API discovery -------------------------------------
+# A URL that comes from a model (add-wiki, uploads from a URL) must not make this
+# server reach what only it can reach: its own loopback, the private network it sits
+# in, a cloud metadata address. The guard resolves the host, refuses non-public
+# addresses unless the operator trusts the host (MCP_TRUSTED_HOSTS), and pins the
+# connection to the address it checked, so a second DNS answer cannot swap it.
+
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """The IP addresses a host name resolves to (tests replace this)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def address_problem(address: str) -> str | None:
+    """Why an address is not public ("loopback", "private", ...), or None if it is."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for problem in ("loopback", "unspecified", "link_local", "multicast", "private", "reserved"):
+        if getattr(ip, f"is_{problem}"):
+            return problem.replace("_", "-")
+    return None if ip.is_global else "not globally routable"
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
+    """The address guard: resolves the URL's host and refuses private, loopback, link-local
+    and other non-public addresses, unless the host (``host`` or ``host:port``) is in
+    ``trusted_hosts``. Returns the checked address to connect to."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        host, port = host_port(url)
+    except ValueError:
+        raise invalid(f"{url!r} has an invalid port.") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise invalid(f"{url!r} is not an http(s) URL.")
+    if parts.username is not None or parts.password is not None:
+        raise invalid(f"The URL {parts.hostname} must not carry a user name or password.")
+    try:
+        addresses = resolve_addresses(host, port)
+    except (OSError, UnicodeError):
+        raise invalid(f"The host {host} of {url} could not be resolved; check the URL.") from None
+    if not addresses:
+        raise invalid(f"The host {host} of {url} has no address; check the URL.")
+    trusted = {t.strip().lower() for t in trusted_hosts}
+    shown = f"[{host}]" if ":" in host else host
+    if not trusted & {host, shown, f"{shown}:{port}"}:
+        for address in addresses:
+            problem = address_problem(address)
+            if problem:
+                raise WikiError("permission_denied", (
+                    f"{shown} resolves to {address}, a {problem} address, which this server does not "
+                    "reach for a URL given by a model. The operator can allow the host by listing it "
+                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this."))
+    return addresses[0]
+
+
+@functools.cache
+def _pinning_adapter_class() -> type:
+    rq = _requests()
+
+    class PinningAdapter(rq.adapters.HTTPAdapter):  # type: ignore[name-defined,misc]
+        """An HTTPAdapter that connects to the address the guard checked for a host
+        (TLS still verifies the host name), and like any other one for other hosts."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.pins: dict[tuple[str, int], str] = {}
+            super().__init__(*args, **kwargs)
+
+        def build_connection_pool_key_attributes(self, request: Any, verify: Any,
+                                                 cert: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+            host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+            address = self.pins.get(host_port(request.url))
+            if address:
+                if host_params["scheme"] == "https":
+                    pool_kwargs["server_hostname"] = pool_kwargs["assert_hostname"] = host_params["host"]
+                host_params["host"] = address
+            return host_params, pool_kwargs
+
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.pins.get(host_port(request.url)):  # the Host header names the host, not the address
+                request.headers.setdefault("Host", urllib.parse.urlsplit(request.url).netloc)
+            return super().send(request, *args, **kwargs)
+
+    return PinningAdapter
+
+
+def pinning_adapter(**options: Any) -> Any:
+    return _pinning_adapter_class()(**options)
+
+
+def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[str]) -> None:
+    """Checks a URL's host with the address guard, once per host and session, and pins the
+    session's connections to that host to the checked address."""
+    adapter = session.get_adapter(url)
+    pins = getattr(adapter, "pins", None)
+    key = host_port(url)
+    if pins is not None and key in pins:
+        return
+    address = check_address(url, trusted_hosts)
+    if pins is not None:
+        pins[key] = address
+
+
+def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str] | None,
+                **options: Any) -> requests.Response:
+    """A GET of a URL given by a model, following redirects itself and checking every hop
+    with the address guard (``trusted_hosts=None``: an operator's URL, no guard). The
+    session should mount ``pinning_adapter()``. Transport failures become WikiError."""
+    rq = _requests()
+    for _ in range(MAX_REDIRECTS + 1):
+        if trusted_hosts is not None:
+            guard_and_pin(session, url, trusted_hosts)
+        try:
+            response = session.get(url, allow_redirects=False, **options)
+        except rq.RequestException as exc:
+            raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
+                            f"reached ({type(exc).__name__}).") from None
+        if not response.is_redirect:
+            return response
+        response.close()
+        url = urllib.parse.urljoin(response.url, response.headers["Location"])
+    raise WikiError("upstream_failure", f"{url} redirected too many times.")
+
+
+HEAD_MAX_BYTES = 512 * 1024
+EDIT_URI_LINK = re.compile(r"<link\b[^>]*\brel\s*=\s*[\"']?EditURI\b[^>]*>", re.IGNORECASE)
+HREF = re.compile(r"\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+
+
+def read_head(response: requests.Response) -> str:
+    """The start of an HTML page, up to its </head> (bounded), for discovery."""
+    data = b""
+    for chunk in response.iter_content(64 * 1024):
+        data += chunk
+        if b"</head>" in data.lower() or len(data) >= HEAD_MAX_BYTES:
+            break
+    return data[:HEAD_MAX_BYTES].decode(response.encoding or "utf-8", "replace")
+
+
+def api_from_html(page: str, base_url: str) -> str | None:
+    """The api.php address a MediaWiki page names in ``<link rel="EditURI" href=...>``,
+    made absolute (``//host/w/api.php?action=rsd`` takes the page's scheme)."""
+    for tag in EDIT_URI_LINK.findall(page):
+        match = HREF.search(tag)
+        if match:
+            href = html.unescape(next(g for g in match.groups() if g is not None))
+            url = urllib.parse.urljoin(base_url, href)
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme in ("http", "https") and parts.path.endswith("api.php"):
+                return urllib.parse.urlunsplit(parts[:3] + ("", ""))
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------
@@ -637,6 +1015,7 @@ class WikiConfig:
     private: bool = False                 # its content must not leave through public means
     tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
+    sitename: str = ""                    # the configured name, until site info says
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
         return MediaWikiClient(self.url, username=self.username, password=self.password,
@@ -648,6 +1027,7 @@ class Config:
     wikis: dict[str, WikiConfig]
     default_wiki: str
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
+    file_data_max_bytes: int = DEFAULT_FILE_DATA_MAX_BYTES
     user_agent: str = ""
     upload_dirs: list[str] = dataclasses.field(default_factory=list)
     trusted_hosts: list[str] = dataclasses.field(default_factory=list)
@@ -655,13 +1035,19 @@ class Config:
     stateless: bool = False               # HTTP replicas: offer nothing that needs session state
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+    def from_env(cls, environ: Mapping[str, str] | None = None, config_path: str | None = None) -> Config:
+        """The configuration from the environment, or from the JSON file that ``config_path``
+        (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
+        settings = shared_settings(env)
+        path = config_path or env.get("CONFIG", "").strip()
+        if path:
+            return config_from_file(path, env, settings)
         url = env.get("MEDIAWIKI_URL", "").strip() or DEFAULT_WIKI_URL
-        parts = urllib.parse.urlsplit(url if "://" in url else "https://" + url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}")
-        url = urllib.parse.urlunsplit(parts)
+        try:
+            url = normalise_server(url)
+        except ValueError:
+            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}") from None
         username = env.get("MEDIAWIKI_USERNAME", "").strip() or None
         password = env.get("MEDIAWIKI_PASSWORD") or None
         token = env.get("MEDIAWIKI_TOKEN", "").strip() or None
@@ -675,21 +1061,256 @@ class Config:
         key = wiki_key(url)
         wiki = WikiConfig(key=key, url=url, username=username, password=password, token=token,
                           read_only=read_only)
-        budget = env.get("MCP_CONTENT_MAX_BYTES", "").strip()
-        content_max_bytes = DEFAULT_CONTENT_MAX_BYTES
-        if budget:
-            if not budget.isdigit() or int(budget) < 1000:
-                raise ConfigError(f"MCP_CONTENT_MAX_BYTES must be a whole number of bytes, at least "
-                                  f"1000, not {budget!r}")
-            content_max_bytes = int(budget)
-        return cls(wikis={key: wiki}, default_wiki=key, content_max_bytes=content_max_bytes,
-                   user_agent=env.get("MEDIAWIKI_USER_AGENT", "").strip())
+        return cls(wikis={key: wiki}, default_wiki=key, **settings)
+
+
+def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A byte budget from the environment: a whole number, at least 1000."""
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1000:
+        raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
+    return int(value)
 
 
 def wiki_key(url: str) -> str:
-    """A wiki's key is its server name (with the port when there is one)."""
+    """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return (parts.hostname or "") + (f":{parts.port}" if parts.port and parts.port != default else "")
+
+
+def normalise_server(url: str) -> str:
+    """An http(s) URL from what people write for a wiki's address: ``//host`` (a
+    protocol-relative $wgServer) and a bare ``host`` become https; ValueError otherwise."""
+    url = url.strip()
+    if url.startswith("//"):
+        url = "https:" + url
+    elif "://" not in url:
+        url = "https://" + url
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(url)
+    parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
+
+
+def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Settings that come from the environment whatever says which wikis there are."""
+    upload_dirs: list[str] = []
+    for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
+        upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
+    trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
+    return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
+            "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
+            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "upload_dirs": upload_dirs, "trusted_hosts": trusted}
+
+
+def upload_directories(entries: Iterable[str], source: str) -> list[str]:
+    """Directories uploads may read from: absolute, existing, symlinks resolved."""
+    found = []
+    for entry in entries:
+        if not entry.strip():
+            continue
+        if not os.path.isabs(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        found.append(os.path.realpath(entry))
+    return found
+
+
+# -- the configuration file: the TypeScript MediaWiki MCP server's config.json -------
+
+#: Per-wiki fields of that format and the JSON types each takes (credentials apart).
+WIKI_FIELD_TYPES: dict[str, tuple[str, ...]] = {
+    "sitename": ("string",), "server": ("string",), "articlepath": ("string",),
+    "scriptpath": ("string",), "readOnly": ("boolean",), "private": ("boolean",),
+    "attributeEdits": ("boolean",), "tags": ("string", "array of strings", "null"),
+    "publicServer": ("string", "null"), "oauth2ClientId": ("string", "null"),
+    "oauth2ClientSecret": ("string", "null"), "oauth2CallbackPort": ("number", "null"),
+}
+SECRET_FIELDS = ("username", "password", "token")
+#: Accepted and ignored: browser OAuth is a feature of the TypeScript server only, and links
+#: are built from the public address the wiki itself reports.
+IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
+TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
+    "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
+    "uploadDirs": ("array of strings",),
+}
+EXEC_SECRET_TIMEOUT_SECONDS = 30
+VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+def json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array of strings" if all(isinstance(v, str) for v in value) else "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
+    kind = json_kind(value)
+    if kind not in kinds and not (kind == "array of strings" and "array" in kinds):
+        quoted = " (remove the quotes)" if kind == "string" and kinds[0] in ("boolean", "number") else ""
+        raise ConfigError(f"{path} must be {' or '.join(kinds)}, not {kind}{quoted}")
+
+
+def substitute(value: str, env: Mapping[str, str], path: str, required: bool) -> str:
+    """Replaces ``${VAR}`` with the environment's value. An unset variable is an error
+    where ``required`` (credentials); elsewhere the text stays, as the TypeScript server does."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in env:
+            return env[name]
+        if required:
+            raise ConfigError(f"{path} refers to ${{{name}}}, which is not set in the environment")
+        return match.group(0)
+    return VARIABLE.sub(replace, value)
+
+
+def run_secret_command(spec: Any, path: str) -> str:
+    """A secret from ``{"exec": {"command": ..., "args": [...]}}``: the command's trimmed
+    standard output. Run without a shell; its output is never shown, not even on failure."""
+    command = spec.get("exec") if isinstance(spec, dict) else None
+    if not isinstance(command, dict):
+        raise ConfigError(f"{path} must be a string, null or {{\"exec\": {{\"command\": ..., \"args\": [...]}}}}")
+    program, args = command.get("command"), command.get("args", [])
+    if not isinstance(program, str) or not program:
+        raise ConfigError(f"{path}.exec.command must be a non-empty string")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{path}.exec.args must be an array of strings")
+    try:
+        done = subprocess.run([program, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{path}: the secret command {program!r} did not finish within "
+                          f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
+    secret = done.stdout.strip()
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        if secret and any(line.strip() and line.strip() in said for line in done.stdout.splitlines()):
+            said = ""  # never show what may be the secret
+        raise ConfigError(f"{path}: the secret command {program!r} failed with exit status "
+                          f"{done.returncode}" + (f": {said}" if said else ""))
+    if not secret:
+        raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
+    return secret
+
+
+def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
+    """Reads the configuration file (the TypeScript server's config.json shape). Every
+    problem is a ConfigError naming the field."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            raw = json.load(file)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {path} does not exist") from None
+    except OSError as error:
+        raise ConfigError(f"configuration file {path} cannot be read: {error.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"configuration file {path} is not valid JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"configuration file {path} must hold a JSON object, not {json_kind(raw)}")
+    for name, kinds in TOP_FIELD_TYPES.items():
+        if name in raw:
+            check_type(name, raw[name], kinds)
+    unknown = [name for name in raw if name not in TOP_FIELD_TYPES]
+    if unknown:
+        log.warning("configuration file %s: unknown field(s) %s ignored", path, ", ".join(unknown))
+    for name in ("MEDIAWIKI_URL", "MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
+                 "MEDIAWIKI_READ_ONLY"):
+        if env.get(name, "").strip():
+            log.warning("%s is ignored: the configuration file %s names the wikis", name, path)
+    wikis: dict[str, WikiConfig] = {}
+    ignored: set[str] = set()
+    for key, entry in (raw.get("wikis") or {}).items():
+        wikis[key] = wiki_from_file(key, entry, env, ignored)
+    if not wikis:
+        raise ConfigError("wikis must name at least one wiki, such as "
+                          "{\"en.wikipedia.org\": {\"server\": \"https://en.wikipedia.org\"}}")
+    if ignored:
+        log.warning("configuration file %s: %s ignored (browser OAuth is not a feature of this server; "
+                    "use token or username and password)", path, ", ".join(sorted(ignored)))
+    default = substitute(raw.get("defaultWiki") or next(iter(wikis)), env, "defaultWiki", False)
+    if default not in wikis:
+        raise ConfigError(f"defaultWiki {default!r} is not one of the wikis: {', '.join(wikis)}")
+    upload_dirs = upload_directories(
+        [substitute(d, env, "uploadDirs", False) for d in raw.get("uploadDirs") or []], "uploadDirs")
+    settings = {**settings, "upload_dirs": list(dict.fromkeys(settings["upload_dirs"] + upload_dirs))}
+    return Config(wikis=wikis, default_wiki=default,
+                  allow_wiki_management=raw.get("allowWikiManagement", True), **settings)
+
+
+def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[str]) -> WikiConfig:
+    where = f"wikis.{key}"
+    if not key.strip() or key.startswith("mcp://") or any(c.isspace() or c == "/" for c in key):
+        raise ConfigError(f"wiki key {key!r} must be a name such as en.wikipedia.org "
+                          "(no spaces, no /, not starting with mcp://)")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
+    fields: dict[str, Any] = {}
+    for name, value in entry.items():
+        path = f"{where}.{name}"
+        if name in SECRET_FIELDS:
+            if isinstance(value, str):
+                if value and not VARIABLE.search(value):
+                    _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source "
+                               "keeps it out of the file.")
+                value = substitute(value, env, path, True) or None
+            elif value is not None:
+                value = run_secret_command(value, path)
+        elif name in WIKI_FIELD_TYPES:
+            check_type(path, value, WIKI_FIELD_TYPES[name])
+            if isinstance(value, str):
+                value = substitute(value, env, path, False)
+            elif isinstance(value, list):
+                value = [substitute(v, env, path, False) for v in value]
+            if name in IGNORED_WIKI_FIELDS and value is not None:
+                ignored.add(name)
+        else:
+            log.warning("%s is not a field of the configuration format; ignored", path)
+        fields[name] = value
+    if not fields.get("server"):
+        raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
+    try:
+        server = normalise_server(fields["server"])
+    except ValueError:
+        raise ConfigError(f"{where}.server must be an http(s) URL, not {fields['server']!r}") from None
+    url = server
+    script_path = fields.get("scriptpath")
+    if not urllib.parse.urlsplit(server).path.endswith("api.php") and isinstance(script_path, str):
+        url = server.rstrip("/") + "/" + script_path.strip("/") + "/api.php" if script_path.strip("/") \
+            else server.rstrip("/") + "/api.php"
+    username, password, token = (fields.get(n) for n in SECRET_FIELDS)
+    if bool(username) != bool(password):
+        raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
+    if username and token:
+        raise ConfigError(f"{where}: set either token or username and password, not both")
+    private = bool(fields.get("private", False))
+    if private and not (username or token):
+        log.warning("%s is private but has no credentials: reading it will fail", where)
+    tags = fields.get("tags") or []
+    return WikiConfig(
+        key=key, url=url, username=username, password=password, token=token,
+        # Without credentials a wiki is read-only unless the file says otherwise: an
+        # anonymous edit would publish the server's IP address.
+        read_only=fields.get("readOnly", not (username or token)),
+        private=private, tags=[tags] if isinstance(tags, str) else list(tags),
+        attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
 # ---------------------------------------------------------------------------
@@ -747,17 +1368,52 @@ class Section:
     number: int
     level: int
     heading: str
+    start: int = 0  # byte offset of the heading line in the text
 
 
 def wikitext_sections(text: str) -> list[Section]:
     """The sections of wikitext as MediaWiki numbers them for section=N editing."""
-    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    found = []
+    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
+    found: list[Section] = []
+    line_starts: list[int] = []
+    line, last = 0, 0
     for match in HEADING.finditer(visible):
         heading = match.group(2).strip()
         if heading.strip("="):
-            found.append(Section(len(found) + 1, len(match.group(1)), heading))
+            if not line_starts:  # byte offset of each line, once a heading needs it
+                line_starts.append(0)
+                for row in text.split("\n"):
+                    line_starts.append(line_starts[-1] + utf8_len(row) + 1)
+            line += visible.count("\n", last, match.start())
+            last = match.start()
+            found.append(Section(len(found) + 1, len(match.group(1)), heading, line_starts[line]))
     return found
+
+
+def section_ends(text: str) -> dict[int, int]:
+    """Where each section (0 = lead) ends, in bytes: at the next heading of the same
+    or a higher level, so a section's end includes its subsections."""
+    sections = wikitext_sections(text)
+    total = utf8_len(text)
+    ends = {0: sections[0].start if sections else total}
+    for i, section in enumerate(sections):
+        ends[section.number] = next((s.start for s in sections[i + 1:] if s.level <= section.level), total)
+    return ends
+
+
+def line_diff(old: str, new: str, context: int = 1) -> str:
+    """A compact line diff: an ``@@ line N @@`` header per hunk (N counts lines of the
+    old text), then `` `` context, ``-`` removed and ``+`` added lines."""
+    a, b = old.splitlines(), new.splitlines()
+    rows = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+        rows.append(f"@@ line {group[0][1] + 1} @@")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [" " + row for row in a[i1:i2]]
+            else:
+                rows += ["-" + row for row in a[i1:i2]] + ["+" + row for row in b[j1:j2]]
+    return "\n".join(rows)
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -819,6 +1475,176 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+def one_line(text: str) -> str:
+    """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
+    return " ".join(str(text).split())
+
+
+def signed(number: int) -> str:
+    return f"{number:+d}" if number else "0"
+
+
+def iso_timestamp(value: str, name: str) -> str:
+    """Normalises an ISO 8601 date or time to MediaWiki's UTC form, 2026-11-29T15:00:00Z.
+    A time without a zone is taken as UTC."""
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise invalid(f"Argument {name!r} must be an ISO 8601 timestamp such as "
+                      f"2026-11-29T15:00:00Z, got {value!r}.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
+    """``title`` in ``namespace``: kept when it already carries any of the wiki's names
+    for that namespace (local, canonical or alias), else prefixed with the local name."""
+    if site.namespace_of(title) == namespace:
+        return title
+    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+
+
+#: The English names every wiki also accepts, for namespaces that tools add to titles.
+CANONICAL_NAMESPACES = {6: "File", 14: "Category"}
+
+
+#: Image formats a model can view, by their first bytes.
+RASTER_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+                     (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def raster_type(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, read from the bytes themselves."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in RASTER_SIGNATURES if data.startswith(magic)), None)
+
+
+# -- diffs: MediaWiki's HTML diff table as a compact text diff ---------------
+
+@dataclasses.dataclass(frozen=True)
+class DiffLine:
+    """One line of a diff: '-' (only in the old text), '+' (only in the new) or ' '
+    (in both), with where it stands on each side: its own line number there, or for a
+    side it is not on, the number of the line that follows it there."""
+    kind: str
+    old: int
+    new: int
+    text: str
+
+
+DIFF_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.DOTALL)
+DIFF_CELL = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.DOTALL)
+CLASS_ATTR = re.compile(r"""\bclass\s*=\s*["']([^"']*)["']""")
+LEFT_LINE_ID = re.compile(r"""\bid\s*=\s*["']mw-diff-left-l(\d+)["']""")
+LINE_COMMENT = re.compile(r"<!--LINE (\d+)-->")
+SPACE_RUN = re.compile("[ \u00a0]+")
+
+
+def diff_line_number(attributes: str, cell: str) -> int | None:
+    """A block header cell's line number, from its structure (the left cell's id) or from
+    its digits in whatever script the wiki's language writes them; never from its words."""
+    for pattern, text in ((LEFT_LINE_ID, attributes), (LINE_COMMENT, cell)):
+        if match := pattern.search(text):
+            return int(match.group(1))
+    digits = "".join(c for c in html.unescape(re.sub(r"<[^>]*>", "", cell)) if c.isdecimal())
+    return int(digits) if digits else None
+
+
+def diff_cell_text(cell: str) -> str:
+    """The text of one line of a diff table cell: tags (<div>, <ins>, <del>) dropped, entities
+    decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
+    (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
+    inner = cell.strip()
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
+        return ""  # an empty line, made visible
+    text, position = [], 0
+    for piece in re.split(r"(<[^>]*>)", inner):
+        start, position = position, position + len(piece)
+        if piece.startswith("<"):
+            continue
+
+        def spaces(match: re.Match[str], start: int = start) -> str:
+            run = match.group(0)
+            if " " not in run or "\u00a0" not in run:
+                return run  # plain spaces, or the text's own no-break spaces
+            added = (start + match.start() == 0) + (start + match.end() == len(inner))
+            return " " * max(len(run) - added, 1)
+        text.append(html.unescape(SPACE_RUN.sub(spaces, piece)))
+    return "".join(text)
+
+
+def parse_diff_table(body: str) -> list[DiffLine]:
+    """Reads MediaWiki's table diff (action=compare) by its cell classes: a diff-lineno row
+    starts a block; diff-deletedline, diff-addedline and diff-context cells are its lines."""
+    lines: list[DiffLine] = []
+    old = new = 1
+    for row in DIFF_ROW.finditer(body):
+        deleted = added = context = None
+        numbers: list[int | None] = []
+        for cell in DIFF_CELL.finditer(row.group(1)):
+            attributes, content = cell.groups()
+            found = CLASS_ATTR.search(attributes)
+            classes = set(found.group(1).split()) if found else set()
+            if "diff-lineno" in classes:
+                numbers.append(diff_line_number(attributes, content))
+            elif "diff-deletedline" in classes:
+                deleted = diff_cell_text(content)
+            elif "diff-addedline" in classes:
+                added = diff_cell_text(content)
+            elif "diff-context" in classes and context is None:
+                context = diff_cell_text(content)
+        if numbers:
+            left = numbers[0] if numbers[0] is not None else old
+            right = numbers[1] if len(numbers) > 1 and numbers[1] is not None else left + new - old
+            old, new = left, right
+        elif deleted is not None or added is not None:
+            if deleted is not None:
+                lines.append(DiffLine("-", old, new, deleted))
+                old += 1
+            if added is not None:
+                lines.append(DiffLine("+", old, new, added))
+                new += 1
+        elif context is not None:
+            lines.append(DiffLine(" ", old, new, context))
+            old, new = old + 1, new + 1
+    return lines
+
+
+def hunk_range(start: int, count: int) -> str:
+    """A side of a unified hunk header: ``5``, ``5,3``, or ``4,0`` for none after line 4."""
+    if count == 1:
+        return str(start)
+    return f"{start - 1 if count == 0 else start},{count}"
+
+
+def compact_diff(lines: list[DiffLine]) -> str:
+    """The changed lines only, as unified-diff hunks: each run of changes gets an
+    ``@@ -old +new @@`` header with its line numbers, removals before additions."""
+    out: list[str] = []
+    runs: list[list[DiffLine]] = []
+    follows = (0, 0)  # where a line continuing the current run would stand
+    for line in lines:
+        if line.kind == " ":
+            runs.append([])
+        elif runs and runs[-1] and (line.old, line.new) == follows:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+        follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
+    for run in filter(None, runs):
+        removed = [d for d in run if d.kind == "-"]
+        added = [d for d in run if d.kind == "+"]
+        out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
+        out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------
 # Tools: the registry, argument checking and dispatch, then each tool
 # ---------------------------------------------------------------------------
@@ -856,10 +1682,13 @@ class ToolSpec:
     open_world: bool
     params: dict[str, Param]
     offered: Callable[[ServerState], bool] | None = None
+    scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
+    needs_extension: str | None = None   # the extension the wiki must have (site info name)
 
     def schema(self) -> dict[str, Any]:
         properties = {name: param_schema(p) for name, p in self.params.items()}
-        properties["wiki"] = WIKI_PARAM_SCHEMA
+        if self.scoped:
+            properties["wiki"] = WIKI_PARAM_SCHEMA
         required = [name for name, p in self.params.items() if p.required]
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
@@ -877,15 +1706,19 @@ WIKI_PARAM_SCHEMA = {"type": "string", "description":
 
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
          idempotent: bool = True, open_world: bool = True,
-         offered: Callable[[ServerState], bool] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
+         needs_extension: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a tool function. Its docstring is the description; its parameters
     after the first (the ToolContext) are the tool's arguments, each annotated
-    ``Annotated[type, Arg(...)]``."""
+    ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
+    no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
+    on a wiki without that extension are refused, naming the wikis that have it."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
             name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
-            open_world=open_world, params=signature_params(fn), offered=offered)
+            open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
+            needs_extension=needs_extension)
         return fn
     return register
 
@@ -951,7 +1784,7 @@ def param_schema(p: Param) -> dict[str, Any]:
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Validates a call's arguments against the tool's parameters. Every problem is
     an invalid_input error naming the argument, never a silent drop or a crash."""
-    accepted = [*spec.params, "wiki"]
+    accepted = list(dict.fromkeys([*spec.params, *(["wiki"] if spec.scoped else [])]))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
         raise invalid(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
@@ -1028,16 +1861,139 @@ def json_type(value: Any) -> str:
 
 
 @dataclasses.dataclass
+class PageRead:
+    """The last source read here of one page or section."""
+    revid: int
+    seen: int    # bytes read without a gap from the start
+    total: int
+    order: int   # which read came later
+    section_ends: dict[int, int]  # for a partial whole-page read: where each section ends
+
+    def shows(self, section: int | None) -> bool:
+        """Whether this read showed the whole text (or, of a whole page, that section whole)."""
+        if self.seen >= self.total:
+            return True
+        return section is not None and self.section_ends.get(section, self.total) <= self.seen
+
+
+class ReadLedger:
+    """Remembers, per wiki, page and section, how much of the last read here was seen,
+    so that writing back text the model only saw in part (a truncated read) is refused."""
+
+    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
+        self.capacity = capacity
+        self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
+        self._order = 0
+        self._lock = threading.Lock()
+
+    def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
+               offset: int, budget: int) -> None:
+        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``."""
+        piece = slice_content(text, offset, budget)
+        partial = piece.truncated or piece.start > 0
+        ends = section_ends(text) if section is None and partial else {}
+        key = (wiki, title, section)
+        with self._lock:
+            self._order += 1
+            last = self._reads.get(key)
+            if last and last.revid == revid and piece.start <= last.seen:  # reading on
+                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order)
+            else:
+                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends)
+            self._reads[key] = read
+            self._reads.move_to_end(key)
+            while len(self._reads) > self.capacity:
+                self._reads.popitem(last=False)
+
+    def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
+        """The last read that showed this page or section only in part, if it is the last
+        read of it (a later whole read, of the section or of the page, clears it)."""
+        with self._lock:
+            own = self._reads.get((wiki, title, section))
+            page = self._reads.get((wiki, title, None)) if section is not None else None
+        last = max((r for r in (own, page) if r), key=lambda r: r.order, default=None)
+        return None if last is None or last.shows(section) else last
+
+
+@dataclasses.dataclass
+class IdempotentCall:
+    fingerprint: str
+    at: float
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: list[Any] | None = None
+
+
+class IdempotencyStore:
+    """Results of write calls by idempotencyKey, in memory, bounded, for an hour: the
+    same key with the same arguments returns the first result without running again."""
+
+    def __init__(self, ttl: float = IDEMPOTENCY_TTL_SECONDS, capacity: int = IDEMPOTENCY_MAX_KEYS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.capacity, self.clock = ttl, capacity, clock
+        self._calls: collections.OrderedDict[str, IdempotentCall] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]]) -> tuple[list[Any], bool]:
+        """Runs ``action`` once per key; returns its result and whether this call is a repeat.
+        A failed first call keeps nothing, so a retry runs again."""
+        while True:
+            with self._lock:
+                self._forget_old()
+                call = self._calls.get(key)
+                if call is None:
+                    call = self._calls[key] = IdempotentCall(fingerprint, self.clock())
+                    break
+            if call.fingerprint != fingerprint:
+                raise WikiError("conflict", f"idempotencyKey {key!r} was already used with other "
+                                "arguments; nothing was done. Use a new key for a new request.")
+            if not call.done.wait(IDEMPOTENCY_WAIT_SECONDS):
+                raise WikiError("conflict", f"The first call with idempotencyKey {key!r} is still "
+                                "running; call again later to get its result.")
+            if call.result is not None:
+                return call.result, True
+        try:
+            result = action()
+        except BaseException:
+            with self._lock:
+                if self._calls.get(key) is call:
+                    del self._calls[key]
+            call.done.set()
+            raise
+        call.result, call.at = result, self.clock()
+        call.done.set()
+        return result, False
+
+    def _forget_old(self) -> None:
+        now = self.clock()
+        for key, call in list(self._calls.items()):
+            if call.done.is_set() and (now - call.at > self.ttl or len(self._calls) > self.capacity):
+                del self._calls[key]
+
+
+@dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration and a client per wiki."""
+    """Everything one server instance holds: its configuration, a client per wiki, and
+    what the write tools remember (reads for the no-loss checks, idempotency keys).
+
+    add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
+    ``lock`` (never change them in place), so a tool running on another thread always sees
+    a consistent pair to read from."""
     config: Config
     clients: dict[str, MediaWikiClient]
+    reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
+    idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
+    client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The wikis of the configuration at start: add-wiki restores one with its credentials.
+    configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_config(cls, config: Config, **client_options: Any) -> ServerState:
+        config = dataclasses.replace(config, wikis=dict(config.wikis))
         clients = {key: wiki.client(config.user_agent, **client_options)
                    for key, wiki in config.wikis.items()}
-        return cls(config=config, clients=clients)
+        return cls(config=config, clients=clients, client_options=client_options,
+                   configured=dict(config.wikis))
 
     def any_writable(self) -> bool:
         return any(not w.read_only for w in self.config.wikis.values())
@@ -1051,6 +2007,35 @@ class ServerState:
         if key not in self.config.wikis:
             raise invalid(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return key
+
+    def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
+        """Each wiki's key, configuration and client, as one consistent snapshot."""
+        with self.lock:
+            return [(key, wiki, self.clients[key]) for key, wiki in self.config.wikis.items()]
+
+    def wiki_and_client(self, key: str) -> tuple[WikiConfig, MediaWikiClient]:
+        with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
+            wiki, client = self.config.wikis.get(key), self.clients.get(key)
+        if wiki is None or client is None:
+            raise invalid(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+        return wiki, client
+
+    def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
+        with self.lock:
+            if wiki.key in self.config.wikis:
+                raise WikiError("conflict", f"The wiki {wiki.key} is already configured.")
+            self.config.wikis = {**self.config.wikis, wiki.key: wiki}
+            self.clients = {**self.clients, wiki.key: client}
+
+    def remove_wiki(self, key: str) -> WikiConfig:
+        with self.lock:
+            if key == self.config.default_wiki:
+                raise invalid(f"{key} is the default wiki, which cannot be removed.")
+            wikis, clients = dict(self.config.wikis), dict(self.clients)
+            removed = wikis.pop(key)
+            clients.pop(key, None)
+            self.config.wikis, self.clients = wikis, clients
+            return removed
 
 
 @dataclasses.dataclass
@@ -1070,9 +2055,29 @@ class ToolContext:
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
-    """The tools this configuration offers: write tools only when a wiki is writable."""
+    """The tools this configuration offers: tools that write to a wiki only when a wiki is
+    writable, and each tool only where its ``offered`` condition holds."""
+    writable = state.any_writable()
     return [spec for spec in TOOLS.values()
-            if (spec.read_only or state.any_writable()) and (spec.offered is None or spec.offered(state))]
+            if (spec.read_only or not spec.scoped or writable)
+            and (spec.offered is None or spec.offered(state))]
+
+
+def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
+    """Refuses a tool on a wiki without the extension it needs, naming the wikis that have it."""
+    needed = (spec.needs_extension or "").lower()
+    if needed in client.extensions:
+        return
+    others = []
+    for other, client in state.clients.items():
+        try:
+            if other != key and needed in client.extensions:
+                others.append(other)
+        except WikiError:  # an unreachable wiki cannot say; leave it out
+            continue
+    raise invalid(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
+                  "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
+                                       if others else "No configured wiki has it."))
 
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[list[Any], bool]:
@@ -1080,42 +2085,73 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
     never raises, so nothing but ``category: message`` reaches the model."""
     spec = TOOLS.get(name)
     try:
-        if spec is None or spec not in offered_tools(state):
-            raise invalid(f"Unknown tool {name!r}. Available tools: "
-                          f"{', '.join(s.name for s in offered_tools(state))}.")
+        offered = offered_tools(state)
+        if spec is None:
+            raise invalid(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
+        if spec not in offered:
+            raise WikiError("permission_denied", f"The tool {name} is not offered with this server's "
+                            "configuration; no retry by the model changes it. Available tools: "
+                            f"{', '.join(s.name for s in offered)}.")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid("Tool arguments must be an object.")
         arguments = dict(arguments or {})
-        key = state.resolve_wiki(arguments.get("wiki"))
+        key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
-        wiki = state.config.wikis[key]
-        if not spec.read_only and wiki.read_only:
+        wiki, client = state.wiki_and_client(key)
+        if spec.scoped and not spec.read_only and wiki.read_only:
             raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
                             "operator decides this, and no retry by the model changes it.")
-        result = spec.fn(ToolContext(state.clients[key], wiki, state), **values)
+        if spec.needs_extension:
+            require_extension(state, spec, key, client)
+        ctx = ToolContext(client, wiki, state)
+        idempotency_key = values.get("idempotencyKey")
+        if idempotency_key and not spec.read_only and not values.get("dryRun"):
+            fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
+                                     sort_keys=True, ensure_ascii=False)
+            result, repeated = state.idempotency.run(
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **values)))
+            if repeated:
+                result = [REPEAT_NOTE + result[0], *result[1:]]
+        else:
+            result = spec.fn(ctx, **values)
     except WikiError as error:
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); "
                 "the server log has the details."], True
-    return (result if isinstance(result, list) else [result]), False
+    return as_blocks(result), False
+
+
+REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments already ran; nothing was "
+               "written again. Its result:\n")
+
+
+def as_blocks(result: list[Any] | str) -> list[Any]:
+    return result if isinstance(result, list) else [result]
 
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
     """Builds the MCP server for a configuration (default: from the environment)."""
     import anyio
     import mcp_types as mt
+    from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
+    from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
-    server = MCPServer(name="mediawiki-mcp", version=__version__, instructions=(
+    bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
+    server = MCPServer(name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
         "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
         f"the default wiki is {state.config.default_wiki}."))
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
     # one place serves tools/list and tools/call from the TOOLS registry instead.
+    # It also serves resources/list and resources/read from the wiki registry, because
+    # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
+    # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         return mt.ListToolsResult(tools=[
             mt.Tool(name=spec.name, title=spec.title, description=spec.description,
@@ -1125,15 +2161,58 @@ def create_server(config: Config | None = None, state: ServerState | None = None
                         idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
             for spec in offered_tools(state)])
 
+    def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
+
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        # Tools run on worker threads, which cannot talk to the session; so the lists are
+        # compared before and after the call, and a change (add-wiki, remove-wiki) is
+        # announced from here: on the session of a handshake-era client, and on the bus
+        # that serves 2026-era subscriptions/listen streams.
+        before = catalogue()
         blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments)
+        after = catalogue()
+        for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                                     (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                try:
+                    await bus.publish(event)
+                    await getattr(ctx.session, send)()
+                except Exception:  # advisory: a lost notification must not fail the call
+                    log.debug("could not announce a list change", exc_info=True)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
+    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
+
+    async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
+        return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+            uri_template="mcp://wikis/{key}", name="wiki", mime_type="text/plain",
+            description="A configured wiki: its name, public address, API address and access.")])
+
+    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        key = uri.removeprefix("mcp://wikis/")
+        if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
+            raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
+                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
+        text = await anyio.to_thread.run_sync(wiki_summary, state, key)
+        return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
+
     lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
     lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
+    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
+    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    capabilities = lowlevel.get_capabilities
+
+    def get_capabilities(options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return capabilities(NotificationOptions(resources_changed=True, tools_changed=True), *args, **kwargs)
+
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
     server.mediawiki_state = state  # type: ignore[attr-defined]  # for embedders and tests
     return server
 
@@ -1141,6 +2220,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 # -- shared pieces of the page tools ----------------------------------------
 
 TitleArg = Arg("Wiki page title, with its namespace prefix if any (e.g. Talk:Foo).", title=True)
+ContentArg = Arg("'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")
+SectionArg = Arg("Section number to return alone (0 = lead); numbers are listed when content is "
+                 "truncated.", minimum=0)
+OffsetArg = Arg("Byte offset into the content to start from, as named by a truncation marker.", minimum=0)
 
 
 def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
@@ -1174,22 +2257,25 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
+def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+    """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    if slot.get("nosuchsection"):
+        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
+                        "A truncated read lists the sections with their numbers.")
+    return slot.get("content", "")
+
+
 # -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    content: Annotated[Literal["source", "html", "none"], Arg(
-        "'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")] = "source",
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
         "Adds page ID, content model, size, last edit and URL.")] = False,
-    section: Annotated[int | None, Arg(
-        "Section number to return alone (0 = lead); numbers are listed when a page is truncated.",
-        minimum=0)] = None,
-    offset: Annotated[int, Arg(
-        "Byte offset into the content to start from, as named by a truncation marker.",
-        minimum=0)] = 0,
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns one wiki page, latest revision: wikitext or rendered HTML, with its title and revision ID
     (the latestId for a safe update). Follows redirects and says so. Content is truncated at 50000
@@ -1208,10 +2294,13 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = main_slot(revision).get("content", "")
-    return content_blocks(header, text, offset, ctx.budget, "get-page",
-                          sections=None if section is not None else wikitext_sections(text),
-                          again={"section": section} if section is not None else None)
+    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
+    blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
+                            sections=None if section is not None else wikitext_sections(text),
+                            again={"section": section} if section is not None else None)
+    ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
+                           offset, ctx.budget)  # update-page refuses to write back a part
+    return blocks
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
@@ -1258,10 +2347,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
         page, _ = resolve_page(query.get("query", {}), title)
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
-    sections = [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
-                if str(s.get("index", "")).isdigit()]
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
-                          sections=None if section is not None else sections,
+                          sections=None if section is not None else html_sections(parsed),
                           again={"content": "html", **({"section": section} if section is not None else {})})
 
 
@@ -1311,9 +2398,12 @@ def get_pages(
                 used += piece.end
             else:
                 omitted.append(page["title"])
-            continue
-        blocks.append(f"{header}\n\n{text}")
-        used += size
+                continue
+        else:
+            blocks.append(f"{header}\n\n{text}")
+            used += size
+        ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
+                               0, ctx.budget)  # update-page refuses to write back a part
     if cut or omitted:
         blocks.append(pages_marker(used, total, cut, omitted))
     return blocks or ["No pages."]
@@ -1456,20 +2546,1020 @@ def whoami(ctx: ToolContext) -> str:
 
 # -- read tools: revisions, history and diffs --------------------------------
 
+def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A read whose parameters carry text (wikitext to parse or compare): a GET while
+    it fits a URL, else a POST, retried like a GET since it writes nothing."""
+    if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
+        return ctx.mw.post(params, retry_transient=True)
+    return ctx.mw.get(params)
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
+            if str(s.get("index", "")).isdigit()]
+
+
+@tool("get-revision", "Get revision", read_only=True)
+def get_revision(
+    ctx: ToolContext,
+    revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
+) -> list[str]:
+    """Returns one revision of a wiki page by revision ID, old or current: wikitext or rendered HTML
+    with its page title, timestamp, user, edit summary, size, tags, parent revision ID and the page's
+    latest revision ID; errors when the revision does not exist. Content is truncated at 50000 bytes
+    by default; the marker lists the sections and the next call (section or offset). For the latest
+    revision with metadata, use get-page with metadata=true."""
+    query = ctx.mw.get({
+        "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
+        "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
+                  + ("|content" if content == "source" else ""),
+        "rvsection": section if content == "source" else None,
+    }).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    revision = revision_of(page)
+    if query.get("badrevids") or revision.get("revid") != revisionId:
+        raise WikiError("not_found", f"Revision {revisionId} not found on {ctx.wiki.key}. "
+                        "get-page-history lists a page's revision IDs.")
+    header = revision_header(ctx, page, revision, section)
+    if content == "none":
+        return [header]
+    if content == "html":
+        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
+                             "section": section, "disableeditsection": True,
+                             "disablelimitreport": True}).get("parse", {})
+        again: dict[str, Any] = {"content": "html"}
+        text, sections = parsed.get("text", ""), html_sections(parsed)
+    else:
+        slot = main_slot(revision)
+        if "texthidden" in slot or "texthidden" in revision:
+            raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
+                            "(revision deletion). " + NEXT_STEP["permission_denied"])
+        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        sections = [(s.number, s.heading) for s in wikitext_sections(text)]
+        # a truncated read of an old revision must not be written back either (update-page)
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
+                               offset, ctx.budget)
+    if section is not None:
+        again["section"] = section
+    return content_blocks(header, text, offset, ctx.budget, "get-revision",
+                          sections=None if section is not None else sections, again=again or None)
+
+
+def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
+                    section: int | None) -> str:
+    revid, latest = revision.get("revid"), page.get("lastrevid")
+    return labelled(
+        ("Title", page.get("title")), ("Revision ID", revid),
+        ("Parent revision ID", revision.get("parentid")),
+        ("Latest revision ID", f"{latest} (this one)" if latest == revid else latest),
+        ("Timestamp", revision.get("timestamp")), ("User", revision_user(revision)),
+        ("Edit summary", "(hidden)" if revision.get("commenthidden") else revision.get("comment")),
+        ("Size", f"{revision.get('size', 0)} bytes"), ("Minor", "yes" if revision.get("minor") else None),
+        ("Tags", ", ".join(revision.get("tags") or [])),
+        ("Content model", main_slot(revision).get("contentmodel")), ("Section", section),
+        ("URL", ctx.site.index_url(oldid=revid)))
+
+
+def revision_user(revision: dict[str, Any]) -> str:
+    return "(hidden)" if revision.get("userhidden") else revision.get("user", "")
+
+
+HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
+                  "edit summary | tags (only when any)")
+
+
+@tool("get-page-history", "Get page history", read_only=True)
+def get_page_history(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    limit: Annotated[int, Arg("Most revisions to return.", minimum=1, maximum=50)] = 20,
+    olderThan: Annotated[int | None, Arg("Revision ID: only older revisions. Not with newerThan.",
+                                         minimum=1)] = None,
+    newerThan: Annotated[int | None, Arg("Revision ID: only newer revisions. Not with olderThan.",
+                                         minimum=1)] = None,
+    tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
+    user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
+) -> list[str]:
+    """Returns a wiki page's revisions, newest first, one row each: revision ID, timestamp, user,
+    size change, minor flag, summary, tags (the last three only when present); 20 per call by default,
+    the marker naming the olderThan of the next segment. Errors when the page does not exist. For a
+    revision's content, use get-revision; for what an edit changed, compare-pages."""
+    if olderThan is not None and newerThan is not None:
+        raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
+                      "newerThan forward.")
+    anchor = olderThan or newerThan
+    try:
+        query = ctx.mw.get({
+            "action": "query", "titles": title, "prop": "revisions",
+            "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
+            "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
+        }).get("query", {})
+    except WikiError as error:
+        if error.category == "not_found" and "[badid_rvstartid]" in error.message:
+            raise WikiError("not_found", f"Revision {anchor} does not exist on {ctx.wiki.key}; "
+                            f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
+                            "for the latest revisions.") from None
+        raise
+    page, _ = resolve_page(query, title)
+    check_page(page, title, ctx.wiki.key)
+    fetched = page.get("revisions") or []
+    sizes = {r["revid"]: r.get("size", 0) for r in fetched}
+    rows = [r for r in fetched if r["revid"] != anchor]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
+    if unknown:  # filtered by tag or user: the parents are not in the list
+        parents = ctx.mw.get({"action": "query", "revids": unknown, "prop": "revisions",
+                              "rvprop": "ids|size"}).get("query", {})
+        sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
+                      for r in p.get("revisions") or []})
+    if newerThan:
+        rows.reverse()
+    filters = "".join(f" {label} {value}" for label, value in (
+        ("older than", olderThan), ("newer than", newerThan), ("tagged", tag), ("by", user)) if value)
+    if not rows:
+        return [f"No revisions of {page['title']}{filters}."]
+    blocks = [f"Revisions of {page['title']}{filters}, newest first ({HISTORY_LEGEND}):\n"
+              + "\n".join(history_row(r, sizes) for r in rows)]
+    if more:
+        param = "newerThan" if newerThan else "olderThan"
+        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+                                          rows[0]["revid"] if newerThan else rows[-1]["revid"]))
+    return blocks
+
+
+def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
+    parent = revision.get("parentid") or 0
+    size = revision.get("size", 0)
+    change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
+    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
+    parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
+             "minor" if revision.get("minor") else "", summary,
+             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("compare-pages", "Compare pages", read_only=True)
+def compare_pages(
+    ctx: ToolContext,
+    fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest revision).", title=True)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest revision).", title=True)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
+    offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Diffs two versions on the wiki; returns a compact text diff of only the changed lines (- old,
+    + new) under @@ line-number headers, with both sizes and the size change. Exactly one from* and one
+    to* side, not text against text; errors when a page or revision does not exist. Truncated at 50000
+    bytes by default (offset continues). For what changed, use this rather than fetching two sources
+    and diffing them client-side."""
+    sides = {side: compare_side(side, *values) for side, values in
+             (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
+    if fromText is not None and toText is not None:
+        raise invalid("Cannot compare fromText with toText: one side must be a revision or a page "
+                      "title (fromRevision, fromTitle, toRevision or toTitle).")
+    result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
+                             **sides["from"], **sides["to"]}).get("compare", {})
+    lines = parse_diff_table(result.get("body", ""))
+    removed = sum(d.kind == "-" for d in lines)
+    added = sum(d.kind == "+" for d in lines)
+    size_from = result.get("fromsize", utf8_len(fromText) if fromText is not None else None)
+    size_to = result.get("tosize", utf8_len(toText) if toText is not None else None)
+    header = labelled(
+        ("From", compare_label(result, "from", size_from)), ("To", compare_label(result, "to", size_to)),
+        ("Size change", f"{signed(size_to - size_from)} bytes"
+         if size_from is not None and size_to is not None else None),
+        ("Changed lines", f"{removed} removed, {added} added" if removed or added else
+         "none (the two sides are identical)"))
+    if not includeDiff or not (removed or added):
+        return [header]
+    return content_blocks(header, compact_diff(lines), offset, ctx.budget, "compare-pages",
+                          sections=None, again=None)
+
+
+def compare_side(side: str, revision: int | None, title: str | None, text: str | None) -> dict[str, Any]:
+    names = [f"{side}Revision", f"{side}Title", f"{side}Text"]
+    given = [n for n, v in zip(names, (revision, title, text)) if v is not None]
+    if len(given) != 1:
+        raise invalid(f"Must supply exactly one of {', '.join(names)}"
+                      + (f"; got {' and '.join(given)}." if given else "."))
+    if revision is not None:
+        return {f"{side}rev": revision}
+    if title is not None:
+        return {f"{side}title": title}
+    return {f"{side}slots": "main", f"{side}text-main": text}
+
+
+def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
+    title = result.get(f"{side}title")
+    if title is None:
+        return f"the supplied {side}Text ({size} bytes)"
+    details = ", ".join(str(d) for d in (f"{size} bytes", result.get(f"{side}timestamp"),
+                                         result.get(f"{side}user")) if d)
+    return f"{title}, revision {result.get(f'{side}revid')} ({details})"
+
+
 
 # -- read tools: categories, links, recent changes, parsing -----------------
+
+ContinueArg = Arg("Continuation value from the previous call's marker.")
+NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
+
+
+def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
+    return decode_continuation(continue_from, keys) if continue_from else {}
+
+
+def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+    """Adds the 'More results available' marker when MediaWiki has more to give."""
+    if data.get("continue"):
+        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+                                          encode_continuation(data["continue"])))
+    return blocks
+
+
+@tool("get-category-members", "Get category members", read_only=True)
+def get_category_members(
+    ctx: ToolContext,
+    category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
+    types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
+        "Member types. Default: all.", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns a category's members, one title per line, after its counts of pages, subcategories and
+    files. A type (subcat, file) follows a title; none means an ordinary page. Errors when the category
+    has neither a page nor members."""
+    title = title_in_namespace(ctx.site, category, 14)
+    data = ctx.mw.get({
+        "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
+        "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
+        "titles": title, "prop": "categoryinfo",
+        **continuation(continueFrom, "cmcontinue"),
+    })
+    query = data.get("query", {})
+    members = query.get("categorymembers") or []
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, category)
+        title = page.get("title", title)
+        if page.get("missing") and not members and not page.get("categoryinfo"):
+            raise WikiError("not_found", f"{title} has no page and no members on {ctx.wiki.key}. "
+                            "search-page-by-prefix with namespace=14 finds existing categories.")
+    rows = [m["title"] + (f" | {m['type']}" if m.get("type", "page") != "page" else "") for m in members]
+    head = title + (" (no category page)" if page and page.get("missing") else "")
+    if page is not None and (info := page.get("categoryinfo")):
+        head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
+                 f"files: {info.get('files', 0)})")
+    blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
+    return with_more(blocks, data, len(rows), "members", "get-category-members")
+
+
+def check_title(page: dict[str, Any], title: str) -> None:
+    if page.get("invalid"):
+        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+
+
+LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
+    "wikilinks": ("backlinks", "bl", "", True),
+    "transclusions": ("embeddedin", "ei", "transclusion", False),
+    "fileusage": ("imageusage", "iu", "file link", True),
+}
+
+
+@tool("get-links-here", "Get links here", read_only=True)
+def get_links_here(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
+        "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the pages that link to a wiki page, transclude it or show it (files), one per line:
+    a row without a note is a link; others say transclusion, file link, redirect (to the page) or
+    via X (through redirect X). Works for missing pages (red links) too."""
+    is_file = ctx.site.namespace_of(title) == 6
+    if types and "fileusage" in types and not is_file:
+        raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
+    kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
+    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
+                              "titles": title, "prop": "info"}
+    for kind in kinds:
+        _, prefix, _, redirects = LINK_KINDS[kind]
+        params.update({f"{prefix}title": title, f"{prefix}limit": limit,
+                       f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
+    data = ctx.mw.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    query = data.get("query", {})
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, title)
+        title = page.get("title", title)
+    rows = []
+    for kind in kinds:
+        module, _, how, _ = LINK_KINDS[kind]
+        for link in query.get(module) or []:
+            notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
+            rows.append(" | ".join([link["title"], *notes]))
+            rows += [" | ".join([via["title"], *[n for n in (how, f"via {link['title']}") if n]])
+                     for via in link.get("redirlinks") or []]
+    missing = " (the page does not exist)" if page and page.get("missing") else ""
+    blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
+              else f"No pages link to {title}{missing}."]
+    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+
+
+RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
+           "redirects": "!redirect"}
+RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+
+
+@tool("get-recent-changes", "Get recent changes", read_only=True)
+def get_recent_changes(
+    ctx: ToolContext,
+    start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
+    end: Annotated[str | None, Arg("Newest time, ISO 8601.")] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
+        "Default: edit, new, log.", max_items=4)] = None,
+    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
+    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
+    hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
+        "Changes to leave out.", max_items=5)] = None,
+    limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or log
+    action, user, size change, flags, summary, tags (the last three only when present). For one page,
+    use get-page-history."""
+    if user and excludeUser:
+        raise invalid("Give user or excludeUser, not both.")
+    if hide and {"anonymous", "registered"} <= set(hide):
+        raise invalid("Hiding both anonymous and registered users leaves no changes; hide one.")
+    newest = iso_timestamp(end, "end") if end else None
+    oldest = iso_timestamp(start, "start") if start else None
+    if newest and oldest and oldest > newest:
+        raise invalid(f"start ({oldest}) is after end ({newest}).")
+    data = ctx.mw.get({
+        "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
+        "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
+        "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
+        "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
+        "rclimit": limit, **continuation(continueFrom, "rccontinue"),
+    })
+    rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
+    blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No changes match."]
+    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+
+
+def change_row(change: dict[str, Any]) -> str:
+    kind = change.get("type")
+    what = {"edit": f"revision {change.get('revid')}", "new": f"new page, revision {change.get('revid')}",
+            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, str(kind))
+    size = (signed(change["newlen"] - change.get("oldlen", 0))
+            if kind in ("edit", "new") and "newlen" in change else "")
+    flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
+    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
+    parts = [change.get("timestamp", ""), change.get("title", ""), what,
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
+             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("parse-wikitext", "Preview wikitext", read_only=True)
+def parse_wikitext(
+    ctx: ToolContext,
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
+    title: Annotated[str | None, Arg("Page title to render as ({{PAGENAME}}). Default: API.",
+                                     title=True)] = None,
+    offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Renders wikitext through the wiki without saving (signatures and subst: expanded as on save):
+    HTML plus parse warnings, links and templates (missing ones marked), categories and external
+    links. Suited to checking an edit before saving it. HTML is truncated at 50000 bytes by default
+    (continue with offset)."""
+    if not wikitext.strip():
+        raise invalid("Argument 'wikitext' must contain something to render.")
+    parsed = read_long(ctx, {
+        "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
+        "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
+        "disableeditsection": True, "disablelimitreport": True,
+    }).get("parse", {})
+    display = strip_tags(parsed.get("displaytitle", ""))
+    lines = [("Rendered as", parsed.get("title"))]
+    if not offset:  # the lists came with the first call
+        lines += [
+            ("Display title", display if display != parsed.get("title") else None),
+            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or [])),
+            ("Links", existence_list(parsed.get("links"))),
+            ("Templates", existence_list(parsed.get("templates"))),
+            ("Categories", ", ".join(c["category"].replace("_", " ") + (" (missing)" if c.get("missing")
+                                     else "") for c in parsed.get("categories") or [])),
+            ("External links", ", ".join(parsed.get("externallinks") or []))]
+    return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
+                          sections=None, again=None)
+
+
+def existence_list(items: list[dict[str, Any]] | None) -> str:
+    return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+
 
 
 # -- read tools: files ---------------------------------------------------------
 
+FileTitleArg = Arg("File title, with or without its namespace prefix (File:).", title=True)
+
+
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file page and its latest imageinfo; not_found when there is no file."""
+    name = title_in_namespace(ctx.site, title, 6)
+    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    check_title(page, title)
+    info = next(iter(page.get("imageinfo") or []), None)
+    if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
+        raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
+                        + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
+                        + ". search-page-by-prefix with namespace=6 finds existing files.")
+    return page, info
+
+
+@tool("get-file", "Get file", read_only=True)
+def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
+    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions, uploader,
+    upload time and comment; errors when there is no such file. For the picture itself, use
+    get-file-data."""
+    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    width, height = info.get("width"), info.get("height")
+    return labelled(
+        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
+        ("Size", f"{info.get('size', 0)} bytes"),
+        ("Dimensions", f"{width}×{height} pixels" if width and height else None),
+        ("Duration", f"{info['duration']:g} s" if info.get("duration") else None),
+        ("Uploaded", f"{info.get('timestamp')} by {'(hidden)' if info.get('userhidden') else info.get('user')}"),
+        ("Upload comment", one_line(info.get("comment", ""))),
+        ("Repository", "shared (another wiki's file)" if page.get("imagerepository") == "shared" else None))
+
+
+def is_file_icon(url: str) -> bool:
+    """MediaWiki answers a thumbnail request for a file it cannot render with a file-type icon."""
+    return "/file-type-icons/" in urllib.parse.urlsplit(url).path
+
+
+@tool("get-file-data", "Get file data", read_only=True)
+def get_file_data(
+    ctx: ToolContext,
+    title: Annotated[str, FileTitleArg],
+    width: Annotated[int, Arg("Largest width of the rendition, in pixels.", minimum=16, maximum=4000)] = 1024,
+) -> list[Any]:
+    """Returns a file's picture as an image block, fetched by the server, for clients that cannot
+    reach the wiki: scaled to width when the wiki can scale, else the original. PNG, JPEG, GIF, WebP
+    (other types only as the wiki rasterises them; else refused). Capped at 1000000 bytes of base64 by
+    default. For metadata and URLs, use get-file."""
+    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    name, mime = page.get("title", title), info.get("mime", "")
+    thumb = info.get("thumburl") or ""
+    if thumb and not is_file_icon(thumb):
+        url, shown = thumb, (info.get("thumbwidth"), info.get("thumbheight"))
+    elif mime.startswith("image/") and info.get("url"):
+        url, shown = info["url"], (info.get("width"), info.get("height"))
+    else:
+        raise invalid(f"{name} is {mime or 'not an image'}, which the wiki does not render as an image. "
+                      "get-file gives its metadata and URL.")
+    limit = ctx.state.config.file_data_max_bytes
+    data = ctx.mw.fetch(url, limit * 3 // 4)
+    if data is None:
+        raise invalid(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
+                      "base64). " + ("Call get-file-data again with a smaller width." if url != info.get("url")
+                                     else "The wiki cannot scale it; get-file gives its URL."))
+    kind = raster_type(data)
+    if kind is None:
+        raise invalid(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
+                      "image. get-file gives its metadata and URL.")
+    import mcp_types as mt  # the SDK's types, imported when first needed
+    scaled = url != info.get("url")
+    header = labelled(("Title", name), ("MIME type", kind),
+                      ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
+                                    f"{info.get('height')}" if scaled else
+                       f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
+                      ("Bytes", len(data)))
+    return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
+
+
 
 # -- write tools: pages ------------------------------------------------------
+
+CommentArg = Arg("Edit summary.", max_length=500)
+DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
+IdempotencyKeyArg = Arg("Unique per user request, reused on retry: a repeat returns the first result "
+                        "and writes nothing.", max_length=200)
+
+
+def edit_summary(ctx: ToolContext, comment: str | None) -> str:
+    comment = (comment or "").strip()
+    if not ctx.wiki.attribute_edits:
+        return comment
+    return (comment + EDIT_SUMMARY_SUFFIX).strip()
+
+
+def change_tags(ctx: ToolContext) -> list[str] | None:
+    return list(ctx.wiki.tags) or None
+
+
+def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
+    diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
+    return status + "\n" + labelled(("Title", title), ("Revision ID", revid),
+                                    ("Previous revision ID", parent),
+                                    ("URL", ctx.site.page_url(title)), ("Diff", diff))
+
+
+def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
+              summary: str, text: str | None = None) -> str:
+    """Sends one action=edit and describes the saved revision. If the wiki's answer is
+    lost, the page history tells whether the edit landed: it is never sent twice."""
+    try:
+        data = ctx.mw.write({"action": "edit", "title": title, **fields, "summary": summary,
+                             "tags": change_tags(ctx)})
+    except ResponseLost as lost:
+        try:
+            landed = find_landed_edit(ctx, title, base, summary, text)
+        except WikiError as error:
+            raise WikiError("upstream_failure", f"{lost.message} Whether the edit was saved could not "
+                            f"be checked ({error.message}); read the page with get-page before "
+                            "calling again.") from None
+        if landed is None:
+            after = f"after revision {base}" if base else "creating it"
+            # Not proof it never lands: a slow wiki may still be saving it after a timeout.
+            raise WikiError("upstream_failure", f"{lost.message} The page's history shows no edit by "
+                            f"this account {after} yet. A slow wiki may still save it: check with "
+                            "get-page-history before calling again.") from None
+        return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
+                           "Saved (the wiki's answer was lost; its history shows the edit once).")
+    edit = data.get("edit") or {}
+    if edit.get("result") != "Success":
+        if "captcha" in edit:
+            raise WikiError("permission_denied", f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, "
+                            "which this server cannot solve; nothing was saved. The account needs the "
+                            "skipcaptcha right (for example the bot group).")
+        detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
+        raise WikiError("upstream_failure", f"The wiki did not save the edit ({detail or 'no reason'}). "
+                        + NEXT_STEP["upstream_failure"])
+    title = edit.get("title", title)
+    if edit.get("nochange"):
+        return (f"No change: the text is what the page already holds; nothing was saved.\n"
+                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+    return saved_lines(ctx, title, edit["newrevid"], edit.get("oldrevid") or None,
+                       "Created." if edit.get("new") else "Saved.")
+
+
+def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str,
+                     text: str | None) -> dict[str, Any] | None:
+    """The revision after ``base`` that this account saved with this summary (or, with
+    no summary, this text), if any."""
+    query = ctx.mw.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+                        "rvprop": "ids|user|comment" + ("" if summary else "|content"),
+                        "rvslots": "main", "rvdir": "newer", "rvstartid": base, "rvlimit": 20}).get("query", {})
+    me = query.get("userinfo", {}).get("name")
+    page, _ = resolve_page(query, title)
+    for revision in page.get("revisions") or []:
+        if revision.get("revid") == base or revision.get("user") != me:
+            continue
+        comment = revision.get("comment", "")
+        if (comment == summary or comment.endswith(" " + summary)) if summary else \
+                (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
+            return revision
+    return None
+
+
+def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
+                   budget: int) -> list[str]:
+    header = "Dry run: nothing was saved. The diff that would be saved:\n" + labelled(
+        ("Title", title), ("Base revision ID", base), ("Section", section))
+    diff = line_diff(old, new)
+    if not diff:
+        return [header + "\n\nNo change: the text is what the page already holds."]
+    piece = slice_content(diff, 0, budget)
+    blocks = [f"{header}\n\n{piece.text}"]
+    if piece.truncated:
+        blocks.append(f"Content truncated at {piece.end} of {piece.total} bytes. To review the rest, "
+                      "dry-run smaller changes, such as one section at a time (section=N).")
+    return blocks
+
+
+def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
+    """Refuses to write back a page or section whose last read here was truncated."""
+    read = ctx.state.reads.unseen(ctx.wiki.key, title, section)
+    if read is None:
+        return
+    what = f"Section {section} of {title!r}" if section is not None else f"Page {title!r}"
+    if section is not None and read.section_ends:  # known only from a partial read of the page
+        seen = f"the last read here of the page stopped at byte {read.seen} of {read.total}"
+        rest = f"get-page with section={section}"
+    else:
+        seen = f"its last read here showed {read.seen} of {read.total} bytes (revision {read.revid})"
+        rest = f"get-page with {call_args(**({'section': section} if section is not None else {}), offset=read.seen)}"
+    raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
+                  "drop the part that was not read. To change part of it, use update-page with find "
+                  f"and replace. To replace it whole, first read the rest ({rest}).")
+
+
+def missing_subsections(old: str, new: str) -> list[str]:
+    """Headings of the subsections of section text ``old`` that text ``new`` lacks."""
+    present = {s.heading for s in wikitext_sections(new)}
+    return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
+
+
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
+def create_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    source: Annotated[str, Arg("Content of the new page, usually wikitext.")],
+    comment: Annotated[str | None, CommentArg] = None,
+    contentModel: Annotated[str | None, Arg(
+        "Content model (e.g. wikitext, json, css, javascript). Default: the namespace's.",
+        max_length=64)] = None,
+    dryRun: Annotated[bool, DryRunArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> list[str] | str:
+    """Creates a new wiki page and returns its revision ID, URL and diff URL. Fails if the title
+    already exists, so it never overwrites; to change an existing page, use update-page."""
+    if dryRun:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        page, _ = resolve_page(query, title)
+        if not page.get("missing"):
+            check_page(page, title, ctx.wiki.key)
+            raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
+                                 ctx.wiki.key)
+        return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
+    return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
+                     None, edit_summary(ctx, comment), source)
+
+
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False)
+def update_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    source: Annotated[str | None, Arg(
+        "New text: the whole page, the section, or what mode adds.")] = None,
+    section: Annotated[int | None, Arg("Section number to change alone (0 = lead).", minimum=0)] = None,
+    mode: Annotated[Literal["replace", "append", "prepend"], Arg(
+        "'append' or 'prepend' adds source instead of replacing.")] = "replace",
+    find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
+    replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
+    replaceAll: Annotated[bool, Arg("Replaces every occurrence of find.")] = False,
+    latestId: Annotated[int | None, Arg(
+        "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
+        minimum=1)] = None,
+    comment: Annotated[str | None, CommentArg] = None,
+    minor: Annotated[bool, Arg("Marks the edit as minor.")] = False,
+    bot: Annotated[bool, Arg("Marks the edit as a bot edit (needs the bot right).")] = False,
+    removeSubsections: Annotated[bool, Arg(
+        "Lets a section replacement delete subsections its text lacks.")] = False,
+    dryRun: Annotated[bool, DryRunArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> list[str] | str:
+    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces the
+    whole page or one section, adds text (mode), or changes a passage with find and replace, which
+    spares resending a long page. With latestId, an overlapping edit by someone else since that
+    revision is refused, never overwritten. Refuses to write back a page or section read here only in part
+    (truncated), or to drop a section's subsections. Fails if the page does not exist; for new
+    pages, use create-page."""
+    if find is not None:
+        if source is not None or mode != "replace":
+            raise invalid("find and replace change a passage in place: give them without source and mode.")
+        if replace is None:
+            raise invalid("find needs replace: the text to put in its place ('' deletes it).")
+        if not find:
+            raise invalid("Argument 'find' must not be empty.")
+    elif source is None:
+        raise invalid("Give source (the new text), or find and replace.")
+    elif replace is not None or replaceAll:
+        raise invalid("replace and replaceAll go with find.")
+    replacing_section = section is not None and mode == "replace" and find is None
+    if removeSubsections and not replacing_section:
+        raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+
+    needs_text = dryRun or find is not None or replacing_section
+    query = ctx.mw.get({
+        "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
+        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
+        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+    }).get("query", {})
+    page, _ = resolve_page(query, title)
+    if page.get("missing"):
+        raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
+                        "nothing was saved. To make it, use create-page; search-page-by-prefix finds "
+                        "existing titles.")
+    check_page(page, title, ctx.wiki.key)
+    title = page["title"]
+    current = revision_of(page)
+    base = latestId or current.get("revid")
+    if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
+        raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
+                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                      "without bot.")
+    if latestId and latestId != current.get("revid"):
+        check_base_revision(ctx, latestId, page)
+    if mode == "replace" and find is None:
+        refuse_partial_write(ctx, title, section)
+
+    old = main_slot(current).get("content", "")
+    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": base,
+                              "minor": minor, "bot": bot}
+    if find is not None:
+        count = old.count(find)
+        where = f"section {section} of {title!r}" if section is not None else repr(title)
+        if count == 0:
+            raise invalid(f"The text to find does not occur in {where} (revision {current.get('revid')}); "
+                          "nothing was changed. find must match the wikitext exactly, whitespace and "
+                          "markup included: get-page shows it.")
+        if count > 1 and not replaceAll:
+            raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                          "Include more of the surrounding text to pick one, or set replaceAll=true.")
+        new = old.replace(find, replace or "") if replaceAll else old.replace(find, replace or "", 1)
+        fields["text"] = new
+    elif mode == "replace":
+        new = fields["text"] = source
+        if replacing_section and section and not removeSubsections:
+            lost = missing_subsections(old, new or "")
+            if lost:
+                raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that "
+                              f"the new text lacks ({', '.join(lost)}), so replacing it would delete them. "
+                              "Include them in source, replace a subsection on its own (section=N), or "
+                              "set removeSubsections=true to delete them.")
+    else:
+        fields["appendtext" if mode == "append" else "prependtext"] = source
+        new = old + (source or "") if mode == "append" else (source or "") + old
+    if dryRun:
+        return dry_run_result(title, base, section, old, new or "", ctx.budget)
+    return save_edit(ctx, title, fields, base, edit_summary(ctx, comment),
+                     new if section is None and "text" in fields else None)
+
+
+def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> None:
+    """latestId must be a revision of this page, or MediaWiki would merge against another text."""
+    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
+    other = (query.get("pages") or [{}])[0]
+    if query.get("badrevids") or other.get("pageid") != page.get("pageid"):
+        raise invalid(f"latestId {revid} is not a revision of {page.get('title')!r} (its latest is "
+                      f"{revision_of(page).get('revid')}); nothing was saved. Pass the revision ID "
+                      "get-page returned for this page.")
+
+
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
+def move_page(
+    ctx: ToolContext,
+    fromTitle: Annotated[str, Arg("Current title of the wiki page.", title=True)],
+    toTitle: Annotated[str, Arg("New title; it must not exist yet.", title=True)],
+    comment: Annotated[str | None, Arg("Reason for the move.", max_length=500)] = None,
+    moveTalk: Annotated[bool, Arg("Moves the talk page too.")] = True,
+    moveSubpages: Annotated[bool, Arg("Moves subpages too, where the namespace has them.")] = False,
+    leaveRedirect: Annotated[bool, Arg(
+        "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Renames a wiki page (and by default its talk page) and returns the old and new titles, whether
+    a redirect was left and the new URL. Fails if the page does not exist or the new title does."""
+    params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
+              "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
+              "tags": change_tags(ctx)}
+    try:
+        moved = ctx.mw.write(params).get("move", {})
+    except ResponseLost as lost:
+        query = ctx.mw.get({"action": "query", "titles": toTitle, "prop": "info"}).get("query", {})
+        if resolve_page(query, toTitle)[0].get("missing", True):
+            raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
+                            "was not moved. Call again to retry.") from None
+        moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+    to = moved.get("to", toTitle)
+    subpages = [s for s in moved.get("subpages") or [] if "to" in s]
+    talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
+    return "Moved.\n" + labelled(
+        ("From", moved.get("from", fromTitle)), ("To", to),
+        ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
+        ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
+        ("Talk page not moved", "; ".join(talk_errors)),
+        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+
+
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
+def delete_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    comment: Annotated[str | None, Arg("Reason for the deletion.", max_length=500)] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Deletes a wiki page with its history, which administrators can restore with undelete-page.
+    Without confirm=true it deletes nothing and fails, showing the page's latest revision, size and
+    number of revisions to put to the user; it acts only when called again with confirm=true."""
+    if not confirm:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
+                            "rvprop": "ids", "rvlimit": "max"})
+        page, _ = resolve_page(query.get("query", {}), title)
+        check_page(page, title, ctx.wiki.key)
+        count = len(page.get("revisions") or [])
+        revisions = f"more than {count}" if query.get("continue") else str(count)
+        raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
+                      f"(latest revision {page.get('lastrevid')}, {page.get('length', 0)} bytes, "
+                      f"{revisions} revisions{', a redirect' if page.get('redirect') else ''}) from "
+                      f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
+                      "confirm=true.")
+    params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
+              "tags": change_tags(ctx)}
+    try:
+        deleted = ctx.mw.write(params).get("delete", {})
+    except ResponseLost as lost:
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        if not resolve_page(query, title)[0].get("missing"):
+            raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
+                            "deleted. Call again to retry.") from None
+        deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+    return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
+                                   ("Restore with", "undelete-page"))
+
+
+@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True)
+def undelete_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Restores a deleted wiki page with all its deleted revisions and returns how many came back,
+    its latest revision ID and URL. Fails if the title has no deleted revisions."""
+    params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
+              "tags": change_tags(ctx)}
+    restored: dict[str, Any] = {}
+    try:
+        restored = ctx.mw.write(params).get("undelete", {})
+    except ResponseLost as lost:
+        lost_message = lost.message
+    else:
+        lost_message = ""
+    query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+    page, _ = resolve_page(query, title)
+    if lost_message and page.get("missing", True):
+        raise WikiError("upstream_failure", f"{lost_message} The page is still deleted, so it was not "
+                        "restored. Call again to retry.")
+    title = page.get("title", restored.get("title", title))
+    return "Restored.\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
+                                    ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 
 # -- write tools: files ------------------------------------------------------
 
 
 # -- wikis: listing, adding, removing -------------------------------------------
+
+def managing_wikis(state: ServerState) -> bool:
+    """add-wiki and remove-wiki: unless the operator froze the list, or replicas share no state."""
+    return state.config.allow_wiki_management and not state.config.stateless
+
+
+def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
+    """A wiki's public facts (never a credential); ``contact`` fetches site info if not known."""
+    wiki, client = state.wiki_and_client(key)
+    site, api = client.known
+    problem = None
+    if contact and site is None:
+        try:
+            site, api = client.site, client.api_url
+        except WikiError as error:
+            problem = error.message
+    parts = urllib.parse.urlsplit(wiki.url)
+    return {"key": key, "name": site.name if site else wiki.sitename,
+            "server": site.server if site else f"{parts.scheme}://{parts.netloc}", "api": api,
+            "read_only": wiki.read_only, "default": key == state.config.default_wiki,
+            "private": wiki.private, "problem": problem}
+
+
+def wiki_summary(state: ServerState, key: str) -> str:
+    """The text of the resource mcp://wikis/{key}."""
+    facts = wiki_facts(state, key, contact=True)
+    return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
+                    ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
+                    ("Default", "yes" if facts["default"] else None),
+                    ("Private", "yes" if facts["private"] else None), ("Unreachable", facts["problem"]))
+
+
+def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
+    """resources/list entries, one per wiki, from what is known (no request)."""
+    resources = []
+    for key in state.config.wikis:
+        facts = wiki_facts(state, key, contact=False)
+        resources.append({"uri": f"mcp://wikis/{key}", "name": key, "title": facts["name"] or None,
+                          "mime_type": "text/plain", "description": f"The wiki at {facts['server']}"
+                          + (" (default)" if facts["default"] else "")})
+    return resources
+
+
+def registered_as(state: ServerState, key: str) -> str | None:
+    """The key under which a wiki with this server name is configured, if it is."""
+    for other, wiki, client in state.entries():
+        site = client.known[0]
+        if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
+            return other
+    return None
+
+
+def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
+    """A wiki of the configuration at start, since removed, with this server name."""
+    for other, wiki in state.configured.items():
+        if other not in state.config.wikis and key in (other, wiki_key(wiki.url)):
+            return wiki
+    return None
+
+
+@tool("add-wiki", "Add wiki", read_only=False, destructive=False, idempotent=True, open_world=True,
+      scoped=False, offered=managing_wikis)
+def add_wiki(
+    ctx: ToolContext,
+    wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or its api.php "
+                                "(e.g. https://en.wikipedia.org/wiki/Main_Page).", max_length=2000)],
+) -> str:
+    """Adds a wiki for this session from any URL of it: finds its API, checks it with the wiki's
+    site info and registers it under its server name (e.g. en.wikipedia.org), the key other tools
+    take as wiki. The wiki is anonymous and read-only unless the server's configuration holds
+    credentials for it. Fails if the URL leads to no MediaWiki, to a private network address, or
+    to a wiki already configured. For the configured wikis, use list-wikis."""
+    state = ctx.state
+    try:
+        url = normalise_server(wikiUrl)
+    except ValueError:
+        raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+    options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
+    wiki = configured_entry(state, wiki_key(url))
+    known = registered_as(state, wiki_key(url))
+    if known:
+        raise WikiError("conflict", f"{wiki_key(url)} is already configured as the wiki {known}; "
+                        "pass it as wiki to other tools.")
+    if wiki is None:  # a URL from a model: every request passes the address guard
+        client = MediaWikiClient(url, trusted_hosts=state.config.trusted_hosts, **options)
+        site = client.site
+        key = wiki_key(site.server) or wiki_key(client.api_url)
+        known = registered_as(state, key) or next(
+            (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        if known:
+            raise WikiError("conflict", f"{url} is the wiki {known}, which is already configured; "
+                            "pass it as wiki to other tools.")
+        wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
+    if wiki.key in state.configured:  # the operator's entry, with its credentials
+        client = wiki.client(**options)
+        site = client.site
+    state.add_wiki(wiki, client)
+    return labelled(("Added wiki", wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
+                    ("Server", site.server), ("API", client.api_url),
+                    ("Access", "read-only" if wiki.read_only else "read and write")
+                    ) + f"\nPass wiki={json.dumps(wiki.key)} to other tools to use it."
+
+
+@tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
+      scoped=False, offered=lambda state: managing_wikis(state) and len(state.config.wikis) > 1)
+def remove_wiki(
+    ctx: ToolContext,
+    wiki: Annotated[str, Arg("Key of the wiki to remove (e.g. en.wikipedia.org) or mcp://wikis/{key}.",
+                             max_length=300)],
+) -> str:
+    """Removes a wiki from this session's list, whether added with add-wiki or configured; the
+    default wiki cannot be removed. Nothing changes on the wiki itself; add-wiki adds it again
+    (a configured wiki comes back with its credentials)."""
+    if not wiki.strip():
+        raise invalid("Argument 'wiki' must name the wiki to remove.")
+    key = ctx.state.resolve_wiki(wiki)
+    removed = ctx.state.remove_wiki(key)
+    return f"Removed wiki {key}" + (f" ({removed.sitename})" if removed.sitename else "") + "."
+
+
+@tool("list-wikis", "List wikis", read_only=True, scoped=False,
+      offered=lambda state: len(state.config.wikis) > 1)
+def list_wikis(ctx: ToolContext) -> str:
+    """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
+    public address and API address, then "default" and "read-only" where so (absent: writable).
+    The resource mcp://wikis/{key} holds the same for one wiki."""
+    rows = []
+    for key in ctx.state.config.wikis:
+        facts = wiki_facts(ctx.state, key, contact=True)
+        marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
+                                 ("private", facts["private"])) if on]
+        if facts["problem"]:
+            marks.append(f"unreachable: {facts['problem']}")
+        rows.append(f"{key}: " + ", ".join(str(v) for v in (
+            facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
+            + (f" ({'; '.join(marks)})" if marks else ""))
+    return "\n".join(rows)
 
 
 # ---------------------------------------------------------------------------
@@ -1484,6 +3574,10 @@ def argument_parser() -> argparse.ArgumentParser:
         epilog="environment variables:\n" + "\n".join(
             f"  {name:<24} {text}" for name, text in ENVIRONMENT_VARIABLES.items()))
     parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
+    parser.add_argument("--config", metavar="PATH",
+                        help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
+    parser.add_argument("--check", action="store_true",
+                        help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
     parser.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or http")
     parser.add_argument("--host", help=f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST})")
     parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
@@ -1492,16 +3586,48 @@ def argument_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_wikis(config: Config, out: typing.TextIO) -> int:
+    """--check: connects to each wiki and prints its name, MediaWiki version, the account
+    the server acts as and the tools available there. Returns the exit status."""
+    state = ServerState.from_config(config)
+    offered = offered_tools(state)
+    failures = 0
+    for key, wiki in config.wikis.items():
+        client = state.clients[key]
+        try:
+            site = client.site
+            user = client.get({"action": "query", "meta": "userinfo"}).get("query", {}).get("userinfo", {})
+            tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)]
+        except WikiError as error:
+            failures += 1
+            print(f"{key}: FAILED: {error}", file=out)
+            continue
+        identity = ("anonymous" if "anon" in user else f"{user.get('name')}"
+                    + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
+        print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
+              f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"
+              f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
+    unscoped = [spec.name for spec in offered if not spec.scoped]
+    if unscoped:
+        print(f"Server tools: {', '.join(unscoped)}", file=out)
+    if failures:
+        print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = Config.from_env()
+        config = Config.from_env(config_path=args.config)
         http = http_options(args)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
+    if args.check:
+        return check_wikis(config, sys.stdout)
     if http is not None:
         config.stateless = http.stateless
     server = create_server(config)
@@ -1541,7 +3667,6 @@ class HttpOptions:
 
     @property
     def loopback(self) -> bool:
-        import ipaddress  # HTTP-only modules are imported where used: stdio start-up skips them
         if self.host.lower() == "localhost":
             return True
         try:
@@ -1719,9 +3844,8 @@ def http_warnings(options: HttpOptions) -> list[str]:
 def serve_http(server: MCPServer, options: HttpOptions) -> int:
     """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
     import signal
-    import socket
 
-    import uvicorn
+    import uvicorn  # HTTP-only imports stay out of importing this module
 
     try:
         family, kind, proto, _, address = socket.getaddrinfo(

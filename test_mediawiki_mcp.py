@@ -11,12 +11,14 @@ Run: python -m pytest test_mediawiki_mcp.py
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import http.server
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -27,6 +29,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,7 +89,33 @@ def seed_pages() -> dict[str, str]:
     }
     for title in BATCH_TITLES:
         pages[title] = f"Body of {title}."
+    # For the links, categories and parsing tools (the foundation tests read none of these):
+    pages.update({
+        "Template:Fruitbox": '<div class="fruitbox">Fruit: {{{1|none}}}</div>',
+        "Fruit bowl": "{{Fruitbox|Apple}} A bowl with [[Apple]], [[Pear]] and [[Apple redirect]]. "
+                      "[[File:Red square.png]]",
+        "Apple redirect": "#REDIRECT [[Apple]]",
+        "Via redirect": "Links to [[Apple redirect]] only.",
+        "Category:Citrus": "Citrus fruits.\n[[Category:Fruits]]",
+        "Lemon": "A lemon is a citrus fruit.\n[[Category:Citrus]]",
+    })
     return pages
+
+
+def png_bytes(width: int, height: int, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    """A valid PNG of one colour, made without an imaging library."""
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (len(data).to_bytes(4, "big") + kind + data
+                + zlib.crc32(kind + data).to_bytes(4, "big"))
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+#: Uploaded by start_test_wiki, in Category:Fruits.
+SEED_FILES = {"Red square.png": png_bytes(40, 30), "Notes.txt": b"Plain text file.\n"}
 
 
 @dataclasses.dataclass
@@ -161,8 +190,11 @@ def php(directory: Path, *args: str, config: bool = True) -> str:
     return done.stdout
 
 
-def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool = True) -> RealWiki:
-    """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md."""
+def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool = True,
+                    extra_settings: str = "") -> RealWiki:
+    """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md.
+    ``extra_settings`` is PHP for LocalSettings.php, written before the server starts
+    (php -S caches compiled files for 2 s, so later changes are not seen at once)."""
     if not (MEDIAWIKI_DIR / "maintenance" / "install.php").exists() or not shutil.which("php"):
         raise RuntimeError("The real-wiki tests need Debian's mediawiki and php-cli packages "
                            "(apt-get install mediawiki php-cli php-sqlite3 php-intl php-mbstring "
@@ -191,7 +223,7 @@ $wgAllowCopyUploads = true;
 $wgCopyUploadsDomains = ['127.0.0.1', 'localhost'];
 $wgGroupPermissions['sysop']['upload_by_url'] = true;
 $wgEnableBotPasswords = true;
-""")
+""" + extra_settings)
     # Bot passwords must match [0-9a-w]{{32,}}: a hex token does.
     bot_password = secrets.token_hex(16)
     php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
@@ -210,6 +242,12 @@ $wgEnableBotPasswords = true;
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
         php(directory, "maintenance/importTextFiles.php", "--rc", "--bot", *files)
+        uploads_dir = directory / "seed-files"
+        uploads_dir.mkdir()
+        for name, data in SEED_FILES.items():
+            (uploads_dir / name).write_bytes(data)
+        php(directory, "maintenance/importImages.php", "--user=Admin",
+            "--comment=Seed file. [[Category:Fruits]]", str(uploads_dir))
         php(directory, "maintenance/runJobs.php")
     env = dict(os.environ, MW_CONFIG_FILE=str(directory / "LocalSettings.php"),
                PHP_CLI_SERVER_WORKERS="4")
@@ -224,7 +262,8 @@ $wgEnableBotPasswords = true;
     deadline = time.monotonic() + 30
     while True:
         try:
-            if "query" in wiki.raw_get(action="query", meta="siteinfo"):
+            answer = wiki.raw_get(action="query", meta="siteinfo")
+            if "query" in answer or "error" in answer:  # a private wiki answers readapidenied
                 return wiki
         except (requests.RequestException, ValueError):
             pass
@@ -250,8 +289,9 @@ def wiki() -> Iterator[RealWiki]:
 
 @dataclasses.dataclass
 class Result:
-    blocks: list[str]
+    blocks: list[str]        # the text blocks
     is_error: bool
+    images: list[Any] = dataclasses.field(default_factory=list)  # image blocks
 
     @property
     def text(self) -> str:
@@ -263,7 +303,8 @@ def call(server: Any, tool: str, **arguments: Any) -> Result:
         async with Client(server) as client:
             return await client.call_tool(tool, arguments)
     result = anyio.run(go)
-    return Result([block.text for block in result.content], bool(result.is_error))
+    return Result([block.text for block in result.content if block.type == "text"],
+                  bool(result.is_error), [block for block in result.content if block.type == "image"])
 
 
 def list_tools(server: Any) -> list[Any]:
@@ -334,6 +375,7 @@ def test_credentials_make_a_wiki_writable_unless_read_only_is_set() -> None:
     ({"MEDIAWIKI_USERNAME": "a", "MEDIAWIKI_PASSWORD": "b", "MEDIAWIKI_TOKEN": "c"}, "MEDIAWIKI_TOKEN"),
     ({"MEDIAWIKI_READ_ONLY": "maybe"}, "MEDIAWIKI_READ_ONLY"),
     ({"MCP_CONTENT_MAX_BYTES": "lots"}, "MCP_CONTENT_MAX_BYTES"),
+    ({"MCP_FILE_DATA_MAX_BYTES": "12"}, "MCP_FILE_DATA_MAX_BYTES"),
     ({"MEDIAWIKI_URL": "ftp://wiki.example.org/"}, "MEDIAWIKI_URL"),
 ])
 def test_bad_configuration_fails_naming_the_variable(env: dict[str, str], named: str) -> None:
@@ -451,7 +493,8 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         assert not t.description.lower().startswith(("this tool", "you "))
         schema = t.input_schema
         assert schema["additionalProperties"] is False
-        assert "wiki" in schema["properties"]
+        # every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
+        assert "wiki" in schema["properties"] or not m.TOOLS[t.name].scoped
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
             assert "title" not in prop
@@ -460,7 +503,9 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
 
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({})))
-    assert all(t.annotations.read_only_hint for t in tools)
+    # add-wiki changes only the server's own list of wikis, never a wiki
+    assert all(t.annotations.read_only_hint for t in tools if t.name != "add-wiki")
+    assert "add-wiki" in {t.name for t in tools}
 
 
 BAD_ARGUMENTS = [
@@ -523,7 +568,9 @@ class FakeWiki:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
+        self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
+        self.siteinfo_path: str | None = None  # set: site info answers only there
         self.release = threading.Event()
         fake = self
 
@@ -542,7 +589,15 @@ class FakeWiki:
                 url = urllib.parse.urlsplit(self.path)
                 params = dict(urllib.parse.parse_qsl(url.query or body))
                 fake.seen.append({"path": url.path, "params": params, "headers": dict(self.headers)})
-                if params.get("meta") == "siteinfo":
+                if url.path in fake.files:
+                    body, kind = fake.files[url.path]
+                    self.send_response(200)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
                 else:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
@@ -673,6 +728,16 @@ def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     assert not result.is_error
     assert all(s["headers"].get("Authorization") == "Bearer tok-abc-123" for s in fake.seen)
     assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
+
+
+def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"}, sleep=lambda s: None)
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error and "Fake page text." in result.text
+    assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
 
 
 def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
@@ -851,11 +916,12 @@ def test_a_lost_session_logs_in_again(wiki: RealWiki) -> None:
     assert "User: Admin\n" in call(server, "whoami").text
 
 
-def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
+def test_steady_state_requests_per_tool(wiki: RealWiki, history: History) -> None:
     """One HTTP request per call once site info and login are cached (the closing
     notes quote this table)."""
     server = make_server(wiki.env())
     counter = RequestCounter(server)
+    old, new = history.revisions[1], history.revisions[2]
     calls = [
         ("get-page", {"title": "Apple"}, 1),
         ("get-page", {"title": "Long page"}, 1),
@@ -867,6 +933,19 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
         ("search-page-by-prefix", {"prefix": "Ba"}, 1),
         ("get-site-info", {}, 1),
         ("whoami", {}, 1),
+        ("get-revision", {"revisionId": old}, 1),
+        ("get-revision", {"revisionId": old, "content": "html"}, 2),  # metadata, then action=parse
+        ("get-page-history", {"title": HISTORY_TITLE}, 1),
+        # a filter leaves the rows' parents out: one more request reads their sizes
+        ("get-page-history", {"title": HISTORY_TITLE, "tag": "mw-new-redirect"}, 2),
+        ("compare-pages", {"fromRevision": old, "toRevision": new}, 1),
+        ("compare-pages", {"fromTitle": "Apple", "toText": "x" * 5000}, 1),  # by POST
+        ("get-category-members", {"category": "Fruits"}, 1),
+        ("get-links-here", {"title": "Apple"}, 1),
+        ("get-recent-changes", {}, 1),
+        ("parse-wikitext", {"wikitext": "[[Apple]] {{Fruitbox}}"}, 1),
+        ("get-file", {"title": "Red square.png"}, 1),
+        ("get-file-data", {"title": "Red square.png"}, 2),  # imageinfo, then the image itself
     ]
     table = []
     for tool, arguments, expected in calls:
@@ -875,7 +954,7 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
         assert not result.is_error, result.text
         table.append((tool, arguments, n[0]))
         assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
 
 
 # ---------------------------------------------------------------------------
@@ -883,10 +962,1348 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
 # recent changes, parsing, files
 # ---------------------------------------------------------------------------
 
+# -- pure helpers of these tools ----------------------------------------------
+
+def diff_row(old: str | None, new: str | None) -> str:
+    """One row of MediaWiki 1.39's diff table: a changed, removed, added or context line."""
+    if old is not None and old == new:
+        return (f'<tr><td class="diff-marker"></td><td class="diff-context diff-side-deleted"><div>{old}</div></td>'
+                f'<td class="diff-marker"></td><td class="diff-context diff-side-added"><div>{new}</div></td></tr>\n')
+    left = (f'<td class="diff-marker" data-marker="−"></td><td class="diff-deletedline diff-side-deleted">'
+            f'<div>{old}</div></td>' if old is not None else '<td colspan="2" class="diff-side-deleted"></td>')
+    right = (f'<td class="diff-marker" data-marker="+"></td><td class="diff-addedline diff-side-added">'
+             f'<div>{new}</div></td>' if new is not None else '<td colspan="2" class="diff-side-added"></td>')
+    return f"<tr>{left}{right}</tr>\n"
+
+
+def lineno_row(left: int, right_text: str, left_text: str = "Line {}:") -> str:
+    return (f'<tr><td colspan="2" class="diff-lineno" id="mw-diff-left-l{left}">{left_text.format(left)}</td>\n'
+            f'<td colspan="2" class="diff-lineno">{right_text}</td></tr>\n')
+
+
+def test_diff_table_becomes_changed_lines_under_line_number_headers() -> None:
+    body = (lineno_row(1, "Line 1:") + diff_row("Intro", "Intro")
+            + diff_row('Old <del class="diffchange diffchange-inline">word</del> here',
+                       'Old <ins class="diffchange diffchange-inline">term</ins> here')
+            + diff_row("Same", "Same")
+            + lineno_row(40, "Line 41:") + diff_row("Ctx", "Ctx")
+            + diff_row(None, '<ins class="diffchange">Brand &amp; new &lt;b&gt;</ins>')
+            + diff_row(None, '<ins class="diffchange"></ins>')
+            + diff_row("Ctx 2", "Ctx 2")
+            + diff_row('<del class="diffchange">Gone</del>', None))
+    lines = m.parse_diff_table(body)
+    assert [(d.kind, d.old, d.new) for d in lines] == [
+        (" ", 1, 1), ("-", 2, 2), ("+", 3, 2), (" ", 3, 3),
+        (" ", 40, 41), ("+", 41, 42), ("+", 41, 43), (" ", 41, 44), ("-", 42, 45)]
+    assert m.compact_diff(lines) == (
+        "@@ -2 +2 @@\n-Old word here\n+Old term here\n"
+        "@@ -40,0 +42,2 @@\n+Brand & new <b>\n+\n"
+        "@@ -42 +44,0 @@\n-Gone")
+
+
+def test_diff_line_numbers_are_read_from_structure_not_words() -> None:
+    # German groups thousands with a dot; Persian writes its own digits.
+    german = lineno_row(1234, "Zeile 1.236:", "Zeile {}:") + diff_row("a", "b")
+    assert m.compact_diff(m.parse_diff_table(german)) == "@@ -1234 +1236 @@\n-a\n+b"
+    persian = (lineno_row(7, "خط ۱۲:", "خط {}:").replace('id="mw-diff-left-l7"', "")
+               + diff_row("x", None))
+    assert m.compact_diff(m.parse_diff_table(persian)) == "@@ -7 +11,0 @@\n-x"  # none left, after new line 11
+
+
+def test_diff_cells_give_back_the_spaces_mediawiki_made_visible() -> None:
+    nbsp = "\u00a0"
+    cases = {  # MediaWiki's escapeWhiteSpace output -> the line it came from
+        f"{nbsp} lead": " lead", f"{nbsp}{nbsp} two": "  two", f"trail {nbsp}": "trail ",
+        f"mid{nbsp} gap": "mid  gap", f"10{nbsp}km": f"10{nbsp}km", nbsp: "",
+        f'a{nbsp} <ins class="diffchange diffchange-inline">{nbsp} b</ins>': "a    b",
+    }
+    for cell, line in cases.items():
+        assert m.diff_cell_text(f"<div>{cell}</div>") == line, cell
+    assert m.diff_cell_text("<br/>") == ""
+
+
+def test_timestamps_are_validated_and_normalised_to_utc() -> None:
+    assert m.iso_timestamp("2026-11-29T15:00:00Z", "start") == "2026-11-29T15:00:00Z"
+    assert m.iso_timestamp("2026-11-29T16:30:00+01:30", "start") == "2026-11-29T15:00:00Z"
+    assert m.iso_timestamp("2026-11-29", "start") == "2026-11-29T00:00:00Z"
+    for bad in ("yesterday", "2026-13-01", "", "29/11/2026"):
+        with pytest.raises(m.WikiError, match="^invalid_input: Argument 'start' must be an ISO 8601"):
+            m.iso_timestamp(bad, "start")
+
+
+def test_namespace_prefixes_follow_the_wikis_own_names() -> None:
+    german = m.SiteInfo.from_api({"general": {"server": "https://de.example.org"}, "namespaces": {
+        "6": {"id": 6, "name": "Datei", "canonical": "File"},
+        "14": {"id": 14, "name": "Kategorie", "canonical": "Category"}},
+        "namespacealiases": [{"id": 6, "alias": "Bild"}]}, "https://de.example.org/w/api.php")
+    assert m.title_in_namespace(german, "Obst", 14) == "Kategorie:Obst"
+    assert m.title_in_namespace(german, "Category:Obst", 14) == "Category:Obst"
+    assert m.title_in_namespace(german, "Bild:Rot.png", 6) == "Bild:Rot.png"
+    assert m.title_in_namespace(german, "Datei:Rot.png", 6) == "Datei:Rot.png"
+    assert m.title_in_namespace(german, "Rot.png", 6) == "Datei:Rot.png"
+    assert m.title_in_namespace(german, "Foo:Rot.png", 6) == "Datei:Foo:Rot.png"
+
+
+def test_raster_images_are_recognised_by_their_bytes() -> None:
+    assert m.raster_type(png_bytes(2, 2)) == "image/png"
+    assert m.raster_type(b"\xff\xd8\xff\xe0rest") == "image/jpeg"
+    assert m.raster_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
+    assert m.raster_type(b"<svg xmlns='http://www.w3.org/2000/svg'/>") is None
+
+
+# -- a page with a history of its own, made through the bare API ---------------
+
+HISTORY_TITLE = "History page"
+HISTORY_LINES = 10
+
+
+@dataclasses.dataclass
+class History:
+    revisions: list[int]            # oldest first
+    texts: dict[int, str]
+    users: dict[int, str]
+    minor: set[int]
+    redirect_revision: int           # tagged mw-new-redirect
+    started: str                     # timestamps bracketing the edits
+    finished: str
+
+
+def history_text(step: int) -> str:
+    return "\n".join(f"Line {n}" + (f" edit {step}" if step and n == (step - 1) % HISTORY_LINES + 1 else "")
+                     for n in range(1, HISTORY_LINES + 1))
+
+
+def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
+    session = requests.Session()
+    api = dict(format="json", formatversion="2")
+    token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
+                        timeout=30).json()["query"]["tokens"]["logintoken"]
+    login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
+                                              lgtoken=token), timeout=30).json()
+    assert login["login"]["result"] == "Success", login
+    csrf = session.get(wiki.api, params=dict(api, action="query", meta="tokens"),
+                       timeout=30).json()["query"]["tokens"]["csrftoken"]
+    return session, csrf
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@pytest.fixture(scope="session")
+def history(wiki: RealWiki) -> History:
+    """Ten revisions of one page by two accounts: minor edits, one redirect (tagged)."""
+    accounts = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
+                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
+    started = utc_now()
+    result = History([], {}, {}, set(), 0, started, "")
+    for step in range(10):
+        user = "Editor" if step % 3 == 1 else "Admin"
+        text = "#REDIRECT [[Apple]]" if step == 8 else history_text(step)
+        minor = step in (2, 5)
+        session, token = accounts[user]
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": HISTORY_TITLE, "text": text, "summary": f"Step {step}",
+            "minor" if minor else "notminor": "1", "token": token,
+            "format": "json", "formatversion": "2"}).json()["edit"]
+        assert edit["result"] == "Success", edit
+        revision = edit["newrevid"]
+        result.revisions.append(revision)
+        result.texts[revision], result.users[revision] = text, user
+        if minor:
+            result.minor.add(revision)
+        if step == 8:
+            result.redirect_revision = revision
+    result.finished = utc_now()
+    return result
+
+
+def rows_of(block: str) -> list[str]:
+    """The rows of a list block (its first line is the header)."""
+    return block.split("\n")[1:]
+
+
+def next_value(marker: str, param: str) -> Any:
+    assert marker.startswith("More results available. "), marker
+    return json.loads(marker.split(f"again with {param}=", 1)[1].removesuffix("."))
+
+
+def follow_markers(server: Any, tool: str, param: str, arguments: dict[str, Any],
+                   most: int = 20) -> list[Result]:
+    """Calls a list tool, then again with the value each 'More results' marker names,
+    until a call has no marker; returns every call's result."""
+    results = [call(server, tool, **arguments)]
+    while len(results[-1].blocks) == 2:
+        assert not results[-1].is_error and len(results) < most, results[-1].text
+        arguments = {**arguments, param: next_value(results[-1].blocks[1], param)}
+        results.append(call(server, tool, **arguments))
+    assert not results[-1].is_error, results[-1].text
+    return results
+
+
+# -- get-revision ----------------------------------------------------------------
+
+def test_get_revision_returns_an_old_revision_with_its_metadata(bot_server: Any, history: History,
+                                                                wiki: RealWiki) -> None:
+    old, parent, latest = history.revisions[2], history.revisions[1], history.revisions[-1]
+    result = call(bot_server, "get-revision", revisionId=old)
+    assert not result.is_error and len(result.blocks) == 1
+    header, body = result.blocks[0].split("\n\n", 1)
+    assert body == history.texts[old]
+    assert header.splitlines()[:4] == [f"Title: {HISTORY_TITLE}", f"Revision ID: {old}",
+                                       f"Parent revision ID: {parent}", f"Latest revision ID: {latest}"]
+    assert "\nUser: Admin\n" in header and "\nEdit summary: Step 2\n" in header and "\nMinor: yes\n" in header
+    assert f"\nURL: {wiki.url}/w/index.php?oldid={old}" in header
+    current = call(bot_server, "get-revision", revisionId=latest, content="none")
+    assert f"Latest revision ID: {latest} (this one)" in current.text and "#REDIRECT" not in current.text
+    redirect = call(bot_server, "get-revision", revisionId=history.redirect_revision, content="none")
+    assert "\nTags: mw-new-redirect\n" in redirect.text and "Minor" not in redirect.text
+
+
+def test_get_revision_renders_html(bot_server: Any, history: History) -> None:
+    result = call(bot_server, "get-revision", revisionId=history.revisions[3], content="html")
+    assert not result.is_error and "<p>Line 1\nLine 2\nLine 3 edit 3\n" in result.text
+
+
+def test_get_revision_of_the_long_page_truncates_like_get_page(bot_server: Any, wiki: RealWiki) -> None:
+    revision = wiki.raw_get(action="query", titles="Long page", prop="info")["query"]["pages"][0]["lastrevid"]
+    page = call(bot_server, "get-page", title="Long page")
+    result = call(bot_server, "get-revision", revisionId=revision)
+    assert len(result.blocks) == 2 and content_of(result.blocks[0]) == content_of(page.blocks[0])
+    assert result.blocks[1] == page.blocks[1].replace("call get-page again", "call get-revision again")
+    assert "To read a specific section, call get-revision again with section=N." in result.blocks[1]
+    parts, offset = [], 0
+    for _ in range(5):  # a section over the budget: offset only, and every byte read
+        result = call(bot_server, "get-revision", revisionId=revision, section=8, offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            break
+        assert "section=N" not in result.blocks[1]
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        assert result.blocks[1].endswith(f"call get-revision again with section=8 and offset={offset}.")
+    assert "".join(parts) == wiki.raw_get(
+        action="query", revids=revision, prop="revisions", rvprop="content", rvslots="main",
+        rvsection=8)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
+
+
+def test_a_truncated_revision_read_guards_writing_it_back(wiki: RealWiki) -> None:
+    """A model that read a revision only in part must not save it back whole (update-page)."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Revision read guard test"
+    create(server, title, big_section_page())
+    before = wiki.wikitext(title)
+    revision = wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"]
+    read = call(server, "get-revision", revisionId=revision)
+    assert len(read.blocks) == 2 and read.blocks[1].startswith("Content truncated at 1000 of ")
+    refused = call(server, "update-page", title=title, source=content_of(read.blocks[0]))
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert wiki.wikitext(title) == before
+
+
+def test_a_missing_section_is_not_found(bot_server: Any, history: History) -> None:
+    """MediaWiki answers a section past the last with an empty slot, not an error."""
+    for tool, arguments in (("get-page", {"title": HISTORY_TITLE}),
+                            ("get-revision", {"revisionId": history.revisions[0]}),
+                            ("get-revision", {"revisionId": history.revisions[0], "content": "html"})):
+        result = call(bot_server, tool, section=9, **arguments)
+        assert result.is_error and result.blocks[0].startswith("not_found: There is no section 9 in History page")
+
+
+def test_get_revision_errors(bot_server: Any, wiki: RealWiki) -> None:
+    missing = call(bot_server, "get-revision", revisionId=987654321)
+    assert missing.is_error and missing.blocks == [
+        f"not_found: Revision 987654321 not found on {wiki.key}. get-page-history lists a page's revision IDs."]
+    for arguments, message in (({"revisionId": 0}, "'revisionId' must be at least 1"),
+                               ({"revisionId": "12"}, "'revisionId' must be an integer"),
+                               ({"revisionId": 1, "offset": -1}, "'offset' must be at least 0")):
+        result = call(bot_server, "get-revision", **arguments)
+        assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+# -- get-page-history --------------------------------------------------------------
+
+def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, history: History,
+                                                              wiki: RealWiki) -> None:
+    result = call(bot_server, "get-page-history", title=HISTORY_TITLE)
+    assert not result.is_error and len(result.blocks) == 1  # ten fit in one segment of 20
+    rows = rows_of(result.blocks[0])
+    assert [int(r.split(" | ")[0]) for r in rows] == history.revisions[::-1]
+    sizes = {r["revid"]: r["size"] for r in wiki.raw_get(
+        action="query", titles=HISTORY_TITLE, prop="revisions", rvprop="ids|size|timestamp",
+        rvlimit=50)["query"]["pages"][0]["revisions"]}
+    for row in rows:
+        revision, timestamp, user, change, *rest = row.split(" | ")
+        index = history.revisions.index(int(revision))
+        parent_size = sizes[history.revisions[index - 1]] if index else 0
+        assert user == history.users[int(revision)]
+        assert change == m.signed(sizes[int(revision)] - parent_size)
+        assert ("minor" in rest) == (int(revision) in history.minor)
+        assert rest[-1 if "tags" not in rest[-1] else -2] == f"Step {index}"
+    redirect_row = rows[len(rows) - 1 - history.revisions.index(history.redirect_revision)]
+    assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
+
+
+def listed_revisions(result: Result) -> list[int]:
+    return [int(r.split(" | ")[0]) for r in rows_of(result.blocks[0])]
+
+
+def test_history_walked_by_its_markers_shows_every_revision_once(bot_server: Any, history: History) -> None:
+    results = follow_markers(bot_server, "get-page-history", "olderThan", {"title": HISTORY_TITLE, "limit": 3})
+    assert len(results) == 4
+    for result in results[:-1]:
+        assert result.blocks[1] == ("More results available. Returned 3 revisions. To fetch the next "
+                                    f"segment, call get-page-history again with olderThan={listed_revisions(result)[-1]}.")
+    seen = [revision for result in results for revision in listed_revisions(result)]
+    assert seen == history.revisions[::-1]  # each exactly once, newest first
+
+
+def test_history_walks_forward_with_newer_than(bot_server: Any, history: History) -> None:
+    results = follow_markers(bot_server, "get-page-history", "newerThan",
+                             {"title": HISTORY_TITLE, "limit": 4, "newerThan": history.revisions[0]})
+    segments = [listed_revisions(result) for result in results]
+    assert all(segment == sorted(segment, reverse=True) for segment in segments)  # newest first
+    assert [revision for segment in segments for revision in segment[::-1]] == history.revisions[1:]
+
+
+def test_history_filters_by_tag_and_user(bot_server: Any, history: History, wiki: RealWiki) -> None:
+    tagged = call(bot_server, "get-page-history", title=HISTORY_TITLE, tag="mw-new-redirect")
+    (row,) = rows_of(tagged.blocks[0])
+    before = history.revisions[history.revisions.index(history.redirect_revision) - 1]
+    sizes = {r["revid"]: r["size"] for r in wiki.raw_get(
+        action="query", revids=f"{history.redirect_revision}|{before}", prop="revisions",
+        rvprop="ids|size")["query"]["pages"][0]["revisions"]}
+    # the size change is against the parent, which the filter left out
+    assert row.split(" | ")[3] == m.signed(sizes[history.redirect_revision] - sizes[before])
+    editor = call(bot_server, "get-page-history", title=HISTORY_TITLE, user="Editor")
+    assert [int(r.split(" | ")[0]) for r in rows_of(editor.blocks[0])] == [
+        r for r in history.revisions[::-1] if history.users[r] == "Editor"]
+    none = call(bot_server, "get-page-history", title=HISTORY_TITLE, tag="no-such-tag")
+    assert none.blocks == [f"No revisions of {HISTORY_TITLE} tagged no-such-tag."]
+
+
+def test_history_errors(bot_server: Any, history: History) -> None:
+    missing = call(bot_server, "get-page-history", title="No such page here")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'No such page here' not found")
+    both = call(bot_server, "get-page-history", title=HISTORY_TITLE, olderThan=history.revisions[5],
+                newerThan=history.revisions[1])
+    assert both.is_error and both.blocks[0].startswith("invalid_input: Give olderThan or newerThan, not both")
+    gone = call(bot_server, "get-page-history", title=HISTORY_TITLE, olderThan=987654321)
+    assert gone.is_error and gone.blocks[0].startswith("not_found: Revision 987654321 does not exist")
+    big = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=51)
+    assert big.is_error and "'limit' must be at most 50" in big.text
+
+
+# -- compare-pages --------------------------------------------------------------------
+
+def test_compare_two_revisions_shows_the_changed_line_and_nothing_else(bot_server: Any,
+                                                                        history: History) -> None:
+    old, new = history.revisions[3], history.revisions[4]
+    result = call(bot_server, "compare-pages", fromRevision=old, toRevision=new)
+    assert not result.is_error and len(result.blocks) == 1
+    header, diff = result.blocks[0].split("\n\n", 1)
+    assert diff == "@@ -3,2 +3,2 @@\n-Line 3 edit 3\n-Line 4\n+Line 3\n+Line 4 edit 4"
+    assert header.splitlines()[0].startswith(f"From: {HISTORY_TITLE}, revision {old} (")
+    assert header.splitlines()[1].startswith(f"To: {HISTORY_TITLE}, revision {new} (")
+    assert "\nSize change: 0 bytes\nChanged lines: 2 removed, 2 added" in header
+    one_line = call(bot_server, "compare-pages", fromRevision=history.revisions[0],
+                    toRevision=history.revisions[1])
+    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n-Line 1\n+Line 1 edit 1"
+
+
+def test_compare_a_title_with_supplied_text(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromTitle="Apple",
+                  toText="An apple is a red fruit.\n[[Category:Fruits]]")
+    header, diff = result.blocks[0].split("\n\n", 1)
+    assert diff == "@@ -1 +1 @@\n-An apple is a fruit.\n+An apple is a red fruit."
+    assert "To: the supplied toText (44 bytes)\nSize change: +4 bytes" in header
+    quiet = call(bot_server, "compare-pages", fromTitle="Apple",
+                 toText="An apple is a red fruit.\n[[Category:Fruits]]", includeDiff=False)
+    assert quiet.blocks == [header]
+    same = call(bot_server, "compare-pages", fromTitle="Apple", toTitle="Apple")
+    assert same.blocks[0].endswith("Size change: 0 bytes\nChanged lines: none (the two sides are identical)")
+
+
+def test_compare_with_long_text_goes_by_post(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    text = wiki.wikitext("Long page") + "\nOne more line."
+    with counter.counting() as n:
+        result = call(server, "compare-pages", fromTitle="Long page", toText=text)
+    assert n[0] == 1 and "action=compare" not in counter.urls[-1]  # the text went in the body
+    assert content_of(result.blocks[0]).endswith("+One more line.")
+
+
+def test_a_long_diff_is_truncated_and_read_whole_by_offset(bot_server: Any, wiki: RealWiki) -> None:
+    expected = "\n".join(["@@ -1,%d +1 @@" % len(wiki.wikitext("Long page").split("\n"))]
+                         + ["-" + line for line in wiki.wikitext("Long page").split("\n")] + ["+Short."])
+    parts, offset = [], 0
+    for _ in range(5):
+        result = call(bot_server, "compare-pages", fromTitle="Long page", toText="Short.", offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            break
+        assert result.blocks[1].startswith("Content truncated at ")
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        assert result.blocks[1].endswith(f"To read on, call compare-pages again with offset={offset}.")
+    assert len(parts) == 2 and "".join(parts) == expected
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"toTitle": "Apple"}, "Must supply exactly one of fromRevision, fromTitle, fromText."),
+    ({"fromRevision": 1, "fromTitle": "Apple", "toTitle": "Apple"},
+     "Must supply exactly one of fromRevision, fromTitle, fromText; got fromRevision and fromTitle."),
+    ({"fromTitle": "Apple"}, "Must supply exactly one of toRevision, toTitle, toText."),
+    ({"fromText": "a", "toText": "b"}, "Cannot compare fromText with toText"),
+    ({"fromTitle": "Apple", "toRevision": -3}, "'toRevision' must be at least 1"),
+])
+def test_compare_refuses_bad_side_mixes(bot_server: Any, arguments: dict[str, Any], message: str) -> None:
+    result = call(bot_server, "compare-pages", **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+def test_compare_missing_sides_are_not_found(bot_server: Any) -> None:
+    page = call(bot_server, "compare-pages", fromTitle="No such page here", toTitle="Apple")
+    assert page.is_error and page.blocks[0].startswith("not_found: ") and "No such page here" in page.text
+    revision = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert revision.is_error and revision.blocks[0].startswith("not_found: ") and "987654321" in revision.text
+
+
+# -- get-category-members ------------------------------------------------------------
+
+FRUITS = ["Apple", "Banana", "Category:Citrus | subcat", "Cherry", "File:Notes.txt | file",
+          "File:Red square.png | file"]
+
+
+def test_category_members_with_types_and_counts(bot_server: Any) -> None:
+    for name in ("Fruits", "Category:Fruits", "category:Fruits"):
+        result = call(bot_server, "get-category-members", category=name)
+        assert not result.is_error and len(result.blocks) == 1
+        assert result.blocks[0].split("\n")[0] == "Category:Fruits (pages: 3, subcategories: 1, files: 2):"
+        assert sorted(rows_of(result.blocks[0])) == FRUITS
+    subcats = call(bot_server, "get-category-members", category="Fruits", types=["subcat"])
+    assert rows_of(subcats.blocks[0]) == ["Category:Citrus | subcat"]
+    files = call(bot_server, "get-category-members", category="Fruits", namespaces=[6])
+    assert rows_of(files.blocks[0]) == ["File:Notes.txt | file", "File:Red square.png | file"]
+
+
+def test_category_members_continue_to_the_end(bot_server: Any) -> None:
+    results = follow_markers(bot_server, "get-category-members", "continueFrom", {"category": "Fruits", "limit": 4})
+    assert len(results) == 2 and results[0].blocks[0].startswith("Category:Fruits (pages: 3,")
+    assert results[1].blocks[0].startswith("Category:Fruits:\n")  # the counts come with the first call
+    seen = rows_of(results[0].blocks[0]) + rows_of(results[1].blocks[0])
+    assert sorted(seen) == FRUITS and len(seen) == len(FRUITS)
+
+
+def test_category_member_errors(bot_server: Any) -> None:
+    missing = call(bot_server, "get-category-members", category="No such category")
+    assert missing.is_error and missing.blocks[0].startswith(
+        "not_found: Category:No such category has no page and no members")
+    forged = call(bot_server, "get-category-members", category="Fruits", continueFrom="action=delete")
+    assert forged.is_error and forged.blocks[0].startswith("invalid_input: continueFrom")
+    bad_type = call(bot_server, "get-category-members", category="Fruits", types=["article"])
+    assert bad_type.is_error and "must be one of page, subcat, file" in bad_type.text
+
+
+# -- get-links-here --------------------------------------------------------------------
+
+def test_links_here_shows_redirects_and_pages_reached_through_them(bot_server: Any) -> None:
+    result = call(bot_server, "get-links-here", title="Apple")
+    assert not result.is_error and result.blocks[0].startswith("Pages that link to Apple:\n")
+    rows = rows_of(result.blocks[0])
+    assert {"Fruit salad", "Fruit bowl", "Apple redirect | redirect",
+            "Via redirect | via Apple redirect", "Fruit bowl | via Apple redirect"} <= set(rows)
+    assert all("transclusion" not in r for r in rows)
+
+
+def test_links_here_for_templates_files_and_missing_pages(bot_server: Any) -> None:
+    template = call(bot_server, "get-links-here", title="Template:Fruitbox")
+    assert rows_of(template.blocks[0]) == ["Fruit bowl | transclusion"]
+    image = call(bot_server, "get-links-here", title="Image:Red square.png", types=["fileusage"])
+    assert image.blocks[0] == "Pages that link to File:Red square.png:\nFruit bowl | file link"
+    missing = call(bot_server, "get-links-here", title="Pear")
+    assert missing.blocks[0] == "Pages that link to Pear (the page does not exist):\nFruit bowl"
+    nothing = call(bot_server, "get-links-here", title="Lemon")
+    assert nothing.blocks == ["No pages link to Lemon."]
+    wrong = call(bot_server, "get-links-here", title="Apple", types=["fileusage"])
+    assert wrong.is_error and wrong.blocks[0].startswith("invalid_input: types 'fileusage' applies to File:")
+
+
+def test_links_here_continues_to_the_end(bot_server: Any) -> None:
+    whole = set(rows_of(call(bot_server, "get-links-here", title="Apple").blocks[0]))
+    results = follow_markers(bot_server, "get-links-here", "continueFrom", {"title": "Apple", "limit": 1})
+    assert len(results) > 3 and {row for r in results for row in rows_of(r.blocks[0])} == whole
+
+
+# -- get-recent-changes ----------------------------------------------------------------
+
+def change_rows(server: Any, **arguments: Any) -> list[str]:
+    result = call(server, "get-recent-changes", **arguments)
+    assert not result.is_error, result.text
+    return [] if result.blocks[0] == "No changes match." else rows_of(result.blocks[0])
+
+
+def test_recent_changes_in_a_time_window(bot_server: Any, history: History) -> None:
+    rows = change_rows(bot_server, start=history.started, end=history.finished, limit=500)
+    mine = [r for r in rows if r.split(" | ")[1] == HISTORY_TITLE]
+    assert [int(r.split(" | ")[2].rsplit(" ", 1)[1]) for r in mine] == history.revisions[::-1]
+    assert mine[-1].split(" | ")[2] == f"new page, revision {history.revisions[0]}"
+    timestamps = [r.split(" | ")[0] for r in rows]
+    assert timestamps == sorted(timestamps, reverse=True)
+    assert all(history.started <= t <= history.finished for t in timestamps)
+    assert change_rows(bot_server, start="2099-01-01T00:00:00Z") == []
+
+
+def test_recent_changes_filters(bot_server: Any, history: History) -> None:
+    editor = change_rows(bot_server, user="Editor", limit=500)
+    assert editor and all(r.split(" | ")[3] == "Editor" for r in editor)
+    assert {f"revision {r}" for r in history.revisions if history.users[r] == "Editor"} <= {
+        r.split(" | ")[2] for r in editor}
+    uploads = change_rows(bot_server, types=["log"], limit=500)
+    assert any(r.split(" | ")[1:3] == ["File:Red square.png", "log upload/upload"] for r in uploads)
+    everyone = change_rows(bot_server, end=history.finished, limit=500)
+    humans = change_rows(bot_server, end=history.finished, hide=["bot"], limit=500)
+    assert any(r.split(" | ")[1] in BATCH_TITLES and "bot" in r.split(" | ")[5] for r in everyone)
+    assert not any(r.split(" | ")[1] in BATCH_TITLES for r in humans)  # imported as bot edits
+    assert any(r.split(" | ")[1] == HISTORY_TITLE for r in humans)
+    tagged = change_rows(bot_server, start=history.started, end=history.finished, tag="mw-new-redirect")
+    assert f"revision {history.redirect_revision}" in {r.split(" | ")[2] for r in tagged}
+    assert all(r.endswith("tags: mw-new-redirect") for r in tagged)
+
+
+def test_recent_changes_continue(bot_server: Any, history: History) -> None:
+    window = {"start": history.started, "end": history.finished}
+    results = follow_markers(bot_server, "get-recent-changes", "continueFrom", {**window, "limit": 4})
+    assert len(results) >= 3
+    assert [row for r in results for row in rows_of(r.blocks[0])] == change_rows(bot_server, **window, limit=500)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"start": "last tuesday"}, "Argument 'start' must be an ISO 8601 timestamp"),
+    ({"end": "2026-02-30"}, "Argument 'end' must be an ISO 8601 timestamp"),
+    ({"start": "2026-02-01", "end": "2026-01-01"}, "start (2026-02-01T00:00:00Z) is after end"),
+    ({"user": "Admin", "excludeUser": "Editor"}, "Give user or excludeUser, not both."),
+    ({"hide": ["anonymous", "registered"]}, "Hiding both anonymous and registered users"),
+    ({"types": ["edits"]}, "must be one of edit, new, log, categorize"),
+])
+def test_recent_changes_refuse_bad_arguments(bot_server: Any, arguments: dict[str, Any], message: str) -> None:
+    result = call(bot_server, "get-recent-changes", **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+# -- parse-wikitext -----------------------------------------------------------------------
+
+def test_parse_wikitext_marks_missing_links_and_saves_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    result = call(bot_server, "parse-wikitext", title="Sandbox test", wikitext=(
+        "{{Fruitbox|Kiwi}} {{Nosuch}} [[Apple]] [[Pear]] {{PAGENAME}} [[Category:Fruits]] "
+        "https://example.org/x"))
+    assert not result.is_error and len(result.blocks) == 1
+    header, body = result.blocks[0].split("\n\n", 1)
+    assert header.split("\n") == [
+        "Rendered as: Sandbox test", "Links: Apple, Pear (missing), Template:Nosuch (missing)",
+        "Templates: Template:Fruitbox, Template:Nosuch (missing)", "Categories: Fruits",
+        "External links: https://example.org/x"]
+    assert '<div class="fruitbox">Fruit: Kiwi</div>' in body and "Sandbox test" in body
+    assert wiki.raw_get(action="query", titles="Sandbox test")["query"]["pages"][0].get("missing")
+
+
+def test_parse_wikitext_of_long_text_posts_and_continues(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    wikitext = "\n\n".join(f"Paragraph {n} of a long preview, with [[Apple]]." for n in range(1500))
+    with counter.counting() as n:
+        first = call(server, "parse-wikitext", wikitext=wikitext)
+    assert n[0] == 1 and "action=parse" not in counter.urls[-1]  # the text went in the body
+    assert first.blocks[0].startswith("Rendered as: API\nLinks: Apple\n\n")
+    parts, result, offset = [content_of(first.blocks[0])], first, 0
+    while len(result.blocks) == 2:
+        assert result.blocks[1].endswith(f"To read on, call parse-wikitext again with offset={offset + len(parts[-1].encode())}.")
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        result = call(server, "parse-wikitext", wikitext=wikitext, offset=offset)
+        assert result.blocks[0].startswith(f"Rendered as: API\nOffset: {offset} of ")  # the lists came first
+        parts.append(content_of(result.blocks[0]))
+    html = "".join(parts)
+    assert len(parts) >= 3 and html.startswith('<div class="mw-parser-output"><p>Paragraph 0 of')
+    assert html.endswith("</div>") and html.count("<p>Paragraph ") == 1500
+
+
+def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
+    result = call(bot_server, "parse-wikitext", wikitext="  \n")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
+
+
+# -- get-file and get-file-data ----------------------------------------------------------------
+
+def test_get_file_metadata_with_or_without_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    png = SEED_FILES["Red square.png"]
+    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png"):
+        result = call(bot_server, "get-file", title=name)
+        assert not result.is_error
+        lines = result.text.split("\n")
+        assert lines[0] == "Title: File:Red square.png"
+        assert lines[1].startswith(f"URL: {wiki.url}/images/") and lines[1].endswith("/Red_square.png")
+        assert f"Description URL: {wiki.url}/wiki/File:Red_square.png" in lines
+        assert {"MIME type: image/png", f"Size: {len(png)} bytes", "Dimensions: 40×30 pixels"} <= set(lines)
+        assert any(line.startswith("Uploaded: ") and line.endswith(" by Admin") for line in lines)
+    text = call(bot_server, "get-file", title="Notes.txt")
+    assert "MIME type: text/plain" in text.text and "Dimensions" not in text.text
+
+
+def test_get_file_of_a_missing_file_is_not_found(bot_server: Any) -> None:
+    for tool in ("get-file", "get-file-data"):
+        result = call(bot_server, tool, title="No such file.png")
+        assert result.is_error and result.blocks[0].startswith("not_found: File 'File:No such file.png' not found")
+
+
+def test_get_file_data_returns_the_image(bot_server: Any) -> None:
+    result = call(bot_server, "get-file-data", title="Red square.png")
+    assert not result.is_error and len(result.images) == 1
+    image = result.images[0]
+    assert image.mime_type == "image/png" and base64.b64decode(image.data) == SEED_FILES["Red square.png"]
+    assert "Rendition: original, 40×30 pixels" in result.blocks[0]  # this wiki has no scaler
+
+
+def test_get_file_data_refuses_a_file_that_is_not_an_image(bot_server: Any) -> None:
+    result = call(bot_server, "get-file-data", title="Notes.txt")
+    assert result.is_error and not result.images
+    assert result.blocks[0].startswith("invalid_input: File:Notes.txt is text/plain, which the wiki does "
+                                       "not render as an image.")
+
+
+def imageinfo_reply(fake: FakeWiki, thumb_url: str, mime: str = "image/png") -> Reply:
+    return Reply(body={"query": {"pages": [{"ns": 6, "title": "File:Big.png", "imagerepository": "local",
+                                            "imageinfo": [{
+        "size": 5_000_000, "width": 4000, "height": 3000, "mime": mime,
+        "url": f"http://127.0.0.1:{fake.port}/images/Big.png", "thumburl": thumb_url,
+        "thumbwidth": 400, "thumbheight": 300}]}]}})
+
+
+def test_get_file_data_fetches_the_scaled_rendition_with_the_wikis_credentials(fake: FakeWiki) -> None:
+    thumb = png_bytes(400, 300, (0, 90, 200))
+    fake.files["/images/thumb/Big.png/400px-Big.png"] = (thumb, "image/png")
+    fake.replies = [imageinfo_reply(fake, f"http://127.0.0.1:{fake.port}/images/thumb/Big.png/400px-Big.png")]
+    result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-file-123"), "get-file-data", title="Big.png", width=400)
+    assert not result.is_error and base64.b64decode(result.images[0].data) == thumb
+    assert "Rendition: 400×300 pixels, scaled from 4000×3000" in result.blocks[0]
+    assert fake.seen[-2]["params"]["iiurlwidth"] == "400"
+    assert fake.seen[-1]["path"].endswith("400px-Big.png")
+    assert fake.seen[-1]["headers"].get("Authorization") == "Bearer tok-file-123"  # same host
+    assert not any(s["path"] == "/images/Big.png" for s in fake.seen)  # the original was not fetched
+
+
+def test_get_file_data_sends_no_credentials_to_another_host(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        thumb = png_bytes(4, 3)
+        other.files["/thumb.png"] = (thumb, "image/png")
+        fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
+        result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-file-123"), "get-file-data", title="Big.png")
+        assert not result.is_error and base64.b64decode(result.images[0].data) == thumb
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
+    finally:
+        other.close()
+
+
+def test_get_file_data_of_a_wiki_a_model_added_passes_the_address_guard(fake: FakeWiki) -> None:
+    """A wiki added by a model (its client guarded) cannot point the server at a private host."""
+    other = FakeWiki()
+    try:
+        other.files["/thumb.png"] = (png_bytes(4, 3), "image/png")
+        fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
+        server = make_server({"MEDIAWIKI_URL": fake.api}, sleep=lambda s: None,
+                             trusted_hosts=[f"127.0.0.1:{fake.port}"])  # the wiki itself, not localhost
+        result = call(server, "get-file-data", title="Big.png")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert other.seen == [] and not result.images
+    finally:
+        other.close()
+
+
+def test_get_file_data_refuses_icons_and_oversized_images(fake: FakeWiki) -> None:
+    icon = f"http://127.0.0.1:{fake.port}/w/resources/assets/file-type-icons/fileicon-pdf.png"
+    fake.files["/w/resources/assets/file-type-icons/fileicon-pdf.png"] = (png_bytes(120, 120), "image/png")
+    fake.replies = [imageinfo_reply(fake, icon, mime="application/pdf")]
+    refused = call(fake_server(fake), "get-file-data", title="Big.png")
+    assert refused.is_error and not refused.images and "application/pdf" in refused.text
+    assert not any("file-type-icons" in s["path"] for s in fake.seen)  # never fetched, never shown
+    fake.files["/big.png"] = (png_bytes(400, 300) + b"\0" * 2000, "image/png")
+    fake.replies = [imageinfo_reply(fake, f"http://127.0.0.1:{fake.port}/big.png")]
+    over = call(fake_server(fake, MCP_FILE_DATA_MAX_BYTES="1000"), "get-file-data", title="Big.png")
+    assert over.is_error and over.blocks[0].startswith("invalid_input: The image of File:Big.png is over the "
+                                                       "1000-byte cap (MCP_FILE_DATA_MAX_BYTES")
+    assert "smaller width" in over.text
+
+
+def test_new_tools_list_entries_stay_small() -> None:
+    """tools/list is paid on every turn: these tools stay compact."""
+    new = {"get-revision", "get-page-history", "compare-pages", "get-category-members", "get-links-here",
+           "get-recent-changes", "parse-wikitext", "get-file", "get-file-data"}
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({})))}
+    assert new <= set(tools)
+    sizes = {name: len(json.dumps(tools[name].model_dump(by_alias=True, exclude_none=True),
+                                  ensure_ascii=False).encode()) for name in new}
+    print(sizes)
+    assert all(size < 1900 for size in sizes.values()), sizes
+
+
 
 # ---------------------------------------------------------------------------
 # Page writes on the real wiki
 # ---------------------------------------------------------------------------
+
+WRITE_TOOLS = ("create-page", "update-page", "move-page", "delete-page", "undelete-page")
+
+
+def revision_ids(wiki: RealWiki, title: str) -> list[int]:
+    """Every revision ID of a page, newest first (empty when it does not exist)."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids",
+                        rvlimit="max")["query"]["pages"][0]
+    return [r["revid"] for r in page.get("revisions", [])]
+
+
+def latest_revision(wiki: RealWiki, title: str) -> dict[str, Any]:
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids|user|comment|tags",
+                        rvslots="main")["query"]["pages"][0]
+    return page["revisions"][0]
+
+
+def field(result: Result, label: str) -> str:
+    """The value of a ``Label: value`` line in a result."""
+    for line in result.text.splitlines():
+        if line.startswith(label + ": "):
+            return line[len(label) + 2:]
+    raise AssertionError(f"no {label!r} line in {result.text!r}")
+
+
+def as_editor(wiki: RealWiki) -> tuple[requests.Session, str]:
+    """A bare API session of the SECOND account (Editor), with its edit token."""
+    session = requests.Session()
+    login_token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
+                                                "format": "json"}).json()["query"]["tokens"]["logintoken"]
+    done = session.post(wiki.api, data={"action": "login", "lgname": wiki.editor_user, "format": "json",
+                                        "lgpassword": wiki.editor_password, "lgtoken": login_token}).json()
+    assert done["login"]["result"] == "Success", done
+    token = session.get(wiki.api, params={"action": "query", "meta": "tokens",
+                                          "format": "json"}).json()["query"]["tokens"]["csrftoken"]
+    return session, token
+
+
+def editor_edit(wiki: RealWiki, title: str, text: str) -> None:
+    session, token = as_editor(wiki)
+    done = session.post(wiki.api, data={"action": "edit", "title": title, "text": text, "token": token,
+                                        "format": "json", "formatversion": "2"}).json()
+    assert done["edit"]["result"] == "Success", done
+
+
+def create(server: Any, title: str, text: str) -> int:
+    result = call(server, "create-page", title=title, source=text)
+    assert not result.is_error, result.text
+    return int(field(result, "Revision ID"))
+
+
+def test_write_tools_are_annotated_by_what_they_do(bot_server: Any) -> None:
+    tools = {t.name: t for t in list_tools(bot_server)}
+    hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint,
+                    t.annotations.idempotent_hint) for name, t in tools.items() if name in WRITE_TOOLS}
+    assert hints == {"create-page": (False, False, True), "update-page": (False, True, False),
+                     "move-page": (False, True, True), "delete-page": (False, True, True),
+                     "undelete-page": (False, False, True)}
+    assert all("idempotencyKey" in tools[n].input_schema["properties"] for n in WRITE_TOOLS)
+    assert {n for n in WRITE_TOOLS if "dryRun" in tools[n].input_schema["properties"]} == {
+        "create-page", "update-page"}
+
+
+def test_create_page_makes_a_page_and_never_overwrites_one(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write create test"
+    result = call(bot_server, "create-page", title=title, source="First text.", comment="Start it")
+    assert not result.is_error and result.blocks[0].startswith("Created.\nTitle: Write create test\n")
+    revid = int(field(result, "Revision ID"))
+    assert field(result, "URL") == f"{wiki.url}/wiki/Write_create_test"
+    assert field(result, "Diff") == f"{wiki.url}/w/index.php?oldid={revid}"
+    assert wiki.wikitext(title) == "First text."
+    assert latest_revision(wiki, title)["comment"] == "Start it (via mediawiki-mcp)"
+    again = call(bot_server, "create-page", title=title, source="Other text.")
+    assert again.is_error and again.blocks[0].startswith("conflict: ")
+    assert "update-page" in again.text
+    assert wiki.wikitext(title) == "First text." and revision_ids(wiki, title) == [revid]
+
+
+def test_update_with_latest_id_refuses_an_overlapping_edit_by_another_account(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write conflict test"
+    create(bot_server, title, "Line one.\nLine two is the one both change.\nLine three.")
+    seen = call(bot_server, "get-page", title=title)
+    latest = int(field(seen, "Revision ID"))
+    editor_edit(wiki, title, "Line one.\nLine two, as the Editor wrote it.\nLine three.")
+    result = call(bot_server, "update-page", title=title, latestId=latest,
+                  source="Line one.\nLine two, as the model wrote it.\nLine three.")
+    assert result.is_error and result.blocks[0].startswith("conflict: ")
+    assert "get-page" in result.text
+    assert "Line two, as the Editor wrote it." in wiki.wikitext(title)
+    assert latest_revision(wiki, title)["user"] == "Editor"
+
+
+def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write merge test"
+    create(bot_server, title, "Top line.\n\nMiddle paragraph.\n\nBottom line.")
+    latest = int(field(call(bot_server, "get-page", title=title), "Revision ID"))
+    editor_edit(wiki, title, "Top line, edited by the Editor.\n\nMiddle paragraph.\n\nBottom line.")
+    result = call(bot_server, "update-page", title=title, latestId=latest,
+                  source="Top line.\n\nMiddle paragraph.\n\nBottom line, edited by the model.")
+    assert not result.is_error, result.text
+    assert wiki.wikitext(title) == ("Top line, edited by the Editor.\n\nMiddle paragraph.\n\n"
+                                    "Bottom line, edited by the model.")
+
+
+def test_latest_id_of_another_page_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write wrong base test"
+    revid = create(bot_server, title, "Text.")
+    other = revision_ids(wiki, "Apple")[0]
+    result = call(bot_server, "update-page", title=title, source="New.", latestId=other)
+    assert result.is_error and result.blocks[0].startswith(f"invalid_input: latestId {other} is not a revision")
+    assert revision_ids(wiki, title) == [revid]
+
+
+def big_section_page() -> str:
+    sentences = "".join(f"Sentence {n:03d} of the big section.\n" for n in range(120))  # ~4 KB
+    return (f"Lead text.\n== Small ==\nA small section.\n== Big ==\n{sentences}"
+            "The very last line of the big section.\n== After ==\nThe end.")
+
+
+def read_whole(server: Any, **arguments: Any) -> str:
+    """Reads a page or section by following the offset markers, as a model would."""
+    parts, offset = [], 0
+    for _ in range(20):
+        result = call(server, "get-page", **arguments, offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            return "".join(parts)
+        offset = int(result.blocks[-1].rsplit("offset=", 1)[1].rstrip("."))
+    raise AssertionError("never reached the end")
+
+
+def test_writing_back_a_truncated_section_is_refused_until_it_is_read_whole(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write truncated section test"
+    create(server, title, big_section_page())
+    first = call(server, "get-page", title=title, section=2)
+    assert len(first.blocks) == 2 and first.blocks[1].startswith("Content truncated at ")
+    seen = content_of(first.blocks[0])
+    assert "Sentence 005" in seen and "The very last line" not in seen
+    changed = seen.replace("Sentence 005 of the big section.", "Sentence five, reworded.")
+    refused = call(server, "update-page", title=title, section=2, source=changed)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: Section 2 ")
+    assert "find and replace" in refused.text and "offset=" in refused.text
+    assert "The very last line of the big section." in wiki.wikitext(title)
+    whole = read_whole(server, title=title, section=2)
+    assert whole.endswith("The very last line of the big section.")
+    done = call(server, "update-page", title=title, section=2,
+                source=whole.replace("Sentence 005 of the big section.", "Sentence five, reworded."))
+    assert not done.is_error, done.text
+    text = wiki.wikitext(title)
+    assert "Sentence five, reworded." in text and "The very last line of the big section." in text
+    assert "Sentence 119 of the big section." in text and text.endswith("== After ==\nThe end.")
+
+
+def test_a_truncated_page_read_guards_whole_writes_and_unseen_sections(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write truncated page test"
+    create(server, title, big_section_page())
+    first = call(server, "get-page", title=title)
+    assert len(first.blocks) == 2
+    seen = content_of(first.blocks[0])
+    whole_page = call(server, "update-page", title=title, source=seen + "\n")
+    assert whole_page.is_error and whole_page.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    unseen_section = call(server, "update-page", title=title, section=2, source="== Big ==\nShort now.")
+    assert unseen_section.is_error and "get-page with section=2" in unseen_section.text
+    assert "The very last line of the big section." in wiki.wikitext(title)
+    # Section 1 was shown whole by that read, and find-replace needs no whole read.
+    assert not call(server, "update-page", title=title, section=1,
+                    source="== Small ==\nA small section, edited.").is_error
+    assert not call(server, "update-page", title=title, find="The very last line",
+                    replace="The final line").is_error
+    text = wiki.wikitext(title)
+    assert "A small section, edited." in text and "The final line of the big section." in text
+    assert "Sentence 119 of the big section." in text
+
+
+def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write subsections test"
+    original = "Lead.\n== Parent ==\nParent text.\n=== Child ===\nChild text.\n== Next ==\nNext text."
+    revid = create(bot_server, title, original)
+    refused = call(bot_server, "update-page", title=title, section=1, source="== Parent ==\nNew parent text.")
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: section 1 ")
+    assert "(Child)" in refused.text and "removeSubsections=true" in refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    kept = call(bot_server, "update-page", title=title, section=1,
+                source="== Parent ==\nNew parent text.\n=== Child ===\nChild text.")
+    assert not kept.is_error
+    assert wiki.wikitext(title) == ("Lead.\n== Parent ==\nNew parent text.\n=== Child ===\nChild text.\n\n"
+                                    "== Next ==\nNext text.")  # MediaWiki's splice adds the blank line
+    removed = call(bot_server, "update-page", title=title, section=1, removeSubsections=True,
+                   source="== Parent ==\nOnly the parent now.")
+    assert not removed.is_error
+    assert wiki.wikitext(title) == "Lead.\n== Parent ==\nOnly the parent now.\n\n== Next ==\nNext text."
+
+
+def test_an_append_sent_twice_with_one_idempotency_key_lands_once(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write idempotency test"
+    create(bot_server, title, "Log:")
+    before = revision_ids(wiki, title)
+    first = call(bot_server, "update-page", title=title, mode="append", source="\n* entry one",
+                 idempotencyKey="req-7f3a")
+    second = call(bot_server, "update-page", title=title, mode="append", source="\n* entry one",
+                  idempotencyKey="req-7f3a")
+    assert not first.is_error and not second.is_error
+    assert second.blocks[0].startswith("Repeat: ") and second.blocks[0].endswith(first.blocks[0])
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+    assert len(revision_ids(wiki, title)) == len(before) + 1
+    other = call(bot_server, "update-page", title=title, mode="append", source="\n* entry two",
+                 idempotencyKey="req-7f3a")
+    assert other.is_error and other.blocks[0].startswith("conflict: idempotencyKey 'req-7f3a' was already used")
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+
+
+class DroppingProxy:
+    """Forwards requests to the real wiki, but after forwarding the first edit POST (which
+    the wiki saves) closes the connection without answering: the answer is lost."""
+
+    def __init__(self, target: str) -> None:
+        self.drops_left = 1
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
+                answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
+                fields = urllib.parse.parse_qs(body.decode())
+                if fields.get("action") == ["edit"] and proxy.drops_left:
+                    proxy.drops_left -= 1
+                    self.close_connection = True  # the wiki has saved; its answer goes nowhere
+                    return
+                self.relay(answer)
+
+            def forwarded(self) -> dict[str, str]:
+                return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
+
+            def relay(self, answer: requests.Response) -> None:
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                for cookie in answer.raw.headers.getlist("Set-Cookie"):
+                    self.send_header("Set-Cookie", cookie)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.api = f"http://127.0.0.1:{self.server.server_address[1]}/w/api.php"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["append", "create"])
+def test_a_write_whose_answer_is_lost_is_reported_saved_and_not_repeated(
+        wiki: RealWiki, kind: str) -> None:
+    proxy = DroppingProxy(wiki.url)
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        title = f"Write lost answer {kind} test"
+        if kind == "append":
+            create(bot_server_for(wiki), title, "Before.")
+            before = revision_ids(wiki, title)
+            result = call(server, "update-page", title=title, mode="append", source="\nAppended once.")
+            assert wiki.wikitext(title) == "Before.\nAppended once."
+        else:
+            before = []
+            result = call(server, "create-page", title=title, source="Created once.")
+            assert wiki.wikitext(title) == "Created once."
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+        assert not result.is_error, result.text
+        assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+        after = revision_ids(wiki, title)
+        assert len(after) == len(before) + 1 and int(field(result, "Revision ID")) == after[0]
+    finally:
+        proxy.close()
+
+
+_servers: dict[str, Any] = {}
+
+
+def bot_server_for(wiki: RealWiki) -> Any:
+    """A plain bot server for setting pages up (not the one under test)."""
+    if wiki.api not in _servers:
+        _servers[wiki.api] = make_server(wiki.env())
+    return _servers[wiki.api]
+
+
+def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+                                 "revisions": [{"revid": 7, "parentid": 0}]}]}}
+    history = {"query": {"userinfo": {"id": 0, "name": "127.0.0.1", "anon": True},
+                         "pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+                                    "revisions": [{"revid": 7, "parentid": 0, "user": "Someone",
+                                                   "comment": "older"}]}]}}
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    fake.replies = [Reply(body=page), Reply(body=tokens), Reply(delay=5.0), Reply(body=history)]
+    server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "update-page", title="Main Page", mode="append", source="x")
+    assert result.is_error and result.blocks[0].startswith(
+        f"upstream_failure: The wiki at 127.0.0.1:{fake.port} timed out after 0.5 s while writing. "
+        "The page's history shows no edit by this account after revision 7 yet. A slow wiki may "
+        "still save it: check with get-page-history before calling again.")
+    edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
+    assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
+    assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
+
+
+def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+    saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+    maxlag = Reply(body={"errors": [{"code": "maxlag", "text": "Waiting for a database server."}]},
+                   headers={"Retry-After": "2"})
+    fake.replies = [Reply(body=page), Reply(body=tokens), maxlag, Reply(body=saved)]
+    server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert not result.is_error and field(result, "Revision ID") == "8" and sleeps == [2.0]
+    # ratelimited without a short Retry-After: refused at once, never resent
+    limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]})
+    fake.replies = [Reply(body=page), limited]
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert result.is_error and result.blocks[0].startswith("rate_limited: You've exceeded your rate limit.")
+    # badtoken: one fresh token, one resend, then the error
+    bad = Reply(body={"errors": [{"code": "badtoken", "text": "Invalid CSRF token."}]})
+    fake.seen.clear()
+    fake.replies = [Reply(body=page), bad, Reply(body=tokens), dataclasses.replace(bad)]
+    result = call(server, "update-page", title="Main Page", source="new")
+    assert result.is_error and result.blocks[0].startswith("authentication: Invalid CSRF token.")
+    actions = [s["params"].get("action") or s["params"].get("meta") for s in fake.requests_to_api()]
+    assert actions == ["query", "edit", "query", "edit"]
+
+
+def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write token refresh test"
+    create(server, title, "Text.")
+    server.mediawiki_state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
+    result = call(server, "update-page", title=title, source="Text, after a token refresh.")
+    assert not result.is_error, result.text
+    assert wiki.wikitext(title) == "Text, after a token refresh."
+
+
+def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write find replace test"
+    original = "The cat sat on the mat.\nThe dog sat on the log.\nA cat again."
+    revid = create(bot_server, title, original)
+    absent = call(bot_server, "update-page", title=title, find="The bird", replace="The fish")
+    assert absent.is_error and absent.blocks[0].startswith("invalid_input: The text to find does not occur")
+    twice = call(bot_server, "update-page", title=title, find="cat", replace="lynx")
+    assert twice.is_error and twice.blocks[0].startswith("invalid_input: The text to find occurs 2 times")
+    assert "replaceAll=true" in twice.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    once = call(bot_server, "update-page", title=title, find="dog sat on the log", replace="dog slept")
+    assert not once.is_error and field(once, "Previous revision ID") == str(revid)
+    assert field(once, "Diff") == f"{wiki.url}/w/index.php?diff={field(once, 'Revision ID')}&oldid={revid}"
+    everywhere = call(bot_server, "update-page", title=title, find="cat", replace="lynx", replaceAll=True)
+    assert not everywhere.is_error
+    assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
+
+
+def test_update_of_a_missing_page_creates_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write no such page test"
+    for arguments in ({"source": "x"}, {"source": "x", "mode": "append"}, {"find": "a", "replace": "b"}):
+        result = call(bot_server, "update-page", title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page {title!r} does not exist")
+        assert "create-page" in result.text
+    assert revision_ids(wiki, title) == []
+
+
+def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write dry run test"
+    revid = create(bot_server, title, "Alpha.\nBeta.\nGamma.\nDelta.")
+    result = call(bot_server, "update-page", title=title, find="Gamma.", replace="Gamma, changed.",
+                  dryRun=True)
+    assert not result.is_error
+    assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
+                                f"Title: {title}\nBase revision ID: {revid}\n\n"
+                                "@@ line 2 @@\n Beta.\n-Gamma.\n+Gamma, changed.\n Delta.")
+    appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
+    assert appended.blocks[0].endswith("@@ line 4 @@\n Delta.\n+Epsilon.")
+    new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
+    assert not new.is_error and new.blocks[0].endswith("@@ line 1 @@\n+Hello.")
+    existing = call(bot_server, "create-page", title=title, source="Hello.", dryRun=True)
+    assert existing.is_error and existing.blocks[0].startswith("conflict: ")
+    assert revision_ids(wiki, title) == [revid] and revision_ids(wiki, "Write dry run new page") == []
+
+
+def test_delete_needs_confirmation_and_undelete_restores(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write delete test"
+    create(bot_server, title, "To be deleted.")
+    call(bot_server, "update-page", title=title, source="To be deleted, second revision.")
+    latest = revision_ids(wiki, title)[0]
+    asked = call(bot_server, "delete-page", title=title)
+    assert asked.is_error and len(asked.blocks) == 1
+    assert asked.blocks[0] == (f"invalid_input: Nothing was deleted. delete-page would delete {title!r} "
+                               f"(latest revision {latest}, 31 bytes, 2 revisions) from {wiki.key}. "
+                               "Ask the user to confirm, then call delete-page again with confirm=true.")
+    assert revision_ids(wiki, title)[0] == latest
+    deleted = call(bot_server, "delete-page", title=title, confirm=True, comment="Test")
+    assert not deleted.is_error and deleted.blocks[0].startswith(f"Deleted.\nTitle: {title}\nLog ID: ")
+    assert revision_ids(wiki, title) == []
+    restored = call(bot_server, "undelete-page", title=title)
+    assert not restored.is_error, restored.text
+    assert field(restored, "Revisions restored") == "2" and field(restored, "Revision ID") == str(latest)
+    assert wiki.wikitext(title) == "To be deleted, second revision."
+    again = call(bot_server, "undelete-page", title=title)
+    assert again.is_error and again.blocks[0].startswith("not_found: ")
+
+
+def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Write move source", "Moving text.")
+    create(bot_server, "Talk:Write move source", "Talk text.")
+    moved = call(bot_server, "move-page", fromTitle="Write move source", toTitle="Write move target")
+    assert not moved.is_error, moved.text
+    assert moved.blocks[0] == ("Moved.\nFrom: Write move source\nTo: Write move target\nRedirect left: yes\n"
+                               "Talk page moved: Talk:Write move source -> Talk:Write move target\n"
+                               f"URL: {wiki.url}/wiki/Write_move_target")
+    assert wiki.wikitext("Write move target") == "Moving text."
+    assert wiki.wikitext("Write move source").startswith("#REDIRECT [[Write move target]]")
+    assert wiki.wikitext("Talk:Write move target") == "Talk text."
+    plain = call(bot_server, "move-page", fromTitle="Write move target", toTitle="Write move final",
+                 leaveRedirect=False, moveTalk=False)
+    assert not plain.is_error and "Redirect left: no" in plain.text and "Talk page" not in plain.text
+    assert revision_ids(wiki, "Write move target") == [] and wiki.wikitext("Write move final") == "Moving text."
+    onto = call(bot_server, "move-page", fromTitle="Write move final", toTitle="Apple")
+    assert onto.is_error and onto.blocks[0].startswith("conflict: ")
+    assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> None:
+    writable = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user,
+                            password=wiki.bot_password, read_only=False)
+    locked = dataclasses.replace(writable, key="locked.example", read_only=True)
+    state = m.ServerState.from_config(m.Config(wikis={wiki.key: writable, "locked.example": locked},
+                                               default_wiki=wiki.key))
+    server = m.create_server(state=state)
+    assert "create-page" in {t.name for t in list_tools(server)}
+    for tool, arguments in [("create-page", {"title": "Write read-only test", "source": "x"}),
+                            ("update-page", {"title": "Apple", "source": "x"}),
+                            ("delete-page", {"title": "Apple", "confirm": True})]:
+        result = call(server, tool, wiki="locked.example", **arguments)
+        assert result.is_error and result.blocks[0].startswith("permission_denied: The wiki locked.example "
+                                                               "is configured read-only")
+    assert revision_ids(wiki, "Write read-only test") == []
+    assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> None:
+    session = requests.Session()  # the tag must exist: create it as Admin with the main password
+    token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
+                                          "format": "json"}).json()["query"]["tokens"]["logintoken"]
+    session.post(wiki.api, data={"action": "login", "lgname": "Admin", "lgpassword": wiki.admin_password,
+                                 "lgtoken": token, "format": "json"})
+    csrf = session.get(wiki.api, params={"action": "query", "meta": "tokens", "format": "json"}
+                       ).json()["query"]["tokens"]["csrftoken"]
+    made = session.post(wiki.api, data={"action": "managetags", "operation": "create", "tag": "mcp-edit",
+                                        "token": csrf, "format": "json"}).json()
+    assert "error" not in made, made
+    config = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user, password=wiki.bot_password,
+                          read_only=False, tags=["mcp-edit"], attribute_edits=False)
+    server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: config}, wiki.key)))
+    title = "Write tags test"
+    assert not call(server, "create-page", title=title, source="Tagged.", comment="Plain summary").is_error
+    revision = latest_revision(wiki, title)
+    assert revision["tags"] == ["mcp-edit"] and revision["comment"] == "Plain summary"
+    config.tags = ["no-such-tag"]
+    result = call(server, "update-page", title=title, source="Untagged?")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ")
+    assert wiki.wikitext(title) == "Tagged."
+
+
+def test_bot_flag_needs_the_bot_right(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write bot flag test"
+    revid = create(bot_server, title, "Text.")
+    refused = call(bot_server, "update-page", title=title, source="Bot text.", bot=True)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: The account Admin lacks the bot right")
+    assert revision_ids(wiki, title) == [revid]
+    password = secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--bot", "Robot", "Robot-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Robot", password)
+    robot = make_server(wiki.env(MEDIAWIKI_USERNAME="Robot@mcp", MEDIAWIKI_PASSWORD=password))
+    assert not call(robot, "update-page", title=title, source="Bot text.", bot=True).is_error
+    change = wiki.raw_get(action="query", list="recentchanges", rctitle=title, rcprop="flags|user",
+                          rclimit=1)["query"]["recentchanges"][0]
+    assert change["user"] == "Robot" and change["bot"] is True
+
+
+def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
+    title = "Write protected test"
+    create(bot_server_for(wiki), title, "Protected text.")
+    client = m.MediaWikiClient(wiki.api, username=wiki.bot_user, password=wiki.bot_password)
+    client.write({"action": "protect", "title": title, "protections": "edit=sysop"})
+    anonymous = make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"})
+    result = call(anonymous, "update-page", title=title, source="Vandalism.")
+    assert result.is_error and result.blocks[0].startswith("permission_denied: ")
+    assert "[protectedpage]" in result.text and "administrator" in result.text
+    assert wiki.wikitext(title) == "Protected text."
+
+
+BAD_WRITE_ARGUMENTS = [
+    ("update-page", {"source": "x"}, "Missing required argument 'title'"),
+    ("update-page", {"title": "{t}"}, "Give source (the new text), or find and replace."),
+    ("update-page", {"title": "{t}", "source": "x", "find": "a", "replace": "b"}, "without source and mode"),
+    ("update-page", {"title": "{t}", "find": "a", "replace": "b", "mode": "append"}, "without source and mode"),
+    ("update-page", {"title": "{t}", "find": "Text"}, "find needs replace"),
+    ("update-page", {"title": "{t}", "find": "", "replace": "b"}, "'find' must not be empty"),
+    ("update-page", {"title": "{t}", "source": "x", "replace": "b"}, "replace and replaceAll go with find"),
+    ("update-page", {"title": "{t}", "source": "x", "removeSubsections": True}, "removeSubsections applies only"),
+    ("update-page", {"title": "{t}", "source": "x", "mode": "insert"}, "'mode' must be one of replace, append, prepend"),
+    ("update-page", {"title": "{t}", "source": "x", "section": -1}, "'section' must be at least 0"),
+    ("update-page", {"title": "{t}", "source": "x", "latestId": 0}, "'latestId' must be at least 1"),
+    ("update-page", {"title": "{t}", "source": "x", "latestId": "12"}, "'latestId' must be an integer"),
+    ("update-page", {"title": "{t}", "source": 5}, "'source' must be a string"),
+    ("update-page", {"title": "{t}", "source": "x\ud800"}, "invalid Unicode"),
+    ("update-page", {"title": "{t}", "source": "x", "sumary": "typo"}, "Unknown argument 'sumary'"),
+    ("update-page", {"title": "{t}", "source": "x", "minor": "yes"}, "'minor' must be true or false"),
+    ("create-page", {"title": "A|B", "source": "x"}, "not a valid page title"),
+    ("create-page", {"title": "{t}"}, "Missing required argument 'source'"),
+    ("create-page", {"title": "{t}", "source": "x", "contentModel": "x" * 100}, "at most 64"),
+    ("create-page", {"title": "{t}", "source": "x", "idempotencyKey": "k" * 300}, "at most 200"),
+    ("delete-page", {"title": "{t}", "confirm": "yes"}, "'confirm' must be true or false"),
+    ("move-page", {"fromTitle": "{t}", "toTitle": " "}, "'toTitle' must be a non-empty page title"),
+    ("move-page", {"fromTitle": "{t}"}, "Missing required argument 'toTitle'"),
+]
+
+
+def test_bad_write_arguments_change_nothing_and_send_nothing(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write bad arguments test"
+    revid = create(server, title, "Text stays.")
+    counter = RequestCounter(server)
+    for tool, arguments, message in BAD_WRITE_ARGUMENTS:
+        arguments = {k: v.replace("{t}", title) if isinstance(v, str) else v for k, v in arguments.items()}
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error and len(result.blocks) == 1, (tool, arguments)
+        assert result.blocks[0].startswith("invalid_input: ") and message in result.blocks[0], result.text
+        assert n[0] == 0, (tool, arguments)
+    assert revision_ids(wiki, title) == [revid] and wiki.wikitext(title) == "Text stays."
+
+
+def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
+    """HTTP requests per write call once login, site info and the edit token are cached
+    (the closing notes quote this table)."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    create(server, "Write requests warm-up", "Warm.")  # caches the token
+    calls = [
+        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 1),
+        ("create-page", {"title": "Write requests test 2", "source": "x", "dryRun": True}, 1),
+        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 2),
+        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
+        ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
+        ("delete-page", {"title": "Write requests moved"}, 1),
+        ("delete-page", {"title": "Write requests moved", "confirm": True}, 1),
+        ("undelete-page", {"title": "Write requests moved"}, 2),
+    ]
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error == (tool == "delete-page" and "confirm" not in arguments), result.text
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+# -- the pieces behind the write tools ------------------------------------------
+
+def test_line_diff_is_compact() -> None:
+    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ line 2 @@\n b\n-c\n+C\n d\n@@ line 6 @@\n f\n+g"
+    assert m.line_diff("same", "same") == ""
+
+
+def test_section_ends_include_subsections_and_count_bytes() -> None:
+    text = "Lead é\n== A ==\nx\n=== A1 ===\ny\n== B ==\nz"
+    assert m.section_ends(text) == {0: 8, 1: 31, 2: 31, 3: 40}
+    assert [text.encode()[s.start:].split(b"\n")[0] for s in m.wikitext_sections(text)] == [
+        b"== A ==", b"=== A1 ===", b"== B =="]
+
+
+def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
+    ledger = m.ReadLedger()
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    ledger.record("w", "P", None, 5, text, 0, 1000)
+    assert ledger.unseen("w", "P", None).seen == 1000
+    assert ledger.unseen("w", "P", 1) is not None and ledger.unseen("w", "P", 2) is not None
+    assert ledger.unseen("w", "Other", None) is None  # never read here: nothing to protect
+    ledger.record("w", "P", 2, 5, "== B ==\nb", 0, 1000)  # a later whole read of section 2
+    assert ledger.unseen("w", "P", 2) is None
+    ledger.record("w", "P", None, 6, text, 1000, 5000)  # the tail of a newer revision: still a gap
+    assert ledger.unseen("w", "P", None).seen == 0
+    for offset in (0, 1000, 2000, 3000):
+        ledger.record("w", "P", None, 6, text, offset, 1000)
+    assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
+
+
+def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
+    now = [0.0]
+    store = m.IdempotencyStore(ttl=3600, capacity=2, clock=lambda: now[0])
+    runs: list[int] = []
+    assert store.run("k", "f", lambda: runs.append(1) or ["done"]) == (["done"], False)
+    assert store.run("k", "f", lambda: runs.append(2) or ["again"]) == (["done"], True)
+    with pytest.raises(m.WikiError, match="^conflict: idempotencyKey 'k' was already used"):
+        store.run("k", "other", lambda: ["x"])
+
+    def fail() -> list[str]:
+        raise m.WikiError("upstream_failure", "boom")
+    with pytest.raises(m.WikiError):
+        store.run("f", "f", fail)
+    assert store.run("f", "f", lambda: ["second try"]) == (["second try"], False)
+    now[0] = 3601.0
+    assert store.run("k", "f", lambda: ["fresh"]) == (["fresh"], False)
+    for key in ("a", "b", "c"):
+        store.run(key, "f", lambda: ["x"])
+    assert len(store._calls) <= 3 and runs == [1]
+
+
+def test_idempotency_store_runs_concurrent_repeats_once() -> None:
+    store = m.IdempotencyStore()
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    def slow() -> list[str]:
+        runs.append(1)
+        started.set()
+        release.wait(10)
+        return ["saved"]
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(store.run("k", "f", slow)))
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=lambda: results.append(store.run("k", "f", slow)))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert runs == [1] and sorted(results, key=lambda r: r[1]) == [(["saved"], False), (["saved"], True)]
 
 
 # ---------------------------------------------------------------------------
@@ -897,6 +2314,518 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
 # ---------------------------------------------------------------------------
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def other_wiki() -> Iterator[RealWiki]:
+    """A second, private wiki: reading it needs an account."""
+    with tempfile.TemporaryDirectory(prefix="mw-other-") as directory:
+        running = start_test_wiki(Path(directory), "Other Wiki", seed=False,
+                                  extra_settings="$wgGroupPermissions['*']['read'] = false;\n")
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+@pytest.fixture(scope="session")
+def third_wiki() -> Iterator[RealWiki]:
+    """A public wiki nobody configured: add-wiki finds it."""
+    with tempfile.TemporaryDirectory(prefix="mw-third-") as directory:
+        running = start_test_wiki(Path(directory), "Third Wiki", seed=False)
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
+    """Two wikis as the TypeScript server's config.json has them; credentials from ${VAR}."""
+    return {
+        "defaultWiki": wiki.key,
+        "allowWikiManagement": True,
+        "wikis": {
+            wiki.key: {"sitename": "Test Wiki", "server": wiki.url, "articlepath": "/wiki",
+                       "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
+                       "token": None, "private": False, "tags": None},
+            "other": {"sitename": "Other Wiki", "server": other.url, "articlepath": "/wiki",
+                      "username": "${B_USER}", "password": "${B_PASS}", "readOnly": True,
+                      "private": True, "oauth2ClientId": "client-key", "oauth2CallbackPort": 53117},
+        },
+        **extra,
+    }
+
+
+def config_env(tmp_path: Path, config: dict[str, Any], wiki: RealWiki, other: RealWiki,
+               **extra: str) -> dict[str, str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password,
+            "B_USER": other.bot_user, "B_PASS": other.bot_password, **extra}
+
+
+@contextlib.contextmanager
+def temporary_tool(name: str, **options: Any) -> Iterator[None]:
+    """Registers a tiny tool for one test and removes it afterwards."""
+    @m.tool(name, "Test only", **options)
+    def test_tool(ctx: m.ToolContext) -> str:
+        """Returns the key of the wiki it ran on (a test-only tool)."""
+        return f"ran on {ctx.wiki.key}"
+    try:
+        yield
+    finally:
+        m.TOOLS.pop(name, None)
+
+
+def test_typescript_config_file_serves_two_wikis(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
+        server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    assert [r.message for r in caplog.records if "oauth2" in r.message] == [
+        f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
+        "(browser OAuth is not a feature of this server; use token or username and password)"]
+    assert "Name: Test Wiki" in call(server, "get-site-info").text
+    other = call(server, "get-site-info", wiki="other")  # a private wiki: site info needs the login
+    assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
+    assert "User: Admin\n" in call(server, "whoami", wiki="mcp://wikis/other").text
+    page = call(server, "get-page", wiki="other", title="Main Page")
+    assert not page.is_error and page.blocks[0].startswith("Title: Main Page")
+    assert "An apple is a fruit." in call(server, "get-page", title="Apple").text
+    assert call(server, "get-page", wiki="other", title="Apple").blocks[0].startswith("not_found: ")
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed == [f"{wiki.key}: Test Wiki, {wiki.url}, API {wiki.api} (default)",
+                      f"other: Other Wiki, {other_wiki.url}, API {other_wiki.api} (read-only; private)"]
+
+
+def test_a_private_wiki_without_an_account_says_so(other_wiki: RealWiki) -> None:
+    result = call(make_server({"MEDIAWIKI_URL": other_wiki.url}), "get-page", title="Main Page")
+    assert result.is_error and result.blocks[0].startswith(
+        f"authentication: {other_wiki.key} is a private wiki: reading needs an account.")
+
+
+def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
+    state = m.ServerState.from_config(m.Config.from_env(env))
+    with temporary_tool("test-write", read_only=False):
+        assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
+        blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
+        assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
+                                       "operator decides this, and no retry by the model changes it."]
+        assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
+
+
+def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    config = two_wiki_config(wiki, other_wiki)
+    config["wikis"][wiki.key]["attributeEdits"] = False
+    server = make_server(config_env(tmp_path, config, wiki, other_wiki))
+    title = f"Multi wiki page {secrets.token_hex(4)}"
+    refused = call(server, "create-page", wiki="other", title=title, source="Not here.")
+    assert refused.blocks == ["permission_denied: The wiki other is configured read-only; the operator "
+                              "decides this, and no retry by the model changes it."]
+    created = call(server, "create-page", title=title, source="Written through the config file.",
+                   comment="Made by the multi-wiki test")
+    assert not created.is_error, created.text
+    assert wiki.wikitext(title) == "Written through the config file."
+    revision = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="comment")
+    assert revision["query"]["pages"][0]["revisions"][0]["comment"] == "Made by the multi-wiki test"
+
+
+def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki, fake: FakeWiki,
+                                                                 tmp_path: Path) -> None:
+    config = {"defaultWiki": "fake", "wikis": {
+        "fake": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w"},
+        wiki.key: {"server": wiki.url, "scriptpath": "/w"}}}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}))
+    with temporary_tool("test-cite", read_only=True, needs_extension="Cite"), \
+            temporary_tool("test-cargo", read_only=True, needs_extension="Cargo"):
+        assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
+        assert m.run_tool(state, "test-cite", {}) == ([
+            f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
+            f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
+        blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
+        assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
+        counter = RequestCounter(m.create_server(state=state))
+        with counter.counting() as n:  # the extensions are learnt once per wiki
+            m.run_tool(state, "test-cite", {"wiki": wiki.key})
+        assert n[0] == 0
+
+
+def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env})
+
+
+def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
+    done = run_script("--check", "--config", env.pop("CONFIG"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{wiki.key} (default): Test Wiki, MediaWiki 1.39.{lines[0].split('1.39.')[1].split(',')[0]}, "
+                        "as Admin (bot password Admin@mcp), read and write")
+    assert lines[1] == f"  API: {wiki.api}" and lines[2].startswith("  Tools: get-page, get-pages,")
+    assert lines[3].startswith("other: Other Wiki, MediaWiki 1.39") and lines[3].endswith(
+        "as Admin (bot password Admin@mcp), read-only")
+    assert lines[-1] == "Server tools: add-wiki, remove-wiki, list-wikis"
+    wrong = "0" * 32
+    env["B_PASS"] = wrong
+    failed = run_script("--check", env={**env, "CONFIG": str(tmp_path / "config.json")})
+    assert failed.returncode == 1
+    assert "other: FAILED: authentication: Login to " in failed.stdout
+    assert "1 of 2 wikis failed the check." in failed.stdout
+    assert wrong not in failed.stdout + failed.stderr and other_wiki.bot_password not in failed.stdout
+
+
+def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: RealWiki) -> None:
+    for url in (wiki.url, f"{wiki.url}/wiki/Apple", wiki.api):
+        server = make_server(wiki.env(MEDIAWIKI_URL=url))
+        assert "User: Admin\n" in call(server, "whoami").text
+        assert f"API: {wiki.api}" in call(server, "get-site-info").text
+        assert "list-wikis" not in {t.name for t in list_tools(server)}
+
+
+def test_api_named_by_the_wikis_html_is_found(fake: FakeWiki) -> None:
+    fake.siteinfo_path = "/mw/api.php"
+    page = (b'<html><head><link rel="EditURI" type="application/rsd+xml" '
+            b'href="//127.0.0.1:%d/mw/api.php?action=rsd&amp;x=1"></head><body>hi</body></html>' % fake.port)
+    fake.replies = [Reply(404, b"<html>no</html>"), Reply(404, b"<html>no</html>"), Reply(200, page)]
+    server = make_server({"MEDIAWIKI_URL": f"http://127.0.0.1:{fake.port}/wiki/Main_Page"})
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error, result.text
+    client = server.mediawiki_state.clients[f"127.0.0.1:{fake.port}"]
+    assert client.api_url == f"http://127.0.0.1:{fake.port}/mw/api.php"
+    assert [s["path"] for s in fake.seen][:4] == ["/w/api.php", "/api.php", "/wiki/Main_Page", "/mw/api.php"]
+
+
+@pytest.mark.parametrize("text, found", [
+    ('<link rel="EditURI" type="application/rsd+xml" href="https://w.example.org/w/api.php?action=rsd"/>',
+     "https://w.example.org/w/api.php"),
+    ("<LINK REL=EditURI HREF='//w.example.org/api.php?action=rsd'>", "http://w.example.org/api.php"),
+    ('<link href="/wiki/api.php?action=rsd" rel="EditURI">', "http://page.example.org/wiki/api.php"),
+    ('<link rel="stylesheet" href="/w/load.php">', None),
+])
+def test_api_from_html(text: str, found: str | None) -> None:
+    assert m.api_from_html(f"<html><head>{text}</head>", "http://page.example.org/wiki/Foo") == found
+
+
+def test_servers_written_oddly_are_normalised() -> None:
+    assert m.normalise_server("//en.wikipedia.org") == "https://en.wikipedia.org"
+    assert m.normalise_server("wiki.example.org/w/") == "https://wiki.example.org/w/"
+    assert m.normalise_server("HTTP://Wiki.example.org") == "http://Wiki.example.org"
+    with pytest.raises(ValueError):
+        m.normalise_server("ftp://wiki.example.org")
+    site = m.SiteInfo.from_api({"general": {"server": "//w.example.org"}}, "http://w.example.org/w/api.php")
+    assert site.server == "http://w.example.org"
+
+
+# -- the address guard --
+
+@pytest.mark.parametrize("address, problem", [
+    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("10.1.2.3", "private"), ("192.168.0.9", "private"),
+    ("172.16.5.4", "private"), ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),
+    ("::ffff:127.0.0.1", "loopback"), ("0.0.0.0", "unspecified"), ("100.64.0.1", "not globally routable"),
+    ("224.0.0.1", "multicast"), ("93.184.216.34", None), ("2606:4700::1111", None),
+])
+def test_address_guard_knows_non_public_addresses(address: str, problem: str | None) -> None:
+    assert m.address_problem(address) == problem
+
+
+def test_address_guard_resolves_and_honours_trusted_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = {"public.example": ["93.184.216.34"], "sneaky.example": ["93.184.216.34", "10.0.0.7"]}
+    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: names[host])
+    assert m.check_address("https://public.example/wiki/X") == "93.184.216.34"
+    with pytest.raises(m.WikiError) as refused:
+        m.check_address("http://sneaky.example:8080/w/api.php")
+    assert str(refused.value) == (
+        "permission_denied: sneaky.example resolves to 10.0.0.7, a private address, which this server does "
+        "not reach for a URL given by a model. The operator can allow the host by listing it in "
+        "MCP_TRUSTED_HOSTS; no retry by the model changes this.")
+    assert m.check_address("http://sneaky.example:8080/", ["sneaky.example:8080"]) == "93.184.216.34"
+    assert m.check_address("http://sneaky.example:8080/", ["SNEAKY.example"]) == "93.184.216.34"
+    with pytest.raises(m.WikiError, match="^permission_denied"):
+        m.check_address("http://sneaky.example:8080/", ["sneaky.example:9090"])
+    for url, message in (("file:///etc/passwd", "is not an http"), ("http://u:p@public.example/", "user name"),
+                         ("http://public.example:99999/", "invalid port")):
+        with pytest.raises(m.WikiError, match=f"^invalid_input: .*{message}"):
+            m.check_address(url)
+
+
+def test_add_wiki_refuses_a_private_address_before_any_request(fake: FakeWiki) -> None:
+    server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php"})
+    result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: 127.0.0.1 resolves to 127.0.0.1, a loopback address")
+    assert "MCP_TRUSTED_HOSTS" in result.text and fake.seen == []
+    assert list(server.mediawiki_state.config.wikis) == ["en.wikipedia.org"]
+
+
+def test_add_wiki_refuses_a_redirect_to_a_private_address(fake: FakeWiki) -> None:
+    hidden = FakeWiki()
+    try:
+        fake.siteinfo_path = "/elsewhere"
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{hidden.port}/w/api.php"})]
+        server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                              "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"})
+        result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/")
+        assert result.is_error and result.blocks[0].startswith(
+            "permission_denied: localhost resolves to ")
+        assert len(fake.seen) == 1 and hidden.seen == []
+    finally:
+        hidden.close()
+
+
+def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeWiki) -> None:
+    """The page fetched for its EditURI link is guarded on every hop too."""
+    hidden = FakeWiki()
+    try:
+        fake.siteinfo_path = "/elsewhere"
+        fake.replies = [Reply(404, b"<html>no</html>"), Reply(404, b"<html>no</html>"),
+                        Reply(301, b"", {"Location": f"http://localhost:{hidden.port}/wiki/Main_Page"})]
+        server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                              "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"})
+        result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert [s["path"] for s in fake.seen] == ["/w/api.php", "/api.php", "/wiki/Main_Page"]
+        assert hidden.seen == []
+    finally:
+        hidden.close()
+
+
+@pytest.mark.parametrize("url, message", [
+    ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
+    ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+])
+def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
+    result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+def test_wiki_keys_leave_out_the_schemes_own_port() -> None:
+    assert m.wiki_key("https://en.wikipedia.org:443/w/api.php") == "en.wikipedia.org"
+    assert m.wiki_key("http://127.0.0.1:8080/w/api.php") == "127.0.0.1:8080"
+    assert m.wiki_key("http://wiki.example.org:443/") == "wiki.example.org:443"
+
+
+def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trusted name that only the guard's resolver knows: every request goes to the checked
+    address, with the name in the Host header."""
+    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: ["127.0.0.1"])
+    server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
+                          "MCP_TRUSTED_HOSTS": "wiki.invalid"})
+    result = call(server, "add-wiki", wikiUrl=f"http://wiki.invalid:{fake.port}/wiki/Main_Page")
+    assert not result.is_error, result.text
+    assert "Added wiki: 127.0.0.1" in result.text  # the fake's $wgServer names 127.0.0.1
+    assert {s["headers"]["Host"] for s in fake.seen} == {f"wiki.invalid:{fake.port}"}
+
+
+def test_add_wiki_finds_a_third_wiki_from_a_page_url_and_remove_wiki_removes_it(
+        wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"localhost, {third_wiki.key}"))
+    assert {"list-wikis", "remove-wiki"}.isdisjoint(t.name for t in list_tools(server))
+    added = call(server, "add-wiki", wikiUrl=f"{third_wiki.url}/wiki/Main_Page")
+    assert not added.is_error, added.text
+    assert added.text == "\n".join([
+        f"Added wiki: {third_wiki.key}", "Name: Third Wiki",
+        f"MediaWiki: {added.text.split('MediaWiki: ')[1].splitlines()[0]}", f"Server: {third_wiki.url}",
+        f"API: {third_wiki.api}", "Access: read-only", f'Pass wiki="{third_wiki.key}" to other tools to use it.'])
+    assert "User: anonymous" in call(server, "whoami", wiki=third_wiki.key).text
+    assert "Name: Third Wiki" in call(server, "get-site-info", wiki=third_wiki.key).text
+    assert {"list-wikis", "remove-wiki"} <= {t.name for t in list_tools(server)}
+    again = call(server, "add-wiki", wikiUrl=third_wiki.api)
+    assert again.is_error and again.blocks[0].startswith(f"conflict: {third_wiki.key} is already configured")
+    assert call(server, "add-wiki", wikiUrl=wiki.url).blocks[0].startswith("conflict: ")
+    removed = call(server, "remove-wiki", wiki=third_wiki.key)
+    assert removed.text == f"Removed wiki {third_wiki.key} (Third Wiki)."
+    gone = call(server, "get-page", wiki=third_wiki.key, title="Main Page")
+    assert gone.is_error and gone.blocks[0].startswith(f"invalid_input: Unknown wiki '{third_wiki.key}'")
+    refused = call(server, "remove-wiki", wiki=wiki.key)
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: The tool remove-wiki is not offered")
+
+
+def test_the_default_wiki_cannot_be_removed_and_a_configured_one_comes_back_with_its_account(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    result = call(server, "remove-wiki", wiki=wiki.key)
+    assert result.blocks == [f"invalid_input: {wiki.key} is the default wiki, which cannot be removed."]
+    assert call(server, "remove-wiki", wiki="mcp://wikis/other").text == "Removed wiki other (Other Wiki)."
+    back = call(server, "add-wiki", wikiUrl=f"{other_wiki.url}/wiki/Main_Page")  # private address: configured
+    assert not back.is_error and "Added wiki: other" in back.text and "Access: read-only" in back.text
+    assert "User: Admin\n" in call(server, "whoami", wiki="other").text
+
+
+def test_wiki_management_can_be_switched_off(wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = config_env(tmp_path, two_wiki_config(wiki, other_wiki, allowWikiManagement=False), wiki, other_wiki)
+    names = {t.name for t in list_tools(make_server(env))}
+    assert "list-wikis" in names and not {"add-wiki", "remove-wiki"} & names
+    result = call(make_server(env), "add-wiki", wikiUrl="https://de.wikipedia.org/")
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: The tool add-wiki is not offered with this server's configuration; no retry")
+    stateless = m.Config.from_env({})
+    stateless.stateless = True
+    assert "add-wiki" not in {t.name for t in list_tools(m.create_server(stateless))}
+
+
+def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    """A handshake-era client gets notifications/resources/list_changed and, as the tools
+    change too, notifications/tools/list_changed on its session."""
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+    seen: list[str] = []
+
+    async def handler(message: Any) -> None:
+        seen.append(getattr(message, "method", type(message).__name__))
+
+    async def go() -> tuple[Any, ...]:
+        async with Client(server, mode="legacy", message_handler=handler) as client:
+            capabilities = client.session.server_capabilities
+            first = [str(r.uri) for r in (await client.list_resources()).resources]
+            added = await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            after_add = list(seen)
+            resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+            read = await client.read_resource(f"mcp://wikis/{third_wiki.key}")
+            await client.call_tool("get-page", {"title": "Apple"})
+            after_read = list(seen)
+            await client.call_tool("remove-wiki", {"wiki": third_wiki.key})
+            last = [str(r.uri) for r in (await client.list_resources()).resources]
+            return capabilities, first, added, after_add, resources, read, after_read, last
+
+    capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
+    assert capabilities.resources.list_changed and capabilities.tools.list_changed
+    assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
+    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert resources[f"mcp://wikis/{third_wiki.key}"].title == "Third Wiki"
+    assert read.contents[0].text == "\n".join([
+        f"Wiki: {third_wiki.key}", "Name: Third Wiki", f"Server: {third_wiki.url}",
+        f"API: {third_wiki.api}", "Read-only: yes"])
+    assert after_read == after_add  # a call that changes no list announces nothing
+    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert last == first
+
+
+def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+
+    async def go() -> list[str]:
+        async with Client(server) as client:
+            async with client.listen(resources_list_changed=True, tools_list_changed=True) as subscription:
+                await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+                events: list[str] = []
+                with anyio.fail_after(10):
+                    async for event in subscription:
+                        events.append(type(event).__name__)
+                        if len(events) == 2:
+                            break
+                return events
+
+    assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
+
+
+def test_reading_an_unknown_wiki_resource_is_an_error(wiki: RealWiki) -> None:
+    async def go() -> Any:
+        async with Client(make_server(wiki.env())) as client:
+            try:
+                await client.read_resource("mcp://wikis/nowhere.example.org")
+            except Exception as error:  # the SDK raises the JSON-RPC error
+                return error
+    error = anyio.run(go)
+    assert f"Unknown resource mcp://wikis/nowhere.example.org; the wikis are mcp://wikis/{wiki.key}." in str(error)
+
+
+# -- configuration errors, each naming the field --
+
+BAD_CONFIGS = [
+    ("{not json", "is not valid JSON"),
+    ('["a list"]', "must hold a JSON object, not array"),
+    ({"wikis": {}}, "wikis must name at least one wiki"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "readOnly": "true"}}},
+     "wikis.w.readOnly must be boolean, not string (remove the quotes)"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "tags": [1]}}}, "wikis.w.tags must be string or"),
+    ({"wikis": {"w": {"server": 5}}}, "wikis.w.server must be string, not number"),
+    ({"wikis": {"w": {"sitename": "W"}}}, "wikis.w.server is required"),
+    ({"wikis": {"w": {"server": "ftp://w.example.org"}}}, "wikis.w.server must be an http(s) URL"),
+    ({"wikis": {"w": "https://w.example.org"}}, "wikis.w must be an object, not string"),
+    ({"defaultWiki": "x", "wikis": {"w": {"server": "https://w.example.org"}}},
+     "defaultWiki 'x' is not one of the wikis: w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "username": "me@bot", "password": "${NOPE_UNSET}"}}},
+     "wikis.w.password refers to ${NOPE_UNSET}, which is not set"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "username": "me@bot"}}},
+     "wikis.w: username and password go together"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "token": {"run": "x"}}}}, "wikis.w.token must be"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "token": {"exec": {"command": ""}}}}},
+     "wikis.w.token.exec.command must be a non-empty string"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "allowWikiManagement": "no"},
+     "allowWikiManagement must be boolean"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["relative/dir"]},
+     "uploadDirs: upload directory 'relative/dir' must be an absolute path"),
+    ({"wikis": {"mcp://wikis/w": {"server": "https://w.example.org"}}}, "wiki key 'mcp://wikis/w'"),
+]
+
+
+@pytest.mark.parametrize("content, message", BAD_CONFIGS)
+def test_bad_configuration_files_fail_naming_the_field(tmp_path: Path, content: Any, message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(m.ConfigError, match=re.escape(message)):
+        m.Config.from_env({"CONFIG": str(path)})
+
+
+def test_a_bad_configuration_file_stops_the_server_with_exit_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "private": "yes"}}}))
+    done = run_script("--config", str(path), env={})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().endswith("mediawiki-mcp: wikis.w.private must be boolean, not string "
+                                        "(remove the quotes)")
+    missing = run_script(env={"CONFIG": str(tmp_path / "nope.json")})
+    assert missing.returncode == 2 and "configuration file" in missing.stderr and "does not exist" in missing.stderr
+
+
+def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) -> None:
+    good = {"exec": {"command": sys.executable, "args": ["-c", "print('  tok-from-exec-123  ')"]}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": good}}}))
+    wiki = m.Config.from_env({"CONFIG": str(path)}).wikis["w"]
+    assert wiki.token == "tok-from-exec-123" and not wiki.read_only
+    bad = {"exec": {"command": sys.executable,
+                    "args": ["-c", "import sys; print('s3cret-printed'); sys.stderr.write('vault locked\\n'); sys.exit(3)"]}}
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "password": bad,
+                                                "username": "me@bot"}}}))
+    with pytest.raises(m.ConfigError) as error:
+        m.Config.from_env({"CONFIG": str(path)})
+    assert str(error.value) == (f"wikis.w.password: the secret command {sys.executable!r} failed with "
+                                "exit status 3: vault locked")
+    done = run_script("--config", str(path), env={})
+    assert done.returncode == 2 and "s3cret-printed" not in done.stdout + done.stderr
+    empty = {"exec": {"command": sys.executable, "args": ["-c", "pass"]}}
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": empty}}}))
+    with pytest.raises(m.ConfigError, match="wikis.w.token: the secret command .* printed nothing"):
+        m.Config.from_env({"CONFIG": str(path)})
+
+
+def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path) -> None:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "defaultWiki": "${DEFAULT_KEY}",
+        "uploadDirs": [str(uploads)],
+        "wikis": {
+            "public": {"sitename": "Public", "server": "//wiki.example.org", "articlepath": "/wiki",
+                       "scriptpath": "/w", "tags": "mcp-edit", "attributeEdits": False},
+            "company": {"server": "https://intra.example.com/", "scriptpath": "", "token": "${TOK}",
+                        "readOnly": False, "private": True, "tags": ["a", "b"]}}}))
+    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": "t0k-123",
+                                "MCP_TRUSTED_HOSTS": "Wiki.Internal:8080, other", "MCP_UPLOAD_DIRS": str(tmp_path),
+                                "MCP_CONTENT_MAX_BYTES": "20000"})
+    assert config.default_wiki == "company" and config.content_max_bytes == 20000
+    public, company = config.wikis["public"], config.wikis["company"]
+    assert public.url == "https://wiki.example.org/w/api.php" and public.read_only and public.tags == ["mcp-edit"]
+    assert not public.attribute_edits and public.sitename == "Public"
+    assert company.url == "https://intra.example.com/api.php" and company.token == "t0k-123"
+    assert not company.read_only and company.private and company.tags == ["a", "b"]
+    assert config.trusted_hosts == ["wiki.internal:8080", "other"]
+    assert config.upload_dirs == [os.path.realpath(tmp_path), os.path.realpath(uploads)]
+    assert "t0k-123" not in repr(config)
 
 
 # ---------------------------------------------------------------------------
@@ -1169,8 +3098,8 @@ def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: R
         assert rpc_result(init)["serverInfo"]["name"] == "mediawiki-mcp"
         assert "Mcp-Session-Id" not in init.headers  # nothing to remember between requests
         assert post_rpc(two.url, "notifications/initialized", rpc_id=None).status_code == 202
-        tools = rpc_result(post_rpc(two.url, "tools/list", rpc_id=2))["tools"]
-        assert "get-page" in {t["name"] for t in tools}
+        tools = {t["name"] for t in rpc_result(post_rpc(two.url, "tools/list", rpc_id=2))["tools"]}
+        assert "get-page" in tools and not tools & {"add-wiki", "remove-wiki"}  # they need state
         apple = rpc_result(post_rpc(one.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
                                     rpc_id=3))
         assert "An apple is a fruit." in tool_text(apple)
@@ -1181,13 +3110,16 @@ def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: R
 
 
 def test_stateless_mode_reaches_the_configuration(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--stateless sets config.stateless, which tools needing session state read."""
+    """--stateless sets config.stateless, so the tools that need state between requests
+    (add-wiki, remove-wiki) are not offered; without it they are."""
     served: list[Any] = []
     monkeypatch.setattr(m, "serve_http", lambda server, options: served.append((server, options)) or 0)
     for name, value in {**wiki.env(), "MCP_TRANSPORT": "http"}.items():
         monkeypatch.setenv(name, value)
     assert m.main(["--stateless"]) == 0 and m.main([]) == 0
     assert [(s.mediawiki_state.config.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
+    offered = [{spec.name for spec in m.offered_tools(s.mediawiki_state)} for s, _ in served]
+    assert "add-wiki" not in offered[0] and "add-wiki" in offered[1]
 
 
 def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
@@ -1274,7 +3206,7 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_importing_the_module_starts_no_http_machinery() -> None:
     code = ("import sys, mediawiki_mcp; "
-            "print(sorted(m for m in ('uvicorn', 'starlette', 'requests') if m in sys.modules))")
+            "print(sorted(m for m in ('uvicorn', 'starlette') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
 

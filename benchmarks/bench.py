@@ -1,0 +1,379 @@
+"""Benchmarks mediawiki-mcp against the real test wiki and checks its budgets.
+
+    python benchmarks/bench.py [--calls N] [--memory-calls N]
+
+Starts the test suite's real MediaWiki (the fixture code is imported from
+test_mediawiki_mcp, not copied), runs the installed `mediawiki-mcp` over real
+stdio, and prints:
+
+- per read tool: HTTP requests per call in steady state (counted by a proxy in
+  front of the wiki), median and p90 latency through the MCP client, and the
+  median of the same API request(s) made directly with requests;
+- the server's overhead on a small page above a minimal MCPServer with one tool
+  making the same single requests call (benchmarks/minimal_server.py);
+- bytes on the wire of representative responses;
+- tools/list bytes, in all and per tool;
+- time from process start to the initialize answer and to the first tools/list;
+- resident memory after start and after many calls;
+and the budgets of issue 8, each met or not. Never part of the test run.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import http.server
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import anyio
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, start_test_wiki  # noqa: E402
+
+#: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("get-page", {"title": "Apple"}, "small page"),
+    ("get-page", {"title": "Long page"}, "long page, truncated"),
+    ("get-page", {"title": "Long page", "section": 8}, "one section"),
+    ("get-page", {"title": "Apple", "content": "html"}, "rendered HTML"),
+    ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}, "50 titles"),
+    ("search-page", {"query": SEARCH_WORD}, "full text"),
+    ("search-page-by-prefix", {"prefix": "Ba"}, "title prefix"),
+    ("get-site-info", {}, ""),
+    ("whoami", {}, ""),
+    ("get-revision", {"revisionId": 1}, ""),
+    ("get-page-history", {"title": "Apple"}, ""),
+    ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}, ""),
+    ("get-category-members", {"category": "Fruits"}, ""),
+    ("get-links-here", {"title": "Apple"}, ""),
+    ("get-recent-changes", {}, ""),
+    ("parse-wikitext", {"wikitext": "Hello [[Apple]] and [[Nowhere]]."}, ""),
+    ("get-file", {"title": "File:Red square.png"}, ""),
+    # the image itself comes from the wiki's own address, which the counting proxy does not see
+    ("get-file-data", {"title": "Red square.png"}, "image (+1 off-proxy)"),
+]
+WIRE_CASES = [("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
+              ("search-page", {"query": "fruit"})]
+
+
+# ---------------------------------------------------------------------------
+# A proxy that counts the HTTP requests reaching the wiki
+# ---------------------------------------------------------------------------
+
+class CountingProxy:
+    def __init__(self, target_port: int) -> None:
+        self.urls: list[str] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                proxy.urls.append(f"{self.command} {self.path}" + (f" {body.decode()}" if body else ""))
+                upstream = http.client.HTTPConnection("127.0.0.1", target_port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = f"127.0.0.1:{target_port}"
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                response = upstream.getresponse()
+                payload = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                upstream.close()
+
+            do_GET = do_POST = forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+# ---------------------------------------------------------------------------
+# Real stdio: a raw JSON-RPC driver (exact bytes, start time, memory)
+# ---------------------------------------------------------------------------
+
+class StdioProcess:
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"server exited during {method}")
+            reply = json.loads(line)
+            if reply.get("id") == self.next_id:
+                return reply, len(line)
+
+    def notify(self, method: str) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def initialize(self) -> float:
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "1"}})
+        elapsed = time.perf_counter() - self.started
+        self.notify("notifications/initialized")
+        return elapsed
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait(timeout=20)
+
+
+# ---------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def server_command() -> list[str]:
+    script = shutil.which("mediawiki-mcp")
+    return [script] if script else [sys.executable, str(ROOT / "mediawiki_mcp.py")]
+
+
+def timed_calls(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]],
+                repeat: int) -> list[list[float]]:
+    """Latency of each call through the MCP SDK's client over real stdio."""
+    async def go() -> list[list[float]]:
+        timings: list[list[float]] = [[] for _ in calls]
+        async with Client(params) as client:
+            for i, (tool, arguments) in enumerate(calls):
+                await client.call_tool(tool, arguments)  # warm: site info, connection
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    result = await client.call_tool(tool, arguments)
+                    timings[i].append(time.perf_counter() - start)
+                    assert not result.is_error, (tool, result.content[0].text)
+        return timings
+    return anyio.run(go)
+
+
+def bare_latency(session: requests.Session, recorded: list[str], wiki_port: int, repeat: int) -> float:
+    """The median time of the same API request(s), made directly with requests."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for entry in recorded:
+            method, path, *body = entry.split(" ", 2)
+            url = f"http://127.0.0.1:{wiki_port}{path}"
+            if method == "GET":
+                session.get(url, timeout=60).content
+            else:
+                session.post(url, data=dict(urllib.parse.parse_qsl(body[0] if body else "")), timeout=60).content
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def start_times(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
+    to_init, to_list = [], []
+    for _ in range(runs):
+        process = StdioProcess(command, env)
+        to_init.append(process.initialize())
+        process.request("tools/list")
+        to_list.append(time.perf_counter() - process.started)
+        process.close()
+    return statistics.median(to_init), statistics.median(to_list)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=30, help="timed calls per case (default 30)")
+    parser.add_argument("--memory-calls", type=int, default=500, help="calls before the second memory reading")
+    parser.add_argument("--start-runs", type=int, default=5, help="process starts to time (default 5)")
+    options = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="mw-bench-") as directory:
+        wiki = start_test_wiki(Path(directory))
+        try:
+            return run(wiki, options)
+        finally:
+            wiki.stop()
+
+
+def run(wiki: Any, options: argparse.Namespace) -> int:
+    wiki_port = int(urllib.parse.urlsplit(wiki.api).port or 80)
+    proxy = CountingProxy(wiki_port)
+    # Installed packages run from compiled bytecode; let the module's be cached too, as
+    # pip install does, rather than compiled afresh at every start.
+    base_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    direct_env = dict(base_env, MEDIAWIKI_URL=wiki.api, MEDIAWIKI_MCP_LOG_LEVEL="WARNING")
+    proxied_env = dict(direct_env, MEDIAWIKI_URL=f"http://127.0.0.1:{proxy.port}/w/api.php")
+    command = server_command()
+    budgets: list[tuple[str, bool, str]] = []
+
+    # tools/list: what every client pays on every turn
+    probe = StdioProcess(command, direct_env)
+    probe.initialize()
+    listing, list_bytes = probe.request("tools/list")
+    probe.close()
+    tools = listing["result"]["tools"]
+    offered = {t["name"] for t in tools}
+    per_tool = {t["name"]: len(json.dumps(t, separators=(",", ":")).encode()) for t in tools}
+
+    cases = [(tool, args, note) for tool, args, note in CASES if tool in offered]
+    missing = sorted({tool for tool, _, _ in CASES} - offered)
+
+    # requests per call, steady state, counted at the proxy
+    counting = StdioProcess(command, proxied_env)
+    counting.initialize()
+    counts, recorded = [], []
+    for tool, args, _ in cases:
+        counting.request("tools/call", {"name": tool, "arguments": args})  # warm
+        before = len(proxy.urls)
+        counting.request("tools/call", {"name": tool, "arguments": args})
+        counts.append(len(proxy.urls) - before)
+        recorded.append([u.replace(f":{proxy.port}", f":{wiki_port}") for u in proxy.urls[before:]])
+    counting.close()
+
+    # latency through the MCP client, and the bare requests
+    params = StdioServerParameters(command=command[0], args=command[1:], env=direct_env)
+    timings = timed_calls(params, [(t, a) for t, a, _ in cases], options.calls)
+    session = requests.Session()
+    bare = [bare_latency(session, urls, wiki_port, options.calls) for urls in recorded]
+
+    print(f"mediawiki-mcp benchmark: {len(cases)} read-tool cases, {options.calls} timed calls each, "
+          f"wiki {wiki.api} (MediaWiki on php -S, SQLite)\n")
+    print(f"{'tool':<24}{'case':<22}{'requests':>9}{'median ms':>11}{'p90 ms':>9}{'bare ms':>9}{'over ms':>9}")
+    for (tool, args, note), count, samples, direct in zip(cases, counts, timings, bare):
+        median = statistics.median(samples)
+        print(f"{tool:<24}{(note or json.dumps(args))[:21]:<22}{count:>9}{ms(median):>11}"
+              f"{ms(percentile(samples, 0.9)):>9}{ms(direct):>9}{ms(median - direct):>9}")
+    if missing:
+        print(f"\nnot offered by this build: {', '.join(missing)}")
+    single = [(t, a, n) for (t, a, n), c in zip(cases, counts) if c != 1]
+    expected_two = {("get-page", json.dumps({"title": "Apple", "content": "html", "metadata": True}))}
+    budgets.append(("one HTTP request per read call (steady state)",
+                    all((t, json.dumps(a)) in expected_two for t, a, _ in single),
+                    "all one" if not single else "more than one: " + ", ".join(
+                        f"{t} {json.dumps(a)}" for t, a, _ in single)))
+
+    # overhead above a minimal MCPServer making the same single requests call
+    small = next(i for i, (t, a, _) in enumerate(cases) if t == "get-page" and a == {"title": "Apple"})
+    recorded_params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(recorded[small][0].split(" ")[1]).query))
+    for key in ("format", "formatversion"):
+        recorded_params.pop(key, None)
+    minimal = StdioServerParameters(command=sys.executable,
+                                    args=[str(ROOT / "benchmarks" / "minimal_server.py"), wiki.api], env=direct_env)
+    ours = StdioServerParameters(command=command[0], args=command[1:], env=direct_env)
+    rounds_ours, rounds_min = [], []
+    for _ in range(3):  # interleaved, so drift on the machine hits both alike
+        rounds_min += timed_calls(minimal, [("get", {"params": recorded_params})], options.calls)[0]
+        rounds_ours += timed_calls(ours, [("get-page", {"title": "Apple"})], options.calls)[0]
+    overhead = statistics.median(rounds_ours) - statistics.median(rounds_min)
+    print(f"\nsmall page: mediawiki-mcp median {ms(statistics.median(rounds_ours))} ms, minimal MCPServer "
+          f"{ms(statistics.median(rounds_min))} ms, bare requests {ms(bare[small])} ms; "
+          f"overhead above minimal {ms(overhead)} ms")
+    budgets.append(("overhead on a small page <= 1.0 ms above a minimal MCPServer", overhead <= 0.001,
+                    f"{ms(overhead)} ms"))
+
+    # bytes on the wire
+    wire = StdioProcess(command, direct_env)
+    wire.initialize()
+    print("\nbytes on the wire (one JSON-RPC response line):")
+    for tool, args in WIRE_CASES:
+        reply, size = wire.request("tools/call", {"name": tool, "arguments": args})
+        texts = [c.get("text", "") for c in reply["result"]["content"]]
+        content = sum(len(t.encode()) for t in texts)
+        label = f"{tool} {json.dumps(args)[:40]}"
+        print(f"  {label:<58}{size:>8} bytes ({len(texts)} blocks, {content} bytes of text)")
+        if tool == "get-page":
+            duplicated = "structuredContent" in reply["result"] or len(set(texts)) != len(texts)
+            budgets.append(("no response carries the same content twice", not duplicated,
+                            "structuredContent absent, blocks distinct" if not duplicated else "duplicated"))
+            budgets.append(("long page response <= about 52,500 bytes on the wire", size <= 52_500, f"{size} bytes"))
+    wire.close()
+
+    print(f"\ntools/list: {list_bytes} bytes for {len(tools)} tools "
+          f"({list_bytes / max(len(tools), 1):.0f} per tool)")
+    for name, size in sorted(per_tool.items(), key=lambda item: -item[1]):
+        print(f"  {name:<28}{size:>6}")
+    average = list_bytes / max(len(tools), 1)
+    budgets.append(("tools/list <= 900 bytes per tool on average", average <= 900, f"{average:.0f} bytes"))
+
+    # start-up
+    ours_init, ours_list = start_times(command, direct_env, options.start_runs)
+    min_command = [sys.executable, str(ROOT / "benchmarks" / "minimal_server.py"), wiki.api]
+    min_init, min_list = start_times(min_command, direct_env, options.start_runs)
+    print(f"\nstart to initialize answer: mediawiki-mcp {ms(ours_init)} ms, minimal MCPServer {ms(min_init)} ms; "
+          f"to first tools/list: {ms(ours_list)} ms vs {ms(min_list)} ms (median of {options.start_runs})")
+    budgets.append(("start to initialize <= 100 ms above a minimal MCPServer", ours_init - min_init <= 0.1,
+                    f"{ms(ours_init - min_init)} ms"))
+
+    # memory
+    memory = StdioProcess(command, direct_env)
+    memory.initialize()
+    memory.request("tools/list")
+    memory.request("tools/call", {"name": "get-page", "arguments": {"title": "Apple"}})
+    first = memory.rss_kib()
+    mix = [(t, a) for t, a, _ in cases]
+    for i in range(options.memory_calls):
+        tool, args = mix[i % len(mix)]
+        memory.request("tools/call", {"name": tool, "arguments": args})
+    after = memory.rss_kib()
+    memory.close()
+    growth = (after - first) / first
+    print(f"\nresident memory: {first / 1024:.1f} MiB after start and the first call, "
+          f"{after / 1024:.1f} MiB after {options.memory_calls} more calls ({growth:+.1%})")
+    budgets.append((f"memory after {options.memory_calls} calls within 10% of after the first",
+                    growth <= 0.10, f"{growth:+.1%}"))
+
+    print("\nbudgets:")
+    for name, met, figure in budgets:
+        print(f"  [{'met' if met else 'MISSED'}] {name}: {figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
