@@ -3481,10 +3481,10 @@ def add_wiki(
     wikiUrl: Annotated[str, Arg("Any URL of the wiki (e.g. https://en.wikipedia.org/wiki/Main_Page).",
                                 max_length=2000)],
 ) -> str:
-    """Adds a wiki for this session from any URL of it (page, address or api.php), checked with
-    its site info and keyed by its server name (e.g. en.wikipedia.org) for other tools' wiki.
-    Anonymous and read-only unless the configuration holds credentials for it. Fails for private
-    addresses and wikis already present. For configured wikis, use list-wikis."""
+    """Adds a wiki to this server until it stops, from any URL of it (page, address or api.php),
+    checked with its site info and keyed by its server name (e.g. en.wikipedia.org) for other
+    tools' wiki. Anonymous and read-only unless the configuration holds credentials for it.
+    Fails for private addresses and wikis already present. For configured wikis, use list-wikis."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
@@ -3523,7 +3523,7 @@ def remove_wiki(
     wiki: Annotated[str, Arg("Key of the wiki to remove.",
                              max_length=300)],
 ) -> str:
-    """Removes a wiki from this session, added or configured (never the default wiki). Nothing
+    """Removes a wiki from this server, added or configured (never the default wiki). Nothing
     changes on the wiki itself; add-wiki brings it back."""
     if not wiki.strip():
         raise invalid("Argument 'wiki' must name the wiki to remove.")
