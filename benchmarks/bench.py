@@ -64,7 +64,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("get-links-here", {"title": "Apple"}, ""),
     ("get-recent-changes", {}, ""),
     ("parse-wikitext", {"wikitext": "Hello [[Apple]] and [[Nowhere]]."}, ""),
-    ("get-file", {"title": "File:Test.png"}, ""),
+    ("get-file", {"title": "File:Red square.png"}, ""),
+    # the image itself comes from the wiki's own address, which the counting proxy does not see
+    ("get-file-data", {"title": "Red square.png"}, "image (+1 off-proxy)"),
 ]
 WIRE_CASES = [("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
               ("search-page", {"query": "fruit"})]
