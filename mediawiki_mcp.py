@@ -3514,6 +3514,11 @@ def file_name(ctx: ToolContext, title: str) -> str:
     return title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()
 
 
+def file_title(ctx: ToolContext, name: str) -> str:
+    """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
+    return f"{ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]}:{name.replace('_', ' ')}"
+
+
 def uploads_allowed(ctx: ToolContext) -> None:
     if ctx.site.raw.get("uploadsenabled") is False:
         raise WikiError("permission_denied", f"{ctx.wiki.key} has uploads switched off; no retry by the "
@@ -3669,7 +3674,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                             f"{source.why_wiki_fetches}, and the wiki did not: {error.message}",
                             error.code) from None
     warnings = answer.get("warnings") or {}
-    where = f"File:{name.replace('_', ' ')} on {ctx.wiki.key}"
+    where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
     if new and "exists" in warnings:
@@ -3682,14 +3687,14 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                         f"file, use {sibling}.")
     if "nochange" in warnings:
         return ("No change: the file's current version already has these bytes; nothing was uploaded.\n"
-                + labelled(("Title", f"File:{name.replace('_', ' ')}")))
+                + labelled(("Title", file_title(ctx, name))))
     concerns = {k: v for k, v in warnings.items() if k not in (() if new else UPDATE_WARNINGS)}
     # the name MediaWiki publishes under, when it renames a bad one
     published_name = str(warnings.get("badfilename") or name)
     if concerns and not ignore_warnings:
         category = "conflict" if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
             else "invalid_input"
-        remedy = (f" To use that name, call again with title='File:{published_name.replace('_', ' ')}'."
+        remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
         raise WikiError(category, f"Nothing was uploaded: the wiki warns that "
                         f"{'; '.join(explain_warnings(concerns))}.{remedy} To upload anyway, call again "
@@ -3706,7 +3711,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
         raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
                         f"{'; '.join(explain_warnings(answer.get('warnings') or {}))}. Look at "
-                        f"File:{name.replace('_', ' ')} before calling again.")
+                        f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
@@ -3760,7 +3765,7 @@ def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, An
 def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status: str,
                   source: UploadSource, noted: Iterable[str] = (), *, steps: tuple[int, int]) -> str:
     info = answer.get("imageinfo") or {}
-    title = info.get("canonicaltitle") or f"File:{answer.get('filename', name).replace('_', ' ')}"
+    title = info.get("canonicaltitle") or file_title(ctx, answer.get("filename", name))
     if answer.get("lost"):
         status = status.rstrip(".") + " (the wiki's answer was lost; the file's history shows the upload)."
     ctx.progress(*steps, status)
