@@ -22,6 +22,7 @@ import dataclasses
 import datetime
 import difflib
 import functools
+import hashlib
 import html
 import inspect
 import ipaddress
@@ -30,6 +31,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -60,6 +62,9 @@ DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
 MAX_GET_PARAMS_BYTES = 4000
 #: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
 MAX_TEXT_CHARS = 2_000_000
+#: The largest file the server holds in memory to upload (read from disk or fetched from
+#: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
+DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -178,8 +183,11 @@ ENVIRONMENT_VARIABLES = {
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
     "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
     "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
-    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki may reach on private addresses",
+    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
+                         "reach on private addresses",
     "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
+    "MCP_UPLOAD_MAX_BYTES": f"largest file the server uploads itself (default {DEFAULT_UPLOAD_MAX_BYTES}); "
+                            "a larger URL upload is fetched by the wiki",
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
@@ -1029,6 +1037,7 @@ class Config:
     content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
     file_data_max_bytes: int = DEFAULT_FILE_DATA_MAX_BYTES
     user_agent: str = ""
+    upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES
     upload_dirs: list[str] = dataclasses.field(default_factory=list)
     trusted_hosts: list[str] = dataclasses.field(default_factory=list)
     allow_wiki_management: bool = True
@@ -1105,6 +1114,7 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
             "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
             "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
             "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
 
@@ -2038,12 +2048,19 @@ class ServerState:
             return removed
 
 
+def no_progress(done: float, total: float | None, message: str) -> None:
+    """The progress reporter of a call whose client asked for none (or of a direct run_tool)."""
+
+
 @dataclasses.dataclass
 class ToolContext:
-    """What a tool function receives: the wiki's client and the server's settings."""
+    """What a tool function receives: the wiki's client and the server's settings.
+    ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
+    it sends nothing unless the client asked for progress, and it never fails the call."""
     mw: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
+    progress: Callable[[float, float | None, str], None] = no_progress
 
     @property
     def budget(self) -> int:
@@ -2080,7 +2097,8 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
                                        if others else "No configured wiki has it."))
 
 
-def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[list[Any], bool]:
+def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
+             progress: Callable[[float, float | None, str], None] = no_progress) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread). Returns content blocks and is_error;
     never raises, so nothing but ``category: message`` reaches the model."""
     spec = TOOLS.get(name)
@@ -2103,7 +2121,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None)
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state)
+        ctx = ToolContext(client, wiki, state, progress)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -2170,7 +2188,19 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         # announced from here: on the session of a handshake-era client, and on the bus
         # that serves 2026-era subscriptions/listen streams.
         before = catalogue()
-        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments)
+
+        # Progress (notifications/progress) must go out on this request's session, which
+        # lives on the event loop; the tool runs on a worker thread. So the tool gets a plain
+        # function that carries each report back onto the loop (anyio.from_thread.run) and
+        # waits for it. report_progress sends nothing unless the client gave a progressToken,
+        # and a report that cannot be sent is dropped: progress is advisory.
+        def progress(done: float, total: float | None, message: str) -> None:
+            try:
+                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+            except Exception:
+                log.debug("could not report progress", exc_info=True)
+
+        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments, progress)
         after = catalogue()
         for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
                                      (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
@@ -3411,6 +3441,413 @@ def undelete_page(
 
 
 # -- write tools: files ------------------------------------------------------
+# An upload goes in one or two steps. First the file is sent (or, for a URL the wiki
+# fetches itself, named), and MediaWiki answers with its warnings: a file with this
+# title exists, the same content is already there, the name is odd. MediaWiki can only
+# ignore all warnings at once (ignorewarnings), so a warned upload waits in the wiki's
+# upload stash, the warnings are sorted here, and only then is the stashed file published
+# with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
+
+FilePathArg = Arg("Absolute path, inside an upload directory.", max_length=4096)
+FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
+UploadCommentArg = Arg("Upload summary.", max_length=500)
+UploadTextArg = Arg("Wikitext of the description page. Default: the comment.")
+IgnoreWarningsArg = Arg("Uploads despite warnings about name or content (e.g. a duplicate).")
+#: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
+UPLOAD_FETCH_SECONDS = 120.0
+UPLOAD_FETCH_CHUNK = 64 * 1024
+#: Progress of a fetch is reported at most once per this many bytes.
+PROGRESS_STEP_BYTES = 1 << 20
+
+#: MediaWiki's upload warnings in words, and whether each is about what is on the wiki
+#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value.
+UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
+    "exists": ("conflict", "a file with this title exists"),
+    "page-exists": ("conflict", "the description page exists but holds no file"),
+    "exists-normalized": ("conflict", "a file with a similar name exists: File:{v}"),
+    "thumb": ("conflict", "the name looks like a thumbnail of an existing file"),
+    "was-deleted": ("conflict", "a file with this title was deleted before"),
+    "duplicate": ("conflict", "the same content is already on the wiki as {v}"),
+    "duplicate-archive": ("conflict", "the same content was deleted before as File:{v}"),
+    "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
+    "nochange": ("conflict", "the content equals the current version"),
+    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as File:{v}"),
+    "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
+                                    "descriptive title"),
+    "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
+    "filetype-unwanted-type": ("invalid_input", "the wiki discourages .{v} files"),
+    "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
+    "empty-file": ("invalid_input", "the file is empty"),
+}
+#: Warnings an update expects (exists) or merely reports; they never stop it.
+UPDATE_WARNINGS = ("exists", "duplicateversions", "nochange")
+
+
+@dataclasses.dataclass
+class UploadSource:
+    """What an upload sends: the bytes, or (``data`` None) a URL for the wiki to fetch."""
+    data: bytes | None
+    url: str | None = None
+    why_wiki_fetches: str = ""   # why the server left the fetch to the wiki
+
+    @property
+    def sha1(self) -> str | None:
+        return hashlib.sha1(self.data).hexdigest() if self.data is not None else None
+
+
+def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = ()) -> list[str]:
+    """MediaWiki's upload warnings as short sentences (unknown ones by their code)."""
+    said = []
+    for code, value in warnings.items():
+        if code in skip:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(f"File:{v}" for v in value) if code == "duplicate" else (value[0] if value else "")
+        text = UPLOAD_WARNINGS.get(code, ("", f"{code} ({value})" if isinstance(value, str) else code))[1]
+        said.append(text.replace("{v}", str(value).replace("_", " ")))
+    return said
+
+
+def file_name(ctx: ToolContext, title: str) -> str:
+    """The file name of a file title, whichever of the wiki's names for the File namespace
+    it starts with, if any."""
+    return title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()
+
+
+def file_title(ctx: ToolContext, name: str) -> str:
+    """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
+    return f"{ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]}:{name.replace('_', ' ')}"
+
+
+def uploads_allowed(ctx: ToolContext) -> None:
+    if ctx.site.raw.get("uploadsenabled") is False:
+        raise WikiError("permission_denied", f"{ctx.wiki.key} has uploads switched off; no retry by the "
+                        "model changes this.")
+
+
+def check_wiki_size(ctx: ToolContext, size: int, what: str) -> None:
+    wiki_max = ctx.site.raw.get("maxuploadsize")
+    if wiki_max and size > wiki_max:
+        raise invalid(f"{what} is {size} bytes; {ctx.wiki.key} accepts files up to {wiki_max} bytes. "
+                      "Nothing was uploaded.")
+
+
+def check_upload_size(ctx: ToolContext, size: int, what: str) -> None:
+    check_wiki_size(ctx, size, what)
+    cap = ctx.state.config.upload_max_bytes
+    if size > cap:
+        raise invalid(f"{what} is {size} bytes; this server uploads files up to {cap} bytes "
+                      "(MCP_UPLOAD_MAX_BYTES, which the operator can raise). Nothing was uploaded.")
+
+
+def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
+    """The bytes of a file from disk, if it lies inside an upload directory once links
+    are resolved. Nothing is read otherwise."""
+    uploads_allowed(ctx)
+    directories = ctx.state.config.upload_dirs
+    if not directories:
+        raise WikiError("permission_denied", "Uploads from disk are switched off: the operator has set no "
+                        "upload directory (MCP_UPLOAD_DIRS, or uploadDirs in the configuration file). No "
+                        "retry by the model changes this; upload-file-from-url uploads from a URL.")
+    if not os.path.isabs(filepath):
+        raise invalid(f"filepath must be an absolute path, not {filepath!r}.")
+    real = os.path.realpath(filepath)
+    if not any(os.path.commonpath([real, d]) == d for d in directories):
+        linked = " once its links are resolved" if real != os.path.normpath(filepath) else ""
+        raise WikiError("permission_denied", f"{filepath} lies outside the upload directories{linked} "
+                        f"({', '.join(directories)}); this server reads no other file. No retry with "
+                        "this path changes this: the file must be copied into one of them.")
+    try:  # the checked path itself, never a link swapped in since
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise WikiError("not_found", f"There is no file {filepath}.") from None
+    except OSError as error:
+        raise WikiError("permission_denied", f"{filepath} cannot be read: {error.strerror}.") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise invalid(f"{filepath} is not a regular file.")
+        check_upload_size(ctx, info.st_size, filepath)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(ctx.state.config.upload_max_bytes + 1)
+    finally:
+        os.close(fd)
+    check_upload_size(ctx, len(data), filepath)  # it may have grown
+    return UploadSource(data)
+
+
+def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
+    """Fetches a URL's file for an upload, through the address guard, with a session of
+    its own (the wiki's cookies and token never go to that host). When the file is over
+    the cap, or the server cannot get it, the wiki is asked to fetch it instead."""
+    uploads_allowed(ctx)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = urllib.parse.urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid(f"{url!r} is not an http(s) URL of a file.")
+    rq = _requests()
+    config = ctx.state.config
+    cap = config.upload_max_bytes
+    session = rq.Session()
+    session.mount("http://", pinning_adapter())
+    session.mount("https://", pinning_adapter())
+    session.headers["User-Agent"] = user_agent(config.user_agent)
+    host = parts.netloc
+    try:
+        try:
+            response = guarded_get(session, url, config.trusted_hosts, timeout=DEFAULT_TIMEOUT, stream=True)
+        except WikiError as error:
+            if error.category != "upstream_failure":
+                raise  # refused by the guard, or no URL at all: never handed to the wiki either
+            return UploadSource(None, url, f"this server could not fetch it: {error.message}")
+        with response:
+            final = response.url  # the wiki fetches without following redirects: give it the last hop
+            if response.status_code >= 400:
+                raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
+                                f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
+                                "Check the URL.")
+            length = response.headers.get("Content-Length", "")
+            length_known = int(length) if length.isdigit() else None
+            if length_known is not None:
+                check_wiki_size(ctx, length_known, url)
+            if length_known is not None and length_known > cap:
+                return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
+                                    f"{cap}-byte cap")
+            chunks: list[bytes] = []
+            got = reported = 0
+            shown = 0.0  # progress must grow with every report
+            deadline = time.monotonic() + UPLOAD_FETCH_SECONDS
+            try:
+                for chunk in response.iter_content(UPLOAD_FETCH_CHUNK):
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got > cap:
+                        return UploadSource(None, final, f"it is over this server's {cap}-byte cap")
+                    if time.monotonic() > deadline:
+                        return UploadSource(None, final, f"this server could not fetch it within "
+                                            f"{UPLOAD_FETCH_SECONDS:g} s")
+                    if got - reported >= PROGRESS_STEP_BYTES and min(got / (length_known or cap), 0.99) > shown:
+                        reported, shown = got, min(got / (length_known or cap), 0.99)
+                        ctx.progress(shown, 3, f"Fetched {got} bytes from {host}")
+            except rq.RequestException as exc:
+                return UploadSource(None, final, f"this server's download from {host} broke off "
+                                    f"({type(exc).__name__})")
+    finally:
+        session.close()
+    data = b"".join(chunks)
+    check_wiki_size(ctx, len(data), url)
+    return UploadSource(data, final)
+
+
+def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, new: bool,
+                        text: str | None, comment: str | None, ignore_warnings: bool, sibling: str,
+                        steps: tuple[int, int]) -> str:
+    """Uploads ``source`` as a new file (``new``) or a new version of an existing one,
+    publishing past exactly the warnings that the call allows (see the banner above).
+    ``sibling`` is the tool to use instead when the title's existence is the other way;
+    ``steps`` is (the progress so far, the total)."""
+    name = file_name(ctx, title)
+    done, total = steps
+    summary = edit_summary(ctx, comment)
+    publish = {"action": "upload", "filename": name, "comment": summary, "tags": change_tags(ctx),
+               # MediaWiki puts the comment on a new description page when no text is given;
+               # the comment as written, then, not the attribution suffix.
+               "text": (text if text is not None else comment or "") if new else None}
+    files = {"file": (name, source.data)} if source.data is not None else None
+    origin = {} if files else {"url": source.url}
+    sending = (f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
+               else f"Asking {ctx.wiki.key} to fetch {source.url}")
+    ctx.progress(done, total, sending)
+    if new and files:  # one request when the wiki has no warning: it publishes at once
+        answer = send_upload(ctx, publish, files, name, source.sha1, publishing=True)
+    else:  # an update always has a warning (the file exists); a URL for the wiki: learn its SHA-1
+        try:
+            answer = send_upload(ctx, {"action": "upload", "filename": name, "stash": True, **origin},
+                                 files, name, None, publishing=False)
+        except WikiError as error:
+            if files or not error.code:
+                raise
+            raise WikiError(error.category, f"{source.url} was left to the wiki to fetch, since "
+                            f"{source.why_wiki_fetches}, and the wiki did not: {error.message}",
+                            error.code) from None
+    warnings = answer.get("warnings") or {}
+    where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
+    if answer.get("result") == "Success" and "filekey" not in answer:
+        return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+    if new and "exists" in warnings:
+        raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
+                        f"version of it, use {sibling}; otherwise pick another title.")
+    if not new and "exists" not in warnings:
+        why = "".join(f"; {w}" for w in explain_warnings(
+            {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
+        raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
+                        f"file, use {sibling}.")
+    if "nochange" in warnings:
+        return ("No change: the file's current version already has these bytes; nothing was uploaded.\n"
+                + labelled(("Title", file_title(ctx, name))))
+    concerns = {k: v for k, v in warnings.items() if k not in (() if new else UPDATE_WARNINGS)}
+    # the name MediaWiki publishes under, when it renames a bad one
+    published_name = str(warnings.get("badfilename") or name)
+    if concerns and not ignore_warnings:
+        category = "conflict" if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
+            else "invalid_input"
+        remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
+                  if "badfilename" in concerns else "")
+        raise WikiError(category, f"Nothing was uploaded: the wiki warns that "
+                        f"{'; '.join(explain_warnings(concerns))}.{remedy} To upload anyway, call again "
+                        "with ignoreWarnings=true.")
+    ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
+    filekey = answer.get("filekey")
+    sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
+    if sha1 is None and filekey:  # a warned stash of a URL the wiki fetched: its SHA-1, for a lost answer
+        stashed = ctx.mw.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
+                              "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
+        sha1 = stashed[0].get("sha1")
+    commit = {**publish, "ignorewarnings": bool(warnings), **({"filekey": filekey} if filekey else origin)}
+    answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
+    if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
+        raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
+                        f"{'; '.join(explain_warnings(answer.get('warnings') or {}))}. Look at "
+                        f"{file_title(ctx, name)} before calling again.")
+    raced = new and "exists" in (answer.get("warnings") or {})
+    status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
+              "upload; its version stays in the file history." if raced
+              else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
+    noted = explain_warnings(warnings, ("exists",))
+    return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+
+
+def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
+                name: str, sha1: str | None, *, publishing: bool) -> dict[str, Any]:
+    """One action=upload. A lost answer is never resent: after a publishing request the
+    file's history tells whether it landed (its latest version is these bytes, by this
+    account); a lost stash request published nothing. ``name``: the file's name as published."""
+    try:
+        try:
+            return ctx.mw.write(params, files=files).get("upload") or {}
+        except WikiError as error:
+            # MediaWiki files the replaced version under the current second, so a second new
+            # version within one second fails, before anything is written (the stash is kept):
+            # that second is waited out once.
+            if error.code != "backend-fail-alreadyexists" or not publishing:
+                raise
+            ctx.mw.sleep(1.0)
+            return ctx.mw.write(params, files=files).get("upload") or {}
+    except ResponseLost as lost:
+        if not publishing:
+            raise WikiError("upstream_failure", f"{lost.message} The wiki was only checking the file, "
+                            "so nothing was published; call again.") from None
+        try:
+            landed = landed_upload(ctx, name, sha1)
+        except WikiError as error:
+            raise WikiError("upstream_failure", f"{lost.message} Whether the file was uploaded could not "
+                            f"be checked ({error.message}); look at the file before calling again.") from None
+        if landed is None:
+            raise WikiError("upstream_failure", f"{lost.message} The file's history shows no upload of "
+                            "these bytes by this account yet. A slow wiki may still save it: look at the "
+                            "file (get-file) before calling again.") from None
+        return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
+
+
+def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
+    """The file's latest version, if it holds the bytes with this SHA-1 and this account uploaded it."""
+    query = ctx.mw.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo", "meta": "userinfo",
+                        "iiprop": "sha1|user|url|size|mime|canonicaltitle", "iilimit": 1}).get("query", {})
+    page, _ = resolve_page(query, f"File:{name}")
+    latest = (page.get("imageinfo") or [{}])[0]
+    me = query.get("userinfo", {}).get("name")
+    return latest if sha1 and latest.get("sha1") == sha1 and latest.get("user") == me else None
+
+
+def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status: str,
+                  source: UploadSource, noted: Iterable[str] = (), *, steps: tuple[int, int]) -> str:
+    info = answer.get("imageinfo") or {}
+    title = info.get("canonicaltitle") or file_title(ctx, answer.get("filename", name))
+    if answer.get("lost"):
+        status = status.rstrip(".") + " (the wiki's answer was lost; the file's history shows the upload)."
+    ctx.progress(*steps, status)
+    return status + "\n" + labelled(
+        ("Title", title), ("File URL", info.get("url")), ("Description page", ctx.site.page_url(title)),
+        ("Size", f"{info['size']} bytes" if "size" in info else None), ("MIME type", info.get("mime")),
+        ("Fetched by", f"the wiki, since {source.why_wiki_fetches}" if source.why_wiki_fetches else None),
+        ("Wiki warnings", "; ".join(noted)))
+
+
+@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True)
+def upload_file(
+    ctx: ToolContext,
+    filepath: Annotated[str, FilePathArg],
+    title: Annotated[str, FileTitleArg],
+    text: Annotated[str | None, UploadTextArg] = None,
+    comment: Annotated[str | None, UploadCommentArg] = None,
+    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Uploads a file from this server's disk (an upload directory) as a new file; returns its
+    file and description page URLs. Files over 100 MB by default are refused. Fails if the title
+    exists, never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
+    source = read_upload_file(ctx, filepath)
+    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
+                               ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
+
+
+@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True)
+def update_file(
+    ctx: ToolContext,
+    filepath: Annotated[str, FilePathArg],
+    title: Annotated[str, FileTitleArg],
+    comment: Annotated[str | None, UploadCommentArg] = None,
+    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Uploads a file from this server's disk (an upload directory) as a new version of an
+    existing file, keeping the old ones; returns its file and description page URLs. Files over
+    100 MB by default are refused. Fails if the file does not exist: for a new file, use
+    upload-file; for its description page, update-page."""
+    source = read_upload_file(ctx, filepath)
+    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
+                               ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
+
+
+@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True)
+def upload_file_from_url(
+    ctx: ToolContext,
+    url: Annotated[str, FileUrlArg],
+    title: Annotated[str, FileTitleArg],
+    text: Annotated[str | None, UploadTextArg] = None,
+    comment: Annotated[str | None, UploadCommentArg] = None,
+    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Fetches a URL and uploads the file as a new file; returns its file and description
+    page URLs. Files over 100 MB by default, or unreachable here, the wiki fetches itself where
+    allowed; private addresses are refused. Fails if the title exists, never overwriting: for a
+    new version, use update-file-from-url; from disk, upload-file."""
+    source = fetch_upload_url(ctx, url)
+    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
+                               ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
+
+
+@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True)
+def update_file_from_url(
+    ctx: ToolContext,
+    url: Annotated[str, FileUrlArg],
+    title: Annotated[str, FileTitleArg],
+    comment: Annotated[str | None, UploadCommentArg] = None,
+    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
+    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
+) -> str:
+    """Fetches a URL and uploads the file as a new version of an existing file, keeping
+    the old ones; returns its file and description page URLs. Files over 100 MB by default, or
+    unreachable here, the wiki fetches itself where allowed; private addresses are refused. Fails
+    if the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    source = fetch_upload_url(ctx, url)
+    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
+                               ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
+
 
 
 # -- wikis: listing, adding, removing -------------------------------------------
