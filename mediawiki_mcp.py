@@ -930,6 +930,8 @@ def pinning_adapter(**options: Any) -> Any:
 def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[str]) -> None:
     """Checks a URL's host with the address guard, once per host and session, and pins the
     session's connections to that host to the checked address."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):  # before requests picks an adapter
+        raise invalid(f"{url!r} is not an http(s) URL.")
     adapter = session.get_adapter(url)
     pins = getattr(adapter, "pins", None)
     key = host_port(url)

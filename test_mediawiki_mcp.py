@@ -2986,6 +2986,15 @@ def test_address_guard_resolves_and_honours_trusted_hosts(monkeypatch: pytest.Mo
             m.check_address(url)
 
 
+def test_a_redirect_to_a_file_url_is_refused_by_the_guard(fake: FakeWiki) -> None:
+    fake.replies = [Reply(302, {}, {"Location": "file:///etc/passwd"})]
+    session = m._requests().Session()
+    session.mount("http://", m.pinning_adapter())
+    with pytest.raises(m.WikiError) as refused:
+        m.guarded_get(session, fake.api, [f"127.0.0.1:{fake.port}"], timeout=5)
+    assert str(refused.value) == "invalid_input: 'file:///etc/passwd' is not an http(s) URL."
+
+
 def test_add_wiki_refuses_a_private_address_before_any_request(fake: FakeWiki) -> None:
     server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php"})
     result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
