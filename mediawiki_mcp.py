@@ -3788,9 +3788,9 @@ def upload_file(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new file; returns its
-    file and description page URLs. Files over 100 MB by default are refused. Fails if the title
-    exists, never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
+    """Uploads a file from this server's disk (an upload directory) as a new file; returns the
+    file and description page URLs. Capped at 100 MB by default. Fails if the title exists,
+    never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
@@ -3806,9 +3806,9 @@ def update_file(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new version of an
-    existing file, keeping the old ones; returns its file and description page URLs. Files over
-    100 MB by default are refused. Fails if the file does not exist: for a new file, use
-    upload-file; for its description page, update-page."""
+    existing file, old versions kept; returns the file and description page URLs. Capped at 100
+    MB by default. Fails if the file does not exist: for a new file, use upload-file; for its
+    description page, update-page."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
@@ -3824,10 +3824,10 @@ def upload_file_from_url(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Fetches a URL and uploads the file as a new file; returns its file and description
-    page URLs. Files over 100 MB by default, or unreachable here, the wiki fetches itself where
-    allowed; private addresses are refused. Fails if the title exists, never overwriting: for a
-    new version, use update-file-from-url; from disk, upload-file."""
+    """Fetches a URL here and uploads it as a new file; returns the file and description page
+    URLs. Over 100 MB by default, or unreachable here, the wiki fetches it where allowed;
+    private addresses are refused. Fails if the title exists: for a new version, use
+    update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
@@ -3842,10 +3842,10 @@ def update_file_from_url(
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
-    """Fetches a URL and uploads the file as a new version of an existing file, keeping
-    the old ones; returns its file and description page URLs. Files over 100 MB by default, or
-    unreachable here, the wiki fetches itself where allowed; private addresses are refused. Fails
-    if the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    """Fetches a URL here and uploads it as a new version of an existing file, old versions
+    kept; returns the file and description page URLs. Over 100 MB by default, or unreachable
+    here, the wiki fetches it where allowed; private addresses are refused. Fails if the file
+    does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
