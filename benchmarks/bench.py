@@ -199,6 +199,27 @@ def timed_calls(params: StdioServerParameters, calls: list[tuple[str, dict[str, 
     return anyio.run(go)
 
 
+def paired_calls(first: StdioServerParameters, first_call: tuple[str, dict[str, Any]],
+                 second: StdioServerParameters, second_call: tuple[str, dict[str, Any]],
+                 repeat: int) -> tuple[list[float], list[float]]:
+    """Both servers connected at once and called alternately, the order swapped each time,
+    so that whatever else the machine does weighs on both alike."""
+    async def go() -> tuple[list[float], list[float]]:
+        times: tuple[list[float], list[float]] = ([], [])
+        async with Client(first) as a, Client(second) as b:
+            pairs = ((a, first_call, times[0]), (b, second_call, times[1]))
+            for client, (tool, arguments), _ in pairs:
+                await client.call_tool(tool, arguments)  # warm
+            for i in range(repeat):
+                for client, (tool, arguments), sink in (pairs if i % 2 else pairs[::-1]):
+                    start = time.perf_counter()
+                    result = await client.call_tool(tool, arguments)
+                    sink.append(time.perf_counter() - start)
+                    assert not result.is_error, (tool, result.content[0].text)
+        return times
+    return anyio.run(go)
+
+
 def bare_latency(session: requests.Session, recorded: list[str], wiki_port: int, repeat: int) -> float:
     """The median time of the same API request(s), made directly with requests."""
     samples = []
@@ -313,10 +334,8 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
     minimal = StdioServerParameters(command=sys.executable,
                                     args=[str(ROOT / "benchmarks" / "minimal_server.py"), wiki.api], env=direct_env)
     ours = StdioServerParameters(command=command[0], args=command[1:], env=direct_env)
-    rounds_ours, rounds_min = [], []
-    for _ in range(3):  # interleaved, so drift on the machine hits both alike
-        rounds_min += timed_calls(minimal, [("get", {"params": recorded_params})], options.calls)[0]
-        rounds_ours += timed_calls(ours, [("get-page", {"title": "Apple"})], options.calls)[0]
+    rounds_ours, rounds_min = paired_calls(ours, ("get-page", {"title": "Apple"}),
+                                           minimal, ("get", {"params": recorded_params}), options.calls * 5)
     overhead = statistics.median(rounds_ours) - statistics.median(rounds_min)
     print(f"\nsmall page: mediawiki-mcp median {ms(statistics.median(rounds_ours))} ms, minimal MCPServer "
           f"{ms(statistics.median(rounds_min))} ms, bare requests {ms(bare[small])} ms; "
