@@ -487,10 +487,10 @@ class MediaWikiClient:
             if self.trusted_hosts is not None:
                 guard_and_pin(session, url, self.trusted_hosts)
             try:
-                response = session.get(url, timeout=self.timeout, stream=True, allow_redirects=False)
+                response = send_once(session, "GET", url, timeout=self.timeout, stream=True)
                 with response:
                     if response.is_redirect:
-                        url = urllib.parse.urljoin(url, response.headers["Location"])
+                        url = redirect_target(response)
                         continue
                     if response.status_code >= 400:
                         raise fetch_error(response.status_code, url)
@@ -511,11 +511,7 @@ class MediaWikiClient:
         """A session without the wiki's cookies or token, for other hosts."""
         with self._lock:
             if self._plain is None:
-                self._plain = _requests().Session()
-                adapter = pinning_adapter(pool_connections=2, pool_maxsize=self.pool_size)
-                self._plain.mount("https://", adapter)
-                self._plain.mount("http://", adapter)
-                self._plain.headers["User-Agent"] = user_agent(self.user_agent_prefix)
+                self._plain = pinnable_session(self.user_agent_prefix, self.pool_size)
             return self._plain
 
     def close(self) -> None:
@@ -541,11 +537,7 @@ class MediaWikiClient:
 
     def _new_session(self) -> requests.Session:
         rq = _requests()
-        session = rq.Session()
-        adapter = pinning_adapter(pool_connections=4, pool_maxsize=self.pool_size)
-        session.mount("https://", adapter)
-        session.mount("http://", adapter)
-        session.headers["User-Agent"] = user_agent(self.user_agent_prefix)
+        session = pinnable_session(self.user_agent_prefix, self.pool_size)
         session.headers["Accept-Encoding"] = "gzip"
         # requests reads proxy, CA bundle and netrc settings from the environment again on
         # every request (about a millisecond each time); the wiki is fixed, so read them once.
@@ -656,13 +648,8 @@ class MediaWikiClient:
             wait: float | None = None
             try:
                 response = self._send(method, target, fields, files)
-            except WikiError:
-                raise
-            except Exception as exc:  # connection refused, reset, timeout
-                rq = _requests()
-                if not isinstance(exc, rq.RequestException):
-                    raise
-                timed_out = isinstance(exc, rq.Timeout)
+            except _requests().RequestException as exc:  # connection refused, reset, timeout
+                timed_out = isinstance(exc, _requests().Timeout)
                 problem = (f"timed out after {self.timeout[1]:g} s" if timed_out
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
@@ -722,14 +709,13 @@ class MediaWikiClient:
             if self.trusted_hosts is not None:
                 guard_and_pin(self._session, url, self.trusted_hosts)
             if method == "GET":
-                response = self._session.get(url, params=fields, timeout=self.timeout,
-                                             allow_redirects=False)
+                response = send_once(self._session, "GET", url, params=fields, timeout=self.timeout)
             else:
-                response = self._session.post(url, data=fields, files=files, timeout=self.timeout,
-                                              allow_redirects=False)
+                response = send_once(self._session, "POST", url, data=fields, files=files,
+                                     timeout=self.timeout)
             if not response.is_redirect:
                 return response
-            location = urllib.parse.urljoin(response.url, response.headers["Location"])
+            location = redirect_target(response)
             new_host = (urllib.parse.urlsplit(location).hostname or "").lower()
             if method != "GET":
                 raise WikiError("upstream_failure", f"The wiki redirected a POST to {location}; "
@@ -743,6 +729,25 @@ class MediaWikiClient:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
         raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+
+
+def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
+    """One request, its redirects left to the caller. requests reads a redirect's Location
+    even so, and a malformed one (an unclosed IPv6 bracket) escapes as a bare ValueError:
+    that is the remote end's fault, reported as such."""
+    try:
+        return session.request(method, url, allow_redirects=False, **options)
+    except ValueError as exc:
+        if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
+            raise
+        raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} redirected to a "
+                        "malformed address.") from None
+
+
+def redirect_target(response: requests.Response) -> str:
+    """Where a redirect points, resolved against the URL that answered it (send_once has
+    already refused a Location that does not parse)."""
+    return urllib.parse.urljoin(response.url, response.headers["Location"])
 
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
@@ -861,11 +866,13 @@ def host_port(url: str) -> tuple[str, int]:
     return (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
-    """The address guard: resolves the URL's host and refuses private, loopback, link-local
-    and other non-public addresses, unless the host (``host`` or ``host:port``) is in
-    ``trusted_hosts``. Returns the checked address to connect to."""
-    parts = urllib.parse.urlsplit(url)
+def guard_target(url: str) -> tuple[str, int]:
+    """The host and port the address guard checks for a URL; invalid_input for anything but
+    a plain http(s) URL (a malformed one included: it may come from a redirect)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        raise invalid(f"{url!r} is not a valid URL.") from None
     try:
         host, port = host_port(url)
     except ValueError:
@@ -874,6 +881,14 @@ def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
         raise invalid(f"{url!r} is not an http(s) URL.")
     if parts.username is not None or parts.password is not None:
         raise invalid(f"The URL {parts.hostname} must not carry a user name or password.")
+    return host, port
+
+
+def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
+    """The address guard: resolves the URL's host and refuses private, loopback, link-local
+    and other non-public addresses, unless the host (``host`` or ``host:port``) is in
+    ``trusted_hosts``. Returns the checked address to connect to."""
+    host, port = guard_target(url)
     try:
         addresses = resolve_addresses(host, port)
     except (OSError, UnicodeError):
@@ -927,14 +942,21 @@ def pinning_adapter(**options: Any) -> Any:
     return _pinning_adapter_class()(**options)
 
 
+def pinnable_session(user_agent_prefix: str, pool_size: int = 10) -> requests.Session:
+    """A session with this server's User-Agent whose connections the address guard can pin."""
+    session = _requests().Session()
+    adapter = pinning_adapter(pool_connections=4, pool_maxsize=pool_size)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    session.headers["User-Agent"] = user_agent(user_agent_prefix)
+    return session
+
+
 def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[str]) -> None:
     """Checks a URL's host with the address guard, once per host and session, and pins the
     session's connections to that host to the checked address."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):  # before requests picks an adapter
-        raise invalid(f"{url!r} is not an http(s) URL.")
-    adapter = session.get_adapter(url)
-    pins = getattr(adapter, "pins", None)
-    key = host_port(url)
+    key = guard_target(url)  # first: requests has no adapter for other schemes
+    pins = getattr(session.get_adapter(url), "pins", None)
     if pins is not None and key in pins:
         return
     address = check_address(url, trusted_hosts)
@@ -952,14 +974,14 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         if trusted_hosts is not None:
             guard_and_pin(session, url, trusted_hosts)
         try:
-            response = session.get(url, allow_redirects=False, **options)
+            response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
             raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
                             f"reached ({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
-        url = urllib.parse.urljoin(response.url, response.headers["Location"])
+        url = redirect_target(response)
     raise WikiError("upstream_failure", f"{url} redirected too many times.")
 
 
@@ -2088,9 +2110,9 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
     if needed in client.extensions:
         return
     others = []
-    for other, client in state.clients.items():
+    for other, other_client in state.clients.items():
         try:
-            if other != key and needed in client.extensions:
+            if other != key and needed in other_client.extensions:
                 others.append(other)
         except WikiError:  # an unreachable wiki cannot say; leave it out
             continue
@@ -3593,10 +3615,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
-    session = rq.Session()
-    session.mount("http://", pinning_adapter())
-    session.mount("https://", pinning_adapter())
-    session.headers["User-Agent"] = user_agent(config.user_agent)
+    session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
     host = parts.netloc
     try:
         try:

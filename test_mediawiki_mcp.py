@@ -2995,6 +2995,22 @@ def test_a_redirect_to_a_file_url_is_refused_by_the_guard(fake: FakeWiki) -> Non
     assert str(refused.value) == "invalid_input: 'file:///etc/passwd' is not an http(s) URL."
 
 
+@pytest.mark.parametrize("location, expected", [
+    ("http://example.org:port/x", "invalid_input: 'http://example.org:port/x' has an invalid port."),
+    ("http://[::1/x", "upstream_failure: 127.0.0.1:{port} redirected to a malformed address."),
+])
+def test_a_malformed_redirect_is_a_clear_error_not_a_crash(fake: FakeWiki, location: str, expected: str) -> None:
+    fake.replies = [Reply(302, {}, {"Location": location})]
+    session = m.pinnable_session("")
+    with pytest.raises(m.WikiError) as refused:
+        m.guarded_get(session, fake.api, [f"127.0.0.1:{fake.port}"], timeout=5)
+    assert str(refused.value) == expected.format(port=fake.port)
+    fake.replies = [Reply(302, {}, {"Location": "http://[::1/x"})]
+    result = call(fake_server(fake), "get-page", title="Main Page")
+    assert result.is_error
+    assert result.blocks == [f"upstream_failure: 127.0.0.1:{fake.port} redirected to a malformed address."]
+
+
 def test_add_wiki_refuses_a_private_address_before_any_request(fake: FakeWiki) -> None:
     server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php"})
     result = call(server, "add-wiki", wikiUrl=f"http://127.0.0.1:{fake.port}/wiki/Main_Page")
