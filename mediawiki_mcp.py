@@ -272,6 +272,17 @@ def user_agent(operator_part: str = "") -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class Syntax:
+    """What a wiki's preprocessor knows besides core wikitext: its tags (core and extensions',
+    from siprop=extensiontags) and whether -{ }- language conversion markup is on."""
+    tags: frozenset[str] = frozenset({"pre", "nowiki", "gallery", "indicator", "langconvert"})
+    lang_conversion: bool = True
+
+
+CORE_SYNTAX = Syntax()
+
+
+@dataclasses.dataclass(frozen=True)
 class SiteInfo:
     """What the client learns once per wiki (action=query&meta=siteinfo)."""
     name: str
@@ -286,6 +297,7 @@ class SiteInfo:
     namespaces: dict[int, str]          # ID -> local name ("" for the main namespace)
     namespace_ids: dict[str, int]       # lower-cased local, canonical and alias names -> ID
     raw: dict[str, Any]
+    syntax: Syntax = CORE_SYNTAX  # for section numbers
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -320,6 +332,7 @@ class SiteInfo:
                     ids[name.lower()] = nsid
         for alias in query.get("namespacealiases") or []:
             ids[alias.get("alias", "").lower()] = int(alias["id"])
+        tags = frozenset(tag.strip("<>").lower() for tag in query.get("extensiontags") or [])
         return cls(
             name=general.get("sitename", ""),
             generator=general.get("generator", ""),
@@ -333,11 +346,12 @@ class SiteInfo:
             namespaces=namespaces,
             namespace_ids=ids,
             raw=general,
+            syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
         )
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags"}
 
 
 class MediaWikiClient:
@@ -1391,10 +1405,12 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     return Slice(data[start:end].decode("utf-8"), start, end, len(data))
 
 
-HEADING = re.compile(r"^(={1,6})(.+?)\1[ \t]*$", re.MULTILINE)
-NOT_HEADINGS = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(nowiki|pre|syntaxhighlight|source|math|score|includeonly)\b[^>]*>.*?</\1\s*>",
-    re.DOTALL | re.IGNORECASE)
+# -- sections: the headings MediaWiki's preprocessor makes sections of ----------
+
+#: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
+#: each count makes (None: plain text, so headings inside still count).
+BRACKETS: dict[str, tuple[str, dict[int, str | None]]] = {
+    "{": ("}", {2: "template", 3: "tplarg"}), "[": ("]", {2: None}), "-{": ("}-", {2: None})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1405,29 +1421,285 @@ class Section:
     start: int = 0  # byte offset of the heading line in the text
 
 
-def wikitext_sections(text: str) -> list[Section]:
+class _Part:
+    """One part of an open bracket (its text up to a pipe): the headings found in it,
+    and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
+    __slots__ = ("comment_end", "eqpos", "headings", "visual_end")
+
+    def __init__(self) -> None:
+        self.headings: list[tuple[int, int, int, int]] = []
+        self.eqpos = False
+        self.comment_end = -1
+        self.visual_end = -1
+
+
+class _Piece:
+    __slots__ = ("close", "count", "open", "parts", "prefix", "start")
+
+    def __init__(self, open_: str, close: str, count: int, start: int = 0, prefix: str = "") -> None:
+        self.open, self.close, self.count, self.start, self.prefix = open_, close, count, start, prefix
+        self.parts = [_Part()]
+
+    def flags(self) -> tuple[bool, bool, bool]:
+        """(find pipes, find equals, in a heading), as PPDStackElement::getFlags."""
+        pipe = self.open not in ("\n", "[")
+        return pipe, pipe and len(self.parts) > 1 and not self.parts[-1].eqpos, self.open == "\n"
+
+    def broken(self) -> list[tuple[int, int, int, int]]:
+        return [h for part in self.parts for h in part.headings]
+
+
+@functools.lru_cache(maxsize=32)
+def _element_pattern(tags: frozenset[str]) -> re.Pattern[str]:
+    names = sorted(tags | {"includeonly", "noinclude", "/noinclude", "onlyinclude", "/onlyinclude"})
+    return re.compile("(" + "|".join(re.escape(n) for n in names) + r")(?:[ \t\n\x0b\x0c\r]|/>|>)|(!--)",
+                      re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _closing_tag(name: str) -> re.Pattern[str]:
+    return re.compile("</" + re.escape(name) + "[ \t\n\x0b\x0c\r]*>", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=128)
+def _next_mark(closing: str, pipe: bool, equals: bool, heading: bool, lang_conversion: bool) -> re.Pattern[str]:
+    """Where the preprocessor stops next: a bracket, a tag, the closing text of the innermost
+    bracket, pipes or equals signs where they count, and a line break where it can end a
+    heading or start one. A '-' matters only in -{."""
+    chars = "[{<" + closing.replace("-", "").replace("\n", "") + ("|" if pipe else "") + ("=" if equals else "")
+    return re.compile("[" + re.escape(chars) + "]|\n" + ("" if heading else "(?==)")
+                      + (r"|-(?=\{)" if "-" in closing or lang_conversion else ""))
+
+
+#: A link or template call with no markup inside: it holds no heading, so it is skipped whole.
+PLAIN_BRACKETS = re.compile(r"\[\[[^\[\]{}<\n]*\]\]|\{\{[^\[\]{}<\n]*\}\}")
+
+
+def _span(text: str, chars: str, start: int, limit: int | None = None) -> int:
+    """PHP's strspn: how many of ``chars`` run from ``start``."""
+    end = len(text) if limit is None else min(len(text), start + limit)
+    i = start
+    while i < end and text[i] in chars:
+        i += 1
+    return i - start
+
+
+def _span_back(text: str, chars: str, end: int) -> int:
+    """How many of ``chars`` run backwards from just before ``end``."""
+    i = end
+    while i > 0 and text[i - 1] in chars:
+        i -= 1
+    return end - i
+
+
+def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
+    """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
+    sections of, as (index, level, start, end of the heading text) in characters, in text order.
+    Comments, <includeonly> and the wiki's tags hide a heading; so does a template call around
+    it, yet that heading still takes an index, which is why section numbers can skip one. A
+    port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
+    section the wiki edits."""
+    element_pattern = _element_pattern(syntax.tags)
+    root: list[tuple[int, int, int, int]] = []
+    stack: list[_Piece] = []
+    accum = root
+    find_pipe = find_equals = in_heading = False
+    index, i, length = 1, 0, len(text)
+    no_more_gt, no_closing = False, set()
+    fake_line_start = True
+
+    def refresh() -> list[tuple[int, int, int, int]]:
+        nonlocal find_pipe, find_equals, in_heading
+        if stack:
+            find_pipe, find_equals, in_heading = stack[-1].flags()
+            return stack[-1].parts[-1].headings
+        find_pipe = find_equals = in_heading = False
+        return root
+
+    while True:
+        if fake_line_start:
+            found, char = "line-start", ""
+        else:
+            closing = stack[-1].close if stack else ""
+            match = _next_mark(closing, find_pipe, find_equals, in_heading, syntax.lang_conversion).search(text, i)
+            i = match.start() if match else length
+            if i >= length:
+                if closing != "\n":
+                    break
+                found, char = "line-end", ""
+            else:
+                char, two = text[i], text[i:i + 2]
+                if char == "|":
+                    found = "pipe"
+                elif char == "=":
+                    found = "equals"
+                elif char == "<":
+                    found = "angle"
+                elif char == "\n":
+                    found = "line-end" if in_heading else "line-start"
+                elif two == closing:
+                    found, char = "close", two
+                elif char == closing:
+                    found = "close"
+                elif two in BRACKETS:
+                    found, char = "open", two
+                elif char in BRACKETS:
+                    found = "open"
+                else:  # a '-' or '}' that opens or closes nothing
+                    i += 1
+                    continue
+        if found == "angle":
+            element = element_pattern.match(text, i + 1)
+            if not element:
+                i += 1
+                continue
+            if element.group(2):  # a comment, to -->; whole-line comments vanish with their line
+                end = text.find("-->", i + 4)
+                if end < 0:
+                    i = length
+                    continue
+                ws_start = i - _span_back(text, " \t", i) if i else 0
+                ws_end = end + 2 + _span(text, " \t", end + 3)
+                while text.startswith("<!--", ws_end + 1):
+                    more = text.find("-->", ws_end + 4)
+                    if more < 0:
+                        break
+                    ws_end = more + 2 + _span(text, " \t", more + 3)
+                if ws_start > 0 and text[ws_start - 1] == "\n" and text[ws_end + 1:ws_end + 2] == "\n":
+                    end = ws_end + 1
+                    fake_line_start = True
+                else:
+                    end += 2
+                if stack:
+                    part = stack[-1].parts[-1]
+                    if part.comment_end != ws_start - 1:
+                        part.visual_end = ws_start
+                    part.comment_end = end
+                i = end + 1
+                continue
+            name = element.group(1)
+            lower = name.lower()
+            attr_start = i + len(name) + 1
+            tag_end = -1 if no_more_gt else text.find(">", attr_start)
+            if tag_end < 0:
+                no_more_gt = True
+                i += 1
+                continue
+            if lower in ("noinclude", "/noinclude", "onlyinclude", "/onlyinclude"):
+                i = tag_end + 1
+                continue
+            if text[tag_end - 1] == "/":
+                i = tag_end + 1
+                continue
+            closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
+            if closed:
+                i = closed.end()
+            elif name in ("includeonly", "noinclude", "onlyinclude"):
+                i = length
+            else:  # no closing tag: the opening tag is plain text
+                no_closing.add(name)
+                i = tag_end + 1
+            continue
+        if found == "line-start":
+            if fake_line_start:
+                fake_line_start = False
+            else:
+                i += 1
+            count = _span(text, "=", i, 6)
+            if count > 0 and not (count == 1 and find_equals):
+                stack.append(_Piece("\n", "\n", count, start=i))
+                accum = refresh()
+                i += count
+        elif found == "line-end":
+            piece = stack[-1]
+            part = piece.parts[-1]
+            search_start = i - _span_back(text, " \t", i)
+            if part.comment_end >= 0 and search_start - 1 == part.comment_end:
+                search_start = part.visual_end - _span_back(text, " \t", part.visual_end)
+            equals = _span_back(text, "=", search_start)
+            level = 0
+            if equals:
+                if search_start - equals == piece.start:  # a line of equals signs only
+                    level = 0 if equals < 3 else min(6, (equals - 1) // 2)
+                else:
+                    level = min(equals, piece.count)
+            stack.pop()
+            accum = refresh()
+            if level:
+                accum.append((index, level, piece.start, search_start))
+                index += 1
+            else:
+                accum.extend(piece.broken())
+        elif found == "open":
+            plain = PLAIN_BRACKETS.match(text, i)
+            if plain:
+                i = plain.end()
+                continue
+            close, names = BRACKETS[char]
+            count = _span(text, char[-1], i + 1) + 1 if len(char) > 1 else _span(text, char, i)
+            prefix = ""
+            if char == "-{" and count > 2:  # "-{{": the braces win
+                prefix, char, count = "-", "{", count - 1
+                i += 1
+                close, names = BRACKETS[char]
+            if count >= min(names):
+                stack.append(_Piece(char, close, count, prefix=prefix))
+                accum = refresh()
+            i += count
+        elif found == "close":
+            piece = stack[-1]
+            most = piece.count - (1 if piece.close == "}-" and char == "}" else 0)
+            count = len(char) if len(char) > 1 else _span(text, char, i, most)
+            names = BRACKETS[piece.open][1]
+            matching = min(count, max(names))
+            while matching > 0 and matching not in names:
+                matching -= 1
+            if matching <= 0:
+                i += count
+                continue
+            kept = piece.broken() if names[matching] is None else []  # a template hides its headings
+            i += matching
+            stack.pop()
+            accum = refresh()
+            if matching < piece.count:
+                piece.parts, piece.count = [_Part()], piece.count - matching
+                if piece.count >= min(BRACKETS[piece.open][1]):
+                    stack.append(piece)
+                elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
+                    piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
+                    stack.append(piece)
+                accum = refresh()
+            accum.extend(kept)
+        elif found == "pipe":
+            stack[-1].parts.append(_Part())
+            accum = refresh()
+            find_equals = True
+            i += 1
+        elif found == "equals":
+            find_equals = False
+            stack[-1].parts[-1].eqpos = True
+            i += 1
+    for piece in stack:  # unclosed brackets are plain text, and headings in them count
+        root.extend(piece.broken())
+    return sorted(root, key=lambda h: h[2])
+
+
+def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     """The sections of wikitext as MediaWiki numbers them for section=N editing."""
-    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
     found: list[Section] = []
-    line_starts: list[int] = []
-    line, last = 0, 0
-    for match in HEADING.finditer(visible):
-        heading = match.group(2).strip()
-        if heading.strip("="):
-            if not line_starts:  # byte offset of each line, once a heading needs it
-                line_starts.append(0)
-                for row in text.split("\n"):
-                    line_starts.append(line_starts[-1] + utf8_len(row) + 1)
-            line += visible.count("\n", last, match.start())
-            last = match.start()
-            found.append(Section(len(found) + 1, len(match.group(1)), heading, line_starts[line]))
+    position = offset = 0
+    for number, level, start, end in heading_nodes(text, syntax):
+        offset += utf8_len(text[position:start])
+        position = start
+        heading = re.sub(r"<!--.*?(?:-->|$)", "", text[start + level:end - level], flags=re.DOTALL)
+        found.append(Section(number, level, " ".join(heading.split()), offset))
     return found
 
 
-def section_ends(text: str) -> dict[int, int]:
+def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
     """Where each section (0 = lead) ends, in bytes: at the next heading of the same
     or a higher level, so a section's end includes its subsections."""
-    sections = wikitext_sections(text)
+    sections = wikitext_sections(text, syntax)
     total = utf8_len(text)
     ends = {0: sections[0].start if sections else total}
     for i, section in enumerate(sections):
@@ -1921,11 +2193,11 @@ class ReadLedger:
         self._lock = threading.Lock()
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int) -> None:
+               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX) -> None:
         """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
-        ends = section_ends(text) if section is None and partial else {}
+        ends = section_ends(text, syntax) if section is None and partial else {}
         key = (wiki, title, section)
         with self._lock:
             self._order += 1
@@ -2358,10 +2630,10 @@ def get_page(
         return [header]
     text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
-                            sections=None if section is not None else wikitext_sections(text),
+                            sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
                             again={"section": section} if section is not None else None)
     ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
-                           offset, ctx.budget)  # update-page refuses to write back a part
+                           offset, ctx.budget, ctx.site.syntax)  # update-page refuses to write back a part
     return blocks
 
 
@@ -2455,7 +2727,7 @@ def get_pages(
             if not used and not omitted and cut is None:  # a first page over the budget alone
                 piece = slice_content(text, 0, ctx.budget)
                 blocks.append(f"{header}\n\n{piece.text}")
-                cut = (page["title"], piece, wikitext_sections(text))
+                cut = (page["title"], piece, wikitext_sections(text, ctx.site.syntax))
                 used += piece.end
             else:
                 omitted.append(page["title"])
@@ -2464,7 +2736,7 @@ def get_pages(
             blocks.append(f"{header}\n\n{text}")
             used += size
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
-                               0, ctx.budget)  # update-page refuses to write back a part
+                               0, ctx.budget, ctx.site.syntax)  # update-page refuses to write back a part
     if cut or omitted:
         blocks.append(pages_marker(used, total, cut, omitted))
     return blocks or ["No pages."]
@@ -2658,10 +2930,10 @@ def get_revision(
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
-        sections = [(s.number, s.heading) for s in wikitext_sections(text)]
+        sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page)
         ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
-                               offset, ctx.budget)
+                               offset, ctx.budget, ctx.site.syntax)
     if section is not None:
         again["section"] = section
     return content_blocks(header, text, offset, ctx.budget, "get-revision",

@@ -438,6 +438,19 @@ def test_sections_are_numbered_as_mediawiki_does() -> None:
         (1, 2, "A"), (2, 3, "A.1"), (3, 2, "B"), (4, 2, "C")]
 
 
+def test_sections_follow_the_wikis_tags_and_skip_numbers_as_it_does() -> None:
+    text = ("lead\n<ref>\n== In a reference ==\n</ref>\n== A ==\n<syntaxhighlight>\n== Code ==\n"
+            "</syntaxhighlight>\n{{T|\n== In a template call ==\n}}\n== B ==\n<includeonly>\n== X ==\n"
+            "</includeonly>\n<noinclude>\n=C=\n</noinclude>\n== D == <!-- note -->\n")
+    cite = m.Syntax(m.CORE_SYNTAX.tags | {"ref", "references"})
+    assert [(s.number, s.level, s.heading) for s in m.wikitext_sections(text, cite)] == [
+        (1, 2, "A"), (2, 2, "Code"), (4, 2, "B"), (5, 1, "C"), (6, 2, "D")]
+    assert [s.heading for s in m.wikitext_sections(text)][:2] == ["In a reference", "A"]  # no Cite
+    site = m.SiteInfo.from_api({"general": {"langconversion": False},
+                                "extensiontags": ["<pre>", "<nowiki>", "<ref>"]}, "https://w.example/api.php")
+    assert site.syntax == m.Syntax(frozenset({"pre", "nowiki", "ref"}), lang_conversion=False)
+
+
 def test_truncation_marker_names_sections_and_both_remedies() -> None:
     piece = m.Slice("x", 0, 50_000, 70_000)
     marker = m.truncated_marker(piece, "get-page", sections=[(1, "History"), (2, "Geography")])
@@ -2237,6 +2250,67 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
         table.append((tool, arguments, n[0]))
         assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
     print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+# -- writes that must not lose or misplace text --------------------------------------
+
+SECTION_TRAPS = "A lead long enough to be cut.\n" * 40 + """== One ==
+Text.<ref>
+== In a reference ==
+</ref>
+== Two ==
+<syntaxhighlight lang="python">
+== Code heading ==
+</syntaxhighlight>
+<!--
+== In a comment ==
+-->
+<nowiki>
+== In nowiki ==
+</nowiki>
+<pre>
+== In pre ==
+</pre>
+<noinclude>
+== In noinclude ==
+</noinclude>
+<includeonly>
+== In includeonly ==
+</includeonly>
+{{Fixture box|
+== In a template call ==
+}}
+=Level one=
+Top.
+== Three ==
+End.
+== Three ==
+Same heading again.
+<references />"""
+
+
+def test_section_numbers_are_the_wikis(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write section numbers test"
+    create(server, title, SECTION_TRAPS)
+    parsed = wiki.raw_get(action="parse", page=title, prop="sections")["parse"]["sections"]
+    wikis = ", ".join(f"{s['index']} ({s['line']})" for s in parsed if s["index"].isdigit())
+    assert "Code heading" in wikis and "In noinclude" in wikis and "Level one" in wikis  # real sections
+    assert "In a reference" not in wikis and "In a comment" not in wikis and "In pre" not in wikis
+    marker = call(server, "get-page", title=title).blocks[-1]
+    assert f"Available sections: 0 (Lead), {wikis}." in marker
+    for n in (int(s["index"]) for s in parsed if s["index"].isdigit()):
+        mine = read_whole(server, title=title, section=n)
+        theirs = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="content", rvslots="main",
+                              rvsection=n)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
+        assert mine == theirs, n
+    two = next(int(s["index"]) for s in parsed if s["line"] == "Two")
+    code = next(int(s["index"]) for s in parsed if s["line"] == "Code heading")
+    done = call(server, "update-page", title=title, section=two, source="== Two ==\nChanged from the list.")
+    assert not done.is_error, done.text
+    text = wiki.wikitext(title)
+    assert "== Two ==\nChanged from the list.\n\n== Code heading ==" in text
+    assert content_of(call(server, "get-page", title=title, section=code).blocks[0]).startswith("== Code heading ==")
 
 
 # -- the pieces behind the write tools ------------------------------------------
