@@ -1739,9 +1739,10 @@ def more_results_marker(count: int, items: str, tool: str, param: str, value: An
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
-    """Compact ``Label: value`` lines; empty and default values are left out."""
+    """Compact ``Label: value`` lines; empty and default values are left out. A number is a
+    value, 0 included (section 0 is the lead), so only None, False and empty text or lists go."""
     return "\n".join(f"{label}: {value}" for label, value in pairs
-                     if value not in (None, "", False, [], ()))
+                     if value is not None and value is not False and (isinstance(value, int) or value))
 
 
 def strip_tags(fragment: str) -> str:
@@ -2945,7 +2946,7 @@ def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, 
     revid, latest = revision.get("revid"), page.get("lastrevid")
     return labelled(
         ("Title", page.get("title")), ("Revision ID", revid),
-        ("Parent revision ID", revision.get("parentid")),
+        ("Parent revision ID", revision.get("parentid") or None),  # 0: the page's first revision
         ("Latest revision ID", f"{latest} (this one)" if latest == revid else latest),
         ("Timestamp", revision.get("timestamp")), ("User", revision_user(revision)),
         ("Edit summary", "(hidden)" if revision.get("commenthidden") else revision.get("comment")),
@@ -3668,7 +3669,7 @@ def move_page(
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
-        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+        ("Subpages moved", len(subpages) if moveSubpages else None), ("URL", ctx.site.page_url(to)))
 
 
 @tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)

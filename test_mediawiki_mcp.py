@@ -490,6 +490,7 @@ def test_continuation_tokens_only_carry_continuation_fields() -> None:
 
 def test_labelled_lines_leave_out_default_values() -> None:
     assert m.labelled(("Title", "A"), ("Redirected from", None), ("Minor", False), ("Tags", [])) == "Title: A"
+    assert m.labelled(("Section", 0), ("Size", "")) == "Section: 0"  # 0 is a value: the lead
 
 
 # ---------------------------------------------------------------------------
@@ -2253,6 +2254,18 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
 
 
 # -- writes that must not lose or misplace text --------------------------------------
+
+def test_a_read_of_section_0_says_so_wherever_a_section_was_asked_for(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write section zero label test"
+    revid = create(bot_server, title, "The lead.\n== One ==\nFirst.")
+    for tool, arguments in [("get-page", {"title": title}), ("get-revision", {"revisionId": revid}),
+                            ("update-page", {"title": title, "source": "The lead, edited.", "dryRun": True})]:
+        result = call(bot_server, tool, section=0, **arguments)
+        assert not result.is_error, result.text
+        assert field(result, "Section") == "0", (tool, result.text)
+    first = call(bot_server, "get-revision", revisionId=revid, content="none")
+    assert "Parent revision ID" not in first.text  # a first revision has no parent, not parent 0
+
 
 SECTION_TRAPS = "A lead long enough to be cut.\n" * 40 + """== One ==
 Text.<ref>
