@@ -89,6 +89,8 @@ IDEMPOTENCY_WAIT_SECONDS = 120.0
 READ_LEDGER_MAX_ENTRIES = 2000
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
 EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
+#: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
+MAX_SUMMARY_CHARS = 500
 
 #: Hosts whose operators ask for contact details in the User-Agent.
 WIKIMEDIA_HOST_SUFFIXES = (
@@ -3385,11 +3387,17 @@ def get_file_data(
 # -- write tools: pages ------------------------------------------------------
 
 
-def edit_summary(ctx: ToolContext, comment: str | None) -> str:
+def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
+    """The summary a write sends: the comment, attributed unless the wiki is set not to be,
+    cut with an ellipsis so that the attribution fits MediaWiki's limit. Without a comment,
+    none, so that MediaWiki writes its own (a new page's start, a blanking, a deletion's)."""
     comment = (comment or "").strip()
-    if not ctx.wiki.attribute_edits:
-        return comment
-    return (comment + EDIT_SUMMARY_SUFFIX).strip()
+    if not comment or not ctx.wiki.attribute_edits:
+        return comment or None
+    room = MAX_SUMMARY_CHARS - len(EDIT_SUMMARY_SUFFIX)
+    if len(comment) > room:
+        comment = comment[:room - 1].rstrip() + "…"
+    return comment + EDIT_SUMMARY_SUFFIX
 
 
 def change_tags(ctx: ToolContext) -> list[str] | None:
@@ -3399,12 +3407,27 @@ def change_tags(ctx: ToolContext) -> list[str] | None:
 def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
     diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
     return status + "\n" + labelled(("Title", title), ("Revision ID", revid),
-                                    ("Previous revision ID", parent),
+                                    ("Previous revision ID", parent), ("Size change", size_change(ctx, revid, parent)),
                                     ("URL", ctx.site.page_url(title)), ("Diff", diff))
 
 
+def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
+    """A saved revision's size against its parent's, as the wiki stored them: the wiki's
+    pre-save transform (signatures, subst:, trailing space) can change the text sent."""
+    try:
+        query = ctx.mw.get({"action": "query", "revids": [parent, revid] if parent else revid,
+                            "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
+    except WikiError as error:
+        return f"unknown (the wiki did not say: {error.message})"
+    sizes = {r["revid"]: r.get("size", 0) for p in query.get("pages") or [] for r in p.get("revisions") or []}
+    if revid not in sizes or (parent and parent not in sizes):
+        return "unknown (the wiki did not say)"
+    old, new = sizes.get(parent, 0) if parent else 0, sizes[revid]
+    return f"{signed(new - old)} bytes ({old} to {new})"
+
+
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str, text: str | None = None) -> str:
+              summary: str | None, text: str | None = None) -> str:
     """Sends one action=edit and describes the saved revision. If the wiki's answer is
     lost, the page history tells whether the edit landed: it is never sent twice."""
     try:
@@ -3442,7 +3465,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                        "Created." if edit.get("new") else "Saved.")
 
 
-def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str,
+def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
                      text: str | None) -> dict[str, Any] | None:
     """The revision after ``base`` that this account saved with this summary (or, with
     no summary, this text), if any."""
@@ -3511,8 +3534,8 @@ def create_page(
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; returns its revision ID, URL and diff URL. Fails if the title
-    exists, so it never overwrites; to change a page, use update-page."""
+    """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
+    title exists, so it never overwrites; to change a page, use update-page."""
     if dryRun:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
@@ -3548,8 +3571,8 @@ def update_page(
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces
-    the page or one section, adds text (mode), or swaps a passage (find, replace). With
+    """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
+    Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). With
     latestId, an overlapping edit since then is refused, never overwritten. Refuses to write
     back a page or section read here only in part, or to drop subsections. For new pages, use
     create-page."""

@@ -2226,17 +2226,18 @@ def test_bad_write_arguments_change_nothing_and_send_nothing(wiki: RealWiki) -> 
 
 def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
     """HTTP requests per write call once login, site info and the edit token are cached
-    (the closing notes quote this table)."""
+    (the closing notes quote this table). A save's last request reads the sizes of the new
+    revision and its parent, for the size change it answers with."""
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     create(server, "Write requests warm-up", "Warm.")  # caches the token
     calls = [
-        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 1),
+        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 2),
         ("create-page", {"title": "Write requests test 2", "source": "x", "dryRun": True}, 1),
-        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 2),
-        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 2),
-        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 2),
-        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 3),
+        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 3),
+        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 3),
+        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 3),
         ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
         ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved"}, 1),
@@ -2255,6 +2256,12 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
 
 # -- writes that must not lose or misplace text --------------------------------------
 
+def sizes_on_wiki(wiki: RealWiki, *revids: int) -> dict[int, int]:
+    pages = wiki.raw_get(action="query", revids="|".join(map(str, revids)), prop="revisions",
+                         rvprop="ids|size")["query"]["pages"]
+    return {r["revid"]: r["size"] for p in pages for r in p["revisions"]}
+
+
 def test_a_read_of_section_0_says_so_wherever_a_section_was_asked_for(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write section zero label test"
     revid = create(bot_server, title, "The lead.\n== One ==\nFirst.")
@@ -2265,6 +2272,34 @@ def test_a_read_of_section_0_says_so_wherever_a_section_was_asked_for(bot_server
         assert field(result, "Section") == "0", (tool, result.text)
     first = call(bot_server, "get-revision", revisionId=revid, content="none")
     assert "Parent revision ID" not in first.text  # a first revision has no parent, not parent 0
+
+
+def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write size change test"
+    created = call(bot_server, "create-page", title=title, source="Signed: ~~~~")  # the wiki expands it
+    stored = len(wiki.wikitext(title).encode())
+    assert stored > len("Signed: ~~~~") and field(created, "Size change") == f"+{stored} bytes (0 to {stored})"
+    for arguments in ({"mode": "append", "source": "Ünïcödé line."}, {"find": "Signed", "replace": "Sig"},
+                      {"source": "Short."}, {"section": 0, "source": "Shorter"}):
+        result = call(bot_server, "update-page", title=title, **arguments)
+        assert not result.is_error, result.text
+        before, after = int(field(result, "Previous revision ID")), int(field(result, "Revision ID"))
+        sizes = sizes_on_wiki(wiki, before, after)
+        change = sizes[after] - sizes[before]
+        assert field(result, "Size change") == f"{change:+d} bytes ({sizes[before]} to {sizes[after]})", arguments
+
+
+def test_edit_summaries_keep_the_attribution_and_mediawikis_own(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write summary test"
+    create(bot_server, title, "Some text.")
+    assert latest_revision(wiki, title)["comment"] == 'Created page with "Some text."'
+    long = "Ä long summary, " + "x" * 482
+    assert len(long) == 498
+    assert not call(bot_server, "update-page", title=title, source="Other text.", comment=long).is_error
+    stored = latest_revision(wiki, title)["comment"]
+    assert len(stored) == 500 and stored.endswith("… (via mediawiki-mcp)") and stored.startswith("Ä long summary, xxx")
+    assert not call(bot_server, "update-page", title=title, source="").is_error
+    assert latest_revision(wiki, title)["comment"] == "Blanked the page"
 
 
 SECTION_TRAPS = "A lead long enough to be cut.\n" * 40 + """== One ==
