@@ -26,6 +26,7 @@ import hashlib
 import html
 import inspect
 import ipaddress
+import itertools
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ import threading
 import time
 import types
 import typing
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -1953,6 +1955,273 @@ def line_diff(old: str, new: str) -> str:
     return compact_diff(lines)
 
 
+# -- what MediaWiki does to text it is sent: normalising, section splicing, merging ---------
+
+#: Control characters MediaWiki replaces in every request (UtfNormal\Validator::cleanUp).
+REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
+
+
+def as_wiki_receives(text: str) -> str:
+    """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
+    U+FFFD. Matching a find against the wiki's text, or diffing a dry run, needs the same."""
+    return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
+
+
+def as_saved(text: str) -> str:
+    """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
+    signatures and subst: are left as they are)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
+
+
+def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
+    """Where section ``section`` (with its subsections) lies in ``text``, in bytes; None
+    when there is no such section."""
+    sections = wikitext_sections(text, syntax)
+    if section == 0:
+        return 0, sections[0].start if sections else utf8_len(text)
+    found = [i for i, s in enumerate(sections) if s.number == section]
+    if not found:
+        return None
+    own = sections[found[0]]
+    return own.start, next((s.start for s in sections[found[0] + 1:] if s.level <= own.level), utf8_len(text))
+
+
+def section_text(text: str, span: tuple[int, int]) -> str:
+    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
+    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
+
+
+def replace_section(text: str, span: tuple[int, int], new: str) -> str:
+    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
+    the new text and a blank line before what follows, trailing space dropped."""
+    data = text.encode()
+    new = new.rstrip(PHP_WHITESPACE)
+    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
+            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
+
+
+def section_outline(sections: list[Section], first: int) -> list[tuple[int, str]]:
+    """The headings of sections[first] and its subsections, as (level, heading) in order."""
+    level = sections[first].level
+    rest = itertools.takewhile(lambda s: s.level > level, sections[first + 1:])
+    return [(s.level, s.heading) for s in (sections[first], *rest)]
+
+
+def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
+    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
+    it would shrink the page to that section: ``new`` is under half the size, the page has more
+    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
+    if utf8_len(new) * 2 >= utf8_len(old):
+        return None
+    sections = wikitext_sections(old, syntax)
+    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
+    if not sections or outline == [(s.level, s.heading) for s in sections]:
+        return None  # a page of one section, or a shorter text of the same outline: a rewrite
+    if not outline:
+        return 0
+    return next((s.number for i, s in enumerate(sections) if section_outline(sections, i) == outline), None)
+
+
+def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
+    paths: list[tuple[str | None, str]] = []
+    above: list[Section] = []
+    for s in sections:
+        while above and above[-1].level >= s.level:
+            above.pop()
+        paths.append((above[-1].heading if above else None, s.heading))
+        above.append(s)
+    return paths
+
+
+def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
+    with the heading each stands under, and repeats count: a page repeats References or
+    Quellen under many subsections, and each is a subsection of its own."""
+    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
+    paths = heading_paths(wikitext_sections(old, syntax))
+    lost = []
+    for parent, heading in paths[1:]:
+        if kept[(parent, heading)]:
+            kept[(parent, heading)] -= 1
+        else:
+            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
+    return lost
+
+
+def starts_heading(text: str) -> bool:
+    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
+
+
+def ends_block(text: str) -> bool:
+    """Whether the last line of ``text`` closes a block: a heading, list item, table row,
+    rule, template or tag standing on its own line."""
+    last = text.rstrip().rpartition("\n")[2].strip()
+    return (last[:1] in ("*", "#", ":", ";", "|", "!") or last.startswith("----") or starts_heading(last)
+            or (last.endswith("}}") and last.startswith(("{{", "}}")))
+            or (last.startswith("<") and last.endswith(">")))
+
+
+def separator(before: str, after: str) -> str:
+    """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
+    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
+    with a block. Line breaks already at the seam count."""
+    if not before.strip() or not after.strip():
+        return ""
+    seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
+    wanted = 2 if starts_heading(after) or ends_block(before) else 1
+    return "\n" * max(0, wanted - seam.count("\n"))
+
+
+#: Past this many changed lines line_changes stops looking for the shortest edit.
+MAX_EDIT_DISTANCE = 2000
+
+
+def line_changes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """The changed blocks (a[i1:i2] became b[j1:j2]) between two lists of lines, found much as
+    GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
+    each run of changes slid along equal lines as diff's shift_boundaries slides it."""
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
+        suf += 1
+    steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
+    if steps is None:  # too far apart to search: difflib's matching will do
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
+    for side, k in steps:
+        changed[side][pre + k + 1] = True
+    shift_boundaries(a, changed[0], changed[1])
+    shift_boundaries(b, changed[1], changed[0])
+    blocks, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        i1, j1 = i, j
+        while i < len(a) and changed[0][i + 1]:
+            i += 1
+        while j < len(b) and changed[1][j + 1]:
+            j += 1
+        if (i, j) == (i1, j1):
+            i, j = i + 1, j + 1
+        else:
+            blocks.append((i1, i, j1, j))
+    return blocks
+
+
+def shortest_edit(old: list[str], new: list[str]) -> list[tuple[int, int]] | None:
+    """The lines a shortest edit from ``old`` to ``new`` deletes, (0, i), and inserts, (1, j):
+    Myers' greedy search; None past MAX_EDIT_DISTANCE."""
+    n, m = len(old), len(new)
+    if not n or not m:
+        return [(0, i) for i in range(n)] + [(1, j) for j in range(m)]
+    v, trace = {1: 0}, []
+    for d in range(min(n + m, MAX_EDIT_DISTANCE) + 1):
+        trace.append(dict(v))
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            y = x - k
+            while x < n and y < m and old[x] == new[y]:
+                x, y = x + 1, y + 1
+            v[k] = x
+            if x >= n and y >= m:
+                steps = []
+                for e in range(d, 0, -1):  # back along the path: one insertion or deletion a step
+                    v, k = trace[e], x - y
+                    previous = k + 1 if k == -e or (k != e and v[k - 1] < v[k + 1]) else k - 1
+                    x, y = v[previous], v[previous] - previous
+                    steps.append((1, y) if previous == k + 1 else (0, x))
+                return steps
+    return None
+
+
+def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool]) -> None:
+    """GNU diff's shift_boundaries on one side's change flags (``changed[k + 1]`` for line k):
+    each run of changes moves back while the line before it equals its last, merging with
+    runs before; then forward as far as it goes, merging with runs after; then, if it merged
+    with none, back to where it lines up with a run of changes on the other side."""
+    def own(k: int) -> bool:
+        return changed[k + 1]
+
+    def theirs(k: int) -> bool:
+        return other[k + 1]
+    i = j = 0
+    end = len(lines)
+    while True:
+        while i < end and not own(i):
+            while theirs(j):
+                j += 1
+            i, j = i + 1, j + 1
+        if i == end:
+            return
+        start, i = i, i + 1
+        while own(i):
+            i += 1
+        while theirs(j):
+            j += 1
+        while True:
+            run = i - start
+            while start and lines[start - 1] == lines[i - 1]:
+                start, i = start - 1, i - 1
+                changed[start + 1], changed[i + 1] = True, False
+                while own(start - 1):
+                    start -= 1
+                j -= 1
+                while theirs(j):
+                    j -= 1
+            corresponding = i if theirs(j - 1) else end
+            while i != end and lines[start] == lines[i]:
+                changed[start + 1], changed[i + 1] = False, True
+                start, i = start + 1, i + 1
+                while own(i):
+                    i += 1
+                j += 1
+                while theirs(j):
+                    corresponding, j = i, j + 1
+            if run == i - start:
+                break
+        while corresponding < i:
+            start, i = start - 1, i - 1
+            changed[start + 1], changed[i + 1] = True, False
+            j -= 1
+            while theirs(j):
+                j -= 1
+
+
+def merge3(base: str, mine: str, theirs: str) -> str | None:
+    """A three-way merge as MediaWiki's (GNU diff3 in wfMerge): changes from ``base`` to
+    ``mine`` applied to ``theirs``; None where both changed the same or adjacent lines
+    differently, which the wiki refuses as an edit conflict."""
+    old, ours, other = (text.rstrip(PHP_WHITESPACE).split("\n") for text in (base, mine, theirs))
+    sides = (ours, other)
+    blocks = sorted([(c, 0) for c in line_changes(old, ours)] + [(c, 1) for c in line_changes(old, other)])
+    shift = [0, 0]  # how far each side's lines have moved from base's so far
+    merged: list[str] = []
+    done = k = 0
+    while k < len(blocks):
+        group, high = [blocks[k]], blocks[k][0][1]
+        k += 1
+        while k < len(blocks) and blocks[k][0][0] <= high:  # overlapping or adjacent: one hunk
+            group.append(blocks[k])
+            high = max(high, blocks[k][0][1])
+            k += 1
+        low = group[0][0][0]
+        merged += old[done:low]
+        chunks: list[list[str] | None] = []
+        for side in (0, 1):
+            own = [c for c, s in group if s == side]
+            start = low + shift[side]
+            shift[side] += sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in own)
+            chunks.append(sides[side][start:high + shift[side]] if own else None)
+        if chunks[0] is not None and chunks[1] is not None and chunks[0] != chunks[1]:
+            return None
+        merged += chunks[0] if chunks[0] is not None else chunks[1] or []
+        done = high
+    return "\n".join(merged + old[done:])
+
+
 # ---------------------------------------------------------------------------
 # Tools: the registry, argument checking and dispatch, then each tool
 # ---------------------------------------------------------------------------
@@ -2177,6 +2446,7 @@ class PageRead:
     total: int
     order: int   # which read came later
     section_ends: dict[int, int]  # for a partial whole-page read: where each section ends
+    shown: tuple[int, int] = (0, 0)  # the bytes the last read showed
 
     def shows(self, section: int | None) -> bool:
         """Whether this read showed the whole text (or, of a whole page, that section whole)."""
@@ -2186,18 +2456,23 @@ class PageRead:
 
 
 class ReadLedger:
-    """Remembers, per wiki, page and section, how much of the last read here was seen,
-    so that writing back text the model only saw in part (a truncated read) is refused."""
+    """Remembers, per wiki, page and section, the last read here: how much of it was seen,
+    so that writing back text the model only saw in part (a truncated read) is refused; and
+    which latest revision it showed, the base of a write that names no latestId, so that an
+    edit made since is merged or refused, never overwritten."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
         self.capacity = capacity
         self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
+        self._bases: collections.OrderedDict[tuple[str, str, int | None], tuple[int, int]] = \
+            collections.OrderedDict()
         self._order = 0
         self._lock = threading.Lock()
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX) -> None:
-        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``."""
+               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
+        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
+        ``latest``: the revision read was the page's latest (not an old one, get-revision)."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
         ends = section_ends(text, syntax) if section is None and partial else {}
@@ -2206,13 +2481,43 @@ class ReadLedger:
             self._order += 1
             last = self._reads.get(key)
             if last and last.revid == revid and piece.start <= last.seen:  # reading on
-                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order)
+                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order,
+                                           shown=(piece.start, piece.end))
             else:
-                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends)
-            self._reads[key] = read
-            self._reads.move_to_end(key)
-            while len(self._reads) > self.capacity:
-                self._reads.popitem(last=False)
+                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends,
+                                (piece.start, piece.end))
+            self._keep(self._reads, key, read)
+            if latest:
+                self._keep(self._bases, key, (revid, self._order))
+
+    def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
+              sent_whole: bool) -> None:
+        """Notes a save here of ``revid`` over ``parent``. Where the last read of the page, or of
+        the section written, showed ``parent``, it now shows ``revid``: they differ by this
+        session's own edit. ``sent_whole``: the model sent the text of that page or section
+        itself and nothing was merged in, so it knows ``revid`` even unread."""
+        with self._lock:
+            self._order += 1
+            for key in dict.fromkeys([(wiki, title, None), (wiki, title, section)]):
+                known = self._bases.get(key)
+                if (sent_whole and key[2] == section) or (known and parent and known[0] == parent):
+                    self._keep(self._bases, key, (revid, self._order))
+
+    def base(self, wiki: str, title: str, section: int | None) -> int | None:
+        """The latest revision the last read here showed of this page (for a section: of the
+        section or of the whole page, whichever was read later), if any."""
+        with self._lock:
+            found = [self._bases.get((wiki, title, section))]
+            if section is not None:
+                found.append(self._bases.get((wiki, title, None)))
+        last = max((b for b in found if b), key=lambda b: b[1], default=None)
+        return last[0] if last else None
+
+    def _keep(self, entries: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
+        entries[key] = value
+        entries.move_to_end(key)
+        while len(entries) > self.capacity:
+            entries.popitem(last=False)
 
     def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
         """The last read that showed this page or section only in part, if it is the last
@@ -2613,15 +2918,16 @@ def get_page(
         "Adds page ID, content model, size, last edit and URL.")] = False,
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
+    followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
 ) -> list[str]:
     """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
     revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
     default, the marker naming the next call. For several pages, use get-pages; for an old
     revision, get-revision."""
     if content == "html":
-        return page_html(ctx, title, metadata, section, offset)
+        return page_html(ctx, title, metadata, section, offset, followRedirects)
     query = ctx.mw.get({
-        "action": "query", "titles": title, "redirects": True, "prop": "revisions|info",
+        "action": "query", "titles": title, "redirects": followRedirects, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main", "rvsection": section if content == "source" else None,
     }).get("query", {})
@@ -2632,11 +2938,14 @@ def get_page(
     if content == "none":
         return [header]
     text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
+    again = {**({"section": section} if section is not None else {}),
+             **({} if followRedirects else {"followRedirects": False})}
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
-                            again={"section": section} if section is not None else None)
+                            again=again or None)
+    # for update-page: refusing to write back a part, and the revision a write is based on
     ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
-                           offset, ctx.budget, ctx.site.syntax)  # update-page refuses to write back a part
+                           offset, ctx.budget, ctx.site.syntax)
     return blocks
 
 
@@ -2671,8 +2980,8 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
 
 
 def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
-              offset: int) -> list[str]:
-    parsed = ctx.mw.get({"action": "parse", "page": title, "redirects": True,
+              offset: int, follow_redirects: bool) -> list[str]:
+    parsed = ctx.mw.get({"action": "parse", "page": title, "redirects": follow_redirects,
                          "prop": "text|sections|revid", "section": section,
                          "disableeditsection": True, "disablelimitreport": True}).get("parse", {})
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
@@ -2686,7 +2995,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     header = page_header(ctx, page, revision, redirected, metadata, section)
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
                           sections=None if section is not None else html_sections(parsed),
-                          again={"content": "html", **({"section": section} if section is not None else {})})
+                          again={"content": "html", **({"section": section} if section is not None else {}),
+                                 **({} if follow_redirects else {"followRedirects": False})})
 
 
 @tool("get-pages", "Get pages", read_only=True)
@@ -2739,7 +3049,7 @@ def get_pages(
             blocks.append(f"{header}\n\n{text}")
             used += size
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
-                               0, ctx.budget, ctx.site.syntax)  # update-page refuses to write back a part
+                               0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
     if cut or omitted:
         blocks.append(pages_marker(used, total, cut, omitted))
     return blocks or ["No pages."]
@@ -2934,9 +3244,10 @@ def get_revision(
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
-        # a truncated read of an old revision must not be written back either (update-page)
-        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
-                               offset, ctx.budget, ctx.site.syntax)
+        # a truncated read of an old revision must not be written back either (update-page);
+        # a read of the latest one is, like get-page's, the base of the next write
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text, offset,
+                               ctx.budget, ctx.site.syntax, latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     return content_blocks(header, text, offset, ctx.budget, "get-revision",
@@ -3391,7 +3702,7 @@ def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
     """The summary a write sends: the comment, attributed unless the wiki is set not to be,
     cut with an ellipsis so that the attribution fits MediaWiki's limit. Without a comment,
     none, so that MediaWiki writes its own (a new page's start, a blanking, a deletion's)."""
-    comment = (comment or "").strip()
+    comment = as_wiki_receives(comment or "").strip()
     if not comment or not ctx.wiki.attribute_edits:
         return comment or None
     room = MAX_SUMMARY_CHARS - len(EDIT_SUMMARY_SUFFIX)
@@ -3461,8 +3772,13 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     if edit.get("nochange"):
         return (f"No change: the text is what the page already holds; nothing was saved.\n"
                 + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
-    return saved_lines(ctx, title, edit["newrevid"], edit.get("oldrevid") or None,
-                       "Created." if edit.get("new") else "Saved.")
+    pin, parent = fields.get("baserevid"), edit.get("oldrevid")
+    ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
+                          "text" in fields and pin == parent)
+    status = ("Created." if edit.get("new") else "Saved." if not pin or pin == parent else
+              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
+              "again before replacing it whole.")
+    return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
 
 
 def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
@@ -3485,9 +3801,13 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
 
 
 def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
-                   budget: int) -> list[str]:
+                   budget: int, merged_into: int | None = None) -> list[str]:
+    """What a dry run answers: the diff between the page now and the page the save would
+    leave, both whole, so its line numbers are compare-pages' after the save."""
     header = "Dry run: nothing was saved. The diff that would be saved:\n" + labelled(
-        ("Title", title), ("Base revision ID", base), ("Section", section))
+        ("Title", title), ("Base revision ID", base), ("Section", section),
+        ("Merged into", f"revision {merged_into}, the latest, as the save merges edits made since the base"
+         if merged_into else None))
     diff = line_diff(old, new)
     if not diff:
         return [header + "\n\nNo change: the text is what the page already holds."]
@@ -3497,6 +3817,15 @@ def dry_run_result(title: str, base: int | None, section: int | None, old: str, 
         blocks.append(f"Content truncated at {piece.end} of {piece.total} bytes. To review the rest, "
                       "dry-run smaller changes, such as one section at a time (section=N).")
     return blocks
+
+
+def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str) -> None:
+    """Refuses a dry run of what the save would be refused for: a protected title or page, a
+    blocked account (the query asked intestactions for ``action``)."""
+    if (page.get("actions") or {}).get(action) is False:
+        raise WikiError("permission_denied", f"Nothing was saved (dry run): the account cannot {action} "
+                        f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is blocked), so "
+                        "the save would be refused. " + NEXT_STEP["permission_denied"])
 
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
@@ -3509,17 +3838,16 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
         seen = f"the last read here of the page stopped at byte {read.seen} of {read.total}"
         rest = f"get-page with section={section}"
     else:
-        seen = f"its last read here showed {read.seen} of {read.total} bytes (revision {read.revid})"
-        rest = f"get-page with {call_args(**({'section': section} if section is not None else {}), offset=read.seen)}"
+        start, end = read.shown
+        seen = (f"its last read here showed {read.seen} of {read.total} bytes" if read.seen else
+                f"its last read here showed bytes {start} to {end} of {read.total}, not the first {start}")
+        again = {**({"section": section} if section is not None else {}),
+                 **({"offset": read.seen} if read.seen else {})}
+        rest = f"get-page with {call_args(**again)}" if again else "get-page"
+        seen += f" (revision {read.revid})"
     raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
                   "drop the part that was not read. To change part of it, use update-page with find "
                   f"and replace. To replace it whole, first read the rest ({rest}).")
-
-
-def missing_subsections(old: str, new: str) -> list[str]:
-    """Headings of the subsections of section text ``old`` that text ``new`` lacks."""
-    present = {s.heading for s in wikitext_sections(new)}
-    return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
 
 
 @tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
@@ -3536,14 +3864,17 @@ def create_page(
 ) -> list[str] | str:
     """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
     title exists, so it never overwrites; to change a page, use update-page."""
+    source = as_wiki_receives(source)
     if dryRun:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info",
+                            "intestactions": "create"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
             check_page(page, title, ctx.wiki.key)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
                                  ctx.wiki.key)
-        return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
+        refuse_forbidden_dry_run(ctx, page, "create")
+        return dry_run_result(page.get("title", title), None, None, "", as_saved(source), ctx.budget)
     return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
                      None, edit_summary(ctx, comment), source)
 
@@ -3556,26 +3887,29 @@ def update_page(
         "New text: the whole page, the section, or what mode adds.")] = None,
     section: Annotated[int | None, Arg("Section number to change alone (0 = lead).", minimum=0)] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
-        "'append' or 'prepend' adds source instead of replacing.")] = "replace",
+        "'append'/'prepend' adds source on a line of its own; a blank line apart next to a heading "
+        "or block.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
     replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
     latestId: Annotated[int | None, Arg(
-        "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
-        minimum=1)] = None,
+        "Revision ID the change is based on (get-page gives it).", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
     minor: Annotated[bool, Arg("A minor edit.")] = False,
     bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
     removeSubsections: Annotated[bool, Arg(
         "Lets a section replacement delete subsections its text lacks.")] = False,
+    removeSections: Annotated[bool, Arg(
+        "Lets a whole-page replacement shrink the page to one section's shape.")] = False,
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
     """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
-    Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). With
-    latestId, an overlapping edit since then is refused, never overwritten. Refuses to write
-    back a page or section read here only in part, or to drop subsections. For new pages, use
-    create-page."""
+    Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). A
+    replacement is based on latestId, else on the revision last read here: an overlapping edit
+    since is refused, never overwritten. Refuses to write back a page or section read here only in
+    part, to drop subsections, or to replace a page by text under half its size with just one
+    section's headings (none: the lead). For new pages, use create-page."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid("find and replace change a passage in place: give them without source and mode.")
@@ -3587,15 +3921,17 @@ def update_page(
         raise invalid("Give source (the new text), or find and replace.")
     elif replace is not None or replaceAll:
         raise invalid("replace and replaceAll go with find.")
-    replacing_section = section is not None and mode == "replace" and find is None
-    if removeSubsections and not replacing_section:
+    replacing = mode == "replace" and find is None
+    if removeSubsections and not (replacing and section is not None):
         raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+    if removeSections and not (replacing and section is None):
+        raise invalid("removeSections applies only to replacing the whole page (source without section).")
+    source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
-    needs_text = dryRun or find is not None or replacing_section
     query = ctx.mw.get({
-        "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
-        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
-        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+        "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
+        "rvprop": "ids|content", "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+        "intestactions": "edit" if dryRun else None,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
@@ -3604,58 +3940,166 @@ def update_page(
                         "existing titles.")
     check_page(page, title, ctx.wiki.key)
     title = page["title"]
+    refuse_forbidden_dry_run(ctx, page, "edit")
     current = revision_of(page)
-    base = latestId or current.get("revid")
+    latest: int = current.get("revid", 0)
     if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
         raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
                       f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
                       "without bot.")
-    if latestId and latestId != current.get("revid"):
-        check_base_revision(ctx, latestId, page)
-    if mode == "replace" and find is None:
+    own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
+    read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
+    own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
+    if page.get("redirect") and not (own_base and (latestId or own_text_read)):
+        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
+    if not own_base:
+        raise invalid(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
+                      "nothing was saved. Pass the revision ID get-page returned for this page.")
+    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
+    pin = latestId or read_base or (latest if mode == "replace" else None)
+    whole = main_slot(current).get("content", "")
+    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or dryRun) else whole
+    # What the change is made on: a replacement, like MediaWiki's section splice, on the base
+    # revision, whose section numbers are the ones the model read; an addition on the page now.
+    seen = base if mode == "replace" else whole
+    syntax = ctx.site.syntax
+    span = None if section is None else section_span(seen, section, syntax)
+    if section is not None and span is None:
+        raise WikiError("not_found", f"There is no section {section} in {title!r} on {ctx.wiki.key} "
+                        f"(revision {pin or latest}); nothing was saved. Sections: "
+                        f"{page_sections(seen, syntax)}.")
+    if replacing:
         refuse_partial_write(ctx, title, section)
-
-    old = main_slot(current).get("content", "")
-    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": base,
-                              "minor": minor, "bot": bot}
+    old = seen if span is None else section_text(seen, span)
+    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": pin, "minor": minor,
+                              "bot": bot}
     if find is not None:
-        count = old.count(find)
         where = f"section {section} of {title!r}" if section is not None else repr(title)
-        if count == 0:
-            raise invalid(f"The text to find does not occur in {where} (revision {current.get('revid')}); "
-                          "nothing was changed. find must match the wikitext exactly, whitespace and "
-                          "markup included: get-page shows it.")
-        if count > 1 and not replaceAll:
-            raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
-                          "Include more of the surrounding text to pick one, or set replaceAll=true.")
-        new = old.replace(find, replace or "") if replaceAll else old.replace(find, replace or "", 1)
-        fields["text"] = new
+        new = fields["text"] = replace_found(where, old, find, replace or "", replaceAll, pin or latest,
+                                             latest, seen, whole)
     elif mode == "replace":
-        new = fields["text"] = source
-        if replacing_section and section and not removeSubsections:
-            lost = missing_subsections(old, new or "")
-            if lost:
-                raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that "
-                              f"the new text lacks ({', '.join(lost)}), so replacing it would delete them. "
-                              "Include them in source, replace a subsection on its own (section=N), or "
-                              "set removeSubsections=true to delete them.")
+        new = fields["text"] = source or ""
+        if section and not removeSubsections:
+            refuse_lost_subsections(title, section, old, new, syntax)
+        if section is None and not removeSections:
+            refuse_shrinking(title, seen, new, syntax)
+    elif mode == "append":
+        fields["appendtext"] = separator(old, source or "") + (source or "")
+        new = old + fields["appendtext"]
     else:
-        fields["appendtext" if mode == "append" else "prependtext"] = source
-        new = old + (source or "") if mode == "append" else (source or "") + old
+        fields["prependtext"] = (source or "") + separator(source or "", old)
+        new = fields["prependtext"] + old
     if dryRun:
-        return dry_run_result(title, base, section, old, new or "", ctx.budget)
-    return save_edit(ctx, title, fields, base, edit_summary(ctx, comment),
-                     new if section is None and "text" in fields else None)
+        return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
+    try:
+        return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment),
+                         new if section is None and "text" in fields else None)
+    except WikiError as error:
+        if error.code == "editconflict" and read_base:
+            raise WikiError("conflict", f"{title!r} changed since revision {pin}, the one last read here, on "
+                            "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                            error.code) from None
+        raise
 
 
-def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> None:
-    """latestId must be a revision of this page, or MediaWiki would merge against another text."""
+def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
+    """Whether revision ``revid`` belongs to ``page``: a base from another page would make
+    MediaWiki merge against another text."""
     query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
     other = (query.get("pages") or [{}])[0]
-    if query.get("badrevids") or other.get("pageid") != page.get("pageid"):
-        raise invalid(f"latestId {revid} is not a revision of {page.get('title')!r} (its latest is "
-                      f"{revision_of(page).get('revid')}); nothing was saved. Pass the revision ID "
-                      "get-page returned for this page.")
+    return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
+
+
+def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
+    """Refuses an edit through a redirect page whose own text the model has not seen."""
+    query = ctx.mw.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
+    target = str((query.get("redirects") or [{}])[0].get("to", ""))
+    raise invalid(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
+                  "target's text under it. To change that text, call update-page with "
+                  f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page itself, "
+                  "first read it with get-page and followRedirects=false.")
+
+
+def page_sections(text: str, syntax: Syntax) -> str:
+    return "0 (Lead)" + "".join(f", {s.number} ({s.heading})" for s in wikitext_sections(text, syntax))
+
+
+def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
+                  base_text: str, latest_text: str) -> str:
+    """``old`` (of revision ``base``) with ``find`` replaced, once (it must occur once) or
+    everywhere. A find that was in the base revision but is gone from the latest was changed
+    since: a conflict, showing the change."""
+    count = old.count(find)
+    if count and base != latest and find not in latest_text:
+        raise WikiError("conflict", f"The text to find is in revision {base}, the base of this change, "
+                        f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
+                        "saved. "
+                        f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                        + MW_NEXT_STEP["editconflict"], "editconflict")
+    if count == 0:
+        newer = f" It is in the latest revision, {latest}: pass that as latestId." \
+            if base != latest and find in latest_text else ""
+        raise invalid(f"The text to find does not occur in {where} (revision {base}); nothing was changed. "
+                      "find must match the wikitext exactly, whitespace and markup included: get-page shows "
+                      "it." + newer)
+    if count > 1 and not every:
+        raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                      "Include more of the surrounding text to pick one, or set replaceAll=true.")
+    return old.replace(find, replace) if every else old.replace(find, replace, 1)
+
+
+def revision_text(ctx: ToolContext, revid: int) -> str:
+    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
+                        "rvslots": "main"}).get("query", {})
+    return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
+
+
+def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
+    lost = lost_subsections(old, new, syntax)
+    if lost:
+        raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                      f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include them in "
+                      "source, replace a subsection on its own (section=N), or set removeSubsections=true "
+                      "to delete them.")
+
+
+def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
+    """Refuses a whole-page write of text shaped like one of the page's sections: most likely
+    that section, read alone and written back without section=N."""
+    section = shrunk_to_section(whole, new, syntax)
+    if section is None:
+        return
+    sections = wikitext_sections(whole, syntax)
+    span = section_span(whole, section, syntax) or (0, 0)
+    others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
+                                               if not span[0] <= s.start < span[1]]
+    shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
+    raise invalid(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all of "
+                  f"{title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
+                  f"{section_list(others)}. To change only that section, call update-page with "
+                  f"section={section} and this source. To make this text the whole page, call again "
+                  "with removeSections=true.")
+
+
+def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
+                 latest: int, syntax: Syntax, budget: int) -> list[str]:
+    """The dry run of an update: the page text the save would leave, made as MediaWiki makes it
+    (the section spliced into the base revision, and that merged into the latest when the base
+    is older), diffed against the page as it is."""
+    span = None if section is None else section_span(base, section, syntax)
+    mine = new if section is None else replace_section(base, span, new) if span else base
+    stale = bool(pin) and pin != latest
+    if stale:
+        merged = merge3(base, mine, whole)
+        if merged is None:
+            raise WikiError("conflict", f"Nothing was saved (dry run): {title!r} changed since "
+                            f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
+                            "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
+                            "editconflict")
+        mine = merged
+    return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
+                          merged_into=latest if stale else None)
 
 
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
