@@ -654,8 +654,9 @@ class MediaWikiClient:
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
                     wait = backoff(attempt)
-                if failure:
-                    raise failure(f"The wiki at {self.name} {problem} while writing.") from None
+                if failure and not never_connected(exc):  # else nothing was sent: a plain failure
+                    lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
+                    raise failure(f"The wiki at {self.name} {lost} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
                                     + NEXT_STEP["upstream_failure"]) from None
@@ -695,6 +696,9 @@ class MediaWikiClient:
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
                                 f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
             if status >= 400:
+                if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
+                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                  "and no API answer.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
                                 + NEXT_STEP["upstream_failure"])
             for warning in data.get("warnings") or []:
@@ -742,6 +746,14 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
             raise
         raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} redirected to a "
                         "malformed address.") from None
+
+
+def never_connected(exc: Exception) -> bool:
+    """Whether a request failed before a connection was made (refused, unresolvable, timed
+    out connecting), so the wiki never saw it."""
+    import urllib3  # requests' own transport
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
 
 
 def redirect_target(response: requests.Response) -> str:
@@ -3380,23 +3392,35 @@ def move_page(
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
+    status = "Moved."
     try:
         moved = ctx.mw.write(params).get("move", {})
     except ResponseLost as lost:
-        query = ctx.mw.get({"action": "query", "titles": toTitle, "prop": "info"}).get("query", {})
-        if resolve_page(query, toTitle)[0].get("missing", True):
-            raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
-                            "was not moved. Call again to retry.") from None
-        moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+        moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
+        status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
     to = moved.get("to", toTitle)
     subpages = [s for s in moved.get("subpages") or [] if "to" in s]
     talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
-    return "Moved.\n" + labelled(
+    return status + "\n" + labelled(
         ("From", moved.get("from", fromTitle)), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
         ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+
+
+def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str, to_title: str) -> dict[str, Any]:
+    """What the wiki shows after a move whose answer was lost, as the API answers a move: the
+    page at its new title, its old title a redirect there or gone. A refused move (the new title
+    taken, say) leaves the page where it was, which is no move."""
+    query = ctx.mw.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
+                        "prop": "info"}).get("query", {})
+    found = batch_pages(query, [from_title, to_title])
+    (at_old, via), (at_new, _) = found[from_title], found[to_title]
+    if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows {from_title!r} still in its "
+                        "place, so the page was not moved. Call again to retry.") from None
+    return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
 
 
 @tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
@@ -3424,15 +3448,17 @@ def delete_page(
                       "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
+    status = "Deleted."
     try:
         deleted = ctx.mw.write(params).get("delete", {})
     except ResponseLost as lost:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         if not resolve_page(query, title)[0].get("missing"):
-            raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
-                            "deleted. Call again to retry.") from None
+            raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still there, so "
+                            "it was not deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
-    return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
+        status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
+    return status + "\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
 
@@ -3448,19 +3474,19 @@ def undelete_page(
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     restored: dict[str, Any] = {}
+    lost: ResponseLost | None = None
     try:
         restored = ctx.mw.write(params).get("undelete", {})
-    except ResponseLost as lost:
-        lost_message = lost.message
-    else:
-        lost_message = ""
+    except ResponseLost as error:
+        lost = error
     query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
     page, _ = resolve_page(query, title)
-    if lost_message and page.get("missing", True):
-        raise WikiError("upstream_failure", f"{lost_message} The page is still deleted, so it was not "
-                        "restored. Call again to retry.")
+    if lost and (page.get("missing") or not page):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still deleted, so it "
+                        "was not restored. Call again to retry.")
+    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
     title = page.get("title", restored.get("title", title))
-    return "Restored.\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
+    return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 

@@ -1870,12 +1870,24 @@ def is_edit(body: bytes) -> bool:
     return urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == ["edit"]
 
 
+def posts(action: str) -> Callable[[bytes], bool]:
+    """Picks the POST of one API action (for DroppingProxy)."""
+    return lambda body: urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == [action]
+
+
+#: What failing gateways answer (content type and body): their own page, or JSON without an API answer.
+GATEWAY_PAGES = {"html": ("text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
+                 "json": ("application/json", b'{"message": "Bad Gateway"}')}
+
+
 class DroppingProxy:
     """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
     picks (an edit by default; the wiki saves it) closes the connection without answering:
-    the answer is lost."""
+    the answer is lost. With ``gateway_page`` (content type, body), it answers that POST as a
+    failing gateway does instead: HTTP 502 with that body."""
 
-    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit) -> None:
+    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
+                 gateway_page: tuple[str, bytes] | None = None) -> None:
         self.drops_left = 1
         proxy = self
 
@@ -1884,7 +1896,9 @@ class DroppingProxy:
                 pass
 
             def do_GET(self) -> None:
-                self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+                answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
+                proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
+                self.relay(answer)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -1892,8 +1906,15 @@ class DroppingProxy:
                 answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
                 if proxy.drops_left and drops(body):
                     proxy.drops_left -= 1
+                    if gateway_page:  # the wiki has saved; the gateway answers with its own page
+                        self.send_response(502)
+                        self.send_header("Content-Type", gateway_page[0])
+                        self.send_header("Content-Length", str(len(gateway_page[1])))
+                        self.end_headers()
+                        self.wfile.write(gateway_page[1])
                     self.close_connection = True  # the wiki has saved; its answer goes nowhere
                     return
+                proxy.hold(body)
                 self.relay(answer)
 
             def forwarded(self) -> dict[str, str]:
@@ -1912,6 +1933,10 @@ class DroppingProxy:
         self.server.daemon_threads = True
         self.api = f"http://127.0.0.1:{self.server.server_address[1]}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def hold(self, request: bytes) -> None:
+        """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
+        before the answer is passed on (see HoldingProxy)."""
 
     def close(self) -> None:
         self.server.shutdown()
@@ -1953,6 +1978,75 @@ def bot_server_for(wiki: RealWiki) -> Any:
     return _servers[wiki.api]
 
 
+@pytest.mark.parametrize("page", list(GATEWAY_PAGES))
+def test_a_gateway_error_page_after_a_write_is_a_lost_answer(wiki: RealWiki, page: str) -> None:
+    """A gateway in front of the wiki answers the edit with its own error page: the wiki has
+    saved, so the history decides, and the edit is not sent again."""
+    title = f"Write gateway {page} page test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url, gateway_page=GATEWAY_PAGES[page])
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, mode="append", source="\nAfter the gateway.")
+        assert proxy.drops_left == 0, "the proxy never answered with its page"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title).count("After the gateway.") == 1
+    assert revision_ids(wiki, title) == [int(field(result, "Revision ID")), *before]
+
+
+LOST_ACTIONS = {  # tool: (the API action whose answer is lost, arguments for the title)
+    "move-page": ("move", lambda title: {"fromTitle": title, "toTitle": f"{title} moved"}),
+    "delete-page": ("delete", lambda title: {"title": title, "confirm": True}),
+    "undelete-page": ("undelete", lambda title: {"title": title}),
+}
+
+
+@pytest.mark.parametrize("tool", list(LOST_ACTIONS))
+def test_a_lost_answer_to_a_move_delete_or_undelete_reports_what_the_wiki_did(wiki: RealWiki, tool: str) -> None:
+    title = f"Write lost {tool} test"
+    setup = bot_server_for(wiki)
+    create(setup, title, "Text of the page.")
+    if tool == "undelete-page":
+        assert not call(setup, "delete-page", title=title, confirm=True).is_error
+    action, arguments = LOST_ACTIONS[tool]
+    proxy = DroppingProxy(wiki.url, drops=posts(action))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), tool, **arguments(title))
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert "(the wiki's answer was lost; " in result.blocks[0].split("\n")[0]
+    if tool == "move-page":
+        assert field(result, "To") == f"{title} moved" and field(result, "Redirect left") == "yes"
+        assert wiki.wikitext(f"{title} moved") == "Text of the page."
+        assert wiki.wikitext(title).startswith("#REDIRECT")
+    elif tool == "delete-page":
+        assert revision_ids(wiki, title) == []
+    else:
+        assert wiki.wikitext(title) == "Text of the page." and len(revision_ids(wiki, title)) == 1
+
+
+def test_a_lost_answer_to_a_refused_move_says_the_page_was_not_moved(wiki: RealWiki) -> None:
+    """The wiki refused the move (the new title exists) and the refusal was lost: the page is
+    where it was, and the answer says so without calling the existing page missing."""
+    title = "Write lost refused move test"
+    create(bot_server_for(wiki), title, "Stays here.")
+    proxy = DroppingProxy(wiki.url, drops=posts("move"))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), "move-page", fromTitle=title, toTitle="Apple")
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert result.is_error and result.blocks[0].startswith("upstream_failure: ")
+    assert f"{title!r}" in result.text and "not moved" in result.text and "does not exist" not in result.text
+    assert wiki.wikitext(title) == "Stays here." and wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
 def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
     page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
                                  "revisions": [{"revid": 7, "parentid": 0}]}]}}
@@ -1971,6 +2065,19 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
     edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
     assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
     assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
+
+
+def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -> None:
+    """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
+    client = m.MediaWikiClient(fake.api, token="tok-never-sent", sleep=lambda s: None)
+    assert client.site.name == "Fake"
+    client._csrf = "+\\"
+    fake.close()  # nothing listens there any more
+    with pytest.raises(m.WikiError) as refused:
+        client.write({"action": "edit", "title": "Main Page", "appendtext": "x"})
+    assert not isinstance(refused.value, m.ResponseLost)
+    assert str(refused.value) == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} could not be reached "
+                                  "(ConnectionError). Retry later; tell the user if it persists.")
 
 
 def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
