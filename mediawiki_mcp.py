@@ -3044,28 +3044,32 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
 # -- read tools: files ---------------------------------------------------------
 
 
-def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The file page and its latest imageinfo; not_found when there is no file."""
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    """The file page and its latest imageinfo, and the title it was redirected from (a moved
+    file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
-    page = next(iter(query.get("pages") or []), {})
+    query = ctx.mw.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
+                        **extra}).get("query", {})
+    page, redirected = resolve_page(query, name)
     check_title(page, title)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
         raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
                         + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
                         + ". search-page-by-prefix with namespace=6 finds existing files.")
-    return page, info
+    return page, info, redirected
 
 
 @tool("get-file", "Get file", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
     """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
-    uploader, upload time and comment. For the image itself, use get-file-data."""
-    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    uploader, upload time and comment; notes a followed redirect. For the image itself, use
+    get-file-data."""
+    page, info, redirected = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
-        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("Title", page.get("title")), ("Redirected from", redirected),
+        ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
         ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
         ("Size", f"{info.get('size', 0)} bytes"),
         ("Dimensions", f"{width}×{height} pixels" if width and height else None),
@@ -3090,7 +3094,7 @@ def get_file_data(
     reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
     renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
     get-file."""
-    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
     if thumb and not is_file_icon(thumb):
@@ -3112,7 +3116,7 @@ def get_file_data(
                       "image. get-file gives its metadata and URL.")
     import mcp_types as mt  # the SDK's types, imported when first needed
     scaled = url != info.get("url")
-    header = labelled(("Title", name), ("MIME type", kind),
+    header = labelled(("Title", name), ("Redirected from", redirected), ("MIME type", kind),
                       ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
                                     f"{info.get('height')}" if scaled else
                        f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
@@ -3724,6 +3728,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+    if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
+        refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with")
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
@@ -3765,6 +3771,18 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
     noted = explain_warnings(warnings, ("exists",))
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+
+
+def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str) -> None:
+    """Refuses an upload to a file title that redirects, as a moved file's old title does: the
+    file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
+    query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
+    page, redirected = resolve_page(query, name)
+    if redirected:
+        target = page.get("title")
+        raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
+                        f"would lie hidden behind the redirect. To upload a new version of {target}, "
+                        f"{remedy} title='{target}'.")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,

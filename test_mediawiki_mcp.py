@@ -2654,6 +2654,32 @@ def test_upload_warnings_are_explained_and_passed_only_when_asked(wiki: RealWiki
     assert file_versions(wiki, "File:Warning test bare name") == []
 
 
+def test_a_file_title_that_redirects_is_named_and_never_uploaded_behind(wiki: RealWiki, tmp_path: Path) -> None:
+    """A moved file leaves its old title redirecting to the new one: reads say so, and no
+    upload goes to the old title, where the redirect would hide it."""
+    directory = uploads_dir(tmp_path)
+    first = unique_png("file redirect test first")
+    (directory / "first.png").write_bytes(first)
+    (directory / "newer.png").write_bytes(unique_png("file redirect test newer"))
+    server = upload_server(wiki, directory)
+    old, new = "File:Redirect test old name.png", "File:Redirect test new name.png"
+    assert not call(server, "upload-file", filepath=str(directory / "first.png"), title=old).is_error
+    moved = call(server, "move-page", fromTitle=old, toTitle=new)
+    assert not moved.is_error, moved.text
+    for tool in ("get-file", "get-file-data"):
+        read = call(server, tool, title="Image:Redirect test old name.png")
+        assert not read.is_error, read.text
+        assert field(read, "Title") == new and field(read, "Redirected from") == old
+    for tool, arguments, remedy in (("update-file", {}, "call again with"),
+                                    ("upload-file", {"ignoreWarnings": True}, "use update-file with")):
+        refused = call(server, tool, filepath=str(directory / "newer.png"), title="Redirect test old name.png",
+                       **arguments)
+        assert refused.is_error and refused.blocks[0].startswith(f"conflict: {old} on {wiki.key} redirects to {new}")
+        assert f"{remedy} title='{new}'." in refused.text and "nothing was uploaded" in refused.text
+    assert wiki.wikitext(old).startswith("#REDIRECT")
+    assert [v["sha1"] for v in file_versions(wiki, new)] == [sha1(first)]
+
+
 def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
         wiki: RealWiki, fake: FakeWiki, tmp_path: Path) -> None:
     picture, newer = unique_png("url upload one"), unique_png("url upload two")
