@@ -24,6 +24,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -567,7 +568,7 @@ class Reply:
 class FakeWiki:
     """A local HTTP server answering with scripted replies; site info is automatic."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: list[Reply] = []
         self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
@@ -618,8 +619,10 @@ class FakeWiki:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
+        self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
@@ -725,6 +728,35 @@ def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> 
         other.close()
 
 
+def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
+        fake: FakeWiki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wiki that moved to https answers its old http address with a redirect: reads follow it,
+    and from then on every request, writes included (a POST is never redirected), goes to https."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    secure = FakeWiki(tls)
+    try:
+        fake.siteinfo_path = "/nowhere"  # the http address answers everything with the redirect
+        fake.replies = [Reply(301, b"", {"Location": secure.api}) for _ in range(10)]
+        page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+        saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+        secure.replies = [Reply(body=page), Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}),
+                          Reply(body=saved)]
+        server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+        assert f"API: {secure.api}" in call(server, "get-site-info").text
+        result = call(server, "update-page", title="Main Page", source="new")
+        assert not result.is_error and field(result, "Revision ID") == "8", result.text
+        assert len(fake.seen) == 1 and secure.api.startswith("https://")
+        assert [s["params"].get("action") for s in secure.requests_to_api()][-1] == "edit"
+    finally:
+        secure.close()
+
+
 def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-abc-123"), "get-page", title="Main Page")
     assert not result.is_error
@@ -812,6 +844,12 @@ def test_a_section_over_the_budget_offers_offset_only_and_reads_whole(bot_server
 
 def test_get_page_reports_a_followed_redirect(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Redirect page")
+    assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
+    assert "The target of a redirect." in result.blocks[0]
+
+
+def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Redirect page", content="html")
     assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
     assert "The target of a redirect." in result.blocks[0]
 
@@ -2106,6 +2144,23 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
     assert actions == ["query", "edit", "query", "edit"]
 
 
+def test_a_write_throttled_with_a_short_retry_after_is_sent_again_after_that_wait(fake: FakeWiki) -> None:
+    """ratelimited proves nothing was written; with a Retry-After short enough to wait out,
+    the write goes again once that time has passed."""
+    sleeps: list[float] = []
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+    saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+    limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]},
+                    headers={"Retry-After": "3"})
+    fake.replies = [Reply(body=page), Reply(body=tokens), limited, Reply(body=saved)]
+    result = call(fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false"), "update-page", title="Main Page",
+                  source="new")
+    assert not result.is_error and field(result, "Revision ID") == "8", result.text
+    assert sleeps == [3.0]
+    assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 2
+
+
 def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write token refresh test"
@@ -2133,6 +2188,42 @@ def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
     everywhere = call(bot_server, "update-page", title=title, find="cat", replace="lynx", replaceAll=True)
     assert not everywhere.is_error
     assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
+
+
+def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write prepend test"
+    revid = create(bot_server, title, "First line.\nSecond line.")
+    result = call(bot_server, "update-page", title=title, mode="prepend", source="Prepended line.")
+    assert not result.is_error, result.text
+    text = wiki.wikitext(title)
+    assert text.startswith("Prepended line.") and text.index("Prepended line.") < text.index("First line.")
+    assert text.endswith("First line.\nSecond line.") and text.count("Prepended line.") == 1
+    assert revision_ids(wiki, title)[1:] == [revid]
+
+
+def revision_flags(wiki: RealWiki, title: str) -> list[bool]:
+    """Whether each revision of a page is minor, newest first."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="flags",
+                        rvlimit="max")["query"]["pages"][0]
+    return [bool(r.get("minor")) for r in page.get("revisions", [])]
+
+
+def test_a_minor_edit_is_minor_in_the_history(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write minor test"
+    create(bot_server, title, "Text with a typo: teh.")
+    assert not call(bot_server, "update-page", title=title, find="teh", replace="the", minor=True).is_error
+    assert not call(bot_server, "update-page", title=title, mode="append", source="\nMore text.").is_error
+    assert revision_flags(wiki, title) == [False, True, False]
+
+
+def test_saving_the_text_the_page_holds_says_no_change_and_adds_no_revision(bot_server: Any,
+                                                                              wiki: RealWiki) -> None:
+    title = "Write no change test"
+    revid = create(bot_server, title, "Unchanged text.")
+    result = call(bot_server, "update-page", title=title, source="Unchanged text.")
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("No change") and str(revid) in result.text
+    assert revision_ids(wiki, title) == [revid] and wiki.wikitext(title) == "Unchanged text."
 
 
 def test_update_of_a_missing_page_creates_nothing(bot_server: Any, wiki: RealWiki) -> None:
@@ -2202,6 +2293,23 @@ def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> No
     onto = call(bot_server, "move-page", fromTitle="Write move final", toTitle="Apple")
     assert onto.is_error and onto.blocks[0].startswith("conflict: ")
     assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_move_with_subpages_takes_them_along_and_without_leaves_them(bot_server: Any, wiki: RealWiki) -> None:
+    """The Help namespace has subpages (Debian's MediaWiki, as MediaWiki's defaults)."""
+    for name in ("Help:Write subpages one", "Help:Write subpages two"):
+        create(bot_server, name, "Parent.")
+        create(bot_server, f"{name}/Child", "Child.")
+    along = call(bot_server, "move-page", fromTitle="Help:Write subpages one",
+                 toTitle="Help:Write subpages one moved", moveSubpages=True)
+    assert not along.is_error, along.text
+    assert wiki.wikitext("Help:Write subpages one moved/Child") == "Child."
+    assert wiki.wikitext("Help:Write subpages one/Child").startswith("#REDIRECT")
+    alone = call(bot_server, "move-page", fromTitle="Help:Write subpages two", toTitle="Help:Write subpages two moved")
+    assert not alone.is_error, alone.text
+    assert wiki.wikitext("Help:Write subpages two moved") == "Parent."
+    assert wiki.wikitext("Help:Write subpages two/Child") == "Child."
+    assert revision_ids(wiki, "Help:Write subpages two moved/Child") == []
 
 
 def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> None:
@@ -2375,6 +2483,28 @@ def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
     for offset in (0, 1000, 2000, 3000):
         ledger.record("w", "P", None, 6, text, offset, 1000)
     assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
+
+
+def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
+    """Truncated reads are remembered up to READ_LEDGER_MAX_ENTRIES pages and sections (the
+    oldest read forgotten first), so the server's memory stays bounded; this server holds two."""
+    state = m.ServerState.from_config(m.Config.from_env(wiki.env(MCP_CONTENT_MAX_BYTES="1000")))
+    assert state.reads.capacity == m.READ_LEDGER_MAX_ENTRIES == 2000
+    state.reads = m.ReadLedger(capacity=2)
+    server = m.create_server(state=state)
+    title = "Write ledger size test"
+    create(server, title, big_section_page())
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+
+    def write_back_refused() -> bool:
+        result = call(server, "update-page", title=title, source=seen, dryRun=True)
+        return result.is_error and result.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert write_back_refused()
+    call(server, "get-page", title="Apple")  # two reads: the truncated one is still remembered
+    assert write_back_refused()
+    call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
+    assert not write_back_refused()
+    assert "The very last line of the big section." in wiki.wikitext(title)
 
 
 def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
