@@ -39,6 +39,7 @@ import time
 import types
 import typing
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -68,6 +69,9 @@ DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
+#: Tool calls that run at once against one wiki (and its connection pool); more wait their
+#: turn. Each wiki has its own, so a slow wiki holds up only the calls made to it.
+MAX_CALLS_PER_WIKI = 32
 #: Reads give up retrying once this many seconds have passed: a person is waiting.
 READ_RETRY_BUDGET_SECONDS = 30.0
 MAX_ATTEMPTS = 4
@@ -358,7 +362,7 @@ class MediaWikiClient:
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         retry_budget: float = READ_RETRY_BUDGET_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
-        pool_size: int = 32,
+        pool_size: int = MAX_CALLS_PER_WIKI,
         trusted_hosts: Iterable[str] | None = None,
     ) -> None:
         self.url = url
@@ -2016,10 +2020,115 @@ class IdempotencyStore:
                 del self._calls[key]
 
 
+async def on_own_thread(fn: Callable[[], Any]) -> Any:
+    """Runs ``fn`` on a thread of its own and waits for it without holding up the event loop
+    (asyncio's, which the SDK and uvicorn run on). A caller that stops waiting (cancelled, or
+    cut short at shutdown) leaves the thread behind: unlike anyio's worker threads it is a
+    daemon, so a wiki that never answers holds up neither a shared pool nor the process's exit."""
+    import asyncio
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Future[tuple[Any, BaseException | None]] = loop.create_future()
+
+    def settle(outcome: tuple[Any, BaseException | None]) -> None:
+        if not settled.done():  # else the caller stopped waiting
+            settled.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(), None)
+        except BaseException as error:  # handed to the caller, on the event loop
+            outcome = (None, error)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop has ended: nobody is waiting any more
+            pass
+    threading.Thread(target=work, name="mediawiki-mcp call", daemon=True).start()
+    value, error = await settled
+    if error is not None:
+        raise error
+    return value
+
+
+@dataclasses.dataclass(eq=False)
+class RunningCall:
+    """A tool call in flight, as ToolCalls tracks it."""
+    scope: Any                 # the anyio.CancelScope its caller waits in
+    started: bool = False      # it got its turn and began
+    abandoned: bool = False    # the server stopped waiting for it
+
+
+class ToolCalls:
+    """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
+    once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
+    each call still running is answered with what is known of it."""
+
+    def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
+        self.per_wiki = per_wiki
+        self.stopping = False
+        self._turns: dict[str, threading.BoundedSemaphore] = {}
+        self._running: set[RunningCall] = set()
+        self._lock = threading.Lock()
+        self._idle: Any = None  # an anyio.Event while stopping
+
+    async def run(self, wiki: str, job: Callable[[], Any], write: bool) -> Any:
+        """``job``'s result, run in ``wiki``'s turn ('' for calls on no wiki); a WikiError
+        when the server stops first. ``write``: the job may change the wiki."""
+        import anyio
+        if self.stopping:
+            raise WikiError("upstream_failure", "This server is shutting down; nothing was done. Call "
+                            "again once it is back.")
+        with self._lock:
+            turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
+        call = RunningCall(anyio.CancelScope())
+
+        def in_turn() -> Any:
+            with turns:
+                with self._lock:
+                    if call.abandoned:  # answered already: it must not begin now
+                        return None
+                    call.started = True
+                return job()
+        self._running.add(call)
+        try:
+            with call.scope:
+                return await on_own_thread(in_turn)
+        finally:
+            self._running.discard(call)
+            if self._idle is not None and not self._running:
+                self._idle.set()
+        if not call.started:
+            raise WikiError("upstream_failure", "This server stopped before the call began; nothing was "
+                            "done. Call again once the server is back.")
+        if write:
+            raise WikiError("upstream_failure", "This server stopped before the wiki answered this write, "
+                            "which it may still save. Before calling again, check the page's history "
+                            "(get-page-history) or the file (get-file).")
+        raise WikiError("upstream_failure", "This server stopped before the wiki answered; nothing was "
+                        "changed. Call again once the server is back.")
+
+    async def stop(self, grace: float) -> None:
+        """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
+        still running is answered (run raises), its thread left behind."""
+        import anyio
+        self.stopping = True
+        if self._running:
+            count = len(self._running)
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count,
+                     "" if count == 1 else "s", grace)
+            self._idle = anyio.Event()
+            with anyio.move_on_after(grace):
+                await self._idle.wait()
+        with self._lock:
+            for call in self._running:
+                call.abandoned = True
+                call.scope.cancel()
+
+
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, and
-    what the write tools remember (reads for the no-loss checks, idempotency keys).
+    """Everything one server instance holds: its configuration, a client per wiki, what
+    the write tools remember (reads for the no-loss checks, idempotency keys), and the tool
+    calls in flight.
 
     add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
     ``lock`` (never change them in place), so a tool running on another thread always sees
@@ -2028,6 +2137,7 @@ class ServerState:
     clients: dict[str, MediaWikiClient]
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
+    calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The wikis of the configuration at start: add-wiki restores one with its credentials.
     configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
@@ -2187,7 +2297,8 @@ def as_blocks(result: list[Any] | str) -> list[Any]:
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
     """Builds the MCP server for a configuration (default: from the environment)."""
-    import anyio
+    import asyncio
+
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.mcpserver import MCPServer
@@ -2207,6 +2318,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        listening(ctx)
         return mt.ListToolsResult(tools=[
             mt.Tool(name=spec.name, title=spec.title, description=spec.description,
                     input_schema=spec.schema(),
@@ -2218,39 +2330,67 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
 
+    # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
+    # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
+    # own streams. The SDK keeps no list of those, so each connection that asks for a list
+    # is noted here, weakly (it is forgotten when it closes).
+    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(ctx: Any) -> None:
+        connection = ctx.session._connection  # noqa: SLF001 - the SDK offers no public way to it
+        if connection.has_standalone_channel:
+            listeners.add(connection)
+
+    async def announce(before: tuple[tuple[str, ...], ...], after: tuple[tuple[str, ...], ...]) -> None:
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                await bus.publish(event)
+                for connection in list(listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
+
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        # Tools run on worker threads, which cannot talk to the session; so the lists are
-        # compared before and after the call, and a change (add-wiki, remove-wiki) is
-        # announced from here: on the session of a handshake-era client, and on the bus
-        # that serves 2026-era subscriptions/listen streams.
+        # Tools run on threads, which cannot talk to the session; so the lists are compared
+        # before and after the call, and a change is announced from here.
+        listening(ctx)
         before = catalogue()
 
         # Progress (notifications/progress) must go out on this request's session, which
-        # lives on the event loop; the tool runs on a worker thread. So the tool gets a plain
-        # function that carries each report back onto the loop (anyio.from_thread.run) and
-        # waits for it. report_progress sends nothing unless the client gave a progressToken,
-        # and a report that cannot be sent is dropped: progress is advisory.
+        # lives on the event loop; the tool runs on a thread. So the tool gets a plain
+        # function that carries each report back onto the loop and waits for it.
+        # report_progress sends nothing unless the client gave a progressToken, and a report
+        # that cannot be sent is dropped: progress is advisory.
+        loop = asyncio.get_running_loop()
+
         def progress(done: float, total: float | None, message: str) -> None:
             try:
-                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+                report = ctx.session.report_progress(done, total, message)
+                asyncio.run_coroutine_threadsafe(report, loop).result()
             except Exception:
                 log.debug("could not report progress", exc_info=True)
 
-        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments, progress)
-        after = catalogue()
-        for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                                     (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
-            if changed:
-                try:
-                    await bus.publish(event)
-                    await getattr(ctx.session, send)()
-                except Exception:  # advisory: a lost notification must not fail the call
-                    log.debug("could not announce a list change", exc_info=True)
+        spec = TOOLS.get(params.name)
+        try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
+            wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
+        except WikiError:
+            wiki = ""
+        try:
+            blocks, is_error = await state.calls.run(
+                wiki, functools.partial(run_tool, state, params.name, params.arguments, progress),
+                write=bool(spec and spec.scoped and not spec.read_only))
+        except WikiError as error:  # the server is stopping
+            blocks, is_error = [str(error)], True
+        await announce(before, catalogue())
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
@@ -2264,7 +2404,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
             raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
                 f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
-        text = await anyio.to_thread.run_sync(wiki_summary, state, key)
+        try:
+            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
+        except WikiError as error:  # the server is stopping
+            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
     lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
@@ -4141,8 +4284,16 @@ HEALTH_PATH = "/health"
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
 HEALTH_MIN_INTERVAL_SECONDS = 1.0
-#: After SIGTERM, requests in flight get this long to finish before they are cancelled.
+#: After each failed login in a row, /health waits twice as long before it tries again, up to
+#: this: MediaWiki throttles an account after a few failed logins.
+HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
+#: After SIGTERM, tool calls in flight get this long to finish; those still running then are
+#: answered with what is known of them.
 SHUTDOWN_GRACE_SECONDS = 5
+#: Then the answers get this long to reach their clients before the last streams are cut.
+SHUTDOWN_FLUSH_SECONDS = 1
+#: A session without a request in flight (or an open event stream) this long is closed.
+HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 
 
@@ -4261,12 +4412,14 @@ class HealthCheck:
     Exempt from the token and the Host check: a load balancer probes it, and the
     answer (ok or an error category) reveals nothing about the wiki or its content."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
         wiki = state.config.wikis[state.config.default_wiki]
         # A client of its own: short timeouts, no retries, the tools' client untouched.
         self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
         self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
-        self.checked_at = float("-inf")
+        self.clock = clock
+        self.next_probe = float("-inf")
+        self.failed_logins = 0  # in a row
         self.lock: Any = None
 
     def probe(self) -> tuple[int, dict[str, str]]:
@@ -4285,9 +4438,12 @@ class HealthCheck:
         from starlette.responses import JSONResponse
         self.lock = self.lock or anyio.Lock()
         async with self.lock:
-            if time.monotonic() - self.checked_at >= HEALTH_MIN_INTERVAL_SECONDS:
-                self.answer = await anyio.to_thread.run_sync(self.probe)
-                self.checked_at = time.monotonic()
+            if self.clock() >= self.next_probe:
+                self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
+                failed = self.answer[1].get("error") == "authentication"
+                self.failed_logins = self.failed_logins + 1 if failed else 0
+                self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
+                                                     HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
         status, body = self.answer
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
@@ -4305,6 +4461,7 @@ def http_app(server: MCPServer, options: HttpOptions) -> Any:
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
+        session_idle_timeout=HTTP_SESSION_IDLE_SECONDS,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
@@ -4337,6 +4494,16 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
+    from sse_starlette.sse import AppStatus
+
+    calls = server.mediawiki_state.calls
+
+    class GracefulServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for listening in self.servers:  # no new connections while the calls finish
+                listening.close()
+            await calls.stop(SHUTDOWN_GRACE_SECONDS)
+            await super().shutdown(sockets)
 
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -4354,14 +4521,17 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
         log.warning(warning)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
-        server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
+    # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
+    # off the answers of the calls still in flight; GracefulServer lets them finish instead.
+    AppStatus.disable_automatic_graceful_drain()
     log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
              "stateless; " if options.stateless else "", HEALTH_PATH)
     # uvicorn shuts down gracefully on SIGTERM and SIGINT, then raises the signal again
     # for the previous handler: these make that a clean exit instead of a kill or a traceback.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        GracefulServer(config).run(sockets=[listener])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

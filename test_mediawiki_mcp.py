@@ -1981,6 +1981,27 @@ class DroppingProxy:
         self.server.server_close()
 
 
+class HoldingProxy(DroppingProxy):
+    """Forwards every request to the real wiki at once, but holds back the wiki's answer to a
+    request that contains one of ``markers`` until the test releases that marker."""
+
+    def __init__(self, target: str, *markers: bytes) -> None:
+        self.arrived = {marker: threading.Event() for marker in markers}
+        self.released = {marker: threading.Event() for marker in markers}
+        super().__init__(target, drops=lambda body: False)
+
+    def hold(self, request: bytes) -> None:
+        for marker, released in self.released.items():
+            if marker in request:
+                self.arrived[marker].set()
+                released.wait(60)
+
+    def close(self) -> None:
+        for released in self.released.values():
+            released.set()
+        super().close()
+
+
 @pytest.mark.parametrize("kind", ["append", "create"])
 def test_a_write_whose_answer_is_lost_is_reported_saved_and_not_repeated(
         wiki: RealWiki, kind: str) -> None:
@@ -3902,6 +3923,136 @@ def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
     assert token not in caplog.text and wiki.bot_password not in caplog.text
 
 
+def counted_requests(client: m.MediaWikiClient) -> list[str]:
+    """Each request a client sends from now on, as 'URL body' (a hook on the session it makes)."""
+    sent: list[str] = []
+    make = client._new_session
+
+    def hooked() -> requests.Session:
+        session = make()
+        session.hooks["response"].append(
+            lambda response, *args, **kwargs: sent.append(f"{response.request.url} {response.request.body or ''}"))
+        return session
+    client._new_session = hooked  # type: ignore[method-assign]
+    return sent
+
+
+def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
+    response = anyio.run(health.endpoint, None)
+    return response.status_code, json.loads(response.body)
+
+
+def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
+    now = [0.0]
+    healthy = m.HealthCheck(make_server(wiki.env()).mediawiki_state, clock=lambda: now[0])
+    sent = counted_requests(healthy.client)
+    probes = []
+    for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
+        before = len([r for r in sent if "meta=siteinfo" in r])
+        assert health_answer(healthy) == (200, {"status": "ok"})
+        probes.append(len([r for r in sent if "meta=siteinfo" in r]) > before)
+    assert probes == [True, False, False, True, False]  # at most one probe a second reaches the wiki
+
+    # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
+    wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).mediawiki_state
+    failing = m.HealthCheck(wrong, clock=lambda: now[0])
+    sent = counted_requests(failing.client)
+    logins = []
+    for second in range(61):
+        now[0] = 1000.0 + second
+        attempts = sum("action=login" in r for r in sent)
+        assert health_answer(failing) == (503, {"status": "unavailable", "error": "authentication"})
+        if sum("action=login" in r for r in sent) > attempts:
+            logins.append(second)
+    assert logins == [0, 2, 6, 14, 30]
+
+
+def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, fake: FakeWiki) -> None:
+    """Forty-five calls wait on a slow wiki: at most MAX_CALLS_PER_WIKI of them reach it at once,
+    and meanwhile /health and a call to the default wiki are answered."""
+    calls = 45
+    fake.replies = [Reply(delay=60) for _ in range(calls)]
+    config = m.Config.from_env(wiki.env())
+    config.wikis["slow"] = m.WikiConfig(key="slow", url=fake.api)
+    server = m.create_server(state=m.ServerState.from_config(config, timeout=(10.0, 90.0)))
+
+    async def main(url: str) -> tuple[list[str], str, requests.Response, int]:
+        slow: list[str] = []
+        async with Client(url, mode="legacy") as client:
+            async def one() -> None:
+                result = await client.call_tool("get-page", {"title": "Main Page", "wiki": "slow"})
+                slow.append(result.content[0].text)
+            async with anyio.create_task_group() as group:
+                for _ in range(calls):
+                    group.start_soon(one)
+                with anyio.fail_after(60):
+                    while len(fake.requests_to_api()) < min(calls, m.MAX_CALLS_PER_WIKI):
+                        await anyio.sleep(0.05)  # polling for the calls to reach the slow wiki
+                health = await anyio.to_thread.run_sync(
+                    lambda: requests.get(url.replace("/mcp", "/health"), timeout=60))
+                apple = await client.call_tool("get-page", {"title": "Apple"})
+                reached = len(fake.requests_to_api())  # while every slow call is still held
+                fake.release.set()
+        return slow, apple.content[0].text, health, reached
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        slow, apple, health, reached = anyio.run(main, url)
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert "An apple is a fruit." in apple
+    assert reached == m.MAX_CALLS_PER_WIKI < calls
+    assert len(slow) == calls and all(text.endswith("Fake page text.") for text in slow)
+
+
+def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+    heard: list[str] = []
+    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed"}
+
+    async def main(url: str) -> tuple[set[str], list[str], set[str]]:
+        both = anyio.Event()
+
+        async def listen(message: Any) -> None:
+            heard.append(getattr(message, "method", type(message).__name__))
+            if changes <= set(heard):
+                both.set()
+        async with Client(url, mode="legacy", message_handler=listen) as one, Client(url, mode="legacy") as other:
+            before = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("add-wiki", {"wikiUrl": third_wiki.url})).is_error
+            with anyio.fail_after(30):
+                await both.wait()
+            added = list(heard)
+            tools = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("remove-wiki", {"wiki": third_wiki.key})).is_error
+            with anyio.fail_after(30):
+                while len(heard) < 2 * len(added):
+                    await anyio.sleep(0.05)  # polling for the second pair of notifications
+            return before, added, tools
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        before, added, tools = anyio.run(main, url)
+    assert sorted(added) == sorted(changes) and sorted(heard) == sorted([*changes, *changes])
+    assert "list-wikis" not in before and "list-wikis" in tools
+
+
+def test_idle_http_sessions_are_closed(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The README promises that a session idle for 30 minutes is closed; here the wait is shortened."""
+    assert m.HTTP_SESSION_IDLE_SECONDS == 30 * 60
+    monkeypatch.setattr(m, "HTTP_SESSION_IDLE_SECONDS", 0.2)
+    apple = {"name": "get-page", "arguments": {"title": "Apple"}}
+    with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()), m.HttpOptions()) as url:
+        session = post_rpc(url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=session)
+        assert "An apple is a fruit." in tool_text(rpc_result(post_rpc(url, "tools/call", apple, rpc_id=2,
+                                                                        session=session)))
+        deadline = time.monotonic() + 30
+        while f"Session {session} idle timeout" not in caplog.text:
+            assert time.monotonic() < deadline, "the idle session was never closed"
+            time.sleep(0.05)  # polling for the server to close the session
+        gone = post_rpc(url, "tools/call", apple, rpc_id=3, session=session)
+    assert gone.status_code == 404 and "Session not found" in gone.text
+
+
 def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
     anonymous = {"MEDIAWIKI_URL": wiki.api}
     with http_servers((anonymous, ()), (anonymous, ())) as servers:
@@ -3915,6 +4066,104 @@ def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None
     assert codes == [0, 0], [server.log for server in servers]
     for server in servers:
         assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
+
+
+def test_sigterm_lets_calls_in_flight_finish_and_answers_those_that_cannot(wiki: RealWiki) -> None:
+    """Three calls wait on a slow path to the wiki when SIGTERM arrives. The one the wiki answers
+    within the grace time gets its result; the write and the read still waiting when it ends are
+    answered with what is known (the write has reached the wiki); the process does not wait for them."""
+    setup = bot_server_for(wiki)
+    for title in ("Shutdown finished test", "Shutdown cut short test", "Shutdown read test"):
+        create(setup, title, "Before.")
+    finished, cut, read = b"Finished+in+time", b"Cut+short", b"Shutdown_read_test"
+    proxy = HoldingProxy(wiki.url, finished, cut, read)
+    calls = {finished: ("update-page", {"title": "Shutdown finished test", "mode": "append",
+                                        "source": "\nFinished in time."}),
+             cut: ("update-page", {"title": "Shutdown cut short test", "mode": "append",
+                                   "source": "\nCut short."}),
+             read: ("get-page", {"title": "Shutdown_read_test"})}
+    answers: dict[bytes, requests.Response] = {}
+    try:
+        with http_servers((wiki.env(MEDIAWIKI_URL=proxy.api), ())) as (server,):
+            session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+            post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+            threads = [threading.Thread(target=lambda marker=marker, n=n: answers.__setitem__(marker, post_rpc(
+                server.url, "tools/call", {"name": calls[marker][0], "arguments": calls[marker][1]},
+                rpc_id=n, session=session))) for n, marker in enumerate(calls, start=2)]
+            for thread in threads:
+                thread.start()
+            assert all(proxy.arrived[marker].wait(60) for marker in calls), "a call never reached the wiki"
+            server.process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while "3 tool calls in flight" not in server.log:
+                assert time.monotonic() < deadline and server.process.poll() is None, server.log
+                time.sleep(0.05)  # polling for the server to begin its shutdown
+            proxy.released[finished].set()  # the wiki answers this one within the grace time
+            assert server.stop() == 0, server.log
+            for thread in threads:
+                thread.join(60)
+            assert not proxy.released[cut].is_set()  # the process ended while the wiki still held these
+    finally:
+        proxy.close()
+    assert "Traceback" not in server.log
+    assert tool_text(rpc_result(answers[finished])).startswith("Saved.")
+    text = wiki.wikitext("Shutdown finished test")
+    assert text.startswith("Before.") and text.endswith("Finished in time.") and text.count("Finished") == 1
+    write = rpc_result(answers[cut])
+    write = write["content"][0]["text"] if write["isError"] else ""
+    assert write.startswith("upstream_failure: This server stopped ") and "may still" in write
+    assert "get-page-history" in write
+    text = wiki.wikitext("Shutdown cut short test")  # the write had reached the wiki
+    assert text.startswith("Before.") and text.endswith("Cut short.") and text.count("Cut short.") == 1
+    reading = rpc_result(answers[read])
+    reading = reading["content"][0]["text"] if reading["isError"] else ""
+    assert reading.startswith("upstream_failure: This server stopped ") and "nothing was changed" in reading
+
+
+def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
+    """What a shutdown does to tool calls, with no grace time left (the test above shows it
+    through a real server): a running write is answered as possibly saved; a call still waiting
+    for its wiki's turn as not done, and it never begins afterwards; a later call is refused."""
+    calls = m.ToolCalls(per_wiki=1)
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def slow_write() -> str:
+        started.set()
+        release.wait(30)
+        ran.append("write")
+        return "saved"
+
+    async def main() -> list[str]:
+        answers: list[str] = []
+
+        async def one(job: Callable[[], str], write: bool) -> None:
+            try:
+                answers.append(await calls.run("w", job, write=write))
+            except m.WikiError as error:
+                answers.append(str(error))
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, slow_write, True)
+            await anyio.to_thread.run_sync(started.wait, 30)
+            group.start_soon(one, lambda: ran.append("waiting") or "waited", False)
+            await anyio.sleep(0)  # lets it start waiting for the turn
+            await calls.stop(0)
+        await one(lambda: ran.append("late") or "late", False)
+        return answers
+
+    before = set(threading.enumerate())
+    answers = anyio.run(main)
+    release.set()
+    for thread in set(threading.enumerate()) - before:  # the calls' threads, left behind
+        thread.join(30)
+    assert sorted(answers[:2]) == [
+        "upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
+        "server is back.",
+        "upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
+        "Before calling again, check the page's history (get-page-history) or the file (get-file)."]
+    assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
+                          "it is back.")
+    assert ran == ["write"]
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
