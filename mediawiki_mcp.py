@@ -3872,7 +3872,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
     if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
-        refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with")
+        refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
+                                " For a new file, pick another title." if new else "")
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
@@ -3916,7 +3917,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
 
 
-def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str) -> None:
+def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
     """Refuses an upload to a file title that redirects, as a moved file's old title does: the
     file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
     query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
@@ -3925,7 +3926,7 @@ def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str
         target = page.get("title")
         raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
                         f"would lie hidden behind the redirect. To upload a new version of {target}, "
-                        f"{remedy} title='{target}'.")
+                        f"{remedy} title='{target}'.{otherwise}")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
