@@ -38,6 +38,7 @@ import threading
 import time
 import types
 import typing
+import unicodedata
 import urllib.parse
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -3340,11 +3341,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     for revision in page.get("revisions") or []:
         if revision.get("revid") == base or revision.get("user") != me:
             continue
-        comment = revision.get("comment", "")
-        if (comment == summary or comment.endswith(" " + summary)) if summary else \
+        if stored_as(revision.get("comment", ""), summary) if summary else \
                 (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
             return revision
     return None
+
+
+def stored_as(stored: str, sent: str) -> bool:
+    """Whether MediaWiki stored summary ``sent`` as ``stored``: in NFC, trimmed, after a section
+    edit's ``/* heading */``, and cut to 500 characters with '...' when longer."""
+    stored, sent = (unicodedata.normalize("NFC", s).strip() for s in (stored, sent))
+    stored = re.sub(r"^/\*.*?\*/\s*", "", stored) if not sent.startswith("/*") else stored
+    return stored == sent or stored.endswith("...") and sent.startswith(stored[:-3].rstrip())
 
 
 def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -2035,6 +2036,25 @@ def bot_server_for(wiki: RealWiki) -> Any:
     if wiki.api not in _servers:
         _servers[wiki.api] = make_server(wiki.env())
     return _servers[wiki.api]
+
+
+@pytest.mark.parametrize("comment", [unicodedata.normalize("NFD", "Résumé, café und Änderung"), "Long. " * 83])
+def test_a_lost_answer_finds_the_edit_whatever_the_wiki_did_to_its_summary(wiki: RealWiki, comment: str) -> None:
+    """MediaWiki stores a summary in NFC and cuts one over 500 characters: the history check
+    still recognises the edit, rather than call a saved edit unsaved (and invite a second one)."""
+    title = f"Write lost summary {len(comment)} test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url)
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, source="After.", comment=comment)
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title) == "After." and revision_ids(wiki, title)[1:] == before
 
 
 @pytest.mark.parametrize("page", list(GATEWAY_PAGES))
