@@ -102,61 +102,98 @@ ERROR_CATEGORIES = (
     "authentication", "rate_limited", "upstream_failure",
 )
 
-#: MediaWiki API error codes and the category each one means for a caller.
+#: MediaWiki API error codes and the category each one means for a caller (the codes of
+#: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
 #: Anything not listed becomes upstream_failure with MediaWiki's own text kept.
 MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
-        "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
-        "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
+        "missingtitle", "missingtitle-byname", "nosuchrevid", "nosuchpageid", "nosuchsection",
+        "nosuchsection-what", "rvnosuchsection", "nosuchuser", "nosuchuserid", "nosuchlogid", "nosuchrcid",
+        "missingfile", "filenotfound", "filedoesnotexist", "nodeleteablefile", "cantdelete",
         "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
+        "missingrev-pageid", "missingrev-title", "missingcontent-pageid", "missingcontent-revid",
+        "compare-nofromrevision", "compare-notorevision", "compare-nosuchfromsection",
+        "compare-nosuchtosection", "changecontentmodel-missingtitle", "stashedfilenotfound",
     ), "not_found"),
     **dict.fromkeys((
-        "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
-        "protectednamespace-interface", "cascadeprotected", "blocked", "autoblocked",
-        "blockedfrommail", "readapidenied", "writeapidenied", "noapiwrite", "cantcreate",
-        "cantcreate-anon", "noimageredirect", "noimageredirect-anon", "noedit", "noedit-anon",
-        "cantedit", "customcssprotected", "customjsprotected", "customjsonprotected",
-        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "abusefilter-disallowed",
-        "abusefilter-blocked-display", "spamblacklist", "titleblacklist-forbidden",
-        "cantmove", "cantmove-anon", "cantmovefile", "cantdelete", "badaccess-groups",
-        "mustbeposted", "emptynewsection", "confirmemail", "upload-disabled", "uploaddisabled",
-        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "unsupportednamespace",
+        "permissiondenied", "permissiondenied-generic", "protectedpage", "protectedtitle",
+        "protectednamespace", "protectednamespace-interface", "cascadeprotected", "blocked",
+        "blocked-partial", "autoblocked", "systemblocked", "blockedfrommail", "writeapidenied",
+        "noapiwrite", "cantcreate", "cantcreate-anon", "noimageredirect", "noimageredirect-anon",
+        "noedit", "noedit-anon", "cantedit", "customcssprotected", "customjsprotected",
+        "customjsonprotected", "mycustomcssprotected", "mycustomjsprotected", "mycustomjsonprotected",
+        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "spamblacklist", "spamdetected",
+        "titleblacklist-forbidden", "hookaborted", "cantmove", "cantmove-anon", "cantmovefile",
+        "bigdelete", "badaccess-groups", "confirmemail", "upload-disabled", "uploaddisabled",
+        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
+        "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
+        "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
+        "siteinfo-includealldenied", "readapidenied",
     ), "permission_denied"),
     **dict.fromkeys((
         "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
-        "missingparam", "badvalue", "invalidsection", "badcontinue", "toomanyvalues",
-        "paramempty", "invalidparammix", "notanarticle", "baddatatype", "badinteger",
-        "unknown_action", "nosuchnamespace", "badmd5", "contenttoobig", "selfmove",
-        "immobilenamespace", "nonfilenamespace", "invalid-content-data", "badformat",
-        "unsupportedrepo", "invalidexpiry", "invalid-file-key", "illegal-filename",
-        "filetype-banned", "filetype-missing", "bad-prefix", "verification-error",
-        "empty-file", "file-too-large", "toolong", "mustpostparams", "missingtitle-createonly",
-        "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
-        "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
-        "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
-        "badtimestamp", "show",
+        "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
+        "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
+        "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
+        "multival-only-one-of", "notanarticle", "baddatatype", "badinteger", "integeroutofrange-abovemax",
+        "integeroutofrange-belowminimum", "maxbytes", "maxchars", "unknown_action", "unknownaction",
+        "nosuchnamespace", "badmd5", "contenttoobig", "selfmove", "immobilenamespace",
+        "immobile-source-namespace", "immobile-target-namespace", "immobile-source-page",
+        "immobile-target-page", "nonfilenamespace", "nonfile-cannot-move-to-file", "filetypemismatch",
+        "imageinvalidfilename", "bad-target-model", "contentnotallowedhere", "pagecannotexist",
+        "unsupportednamespace", "invalid-content-data", "invalid-json-data", "contentserializationexception",
+        "no-direct-editing", "changecontentmodel-nodirectediting", "changecontentmodel-cannot-convert",
+        "changecontentmodel-cannotbeused", "badformat", "badformat-generic", "unsupportedrepo",
+        "invalidexpiry", "pastexpiry", "toofewexpiries", "invalid-file-key", "illegal-filename",
+        "filetype-banned", "filetype-missing", "filename-tooshort", "windows-nonascii-filename",
+        "bad-prefix", "verification-error", "empty-file", "file-too-large", "toolong", "nofile",
+        "mustpostparams", "missingtitle-createonly", "invalidcategory", "invaliduser", "baduser",
+        "notarget", "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
+        "appendnotsupported", "sectionsnotsupported", "sectionsnotsupported-what", "contentmodel-mismatch",
+        "badtimestamp", "show", "emptynewsection", "missingcommenttext", "redirect-appendonly",
+        "edit-invalidredirect", "compare-maintextrequired", "compare-no-title", "compare-notext",
+        "compare-relative-to-deleted", "compare-relative-to-nothing", "invalidurlparam", "urlparamnormal",
+        "badurl", "protect-invalidaction", "protect-invalidlevel", "revisions-norevids",
+        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile",
     ), "invalid_input"),
     **dict.fromkeys((
-        "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
-        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate",
+        "editconflict", "articleexists", "redirectexists", "create-titleexists", "pagedeleted",
+        "fileexists-no-change", "fileexists-forbidden", "fileexists-shared-forbidden", "overwrite",
+        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate", "undofailure",
     ), "conflict"),
     **dict.fromkeys((
-        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "notloggedin",
-        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
-        "login-required", "badtoken", "notoken",
+        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "assertanonfailed", "notloggedin",
+        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user", "login-required",
+        "mustbeloggedin", "mustbeloggedin-generic", "mustbeloggedin-uploadstash", "reauthenticate",
+        "cannotreauthenticate", "badtoken", "notoken",
     ), "authentication"),
     **dict.fromkeys((
-        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext",
+        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext", "concurrency-limit",
     ), "rate_limited"),
 }
+
+#: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
+#: list parameter), so that its answer is not to the question asked.
+IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
+
+#: Codes of failures that a later retry can fix: the wiki is locked for maintenance, or broke
+#: down midway (an internal exception, its file or lock backend, a fetch that timed out).
+#: Every other failure says why, and that retrying the same call changes nothing.
+MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanager-fail-",
+                  "exceptioncaught", "unknownerror", "stashfailed", "upload-inprogress", "http-timed-out",
+                  "http-curl-error", "cirrussearch-backend-error")
+
+RETRY_LATER = "Retry later; tell the user if it persists."
 
 #: What the caller can do next, by category, for errors raised by MediaWiki.
 NEXT_STEP = {
     "not_found": "Check the title or ID; search-page-by-prefix or search-page finds existing pages.",
     "permission_denied": "Tell the user; retrying as the same account changes nothing.",
+    "invalid_input": "Change the call as the message says; the same call fails again.",
+    "conflict": "Read the current state again before deciding what to do.",
     "authentication": "Tell the user to check the wiki's credentials.",
     "rate_limited": "Wait a minute before retrying.",
-    "upstream_failure": "Retry later; tell the user if it persists.",
+    "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
@@ -172,6 +209,21 @@ MW_NEXT_STEP = {
     "blocked": "The account is blocked from editing; tell the user.",
     "readonly": "The wiki is locked for maintenance; retry later.",
     "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
+    "nosuchrevid": "get-page-history lists a page's revision IDs.",
+    "nosuchsection": "The page exists; its sections are numbered from 1 in the order of its headings "
+                     "(0 is the lead).",
+    "pagecannotexist": "Pages in this namespace (such as Special:) cannot be created or edited; pick "
+                       "another title.",
+    "unsupportednamespace": "Pages in this namespace (such as Special:) cannot be changed; pick another "
+                            "title.",
+    "invalid-json-data": "Fix the JSON, or create the page with another contentModel.",
+    "invalid-content-data": "Fix the text for the page's content model, or pass another contentModel.",
+    "nonfile-cannot-move-to-file": "Only files move into the File namespace; pick a title in another one.",
+    "nonfilenamespace": "A file can move only to another title in the File namespace.",
+    "filetypemismatch": "A file keeps its type when it moves: give the new title the file's extension.",
+    "immobile-target-namespace": "Pages cannot be moved into that namespace; pick a title in another one.",
+    "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
+    "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
 }
 
 ENVIRONMENT_VARIABLES = {
@@ -236,19 +288,20 @@ def invalid(message: str) -> WikiError:
 
 
 def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
-    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words."""
+    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words and adding what
+    to do next: only a failure that a later retry can fix says to retry."""
     category = MW_ERROR_CATEGORIES.get(code)
-    if category is None and code.startswith(("abusefilter-", "spamblacklist")):
+    if category is None and code.startswith(("abusefilter-", "spamblacklist", "titleblacklist")):
         category = "permission_denied"
-    if category is None and code == "readonly":
+    if code == "readonly":
         text = f"The wiki is in read-only mode: {text}"
     text = " ".join(text.split()) or code
     where = f" ({wiki})" if wiki else ""
+    step = MW_NEXT_STEP.get(code) or (RETRY_LATER if code.startswith(MW_RETRY_LATER)
+                                      else NEXT_STEP[category or "upstream_failure"])
     if category is None:
-        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} "
-                         + MW_NEXT_STEP.get(code, NEXT_STEP["upstream_failure"]), code)
-    step = MW_NEXT_STEP.get(code) or NEXT_STEP.get(category, "")
-    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""), code)
+        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} {step}", code)
+    return WikiError(category, f"{text}{where} [{code}] {step}", code)
 
 
 # ---------------------------------------------------------------------------
@@ -293,6 +346,10 @@ class SiteInfo:
 
     def index_url(self, **params: Any) -> str:
         return f"{self.server}{self.script_path}/index.php?" + urllib.parse.urlencode(params)
+
+    def namespace_list(self) -> str:
+        """``0 (Main), 1 Talk, ...``: the namespaces pages can be in, with their IDs."""
+        return ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(self.namespaces.items()) if i >= 0)
 
     def namespace_of(self, title: str) -> int:
         prefix, sep, _ = title.partition(":")
@@ -504,7 +561,7 @@ class MediaWikiClient:
                     return bytes(data)
             except _requests().RequestException as exc:
                 raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
-                                + NEXT_STEP["upstream_failure"]) from None
+                                + RETRY_LATER) from None
         raise WikiError("upstream_failure", f"{url} redirected too many times.")
 
     def _plain_session(self) -> requests.Session:
@@ -575,10 +632,10 @@ class MediaWikiClient:
         try:
             data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
         except WikiError as error:
-            if not error.code and error.category == "permission_denied":
-                raise  # the address guard refused a hop
-            if not error.code:  # no API answered there
-                failures.append(f"{candidate}: {error.message}")
+            if not error.code and error.category != "upstream_failure":
+                raise  # the address guard refused the URL or a hop: no other candidate fares better
+            if not error.code:  # no API answered there; the remedy comes once, after every candidate
+                failures.append(f"{candidate}: {error.message.split('. ')[0]}")
                 return False
             if error.code == "readapidenied" and not self.authenticated:
                 raise  # a private wiki, and no account to read it with
@@ -598,9 +655,9 @@ class MediaWikiClient:
             response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
                                    stream=True, headers={"Authorization": None})  # no token to any host
         except WikiError as error:
-            if error.category == "permission_denied":
+            if error.category != "upstream_failure":
                 raise
-            failures.append(f"{self.url}: {error.message}")
+            failures.append(f"{self.url}: {error.message.split('. ')[0]}")
             return None
         with response:
             head = read_head(response)
@@ -637,7 +694,9 @@ class MediaWikiClient:
         target = url or self._api_url
         assert target is not None and self._session is not None
         fields = encode_params(params)
-        fields.update(format="json", formatversion="2", errorformat="plaintext")
+        # errorlang: the wiki's messages come inside this server's English sentences, whatever
+        # language the account prefers
+        fields.update(format="json", formatversion="2", errorformat="plaintext", errorlang="en")
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
         deadline = time.monotonic() + self.retry_budget
@@ -658,7 +717,7 @@ class MediaWikiClient:
                     raise failure(f"The wiki at {self.name} {problem} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
-                                    + NEXT_STEP["upstream_failure"]) from None
+                                    + RETRY_LATER) from None
                 self.sleep(wait)
                 continue
             status = response.status_code
@@ -692,14 +751,43 @@ class MediaWikiClient:
                 if failure:
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   f"and {kind} instead of API JSON.")
+                if status < 500:  # an answer, but not the API's: the address is wrong
+                    raise WikiError("upstream_failure", f"{target} answered HTTP {status} with {kind}, "
+                                    "not MediaWiki API JSON: it is not the wiki's api.php. Tell the user to "
+                                    "check the wiki's address in the configuration; no retry changes this.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
-                                f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
+                                f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
-                                + NEXT_STEP["upstream_failure"])
-            for warning in data.get("warnings") or []:
-                log.debug("warning from %s: %s", self.name, warning)
+                                + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+            self._check_warnings(data, fields, write)
             return data
+
+    def _check_warnings(self, data: dict[str, Any], fields: Mapping[str, str], write: bool) -> None:
+        """MediaWiki answers a request with a parameter or value it does not know as if that
+        part had not been asked (an unknown namespace ID: results from every namespace), with a
+        warning. So such a warning fails a read, decided by its code; other warnings (such as
+        deprecations) are logged. A write has happened by then, so it is logged loudly instead."""
+        warnings = data.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else []:
+            code = str(warning.get("code", ""))
+            if code not in IGNORED_PART_WARNINGS or write:
+                log.log(logging.WARNING if code in IGNORED_PART_WARNINGS else logging.DEBUG,
+                        "warning %s from %s: %s", code, self.name, warning.get("text"))
+                continue
+            text = " ".join(str(warning.get("text", "")).split())
+            if code == "unrecognizedparams":
+                raise WikiError("upstream_failure", f"{self.name} ignored part of the request: {text} Its "
+                                "MediaWiki may be too old for this tool; tell the user. The same call fails "
+                                "again.", code)
+            values = [str(v) for v in (warning.get("data") or {}).get("values") or []]
+            of_namespace = any(name.endswith("namespace") and set(values) <= set(field_values(value))
+                               for name, value in fields.items())
+            if values and of_namespace and self._site:
+                raise WikiError("invalid_input", f"{self.name} has no namespace {', '.join(values)} to use "
+                                f"here. Its namespaces: {self._site.namespace_list()}.", code)
+            raise WikiError("invalid_input", f"{self.name} does not know the value {', '.join(values)} that "
+                            f"this call asked for: {text} Change the call.", code)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -762,7 +850,7 @@ def fetch_error(status: int, url: str) -> WikiError:
         return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
                          + NEXT_STEP["permission_denied"])
     return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
-                     + NEXT_STEP["upstream_failure"])
+                     + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -780,6 +868,11 @@ def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
         else:
             fields[key] = str(value)
     return fields
+
+
+def field_values(field: str) -> list[str]:
+    """The values of a list field, as encode_params joined them."""
+    return field[1:].split("\x1f") if field.startswith("\x1f") else field.split("|")
 
 
 def parse_json(response: requests.Response) -> dict[str, Any] | None:
@@ -1123,7 +1216,8 @@ def normalise_server(url: str) -> str:
     elif "://" not in url:
         url = "https://" + url
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or any(
+            c.isspace() or c in "<>\"{}|\\^`" for c in parts.netloc):  # words, not an address
         raise ValueError(url)
     parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
@@ -2552,6 +2646,12 @@ def search_page_by_prefix(
     inside pages, use search-page."""
     if not prefix.strip():
         raise invalid("Argument 'prefix' must not be empty.")
+    named = ctx.site.namespace_of(prefix)
+    if namespace is not None and named and named != namespace:  # MediaWiki would ignore namespace
+        names = ctx.site.namespaces
+        raise invalid(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but namespace "
+                      f"is {namespace} ({names.get(namespace, 'unknown')}). Give the namespace once: in the "
+                      "prefix or as namespace.")
     data = ctx.mw.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
         "psnamespace": namespace,
@@ -2571,7 +2671,6 @@ def get_site_info(ctx: ToolContext) -> str:
     state, namespaces with their IDs and installed extensions."""
     query = ctx.mw.refresh_site("extensions")
     site = ctx.site
-    namespaces = ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(site.namespaces.items()) if i >= 0)
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
     return labelled(
         ("Wiki", ctx.wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
@@ -2580,7 +2679,7 @@ def get_site_info(ctx: ToolContext) -> str:
         ("API", ctx.mw.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
-        ("Namespaces", namespaces), ("Extensions", ", ".join(extensions)))
+        ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
 
 
 @tool("whoami", "Who am I", read_only=True)
@@ -3886,13 +3985,18 @@ def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     if contact and site is None:
         try:
             site, api = client.site, client.api_url
-        except WikiError as error:
-            problem = error.message
+        except WikiError as error:  # a refused login or account is no network trouble
+            problem = (PROBLEM_LABELS.get(error.category, "problem"), error.message)
     parts = urllib.parse.urlsplit(wiki.url)
     return {"key": key, "name": site.name if site else wiki.sitename,
             "server": site.server if site else f"{parts.scheme}://{parts.netloc}", "api": api,
             "read_only": wiki.read_only, "default": key == state.config.default_wiki,
             "private": wiki.private, "problem": problem}
+
+
+#: How list-wikis and the wiki resources name a wiki's problem, by its error category.
+PROBLEM_LABELS = {"authentication": "no access", "permission_denied": "no access",
+                  "upstream_failure": "unreachable", "rate_limited": "unreachable"}
 
 
 def wiki_summary(state: ServerState, key: str) -> str:
@@ -3901,7 +4005,8 @@ def wiki_summary(state: ServerState, key: str) -> str:
     return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
                     ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
                     ("Default", "yes" if facts["default"] else None),
-                    ("Private", "yes" if facts["private"] else None), ("Unreachable", facts["problem"]))
+                    ("Private", "yes" if facts["private"] else None),
+                    *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
 
 
 def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
@@ -4002,7 +4107,7 @@ def list_wikis(ctx: ToolContext) -> str:
         marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
                                  ("private", facts["private"])) if on]
         if facts["problem"]:
-            marks.append(f"unreachable: {facts['problem']}")
+            marks.append(": ".join(facts["problem"]))
         rows.append(f"{key}: " + ", ".join(str(v) for v in (
             facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
             + (f" ({'; '.join(marks)})" if marks else ""))

@@ -2747,6 +2747,181 @@ def test_upload_warnings_read_as_sentences() -> None:
 
 
 # ---------------------------------------------------------------------------
+# Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Accounts:
+    """Two more ways into the test wiki, for what an account may not do."""
+    plain: dict[str, str]    # a server acting as Plain: the user group only, language German
+    limited: dict[str, str]  # a server acting as Admin through a bot password granted basic, editpage
+
+
+@pytest.fixture(scope="session")
+def accounts(wiki: RealWiki) -> Accounts:
+    main_password = "Plain-" + secrets.token_hex(12)
+    plain_password, limited_password = secrets.token_hex(16), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "Plain", main_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Plain", plain_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=limited", "--grants=basic,editpage",
+        "Admin", limited_password)
+    session, token = bare_login(wiki, "Plain", main_password)  # preferences need the main password
+    done = session.post(wiki.api, timeout=30, data={"action": "options", "change": "language=de",
+                                                     "token": token, "format": "json"}).json()
+    assert done.get("options") == "success", done
+    return Accounts(plain=wiki.env(MEDIAWIKI_USERNAME="Plain@mcp", MEDIAWIKI_PASSWORD=plain_password),
+                    limited=wiki.env(MEDIAWIKI_USERNAME="Admin@limited", MEDIAWIKI_PASSWORD=limited_password))
+
+
+NAMESPACES_OF_THE_TEST_WIKI = "0 (Main), 1 Talk, 2 User, 3 User talk, 4 Test Wiki"
+
+
+@pytest.mark.parametrize("tool, arguments, namespace", [
+    ("search-page-by-prefix", {"prefix": "Fru", "namespace": 9999}, "9999"),
+    ("get-recent-changes", {"namespaces": [9999]}, "9999"),
+    ("get-category-members", {"category": "Fruits", "namespaces": [0, 9999]}, "9999"),
+    ("get-links-here", {"title": "Apple", "namespaces": [9999]}, "9999"),
+    ("search-page", {"query": "fruit", "namespaces": [-1]}, "-1"),
+])
+def test_an_unknown_namespace_is_refused_naming_the_wikis_namespaces(
+        bot_server: Any, wiki: RealWiki, tool: str, arguments: dict[str, Any], namespace: str) -> None:
+    """MediaWiki drops a namespace it does not know with a warning and answers unfiltered."""
+    result = call(bot_server, tool, **arguments)
+    assert result.is_error and len(result.blocks) == 1, result.text
+    assert result.blocks[0].startswith(f"invalid_input: {wiki.key} has no namespace {namespace} to use here. "
+                                       f"Its namespaces: {NAMESPACES_OF_THE_TEST_WIKI}"), result.text
+    assert "14 Category, 15 Category talk" in result.text
+
+
+def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_refused(bot_server: Any) -> None:
+    """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
+    result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
+    assert result.is_error and result.blocks == [
+        "invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+        "(Template). Give the namespace once: in the prefix or as namespace."]
+    agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
+    assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
+
+
+def test_a_request_the_wiki_answers_only_in_part_fails_and_a_deprecation_is_only_logged(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    client = m.MediaWikiClient(wiki.api)
+    with pytest.raises(m.WikiError) as ignored:
+        client.get({"action": "query", "titles": "Apple", "prop": "info", "bogusparam": "1"})
+    assert ignored.value.category == "upstream_failure" and ignored.value.code == "unrecognizedparams"
+    assert "bogusparam" in ignored.value.message and "retry" not in ignored.value.message.lower()
+    with pytest.raises(m.WikiError) as value:
+        client.get({"action": "query", "list": "recentchanges", "rcprop": "title|bogusvalue"})
+    assert value.value.category == "invalid_input" and "bogusvalue" in value.value.message
+    with caplog.at_level(logging.DEBUG, logger="mediawiki_mcp"):
+        found = client.get({"action": "query", "list": "search", "srsearch": "fruit", "srprop": "score"})
+    assert found["query"]["search"]  # a deprecated value still works: the warning is only logged
+    assert any("deprecation" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("code, category", [
+    ("pagecannotexist", "invalid_input"), ("invalid-json-data", "invalid_input"),
+    ("mycustomjsprotected", "permission_denied"), ("customjsprotected", "permission_denied"),
+    ("nonfile-cannot-move-to-file", "invalid_input"), ("filetypemismatch", "invalid_input"),
+    ("nosuchsection", "not_found"), ("immobile-target-namespace", "invalid_input"),
+    ("cantchangecontentmodel", "permission_denied"), ("concurrency-limit", "rate_limited"),
+    ("verification-error", "invalid_input"), ("missingcommenttext", "invalid_input"),
+    ("hookaborted", "permission_denied"), ("spamdetected", "permission_denied"),
+    ("fileexists-forbidden", "conflict"), ("mustbeloggedin", "authentication"),
+])
+def test_mediawiki_error_codes_get_their_true_category(code: str, category: str) -> None:
+    error = m.error_from_api(code, "MediaWiki's own words.", "wiki.example.org")
+    assert error.category == category and error.code == code
+    assert "retry later" not in str(error).lower()
+
+
+def test_only_failures_a_later_retry_can_fix_say_retry_later() -> None:
+    for code, category in m.MW_ERROR_CATEGORIES.items():
+        text = str(m.error_from_api(code, "Words.")).lower()
+        assert "retry later" not in text and ("before retrying" in text) == (category == "rate_limited"), code
+    for code in ("readonly", "internal_api_error_DBQueryError", "backend-fail-internal"):
+        assert "retry later" in str(m.error_from_api(code, "Words.")).lower(), code
+    unknown = str(m.error_from_api("weird-new-code", "Something odd happened."))
+    assert unknown.startswith("upstream_failure: MediaWiki error weird-new-code") and "retry" not in unknown.lower()
+
+
+def no_retry(result: Result) -> bool:
+    return result.is_error and len(result.blocks) == 1 and "retry later" not in result.text.lower()
+
+
+def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
+    special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
+    assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
+    assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
+    assert revision_ids(wiki, "Errors test data") == []
+    own_js = call(bot_server, "create-page", title="User:Admin/common.js", source="var a;")
+    assert no_retry(own_js) and own_js.text.startswith("permission_denied: ")
+    create(bot_server, "Errors test move source", "Stays.")
+    to_file = call(bot_server, "move-page", fromTitle="Errors test move source", toTitle="File:Errors test.png")
+    assert no_retry(to_file) and to_file.text.startswith("invalid_input: Cannot move non-file to file namespace.")
+    retyped = call(bot_server, "move-page", fromTitle="File:Red square.png", toTitle="File:Red square.jpg")
+    assert no_retry(retyped) and retyped.text.startswith("invalid_input: The new file extension does not match")
+    assert "give the new title the file's extension" in retyped.text
+    assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
+
+
+def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
+    """What a page URL with a scriptpath builds: an address that answers HTML."""
+    server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
+    result = call(server, "get-page", title="Apple")
+    assert no_retry(result) and result.text.startswith(
+        f"upstream_failure: {wiki.url}/wiki/Main_Page/w/api.php answered HTTP 404 with text/html, not "
+        "MediaWiki API JSON: it is not the wiki's api.php."), result.text
+
+
+def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
+        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_server(wiki.env())
+    words = call(server, "add-wiki", wikiUrl="not a url at all")
+    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
+
+    def unknown(host: str, port: int) -> list[str]:
+        raise OSError("Name or service not known")
+    monkeypatch.setattr(m, "resolve_addresses", unknown)
+    nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
+    assert nowhere.is_error and nowhere.blocks == [
+        "invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+        "resolved; check the URL."]
+
+
+def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki,
+                                    B_PASS="0" * 32))
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed[1].startswith("other: Other Wiki, ") and "(read-only; private; no access: Login to " in listed[1]
+    assert "unreachable" not in listed[1]
+
+    async def read() -> str:
+        async with Client(server) as client:
+            return (await client.read_resource("mcp://wikis/other")).contents[0].text
+    text = anyio.run(read)
+    assert "No access: Login to " in text and "Unreachable" not in text and "0" * 32 not in text
+
+
+def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accounts) -> None:
+    """Plain's language is German: the wiki would answer in German unless asked for English."""
+    server = make_server(accounts.plain)
+    result = call(server, "create-page", title="Special:Mcp test", source="x")
+    assert result.is_error and result.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    assert "[pagecannotexist] Pages in this namespace (such as Special:) cannot be created" in result.text
+
+
+# -- titles -----------------------------------------------------------------------------
+
+def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+# ---------------------------------------------------------------------------
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
 
