@@ -78,8 +78,6 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
-#: How many sections a truncation marker lists before summarising the rest.
-MARKER_MAX_SECTIONS = 60
 #: Idempotency keys of write calls are remembered this long, at most this many.
 IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
@@ -1530,12 +1528,8 @@ def section_ends(text: str) -> dict[int, int]:
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
-    """``0 (Lead), 1 (History), ...``, summarising beyond MARKER_MAX_SECTIONS."""
-    shown = [f"{n} ({heading})" for n, heading in sections[:MARKER_MAX_SECTIONS]]
-    rest = len(sections) - MARKER_MAX_SECTIONS
-    if rest > 0:
-        shown.append(f"and {rest} more ({sections[MARKER_MAX_SECTIONS][0]}-{sections[-1][0]})")
-    return ", ".join(shown)
+    """``1 (History), 2 (Geography), ...``: every section, so that each can be asked for."""
+    return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
 def call_args(**args: Any) -> str:
@@ -1546,12 +1540,14 @@ def call_args(**args: Any) -> str:
 def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]] | None = None,
                      again: Mapping[str, Any] | None = None, verb: str = "again with") -> str:
     """The content-truncated marker: where the cut is, and the exact next calls."""
+    again = dict(again or {})
     parts = [f"Content truncated at {piece.end} of {piece.total} bytes."]
     if sections:
         parts.append(f"Available sections: 0 (Lead), {section_list(sections)}."
                      if sections[0][0] != 0 else f"Available sections: {section_list(sections)}.")
-        parts.append(f"To read a specific section, call {tool} {verb} section=N.")
-    parts.append(f"To read on, call {tool} {verb} {call_args(**dict(again or {}), offset=piece.end)}.")
+        before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
+        parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
+    parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
     return " ".join(parts)
 
 
@@ -1969,18 +1965,37 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         raise invalid(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
-        if not value:
-            raise invalid(f"Argument {name!r} must be a non-empty page title.")
-        if utf8_len(value) > MAX_TITLE_BYTES:
-            raise invalid(f"Argument {name!r} is {utf8_len(value)} bytes long; a page title has at "
-                          f"most {MAX_TITLE_BYTES}.")
-        if any(c in value for c in "\x00\n\r\t|[]{}<>#") and not value.startswith("#"):
-            bad = sorted({repr(c) for c in value if c in "\x00\n\r\t|[]{}<>#"})
-            raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+        check_title_text(name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
         raise invalid(f"Argument {name!r} is {len(value)} characters long; at most "
                       f"{p.arg.max_length} are accepted.")
     return value
+
+
+def check_title_text(name: str, title: str) -> None:
+    """Refuses what no wiki takes as a page title, saying what to give instead."""
+    if not title:
+        raise invalid(f"Argument {name!r} must be a non-empty page title.")
+    if encoded := PERCENT_ESCAPE.search(title):
+        raise invalid(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are written "
+                      f"as the wiki shows them: {urllib.parse.unquote(title).replace('_', ' ')!r}.")
+    page, fragment, heading = title.partition("#")
+    if fragment:
+        raise invalid(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a page, not "
+                      f"a page. Give the title alone ({page.strip()!r}); to read one section, get-page takes "
+                      "section=N.")
+    if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
+        raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
+    # wiki's to say, and it refuses a title still too long.
+    _, colon, rest = title.partition(":")
+    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+        after = " after its namespace prefix" if colon else ""
+        raise invalid(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                      f"{MAX_TITLE_BYTES}.")
+
+
+PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
 
 
 def json_type(value: Any) -> str:
@@ -2589,10 +2604,9 @@ def pages_marker(used: int, total: int, cut: tuple[str, Slice, list[Section]] | 
         if sections:
             parts.append(f"Available sections of {title}: 0 (Lead), "
                          f"{section_list([(s.number, s.heading) for s in sections])}.")
-            parts.append(f"To read a specific section, call get-page with title={json.dumps(title)} "
-                         "and section=N.")
-        parts.append(f"To read on, call get-page with title={json.dumps(title, ensure_ascii=False)} "
-                     f"and offset={piece.end}.")
+            parts.append(f"To read a specific section, call get-page with {call_args(title=title)} and "
+                         "section=N.")
+        parts.append(f"To read on, call get-page with {call_args(title=title, offset=piece.end)}.")
     if omitted:
         names = json.dumps(omitted, ensure_ascii=False)
         parts.append(f"Not included: {', '.join(omitted)}. To read them, call get-pages again with "
@@ -2787,7 +2801,7 @@ def revision_user(revision: dict[str, Any]) -> str:
 
 
 HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
-                  "edit summary | tags (only when any)")
+                  "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-page-history", "Get page history", read_only=True)
@@ -2803,7 +2817,7 @@ def get_page_history(
     user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
 ) -> list[str]:
     """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
-    then minor, summary and tags when present; 20 by default, the marker naming the next
+    then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
     olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
@@ -2853,11 +2867,22 @@ def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
     parent = revision.get("parentid") or 0
     size = revision.get("size", 0)
     change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
-    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
     parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
-             "minor" if revision.get("minor") else "", summary,
-             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+             "minor" if revision.get("minor") else "", row_tags(revision), row_summary(revision)]
     return " | ".join(p for p in parts if p)
+
+
+def row_tags(row: Mapping[str, Any]) -> str:
+    return "tags: " + ", ".join(row["tags"]) if row.get("tags") else ""
+
+
+def row_summary(row: Mapping[str, Any]) -> str:
+    """An edit summary as the last field of a row, quoted: a summary such as "minor" or one
+    holding " | " then cannot pass for a flag or a column."""
+    if row.get("commenthidden"):
+        return "(summary hidden)"
+    summary = one_line(row.get("comment", ""))
+    return json.dumps(summary, ensure_ascii=False) if summary else ""
 
 
 @tool("compare-pages", "Compare pages", read_only=True)
@@ -3033,7 +3058,8 @@ def get_links_here(
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
            "redirects": "!redirect"}
-RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
+             "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-recent-changes", "Get recent changes", read_only=True)
@@ -3053,7 +3079,7 @@ def get_recent_changes(
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
-    log action, user, size change, then flags, summary and tags when present. For one page's
+    log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
@@ -3083,10 +3109,9 @@ def change_row(change: dict[str, Any]) -> str:
     size = (signed(change["newlen"] - change.get("oldlen", 0))
             if kind in ("edit", "new") and "newlen" in change else "")
     flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
-    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
     parts = [change.get("timestamp", ""), change.get("title", ""), what,
-             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
-             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags,
+             row_tags(change), row_summary(change)]
     return " | ".join(p for p in parts if p)
 
 
@@ -4076,7 +4101,7 @@ def add_wiki(
     return labelled(("Added wiki", wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
                     ("Server", site.server), ("API", client.api_url),
                     ("Access", "read-only" if wiki.read_only else "read and write")
-                    ) + f"\nPass wiki={json.dumps(wiki.key)} to other tools to use it."
+                    ) + f"\nPass {call_args(wiki=wiki.key)} to other tools to use it."
 
 
 @tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,

@@ -1240,9 +1240,9 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
         assert user == history.users[int(revision)]
         assert change == m.signed(sizes[int(revision)] - parent_size)
         assert ("minor" in rest) == (int(revision) in history.minor)
-        assert rest[-1 if "tags" not in rest[-1] else -2] == f"Step {index}"
+        assert rest[-1] == f'"Step {index}"'
     redirect_row = rows[len(rows) - 1 - history.revisions.index(history.redirect_revision)]
-    assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
+    assert redirect_row.endswith('| tags: mw-new-redirect | "Step 8"')
 
 
 def listed_revisions(result: Result) -> list[int]:
@@ -1469,7 +1469,7 @@ def test_recent_changes_filters(bot_server: Any, history: History) -> None:
     assert any(r.split(" | ")[1] == HISTORY_TITLE for r in humans)
     tagged = change_rows(bot_server, start=history.started, end=history.finished, tag="mw-new-redirect")
     assert f"revision {history.redirect_revision}" in {r.split(" | ")[2] for r in tagged}
-    assert all(r.endswith("tags: mw-new-redirect") for r in tagged)
+    assert all(" | tags: mw-new-redirect | " in r for r in tagged)
 
 
 def test_recent_changes_continue(bot_server: Any, history: History) -> None:
@@ -2916,9 +2916,81 @@ def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accou
 
 # -- titles -----------------------------------------------------------------------------
 
+def test_markers_write_titles_as_the_wiki_does(bot_server: Any) -> None:
+    title = "Überlänge Ünïcödé"
+    create(bot_server, title, long_page_text())
+    marker = call(bot_server, "get-pages", titles=[title, "Apple"]).blocks[-1]
+    assert f'call get-page with title="{title}" and section=N' in marker
+    assert f'call get-page with title="{title}" and offset=' in marker and "\\u" not in marker
+    html = call(bot_server, "get-page", title=title, content="html").blocks[-1]
+    assert 'To read a specific section, call get-page again with content="html" and section=N.' in html
+
+
+def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    name = "Ä" * 127 + "x"  # 255 bytes, MediaWiki's limit for the title without its namespace
+    created = call(bot_server, "create-page", title=f"Talk:{name}", source="At the limit.")
+    assert not created.is_error, created.text
+    assert content_of(call(bot_server, "get-page", title=f"Talk:{name}").blocks[0]) == "At the limit."
+    over = call(bot_server, "get-page", title=f"Talk:{name}x")
+    assert over.is_error and over.text.startswith("invalid_input: Argument 'title' is 256 bytes long after its "
+                                                  "namespace prefix; a page title has at most 255.")
+
+
+def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Fruit%20salad")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+        "them: 'Fruit salad'."]
+
+
+def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Target page#Details")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+        "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N."]
+
+
+# -- rows of history and recent changes ---------------------------------------------------
+
+def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
+    title = "Rows test page"
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    edits = [("First.", "", False), ("Second.", "minor", False), ("Third.", "", True),
+             ("Fourth.", 'a | b "quoted" | c', True)]
+    for text, summary, minor in edits:
+        done = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
+            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()
+        assert done["edit"]["result"] == "Success", done
+    server = make_server(wiki.env())
+    history = call(server, "get-page-history", title=title)
+    assert history.blocks[0].startswith(f"Revisions of {title}, newest first (revision ID | timestamp | user | "
+                                        "size change | minor (only when minor) | tags (only when any) | edit "
+                                        "summary (quoted, only when any)):\n")
+    rows = rows_of(history.blocks[0])
+    created = ['"Created page with \\"First.\\""']  # MediaWiki's own summary of a new page
+    assert [row.split(" | ", 4)[4:] for row in rows] == [
+        ['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+    assert [row.split(" | ")[3] for row in rows] == ["+1", "-1", "+1", "+6"]
+    recent = call(server, "get-recent-changes", limit=20).blocks[0]
+    assert recent.startswith("Recent changes, newest first (time | page | change | user | size change | flags "
+                             "(minor, bot; only when any) | tags (only when any) | edit summary (quoted, only "
+                             "when any)):\n")
+    mine = [row.split(" | ", 5)[5:] for row in rows_of(recent) if row.split(" | ")[1] == title]
+    assert mine == [['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+
+
+# -- moves ----------------------------------------------------------------------------------
+
 def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
     result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
     assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+def test_a_marker_names_every_section() -> None:
+    sections = [(n, f"Part {n}") for n in range(1, 81)]
+    listed = m.section_list(sections)
+    assert listed.endswith("79 (Part 79), 80 (Part 80)") and "more" not in listed
 
 
 # ---------------------------------------------------------------------------
