@@ -391,6 +391,35 @@ class SiteInfo:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Account:
+    """Whom a client acts as on its wiki and what it may do there (meta=userinfo): the rights
+    of its groups, narrowed by the grants of its bot password or token."""
+    name: str
+    anonymous: bool
+    groups: tuple[str, ...]
+    rights: frozenset[str]
+
+    def can(self, right: str) -> bool:
+        """Whether the account has the right (``a|b``: either of two)."""
+        return any(r in self.rights for r in right.split("|"))
+
+
+#: Rights that tools check before they act: what each lets an account do, and the bot
+#: password grant (Special:BotPasswords) that carries it.
+RIGHTS = {
+    "edit": ("edit pages", "Edit existing pages"),
+    "createpage": ("create pages", "Create, edit, and move pages"),
+    "move": ("move pages", "Create, edit, and move pages"),
+    "move-subpages": ("move subpages", "Create, edit, and move pages"),
+    "suppressredirect": ("move pages without leaving a redirect", "Create, edit, and move pages"),
+    "delete": ("delete pages", "Delete pages, revisions, and log entries"),
+    "undelete": ("restore deleted pages", "Delete pages, revisions, and log entries"),
+    "upload": ("upload files", "Upload new files"),
+    "reupload": ("upload new versions of files", "Upload, replace, and move files"),
+}
+
+
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases"}
 
@@ -439,6 +468,8 @@ class MediaWikiClient:
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
         self._csrf: str | None = None
+        self._account: Account | None = None
+        self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:  # never the credentials
@@ -518,6 +549,40 @@ class MediaWikiClient:
             data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
             self._extensions = extension_names(data.get("query", {}))
         return self._extensions
+
+    @property
+    def account(self) -> Account:
+        """The account this client acts as, with its rights; fetched once."""
+        if self._account is None:
+            info = self.get({"action": "query", "meta": "userinfo", "uiprop": "groups|rights"}
+                            ).get("query", {}).get("userinfo", {})
+            self._account = Account(str(info.get("name", "")), "anon" in info,
+                                    tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
+        return self._account
+
+    def cannot(self, right: str) -> str | None:
+        """Why the account may not use a right (``a|b``: either of two), as a sentence saying
+        what it cannot do; None when it may. A right its groups give but its bot password's or
+        token's grants leave out is named as such: only the user can add the grant."""
+        account = self.account
+        if account.can(right):
+            return None
+        right = right.split("|")[0]
+        doing, grant = RIGHTS.get(right, (f"use the '{right}' right", ""))
+        who = "Anonymous users" if account.anonymous else f"The account {account.name}"
+        if self._group_rights is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
+            self._group_rights = {g.get("name", ""): g.get("rights") or []
+                                  for g in data.get("query", {}).get("usergroups") or []}
+        holders = [group for group, rights in self._group_rights.items() if right in rights]
+        if set(holders) & set(account.groups) and self.authenticated:
+            via = (f"the bot password {self.username} lacks the grant '{grant}', which the user can add at "
+                   "Special:BotPasswords" if self.username else
+                   f"the OAuth token lacks the grant '{grant}'; its owner can issue one that has it")
+            return f"{who} cannot {doing} on {self.name}: {via} (the account itself has the '{right}' right)."
+        given = ", ".join("everyone" if g == "*" else g for g in holders) or "no group"
+        return (f"{who} cannot {doing} on {self.name}: it lacks the '{right}' right, which the wiki gives "
+                f"to: {given}.")
 
     @property
     def api_url(self) -> str:
@@ -1551,9 +1616,14 @@ def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]]
     return " ".join(parts)
 
 
-def more_results_marker(count: int, items: str, tool: str, param: str, value: Any) -> str:
-    return (f"More results available. Returned {count} {items}. To fetch the next segment, "
+def more_results_marker(count: int, item: str, tool: str, param: str, value: Any) -> str:
+    return (f"More results available. Returned {counted(count, item)}. To fetch the next segment, "
             f"call {tool} again with {param}={json.dumps(value, ensure_ascii=False)}.")
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 page``, ``2 pages``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
@@ -1807,6 +1877,8 @@ class ToolSpec:
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
+    rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
+    needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
     def schema(self) -> dict[str, Any]:
         properties = {name: param_schema(p) for name, p in self.params.items()}
@@ -1829,18 +1901,21 @@ WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the de
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
          idempotent: bool = True, open_world: bool = True,
          offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
-         needs_extension: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         needs_extension: str | None = None, rights: tuple[str, ...] = (),
+         needs_upload_dirs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a tool function. Its docstring is the description; its parameters
     after the first (the ToolContext) are the tool's arguments, each annotated
     ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
     no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
-    on a wiki without that extension are refused, naming the wikis that have it."""
+    on a wiki without that extension are refused, naming the wikis that have it. ``rights``:
+    a write by an account without them is refused before anything is sent (see ToolContext).
+    ``needs_upload_dirs``: the tool is of no use until the operator sets upload directories."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
             name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
             open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-            needs_extension=needs_extension)
+            needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
         return fn
     return register
 
@@ -2189,11 +2264,25 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 class ToolContext:
     """What a tool function receives: the wiki's client and the server's settings.
     ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
-    it sends nothing unless the client asked for progress, and it never fails the call."""
-    mw: MediaWikiClient
+    it sends nothing unless the client asked for progress, and it never fails the call.
+    ``rights``: the rights the tool needs, checked on its first request to the wiki (``mw``)."""
+    client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
+    rights: tuple[str, ...] = ()
+
+    @property
+    def mw(self) -> MediaWikiClient:
+        """The wiki's client. A tool's first use of it checks that the account has the rights
+        the tool needs: after the tool's own checks of its arguments, before it asks the wiki
+        anything, so a call the account cannot make changes nothing (and asks no confirmation)."""
+        rights, self.rights = self.rights, ()
+        for right in rights:
+            if why := self.client.cannot(right):
+                raise WikiError("permission_denied",
+                                f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+        return self.client
 
     @property
     def budget(self) -> int:
@@ -2201,7 +2290,7 @@ class ToolContext:
 
     @property
     def site(self) -> SiteInfo:
-        return self.mw.site
+        return self.client.site  # learnt once per wiki, so no request of this call
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
@@ -2254,7 +2343,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress)
+        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -2407,16 +2496,56 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
     return page, redirected
 
 
-def check_page(page: dict[str, Any], title: str, wiki: str) -> None:
+def check_title(page: dict[str, Any], title: str) -> None:
     if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+        reason = page.get("invalidreason")
+        reason = reason.get("text", "") if isinstance(reason, dict) else reason or ""
+        raise invalid(f"{title!r} is not a valid page title: {reason}")
+
+
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
+    check_title(page, title)
     if "interwiki" in page:
         raise invalid(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
         raise invalid(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
-        raise WikiError("not_found", f"Page {page.get('title', title)!r} not found on {wiki}. "
-                        "search-page-by-prefix or search-page finds existing titles.")
+        raise missing_page(ctx, page.get("title", title))
+
+
+def missing_page(ctx: ToolContext, title: str) -> WikiError:
+    return WikiError("not_found", f"Page {title!r} not found on {ctx.wiki.key}. " + (
+        gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
+
+
+def gone(ctx: ToolContext, title: str) -> str | None:
+    """Where a page that is not there went, from the wiki's log: deleted (undelete-page
+    restores it) or moved without a redirect; None when the log does not say."""
+    events = ctx.mw.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                         "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
+    for event in events or []:
+        when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
+                + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
+        if (event.get("type"), event.get("action")) == ("delete", "delete"):
+            return f"It was deleted{when}; undelete-page restores it."
+        if event.get("type") == "move":
+            target = (event.get("params") or {}).get("target_title")
+            return f"It was moved to {target!r}{when}, leaving no redirect; use that title."
+    return None
+
+
+def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
+    """not_found for a section past the last, listing the sections there are, as the wiki
+    numbers them (headings that templates bring cannot be read or edited by number)."""
+    parsed = ctx.mw.get({"action": "parse", "prop": "sections",
+                         **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
+    sections = ["0 (Lead)"]
+    for found in parsed.get("sections") or []:
+        if str(found.get("index", "")).isdigit():
+            marks = "=" * int(found.get("level") or 2)
+            sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
+    return WikiError("not_found", f"There is no section {section} in {title} on {ctx.wiki.key}. "
+                     f"Its sections: {', '.join(sections)}.")
 
 
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
@@ -2428,11 +2557,11 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
-def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, title: str) -> str:
     """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    slot = main_slot(revision)
     if slot.get("nosuchsection"):
-        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
-                        "A truncated read lists the sections with their numbers.")
+        raise no_such_section(ctx, title, section, revision.get("revid"))
     return slot.get("content", "")
 
 
@@ -2460,12 +2589,12 @@ def get_page(
         "rvslots": "main", "rvsection": section if content == "source" else None,
     }).get("query", {})
     page, redirected = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
+    text = slot_text(ctx, revision, section, page["title"])
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text),
                             again={"section": section} if section is not None else None)
@@ -2504,11 +2633,22 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
     return blocks
 
 
+def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
+    """A page or revision rendered (action=parse); a missing page or section says what there is."""
+    try:
+        return ctx.mw.get({"action": "parse", "section": section, "disableeditsection": True,
+                           "disablelimitreport": True, **params}).get("parse", {})
+    except WikiError as error:
+        if error.code == "nosuchsection":
+            raise no_such_section(ctx, title, section, params.get("oldid")) from None
+        if error.code == "missingtitle":
+            raise missing_page(ctx, title) from None
+        raise
+
+
 def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
               offset: int) -> list[str]:
-    parsed = ctx.mw.get({"action": "parse", "page": title, "redirects": True,
-                         "prop": "text|sections|revid", "section": section,
-                         "disableeditsection": True, "disablelimitreport": True}).get("parse", {})
+    parsed = parse_page(ctx, title, section, page=title, redirects=True, prop="text|sections|revid")
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -2638,10 +2778,11 @@ def search_page(
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
             for h in hits]
-    head = f"{total} pages match." if total is not None else f"{len(rows)} pages match."
+    matching = total if total is not None else len(rows)
+    head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
     blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(rows), "pages", "search-page", "continueFrom",
+        blocks.append(more_results_marker(len(rows), "page", "search-page", "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -2674,7 +2815,7 @@ def search_page_by_prefix(
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(titles), "titles", "search-page-by-prefix",
+        blocks.append(more_results_marker(len(titles), "title", "search-page-by-prefix",
                                           "continueFrom", encode_continuation(data["continue"])))
     return blocks
 
@@ -2760,9 +2901,7 @@ def get_revision(
     if content == "none":
         return [header]
     if content == "html":
-        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
-                             "section": section, "disableeditsection": True,
-                             "disablelimitreport": True}).get("parse", {})
+        parsed = parse_page(ctx, page.get("title", ""), section, oldid=revisionId, prop="text|sections")
         again: dict[str, Any] = {"content": "html"}
         text, sections = parsed.get("text", ""), html_sections(parsed)
     else:
@@ -2770,7 +2909,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
         sections = [(s.number, s.heading) for s in wikitext_sections(text)]
         # a truncated read of an old revision must not be written back either (update-page)
         ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
@@ -2836,7 +2975,7 @@ def get_page_history(
                             "for the latest revisions.") from None
         raise
     page, _ = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     fetched = page.get("revisions") or []
     sizes = {r["revid"]: r.get("size", 0) for r in fetched}
     rows = [r for r in fetched if r["revid"] != anchor]
@@ -2858,7 +2997,7 @@ def get_page_history(
               + "\n".join(history_row(r, sizes) for r in rows)]
     if more:
         param = "newerThan" if newerThan else "olderThan"
-        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+        blocks.append(more_results_marker(len(rows), "revision", "get-page-history", param,
                                           rows[0]["revid"] if newerThan else rows[-1]["revid"]))
     return blocks
 
@@ -2955,10 +3094,10 @@ def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
     return decode_continuation(continue_from, keys) if continue_from else {}
 
 
-def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
     """Adds the 'More results available' marker when MediaWiki has more to give."""
     if data.get("continue"):
-        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -2998,12 +3137,7 @@ def get_category_members(
         head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
                  f"files: {info.get('files', 0)})")
     blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
-    return with_more(blocks, data, len(rows), "members", "get-category-members")
-
-
-def check_title(page: dict[str, Any], title: str) -> None:
-    if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+    return with_more(blocks, data, len(rows), "member", "get-category-members")
 
 
 LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
@@ -3053,7 +3187,7 @@ def get_links_here(
     missing = " (the page does not exist)" if page and page.get("missing") else ""
     blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
               else f"No pages link to {title}{missing}."]
-    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+    return with_more(blocks, data, len(rows), "page", "get-links-here")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
@@ -3099,7 +3233,7 @@ def get_recent_changes(
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
               else "No changes match."]
-    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+    return with_more(blocks, data, len(rows), "change", "get-recent-changes")
 
 
 def change_row(change: dict[str, Any]) -> str:
@@ -3350,7 +3484,8 @@ def missing_subsections(old: str, new: str) -> list[str]:
     return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
+      rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3368,7 +3503,7 @@ def create_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
-            check_page(page, title, ctx.wiki.key)
+            check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
                                  ctx.wiki.key)
         return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
@@ -3376,7 +3511,7 @@ def create_page(
                      None, edit_summary(ctx, comment), source)
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False)
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3419,25 +3554,27 @@ def update_page(
     if removeSubsections and not replacing_section:
         raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
 
-    needs_text = dryRun or find is not None or replacing_section
+    if bot and not ctx.mw.account.can("bot"):
+        raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
+                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                      "without bot.")
+    # a section is read even when its text is not needed: that is how a missing one shows
+    needs_text = dryRun or find is not None or replacing_section or section is not None
     query = ctx.mw.get({
         "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
-        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
-        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
         raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
-                        "nothing was saved. To make it, use create-page; search-page-by-prefix finds "
-                        "existing titles.")
-    check_page(page, title, ctx.wiki.key)
+                        "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
+                                                 "create-page; search-page-by-prefix finds existing titles."))
+    check_page(ctx, page, title)
     title = page["title"]
     current = revision_of(page)
     base = latestId or current.get("revid")
-    if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
-        raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
-                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                      "without bot.")
+    if main_slot(current).get("nosuchsection"):
+        raise no_such_section(ctx, title, section)
     if latestId and latestId != current.get("revid"):
         check_base_revision(ctx, latestId, page)
     if mode == "replace" and find is None:
@@ -3486,7 +3623,7 @@ def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> N
                       "get-page returned for this page.")
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -3499,8 +3636,13 @@ def move_page(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Renames a wiki page (by default with its talk page); returns the old and new titles,
-    whether a redirect was left and the new URL. Fails if the page is missing or the new title
-    exists."""
+    whether a redirect was left, each talk page and subpage moved or left behind (and why), and
+    the new URL. Fails if the page is missing or the new title exists, and before moving anything
+    if the account cannot move as asked."""
+    if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
+        raise invalid(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a redirect.")
+    if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
+        raise invalid(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
@@ -3512,18 +3654,62 @@ def move_page(
             raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
                             "was not moved. Call again to retry.") from None
         moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+    except WikiError as error:
+        if error.code == "missingtitle":
+            raise missing_page(ctx, fromTitle) from None
+        raise
     to = moved.get("to", toTitle)
-    subpages = [s for s in moved.get("subpages") or [] if "to" in s]
-    talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
+    talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
+    subpages_moved, subpages_kept = subpage_moves(ctx, moved)
     return "Moved.\n" + labelled(
         ("From", moved.get("from", fromTitle)), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
-        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+        ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
+        ("URL", ctx.site.page_url(to)))
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
+def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Each subpage a move moved (``A/1 -> B/1``), and each it left behind with the reason:
+    MediaWiki moves them one by one, and refuses all of a page's subpages at once when the
+    new namespace has none (naming none of them)."""
+    done, kept = [], []
+    for key, parent in (("subpages", moved.get("from")), ("subpages-talk", moved.get("talkfrom"))):
+        result = moved.get(key) or []
+        if isinstance(result, dict):
+            errors = result.get("errors") or [{}]
+            why = (f"the namespace of {moved.get('to')} has no subpages" if errors[0].get("code") ==
+                   "namespace-nosubpages" else "; ".join(wiki_words(e) for e in errors))
+            kept.append(f"{', '.join(subpages_of(ctx, parent) if parent else []) or 'its subpages'} ({why})")
+            continue
+        for subpage in result:
+            if "to" in subpage:
+                done.append(f"{subpage['from']} -> {subpage['to']}")
+            else:
+                why = "; ".join(wiki_words(e) for e in subpage.get("errors") or [])
+                kept.append(f"{subpage.get('from')} ({why})")
+    return done, kept
+
+
+def subpages_of(ctx: ToolContext, title: str) -> list[str]:
+    namespace = ctx.site.namespace_of(title)
+    name = title.partition(":")[2] if namespace else title
+    found = ctx.mw.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                        "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
+    return [p["title"] for p in found]
+
+
+def wiki_words(error: Mapping[str, Any]) -> str:
+    """One of MediaWiki's error texts inside a sentence: wiki links as their text."""
+    text = WIKI_LINK.sub(lambda m: m.group(2) or m.group(1), str(error.get("text") or error.get("code", "")))
+    return strip_tags(text)
+
+
+WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
+
+
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3538,12 +3724,12 @@ def delete_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
         page, _ = resolve_page(query.get("query", {}), title)
-        check_page(page, title, ctx.wiki.key)
+        check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
-        revisions = f"more than {count}" if query.get("continue") else str(count)
+        revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
         raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
-                      f"(latest revision {page.get('lastrevid')}, {page.get('length', 0)} bytes, "
-                      f"{revisions} revisions{', a redirect' if page.get('redirect') else ''}) from "
+                      f"(latest revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
+                      f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
                       f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
                       "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
@@ -3556,11 +3742,16 @@ def delete_page(
             raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
                             "deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+    except WikiError as error:
+        if error.code == "missingtitle":  # deleted since the confirmation, or never there
+            raise missing_page(ctx, title) from None
+        raise
     return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
 
-@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True)
+@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
+      rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3608,18 +3799,19 @@ UPLOAD_FETCH_CHUNK = 64 * 1024
 PROGRESS_STEP_BYTES = 1 << 20
 
 #: MediaWiki's upload warnings in words, and whether each is about what is on the wiki
-#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value.
+#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value,
+#: ``{file}`` the wiki's name of the File namespace.
 UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "exists": ("conflict", "a file with this title exists"),
     "page-exists": ("conflict", "the description page exists but holds no file"),
-    "exists-normalized": ("conflict", "a file with a similar name exists: File:{v}"),
+    "exists-normalized": ("conflict", "a file with a similar name exists: {file}:{v}"),
     "thumb": ("conflict", "the name looks like a thumbnail of an existing file"),
     "was-deleted": ("conflict", "a file with this title was deleted before"),
     "duplicate": ("conflict", "the same content is already on the wiki as {v}"),
-    "duplicate-archive": ("conflict", "the same content was deleted before as File:{v}"),
+    "duplicate-archive": ("conflict", "the same content was deleted before as {file}:{v}"),
     "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
     "nochange": ("conflict", "the content equals the current version"),
-    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as File:{v}"),
+    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as {file}:{v}"),
     "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
                                     "descriptive title"),
     "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
@@ -3627,8 +3819,9 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
     "empty-file": ("invalid_input", "the file is empty"),
 }
-#: Warnings an update expects (exists) or merely reports; they never stop it.
-UPDATE_WARNINGS = ("exists", "duplicateversions", "nochange")
+#: Warnings an update expects (exists) or answers itself (nochange); any other stops it
+#: unless the call passes ignoreWarnings (an earlier version's bytes included).
+UPDATE_WARNINGS = ("exists", "nochange")
 
 
 @dataclasses.dataclass
@@ -3643,16 +3836,19 @@ class UploadSource:
         return hashlib.sha1(self.data).hexdigest() if self.data is not None else None
 
 
-def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = ()) -> list[str]:
-    """MediaWiki's upload warnings as short sentences (unknown ones by their code)."""
+def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
+                     file_namespace: str = CANONICAL_NAMESPACES[6]) -> list[str]:
+    """MediaWiki's upload warnings as short sentences (unknown ones by their code), files
+    named with the wiki's own name of the File namespace."""
     said = []
     for code, value in warnings.items():
         if code in skip:
             continue
         if isinstance(value, list):
-            value = ", ".join(f"File:{v}" for v in value) if code == "duplicate" else (value[0] if value else "")
+            value = (", ".join(f"{file_namespace}:{v}" for v in value) if code == "duplicate"
+                     else (value[0] if value else ""))
         text = UPLOAD_WARNINGS.get(code, ("", f"{code} ({value})" if isinstance(value, str) else code))[1]
-        said.append(text.replace("{v}", str(value).replace("_", " ")))
+        said.append(text.replace("{v}", str(value).replace("_", " ")).replace("{file}", file_namespace))
     return said
 
 
@@ -3664,7 +3860,11 @@ def file_name(ctx: ToolContext, title: str) -> str:
 
 def file_title(ctx: ToolContext, name: str) -> str:
     """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
-    return f"{ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]}:{name.replace('_', ' ')}"
+    return f"{file_namespace(ctx)}:{name.replace('_', ' ')}"
+
+
+def file_namespace(ctx: ToolContext) -> str:
+    return ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]
 
 
 def uploads_allowed(ctx: ToolContext) -> None:
@@ -3820,13 +4020,14 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                             error.code) from None
     warnings = answer.get("warnings") or {}
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
+    explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
     if not new and "exists" not in warnings:
-        why = "".join(f"; {w}" for w in explain_warnings(
+        why = "".join(f"; {w}" for w in explained(
             {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
         raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
                         f"file, use {sibling}.")
@@ -3841,9 +4042,9 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
             else "invalid_input"
         remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
-        raise WikiError(category, f"Nothing was uploaded: the wiki warns that "
-                        f"{'; '.join(explain_warnings(concerns))}.{remedy} To upload anyway, call again "
-                        "with ignoreWarnings=true.")
+        raise WikiError(category, "Nothing was uploaded: the wiki warns that "
+                        f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
+                        "ignoreWarnings=true.")
     ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
@@ -3855,13 +4056,13 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
         raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
-                        f"{'; '.join(explain_warnings(answer.get('warnings') or {}))}. Look at "
+                        f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
                         f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
-    noted = explain_warnings(warnings, ("exists",))
+    noted = explained(warnings, ("exists",))
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
 
 
@@ -3921,7 +4122,8 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
         ("Wiki warnings", "; ".join(noted)))
 
 
-@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",), needs_upload_dirs=True)
 def upload_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -3939,7 +4141,8 @@ def upload_file(
                                ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
 
 
-@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True)
+@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
 def update_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -3957,7 +4160,8 @@ def update_file(
                                ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
 
 
-@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",))
 def upload_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -3976,7 +4180,8 @@ def upload_file_from_url(
                                ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
 
 
-@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True)
+@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"))
 def update_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -4165,22 +4370,24 @@ def argument_parser() -> argparse.ArgumentParser:
 
 def check_wikis(config: Config, out: typing.TextIO) -> int:
     """--check: connects to each wiki and prints its name, MediaWiki version, the account
-    the server acts as and the tools available there. Returns the exit status."""
+    the server acts as and the tools it can use there (the account's rights, the upload
+    directories). Returns the exit status."""
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
     for key, wiki in config.wikis.items():
         client = state.clients[key]
         try:
-            site = client.site
-            user = client.get({"action": "query", "meta": "userinfo"}).get("query", {}).get("userinfo", {})
+            site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
-                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)]
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
+                     and (spec.read_only or all(account.can(right) for right in spec.rights))
+                     and (config.upload_dirs or not spec.needs_upload_dirs)]
         except WikiError as error:
             failures += 1
             print(f"{key}: FAILED: {error}", file=out)
             continue
-        identity = ("anonymous" if "anon" in user else f"{user.get('name')}"
+        identity = ("anonymous" if account.anonymous else account.name
                     + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
         print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
               f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"

@@ -552,6 +552,11 @@ SITEINFO = {"batchcomplete": True, "query": {
     "general": {"sitename": "Fake", "generator": "MediaWiki 1.39.0", "server": "//127.0.0.1",
                 "articlepath": "/wiki/$1", "scriptpath": "/w", "lang": "en", "mainpage": "Main Page"},
     "namespaces": {"0": {"id": 0, "name": ""}}, "namespacealiases": []}}
+#: The account of a fake wiki (anonymous, as its tests run without credentials) may do anything.
+USERINFO = {"batchcomplete": True, "query": {"userinfo": {
+    "id": 0, "name": "127.0.0.1", "anon": True, "groups": ["*"],
+    "rights": ["read", "edit", "createpage", "move", "move-subpages", "suppressredirect", "delete",
+               "undelete", "upload", "reupload", "upload_by_url"]}}}
 PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
         "lastrevid": 7, "revisions": [{"revid": 7, "slots": {"main": {"content": "Fake page text."}}}]}]}}
 
@@ -565,7 +570,8 @@ class Reply:
 
 
 class FakeWiki:
-    """A local HTTP server answering with scripted replies; site info is automatic."""
+    """A local HTTP server answering with scripted replies; site info and the account's
+    rights are automatic."""
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
@@ -601,6 +607,8 @@ class FakeWiki:
                     return
                 if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
+                elif is_rights_query(params):
+                    reply = Reply(body=USERINFO)
                 else:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
                 if reply.delay:
@@ -623,12 +631,16 @@ class FakeWiki:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
-        return [s for s in self.seen if s["params"].get("meta") != "siteinfo"]
+        return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
 
     def close(self) -> None:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def is_rights_query(params: dict[str, str]) -> bool:
+    return params.get("meta") == "userinfo" and params.get("uiprop") == "groups|rights"
 
 
 @pytest.fixture
@@ -874,7 +886,7 @@ def test_search_page_finds_a_word_only_in_page_bodies(bot_server: Any) -> None:
 def test_search_page_continues_with_the_marker(bot_server: Any) -> None:
     first = call(bot_server, "search-page", query="fruit", limit=1)
     marker = first.blocks[-1]
-    assert marker.startswith("More results available. Returned 1 pages. To fetch the next segment, "
+    assert marker.startswith("More results available. Returned 1 page. To fetch the next segment, "
                              "call search-page again with continueFrom=")
     token = json.loads(marker.split("continueFrom=", 1)[1].rstrip("."))
     second = call(bot_server, "search-page", query="fruit", limit=1, continueFrom=token)
@@ -2435,8 +2447,13 @@ def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_pa
     same = call(server, "update-file", filepath=str(path), title="Update test chart.png")
     assert not same.is_error and same.blocks[0].startswith(
         "No change: the file's current version already has these bytes; nothing was uploaded.")
-    path.write_bytes(first)  # back to the first version's bytes: allowed, and said
-    back = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    path.write_bytes(first)  # back to the first version's bytes: a warning, which stops it unless told
+    refused = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    assert refused.is_error and refused.blocks == [
+        "conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
+        "file. To upload anyway, call again with ignoreWarnings=true."]
+    assert len(file_versions(wiki, "File:Update test chart.png")) == 2
+    back = call(server, "update-file", filepath=str(path), title="Update test chart.png", ignoreWarnings=True)
     assert not back.is_error, back.text
     assert field(back, "Wiki warnings") == "the content equals an earlier version of this file"
     assert len(file_versions(wiki, "File:Update test chart.png")) == 3
@@ -2867,6 +2884,19 @@ def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, 
     assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
 
 
+def test_a_missing_section_lists_the_pages_sections_with_levels(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Errors test sections"
+    create(bot_server, title, "Lead.\n== One ==\nA.\n=== One and a half ===\nB.\n== Two ==\nC.\n")
+    listed = "Its sections: 0 (Lead), 1 (== One ==), 2 (=== One and a half ===), 3 (== Two ==)."
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("update-page", {"source": "New."})):
+        result = call(bot_server, tool, title=title, section=99, **arguments)
+        assert result.is_error and result.blocks[0].startswith(
+            f"not_found: There is no section 99 in {title} on {wiki.key}. {listed}"), (tool, result.text)
+        assert "search-page" not in result.text
+    assert wiki.wikitext(title).startswith("Lead.")
+
+
 def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
     """What a page URL with a scriptpath builds: an address that answers HTML."""
     server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
@@ -2982,9 +3012,114 @@ def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: Re
 
 # -- moves ----------------------------------------------------------------------------------
 
+def test_a_move_reports_each_subpage_moved_or_not_and_why(bot_server: Any, wiki: RealWiki) -> None:
+    for title in ("Help:Move report", "Help:Move report/A", "Help:Move report/B", "Help talk:Move report/A",
+                  "Help:Move report 2/B"):
+        create(bot_server, title, f"Text of {title}.")
+    moved = call(bot_server, "move-page", fromTitle="Help:Move report", toTitle="Help:Move report 2",
+                 moveSubpages=True)
+    assert not moved.is_error, moved.text
+    assert field(moved, "Subpages moved") == ("Help:Move report/A -> Help:Move report 2/A, "
+                                              "Help talk:Move report/A -> Help talk:Move report 2/A")
+    assert field(moved, "Subpages not moved") == (
+        "Help:Move report/B (A page already exists at Help:Move report 2/B, or the page name you have "
+        "chosen is not valid. Please choose another name.)")
+    assert wiki.wikitext("Help:Move report/B") == "Text of Help:Move report/B."
+    # the main namespace has no subpages: the talk subpage moves, the others stay, each named
+    into_main = call(bot_server, "move-page", fromTitle="Help:Move report 2", toTitle="Move report main",
+                     moveSubpages=True)
+    assert not into_main.is_error, into_main.text
+    assert field(into_main, "Subpages moved") == "Help talk:Move report 2/A -> Talk:Move report main/A"
+    assert field(into_main, "Subpages not moved") == (
+        "Help:Move report 2/A, Help:Move report 2/B (the namespace of Move report main has no subpages)")
+    assert wiki.wikitext("Help:Move report 2/A") == "Text of Help:Move report/A."
+
+
+def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_moves(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Move refused source", "Stays here.")
+    server = make_server(accounts.plain)
+    result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
+                  leaveRedirect=False)
+    assert result.is_error and result.blocks == [
+        f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+        "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+        "again without leaveRedirect=false to leave a redirect."]
+    assert wiki.wikitext("Move refused source") == "Stays here."
+    assert revision_ids(wiki, "Move refused target") == []
+
+
+# -- rights, uploads, deletions and other smaller statements -------------------------------
+
+def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_confirm(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Delete refused page", "Stays.")
+    plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
+    assert plain.is_error and plain.blocks == [
+        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+        "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+        "account changes nothing."]
+    limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
+    assert limited.is_error and limited.blocks == [
+        f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+        "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+        "user; retrying as the same account changes nothing."]
+    assert wiki.wikitext("Delete refused page") == "Stays."
+
+
+def test_an_upload_refused_for_a_missing_grant_names_the_grant(
+        accounts: Accounts, wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    (directory / "granted.png").write_bytes(unique_png("granted"))
+    server = make_server({**accounts.limited, "MCP_UPLOAD_DIRS": str(directory)})
+    result = call(server, "upload-file", filepath=str(directory / "granted.png"), title="Grant test.png")
+    assert result.is_error and result.text.startswith(
+        f"permission_denied: The account Admin cannot upload files on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Upload new files', which the user can add at Special:BotPasswords")
+    assert "group" not in result.text and file_versions(wiki, "File:Grant test.png") == []
+
+
+def test_check_lists_only_the_tools_the_account_can_use(accounts: Accounts) -> None:
+    done = run_script("--check", env={k: v for k, v in accounts.plain.items()} | {"MCP_UPLOAD_DIRS": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    tools = done.stdout.splitlines()[2].removeprefix("  Tools: ").split(", ")
+    assert {"get-page", "create-page", "update-page", "move-page", "upload-file-from-url"} <= set(tools)
+    assert not {"delete-page", "undelete-page", "upload-file", "update-file"} & set(tools)
+
+
+def test_upload_warnings_name_files_in_the_wikis_own_file_namespace() -> None:
+    said = m.explain_warnings({"duplicate": ["Rot.png"], "exists-normalized": "Rot.PNG",
+                               "badfilename": "Rot_quadrat.png"}, file_namespace="Datei")
+    assert said == ["the same content is already on the wiki as Datei:Rot.png",
+                    "a file with a similar name exists: Datei:Rot.PNG",
+                    "the title is not a valid file name; the wiki would save it as Datei:Rot quadrat.png"]
+
+
+def test_a_deleted_page_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Deleted page test"
+    create(bot_server, title, "Soon gone.")
+    assert not call(bot_server, "delete-page", title=title, confirm=True, comment="Test").is_error
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("delete-page", {}), ("delete-page", {"confirm": True}),
+                            ("get-page-history", {}), ("update-page", {"source": "x"})):
+        result = call(bot_server, tool, title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' "), (tool, result.text)
+        assert "was deleted" in result.text and "undelete-page restores it" in result.text, (tool, result.text)
+        assert "create-page" not in result.text and "search" not in result.text, (tool, result.text)
+    never = call(bot_server, "get-page", title="Never existed here")
+    assert "search-page-by-prefix" in never.text and "deleted" not in never.text
+
+
 def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
     result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
     assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+def test_counts_read_as_english(bot_server: Any, history: History) -> None:
+    assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
+    marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
+    assert marker.startswith("More results available. Returned 1 revision. ")
 
 
 def test_a_marker_names_every_section() -> None:
