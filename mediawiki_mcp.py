@@ -2498,9 +2498,12 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
 
 def check_title(page: dict[str, Any], title: str) -> None:
     if page.get("invalid"):
-        reason = page.get("invalidreason")
-        reason = reason.get("text", "") if isinstance(reason, dict) else reason or ""
-        raise invalid(f"{title!r} is not a valid page title: {reason}")
+        raise invalid(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+
+
+def invalid_reason(page: dict[str, Any]) -> str:
+    reason = page.get("invalidreason")  # {"code", "text"} with errorformat=plaintext
+    return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
 
 
 def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
@@ -2681,10 +2684,16 @@ def get_pages(
         "rvslots": "main",
     }).get("query", {})
     found = batch_pages(query, wanted)
-    blocks: list[str] = []
-    missing = [t for t, (page, _) in found.items() if page is None]
-    if missing:
-        blocks.append("Missing pages: " + ", ".join(missing))
+    unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
+                                    "Special pages, which have no content": []}
+    for asked, (page, _) in list(found.items()):
+        kind = ("Missing pages" if page is None or page.get("missing") else
+                "Not valid page titles" if page.get("invalid") else
+                "Special pages, which have no content" if page.get("special") else None)
+        if kind:
+            del found[asked]
+            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+    blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     used, omitted, cut = 0, [], None
     total = sum(utf8_len(main_slot(revision_of(p)).get("content", "")) for p, _ in found.values() if p)
     for asked, (page, redirected) in found.items():
@@ -2720,7 +2729,7 @@ def get_pages(
 
 
 def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """Maps each asked title to its page (None if missing) and the redirect followed."""
+    """Maps each asked title to its page (None if the answer has none) and the redirect followed."""
     normalized = {n["from"]: n["to"] for n in query.get("normalized") or []}
     redirects = {r["from"]: r["to"] for r in query.get("redirects") or []}
     by_title = {p.get("title"): p for p in query.get("pages") or []}
@@ -2729,10 +2738,7 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
         title = normalized.get(asked, asked)
         target = redirects.get(title)
         page = by_title.get(target or title)
-        if page is None or page.get("missing") or page.get("invalid") or page.get("special"):
-            result[asked] = (None, None)
-        else:
-            result[asked] = (page, title if target else None)
+        result[asked] = (page, title if target and page else None)
     return result
 
 

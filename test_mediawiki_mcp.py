@@ -3116,6 +3116,16 @@ def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
     assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
 
 
+def test_get_pages_says_why_a_title_has_no_page(bot_server: Any) -> None:
+    result = call(bot_server, "get-pages", titles=["Apple", "Special:Version", "Talk:", "Nope Nope"])
+    assert result.blocks[:3] == [
+        "Missing pages: Nope Nope",
+        "Not valid page titles: Talk: (The requested page title is empty or contains only the name of a "
+        "namespace.)",
+        "Special pages, which have no content: Special:Version"]
+    assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
+
+
 def test_counts_read_as_english(bot_server: Any, history: History) -> None:
     assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
     marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
