@@ -1223,9 +1223,9 @@ def run_secret_command(spec: Any, path: str) -> str:
         raise ConfigError(f"{path}.exec.command must be a non-empty string")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{path}.exec.args must be an array of strings")
-    try:
-        done = subprocess.run([program, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+    try:  # its error output goes nowhere: it may hold the secret too
+        done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
     except subprocess.TimeoutExpired:
@@ -1233,13 +1233,12 @@ def run_secret_command(spec: Any, path: str) -> str:
                           f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
     except OSError as error:
         raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
-    secret = done.stdout.strip()
     if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [""])[-1][:200]
-        if secret and any(line.strip() and line.strip() in said for line in done.stdout.splitlines()):
-            said = ""  # never show what may be the secret
-        raise ConfigError(f"{path}: the secret command {program!r} failed with exit status "
-                          f"{done.returncode}" + (f": {said}" if said else ""))
+        ended = (f"was stopped by signal {-done.returncode}" if done.returncode < 0
+                 else f"failed with exit status {done.returncode}")
+        raise ConfigError(f"{path}: the secret command {program!r} {ended}; its output is not shown (it may "
+                          "hold the secret): run the command yourself to see why.")
+    secret = done.stdout.strip()
     if not secret:
         raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
     return secret
