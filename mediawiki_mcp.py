@@ -3602,7 +3602,10 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
 def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     """Fetches a URL's file for an upload, through the address guard, with a session of
     its own (the wiki's cookies and token never go to that host). When the file is over
-    the cap, or the server cannot get it, the wiki is asked to fetch it instead."""
+    the cap, or its download breaks off, the wiki is asked to fetch it instead: only once
+    every redirect has been followed and checked here, and then from the last address,
+    since the wiki follows redirects without any guard. A URL that this server could not
+    follow to its end is refused."""
     uploads_allowed(ctx)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -3618,13 +3621,15 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     host = parts.netloc
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=DEFAULT_TIMEOUT, stream=True)
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.mw.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
-                raise  # refused by the guard, or no URL at all: never handed to the wiki either
-            return UploadSource(None, url, f"this server could not fetch it: {error.message}")
+                raise  # refused by the guard, or no URL at all
+            raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
+                            "handed to the wiki: this server could not check where it leads. "
+                            + NEXT_STEP["upstream_failure"]) from None
         with response:
-            final = response.url  # the wiki fetches without following redirects: give it the last hop
+            final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
                                 f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
@@ -3843,8 +3848,8 @@ def upload_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over 100 MB by default, or unreachable here, the wiki fetches it where allowed;
-    private addresses are refused. Fails if the title exists: for a new version, use
+    URLs. Over 100 MB by default, the wiki fetches it where allowed; private addresses and
+    URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
@@ -3861,9 +3866,9 @@ def update_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over 100 MB by default, or unreachable
-    here, the wiki fetches it where allowed; private addresses are refused. Fails if the file
-    does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    kept; returns the file and description page URLs. Over 100 MB by default, the wiki fetches
+    it where allowed; private addresses and URLs unreachable here are refused. Fails if the
+    file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))

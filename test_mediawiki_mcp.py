@@ -558,7 +558,7 @@ PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title
 
 @dataclasses.dataclass
 class Reply:
-    status: int = 200
+    status: int = 200   # 0: no answer at all, the connection is closed
     body: Any = dataclasses.field(default_factory=lambda: PAGE)
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     delay: float = 0.0
@@ -605,6 +605,9 @@ class FakeWiki:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
                 if reply.delay:
                     fake.release.wait(reply.delay)
+                if not reply.status:
+                    self.close_connection = True
+                    return
                 payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 content_type = "text/html" if isinstance(reply.body, bytes) else "application/json"
@@ -2608,16 +2611,42 @@ def test_a_url_over_the_cap_is_fetched_by_the_wiki(wiki: RealWiki, fake: FakeWik
     assert requests.get(field(result, "File URL"), timeout=30).content == body
     assert [s["headers"]["User-Agent"].split("/")[0] for s in fake.seen] == ["mediawiki-mcp", "MediaWiki"]
 
-    # unreachable by the server, and a host the wiki does not fetch from: a clear refusal
+    # unreachable by the server, which then cannot check where the URL leads: not handed over
     closed = free_port()
     refused = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.2:{closed}"))
-    result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
-                  title="Url unreachable test.txt")
+    counter = RequestCounter(refused)
+    with counter.counting() as sent:
+        result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
+                      title="Url unreachable test.txt")
     assert result.is_error and result.blocks[0].startswith(
-        f"permission_denied: http://127.0.0.2:{closed}/file.txt was left to the wiki to fetch, since this "
-        f"server could not fetch it: 127.0.0.2:{closed} could not be reached (ConnectionError)., and the "
-        "wiki did not: Uploads by URL are not allowed from this domain.")
-    assert file_versions(wiki, "File:Url unreachable test.txt") == []
+        f"upstream_failure: 127.0.0.2:{closed} could not be reached (ConnectionError). Nothing was uploaded, "
+        "and the URL was not handed to the wiki")
+    assert sent[0] == 0 and file_versions(wiki, "File:Url unreachable test.txt") == []
+
+
+def test_a_url_the_server_could_not_follow_to_its_end_is_never_handed_to_the_wiki(
+        wiki: RealWiki, fake: FakeWiki) -> None:
+    """The host stalls this server's fetch (or drops it), then answers the wiki's fetch with a
+    redirect to a loopback address that the guard refuses: the wiki must never be asked."""
+    hidden = FakeWiki()
+    try:
+        hidden.files["/internal.txt"] = (b"Only reachable from inside.\n", "text/plain")
+        to_hidden = Reply(302, b"", {"Location": f"http://localhost:{hidden.port}/internal.txt"})
+        server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"), timeout=(5.0, 3.0))
+        counter = RequestCounter(server)
+        for tool, first, failure in (("upload-file-from-url", Reply(delay=60), "ReadTimeout"),
+                                     ("update-file-from-url", Reply(0), "ConnectionError")):
+            fake.replies = [first, to_hidden]
+            with counter.counting() as sent:
+                result = call(server, tool, url=f"http://127.0.0.1:{fake.port}/file.txt", title="Url stalled test.txt")
+            assert result.is_error and result.blocks[0].startswith(
+                f"upstream_failure: 127.0.0.1:{fake.port} could not be reached ({failure}). Nothing was "
+                "uploaded, and the URL was not handed to the wiki"), result.text
+            assert sent[0] == 0 and "Fetched by" not in result.text
+        assert hidden.seen == [] and [s["path"] for s in fake.seen] == ["/file.txt", "/file.txt"]
+        assert file_versions(wiki, "File:Url stalled test.txt") == []
+    finally:
+        hidden.close()
 
 
 def test_progress_notifications_arrive_when_the_client_asks(wiki: RealWiki, fake: FakeWiki) -> None:
