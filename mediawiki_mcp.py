@@ -360,8 +360,10 @@ class MediaWikiClient:
         sleep: Callable[[float], None] = time.sleep,
         pool_size: int = 32,
         trusted_hosts: Iterable[str] | None = None,
+        basic_auth: tuple[str, str] | None = None,
     ) -> None:
-        self.url = url
+        self.url, userinfo = split_userinfo(url)
+        self._basic_auth = basic_auth or userinfo
         self.username = username
         self._password = password
         self._token = token
@@ -373,7 +375,7 @@ class MediaWikiClient:
         #: None: the operator chose this wiki. A list: its URL came from a model, so every
         #: request passes the address guard (these hosts may be private) and is pinned.
         self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
-        parsed = urllib.parse.urlsplit(url)
+        parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
         self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
@@ -546,6 +548,8 @@ class MediaWikiClient:
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
+        if self._basic_auth:
+            session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
         if not self.user_agent_prefix and is_wikimedia_host(self.host):
             _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
@@ -575,8 +579,8 @@ class MediaWikiClient:
         try:
             data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
         except WikiError as error:
-            if not error.code and error.category == "permission_denied":
-                raise  # the address guard refused a hop
+            if not error.code and error.category in ("permission_denied", "authentication"):
+                raise  # the address guard refused a hop, or the web server wants other credentials
             if not error.code:  # no API answered there
                 failures.append(f"{candidate}: {error.message}")
                 return False
@@ -687,6 +691,12 @@ class MediaWikiClient:
             if status == 429:
                 raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
                                 + NEXT_STEP["rate_limited"])
+            if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
+                raise WikiError("authentication", f"The web server of {self.name} refused the request with "
+                                "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                + ("and refused those in the wiki's address." if self._basic_auth else
+                                   "which go in the wiki's address: https://user:password@host/...")
+                                + " Tell the user; no retry by the model changes this.")
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
                 if failure:
@@ -740,8 +750,7 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
     except ValueError as exc:
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
-        raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} redirected to a "
-                        "malformed address.") from None
+        raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
 
 
 def redirect_target(response: requests.Response) -> str:
@@ -752,7 +761,44 @@ def redirect_target(response: requests.Response) -> str:
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # not a number: no origin anything else has
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def host_of(url: str) -> str:
+    """The host and port of a URL as messages name them: never a user name or password."""
+    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """A URL without the user name and password it may carry, and those, percent-decoded.
+    They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, location = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return (urllib.parse.urlunsplit(parts._replace(netloc=location)),
+            (urllib.parse.unquote(user), urllib.parse.unquote(password)))
+
+
+@dataclasses.dataclass(frozen=True)
+class BasicAuth:
+    """HTTP basic auth for one origin (a requests ``auth`` hook): a request to any other
+    origin, a redirect's included, goes without it."""
+    origin: tuple[str, str, int | None]
+    user: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(repr=False)
+
+    def __call__(self, request: Any) -> Any:
+        if origin_of(request.url) == self.origin:
+            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+            request.headers["Authorization"] = f"Basic {pair}"
+        return request
 
 
 def fetch_error(status: int, url: str) -> WikiError:
@@ -976,8 +1022,8 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
-                            f"reached ({type(exc).__name__}).") from None
+            raise WikiError("upstream_failure", f"{host_of(url)} could not be reached "
+                            f"({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
@@ -1048,10 +1094,17 @@ class WikiConfig:
     tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
     sitename: str = ""                    # the configured name, until site info says
+    basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # A user name and password in the address go as HTTP basic auth: the address itself
+        # is shown (list-wikis, resources), so it never keeps them.
+        self.url, userinfo = split_userinfo(self.url)
+        self.basic_auth = self.basic_auth or userinfo
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
-        return MediaWikiClient(self.url, username=self.username, password=self.password,
-                               token=self.token, user_agent_prefix=user_agent_prefix, **options)
+        return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
+                               basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
 
 
 @dataclasses.dataclass
@@ -3618,7 +3671,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     config = ctx.state.config
     cap = config.upload_max_bytes
     session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
-    host = parts.netloc
+    host = host_of(url)
     try:
         try:
             response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.mw.timeout, stream=True)
@@ -3952,6 +4005,9 @@ def add_wiki(
         url = normalise_server(wikiUrl)
     except ValueError:
         raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+    if split_userinfo(url)[1]:
+        raise invalid("wikiUrl must not carry a user name or password; a wiki that needs them is one for "
+                      "the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = configured_entry(state, wiki_key(url))
     known = registered_as(state, wiki_key(url))

@@ -728,6 +728,20 @@ def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> 
         other.close()
 
 
+def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
+        result = call(fake_server(fake, MEDIAWIKI_URL=f"http://gate:s3cret-gate@127.0.0.1:{fake.port}/w/api.php"),
+                      "get-page", title="Main Page")
+        assert not result.is_error and "Fake page text." in result.text
+        basic = "Basic " + base64.b64encode(b"gate:s3cret-gate").decode()
+        assert fake.seen and all(s["headers"].get("Authorization") == basic for s in fake.seen)
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
+    finally:
+        other.close()
+
+
 def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-abc-123"), "get-page", title="Main Page")
     assert not result.is_error
@@ -3084,6 +3098,7 @@ def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeW
 @pytest.mark.parametrize("url, message", [
     ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
     ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+    ("https://user:pw@wiki.example.org/", "wikiUrl must not carry a user name or password"),
 ])
 def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
     result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
