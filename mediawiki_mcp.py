@@ -175,13 +175,13 @@ MW_NEXT_STEP = {
 }
 
 ENVIRONMENT_VARIABLES = {
-    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin "
-                     f"(default {DEFAULT_WIKI_URL})",
+    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin; user:password@ in it goes as "
+                     f"HTTP basic auth (default {DEFAULT_WIKI_URL})",
     "MEDIAWIKI_USERNAME": "bot password user name, such as Name@BotName",
-    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords)",
+    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords); surrounding spaces are trimmed",
     "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
-    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
+    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent (ASCII), such as 'MyBot/1.0 (me@example.org)'",
     "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
     "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
                          "reach on private addresses",
@@ -191,7 +191,7 @@ ENVIRONMENT_VARIABLES = {
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
-    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
+    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr: DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
     "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
     "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
@@ -1066,6 +1066,9 @@ def api_from_html(page: str, base_url: str) -> str | None:
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off", ""}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: One entry of a host list: host, host:port, [IPv6] or [IPv6]:port, or host:* (any port).
+HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\*))?", re.IGNORECASE)
 
 
 class ConfigError(Exception):
@@ -1079,6 +1082,89 @@ def parse_bool(name: str, value: str) -> bool:
     if word in FALSE_WORDS:
         return False
     raise ConfigError(f"{name} must be true or false, not {value!r}")
+
+
+def set_or_unset(env: Mapping[str, str], name: str) -> str:
+    """A variable's trimmed value, "" when unset. Elsewhere a blank value means the default;
+    here it is refused, as it would silently change which wiki the server uses."""
+    value = env.get(name)
+    if value is not None and not value.strip():
+        raise ConfigError(f"{name} is set but empty: give it a value, or unset it")
+    return (value or "").strip()
+
+
+def credential(name: str, value: str, header: bool = False) -> str:
+    """A credential trimmed of surrounding whitespace, which no bot password or token holds and
+    a pasted one often does. Refused when empty (that would silently make the wiki anonymous or
+    the HTTP server open) or unsendable; the message names it and never shows it. ``header``:
+    it travels in an HTTP header, which carries printable ASCII only, and no space in a token."""
+    value = value.strip()
+    if not value:
+        raise ConfigError(f"{name} is set but empty: give the credential, or leave {name} out")
+    if header and not printable_ascii(value, spaces=False):
+        raise ConfigError(f"{name} must be printable ASCII without spaces, as it travels in an HTTP header; "
+                          "check it (it is not shown)")
+    if not value.isprintable():
+        raise ConfigError(f"{name} holds a control character, such as a line break; check it "
+                          "(it is not shown)")
+    return value
+
+
+def printable_ascii(text: str, spaces: bool = True) -> bool:
+    return all(" " < c <= "~" or spaces and c == " " for c in text)
+
+
+def whole_number(text: str) -> bool:
+    return re.fullmatch(r"[0-9]+", text) is not None
+
+
+def valid_host(host: str) -> bool:
+    """Whether a host name or IP address can name a server: no spaces, no empty labels."""
+    if not host or any(c.isspace() or not c.isprintable() or c in '<>"{}|\\^`' for c in host):
+        return False
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def host_list(env: Mapping[str, str], name: str, header: bool = False) -> list[str]:
+    """A comma-separated list of ``host`` or ``host:port`` entries. ``header``: Host header
+    values, where ``host:*`` means any port (and IPv6 comes in brackets). A URL or a wildcard
+    would never match anything, so it is refused rather than kept."""
+    entries = comma_list(env.get(name, ""))
+    for entry in entries:
+        if not host_entry(entry, header):
+            raise ConfigError(f"{name} takes hosts such as wiki.internal or wiki.internal:8080"
+                              + (" (localhost:* for any port)" if header else "")
+                              + f", separated by commas, not {entry!r}")
+    return entries
+
+
+def host_entry(entry: str, header: bool) -> bool:
+    """Whether ``entry`` is a host, optionally with a port (see host_list)."""
+    match = HOST_ENTRY.fullmatch(entry)
+    if not match:
+        try:
+            ipaddress.ip_address(entry)
+        except ValueError:
+            return False
+        return not header  # a bare IPv6 address: the address guard matches it, a Host header never holds it
+    port = match.group(2)
+    return port is None or (header if port == "*" else 0 < int(port) < 65536)
+
+
+def log_level(env: Mapping[str, str]) -> str:
+    """MEDIAWIKI_MCP_LOG_LEVEL, checked: main() sets up logging with it before anything else."""
+    value = env.get("MEDIAWIKI_MCP_LOG_LEVEL", "").strip()
+    if value.upper() not in ("", *LOG_LEVELS):
+        raise ConfigError(f"MEDIAWIKI_MCP_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
+    return value.upper() or "INFO"
 
 
 @dataclasses.dataclass
@@ -1126,17 +1212,14 @@ class Config:
         (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
         settings = shared_settings(env)
-        path = config_path or env.get("CONFIG", "").strip()
+        path = config_path or set_or_unset(env, "CONFIG")
         if path:
             return config_from_file(path, env, settings)
-        url = env.get("MEDIAWIKI_URL", "").strip() or DEFAULT_WIKI_URL
-        try:
-            url = normalise_server(url)
-        except ValueError:
-            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}") from None
-        username = env.get("MEDIAWIKI_USERNAME", "").strip() or None
-        password = env.get("MEDIAWIKI_PASSWORD") or None
-        token = env.get("MEDIAWIKI_TOKEN", "").strip() or None
+        username, password, token = (
+            credential(name, env[name], header=name == "MEDIAWIKI_TOKEN") if name in env else None
+            for name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN"))
+        url = wiki_address(set_or_unset(env, "MEDIAWIKI_URL") or DEFAULT_WIKI_URL, "MEDIAWIKI_URL",
+                           "MEDIAWIKI_TOKEN" if token else "")
         if bool(username) != bool(password):
             raise ConfigError("MEDIAWIKI_USERNAME and MEDIAWIKI_PASSWORD go together: set both or neither")
         if username and token:
@@ -1155,7 +1238,7 @@ def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
     value = env.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1000:
+    if not whole_number(value) or int(value) < 1000:
         raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
     return int(value)
 
@@ -1176,10 +1259,29 @@ def normalise_server(url: str) -> str:
     elif "://" not in url:
         url = "https://" + url
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if parts.scheme.lower() not in ("http", "https") or not valid_host(parts.hostname or ""):
         raise ValueError(url)
     parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
+
+
+def wiki_address(value: str, name: str, token: str = "") -> str:
+    """A configured wiki address, normalised. A user name and password in it (for HTTP basic
+    auth) must come together, and not beside a token (``token``: where one is set), as both
+    travel in the Authorization header. Messages never show an address that has them."""
+    try:
+        url = normalise_server(value)
+    except ValueError:
+        shown = "(not shown: it holds a user name or password)" if "@" in value else repr(value)
+        raise ConfigError(f"{name} must be an http(s) URL of the wiki, not {shown}") from None
+    basic_auth = split_userinfo(url)[1]
+    if basic_auth and not all(basic_auth):
+        lacking = "user name but no password" if basic_auth[0] else "password but no user name"
+        raise ConfigError(f"{name} holds a {lacking} before its @; HTTP basic auth needs both")
+    if basic_auth and token:
+        raise ConfigError(f"{name} holds a user name and password for HTTP basic auth, which cannot go "
+                          f"beside a token ({token}): both travel in the Authorization header")
+    return url
 
 
 def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
@@ -1187,10 +1289,14 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
-    trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
+    agent = env.get("MEDIAWIKI_USER_AGENT", "").strip()
+    if not printable_ascii(agent):
+        raise ConfigError(f"MEDIAWIKI_USER_AGENT must be printable ASCII, as it travels in an HTTP header, "
+                          f"not {agent!r}")
+    trusted = [host.lower() for host in host_list(env, "MCP_TRUSTED_HOSTS")]
     return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
             "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
-            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "user_agent": agent,
             "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
             "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
@@ -1198,13 +1304,15 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
 def upload_directories(entries: Iterable[str], source: str) -> list[str]:
     """Directories uploads may read from: absolute, existing, symlinks resolved."""
     found = []
-    for entry in entries:
-        if not entry.strip():
+    for entry in (e.strip() for e in entries):
+        if not entry:
             continue
         if not os.path.isabs(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
-        if not os.path.isdir(entry):
+        if not os.path.exists(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} is not a directory")
         found.append(os.path.realpath(entry))
     return found
 
@@ -1252,17 +1360,48 @@ def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
         raise ConfigError(f"{path} must be {' or '.join(kinds)}, not {kind}{quoted}")
 
 
-def substitute(value: str, env: Mapping[str, str], path: str, required: bool) -> str:
-    """Replaces ``${VAR}`` with the environment's value. An unset variable is an error
-    where ``required`` (credentials); elsewhere the text stays, as the TypeScript server does."""
+def substitute(value: str, env: Mapping[str, str], path: str, required: bool,
+               encode: Callable[[str], str] = str) -> str:
+    """Replaces ``${VAR}`` with the environment's value (through ``encode``). An unset variable
+    is an error where ``required`` (credentials); elsewhere the text stays, as the TypeScript
+    server does."""
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in env:
-            return env[name]
+            return encode(env[name])
         if required:
             raise ConfigError(f"{path} refers to ${{{name}}}, which is not set in the environment")
         return match.group(0)
     return VARIABLE.sub(replace, value)
+
+
+def substitute_address(value: str, env: Mapping[str, str], path: str) -> str:
+    """``${VAR}`` in a wiki address. In the user name and password before its @ a variable is a
+    credential: it must be set, and it is percent-encoded, since a password may hold any character."""
+    scheme = re.match(r"([a-z][a-z0-9+.-]*:)?//", value, re.IGNORECASE)
+    start = scheme.end() if scheme else 0
+    userinfo, at, _ = re.split(r"[/?#]", value[start:], maxsplit=1)[0].rpartition("@")
+    if not at:
+        return substitute(value, env, path, False)
+    end = start + len(userinfo)
+    return (value[:start] + substitute(userinfo, env, path, True, lambda v: urllib.parse.quote(v, safe=""))
+            + substitute(value[end:], env, path, False))
+
+
+def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool) -> str | None:
+    """A credential field of the configuration file: null, a string (``${VAR}`` substituted,
+    the variable required) or an exec source. A literal empty string is no credential, as null
+    is and as the TypeScript server reads it; one that a variable leaves empty is refused."""
+    if value is None or isinstance(value, str) and not value.strip():
+        return None
+    if isinstance(value, str):
+        if not VARIABLE.search(value):
+            _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source keeps it out "
+                       "of the file.")
+        value = substitute(value, env, path, True)
+    else:
+        value = run_secret_command(value, path)
+    return credential(path, value, header)
 
 
 def run_secret_command(spec: Any, path: str) -> str:
@@ -1352,16 +1491,12 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     for name, value in entry.items():
         path = f"{where}.{name}"
         if name in SECRET_FIELDS:
-            if isinstance(value, str):
-                if value and not VARIABLE.search(value):
-                    _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source "
-                               "keeps it out of the file.")
-                value = substitute(value, env, path, True) or None
-            elif value is not None:
-                value = run_secret_command(value, path)
+            value = file_credential(value, env, path, header=name == "token")
         elif name in WIKI_FIELD_TYPES:
             check_type(path, value, WIKI_FIELD_TYPES[name])
-            if isinstance(value, str):
+            if name == "server":
+                value = substitute_address(value, env, path)
+            elif isinstance(value, str):
                 value = substitute(value, env, path, False)
             elif isinstance(value, list):
                 value = [substitute(v, env, path, False) for v in value]
@@ -1372,16 +1507,17 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
         fields[name] = value
     if not fields.get("server"):
         raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
-    try:
-        server = normalise_server(fields["server"])
-    except ValueError:
-        raise ConfigError(f"{where}.server must be an http(s) URL, not {fields['server']!r}") from None
-    url = server
-    script_path = fields.get("scriptpath")
-    if not urllib.parse.urlsplit(server).path.endswith("api.php") and isinstance(script_path, str):
-        url = server.rstrip("/") + "/" + script_path.strip("/") + "/api.php" if script_path.strip("/") \
-            else server.rstrip("/") + "/api.php"
     username, password, token = (fields.get(n) for n in SECRET_FIELDS)
+    url = wiki_address(fields["server"], f"{where}.server", f"{where}.token" if token else "")
+    parts, script_path = urllib.parse.urlsplit(url), fields.get("scriptpath")
+    if isinstance(script_path, str) and not parts.path.endswith("api.php"):
+        directory = script_path.strip().strip("/")
+        if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
+            raise ConfigError(f"{where}.scriptpath must be a path such as /w (the directory of api.php), "
+                              f"not {script_path!r}")
+        # As MediaWiki's $wgScriptPath it counts from the origin, so server may be a page URL too.
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"),
+                                       "", ""))
     if bool(username) != bool(password):
         raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
     if username and token:
@@ -1390,12 +1526,15 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     if private and not (username or token):
         log.warning("%s is private but has no credentials: reading it will fail", where)
     tags = fields.get("tags") or []
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if not all(tag.strip() for tag in tags):
+        raise ConfigError(f"{where}.tags holds an empty tag")
     return WikiConfig(
         key=key, url=url, username=username, password=password, token=token,
         # Without credentials a wiki is read-only unless the file says otherwise: an
         # anonymous edit would publish the server's IP address.
         read_only=fields.get("readOnly", not (username or token)),
-        private=private, tags=[tags] if isinstance(tags, str) else list(tags),
+        private=private, tags=tags,
         attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
@@ -4125,9 +4264,9 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
-    logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
-                        stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        logging.basicConfig(level=log_level(os.environ), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         config = Config.from_env(config_path=args.config)
         http = http_options(args)
     except ConfigError as error:
@@ -4211,27 +4350,28 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     port = args.port
     if port is None:
         text = env.get("PORT", "").strip()
-        if text and not text.isdigit():
+        if text and not whole_number(text):
             raise ConfigError(f"PORT must be a port number, not {text!r}")
         port = int(text) if text else DEFAULT_HTTP_PORT
     if not 0 <= port <= 65535:
         raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
-    hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
-    if bad := [h for h in hosts if "/" in h or " " in h]:
-        raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "
-                          f"localhost:*, not {bad[0]!r}")
+    host = (args.host or env.get("MCP_BIND", "")).strip().removeprefix("[").removesuffix("]")
+    host = host or DEFAULT_HTTP_HOST
+    if not valid_host(host):
+        raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
+                          f"name, not {host!r}")
+    hosts = host_list(env, "MCP_ALLOWED_HOSTS", header=True)
     origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
-    if bad := [o for o in origins if not re.fullmatch(r"https?://[^/\s]+", o)]:
-        raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
-                          f"(scheme and host, no path), not {bad[0]!r}")
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme.lower() not in ("http", "https") or not host_entry(rest, header=True):
+            raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
+                              f"(scheme and host, no path), not {origin!r}")
     stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
-    return HttpOptions(host=(args.host or env.get("MCP_BIND", "")).strip() or DEFAULT_HTTP_HOST,
-                       port=port, allowed_hosts=hosts, allowed_origins=origins,
-                       auth_token=env.get("MCP_AUTH_TOKEN", "").strip() or None, stateless=stateless)
-
-
-def comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    token = (credential("MCP_AUTH_TOKEN", env["MCP_AUTH_TOKEN"], header=True)
+             if "MCP_AUTH_TOKEN" in env else None)
+    return HttpOptions(host=host, port=port, allowed_hosts=hosts, allowed_origins=origins, auth_token=token,
+                       stateless=stateless)
 
 
 def header_allowed(value: str | None, patterns: list[str]) -> bool:
