@@ -3983,3 +3983,90 @@ def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> Non
         process.wait(timeout=20)
     stderr = process.stderr.read() if process.stderr else ""
     assert wiki.bot_password not in stderr
+
+
+def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
+        wiki: RealWiki, fake: FakeWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every tool, on a wiki behind HTTP basic auth whose bot password comes from an exec source,
+    beside a wiki with a token and one whose gate password is wrong: each answer, resource,
+    --check line and log line (in process, of --check, of an HTTP server with a token) is
+    searched for every secret of the configuration and for any address with a user name."""
+    gate, wrong, token, http_token = (f"{kind}-{secrets.token_hex(8)}" for kind in ("gate", "wrong", "tok", "http"))
+    held = (gate, wrong, token, http_token, wiki.bot_password)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", gate))
+    uploads = uploads_dir(tmp_path)
+    (uploads / "secrets.txt").write_text(f"Uploaded by the secrets test {secrets.token_hex(4)}.\n")
+    fake.files["/secrets.png"] = (unique_png(f"secrets test {secrets.token_hex(4)}"), "image/png")
+    exec_password = {"exec": {"command": sys.executable, "args": ["-c", f"print({wiki.bot_password!r})"]}}
+    (tmp_path / "config.json").write_text(json.dumps({"defaultWiki": "gated", "uploadDirs": [str(uploads)], "wikis": {
+        "gated": {"server": f"http://gate:${{GATE}}@127.0.0.1:{proxy.port}", "scriptpath": "/w",
+                  "username": "${A_USER}", "password": exec_password},
+        "tokened": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w", "token": "${TOKEN}"},
+        "locked": {"server": f"http://gate:${{WRONG}}@127.0.0.1:{proxy.port}/wiki/Main_Page"}}}))
+    env = {"CONFIG": str(tmp_path / "config.json"), "GATE": gate, "WRONG": wrong, "TOKEN": token,
+           "A_USER": wiki.bot_user, "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"}
+    title = f"Secrets test {secrets.token_hex(4)}"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get-page", {"title": "Apple"}), ("get-page", {"title": "Apple", "content": "html", "metadata": True}),
+        ("get-page", {"title": "Secrets test missing page"}),
+        ("get-pages", {"titles": ["Apple", "Banana", "Secrets test missing page"]}),
+        ("search-page", {"query": "fruit"}), ("search-page-by-prefix", {"prefix": "Ba"}),
+        ("get-site-info", {}), ("get-site-info", {"wiki": "tokened"}), ("get-site-info", {"wiki": "locked"}),
+        ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
+        ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
+        ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
+        ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
+        ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
+        ("create-page", {"title": title, "source": "Made by the secrets test."}),
+        ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+        ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
+        ("undelete-page", {"title": f"{title} moved"}),
+        ("upload-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("update-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("upload-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("update-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("list-wikis", {}), ("add-wiki", {"wikiUrl": f"http://127.0.0.1:{fake.port}/"}),
+        ("remove-wiki", {"wiki": "locked"}),
+    ]
+
+    async def run(server: Any) -> list[tuple[str, bool, str]]:
+        seen = []
+        async with Client(server) as client:
+            for resource in (await client.list_resources()).resources:
+                read = await client.read_resource(str(resource.uri))
+                seen.append(("resource", False, resource.model_dump_json() + "\n" + read.contents[0].text))
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                seen.append((name, bool(result.is_error), "\n".join(b.text for b in result.content if b.type == "text")))
+        return seen
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            server = make_server(env)
+            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.mediawiki_state)}
+            answers = anyio.run(run, server)
+        check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
+        with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
+            bearer = {"Authorization": f"Bearer {http_token}"}
+            session = post_rpc(http.url, "initialize", INIT_PARAMS, headers=bearer).headers["Mcp-Session-Id"]
+            post_rpc(http.url, "notifications/initialized", rpc_id=None, session=session, headers=bearer)
+            listed = post_rpc(http.url, "tools/call", {"name": "list-wikis", "arguments": {}}, rpc_id=2,
+                              session=session, headers=bearer)
+            unauthorised = post_rpc(http.url, "tools/call", {"name": "whoami", "arguments": {}}, rpc_id=3, session=session)
+    finally:
+        proxy.close()
+    results = {name: (is_error, text) for name, is_error, text in answers}
+    assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
+    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url"):
+        assert not results[name][0], (name, results[name][1])
+    assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
+    assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
+    assert "locked: FAILED: authentication: " in check.stdout, check.stdout
+    assert listed.status_code == 200 and "gated: Test Wiki" in listed.text and unauthorised.status_code == 401
+    outputs = {"answers": "\n".join(text for _, _, text in answers), "log": caplog.text,
+               "--check": check.stdout + check.stderr, "HTTP": listed.text + unauthorised.text + http.log}
+    for where, text in outputs.items():
+        for secret in held:
+            assert secret not in text, (where, secret)
+        assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
