@@ -4033,3 +4033,60 @@ def test_upload_dirs_on_the_command_line_must_exist(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"--upload-dirs: upload directory '{tmp_path / 'missing'}' does not exist" in done.stderr
 
+
+def test_the_release_workflow_passes_actionlint() -> None:
+    actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    assert actionlint, "actionlint is not installed: pip install -e '.[test]'"
+    workflow = HERE / ".github" / "workflows" / "release.yml"
+    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = workflow.read_text()
+    assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
+    assert "password:" not in text and "secrets." not in text  # trusted publishing: no stored token
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", (HERE / "README.md").read_text(), re.DOTALL | re.MULTILINE)
+
+
+def uvx_env(dists: Path, home: Path) -> dict[str, str]:
+    """`uvx mediawiki-mcp` as after a release, with the wheel built here standing in for PyPI's,
+    the Python running the tests, and Node 22 first on PATH."""
+    return with_node_path({**os.environ, "HOME": str(home), "UV_FIND_LINKS": str(dists),
+                           "UV_REFRESH_PACKAGE": "mediawiki-mcp", "UV_PYTHON": sys.executable,
+                           "UV_PYTHON_DOWNLOADS": "never", "UV_CACHE_DIR": os.environ.get(
+                               "UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))})
+
+
+def test_the_readmes_claude_code_line_adds_a_server_that_connects(dists: Path, wiki: RealWiki,
+                                                                   tmp_path: Path) -> None:
+    (line,) = {line for block in readme_blocks("sh") for line in block.splitlines()
+               if line.startswith("claude mcp add ")}
+    env = uvx_env(dists, tmp_path) | {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    claude = node_tool("claude")
+    project = tmp_path / "project"
+    project.mkdir()
+    argv = shlex.split(line.replace("https://wiki.example.org/w/api.php", wiki.api))
+    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project)
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
+                            cwd=project)
+    assert "wiki: uvx mediawiki-mcp - ✔ Connected" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: Path) -> None:
+    """The Claude Desktop entry, which Cursor and Windsurf share, run by the MCP Inspector."""
+    (block,) = [block for block in readme_blocks("json") if '"mcpServers"' in block and '"uvx"' in block]
+    entry = json.loads(block)
+    # The Inspector hands a server only PATH, HOME and a few more: uv's settings go in the entry.
+    env = uvx_env(dists, tmp_path)
+    entry["mcpServers"]["wiki"]["env"].update(
+        (name, value) for name, value in env.items() if name.startswith("UV_") or name == "SSL_CERT_FILE")
+    (tmp_path / "mcp.json").write_text(json.dumps(entry))
+    done = subprocess.run([node_tool("mcp-inspector"), "--cli", "--config", str(tmp_path / "mcp.json"),
+                           "--server", "wiki", "--method", "tools/list"], capture_output=True, text=True,
+                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    names = [t["name"] for t in json.loads(done.stdout)["tools"]]
+    assert "get-page" in names and "update-page" in names  # the entry's bot password makes the wiki writable
