@@ -202,7 +202,8 @@ ENVIRONMENT_VARIABLES = {
 }
 #: The variables whose values are credentials (as the configuration file's SECRET_FIELDS):
 #: installers and registries store them as secrets.
-SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN", "MCP_AUTH_TOKEN"})
+SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
+                              "MCP_AUTH_TOKEN"})
 
 
 # ---------------------------------------------------------------------------
@@ -1763,6 +1764,8 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
     params = {}
     for name, parameter in list(inspect.signature(fn).parameters.items())[1:]:
         hint = hints[name]
+        if typing.get_origin(hint) is typing.Union:  # Python 3.10 adds Optional[] when the default is None
+            hint = next((h for h in typing.get_args(hint) if typing.get_origin(h) is Annotated), hint)
         assert typing.get_origin(hint) is Annotated, f"{fn.__name__}.{name} needs Annotated[..., Arg()]"
         base, arg = typing.get_args(hint)[:2]
         kind, item_kind = type_kind(base)

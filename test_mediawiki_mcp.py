@@ -503,6 +503,19 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         assert t.output_schema is None
 
 
+def test_a_parameter_hint_in_optional_as_python_3_10_gives_it_is_read() -> None:
+    """Python 3.10's get_type_hints wraps Optional[] around the hint of a parameter whose
+    default is None; the registry reads the Annotated inside, or the module fails to import."""
+    import typing
+
+    def fn(ctx: Any, section: Any = None) -> str:
+        return ""
+    fn.__annotations__ = {"ctx": Any, "section": typing.Optional[  # noqa: UP045 - as Python 3.10 builds it
+        typing.Annotated[int | None, m.Arg("Section number.", minimum=0)]], "return": str}
+    (param,) = m.signature_params(fn).values()
+    assert (param.name, param.kind, param.arg.minimum, param.required, param.default) == ("section", int, 0,
+                                                                                       False, None)
+
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({})))
     # add-wiki changes only the server's own list of wikis, never a wiki
@@ -3878,7 +3891,8 @@ def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
         assert fields[key]["description"].lower() == m.ENVIRONMENT_VARIABLES[name].lower()
         assert fields[key].get("sensitive", False) == (name in m.SECRET_VARIABLES)
     assert {key for key, field in fields.items() if field.get("sensitive")} == {
-        key for key, name in targets.items() if name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN")}
+        key for key, name in targets.items()
+        if name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN")}
     # A list of directories cannot go into one environment variable: it becomes arguments.
     uploads = config["args"][config["args"].index("--upload-dirs") + 1]
     field = fields[uploads[len("${user_config."):-1]]
@@ -4029,7 +4043,7 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
 
 
 def test_upload_dirs_on_the_command_line_must_exist(tmp_path: Path) -> None:
-    done = run_script("--upload-dirs", str(tmp_path), str(tmp_path / "missing"), env={"PORT": "x"})
+    done = run_script("--upload-dirs", str(tmp_path), str(tmp_path / "missing"), env={})
     assert done.returncode == 2
     assert f"--upload-dirs: upload directory '{tmp_path / 'missing'}' does not exist" in done.stderr
 
