@@ -4344,9 +4344,10 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 #: What the Claude Desktop bundle asks: its user_config key, input type, title and default,
 #: and the variable (or command-line flag) that receives the answer; the description is that
-#: setting's own help. Read-only stays on until the user turns it off, so no bundle edits
-#: anonymously. A list of directories cannot fill one variable (MCPB expands lists only into
-#: arguments), so the upload directories go to --upload-dirs.
+#: setting's own help. Every field has a default because MCPB passes an unset one on as the
+#: literal "${user_config.KEY}"; an empty value reads as unset. Read-only stays on until the
+#: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
+#: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
 BUNDLE_SETTINGS = (
     ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
     ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),

@@ -3976,8 +3976,9 @@ def test_the_mcp_inspector_cli_drives_the_installed_wheel(installed_wheel: Path,
     inspector = node_tool("mcp-inspector")
     base = [inspector, "--cli", "-e", f"MEDIAWIKI_URL={wiki.api}", "-e", f"MEDIAWIKI_USERNAME={wiki.bot_user}",
             "-e", f"MEDIAWIKI_PASSWORD={wiki.bot_password}", str(installed_wheel / "mediawiki-mcp")]
-    listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=120,
-                            env=with_node_path())
+    # --strict: exit 6 on a tool schema some clients cannot take
+    listed = subprocess.run([*base, "--method", "tools/list", "--strict"], capture_output=True, text=True,
+                            timeout=120, env=with_node_path())
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
     names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names
