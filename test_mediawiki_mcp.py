@@ -3849,7 +3849,7 @@ class StdioSession:
 def dists(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(HERE)],
+    done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
@@ -3861,8 +3861,8 @@ def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     wheel = next(dists.glob("*.whl"))
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--python", str(venv / "bin" / "python"),
+                           str(wheel)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return venv / "bin"
 
