@@ -175,13 +175,13 @@ MW_NEXT_STEP = {
 }
 
 ENVIRONMENT_VARIABLES = {
-    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin "
-                     f"(default {DEFAULT_WIKI_URL})",
+    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin; user:password@ in it goes as "
+                     f"HTTP basic auth (default {DEFAULT_WIKI_URL})",
     "MEDIAWIKI_USERNAME": "bot password user name, such as Name@BotName",
-    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords)",
+    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords); surrounding spaces are trimmed",
     "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
-    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
+    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent (ASCII), such as 'MyBot/1.0 (me@example.org)'",
     "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
     "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
                          "reach on private addresses",
@@ -191,7 +191,7 @@ ENVIRONMENT_VARIABLES = {
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
-    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
+    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr: DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
     "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
     "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
@@ -364,8 +364,10 @@ class MediaWikiClient:
         sleep: Callable[[float], None] = time.sleep,
         pool_size: int = 32,
         trusted_hosts: Iterable[str] | None = None,
+        basic_auth: tuple[str, str] | None = None,
     ) -> None:
-        self.url = url
+        self.url, userinfo = split_userinfo(url)
+        self._basic_auth = basic_auth or userinfo
         self.username = username
         self._password = password
         self._token = token
@@ -377,7 +379,7 @@ class MediaWikiClient:
         #: None: the operator chose this wiki. A list: its URL came from a model, so every
         #: request passes the address guard (these hosts may be private) and is pinned.
         self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
-        parsed = urllib.parse.urlsplit(url)
+        parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
         self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
@@ -550,6 +552,8 @@ class MediaWikiClient:
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
+        if self._basic_auth:
+            session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
         if not self.user_agent_prefix and is_wikimedia_host(self.host):
             _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
@@ -579,8 +583,8 @@ class MediaWikiClient:
         try:
             data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
         except WikiError as error:
-            if not error.code and error.category == "permission_denied":
-                raise  # the address guard refused a hop
+            if not error.code and error.category in ("permission_denied", "authentication"):
+                raise  # the address guard refused a hop, or the web server wants other credentials
             if not error.code:  # no API answered there
                 failures.append(f"{candidate}: {error.message}")
                 return False
@@ -691,6 +695,12 @@ class MediaWikiClient:
             if status == 429:
                 raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
                                 + NEXT_STEP["rate_limited"])
+            if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
+                raise WikiError("authentication", f"The web server of {self.name} refused the request with "
+                                "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                + ("and refused those in the wiki's address." if self._basic_auth else
+                                   "which go in the wiki's address: https://user:password@host/...")
+                                + " Tell the user; no retry by the model changes this.")
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
                 if failure:
@@ -744,8 +754,7 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
     except ValueError as exc:
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
-        raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} redirected to a "
-                        "malformed address.") from None
+        raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
 
 
 def redirect_target(response: requests.Response) -> str:
@@ -756,7 +765,44 @@ def redirect_target(response: requests.Response) -> str:
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # not a number: no origin anything else has
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def host_of(url: str) -> str:
+    """The host and port of a URL as messages name them: never a user name or password."""
+    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """A URL without the user name and password it may carry, and those, percent-decoded.
+    They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, location = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return (urllib.parse.urlunsplit(parts._replace(netloc=location)),
+            (urllib.parse.unquote(user), urllib.parse.unquote(password)))
+
+
+@dataclasses.dataclass(frozen=True)
+class BasicAuth:
+    """HTTP basic auth for one origin (a requests ``auth`` hook): a request to any other
+    origin, a redirect's included, goes without it."""
+    origin: tuple[str, str, int | None]
+    user: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(repr=False)
+
+    def __call__(self, request: Any) -> Any:
+        if origin_of(request.url) == self.origin:
+            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+            request.headers["Authorization"] = f"Basic {pair}"
+        return request
 
 
 def fetch_error(status: int, url: str) -> WikiError:
@@ -980,8 +1026,8 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
-                            f"reached ({type(exc).__name__}).") from None
+            raise WikiError("upstream_failure", f"{host_of(url)} could not be reached "
+                            f"({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
@@ -1024,6 +1070,9 @@ def api_from_html(page: str, base_url: str) -> str | None:
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off", ""}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: One entry of a host list: host, host:port, [IPv6] or [IPv6]:port, or host:* (any port).
+HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\*))?", re.IGNORECASE)
 
 
 class ConfigError(Exception):
@@ -1039,6 +1088,89 @@ def parse_bool(name: str, value: str) -> bool:
     raise ConfigError(f"{name} must be true or false, not {value!r}")
 
 
+def set_or_unset(env: Mapping[str, str], name: str) -> str:
+    """A variable's trimmed value, "" when unset. Elsewhere a blank value means the default;
+    here it is refused, as it would silently change which wiki the server uses."""
+    value = env.get(name)
+    if value is not None and not value.strip():
+        raise ConfigError(f"{name} is set but empty: give it a value, or unset it")
+    return (value or "").strip()
+
+
+def credential(name: str, value: str, header: bool = False) -> str:
+    """A credential trimmed of surrounding whitespace, which no bot password or token holds and
+    a pasted one often does. Refused when empty (that would silently make the wiki anonymous or
+    the HTTP server open) or unsendable; the message names it and never shows it. ``header``:
+    it travels in an HTTP header, which carries printable ASCII only, and no space in a token."""
+    value = value.strip()
+    if not value:
+        raise ConfigError(f"{name} is set but empty: give the credential, or leave {name} out")
+    if header and not printable_ascii(value, spaces=False):
+        raise ConfigError(f"{name} must be printable ASCII without spaces, as it travels in an HTTP header; "
+                          "check it (it is not shown)")
+    if not value.isprintable():
+        raise ConfigError(f"{name} holds a control character, such as a line break; check it "
+                          "(it is not shown)")
+    return value
+
+
+def printable_ascii(text: str, spaces: bool = True) -> bool:
+    return all(" " < c <= "~" or spaces and c == " " for c in text)
+
+
+def whole_number(text: str) -> bool:
+    return re.fullmatch(r"[0-9]+", text) is not None
+
+
+def valid_host(host: str) -> bool:
+    """Whether a host name or IP address can name a server: no spaces, no empty labels."""
+    if not host or any(c.isspace() or not c.isprintable() or c in '<>"{}|\\^`' for c in host):
+        return False
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def host_list(env: Mapping[str, str], name: str, header: bool = False) -> list[str]:
+    """A comma-separated list of ``host`` or ``host:port`` entries. ``header``: Host header
+    values, where ``host:*`` means any port (and IPv6 comes in brackets). A URL or a wildcard
+    would never match anything, so it is refused rather than kept."""
+    entries = comma_list(env.get(name, ""))
+    for entry in entries:
+        if not host_entry(entry, header):
+            raise ConfigError(f"{name} takes hosts such as wiki.internal or wiki.internal:8080"
+                              + (" (localhost:* for any port)" if header else "")
+                              + f", separated by commas, not {entry!r}")
+    return entries
+
+
+def host_entry(entry: str, header: bool) -> bool:
+    """Whether ``entry`` is a host, optionally with a port (see host_list)."""
+    match = HOST_ENTRY.fullmatch(entry)
+    if not match:
+        try:
+            ipaddress.ip_address(entry)
+        except ValueError:
+            return False
+        return not header  # a bare IPv6 address: the address guard matches it, a Host header never holds it
+    port = match.group(2)
+    return port is None or (header if port == "*" else 0 < int(port) < 65536)
+
+
+def log_level(env: Mapping[str, str]) -> str:
+    """MEDIAWIKI_MCP_LOG_LEVEL, checked: main() sets up logging with it before anything else."""
+    value = env.get("MEDIAWIKI_MCP_LOG_LEVEL", "").strip()
+    if value.upper() not in ("", *LOG_LEVELS):
+        raise ConfigError(f"MEDIAWIKI_MCP_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
+    return value.upper() or "INFO"
+
+
 @dataclasses.dataclass
 class WikiConfig:
     """One configured wiki. Credentials are never shown by repr()."""
@@ -1052,10 +1184,17 @@ class WikiConfig:
     tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
     sitename: str = ""                    # the configured name, until site info says
+    basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # A user name and password in the address go as HTTP basic auth: the address itself
+        # is shown (list-wikis, resources), so it never keeps them.
+        self.url, userinfo = split_userinfo(self.url)
+        self.basic_auth = self.basic_auth or userinfo
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
-        return MediaWikiClient(self.url, username=self.username, password=self.password,
-                               token=self.token, user_agent_prefix=user_agent_prefix, **options)
+        return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
+                               basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
 
 
 @dataclasses.dataclass
@@ -1077,17 +1216,14 @@ class Config:
         (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
         settings = shared_settings(env)
-        path = config_path or env.get("CONFIG", "").strip()
+        path = config_path or set_or_unset(env, "CONFIG")
         if path:
             return config_from_file(path, env, settings)
-        url = env.get("MEDIAWIKI_URL", "").strip() or DEFAULT_WIKI_URL
-        try:
-            url = normalise_server(url)
-        except ValueError:
-            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}") from None
-        username = env.get("MEDIAWIKI_USERNAME", "").strip() or None
-        password = env.get("MEDIAWIKI_PASSWORD") or None
-        token = env.get("MEDIAWIKI_TOKEN", "").strip() or None
+        username, password, token = (
+            credential(name, env[name], header=name == "MEDIAWIKI_TOKEN") if name in env else None
+            for name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN"))
+        url = wiki_address(set_or_unset(env, "MEDIAWIKI_URL") or DEFAULT_WIKI_URL, "MEDIAWIKI_URL",
+                           "MEDIAWIKI_TOKEN" if token else "")
         if bool(username) != bool(password):
             raise ConfigError("MEDIAWIKI_USERNAME and MEDIAWIKI_PASSWORD go together: set both or neither")
         if username and token:
@@ -1106,7 +1242,7 @@ def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
     value = env.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1000:
+    if not whole_number(value) or int(value) < 1000:
         raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
     return int(value)
 
@@ -1127,10 +1263,29 @@ def normalise_server(url: str) -> str:
     elif "://" not in url:
         url = "https://" + url
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if parts.scheme.lower() not in ("http", "https") or not valid_host(parts.hostname or ""):
         raise ValueError(url)
     parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
+
+
+def wiki_address(value: str, name: str, token: str = "") -> str:
+    """A configured wiki address, normalised. A user name and password in it (for HTTP basic
+    auth) must come together, and not beside a token (``token``: where one is set), as both
+    travel in the Authorization header. Messages never show an address that has them."""
+    try:
+        url = normalise_server(value)
+    except ValueError:
+        shown = "(not shown: it holds a user name or password)" if "@" in value else repr(value)
+        raise ConfigError(f"{name} must be an http(s) URL of the wiki, not {shown}") from None
+    basic_auth = split_userinfo(url)[1]
+    if basic_auth and not all(basic_auth):
+        lacking = "user name but no password" if basic_auth[0] else "password but no user name"
+        raise ConfigError(f"{name} holds a {lacking} before its @; HTTP basic auth needs both")
+    if basic_auth and token:
+        raise ConfigError(f"{name} holds a user name and password for HTTP basic auth, which cannot go "
+                          f"beside a token ({token}): both travel in the Authorization header")
+    return url
 
 
 def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
@@ -1138,10 +1293,14 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
-    trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
+    agent = env.get("MEDIAWIKI_USER_AGENT", "").strip()
+    if not printable_ascii(agent):
+        raise ConfigError(f"MEDIAWIKI_USER_AGENT must be printable ASCII, as it travels in an HTTP header, "
+                          f"not {agent!r}")
+    trusted = [host.lower() for host in host_list(env, "MCP_TRUSTED_HOSTS")]
     return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
             "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
-            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "user_agent": agent,
             "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
             "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
@@ -1149,13 +1308,15 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
 def upload_directories(entries: Iterable[str], source: str) -> list[str]:
     """Directories uploads may read from: absolute, existing, symlinks resolved."""
     found = []
-    for entry in entries:
-        if not entry.strip():
+    for entry in (e.strip() for e in entries):
+        if not entry:
             continue
         if not os.path.isabs(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
-        if not os.path.isdir(entry):
+        if not os.path.exists(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} is not a directory")
         found.append(os.path.realpath(entry))
     return found
 
@@ -1203,17 +1364,48 @@ def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
         raise ConfigError(f"{path} must be {' or '.join(kinds)}, not {kind}{quoted}")
 
 
-def substitute(value: str, env: Mapping[str, str], path: str, required: bool) -> str:
-    """Replaces ``${VAR}`` with the environment's value. An unset variable is an error
-    where ``required`` (credentials); elsewhere the text stays, as the TypeScript server does."""
+def substitute(value: str, env: Mapping[str, str], path: str, required: bool,
+               encode: Callable[[str], str] = str) -> str:
+    """Replaces ``${VAR}`` with the environment's value (through ``encode``). An unset variable
+    is an error where ``required`` (credentials); elsewhere the text stays, as the TypeScript
+    server does."""
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in env:
-            return env[name]
+            return encode(env[name])
         if required:
             raise ConfigError(f"{path} refers to ${{{name}}}, which is not set in the environment")
         return match.group(0)
     return VARIABLE.sub(replace, value)
+
+
+def substitute_address(value: str, env: Mapping[str, str], path: str) -> str:
+    """``${VAR}`` in a wiki address. In the user name and password before its @ a variable is a
+    credential: it must be set, and it is percent-encoded, since a password may hold any character."""
+    scheme = re.match(r"([a-z][a-z0-9+.-]*:)?//", value, re.IGNORECASE)
+    start = scheme.end() if scheme else 0
+    userinfo, at, _ = re.split(r"[/?#]", value[start:], maxsplit=1)[0].rpartition("@")
+    if not at:
+        return substitute(value, env, path, False)
+    end = start + len(userinfo)
+    return (value[:start] + substitute(userinfo, env, path, True, lambda v: urllib.parse.quote(v, safe=""))
+            + substitute(value[end:], env, path, False))
+
+
+def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool) -> str | None:
+    """A credential field of the configuration file: null, a string (``${VAR}`` substituted,
+    the variable required) or an exec source. A literal empty string is no credential, as null
+    is and as the TypeScript server reads it; one that a variable leaves empty is refused."""
+    if value is None or isinstance(value, str) and not value.strip():
+        return None
+    if isinstance(value, str):
+        if not VARIABLE.search(value):
+            _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source keeps it out "
+                       "of the file.")
+        value = substitute(value, env, path, True)
+    else:
+        value = run_secret_command(value, path)
+    return credential(path, value, header)
 
 
 def run_secret_command(spec: Any, path: str) -> str:
@@ -1227,9 +1419,9 @@ def run_secret_command(spec: Any, path: str) -> str:
         raise ConfigError(f"{path}.exec.command must be a non-empty string")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{path}.exec.args must be an array of strings")
-    try:
-        done = subprocess.run([program, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+    try:  # its error output goes nowhere: it may hold the secret too
+        done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
     except subprocess.TimeoutExpired:
@@ -1237,13 +1429,12 @@ def run_secret_command(spec: Any, path: str) -> str:
                           f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
     except OSError as error:
         raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
-    secret = done.stdout.strip()
     if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [""])[-1][:200]
-        if secret and any(line.strip() and line.strip() in said for line in done.stdout.splitlines()):
-            said = ""  # never show what may be the secret
-        raise ConfigError(f"{path}: the secret command {program!r} failed with exit status "
-                          f"{done.returncode}" + (f": {said}" if said else ""))
+        ended = (f"was stopped by signal {-done.returncode}" if done.returncode < 0
+                 else f"failed with exit status {done.returncode}")
+        raise ConfigError(f"{path}: the secret command {program!r} {ended}; its output is not shown (it may "
+                          "hold the secret): run the command yourself to see why.")
+    secret = done.stdout.strip()
     if not secret:
         raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
     return secret
@@ -1304,16 +1495,12 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     for name, value in entry.items():
         path = f"{where}.{name}"
         if name in SECRET_FIELDS:
-            if isinstance(value, str):
-                if value and not VARIABLE.search(value):
-                    _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source "
-                               "keeps it out of the file.")
-                value = substitute(value, env, path, True) or None
-            elif value is not None:
-                value = run_secret_command(value, path)
+            value = file_credential(value, env, path, header=name == "token")
         elif name in WIKI_FIELD_TYPES:
             check_type(path, value, WIKI_FIELD_TYPES[name])
-            if isinstance(value, str):
+            if name == "server":
+                value = substitute_address(value, env, path)
+            elif isinstance(value, str):
                 value = substitute(value, env, path, False)
             elif isinstance(value, list):
                 value = [substitute(v, env, path, False) for v in value]
@@ -1324,16 +1511,17 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
         fields[name] = value
     if not fields.get("server"):
         raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
-    try:
-        server = normalise_server(fields["server"])
-    except ValueError:
-        raise ConfigError(f"{where}.server must be an http(s) URL, not {fields['server']!r}") from None
-    url = server
-    script_path = fields.get("scriptpath")
-    if not urllib.parse.urlsplit(server).path.endswith("api.php") and isinstance(script_path, str):
-        url = server.rstrip("/") + "/" + script_path.strip("/") + "/api.php" if script_path.strip("/") \
-            else server.rstrip("/") + "/api.php"
     username, password, token = (fields.get(n) for n in SECRET_FIELDS)
+    url = wiki_address(fields["server"], f"{where}.server", f"{where}.token" if token else "")
+    parts, script_path = urllib.parse.urlsplit(url), fields.get("scriptpath")
+    if isinstance(script_path, str) and not parts.path.endswith("api.php"):
+        directory = script_path.strip().strip("/")
+        if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
+            raise ConfigError(f"{where}.scriptpath must be a path such as /w (the directory of api.php), "
+                              f"not {script_path!r}")
+        # As MediaWiki's $wgScriptPath it counts from the origin, so server may be a page URL too.
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"),
+                                       "", ""))
     if bool(username) != bool(password):
         raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
     if username and token:
@@ -1342,12 +1530,15 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     if private and not (username or token):
         log.warning("%s is private but has no credentials: reading it will fail", where)
     tags = fields.get("tags") or []
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if not all(tag.strip() for tag in tags):
+        raise ConfigError(f"{where}.tags holds an empty tag")
     return WikiConfig(
         key=key, url=url, username=username, password=password, token=token,
         # Without credentials a wiki is read-only unless the file says otherwise: an
         # anonymous edit would publish the server's IP address.
         read_only=fields.get("readOnly", not (username or token)),
-        private=private, tags=[tags] if isinstance(tags, str) else list(tags),
+        private=private, tags=tags,
         attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
@@ -3609,7 +3800,10 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
 def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     """Fetches a URL's file for an upload, through the address guard, with a session of
     its own (the wiki's cookies and token never go to that host). When the file is over
-    the cap, or the server cannot get it, the wiki is asked to fetch it instead."""
+    the cap, or its download breaks off, the wiki is asked to fetch it instead: only once
+    every redirect has been followed and checked here, and then from the last address,
+    since the wiki follows redirects without any guard. A URL that this server could not
+    follow to its end is refused."""
     uploads_allowed(ctx)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -3622,16 +3816,18 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     config = ctx.state.config
     cap = config.upload_max_bytes
     session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
-    host = parts.netloc
+    host = host_of(url)
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=DEFAULT_TIMEOUT, stream=True)
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.mw.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
-                raise  # refused by the guard, or no URL at all: never handed to the wiki either
-            return UploadSource(None, url, f"this server could not fetch it: {error.message}")
+                raise  # refused by the guard, or no URL at all
+            raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
+                            "handed to the wiki: this server could not check where it leads. "
+                            + NEXT_STEP["upstream_failure"]) from None
         with response:
-            final = response.url  # the wiki fetches without following redirects: give it the last hop
+            final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
                                 f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
@@ -3850,8 +4046,8 @@ def upload_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over 100 MB by default, or unreachable here, the wiki fetches it where allowed;
-    private addresses are refused. Fails if the title exists: for a new version, use
+    URLs. Over 100 MB by default, the wiki fetches it where allowed; private addresses and
+    URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
@@ -3868,9 +4064,9 @@ def update_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over 100 MB by default, or unreachable
-    here, the wiki fetches it where allowed; private addresses are refused. Fails if the file
-    does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    kept; returns the file and description page URLs. Over 100 MB by default, the wiki fetches
+    it where allowed; private addresses and URLs unreachable here are refused. Fails if the
+    file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
@@ -3954,6 +4150,9 @@ def add_wiki(
         url = normalise_server(wikiUrl)
     except ValueError:
         raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+    if split_userinfo(url)[1]:
+        raise invalid("wikiUrl must not carry a user name or password; a wiki that needs them is one for "
+                      "the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = configured_entry(state, wiki_key(url))
     known = registered_as(state, wiki_key(url))
@@ -4076,11 +4275,12 @@ def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     if args.write_packaging:
         return write_packaging(args.write_packaging)
-    logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
-                        stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        logging.basicConfig(level=log_level(os.environ), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         config = Config.from_env(config_path=args.config)
-        config.upload_dirs += upload_directories(args.upload_dirs, "--upload-dirs")
+        config.upload_dirs = list(dict.fromkeys(
+            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs")))
         http = http_options(args)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
@@ -4163,27 +4363,28 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     port = args.port
     if port is None:
         text = env.get("PORT", "").strip()
-        if text and not text.isdigit():
+        if text and not whole_number(text):
             raise ConfigError(f"PORT must be a port number, not {text!r}")
         port = int(text) if text else DEFAULT_HTTP_PORT
     if not 0 <= port <= 65535:
         raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
-    hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
-    if bad := [h for h in hosts if "/" in h or " " in h]:
-        raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "
-                          f"localhost:*, not {bad[0]!r}")
+    host = (args.host or env.get("MCP_BIND", "")).strip().removeprefix("[").removesuffix("]")
+    host = host or DEFAULT_HTTP_HOST
+    if not valid_host(host):
+        raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
+                          f"name, not {host!r}")
+    hosts = host_list(env, "MCP_ALLOWED_HOSTS", header=True)
     origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
-    if bad := [o for o in origins if not re.fullmatch(r"https?://[^/\s]+", o)]:
-        raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
-                          f"(scheme and host, no path), not {bad[0]!r}")
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme.lower() not in ("http", "https") or not host_entry(rest, header=True):
+            raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
+                              f"(scheme and host, no path), not {origin!r}")
     stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
-    return HttpOptions(host=(args.host or env.get("MCP_BIND", "")).strip() or DEFAULT_HTTP_HOST,
-                       port=port, allowed_hosts=hosts, allowed_origins=origins,
-                       auth_token=env.get("MCP_AUTH_TOKEN", "").strip() or None, stateless=stateless)
-
-
-def comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    token = (credential("MCP_AUTH_TOKEN", env["MCP_AUTH_TOKEN"], header=True)
+             if "MCP_AUTH_TOKEN" in env else None)
+    return HttpOptions(host=host, port=port, allowed_hosts=hosts, allowed_origins=origins, auth_token=token,
+                       stateless=stateless)
 
 
 def header_allowed(value: str | None, patterns: list[str]) -> bool:

@@ -379,10 +379,56 @@ def test_credentials_make_a_wiki_writable_unless_read_only_is_set() -> None:
     ({"MCP_CONTENT_MAX_BYTES": "lots"}, "MCP_CONTENT_MAX_BYTES"),
     ({"MCP_FILE_DATA_MAX_BYTES": "12"}, "MCP_FILE_DATA_MAX_BYTES"),
     ({"MEDIAWIKI_URL": "ftp://wiki.example.org/"}, "MEDIAWIKI_URL"),
+    # set but empty: these would silently change which wiki the server uses, or make it anonymous
+    ({"MEDIAWIKI_URL": " "}, "MEDIAWIKI_URL is set but empty"),
+    ({"CONFIG": ""}, "CONFIG is set but empty"),
+    ({"MEDIAWIKI_TOKEN": " "}, "MEDIAWIKI_TOKEN is set but empty"),
+    ({"MEDIAWIKI_USERNAME": "", "MEDIAWIKI_PASSWORD": ""}, "MEDIAWIKI_USERNAME is set but empty"),
+    ({"MEDIAWIKI_USERNAME": "Me@bot", "MEDIAWIKI_PASSWORD": " \n"}, "MEDIAWIKI_PASSWORD is set but empty"),
+    # credentials that no header or login can carry
+    ({"MEDIAWIKI_TOKEN": "tok\r\nX-Injected: 1"}, "MEDIAWIKI_TOKEN"),
+    ({"MEDIAWIKI_TOKEN": "jeton-é"}, "MEDIAWIKI_TOKEN"),
+    ({"MEDIAWIKI_USERNAME": "Me@bot", "MEDIAWIKI_PASSWORD": "pass\x00word"}, "MEDIAWIKI_PASSWORD"),
+    # a user name and password in the address: both, and not beside a token (one Authorization header)
+    ({"MEDIAWIKI_URL": "http://gate@wiki.example.org/"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://:pw@wiki.example.org/"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://gate:pw@wiki.example.org/", "MEDIAWIKI_TOKEN": "tok"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://not a host/w/api.php"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT"),
+    ({"MEDIAWIKI_USER_AGENT": "Bot/1.0\r\nX-Injected: 1"}, "MEDIAWIKI_USER_AGENT"),
+    ({"MCP_TRUSTED_HOSTS": "http://wiki.internal:8080"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "*"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "wiki.internal:http"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "wiki.internal:70000"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_UPLOAD_DIRS": "/etc/passwd"}, "MCP_UPLOAD_DIRS: upload directory '/etc/passwd' is not a directory"),
+    ({"MCP_CONTENT_MAX_BYTES": "5000²"}, "MCP_CONTENT_MAX_BYTES"),
 ])
 def test_bad_configuration_fails_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
         m.Config.from_env(env)
+
+
+def test_credentials_are_trimmed_and_settings_in_every_form_are_accepted() -> None:
+    """Bot passwords and tokens never hold surrounding spaces; a pasted one often does."""
+    config = m.Config.from_env({"MEDIAWIKI_URL": "https://w.example.org/w/api.php", "MEDIAWIKI_USERNAME": " Me@bot ",
+                                "MEDIAWIKI_PASSWORD": "  pw with inner spaces \n",
+                                "MCP_TRUSTED_HOSTS": "wiki.internal, Wiki.Internal:8080, 10.0.0.5, ::1, [fd00::2]:8443",
+                                "MCP_CONTENT_MAX_BYTES": " 20000 "})
+    wiki = config.wikis["w.example.org"]
+    assert (wiki.username, wiki.password) == ("Me@bot", "pw with inner spaces")
+    assert config.trusted_hosts == ["wiki.internal", "wiki.internal:8080", "10.0.0.5", "::1", "[fd00::2]:8443"]
+    assert config.content_max_bytes == 20000
+    assert m.Config.from_env({"MEDIAWIKI_TOKEN": "\ttok-123 "}).wikis["en.wikipedia.org"].token == "tok-123"
+
+
+def test_a_user_and_password_in_the_wiki_address_leave_it_for_basic_auth() -> None:
+    config = m.Config.from_env({"MEDIAWIKI_URL": "https://gate:p%40ss%20w0rd@Wiki.example.org/w/api.php"})
+    wiki = config.wikis["wiki.example.org"]
+    assert wiki.url == "https://Wiki.example.org/w/api.php" and wiki.basic_auth == ("gate", "p@ss w0rd")
+    client = wiki.client()
+    assert client.url == wiki.url and client.name == "Wiki.example.org"
+    for shown in (repr(config), repr(client), client.name):
+        assert "p@ss" not in shown and "p%40ss" not in shown and "gate" not in shown
 
 
 def test_credentials_never_appear_in_repr() -> None:
@@ -572,7 +618,7 @@ PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title
 
 @dataclasses.dataclass
 class Reply:
-    status: int = 200
+    status: int = 200   # 0: no answer at all, the connection is closed
     body: Any = dataclasses.field(default_factory=lambda: PAGE)
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     delay: float = 0.0
@@ -619,6 +665,9 @@ class FakeWiki:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
                 if reply.delay:
                     fake.release.wait(reply.delay)
+                if not reply.status:
+                    self.close_connection = True
+                    return
                 payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 content_type = "text/html" if isinstance(reply.body, bytes) else "application/json"
@@ -735,6 +784,20 @@ def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> 
         result = call(fake_server(fake), "get-page", title="Main Page")
         assert not result.is_error and "Fake page text." in result.text
         assert len(other.seen) == 1
+    finally:
+        other.close()
+
+
+def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
+        result = call(fake_server(fake, MEDIAWIKI_URL=f"http://gate:s3cret-gate@127.0.0.1:{fake.port}/w/api.php"),
+                      "get-page", title="Main Page")
+        assert not result.is_error and "Fake page text." in result.text
+        basic = "Basic " + base64.b64encode(b"gate:s3cret-gate").decode()
+        assert fake.seen and all(s["headers"].get("Authorization") == basic for s in fake.seen)
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
     finally:
         other.close()
 
@@ -922,6 +985,11 @@ def test_wrong_bot_password_is_authentication_and_never_echoed(
     assert result.blocks[0].startswith("authentication: Login to ")
     assert "Incorrect username or password" in result.blocks[0]  # MediaWiki's reason
     assert wrong not in result.text and wrong not in caplog.text
+
+
+def test_a_bot_password_pasted_with_surrounding_whitespace_logs_in(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MEDIAWIKI_PASSWORD=f" {wiki.bot_password}\n"))
+    assert "User: Admin\n" in call(server, "whoami").text
 
 
 def test_a_lost_session_logs_in_again(wiki: RealWiki) -> None:
@@ -1887,21 +1955,27 @@ def is_edit(body: bytes) -> bool:
 class DroppingProxy:
     """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
     picks (an edit by default; the wiki saves it) closes the connection without answering:
-    the answer is lost."""
+    the answer is lost. With ``gate`` (a user name and password) it asks for HTTP basic auth,
+    as a web server in front of a wiki can: a request without them gets HTTP 401."""
 
-    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit) -> None:
+    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
+                 gate: tuple[str, str] | None = None) -> None:
         self.drops_left = 1
         proxy = self
+        expected = "Basic " + base64.b64encode(":".join(gate).encode()).decode() if gate else None
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
-                self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+                if self.admitted():
+                    self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.admitted():
+                    return
                 headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
                 answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
                 if proxy.drops_left and drops(body):
@@ -1909,6 +1983,18 @@ class DroppingProxy:
                     self.close_connection = True  # the wiki has saved; its answer goes nowhere
                     return
                 self.relay(answer)
+
+            def admitted(self) -> bool:
+                if expected is None or self.headers.get("Authorization") == expected:
+                    return True
+                page = b"<html><body><h1>401 Authorization Required</h1></body></html>"
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="wiki"')
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return False
 
             def forwarded(self) -> dict[str, str]:
                 return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
@@ -1924,7 +2010,8 @@ class DroppingProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.api = f"http://127.0.0.1:{self.server.server_address[1]}/w/api.php"
+        self.port = self.server.server_address[1]
+        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -2622,16 +2709,42 @@ def test_a_url_over_the_cap_is_fetched_by_the_wiki(wiki: RealWiki, fake: FakeWik
     assert requests.get(field(result, "File URL"), timeout=30).content == body
     assert [s["headers"]["User-Agent"].split("/")[0] for s in fake.seen] == ["mediawiki-mcp", "MediaWiki"]
 
-    # unreachable by the server, and a host the wiki does not fetch from: a clear refusal
+    # unreachable by the server, which then cannot check where the URL leads: not handed over
     closed = free_port()
     refused = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.2:{closed}"))
-    result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
-                  title="Url unreachable test.txt")
+    counter = RequestCounter(refused)
+    with counter.counting() as sent:
+        result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
+                      title="Url unreachable test.txt")
     assert result.is_error and result.blocks[0].startswith(
-        f"permission_denied: http://127.0.0.2:{closed}/file.txt was left to the wiki to fetch, since this "
-        f"server could not fetch it: 127.0.0.2:{closed} could not be reached (ConnectionError)., and the "
-        "wiki did not: Uploads by URL are not allowed from this domain.")
-    assert file_versions(wiki, "File:Url unreachable test.txt") == []
+        f"upstream_failure: 127.0.0.2:{closed} could not be reached (ConnectionError). Nothing was uploaded, "
+        "and the URL was not handed to the wiki")
+    assert sent[0] == 0 and file_versions(wiki, "File:Url unreachable test.txt") == []
+
+
+def test_a_url_the_server_could_not_follow_to_its_end_is_never_handed_to_the_wiki(
+        wiki: RealWiki, fake: FakeWiki) -> None:
+    """The host stalls this server's fetch (or drops it), then answers the wiki's fetch with a
+    redirect to a loopback address that the guard refuses: the wiki must never be asked."""
+    hidden = FakeWiki()
+    try:
+        hidden.files["/internal.txt"] = (b"Only reachable from inside.\n", "text/plain")
+        to_hidden = Reply(302, b"", {"Location": f"http://localhost:{hidden.port}/internal.txt"})
+        server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"), timeout=(5.0, 3.0))
+        counter = RequestCounter(server)
+        for tool, first, failure in (("upload-file-from-url", Reply(delay=60), "ReadTimeout"),
+                                     ("update-file-from-url", Reply(0), "ConnectionError")):
+            fake.replies = [first, to_hidden]
+            with counter.counting() as sent:
+                result = call(server, tool, url=f"http://127.0.0.1:{fake.port}/file.txt", title="Url stalled test.txt")
+            assert result.is_error and result.blocks[0].startswith(
+                f"upstream_failure: 127.0.0.1:{fake.port} could not be reached ({failure}). Nothing was "
+                "uploaded, and the URL was not handed to the wiki"), result.text
+            assert sent[0] == 0 and "Fetched by" not in result.text
+        assert hidden.seen == [] and [s["path"] for s in fake.seen] == ["/file.txt", "/file.txt"]
+        assert file_versions(wiki, "File:Url stalled test.txt") == []
+    finally:
+        hidden.close()
 
 
 def test_progress_notifications_arrive_when_the_client_asks(wiki: RealWiki, fake: FakeWiki) -> None:
@@ -2934,6 +3047,45 @@ def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: Real
         assert "list-wikis" not in {t.name for t in list_tools(server)}
 
 
+def test_a_page_url_with_scriptpath_in_a_configuration_file_reaches_the_api(wiki: RealWiki, tmp_path: Path) -> None:
+    """Files written for the TypeScript server always carry scriptpath; it counts from the origin."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": f"{wiki.url}/wiki/Apple", "scriptpath": "/w",
+                                                "articlepath": "/wiki"}}}))
+    config = m.Config.from_env({"CONFIG": str(path)})
+    assert config.wikis["w"].url == wiki.api
+    result = call(m.create_server(config), "get-site-info")
+    assert not result.is_error and f"API: {wiki.api}" in result.text
+
+
+def test_a_user_and_password_in_the_wiki_address_are_sent_as_basic_auth_and_never_shown(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    password, wrong = "gate pass/" + secrets.token_hex(8), "wrong-" + secrets.token_hex(8)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", password))
+    title = f"Gate test {secrets.token_hex(4)}"
+    try:
+        with caplog.at_level(logging.DEBUG):
+            address = f"http://gate:{urllib.parse.quote(password, safe='')}@127.0.0.1:{proxy.port}"
+            server = make_server(wiki.env(MEDIAWIKI_URL=f"{address}/wiki/Apple"))  # the API is discovered
+            answers = [call(server, "get-site-info"), call(server, "whoami"), call(server, "get-page", title="Apple"),
+                       call(server, "create-page", title=title, source="Written through the gate."),
+                       call(server, "get-page", title="Gate test missing page")]
+            refused = call(make_server(wiki.env(MEDIAWIKI_URL=f"http://gate:{wrong}@127.0.0.1:{proxy.port}/w/api.php")),
+                           "get-page", title="Apple")
+    finally:
+        proxy.close()
+    assert [a.is_error for a in answers] == [False, False, False, False, True], [a.text for a in answers]
+    assert f"API: http://127.0.0.1:{proxy.port}/w/api.php" in answers[0].text
+    assert "User: Admin\n" in answers[1].text and "An apple is a fruit." in answers[2].text
+    assert wiki.wikitext(title) == "Written through the gate."
+    assert refused.blocks[0].startswith(f"authentication: The web server of 127.0.0.1:{proxy.port} refused "
+                                        "the request with HTTP 401"), refused.text
+    shown = "\n".join(a.text for a in [*answers, refused]) + caplog.text
+    for secret in (password, urllib.parse.quote(password, safe=""), wrong):
+        assert secret not in shown
+    assert not re.search(r"//[^/\s]*@", shown)
+
+
 def test_api_named_by_the_wikis_html_is_found(fake: FakeWiki) -> None:
     fake.siteinfo_path = "/mw/api.php"
     page = (b'<html><head><link rel="EditURI" type="application/rsd+xml" '
@@ -3069,6 +3221,7 @@ def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeW
 @pytest.mark.parametrize("url, message", [
     ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
     ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+    ("https://user:pw@wiki.example.org/", "wikiUrl must not carry a user name or password"),
 ])
 def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
     result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
@@ -3232,6 +3385,17 @@ BAD_CONFIGS = [
     ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["relative/dir"]},
      "uploadDirs: upload directory 'relative/dir' must be an absolute path"),
     ({"wikis": {"mcp://wikis/w": {"server": "https://w.example.org"}}}, "wiki key 'mcp://wikis/w'"),
+    ({"wikis": {"w": {"server": "https://not a host"}}}, "wikis.w.server must be an http(s) URL"),
+    ({"wikis": {"w": {"server": "http://gate:@w.example.org"}}}, "wikis.w.server holds a user name but no password"),
+    ({"wikis": {"w": {"server": "http://gate:pw@w.example.org", "token": "t0k"}}},
+     "wikis.w.server holds a user name and password for HTTP basic auth, which cannot go beside a token"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "scriptpath": "https://w.example.org/w"}}},
+     "wikis.w.scriptpath must be a path such as /w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "scriptpath": "/w/api.php"}}},
+     "wikis.w.scriptpath must be a path such as /w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "tags": ["mcp", " "]}}}, "wikis.w.tags holds an empty tag"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["/etc/passwd"]},
+     "uploadDirs: upload directory '/etc/passwd' is not a directory"),
 ]
 
 
@@ -3241,6 +3405,22 @@ def test_bad_configuration_files_fail_naming_the_field(tmp_path: Path, content: 
     path.write_text(content if isinstance(content, str) else json.dumps(content))
     with pytest.raises(m.ConfigError, match=re.escape(message)):
         m.Config.from_env({"CONFIG": str(path)})
+
+
+@pytest.mark.parametrize("entry, env, message", [
+    ({"token": "${EMPTY}"}, {"EMPTY": ""}, "wikis.w.token is set but empty"),
+    ({"username": "${U}", "password": "${P}"}, {"U": "Me@bot", "P": " \n"}, "wikis.w.password is set but empty"),
+    ({"token": "${T}"}, {"T": "tok\r\nX-Injected: 1"}, "wikis.w.token"),
+    ({"server": "http://gate:${GATE}@w.example.org"}, {"GATE": ""}, "wikis.w.server holds a user name but no password"),
+    ({"server": "http://gate:${UNSET_GATE_PASS}@w.example.org"}, {},
+     "wikis.w.server refers to ${UNSET_GATE_PASS}, which is not set"),
+])
+def test_credentials_from_variables_must_hold_one(tmp_path: Path, entry: dict[str, Any], env: dict[str, str],
+                                                  message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", **entry}}}))
+    with pytest.raises(m.ConfigError, match=re.escape(message)):
+        m.Config.from_env({"CONFIG": str(path), **env})
 
 
 def test_a_bad_configuration_file_stops_the_server_with_exit_status_2(tmp_path: Path) -> None:
@@ -3267,9 +3447,11 @@ def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) 
     with pytest.raises(m.ConfigError) as error:
         m.Config.from_env({"CONFIG": str(path)})
     assert str(error.value) == (f"wikis.w.password: the secret command {sys.executable!r} failed with "
-                                "exit status 3: vault locked")
+                                "exit status 3; its output is not shown (it may hold the secret): run the "
+                                "command yourself to see why.")
     done = run_script("--config", str(path), env={})
-    assert done.returncode == 2 and "s3cret-printed" not in done.stdout + done.stderr
+    assert done.returncode == 2 and str(error.value) in done.stderr
+    assert "s3cret-printed" not in done.stdout + done.stderr and "vault locked" not in done.stdout + done.stderr
     empty = {"exec": {"command": sys.executable, "args": ["-c", "pass"]}}
     path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": empty}}}))
     with pytest.raises(m.ConfigError, match="wikis.w.token: the secret command .* printed nothing"):
@@ -3287,8 +3469,10 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
             "public": {"sitename": "Public", "server": "//wiki.example.org", "articlepath": "/wiki",
                        "scriptpath": "/w", "tags": "mcp-edit", "attributeEdits": False},
             "company": {"server": "https://intra.example.com/", "scriptpath": "", "token": "${TOK}",
-                        "readOnly": False, "private": True, "tags": ["a", "b"]}}}))
-    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": "t0k-123",
+                        "readOnly": False, "private": True, "tags": ["a", "b"]},
+            "plain": {"server": "https://gate:${GATE}@plain.example.org/wiki/Main_Page", "scriptpath": "/w",
+                      "token": "", "username": None, "password": None}}}))
+    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": " t0k-123\n", "GATE": "g@te",
                                 "MCP_TRUSTED_HOSTS": "Wiki.Internal:8080, other", "MCP_UPLOAD_DIRS": str(tmp_path),
                                 "MCP_CONTENT_MAX_BYTES": "20000"})
     assert config.default_wiki == "company" and config.content_max_bytes == 20000
@@ -3297,6 +3481,9 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
     assert not public.attribute_edits and public.sitename == "Public"
     assert company.url == "https://intra.example.com/api.php" and company.token == "t0k-123"
     assert not company.read_only and company.private and company.tags == ["a", "b"]
+    plain = config.wikis["plain"]  # a page URL with scriptpath: the API counts from the origin
+    assert plain.url == "https://plain.example.org/w/api.php" and plain.basic_auth == ("gate", "g@te")
+    assert plain.token is None and plain.read_only  # "" is no credential, as null is (the TypeScript server's reading)
     assert config.trusted_hosts == ["wiki.internal:8080", "other"]
     assert config.upload_dirs == [os.path.realpath(tmp_path), os.path.realpath(uploads)]
     assert "t0k-123" not in repr(config)
@@ -3457,10 +3644,28 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     ({"MCP_ALLOWED_ORIGINS": "https://app.example.org/path"}, "MCP_ALLOWED_ORIGINS"),
     ({"MCP_ALLOWED_HOSTS": "https://mcp.example.org"}, "MCP_ALLOWED_HOSTS"),
     ({"MCP_STATELESS": "sometimes"}, "MCP_STATELESS"),
+    ({"MCP_AUTH_TOKEN": ""}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_AUTH_TOKEN": "   "}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_AUTH_TOKEN": "Bearer 0a1b2c"}, "MCP_AUTH_TOKEN"),
+    ({"MCP_AUTH_TOKEN": "jeton-é"}, "MCP_AUTH_TOKEN"),
+    ({"MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_ALLOWED_HOSTS": "mcp.example.org:port"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_ALLOWED_ORIGINS": "https://*.example.org"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_BIND": "not a host"}, "MCP_BIND"),
+    ({"PORT": "80²"}, "PORT"),
 ])
 def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
         m.http_options(m.argument_parser().parse_args([]), {"MCP_TRANSPORT": "http", **env})
+
+
+def test_http_settings_in_every_accepted_form() -> None:
+    options = m.http_options(m.argument_parser().parse_args(["--host", "[::1]"]), {
+        "MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "mcp.example.org, localhost:*, [::1]:3000, 10.0.0.5:8080",
+        "MCP_ALLOWED_ORIGINS": "https://app.example.org, http://localhost:*, http://[::1]:3000", "PORT": " 8080 "})
+    assert options.host == "::1" and options.port == 8080 and options.loopback
+    assert options.allowed_hosts == ["mcp.example.org", "localhost:*", "[::1]:3000", "10.0.0.5:8080"]
+    assert options.allowed_origins == ["https://app.example.org", "http://localhost:*", "http://[::1]:3000"]
 
 
 def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
@@ -3712,6 +3917,26 @@ def test_help_lists_every_environment_variable() -> None:
         assert name in done.stdout
 
 
+@pytest.mark.parametrize("env, message", [
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "FOO"},
+     "MEDIAWIKI_MCP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'FOO'"),
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "", "MEDIAWIKI_READ_ONLY": "maybe"},  # empty: the default level, no crash
+     "MEDIAWIKI_READ_ONLY must be true or false, not 'maybe'"),
+    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT must be printable ASCII"),
+    ({"MCP_TRANSPORT": "http", "MCP_AUTH_TOKEN": " "}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_TRANSPORT": "http", "MCP_BIND": "not a host"},
+     "The address to listen on (--host or MCP_BIND) must be an IP address or a host name, not 'not a host'"),
+    ({"MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS takes hosts such as"),
+])
+def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env: dict[str, str],
+                                                                            message: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
+    assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_version() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--version"],
                           capture_output=True, text=True, timeout=60)
@@ -3772,6 +3997,93 @@ def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> Non
         process.wait(timeout=20)
     stderr = process.stderr.read() if process.stderr else ""
     assert wiki.bot_password not in stderr
+
+
+def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
+        wiki: RealWiki, fake: FakeWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every tool, on a wiki behind HTTP basic auth whose bot password comes from an exec source,
+    beside a wiki with a token and one whose gate password is wrong: each answer, resource,
+    --check line and log line (in process, of --check, of an HTTP server with a token) is
+    searched for every secret of the configuration and for any address with a user name."""
+    gate, wrong, token, http_token = (f"{kind}-{secrets.token_hex(8)}" for kind in ("gate", "wrong", "tok", "http"))
+    held = (gate, wrong, token, http_token, wiki.bot_password)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", gate))
+    uploads = uploads_dir(tmp_path)
+    (uploads / "secrets.txt").write_text(f"Uploaded by the secrets test {secrets.token_hex(4)}.\n")
+    fake.files["/secrets.png"] = (unique_png(f"secrets test {secrets.token_hex(4)}"), "image/png")
+    exec_password = {"exec": {"command": sys.executable, "args": ["-c", f"print({wiki.bot_password!r})"]}}
+    (tmp_path / "config.json").write_text(json.dumps({"defaultWiki": "gated", "uploadDirs": [str(uploads)], "wikis": {
+        "gated": {"server": f"http://gate:${{GATE}}@127.0.0.1:{proxy.port}", "scriptpath": "/w",
+                  "username": "${A_USER}", "password": exec_password},
+        "tokened": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w", "token": "${TOKEN}"},
+        "locked": {"server": f"http://gate:${{WRONG}}@127.0.0.1:{proxy.port}/wiki/Main_Page"}}}))
+    env = {"CONFIG": str(tmp_path / "config.json"), "GATE": gate, "WRONG": wrong, "TOKEN": token,
+           "A_USER": wiki.bot_user, "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"}
+    title = f"Secrets test {secrets.token_hex(4)}"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get-page", {"title": "Apple"}), ("get-page", {"title": "Apple", "content": "html", "metadata": True}),
+        ("get-page", {"title": "Secrets test missing page"}),
+        ("get-pages", {"titles": ["Apple", "Banana", "Secrets test missing page"]}),
+        ("search-page", {"query": "fruit"}), ("search-page-by-prefix", {"prefix": "Ba"}),
+        ("get-site-info", {}), ("get-site-info", {"wiki": "tokened"}), ("get-site-info", {"wiki": "locked"}),
+        ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
+        ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
+        ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
+        ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
+        ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
+        ("create-page", {"title": title, "source": "Made by the secrets test."}),
+        ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+        ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
+        ("undelete-page", {"title": f"{title} moved"}),
+        ("upload-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("update-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("upload-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("update-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("list-wikis", {}), ("add-wiki", {"wikiUrl": f"http://127.0.0.1:{fake.port}/"}),
+        ("remove-wiki", {"wiki": "locked"}),
+    ]
+
+    async def run(server: Any) -> list[tuple[str, bool, str]]:
+        seen = []
+        async with Client(server) as client:
+            for resource in (await client.list_resources()).resources:
+                read = await client.read_resource(str(resource.uri))
+                seen.append(("resource", False, resource.model_dump_json() + "\n" + read.contents[0].text))
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                seen.append((name, bool(result.is_error), "\n".join(b.text for b in result.content if b.type == "text")))
+        return seen
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            server = make_server(env)
+            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.mediawiki_state)}
+            answers = anyio.run(run, server)
+        check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
+        with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
+            bearer = {"Authorization": f"Bearer {http_token}"}
+            session = post_rpc(http.url, "initialize", INIT_PARAMS, headers=bearer).headers["Mcp-Session-Id"]
+            post_rpc(http.url, "notifications/initialized", rpc_id=None, session=session, headers=bearer)
+            listed = post_rpc(http.url, "tools/call", {"name": "list-wikis", "arguments": {}}, rpc_id=2,
+                              session=session, headers=bearer)
+            unauthorised = post_rpc(http.url, "tools/call", {"name": "whoami", "arguments": {}}, rpc_id=3, session=session)
+    finally:
+        proxy.close()
+    results = {name: (is_error, text) for name, is_error, text in answers}
+    assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
+    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url"):
+        assert not results[name][0], (name, results[name][1])
+    assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
+    assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
+    assert "locked: FAILED: authentication: " in check.stdout, check.stdout
+    assert listed.status_code == 200 and "gated: Test Wiki" in listed.text and unauthorised.status_code == 401
+    outputs = {"answers": "\n".join(text for _, _, text in answers), "log": caplog.text,
+               "--check": check.stdout + check.stderr, "HTTP": listed.text + unauthorised.text + http.log}
+    for where, text in outputs.items():
+        for secret in held:
+            assert secret not in text, (where, secret)
+        assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
 
 
 # ---------------------------------------------------------------------------
