@@ -4237,6 +4237,9 @@ def argument_parser() -> argparse.ArgumentParser:
                         help="HTTP: keep no state between requests (for replicas behind a load balancer)")
     parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
                         help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
+    parser.add_argument("--empty-means-unset", action="store_true",
+                        help="read a variable set to nothing as unset, for installers that set every "
+                             "variable (the Claude Desktop bundle)")
     parser.add_argument("--write-packaging", metavar="DIR", help=argparse.SUPPRESS)
     return parser
 
@@ -4275,13 +4278,14 @@ def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     if args.write_packaging:
         return write_packaging(args.write_packaging)
+    env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
-        logging.basicConfig(level=log_level(os.environ), stream=sys.stderr,
+        logging.basicConfig(level=log_level(env), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        config = Config.from_env(config_path=args.config)
+        config = Config.from_env(env, config_path=args.config)
         config.upload_dirs = list(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs")))
-        http = http_options(args)
+        http = http_options(args, env)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
@@ -4545,8 +4549,9 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 #: What the Claude Desktop bundle asks: its user_config key, input type, title and default,
 #: and the variable (or command-line flag) that receives the answer; the description is that
-#: setting's own help. Every field has a default because MCPB passes an unset one on as the
-#: literal "${user_config.KEY}"; an empty value reads as unset. Read-only stays on until the
+#: setting's own help. Every field has a default, as MCPB passes an unset one on as the literal
+#: "${user_config.KEY}"; MCPB sets every variable it maps, so the server runs with
+#: --empty-means-unset and an empty field reads as not given. Read-only stays on until the
 #: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
 #: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
 BUNDLE_SETTINGS = (
@@ -4579,7 +4584,7 @@ def packaging_files(checkout: str) -> dict[str, str]:
                  for flag in action.option_strings)
     user_config: dict[str, Any] = {}
     env: dict[str, str] = {}
-    args = ["run", "--script", "${__dirname}/mediawiki_mcp.py"]
+    args = ["run", "--script", "${__dirname}/mediawiki_mcp.py", "--empty-means-unset"]
     for key, kind, title, default, target in BUNDLE_SETTINGS:
         field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
         user_config[key] = field | ({"multiple": True} if kind == "directory" else {}) | (

@@ -4421,3 +4421,15 @@ def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: 
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names  # the entry's bot password makes the wiki writable
+
+
+def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) -> None:
+    """The bundle sets every variable it maps, blank when the user left a field empty; without
+    the flag a blank credential stops the server (it would make the wiki anonymous unnoticed)."""
+    blank = {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": "", "MEDIAWIKI_PASSWORD": "", "MEDIAWIKI_TOKEN": " ",
+             "MEDIAWIKI_USER_AGENT": "", "MEDIAWIKI_MCP_LOG_LEVEL": "", "CONFIG": ""}
+    refused = run_script("--check", env=blank)
+    assert refused.returncode == 2 and "is set but empty" in refused.stderr, refused.stderr
+    checked = run_script("--check", "--empty-means-unset", env=blank)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
