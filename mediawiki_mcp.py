@@ -78,8 +78,6 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
-#: How many sections a truncation marker lists before summarising the rest.
-MARKER_MAX_SECTIONS = 60
 #: Idempotency keys of write calls are remembered this long, at most this many.
 IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
@@ -102,61 +100,98 @@ ERROR_CATEGORIES = (
     "authentication", "rate_limited", "upstream_failure",
 )
 
-#: MediaWiki API error codes and the category each one means for a caller.
+#: MediaWiki API error codes and the category each one means for a caller (the codes of
+#: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
 #: Anything not listed becomes upstream_failure with MediaWiki's own text kept.
 MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
-        "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
-        "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
+        "missingtitle", "missingtitle-byname", "nosuchrevid", "nosuchpageid", "nosuchsection",
+        "nosuchsection-what", "rvnosuchsection", "nosuchuser", "nosuchuserid", "nosuchlogid", "nosuchrcid",
+        "missingfile", "filenotfound", "filedoesnotexist", "nodeleteablefile", "cantdelete",
         "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
+        "missingrev-pageid", "missingrev-title", "missingcontent-pageid", "missingcontent-revid",
+        "compare-nofromrevision", "compare-notorevision", "compare-nosuchfromsection",
+        "compare-nosuchtosection", "changecontentmodel-missingtitle", "stashedfilenotfound",
     ), "not_found"),
     **dict.fromkeys((
-        "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
-        "protectednamespace-interface", "cascadeprotected", "blocked", "autoblocked",
-        "blockedfrommail", "readapidenied", "writeapidenied", "noapiwrite", "cantcreate",
-        "cantcreate-anon", "noimageredirect", "noimageredirect-anon", "noedit", "noedit-anon",
-        "cantedit", "customcssprotected", "customjsprotected", "customjsonprotected",
-        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "abusefilter-disallowed",
-        "abusefilter-blocked-display", "spamblacklist", "titleblacklist-forbidden",
-        "cantmove", "cantmove-anon", "cantmovefile", "cantdelete", "badaccess-groups",
-        "mustbeposted", "emptynewsection", "confirmemail", "upload-disabled", "uploaddisabled",
-        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "unsupportednamespace",
+        "permissiondenied", "permissiondenied-generic", "protectedpage", "protectedtitle",
+        "protectednamespace", "protectednamespace-interface", "cascadeprotected", "blocked",
+        "blocked-partial", "autoblocked", "systemblocked", "blockedfrommail", "writeapidenied",
+        "noapiwrite", "cantcreate", "cantcreate-anon", "noimageredirect", "noimageredirect-anon",
+        "noedit", "noedit-anon", "cantedit", "customcssprotected", "customjsprotected",
+        "customjsonprotected", "mycustomcssprotected", "mycustomjsprotected", "mycustomjsonprotected",
+        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "spamblacklist", "spamdetected",
+        "titleblacklist-forbidden", "hookaborted", "cantmove", "cantmove-anon", "cantmovefile",
+        "bigdelete", "badaccess-groups", "confirmemail", "upload-disabled", "uploaddisabled",
+        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
+        "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
+        "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
+        "siteinfo-includealldenied", "readapidenied",
     ), "permission_denied"),
     **dict.fromkeys((
         "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
-        "missingparam", "badvalue", "invalidsection", "badcontinue", "toomanyvalues",
-        "paramempty", "invalidparammix", "notanarticle", "baddatatype", "badinteger",
-        "unknown_action", "nosuchnamespace", "badmd5", "contenttoobig", "selfmove",
-        "immobilenamespace", "nonfilenamespace", "invalid-content-data", "badformat",
-        "unsupportedrepo", "invalidexpiry", "invalid-file-key", "illegal-filename",
-        "filetype-banned", "filetype-missing", "bad-prefix", "verification-error",
-        "empty-file", "file-too-large", "toolong", "mustpostparams", "missingtitle-createonly",
-        "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
-        "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
-        "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
-        "badtimestamp", "show",
+        "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
+        "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
+        "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
+        "multival-only-one-of", "notanarticle", "baddatatype", "badinteger", "integeroutofrange-abovemax",
+        "integeroutofrange-belowminimum", "maxbytes", "maxchars", "unknown_action", "unknownaction",
+        "nosuchnamespace", "badmd5", "contenttoobig", "selfmove", "immobilenamespace",
+        "immobile-source-namespace", "immobile-target-namespace", "immobile-source-page",
+        "immobile-target-page", "nonfilenamespace", "nonfile-cannot-move-to-file", "filetypemismatch",
+        "imageinvalidfilename", "bad-target-model", "contentnotallowedhere", "pagecannotexist",
+        "unsupportednamespace", "invalid-content-data", "invalid-json-data", "contentserializationexception",
+        "no-direct-editing", "changecontentmodel-nodirectediting", "changecontentmodel-cannot-convert",
+        "changecontentmodel-cannotbeused", "badformat", "badformat-generic", "unsupportedrepo",
+        "invalidexpiry", "pastexpiry", "toofewexpiries", "invalid-file-key", "illegal-filename",
+        "filetype-banned", "filetype-missing", "filename-tooshort", "windows-nonascii-filename",
+        "bad-prefix", "verification-error", "empty-file", "file-too-large", "toolong", "nofile",
+        "mustpostparams", "missingtitle-createonly", "invalidcategory", "invaliduser", "baduser",
+        "notarget", "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
+        "appendnotsupported", "sectionsnotsupported", "sectionsnotsupported-what", "contentmodel-mismatch",
+        "badtimestamp", "show", "emptynewsection", "missingcommenttext", "redirect-appendonly",
+        "edit-invalidredirect", "compare-maintextrequired", "compare-no-title", "compare-notext",
+        "compare-relative-to-deleted", "compare-relative-to-nothing", "invalidurlparam", "urlparamnormal",
+        "badurl", "protect-invalidaction", "protect-invalidlevel", "revisions-norevids",
+        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile",
     ), "invalid_input"),
     **dict.fromkeys((
-        "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
-        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate",
+        "editconflict", "articleexists", "redirectexists", "create-titleexists", "pagedeleted",
+        "fileexists-no-change", "fileexists-forbidden", "fileexists-shared-forbidden", "overwrite",
+        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate", "undofailure",
     ), "conflict"),
     **dict.fromkeys((
-        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "notloggedin",
-        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
-        "login-required", "badtoken", "notoken",
+        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "assertanonfailed", "notloggedin",
+        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user", "login-required",
+        "mustbeloggedin", "mustbeloggedin-generic", "mustbeloggedin-uploadstash", "reauthenticate",
+        "cannotreauthenticate", "badtoken", "notoken",
     ), "authentication"),
     **dict.fromkeys((
-        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext",
+        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext", "concurrency-limit",
     ), "rate_limited"),
 }
+
+#: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
+#: list parameter), so that its answer is not to the question asked.
+IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
+
+#: Codes of failures that a later retry can fix: the wiki is locked for maintenance, or broke
+#: down midway (an internal exception, its file or lock backend, a fetch that timed out).
+#: Every other failure says why, and that retrying the same call changes nothing.
+MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanager-fail-",
+                  "exceptioncaught", "unknownerror", "stashfailed", "upload-inprogress", "http-timed-out",
+                  "http-curl-error", "cirrussearch-backend-error")
+
+RETRY_LATER = "Retry later; tell the user if it persists."
 
 #: What the caller can do next, by category, for errors raised by MediaWiki.
 NEXT_STEP = {
     "not_found": "Check the title or ID; search-page-by-prefix or search-page finds existing pages.",
     "permission_denied": "Tell the user; retrying as the same account changes nothing.",
+    "invalid_input": "Change the call as the message says; the same call fails again.",
+    "conflict": "Read the current state again before deciding what to do.",
     "authentication": "Tell the user to check the wiki's credentials.",
     "rate_limited": "Wait a minute before retrying.",
-    "upstream_failure": "Retry later; tell the user if it persists.",
+    "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
@@ -172,6 +207,21 @@ MW_NEXT_STEP = {
     "blocked": "The account is blocked from editing; tell the user.",
     "readonly": "The wiki is locked for maintenance; retry later.",
     "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
+    "nosuchrevid": "get-page-history lists a page's revision IDs.",
+    "nosuchsection": "The page exists; its sections are numbered from 1 in the order of its headings "
+                     "(0 is the lead).",
+    "pagecannotexist": "Pages in this namespace (such as Special:) cannot be created or edited; pick "
+                       "another title.",
+    "unsupportednamespace": "Pages in this namespace (such as Special:) cannot be changed; pick another "
+                            "title.",
+    "invalid-json-data": "Fix the JSON, or create the page with another contentModel.",
+    "invalid-content-data": "Fix the text for the page's content model, or pass another contentModel.",
+    "nonfile-cannot-move-to-file": "Only files move into the File namespace; pick a title in another one.",
+    "nonfilenamespace": "A file can move only to another title in the File namespace.",
+    "filetypemismatch": "A file keeps its type when it moves: give the new title the file's extension.",
+    "immobile-target-namespace": "Pages cannot be moved into that namespace; pick a title in another one.",
+    "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
+    "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
 }
 
 ENVIRONMENT_VARIABLES = {
@@ -240,19 +290,20 @@ def invalid(message: str) -> WikiError:
 
 
 def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
-    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words."""
+    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words and adding what
+    to do next: only a failure that a later retry can fix says to retry."""
     category = MW_ERROR_CATEGORIES.get(code)
-    if category is None and code.startswith(("abusefilter-", "spamblacklist")):
+    if category is None and code.startswith(("abusefilter-", "spamblacklist", "titleblacklist")):
         category = "permission_denied"
-    if category is None and code == "readonly":
+    if code == "readonly":
         text = f"The wiki is in read-only mode: {text}"
     text = " ".join(text.split()) or code
     where = f" ({wiki})" if wiki else ""
+    step = MW_NEXT_STEP.get(code) or (RETRY_LATER if code.startswith(MW_RETRY_LATER)
+                                      else NEXT_STEP[category or "upstream_failure"])
     if category is None:
-        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} "
-                         + MW_NEXT_STEP.get(code, NEXT_STEP["upstream_failure"]), code)
-    step = MW_NEXT_STEP.get(code) or NEXT_STEP.get(category, "")
-    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""), code)
+        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} {step}", code)
+    return WikiError(category, f"{text}{where} [{code}] {step}", code)
 
 
 # ---------------------------------------------------------------------------
@@ -298,6 +349,10 @@ class SiteInfo:
     def index_url(self, **params: Any) -> str:
         return f"{self.server}{self.script_path}/index.php?" + urllib.parse.urlencode(params)
 
+    def namespace_list(self) -> str:
+        """``0 (Main), 1 Talk, ...``: the namespaces pages can be in, with their IDs."""
+        return ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(self.namespaces.items()) if i >= 0)
+
     def namespace_of(self, title: str) -> int:
         prefix, sep, _ = title.partition(":")
         if not sep:
@@ -338,6 +393,35 @@ class SiteInfo:
             namespace_ids=ids,
             raw=general,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Account:
+    """Whom a client acts as on its wiki and what it may do there (meta=userinfo): the rights
+    of its groups, narrowed by the grants of its bot password or token."""
+    name: str
+    anonymous: bool
+    groups: tuple[str, ...]
+    rights: frozenset[str]
+
+    def can(self, right: str) -> bool:
+        """Whether the account has the right (``a|b``: either of two)."""
+        return any(r in self.rights for r in right.split("|"))
+
+
+#: Rights that tools check before they act: what each lets an account do, and the bot
+#: password grant (Special:BotPasswords) that carries it.
+RIGHTS = {
+    "edit": ("edit pages", "Edit existing pages"),
+    "createpage": ("create pages", "Create, edit, and move pages"),
+    "move": ("move pages", "Create, edit, and move pages"),
+    "move-subpages": ("move subpages", "Create, edit, and move pages"),
+    "suppressredirect": ("move pages without leaving a redirect", "Create, edit, and move pages"),
+    "delete": ("delete pages", "Delete pages, revisions, and log entries"),
+    "undelete": ("restore deleted pages", "Delete pages, revisions, and log entries"),
+    "upload": ("upload files", "Upload new files"),
+    "reupload": ("upload new versions of files", "Upload, replace, and move files"),
+}
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
@@ -390,6 +474,8 @@ class MediaWikiClient:
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
         self._csrf: str | None = None
+        self._account: Account | None = None
+        self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:  # never the credentials
@@ -471,6 +557,40 @@ class MediaWikiClient:
         return self._extensions
 
     @property
+    def account(self) -> Account:
+        """The account this client acts as, with its rights; fetched once."""
+        if self._account is None:
+            info = self.get({"action": "query", "meta": "userinfo", "uiprop": "groups|rights"}
+                            ).get("query", {}).get("userinfo", {})
+            self._account = Account(str(info.get("name", "")), "anon" in info,
+                                    tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
+        return self._account
+
+    def cannot(self, right: str) -> str | None:
+        """Why the account may not use a right (``a|b``: either of two), as a sentence saying
+        what it cannot do; None when it may. A right its groups give but its bot password's or
+        token's grants leave out is named as such: only the user can add the grant."""
+        account = self.account
+        if account.can(right):
+            return None
+        right = right.split("|")[0]
+        doing, grant = RIGHTS.get(right, (f"use the '{right}' right", ""))
+        who = "Anonymous users" if account.anonymous else f"The account {account.name}"
+        if self._group_rights is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
+            self._group_rights = {g.get("name", ""): g.get("rights") or []
+                                  for g in data.get("query", {}).get("usergroups") or []}
+        holders = [group for group, rights in self._group_rights.items() if right in rights]
+        if set(holders) & set(account.groups) and self.authenticated:
+            via = (f"the bot password {self.username} lacks the grant '{grant}', which the user can add at "
+                   "Special:BotPasswords" if self.username else
+                   f"the OAuth token lacks the grant '{grant}'; its owner can issue one that has it")
+            return f"{who} cannot {doing} on {self.name}: {via} (the account itself has the '{right}' right)."
+        given = ", ".join("everyone" if g == "*" else g for g in holders) or "no group"
+        return (f"{who} cannot {doing} on {self.name}: it lacks the '{right}' right, which the wiki gives "
+                f"to: {given}.")
+
+    @property
     def api_url(self) -> str:
         self._ensure_ready()
         assert self._api_url is not None
@@ -510,7 +630,7 @@ class MediaWikiClient:
                     return bytes(data)
             except _requests().RequestException as exc:
                 raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
-                                + NEXT_STEP["upstream_failure"]) from None
+                                + RETRY_LATER) from None
         raise WikiError("upstream_failure", f"{url} redirected too many times.")
 
     def _plain_session(self) -> requests.Session:
@@ -583,10 +703,11 @@ class MediaWikiClient:
         try:
             data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
         except WikiError as error:
-            if not error.code and error.category in ("permission_denied", "authentication"):
-                raise  # the address guard refused a hop, or the web server wants other credentials
-            if not error.code:  # no API answered there
-                failures.append(f"{candidate}: {error.message}")
+            if not error.code and error.category != "upstream_failure":
+                raise  # the address guard refused the URL or a hop, or the web server wants other
+                # credentials: no other candidate fares better
+            if not error.code:  # no API answered there; the remedy comes once, after every candidate
+                failures.append(f"{candidate}: {error.message.split('. ')[0]}")
                 return False
             if error.code == "readapidenied" and not self.authenticated:
                 raise  # a private wiki, and no account to read it with
@@ -606,9 +727,9 @@ class MediaWikiClient:
             response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
                                    stream=True, headers={"Authorization": None})  # no token to any host
         except WikiError as error:
-            if error.category == "permission_denied":
+            if error.category != "upstream_failure":
                 raise
-            failures.append(f"{self.url}: {error.message}")
+            failures.append(f"{self.url}: {error.message.split('. ')[0]}")
             return None
         with response:
             head = read_head(response)
@@ -645,7 +766,9 @@ class MediaWikiClient:
         target = url or self._api_url
         assert target is not None and self._session is not None
         fields = encode_params(params)
-        fields.update(format="json", formatversion="2", errorformat="plaintext")
+        # errorlang: the wiki's messages come inside this server's English sentences, whatever
+        # language the account prefers
+        fields.update(format="json", formatversion="2", errorformat="plaintext", errorlang="en")
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
         deadline = time.monotonic() + self.retry_budget
@@ -666,7 +789,7 @@ class MediaWikiClient:
                     raise failure(f"The wiki at {self.name} {problem} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
-                                    + NEXT_STEP["upstream_failure"]) from None
+                                    + RETRY_LATER) from None
                 self.sleep(wait)
                 continue
             status = response.status_code
@@ -706,14 +829,43 @@ class MediaWikiClient:
                 if failure:
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   f"and {kind} instead of API JSON.")
+                if status < 500:  # an answer, but not the API's: the address is wrong
+                    raise WikiError("upstream_failure", f"{target} answered HTTP {status} with {kind}, "
+                                    "not MediaWiki API JSON: it is not the wiki's api.php. Tell the user to "
+                                    "check the wiki's address in the configuration; no retry changes this.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
-                                f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
+                                f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
-                                + NEXT_STEP["upstream_failure"])
-            for warning in data.get("warnings") or []:
-                log.debug("warning from %s: %s", self.name, warning)
+                                + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+            self._check_warnings(data, fields, write)
             return data
+
+    def _check_warnings(self, data: dict[str, Any], fields: Mapping[str, str], write: bool) -> None:
+        """MediaWiki answers a request with a parameter or value it does not know as if that
+        part had not been asked (an unknown namespace ID: results from every namespace), with a
+        warning. So such a warning fails a read, decided by its code; other warnings (such as
+        deprecations) are logged. A write has happened by then, so it is logged loudly instead."""
+        warnings = data.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else []:
+            code = str(warning.get("code", ""))
+            if code not in IGNORED_PART_WARNINGS or write:
+                log.log(logging.WARNING if code in IGNORED_PART_WARNINGS else logging.DEBUG,
+                        "warning %s from %s: %s", code, self.name, warning.get("text"))
+                continue
+            text = " ".join(str(warning.get("text", "")).split())
+            if code == "unrecognizedparams":
+                raise WikiError("upstream_failure", f"{self.name} ignored part of the request: {text} Its "
+                                "MediaWiki may be too old for this tool; tell the user. The same call fails "
+                                "again.", code)
+            values = [str(v) for v in (warning.get("data") or {}).get("values") or []]
+            of_namespace = any(name.endswith("namespace") and set(values) <= set(field_values(value))
+                               for name, value in fields.items())
+            if values and of_namespace and self._site:
+                raise WikiError("invalid_input", f"{self.name} has no namespace {', '.join(values)} to use "
+                                f"here. Its namespaces: {self._site.namespace_list()}.", code)
+            raise WikiError("invalid_input", f"{self.name} does not know the value {', '.join(values)} that "
+                            f"this call asked for: {text} Change the call.", code)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -812,7 +964,7 @@ def fetch_error(status: int, url: str) -> WikiError:
         return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
                          + NEXT_STEP["permission_denied"])
     return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
-                     + NEXT_STEP["upstream_failure"])
+                     + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -830,6 +982,11 @@ def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
         else:
             fields[key] = str(value)
     return fields
+
+
+def field_values(field: str) -> list[str]:
+    """The values of a list field, as encode_params joined them."""
+    return field[1:].split("\x1f") if field.startswith("\x1f") else field.split("|")
 
 
 def parse_json(response: requests.Response) -> dict[str, Any] | None:
@@ -1631,12 +1788,8 @@ def section_ends(text: str) -> dict[int, int]:
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
-    """``0 (Lead), 1 (History), ...``, summarising beyond MARKER_MAX_SECTIONS."""
-    shown = [f"{n} ({heading})" for n, heading in sections[:MARKER_MAX_SECTIONS]]
-    rest = len(sections) - MARKER_MAX_SECTIONS
-    if rest > 0:
-        shown.append(f"and {rest} more ({sections[MARKER_MAX_SECTIONS][0]}-{sections[-1][0]})")
-    return ", ".join(shown)
+    """``1 (History), 2 (Geography), ...``: every section, so that each can be asked for."""
+    return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
 def call_args(**args: Any) -> str:
@@ -1647,18 +1800,25 @@ def call_args(**args: Any) -> str:
 def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]] | None = None,
                      again: Mapping[str, Any] | None = None, verb: str = "again with") -> str:
     """The content-truncated marker: where the cut is, and the exact next calls."""
+    again = dict(again or {})
     parts = [f"Content truncated at {piece.end} of {piece.total} bytes."]
     if sections:
         parts.append(f"Available sections: 0 (Lead), {section_list(sections)}."
                      if sections[0][0] != 0 else f"Available sections: {section_list(sections)}.")
-        parts.append(f"To read a specific section, call {tool} {verb} section=N.")
-    parts.append(f"To read on, call {tool} {verb} {call_args(**dict(again or {}), offset=piece.end)}.")
+        before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
+        parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
+    parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
     return " ".join(parts)
 
 
-def more_results_marker(count: int, items: str, tool: str, param: str, value: Any) -> str:
-    return (f"More results available. Returned {count} {items}. To fetch the next segment, "
+def more_results_marker(count: int, item: str, tool: str, param: str, value: Any) -> str:
+    return (f"More results available. Returned {counted(count, item)}. To fetch the next segment, "
             f"call {tool} again with {param}={json.dumps(value, ensure_ascii=False)}.")
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 page``, ``2 pages``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
@@ -1912,6 +2072,8 @@ class ToolSpec:
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
+    rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
+    needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
     def schema(self) -> dict[str, Any]:
         properties = {name: param_schema(p) for name, p in self.params.items()}
@@ -1934,18 +2096,21 @@ WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the de
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
          idempotent: bool = True, open_world: bool = True,
          offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
-         needs_extension: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         needs_extension: str | None = None, rights: tuple[str, ...] = (),
+         needs_upload_dirs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a tool function. Its docstring is the description; its parameters
     after the first (the ToolContext) are the tool's arguments, each annotated
     ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
     no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
-    on a wiki without that extension are refused, naming the wikis that have it."""
+    on a wiki without that extension are refused, naming the wikis that have it. ``rights``:
+    a write by an account without them is refused before anything is sent (see ToolContext).
+    ``needs_upload_dirs``: the tool is of no use until the operator sets upload directories."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
             name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
             open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-            needs_extension=needs_extension)
+            needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
         return fn
     return register
 
@@ -2072,18 +2237,37 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         raise invalid(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
-        if not value:
-            raise invalid(f"Argument {name!r} must be a non-empty page title.")
-        if utf8_len(value) > MAX_TITLE_BYTES:
-            raise invalid(f"Argument {name!r} is {utf8_len(value)} bytes long; a page title has at "
-                          f"most {MAX_TITLE_BYTES}.")
-        if any(c in value for c in "\x00\n\r\t|[]{}<>#") and not value.startswith("#"):
-            bad = sorted({repr(c) for c in value if c in "\x00\n\r\t|[]{}<>#"})
-            raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+        check_title_text(name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
         raise invalid(f"Argument {name!r} is {len(value)} characters long; at most "
                       f"{p.arg.max_length} are accepted.")
     return value
+
+
+def check_title_text(name: str, title: str) -> None:
+    """Refuses what no wiki takes as a page title, saying what to give instead."""
+    if not title:
+        raise invalid(f"Argument {name!r} must be a non-empty page title.")
+    if encoded := PERCENT_ESCAPE.search(title):
+        raise invalid(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are written "
+                      f"as the wiki shows them: {urllib.parse.unquote(title).replace('_', ' ')!r}.")
+    page, fragment, heading = title.partition("#")
+    if fragment:
+        raise invalid(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a page, not "
+                      f"a page. Give the title alone ({page.strip()!r}); to read one section, get-page takes "
+                      "section=N.")
+    if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
+        raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
+    # wiki's to say, and it refuses a title still too long.
+    _, colon, rest = title.partition(":")
+    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+        after = " after its namespace prefix" if colon else ""
+        raise invalid(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                      f"{MAX_TITLE_BYTES}.")
+
+
+PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
 
 
 def json_type(value: Any) -> str:
@@ -2277,11 +2461,25 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 class ToolContext:
     """What a tool function receives: the wiki's client and the server's settings.
     ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
-    it sends nothing unless the client asked for progress, and it never fails the call."""
-    mw: MediaWikiClient
+    it sends nothing unless the client asked for progress, and it never fails the call.
+    ``rights``: the rights the tool needs, checked on its first request to the wiki (``mw``)."""
+    client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
+    rights: tuple[str, ...] = ()
+
+    @property
+    def mw(self) -> MediaWikiClient:
+        """The wiki's client. A tool's first use of it checks that the account has the rights
+        the tool needs: after the tool's own checks of its arguments, before it asks the wiki
+        anything, so a call the account cannot make changes nothing (and asks no confirmation)."""
+        rights, self.rights = self.rights, ()
+        for right in rights:
+            if why := self.client.cannot(right):
+                raise WikiError("permission_denied",
+                                f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+        return self.client
 
     @property
     def budget(self) -> int:
@@ -2289,7 +2487,7 @@ class ToolContext:
 
     @property
     def site(self) -> SiteInfo:
-        return self.mw.site
+        return self.client.site  # learnt once per wiki, so no request of this call
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
@@ -2342,7 +2540,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress)
+        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -2495,16 +2693,59 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
     return page, redirected
 
 
-def check_page(page: dict[str, Any], title: str, wiki: str) -> None:
+def check_title(page: dict[str, Any], title: str) -> None:
     if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+        raise invalid(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+
+
+def invalid_reason(page: dict[str, Any]) -> str:
+    reason = page.get("invalidreason")  # {"code", "text"} with errorformat=plaintext
+    return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
+
+
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
+    check_title(page, title)
     if "interwiki" in page:
         raise invalid(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
         raise invalid(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
-        raise WikiError("not_found", f"Page {page.get('title', title)!r} not found on {wiki}. "
-                        "search-page-by-prefix or search-page finds existing titles.")
+        raise missing_page(ctx, page.get("title", title))
+
+
+def missing_page(ctx: ToolContext, title: str) -> WikiError:
+    return WikiError("not_found", f"Page {title!r} not found on {ctx.wiki.key}. " + (
+        gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
+
+
+def gone(ctx: ToolContext, title: str) -> str | None:
+    """Where a page that is not there went, from the wiki's log: deleted (undelete-page
+    restores it) or moved without a redirect; None when the log does not say."""
+    events = ctx.mw.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                         "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
+    for event in events or []:
+        when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
+                + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
+        if (event.get("type"), event.get("action")) == ("delete", "delete"):
+            return f"It was deleted{when}; undelete-page restores it."
+        if event.get("type") == "move":
+            target = (event.get("params") or {}).get("target_title")
+            return f"It was moved to {target!r}{when}, leaving no redirect; use that title."
+    return None
+
+
+def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
+    """not_found for a section past the last, listing the sections there are, as the wiki
+    numbers them (headings that templates bring cannot be read or edited by number)."""
+    parsed = ctx.mw.get({"action": "parse", "prop": "sections",
+                         **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
+    sections = ["0 (Lead)"]
+    for found in parsed.get("sections") or []:
+        if str(found.get("index", "")).isdigit():
+            marks = "=" * int(found.get("level") or 2)
+            sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
+    return WikiError("not_found", f"There is no section {section} in {title} on {ctx.wiki.key}. "
+                     f"Its sections: {', '.join(sections)}.")
 
 
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
@@ -2516,11 +2757,11 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
-def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, title: str) -> str:
     """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    slot = main_slot(revision)
     if slot.get("nosuchsection"):
-        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
-                        "A truncated read lists the sections with their numbers.")
+        raise no_such_section(ctx, title, section, revision.get("revid"))
     return slot.get("content", "")
 
 
@@ -2548,12 +2789,12 @@ def get_page(
         "rvslots": "main", "rvsection": section if content == "source" else None,
     }).get("query", {})
     page, redirected = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
+    text = slot_text(ctx, revision, section, page["title"])
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text),
                             again={"section": section} if section is not None else None)
@@ -2592,11 +2833,22 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
     return blocks
 
 
+def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
+    """A page or revision rendered (action=parse); a missing page or section says what there is."""
+    try:
+        return ctx.mw.get({"action": "parse", "section": section, "disableeditsection": True,
+                           "disablelimitreport": True, **params}).get("parse", {})
+    except WikiError as error:
+        if error.code == "nosuchsection":
+            raise no_such_section(ctx, title, section, params.get("oldid")) from None
+        if error.code == "missingtitle":
+            raise missing_page(ctx, title) from None
+        raise
+
+
 def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
               offset: int) -> list[str]:
-    parsed = ctx.mw.get({"action": "parse", "page": title, "redirects": True,
-                         "prop": "text|sections|revid", "section": section,
-                         "disableeditsection": True, "disablelimitreport": True}).get("parse", {})
+    parsed = parse_page(ctx, title, section, page=title, redirects=True, prop="text|sections|revid")
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -2629,10 +2881,16 @@ def get_pages(
         "rvslots": "main",
     }).get("query", {})
     found = batch_pages(query, wanted)
-    blocks: list[str] = []
-    missing = [t for t, (page, _) in found.items() if page is None]
-    if missing:
-        blocks.append("Missing pages: " + ", ".join(missing))
+    unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
+                                    "Special pages, which have no content": []}
+    for asked, (page, _) in list(found.items()):
+        kind = ("Missing pages" if page is None or page.get("missing") else
+                "Not valid page titles" if page.get("invalid") else
+                "Special pages, which have no content" if page.get("special") else None)
+        if kind:
+            del found[asked]
+            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+    blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     used, omitted, cut = 0, [], None
     total = sum(utf8_len(main_slot(revision_of(p)).get("content", "")) for p, _ in found.values() if p)
     for asked, (page, redirected) in found.items():
@@ -2668,7 +2926,7 @@ def get_pages(
 
 
 def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """Maps each asked title to its page (None if missing) and the redirect followed."""
+    """Maps each asked title to its page (None if the answer has none) and the redirect followed."""
     normalized = {n["from"]: n["to"] for n in query.get("normalized") or []}
     redirects = {r["from"]: r["to"] for r in query.get("redirects") or []}
     by_title = {p.get("title"): p for p in query.get("pages") or []}
@@ -2677,10 +2935,7 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
         title = normalized.get(asked, asked)
         target = redirects.get(title)
         page = by_title.get(target or title)
-        if page is None or page.get("missing") or page.get("invalid") or page.get("special"):
-            result[asked] = (None, None)
-        else:
-            result[asked] = (page, title if target else None)
+        result[asked] = (page, title if target and page else None)
     return result
 
 
@@ -2692,10 +2947,9 @@ def pages_marker(used: int, total: int, cut: tuple[str, Slice, list[Section]] | 
         if sections:
             parts.append(f"Available sections of {title}: 0 (Lead), "
                          f"{section_list([(s.number, s.heading) for s in sections])}.")
-            parts.append(f"To read a specific section, call get-page with title={json.dumps(title)} "
-                         "and section=N.")
-        parts.append(f"To read on, call get-page with title={json.dumps(title, ensure_ascii=False)} "
-                     f"and offset={piece.end}.")
+            parts.append(f"To read a specific section, call get-page with {call_args(title=title)} and "
+                         "section=N.")
+        parts.append(f"To read on, call get-page with {call_args(title=title, offset=piece.end)}.")
     if omitted:
         names = json.dumps(omitted, ensure_ascii=False)
         parts.append(f"Not included: {', '.join(omitted)}. To read them, call get-pages again with "
@@ -2727,10 +2981,11 @@ def search_page(
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
             for h in hits]
-    head = f"{total} pages match." if total is not None else f"{len(rows)} pages match."
+    matching = total if total is not None else len(rows)
+    head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
     blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(rows), "pages", "search-page", "continueFrom",
+        blocks.append(more_results_marker(len(rows), "page", "search-page", "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -2749,6 +3004,12 @@ def search_page_by_prefix(
     inside pages, use search-page."""
     if not prefix.strip():
         raise invalid("Argument 'prefix' must not be empty.")
+    named = ctx.site.namespace_of(prefix)
+    if namespace is not None and named and named != namespace:  # MediaWiki would ignore namespace
+        names = ctx.site.namespaces
+        raise invalid(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but namespace "
+                      f"is {namespace} ({names.get(namespace, 'unknown')}). Give the namespace once: in the "
+                      "prefix or as namespace.")
     data = ctx.mw.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
         "psnamespace": namespace,
@@ -2757,7 +3018,7 @@ def search_page_by_prefix(
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(titles), "titles", "search-page-by-prefix",
+        blocks.append(more_results_marker(len(titles), "title", "search-page-by-prefix",
                                           "continueFrom", encode_continuation(data["continue"])))
     return blocks
 
@@ -2768,7 +3029,6 @@ def get_site_info(ctx: ToolContext) -> str:
     state, namespaces with their IDs and installed extensions."""
     query = ctx.mw.refresh_site("extensions")
     site = ctx.site
-    namespaces = ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(site.namespaces.items()) if i >= 0)
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
     return labelled(
         ("Wiki", ctx.wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
@@ -2777,7 +3037,7 @@ def get_site_info(ctx: ToolContext) -> str:
         ("API", ctx.mw.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
-        ("Namespaces", namespaces), ("Extensions", ", ".join(extensions)))
+        ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
 
 
 @tool("whoami", "Who am I", read_only=True)
@@ -2844,9 +3104,7 @@ def get_revision(
     if content == "none":
         return [header]
     if content == "html":
-        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
-                             "section": section, "disableeditsection": True,
-                             "disablelimitreport": True}).get("parse", {})
+        parsed = parse_page(ctx, page.get("title", ""), section, oldid=revisionId, prop="text|sections")
         again: dict[str, Any] = {"content": "html"}
         text, sections = parsed.get("text", ""), html_sections(parsed)
     else:
@@ -2854,7 +3112,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
         sections = [(s.number, s.heading) for s in wikitext_sections(text)]
         # a truncated read of an old revision must not be written back either (update-page)
         ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
@@ -2885,7 +3143,7 @@ def revision_user(revision: dict[str, Any]) -> str:
 
 
 HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
-                  "edit summary | tags (only when any)")
+                  "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-page-history", "Get page history", read_only=True)
@@ -2901,7 +3159,7 @@ def get_page_history(
     user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
 ) -> list[str]:
     """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
-    then minor, summary and tags when present; 20 by default, the marker naming the next
+    then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
     olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
@@ -2920,7 +3178,7 @@ def get_page_history(
                             "for the latest revisions.") from None
         raise
     page, _ = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     fetched = page.get("revisions") or []
     sizes = {r["revid"]: r.get("size", 0) for r in fetched}
     rows = [r for r in fetched if r["revid"] != anchor]
@@ -2942,7 +3200,7 @@ def get_page_history(
               + "\n".join(history_row(r, sizes) for r in rows)]
     if more:
         param = "newerThan" if newerThan else "olderThan"
-        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+        blocks.append(more_results_marker(len(rows), "revision", "get-page-history", param,
                                           rows[0]["revid"] if newerThan else rows[-1]["revid"]))
     return blocks
 
@@ -2951,11 +3209,22 @@ def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
     parent = revision.get("parentid") or 0
     size = revision.get("size", 0)
     change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
-    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
     parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
-             "minor" if revision.get("minor") else "", summary,
-             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+             "minor" if revision.get("minor") else "", row_tags(revision), row_summary(revision)]
     return " | ".join(p for p in parts if p)
+
+
+def row_tags(row: Mapping[str, Any]) -> str:
+    return "tags: " + ", ".join(row["tags"]) if row.get("tags") else ""
+
+
+def row_summary(row: Mapping[str, Any]) -> str:
+    """An edit summary as the last field of a row, quoted: a summary such as "minor" or one
+    holding " | " then cannot pass for a flag or a column."""
+    if row.get("commenthidden"):
+        return "(summary hidden)"
+    summary = one_line(row.get("comment", ""))
+    return json.dumps(summary, ensure_ascii=False) if summary else ""
 
 
 @tool("compare-pages", "Compare pages", read_only=True)
@@ -3028,10 +3297,10 @@ def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
     return decode_continuation(continue_from, keys) if continue_from else {}
 
 
-def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
     """Adds the 'More results available' marker when MediaWiki has more to give."""
     if data.get("continue"):
-        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -3071,12 +3340,7 @@ def get_category_members(
         head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
                  f"files: {info.get('files', 0)})")
     blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
-    return with_more(blocks, data, len(rows), "members", "get-category-members")
-
-
-def check_title(page: dict[str, Any], title: str) -> None:
-    if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+    return with_more(blocks, data, len(rows), "member", "get-category-members")
 
 
 LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
@@ -3126,12 +3390,13 @@ def get_links_here(
     missing = " (the page does not exist)" if page and page.get("missing") else ""
     blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
               else f"No pages link to {title}{missing}."]
-    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+    return with_more(blocks, data, len(rows), "page", "get-links-here")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
            "redirects": "!redirect"}
-RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
+             "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-recent-changes", "Get recent changes", read_only=True)
@@ -3151,7 +3416,7 @@ def get_recent_changes(
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
-    log action, user, size change, then flags, summary and tags when present. For one page's
+    log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
@@ -3171,7 +3436,7 @@ def get_recent_changes(
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
               else "No changes match."]
-    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+    return with_more(blocks, data, len(rows), "change", "get-recent-changes")
 
 
 def change_row(change: dict[str, Any]) -> str:
@@ -3181,10 +3446,9 @@ def change_row(change: dict[str, Any]) -> str:
     size = (signed(change["newlen"] - change.get("oldlen", 0))
             if kind in ("edit", "new") and "newlen" in change else "")
     flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
-    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
     parts = [change.get("timestamp", ""), change.get("title", ""), what,
-             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
-             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags,
+             row_tags(change), row_summary(change)]
     return " | ".join(p for p in parts if p)
 
 
@@ -3423,7 +3687,8 @@ def missing_subsections(old: str, new: str) -> list[str]:
     return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
+      rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3441,7 +3706,7 @@ def create_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
-            check_page(page, title, ctx.wiki.key)
+            check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
                                  ctx.wiki.key)
         return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
@@ -3449,7 +3714,7 @@ def create_page(
                      None, edit_summary(ctx, comment), source)
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False)
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3492,25 +3757,27 @@ def update_page(
     if removeSubsections and not replacing_section:
         raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
 
-    needs_text = dryRun or find is not None or replacing_section
+    if bot and not ctx.mw.account.can("bot"):
+        raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
+                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                      "without bot.")
+    # a section is read even when its text is not needed: that is how a missing one shows
+    needs_text = dryRun or find is not None or replacing_section or section is not None
     query = ctx.mw.get({
         "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
-        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
-        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
         raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
-                        "nothing was saved. To make it, use create-page; search-page-by-prefix finds "
-                        "existing titles.")
-    check_page(page, title, ctx.wiki.key)
+                        "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
+                                                 "create-page; search-page-by-prefix finds existing titles."))
+    check_page(ctx, page, title)
     title = page["title"]
     current = revision_of(page)
     base = latestId or current.get("revid")
-    if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
-        raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
-                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                      "without bot.")
+    if main_slot(current).get("nosuchsection"):
+        raise no_such_section(ctx, title, section)
     if latestId and latestId != current.get("revid"):
         check_base_revision(ctx, latestId, page)
     if mode == "replace" and find is None:
@@ -3559,7 +3826,7 @@ def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> N
                       "get-page returned for this page.")
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -3572,8 +3839,13 @@ def move_page(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Renames a wiki page (by default with its talk page); returns the old and new titles,
-    whether a redirect was left and the new URL. Fails if the page is missing or the new title
-    exists."""
+    whether a redirect was left, each talk page and subpage moved or left behind (and why), and
+    the new URL. Fails if the page is missing or the new title exists, and before moving anything
+    if the account cannot move as asked."""
+    if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
+        raise invalid(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a redirect.")
+    if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
+        raise invalid(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
@@ -3585,18 +3857,62 @@ def move_page(
             raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
                             "was not moved. Call again to retry.") from None
         moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+    except WikiError as error:
+        if error.code == "missingtitle":
+            raise missing_page(ctx, fromTitle) from None
+        raise
     to = moved.get("to", toTitle)
-    subpages = [s for s in moved.get("subpages") or [] if "to" in s]
-    talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
+    talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
+    subpages_moved, subpages_kept = subpage_moves(ctx, moved)
     return "Moved.\n" + labelled(
         ("From", moved.get("from", fromTitle)), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
-        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+        ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
+        ("URL", ctx.site.page_url(to)))
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
+def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Each subpage a move moved (``A/1 -> B/1``), and each it left behind with the reason:
+    MediaWiki moves them one by one, and refuses all of a page's subpages at once when the
+    new namespace has none (naming none of them)."""
+    done, kept = [], []
+    for key, parent in (("subpages", moved.get("from")), ("subpages-talk", moved.get("talkfrom"))):
+        result = moved.get(key) or []
+        if isinstance(result, dict):
+            errors = result.get("errors") or [{}]
+            why = (f"the namespace of {moved.get('to')} has no subpages" if errors[0].get("code") ==
+                   "namespace-nosubpages" else "; ".join(wiki_words(e) for e in errors))
+            kept.append(f"{', '.join(subpages_of(ctx, parent) if parent else []) or 'its subpages'} ({why})")
+            continue
+        for subpage in result:
+            if "to" in subpage:
+                done.append(f"{subpage['from']} -> {subpage['to']}")
+            else:
+                why = "; ".join(wiki_words(e) for e in subpage.get("errors") or [])
+                kept.append(f"{subpage.get('from')} ({why})")
+    return done, kept
+
+
+def subpages_of(ctx: ToolContext, title: str) -> list[str]:
+    namespace = ctx.site.namespace_of(title)
+    name = title.partition(":")[2] if namespace else title
+    found = ctx.mw.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                        "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
+    return [p["title"] for p in found]
+
+
+def wiki_words(error: Mapping[str, Any]) -> str:
+    """One of MediaWiki's error texts inside a sentence: wiki links as their text."""
+    text = WIKI_LINK.sub(lambda m: m.group(2) or m.group(1), str(error.get("text") or error.get("code", "")))
+    return strip_tags(text)
+
+
+WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
+
+
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3611,12 +3927,12 @@ def delete_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
         page, _ = resolve_page(query.get("query", {}), title)
-        check_page(page, title, ctx.wiki.key)
+        check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
-        revisions = f"more than {count}" if query.get("continue") else str(count)
+        revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
         raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
-                      f"(latest revision {page.get('lastrevid')}, {page.get('length', 0)} bytes, "
-                      f"{revisions} revisions{', a redirect' if page.get('redirect') else ''}) from "
+                      f"(latest revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
+                      f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
                       f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
                       "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
@@ -3629,11 +3945,16 @@ def delete_page(
             raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
                             "deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+    except WikiError as error:
+        if error.code == "missingtitle":  # deleted since the confirmation, or never there
+            raise missing_page(ctx, title) from None
+        raise
     return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
 
-@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True)
+@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
+      rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3681,18 +4002,19 @@ UPLOAD_FETCH_CHUNK = 64 * 1024
 PROGRESS_STEP_BYTES = 1 << 20
 
 #: MediaWiki's upload warnings in words, and whether each is about what is on the wiki
-#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value.
+#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value,
+#: ``{file}`` the wiki's name of the File namespace.
 UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "exists": ("conflict", "a file with this title exists"),
     "page-exists": ("conflict", "the description page exists but holds no file"),
-    "exists-normalized": ("conflict", "a file with a similar name exists: File:{v}"),
+    "exists-normalized": ("conflict", "a file with a similar name exists: {file}:{v}"),
     "thumb": ("conflict", "the name looks like a thumbnail of an existing file"),
     "was-deleted": ("conflict", "a file with this title was deleted before"),
     "duplicate": ("conflict", "the same content is already on the wiki as {v}"),
-    "duplicate-archive": ("conflict", "the same content was deleted before as File:{v}"),
+    "duplicate-archive": ("conflict", "the same content was deleted before as {file}:{v}"),
     "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
     "nochange": ("conflict", "the content equals the current version"),
-    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as File:{v}"),
+    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as {file}:{v}"),
     "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
                                     "descriptive title"),
     "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
@@ -3700,8 +4022,9 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
     "empty-file": ("invalid_input", "the file is empty"),
 }
-#: Warnings an update expects (exists) or merely reports; they never stop it.
-UPDATE_WARNINGS = ("exists", "duplicateversions", "nochange")
+#: Warnings an update expects (exists) or answers itself (nochange); any other stops it
+#: unless the call passes ignoreWarnings (an earlier version's bytes included).
+UPDATE_WARNINGS = ("exists", "nochange")
 
 
 @dataclasses.dataclass
@@ -3716,16 +4039,19 @@ class UploadSource:
         return hashlib.sha1(self.data).hexdigest() if self.data is not None else None
 
 
-def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = ()) -> list[str]:
-    """MediaWiki's upload warnings as short sentences (unknown ones by their code)."""
+def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
+                     file_namespace: str = CANONICAL_NAMESPACES[6]) -> list[str]:
+    """MediaWiki's upload warnings as short sentences (unknown ones by their code), files
+    named with the wiki's own name of the File namespace."""
     said = []
     for code, value in warnings.items():
         if code in skip:
             continue
         if isinstance(value, list):
-            value = ", ".join(f"File:{v}" for v in value) if code == "duplicate" else (value[0] if value else "")
+            value = (", ".join(f"{file_namespace}:{v}" for v in value) if code == "duplicate"
+                     else (value[0] if value else ""))
         text = UPLOAD_WARNINGS.get(code, ("", f"{code} ({value})" if isinstance(value, str) else code))[1]
-        said.append(text.replace("{v}", str(value).replace("_", " ")))
+        said.append(text.replace("{v}", str(value).replace("_", " ")).replace("{file}", file_namespace))
     return said
 
 
@@ -3737,7 +4063,11 @@ def file_name(ctx: ToolContext, title: str) -> str:
 
 def file_title(ctx: ToolContext, name: str) -> str:
     """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
-    return f"{ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]}:{name.replace('_', ' ')}"
+    return f"{file_namespace(ctx)}:{name.replace('_', ' ')}"
+
+
+def file_namespace(ctx: ToolContext) -> str:
+    return ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]
 
 
 def uploads_allowed(ctx: ToolContext) -> None:
@@ -3819,13 +4149,13 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     host = host_of(url)
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.mw.timeout, stream=True)
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.client.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
                 raise  # refused by the guard, or no URL at all
             raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
                             "handed to the wiki: this server could not check where it leads. "
-                            + NEXT_STEP["upstream_failure"]) from None
+                            + RETRY_LATER) from None
         with response:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
@@ -3898,13 +4228,14 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                             error.code) from None
     warnings = answer.get("warnings") or {}
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
+    explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
     if not new and "exists" not in warnings:
-        why = "".join(f"; {w}" for w in explain_warnings(
+        why = "".join(f"; {w}" for w in explained(
             {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
         raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
                         f"file, use {sibling}.")
@@ -3919,9 +4250,9 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
             else "invalid_input"
         remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
-        raise WikiError(category, f"Nothing was uploaded: the wiki warns that "
-                        f"{'; '.join(explain_warnings(concerns))}.{remedy} To upload anyway, call again "
-                        "with ignoreWarnings=true.")
+        raise WikiError(category, "Nothing was uploaded: the wiki warns that "
+                        f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
+                        "ignoreWarnings=true.")
     ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
@@ -3933,13 +4264,13 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
         raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
-                        f"{'; '.join(explain_warnings(answer.get('warnings') or {}))}. Look at "
+                        f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
                         f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
-    noted = explain_warnings(warnings, ("exists",))
+    noted = explained(warnings, ("exists",))
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
 
 
@@ -3999,7 +4330,8 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
         ("Wiki warnings", "; ".join(noted)))
 
 
-@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",), needs_upload_dirs=True)
 def upload_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -4017,7 +4349,8 @@ def upload_file(
                                ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
 
 
-@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True)
+@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
 def update_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -4035,7 +4368,8 @@ def update_file(
                                ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
 
 
-@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",))
 def upload_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -4054,7 +4388,8 @@ def upload_file_from_url(
                                ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
 
 
-@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True)
+@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"))
 def update_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -4088,13 +4423,18 @@ def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     if contact and site is None:
         try:
             site, api = client.site, client.api_url
-        except WikiError as error:
-            problem = error.message
+        except WikiError as error:  # a refused login or account is no network trouble
+            problem = (PROBLEM_LABELS.get(error.category, "problem"), error.message)
     parts = urllib.parse.urlsplit(wiki.url)
     return {"key": key, "name": site.name if site else wiki.sitename,
             "server": site.server if site else f"{parts.scheme}://{parts.netloc}", "api": api,
             "read_only": wiki.read_only, "default": key == state.config.default_wiki,
             "private": wiki.private, "problem": problem}
+
+
+#: How list-wikis and the wiki resources name a wiki's problem, by its error category.
+PROBLEM_LABELS = {"authentication": "no access", "permission_denied": "no access",
+                  "upstream_failure": "unreachable", "rate_limited": "unreachable"}
 
 
 def wiki_summary(state: ServerState, key: str) -> str:
@@ -4103,7 +4443,8 @@ def wiki_summary(state: ServerState, key: str) -> str:
     return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
                     ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
                     ("Default", "yes" if facts["default"] else None),
-                    ("Private", "yes" if facts["private"] else None), ("Unreachable", facts["problem"]))
+                    ("Private", "yes" if facts["private"] else None),
+                    *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
 
 
 def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
@@ -4176,7 +4517,7 @@ def add_wiki(
     return labelled(("Added wiki", wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
                     ("Server", site.server), ("API", client.api_url),
                     ("Access", "read-only" if wiki.read_only else "read and write")
-                    ) + f"\nPass wiki={json.dumps(wiki.key)} to other tools to use it."
+                    ) + f"\nPass {call_args(wiki=wiki.key)} to other tools to use it."
 
 
 @tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
@@ -4207,7 +4548,7 @@ def list_wikis(ctx: ToolContext) -> str:
         marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
                                  ("private", facts["private"])) if on]
         if facts["problem"]:
-            marks.append(f"unreachable: {facts['problem']}")
+            marks.append(": ".join(facts["problem"]))
         rows.append(f"{key}: " + ", ".join(str(v) for v in (
             facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
             + (f" ({'; '.join(marks)})" if marks else ""))
@@ -4246,22 +4587,24 @@ def argument_parser() -> argparse.ArgumentParser:
 
 def check_wikis(config: Config, out: typing.TextIO) -> int:
     """--check: connects to each wiki and prints its name, MediaWiki version, the account
-    the server acts as and the tools available there. Returns the exit status."""
+    the server acts as and the tools it can use there (the account's rights, the upload
+    directories). Returns the exit status."""
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
     for key, wiki in config.wikis.items():
         client = state.clients[key]
         try:
-            site = client.site
-            user = client.get({"action": "query", "meta": "userinfo"}).get("query", {}).get("userinfo", {})
+            site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
-                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)]
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
+                     and (spec.read_only or all(account.can(right) for right in spec.rights))
+                     and (config.upload_dirs or not spec.needs_upload_dirs)]
         except WikiError as error:
             failures += 1
             print(f"{key}: FAILED: {error}", file=out)
             continue
-        identity = ("anonymous" if "anon" in user else f"{user.get('name')}"
+        identity = ("anonymous" if account.anonymous else account.name
                     + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
         print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
               f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"

@@ -612,6 +612,11 @@ SITEINFO = {"batchcomplete": True, "query": {
     "general": {"sitename": "Fake", "generator": "MediaWiki 1.39.0", "server": "//127.0.0.1",
                 "articlepath": "/wiki/$1", "scriptpath": "/w", "lang": "en", "mainpage": "Main Page"},
     "namespaces": {"0": {"id": 0, "name": ""}}, "namespacealiases": []}}
+#: The account of a fake wiki (anonymous, as its tests run without credentials) may do anything.
+USERINFO = {"batchcomplete": True, "query": {"userinfo": {
+    "id": 0, "name": "127.0.0.1", "anon": True, "groups": ["*"],
+    "rights": ["read", "edit", "createpage", "move", "move-subpages", "suppressredirect", "delete",
+               "undelete", "upload", "reupload", "upload_by_url"]}}}
 PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
         "lastrevid": 7, "revisions": [{"revid": 7, "slots": {"main": {"content": "Fake page text."}}}]}]}}
 
@@ -625,7 +630,8 @@ class Reply:
 
 
 class FakeWiki:
-    """A local HTTP server answering with scripted replies; site info is automatic."""
+    """A local HTTP server answering with scripted replies; site info and the account's
+    rights are automatic."""
 
     def __init__(self) -> None:
         self.replies: list[Reply] = []
@@ -661,6 +667,8 @@ class FakeWiki:
                     return
                 if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
+                elif is_rights_query(params):
+                    reply = Reply(body=USERINFO)
                 else:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
                 if reply.delay:
@@ -686,12 +694,16 @@ class FakeWiki:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
-        return [s for s in self.seen if s["params"].get("meta") != "siteinfo"]
+        return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
 
     def close(self) -> None:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def is_rights_query(params: dict[str, str]) -> bool:
+    return params.get("meta") == "userinfo" and params.get("uiprop") == "groups|rights"
 
 
 @pytest.fixture
@@ -951,7 +963,7 @@ def test_search_page_finds_a_word_only_in_page_bodies(bot_server: Any) -> None:
 def test_search_page_continues_with_the_marker(bot_server: Any) -> None:
     first = call(bot_server, "search-page", query="fruit", limit=1)
     marker = first.blocks[-1]
-    assert marker.startswith("More results available. Returned 1 pages. To fetch the next segment, "
+    assert marker.startswith("More results available. Returned 1 page. To fetch the next segment, "
                              "call search-page again with continueFrom=")
     token = json.loads(marker.split("continueFrom=", 1)[1].rstrip("."))
     second = call(bot_server, "search-page", query="fruit", limit=1, continueFrom=token)
@@ -1322,9 +1334,9 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
         assert user == history.users[int(revision)]
         assert change == m.signed(sizes[int(revision)] - parent_size)
         assert ("minor" in rest) == (int(revision) in history.minor)
-        assert rest[-1 if "tags" not in rest[-1] else -2] == f"Step {index}"
+        assert rest[-1] == f'"Step {index}"'
     redirect_row = rows[len(rows) - 1 - history.revisions.index(history.redirect_revision)]
-    assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
+    assert redirect_row.endswith('| tags: mw-new-redirect | "Step 8"')
 
 
 def listed_revisions(result: Result) -> list[int]:
@@ -1551,7 +1563,7 @@ def test_recent_changes_filters(bot_server: Any, history: History) -> None:
     assert any(r.split(" | ")[1] == HISTORY_TITLE for r in humans)
     tagged = change_rows(bot_server, start=history.started, end=history.finished, tag="mw-new-redirect")
     assert f"revision {history.redirect_revision}" in {r.split(" | ")[2] for r in tagged}
-    assert all(r.endswith("tags: mw-new-redirect") for r in tagged)
+    assert all(" | tags: mw-new-redirect | " in r for r in tagged)
 
 
 def test_recent_changes_continue(bot_server: Any, history: History) -> None:
@@ -2536,8 +2548,13 @@ def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_pa
     same = call(server, "update-file", filepath=str(path), title="Update test chart.png")
     assert not same.is_error and same.blocks[0].startswith(
         "No change: the file's current version already has these bytes; nothing was uploaded.")
-    path.write_bytes(first)  # back to the first version's bytes: allowed, and said
-    back = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    path.write_bytes(first)  # back to the first version's bytes: a warning, which stops it unless told
+    refused = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    assert refused.is_error and refused.blocks == [
+        "conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
+        "file. To upload anyway, call again with ignoreWarnings=true."]
+    assert len(file_versions(wiki, "File:Update test chart.png")) == 2
+    back = call(server, "update-file", filepath=str(path), title="Update test chart.png", ignoreWarnings=True)
     assert not back.is_error, back.text
     assert field(back, "Wiki warnings") == "the content equals an earlier version of this file"
     assert len(file_versions(wiki, "File:Update test chart.png")) == 3
@@ -2871,6 +2888,381 @@ def test_upload_warnings_read_as_sentences() -> None:
         "the same content is already on the wiki as File:A b.png, File:C.png",
         "the name starts like a camera's automatic name; wikis want a descriptive title",
         "strange-new-one (detail)"]
+
+
+# ---------------------------------------------------------------------------
+# Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Accounts:
+    """Two more ways into the test wiki, for what an account may not do."""
+    plain: dict[str, str]    # a server acting as Plain: the user group only, language German
+    limited: dict[str, str]  # a server acting as Admin through a bot password granted basic, editpage
+
+
+@pytest.fixture(scope="session")
+def accounts(wiki: RealWiki) -> Accounts:
+    main_password = "Plain-" + secrets.token_hex(12)
+    plain_password, limited_password = secrets.token_hex(16), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "Plain", main_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Plain", plain_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=limited", "--grants=basic,editpage",
+        "Admin", limited_password)
+    session, token = bare_login(wiki, "Plain", main_password)  # preferences need the main password
+    done = session.post(wiki.api, timeout=30, data={"action": "options", "change": "language=de",
+                                                     "token": token, "format": "json"}).json()
+    assert done.get("options") == "success", done
+    return Accounts(plain=wiki.env(MEDIAWIKI_USERNAME="Plain@mcp", MEDIAWIKI_PASSWORD=plain_password),
+                    limited=wiki.env(MEDIAWIKI_USERNAME="Admin@limited", MEDIAWIKI_PASSWORD=limited_password))
+
+
+NAMESPACES_OF_THE_TEST_WIKI = "0 (Main), 1 Talk, 2 User, 3 User talk, 4 Test Wiki"
+
+
+@pytest.mark.parametrize("tool, arguments, namespace", [
+    ("search-page-by-prefix", {"prefix": "Fru", "namespace": 9999}, "9999"),
+    ("get-recent-changes", {"namespaces": [9999]}, "9999"),
+    ("get-category-members", {"category": "Fruits", "namespaces": [0, 9999]}, "9999"),
+    ("get-links-here", {"title": "Apple", "namespaces": [9999]}, "9999"),
+    ("search-page", {"query": "fruit", "namespaces": [-1]}, "-1"),
+])
+def test_an_unknown_namespace_is_refused_naming_the_wikis_namespaces(
+        bot_server: Any, wiki: RealWiki, tool: str, arguments: dict[str, Any], namespace: str) -> None:
+    """MediaWiki drops a namespace it does not know with a warning and answers unfiltered."""
+    result = call(bot_server, tool, **arguments)
+    assert result.is_error and len(result.blocks) == 1, result.text
+    assert result.blocks[0].startswith(f"invalid_input: {wiki.key} has no namespace {namespace} to use here. "
+                                       f"Its namespaces: {NAMESPACES_OF_THE_TEST_WIKI}"), result.text
+    assert "14 Category, 15 Category talk" in result.text
+
+
+def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_refused(bot_server: Any) -> None:
+    """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
+    result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
+    assert result.is_error and result.blocks == [
+        "invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+        "(Template). Give the namespace once: in the prefix or as namespace."]
+    agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
+    assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
+
+
+def test_a_request_the_wiki_answers_only_in_part_fails_and_a_deprecation_is_only_logged(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    client = m.MediaWikiClient(wiki.api)
+    with pytest.raises(m.WikiError) as ignored:
+        client.get({"action": "query", "titles": "Apple", "prop": "info", "bogusparam": "1"})
+    assert ignored.value.category == "upstream_failure" and ignored.value.code == "unrecognizedparams"
+    assert "bogusparam" in ignored.value.message and "retry" not in ignored.value.message.lower()
+    with pytest.raises(m.WikiError) as value:
+        client.get({"action": "query", "list": "recentchanges", "rcprop": "title|bogusvalue"})
+    assert value.value.category == "invalid_input" and "bogusvalue" in value.value.message
+    with caplog.at_level(logging.DEBUG, logger="mediawiki_mcp"):
+        found = client.get({"action": "query", "list": "search", "srsearch": "fruit", "srprop": "score"})
+    assert found["query"]["search"]  # a deprecated value still works: the warning is only logged
+    assert any("deprecation" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("code, category", [
+    ("pagecannotexist", "invalid_input"), ("invalid-json-data", "invalid_input"),
+    ("mycustomjsprotected", "permission_denied"), ("customjsprotected", "permission_denied"),
+    ("nonfile-cannot-move-to-file", "invalid_input"), ("filetypemismatch", "invalid_input"),
+    ("nosuchsection", "not_found"), ("immobile-target-namespace", "invalid_input"),
+    ("cantchangecontentmodel", "permission_denied"), ("concurrency-limit", "rate_limited"),
+    ("verification-error", "invalid_input"), ("missingcommenttext", "invalid_input"),
+    ("hookaborted", "permission_denied"), ("spamdetected", "permission_denied"),
+    ("fileexists-forbidden", "conflict"), ("mustbeloggedin", "authentication"),
+])
+def test_mediawiki_error_codes_get_their_true_category(code: str, category: str) -> None:
+    error = m.error_from_api(code, "MediaWiki's own words.", "wiki.example.org")
+    assert error.category == category and error.code == code
+    assert "retry later" not in str(error).lower()
+
+
+def test_only_failures_a_later_retry_can_fix_say_retry_later() -> None:
+    for code, category in m.MW_ERROR_CATEGORIES.items():
+        text = str(m.error_from_api(code, "Words.")).lower()
+        assert "retry later" not in text and ("before retrying" in text) == (category == "rate_limited"), code
+    for code in ("readonly", "internal_api_error_DBQueryError", "backend-fail-internal"):
+        assert "retry later" in str(m.error_from_api(code, "Words.")).lower(), code
+    unknown = str(m.error_from_api("weird-new-code", "Something odd happened."))
+    assert unknown.startswith("upstream_failure: MediaWiki error weird-new-code") and "retry" not in unknown.lower()
+
+
+def no_retry(result: Result) -> bool:
+    return result.is_error and len(result.blocks) == 1 and "retry later" not in result.text.lower()
+
+
+def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
+    special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
+    assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
+    assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
+    assert revision_ids(wiki, "Errors test data") == []
+    own_js = call(bot_server, "create-page", title="User:Admin/common.js", source="var a;")
+    assert no_retry(own_js) and own_js.text.startswith("permission_denied: ")
+    create(bot_server, "Errors test move source", "Stays.")
+    to_file = call(bot_server, "move-page", fromTitle="Errors test move source", toTitle="File:Errors test.png")
+    assert no_retry(to_file) and to_file.text.startswith("invalid_input: Cannot move non-file to file namespace.")
+    retyped = call(bot_server, "move-page", fromTitle="File:Red square.png", toTitle="File:Red square.jpg")
+    assert no_retry(retyped) and retyped.text.startswith("invalid_input: The new file extension does not match")
+    assert "give the new title the file's extension" in retyped.text
+    assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
+
+
+def test_a_missing_section_lists_the_pages_sections_with_levels(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Errors test sections"
+    create(bot_server, title, "Lead.\n== One ==\nA.\n=== One and a half ===\nB.\n== Two ==\nC.\n")
+    listed = "Its sections: 0 (Lead), 1 (== One ==), 2 (=== One and a half ===), 3 (== Two ==)."
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("update-page", {"source": "New."})):
+        result = call(bot_server, tool, title=title, section=99, **arguments)
+        assert result.is_error and result.blocks[0].startswith(
+            f"not_found: There is no section 99 in {title} on {wiki.key}. {listed}"), (tool, result.text)
+        assert "search-page" not in result.text
+    assert wiki.wikitext(title).startswith("Lead.")
+
+
+def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
+    """What a page URL with a scriptpath builds: an address that answers HTML."""
+    server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
+    result = call(server, "get-page", title="Apple")
+    assert no_retry(result) and result.text.startswith(
+        f"upstream_failure: {wiki.url}/wiki/Main_Page/w/api.php answered HTTP 404 with text/html, not "
+        "MediaWiki API JSON: it is not the wiki's api.php."), result.text
+
+
+def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
+        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_server(wiki.env())
+    words = call(server, "add-wiki", wikiUrl="not a url at all")
+    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
+
+    def unknown(host: str, port: int) -> list[str]:
+        raise OSError("Name or service not known")
+    monkeypatch.setattr(m, "resolve_addresses", unknown)
+    nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
+    assert nowhere.is_error and nowhere.blocks == [
+        "invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+        "resolved; check the URL."]
+
+
+def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki,
+                                    B_PASS="0" * 32))
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed[1].startswith("other: Other Wiki, ") and "(read-only; private; no access: Login to " in listed[1]
+    assert "unreachable" not in listed[1]
+
+    async def read() -> str:
+        async with Client(server) as client:
+            return (await client.read_resource("mcp://wikis/other")).contents[0].text
+    text = anyio.run(read)
+    assert "No access: Login to " in text and "Unreachable" not in text and "0" * 32 not in text
+
+
+def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accounts) -> None:
+    """Plain's language is German: the wiki would answer in German unless asked for English."""
+    server = make_server(accounts.plain)
+    result = call(server, "create-page", title="Special:Mcp test", source="x")
+    assert result.is_error and result.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    assert "[pagecannotexist] Pages in this namespace (such as Special:) cannot be created" in result.text
+
+
+# -- titles -----------------------------------------------------------------------------
+
+def test_markers_write_titles_as_the_wiki_does(bot_server: Any) -> None:
+    title = "Überlänge Ünïcödé"
+    create(bot_server, title, long_page_text())
+    marker = call(bot_server, "get-pages", titles=[title, "Apple"]).blocks[-1]
+    assert f'call get-page with title="{title}" and section=N' in marker
+    assert f'call get-page with title="{title}" and offset=' in marker and "\\u" not in marker
+    html = call(bot_server, "get-page", title=title, content="html").blocks[-1]
+    assert 'To read a specific section, call get-page again with content="html" and section=N.' in html
+
+
+def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    name = "Ä" * 127 + "x"  # 255 bytes, MediaWiki's limit for the title without its namespace
+    created = call(bot_server, "create-page", title=f"Talk:{name}", source="At the limit.")
+    assert not created.is_error, created.text
+    assert content_of(call(bot_server, "get-page", title=f"Talk:{name}").blocks[0]) == "At the limit."
+    over = call(bot_server, "get-page", title=f"Talk:{name}x")
+    assert over.is_error and over.text.startswith("invalid_input: Argument 'title' is 256 bytes long after its "
+                                                  "namespace prefix; a page title has at most 255.")
+
+
+def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Fruit%20salad")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+        "them: 'Fruit salad'."]
+
+
+def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Target page#Details")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+        "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N."]
+
+
+# -- rows of history and recent changes ---------------------------------------------------
+
+def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
+    title = "Rows test page"
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    edits = [("First.", "", False), ("Second.", "minor", False), ("Third.", "", True),
+             ("Fourth.", 'a | b "quoted" | c', True)]
+    for text, summary, minor in edits:
+        done = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
+            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()
+        assert done["edit"]["result"] == "Success", done
+    server = make_server(wiki.env())
+    history = call(server, "get-page-history", title=title)
+    assert history.blocks[0].startswith(f"Revisions of {title}, newest first (revision ID | timestamp | user | "
+                                        "size change | minor (only when minor) | tags (only when any) | edit "
+                                        "summary (quoted, only when any)):\n")
+    rows = rows_of(history.blocks[0])
+    created = ['"Created page with \\"First.\\""']  # MediaWiki's own summary of a new page
+    assert [row.split(" | ", 4)[4:] for row in rows] == [
+        ['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+    assert [row.split(" | ")[3] for row in rows] == ["+1", "-1", "+1", "+6"]
+    recent = call(server, "get-recent-changes", limit=20).blocks[0]
+    assert recent.startswith("Recent changes, newest first (time | page | change | user | size change | flags "
+                             "(minor, bot; only when any) | tags (only when any) | edit summary (quoted, only "
+                             "when any)):\n")
+    mine = [row.split(" | ", 5)[5:] for row in rows_of(recent) if row.split(" | ")[1] == title]
+    assert mine == [['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+
+
+# -- moves ----------------------------------------------------------------------------------
+
+def test_a_move_reports_each_subpage_moved_or_not_and_why(bot_server: Any, wiki: RealWiki) -> None:
+    for title in ("Help:Move report", "Help:Move report/A", "Help:Move report/B", "Help talk:Move report/A",
+                  "Help:Move report 2/B"):
+        create(bot_server, title, f"Text of {title}.")
+    moved = call(bot_server, "move-page", fromTitle="Help:Move report", toTitle="Help:Move report 2",
+                 moveSubpages=True)
+    assert not moved.is_error, moved.text
+    assert field(moved, "Subpages moved") == ("Help:Move report/A -> Help:Move report 2/A, "
+                                              "Help talk:Move report/A -> Help talk:Move report 2/A")
+    assert field(moved, "Subpages not moved") == (
+        "Help:Move report/B (A page already exists at Help:Move report 2/B, or the page name you have "
+        "chosen is not valid. Please choose another name.)")
+    assert wiki.wikitext("Help:Move report/B") == "Text of Help:Move report/B."
+    # the main namespace has no subpages: the talk subpage moves, the others stay, each named
+    into_main = call(bot_server, "move-page", fromTitle="Help:Move report 2", toTitle="Move report main",
+                     moveSubpages=True)
+    assert not into_main.is_error, into_main.text
+    assert field(into_main, "Subpages moved") == "Help talk:Move report 2/A -> Talk:Move report main/A"
+    assert field(into_main, "Subpages not moved") == (
+        "Help:Move report 2/A, Help:Move report 2/B (the namespace of Move report main has no subpages)")
+    assert wiki.wikitext("Help:Move report 2/A") == "Text of Help:Move report/A."
+
+
+def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_moves(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Move refused source", "Stays here.")
+    server = make_server(accounts.plain)
+    result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
+                  leaveRedirect=False)
+    assert result.is_error and result.blocks == [
+        f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+        "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+        "again without leaveRedirect=false to leave a redirect."]
+    assert wiki.wikitext("Move refused source") == "Stays here."
+    assert revision_ids(wiki, "Move refused target") == []
+
+
+# -- rights, uploads, deletions and other smaller statements -------------------------------
+
+def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_confirm(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Delete refused page", "Stays.")
+    plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
+    assert plain.is_error and plain.blocks == [
+        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+        "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+        "account changes nothing."]
+    limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
+    assert limited.is_error and limited.blocks == [
+        f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+        "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+        "user; retrying as the same account changes nothing."]
+    assert wiki.wikitext("Delete refused page") == "Stays."
+
+
+def test_an_upload_refused_for_a_missing_grant_names_the_grant(
+        accounts: Accounts, wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    (directory / "granted.png").write_bytes(unique_png("granted"))
+    server = make_server({**accounts.limited, "MCP_UPLOAD_DIRS": str(directory)})
+    result = call(server, "upload-file", filepath=str(directory / "granted.png"), title="Grant test.png")
+    assert result.is_error and result.text.startswith(
+        f"permission_denied: The account Admin cannot upload files on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Upload new files', which the user can add at Special:BotPasswords")
+    assert "group" not in result.text and file_versions(wiki, "File:Grant test.png") == []
+
+
+def test_check_lists_only_the_tools_the_account_can_use(accounts: Accounts) -> None:
+    done = run_script("--check", env={k: v for k, v in accounts.plain.items()} | {"MCP_UPLOAD_DIRS": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    tools = done.stdout.splitlines()[2].removeprefix("  Tools: ").split(", ")
+    assert {"get-page", "create-page", "update-page", "move-page", "upload-file-from-url"} <= set(tools)
+    assert not {"delete-page", "undelete-page", "upload-file", "update-file"} & set(tools)
+
+
+def test_upload_warnings_name_files_in_the_wikis_own_file_namespace() -> None:
+    said = m.explain_warnings({"duplicate": ["Rot.png"], "exists-normalized": "Rot.PNG",
+                               "badfilename": "Rot_quadrat.png"}, file_namespace="Datei")
+    assert said == ["the same content is already on the wiki as Datei:Rot.png",
+                    "a file with a similar name exists: Datei:Rot.PNG",
+                    "the title is not a valid file name; the wiki would save it as Datei:Rot quadrat.png"]
+
+
+def test_a_deleted_page_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Deleted page test"
+    create(bot_server, title, "Soon gone.")
+    assert not call(bot_server, "delete-page", title=title, confirm=True, comment="Test").is_error
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("delete-page", {}), ("delete-page", {"confirm": True}),
+                            ("get-page-history", {}), ("update-page", {"source": "x"})):
+        result = call(bot_server, tool, title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' "), (tool, result.text)
+        assert "was deleted" in result.text and "undelete-page restores it" in result.text, (tool, result.text)
+        assert "create-page" not in result.text and "search" not in result.text, (tool, result.text)
+    never = call(bot_server, "get-page", title="Never existed here")
+    assert "search-page-by-prefix" in never.text and "deleted" not in never.text
+
+
+def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+def test_get_pages_says_why_a_title_has_no_page(bot_server: Any) -> None:
+    result = call(bot_server, "get-pages", titles=["Apple", "Special:Version", "Talk:", "Nope Nope"])
+    assert result.blocks[:3] == [
+        "Missing pages: Nope Nope",
+        "Not valid page titles: Talk: (The requested page title is empty or contains only the name of a "
+        "namespace.)",
+        "Special pages, which have no content: Special:Version"]
+    assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
+
+
+def test_counts_read_as_english(bot_server: Any, history: History) -> None:
+    assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
+    marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
+    assert marker.startswith("More results available. Returned 1 revision. ")
+
+
+def test_a_marker_names_every_section() -> None:
+    sections = [(n, f"Part {n}") for n in range(1, 81)]
+    listed = m.section_list(sections)
+    assert listed.endswith("79 (Part 79), 80 (Part 80)") and "more" not in listed
 
 
 # ---------------------------------------------------------------------------
