@@ -38,7 +38,9 @@ import threading
 import time
 import types
 import typing
+import unicodedata
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -68,6 +70,9 @@ DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
+#: Tool calls that run at once against one wiki (and its connection pool); more wait their
+#: turn. Each wiki has its own, so a slow wiki holds up only the calls made to it.
+MAX_CALLS_PER_WIKI = 32
 #: Reads give up retrying once this many seconds have passed: a person is waiting.
 READ_RETRY_BUDGET_SECONDS = 30.0
 MAX_ATTEMPTS = 4
@@ -446,7 +451,7 @@ class MediaWikiClient:
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         retry_budget: float = READ_RETRY_BUDGET_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
-        pool_size: int = 32,
+        pool_size: int = MAX_CALLS_PER_WIKI,
         trusted_hosts: Iterable[str] | None = None,
         basic_auth: tuple[str, str] | None = None,
     ) -> None:
@@ -785,8 +790,9 @@ class MediaWikiClient:
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
                     wait = backoff(attempt)
-                if failure:
-                    raise failure(f"The wiki at {self.name} {problem} while writing.") from None
+                if failure and not never_connected(exc):  # else nothing was sent: a plain failure
+                    lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
+                    raise failure(f"The wiki at {self.name} {lost} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
                                     + RETRY_LATER) from None
@@ -836,6 +842,9 @@ class MediaWikiClient:
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
                                 f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
+                if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
+                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                  "and no API answer.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
                                 + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
             self._check_warnings(data, fields, write)
@@ -907,6 +916,14 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
         raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
+
+
+def never_connected(exc: Exception) -> bool:
+    """Whether a request failed before a connection was made (refused, unresolvable, timed
+    out connecting), so the wiki never saw it."""
+    import urllib3  # requests' own transport
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
 
 
 def redirect_target(response: requests.Response) -> str:
@@ -2385,10 +2402,115 @@ class IdempotencyStore:
                 del self._calls[key]
 
 
+async def on_own_thread(fn: Callable[[], Any]) -> Any:
+    """Runs ``fn`` on a thread of its own and waits for it without holding up the event loop
+    (asyncio's, which the SDK and uvicorn run on). A caller that stops waiting (cancelled, or
+    cut short at shutdown) leaves the thread behind: unlike anyio's worker threads it is a
+    daemon, so a wiki that never answers holds up neither a shared pool nor the process's exit."""
+    import asyncio
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Future[tuple[Any, BaseException | None]] = loop.create_future()
+
+    def settle(outcome: tuple[Any, BaseException | None]) -> None:
+        if not settled.done():  # else the caller stopped waiting
+            settled.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(), None)
+        except BaseException as error:  # handed to the caller, on the event loop
+            outcome = (None, error)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop has ended: nobody is waiting any more
+            pass
+    threading.Thread(target=work, name="mediawiki-mcp call", daemon=True).start()
+    value, error = await settled
+    if error is not None:
+        raise error
+    return value
+
+
+@dataclasses.dataclass(eq=False)
+class RunningCall:
+    """A tool call in flight, as ToolCalls tracks it."""
+    scope: Any                 # the anyio.CancelScope its caller waits in
+    started: bool = False      # it got its turn and began
+    abandoned: bool = False    # the server stopped waiting for it
+
+
+class ToolCalls:
+    """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
+    once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
+    each call still running is answered with what is known of it."""
+
+    def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
+        self.per_wiki = per_wiki
+        self.stopping = False
+        self._turns: dict[str, threading.BoundedSemaphore] = {}
+        self._running: set[RunningCall] = set()
+        self._lock = threading.Lock()
+        self._idle: Any = None  # an anyio.Event while stopping
+
+    async def run(self, wiki: str, job: Callable[[], Any], write: bool) -> Any:
+        """``job``'s result, run in ``wiki``'s turn ('' for calls on no wiki); a WikiError
+        when the server stops first. ``write``: the job may change the wiki."""
+        import anyio
+        if self.stopping:
+            raise WikiError("upstream_failure", "This server is shutting down; nothing was done. Call "
+                            "again once it is back.")
+        with self._lock:
+            turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
+        call = RunningCall(anyio.CancelScope())
+
+        def in_turn() -> Any:
+            with turns:
+                with self._lock:
+                    if call.abandoned:  # answered already: it must not begin now
+                        return None
+                    call.started = True
+                return job()
+        self._running.add(call)
+        try:
+            with call.scope:
+                return await on_own_thread(in_turn)
+        finally:
+            self._running.discard(call)
+            if self._idle is not None and not self._running:
+                self._idle.set()
+        if not call.started:
+            raise WikiError("upstream_failure", "This server stopped before the call began; nothing was "
+                            "done. Call again once the server is back.")
+        if write:
+            raise WikiError("upstream_failure", "This server stopped before the wiki answered this write, "
+                            "which it may still save. Before calling again, check the page's history "
+                            "(get-page-history) or the file (get-file).")
+        raise WikiError("upstream_failure", "This server stopped before the wiki answered; nothing was "
+                        "changed. Call again once the server is back.")
+
+    async def stop(self, grace: float) -> None:
+        """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
+        still running is answered (run raises), its thread left behind."""
+        import anyio
+        self.stopping = True
+        if self._running:
+            count = len(self._running)
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count,
+                     "" if count == 1 else "s", grace)
+            self._idle = anyio.Event()
+            with anyio.move_on_after(grace):
+                await self._idle.wait()
+        with self._lock:
+            for call in self._running:
+                call.abandoned = True
+                call.scope.cancel()
+
+
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, and
-    what the write tools remember (reads for the no-loss checks, idempotency keys).
+    """Everything one server instance holds: its configuration, a client per wiki, what
+    the write tools remember (reads for the no-loss checks, idempotency keys), and the tool
+    calls in flight.
 
     add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
     ``lock`` (never change them in place), so a tool running on another thread always sees
@@ -2397,6 +2519,7 @@ class ServerState:
     clients: dict[str, MediaWikiClient]
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
+    calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The wikis of the configuration at start: add-wiki restores one with its credentials.
     configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
@@ -2570,7 +2693,8 @@ def as_blocks(result: list[Any] | str) -> list[Any]:
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
     """Builds the MCP server for a configuration (default: from the environment)."""
-    import anyio
+    import asyncio
+
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.mcpserver import MCPServer
@@ -2590,6 +2714,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        listening(ctx)
         return mt.ListToolsResult(tools=[
             mt.Tool(name=spec.name, title=spec.title, description=spec.description,
                     input_schema=spec.schema(),
@@ -2601,39 +2726,67 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
 
+    # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
+    # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
+    # own streams. The SDK keeps no list of those, so each connection that asks for a list
+    # is noted here, weakly (it is forgotten when it closes).
+    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(ctx: Any) -> None:
+        connection = ctx.session._connection  # noqa: SLF001 - the SDK offers no public way to it
+        if connection.has_standalone_channel:
+            listeners.add(connection)
+
+    async def announce(before: tuple[tuple[str, ...], ...], after: tuple[tuple[str, ...], ...]) -> None:
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                await bus.publish(event)
+                for connection in list(listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
+
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        # Tools run on worker threads, which cannot talk to the session; so the lists are
-        # compared before and after the call, and a change (add-wiki, remove-wiki) is
-        # announced from here: on the session of a handshake-era client, and on the bus
-        # that serves 2026-era subscriptions/listen streams.
+        # Tools run on threads, which cannot talk to the session; so the lists are compared
+        # before and after the call, and a change is announced from here.
+        listening(ctx)
         before = catalogue()
 
         # Progress (notifications/progress) must go out on this request's session, which
-        # lives on the event loop; the tool runs on a worker thread. So the tool gets a plain
-        # function that carries each report back onto the loop (anyio.from_thread.run) and
-        # waits for it. report_progress sends nothing unless the client gave a progressToken,
-        # and a report that cannot be sent is dropped: progress is advisory.
+        # lives on the event loop; the tool runs on a thread. So the tool gets a plain
+        # function that carries each report back onto the loop and waits for it.
+        # report_progress sends nothing unless the client gave a progressToken, and a report
+        # that cannot be sent is dropped: progress is advisory.
+        loop = asyncio.get_running_loop()
+
         def progress(done: float, total: float | None, message: str) -> None:
             try:
-                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+                report = ctx.session.report_progress(done, total, message)
+                asyncio.run_coroutine_threadsafe(report, loop).result()
             except Exception:
                 log.debug("could not report progress", exc_info=True)
 
-        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments, progress)
-        after = catalogue()
-        for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                                     (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
-            if changed:
-                try:
-                    await bus.publish(event)
-                    await getattr(ctx.session, send)()
-                except Exception:  # advisory: a lost notification must not fail the call
-                    log.debug("could not announce a list change", exc_info=True)
+        spec = TOOLS.get(params.name)
+        try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
+            wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
+        except WikiError:
+            wiki = ""
+        try:
+            blocks, is_error = await state.calls.run(
+                wiki, functools.partial(run_tool, state, params.name, params.arguments, progress),
+                write=bool(spec and spec.scoped and not spec.read_only))
+        except WikiError as error:  # the server is stopping
+            blocks, is_error = [str(error)], True
+        await announce(before, catalogue())
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
@@ -2647,7 +2800,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
             raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
                 f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
-        text = await anyio.to_thread.run_sync(wiki_summary, state, key)
+        try:
+            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
+        except WikiError as error:  # the server is stopping
+            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
     lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
@@ -3493,28 +3649,32 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
 # -- read tools: files ---------------------------------------------------------
 
 
-def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The file page and its latest imageinfo; not_found when there is no file."""
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    """The file page and its latest imageinfo, and the title it was redirected from (a moved
+    file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
-    page = next(iter(query.get("pages") or []), {})
+    query = ctx.mw.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
+                        **extra}).get("query", {})
+    page, redirected = resolve_page(query, name)
     check_title(page, title)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
         raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
                         + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
                         + ". search-page-by-prefix with namespace=6 finds existing files.")
-    return page, info
+    return page, info, redirected
 
 
 @tool("get-file", "Get file", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
     """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
-    uploader, upload time and comment. For the image itself, use get-file-data."""
-    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    uploader, upload time and comment; notes a followed redirect. For the image itself, use
+    get-file-data."""
+    page, info, redirected = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
-        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("Title", page.get("title")), ("Redirected from", redirected),
+        ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
         ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
         ("Size", f"{info.get('size', 0)} bytes"),
         ("Dimensions", f"{width}×{height} pixels" if width and height else None),
@@ -3539,7 +3699,7 @@ def get_file_data(
     reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
     renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
     get-file."""
-    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
     if thumb and not is_file_icon(thumb):
@@ -3561,7 +3721,7 @@ def get_file_data(
                       "image. get-file gives its metadata and URL.")
     import mcp_types as mt  # the SDK's types, imported when first needed
     scaled = url != info.get("url")
-    header = labelled(("Title", name), ("MIME type", kind),
+    header = labelled(("Title", name), ("Redirected from", redirected), ("MIME type", kind),
                       ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
                                     f"{info.get('height')}" if scaled else
                        f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
@@ -3642,11 +3802,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     for revision in page.get("revisions") or []:
         if revision.get("revid") == base or revision.get("user") != me:
             continue
-        comment = revision.get("comment", "")
-        if (comment == summary or comment.endswith(" " + summary)) if summary else \
+        if stored_as(revision.get("comment", ""), summary) if summary else \
                 (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
             return revision
     return None
+
+
+def stored_as(stored: str, sent: str) -> bool:
+    """Whether MediaWiki stored summary ``sent`` as ``stored``: in NFC, trimmed, after a section
+    edit's ``/* heading */``, and cut to 500 characters with '...' when longer."""
+    stored, sent = (unicodedata.normalize("NFC", s).strip() for s in (stored, sent))
+    stored = re.sub(r"^/\*.*?\*/\s*", "", stored) if not sent.startswith("/*") else stored
+    return stored == sent or stored.endswith("...") and sent.startswith(stored[:-3].rstrip())
 
 
 def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
@@ -3849,14 +4016,12 @@ def move_page(
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
+    status = "Moved."
     try:
         moved = ctx.mw.write(params).get("move", {})
     except ResponseLost as lost:
-        query = ctx.mw.get({"action": "query", "titles": toTitle, "prop": "info"}).get("query", {})
-        if resolve_page(query, toTitle)[0].get("missing", True):
-            raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
-                            "was not moved. Call again to retry.") from None
-        moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+        moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
+        status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
     except WikiError as error:
         if error.code == "missingtitle":
             raise missing_page(ctx, fromTitle) from None
@@ -3864,13 +4029,27 @@ def move_page(
     to = moved.get("to", toTitle)
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
     subpages_moved, subpages_kept = subpage_moves(ctx, moved)
-    return "Moved.\n" + labelled(
+    return status + "\n" + labelled(
         ("From", moved.get("from", fromTitle)), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
         ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
         ("URL", ctx.site.page_url(to)))
+
+
+def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str, to_title: str) -> dict[str, Any]:
+    """What the wiki shows after a move whose answer was lost, as the API answers a move: the
+    page at its new title, its old title a redirect there or gone. A refused move (the new title
+    taken, say) leaves the page where it was, which is no move."""
+    query = ctx.mw.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
+                        "prop": "info"}).get("query", {})
+    found = batch_pages(query, [from_title, to_title])
+    (at_old, via), (at_new, _) = found[from_title], found[to_title]
+    if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows {from_title!r} still in its "
+                        "place, so the page was not moved. Call again to retry.") from None
+    return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
 
 
 def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -3937,19 +4116,21 @@ def delete_page(
                       "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
+    status = "Deleted."
     try:
         deleted = ctx.mw.write(params).get("delete", {})
     except ResponseLost as lost:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         if not resolve_page(query, title)[0].get("missing"):
-            raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
-                            "deleted. Call again to retry.") from None
+            raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still there, so "
+                            "it was not deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+        status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
     except WikiError as error:
         if error.code == "missingtitle":  # deleted since the confirmation, or never there
             raise missing_page(ctx, title) from None
         raise
-    return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
+    return status + "\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
 
@@ -3966,19 +4147,19 @@ def undelete_page(
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     restored: dict[str, Any] = {}
+    lost: ResponseLost | None = None
     try:
         restored = ctx.mw.write(params).get("undelete", {})
-    except ResponseLost as lost:
-        lost_message = lost.message
-    else:
-        lost_message = ""
+    except ResponseLost as error:
+        lost = error
     query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
     page, _ = resolve_page(query, title)
-    if lost_message and page.get("missing", True):
-        raise WikiError("upstream_failure", f"{lost_message} The page is still deleted, so it was not "
-                        "restored. Call again to retry.")
+    if lost and (page.get("missing") or not page):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still deleted, so it "
+                        "was not restored. Call again to retry.")
+    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
     title = page.get("title", restored.get("title", title))
-    return "Restored.\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
+    return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 
@@ -4231,6 +4412,9 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+    if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
+        refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
+                                " For a new file, pick another title." if new else "")
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
@@ -4272,6 +4456,18 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
     noted = explained(warnings, ("exists",))
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+
+
+def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
+    """Refuses an upload to a file title that redirects, as a moved file's old title does: the
+    file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
+    query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
+    page, redirected = resolve_page(query, name)
+    if redirected:
+        target = page.get("title")
+        raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
+                        f"would lie hidden behind the redirect. To upload a new version of {target}, "
+                        f"{remedy} title='{target}'.{otherwise}")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
@@ -4656,8 +4852,16 @@ HEALTH_PATH = "/health"
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
 HEALTH_MIN_INTERVAL_SECONDS = 1.0
-#: After SIGTERM, requests in flight get this long to finish before they are cancelled.
+#: After each failed login in a row, /health waits twice as long before it tries again, up to
+#: this: MediaWiki throttles an account after a few failed logins.
+HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
+#: After SIGTERM, tool calls in flight get this long to finish; those still running then are
+#: answered with what is known of them.
 SHUTDOWN_GRACE_SECONDS = 5
+#: Then the answers get this long to reach their clients before the last streams are cut.
+SHUTDOWN_FLUSH_SECONDS = 1
+#: A session without a request in flight (or an open event stream) this long is closed.
+HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 
 
@@ -4777,12 +4981,14 @@ class HealthCheck:
     Exempt from the token and the Host check: a load balancer probes it, and the
     answer (ok or an error category) reveals nothing about the wiki or its content."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
         wiki = state.config.wikis[state.config.default_wiki]
         # A client of its own: short timeouts, no retries, the tools' client untouched.
         self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
         self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
-        self.checked_at = float("-inf")
+        self.clock = clock
+        self.next_probe = float("-inf")
+        self.failed_logins = 0  # in a row
         self.lock: Any = None
 
     def probe(self) -> tuple[int, dict[str, str]]:
@@ -4801,9 +5007,12 @@ class HealthCheck:
         from starlette.responses import JSONResponse
         self.lock = self.lock or anyio.Lock()
         async with self.lock:
-            if time.monotonic() - self.checked_at >= HEALTH_MIN_INTERVAL_SECONDS:
-                self.answer = await anyio.to_thread.run_sync(self.probe)
-                self.checked_at = time.monotonic()
+            if self.clock() >= self.next_probe:
+                self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
+                failed = self.answer[1].get("error") == "authentication"
+                self.failed_logins = self.failed_logins + 1 if failed else 0
+                self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
+                                                     HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
         status, body = self.answer
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
@@ -4821,6 +5030,7 @@ def http_app(server: MCPServer, options: HttpOptions) -> Any:
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
+        session_idle_timeout=HTTP_SESSION_IDLE_SECONDS,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
@@ -4853,6 +5063,16 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
+    from sse_starlette.sse import AppStatus
+
+    calls = server.mediawiki_state.calls
+
+    class GracefulServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for listening in self.servers:  # no new connections while the calls finish
+                listening.close()
+            await calls.stop(SHUTDOWN_GRACE_SECONDS)
+            await super().shutdown(sockets)
 
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -4870,14 +5090,17 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
         log.warning(warning)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
-        server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
+    # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
+    # off the answers of the calls still in flight; GracefulServer lets them finish instead.
+    AppStatus.disable_automatic_graceful_drain()
     log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
              "stateless; " if options.stateless else "", HEALTH_PATH)
     # uvicorn shuts down gracefully on SIGTERM and SIGINT, then raises the signal again
     # for the previous handler: these make that a clean exit instead of a kill or a traceback.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        GracefulServer(config).run(sockets=[listener])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -25,11 +25,13 @@ import shlex
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -633,7 +635,7 @@ class FakeWiki:
     """A local HTTP server answering with scripted replies; site info and the account's
     rights are automatic."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: list[Reply] = []
         self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
@@ -689,8 +691,10 @@ class FakeWiki:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
+        self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
@@ -800,6 +804,35 @@ def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> 
         other.close()
 
 
+def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
+        fake: FakeWiki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wiki that moved to https answers its old http address with a redirect: reads follow it,
+    and from then on every request, writes included (a POST is never redirected), goes to https."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    secure = FakeWiki(tls)
+    try:
+        fake.siteinfo_path = "/nowhere"  # the http address answers everything with the redirect
+        fake.replies = [Reply(301, b"", {"Location": secure.api}) for _ in range(10)]
+        page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+        saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+        secure.replies = [Reply(body=page), Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}),
+                          Reply(body=saved)]
+        server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+        assert f"API: {secure.api}" in call(server, "get-site-info").text
+        result = call(server, "update-page", title="Main Page", source="new")
+        assert not result.is_error and field(result, "Revision ID") == "8", result.text
+        assert len(fake.seen) == 1 and secure.api.startswith("https://")
+        assert [s["params"].get("action") for s in secure.requests_to_api()][-1] == "edit"
+    finally:
+        secure.close()
+
+
 def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
     other = FakeWiki()
     try:
@@ -901,6 +934,12 @@ def test_a_section_over_the_budget_offers_offset_only_and_reads_whole(bot_server
 
 def test_get_page_reports_a_followed_redirect(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Redirect page")
+    assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
+    assert "The target of a redirect." in result.blocks[0]
+
+
+def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Redirect page", content="html")
     assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
     assert "The target of a redirect." in result.blocks[0]
 
@@ -1964,14 +2003,26 @@ def is_edit(body: bytes) -> bool:
     return urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == ["edit"]
 
 
+def posts(action: str) -> Callable[[bytes], bool]:
+    """Picks the POST of one API action (for DroppingProxy)."""
+    return lambda body: urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == [action]
+
+
+#: What failing gateways answer (content type and body): their own page, or JSON without an API answer.
+GATEWAY_PAGES = {"html": ("text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
+                 "json": ("application/json", b'{"message": "Bad Gateway"}')}
+
+
 class DroppingProxy:
     """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
     picks (an edit by default; the wiki saves it) closes the connection without answering:
-    the answer is lost. With ``gate`` (a user name and password) it asks for HTTP basic auth,
-    as a web server in front of a wiki can: a request without them gets HTTP 401."""
+    the answer is lost. With ``gateway_page`` (content type, body), it answers that POST as a
+    failing gateway does instead: HTTP 502 with that body. With ``gate`` (a user name and
+    password) it asks for HTTP basic auth, as a web server in front of a wiki can: a request
+    without them gets HTTP 401."""
 
     def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
-                 gate: tuple[str, str] | None = None) -> None:
+                 gateway_page: tuple[str, bytes] | None = None, gate: tuple[str, str] | None = None) -> None:
         self.drops_left = 1
         proxy = self
         expected = "Basic " + base64.b64encode(":".join(gate).encode()).decode() if gate else None
@@ -1982,7 +2033,9 @@ class DroppingProxy:
 
             def do_GET(self) -> None:
                 if self.admitted():
-                    self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+                    answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
+                    proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
+                    self.relay(answer)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -1992,8 +2045,15 @@ class DroppingProxy:
                 answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
                 if proxy.drops_left and drops(body):
                     proxy.drops_left -= 1
+                    if gateway_page:  # the wiki has saved; the gateway answers with its own page
+                        self.send_response(502)
+                        self.send_header("Content-Type", gateway_page[0])
+                        self.send_header("Content-Length", str(len(gateway_page[1])))
+                        self.end_headers()
+                        self.wfile.write(gateway_page[1])
                     self.close_connection = True  # the wiki has saved; its answer goes nowhere
                     return
+                proxy.hold(body)
                 self.relay(answer)
 
             def admitted(self) -> bool:
@@ -2026,9 +2086,34 @@ class DroppingProxy:
         self.api = f"http://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def hold(self, request: bytes) -> None:
+        """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
+        before the answer is passed on (see HoldingProxy)."""
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class HoldingProxy(DroppingProxy):
+    """Forwards every request to the real wiki at once, but holds back the wiki's answer to a
+    request that contains one of ``markers`` until the test releases that marker."""
+
+    def __init__(self, target: str, *markers: bytes) -> None:
+        self.arrived = {marker: threading.Event() for marker in markers}
+        self.released = {marker: threading.Event() for marker in markers}
+        super().__init__(target, drops=lambda body: False)
+
+    def hold(self, request: bytes) -> None:
+        for marker, released in self.released.items():
+            if marker in request:
+                self.arrived[marker].set()
+                released.wait(60)
+
+    def close(self) -> None:
+        for released in self.released.values():
+            released.set()
+        super().close()
 
 
 @pytest.mark.parametrize("kind", ["append", "create"])
@@ -2066,6 +2151,94 @@ def bot_server_for(wiki: RealWiki) -> Any:
     return _servers[wiki.api]
 
 
+@pytest.mark.parametrize("comment", [unicodedata.normalize("NFD", "Résumé, café und Änderung"), "Long. " * 83])
+def test_a_lost_answer_finds_the_edit_whatever_the_wiki_did_to_its_summary(wiki: RealWiki, comment: str) -> None:
+    """MediaWiki stores a summary in NFC and cuts one over 500 characters: the history check
+    still recognises the edit, rather than call a saved edit unsaved (and invite a second one)."""
+    title = f"Write lost summary {len(comment)} test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url)
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, source="After.", comment=comment)
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title) == "After." and revision_ids(wiki, title)[1:] == before
+
+
+@pytest.mark.parametrize("page", list(GATEWAY_PAGES))
+def test_a_gateway_error_page_after_a_write_is_a_lost_answer(wiki: RealWiki, page: str) -> None:
+    """A gateway in front of the wiki answers the edit with its own error page: the wiki has
+    saved, so the history decides, and the edit is not sent again."""
+    title = f"Write gateway {page} page test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url, gateway_page=GATEWAY_PAGES[page])
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, mode="append", source="\nAfter the gateway.")
+        assert proxy.drops_left == 0, "the proxy never answered with its page"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title).count("After the gateway.") == 1
+    assert revision_ids(wiki, title) == [int(field(result, "Revision ID")), *before]
+
+
+LOST_ACTIONS = {  # tool: (the API action whose answer is lost, arguments for the title)
+    "move-page": ("move", lambda title: {"fromTitle": title, "toTitle": f"{title} moved"}),
+    "delete-page": ("delete", lambda title: {"title": title, "confirm": True}),
+    "undelete-page": ("undelete", lambda title: {"title": title}),
+}
+
+
+@pytest.mark.parametrize("tool", list(LOST_ACTIONS))
+def test_a_lost_answer_to_a_move_delete_or_undelete_reports_what_the_wiki_did(wiki: RealWiki, tool: str) -> None:
+    title = f"Write lost {tool} test"
+    setup = bot_server_for(wiki)
+    create(setup, title, "Text of the page.")
+    if tool == "undelete-page":
+        assert not call(setup, "delete-page", title=title, confirm=True).is_error
+    action, arguments = LOST_ACTIONS[tool]
+    proxy = DroppingProxy(wiki.url, drops=posts(action))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), tool, **arguments(title))
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert "(the wiki's answer was lost; " in result.blocks[0].split("\n")[0]
+    if tool == "move-page":
+        assert field(result, "To") == f"{title} moved" and field(result, "Redirect left") == "yes"
+        assert wiki.wikitext(f"{title} moved") == "Text of the page."
+        assert wiki.wikitext(title).startswith("#REDIRECT")
+    elif tool == "delete-page":
+        assert revision_ids(wiki, title) == []
+    else:
+        assert wiki.wikitext(title) == "Text of the page." and len(revision_ids(wiki, title)) == 1
+
+
+def test_a_lost_answer_to_a_refused_move_says_the_page_was_not_moved(wiki: RealWiki) -> None:
+    """The wiki refused the move (the new title exists) and the refusal was lost: the page is
+    where it was, and the answer says so without calling the existing page missing."""
+    title = "Write lost refused move test"
+    create(bot_server_for(wiki), title, "Stays here.")
+    proxy = DroppingProxy(wiki.url, drops=posts("move"))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), "move-page", fromTitle=title, toTitle="Apple")
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert result.is_error and result.blocks[0].startswith("upstream_failure: ")
+    assert f"{title!r}" in result.text and "not moved" in result.text and "does not exist" not in result.text
+    assert wiki.wikitext(title) == "Stays here." and wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
 def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
     page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
                                  "revisions": [{"revid": 7, "parentid": 0}]}]}}
@@ -2084,6 +2257,19 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
     edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
     assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
     assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
+
+
+def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -> None:
+    """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
+    client = m.MediaWikiClient(fake.api, token="tok-never-sent", sleep=lambda s: None)
+    assert client.site.name == "Fake"
+    client._csrf = "+\\"
+    fake.close()  # nothing listens there any more
+    with pytest.raises(m.WikiError) as refused:
+        client.write({"action": "edit", "title": "Main Page", "appendtext": "x"})
+    assert not isinstance(refused.value, m.ResponseLost)
+    assert str(refused.value) == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} could not be reached "
+                                  "(ConnectionError). Retry later; tell the user if it persists.")
 
 
 def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
@@ -2110,6 +2296,23 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
     assert result.is_error and result.blocks[0].startswith("authentication: Invalid CSRF token.")
     actions = [s["params"].get("action") or s["params"].get("meta") for s in fake.requests_to_api()]
     assert actions == ["query", "edit", "query", "edit"]
+
+
+def test_a_write_throttled_with_a_short_retry_after_is_sent_again_after_that_wait(fake: FakeWiki) -> None:
+    """ratelimited proves nothing was written; with a Retry-After short enough to wait out,
+    the write goes again once that time has passed."""
+    sleeps: list[float] = []
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+    saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+    limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]},
+                    headers={"Retry-After": "3"})
+    fake.replies = [Reply(body=page), Reply(body=tokens), limited, Reply(body=saved)]
+    result = call(fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false"), "update-page", title="Main Page",
+                  source="new")
+    assert not result.is_error and field(result, "Revision ID") == "8", result.text
+    assert sleeps == [3.0]
+    assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 2
 
 
 def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki) -> None:
@@ -2139,6 +2342,42 @@ def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
     everywhere = call(bot_server, "update-page", title=title, find="cat", replace="lynx", replaceAll=True)
     assert not everywhere.is_error
     assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
+
+
+def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write prepend test"
+    revid = create(bot_server, title, "First line.\nSecond line.")
+    result = call(bot_server, "update-page", title=title, mode="prepend", source="Prepended line.")
+    assert not result.is_error, result.text
+    text = wiki.wikitext(title)
+    assert text.startswith("Prepended line.") and text.index("Prepended line.") < text.index("First line.")
+    assert text.endswith("First line.\nSecond line.") and text.count("Prepended line.") == 1
+    assert revision_ids(wiki, title)[1:] == [revid]
+
+
+def revision_flags(wiki: RealWiki, title: str) -> list[bool]:
+    """Whether each revision of a page is minor, newest first."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="flags",
+                        rvlimit="max")["query"]["pages"][0]
+    return [bool(r.get("minor")) for r in page.get("revisions", [])]
+
+
+def test_a_minor_edit_is_minor_in_the_history(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write minor test"
+    create(bot_server, title, "Text with a typo: teh.")
+    assert not call(bot_server, "update-page", title=title, find="teh", replace="the", minor=True).is_error
+    assert not call(bot_server, "update-page", title=title, mode="append", source="\nMore text.").is_error
+    assert revision_flags(wiki, title) == [False, True, False]
+
+
+def test_saving_the_text_the_page_holds_says_no_change_and_adds_no_revision(bot_server: Any,
+                                                                              wiki: RealWiki) -> None:
+    title = "Write no change test"
+    revid = create(bot_server, title, "Unchanged text.")
+    result = call(bot_server, "update-page", title=title, source="Unchanged text.")
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("No change") and str(revid) in result.text
+    assert revision_ids(wiki, title) == [revid] and wiki.wikitext(title) == "Unchanged text."
 
 
 def test_update_of_a_missing_page_creates_nothing(bot_server: Any, wiki: RealWiki) -> None:
@@ -2208,6 +2447,23 @@ def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> No
     onto = call(bot_server, "move-page", fromTitle="Write move final", toTitle="Apple")
     assert onto.is_error and onto.blocks[0].startswith("conflict: ")
     assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_move_with_subpages_takes_them_along_and_without_leaves_them(bot_server: Any, wiki: RealWiki) -> None:
+    """The Help namespace has subpages (Debian's MediaWiki, as MediaWiki's defaults)."""
+    for name in ("Help:Write subpages one", "Help:Write subpages two"):
+        create(bot_server, name, "Parent.")
+        create(bot_server, f"{name}/Child", "Child.")
+    along = call(bot_server, "move-page", fromTitle="Help:Write subpages one",
+                 toTitle="Help:Write subpages one moved", moveSubpages=True)
+    assert not along.is_error, along.text
+    assert wiki.wikitext("Help:Write subpages one moved/Child") == "Child."
+    assert wiki.wikitext("Help:Write subpages one/Child").startswith("#REDIRECT")
+    alone = call(bot_server, "move-page", fromTitle="Help:Write subpages two", toTitle="Help:Write subpages two moved")
+    assert not alone.is_error, alone.text
+    assert wiki.wikitext("Help:Write subpages two moved") == "Parent."
+    assert wiki.wikitext("Help:Write subpages two/Child") == "Child."
+    assert revision_ids(wiki, "Help:Write subpages two moved/Child") == []
 
 
 def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> None:
@@ -2381,6 +2637,28 @@ def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
     for offset in (0, 1000, 2000, 3000):
         ledger.record("w", "P", None, 6, text, offset, 1000)
     assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
+
+
+def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
+    """Truncated reads are remembered up to READ_LEDGER_MAX_ENTRIES pages and sections (the
+    oldest read forgotten first), so the server's memory stays bounded; this server holds two."""
+    state = m.ServerState.from_config(m.Config.from_env(wiki.env(MCP_CONTENT_MAX_BYTES="1000")))
+    assert state.reads.capacity == m.READ_LEDGER_MAX_ENTRIES == 2000
+    state.reads = m.ReadLedger(capacity=2)
+    server = m.create_server(state=state)
+    title = "Write ledger size test"
+    create(server, title, big_section_page())
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+
+    def write_back_refused() -> bool:
+        result = call(server, "update-page", title=title, source=seen, dryRun=True)
+        return result.is_error and result.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert write_back_refused()
+    call(server, "get-page", title="Apple")  # two reads: the truncated one is still remembered
+    assert write_back_refused()
+    call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
+    assert not write_back_refused()
+    assert "The very last line of the big section." in wiki.wikitext(title)
 
 
 def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
@@ -2663,6 +2941,32 @@ def test_upload_warnings_are_explained_and_passed_only_when_asked(wiki: RealWiki
         "wiki would save it as File:Warning test bare name.txt. To use that name, call again with "
         "title='File:Warning test bare name.txt'. To upload anyway, call again with ignoreWarnings=true.")
     assert file_versions(wiki, "File:Warning test bare name") == []
+
+
+def test_a_file_title_that_redirects_is_named_and_never_uploaded_behind(wiki: RealWiki, tmp_path: Path) -> None:
+    """A moved file leaves its old title redirecting to the new one: reads say so, and no
+    upload goes to the old title, where the redirect would hide it."""
+    directory = uploads_dir(tmp_path)
+    first = unique_png("file redirect test first")
+    (directory / "first.png").write_bytes(first)
+    (directory / "newer.png").write_bytes(unique_png("file redirect test newer"))
+    server = upload_server(wiki, directory)
+    old, new = "File:Redirect test old name.png", "File:Redirect test new name.png"
+    assert not call(server, "upload-file", filepath=str(directory / "first.png"), title=old).is_error
+    moved = call(server, "move-page", fromTitle=old, toTitle=new)
+    assert not moved.is_error, moved.text
+    for tool in ("get-file", "get-file-data"):
+        read = call(server, tool, title="Image:Redirect test old name.png")
+        assert not read.is_error, read.text
+        assert field(read, "Title") == new and field(read, "Redirected from") == old
+    for tool, arguments, remedy in (("update-file", {}, "call again with"),
+                                    ("upload-file", {"ignoreWarnings": True}, "use update-file with")):
+        refused = call(server, tool, filepath=str(directory / "newer.png"), title="Redirect test old name.png",
+                       **arguments)
+        assert refused.is_error and refused.blocks[0].startswith(f"conflict: {old} on {wiki.key} redirects to {new}")
+        assert f"{remedy} title='{new}'." in refused.text and "nothing was uploaded" in refused.text
+    assert wiki.wikitext(old).startswith("#REDIRECT")
+    assert [v["sha1"] for v in file_versions(wiki, new)] == [sha1(first)]
 
 
 def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
@@ -4250,6 +4554,136 @@ def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
     assert token not in caplog.text and wiki.bot_password not in caplog.text
 
 
+def counted_requests(client: m.MediaWikiClient) -> list[str]:
+    """Each request a client sends from now on, as 'URL body' (a hook on the session it makes)."""
+    sent: list[str] = []
+    make = client._new_session
+
+    def hooked() -> requests.Session:
+        session = make()
+        session.hooks["response"].append(
+            lambda response, *args, **kwargs: sent.append(f"{response.request.url} {response.request.body or ''}"))
+        return session
+    client._new_session = hooked  # type: ignore[method-assign]
+    return sent
+
+
+def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
+    response = anyio.run(health.endpoint, None)
+    return response.status_code, json.loads(response.body)
+
+
+def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
+    now = [0.0]
+    healthy = m.HealthCheck(make_server(wiki.env()).mediawiki_state, clock=lambda: now[0])
+    sent = counted_requests(healthy.client)
+    probes = []
+    for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
+        before = len([r for r in sent if "meta=siteinfo" in r])
+        assert health_answer(healthy) == (200, {"status": "ok"})
+        probes.append(len([r for r in sent if "meta=siteinfo" in r]) > before)
+    assert probes == [True, False, False, True, False]  # at most one probe a second reaches the wiki
+
+    # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
+    wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).mediawiki_state
+    failing = m.HealthCheck(wrong, clock=lambda: now[0])
+    sent = counted_requests(failing.client)
+    logins = []
+    for second in range(61):
+        now[0] = 1000.0 + second
+        attempts = sum("action=login" in r for r in sent)
+        assert health_answer(failing) == (503, {"status": "unavailable", "error": "authentication"})
+        if sum("action=login" in r for r in sent) > attempts:
+            logins.append(second)
+    assert logins == [0, 2, 6, 14, 30]
+
+
+def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, fake: FakeWiki) -> None:
+    """Forty-five calls wait on a slow wiki: at most MAX_CALLS_PER_WIKI of them reach it at once,
+    and meanwhile /health and a call to the default wiki are answered."""
+    calls = 45
+    fake.replies = [Reply(delay=60) for _ in range(calls)]
+    config = m.Config.from_env(wiki.env())
+    config.wikis["slow"] = m.WikiConfig(key="slow", url=fake.api)
+    server = m.create_server(state=m.ServerState.from_config(config, timeout=(10.0, 90.0)))
+
+    async def main(url: str) -> tuple[list[str], str, requests.Response, int]:
+        slow: list[str] = []
+        async with Client(url, mode="legacy") as client:
+            async def one() -> None:
+                result = await client.call_tool("get-page", {"title": "Main Page", "wiki": "slow"})
+                slow.append(result.content[0].text)
+            async with anyio.create_task_group() as group:
+                for _ in range(calls):
+                    group.start_soon(one)
+                with anyio.fail_after(60):
+                    while len(fake.requests_to_api()) < min(calls, m.MAX_CALLS_PER_WIKI):
+                        await anyio.sleep(0.05)  # polling for the calls to reach the slow wiki
+                health = await anyio.to_thread.run_sync(
+                    lambda: requests.get(url.replace("/mcp", "/health"), timeout=60))
+                apple = await client.call_tool("get-page", {"title": "Apple"})
+                reached = len(fake.requests_to_api())  # while every slow call is still held
+                fake.release.set()
+        return slow, apple.content[0].text, health, reached
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        slow, apple, health, reached = anyio.run(main, url)
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert "An apple is a fruit." in apple
+    assert reached == m.MAX_CALLS_PER_WIKI < calls
+    assert len(slow) == calls and all(text.endswith("Fake page text.") for text in slow)
+
+
+def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+    heard: list[str] = []
+    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed"}
+
+    async def main(url: str) -> tuple[set[str], list[str], set[str]]:
+        both = anyio.Event()
+
+        async def listen(message: Any) -> None:
+            heard.append(getattr(message, "method", type(message).__name__))
+            if changes <= set(heard):
+                both.set()
+        async with Client(url, mode="legacy", message_handler=listen) as one, Client(url, mode="legacy") as other:
+            before = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("add-wiki", {"wikiUrl": third_wiki.url})).is_error
+            with anyio.fail_after(30):
+                await both.wait()
+            added = list(heard)
+            tools = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("remove-wiki", {"wiki": third_wiki.key})).is_error
+            with anyio.fail_after(30):
+                while len(heard) < 2 * len(added):
+                    await anyio.sleep(0.05)  # polling for the second pair of notifications
+            return before, added, tools
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        before, added, tools = anyio.run(main, url)
+    assert sorted(added) == sorted(changes) and sorted(heard) == sorted([*changes, *changes])
+    assert "list-wikis" not in before and "list-wikis" in tools
+
+
+def test_idle_http_sessions_are_closed(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The README promises that a session idle for 30 minutes is closed; here the wait is shortened."""
+    assert m.HTTP_SESSION_IDLE_SECONDS == 30 * 60
+    monkeypatch.setattr(m, "HTTP_SESSION_IDLE_SECONDS", 0.2)
+    apple = {"name": "get-page", "arguments": {"title": "Apple"}}
+    with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()), m.HttpOptions()) as url:
+        session = post_rpc(url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=session)
+        assert "An apple is a fruit." in tool_text(rpc_result(post_rpc(url, "tools/call", apple, rpc_id=2,
+                                                                        session=session)))
+        deadline = time.monotonic() + 30
+        while f"Session {session} idle timeout" not in caplog.text:
+            assert time.monotonic() < deadline, "the idle session was never closed"
+            time.sleep(0.05)  # polling for the server to close the session
+        gone = post_rpc(url, "tools/call", apple, rpc_id=3, session=session)
+    assert gone.status_code == 404 and "Session not found" in gone.text
+
+
 def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
     anonymous = {"MEDIAWIKI_URL": wiki.api}
     with http_servers((anonymous, ()), (anonymous, ())) as servers:
@@ -4263,6 +4697,104 @@ def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None
     assert codes == [0, 0], [server.log for server in servers]
     for server in servers:
         assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
+
+
+def test_sigterm_lets_calls_in_flight_finish_and_answers_those_that_cannot(wiki: RealWiki) -> None:
+    """Three calls wait on a slow path to the wiki when SIGTERM arrives. The one the wiki answers
+    within the grace time gets its result; the write and the read still waiting when it ends are
+    answered with what is known (the write has reached the wiki); the process does not wait for them."""
+    setup = bot_server_for(wiki)
+    for title in ("Shutdown finished test", "Shutdown cut short test", "Shutdown read test"):
+        create(setup, title, "Before.")
+    finished, cut, read = b"Finished+in+time", b"Cut+short", b"Shutdown_read_test"
+    proxy = HoldingProxy(wiki.url, finished, cut, read)
+    calls = {finished: ("update-page", {"title": "Shutdown finished test", "mode": "append",
+                                        "source": "\nFinished in time."}),
+             cut: ("update-page", {"title": "Shutdown cut short test", "mode": "append",
+                                   "source": "\nCut short."}),
+             read: ("get-page", {"title": "Shutdown_read_test"})}
+    answers: dict[bytes, requests.Response] = {}
+    try:
+        with http_servers((wiki.env(MEDIAWIKI_URL=proxy.api), ())) as (server,):
+            session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+            post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+            threads = [threading.Thread(target=lambda marker=marker, n=n: answers.__setitem__(marker, post_rpc(
+                server.url, "tools/call", {"name": calls[marker][0], "arguments": calls[marker][1]},
+                rpc_id=n, session=session))) for n, marker in enumerate(calls, start=2)]
+            for thread in threads:
+                thread.start()
+            assert all(proxy.arrived[marker].wait(60) for marker in calls), "a call never reached the wiki"
+            server.process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while "3 tool calls in flight" not in server.log:
+                assert time.monotonic() < deadline and server.process.poll() is None, server.log
+                time.sleep(0.05)  # polling for the server to begin its shutdown
+            proxy.released[finished].set()  # the wiki answers this one within the grace time
+            assert server.stop() == 0, server.log
+            for thread in threads:
+                thread.join(60)
+            assert not proxy.released[cut].is_set()  # the process ended while the wiki still held these
+    finally:
+        proxy.close()
+    assert "Traceback" not in server.log
+    assert tool_text(rpc_result(answers[finished])).startswith("Saved.")
+    text = wiki.wikitext("Shutdown finished test")
+    assert text.startswith("Before.") and text.endswith("Finished in time.") and text.count("Finished") == 1
+    write = rpc_result(answers[cut])
+    write = write["content"][0]["text"] if write["isError"] else ""
+    assert write.startswith("upstream_failure: This server stopped ") and "may still" in write
+    assert "get-page-history" in write
+    text = wiki.wikitext("Shutdown cut short test")  # the write had reached the wiki
+    assert text.startswith("Before.") and text.endswith("Cut short.") and text.count("Cut short.") == 1
+    reading = rpc_result(answers[read])
+    reading = reading["content"][0]["text"] if reading["isError"] else ""
+    assert reading.startswith("upstream_failure: This server stopped ") and "nothing was changed" in reading
+
+
+def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
+    """What a shutdown does to tool calls, with no grace time left (the test above shows it
+    through a real server): a running write is answered as possibly saved; a call still waiting
+    for its wiki's turn as not done, and it never begins afterwards; a later call is refused."""
+    calls = m.ToolCalls(per_wiki=1)
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def slow_write() -> str:
+        started.set()
+        release.wait(30)
+        ran.append("write")
+        return "saved"
+
+    async def main() -> list[str]:
+        answers: list[str] = []
+
+        async def one(job: Callable[[], str], write: bool) -> None:
+            try:
+                answers.append(await calls.run("w", job, write=write))
+            except m.WikiError as error:
+                answers.append(str(error))
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, slow_write, True)
+            await anyio.to_thread.run_sync(started.wait, 30)
+            group.start_soon(one, lambda: ran.append("waiting") or "waited", False)
+            await anyio.sleep(0)  # lets it start waiting for the turn
+            await calls.stop(0)
+        await one(lambda: ran.append("late") or "late", False)
+        return answers
+
+    before = set(threading.enumerate())
+    answers = anyio.run(main)
+    release.set()
+    for thread in set(threading.enumerate()) - before:  # the calls' threads, left behind
+        thread.join(30)
+    assert sorted(answers[:2]) == [
+        "upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
+        "server is back.",
+        "upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
+        "Before calling again, check the page's history (get-page-history) or the file (get-file)."]
+    assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
+                          "it is back.")
+    assert ran == ["write"]
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
