@@ -104,15 +104,14 @@ WIKIMEDIA_HOST_SUFFIXES = (
     "mediawiki.org", "wikifunctions.org",
 )
 
-ERROR_CATEGORIES = (
-    "not_found", "permission_denied", "invalid_input", "conflict",
-    "authentication", "rate_limited", "upstream_failure",
-)
+#: The kinds of failure a caller is told about: each error is ``category: message``.
+ErrorCategory = Literal["not_found", "permission_denied", "invalid_input", "conflict",
+                        "authentication", "rate_limited", "upstream_failure"]
 
 #: MediaWiki API error codes and the category each one means for a caller (the codes of
 #: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
 #: Anything not listed becomes upstream_failure with MediaWiki's own text kept.
-MW_ERROR_CATEGORIES: dict[str, str] = {
+MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
     **dict.fromkeys((
         "missingtitle", "missingtitle-byname", "nosuchrevid", "nosuchpageid", "nosuchsection",
         "nosuchsection-what", "rvnosuchsection", "nosuchuser", "nosuchuserid", "nosuchlogid", "nosuchrcid",
@@ -192,8 +191,8 @@ MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanag
 
 RETRY_LATER = "Retry later; tell the user if it persists."
 
-#: What the caller can do next, by category, for errors raised by MediaWiki.
-NEXT_STEP = {
+#: What the caller can do next, by category: the standard last sentence of an error's message.
+NEXT_STEP: dict[ErrorCategory, str] = {
     "not_found": "Check the title or ID; search-page-by-prefix or search-page finds existing pages.",
     "permission_denied": "Tell the user; retrying as the same account changes nothing.",
     "invalid_input": "Change the call as the message says; the same call fails again.",
@@ -270,13 +269,13 @@ SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIA
 # ---------------------------------------------------------------------------
 
 class WikiError(Exception):
-    """The one exception of this module: a failure the caller is told about.
+    """The one exception of this module: a failure the caller is told about, made by the
+    factory of its category below. ``str(error)`` is the text the model receives:
+    ``category: message``. Code that handles one branches on ``category`` or ``code``,
+    never on the message."""
 
-    ``str(error)`` is the text the model receives: ``category: message``.
-    """
-
-    def __init__(self, category: str, message: str, code: str = "") -> None:
-        assert category in ERROR_CATEGORIES, category
+    def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
+        assert category in typing.get_args(ErrorCategory), category
         super().__init__(category, message)
         self.category = category
         self.message = message
@@ -294,8 +293,15 @@ class ResponseLost(WikiError):
         super().__init__("upstream_failure", message)
 
 
-def invalid(message: str) -> WikiError:
-    return WikiError("invalid_input", message)
+#: One factory per category: ``raise not_found(message)``, or ``not_found(message, code)`` for an
+#: error that MediaWiki answered with ``code``. NEXT_STEP holds each category's usual next step.
+not_found = functools.partial(WikiError, "not_found")
+permission_denied = functools.partial(WikiError, "permission_denied")
+invalid_input = functools.partial(WikiError, "invalid_input")
+conflict = functools.partial(WikiError, "conflict")
+authentication = functools.partial(WikiError, "authentication")
+rate_limited = functools.partial(WikiError, "rate_limited")
+upstream_failure = functools.partial(WikiError, "upstream_failure")
 
 
 def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
@@ -311,7 +317,7 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
     step = MW_NEXT_STEP.get(code) or (RETRY_LATER if code.startswith(MW_RETRY_LATER)
                                       else NEXT_STEP[category or "upstream_failure"])
     if category is None:
-        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} {step}", code)
+        return upstream_failure(f"MediaWiki error {code}{where}: {text} {step}", code)
     return WikiError(category, f"{text}{where} [{code}] {step}", code)
 
 
@@ -529,8 +535,8 @@ class MediaWikiClient:
                 data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
                 token = data.get("query", {}).get("tokens", {}).get("csrftoken")
                 if not token:
-                    raise WikiError("upstream_failure", f"{self.name} gave no edit token. "
-                                    + NEXT_STEP["upstream_failure"])
+                    raise upstream_failure(f"{self.name} gave no edit token. "
+                                           + NEXT_STEP["upstream_failure"])
                 self._csrf = token
             return self._csrf
 
@@ -652,9 +658,9 @@ class MediaWikiClient:
                             return None
                     return bytes(data)
             except _requests().RequestException as exc:
-                raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
-                                + RETRY_LATER) from None
-        raise WikiError("upstream_failure", f"{url} redirected too many times.")
+                raise upstream_failure(f"Fetching {url} failed ({type(exc).__name__}). "
+                                       + RETRY_LATER) from None
+        raise upstream_failure(f"{url} redirected too many times.")
 
     def _plain_session(self) -> requests.Session:
         """A session without the wiki's cookies or token, for other hosts."""
@@ -708,7 +714,7 @@ class MediaWikiClient:
         (``<link rel="EditURI" href=".../api.php?action=rsd">``)."""
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
+            raise invalid_input(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
         origin = f"{parts.scheme}://{parts.netloc}"
         failures: list[str] = []
         for candidate in (origin + "/w/api.php", origin + "/api.php"):
@@ -717,9 +723,9 @@ class MediaWikiClient:
         named = self._api_named_by_page(failures)
         if named and self._probe_api(named, failures):
             return
-        raise WikiError("upstream_failure", f"No MediaWiki API found at {self.url}: "
-                        + "; ".join(failures) + ". Give the wiki's api.php address instead "
-                        "(such as https://wiki.example.org/w/api.php).")
+        raise upstream_failure(f"No MediaWiki API found at {self.url}: "
+                               + "; ".join(failures) + ". Give the wiki's api.php address instead "
+                               "(such as https://wiki.example.org/w/api.php).")
 
     def _probe_api(self, candidate: str, failures: list[str]) -> bool:
         """Whether ``candidate`` is the wiki's api.php; keeps its site info when it says."""
@@ -774,9 +780,9 @@ class MediaWikiClient:
             reason = result.get("reason") or result.get("result") or "no reason given"
             if isinstance(reason, dict):
                 reason = reason.get("text") or reason.get("code") or ""
-            raise WikiError("authentication", f"Login to {self.name} as {self.username} failed: "
-                            f"{reason} Check the bot password's user name (Name@BotName) and "
-                            "password in Special:BotPasswords; no retry by the model changes this.")
+            raise authentication(f"Login to {self.name} as {self.username} failed: "
+                                 f"{reason} Check the bot password's user name (Name@BotName) and "
+                                 "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
         self._csrf = None  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
@@ -812,8 +818,8 @@ class MediaWikiClient:
                     lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
                     raise failure(f"The wiki at {self.name} {lost} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
-                    raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
-                                    + RETRY_LATER) from None
+                    raise upstream_failure(f"The wiki at {self.name} {problem}. "
+                                           + RETRY_LATER) from None
                 self.sleep(wait)
                 continue
             status = response.status_code
@@ -836,35 +842,35 @@ class MediaWikiClient:
                     return self._call(method, params, files=files, retry_transient=retry_transient,
                                       url=url, auth=auth, relogin=False, write=write)
                 if code == "readapidenied" and not self.authenticated:
-                    raise WikiError("authentication", f"{self.name} is a private wiki: reading needs "
-                                    "an account. Configure a bot password or token for it.", code)
+                    raise authentication(f"{self.name} is a private wiki: reading needs "
+                                         "an account. Configure a bot password or token for it.", code)
                 raise error_from_api(code, api_error_text(data), self.name)
             if status == 429:
-                raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
-                                + NEXT_STEP["rate_limited"])
+                raise rate_limited(f"{self.name} is throttling requests (HTTP 429). "
+                                   + NEXT_STEP["rate_limited"])
             if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
-                raise WikiError("authentication", f"The web server of {self.name} refused the request with "
-                                "HTTP 401: it wants a user name and password (HTTP basic auth), "
-                                + ("and refused those in the wiki's address." if self._basic_auth else
-                                   "which go in the wiki's address: https://user:password@host/...")
-                                + " Tell the user; no retry by the model changes this.")
+                raise authentication(f"The web server of {self.name} refused the request with "
+                                     "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                     + ("and refused those in the wiki's address." if self._basic_auth else
+                                        "which go in the wiki's address: https://user:password@host/...")
+                                     + " Tell the user; no retry by the model changes this.")
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
                 if failure:
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   f"and {kind} instead of API JSON.")
                 if status < 500:  # an answer, but not the API's: the address is wrong
-                    raise WikiError("upstream_failure", f"{target} answered HTTP {status} with {kind}, "
-                                    "not MediaWiki API JSON: it is not the wiki's api.php. Tell the user to "
-                                    "check the wiki's address in the configuration; no retry changes this.")
-                raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
-                                f"with {kind} instead of API JSON. " + RETRY_LATER)
+                    raise upstream_failure(f"{target} answered HTTP {status} with {kind}, not MediaWiki API "
+                                           "JSON: it is not the wiki's api.php. Tell the user to check the "
+                                           "wiki's address in the configuration; no retry changes this.")
+                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status} "
+                                       f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
                 if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   "and no API answer.")
-                raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
-                                + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status}. "
+                                       + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
             self._check_warnings(data, fields, write)
             return data
 
@@ -882,17 +888,17 @@ class MediaWikiClient:
                 continue
             text = " ".join(str(warning.get("text", "")).split())
             if code == "unrecognizedparams":
-                raise WikiError("upstream_failure", f"{self.name} ignored part of the request: {text} Its "
-                                "MediaWiki may be too old for this tool; tell the user. The same call fails "
-                                "again.", code)
+                raise upstream_failure(f"{self.name} ignored part of the request: {text} Its MediaWiki may "
+                                       "be too old for this tool; tell the user. The same call fails "
+                                       "again.", code)
             values = [str(v) for v in (warning.get("data") or {}).get("values") or []]
             of_namespace = any(name.endswith("namespace") and set(values) <= set(field_values(value))
                                for name, value in fields.items())
             if values and of_namespace and self._site:
-                raise WikiError("invalid_input", f"{self.name} has no namespace {', '.join(values)} to use "
-                                f"here. Its namespaces: {self._site.namespace_list()}.", code)
-            raise WikiError("invalid_input", f"{self.name} does not know the value {', '.join(values)} that "
-                            f"this call asked for: {text} Change the call.", code)
+                raise invalid_input(f"{self.name} has no namespace {', '.join(values)} to use "
+                                    f"here. Its namespaces: {self._site.namespace_list()}.", code)
+            raise invalid_input(f"{self.name} does not know the value {', '.join(values)} that "
+                                f"this call asked for: {text} Change the call.", code)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -911,17 +917,17 @@ class MediaWikiClient:
             location = redirect_target(response)
             new_host = (urllib.parse.urlsplit(location).hostname or "").lower()
             if method != "GET":
-                raise WikiError("upstream_failure", f"The wiki redirected a POST to {location}; "
-                                "set the wiki's URL to its final api.php address.")
+                raise upstream_failure(f"The wiki redirected a POST to {location}; "
+                                       "set the wiki's URL to its final api.php address.")
             if new_host != self.host and self.authenticated:
-                raise WikiError("upstream_failure", f"The wiki at {self.name} redirected to another "
-                                f"host ({new_host}); credentials are not sent there. Set the wiki's "
-                                "URL to the address it redirects to.")
+                raise upstream_failure(f"The wiki at {self.name} redirected to another "
+                                       f"host ({new_host}); credentials are not sent there. Set the wiki's "
+                                       "URL to the address it redirects to.")
             url = location.split("?")[0]
             if url != self._api_url and self._api_url is not None and new_host == self.host:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
-        raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+        raise upstream_failure(f"The wiki at {self.name} redirected too many times.")
 
 
 def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
@@ -933,7 +939,7 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
     except ValueError as exc:
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
-        raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
+        raise upstream_failure(f"{host_of(url)} redirected to a malformed address.") from None
 
 
 def never_connected(exc: Exception) -> bool:
@@ -994,12 +1000,12 @@ class BasicAuth:
 
 def fetch_error(status: int, url: str) -> WikiError:
     if status == 404:
-        return WikiError("not_found", f"The wiki lists {url}, but it answered HTTP 404 for it.")
+        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
     if status in (401, 403):
-        return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
-                         + NEXT_STEP["permission_denied"])
-    return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
-                     + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
+                                 + NEXT_STEP["permission_denied"])
+    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
+                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -1114,15 +1120,15 @@ def guard_target(url: str) -> tuple[str, int]:
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        raise invalid(f"{url!r} is not a valid URL.") from None
+        raise invalid_input(f"{url!r} is not a valid URL.") from None
     try:
         host, port = host_port(url)
     except ValueError:
-        raise invalid(f"{url!r} has an invalid port.") from None
+        raise invalid_input(f"{url!r} has an invalid port.") from None
     if parts.scheme not in ("http", "https") or not host:
-        raise invalid(f"{url!r} is not an http(s) URL.")
+        raise invalid_input(f"{url!r} is not an http(s) URL.")
     if parts.username is not None or parts.password is not None:
-        raise invalid(f"The URL {parts.hostname} must not carry a user name or password.")
+        raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
     return host, port
 
 
@@ -1134,16 +1140,16 @@ def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
     try:
         addresses = resolve_addresses(host, port)
     except (OSError, UnicodeError):
-        raise invalid(f"The host {host} of {url} could not be resolved; check the URL.") from None
+        raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
     if not addresses:
-        raise invalid(f"The host {host} of {url} has no address; check the URL.")
+        raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
     trusted = {t.strip().lower() for t in trusted_hosts}
     shown = f"[{host}]" if ":" in host else host
     if not trusted & {host, shown, f"{shown}:{port}"}:
         for address in addresses:
             problem = address_problem(address)
             if problem:
-                raise WikiError("permission_denied", (
+                raise permission_denied((
                     f"{shown} resolves to {address}, a {problem} address, which this server does not "
                     "reach for a URL given by a model. The operator can allow the host by listing it "
                     "in MCP_TRUSTED_HOSTS; no retry by the model changes this."))
@@ -1218,13 +1224,13 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise WikiError("upstream_failure", f"{host_of(url)} could not be reached "
-                            f"({type(exc).__name__}).") from None
+            raise upstream_failure(f"{host_of(url)} could not be reached "
+                                   f"({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
         url = redirect_target(response)
-    raise WikiError("upstream_failure", f"{url} redirected too many times.")
+    raise upstream_failure(f"{url} redirected too many times.")
 
 
 HEAD_MAX_BYTES = 512 * 1024
@@ -1768,7 +1774,7 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     character boundaries (an offset inside a character starts at that character)."""
     data = text.encode("utf-8")
     if offset > len(data):
-        raise invalid(f"offset {offset} is past the end of the content ({len(data)} bytes).")
+        raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
     start = char_start(data, offset)
     end = char_start(data, start + budget)
     if end == start and start < len(data):  # a budget smaller than one character
@@ -2138,8 +2144,8 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
         pairs = []
     fields = dict(pairs)
     if not fields or any(k not in allowed and k != "continue" for k in fields):
-        raise invalid(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
-                      "value from the last 'More results available' marker unchanged.")
+        raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
+                            "value from the last 'More results available' marker unchanged.")
     return fields
 
 
@@ -2161,8 +2167,8 @@ def iso_timestamp(value: str, name: str) -> str:
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise invalid(f"Argument {name!r} must be an ISO 8601 timestamp such as "
-                      f"2026-11-29T15:00:00Z, got {value!r}.") from None
+        raise invalid_input(f"Argument {name!r} must be an ISO 8601 timestamp such as "
+                            f"2026-11-29T15:00:00Z, got {value!r}.") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -2744,15 +2750,15 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
     accepted = list(dict.fromkeys([*spec.params, *(["wiki"] if spec.scoped else [])]))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
-        raise invalid(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
-                      f"{', '.join(repr(u) for u in unknown)} for {spec.name}. "
-                      f"Accepted arguments: {', '.join(accepted)}.")
+        raise invalid_input(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(repr(u) for u in unknown)} for {spec.name}. "
+                            f"Accepted arguments: {', '.join(accepted)}.")
     values: dict[str, Any] = {}
     for name, p in spec.params.items():
         value = arguments.get(name)
         if value is None:
             if p.required:
-                raise invalid(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
+                raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
             values[name] = p.default
             continue
         values[name] = check_value(spec.name, p, value)
@@ -2763,69 +2769,70 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
     name = p.name
     if p.kind is list:
         if not isinstance(value, list):
-            raise invalid(f"Argument {name!r} must be an array, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
         if not value and p.required:
-            raise invalid(f"Argument {name!r} must not be empty.")
+            raise invalid_input(f"Argument {name!r} must not be empty.")
         if p.arg.max_items and len(value) > p.arg.max_items:
-            raise invalid(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
-                          f"split the call.")
+            raise invalid_input(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
+                                f"split the call.")
         item = Param(f"{name}[{{}}]", p.item_kind, None, p.arg, True, None)
         return [check_value(tool_name, dataclasses.replace(item, name=f"{name}[{i}]"), v)
                 for i, v in enumerate(value)]
     if isinstance(p.kind, tuple):
         if value not in p.kind:
-            raise invalid(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
+            raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
         return value
     if p.kind is bool:
         if not isinstance(value, bool):
-            raise invalid(f"Argument {name!r} must be true or false, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
         return value
     if p.kind is int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise invalid(f"Argument {name!r} must be an integer, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be an integer, got {json_type(value)}.")
         if p.arg.minimum is not None and value < p.arg.minimum:
-            raise invalid(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
+            raise invalid_input(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
         if p.arg.maximum is not None and value > p.arg.maximum:
-            raise invalid(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
+            raise invalid_input(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
         return value
     if not isinstance(value, str):
-        raise invalid(f"Argument {name!r} must be a string, got {json_type(value)}.")
+        raise invalid_input(f"Argument {name!r} must be a string, got {json_type(value)}.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise invalid(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
+        raise invalid_input(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
         check_title_text(name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
-        raise invalid(f"Argument {name!r} is {len(value)} characters long; at most "
-                      f"{p.arg.max_length} are accepted.")
+        raise invalid_input(f"Argument {name!r} is {len(value)} characters long; at most "
+                            f"{p.arg.max_length} are accepted.")
     return value
 
 
 def check_title_text(name: str, title: str) -> None:
     """Refuses what no wiki takes as a page title, saying what to give instead."""
     if not title:
-        raise invalid(f"Argument {name!r} must be a non-empty page title.")
+        raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
     if encoded := PERCENT_ESCAPE.search(title):
-        raise invalid(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are written "
-                      f"as the wiki shows them: {urllib.parse.unquote(title).replace('_', ' ')!r}.")
+        shown = urllib.parse.unquote(title).replace("_", " ")
+        raise invalid_input(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are "
+                            f"written as the wiki shows them: {shown!r}.")
     page, fragment, heading = title.partition("#")
     if fragment:
-        raise invalid(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a page, not "
-                      f"a page. Give the title alone ({page.strip()!r}); to read one section, get-page takes "
-                      "section=N.")
+        raise invalid_input(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a "
+                            f"page, not a page. Give the title alone ({page.strip()!r}); to read one "
+                            "section, get-page takes section=N.")
     if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
-        raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+        raise invalid_input(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
     # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
     # wiki's to say, and it refuses a title still too long.
     _, colon, rest = title.partition(":")
     if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
         after = " after its namespace prefix" if colon else ""
-        raise invalid(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
-                      f"{MAX_TITLE_BYTES}.")
+        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                            f"{MAX_TITLE_BYTES}.")
 
 
 PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
@@ -2956,11 +2963,11 @@ class IdempotencyStore:
                     call = self._calls[key] = IdempotentCall(fingerprint, self.clock())
                     break
             if call.fingerprint != fingerprint:
-                raise WikiError("conflict", f"idempotencyKey {key!r} was already used with other "
-                                "arguments; nothing was done. Use a new key for a new request.")
+                raise conflict(f"idempotencyKey {key!r} was already used with other "
+                               "arguments; nothing was done. Use a new key for a new request.")
             if not call.done.wait(IDEMPOTENCY_WAIT_SECONDS):
-                raise WikiError("conflict", f"The first call with idempotencyKey {key!r} is still "
-                                "running; call again later to get its result.")
+                raise conflict(f"The first call with idempotencyKey {key!r} is still "
+                               "running; call again later to get its result.")
             if call.result is not None:
                 return call.result, True
         try:
@@ -3037,8 +3044,8 @@ class ToolCalls:
         when the server stops first. ``write``: the job may change the wiki."""
         import anyio
         if self.stopping:
-            raise WikiError("upstream_failure", "This server is shutting down; nothing was done. Call "
-                            "again once it is back.")
+            raise upstream_failure("This server is shutting down; nothing was done. Call "
+                                   "again once it is back.")
         with self._lock:
             turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
         call = RunningCall(anyio.CancelScope())
@@ -3059,14 +3066,14 @@ class ToolCalls:
             if self._idle is not None and not self._running:
                 self._idle.set()
         if not call.started:
-            raise WikiError("upstream_failure", "This server stopped before the call began; nothing was "
-                            "done. Call again once the server is back.")
+            raise upstream_failure("This server stopped before the call began; nothing was "
+                                   "done. Call again once the server is back.")
         if write:
-            raise WikiError("upstream_failure", "This server stopped before the wiki answered this write, "
-                            "which it may still save. Before calling again, check the page's history "
-                            "(get-page-history) or the file (get-file).")
-        raise WikiError("upstream_failure", "This server stopped before the wiki answered; nothing was "
-                        "changed. Call again once the server is back.")
+            raise upstream_failure("This server stopped before the wiki answered this write, "
+                                   "which it may still save. Before calling again, check the page's history "
+                                   "(get-page-history) or the file (get-file).")
+        raise upstream_failure("This server stopped before the wiki answered; nothing was "
+                               "changed. Call again once the server is back.")
 
     async def stop(self, grace: float) -> None:
         """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
@@ -3126,10 +3133,10 @@ class ServerState:
         if wiki is None or wiki == "":
             return self.config.default_wiki
         if not isinstance(wiki, str):
-            raise invalid(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
+            raise invalid_input(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
         key = wiki.removeprefix("mcp://wikis/").strip().rstrip("/")
         if key not in self.config.wikis:
-            raise invalid(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+            raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return key
 
     def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
@@ -3141,20 +3148,20 @@ class ServerState:
         with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
             wiki, client = self.config.wikis.get(key), self.clients.get(key)
         if wiki is None or client is None:
-            raise invalid(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+            raise invalid_input(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return wiki, client
 
     def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
         with self.lock:
             if wiki.key in self.config.wikis:
-                raise WikiError("conflict", f"The wiki {wiki.key} is already configured.")
+                raise conflict(f"The wiki {wiki.key} is already configured.")
             self.config.wikis = {**self.config.wikis, wiki.key: wiki}
             self.clients = {**self.clients, wiki.key: client}
 
     def remove_wiki(self, key: str) -> WikiConfig:
         with self.lock:
             if key == self.config.default_wiki:
-                raise invalid(f"{key} is the default wiki, which cannot be removed.")
+                raise invalid_input(f"{key} is the default wiki, which cannot be removed.")
             wikis, clients = dict(self.config.wikis), dict(self.clients)
             removed = wikis.pop(key)
             clients.pop(key, None)
@@ -3186,8 +3193,8 @@ class ToolContext:
         rights, self.rights = self.rights, ()
         for right in rights:
             if why := self.client.cannot(right):
-                raise WikiError("permission_denied",
-                                f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+                raise permission_denied(
+                                        f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
         return self.client
 
     @property
@@ -3220,9 +3227,9 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
                 others.append(other)
         except WikiError:  # an unreachable wiki cannot say; leave it out
             continue
-    raise invalid(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
-                  "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
-                                       if others else "No configured wiki has it."))
+    raise invalid_input(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
+                        "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
+                                             if others else "No configured wiki has it."))
 
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
@@ -3233,20 +3240,20 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     try:
         offered = offered_tools(state)
         if spec is None:
-            raise invalid(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
+            raise invalid_input(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
         if spec not in offered:
-            raise WikiError("permission_denied", f"The tool {name} is not offered with this server's "
-                            "configuration; no retry by the model changes it. Available tools: "
-                            f"{', '.join(s.name for s in offered)}.")
+            raise permission_denied(f"The tool {name} is not offered with this server's "
+                                    "configuration; no retry by the model changes it. Available tools: "
+                                    f"{', '.join(s.name for s in offered)}.")
         if arguments is not None and not isinstance(arguments, Mapping):
-            raise invalid("Tool arguments must be an object.")
+            raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
         key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
         wiki, client = state.wiki_and_client(key)
         if spec.scoped and not spec.read_only and wiki.read_only:
-            raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
-                            "operator decides this, and no retry by the model changes it.")
+            raise permission_denied(f"The wiki {key} is configured read-only; the "
+                                    "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
@@ -3437,7 +3444,7 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
 
 def check_title(page: dict[str, Any], title: str) -> None:
     if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+        raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
 
 
 def invalid_reason(page: dict[str, Any]) -> str:
@@ -3448,15 +3455,15 @@ def invalid_reason(page: dict[str, Any]) -> str:
 def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
     check_title(page, title)
     if "interwiki" in page:
-        raise invalid(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
+        raise invalid_input(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
-        raise invalid(f"{page.get('title', title)!r} is a special page; it has no content to read.")
+        raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
         raise missing_page(ctx, page.get("title", title))
 
 
 def missing_page(ctx: ToolContext, title: str) -> WikiError:
-    return WikiError("not_found", f"Page {title!r} not found on {ctx.wiki.key}. " + (
+    return not_found(f"Page {title!r} not found on {ctx.wiki.key}. " + (
         gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
 
 
@@ -3486,7 +3493,7 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
         if str(found.get("index", "")).isdigit():
             marks = "=" * int(found.get("level") or 2)
             sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
-    return WikiError("not_found", f"There is no section {section} in {title} on {ctx.wiki.key}. "
+    return not_found(f"There is no section {section} in {title} on {ctx.wiki.key}. "
                      f"Its sections: {', '.join(sections)}.")
 
 
@@ -3717,7 +3724,7 @@ def search_page(
     """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
     For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
-        raise invalid("Argument 'query' must contain something to search for.")
+        raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.mw.get({
         "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
         "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
@@ -3750,13 +3757,13 @@ def search_page_by_prefix(
     """Returns the titles of wiki pages that begin with the given text, one per line. For words
     inside pages, use search-page."""
     if not prefix.strip():
-        raise invalid("Argument 'prefix' must not be empty.")
+        raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
     if namespace is not None and named and named != namespace:  # MediaWiki would ignore namespace
         names = ctx.site.namespaces
-        raise invalid(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but namespace "
-                      f"is {namespace} ({names.get(namespace, 'unknown')}). Give the namespace once: in the "
-                      "prefix or as namespace.")
+        raise invalid_input(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but "
+                            f"namespace is {namespace} ({names.get(namespace, 'unknown')}). Give the "
+                            "namespace once: in the prefix or as namespace.")
     data = ctx.mw.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
         "psnamespace": namespace,
@@ -3845,7 +3852,7 @@ def get_revision(
     page = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
-        raise WikiError("not_found", f"Revision {revisionId} not found on {ctx.wiki.key}. "
+        raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
                         "get-page-history lists a page's revision IDs.")
     header = revision_header(ctx, page, revision, section)
     if content == "none":
@@ -3857,8 +3864,8 @@ def get_revision(
     else:
         slot = main_slot(revision)
         if "texthidden" in slot or "texthidden" in revision:
-            raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
-                            "(revision deletion). " + NEXT_STEP["permission_denied"])
+            raise permission_denied(f"The content of revision {revisionId} is hidden "
+                                    "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page);
@@ -3910,8 +3917,8 @@ def get_page_history(
     then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
     olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
-        raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
-                      "newerThan forward.")
+        raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
+                            "newerThan forward.")
     anchor = olderThan or newerThan
     try:
         query = ctx.mw.get({
@@ -3920,8 +3927,8 @@ def get_page_history(
             "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
         }).get("query", {})
     except WikiError as error:
-        if error.category == "not_found" and "[badid_rvstartid]" in error.message:
-            raise WikiError("not_found", f"Revision {anchor} does not exist on {ctx.wiki.key}; "
+        if error.code == "badid_rvstartid":
+            raise not_found(f"Revision {anchor} does not exist on {ctx.wiki.key}; "
                             f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
                             "for the latest revisions.") from None
         raise
@@ -3994,8 +4001,8 @@ def compare_pages(
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
-        raise invalid("Cannot compare fromText with toText: one side must be a revision or a page "
-                      "title (fromRevision, fromTitle, toRevision or toTitle).")
+        raise invalid_input("Cannot compare fromText with toText: one side must be a revision or a page "
+                            "title (fromRevision, fromTitle, toRevision or toTitle).")
     result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
                              **sides["from"], **sides["to"]}).get("compare", {})
     lines = parse_diff_table(result.get("body", ""))
@@ -4019,8 +4026,8 @@ def compare_side(side: str, revision: int | None, title: str | None, text: str |
     names = [f"{side}Revision", f"{side}Title", f"{side}Text"]
     given = [n for n, v in zip(names, (revision, title, text)) if v is not None]
     if len(given) != 1:
-        raise invalid(f"Must supply exactly one of {', '.join(names)}"
-                      + (f"; got {' and '.join(given)}." if given else "."))
+        raise invalid_input(f"Must supply exactly one of {', '.join(names)}"
+                            + (f"; got {' and '.join(given)}." if given else "."))
     if revision is not None:
         return {f"{side}rev": revision}
     if title is not None:
@@ -4080,7 +4087,7 @@ def get_category_members(
         check_title(page, category)
         title = page.get("title", title)
         if page.get("missing") and not members and not page.get("categoryinfo"):
-            raise WikiError("not_found", f"{title} has no page and no members on {ctx.wiki.key}. "
+            raise not_found(f"{title} has no page and no members on {ctx.wiki.key}. "
                             "search-page-by-prefix with namespace=14 finds existing categories.")
     rows = [m["title"] + (f" | {m['type']}" if m.get("type", "page") != "page" else "") for m in members]
     head = title + (" (no category page)" if page and page.get("missing") else "")
@@ -4113,7 +4120,7 @@ def get_links_here(
     link. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
-        raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
+        raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
     params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
                               "titles": title, "prop": "info"}
@@ -4167,13 +4174,13 @@ def get_recent_changes(
     log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
     if user and excludeUser:
-        raise invalid("Give user or excludeUser, not both.")
+        raise invalid_input("Give user or excludeUser, not both.")
     if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid("Hiding both anonymous and registered users leaves no changes; hide one.")
+        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
     newest = iso_timestamp(end, "end") if end else None
     oldest = iso_timestamp(start, "start") if start else None
     if newest and oldest and oldest > newest:
-        raise invalid(f"start ({oldest}) is after end ({newest}).")
+        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
     data = ctx.mw.get({
         "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
         "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
@@ -4212,7 +4219,7 @@ def parse_wikitext(
     parse warnings, links and templates (missing ones marked), categories and external links, to
     check an edit before saving. HTML truncated at 50000 bytes by default (offset continues)."""
     if not wikitext.strip():
-        raise invalid("Argument 'wikitext' must contain something to render.")
+        raise invalid_input("Argument 'wikitext' must contain something to render.")
     parsed = read_long(ctx, {
         "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
         "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
@@ -4251,7 +4258,7 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     check_title(page, title)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
-        raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
+        raise not_found(f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
                         + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
                         + ". search-page-by-prefix with namespace=6 finds existing files.")
     return page, info, redirected
@@ -4299,18 +4306,18 @@ def get_file_data(
     elif mime.startswith("image/") and info.get("url"):
         url, shown = info["url"], (info.get("width"), info.get("height"))
     else:
-        raise invalid(f"{name} is {mime or 'not an image'}, which the wiki does not render as an image. "
-                      "get-file gives its metadata and URL.")
+        raise invalid_input(f"{name} is {mime or 'not an image'}, which the wiki does not render as an "
+                            "image. get-file gives its metadata and URL.")
     limit = ctx.state.config.file_data_max_bytes
     data = ctx.mw.fetch(url, limit * 3 // 4)
     if data is None:
-        raise invalid(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
-                      "base64). " + ("Call get-file-data again with a smaller width." if url != info.get("url")
-                                     else "The wiki cannot scale it; get-file gives its URL."))
+        again = "Call get-file-data again with a smaller width." if url != info.get("url") else ""
+        raise invalid_input(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
+                            f"base64). {again or 'The wiki cannot scale it; get-file gives its URL.'}")
     kind = raster_type(data)
     if kind is None:
-        raise invalid(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
-                      "image. get-file gives its metadata and URL.")
+        raise invalid_input(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
+                            "image. get-file gives its metadata and URL.")
     import mcp_types as mt  # the SDK's types, imported when first needed
     scaled = url != info.get("url")
     header = labelled(("Title", name), ("Redirected from", redirected), ("MIME type", kind),
@@ -4375,26 +4382,26 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         try:
             landed = find_landed_edit(ctx, title, base, summary, fields)
         except WikiError as error:
-            raise WikiError("upstream_failure", f"{lost.message} Whether the edit was saved could not "
-                            f"be checked ({error.message}); read the page with get-page before "
-                            "calling again.") from None
+            raise upstream_failure(f"{lost.message} Whether the edit was saved could not "
+                                   f"be checked ({error.message}); read the page with get-page before "
+                                   "calling again.") from None
         if landed is None:
             after = f"after revision {base}" if base else "creating it"
             # Not proof it never lands: a slow wiki may still be saving it after a timeout.
-            raise WikiError("upstream_failure", f"{lost.message} The page's history shows no edit by "
-                            f"this account {after} yet. A slow wiki may still save it: check with "
-                            "get-page-history before calling again.") from None
+            raise upstream_failure(f"{lost.message} The page's history shows no edit by "
+                                   f"this account {after} yet. A slow wiki may still save it: check with "
+                                   "get-page-history before calling again.") from None
         return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
                            "Saved (the wiki's answer was lost; its history shows the edit once).")
     edit = data.get("edit") or {}
     if edit.get("result") != "Success":
         if "captcha" in edit:
-            raise WikiError("permission_denied", f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, "
-                            "which this server cannot solve; nothing was saved. The account needs the "
-                            "skipcaptcha right (for example the bot group).")
+            raise permission_denied(f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, which this server "
+                                    "cannot solve; nothing was saved. The account needs the skipcaptcha "
+                                    "right (for example the bot group).")
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
-        raise WikiError("upstream_failure", f"The wiki did not save the edit ({detail or 'no reason'}). "
-                        + NEXT_STEP["upstream_failure"])
+        raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
+                               + NEXT_STEP["upstream_failure"])
     title = edit.get("title", title)
     if edit.get("nochange"):
         return (f"No change: the text is what the page already holds; nothing was saved.\n"
@@ -4474,9 +4481,9 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
     """Refuses a dry run of what the save would be refused for: a protected title or page, a
     blocked account (the query asked intestactions for ``action``)."""
     if (page.get("actions") or {}).get(action) is False:
-        raise WikiError("permission_denied", f"Nothing was saved (dry run): the account cannot {action} "
-                        f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is blocked), so "
-                        "the save would be refused. " + NEXT_STEP["permission_denied"])
+        raise permission_denied(f"Nothing was saved (dry run): the account cannot {action} "
+                                f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is "
+                                "blocked), so the save would be refused. " + NEXT_STEP["permission_denied"])
 
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
@@ -4496,9 +4503,9 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                  **({"offset": read.seen} if read.seen else {})}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
-    raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
-                  "drop the part that was not read. To change part of it, use update-page with find "
-                  f"and replace. To replace it whole, first read the rest ({rest}).")
+    raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
+                        "drop the part that was not read. To change part of it, use update-page with find "
+                        f"and replace. To replace it whole, first read the rest ({rest}).")
 
 
 @tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
@@ -4564,33 +4571,33 @@ def update_page(
     section's headings (none: the lead). For new pages, use create-page."""
     if find is not None:
         if source is not None or mode != "replace":
-            raise invalid("find and replace change a passage in place: give them without source and mode.")
+            raise invalid_input("find and replace change a passage in place: give them without source and mode.")
         if replace is None:
-            raise invalid("find needs replace: the text to put in its place ('' deletes it).")
+            raise invalid_input("find needs replace: the text to put in its place ('' deletes it).")
         if not find:
-            raise invalid("Argument 'find' must not be empty.")
+            raise invalid_input("Argument 'find' must not be empty.")
     elif source is None:
-        raise invalid("Give source (the new text), or find and replace.")
+        raise invalid_input("Give source (the new text), or find and replace.")
     elif replace is not None or replaceAll:
-        raise invalid("replace and replaceAll go with find.")
+        raise invalid_input("replace and replaceAll go with find.")
     replacing = mode == "replace" and find is None
     if removeSubsections and not (replacing and section is not None):
-        raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+        raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
     if removeSections and not (replacing and section is None):
-        raise invalid("removeSections applies only to replacing the whole page (source without section).")
+        raise invalid_input("removeSections applies only to replacing the whole page (source without section).")
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.mw.account.can("bot"):
-        raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
-                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                      "without bot.")
+        raise invalid_input(f"The account {ctx.mw.account.name} lacks the bot right on "
+                            f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                            "without bot.")
     query = ctx.mw.get({
         "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|content", "intestactions": "edit" if dryRun else None,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
-        raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
+        raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
                         "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
                                                  "create-page; search-page-by-prefix finds existing titles."))
     check_page(ctx, page, title)
@@ -4604,8 +4611,8 @@ def update_page(
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base:
-        raise invalid(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
-                      "nothing was saved. Pass the revision ID get-page returned for this page.")
+        raise invalid_input(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
+                            "nothing was saved. Pass the revision ID get-page returned for this page.")
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     pin = latestId or read_base or (latest if mode == "replace" else None)
@@ -4649,9 +4656,9 @@ def update_page(
             return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment))
     except WikiError as error:
         if error.code == "editconflict" and read_base:
-            raise WikiError("conflict", f"{title!r} changed since revision {pin}, the one last read here, on "
-                            "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                            error.code) from None
+            raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
+                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                           error.code) from None
         raise
 
 
@@ -4667,10 +4674,10 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
     """Refuses an edit through a redirect page whose own text the model has not seen."""
     query = ctx.mw.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
     target = str((query.get("redirects") or [{}])[0].get("to", ""))
-    raise invalid(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
-                  "target's text under it. To change that text, call update-page with "
-                  f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page itself, "
-                  "first read it with get-page and followRedirects=false.")
+    raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
+                        "target's text under it. To change that text, call update-page with "
+                        f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page "
+                        "itself, first read it with get-page and followRedirects=false.")
 
 
 def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
@@ -4680,20 +4687,20 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
     since: a conflict, showing the change."""
     count = old.count(find)
     if count and base != latest and find not in latest_text:
-        raise WikiError("conflict", f"The text to find is in revision {base}, the base of this change, "
-                        f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
-                        "saved. "
-                        f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
-                        + MW_NEXT_STEP["editconflict"], "editconflict")
+        raise conflict(f"The text to find is in revision {base}, the base of this change, "
+                       f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
+                       "saved. "
+                       f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                       + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
             if base != latest and find in latest_text else ""
-        raise invalid(f"The text to find does not occur in {where} (revision {base}); nothing was changed. "
-                      "find must match the wikitext exactly, whitespace and markup included: get-page shows "
-                      "it." + newer)
+        raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
+                            "changed. find must match the wikitext exactly, whitespace and markup included: "
+                            "get-page shows it." + newer)
     if count > 1 and not every:
-        raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
-                      "Include more of the surrounding text to pick one, or set replaceAll=true.")
+        raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                            "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
 
 
@@ -4706,10 +4713,10 @@ def revision_text(ctx: ToolContext, revid: int) -> str:
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
     lost = lost_subsections(old, new, syntax)
     if lost:
-        raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
-                      f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include them in "
-                      "source, replace a subsection on its own (section=N), or set removeSubsections=true "
-                      "to delete them.")
+        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
+                            "them in source, replace a subsection on its own (section=N), or set "
+                            "removeSubsections=true to delete them.")
 
 
 def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
@@ -4723,11 +4730,11 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
     others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
                                                if not span[0] <= s.start < span[1]]
     shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
-    raise invalid(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all of "
-                  f"{title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
-                  f"{section_list(others)}. To change only that section, call update-page with "
-                  f"section={section} and this source. To make this text the whole page, call again "
-                  "with removeSections=true.")
+    raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
+                        f"of {title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
+                        f"{section_list(others)}. To change only that section, call update-page with "
+                        f"section={section} and this source. To make this text the whole page, call again "
+                        "with removeSections=true.")
 
 
 def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
@@ -4741,10 +4748,10 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
     if stale:
         merged = merge3(base, mine, whole)
         if merged is None:
-            raise WikiError("conflict", f"Nothing was saved (dry run): {title!r} changed since "
-                            f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
-                            "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
-                            "editconflict")
+            raise conflict(f"Nothing was saved (dry run): {title!r} changed since "
+                           f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
+                           "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
+                           "editconflict")
         mine = merged
     return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
                           merged_into=latest if stale else None)
@@ -4767,9 +4774,10 @@ def move_page(
     the new URL. Fails if the page is missing or the new title exists, and before moving anything
     if the account cannot move as asked."""
     if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
-        raise invalid(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a redirect.")
+        raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
+                            "redirect.")
     if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
-        raise invalid(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
+        raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
@@ -4804,8 +4812,8 @@ def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
     if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
-        raise WikiError("upstream_failure", f"{lost.message} The wiki shows {from_title!r} still in its "
-                        "place, so the page was not moved. Call again to retry.") from None
+        raise upstream_failure(f"{lost.message} The wiki shows {from_title!r} still in its "
+                               "place, so the page was not moved. Call again to retry.") from None
     return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
 
 
@@ -4866,11 +4874,11 @@ def delete_page(
         check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
         revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
-        raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
-                      f"(latest revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
-                      f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
-                      f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
-                      "confirm=true.")
+        raise invalid_input(f"Nothing was deleted. delete-page would delete {page['title']!r} (latest "
+                            f"revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
+                            f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
+                            f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
+                            "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     status = "Deleted."
@@ -4879,8 +4887,8 @@ def delete_page(
     except ResponseLost as lost:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         if not resolve_page(query, title)[0].get("missing"):
-            raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still there, so "
-                            "it was not deleted. Call again to retry.") from None
+            raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
+                                   "it was not deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
         status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
     except WikiError as error:
@@ -4912,8 +4920,8 @@ def undelete_page(
     query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
     page, _ = resolve_page(query, title)
     if lost and (page.get("missing") or not page):
-        raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still deleted, so it "
-                        "was not restored. Call again to retry.")
+        raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
+                               "was not restored. Call again to retry.")
     status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
@@ -5010,23 +5018,23 @@ def file_namespace(ctx: ToolContext) -> str:
 
 def uploads_allowed(ctx: ToolContext) -> None:
     if ctx.site.raw.get("uploadsenabled") is False:
-        raise WikiError("permission_denied", f"{ctx.wiki.key} has uploads switched off; no retry by the "
-                        "model changes this.")
+        raise permission_denied(f"{ctx.wiki.key} has uploads switched off; no retry by the "
+                                "model changes this.")
 
 
 def check_wiki_size(ctx: ToolContext, size: int, what: str) -> None:
     wiki_max = ctx.site.raw.get("maxuploadsize")
     if wiki_max and size > wiki_max:
-        raise invalid(f"{what} is {size} bytes; {ctx.wiki.key} accepts files up to {wiki_max} bytes. "
-                      "Nothing was uploaded.")
+        raise invalid_input(f"{what} is {size} bytes; {ctx.wiki.key} accepts files up to {wiki_max} bytes. "
+                            "Nothing was uploaded.")
 
 
 def check_upload_size(ctx: ToolContext, size: int, what: str) -> None:
     check_wiki_size(ctx, size, what)
     cap = ctx.state.config.upload_max_bytes
     if size > cap:
-        raise invalid(f"{what} is {size} bytes; this server uploads files up to {cap} bytes "
-                      "(MCP_UPLOAD_MAX_BYTES, which the operator can raise). Nothing was uploaded.")
+        raise invalid_input(f"{what} is {size} bytes; this server uploads files up to {cap} bytes "
+                            "(MCP_UPLOAD_MAX_BYTES, which the operator can raise). Nothing was uploaded.")
 
 
 def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
@@ -5035,27 +5043,27 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
     uploads_allowed(ctx)
     directories = ctx.state.config.upload_dirs
     if not directories:
-        raise WikiError("permission_denied", "Uploads from disk are switched off: the operator has set no "
-                        "upload directory (MCP_UPLOAD_DIRS, or uploadDirs in the configuration file). No "
-                        "retry by the model changes this; upload-file-from-url uploads from a URL.")
+        raise permission_denied("Uploads from disk are switched off: the operator has set no upload "
+                                "directory (MCP_UPLOAD_DIRS, or uploadDirs in the configuration file). No "
+                                "retry by the model changes this; upload-file-from-url uploads from a URL.")
     if not os.path.isabs(filepath):
-        raise invalid(f"filepath must be an absolute path, not {filepath!r}.")
+        raise invalid_input(f"filepath must be an absolute path, not {filepath!r}.")
     real = os.path.realpath(filepath)
     if not any(os.path.commonpath([real, d]) == d for d in directories):
         linked = " once its links are resolved" if real != os.path.normpath(filepath) else ""
-        raise WikiError("permission_denied", f"{filepath} lies outside the upload directories{linked} "
-                        f"({', '.join(directories)}); this server reads no other file. No retry with "
-                        "this path changes this: the file must be copied into one of them.")
+        raise permission_denied(f"{filepath} lies outside the upload directories{linked} "
+                                f"({', '.join(directories)}); this server reads no other file. No retry with "
+                                "this path changes this: the file must be copied into one of them.")
     try:  # the checked path itself, never a link swapped in since
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise WikiError("not_found", f"There is no file {filepath}.") from None
+        raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:
-        raise WikiError("permission_denied", f"{filepath} cannot be read: {error.strerror}.") from None
+        raise permission_denied(f"{filepath} cannot be read: {error.strerror}.") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise invalid(f"{filepath} is not a regular file.")
+            raise invalid_input(f"{filepath} is not a regular file.")
         check_upload_size(ctx, info.st_size, filepath)
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(ctx.state.config.upload_max_bytes + 1)
@@ -5079,7 +5087,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     except ValueError:
         parts = urllib.parse.urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid(f"{url!r} is not an http(s) URL of a file.")
+        raise invalid_input(f"{url!r} is not an http(s) URL of a file.")
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
@@ -5091,15 +5099,14 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
         except WikiError as error:
             if error.category != "upstream_failure":
                 raise  # refused by the guard, or no URL at all
-            raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
-                            "handed to the wiki: this server could not check where it leads. "
-                            + RETRY_LATER) from None
+            raise upstream_failure(f"{error.message} Nothing was uploaded, and the URL was not "
+                                   "handed to the wiki: this server could not check where it leads. "
+                                   + RETRY_LATER) from None
         with response:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
-                raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
-                                f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
-                                "Check the URL.")
+                raise (not_found if response.status_code in (404, 410) else upstream_failure)(
+                    f"{url} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
             length = response.headers.get("Content-Length", "")
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
@@ -5173,12 +5180,12 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
         refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
                                 " For a new file, pick another title." if new else "")
     if new and "exists" in warnings:
-        raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
-                        f"version of it, use {sibling}; otherwise pick another title.")
+        raise conflict(f"{where} already exists; nothing was uploaded. To upload a new "
+                       f"version of it, use {sibling}; otherwise pick another title.")
     if not new and "exists" not in warnings:
         why = "".join(f"; {w}" for w in explained(
             {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
-        raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
+        raise not_found(f"{where} does not exist{why}; nothing was uploaded. To upload a new "
                         f"file, use {sibling}.")
     if "nochange" in warnings:
         return ("No change: the file's current version already has these bytes; nothing was uploaded.\n"
@@ -5204,9 +5211,9 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     commit = {**publish, "ignorewarnings": bool(warnings), **({"filekey": filekey} if filekey else origin)}
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
-        raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
-                        f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
-                        f"{file_title(ctx, name)} before calling again.")
+        raise conflict(f"Nothing was uploaded: since the file was checked, the wiki found that "
+                       f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
+                       f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
@@ -5222,9 +5229,9 @@ def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str
     page, redirected = resolve_page(query, name)
     if redirected:
         target = page.get("title")
-        raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
-                        f"would lie hidden behind the redirect. To upload a new version of {target}, "
-                        f"{remedy} title='{target}'.{otherwise}")
+        raise conflict(f"{where} redirects to {target}; nothing was uploaded, since a file there "
+                       f"would lie hidden behind the redirect. To upload a new version of {target}, "
+                       f"{remedy} title='{target}'.{otherwise}")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
@@ -5245,17 +5252,17 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
             return ctx.mw.write(params, files=files).get("upload") or {}
     except ResponseLost as lost:
         if not publishing:
-            raise WikiError("upstream_failure", f"{lost.message} The wiki was only checking the file, "
-                            "so nothing was published; call again.") from None
+            raise upstream_failure(f"{lost.message} The wiki was only checking the file, "
+                                   "so nothing was published; call again.") from None
         try:
             landed = landed_upload(ctx, name, sha1)
         except WikiError as error:
-            raise WikiError("upstream_failure", f"{lost.message} Whether the file was uploaded could not "
-                            f"be checked ({error.message}); look at the file before calling again.") from None
+            raise upstream_failure(f"{lost.message} Whether the file was uploaded could not be checked "
+                                   f"({error.message}); look at the file before calling again.") from None
         if landed is None:
-            raise WikiError("upstream_failure", f"{lost.message} The file's history shows no upload of "
-                            "these bytes by this account yet. A slow wiki may still save it: look at the "
-                            "file (get-file) before calling again.") from None
+            raise upstream_failure(f"{lost.message} The file's history shows no upload of these bytes by "
+                                   "this account yet. A slow wiki may still save it: look at the file "
+                                   "(get-file) before calling again.") from None
         return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
 
 
@@ -5443,16 +5450,16 @@ def add_wiki(
     try:
         url = normalise_server(wikiUrl)
     except ValueError:
-        raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+        raise invalid_input(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
     if split_userinfo(url)[1]:
-        raise invalid("wikiUrl must not carry a user name or password; a wiki that needs them is one for "
-                      "the operator to configure.")
+        raise invalid_input("wikiUrl must not carry a user name or password; a wiki that needs them is one "
+                            "for the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = configured_entry(state, wiki_key(url))
     known = registered_as(state, wiki_key(url))
     if known:
-        raise WikiError("conflict", f"{wiki_key(url)} is already configured as the wiki {known}; "
-                        "pass it as wiki to other tools.")
+        raise conflict(f"{wiki_key(url)} is already configured as the wiki {known}; "
+                       "pass it as wiki to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, trusted_hosts=state.config.trusted_hosts, **options)
         site = client.site
@@ -5460,8 +5467,8 @@ def add_wiki(
         known = registered_as(state, key) or next(
             (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
         if known:
-            raise WikiError("conflict", f"{url} is the wiki {known}, which is already configured; "
-                            "pass it as wiki to other tools.")
+            raise conflict(f"{url} is the wiki {known}, which is already configured; "
+                           "pass it as wiki to other tools.")
         wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
     if wiki.key in state.configured:  # the operator's entry, with its credentials
         client = wiki.client(**options)
@@ -5483,7 +5490,7 @@ def remove_wiki(
     """Removes a wiki from this server, added or configured (never the default wiki). Nothing
     changes on the wiki itself; add-wiki brings it back."""
     if not wiki.strip():
-        raise invalid("Argument 'wiki' must name the wiki to remove.")
+        raise invalid_input("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)
     removed = ctx.state.remove_wiki(key)
     return f"Removed wiki {key}" + (f" ({removed.sitename})" if removed.sitename else "") + "."
