@@ -2625,28 +2625,65 @@ class Param:
     default: Any
 
 
+#: The arguments the registry adds to a tool's own, from its flags (dry_run, idempotency_key,
+#: scoped), in this order. Dispatch handles them, so a tool function never declares them.
+SHARED_PARAMS = {p.name: p for p in (
+    Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
+    Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
+                                           max_length=200), False, None),
+    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
+
+
+@dataclasses.dataclass(frozen=True)
+class Quoted:
+    """A setting as a description quotes it: ``{content_max_bytes:bytes}`` (a Config field and
+    a unit) reads "50000 bytes by default" while the setting is at its default, and "20000 bytes"
+    once the operator sets that; the unit ``MB`` counts whole millions of bytes."""
+    value: Any
+    default: Any
+
+    def __format__(self, unit: str) -> str:
+        value = self.value
+        if unit == "MB":
+            value, unit = (value // 10**6, unit) if value % 10**6 == 0 else (value, "bytes")
+        return f"{value} {unit}" + (" by default" if self.value == self.default else "")
+
+
 @dataclasses.dataclass
 class ToolSpec:
+    """A registered tool (see Registry.tool): what tools/list shows and what a call runs."""
     name: str
     title: str
-    description: str
+    doc: str             # the description, quoting settings as {field:unit} (Quoted); {{ }} for braces
     fn: Callable[..., Any]
     read_only: bool
     destructive: bool
     idempotent: bool
     open_world: bool
-    params: dict[str, Param]
+    params: dict[str, Param]             # the function's own
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
+    dry_run: bool = False                # takes dryRun
+    idempotency_key: bool = False        # takes idempotencyKey
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
     rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
     needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
+    @property
+    def arguments(self) -> dict[str, Param]:
+        """Every argument the tool takes: its own, then those its flags add."""
+        flags = {"dryRun": self.dry_run, "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
+        return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
+
+    def description(self, config: Config | None = None) -> str:
+        """The description, the settings it quotes read from ``config`` (None: the defaults)."""
+        return self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
+                                    for f in dataclasses.fields(Config)})
+
     def schema(self) -> dict[str, Any]:
-        properties = {name: param_schema(p) for name, p in self.params.items()}
-        if self.scoped:
-            properties["wiki"] = WIKI_PARAM_SCHEMA
-        required = [name for name, p in self.params.items() if p.required]
+        arguments = self.arguments
+        properties = {name: param_schema(p) for name, p in arguments.items()}
+        required = [name for name, p in arguments.items() if p.required]
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
@@ -2654,32 +2691,66 @@ class ToolSpec:
         return schema
 
 
-#: Every tool, by name, in the order tools/list shows them.
-TOOLS: dict[str, ToolSpec] = {}
+class Registry:
+    """Tools by name, in the order tools/list shows them. A server serves one registry
+    (ServerState.registry): REGISTRY, whose ``tool`` decorates every tool below, unless it
+    is given its own, as a test does."""
 
-WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the default wiki."}
+    def __init__(self) -> None:
+        self.tools: dict[str, ToolSpec] = {}
+
+    def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
+             idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
+             dry_run: bool = False, idempotency_key: bool = False, needs_extension: str | None = None,
+             rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
+             offered: Callable[[ServerState], bool] | None = None,
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Registers a tool function: ``@tool("get-page", "Get page", read_only=True)``.
+
+        The function's docstring is the description; it quotes a setting as ``{field:unit}``
+        (see Quoted). Its parameters after the first, the ToolContext, are the tool's own
+        arguments, each ``Annotated[type, Arg(...)]``. Hints: a ``read_only`` tool is not
+        destructive and is idempotent; any other states ``destructive`` and ``idempotent``,
+        which are never guessed. ``open_world``: the tool reaches beyond this server.
+        Each flag gives the tool an argument or a gate, with no code in the tool:
+
+        - ``scoped`` (on by default): a ``wiki`` argument picks the wiki it acts on, and a tool
+          that is not read-only is refused on a wiki configured read-only. Off: it acts on no
+          one wiki (add-wiki).
+        - ``dry_run``: a ``dryRun`` argument, which the tool reads as ``ctx.dry_run``.
+        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the same
+          key and arguments returns the first result, marked as a repeat, and runs nothing.
+        - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
+        - ``rights``: refused for an account without them (``a|b``: either), on the tool's first
+          use of ``ctx.client``, before anything is sent.
+        - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
+        - ``offered(state)``: listed only while it holds."""
+        if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
+            raise TypeError(f"{name} is read-only: neither destructive nor non-idempotent, and it "
+                            "takes no dryRun or idempotencyKey")
+        if not read_only and (destructive is None or idempotent is None):
+            raise TypeError(f"{name} is not read-only: state destructive= and idempotent= (the decision "
+                            "guide of tool-conventions.md)")
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            spec = ToolSpec(
+                name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
+                read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
+                open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
+                dry_run=dry_run, idempotency_key=idempotency_key, needs_extension=needs_extension,
+                rights=rights, needs_upload_dirs=needs_upload_dirs)
+            if clash := spec.params.keys() & {"dryRun", "idempotencyKey", *(["wiki"] if scoped else [])}:
+                raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
+                                "the function's parameters")
+            spec.description()  # a setting it names that Config lacks fails here, at import
+            self.tools[name] = spec
+            return fn
+        return register
 
 
-def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
-         idempotent: bool = True, open_world: bool = True,
-         offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
-         needs_extension: str | None = None, rights: tuple[str, ...] = (),
-         needs_upload_dirs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers a tool function. Its docstring is the description; its parameters
-    after the first (the ToolContext) are the tool's arguments, each annotated
-    ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
-    no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
-    on a wiki without that extension are refused, naming the wikis that have it. ``rights``:
-    a write by an account without them is refused before anything is sent (see ToolContext).
-    ``needs_upload_dirs``: the tool is of no use until the operator sets upload directories."""
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        TOOLS[name] = ToolSpec(
-            name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
-            read_only=read_only, destructive=destructive, idempotent=idempotent,
-            open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-            needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
-        return fn
-    return register
+#: The module's tools; ``@tool`` adds to it.
+REGISTRY = Registry()
+tool = REGISTRY.tool
 
 
 def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
@@ -2747,14 +2818,14 @@ def param_schema(p: Param) -> dict[str, Any]:
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Validates a call's arguments against the tool's parameters. Every problem is
     an invalid_input error naming the argument, never a silent drop or a crash."""
-    accepted = list(dict.fromkeys([*spec.params, *(["wiki"] if spec.scoped else [])]))
+    accepted = spec.arguments
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
         raise invalid_input(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
                             f"{', '.join(repr(u) for u in unknown)} for {spec.name}. "
                             f"Accepted arguments: {', '.join(accepted)}.")
     values: dict[str, Any] = {}
-    for name, p in spec.params.items():
+    for name, p in accepted.items():
         value = arguments.get(name)
         if value is None:
             if p.required:
@@ -3095,15 +3166,16 @@ class ToolCalls:
 
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, what
-    the write tools remember (reads for the no-loss checks, idempotency keys), and the tool
-    calls in flight.
+    """Everything one server instance holds: its configuration, a client per wiki, the tools
+    it serves, what the write tools remember (reads for the no-loss checks, idempotency
+    keys), and the tool calls in flight.
 
     add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
     ``lock`` (never change them in place), so a tool running on another thread always sees
     a consistent pair to read from."""
     config: Config
     clients: dict[str, MediaWikiClient]
+    registry: Registry = REGISTRY
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
@@ -3115,11 +3187,11 @@ class ServerState:
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
 
     @classmethod
-    def from_config(cls, config: Config, **client_options: Any) -> ServerState:
+    def from_config(cls, config: Config, registry: Registry = REGISTRY, **client_options: Any) -> ServerState:
         config = dataclasses.replace(config, wikis=dict(config.wikis))
         clients = {key: wiki.client(config.user_agent, **client_options)
                    for key, wiki in config.wikis.items()}
-        return cls(config=config, clients=clients, client_options=client_options,
+        return cls(config=config, clients=clients, registry=registry, client_options=client_options,
                    configured=dict(config.wikis))
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
@@ -3175,27 +3247,33 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 
 @dataclasses.dataclass
 class ToolContext:
-    """What a tool function receives: the wiki's client and the server's settings.
-    ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
-    it sends nothing unless the client asked for progress, and it never fails the call.
-    ``rights``: the rights the tool needs, checked on its first request to the wiki (``mw``)."""
-    client: MediaWikiClient
+    """What a tool function gets besides its arguments. A tool may use:
+
+    - ``client``: the wiki's client (MediaWikiClient). A tool's first use of it checks that the
+      account has the rights the tool needs (``rights`` of @tool): after the tool's own checks of
+      its arguments, before it asks the wiki anything, so a call the account cannot make changes
+      nothing (and asks no confirmation).
+    - ``wiki``: the wiki's configuration (key, read_only, tags, ...); ``site``: its site info,
+      learnt once per wiki, so no request of this call.
+    - ``dry_run``: the call's dryRun (a tool registered with dry_run=True): save nothing.
+    - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
+    - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
+      nothing unless the client asked for progress, and it never fails the call.
+    - ``state``: the server's state (its configuration, what writes remember, the other wikis)."""
+    _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
-    rights: tuple[str, ...] = ()
+    rights: tuple[str, ...] = ()  # the rights still to check
+    dry_run: bool = False
 
     @property
-    def mw(self) -> MediaWikiClient:
-        """The wiki's client. A tool's first use of it checks that the account has the rights
-        the tool needs: after the tool's own checks of its arguments, before it asks the wiki
-        anything, so a call the account cannot make changes nothing (and asks no confirmation)."""
+    def client(self) -> MediaWikiClient:
         rights, self.rights = self.rights, ()
         for right in rights:
-            if why := self.client.cannot(right):
-                raise permission_denied(
-                                        f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
-        return self.client
+            if why := self._client.cannot(right):
+                raise permission_denied(f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+        return self._client
 
     @property
     def budget(self) -> int:
@@ -3203,14 +3281,14 @@ class ToolContext:
 
     @property
     def site(self) -> SiteInfo:
-        return self.client.site  # learnt once per wiki, so no request of this call
+        return self._client.site
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
     """The tools this configuration offers: tools that write to a wiki only when a wiki is
     writable, and each tool only where its ``offered`` condition holds."""
     writable = state.any_writable()
-    return [spec for spec in TOOLS.values()
+    return [spec for spec in state.registry.tools.values()
             if (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state))]
 
@@ -3236,15 +3314,15 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread). Returns content blocks and is_error;
     never raises, so nothing but ``category: message`` reaches the model."""
-    spec = TOOLS.get(name)
+    spec = state.registry.tools.get(name)
     try:
         offered = offered_tools(state)
+        available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
-            raise invalid_input(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
+            raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
-            raise permission_denied(f"The tool {name} is not offered with this server's "
-                                    "configuration; no retry by the model changes it. Available tools: "
-                                    f"{', '.join(s.name for s in offered)}.")
+            raise permission_denied(f"The tool {name} is not offered with this server's configuration; no "
+                                    f"retry by the model changes it. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -3256,17 +3334,18 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                                     "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
-        idempotency_key = values.get("idempotencyKey")
-        if idempotency_key and not spec.read_only and not values.get("dryRun"):
-            fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
-                                     sort_keys=True, ensure_ascii=False)
+        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights,
+                          dry_run=spec.dry_run and values["dryRun"])
+        own = {arg: values[arg] for arg in spec.params}
+        idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
+        if idempotency_key:
+            fingerprint = json.dumps([name, key, own], sort_keys=True, ensure_ascii=False)
             result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **values)))
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)))
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
-            result = spec.fn(ctx, **values)
+            result = spec.fn(ctx, **own)
     except WikiError as error:
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
@@ -3302,14 +3381,14 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
-    # one place serves tools/list and tools/call from the TOOLS registry instead.
+    # one place serves tools/list and tools/call from the tool registry instead.
     # It also serves resources/list and resources/read from the wiki registry, because
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         listening(ctx)
         return mt.ListToolsResult(tools=[
-            mt.Tool(name=spec.name, title=spec.title, description=spec.description,
+            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config),
                     input_schema=spec.schema(),
                     annotations=mt.ToolAnnotations(
                         read_only_hint=spec.read_only, destructive_hint=spec.destructive,
@@ -3362,7 +3441,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             except Exception:
                 log.debug("could not report progress", exc_info=True)
 
-        spec = TOOLS.get(params.name)
+        spec = state.registry.tools.get(params.name)
         try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
             wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
         except WikiError:
@@ -3425,8 +3504,6 @@ OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", m
 ContinueArg = Arg("From the previous call's 'More results' marker.")
 NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
-DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
-IdempotencyKeyArg = Arg("One per user request, reused on retry; a repeat writes nothing.", max_length=200)
 
 
 # -- shared pieces of the page tools ----------------------------------------
@@ -3470,7 +3547,7 @@ def missing_page(ctx: ToolContext, title: str) -> WikiError:
 def gone(ctx: ToolContext, title: str) -> str | None:
     """Where a page that is not there went, from the wiki's log: deleted (undelete-page
     restores it) or moved without a redirect; None when the log does not say."""
-    events = ctx.mw.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+    events = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
                          "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
     for event in events or []:
         when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
@@ -3486,7 +3563,7 @@ def gone(ctx: ToolContext, title: str) -> str | None:
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
     """not_found for a section past the last, listing the sections there are, as the wiki
     numbers them (headings that templates bring cannot be read or edited by number)."""
-    parsed = ctx.mw.get({"action": "parse", "prop": "sections",
+    parsed = ctx.client.get({"action": "parse", "prop": "sections",
                          **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
     sections = ["0 (Lead)"]
     for found in parsed.get("sections") or []:
@@ -3528,12 +3605,12 @@ def get_page(
     followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
 ) -> list[str]:
     """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
-    revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
-    default, the marker naming the next call. For several pages, use get-pages; for an old
-    revision, get-revision."""
+    revision ID (a write's latestId); notes a followed redirect. Truncated at
+    {content_max_bytes:bytes}, the marker naming the next call. For several pages, use
+    get-pages; for an old revision, get-revision."""
     if content == "html":
         return page_html(ctx, title, metadata, section, offset, followRedirects)
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "titles": title, "redirects": followRedirects, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main", "rvsection": section if content == "source" else None,
@@ -3589,7 +3666,7 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
 def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
     """A page or revision rendered (action=parse); a missing page or section says what there is."""
     try:
-        return ctx.mw.get({"action": "parse", "section": section, "disableeditsection": True,
+        return ctx.client.get({"action": "parse", "section": section, "disableeditsection": True,
                            "disablelimitreport": True, **params}).get("parse", {})
     except WikiError as error:
         if error.code == "nosuchsection":
@@ -3606,7 +3683,7 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        query = ctx.mw.get({"action": "query", "pageids": parsed.get("pageid"), "prop": "revisions|info",
+        query = ctx.client.get({"action": "query", "pageids": parsed.get("pageid"), "prop": "revisions|info",
                             "rvprop": "ids|timestamp|user|size|comment", "rvslots": "main"})
         page, _ = resolve_page(query.get("query", {}), title)
         revision = revision_of(page)
@@ -3626,10 +3703,10 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 wiki pages' wikitext, in the order asked, each with its title and
-    revision ID; missing titles are listed. One budget of 50000 bytes by default; pages left out
+    revision ID; missing titles are listed. One budget of {content_max_bytes:bytes}; pages left out
     are named with the call that reads them. For HTML, a section or an offset, use get-page."""
     wanted = list(dict.fromkeys(titles))
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main",
@@ -3725,7 +3802,7 @@ def search_page(
     For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
-    data = ctx.mw.get({
+    data = ctx.client.get({
         "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
         "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
         "srinfo": "totalhits",
@@ -3764,7 +3841,7 @@ def search_page_by_prefix(
         raise invalid_input(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but "
                             f"namespace is {namespace} ({names.get(namespace, 'unknown')}). Give the "
                             "namespace once: in the prefix or as namespace.")
-    data = ctx.mw.get({
+    data = ctx.client.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
         "psnamespace": namespace,
         **(decode_continuation(continueFrom, ("psoffset",)) if continueFrom else {}),
@@ -3781,14 +3858,14 @@ def search_page_by_prefix(
 def get_site_info(ctx: ToolContext) -> str:
     """Returns the wiki's name, MediaWiki version, language, main page, address, read-only
     state, namespaces with their IDs and installed extensions."""
-    query = ctx.mw.refresh_site("extensions")
+    query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
     return labelled(
         ("Wiki", ctx.wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
         ("Language", site.lang), ("Main page", site.main_page),
         ("Main page URL", site.page_url(site.main_page) if site.main_page else None),
-        ("API", ctx.mw.api_url),
+        ("API", ctx.client.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
         ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
@@ -3798,7 +3875,7 @@ def get_site_info(ctx: ToolContext) -> str:
 def whoami(ctx: ToolContext) -> str:
     """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
     and its editing rights: what a write may do."""
-    info = ctx.mw.get({"action": "query", "meta": "userinfo",
+    info = ctx.client.get({"action": "query", "meta": "userinfo",
                        "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
                "upload_by_url", "protect", "block", "bot", "apihighlimits", "writeapi")
@@ -3807,7 +3884,7 @@ def whoami(ctx: ToolContext) -> str:
     return labelled(
         ("Wiki", ctx.wiki.key),
         ("User", f"anonymous (IP {info.get('name')})" if anonymous else info.get("name")),
-        ("Login", f"{ctx.mw.username} (bot password)" if ctx.mw.username else
+        ("Login", f"{ctx.client.username} (bot password)" if ctx.client.username else
          "OAuth 2 access token" if ctx.wiki.token else None),
         ("User ID", None if anonymous else info.get("id")),
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
@@ -3822,8 +3899,8 @@ def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
     """A read whose parameters carry text (wikitext to parse or compare): a GET while
     it fits a URL, else a POST, retried like a GET since it writes nothing."""
     if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
-        return ctx.mw.post(params, retry_transient=True)
-    return ctx.mw.get(params)
+        return ctx.client.post(params, retry_transient=True)
+    return ctx.client.get(params)
 
 
 def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
@@ -3841,9 +3918,9 @@ def get_revision(
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns one revision of a wiki page by revision ID, wikitext or rendered HTML, with its
-    page, time, user, summary, size, tags and parent. Truncated at 50000 bytes by default, the
+    page, time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the
     marker naming the next call. For the latest revision, use get-page with metadata=true."""
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
                   + ("|content" if content == "source" else ""),
@@ -3921,7 +3998,7 @@ def get_page_history(
                             "newerThan forward.")
     anchor = olderThan or newerThan
     try:
-        query = ctx.mw.get({
+        query = ctx.client.get({
             "action": "query", "titles": title, "prop": "revisions",
             "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
             "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
@@ -3941,7 +4018,7 @@ def get_page_history(
     rows = rows[:limit]
     unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
     if unknown:  # filtered by tag or user: the parents are not in the list
-        parents = ctx.mw.get({"action": "query", "revids": unknown, "prop": "revisions",
+        parents = ctx.client.get({"action": "query", "revids": unknown, "prop": "revisions",
                               "rvprop": "ids|size"}).get("query", {})
         sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
                       for r in p.get("revisions") or []})
@@ -3996,7 +4073,7 @@ def compare_pages(
 ) -> list[str]:
     """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
     (not text against text): only the changed lines, - old and + new under @@ line hunks, with
-    both sizes and the change. Truncated at 50000 bytes by default (offset continues). For what
+    both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
     changed, use this rather than diffing two fetched sources."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
@@ -4074,7 +4151,7 @@ def get_category_members(
     counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
     category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
-    data = ctx.mw.get({
+    data = ctx.client.get({
         "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
         "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
         "titles": title, "prop": "categoryinfo",
@@ -4128,7 +4205,7 @@ def get_links_here(
         _, prefix, _, redirects = LINK_KINDS[kind]
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
-    data = ctx.mw.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    data = ctx.client.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
     query = data.get("query", {})
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
@@ -4181,7 +4258,7 @@ def get_recent_changes(
     oldest = iso_timestamp(start, "start") if start else None
     if newest and oldest and oldest > newest:
         raise invalid_input(f"start ({oldest}) is after end ({newest}).")
-    data = ctx.mw.get({
+    data = ctx.client.get({
         "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
         "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
         "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
@@ -4217,7 +4294,7 @@ def parse_wikitext(
 ) -> list[str]:
     """Renders wikitext through the wiki without saving (signatures and subst: expanded): HTML,
     parse warnings, links and templates (missing ones marked), categories and external links, to
-    check an edit before saving. HTML truncated at 50000 bytes by default (offset continues)."""
+    check an edit before saving. HTML truncated at {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
     parsed = read_long(ctx, {
@@ -4252,7 +4329,7 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
     file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.mw.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
+    query = ctx.client.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
                         **extra}).get("query", {})
     page, redirected = resolve_page(query, name)
     check_title(page, title)
@@ -4296,7 +4373,7 @@ def get_file_data(
 ) -> list[Any]:
     """Returns a file's image as an image block fetched by the server, for clients that cannot
     reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
-    renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
+    renders to them. Capped at {file_data_max_bytes:bytes of base64}. For metadata and URLs, use
     get-file."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
@@ -4309,7 +4386,7 @@ def get_file_data(
         raise invalid_input(f"{name} is {mime or 'not an image'}, which the wiki does not render as an "
                             "image. get-file gives its metadata and URL.")
     limit = ctx.state.config.file_data_max_bytes
-    data = ctx.mw.fetch(url, limit * 3 // 4)
+    data = ctx.client.fetch(url, limit * 3 // 4)
     if data is None:
         again = "Call get-file-data again with a smaller width." if url != info.get("url") else ""
         raise invalid_input(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
@@ -4360,7 +4437,7 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
     """A saved revision's size against its parent's, as the wiki stored them: the wiki's
     pre-save transform (signatures, subst:, trailing space) can change the text sent."""
     try:
-        query = ctx.mw.get({"action": "query", "revids": [parent, revid] if parent else revid,
+        query = ctx.client.get({"action": "query", "revids": [parent, revid] if parent else revid,
                             "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
     except WikiError as error:
         return f"unknown (the wiki did not say: {error.message})"
@@ -4376,7 +4453,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     """Sends one action=edit and describes the saved revision. If the wiki's answer is
     lost, the page history tells whether the edit landed: it is never sent twice."""
     try:
-        data = ctx.mw.write({"action": "edit", "title": title, **fields, "summary": summary,
+        data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
                              "tags": change_tags(ctx)})
     except ResponseLost as lost:
         try:
@@ -4420,7 +4497,7 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     """The revision after ``base`` that this account saved with this summary, if any. Without a
     summary, or for an edit that adds text (parallel ones by this account may share a summary),
     it must also hold the text that ``fields`` sent, in its place."""
-    query = ctx.mw.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
                         "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
                         "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
@@ -4430,7 +4507,7 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     holds = sent_text_check(fields) if not summary or "text" not in fields else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
-    texts = ctx.mw.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
+    texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
                         "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
     held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
             for r in p.get("revisions") or []}
@@ -4508,8 +4585,8 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                         f"and replace. To replace it whole, first read the rest ({rest}).")
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
-      rights=("edit", "createpage"))
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True, dry_run=True,
+      idempotency_key=True, rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4518,14 +4595,12 @@ def create_page(
     contentModel: Annotated[str | None, Arg(
         "Content model (e.g. wikitext, json, css, javascript). Default: the namespace's.",
         max_length=64)] = None,
-    dryRun: Annotated[bool, DryRunArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
     title exists, so it never overwrites; to change a page, use update-page."""
     source = as_wiki_receives(source)
-    if dryRun:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info",
+    if ctx.dry_run:
+        query = ctx.client.get({"action": "query", "titles": title, "prop": "info",
                             "intestactions": "create"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
@@ -4538,7 +4613,8 @@ def create_page(
                      None, edit_summary(ctx, comment))
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, dry_run=True,
+      idempotency_key=True, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4560,8 +4636,6 @@ def update_page(
         "Lets a section replacement delete subsections its text lacks.")] = False,
     removeSections: Annotated[bool, Arg(
         "Lets a whole-page replacement shrink the page to one section's shape.")] = False,
-    dryRun: Annotated[bool, DryRunArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
     """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
     Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). A
@@ -4587,13 +4661,13 @@ def update_page(
         raise invalid_input("removeSections applies only to replacing the whole page (source without section).")
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
-    if bot and not ctx.mw.account.can("bot"):
-        raise invalid_input(f"The account {ctx.mw.account.name} lacks the bot right on "
+    if bot and not ctx.client.account.can("bot"):
+        raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on "
                             f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
                             "without bot.")
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
-        "rvprop": "ids|content", "intestactions": "edit" if dryRun else None,
+        "rvprop": "ids|content", "intestactions": "edit" if ctx.dry_run else None,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
@@ -4617,7 +4691,7 @@ def update_page(
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     pin = latestId or read_base or (latest if mode == "replace" else None)
     whole = main_slot(current).get("content", "")
-    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or dryRun) else whole
+    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or ctx.dry_run) else whole
     # What the change is made on: a replacement, like MediaWiki's section splice, on the base
     # revision, whose section numbers are the ones the model read; an addition on the page now.
     seen = base if mode == "replace" else whole
@@ -4646,7 +4720,7 @@ def update_page(
     else:
         fields["prependtext"] = (source or "") + separator(source or "", old)
         new = fields["prependtext"] + old
-    if dryRun:
+    if ctx.dry_run:
         return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
     # This server's own unpinned additions to one page go one at a time, so that many at once
     # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
@@ -4665,14 +4739,14 @@ def update_page(
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     """Whether revision ``revid`` belongs to ``page``: a base from another page would make
     MediaWiki merge against another text."""
-    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
     other = (query.get("pages") or [{}])[0]
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
 
 
 def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
     """Refuses an edit through a redirect page whose own text the model has not seen."""
-    query = ctx.mw.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
     target = str((query.get("redirects") or [{}])[0].get("to", ""))
     raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
                         "target's text under it. To change that text, call update-page with "
@@ -4705,7 +4779,7 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
 
 
 def revision_text(ctx: ToolContext, revid: int) -> str:
-    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
+    query = ctx.client.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
                         "rvslots": "main"}).get("query", {})
     return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
 
@@ -4757,7 +4831,8 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
                           merged_into=latest if stale else None)
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -4767,23 +4842,22 @@ def move_page(
     moveSubpages: Annotated[bool, Arg("Also moves subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
         "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Renames a wiki page (by default with its talk page); returns the old and new titles,
     whether a redirect was left, each talk page and subpage moved or left behind (and why), and
     the new URL. Fails if the page is missing or the new title exists, and before moving anything
     if the account cannot move as asked."""
-    if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
+    if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
         raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
                             "redirect.")
-    if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
+    if moveSubpages and (why := ctx.client.cannot("move-subpages")):
         raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
     status = "Moved."
     try:
-        moved = ctx.mw.write(params).get("move", {})
+        moved = ctx.client.write(params).get("move", {})
     except ResponseLost as lost:
         moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
         status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
@@ -4807,7 +4881,7 @@ def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str
     """What the wiki shows after a move whose answer was lost, as the API answers a move: the
     page at its new title, its old title a redirect there or gone. A refused move (the new title
     taken, say) leaves the page where it was, which is no move."""
-    query = ctx.mw.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
+    query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
                         "prop": "info"}).get("query", {})
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
@@ -4842,7 +4916,7 @@ def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str]
 def subpages_of(ctx: ToolContext, title: str) -> list[str]:
     namespace = ctx.site.namespace_of(title)
     name = title.partition(":")[2] if namespace else title
-    found = ctx.mw.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+    found = ctx.client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
                         "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
     return [p["title"] for p in found]
 
@@ -4856,19 +4930,19 @@ def wiki_words(error: Mapping[str, Any]) -> str:
 WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, rights=("delete",))
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason for the deletion.", max_length=500)] = None,
     confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
     deletes nothing and fails, showing the latest revision, size and number of revisions to put
     to the user."""
     if not confirm:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
+        query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
         page, _ = resolve_page(query.get("query", {}), title)
         check_page(ctx, page, title)
@@ -4883,9 +4957,9 @@ def delete_page(
               "tags": change_tags(ctx)}
     status = "Deleted."
     try:
-        deleted = ctx.mw.write(params).get("delete", {})
+        deleted = ctx.client.write(params).get("delete", {})
     except ResponseLost as lost:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        query = ctx.client.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         if not resolve_page(query, title)[0].get("missing"):
             raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
                                    "it was not deleted. Call again to retry.") from None
@@ -4900,12 +4974,11 @@ def delete_page(
 
 
 @tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
-      rights=("undelete",))
+      idempotency_key=True, rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Restores a deleted wiki page with all its deleted revisions; returns how many came back,
     the latest revision ID and URL. Fails if the title has no deleted revisions."""
@@ -4914,10 +4987,10 @@ def undelete_page(
     restored: dict[str, Any] = {}
     lost: ResponseLost | None = None
     try:
-        restored = ctx.mw.write(params).get("undelete", {})
+        restored = ctx.client.write(params).get("undelete", {})
     except ResponseLost as error:
         lost = error
-    query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
     page, _ = resolve_page(query, title)
     if lost and (page.get("missing") or not page):
         raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
@@ -5095,7 +5168,8 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     host = host_of(url)
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.client.timeout, stream=True)
+            # the wiki's timeout, read past the rights check: the fetch asks the wiki nothing
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx._client.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
                 raise  # refused by the guard, or no URL at all
@@ -5205,7 +5279,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
     if sha1 is None and filekey:  # a warned stash of a URL the wiki fetched: its SHA-1, for a lost answer
-        stashed = ctx.mw.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
+        stashed = ctx.client.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
                               "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
         sha1 = stashed[0].get("sha1")
     commit = {**publish, "ignorewarnings": bool(warnings), **({"filekey": filekey} if filekey else origin)}
@@ -5225,7 +5299,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
     """Refuses an upload to a file title that redirects, as a moved file's old title does: the
     file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
-    query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
     page, redirected = resolve_page(query, name)
     if redirected:
         target = page.get("title")
@@ -5241,15 +5315,15 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
     account); a lost stash request published nothing. ``name``: the file's name as published."""
     try:
         try:
-            return ctx.mw.write(params, files=files).get("upload") or {}
+            return ctx.client.write(params, files=files).get("upload") or {}
         except WikiError as error:
             # MediaWiki files the replaced version under the current second, so a second new
             # version within one second fails, before anything is written (the stash is kept):
             # that second is waited out once.
             if error.code != "backend-fail-alreadyexists" or not publishing:
                 raise
-            ctx.mw.sleep(1.0)
-            return ctx.mw.write(params, files=files).get("upload") or {}
+            ctx.client.sleep(1.0)
+            return ctx.client.write(params, files=files).get("upload") or {}
     except ResponseLost as lost:
         if not publishing:
             raise upstream_failure(f"{lost.message} The wiki was only checking the file, "
@@ -5268,7 +5342,7 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
     """The file's latest version, if it holds the bytes with this SHA-1 and this account uploaded it."""
-    query = ctx.mw.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo", "meta": "userinfo",
+    query = ctx.client.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo", "meta": "userinfo",
                         "iiprop": "sha1|user|url|size|mime|canonicaltitle", "iilimit": 1}).get("query", {})
     page, _ = resolve_page(query, f"File:{name}")
     latest = (page.get("imageinfo") or [{}])[0]
@@ -5291,7 +5365,7 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
 
 
 @tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
-      rights=("upload",), needs_upload_dirs=True)
+      idempotency_key=True, rights=("upload",), needs_upload_dirs=True)
 def upload_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -5299,10 +5373,9 @@ def upload_file(
     text: Annotated[str | None, UploadTextArg] = None,
     comment: Annotated[str | None, UploadCommentArg] = None,
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new file; returns the
-    file and description page URLs. Capped at 100 MB by default. Fails if the title exists,
+    file and description page URLs. Capped at {upload_max_bytes:MB}. Fails if the title exists,
     never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
@@ -5310,18 +5383,17 @@ def upload_file(
 
 
 @tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
-      rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
 def update_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
     title: Annotated[str, FileTitleArg],
     comment: Annotated[str | None, UploadCommentArg] = None,
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new version of an
-    existing file, old versions kept; returns the file and description page URLs. Capped at 100
-    MB by default. Fails if the file does not exist: for a new file, use upload-file; for its
+    existing file, old versions kept; returns the file and description page URLs. Capped at
+    {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use upload-file; for its
     description page, update-page."""
     source = read_upload_file(ctx, filepath)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
@@ -5329,7 +5401,7 @@ def update_file(
 
 
 @tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
-      rights=("upload",))
+      idempotency_key=True, rights=("upload",))
 def upload_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -5337,10 +5409,9 @@ def upload_file_from_url(
     text: Annotated[str | None, UploadTextArg] = None,
     comment: Annotated[str | None, UploadCommentArg] = None,
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over 100 MB by default, the wiki fetches it where allowed; private addresses and
+    URLs. Over {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses and
     URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
@@ -5349,17 +5420,16 @@ def upload_file_from_url(
 
 
 @tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
-      rights=("upload", "reupload|reupload-own"))
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"))
 def update_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
     title: Annotated[str, FileTitleArg],
     comment: Annotated[str | None, UploadCommentArg] = None,
     ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over 100 MB by default, the wiki fetches
+    kept; returns the file and description page URLs. Over {upload_max_bytes:MB}, the wiki fetches
     it where allowed; private addresses and URLs unreachable here are refused. Fails if the
     file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
@@ -5445,7 +5515,7 @@ def add_wiki(
     """Adds a wiki to this server until it stops, from any URL of it (page, address or api.php),
     checked with its site info and keyed by its server name (e.g. en.wikipedia.org) for other
     tools' wiki. Anonymous and read-only unless the configuration holds credentials for it.
-    Fails for private addresses and wikis already present. For configured wikis, use list-wikis."""
+    Fails for private addresses and for a wiki already configured, naming its key."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
@@ -5501,7 +5571,7 @@ def remove_wiki(
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
     public and API addresses, then "default" and "read-only" where so. The resource
-    mcp://wikis/{key} holds the same for one wiki."""
+    mcp://wikis/{{key}} holds the same for one wiki."""
     rows = []
     for key in ctx.state.config.wikis:
         facts = wiki_facts(ctx.state, key, contact=True)
@@ -5932,7 +6002,7 @@ def packaging_files(checkout: str) -> dict[str, str]:
         # them would need one build per platform (pydantic-core and others are compiled).
         "server": {"type": "uv", "entry_point": "mediawiki_mcp.py",
                    "mcp_config": {"command": "uv", "args": args, "env": env}},
-        "tools": [{"name": spec.name, "description": spec.description} for spec in TOOLS.values()],
+        "tools": [{"name": spec.name, "description": spec.description()} for spec in REGISTRY.tools.values()],
         "compatibility": {"platforms": ["darwin", "linux", "win32"],
                           "runtimes": {"python": project["requires-python"]}},
         "user_config": user_config,
