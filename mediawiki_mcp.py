@@ -38,12 +38,12 @@ import subprocess
 import sys
 import threading
 import time
-import types
 import typing
 import unicodedata
 import urllib.parse
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 if TYPE_CHECKING:  # imported lazily at run time: see _requests()
@@ -2096,17 +2096,27 @@ def call_args(**args: Any) -> str:
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
 
 
-def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]] | None = None,
-                     again: Mapping[str, Any] | None = None, verb: str = "again with") -> str:
-    """The content-truncated marker: where the cut is, and the exact next calls."""
+def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
+                     again: Mapping[str, Any] | None = None, verb: str = "again with",
+                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = ()) -> str:
+    """The content-truncated marker: where the cut is, and the exact next calls; the sections
+    listed are of the page ``again`` names, if it names one. A batch (get-pages) gives the bytes
+    it ``shown`` of all its pages, the page it cut, if any, and the pages it ``left_out``."""
     again = dict(again or {})
-    parts = [f"Content truncated at {piece.end} of {piece.total} bytes."]
-    if sections:
-        parts.append(f"Available sections: 0 (Lead), {section_list(sections)}."
-                     if sections[0][0] != 0 else f"Available sections: {section_list(sections)}.")
+    end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
+    parts = [f"Content truncated at {end} of {total} bytes."]
+    numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
+    if piece and numbered:
+        of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
+        parts.append(f"{of}: 0 (Lead), {section_list(numbered)}." if numbered[0][0] != 0
+                     else f"{of}: {section_list(numbered)}.")
         before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
-    parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
+    if piece:
+        parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
+    if left_out:
+        parts.append(f"Not included: {', '.join(left_out)}. To read them, call get-pages again with "
+                     f"{call_args(titles=list(left_out))}.")
     return " ".join(parts)
 
 
@@ -2772,7 +2782,7 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
 def type_kind(hint: Any) -> tuple[Any, Any]:
     """Reduces a type hint to (kind, item kind): str, int, bool, list or an enum tuple."""
     origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
+    if origin in (typing.Union, UnionType):
         (hint,) = [h for h in typing.get_args(hint) if h is not type(None)]
         return type_kind(hint)
     if origin is Literal:
@@ -3519,24 +3529,24 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
     return page, redirected
 
 
-def check_title(page: dict[str, Any], title: str) -> None:
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True) -> None:
+    """Refuses the page a query returned for ``title`` unless it is a page of this wiki that
+    exists; ``must_exist=False`` (a listing that works for missing pages too): only an invalid title."""
     if page.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
-
-
-def invalid_reason(page: dict[str, Any]) -> str:
-    reason = page.get("invalidreason")  # {"code", "text"} with errorformat=plaintext
-    return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
-
-
-def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
-    check_title(page, title)
+    if not must_exist:
+        return
     if "interwiki" in page:
         raise invalid_input(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
         raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
         raise missing_page(ctx, page.get("title", title))
+
+
+def invalid_reason(page: dict[str, Any]) -> str:
+    reason = page.get("invalidreason")  # {"code", "text"} with errorformat=plaintext
+    return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
 
 
 def missing_page(ctx: ToolContext, title: str) -> WikiError:
@@ -3589,6 +3599,19 @@ def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, t
     if slot.get("nosuchsection"):
         raise no_such_section(ctx, title, section, revision.get("revid"))
     return slot.get("content", "")
+
+
+def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
+    """The API fields of a continueFrom token, if any; it may hold only ``keys`` (see decode_continuation)."""
+    return decode_continuation(continue_from, keys) if continue_from else {}
+
+
+def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
+    """Adds the 'More results available' marker when MediaWiki has more to give."""
+    if data.get("continue"):
+        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
+                                          encode_continuation(data["continue"])))
+    return blocks
 
 
 # -- read tools: pages, search, the wiki and the account ---------------------
@@ -3658,8 +3681,7 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
         header += f"\nOffset: {piece.start} of {piece.total} bytes"
     blocks = [f"{header}\n\n{piece.text}"]
     if piece.truncated:
-        numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections or []]
-        blocks.append(truncated_marker(piece, tool_name, sections=numbered or None, again=again))
+        blocks.append(truncated_marker(piece, tool_name, sections=sections or (), again=again))
     return blocks
 
 
@@ -3752,7 +3774,9 @@ def get_pages(
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
                                0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
     if cut or omitted:
-        blocks.append(pages_marker(used, total, cut, omitted))
+        title, piece, sections = cut or (None, None, [])
+        blocks.append(truncated_marker(piece, "get-page", sections=sections, again=title and {"title": title},
+                                       verb="with", shown=(used, total), left_out=omitted))
     return blocks or ["No pages."]
 
 
@@ -3768,24 +3792,6 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
         page = by_title.get(target or title)
         result[asked] = (page, title if target and page else None)
     return result
-
-
-def pages_marker(used: int, total: int, cut: tuple[str, Slice, list[Section]] | None,
-                 omitted: list[str]) -> str:
-    parts = [f"Content truncated at {used} of {total} bytes."]
-    if cut:
-        title, piece, sections = cut
-        if sections:
-            parts.append(f"Available sections of {title}: 0 (Lead), "
-                         f"{section_list([(s.number, s.heading) for s in sections])}.")
-            parts.append(f"To read a specific section, call get-page with {call_args(title=title)} and "
-                         "section=N.")
-        parts.append(f"To read on, call get-page with {call_args(title=title, offset=piece.end)}.")
-    if omitted:
-        names = json.dumps(omitted, ensure_ascii=False)
-        parts.append(f"Not included: {', '.join(omitted)}. To read them, call get-pages again with "
-                     f"titles={names}.")
-    return " ".join(parts)
 
 
 @tool("search-page", "Search pages", read_only=True)
@@ -3805,8 +3811,7 @@ def search_page(
     data = ctx.client.get({
         "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
         "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-        "srinfo": "totalhits",
-        **(decode_continuation(continueFrom, ("sroffset",)) if continueFrom else {}),
+        "srinfo": "totalhits", **continuation(continueFrom, "sroffset"),
     })
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
@@ -3815,10 +3820,7 @@ def search_page(
     matching = total if total is not None else len(rows)
     head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
     blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
-    if data.get("continue"):
-        blocks.append(more_results_marker(len(rows), "page", "search-page", "continueFrom",
-                                          encode_continuation(data["continue"])))
-    return blocks
+    return with_more(blocks, data, len(rows), "page", "search-page")
 
 
 @tool("search-page-by-prefix", "Search pages by prefix", read_only=True)
@@ -3843,15 +3845,11 @@ def search_page_by_prefix(
                             "namespace once: in the prefix or as namespace.")
     data = ctx.client.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
-        "psnamespace": namespace,
-        **(decode_continuation(continueFrom, ("psoffset",)) if continueFrom else {}),
+        "psnamespace": namespace, **continuation(continueFrom, "psoffset"),
     })
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
-    if data.get("continue"):
-        blocks.append(more_results_marker(len(titles), "title", "search-page-by-prefix",
-                                          "continueFrom", encode_continuation(data["continue"])))
-    return blocks
+    return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
 
 
 @tool("get-site-info", "Get site info", read_only=True)
@@ -4124,19 +4122,6 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
 
 # -- read tools: categories, links, recent changes, parsing -----------------
 
-
-def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
-    return decode_continuation(continue_from, keys) if continue_from else {}
-
-
-def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
-    """Adds the 'More results available' marker when MediaWiki has more to give."""
-    if data.get("continue"):
-        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
-                                          encode_continuation(data["continue"])))
-    return blocks
-
-
 @tool("get-category-members", "Get category members", read_only=True)
 def get_category_members(
     ctx: ToolContext,
@@ -4161,7 +4146,7 @@ def get_category_members(
     members = query.get("categorymembers") or []
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
-        check_title(page, category)
+        check_page(ctx, page, category, must_exist=False)
         title = page.get("title", title)
         if page.get("missing") and not members and not page.get("categoryinfo"):
             raise not_found(f"{title} has no page and no members on {ctx.wiki.key}. "
@@ -4209,7 +4194,7 @@ def get_links_here(
     query = data.get("query", {})
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
-        check_title(page, title)
+        check_page(ctx, page, title, must_exist=False)
         title = page.get("title", title)
     rows = []
     for kind in kinds:
@@ -4332,7 +4317,7 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     query = ctx.client.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
                         **extra}).get("query", {})
     page, redirected = resolve_page(query, name)
-    check_title(page, title)
+    check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
         raise not_found(f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
