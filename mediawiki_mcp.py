@@ -1224,8 +1224,7 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise upstream_failure(f"{host_of(url)} could not be reached "
-                                   f"({type(exc).__name__}).") from None
+            raise upstream_failure(f"{host_of(url)} could not be reached ({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
@@ -2635,9 +2634,10 @@ class Param:
     default: Any
 
 
-#: The arguments the registry adds to a tool's own, from its flags (dry_run, idempotency_key,
-#: scoped), in this order. Dispatch handles them, so a tool function never declares them.
+#: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
+#: idempotency_key, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
+    Param("continueFrom", str, None, Arg("From the previous call's 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
     Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
                                            max_length=200), False, None),
@@ -2673,6 +2673,7 @@ class ToolSpec:
     params: dict[str, Param]             # the function's own
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
+    continue_from: bool = False          # takes continueFrom
     dry_run: bool = False                # takes dryRun
     idempotency_key: bool = False        # takes idempotencyKey
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
@@ -2682,7 +2683,8 @@ class ToolSpec:
     @property
     def arguments(self) -> dict[str, Param]:
         """Every argument the tool takes: its own, then those its flags add."""
-        flags = {"dryRun": self.dry_run, "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
+        flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
+                 "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
         return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
 
     def description(self, config: Config | None = None) -> str:
@@ -2692,13 +2694,9 @@ class ToolSpec:
 
     def schema(self) -> dict[str, Any]:
         arguments = self.arguments
-        properties = {name: param_schema(p) for name, p in arguments.items()}
         required = [name for name, p in arguments.items() if p.required]
-        schema: dict[str, Any] = {"type": "object", "properties": properties}
-        if required:
-            schema["required"] = required
-        schema["additionalProperties"] = False
-        return schema
+        return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
+                **({"required": required} if required else {}), "additionalProperties": False}
 
 
 class Registry:
@@ -2711,45 +2709,40 @@ class Registry:
 
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
-             dry_run: bool = False, idempotency_key: bool = False, needs_extension: str | None = None,
-             rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
+             continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
+             needs_extension: str | None = None, rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
              offered: Callable[[ServerState], bool] | None = None,
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Registers a tool function: ``@tool("get-page", "Get page", read_only=True)``.
+        """Registers a tool function. Its docstring is the description (quoting settings as
+        ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
+        arguments, each ``Annotated[type, Arg(...)]``. A ``read_only`` tool is not destructive
+        and is idempotent; any other states ``destructive`` and ``idempotent``, never guessed.
+        ``open_world``: it reaches beyond this server. Each flag gives an argument or a gate:
 
-        The function's docstring is the description; it quotes a setting as ``{field:unit}``
-        (see Quoted). Its parameters after the first, the ToolContext, are the tool's own
-        arguments, each ``Annotated[type, Arg(...)]``. Hints: a ``read_only`` tool is not
-        destructive and is idempotent; any other states ``destructive`` and ``idempotent``,
-        which are never guessed. ``open_world``: the tool reaches beyond this server.
-        Each flag gives the tool an argument or a gate, with no code in the tool:
-
-        - ``scoped`` (on by default): a ``wiki`` argument picks the wiki it acts on, and a tool
-          that is not read-only is refused on a wiki configured read-only. Off: it acts on no
-          one wiki (add-wiki).
-        - ``dry_run``: a ``dryRun`` argument, which the tool reads as ``ctx.dry_run``.
-        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the same
-          key and arguments returns the first result, marked as a repeat, and runs nothing.
+        - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
+          read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
+        - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
+          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
+        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
+          same key and arguments returns its result, marked as a repeat, and runs nothing.
         - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
-        - ``rights``: refused for an account without them (``a|b``: either), on the tool's first
+        - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
           use of ``ctx.client``, before anything is sent.
         - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
         - ``offered(state)``: listed only while it holds."""
         if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
-            raise TypeError(f"{name} is read-only: neither destructive nor non-idempotent, and it "
-                            "takes no dryRun or idempotencyKey")
+            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun or idempotencyKey")
         if not read_only and (destructive is None or idempotent is None):
-            raise TypeError(f"{name} is not read-only: state destructive= and idempotent= (the decision "
-                            "guide of tool-conventions.md)")
+            raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             spec = ToolSpec(
                 name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
                 open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-                dry_run=dry_run, idempotency_key=idempotency_key, needs_extension=needs_extension,
-                rights=rights, needs_upload_dirs=needs_upload_dirs)
-            if clash := spec.params.keys() & {"dryRun", "idempotencyKey", *(["wiki"] if scoped else [])}:
+                continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
+                needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
+            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
             spec.description()  # a setting it names that Config lacks fails here, at import
@@ -3259,13 +3252,12 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 class ToolContext:
     """What a tool function gets besides its arguments. A tool may use:
 
-    - ``client``: the wiki's client (MediaWikiClient). A tool's first use of it checks that the
-      account has the rights the tool needs (``rights`` of @tool): after the tool's own checks of
-      its arguments, before it asks the wiki anything, so a call the account cannot make changes
-      nothing (and asks no confirmation).
-    - ``wiki``: the wiki's configuration (key, read_only, tags, ...); ``site``: its site info,
-      learnt once per wiki, so no request of this call.
-    - ``dry_run``: the call's dryRun (a tool registered with dry_run=True): save nothing.
+    - ``client``: the wiki's client. A tool's first use of it checks that the account has the
+      rights the tool needs (``rights`` of @tool): after the tool's own checks of its arguments,
+      before it asks the wiki anything, so a call the account cannot make changes nothing (and
+      asks no confirmation).
+    - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
+    - ``continue_from``, ``dry_run``: the call's continueFrom and dryRun (see @tool's flags).
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -3275,6 +3267,7 @@ class ToolContext:
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
     rights: tuple[str, ...] = ()  # the rights still to check
+    continue_from: str | None = None
     dry_run: bool = False
 
     @property
@@ -3345,6 +3338,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights,
+                          continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"])
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
@@ -3511,7 +3505,6 @@ FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html': rendered; 'none': metadata only.")
 SectionArg = Arg("Section number alone (0 = lead), as truncation markers list them.", minimum=0)
 OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
-ContinueArg = Arg("From the previous call's 'More results' marker.")
 NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
 
@@ -3519,7 +3512,12 @@ CommentArg = Arg("Edit summary.", max_length=500)
 # -- shared pieces of the page tools ----------------------------------------
 
 
-def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
+def query_page(ctx: ToolContext, title: str, **params: Any) -> tuple[dict[str, Any], str | None]:
+    """The page an action=query about one title answers with, and the title it was redirected from."""
+    return resolve_page(ctx.client.get({"action": "query", "titles": title, **params}).get("query", {}))
+
+
+def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The page a single-title query returned, and the title it was redirected from."""
     pages = query.get("pages") or []
     page = pages[0] if pages else {}
@@ -3558,7 +3556,7 @@ def gone(ctx: ToolContext, title: str) -> str | None:
     """Where a page that is not there went, from the wiki's log: deleted (undelete-page
     restores it) or moved without a redirect; None when the log does not say."""
     events = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
-                         "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
+                             "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
     for event in events or []:
         when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
                 + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
@@ -3574,7 +3572,7 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
     """not_found for a section past the last, listing the sections there are, as the wiki
     numbers them (headings that templates bring cannot be read or edited by number)."""
     parsed = ctx.client.get({"action": "parse", "prop": "sections",
-                         **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
+                             **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
     sections = ["0 (Lead)"]
     for found in parsed.get("sections") or []:
         if str(found.get("index", "")).isdigit():
@@ -3601,9 +3599,9 @@ def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, t
     return slot.get("content", "")
 
 
-def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
-    """The API fields of a continueFrom token, if any; it may hold only ``keys`` (see decode_continuation)."""
-    return decode_continuation(continue_from, keys) if continue_from else {}
+def continuation(ctx: ToolContext, *keys: str) -> dict[str, str]:
+    """The API fields of the call's continueFrom, if any; it may hold only ``keys`` (decode_continuation)."""
+    return decode_continuation(ctx.continue_from, keys) if ctx.continue_from else {}
 
 
 def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
@@ -3633,12 +3631,10 @@ def get_page(
     get-pages; for an old revision, get-revision."""
     if content == "html":
         return page_html(ctx, title, metadata, section, offset, followRedirects)
-    query = ctx.client.get({
-        "action": "query", "titles": title, "redirects": followRedirects, "prop": "revisions|info",
-        "rvprop": "ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
-        "rvslots": "main", "rvsection": section if content == "source" else None,
-    }).get("query", {})
-    page, redirected = resolve_page(query, title)
+    page, redirected = query_page(
+        ctx, title, redirects=followRedirects, prop="revisions|info", rvslots="main",
+        rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
+        rvsection=section if content == "source" else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
@@ -3689,7 +3685,7 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
     """A page or revision rendered (action=parse); a missing page or section says what there is."""
     try:
         return ctx.client.get({"action": "parse", "section": section, "disableeditsection": True,
-                           "disablelimitreport": True, **params}).get("parse", {})
+                               "disablelimitreport": True, **params}).get("parse", {})
     except WikiError as error:
         if error.code == "nosuchsection":
             raise no_such_section(ctx, title, section, params.get("oldid")) from None
@@ -3706,8 +3702,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
         query = ctx.client.get({"action": "query", "pageids": parsed.get("pageid"), "prop": "revisions|info",
-                            "rvprop": "ids|timestamp|user|size|comment", "rvslots": "main"})
-        page, _ = resolve_page(query.get("query", {}), title)
+                                "rvprop": "ids|timestamp|user|size|comment", "rvslots": "main"})
+        page, _ = resolve_page(query.get("query", {}))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
@@ -3794,7 +3790,7 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     return result
 
 
-@tool("search-page", "Search pages", read_only=True)
+@tool("search-page", "Search pages", read_only=True, continue_from=True)
 def search_page(
     ctx: ToolContext,
     query: Annotated[str, Arg("Words to find in page text (the wiki's search syntax applies).",
@@ -3802,7 +3798,6 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
                                                 max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
     For titles that begin with some text, use search-page-by-prefix."""
@@ -3811,7 +3806,7 @@ def search_page(
     data = ctx.client.get({
         "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
         "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-        "srinfo": "totalhits", **continuation(continueFrom, "sroffset"),
+        "srinfo": "totalhits", **continuation(ctx, "sroffset"),
     })
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
@@ -3823,7 +3818,7 @@ def search_page(
     return with_more(blocks, data, len(rows), "page", "search-page")
 
 
-@tool("search-page-by-prefix", "Search pages by prefix", read_only=True)
+@tool("search-page-by-prefix", "Search pages by prefix", read_only=True, continue_from=True)
 def search_page_by_prefix(
     ctx: ToolContext,
     prefix: Annotated[str, Arg("Start of the page title; a namespace prefix (e.g. Category:) "
@@ -3831,7 +3826,6 @@ def search_page_by_prefix(
     namespace: Annotated[int | None, Arg("Namespace ID to search in, instead of a prefix in the text.",
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles to return.", minimum=1, maximum=100)] = 20,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the titles of wiki pages that begin with the given text, one per line. For words
     inside pages, use search-page."""
@@ -3845,7 +3839,7 @@ def search_page_by_prefix(
                             "namespace once: in the prefix or as namespace.")
     data = ctx.client.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
-        "psnamespace": namespace, **continuation(continueFrom, "psoffset"),
+        "psnamespace": namespace, **continuation(ctx, "psoffset"),
     })
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
@@ -3874,7 +3868,7 @@ def whoami(ctx: ToolContext) -> str:
     """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
     and its editing rights: what a write may do."""
     info = ctx.client.get({"action": "query", "meta": "userinfo",
-                       "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
+                           "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
                "upload_by_url", "protect", "block", "bot", "apihighlimits", "writeapi")
     rights = [r for r in notable if r in set(info.get("rights") or [])]
@@ -3996,18 +3990,15 @@ def get_page_history(
                             "newerThan forward.")
     anchor = olderThan or newerThan
     try:
-        query = ctx.client.get({
-            "action": "query", "titles": title, "prop": "revisions",
-            "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
-            "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
-        }).get("query", {})
+        page, _ = query_page(ctx, title, prop="revisions", rvprop="ids|timestamp|user|size|comment|flags|tags",
+                             rvlimit=limit + 2, rvstartid=anchor, rvdir="newer" if newerThan else None,
+                             rvtag=tag, rvuser=user)
     except WikiError as error:
         if error.code == "badid_rvstartid":
             raise not_found(f"Revision {anchor} does not exist on {ctx.wiki.key}; "
                             f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
                             "for the latest revisions.") from None
         raise
-    page, _ = resolve_page(query, title)
     check_page(ctx, page, title)
     fetched = page.get("revisions") or []
     sizes = {r["revid"]: r.get("size", 0) for r in fetched}
@@ -4017,7 +4008,7 @@ def get_page_history(
     unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
     if unknown:  # filtered by tag or user: the parents are not in the list
         parents = ctx.client.get({"action": "query", "revids": unknown, "prop": "revisions",
-                              "rvprop": "ids|size"}).get("query", {})
+                                  "rvprop": "ids|size"}).get("query", {})
         sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
                       for r in p.get("revisions") or []})
     if newerThan:
@@ -4122,7 +4113,7 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
 
 # -- read tools: categories, links, recent changes, parsing -----------------
 
-@tool("get-category-members", "Get category members", read_only=True)
+@tool("get-category-members", "Get category members", read_only=True, continue_from=True)
 def get_category_members(
     ctx: ToolContext,
     category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
@@ -4130,7 +4121,6 @@ def get_category_members(
         "Member types. Default: all.", max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns a category's members, one title per line, after its page, subcategory and file
     counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
@@ -4140,7 +4130,7 @@ def get_category_members(
         "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
         "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
         "titles": title, "prop": "categoryinfo",
-        **continuation(continueFrom, "cmcontinue"),
+        **continuation(ctx, "cmcontinue"),
     })
     query = data.get("query", {})
     members = query.get("categorymembers") or []
@@ -4167,7 +4157,7 @@ LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, fol
 }
 
 
-@tool("get-links-here", "Get links here", read_only=True)
+@tool("get-links-here", "Get links here", read_only=True, continue_from=True)
 def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4175,7 +4165,6 @@ def get_links_here(
         "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the pages that link to, transclude or (files) show a wiki page, one per line; a
     note marks transclusion, file link, redirect, or via X (through redirect X), none a plain
@@ -4190,7 +4179,7 @@ def get_links_here(
         _, prefix, _, redirects = LINK_KINDS[kind]
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
-    data = ctx.client.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
     query = data.get("query", {})
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
@@ -4216,7 +4205,7 @@ RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; onl
              "tags (only when any) | edit summary (quoted, only when any)")
 
 
-@tool("get-recent-changes", "Get recent changes", read_only=True)
+@tool("get-recent-changes", "Get recent changes", read_only=True, continue_from=True)
 def get_recent_changes(
     ctx: ToolContext,
     start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
@@ -4230,7 +4219,6 @@ def get_recent_changes(
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
     log action, user, size change, then flags, tags and the quoted summary when present. For one page's
@@ -4248,7 +4236,7 @@ def get_recent_changes(
         "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
         "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
         "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
-        "rclimit": limit, **continuation(continueFrom, "rccontinue"),
+        "rclimit": limit, **continuation(ctx, "rccontinue"),
     })
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
@@ -4314,9 +4302,7 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
     file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.client.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
-                        **extra}).get("query", {})
-    page, redirected = resolve_page(query, name)
+    page, redirected = query_page(ctx, name, redirects=True, prop="imageinfo", **extra)
     check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
@@ -4423,7 +4409,7 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
     pre-save transform (signatures, subst:, trailing space) can change the text sent."""
     try:
         query = ctx.client.get({"action": "query", "revids": [parent, revid] if parent else revid,
-                            "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
+                                "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
     except WikiError as error:
         return f"unknown (the wiki did not say: {error.message})"
     sizes = {r["revid"]: r.get("size", 0) for p in query.get("pages") or [] for r in p.get("revisions") or []}
@@ -4439,7 +4425,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     lost, the page history tells whether the edit landed: it is never sent twice."""
     try:
         data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
-                             "tags": change_tags(ctx)})
+                                 "tags": change_tags(ctx)})
     except ResponseLost as lost:
         try:
             landed = find_landed_edit(ctx, title, base, summary, fields)
@@ -4483,17 +4469,17 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     summary, or for an edit that adds text (parallel ones by this account may share a summary),
     it must also hold the text that ``fields`` sent, in its place."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
-                        "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
-                        "rvlimit": 20}).get("query", {})
+                            "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
+                            "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
-    page, _ = resolve_page(query, title)
+    page, _ = resolve_page(query)
     candidates = [r for r in page.get("revisions") or [] if r.get("revid") != base and r.get("user") == me
                   and (not summary or stored_as(r.get("comment", ""), summary))]
     holds = sent_text_check(fields) if not summary or "text" not in fields else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
     texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
-                        "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
     held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
             for r in p.get("revisions") or []}
     return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
@@ -4585,9 +4571,7 @@ def create_page(
     title exists, so it never overwrites; to change a page, use update-page."""
     source = as_wiki_receives(source)
     if ctx.dry_run:
-        query = ctx.client.get({"action": "query", "titles": title, "prop": "info",
-                            "intestactions": "create"}).get("query", {})
-        page, _ = resolve_page(query, title)
+        page, _ = query_page(ctx, title, prop="info", intestactions="create")
         if not page.get("missing"):
             check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
@@ -4647,14 +4631,10 @@ def update_page(
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
-        raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on "
-                            f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                            "without bot.")
-    query = ctx.client.get({
-        "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
-        "rvprop": "ids|content", "intestactions": "edit" if ctx.dry_run else None,
-    }).get("query", {})
-    page, _ = resolve_page(query, title)
+        raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
+                            "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
+    page, _ = query_page(ctx, title, prop="revisions|info", rvslots="main", rvprop="ids|content",
+                         intestactions="edit" if ctx.dry_run else None)
     if page.get("missing"):
         raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
                         "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
@@ -4746,10 +4726,9 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
     since: a conflict, showing the change."""
     count = old.count(find)
     if count and base != latest and find not in latest_text:
-        raise conflict(f"The text to find is in revision {base}, the base of this change, "
-                       f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
-                       "saved. "
-                       f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+        raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
+                       f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
+                       f"since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
@@ -4765,7 +4744,7 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
 
 def revision_text(ctx: ToolContext, revid: int) -> str:
     query = ctx.client.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
-                        "rvslots": "main"}).get("query", {})
+                            "rvslots": "main"}).get("query", {})
     return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
 
 
@@ -4867,7 +4846,7 @@ def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str
     page at its new title, its old title a redirect there or gone. A refused move (the new title
     taken, say) leaves the page where it was, which is no move."""
     query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
-                        "prop": "info"}).get("query", {})
+                            "prop": "info"}).get("query", {})
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
     if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
@@ -4902,7 +4881,7 @@ def subpages_of(ctx: ToolContext, title: str) -> list[str]:
     namespace = ctx.site.namespace_of(title)
     name = title.partition(":")[2] if namespace else title
     found = ctx.client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
-                        "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
+                            "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
     return [p["title"] for p in found]
 
 
@@ -4928,8 +4907,8 @@ def delete_page(
     to the user."""
     if not confirm:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
-                            "rvprop": "ids", "rvlimit": "max"})
-        page, _ = resolve_page(query.get("query", {}), title)
+                                "rvprop": "ids", "rvlimit": "max"})
+        page, _ = resolve_page(query.get("query", {}))
         check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
         revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
@@ -4944,11 +4923,11 @@ def delete_page(
     try:
         deleted = ctx.client.write(params).get("delete", {})
     except ResponseLost as lost:
-        query = ctx.client.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
-        if not resolve_page(query, title)[0].get("missing"):
+        page, _ = query_page(ctx, title, prop="info")
+        if not page.get("missing"):
             raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
                                    "it was not deleted. Call again to retry.") from None
-        deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+        deleted = {"title": page.get("title", title)}
         status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
     except WikiError as error:
         if error.code == "missingtitle":  # deleted since the confirmation, or never there
@@ -4975,8 +4954,7 @@ def undelete_page(
         restored = ctx.client.write(params).get("undelete", {})
     except ResponseLost as error:
         lost = error
-    query = ctx.client.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
-    page, _ = resolve_page(query, title)
+    page, _ = query_page(ctx, title, prop="info")
     if lost and (page.get("missing") or not page):
         raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
                                "was not restored. Call again to retry.")
@@ -5200,14 +5178,13 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
 
 
 def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, new: bool,
-                        text: str | None, comment: str | None, ignore_warnings: bool, sibling: str,
-                        steps: tuple[int, int]) -> str:
+                        text: str | None, comment: str | None, ignore_warnings: bool) -> str:
     """Uploads ``source`` as a new file (``new``) or a new version of an existing one,
-    publishing past exactly the warnings that the call allows (see the banner above).
-    ``sibling`` is the tool to use instead when the title's existence is the other way;
-    ``steps`` is (the progress so far, the total)."""
+    publishing past exactly the warnings that the call allows (see the banner above)."""
     name = file_name(ctx, title)
-    done, total = steps
+    # the tool to use instead when the title's existence is the other way; a URL was fetched first
+    sibling = ("update-file" if new else "upload-file") + ("-from-url" if source.url else "")
+    done, total = (1, 3) if source.url else (0, 2)
     summary = edit_summary(ctx, comment)
     publish = {"action": "upload", "filename": name, "comment": summary, "tags": change_tags(ctx),
                # MediaWiki puts the comment on a new description page when no text is given;
@@ -5265,7 +5242,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
     if sha1 is None and filekey:  # a warned stash of a URL the wiki fetched: its SHA-1, for a lost answer
         stashed = ctx.client.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
-                              "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
+                                  "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
         sha1 = stashed[0].get("sha1")
     commit = {**publish, "ignorewarnings": bool(warnings), **({"filekey": filekey} if filekey else origin)}
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
@@ -5284,8 +5261,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
     """Refuses an upload to a file title that redirects, as a moved file's old title does: the
     file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
-    query = ctx.client.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
-    page, redirected = resolve_page(query, name)
+    page, redirected = query_page(ctx, file_title(ctx, name), redirects=True)
     if redirected:
         target = page.get("title")
         raise conflict(f"{where} redirects to {target}; nothing was uploaded, since a file there "
@@ -5327,9 +5303,10 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
     """The file's latest version, if it holds the bytes with this SHA-1 and this account uploaded it."""
-    query = ctx.client.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo", "meta": "userinfo",
-                        "iiprop": "sha1|user|url|size|mime|canonicaltitle", "iilimit": 1}).get("query", {})
-    page, _ = resolve_page(query, f"File:{name}")
+    query = ctx.client.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo",
+                            "meta": "userinfo", "iiprop": "sha1|user|url|size|mime|canonicaltitle",
+                            "iilimit": 1}).get("query", {})
+    page, _ = resolve_page(query)
     latest = (page.get("imageinfo") or [{}])[0]
     me = query.get("userinfo", {}).get("name")
     return latest if sha1 and latest.get("sha1") == sha1 and latest.get("user") == me else None
@@ -5351,76 +5328,55 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
 
 @tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
       idempotency_key=True, rights=("upload",), needs_upload_dirs=True)
-def upload_file(
-    ctx: ToolContext,
-    filepath: Annotated[str, FilePathArg],
-    title: Annotated[str, FileTitleArg],
-    text: Annotated[str | None, UploadTextArg] = None,
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-) -> str:
+def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
+                text: Annotated[str | None, UploadTextArg] = None,
+                comment: Annotated[str | None, UploadCommentArg] = None,
+                ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new file; returns the
     file and description page URLs. Capped at {upload_max_bytes:MB}. Fails if the title exists,
     never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
-    source = read_upload_file(ctx, filepath)
-    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
+    return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
-def update_file(
-    ctx: ToolContext,
-    filepath: Annotated[str, FilePathArg],
-    title: Annotated[str, FileTitleArg],
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-) -> str:
+def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
+                comment: Annotated[str | None, UploadCommentArg] = None,
+                ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new version of an
     existing file, old versions kept; returns the file and description page URLs. Capped at
-    {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use upload-file; for its
-    description page, update-page."""
-    source = read_upload_file(ctx, filepath)
-    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
+    {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use upload-file;
+    for its description page, update-page."""
+    return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
       idempotency_key=True, rights=("upload",))
-def upload_file_from_url(
-    ctx: ToolContext,
-    url: Annotated[str, FileUrlArg],
-    title: Annotated[str, FileTitleArg],
-    text: Annotated[str | None, UploadTextArg] = None,
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-) -> str:
+def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
+                         text: Annotated[str | None, UploadTextArg] = None,
+                         comment: Annotated[str | None, UploadCommentArg] = None,
+                         ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
     URLs. Over {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses and
     URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
-    source = fetch_upload_url(ctx, url)
-    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
+    return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=True, text=text,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, rights=("upload", "reupload|reupload-own"))
-def update_file_from_url(
-    ctx: ToolContext,
-    url: Annotated[str, FileUrlArg],
-    title: Annotated[str, FileTitleArg],
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-) -> str:
+def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
+                         comment: Annotated[str | None, UploadCommentArg] = None,
+                         ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over {upload_max_bytes:MB}, the wiki fetches
-    it where allowed; private addresses and URLs unreachable here are refused. Fails if the
-    file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
-    source = fetch_upload_url(ctx, url)
-    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
-
+    kept; returns the file and description page URLs. Over {upload_max_bytes:MB}, the wiki
+    fetches it where allowed; private addresses and URLs unreachable here are refused. Fails if
+    the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 # -- wikis: listing, adding, removing -------------------------------------------

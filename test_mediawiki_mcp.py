@@ -4205,6 +4205,12 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
         """Needs Cargo (a test-only tool)."""
         return "ran"
 
+    @registry.tool("test-list", "Test list", read_only=True,
+                   continue_from=True)              # continueFrom, read as ctx.continue_from
+    def listing(ctx: m.ToolContext) -> str:
+        """Lists nothing (a test-only tool)."""
+        return f"from {ctx.continue_from}"
+
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"defaultWiki": "main", "wikis": {
         "main": {"server": wiki.url, "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}"},
@@ -4217,6 +4223,10 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     for shared in ("dryRun", "idempotencyKey", "wiki"):
         assert listed.input_schema["properties"][shared] == written["properties"][shared]
     assert (listed.annotations.destructive_hint, listed.annotations.idempotent_hint) == (False, True)
+    searched = next(t for t in list_tools(bot_server) if t.name == "search-page").input_schema["properties"]
+    assert next(t for t in list_tools(server) if t.name == "test-list").input_schema["properties"] == {
+        "continueFrom": searched["continueFrom"], "wiki": searched["wiki"]}
+    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["from sroffset=10"]
 
     assert call(server, "test-echo", text="hi").blocks == ["Test Wiki main: hi"]
     assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Test Wiki main: hi (dry run)"]
