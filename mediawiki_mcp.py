@@ -1149,10 +1149,10 @@ def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
         for address in addresses:
             problem = address_problem(address)
             if problem:
-                raise permission_denied((
+                raise permission_denied(
                     f"{shown} resolves to {address}, a {problem} address, which this server does not "
                     "reach for a URL given by a model. The operator can allow the host by listing it "
-                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this."))
+                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
     return addresses[0]
 
 
@@ -2653,10 +2653,9 @@ class Quoted:
     default: Any
 
     def __format__(self, unit: str) -> str:
-        value = self.value
-        if unit == "MB":
-            value, unit = (value // 10**6, unit) if value % 10**6 == 0 else (value, "bytes")
-        return f"{value} {unit}" + (" by default" if self.value == self.default else "")
+        millions = unit == "MB" and self.value % 10**6 == 0
+        text = f"{self.value // 10**6} MB" if millions else f"{self.value} {'bytes' if unit == 'MB' else unit}"
+        return text + (" by default" if self.value == self.default else "")
 
 
 @dataclasses.dataclass
@@ -2699,13 +2698,12 @@ class ToolSpec:
                 **({"required": required} if required else {}), "additionalProperties": False}
 
 
+@dataclasses.dataclass(eq=False)
 class Registry:
     """Tools by name, in the order tools/list shows them. A server serves one registry
     (ServerState.registry): REGISTRY, whose ``tool`` decorates every tool below, unless it
     is given its own, as a test does."""
-
-    def __init__(self) -> None:
-        self.tools: dict[str, ToolSpec] = {}
+    tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
@@ -3511,25 +3509,19 @@ CommentArg = Arg("Edit summary.", max_length=500)
 
 # -- shared pieces of the page tools ----------------------------------------
 
-
-def query_page(ctx: ToolContext, title: str, **params: Any) -> tuple[dict[str, Any], str | None]:
-    """The page an action=query about one title answers with, and the title it was redirected from."""
-    return resolve_page(ctx.client.get({"action": "query", "titles": title, **params}).get("query", {}))
+def query_page(ctx: ToolContext, **params: Any) -> tuple[dict[str, Any], str | None]:
+    """The page an action=query about one page answers with, and the title it was redirected from."""
+    return resolve_page(ctx.client.get({"action": "query", **params}).get("query", {}))
 
 
 def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The page a single-title query returned, and the title it was redirected from."""
-    pages = query.get("pages") or []
-    page = pages[0] if pages else {}
-    redirected = None
-    for hop in query.get("redirects") or []:
-        redirected = redirected or hop.get("from")
-    return page, redirected
+    """The page a single-page query returned, and the title it was redirected from."""
+    pages, hops = query.get("pages") or [{}], query.get("redirects") or []
+    return pages[0], next((hop["from"] for hop in hops if hop.get("from")), None)
 
 
 def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True) -> None:
-    """Refuses the page a query returned for ``title`` unless it is a page of this wiki that
-    exists; ``must_exist=False`` (a listing that works for missing pages too): only an invalid title."""
+    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title)."""
     if page.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
     if not must_exist:
@@ -3632,7 +3624,7 @@ def get_page(
     if content == "html":
         return page_html(ctx, title, metadata, section, offset, followRedirects)
     page, redirected = query_page(
-        ctx, title, redirects=followRedirects, prop="revisions|info", rvslots="main",
+        ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
         rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         rvsection=section if content == "source" else None)
     check_page(ctx, page, title)
@@ -3701,9 +3693,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        query = ctx.client.get({"action": "query", "pageids": parsed.get("pageid"), "prop": "revisions|info",
-                                "rvprop": "ids|timestamp|user|size|comment", "rvslots": "main"})
-        page, _ = resolve_page(query.get("query", {}))
+        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info",
+                             rvprop="ids|timestamp|user|size|comment", rvslots="main")
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
@@ -3770,9 +3761,9 @@ def get_pages(
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
                                0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
     if cut or omitted:
-        title, piece, sections = cut or (None, None, [])
-        blocks.append(truncated_marker(piece, "get-page", sections=sections, again=title and {"title": title},
-                                       verb="with", shown=(used, total), left_out=omitted))
+        cut_title, cut_piece, sections = cut or ("", None, [])
+        blocks.append(truncated_marker(cut_piece, "get-page", sections=sections, verb="with", shown=(used, total),
+                                       again={"title": cut_title} if cut else None, left_out=omitted))
     return blocks or ["No pages."]
 
 
@@ -3803,11 +3794,9 @@ def search_page(
     For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
-    data = ctx.client.get({
-        "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
-        "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-        "srinfo": "totalhits", **continuation(ctx, "sroffset"),
-    })
+    data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
+                           "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
+                           "srinfo": "totalhits", **continuation(ctx, "sroffset")})
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
@@ -3837,10 +3826,8 @@ def search_page_by_prefix(
         raise invalid_input(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but "
                             f"namespace is {namespace} ({names.get(namespace, 'unknown')}). Give the "
                             "namespace once: in the prefix or as namespace.")
-    data = ctx.client.get({
-        "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
-        "psnamespace": namespace, **continuation(ctx, "psoffset"),
-    })
+    data = ctx.client.get({"action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
+                           "psnamespace": namespace, **continuation(ctx, "psoffset")})
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
     return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
@@ -3990,9 +3977,9 @@ def get_page_history(
                             "newerThan forward.")
     anchor = olderThan or newerThan
     try:
-        page, _ = query_page(ctx, title, prop="revisions", rvprop="ids|timestamp|user|size|comment|flags|tags",
-                             rvlimit=limit + 2, rvstartid=anchor, rvdir="newer" if newerThan else None,
-                             rvtag=tag, rvuser=user)
+        page, _ = query_page(ctx, titles=title, prop="revisions", rvlimit=limit + 2, rvstartid=anchor,
+                             rvprop="ids|timestamp|user|size|comment|flags|tags", rvtag=tag, rvuser=user,
+                             rvdir="newer" if newerThan else None)
     except WikiError as error:
         if error.code == "badid_rvstartid":
             raise not_found(f"Revision {anchor} does not exist on {ctx.wiki.key}; "
@@ -4110,7 +4097,6 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
     return f"{title}, revision {result.get(f'{side}revid')} ({details})"
 
 
-
 # -- read tools: categories, links, recent changes, parsing -----------------
 
 @tool("get-category-members", "Get category members", read_only=True, continue_from=True)
@@ -4126,12 +4112,9 @@ def get_category_members(
     counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
     category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
-    data = ctx.client.get({
-        "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
-        "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
-        "titles": title, "prop": "categoryinfo",
-        **continuation(ctx, "cmcontinue"),
-    })
+    data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
+                           "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
+                           "prop": "categoryinfo", **continuation(ctx, "cmcontinue")})
     query = data.get("query", {})
     members = query.get("categorymembers") or []
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
@@ -4294,15 +4277,13 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
     return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
 
 
-
 # -- read tools: files ---------------------------------------------------------
-
 
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
     file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    page, redirected = query_page(ctx, name, redirects=True, prop="imageinfo", **extra)
+    page, redirected = query_page(ctx, titles=name, redirects=True, prop="imageinfo", **extra)
     check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
@@ -4376,9 +4357,7 @@ def get_file_data(
     return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
 
 
-
 # -- write tools: pages ------------------------------------------------------
-
 
 def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
     """The summary a write sends: the comment, attributed unless the wiki is set not to be,
@@ -4571,7 +4550,7 @@ def create_page(
     title exists, so it never overwrites; to change a page, use update-page."""
     source = as_wiki_receives(source)
     if ctx.dry_run:
-        page, _ = query_page(ctx, title, prop="info", intestactions="create")
+        page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
         if not page.get("missing"):
             check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
@@ -4633,7 +4612,7 @@ def update_page(
     if bot and not ctx.client.account.can("bot"):
         raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
-    page, _ = query_page(ctx, title, prop="revisions|info", rvslots="main", rvprop="ids|content",
+    page, _ = query_page(ctx, titles=title, prop="revisions|info", rvslots="main", rvprop="ids|content",
                          intestactions="edit" if ctx.dry_run else None)
     if page.get("missing"):
         raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
@@ -4923,7 +4902,7 @@ def delete_page(
     try:
         deleted = ctx.client.write(params).get("delete", {})
     except ResponseLost as lost:
-        page, _ = query_page(ctx, title, prop="info")
+        page, _ = query_page(ctx, titles=title, prop="info")
         if not page.get("missing"):
             raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
                                    "it was not deleted. Call again to retry.") from None
@@ -4954,7 +4933,7 @@ def undelete_page(
         restored = ctx.client.write(params).get("undelete", {})
     except ResponseLost as error:
         lost = error
-    page, _ = query_page(ctx, title, prop="info")
+    page, _ = query_page(ctx, titles=title, prop="info")
     if lost and (page.get("missing") or not page):
         raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
                                "was not restored. Call again to retry.")
@@ -5230,13 +5209,13 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     # the name MediaWiki publishes under, when it renames a bad one
     published_name = str(warnings.get("badfilename") or name)
     if concerns and not ignore_warnings:
-        category = "conflict" if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
-            else "invalid_input"
+        refusal = conflict if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
+            else invalid_input
         remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
-        raise WikiError(category, "Nothing was uploaded: the wiki warns that "
-                        f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
-                        "ignoreWarnings=true.")
+        raise refusal("Nothing was uploaded: the wiki warns that "
+                      f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
+                      "ignoreWarnings=true.")
     ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
@@ -5261,7 +5240,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
     """Refuses an upload to a file title that redirects, as a moved file's old title does: the
     file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
-    page, redirected = query_page(ctx, file_title(ctx, name), redirects=True)
+    page, redirected = query_page(ctx, titles=file_title(ctx, name), redirects=True)
     if redirected:
         target = page.get("title")
         raise conflict(f"{where} redirects to {target}; nothing was uploaded, since a file there "

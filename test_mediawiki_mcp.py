@@ -4233,12 +4233,12 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     first = call(server, "test-echo", text="once", idempotencyKey="k1")
     again = call(server, "test-echo", text="once", idempotencyKey="k1")
     assert ran.count("once") == 1 and again.blocks == [m.REPEAT_NOTE + first.blocks[0]]
-    assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [
+    assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [(
         "permission_denied: The wiki frozen is configured read-only; the operator decides this, and no "
-        "retry by the model changes it."]
-    assert call(server, "test-cargo").blocks == [
+        "retry by the model changes it.")]
+    assert call(server, "test-cargo").blocks == [(
         "invalid_input: test-cargo needs the Cargo extension, which the wiki main does not have. No "
-        "configured wiki has it."]
+        "configured wiki has it.")]
     plain = m.create_server(state=m.ServerState.from_config(m.Config.from_env(accounts.plain),
                                                             registry=registry))
     refused = call(plain, "test-echo", text="plain")
@@ -4246,11 +4246,11 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
         f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' right")
     assert "plain" in ran  # the check comes on the first use of ctx.client, after the tool's own checks
 
-    assert call(server, "test-echo", text="hi", bogus=1).blocks == [
+    assert call(server, "test-echo", text="hi", bogus=1).blocks == [(
         "invalid_input: Unknown argument 'bogus' for test-echo. Accepted arguments: text, dryRun, "
-        "idempotencyKey, wiki."]
-    assert call(server, "test-echo", text=5).blocks == ["invalid_input: Argument 'text' must be a string, "
-                                                        "got an integer."]
+        "idempotencyKey, wiki.")]
+    assert call(server, "test-echo", text=5).blocks == [
+        "invalid_input: Argument 'text' must be a string, got an integer."]
     assert call(server, "test-echo", text="hi", dryRun="yes").blocks == [
         "invalid_input: Argument 'dryRun' must be true or false, got a string."]
     assert call(server, "test-echo", text="x" * 21).blocks[0].startswith("invalid_input: Argument 'text' is 21")
