@@ -324,6 +324,10 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
 # ---------------------------------------------------------------------------
 # MediaWiki client
 # ---------------------------------------------------------------------------
+# A request to a wiki's API goes through layers, each with one job: send_once() sends it,
+# follow() follows its redirects (the address guard checks each hop), RetryPolicy decides
+# whether and when to send it again, and MediaWikiClient._answer() reads the answer or maps
+# it to a WikiError by MediaWiki's code. MediaWikiClient is the API of one wiki on top.
 
 def _requests() -> Any:
     """Imports requests on first use: it costs ~0.1 s that start-up need not pay."""
@@ -457,11 +461,51 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases|extensiontags"}
 
 
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """Whether and when a request is sent again, for a person who is waiting. A read
+    (``transient``) is sent again after a connection failure, HTTP 5xx or 429; any request after
+    maxlag, or ratelimited with a Retry-After, which prove that nothing was done. The wait is what
+    Retry-After asks, else 0.5 s doubling each time; a wait over ``longest_wait``, ``attempts``
+    sent in all, or a wait ending past ``budget`` seconds from the first attempt ends the retries."""
+    budget: float = READ_RETRY_BUDGET_SECONDS
+    attempts: int = MAX_ATTEMPTS
+    longest_wait: float = MAX_RETRY_WAIT_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    def wait(self, attempt: int, started: float, *, transient: bool, status: int | None = None,
+             code: str | None = None, retry_after: str | None = None) -> float | None:
+        """Seconds to wait before sending again after attempt ``attempt`` (1: the first) of a
+        request first sent at ``started`` (by ``clock``), or None: not again. ``status`` None: no
+        answer came (a timeout is not transient here: a person has waited long already)."""
+        if not (code == "maxlag" or code == "ratelimited" and retry_after is not None
+                or transient and (status is None or status >= 500 or status == 429)):
+            return None
+        backoff = min(0.5 * 2 ** (attempt - 1), self.longest_wait)
+        try:
+            wait = max(float(retry_after), 0.0) if retry_after and retry_after.strip() else backoff
+        except ValueError:  # an HTTP date: not worth parsing for a wait this short
+            wait = backoff
+        too_long = not wait <= self.longest_wait or self.clock() + wait > started + self.budget
+        return None if attempt >= self.attempts or too_long else wait
+
+    def pause(self, attempt: int, started: float, why: str = "", **answer: Any) -> bool:
+        """Waits as ``wait`` says and returns True, or returns False at once: not again."""
+        wait = self.wait(attempt, started, **answer)
+        if wait is None:
+            return False
+        if why:
+            log.info("%s; retrying in %.1f s", why, wait)
+        self.sleep(wait)
+        return True
+
+
 class MediaWikiClient:
     """The API of one wiki, shared by every tool call on worker threads.
 
-    Reads are GETs; writes and long inputs are POSTs. Login, site info and the
-    API address are learnt on first use and cached, behind one lock.
+    Reads are GETs; writes and long inputs are POSTs. Login, site info and the API address
+    (discover_api) are learnt on first use and cached, behind one lock.
     """
 
     def __init__(
@@ -473,8 +517,7 @@ class MediaWikiClient:
         token: str | None = None,
         user_agent_prefix: str = "",
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retry_budget: float = READ_RETRY_BUDGET_SECONDS,
-        sleep: Callable[[float], None] = time.sleep,
+        retry: RetryPolicy | None = None,
         pool_size: int = MAX_CALLS_PER_WIKI,
         trusted_hosts: Iterable[str] | None = None,
         basic_auth: tuple[str, str] | None = None,
@@ -486,8 +529,7 @@ class MediaWikiClient:
         self._token = token
         self.user_agent_prefix = user_agent_prefix
         self.timeout = timeout
-        self.retry_budget = retry_budget
-        self.sleep = sleep
+        self.retry = retry or RetryPolicy()
         self.pool_size = pool_size
         #: None: the operator chose this wiki. A list: its URL came from a model, so every
         #: request passes the address guard (these hosts may be private) and is pinned.
@@ -544,7 +586,7 @@ class MediaWikiClient:
         """A write: a POST with the CSRF token and maxlag. It is sent again only after
         answers that prove nothing was written: maxlag, ratelimited with a short
         Retry-After, and badtoken (once, with a fresh token). An answer that never
-        arrives raises ResponseLost and is not resent: the caller checks the wiki.
+        arrives raises ResponseLost and is not resent: the caller settles it (settle_write).
         ``files`` go multipart; give their contents as bytes so a resend can repeat them."""
         self._ensure_ready()
         fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
@@ -630,40 +672,12 @@ class MediaWikiClient:
         """Site info and API address as far as learnt so far, without any request."""
         return self._site, self._api_url
 
-    def fetch(self, url: str, max_bytes: int) -> bytes | None:
-        """Downloads a file the wiki points to (an upload, a thumbnail), or None when it is
-        over max_bytes. The wiki's credentials go only to the wiki's own origin: a file on
-        another host, or a redirect there, is fetched without them. A wiki a model added
-        passes every hop through the address guard, as its API calls do."""
-        self._ensure_ready()
-        home = origin_of(self.api_url)
-        for _ in range(MAX_REDIRECTS + 1):
-            session = self._session if origin_of(url) == home else self._plain_session()
-            if self.trusted_hosts is not None:
-                guard_and_pin(session, url, self.trusted_hosts)
-            try:
-                response = send_once(session, "GET", url, timeout=self.timeout, stream=True)
-                with response:
-                    if response.is_redirect:
-                        url = redirect_target(response)
-                        continue
-                    if response.status_code >= 400:
-                        raise fetch_error(response.status_code, url)
-                    if int(response.headers.get("Content-Length") or 0) > max_bytes:
-                        return None
-                    data = bytearray()
-                    for chunk in response.iter_content(65536):
-                        data += chunk
-                        if len(data) > max_bytes:
-                            return None
-                    return bytes(data)
-            except _requests().RequestException as exc:
-                raise upstream_failure(f"Fetching {url} failed ({type(exc).__name__}). "
-                                       + RETRY_LATER) from None
-        raise upstream_failure(f"{url} redirected too many times.")
-
-    def _plain_session(self) -> requests.Session:
-        """A session without the wiki's cookies or token, for other hosts."""
+    def session_for(self, url: str) -> requests.Session:
+        """The session for a request to ``url``: the wiki's own, with its cookies and token, for
+        the origin of its API; for any other, one without them (fetch_file)."""
+        if origin_of(url) == origin_of(self.api_url):
+            assert self._session is not None
+            return self._session
         with self._lock:
             if self._plain is None:
                 self._plain = pinnable_session(self.user_agent_prefix, self.pool_size)
@@ -683,7 +697,12 @@ class MediaWikiClient:
             if self._session is None:
                 self._session = self._new_session()
             if self._api_url is None:
-                self._discover_api()
+                self._api_url, query = discover_api(
+                    self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, retry_transient=True,
+                                                           url=candidate, auth=False),
+                    self._session, self.trusted_hosts, self.timeout)
+                if query is not None:
+                    self._site = SiteInfo.from_api(query, self._api_url)
             if self.username and not self._logged_in:
                 self._login()
             if self._site is None:  # learnt with the wiki's own credentials: private wikis work
@@ -708,65 +727,6 @@ class MediaWikiClient:
                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
         return session
 
-    def _discover_api(self) -> None:
-        """Finds api.php from any URL of the wiki (a page, its origin): tries /w/api.php and
-        /api.php at its origin, then the address the wiki's own HTML names
-        (``<link rel="EditURI" href=".../api.php?action=rsd">``)."""
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise invalid_input(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
-        origin = f"{parts.scheme}://{parts.netloc}"
-        failures: list[str] = []
-        for candidate in (origin + "/w/api.php", origin + "/api.php"):
-            if self._probe_api(candidate, failures):
-                return
-        named = self._api_named_by_page(failures)
-        if named and self._probe_api(named, failures):
-            return
-        raise upstream_failure(f"No MediaWiki API found at {self.url}: "
-                               + "; ".join(failures) + ". Give the wiki's api.php address instead "
-                               "(such as https://wiki.example.org/w/api.php).")
-
-    def _probe_api(self, candidate: str, failures: list[str]) -> bool:
-        """Whether ``candidate`` is the wiki's api.php; keeps its site info when it says."""
-        try:
-            data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
-        except WikiError as error:
-            if not error.code and error.category != "upstream_failure":
-                raise  # the address guard refused the URL or a hop, or the web server wants other
-                # credentials: no other candidate fares better
-            if not error.code:  # no API answered there; the remedy comes once, after every candidate
-                failures.append(f"{candidate}: {error.message.split('. ')[0]}")
-                return False
-            if error.code == "readapidenied" and not self.authenticated:
-                raise  # a private wiki, and no account to read it with
-            self._api_url = candidate  # an API answered, wanting a login first: a private wiki
-            return True
-        if "general" not in data.get("query", {}):
-            failures.append(f"{candidate}: the answer is not MediaWiki site info")
-            return False
-        self._api_url = candidate
-        self._site = SiteInfo.from_api(data["query"], candidate)
-        return True
-
-    def _api_named_by_page(self, failures: list[str]) -> str | None:
-        """The api.php address that the HTML of the configured URL names (EditURI)."""
-        assert self._session is not None
-        try:
-            response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
-                                   stream=True, headers={"Authorization": None})  # no token to any host
-        except WikiError as error:
-            if error.category != "upstream_failure":
-                raise
-            failures.append(f"{self.url}: {error.message.split('. ')[0]}")
-            return None
-        with response:
-            head = read_head(response)
-        found = api_from_html(head, response.url)
-        if not found:
-            failures.append(f"{self.url}: its HTML names no API (no <link rel=\"EditURI\">)")
-        return found
-
     def _login(self) -> None:
         """Bot-password login (action=login); anything but Success is refused."""
         token = self._call("GET", {"action": "query", "meta": "tokens", "type": "login"},
@@ -787,98 +747,114 @@ class MediaWikiClient:
         self._csrf = None  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
 
-    # -- the one place requests are sent ------------------------------------
+    # -- the request path: send (and follow), retry, read the answer --------------
 
     def _call(self, method: str, params: Mapping[str, Any], *, files: Mapping[str, Any] | None = None,
               retry_transient: bool = False, url: str | None = None, auth: bool = True,
               relogin: bool = True, write: bool = False) -> dict[str, Any]:
         target = url or self._api_url
-        assert target is not None and self._session is not None
+        assert target is not None
         fields = encode_params(params)
         # errorlang: the wiki's messages come inside this server's English sentences, whatever
         # language the account prefers
         fields.update(format="json", formatversion="2", errorformat="plaintext", errorlang="en")
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
-        deadline = time.monotonic() + self.retry_budget
-        failure = ResponseLost if write else None  # a write whose answer is lost may have been saved
-        attempt = 0
+        started, attempt = self.retry.clock(), 0
         while True:
             attempt += 1
-            wait: float | None = None
             try:
                 response = self._send(method, target, fields, files)
             except _requests().RequestException as exc:  # connection refused, reset, timeout
                 timed_out = isinstance(exc, _requests().Timeout)
                 problem = (f"timed out after {self.timeout[1]:g} s" if timed_out
                            else f"could not be reached ({type(exc).__name__})")
-                if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
-                    wait = backoff(attempt)
-                if failure and not never_connected(exc):  # else nothing was sent: a plain failure
+                if write and not never_connected(exc):  # else nothing was sent: a plain failure
                     lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
-                    raise failure(f"The wiki at {self.name} {lost} while writing.") from None
-                if wait is None or time.monotonic() + wait > deadline:
-                    raise upstream_failure(f"The wiki at {self.name} {problem}. "
-                                           + RETRY_LATER) from None
-                self.sleep(wait)
-                continue
-            status = response.status_code
+                    raise ResponseLost(f"The wiki at {self.name} {lost} while writing.") from None
+                if self.retry.pause(attempt, started, transient=retry_transient and not timed_out):
+                    continue
+                raise upstream_failure(f"The wiki at {self.name} {problem}. " + RETRY_LATER) from None
             data = parse_json(response)
             code = api_error_code(data)
-            retryable = ((status >= 500 or status == 429) and retry_transient or code == "maxlag"
-                         or code == "ratelimited" and "Retry-After" in response.headers)
-            if retryable and attempt < MAX_ATTEMPTS:
-                wait = retry_after(response, attempt)
-                if wait is not None and time.monotonic() + wait <= deadline:
-                    log.info("%s answered %s%s; retrying in %.1f s", self.name, status,
-                             f" ({code})" if code else "", wait)
-                    self.sleep(wait)
-                    continue
-            if code is not None:
-                if code in ("assertuserfailed", "assertnameduserfailed") and self.username and relogin:
-                    with self._lock:  # the session expired: log in again once, then retry
-                        self._logged_in = False
-                        self._login()
-                    return self._call(method, params, files=files, retry_transient=retry_transient,
-                                      url=url, auth=auth, relogin=False, write=write)
-                if code == "readapidenied" and not self.authenticated:
-                    raise authentication(f"{self.name} is a private wiki: reading needs "
-                                         "an account. Configure a bot password or token for it.", code)
-                raise error_from_api(code, api_error_text(data), self.name)
-            if status == 429:
-                raise rate_limited(f"{self.name} is throttling requests (HTTP 429). "
-                                   + NEXT_STEP["rate_limited"])
-            if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
-                raise authentication(f"The web server of {self.name} refused the request with "
-                                     "HTTP 401: it wants a user name and password (HTTP basic auth), "
-                                     + ("and refused those in the wiki's address." if self._basic_auth else
-                                        "which go in the wiki's address: https://user:password@host/...")
-                                     + " Tell the user; no retry by the model changes this.")
-            if data is None:
-                kind = response.headers.get("Content-Type", "unknown").split(";")[0]
-                if failure:
-                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
-                                  f"and {kind} instead of API JSON.")
-                if status < 500:  # an answer, but not the API's: the address is wrong
-                    raise upstream_failure(f"{target} answered HTTP {status} with {kind}, not MediaWiki API "
-                                           "JSON: it is not the wiki's api.php. Tell the user to check the "
-                                           "wiki's address in the configuration; no retry changes this.")
-                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status} "
-                                       f"with {kind} instead of API JSON. " + RETRY_LATER)
-            if status >= 400:
-                if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
-                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
-                                  "and no API answer.")
-                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status}. "
-                                       + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
-            self._check_warnings(data, fields, write)
-            return data
+            if self.retry.pause(attempt, started, f"{self.name} answered {response.status_code}"
+                                + (f" ({code})" if code else ""), transient=retry_transient,
+                                status=response.status_code, code=code,
+                                retry_after=response.headers.get("Retry-After")):
+                continue
+            try:
+                return self._answer(response, data, target, fields, write)
+            except WikiError as error:
+                if not (relogin and self.username and error.code in ("assertuserfailed",
+                                                                     "assertnameduserfailed")):
+                    raise
+            with self._lock:  # the session expired: log in again once, then retry
+                self._logged_in = False
+                self._login()
+            return self._call(method, params, files=files, retry_transient=retry_transient,
+                              url=url, auth=auth, relogin=False, write=write)
 
-    def _check_warnings(self, data: dict[str, Any], fields: Mapping[str, str], write: bool) -> None:
-        """MediaWiki answers a request with a parameter or value it does not know as if that
-        part had not been asked (an unknown namespace ID: results from every namespace), with a
-        warning. So such a warning fails a read, decided by its code; other warnings (such as
-        deprecations) are logged. A write has happened by then, so it is logged loudly instead."""
+    def _send(self, method: str, url: str, fields: dict[str, str],
+              files: Mapping[str, Any] | None) -> requests.Response:
+        """Sends one request to the API (follow): a GET's redirects are followed where the
+        credentials stay home, and one to the same host moves the API address for good."""
+        assert self._session is not None
+
+        def hop(location: str) -> None:
+            new_host = (urllib.parse.urlsplit(location).hostname or "").lower()
+            if method != "GET":
+                raise upstream_failure(f"The wiki redirected a POST to {location}; "
+                                       "set the wiki's URL to its final api.php address.")
+            if new_host != self.host and self.authenticated:
+                raise upstream_failure(f"The wiki at {self.name} redirected to another "
+                                       f"host ({new_host}); credentials are not sent there. Set the wiki's "
+                                       "URL to the address it redirects to.")
+            if self._api_url is not None and new_host == self.host:
+                self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
+        options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
+        return follow(self._session, method, url, trusted_hosts=self.trusted_hosts, hop=hop,
+                      timeout=self.timeout, **options)
+
+    def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
+                fields: Mapping[str, str], write: bool) -> dict[str, Any]:
+        """The API's answer to a request, or the WikiError it means: by MediaWiki's error code
+        when there is one, else by the HTTP status. A write whose answer is not the API's may
+        have been saved all the same (ResponseLost). MediaWiki answers a request with a
+        parameter or value it does not know as if that part had not been asked (an unknown
+        namespace ID: results from every namespace), with a warning; so such a warning fails a
+        read, by its code. A write has happened by then, so it is logged loudly instead, and
+        other warnings (such as deprecations) are logged."""
+        status, code = response.status_code, api_error_code(data)
+        if code is not None and data is not None:
+            if code == "readapidenied" and not self.authenticated:
+                raise authentication(f"{self.name} is a private wiki: reading needs "
+                                     "an account. Configure a bot password or token for it.", code)
+            raise error_from_api(code, api_error_text(data), self.name)
+        if status == 429:
+            raise rate_limited(f"{self.name} is throttling requests (HTTP 429). " + NEXT_STEP["rate_limited"])
+        if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
+            raise authentication(f"The web server of {self.name} refused the request with "
+                                 "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                 + ("and refused those in the wiki's address." if self._basic_auth else
+                                    "which go in the wiki's address: https://user:password@host/...")
+                                 + " Tell the user; no retry by the model changes this.")
+        if data is None:
+            kind = response.headers.get("Content-Type", "unknown").split(";")[0]
+            if write:
+                raise ResponseLost(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                   f"and {kind} instead of API JSON.")
+            if status < 500:  # an answer, but not the API's: the address is wrong
+                raise upstream_failure(f"{target} answered HTTP {status} with {kind}, not MediaWiki API "
+                                       "JSON: it is not the wiki's api.php. Tell the user to check the "
+                                       "wiki's address in the configuration; no retry changes this.")
+            raise upstream_failure(f"The wiki at {self.name} answered HTTP {status} "
+                                   f"with {kind} instead of API JSON. " + RETRY_LATER)
+        if status >= 400:
+            if write and status >= 500:  # a gateway's error in JSON: the wiki may have saved
+                raise ResponseLost(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                   "and no API answer.")
+            raise upstream_failure(f"The wiki at {self.name} answered HTTP {status}. "
+                                   + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
         warnings = data.get("warnings")
         for warning in warnings if isinstance(warnings, list) else []:
             code = str(warning.get("code", ""))
@@ -899,35 +875,7 @@ class MediaWikiClient:
                                     f"here. Its namespaces: {self._site.namespace_list()}.", code)
             raise invalid_input(f"{self.name} does not know the value {', '.join(values)} that "
                                 f"this call asked for: {text} Change the call.", code)
-
-    def _send(self, method: str, url: str, fields: dict[str, str],
-              files: Mapping[str, Any] | None) -> requests.Response:
-        """Sends one request, following redirects only where credentials stay home."""
-        assert self._session is not None
-        for _ in range(MAX_REDIRECTS + 1):
-            if self.trusted_hosts is not None:
-                guard_and_pin(self._session, url, self.trusted_hosts)
-            if method == "GET":
-                response = send_once(self._session, "GET", url, params=fields, timeout=self.timeout)
-            else:
-                response = send_once(self._session, "POST", url, data=fields, files=files,
-                                     timeout=self.timeout)
-            if not response.is_redirect:
-                return response
-            location = redirect_target(response)
-            new_host = (urllib.parse.urlsplit(location).hostname or "").lower()
-            if method != "GET":
-                raise upstream_failure(f"The wiki redirected a POST to {location}; "
-                                       "set the wiki's URL to its final api.php address.")
-            if new_host != self.host and self.authenticated:
-                raise upstream_failure(f"The wiki at {self.name} redirected to another "
-                                       f"host ({new_host}); credentials are not sent there. Set the wiki's "
-                                       "URL to the address it redirects to.")
-            url = location.split("?")[0]
-            if url != self._api_url and self._api_url is not None and new_host == self.host:
-                self._api_url = url  # e.g. http -> https: go there directly from now on
-            fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
-        raise upstream_failure(f"The wiki at {self.name} redirected too many times.")
+        return data
 
 
 def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
@@ -998,16 +946,6 @@ class BasicAuth:
         return request
 
 
-def fetch_error(status: int, url: str) -> WikiError:
-    if status == 404:
-        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
-    if status in (401, 403):
-        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
-                                 + NEXT_STEP["permission_denied"])
-    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
-                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
-
-
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
     """Turns Python values into API fields: lists joined by | (or U+001F when a
     value holds a |), booleans present only when true, None left out."""
@@ -1055,22 +993,6 @@ def api_error_text(data: dict[str, Any]) -> str:
     return str(error.get("info") or error.get("*") or "")
 
 
-def backoff(attempt: int) -> float:
-    return min(0.5 * 2 ** (attempt - 1), MAX_RETRY_WAIT_SECONDS)
-
-
-def retry_after(response: requests.Response, attempt: int) -> float | None:
-    """Seconds to wait before retrying, from Retry-After if given; None if too long."""
-    header = response.headers.get("Retry-After", "").strip()
-    if not header:
-        return backoff(attempt)
-    try:
-        wait = float(header)
-    except ValueError:  # an HTTP date: not worth parsing for a wait this short
-        return backoff(attempt)
-    return max(wait, 0.0) if wait <= MAX_RETRY_WAIT_SECONDS else None
-
-
 _warned: set[str] = set()
 
 
@@ -1085,12 +1007,13 @@ def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(str(e.get("name", "")).lower() for e in query.get("extensions") or []) - {""}
 
 
-# -- the address guard and API discovery -------------------------------------
+# -- the address guard: redirects, file fetches and API discovery -------------
 # A URL that comes from a model (add-wiki, uploads from a URL) must not make this
 # server reach what only it can reach: its own loopback, the private network it sits
 # in, a cloud metadata address. The guard resolves the host, refuses non-public
 # addresses unless the operator trusts the host (MCP_TRUSTED_HOSTS), and pins the
-# connection to the address it checked, so a second DNS answer cannot swap it.
+# connection to the address it checked, so a second DNS answer cannot swap it. Every
+# redirect is followed by follow(), which has the guard check each hop.
 
 def resolve_addresses(host: str, port: int) -> list[str]:
     """The IP addresses a host name resolves to (tests replace this)."""
@@ -1212,24 +1135,132 @@ def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[s
         pins[key] = address
 
 
-def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str] | None,
-                **options: Any) -> requests.Response:
-    """A GET of a URL given by a model, following redirects itself and checking every hop
-    with the address guard (``trusted_hosts=None``: an operator's URL, no guard). The
-    session should mount ``pinning_adapter()``. Transport failures become WikiError."""
-    rq = _requests()
+def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
+           trusted_hosts: Iterable[str] | None, hop: Callable[[str], None] = lambda location: None,
+           **options: Any) -> requests.Response:
+    """Sends a request (send_once) and follows its redirects: the one place that does. The
+    address guard checks every hop (``trusted_hosts`` None: an operator's URL, not guarded), and
+    ``hop`` may refuse a redirect's target before it is requested. ``session`` may be a function
+    that picks one per URL, so that credentials stay with their origin; sessions should mount
+    ``pinning_adapter()``. A redirect's own query replaces ``params``. Transport failures raise
+    requests' exceptions (failed_url names the hop)."""
+    start = url
     for _ in range(MAX_REDIRECTS + 1):
+        current = session(url) if callable(session) else session
         if trusted_hosts is not None:
-            guard_and_pin(session, url, trusted_hosts)
-        try:
-            response = send_once(session, "GET", url, **options)
-        except rq.RequestException as exc:
-            raise upstream_failure(f"{host_of(url)} could not be reached ({type(exc).__name__}).") from None
+            guard_and_pin(current, url, trusted_hosts)
+        response = send_once(current, method, url, **options)
         if not response.is_redirect:
             return response
         response.close()
         url = redirect_target(response)
-    raise upstream_failure(f"{url} redirected too many times.")
+        hop(url)
+        if urllib.parse.urlsplit(url).query:
+            options.pop("params", None)
+    raise upstream_failure(f"{start} redirected too many times.")
+
+
+def failed_url(exc: Exception, url: str) -> str:
+    """The URL of the hop whose request failed (follow), else ``url``."""
+    return getattr(getattr(exc, "request", None), "url", None) or url
+
+
+def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str] | None,
+                **options: Any) -> requests.Response:
+    """A GET of a URL through follow(), a transport failure an upstream_failure."""
+    try:
+        return follow(session, "GET", url, trusted_hosts=trusted_hosts, **options)
+    except _requests().RequestException as exc:
+        raise upstream_failure(f"{host_of(failed_url(exc, url))} could not be reached "
+                               f"({type(exc).__name__}).") from None
+
+
+def fetch_file(client: MediaWikiClient, url: str, max_bytes: int) -> bytes | None:
+    """Downloads a file a wiki points to (an upload, a thumbnail), or None when it is over
+    max_bytes. The wiki's credentials go only to the wiki's own origin: a file on another host,
+    or a redirect there, is fetched without them (session_for). A wiki a model added has every
+    hop checked by the address guard, as its API calls have."""
+    try:
+        response = follow(client.session_for, "GET", url, trusted_hosts=client.trusted_hosts,
+                          timeout=client.timeout, stream=True)
+        with response:
+            if response.status_code >= 400:
+                raise fetch_error(response.status_code, response.url)
+            if int(response.headers.get("Content-Length") or 0) > max_bytes:
+                return None
+            data = bytearray()
+            for chunk in response.iter_content(65536):
+                data += chunk
+                if len(data) > max_bytes:
+                    return None
+            return bytes(data)
+    except _requests().RequestException as exc:
+        raise upstream_failure(f"Fetching {failed_url(exc, url)} failed ({type(exc).__name__}). "
+                               + RETRY_LATER) from None
+
+
+def fetch_error(status: int, url: str) -> WikiError:
+    if status == 404:
+        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
+    if status in (401, 403):
+        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
+                                 + NEXT_STEP["permission_denied"])
+    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
+                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+
+
+def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: requests.Session,
+                 trusted_hosts: Iterable[str] | None,
+                 timeout: tuple[float, float]) -> tuple[str, dict[str, Any] | None]:
+    """Finds api.php from any URL of a wiki (a page, its origin): tries /w/api.php and /api.php
+    at its origin, then the address the wiki's own HTML names (``<link rel="EditURI"
+    href=".../api.php?action=rsd">``). ``ask(candidate)`` requests site info there. Returns the
+    API's address and its site info query, None when it answered wanting a login first."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid_input(f"{url!r} is not a wiki URL; give its api.php address or a page URL.")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    failures: list[str] = []
+    for guess in (origin + "/w/api.php", origin + "/api.php", None):  # None: the address the page names
+        candidate = guess or api_named_by_page(url, session, trusted_hosts, timeout, failures)
+        if candidate is None:
+            break
+        try:
+            query = ask(candidate).get("query", {})
+        except WikiError as error:
+            if not error.code and error.category != "upstream_failure":
+                raise  # the address guard refused the URL or a hop, or the web server wants other
+                # credentials: no other candidate fares better
+            if error.code == "readapidenied" and error.category == "authentication":
+                raise  # a private wiki, and no account to read it with
+            if error.code:  # an API answered, wanting a login first: a private wiki
+                return candidate, None
+            failures.append(f"{candidate}: {error.message.split('. ')[0]}")  # the remedy comes once, below
+            continue
+        if "general" in query:
+            return candidate, query
+        failures.append(f"{candidate}: the answer is not MediaWiki site info")
+    raise upstream_failure(f"No MediaWiki API found at {url}: " + "; ".join(failures) + ". Give the wiki's "
+                           "api.php address instead (such as https://wiki.example.org/w/api.php).")
+
+
+def api_named_by_page(url: str, session: requests.Session, trusted_hosts: Iterable[str] | None,
+                      timeout: tuple[float, float], failures: list[str]) -> str | None:
+    """The api.php address that the HTML of a wiki's page names (EditURI)."""
+    try:
+        response = guarded_get(session, url, trusted_hosts, timeout=timeout, stream=True,
+                               headers={"Authorization": None})  # no token to any host
+    except WikiError as error:
+        if error.category != "upstream_failure":
+            raise
+        failures.append(f"{url}: {error.message.split('. ')[0]}")
+        return None
+    with response:
+        head = read_head(response)
+    found = api_from_html(head, response.url)
+    if not found:
+        failures.append(f"{url}: its HTML names no API (no <link rel=\"EditURI\">)")
+    return found
 
 
 HEAD_MAX_BYTES = 512 * 1024
@@ -4338,7 +4369,7 @@ def get_file_data(
         raise invalid_input(f"{name} is {mime or 'not an image'}, which the wiki does not render as an "
                             "image. get-file gives its metadata and URL.")
     limit = ctx.state.config.file_data_max_bytes
-    data = ctx.client.fetch(url, limit * 3 // 4)
+    data = fetch_file(ctx.client, url, limit * 3 // 4)
     if data is None:
         again = "Call get-file-data again with a smaller width." if url != info.get("url") else ""
         raise invalid_input(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
@@ -4376,6 +4407,29 @@ def change_tags(ctx: ToolContext) -> list[str] | None:
     return list(ctx.wiki.tags) or None
 
 
+T = typing.TypeVar("T")
+
+
+def settle_write(send: Callable[[], dict[str, Any]], check: Callable[[], T | None], *, what: str, look: str,
+                 absent: str) -> tuple[dict[str, Any], T | None]:
+    """``send()``'s answer (a write), and None. When the answer is lost (ResponseLost), the write
+    is never sent again blindly: ``check()`` reads what the wiki shows and returns what the write
+    did; then this returns ``({}, that)``. When it shows nothing done, ``absent`` says so and what
+    to do; when the check itself fails, the error says that ``what`` ("the page was moved")
+    could not be checked and where to ``look`` before calling again."""
+    try:
+        return send(), None
+    except ResponseLost as lost:
+        try:
+            found = check()
+        except WikiError as error:
+            raise upstream_failure(f"{lost.message} Whether {what} could not be checked ({error.message}); "
+                                   f"{look} before calling again.") from None
+        if found is None:
+            raise upstream_failure(f"{lost.message} {absent}") from None
+        return {}, found
+
+
 def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
     diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
     return status + "\n" + labelled(("Title", title), ("Revision ID", revid), ("Previous revision ID", parent),
@@ -4402,22 +4456,15 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
               summary: str | None) -> str:
     """Sends one action=edit and describes the saved revision. If the wiki's answer is
     lost, the page history tells whether the edit landed: it is never sent twice."""
-    try:
-        data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
-                                 "tags": change_tags(ctx)})
-    except ResponseLost as lost:
-        try:
-            landed = find_landed_edit(ctx, title, base, summary, fields)
-        except WikiError as error:
-            raise upstream_failure(f"{lost.message} Whether the edit was saved could not "
-                                   f"be checked ({error.message}); read the page with get-page before "
-                                   "calling again.") from None
-        if landed is None:
-            after = f"after revision {base}" if base else "creating it"
-            # Not proof it never lands: a slow wiki may still be saving it after a timeout.
-            raise upstream_failure(f"{lost.message} The page's history shows no edit by "
-                                   f"this account {after} yet. A slow wiki may still save it: check with "
-                                   "get-page-history before calling again.") from None
+    # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
+    data, landed = settle_write(
+        lambda: ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
+                                  "tags": change_tags(ctx)}),
+        lambda: find_landed_edit(ctx, title, base, summary, fields), what="the edit was saved",
+        look="read the page with get-page", absent="The page's history shows no edit by this account "
+        f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still save it: check "
+        "with get-page-history before calling again.")
+    if landed is not None:
         return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
                            "Saved (the wiki's answer was lost; its history shows the edit once).")
     edit = data.get("edit") or {}
@@ -4798,16 +4845,18 @@ def move_page(
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
-    status = "Moved."
     try:
-        moved = ctx.client.write(params).get("move", {})
-    except ResponseLost as lost:
-        moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
-        status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
+        answer, shown = settle_write(
+            lambda: ctx.client.write(params), lambda: moved_as_shown(ctx, fromTitle, toTitle),
+            what="the page was moved", look="read both titles with get-page", absent=f"The wiki shows "
+            f"{fromTitle!r} still in its place, so the page was not moved. Call again to retry.")
     except WikiError as error:
         if error.code == "missingtitle":
             raise missing_page(ctx, fromTitle) from None
         raise
+    moved = shown or answer.get("move", {})
+    status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)." if shown \
+        else "Moved."
     to = moved.get("to", toTitle)
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
     subpages_moved, subpages_kept = subpage_moves(ctx, moved)
@@ -4820,17 +4869,16 @@ def move_page(
         ("URL", ctx.site.page_url(to)))
 
 
-def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str, to_title: str) -> dict[str, Any]:
+def moved_as_shown(ctx: ToolContext, from_title: str, to_title: str) -> dict[str, Any] | None:
     """What the wiki shows after a move whose answer was lost, as the API answers a move: the
-    page at its new title, its old title a redirect there or gone. A refused move (the new title
-    taken, say) leaves the page where it was, which is no move."""
+    page at its new title, its old title a redirect there or gone; None when the page is where
+    it was (a refused move, the new title taken, say)."""
     query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
                             "prop": "info"}).get("query", {})
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
     if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
-        raise upstream_failure(f"{lost.message} The wiki shows {from_title!r} still in its "
-                               "place, so the page was not moved. Call again to retry.") from None
+        return None
     return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
 
 
@@ -4898,20 +4946,20 @@ def delete_page(
                             "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
-    status = "Deleted."
-    try:
-        deleted = ctx.client.write(params).get("delete", {})
-    except ResponseLost as lost:
+    def gone_as_shown() -> dict[str, Any] | None:
         page, _ = query_page(ctx, titles=title, prop="info")
-        if not page.get("missing"):
-            raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
-                                   "it was not deleted. Call again to retry.") from None
-        deleted = {"title": page.get("title", title)}
-        status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
+        return {"title": page.get("title", title)} if page.get("missing") else None
+    try:
+        answer, shown = settle_write(
+            lambda: ctx.client.write(params), gone_as_shown, what="the page was deleted",
+            look="read it with get-page", absent="The wiki shows the page still there, so it was not deleted. "
+            "Call again to retry.")
     except WikiError as error:
         if error.code == "missingtitle":  # deleted since the confirmation, or never there
             raise missing_page(ctx, title) from None
         raise
+    deleted = shown or answer.get("delete", {})
+    status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)." if shown else "Deleted."
     return status + "\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
@@ -4927,17 +4975,16 @@ def undelete_page(
     the latest revision ID and URL. Fails if the title has no deleted revisions."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
-    restored: dict[str, Any] = {}
-    lost: ResponseLost | None = None
-    try:
-        restored = ctx.client.write(params).get("undelete", {})
-    except ResponseLost as error:
-        lost = error
-    page, _ = query_page(ctx, titles=title, prop="info")
-    if lost and (page.get("missing") or not page):
-        raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
-                               "was not restored. Call again to retry.")
-    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
+    def page_as_shown() -> dict[str, Any] | None:
+        page, _ = query_page(ctx, titles=title, prop="info")
+        return None if page.get("missing") or not page else page
+    answer, shown = settle_write(
+        lambda: ctx.client.write(params), page_as_shown, what="the page was restored",
+        look="read it with get-page", absent="The wiki shows the page still deleted, so it was not restored. "
+        "Call again to retry.")
+    restored, page = answer.get("undelete", {}), shown or query_page(ctx, titles=title, prop="info")[0]
+    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if shown \
+        else "Restored."
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
@@ -5253,7 +5300,7 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
     """One action=upload. A lost answer is never resent: after a publishing request the
     file's history tells whether it landed (its latest version is these bytes, by this
     account); a lost stash request published nothing. ``name``: the file's name as published."""
-    try:
+    def send() -> dict[str, Any]:
         try:
             return ctx.client.write(params, files=files).get("upload") or {}
         except WikiError as error:
@@ -5262,22 +5309,17 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
             # that second is waited out once.
             if error.code != "backend-fail-alreadyexists" or not publishing:
                 raise
-            ctx.client.sleep(1.0)
+            ctx.client.retry.sleep(1.0)
             return ctx.client.write(params, files=files).get("upload") or {}
-    except ResponseLost as lost:
-        if not publishing:
-            raise upstream_failure(f"{lost.message} The wiki was only checking the file, "
-                                   "so nothing was published; call again.") from None
-        try:
-            landed = landed_upload(ctx, name, sha1)
-        except WikiError as error:
-            raise upstream_failure(f"{lost.message} Whether the file was uploaded could not be checked "
-                                   f"({error.message}); look at the file before calling again.") from None
-        if landed is None:
-            raise upstream_failure(f"{lost.message} The file's history shows no upload of these bytes by "
-                                   "this account yet. A slow wiki may still save it: look at the file "
-                                   "(get-file) before calling again.") from None
-        return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
+    answer, landed = settle_write(
+        send, (lambda: landed_upload(ctx, name, sha1)) if publishing else lambda: None,
+        what="the file was uploaded", look="look at the file", absent=(
+            "The file's history shows no upload of these bytes by this account yet. A slow wiki may still "
+            "save it: look at the file (get-file) before calling again." if publishing else
+            "The wiki was only checking the file, so nothing was published; call again."))
+    if landed is None:
+        return answer
+    return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
 
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
@@ -5738,7 +5780,8 @@ class HealthCheck:
     def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
         wiki = state.config.wikis[state.config.default_wiki]
         # A client of its own: short timeouts, no retries, the tools' client untouched.
-        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
+        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT,
+                                  retry=RetryPolicy(budget=0))
         self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
         self.clock = clock
         self.next_probe = float("-inf")

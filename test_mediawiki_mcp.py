@@ -792,8 +792,34 @@ def fake() -> Iterator[FakeWiki]:
 
 def fake_server(fake: FakeWiki, sleeps: list[float] | None = None, **env: str) -> Any:
     return make_server({"MEDIAWIKI_URL": fake.api, **env},
-                       sleep=(sleeps.append if sleeps is not None else (lambda s: None)),
+                       retry=m.RetryPolicy(sleep=sleeps.append if sleeps is not None else (lambda s: None)),
                        timeout=(2.0, 0.5))
+
+
+def test_the_retry_policy_waits_as_asked_within_its_attempts_and_budget() -> None:
+    slept: list[float] = []
+    now = [100.0]
+    policy = m.RetryPolicy(budget=30.0, attempts=4, sleep=slept.append, clock=lambda: now[0])
+    read = {"transient": True}
+    assert policy.pause(1, 100.0, status=503, retry_after="3", **read) and slept == [3.0]
+    assert [policy.wait(n, 100.0, status=502, **read) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]  # no Retry-After
+    assert policy.wait(1, 100.0, status=None, **read) == 0.5  # no answer at all: a connection failure
+    assert policy.wait(1, 100.0, status=429, retry_after="Wed, 21 Oct 2026 07:28:00 GMT", **read) == 0.5
+    assert policy.wait(1, 100.0, status=503, retry_after="-4", **read) == 0.0
+    # a Retry-After longer than a person waits, the attempts used up, the budget spent: no more
+    assert policy.wait(1, 100.0, status=503, retry_after="3600", **read) is None
+    assert policy.wait(4, 100.0, status=503, **read) is None
+    now[0] = 128.0
+    assert policy.wait(1, 100.0, status=503, retry_after="3", **read) is None
+    assert policy.wait(1, 100.0, status=503, retry_after="2", **read) == 2.0
+    # a write is sent again only after answers that prove nothing was written
+    write = {"transient": False}
+    assert policy.wait(1, 128.0, status=503, **write) is None and policy.wait(1, 128.0, **write) is None
+    assert policy.wait(1, 128.0, status=200, code="maxlag", retry_after="5", **write) == 5.0
+    assert policy.wait(1, 128.0, status=200, code="ratelimited", retry_after="1", **write) == 1.0
+    assert policy.wait(1, 128.0, status=200, code="ratelimited", **write) is None  # no Retry-After: not soon
+    assert policy.wait(1, 128.0, status=404, code="missingtitle", **read) is None
+    assert not policy.pause(4, 128.0, status=503, **read) and slept == [3.0]  # giving up waits for nothing
 
 
 def test_503_is_retried_after_the_time_retry_after_asks(fake: FakeWiki) -> None:
@@ -931,7 +957,8 @@ def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch:
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"}, sleep=lambda s: None)
+    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"},
+                         retry=m.RetryPolicy(sleep=lambda s: None))
     result = call(server, "get-page", title="Main Page")
     assert not result.is_error and "Fake page text." in result.text
     assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
@@ -1817,7 +1844,7 @@ def test_get_file_data_of_a_wiki_a_model_added_passes_the_address_guard(fake: Fa
     try:
         other.files["/thumb.png"] = (png_bytes(4, 3), "image/png")
         fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
-        server = make_server({"MEDIAWIKI_URL": fake.api}, sleep=lambda s: None,
+        server = make_server({"MEDIAWIKI_URL": fake.api}, retry=m.RetryPolicy(sleep=lambda s: None),
                              trusted_hosts=[f"127.0.0.1:{fake.port}"])  # the wiki itself, not localhost
         result = call(server, "get-file-data", title="Big.png")
         assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
@@ -2312,6 +2339,24 @@ def test_a_lost_answer_to_a_refused_move_says_the_page_was_not_moved(wiki: RealW
     assert wiki.wikitext(title) == "Stays here." and wiki.wikitext("Apple").startswith("An apple is a fruit.")
 
 
+@pytest.mark.parametrize("tool", list(LOST_ACTIONS))
+def test_a_lost_answer_whose_check_fails_says_so_and_is_not_resent(fake: FakeWiki, tool: str) -> None:
+    """The wiki drops the answer to a move, deletion or restoration, then fails the read that
+    would tell what it did: the error says the outcome is unknown, never the read's error alone."""
+    action, arguments = LOST_ACTIONS[tool]
+    fake.replies = [Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}), Reply(0),
+                    Reply(body={"errors": [{"code": "internal_api_error_DBQueryError",
+                                            "text": "Database error."}]})]
+    result = call(fake_server(fake, MEDIAWIKI_READ_ONLY="false"), tool, **arguments("Main Page"))
+    what = {"move-page": "moved", "delete-page": "deleted", "undelete-page": "restored"}[tool]
+    assert result.is_error and result.blocks[0].startswith(
+        f"upstream_failure: The wiki at 127.0.0.1:{fake.port} dropped the connection (ConnectionError) while "
+        f"writing. Whether the page was {what} could not be checked (MediaWiki error "
+        f"internal_api_error_DBQueryError (127.0.0.1:{fake.port}): Database error."), result.text
+    assert result.text.endswith(" before calling again.")
+    assert [s["params"].get("action") for s in fake.requests_to_api()].count(action) == 1
+
+
 def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
     page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
                                  "revisions": [{"revid": 7, "parentid": 0}]}]}}
@@ -2336,7 +2381,7 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
 
 def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -> None:
     """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
-    client = m.MediaWikiClient(fake.api, token="tok-never-sent", sleep=lambda s: None)
+    client = m.MediaWikiClient(fake.api, token="tok-never-sent", retry=m.RetryPolicy(sleep=lambda s: None))
     assert client.site.name == "Fake"
     client._csrf = "+\\"
     fake.close()  # nothing listens there any more
