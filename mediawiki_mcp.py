@@ -36,6 +36,7 @@ import socket
 import stat
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import typing
@@ -43,12 +44,15 @@ import unicodedata
 import urllib.parse
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import UnionType  # not `import types`: tools take an argument named types
+from types import MappingProxyType, UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-if TYPE_CHECKING:  # imported lazily at run time: see _requests()
+if TYPE_CHECKING:  # imported lazily at run time: see _requests() and wiki_server_class()
     import requests
     from mcp.server.mcpserver import MCPServer
+
+    class WikiServer(MCPServer):
+        state: ServerState
 
 __version__ = "0.1.0"
 
@@ -69,6 +73,9 @@ MAX_TEXT_CHARS = 2_000_000
 #: The largest file the server holds in memory to upload (read from disk or fetched from
 #: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
 DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 3000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -231,37 +238,6 @@ MW_NEXT_STEP = {
     "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
     "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
 }
-
-ENVIRONMENT_VARIABLES = {
-    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin; user:password@ in it goes as "
-                     f"HTTP basic auth (default {DEFAULT_WIKI_URL})",
-    "MEDIAWIKI_USERNAME": "bot password user name, such as Name@BotName",
-    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords); surrounding spaces are trimmed",
-    "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
-    "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
-    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent (ASCII), such as 'MyBot/1.0 (me@example.org)'",
-    "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
-    "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
-                         "reach on private addresses",
-    "MCP_UPLOAD_DIRS": "directories uploads may read from, separated by ':' (also MEDIAWIKI_UPLOAD_DIRS)",
-    "MCP_UPLOAD_MAX_BYTES": f"largest file the server uploads itself (default {DEFAULT_UPLOAD_MAX_BYTES}); "
-                            "a larger URL upload is fetched by the wiki",
-    "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
-    "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
-                               f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
-    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr: DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
-    "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
-    "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
-    "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
-    "MCP_ALLOWED_HOSTS": "HTTP: Host headers accepted, comma-separated, name:* for any port",
-    "MCP_ALLOWED_ORIGINS": "HTTP: Origin headers accepted, comma-separated (https://app.example.org)",
-    "MCP_AUTH_TOKEN": "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
-    "MCP_STATELESS": "HTTP: true keeps no state between requests, for replicas; or --stateless",
-}
-#: The variables whose values are credentials (as the configuration file's SECRET_FIELDS):
-#: installers and registries store them as secrets.
-SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
-                              "MCP_AUTH_TOKEN"})
 
 
 # ---------------------------------------------------------------------------
@@ -463,11 +439,10 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """Whether and when a request is sent again, for a person who is waiting. A read
-    (``transient``) is sent again after a connection failure, HTTP 5xx or 429; any request after
-    maxlag, or ratelimited with a Retry-After, which prove that nothing was done. The wait is what
-    Retry-After asks, else 0.5 s doubling each time; a wait over ``longest_wait``, ``attempts``
-    sent in all, or a wait ending past ``budget`` seconds from the first attempt ends the retries."""
+    """Whether and when a request is sent again, for a person who is waiting: a read (``transient``)
+    after a connection failure, HTTP 5xx or 429; any request after maxlag, or ratelimited with a
+    Retry-After, which prove that nothing was done. It waits as Retry-After asks, else 0.5 s doubling;
+    a longer wait than ``longest_wait``, ``attempts`` sent, or ``budget`` seconds spent ends it."""
     budget: float = READ_RETRY_BUDGET_SECONDS
     attempts: int = MAX_ATTEMPTS
     longest_wait: float = MAX_RETRY_WAIT_SECONDS
@@ -476,9 +451,8 @@ class RetryPolicy:
 
     def wait(self, attempt: int, started: float, *, transient: bool, status: int | None = None,
              code: str | None = None, retry_after: str | None = None) -> float | None:
-        """Seconds to wait before sending again after attempt ``attempt`` (1: the first) of a
-        request first sent at ``started`` (by ``clock``), or None: not again. ``status`` None: no
-        answer came (a timeout is not transient here: a person has waited long already)."""
+        """Seconds to wait before sending again after attempt ``attempt`` (1: the first) of a request
+        first sent at ``started`` (``clock``), or None: not again. ``status`` None: no answer came."""
         if not (code == "maxlag" or code == "ratelimited" and retry_after is not None
                 or transient and (status is None or status >= 500 or status == 429)):
             return None
@@ -559,16 +533,10 @@ class MediaWikiClient:
     # -- public API ---------------------------------------------------------
 
     def get(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """A read: a GET, retried on transient failures within the retry budget."""
+        """A read: a GET (a POST when its parameters are too long for a URL), retried on
+        transient failures within the retry budget."""
         self._ensure_ready()
         return self._call("GET", params, retry_transient=True)
-
-    def post(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None,
-             retry_transient: bool = False) -> dict[str, Any]:
-        """A POST. Retried only on errors that prove nothing was done, unless told
-        the request is a read too long for a URL (retry_transient=True)."""
-        self._ensure_ready()
-        return self._call("POST", params, files=files, retry_transient=retry_transient)
 
     def csrf_token(self, refresh: bool = False) -> str:
         """The CSRF (edit) token, fetched once per session and cached."""
@@ -673,15 +641,12 @@ class MediaWikiClient:
         return self._site, self._api_url
 
     def session_for(self, url: str) -> requests.Session:
-        """The session for a request to ``url``: the wiki's own, with its cookies and token, for
-        the origin of its API; for any other, one without them (fetch_file)."""
-        if origin_of(url) == origin_of(self.api_url):
-            assert self._session is not None
-            return self._session
+        """The session for a request to ``url`` (fetch_file): the wiki's own, with its cookies and
+        token, for the origin of its API; for any other, one without them."""
+        home = origin_of(url) == origin_of(self.api_url)
         with self._lock:
-            if self._plain is None:
-                self._plain = pinnable_session(self.user_agent_prefix, self.pool_size)
-            return self._plain
+            self._plain = self._plain or pinnable_session(self.user_agent_prefix, self.pool_size)
+            return self._session if home and self._session else self._plain
 
     def close(self) -> None:
         for session in (self._session, self._plain):
@@ -760,6 +725,8 @@ class MediaWikiClient:
         fields.update(format="json", formatversion="2", errorformat="plaintext", errorlang="en")
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
+        if method == "GET" and len(urllib.parse.urlencode(fields)) > MAX_GET_PARAMS_BYTES:
+            method = "POST"  # wikitext to parse or compare, say
         started, attempt = self.retry.clock(), 0
         while True:
             attempt += 1
@@ -817,13 +784,12 @@ class MediaWikiClient:
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
                 fields: Mapping[str, str], write: bool) -> dict[str, Any]:
-        """The API's answer to a request, or the WikiError it means: by MediaWiki's error code
-        when there is one, else by the HTTP status. A write whose answer is not the API's may
-        have been saved all the same (ResponseLost). MediaWiki answers a request with a
-        parameter or value it does not know as if that part had not been asked (an unknown
-        namespace ID: results from every namespace), with a warning; so such a warning fails a
-        read, by its code. A write has happened by then, so it is logged loudly instead, and
-        other warnings (such as deprecations) are logged."""
+        """The API's answer to a request, or the WikiError it means: by MediaWiki's error code when
+        there is one, else by the HTTP status (a write with no API answer may have been saved all
+        the same: ResponseLost). MediaWiki answers a request with a parameter or value it does not
+        know as if that part had not been asked (an unknown namespace ID: results from every
+        namespace), with a warning; so such a warning fails a read. A write has happened by then,
+        so it is logged loudly instead, as other warnings (deprecations) are logged."""
         status, code = response.status_code, api_error_code(data)
         if code is not None and data is not None:
             if code == "readapidenied" and not self.authenticated:
@@ -1109,14 +1075,10 @@ def _pinning_adapter_class() -> type:
     return PinningAdapter
 
 
-def pinning_adapter(**options: Any) -> Any:
-    return _pinning_adapter_class()(**options)
-
-
 def pinnable_session(user_agent_prefix: str, pool_size: int = 10) -> requests.Session:
     """A session with this server's User-Agent whose connections the address guard can pin."""
     session = _requests().Session()
-    adapter = pinning_adapter(pool_connections=4, pool_maxsize=pool_size)
+    adapter = _pinning_adapter_class()(pool_connections=4, pool_maxsize=pool_size)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     session.headers["User-Agent"] = user_agent(user_agent_prefix)
@@ -1138,12 +1100,11 @@ def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[s
 def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
            trusted_hosts: Iterable[str] | None, hop: Callable[[str], None] = lambda location: None,
            **options: Any) -> requests.Response:
-    """Sends a request (send_once) and follows its redirects: the one place that does. The
-    address guard checks every hop (``trusted_hosts`` None: an operator's URL, not guarded), and
-    ``hop`` may refuse a redirect's target before it is requested. ``session`` may be a function
-    that picks one per URL, so that credentials stay with their origin; sessions should mount
-    ``pinning_adapter()``. A redirect's own query replaces ``params``. Transport failures raise
-    requests' exceptions (failed_url names the hop)."""
+    """Sends a request (send_once) and follows its redirects, the one place that does: the address
+    guard checks every hop (``trusted_hosts`` None: an operator's URL), and ``hop`` may refuse a
+    redirect's target. ``session`` may be a function choosing one (pinnable_session) per URL, so
+    credentials stay with their origin. A redirect's query replaces ``params``. Transport failures
+    raise requests' exceptions (failed_url names the hop)."""
     start = url
     for _ in range(MAX_REDIRECTS + 1):
         current = session(url) if callable(session) else session
@@ -1176,9 +1137,8 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
 
 
 def fetch_file(client: MediaWikiClient, url: str, max_bytes: int) -> bytes | None:
-    """Downloads a file a wiki points to (an upload, a thumbnail), or None when it is over
-    max_bytes. The wiki's credentials go only to the wiki's own origin: a file on another host,
-    or a redirect there, is fetched without them (session_for). A wiki a model added has every
+    """Downloads a file a wiki points to (an upload, a thumbnail), or None when it is over max_bytes.
+    The wiki's credentials go only to its own origin (session_for); a wiki a model added has every
     hop checked by the address guard, as its API calls have."""
     try:
         response = follow(client.session_for, "GET", url, trusted_hosts=client.trusted_hosts,
@@ -1307,22 +1267,30 @@ class ConfigError(Exception):
     """Configuration that cannot work; main() prints it and exits non-zero."""
 
 
-def parse_bool(name: str, value: str) -> bool:
-    word = value.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise ConfigError(f"{name} must be true or false, not {value!r}")
+# -- reading a setting: each parser takes the variable's name and text, and says what is wrong --
+
+def checked(convert: Callable[[str], Any], ok: Callable[[str], bool], wanted: str) -> Callable[[str, str], Any]:
+    """A parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
+    ConfigError saying that the variable must be ``wanted``."""
+    def parse(name: str, value: str) -> Any:
+        if not ok(value.strip()):
+            raise ConfigError(f"{name} must be {wanted}, not {value.strip()!r}")
+        return convert(value.strip())
+    return parse
 
 
-def set_or_unset(env: Mapping[str, str], name: str) -> str:
-    """A variable's trimmed value, "" when unset. Elsewhere a blank value means the default;
-    here it is refused, as it would silently change which wiki the server uses."""
-    value = env.get(name)
-    if value is not None and not value.strip():
+parse_bool = checked(lambda text: text.lower() in TRUE_WORDS, lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS,
+                     "true or false")
+byte_count = checked(int, lambda text: whole_number(text) and int(text) >= 1000,
+                     "a whole number of bytes, at least 1000")
+
+
+def nonblank(name: str, value: str) -> str:
+    """A value refused when set but empty, as that would silently change which wiki the server
+    uses (elsewhere an empty value means the default)."""
+    if not value.strip():
         raise ConfigError(f"{name} is set but empty: give it a value, or unset it")
-    return (value or "").strip()
+    return value.strip()
 
 
 def credential(name: str, value: str, header: bool = False) -> str:
@@ -1365,11 +1333,11 @@ def comma_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def host_list(env: Mapping[str, str], name: str, header: bool = False) -> list[str]:
+def host_list(name: str, value: str, header: bool = False) -> list[str]:
     """A comma-separated list of ``host`` or ``host:port`` entries. ``header``: Host header
     values, where ``host:*`` means any port (and IPv6 comes in brackets). A URL or a wildcard
     would never match anything, so it is refused rather than kept."""
-    entries = comma_list(env.get(name, ""))
+    entries = comma_list(value)
     for entry in entries:
         if not host_entry(entry, header):
             raise ConfigError(f"{name} takes hosts such as wiki.internal or wiki.internal:8080"
@@ -1391,15 +1359,131 @@ def host_entry(entry: str, header: bool) -> bool:
     return port is None or (header if port == "*" else 0 < int(port) < 65536)
 
 
-def log_level(env: Mapping[str, str]) -> str:
-    """MEDIAWIKI_MCP_LOG_LEVEL, checked: main() sets up logging with it before anything else."""
-    value = env.get("MEDIAWIKI_MCP_LOG_LEVEL", "").strip()
-    if value.upper() not in ("", *LOG_LEVELS):
-        raise ConfigError(f"MEDIAWIKI_MCP_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
-    return value.upper() or "INFO"
+def origin_list(name: str, value: str) -> list[str]:
+    origins = comma_list(value)
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme.lower() not in ("http", "https") or not host_entry(rest, header=True):
+            raise ConfigError(f"{name} takes origins such as https://app.example.org "
+                              f"(scheme and host, no path), not {origin!r}")
+    return origins
 
 
-@dataclasses.dataclass
+def upload_directories(entries: Iterable[str], source: str) -> tuple[str, ...]:
+    """Directories uploads may read from: absolute, existing, symlinks resolved."""
+    found = []
+    for entry in (e.strip() for e in entries):
+        if not entry:
+            continue
+        if not os.path.isabs(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
+        if not os.path.exists(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} is not a directory")
+        found.append(os.path.realpath(entry))
+    return tuple(found)
+
+
+# -- the settings: one row each -----------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting: its environment variable, its help (--help, the README, installers), its value
+    when unset, how its text is read and checked (``parse(variable, text)``, a ConfigError naming
+    the variable), the configuration file's field that says the same, whether it is a secret,
+    whether an empty value means the default (else parse refuses it) and ``also``, older names read
+    first, their values (lists) joined."""
+    variable: str
+    help: str
+    default: Any = None
+    parse: Callable[[str, str], Any] = nonblank
+    field: str = ""
+    secret: bool = False
+    empty_is_default: bool = True
+    also: tuple[str, ...] = ()
+
+    def read(self, env: Mapping[str, str]) -> Any:
+        given = [self.parse(name, env[name]) for name in (*self.also, self.variable)
+                 if name in env and (env[name].strip() or not self.empty_is_default)]
+        if not given:
+            return self.default
+        return tuple(item for value in given for item in value) if self.also else given[-1]
+
+    @property
+    def described(self) -> str:
+        return self.help + "".join(f" (also {name})" for name in self.also)
+
+
+SETTINGS = {row.variable: row for row in (
+    Setting("MEDIAWIKI_URL", "any URL of the wiki: its api.php, a page or its origin; user:password@ in it goes as "
+            f"HTTP basic auth, to that origin only (default {DEFAULT_WIKI_URL})", DEFAULT_WIKI_URL,
+            field="wikis.*.server", empty_is_default=False),
+    Setting("MEDIAWIKI_USERNAME", "bot password user name, such as Name@BotName (Special:BotPasswords)",
+            parse=credential, field="wikis.*.username", secret=True, empty_is_default=False),
+    Setting("MEDIAWIKI_PASSWORD", "bot password; surrounding spaces are trimmed", parse=credential,
+            field="wikis.*.password", secret=True, empty_is_default=False),
+    Setting("MEDIAWIKI_TOKEN", "OAuth 2 owner-only access token, sent as a Bearer token instead of a bot password",
+            parse=functools.partial(credential, header=True), field="wikis.*.token", secret=True,
+            empty_is_default=False),
+    Setting("MEDIAWIKI_READ_ONLY", "when true, no write tools are offered and writes to the wiki are refused; "
+            "default: true without credentials", parse=parse_bool, field="wikis.*.readOnly"),
+    Setting("MEDIAWIKI_USER_AGENT", "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)': Wikimedia "
+            "throttles clients without contact details", "",
+            checked(str, printable_ascii, "printable ASCII, as it travels in an HTTP header")),
+    Setting("CONFIG", "JSON file naming several wikis (as --config); MEDIAWIKI_URL, the credentials and "
+            "MEDIAWIKI_READ_ONLY are then ignored", empty_is_default=False),
+    Setting("MCP_TRUSTED_HOSTS", "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
+            "reach on private addresses", (), lambda name, value: tuple(h.lower() for h in host_list(name, value))),
+    Setting("MCP_UPLOAD_DIRS", "directories uploads may read from, separated by ':' (';' on Windows); none: "
+            "uploads from disk are off", (), lambda name, value: upload_directories(value.split(os.pathsep), name),
+            field="uploadDirs", also=("MEDIAWIKI_UPLOAD_DIRS",)),
+    Setting("MCP_UPLOAD_MAX_BYTES", f"largest file the server uploads itself (default {DEFAULT_UPLOAD_MAX_BYTES}); "
+            "a larger URL upload is fetched by the wiki", DEFAULT_UPLOAD_MAX_BYTES, byte_count),
+    Setting("MCP_CONTENT_MAX_BYTES", f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
+            DEFAULT_CONTENT_MAX_BYTES, byte_count),
+    Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
+            f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
+    Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
+            checked(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
+    Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
+            "stdio", checked(str.lower, lambda text: text.lower() in ("stdio", "http"), "stdio or http")),
+    Setting("MCP_BIND", f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST}); or --host", DEFAULT_HTTP_HOST),
+    Setting("PORT", f"HTTP: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one); or --port", DEFAULT_HTTP_PORT,
+            checked(int, whole_number, "a port number")),
+    Setting("MCP_ALLOWED_HOSTS", "HTTP: Host headers accepted, comma-separated, name:* for any port (default: the "
+            "loopback names when listening on loopback, else unchecked)", [],
+            functools.partial(host_list, header=True)),
+    Setting("MCP_ALLOWED_ORIGINS", "HTTP: Origin headers accepted, comma-separated, such as "
+            "https://app.example.org (default: the loopback names when listening on loopback)", [], origin_list),
+    Setting("MCP_AUTH_TOKEN", "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
+            parse=functools.partial(credential, header=True), secret=True, empty_is_default=False),
+    Setting("MCP_STATELESS", "HTTP: true keeps no state between requests, for replicas; or --stateless", False,
+            parse_bool),
+)}
+
+
+def setting(env: Mapping[str, str], variable: str) -> Any:
+    """The value of a setting (SETTINGS) in ``env``."""
+    return SETTINGS[variable].read(env)
+
+
+#: The README's table of settings (settings_table), which --write-packaging rewrites.
+README_SETTINGS = re.compile(r"^\| variable \| config file \|.*\n(?:\|.*\n)*", re.MULTILINE)
+
+
+def settings_table() -> str:
+    """The README's table of the settings, one row each."""
+    rows = [f"| {', '.join(f'`{name}`' for name in (s.variable, *s.also))} | "
+            f"{f'`{s.field}`' if s.field else ''} | {capitalised(s.help)}. |" for s in SETTINGS.values()]
+    return "\n".join(["| variable | config file | meaning |", "|---|---|---|", *rows]) + "\n"
+
+
+def capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+@dataclasses.dataclass(frozen=True)
 class WikiConfig:
     """One configured wiki. Credentials are never shown by repr()."""
     key: str
@@ -1409,7 +1493,7 @@ class WikiConfig:
     token: str | None = dataclasses.field(default=None, repr=False)
     read_only: bool = True
     private: bool = False                 # its content must not leave through public means
-    tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
+    tags: tuple[str, ...] = ()            # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
     sitename: str = ""                    # the configured name, until site info says
     basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
@@ -1417,62 +1501,58 @@ class WikiConfig:
     def __post_init__(self) -> None:
         # A user name and password in the address go as HTTP basic auth: the address itself
         # is shown (list-wikis, resources), so it never keeps them.
-        self.url, userinfo = split_userinfo(self.url)
-        self.basic_auth = self.basic_auth or userinfo
+        url, userinfo = split_userinfo(self.url)
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "basic_auth", self.basic_auth or userinfo)
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
         return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
                                basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
 
 
-@dataclasses.dataclass
+def from_setting(variable: str) -> Any:
+    """A Config field that a setting fills (Config.from_env), its default the setting's."""
+    return dataclasses.field(default=SETTINGS[variable].default, metadata={"setting": variable})
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
-    wikis: dict[str, WikiConfig]
+    """The configuration, as read at start; the wikis added and removed since belong to the
+    server's state (ServerState.wikis), and how it is served to the transport (HttpOptions)."""
+    wikis: Mapping[str, WikiConfig]
     default_wiki: str
-    content_max_bytes: int = DEFAULT_CONTENT_MAX_BYTES
-    file_data_max_bytes: int = DEFAULT_FILE_DATA_MAX_BYTES
-    user_agent: str = ""
-    upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES
-    upload_dirs: list[str] = dataclasses.field(default_factory=list)
-    trusted_hosts: list[str] = dataclasses.field(default_factory=list)
+    content_max_bytes: int = from_setting("MCP_CONTENT_MAX_BYTES")
+    file_data_max_bytes: int = from_setting("MCP_FILE_DATA_MAX_BYTES")
+    user_agent: str = from_setting("MEDIAWIKI_USER_AGENT")
+    upload_max_bytes: int = from_setting("MCP_UPLOAD_MAX_BYTES")
+    upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
+    trusted_hosts: tuple[str, ...] = from_setting("MCP_TRUSTED_HOSTS")
     allow_wiki_management: bool = True
-    stateless: bool = False               # HTTP replicas: offer nothing that needs session state
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "wikis", MappingProxyType(dict(self.wikis)))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, config_path: str | None = None) -> Config:
         """The configuration from the environment, or from the JSON file that ``config_path``
         (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
-        settings = shared_settings(env)
-        path = config_path or set_or_unset(env, "CONFIG")
+        shared = {field.name: setting(env, field.metadata["setting"]) for field in dataclasses.fields(cls)
+                  if "setting" in field.metadata}
+        path = config_path or setting(env, "CONFIG")
         if path:
-            return config_from_file(path, env, settings)
-        username, password, token = (
-            credential(name, env[name], header=name == "MEDIAWIKI_TOKEN") if name in env else None
-            for name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN"))
-        url = wiki_address(set_or_unset(env, "MEDIAWIKI_URL") or DEFAULT_WIKI_URL, "MEDIAWIKI_URL",
-                           "MEDIAWIKI_TOKEN" if token else "")
+            return config_from_file(path, env, shared)
+        username, password, token = (setting(env, name) for name in
+                                     ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN"))
+        url = wiki_address(setting(env, "MEDIAWIKI_URL"), "MEDIAWIKI_URL", "MEDIAWIKI_TOKEN" if token else "")
         if bool(username) != bool(password):
             raise ConfigError("MEDIAWIKI_USERNAME and MEDIAWIKI_PASSWORD go together: set both or neither")
         if username and token:
             raise ConfigError("Set either MEDIAWIKI_USERNAME/MEDIAWIKI_PASSWORD or MEDIAWIKI_TOKEN, not both")
-        read_only = not (username or token)
-        if env.get("MEDIAWIKI_READ_ONLY", "").strip():
-            read_only = parse_bool("MEDIAWIKI_READ_ONLY", env["MEDIAWIKI_READ_ONLY"])
-        key = wiki_key(url)
-        wiki = WikiConfig(key=key, url=url, username=username, password=password, token=token,
-                          read_only=read_only)
-        return cls(wikis={key: wiki}, default_wiki=key, **settings)
-
-
-def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
-    """A byte budget from the environment: a whole number, at least 1000."""
-    value = env.get(name, "").strip()
-    if not value:
-        return default
-    if not whole_number(value) or int(value) < 1000:
-        raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
-    return int(value)
+        read_only = setting(env, "MEDIAWIKI_READ_ONLY")
+        wiki = WikiConfig(key=wiki_key(url), url=url, username=username, password=password, token=token,
+                          read_only=not (username or token) if read_only is None else read_only)
+        return cls(wikis={wiki.key: wiki}, default_wiki=wiki.key, **shared)
 
 
 def wiki_key(url: str) -> str:
@@ -1516,39 +1596,6 @@ def wiki_address(value: str, name: str, token: str = "") -> str:
     return url
 
 
-def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """Settings that come from the environment whatever says which wikis there are."""
-    upload_dirs: list[str] = []
-    for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
-        upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
-    agent = env.get("MEDIAWIKI_USER_AGENT", "").strip()
-    if not printable_ascii(agent):
-        raise ConfigError(f"MEDIAWIKI_USER_AGENT must be printable ASCII, as it travels in an HTTP header, "
-                          f"not {agent!r}")
-    trusted = [host.lower() for host in host_list(env, "MCP_TRUSTED_HOSTS")]
-    return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
-            "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
-            "user_agent": agent,
-            "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
-            "upload_dirs": upload_dirs, "trusted_hosts": trusted}
-
-
-def upload_directories(entries: Iterable[str], source: str) -> list[str]:
-    """Directories uploads may read from: absolute, existing, symlinks resolved."""
-    found = []
-    for entry in (e.strip() for e in entries):
-        if not entry:
-            continue
-        if not os.path.isabs(entry):
-            raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
-        if not os.path.exists(entry):
-            raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
-        if not os.path.isdir(entry):
-            raise ConfigError(f"{source}: upload directory {entry!r} is not a directory")
-        found.append(os.path.realpath(entry))
-    return found
-
-
 # -- the configuration file: the TypeScript MediaWiki MCP server's config.json -------
 
 #: Per-wiki fields of that format and the JSON types each takes (credentials apart).
@@ -1559,7 +1606,9 @@ WIKI_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "publicServer": ("string", "null"), "oauth2ClientId": ("string", "null"),
     "oauth2ClientSecret": ("string", "null"), "oauth2CallbackPort": ("number", "null"),
 }
-SECRET_FIELDS = ("username", "password", "token")
+#: The credential fields: those of the secret settings (SETTINGS).
+SECRET_FIELDS = tuple(row.field.removeprefix("wikis.*.") for row in SETTINGS.values()
+                      if row.secret and row.field.startswith("wikis.*."))
 #: Accepted and ignored: browser OAuth is a feature of the TypeScript server only, and links
 #: are built from the public address the wiki itself reports.
 IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
@@ -1688,10 +1737,9 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
     unknown = [name for name in raw if name not in TOP_FIELD_TYPES]
     if unknown:
         log.warning("configuration file %s: unknown field(s) %s ignored", path, ", ".join(unknown))
-    for name in ("MEDIAWIKI_URL", "MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
-                 "MEDIAWIKI_READ_ONLY"):
-        if env.get(name, "").strip():
-            log.warning("%s is ignored: the configuration file %s names the wikis", name, path)
+    for row in SETTINGS.values():
+        if row.field.startswith("wikis.") and env.get(row.variable, "").strip():
+            log.warning("%s is ignored: the configuration file %s names the wikis", row.variable, path)
     wikis: dict[str, WikiConfig] = {}
     ignored: set[str] = set()
     for key, entry in (raw.get("wikis") or {}).items():
@@ -1707,7 +1755,7 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
         raise ConfigError(f"defaultWiki {default!r} is not one of the wikis: {', '.join(wikis)}")
     upload_dirs = upload_directories(
         [substitute(d, env, "uploadDirs", False) for d in raw.get("uploadDirs") or []], "uploadDirs")
-    settings = {**settings, "upload_dirs": list(dict.fromkeys(settings["upload_dirs"] + upload_dirs))}
+    settings = {**settings, "upload_dirs": tuple(dict.fromkeys(settings["upload_dirs"] + upload_dirs))}
     return Config(wikis=wikis, default_wiki=default,
                   allow_wiki_management=raw.get("allowWikiManagement", True), **settings)
 
@@ -1757,8 +1805,8 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     private = bool(fields.get("private", False))
     if private and not (username or token):
         log.warning("%s is private but has no credentials: reading it will fail", where)
-    tags = fields.get("tags") or []
-    tags = [tags] if isinstance(tags, str) else list(tags)
+    tags = fields.get("tags") or ()
+    tags = (tags,) if isinstance(tags, str) else tuple(tags)
     if not all(tag.strip() for tag in tags):
         raise ConfigError(f"{where}.tags holds an empty tag")
     return WikiConfig(
@@ -3198,40 +3246,39 @@ class ToolCalls:
 
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, the tools
-    it serves, what the write tools remember (reads for the no-loss checks, idempotency
-    keys), and the tool calls in flight.
+    """Everything one server instance holds: its configuration, the wikis it serves now (at first
+    the configuration's, where add-wiki finds a removed one's credentials) with a client each, the
+    tools it serves, what the write tools remember (reads for the no-loss checks, idempotency
+    keys), and the tool calls in flight. ``stateless``: a replica that shares no state (--stateless).
 
-    add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
-    ``lock`` (never change them in place), so a tool running on another thread always sees
-    a consistent pair to read from."""
+    add-wiki and remove-wiki replace ``wikis`` and ``clients`` with new dicts under ``lock`` (never
+    change them in place), so a tool running on another thread always sees a consistent pair."""
     config: Config
+    wikis: dict[str, WikiConfig]
     clients: dict[str, MediaWikiClient]
     registry: Registry = REGISTRY
+    stateless: bool = False
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: The wikis of the configuration at start: add-wiki restores one with its credentials.
-    configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: tuple[threading.Lock, ...] = dataclasses.field(
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
 
     @classmethod
-    def from_config(cls, config: Config, registry: Registry = REGISTRY, **client_options: Any) -> ServerState:
-        config = dataclasses.replace(config, wikis=dict(config.wikis))
-        clients = {key: wiki.client(config.user_agent, **client_options)
-                   for key, wiki in config.wikis.items()}
-        return cls(config=config, clients=clients, registry=registry, client_options=client_options,
-                   configured=dict(config.wikis))
+    def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
+                    **client_options: Any) -> ServerState:
+        clients = {key: wiki.client(config.user_agent, **client_options) for key, wiki in config.wikis.items()}
+        return cls(config=config, wikis=dict(config.wikis), clients=clients, registry=registry,
+                   stateless=stateless, client_options=client_options)
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
         """One of a few locks, the same for every call about this page."""
         return self.page_locks[hash((wiki, title)) % len(self.page_locks)]
 
     def any_writable(self) -> bool:
-        return any(not w.read_only for w in self.config.wikis.values())
+        return any(not w.read_only for w in self.wikis.values())
 
     def resolve_wiki(self, wiki: Any) -> str:
         if wiki is None or wiki == "":
@@ -3239,37 +3286,37 @@ class ServerState:
         if not isinstance(wiki, str):
             raise invalid_input(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
         key = wiki.removeprefix("mcp://wikis/").strip().rstrip("/")
-        if key not in self.config.wikis:
-            raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+        if key not in self.wikis:
+            raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.wikis)}.")
         return key
 
     def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
         """Each wiki's key, configuration and client, as one consistent snapshot."""
         with self.lock:
-            return [(key, wiki, self.clients[key]) for key, wiki in self.config.wikis.items()]
+            return [(key, wiki, self.clients[key]) for key, wiki in self.wikis.items()]
 
     def wiki_and_client(self, key: str) -> tuple[WikiConfig, MediaWikiClient]:
         with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
-            wiki, client = self.config.wikis.get(key), self.clients.get(key)
+            wiki, client = self.wikis.get(key), self.clients.get(key)
         if wiki is None or client is None:
-            raise invalid_input(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+            raise invalid_input(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.wikis)}.")
         return wiki, client
 
     def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
         with self.lock:
-            if wiki.key in self.config.wikis:
+            if wiki.key in self.wikis:
                 raise conflict(f"The wiki {wiki.key} is already configured.")
-            self.config.wikis = {**self.config.wikis, wiki.key: wiki}
+            self.wikis = {**self.wikis, wiki.key: wiki}
             self.clients = {**self.clients, wiki.key: client}
 
     def remove_wiki(self, key: str) -> WikiConfig:
         with self.lock:
             if key == self.config.default_wiki:
                 raise invalid_input(f"{key} is the default wiki, which cannot be removed.")
-            wikis, clients = dict(self.config.wikis), dict(self.clients)
+            wikis, clients = dict(self.wikis), dict(self.clients)
             removed = wikis.pop(key)
             clients.pop(key, None)
-            self.config.wikis, self.clients = wikis, clients
+            self.wikis, self.clients = wikis, clients
             return removed
 
 
@@ -3396,21 +3443,36 @@ def as_blocks(result: list[Any] | str) -> list[Any]:
     return result if isinstance(result, list) else [result]
 
 
-def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
-    """Builds the MCP server for a configuration (default: from the environment)."""
+@functools.cache
+def wiki_server_class() -> Any:
+    """WikiServer, made on first use: the SDK is imported only when a server is built."""
+    from mcp.server.mcpserver import MCPServer
+
+    class WikiServer(MCPServer):
+        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
+
+        def __init__(self, state: ServerState, **options: Any) -> None:
+            super().__init__(**options)
+            self.state = state
+    return WikiServer
+
+
+def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
+    """Builds the MCP server for a configuration (default: from the environment), or for a
+    server state; ``server.state`` is that state."""
     import asyncio
 
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
     from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
     bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
-    server = MCPServer(name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
-        "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
-        f"the default wiki is {state.config.default_wiki}."))
+    server: WikiServer = wiki_server_class()(
+        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
+            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
+            f"the default wiki is {state.config.default_wiki}."))
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
@@ -3429,7 +3491,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             for spec in offered_tools(state)])
 
     def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
+        return tuple(state.wikis), tuple(spec.name for spec in offered_tools(state))
 
     # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
     # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
@@ -3502,9 +3564,9 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
         uri = str(params.uri)
         key = uri.removeprefix("mcp://wikis/")
-        if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
+        if not uri.startswith("mcp://wikis/") or key not in state.wikis:
             raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
-                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
+                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.wikis)}."))
         try:
             text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
         except WikiError as error:  # the server is stopping
@@ -3517,13 +3579,18 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
     lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
     lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
+    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
     capabilities = lowlevel.get_capabilities
 
-    def get_capabilities(options: Any = None, *args: Any, **kwargs: Any) -> Any:
-        return capabilities(NotificationOptions(resources_changed=True, tools_changed=True), *args, **kwargs)
+    def get_capabilities(notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> mt.ServerCapabilities:
+        return capabilities(NotificationOptions(resources_changed=True, tools_changed=True),
+                            experimental_capabilities, extensions, protocol_version=protocol_version)
 
-    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
-    server.mediawiki_state = state  # type: ignore[attr-defined]  # for embedders and tests
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
 
 
@@ -3905,14 +3972,6 @@ def whoami(ctx: ToolContext) -> str:
 
 # -- read tools: revisions, history and diffs --------------------------------
 
-def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A read whose parameters carry text (wikitext to parse or compare): a GET while
-    it fits a URL, else a POST, retried like a GET since it writes nothing."""
-    if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
-        return ctx.client.post(params, retry_transient=True)
-    return ctx.client.get(params)
-
-
 def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
     """The numbered sections of an action=parse result, as truncation markers list them."""
     return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
@@ -4087,7 +4146,7 @@ def compare_pages(
     if fromText is not None and toText is not None:
         raise invalid_input("Cannot compare fromText with toText: one side must be a revision or a page "
                             "title (fromRevision, fromTitle, toRevision or toTitle).")
-    result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
+    result = ctx.client.get({"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
                              **sides["from"], **sides["to"]}).get("compare", {})
     lines = parse_diff_table(result.get("body", ""))
     removed = sum(d.kind == "-" for d in lines)
@@ -4284,7 +4343,7 @@ def parse_wikitext(
     check an edit before saving. HTML truncated at {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
-    parsed = read_long(ctx, {
+    parsed = ctx.client.get({
         "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
         "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
         "disableeditsection": True, "disablelimitreport": True,
@@ -4412,11 +4471,10 @@ T = typing.TypeVar("T")
 
 def settle_write(send: Callable[[], dict[str, Any]], check: Callable[[], T | None], *, what: str, look: str,
                  absent: str) -> tuple[dict[str, Any], T | None]:
-    """``send()``'s answer (a write), and None. When the answer is lost (ResponseLost), the write
-    is never sent again blindly: ``check()`` reads what the wiki shows and returns what the write
-    did; then this returns ``({}, that)``. When it shows nothing done, ``absent`` says so and what
-    to do; when the check itself fails, the error says that ``what`` ("the page was moved")
-    could not be checked and where to ``look`` before calling again."""
+    """``send()``'s answer (a write), and None; or, when the answer is lost, ``({}, check())``: what
+    the wiki shows the write did, read instead of sending it again blindly. When the check finds
+    nothing done, the error is ``absent``; when it fails, the error says that ``what`` ("the page
+    was moved") could not be checked, and to ``look`` before calling again."""
     try:
         return send(), None
     except ResponseLost as lost:
@@ -5404,7 +5462,7 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 
 def managing_wikis(state: ServerState) -> bool:
     """add-wiki and remove-wiki: unless the operator froze the list, or replicas share no state."""
-    return state.config.allow_wiki_management and not state.config.stateless
+    return state.config.allow_wiki_management and not state.stateless
 
 
 def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
@@ -5442,7 +5500,7 @@ def wiki_summary(state: ServerState, key: str) -> str:
 def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
     """resources/list entries, one per wiki, from what is known (no request)."""
     resources = []
-    for key in state.config.wikis:
+    for key in state.wikis:
         facts = wiki_facts(state, key, contact=False)
         resources.append({"uri": f"mcp://wikis/{key}", "name": key, "title": facts["name"] or None,
                           "mime_type": "text/plain", "description": f"The wiki at {facts['server']}"
@@ -5461,8 +5519,8 @@ def registered_as(state: ServerState, key: str) -> str | None:
 
 def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
     """A wiki of the configuration at start, since removed, with this server name."""
-    for other, wiki in state.configured.items():
-        if other not in state.config.wikis and key in (other, wiki_key(wiki.url)):
+    for other, wiki in state.config.wikis.items():
+        if other not in state.wikis and key in (other, wiki_key(wiki.url)):
             return wiki
     return None
 
@@ -5502,7 +5560,7 @@ def add_wiki(
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")
         wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
-    if wiki.key in state.configured:  # the operator's entry, with its credentials
+    if wiki.key in state.config.wikis:  # the operator's entry, with its credentials
         client = wiki.client(**options)
         site = client.site
     state.add_wiki(wiki, client)
@@ -5513,7 +5571,7 @@ def add_wiki(
 
 
 @tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
-      scoped=False, offered=lambda state: managing_wikis(state) and len(state.config.wikis) > 1)
+      scoped=False, offered=lambda state: managing_wikis(state) and len(state.wikis) > 1)
 def remove_wiki(
     ctx: ToolContext,
     wiki: Annotated[str, Arg("Key of the wiki to remove.",
@@ -5529,13 +5587,13 @@ def remove_wiki(
 
 
 @tool("list-wikis", "List wikis", read_only=True, scoped=False,
-      offered=lambda state: len(state.config.wikis) > 1)
+      offered=lambda state: len(state.wikis) > 1)
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
     public and API addresses, then "default" and "read-only" where so. The resource
     mcp://wikis/{{key}} holds the same for one wiki."""
     rows = []
-    for key in ctx.state.config.wikis:
+    for key in ctx.state.wikis:
         facts = wiki_facts(ctx.state, key, contact=True)
         marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
                                  ("private", facts["private"])) if on]
@@ -5557,7 +5615,8 @@ def argument_parser() -> argparse.ArgumentParser:
         description="Serves the Model Context Protocol for MediaWiki wikis, over stdio by default "
                     "(default wiki: English Wikipedia, anonymous and read-only).",
         epilog="environment variables:\n" + "\n".join(
-            f"  {name:<24} {text}" for name, text in ENVIRONMENT_VARIABLES.items()))
+            textwrap.fill(row.described, 100, initial_indent=f"  {row.variable:<24} ", subsequent_indent=" " * 27)
+            for row in SETTINGS.values()))
     parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
     parser.add_argument("--config", metavar="PATH",
                         help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
@@ -5615,20 +5674,18 @@ def main(argv: list[str] | None = None) -> int:
         return write_packaging(args.write_packaging)
     env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
-        logging.basicConfig(level=log_level(env), stream=sys.stderr,
+        logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         config = Config.from_env(env, config_path=args.config)
-        config.upload_dirs = list(dict.fromkeys(
-            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs")))
+        config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
+            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
         http = http_options(args, env)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
     if args.check:
         return check_wikis(config, sys.stdout)
-    if http is not None:
-        config.stateless = http.stateless
-    server = create_server(config)
+    server = create_server(state=ServerState.from_config(config, stateless=http is not None and http.stateless))
     if http is not None:
         return serve_http(server, http)
     try:
@@ -5640,8 +5697,6 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- Streamable HTTP transport ------------------------------------------------
 
-DEFAULT_HTTP_HOST = "127.0.0.1"
-DEFAULT_HTTP_PORT = 3000
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 #: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
@@ -5702,36 +5757,19 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     """The HTTP transport's options, from the command line, else the environment;
     None when the transport is stdio."""
     env = os.environ if environ is None else environ
-    transport = args.transport or env.get("MCP_TRANSPORT", "").strip().lower() or "stdio"
-    if transport not in ("stdio", "http"):
-        raise ConfigError(f"MCP_TRANSPORT must be stdio or http, not {transport!r}")
-    if transport == "stdio":
+    if (args.transport or setting(env, "MCP_TRANSPORT")) == "stdio":
         return None
-    port = args.port
-    if port is None:
-        text = env.get("PORT", "").strip()
-        if text and not whole_number(text):
-            raise ConfigError(f"PORT must be a port number, not {text!r}")
-        port = int(text) if text else DEFAULT_HTTP_PORT
+    port = setting(env, "PORT") if args.port is None else args.port
     if not 0 <= port <= 65535:
         raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
-    host = (args.host or env.get("MCP_BIND", "")).strip().removeprefix("[").removesuffix("]")
-    host = host or DEFAULT_HTTP_HOST
+    host = (args.host or setting(env, "MCP_BIND")).strip().removeprefix("[").removesuffix("]")
     if not valid_host(host):
         raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
                           f"name, not {host!r}")
-    hosts = host_list(env, "MCP_ALLOWED_HOSTS", header=True)
-    origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
-    for origin in origins:
-        scheme, _, rest = origin.partition("://")
-        if scheme.lower() not in ("http", "https") or not host_entry(rest, header=True):
-            raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
-                              f"(scheme and host, no path), not {origin!r}")
-    stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
-    token = (credential("MCP_AUTH_TOKEN", env["MCP_AUTH_TOKEN"], header=True)
-             if "MCP_AUTH_TOKEN" in env else None)
-    return HttpOptions(host=host, port=port, allowed_hosts=hosts, allowed_origins=origins, auth_token=token,
-                       stateless=stateless)
+    return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
+                       allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
+                       auth_token=setting(env, "MCP_AUTH_TOKEN"),
+                       stateless=bool(args.stateless or setting(env, "MCP_STATELESS")))
 
 
 def header_allowed(value: str | None, patterns: list[str]) -> bool:
@@ -5814,14 +5852,14 @@ class HealthCheck:
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
-def http_app(server: MCPServer, options: HttpOptions) -> Any:
+def http_app(server: WikiServer, options: HttpOptions) -> Any:
     """The ASGI application: MCP at /mcp behind the Host, Origin and token checks,
     and /health. Embedders can serve it with any ASGI server."""
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
 
-    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.mediawiki_state).endpoint)
+    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
     # The SDK's own Host/Origin check is off: it cannot leave Host unchecked while checking
     # Origin (a non-loopback bind), and on loopback it would refuse MCP_ALLOWED_HOSTS.
     # guarded() below checks both, and the token, before the SDK sees a request.
@@ -5855,14 +5893,14 @@ def http_warnings(options: HttpOptions) -> list[str]:
             + ("" if options.allowed_hosts else " Host headers are not checked (MCP_ALLOWED_HOSTS).")]
 
 
-def serve_http(server: MCPServer, options: HttpOptions) -> int:
+def serve_http(server: WikiServer, options: HttpOptions) -> int:
     """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
     from sse_starlette.sse import AppStatus
 
-    calls = server.mediawiki_state.calls
+    calls = server.state.calls
 
     class GracefulServer(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -5928,21 +5966,17 @@ BUNDLE_SETTINGS = (
 )
 
 
-def settings() -> list[tuple[str, str, bool]]:
-    """Each environment variable: its name, its help text, and whether its value is a secret."""
-    return [(name, text, name in SECRET_VARIABLES) for name, text in ENVIRONMENT_VARIABLES.items()]
-
-
 def packaging_files(checkout: str) -> dict[str, str]:
-    """The MCP registry's server.json and the Claude Desktop bundle's sources (under bundle/),
-    by path: built from the tool registry, the settings, this module, and the checkout's
-    pyproject.toml (name, description, links, dependencies) and LICENSE."""
+    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/) and the
+    README with its table of settings, by path: built from the tool registry, the settings, this
+    module, and the checkout's pyproject.toml (name, description, links, dependencies), LICENSE
+    and README.md."""
     import tomllib  # Python 3.11+; packaging runs from a checkout, never when serving
 
     with open(os.path.join(checkout, "pyproject.toml"), "rb") as file:
         project = tomllib.load(file)["project"]
     urls = project["urls"]
-    helps = {name: text for name, text, _ in settings()}
+    helps = {row.variable: row.described for row in SETTINGS.values()}
     helps.update((flag, action.help or "") for action in argument_parser()._actions
                  for flag in action.option_strings)
     user_config: dict[str, Any] = {}
@@ -5951,7 +5985,7 @@ def packaging_files(checkout: str) -> dict[str, str]:
     for key, kind, title, default, target in BUNDLE_SETTINGS:
         field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
         user_config[key] = field | ({"multiple": True} if kind == "directory" else {}) | (
-            {"sensitive": True} if target in SECRET_VARIABLES else {})
+            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
         if target.startswith("--"):
             args += [target, f"${{user_config.{key}}}"]
         else:
@@ -5979,22 +6013,20 @@ def packaging_files(checkout: str) -> dict[str, str]:
         "packages": [{
             "registryType": "pypi", "registryBaseUrl": "https://pypi.org", "identifier": project["name"],
             "version": __version__, "runtimeHint": "uvx", "transport": {"type": "stdio"},
-            "environmentVariables": [{"name": name, "description": capitalised(text), "isRequired": False,
-                                      "isSecret": secret} for name, text, secret in settings()]}],
+            "environmentVariables": [{"name": row.variable, "description": capitalised(row.described),
+                                      "isRequired": False, "isSecret": row.secret} for row in SETTINGS.values()]}],
     }
     bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
         ("name", project["name"]), ("version", __version__), ("description", project["description"]),
         ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
     with open(__file__, encoding="utf-8") as module, \
-            open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence:
-        return {"server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
+            open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence, \
+            open(os.path.join(checkout, "README.md"), encoding="utf-8") as readme:
+        return {"README.md": README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1),
+                "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
                 "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                 "bundle/pyproject.toml": "[project]\n" + bundle_project,
                 "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
-
-
-def capitalised(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def write_packaging(directory: str) -> int:

@@ -329,7 +329,7 @@ class RequestCounter:
     def __init__(self, server: Any) -> None:
         self.count = 0
         self.urls: list[str] = []
-        for client in server.mediawiki_state.clients.values():
+        for client in server.state.clients.values():
             client._ensure_ready()
             client._session.hooks["response"].append(self._hook)
 
@@ -418,7 +418,7 @@ def test_credentials_are_trimmed_and_settings_in_every_form_are_accepted() -> No
                                 "MCP_CONTENT_MAX_BYTES": " 20000 "})
     wiki = config.wikis["w.example.org"]
     assert (wiki.username, wiki.password) == ("Me@bot", "pw with inner spaces")
-    assert config.trusted_hosts == ["wiki.internal", "wiki.internal:8080", "10.0.0.5", "::1", "[fd00::2]:8443"]
+    assert config.trusted_hosts == ("wiki.internal", "wiki.internal:8080", "10.0.0.5", "::1", "[fd00::2]:8443")
     assert config.content_max_bytes == 20000
     assert m.Config.from_env({"MEDIAWIKI_TOKEN": "\ttok-123 "}).wikis["en.wikipedia.org"].token == "tok-123"
 
@@ -1146,7 +1146,7 @@ def test_a_bot_password_pasted_with_surrounding_whitespace_logs_in(wiki: RealWik
 def test_a_lost_session_logs_in_again(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     assert "User: Admin" in call(server, "whoami").text
-    client = server.mediawiki_state.clients[wiki.key]
+    client = server.state.clients[wiki.key]
     client._session.cookies.clear()  # the wiki forgets us, as when a session expires
     assert "User: Admin\n" in call(server, "whoami").text
 
@@ -2460,7 +2460,7 @@ def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki
     server = make_server(wiki.env())
     title = "Write token refresh test"
     create(server, title, "Text.")
-    server.mediawiki_state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
+    server.state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
     result = call(server, "update-page", title=title, source="Text, after a token refresh.")
     assert not result.is_error, result.text
     assert wiki.wikitext(title) == "Text, after a token refresh."
@@ -2637,13 +2637,14 @@ def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> N
                                         "token": csrf, "format": "json"}).json()
     assert "error" not in made, made
     config = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user, password=wiki.bot_password,
-                          read_only=False, tags=["mcp-edit"], attribute_edits=False)
+                          read_only=False, tags=("mcp-edit",), attribute_edits=False)
     server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: config}, wiki.key)))
     title = "Write tags test"
     assert not call(server, "create-page", title=title, source="Tagged.", comment="Plain summary").is_error
     revision = latest_revision(wiki, title)
     assert revision["tags"] == ["mcp-edit"] and revision["comment"] == "Plain summary"
-    config.tags = ["no-such-tag"]
+    untagged = dataclasses.replace(config, tags=("no-such-tag",))
+    server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: untagged}, wiki.key)))
     result = call(server, "update-page", title=title, source="Untagged?")
     assert result.is_error and result.blocks[0].startswith("invalid_input: ")
     assert wiki.wikitext(title) == "Tagged."
@@ -4385,7 +4386,7 @@ def test_api_named_by_the_wikis_html_is_found(fake: FakeWiki) -> None:
     server = make_server({"MEDIAWIKI_URL": f"http://127.0.0.1:{fake.port}/wiki/Main_Page"})
     result = call(server, "get-page", title="Main Page")
     assert not result.is_error, result.text
-    client = server.mediawiki_state.clients[f"127.0.0.1:{fake.port}"]
+    client = server.state.clients[f"127.0.0.1:{fake.port}"]
     assert client.api_url == f"http://127.0.0.1:{fake.port}/mw/api.php"
     assert [s["path"] for s in fake.seen][:4] == ["/w/api.php", "/api.php", "/wiki/Main_Page", "/mw/api.php"]
 
@@ -4445,8 +4446,7 @@ def test_address_guard_resolves_and_honours_trusted_hosts(monkeypatch: pytest.Mo
 
 def test_a_redirect_to_a_file_url_is_refused_by_the_guard(fake: FakeWiki) -> None:
     fake.replies = [Reply(302, {}, {"Location": "file:///etc/passwd"})]
-    session = m._requests().Session()
-    session.mount("http://", m.pinning_adapter())
+    session = m.pinnable_session("")
     with pytest.raises(m.WikiError) as refused:
         m.guarded_get(session, fake.api, [f"127.0.0.1:{fake.port}"], timeout=5)
     assert str(refused.value) == "invalid_input: 'file:///etc/passwd' is not an http(s) URL."
@@ -4474,7 +4474,7 @@ def test_add_wiki_refuses_a_private_address_before_any_request(fake: FakeWiki) -
     assert result.is_error and result.blocks[0].startswith(
         "permission_denied: 127.0.0.1 resolves to 127.0.0.1, a loopback address")
     assert "MCP_TRUSTED_HOSTS" in result.text and fake.seen == []
-    assert list(server.mediawiki_state.config.wikis) == ["en.wikipedia.org"]
+    assert list(server.state.config.wikis) == ["en.wikipedia.org"]
 
 
 def test_add_wiki_refuses_a_redirect_to_a_private_address(fake: FakeWiki) -> None:
@@ -4579,9 +4579,8 @@ def test_wiki_management_can_be_switched_off(wiki: RealWiki, other_wiki: RealWik
     result = call(make_server(env), "add-wiki", wikiUrl="https://de.wikipedia.org/")
     assert result.is_error and result.blocks[0].startswith(
         "permission_denied: The tool add-wiki is not offered with this server's configuration; no retry")
-    stateless = m.Config.from_env({})
-    stateless.stateless = True
-    assert "add-wiki" not in {t.name for t in list_tools(m.create_server(stateless))}
+    stateless = m.ServerState.from_config(m.Config.from_env({}), stateless=True)
+    assert "add-wiki" not in {t.name for t in list_tools(m.create_server(state=stateless))}
 
 
 def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: RealWiki) -> None:
@@ -4768,15 +4767,15 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
                                 "MCP_CONTENT_MAX_BYTES": "20000"})
     assert config.default_wiki == "company" and config.content_max_bytes == 20000
     public, company = config.wikis["public"], config.wikis["company"]
-    assert public.url == "https://wiki.example.org/w/api.php" and public.read_only and public.tags == ["mcp-edit"]
+    assert public.url == "https://wiki.example.org/w/api.php" and public.read_only and public.tags == ("mcp-edit",)
     assert not public.attribute_edits and public.sitename == "Public"
     assert company.url == "https://intra.example.com/api.php" and company.token == "t0k-123"
-    assert not company.read_only and company.private and company.tags == ["a", "b"]
+    assert not company.read_only and company.private and company.tags == ("a", "b")
     plain = config.wikis["plain"]  # a page URL with scriptpath: the API counts from the origin
     assert plain.url == "https://plain.example.org/w/api.php" and plain.basic_auth == ("gate", "g@te")
     assert plain.token is None and plain.read_only  # "" is no credential, as null is (the TypeScript server's reading)
-    assert config.trusted_hosts == ["wiki.internal:8080", "other"]
-    assert config.upload_dirs == [os.path.realpath(tmp_path), os.path.realpath(uploads)]
+    assert config.trusted_hosts == ("wiki.internal:8080", "other")
+    assert config.upload_dirs == (os.path.realpath(tmp_path), os.path.realpath(uploads))
     assert "t0k-123" not in repr(config)
 
 
@@ -5080,15 +5079,15 @@ def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: R
 
 
 def test_stateless_mode_reaches_the_configuration(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--stateless sets config.stateless, so the tools that need state between requests
+    """--stateless makes a stateless server state, so the tools that need state between requests
     (add-wiki, remove-wiki) are not offered; without it they are."""
     served: list[Any] = []
     monkeypatch.setattr(m, "serve_http", lambda server, options: served.append((server, options)) or 0)
     for name, value in {**wiki.env(), "MCP_TRANSPORT": "http"}.items():
         monkeypatch.setenv(name, value)
     assert m.main(["--stateless"]) == 0 and m.main([]) == 0
-    assert [(s.mediawiki_state.config.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
-    offered = [{spec.name for spec in m.offered_tools(s.mediawiki_state)} for s, _ in served]
+    assert [(s.state.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
+    offered = [{spec.name for spec in m.offered_tools(s.state)} for s, _ in served]
     assert "add-wiki" not in offered[0] and "add-wiki" in offered[1]
 
 
@@ -5170,7 +5169,7 @@ def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
 
 def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
     now = [0.0]
-    healthy = m.HealthCheck(make_server(wiki.env()).mediawiki_state, clock=lambda: now[0])
+    healthy = m.HealthCheck(make_server(wiki.env()).state, clock=lambda: now[0])
     sent = counted_requests(healthy.client)
     probes = []
     for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
@@ -5180,7 +5179,7 @@ def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(w
     assert probes == [True, False, False, True, False]  # at most one probe a second reaches the wiki
 
     # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
-    wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).mediawiki_state
+    wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).state
     failing = m.HealthCheck(wrong, clock=lambda: now[0])
     sent = counted_requests(failing.client)
     logins = []
@@ -5199,7 +5198,7 @@ def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, 
     calls = 45
     fake.replies = [Reply(delay=60) for _ in range(calls)]
     config = m.Config.from_env(wiki.env())
-    config.wikis["slow"] = m.WikiConfig(key="slow", url=fake.api)
+    config = dataclasses.replace(config, wikis={**config.wikis, "slow": m.WikiConfig(key="slow", url=fake.api)})
     server = m.create_server(state=m.ServerState.from_config(config, timeout=(10.0, 90.0)))
 
     async def main(url: str) -> tuple[list[str], str, requests.Response, int]:
@@ -5428,11 +5427,16 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
 # Command line
 # ---------------------------------------------------------------------------
 
+def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
+    assert m.settings_table() in (HERE / "README.md").read_text(), (
+        "the README's table of settings differs from SETTINGS: run python mediawiki_mcp.py --write-packaging .")
+
+
 def test_help_lists_every_environment_variable() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
-    for name in m.ENVIRONMENT_VARIABLES:
+    for name in m.SETTINGS:
         assert name in done.stdout
 
 
@@ -5577,7 +5581,7 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
     try:
         with caplog.at_level(logging.DEBUG):
             server = make_server(env)
-            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.mediawiki_state)}
+            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.state)}
             answers = anyio.run(run, server)
         check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
         with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
@@ -5716,12 +5720,12 @@ def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
     assert config["command"] == "uv" and "${__dirname}/mediawiki_mcp.py" in config["args"]
     fields = manifest["user_config"]
     targets = {value[len("${user_config."):-1]: name for name, value in config["env"].items()}
-    assert set(targets.values()) <= set(m.ENVIRONMENT_VARIABLES)
+    assert set(targets.values()) <= set(m.SETTINGS)
     assert {"MEDIAWIKI_URL", "MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
             "MEDIAWIKI_READ_ONLY", "MEDIAWIKI_USER_AGENT"} <= set(targets.values())
     for key, name in targets.items():
-        assert fields[key]["description"].lower() == m.ENVIRONMENT_VARIABLES[name].lower()
-        assert fields[key].get("sensitive", False) == (name in m.SECRET_VARIABLES)
+        assert fields[key]["description"].lower() == m.SETTINGS[name].described.lower()
+        assert fields[key].get("sensitive", False) == m.SETTINGS[name].secret
     assert {key for key, field in fields.items() if field.get("sensitive")} == {
         key for key, name in targets.items()
         if name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN")}
@@ -5745,12 +5749,12 @@ def test_the_registry_entry_matches_the_package_and_the_settings() -> None:
     assert (package["registryType"], package["identifier"], package["version"]) == ("pypi", project["name"],
                                                                                     m.__version__)
     assert package["transport"] == {"type": "stdio"}
-    assert [v["name"] for v in package["environmentVariables"]] == list(m.ENVIRONMENT_VARIABLES)
+    assert [v["name"] for v in package["environmentVariables"]] == list(m.SETTINGS)
     for variable in package["environmentVariables"]:
-        assert variable["description"].lower() == m.ENVIRONMENT_VARIABLES[variable["name"]].lower()
-        assert variable["isSecret"] == (variable["name"] in m.SECRET_VARIABLES)
+        assert variable["description"].lower() == m.SETTINGS[variable["name"]].described.lower()
+        assert variable["isSecret"] == m.SETTINGS[variable["name"]].secret
         assert variable["isRequired"] is False  # with none set, the server reads English Wikipedia
-    assert {"MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN", "MCP_AUTH_TOKEN"} <= m.SECRET_VARIABLES
+    assert {"MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN", "MCP_AUTH_TOKEN"} <= {n for n, row in m.SETTINGS.items() if row.secret}
 
 
 def test_the_script_header_and_pyproject_name_the_same_dependencies() -> None:
