@@ -1668,14 +1668,46 @@ def line_diff(old: str, new: str) -> str:
     """The changed lines between two texts, in compare-pages' shape (see compact_diff):
     what a dry run shows is what compare-pages would show after the save."""
     a, b = old.splitlines(), new.splitlines()
-    lines: list[DiffLine] = []
+    removed, added = [False] * len(a), [False] * len(b)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            lines.append(DiffLine(" ", i1 + 1, j1 + 1, ""))  # only separates runs of changes
-            continue
-        lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
-        lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
+        if tag != "equal":
+            removed[i1:i2], added[j1:j2] = [True] * (i2 - i1), [True] * (j2 - j1)
+    shift_up(a, removed)
+    shift_up(b, added)
+    lines: list[DiffLine] = []
+    i = j = 0
+    while i < len(a) or j < len(b):
+        if i < len(a) and removed[i]:
+            lines.append(DiffLine("-", i + 1, j + 1, a[i]))
+            i += 1
+        elif j < len(b) and added[j]:
+            lines.append(DiffLine("+", i + 1, j + 1, b[j]))
+            j += 1
+        else:  # the unchanged lines of both sides, in the same order
+            lines.append(DiffLine(" ", i + 1, j + 1, ""))  # only separates runs of changes
+            i, j = i + 1, j + 1
     return compact_diff(lines)
+
+
+def shift_up(lines: list[str], changed: list[bool]) -> None:
+    """Moves each run of changed lines up for as long as the line above it equals its last line
+    (the same change, told with other lines: a paragraph moved with the blank line after it or
+    the one before), joining the runs it meets. MediaWiki's diff engines, its PHP one and
+    wikidiff2 alike, settle that choice so (DiffEngine::shiftBoundaries); a dry run settles it
+    as they do, so that it shows the lines compare-pages shows once the edit is saved."""
+    end = 0
+    while end < len(lines):
+        if not changed[end]:
+            end += 1
+            continue
+        start = end
+        while end < len(lines) and changed[end]:
+            end += 1
+        while start > 0 and lines[start - 1] == lines[end - 1]:
+            start, end = start - 1, end - 1
+            changed[start], changed[end] = True, False
+            while start > 0 and changed[start - 1]:
+                start -= 1
 
 
 # ---------------------------------------------------------------------------

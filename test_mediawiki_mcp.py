@@ -494,7 +494,9 @@ class WikiSpec:
 #: The MediaWiki versions that tests marked on_every_version run on, each by a wiki of WIKIS.
 VERSIONS = ("1.39", "1.43")
 #: Every wiki a test run can start, by name. 1.39 diffs with MediaWiki's own PHP engine, 1.43
-#: with wikidiff2, Wikipedia's engine, the Persian one with the PHP engine of 1.43.
+#: with wikidiff2, Wikipedia's engine (MediaWiki falls back to its own without a word when
+#: wikidiff2 is missing: test_every_diff_engine_and_a_dry_run_show_the_same_lines checks
+#: which one answered), the Persian one with the PHP engine of 1.43.
 WIKIS = {
     "1.39": WikiSpec(MEDIAWIKI_1_39),
     "1.43": WikiSpec(MEDIAWIKI_1_43, settings="$wgDiffEngine = 'wikidiff2';\n"),
@@ -1699,6 +1701,47 @@ def test_compare_missing_sides_are_not_found(bot_server: Any) -> None:
     assert revision.is_error and revision.blocks[0].startswith("not_found: ") and "987654321" in revision.text
 
 
+#: Wikis by the diff engine they use: MediaWiki's own PHP engine on 1.39 and on 1.43 (the
+#: Persian wiki), and wikidiff2, Wikipedia's, on 1.43.
+DIFF_ENGINES = {"php-1.39": "1.39", "wikidiff2-1.43": "1.43", "php-1.43": "fa"}
+LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for n in range(60))
+ENGINE_TEXT = "\n\n".join(["Opening paragraph.", "A paragraph that moves.", LONG_PARAGRAPH,
+                           "Third paragraph.", "Fourth paragraph.", "Closing paragraph."])
+ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit, the diff it shows
+    ("a moved paragraph",
+     lambda text: text.replace("A paragraph that moves.\n\n", "").replace(
+         "Fourth paragraph.\n\n", "Fourth paragraph.\n\nA paragraph that moves.\n\n"),
+     "@@ -2,2 +1,0 @@\n-\n-A paragraph that moves.\n@@ -9,0 +8,2 @@\n+\n+A paragraph that moves."),
+    ("a changed word inside a long paragraph",
+     lambda text: text.replace("grain 37 of sand", "grain 37 of silt"),
+     f"@@ -3 +3 @@\n-{LONG_PARAGRAPH}\n+{LONG_PARAGRAPH.replace('grain 37 of sand', 'grain 37 of silt')}"),
+    ("a line added at the end",
+     lambda text: text + "\nA line added at the end.",
+     "@@ -11,0 +12 @@\n+A line added at the end."),
+]
+
+
+@pytest.mark.parametrize("engine", list(DIFF_ENGINES))
+def test_every_diff_engine_and_a_dry_run_show_the_same_lines(farm: WikiFarm, engine: str) -> None:
+    """compare-pages reads each engine's table to the same lines, and a dry run shows the lines
+    that compare-pages shows once the edit is saved."""
+    wiki = farm.wiki(DIFF_ENGINES[engine])
+    server = shared_bot_server(farm, wiki)
+    title, text = "Diff engine test", ENGINE_TEXT
+    revisions = [create(server, title, text)]
+    for what, edit, expected in ENGINE_EDITS:
+        new = edit(text)
+        dry = call(server, "update-page", title=title, source=new, dryRun=True)
+        assert content_of(dry.blocks[0]) == expected, (engine, what, "dry run")
+        saved = call(server, "update-page", title=title, source=new)
+        assert not saved.is_error, saved.text
+        revisions.append(int(field(saved, "Revision ID")))
+        diff = call(server, "compare-pages", fromRevision=revisions[-2], toRevision=revisions[-1])
+        assert content_of(diff.blocks[0]) == expected, (engine, what, "compare-pages")
+        text = new
+    table = wiki.raw_get(action="compare", fromrev=revisions[0], torev=revisions[1])["compare"]["body"]
+    assert ("mw-diff-movedpara-left" in table) == engine.startswith("wikidiff2")  # the engine it says
+
 
 # -- get-category-members ------------------------------------------------------------
 
@@ -2596,6 +2639,16 @@ def test_line_diff_is_compact() -> None:
     assert m.line_diff("a\nb\nc", "a\nc") == "@@ -2 +1,0 @@\n-b"
     assert m.line_diff("same", "same") == ""
 
+
+def test_line_diff_picks_the_equal_lines_mediawiki_picks() -> None:
+    """A paragraph moved or added between blank lines can be told with the blank line before
+    it or the one after; MediaWiki's engines tell it with the one before, and so does a dry run."""
+    moved = m.line_diff("A\n\nB\n\nC\n\nD", "A\n\nC\n\nD\n\nB")
+    assert moved == "@@ -2,2 +1,0 @@\n-\n-B\n@@ -7,0 +6,2 @@\n+\n+B"
+    added = m.line_diff("A\n\nB\n\nC", "A\n\nB\n\nNew\n\nC")
+    assert added == "@@ -3,0 +4,2 @@\n+\n+New"
+    assert m.line_diff("x\nx\nx", "x\nx") == "@@ -1 +0,0 @@\n-x"
+    assert m.line_diff("A\nB", "A\nB\nB\nB") == "@@ -1,0 +2,2 @@\n+B\n+B"
 
 
 def test_section_ends_include_subsections_and_count_bytes() -> None:
