@@ -38,7 +38,9 @@ import threading
 import time
 import types
 import typing
+import unicodedata
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -68,6 +70,9 @@ DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
+#: Tool calls that run at once against one wiki (and its connection pool); more wait their
+#: turn. Each wiki has its own, so a slow wiki holds up only the calls made to it.
+MAX_CALLS_PER_WIKI = 32
 #: Reads give up retrying once this many seconds have passed: a person is waiting.
 READ_RETRY_BUDGET_SECONDS = 30.0
 MAX_ATTEMPTS = 4
@@ -78,8 +83,6 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
-#: How many sections a truncation marker lists before summarising the rest.
-MARKER_MAX_SECTIONS = 60
 #: Idempotency keys of write calls are remembered this long, at most this many.
 IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
@@ -102,61 +105,98 @@ ERROR_CATEGORIES = (
     "authentication", "rate_limited", "upstream_failure",
 )
 
-#: MediaWiki API error codes and the category each one means for a caller.
+#: MediaWiki API error codes and the category each one means for a caller (the codes of
+#: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
 #: Anything not listed becomes upstream_failure with MediaWiki's own text kept.
 MW_ERROR_CATEGORIES: dict[str, str] = {
     **dict.fromkeys((
-        "missingtitle", "nosuchrevid", "nosuchpageid", "nosuchsection", "rvnosuchsection",
-        "nosuchuser", "missingfile", "nofile", "filenotfound", "nosuchlogid",
+        "missingtitle", "missingtitle-byname", "nosuchrevid", "nosuchpageid", "nosuchsection",
+        "nosuchsection-what", "rvnosuchsection", "nosuchuser", "nosuchuserid", "nosuchlogid", "nosuchrcid",
+        "missingfile", "filenotfound", "filedoesnotexist", "nodeleteablefile", "cantdelete",
         "cantundelete", "nodeletedrevs", "undelete-no-results", "badid_rvstartid", "badid_rvendid",
+        "missingrev-pageid", "missingrev-title", "missingcontent-pageid", "missingcontent-revid",
+        "compare-nofromrevision", "compare-notorevision", "compare-nosuchfromsection",
+        "compare-nosuchtosection", "changecontentmodel-missingtitle", "stashedfilenotfound",
     ), "not_found"),
     **dict.fromkeys((
-        "permissiondenied", "protectedpage", "protectedtitle", "protectednamespace",
-        "protectednamespace-interface", "cascadeprotected", "blocked", "autoblocked",
-        "blockedfrommail", "readapidenied", "writeapidenied", "noapiwrite", "cantcreate",
-        "cantcreate-anon", "noimageredirect", "noimageredirect-anon", "noedit", "noedit-anon",
-        "cantedit", "customcssprotected", "customjsprotected", "customjsonprotected",
-        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "abusefilter-disallowed",
-        "abusefilter-blocked-display", "spamblacklist", "titleblacklist-forbidden",
-        "cantmove", "cantmove-anon", "cantmovefile", "cantdelete", "badaccess-groups",
-        "mustbeposted", "emptynewsection", "confirmemail", "upload-disabled", "uploaddisabled",
-        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "unsupportednamespace",
+        "permissiondenied", "permissiondenied-generic", "protectedpage", "protectedtitle",
+        "protectednamespace", "protectednamespace-interface", "cascadeprotected", "blocked",
+        "blocked-partial", "autoblocked", "systemblocked", "blockedfrommail", "writeapidenied",
+        "noapiwrite", "cantcreate", "cantcreate-anon", "noimageredirect", "noimageredirect-anon",
+        "noedit", "noedit-anon", "cantedit", "customcssprotected", "customjsprotected",
+        "customjsonprotected", "mycustomcssprotected", "mycustomjsprotected", "mycustomjsonprotected",
+        "sitecssprotected", "sitejsprotected", "sitejsonprotected", "spamblacklist", "spamdetected",
+        "titleblacklist-forbidden", "hookaborted", "cantmove", "cantmove-anon", "cantmovefile",
+        "bigdelete", "badaccess-groups", "confirmemail", "upload-disabled", "uploaddisabled",
+        "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
+        "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
+        "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
+        "siteinfo-includealldenied", "readapidenied",
     ), "permission_denied"),
     **dict.fromkeys((
         "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
-        "missingparam", "badvalue", "invalidsection", "badcontinue", "toomanyvalues",
-        "paramempty", "invalidparammix", "notanarticle", "baddatatype", "badinteger",
-        "unknown_action", "nosuchnamespace", "badmd5", "contenttoobig", "selfmove",
-        "immobilenamespace", "nonfilenamespace", "invalid-content-data", "badformat",
-        "unsupportedrepo", "invalidexpiry", "invalid-file-key", "illegal-filename",
-        "filetype-banned", "filetype-missing", "bad-prefix", "verification-error",
-        "empty-file", "file-too-large", "toolong", "mustpostparams", "missingtitle-createonly",
-        "invalidcategory", "invaliduser", "baduser", "notarget", "fileexists-forbidden",
-        "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
-        "appendnotsupported", "sectionsnotsupported", "contentmodel-mismatch", "cantchangecontentmodel",
-        "badtimestamp", "show",
+        "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
+        "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
+        "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
+        "multival-only-one-of", "notanarticle", "baddatatype", "badinteger", "integeroutofrange-abovemax",
+        "integeroutofrange-belowminimum", "maxbytes", "maxchars", "unknown_action", "unknownaction",
+        "nosuchnamespace", "badmd5", "contenttoobig", "selfmove", "immobilenamespace",
+        "immobile-source-namespace", "immobile-target-namespace", "immobile-source-page",
+        "immobile-target-page", "nonfilenamespace", "nonfile-cannot-move-to-file", "filetypemismatch",
+        "imageinvalidfilename", "bad-target-model", "contentnotallowedhere", "pagecannotexist",
+        "unsupportednamespace", "invalid-content-data", "invalid-json-data", "contentserializationexception",
+        "no-direct-editing", "changecontentmodel-nodirectediting", "changecontentmodel-cannot-convert",
+        "changecontentmodel-cannotbeused", "badformat", "badformat-generic", "unsupportedrepo",
+        "invalidexpiry", "pastexpiry", "toofewexpiries", "invalid-file-key", "illegal-filename",
+        "filetype-banned", "filetype-missing", "filename-tooshort", "windows-nonascii-filename",
+        "bad-prefix", "verification-error", "empty-file", "file-too-large", "toolong", "nofile",
+        "mustpostparams", "missingtitle-createonly", "invalidcategory", "invaliduser", "baduser",
+        "notarget", "nosuchtag", "badparams", "unknownparam", "invalidlang", "emptypage", "revwrongpage",
+        "appendnotsupported", "sectionsnotsupported", "sectionsnotsupported-what", "contentmodel-mismatch",
+        "badtimestamp", "show", "emptynewsection", "missingcommenttext", "redirect-appendonly",
+        "edit-invalidredirect", "compare-maintextrequired", "compare-no-title", "compare-notext",
+        "compare-relative-to-deleted", "compare-relative-to-nothing", "invalidurlparam", "urlparamnormal",
+        "badurl", "protect-invalidaction", "protect-invalidlevel", "revisions-norevids",
+        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile",
     ), "invalid_input"),
     **dict.fromkeys((
-        "editconflict", "articleexists", "pagedeleted", "fileexists-no-change",
-        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate",
+        "editconflict", "articleexists", "redirectexists", "create-titleexists", "pagedeleted",
+        "fileexists-no-change", "fileexists-forbidden", "fileexists-shared-forbidden", "overwrite",
+        "duplicate-archive", "exists", "alreadyrolled", "filedupe", "duplicate", "undofailure",
     ), "conflict"),
     **dict.fromkeys((
-        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "notloggedin",
-        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
-        "login-required", "badtoken", "notoken",
+        "assertuserfailed", "assertbotfailed", "assertnameduserfailed", "assertanonfailed", "notloggedin",
+        "mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user", "login-required",
+        "mustbeloggedin", "mustbeloggedin-generic", "mustbeloggedin-uploadstash", "reauthenticate",
+        "cannotreauthenticate", "badtoken", "notoken",
     ), "authentication"),
     **dict.fromkeys((
-        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext",
+        "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext", "concurrency-limit",
     ), "rate_limited"),
 }
+
+#: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
+#: list parameter), so that its answer is not to the question asked.
+IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
+
+#: Codes of failures that a later retry can fix: the wiki is locked for maintenance, or broke
+#: down midway (an internal exception, its file or lock backend, a fetch that timed out).
+#: Every other failure says why, and that retrying the same call changes nothing.
+MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanager-fail-",
+                  "exceptioncaught", "unknownerror", "stashfailed", "upload-inprogress", "http-timed-out",
+                  "http-curl-error", "cirrussearch-backend-error")
+
+RETRY_LATER = "Retry later; tell the user if it persists."
 
 #: What the caller can do next, by category, for errors raised by MediaWiki.
 NEXT_STEP = {
     "not_found": "Check the title or ID; search-page-by-prefix or search-page finds existing pages.",
     "permission_denied": "Tell the user; retrying as the same account changes nothing.",
+    "invalid_input": "Change the call as the message says; the same call fails again.",
+    "conflict": "Read the current state again before deciding what to do.",
     "authentication": "Tell the user to check the wiki's credentials.",
     "rate_limited": "Wait a minute before retrying.",
-    "upstream_failure": "Retry later; tell the user if it persists.",
+    "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
@@ -172,16 +212,31 @@ MW_NEXT_STEP = {
     "blocked": "The account is blocked from editing; tell the user.",
     "readonly": "The wiki is locked for maintenance; retry later.",
     "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
+    "nosuchrevid": "get-page-history lists a page's revision IDs.",
+    "nosuchsection": "The page exists; its sections are numbered from 1 in the order of its headings "
+                     "(0 is the lead).",
+    "pagecannotexist": "Pages in this namespace (such as Special:) cannot be created or edited; pick "
+                       "another title.",
+    "unsupportednamespace": "Pages in this namespace (such as Special:) cannot be changed; pick another "
+                            "title.",
+    "invalid-json-data": "Fix the JSON, or create the page with another contentModel.",
+    "invalid-content-data": "Fix the text for the page's content model, or pass another contentModel.",
+    "nonfile-cannot-move-to-file": "Only files move into the File namespace; pick a title in another one.",
+    "nonfilenamespace": "A file can move only to another title in the File namespace.",
+    "filetypemismatch": "A file keeps its type when it moves: give the new title the file's extension.",
+    "immobile-target-namespace": "Pages cannot be moved into that namespace; pick a title in another one.",
+    "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
+    "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
 }
 
 ENVIRONMENT_VARIABLES = {
-    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin "
-                     f"(default {DEFAULT_WIKI_URL})",
+    "MEDIAWIKI_URL": "any URL of the wiki: api.php, a page or its origin; user:password@ in it goes as "
+                     f"HTTP basic auth (default {DEFAULT_WIKI_URL})",
     "MEDIAWIKI_USERNAME": "bot password user name, such as Name@BotName",
-    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords)",
+    "MEDIAWIKI_PASSWORD": "bot password (from Special:BotPasswords); surrounding spaces are trimmed",
     "MEDIAWIKI_TOKEN": "OAuth 2 owner-only access token (instead of a bot password)",
     "MEDIAWIKI_READ_ONLY": "true offers no write tools; default: true without credentials",
-    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)'",
+    "MEDIAWIKI_USER_AGENT": "your part of the User-Agent (ASCII), such as 'MyBot/1.0 (me@example.org)'",
     "CONFIG": "JSON file naming several wikis (as --config); MEDIAWIKI_URL and credentials are then ignored",
     "MCP_TRUSTED_HOSTS": "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
                          "reach on private addresses",
@@ -191,7 +246,7 @@ ENVIRONMENT_VARIABLES = {
     "MCP_CONTENT_MAX_BYTES": f"byte budget of content per response (default {DEFAULT_CONTENT_MAX_BYTES})",
     "MCP_FILE_DATA_MAX_BYTES": "largest image get-file-data returns, in bytes of base64 "
                                f"(default {DEFAULT_FILE_DATA_MAX_BYTES})",
-    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr (default INFO)",
+    "MEDIAWIKI_MCP_LOG_LEVEL": "log level on stderr: DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "MCP_TRANSPORT": "stdio (default) or http (Streamable HTTP at /mcp); or --transport",
     "MCP_BIND": "HTTP: address to listen on (default 127.0.0.1); or --host",
     "PORT": "HTTP: port (default 3000; 0 picks a free one); or --port",
@@ -236,19 +291,20 @@ def invalid(message: str) -> WikiError:
 
 
 def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
-    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words."""
+    """Maps a MediaWiki API error to a WikiError, keeping MediaWiki's words and adding what
+    to do next: only a failure that a later retry can fix says to retry."""
     category = MW_ERROR_CATEGORIES.get(code)
-    if category is None and code.startswith(("abusefilter-", "spamblacklist")):
+    if category is None and code.startswith(("abusefilter-", "spamblacklist", "titleblacklist")):
         category = "permission_denied"
-    if category is None and code == "readonly":
+    if code == "readonly":
         text = f"The wiki is in read-only mode: {text}"
     text = " ".join(text.split()) or code
     where = f" ({wiki})" if wiki else ""
+    step = MW_NEXT_STEP.get(code) or (RETRY_LATER if code.startswith(MW_RETRY_LATER)
+                                      else NEXT_STEP[category or "upstream_failure"])
     if category is None:
-        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} "
-                         + MW_NEXT_STEP.get(code, NEXT_STEP["upstream_failure"]), code)
-    step = MW_NEXT_STEP.get(code) or NEXT_STEP.get(category, "")
-    return WikiError(category, f"{text}{where} [{code}]" + (f" {step}" if step else ""), code)
+        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} {step}", code)
+    return WikiError(category, f"{text}{where} [{code}] {step}", code)
 
 
 # ---------------------------------------------------------------------------
@@ -294,6 +350,10 @@ class SiteInfo:
     def index_url(self, **params: Any) -> str:
         return f"{self.server}{self.script_path}/index.php?" + urllib.parse.urlencode(params)
 
+    def namespace_list(self) -> str:
+        """``0 (Main), 1 Talk, ...``: the namespaces pages can be in, with their IDs."""
+        return ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(self.namespaces.items()) if i >= 0)
+
     def namespace_of(self, title: str) -> int:
         prefix, sep, _ = title.partition(":")
         if not sep:
@@ -336,6 +396,35 @@ class SiteInfo:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Account:
+    """Whom a client acts as on its wiki and what it may do there (meta=userinfo): the rights
+    of its groups, narrowed by the grants of its bot password or token."""
+    name: str
+    anonymous: bool
+    groups: tuple[str, ...]
+    rights: frozenset[str]
+
+    def can(self, right: str) -> bool:
+        """Whether the account has the right (``a|b``: either of two)."""
+        return any(r in self.rights for r in right.split("|"))
+
+
+#: Rights that tools check before they act: what each lets an account do, and the bot
+#: password grant (Special:BotPasswords) that carries it.
+RIGHTS = {
+    "edit": ("edit pages", "Edit existing pages"),
+    "createpage": ("create pages", "Create, edit, and move pages"),
+    "move": ("move pages", "Create, edit, and move pages"),
+    "move-subpages": ("move subpages", "Create, edit, and move pages"),
+    "suppressredirect": ("move pages without leaving a redirect", "Create, edit, and move pages"),
+    "delete": ("delete pages", "Delete pages, revisions, and log entries"),
+    "undelete": ("restore deleted pages", "Delete pages, revisions, and log entries"),
+    "upload": ("upload files", "Upload new files"),
+    "reupload": ("upload new versions of files", "Upload, replace, and move files"),
+}
+
+
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases"}
 
@@ -358,10 +447,12 @@ class MediaWikiClient:
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         retry_budget: float = READ_RETRY_BUDGET_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
-        pool_size: int = 32,
+        pool_size: int = MAX_CALLS_PER_WIKI,
         trusted_hosts: Iterable[str] | None = None,
+        basic_auth: tuple[str, str] | None = None,
     ) -> None:
-        self.url = url
+        self.url, userinfo = split_userinfo(url)
+        self._basic_auth = basic_auth or userinfo
         self.username = username
         self._password = password
         self._token = token
@@ -373,7 +464,7 @@ class MediaWikiClient:
         #: None: the operator chose this wiki. A list: its URL came from a model, so every
         #: request passes the address guard (these hosts may be private) and is pinned.
         self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
-        parsed = urllib.parse.urlsplit(url)
+        parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
         self._api_url: str | None = (urllib.parse.urlunsplit(parsed[:3] + ("", ""))
@@ -384,6 +475,8 @@ class MediaWikiClient:
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
         self._csrf: str | None = None
+        self._account: Account | None = None
+        self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:  # never the credentials
@@ -465,6 +558,40 @@ class MediaWikiClient:
         return self._extensions
 
     @property
+    def account(self) -> Account:
+        """The account this client acts as, with its rights; fetched once."""
+        if self._account is None:
+            info = self.get({"action": "query", "meta": "userinfo", "uiprop": "groups|rights"}
+                            ).get("query", {}).get("userinfo", {})
+            self._account = Account(str(info.get("name", "")), "anon" in info,
+                                    tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
+        return self._account
+
+    def cannot(self, right: str) -> str | None:
+        """Why the account may not use a right (``a|b``: either of two), as a sentence saying
+        what it cannot do; None when it may. A right its groups give but its bot password's or
+        token's grants leave out is named as such: only the user can add the grant."""
+        account = self.account
+        if account.can(right):
+            return None
+        right = right.split("|")[0]
+        doing, grant = RIGHTS.get(right, (f"use the '{right}' right", ""))
+        who = "Anonymous users" if account.anonymous else f"The account {account.name}"
+        if self._group_rights is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
+            self._group_rights = {g.get("name", ""): g.get("rights") or []
+                                  for g in data.get("query", {}).get("usergroups") or []}
+        holders = [group for group, rights in self._group_rights.items() if right in rights]
+        if set(holders) & set(account.groups) and self.authenticated:
+            via = (f"the bot password {self.username} lacks the grant '{grant}', which the user can add at "
+                   "Special:BotPasswords" if self.username else
+                   f"the OAuth token lacks the grant '{grant}'; its owner can issue one that has it")
+            return f"{who} cannot {doing} on {self.name}: {via} (the account itself has the '{right}' right)."
+        given = ", ".join("everyone" if g == "*" else g for g in holders) or "no group"
+        return (f"{who} cannot {doing} on {self.name}: it lacks the '{right}' right, which the wiki gives "
+                f"to: {given}.")
+
+    @property
     def api_url(self) -> str:
         self._ensure_ready()
         assert self._api_url is not None
@@ -504,7 +631,7 @@ class MediaWikiClient:
                     return bytes(data)
             except _requests().RequestException as exc:
                 raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
-                                + NEXT_STEP["upstream_failure"]) from None
+                                + RETRY_LATER) from None
         raise WikiError("upstream_failure", f"{url} redirected too many times.")
 
     def _plain_session(self) -> requests.Session:
@@ -546,6 +673,8 @@ class MediaWikiClient:
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
+        if self._basic_auth:
+            session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
         if not self.user_agent_prefix and is_wikimedia_host(self.host):
             _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
@@ -575,10 +704,11 @@ class MediaWikiClient:
         try:
             data = self._call("GET", SITEINFO_PARAMS, retry_transient=True, url=candidate, auth=False)
         except WikiError as error:
-            if not error.code and error.category == "permission_denied":
-                raise  # the address guard refused a hop
-            if not error.code:  # no API answered there
-                failures.append(f"{candidate}: {error.message}")
+            if not error.code and error.category != "upstream_failure":
+                raise  # the address guard refused the URL or a hop, or the web server wants other
+                # credentials: no other candidate fares better
+            if not error.code:  # no API answered there; the remedy comes once, after every candidate
+                failures.append(f"{candidate}: {error.message.split('. ')[0]}")
                 return False
             if error.code == "readapidenied" and not self.authenticated:
                 raise  # a private wiki, and no account to read it with
@@ -598,9 +728,9 @@ class MediaWikiClient:
             response = guarded_get(self._session, self.url, self.trusted_hosts, timeout=self.timeout,
                                    stream=True, headers={"Authorization": None})  # no token to any host
         except WikiError as error:
-            if error.category == "permission_denied":
+            if error.category != "upstream_failure":
                 raise
-            failures.append(f"{self.url}: {error.message}")
+            failures.append(f"{self.url}: {error.message.split('. ')[0]}")
             return None
         with response:
             head = read_head(response)
@@ -637,7 +767,9 @@ class MediaWikiClient:
         target = url or self._api_url
         assert target is not None and self._session is not None
         fields = encode_params(params)
-        fields.update(format="json", formatversion="2", errorformat="plaintext")
+        # errorlang: the wiki's messages come inside this server's English sentences, whatever
+        # language the account prefers
+        fields.update(format="json", formatversion="2", errorformat="plaintext", errorlang="en")
         if auth and self.authenticated:
             fields["assert"] = "user"  # a lost session must fail, never act anonymously
         deadline = time.monotonic() + self.retry_budget
@@ -654,11 +786,12 @@ class MediaWikiClient:
                            else f"could not be reached ({type(exc).__name__})")
                 if retry_transient and attempt < MAX_ATTEMPTS and not timed_out:
                     wait = backoff(attempt)
-                if failure:
-                    raise failure(f"The wiki at {self.name} {problem} while writing.") from None
+                if failure and not never_connected(exc):  # else nothing was sent: a plain failure
+                    lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
+                    raise failure(f"The wiki at {self.name} {lost} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
                     raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
-                                    + NEXT_STEP["upstream_failure"]) from None
+                                    + RETRY_LATER) from None
                 self.sleep(wait)
                 continue
             status = response.status_code
@@ -687,19 +820,57 @@ class MediaWikiClient:
             if status == 429:
                 raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
                                 + NEXT_STEP["rate_limited"])
+            if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
+                raise WikiError("authentication", f"The web server of {self.name} refused the request with "
+                                "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                + ("and refused those in the wiki's address." if self._basic_auth else
+                                   "which go in the wiki's address: https://user:password@host/...")
+                                + " Tell the user; no retry by the model changes this.")
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
                 if failure:
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   f"and {kind} instead of API JSON.")
+                if status < 500:  # an answer, but not the API's: the address is wrong
+                    raise WikiError("upstream_failure", f"{target} answered HTTP {status} with {kind}, "
+                                    "not MediaWiki API JSON: it is not the wiki's api.php. Tell the user to "
+                                    "check the wiki's address in the configuration; no retry changes this.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
-                                f"with {kind} instead of API JSON. " + NEXT_STEP["upstream_failure"])
+                                f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
+                if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
+                    raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
+                                  "and no API answer.")
                 raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
-                                + NEXT_STEP["upstream_failure"])
-            for warning in data.get("warnings") or []:
-                log.debug("warning from %s: %s", self.name, warning)
+                                + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+            self._check_warnings(data, fields, write)
             return data
+
+    def _check_warnings(self, data: dict[str, Any], fields: Mapping[str, str], write: bool) -> None:
+        """MediaWiki answers a request with a parameter or value it does not know as if that
+        part had not been asked (an unknown namespace ID: results from every namespace), with a
+        warning. So such a warning fails a read, decided by its code; other warnings (such as
+        deprecations) are logged. A write has happened by then, so it is logged loudly instead."""
+        warnings = data.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else []:
+            code = str(warning.get("code", ""))
+            if code not in IGNORED_PART_WARNINGS or write:
+                log.log(logging.WARNING if code in IGNORED_PART_WARNINGS else logging.DEBUG,
+                        "warning %s from %s: %s", code, self.name, warning.get("text"))
+                continue
+            text = " ".join(str(warning.get("text", "")).split())
+            if code == "unrecognizedparams":
+                raise WikiError("upstream_failure", f"{self.name} ignored part of the request: {text} Its "
+                                "MediaWiki may be too old for this tool; tell the user. The same call fails "
+                                "again.", code)
+            values = [str(v) for v in (warning.get("data") or {}).get("values") or []]
+            of_namespace = any(name.endswith("namespace") and set(values) <= set(field_values(value))
+                               for name, value in fields.items())
+            if values and of_namespace and self._site:
+                raise WikiError("invalid_input", f"{self.name} has no namespace {', '.join(values)} to use "
+                                f"here. Its namespaces: {self._site.namespace_list()}.", code)
+            raise WikiError("invalid_input", f"{self.name} does not know the value {', '.join(values)} that "
+                            f"this call asked for: {text} Change the call.", code)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -740,8 +911,15 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
     except ValueError as exc:
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
-        raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} redirected to a "
-                        "malformed address.") from None
+        raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
+
+
+def never_connected(exc: Exception) -> bool:
+    """Whether a request failed before a connection was made (refused, unresolvable, timed
+    out connecting), so the wiki never saw it."""
+    import urllib3  # requests' own transport
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
 
 
 def redirect_target(response: requests.Response) -> str:
@@ -752,7 +930,44 @@ def redirect_target(response: requests.Response) -> str:
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:  # not a number: no origin anything else has
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def host_of(url: str) -> str:
+    """The host and port of a URL as messages name them: never a user name or password."""
+    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """A URL without the user name and password it may carry, and those, percent-decoded.
+    They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, location = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return (urllib.parse.urlunsplit(parts._replace(netloc=location)),
+            (urllib.parse.unquote(user), urllib.parse.unquote(password)))
+
+
+@dataclasses.dataclass(frozen=True)
+class BasicAuth:
+    """HTTP basic auth for one origin (a requests ``auth`` hook): a request to any other
+    origin, a redirect's included, goes without it."""
+    origin: tuple[str, str, int | None]
+    user: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(repr=False)
+
+    def __call__(self, request: Any) -> Any:
+        if origin_of(request.url) == self.origin:
+            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+            request.headers["Authorization"] = f"Basic {pair}"
+        return request
 
 
 def fetch_error(status: int, url: str) -> WikiError:
@@ -762,7 +977,7 @@ def fetch_error(status: int, url: str) -> WikiError:
         return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
                          + NEXT_STEP["permission_denied"])
     return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
-                     + NEXT_STEP["upstream_failure"])
+                     + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -780,6 +995,11 @@ def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
         else:
             fields[key] = str(value)
     return fields
+
+
+def field_values(field: str) -> list[str]:
+    """The values of a list field, as encode_params joined them."""
+    return field[1:].split("\x1f") if field.startswith("\x1f") else field.split("|")
 
 
 def parse_json(response: requests.Response) -> dict[str, Any] | None:
@@ -976,8 +1196,8 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise WikiError("upstream_failure", f"{urllib.parse.urlsplit(url).netloc} could not be "
-                            f"reached ({type(exc).__name__}).") from None
+            raise WikiError("upstream_failure", f"{host_of(url)} could not be reached "
+                            f"({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
@@ -1020,6 +1240,9 @@ def api_from_html(page: str, base_url: str) -> str | None:
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off", ""}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: One entry of a host list: host, host:port, [IPv6] or [IPv6]:port, or host:* (any port).
+HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\*))?", re.IGNORECASE)
 
 
 class ConfigError(Exception):
@@ -1035,6 +1258,89 @@ def parse_bool(name: str, value: str) -> bool:
     raise ConfigError(f"{name} must be true or false, not {value!r}")
 
 
+def set_or_unset(env: Mapping[str, str], name: str) -> str:
+    """A variable's trimmed value, "" when unset. Elsewhere a blank value means the default;
+    here it is refused, as it would silently change which wiki the server uses."""
+    value = env.get(name)
+    if value is not None and not value.strip():
+        raise ConfigError(f"{name} is set but empty: give it a value, or unset it")
+    return (value or "").strip()
+
+
+def credential(name: str, value: str, header: bool = False) -> str:
+    """A credential trimmed of surrounding whitespace, which no bot password or token holds and
+    a pasted one often does. Refused when empty (that would silently make the wiki anonymous or
+    the HTTP server open) or unsendable; the message names it and never shows it. ``header``:
+    it travels in an HTTP header, which carries printable ASCII only, and no space in a token."""
+    value = value.strip()
+    if not value:
+        raise ConfigError(f"{name} is set but empty: give the credential, or leave {name} out")
+    if header and not printable_ascii(value, spaces=False):
+        raise ConfigError(f"{name} must be printable ASCII without spaces, as it travels in an HTTP header; "
+                          "check it (it is not shown)")
+    if not value.isprintable():
+        raise ConfigError(f"{name} holds a control character, such as a line break; check it "
+                          "(it is not shown)")
+    return value
+
+
+def printable_ascii(text: str, spaces: bool = True) -> bool:
+    return all(" " < c <= "~" or spaces and c == " " for c in text)
+
+
+def whole_number(text: str) -> bool:
+    return re.fullmatch(r"[0-9]+", text) is not None
+
+
+def valid_host(host: str) -> bool:
+    """Whether a host name or IP address can name a server: no spaces, no empty labels."""
+    if not host or any(c.isspace() or not c.isprintable() or c in '<>"{}|\\^`' for c in host):
+        return False
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def host_list(env: Mapping[str, str], name: str, header: bool = False) -> list[str]:
+    """A comma-separated list of ``host`` or ``host:port`` entries. ``header``: Host header
+    values, where ``host:*`` means any port (and IPv6 comes in brackets). A URL or a wildcard
+    would never match anything, so it is refused rather than kept."""
+    entries = comma_list(env.get(name, ""))
+    for entry in entries:
+        if not host_entry(entry, header):
+            raise ConfigError(f"{name} takes hosts such as wiki.internal or wiki.internal:8080"
+                              + (" (localhost:* for any port)" if header else "")
+                              + f", separated by commas, not {entry!r}")
+    return entries
+
+
+def host_entry(entry: str, header: bool) -> bool:
+    """Whether ``entry`` is a host, optionally with a port (see host_list)."""
+    match = HOST_ENTRY.fullmatch(entry)
+    if not match:
+        try:
+            ipaddress.ip_address(entry)
+        except ValueError:
+            return False
+        return not header  # a bare IPv6 address: the address guard matches it, a Host header never holds it
+    port = match.group(2)
+    return port is None or (header if port == "*" else 0 < int(port) < 65536)
+
+
+def log_level(env: Mapping[str, str]) -> str:
+    """MEDIAWIKI_MCP_LOG_LEVEL, checked: main() sets up logging with it before anything else."""
+    value = env.get("MEDIAWIKI_MCP_LOG_LEVEL", "").strip()
+    if value.upper() not in ("", *LOG_LEVELS):
+        raise ConfigError(f"MEDIAWIKI_MCP_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {value!r}")
+    return value.upper() or "INFO"
+
+
 @dataclasses.dataclass
 class WikiConfig:
     """One configured wiki. Credentials are never shown by repr()."""
@@ -1048,10 +1354,17 @@ class WikiConfig:
     tags: list[str] = dataclasses.field(default_factory=list)   # change tags sent on every write
     attribute_edits: bool = True          # edit summaries end with " (via mediawiki-mcp)"
     sitename: str = ""                    # the configured name, until site info says
+    basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # A user name and password in the address go as HTTP basic auth: the address itself
+        # is shown (list-wikis, resources), so it never keeps them.
+        self.url, userinfo = split_userinfo(self.url)
+        self.basic_auth = self.basic_auth or userinfo
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
-        return MediaWikiClient(self.url, username=self.username, password=self.password,
-                               token=self.token, user_agent_prefix=user_agent_prefix, **options)
+        return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
+                               basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
 
 
 @dataclasses.dataclass
@@ -1073,17 +1386,14 @@ class Config:
         (``--config``) or ``CONFIG`` names, with the environment's shared settings."""
         env = os.environ if environ is None else environ
         settings = shared_settings(env)
-        path = config_path or env.get("CONFIG", "").strip()
+        path = config_path or set_or_unset(env, "CONFIG")
         if path:
             return config_from_file(path, env, settings)
-        url = env.get("MEDIAWIKI_URL", "").strip() or DEFAULT_WIKI_URL
-        try:
-            url = normalise_server(url)
-        except ValueError:
-            raise ConfigError(f"MEDIAWIKI_URL must be an http(s) URL of the wiki, not {url!r}") from None
-        username = env.get("MEDIAWIKI_USERNAME", "").strip() or None
-        password = env.get("MEDIAWIKI_PASSWORD") or None
-        token = env.get("MEDIAWIKI_TOKEN", "").strip() or None
+        username, password, token = (
+            credential(name, env[name], header=name == "MEDIAWIKI_TOKEN") if name in env else None
+            for name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN"))
+        url = wiki_address(set_or_unset(env, "MEDIAWIKI_URL") or DEFAULT_WIKI_URL, "MEDIAWIKI_URL",
+                           "MEDIAWIKI_TOKEN" if token else "")
         if bool(username) != bool(password):
             raise ConfigError("MEDIAWIKI_USERNAME and MEDIAWIKI_PASSWORD go together: set both or neither")
         if username and token:
@@ -1102,7 +1412,7 @@ def byte_count(env: Mapping[str, str], name: str, default: int) -> int:
     value = env.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < 1000:
+    if not whole_number(value) or int(value) < 1000:
         raise ConfigError(f"{name} must be a whole number of bytes, at least 1000, not {value!r}")
     return int(value)
 
@@ -1123,10 +1433,29 @@ def normalise_server(url: str) -> str:
     elif "://" not in url:
         url = "https://" + url
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if parts.scheme.lower() not in ("http", "https") or not valid_host(parts.hostname or ""):
         raise ValueError(url)
     parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     return urllib.parse.urlunsplit((parts.scheme.lower(), parts.netloc, parts.path, parts.query, ""))
+
+
+def wiki_address(value: str, name: str, token: str = "") -> str:
+    """A configured wiki address, normalised. A user name and password in it (for HTTP basic
+    auth) must come together, and not beside a token (``token``: where one is set), as both
+    travel in the Authorization header. Messages never show an address that has them."""
+    try:
+        url = normalise_server(value)
+    except ValueError:
+        shown = "(not shown: it holds a user name or password)" if "@" in value else repr(value)
+        raise ConfigError(f"{name} must be an http(s) URL of the wiki, not {shown}") from None
+    basic_auth = split_userinfo(url)[1]
+    if basic_auth and not all(basic_auth):
+        lacking = "user name but no password" if basic_auth[0] else "password but no user name"
+        raise ConfigError(f"{name} holds a {lacking} before its @; HTTP basic auth needs both")
+    if basic_auth and token:
+        raise ConfigError(f"{name} holds a user name and password for HTTP basic auth, which cannot go "
+                          f"beside a token ({token}): both travel in the Authorization header")
+    return url
 
 
 def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
@@ -1134,10 +1463,14 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
     upload_dirs: list[str] = []
     for name in ("MEDIAWIKI_UPLOAD_DIRS", "MCP_UPLOAD_DIRS"):  # the second is the TypeScript server's name
         upload_dirs += upload_directories(env.get(name, "").split(os.pathsep), name)
-    trusted = [h.strip().lower() for h in env.get("MCP_TRUSTED_HOSTS", "").split(",") if h.strip()]
+    agent = env.get("MEDIAWIKI_USER_AGENT", "").strip()
+    if not printable_ascii(agent):
+        raise ConfigError(f"MEDIAWIKI_USER_AGENT must be printable ASCII, as it travels in an HTTP header, "
+                          f"not {agent!r}")
+    trusted = [host.lower() for host in host_list(env, "MCP_TRUSTED_HOSTS")]
     return {"content_max_bytes": byte_count(env, "MCP_CONTENT_MAX_BYTES", DEFAULT_CONTENT_MAX_BYTES),
             "file_data_max_bytes": byte_count(env, "MCP_FILE_DATA_MAX_BYTES", DEFAULT_FILE_DATA_MAX_BYTES),
-            "user_agent": env.get("MEDIAWIKI_USER_AGENT", "").strip(),
+            "user_agent": agent,
             "upload_max_bytes": byte_count(env, "MCP_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
             "upload_dirs": upload_dirs, "trusted_hosts": trusted}
 
@@ -1145,13 +1478,15 @@ def shared_settings(env: Mapping[str, str]) -> dict[str, Any]:
 def upload_directories(entries: Iterable[str], source: str) -> list[str]:
     """Directories uploads may read from: absolute, existing, symlinks resolved."""
     found = []
-    for entry in entries:
-        if not entry.strip():
+    for entry in (e.strip() for e in entries):
+        if not entry:
             continue
         if not os.path.isabs(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} must be an absolute path")
-        if not os.path.isdir(entry):
+        if not os.path.exists(entry):
             raise ConfigError(f"{source}: upload directory {entry!r} does not exist")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{source}: upload directory {entry!r} is not a directory")
         found.append(os.path.realpath(entry))
     return found
 
@@ -1199,17 +1534,48 @@ def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
         raise ConfigError(f"{path} must be {' or '.join(kinds)}, not {kind}{quoted}")
 
 
-def substitute(value: str, env: Mapping[str, str], path: str, required: bool) -> str:
-    """Replaces ``${VAR}`` with the environment's value. An unset variable is an error
-    where ``required`` (credentials); elsewhere the text stays, as the TypeScript server does."""
+def substitute(value: str, env: Mapping[str, str], path: str, required: bool,
+               encode: Callable[[str], str] = str) -> str:
+    """Replaces ``${VAR}`` with the environment's value (through ``encode``). An unset variable
+    is an error where ``required`` (credentials); elsewhere the text stays, as the TypeScript
+    server does."""
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name in env:
-            return env[name]
+            return encode(env[name])
         if required:
             raise ConfigError(f"{path} refers to ${{{name}}}, which is not set in the environment")
         return match.group(0)
     return VARIABLE.sub(replace, value)
+
+
+def substitute_address(value: str, env: Mapping[str, str], path: str) -> str:
+    """``${VAR}`` in a wiki address. In the user name and password before its @ a variable is a
+    credential: it must be set, and it is percent-encoded, since a password may hold any character."""
+    scheme = re.match(r"([a-z][a-z0-9+.-]*:)?//", value, re.IGNORECASE)
+    start = scheme.end() if scheme else 0
+    userinfo, at, _ = re.split(r"[/?#]", value[start:], maxsplit=1)[0].rpartition("@")
+    if not at:
+        return substitute(value, env, path, False)
+    end = start + len(userinfo)
+    return (value[:start] + substitute(userinfo, env, path, True, lambda v: urllib.parse.quote(v, safe=""))
+            + substitute(value[end:], env, path, False))
+
+
+def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool) -> str | None:
+    """A credential field of the configuration file: null, a string (``${VAR}`` substituted,
+    the variable required) or an exec source. A literal empty string is no credential, as null
+    is and as the TypeScript server reads it; one that a variable leaves empty is refused."""
+    if value is None or isinstance(value, str) and not value.strip():
+        return None
+    if isinstance(value, str):
+        if not VARIABLE.search(value):
+            _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source keeps it out "
+                       "of the file.")
+        value = substitute(value, env, path, True)
+    else:
+        value = run_secret_command(value, path)
+    return credential(path, value, header)
 
 
 def run_secret_command(spec: Any, path: str) -> str:
@@ -1223,9 +1589,9 @@ def run_secret_command(spec: Any, path: str) -> str:
         raise ConfigError(f"{path}.exec.command must be a non-empty string")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{path}.exec.args must be an array of strings")
-    try:
-        done = subprocess.run([program, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+    try:  # its error output goes nowhere: it may hold the secret too
+        done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
     except subprocess.TimeoutExpired:
@@ -1233,13 +1599,12 @@ def run_secret_command(spec: Any, path: str) -> str:
                           f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
     except OSError as error:
         raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
-    secret = done.stdout.strip()
     if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [""])[-1][:200]
-        if secret and any(line.strip() and line.strip() in said for line in done.stdout.splitlines()):
-            said = ""  # never show what may be the secret
-        raise ConfigError(f"{path}: the secret command {program!r} failed with exit status "
-                          f"{done.returncode}" + (f": {said}" if said else ""))
+        ended = (f"was stopped by signal {-done.returncode}" if done.returncode < 0
+                 else f"failed with exit status {done.returncode}")
+        raise ConfigError(f"{path}: the secret command {program!r} {ended}; its output is not shown (it may "
+                          "hold the secret): run the command yourself to see why.")
+    secret = done.stdout.strip()
     if not secret:
         raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
     return secret
@@ -1300,16 +1665,12 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     for name, value in entry.items():
         path = f"{where}.{name}"
         if name in SECRET_FIELDS:
-            if isinstance(value, str):
-                if value and not VARIABLE.search(value):
-                    _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source "
-                               "keeps it out of the file.")
-                value = substitute(value, env, path, True) or None
-            elif value is not None:
-                value = run_secret_command(value, path)
+            value = file_credential(value, env, path, header=name == "token")
         elif name in WIKI_FIELD_TYPES:
             check_type(path, value, WIKI_FIELD_TYPES[name])
-            if isinstance(value, str):
+            if name == "server":
+                value = substitute_address(value, env, path)
+            elif isinstance(value, str):
                 value = substitute(value, env, path, False)
             elif isinstance(value, list):
                 value = [substitute(v, env, path, False) for v in value]
@@ -1320,16 +1681,17 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
         fields[name] = value
     if not fields.get("server"):
         raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
-    try:
-        server = normalise_server(fields["server"])
-    except ValueError:
-        raise ConfigError(f"{where}.server must be an http(s) URL, not {fields['server']!r}") from None
-    url = server
-    script_path = fields.get("scriptpath")
-    if not urllib.parse.urlsplit(server).path.endswith("api.php") and isinstance(script_path, str):
-        url = server.rstrip("/") + "/" + script_path.strip("/") + "/api.php" if script_path.strip("/") \
-            else server.rstrip("/") + "/api.php"
     username, password, token = (fields.get(n) for n in SECRET_FIELDS)
+    url = wiki_address(fields["server"], f"{where}.server", f"{where}.token" if token else "")
+    parts, script_path = urllib.parse.urlsplit(url), fields.get("scriptpath")
+    if isinstance(script_path, str) and not parts.path.endswith("api.php"):
+        directory = script_path.strip().strip("/")
+        if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
+            raise ConfigError(f"{where}.scriptpath must be a path such as /w (the directory of api.php), "
+                              f"not {script_path!r}")
+        # As MediaWiki's $wgScriptPath it counts from the origin, so server may be a page URL too.
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"),
+                                       "", ""))
     if bool(username) != bool(password):
         raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
     if username and token:
@@ -1338,12 +1700,15 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
     if private and not (username or token):
         log.warning("%s is private but has no credentials: reading it will fail", where)
     tags = fields.get("tags") or []
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if not all(tag.strip() for tag in tags):
+        raise ConfigError(f"{where}.tags holds an empty tag")
     return WikiConfig(
         key=key, url=url, username=username, password=password, token=token,
         # Without credentials a wiki is read-only unless the file says otherwise: an
         # anonymous edit would publish the server's IP address.
         read_only=fields.get("readOnly", not (username or token)),
-        private=private, tags=[tags] if isinstance(tags, str) else list(tags),
+        private=private, tags=tags,
         attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
@@ -1436,12 +1801,8 @@ def section_ends(text: str) -> dict[int, int]:
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
-    """``0 (Lead), 1 (History), ...``, summarising beyond MARKER_MAX_SECTIONS."""
-    shown = [f"{n} ({heading})" for n, heading in sections[:MARKER_MAX_SECTIONS]]
-    rest = len(sections) - MARKER_MAX_SECTIONS
-    if rest > 0:
-        shown.append(f"and {rest} more ({sections[MARKER_MAX_SECTIONS][0]}-{sections[-1][0]})")
-    return ", ".join(shown)
+    """``1 (History), 2 (Geography), ...``: every section, so that each can be asked for."""
+    return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
 def call_args(**args: Any) -> str:
@@ -1452,18 +1813,25 @@ def call_args(**args: Any) -> str:
 def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]] | None = None,
                      again: Mapping[str, Any] | None = None, verb: str = "again with") -> str:
     """The content-truncated marker: where the cut is, and the exact next calls."""
+    again = dict(again or {})
     parts = [f"Content truncated at {piece.end} of {piece.total} bytes."]
     if sections:
         parts.append(f"Available sections: 0 (Lead), {section_list(sections)}."
                      if sections[0][0] != 0 else f"Available sections: {section_list(sections)}.")
-        parts.append(f"To read a specific section, call {tool} {verb} section=N.")
-    parts.append(f"To read on, call {tool} {verb} {call_args(**dict(again or {}), offset=piece.end)}.")
+        before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
+        parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
+    parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
     return " ".join(parts)
 
 
-def more_results_marker(count: int, items: str, tool: str, param: str, value: Any) -> str:
-    return (f"More results available. Returned {count} {items}. To fetch the next segment, "
+def more_results_marker(count: int, item: str, tool: str, param: str, value: Any) -> str:
+    return (f"More results available. Returned {counted(count, item)}. To fetch the next segment, "
             f"call {tool} again with {param}={json.dumps(value, ensure_ascii=False)}.")
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 page``, ``2 pages``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
@@ -1749,6 +2117,8 @@ class ToolSpec:
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
+    rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
+    needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
     def schema(self) -> dict[str, Any]:
         properties = {name: param_schema(p) for name, p in self.params.items()}
@@ -1771,18 +2141,21 @@ WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the de
 def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
          idempotent: bool = True, open_world: bool = True,
          offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
-         needs_extension: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         needs_extension: str | None = None, rights: tuple[str, ...] = (),
+         needs_upload_dirs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Registers a tool function. Its docstring is the description; its parameters
     after the first (the ToolContext) are the tool's arguments, each annotated
     ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
     no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
-    on a wiki without that extension are refused, naming the wikis that have it."""
+    on a wiki without that extension are refused, naming the wikis that have it. ``rights``:
+    a write by an account without them is refused before anything is sent (see ToolContext).
+    ``needs_upload_dirs``: the tool is of no use until the operator sets upload directories."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS[name] = ToolSpec(
             name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
             read_only=read_only, destructive=destructive, idempotent=idempotent,
             open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-            needs_extension=needs_extension)
+            needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
         return fn
     return register
 
@@ -1907,18 +2280,37 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         raise invalid(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
-        if not value:
-            raise invalid(f"Argument {name!r} must be a non-empty page title.")
-        if utf8_len(value) > MAX_TITLE_BYTES:
-            raise invalid(f"Argument {name!r} is {utf8_len(value)} bytes long; a page title has at "
-                          f"most {MAX_TITLE_BYTES}.")
-        if any(c in value for c in "\x00\n\r\t|[]{}<>#") and not value.startswith("#"):
-            bad = sorted({repr(c) for c in value if c in "\x00\n\r\t|[]{}<>#"})
-            raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+        check_title_text(name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
         raise invalid(f"Argument {name!r} is {len(value)} characters long; at most "
                       f"{p.arg.max_length} are accepted.")
     return value
+
+
+def check_title_text(name: str, title: str) -> None:
+    """Refuses what no wiki takes as a page title, saying what to give instead."""
+    if not title:
+        raise invalid(f"Argument {name!r} must be a non-empty page title.")
+    if encoded := PERCENT_ESCAPE.search(title):
+        raise invalid(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are written "
+                      f"as the wiki shows them: {urllib.parse.unquote(title).replace('_', ' ')!r}.")
+    page, fragment, heading = title.partition("#")
+    if fragment:
+        raise invalid(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a page, not "
+                      f"a page. Give the title alone ({page.strip()!r}); to read one section, get-page takes "
+                      "section=N.")
+    if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
+        raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
+    # wiki's to say, and it refuses a title still too long.
+    _, colon, rest = title.partition(":")
+    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+        after = " after its namespace prefix" if colon else ""
+        raise invalid(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                      f"{MAX_TITLE_BYTES}.")
+
+
+PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
 
 
 def json_type(value: Any) -> str:
@@ -2036,10 +2428,115 @@ class IdempotencyStore:
                 del self._calls[key]
 
 
+async def on_own_thread(fn: Callable[[], Any]) -> Any:
+    """Runs ``fn`` on a thread of its own and waits for it without holding up the event loop
+    (asyncio's, which the SDK and uvicorn run on). A caller that stops waiting (cancelled, or
+    cut short at shutdown) leaves the thread behind: unlike anyio's worker threads it is a
+    daemon, so a wiki that never answers holds up neither a shared pool nor the process's exit."""
+    import asyncio
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Future[tuple[Any, BaseException | None]] = loop.create_future()
+
+    def settle(outcome: tuple[Any, BaseException | None]) -> None:
+        if not settled.done():  # else the caller stopped waiting
+            settled.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (fn(), None)
+        except BaseException as error:  # handed to the caller, on the event loop
+            outcome = (None, error)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop has ended: nobody is waiting any more
+            pass
+    threading.Thread(target=work, name="mediawiki-mcp call", daemon=True).start()
+    value, error = await settled
+    if error is not None:
+        raise error
+    return value
+
+
+@dataclasses.dataclass(eq=False)
+class RunningCall:
+    """A tool call in flight, as ToolCalls tracks it."""
+    scope: Any                 # the anyio.CancelScope its caller waits in
+    started: bool = False      # it got its turn and began
+    abandoned: bool = False    # the server stopped waiting for it
+
+
+class ToolCalls:
+    """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
+    once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
+    each call still running is answered with what is known of it."""
+
+    def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
+        self.per_wiki = per_wiki
+        self.stopping = False
+        self._turns: dict[str, threading.BoundedSemaphore] = {}
+        self._running: set[RunningCall] = set()
+        self._lock = threading.Lock()
+        self._idle: Any = None  # an anyio.Event while stopping
+
+    async def run(self, wiki: str, job: Callable[[], Any], write: bool) -> Any:
+        """``job``'s result, run in ``wiki``'s turn ('' for calls on no wiki); a WikiError
+        when the server stops first. ``write``: the job may change the wiki."""
+        import anyio
+        if self.stopping:
+            raise WikiError("upstream_failure", "This server is shutting down; nothing was done. Call "
+                            "again once it is back.")
+        with self._lock:
+            turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
+        call = RunningCall(anyio.CancelScope())
+
+        def in_turn() -> Any:
+            with turns:
+                with self._lock:
+                    if call.abandoned:  # answered already: it must not begin now
+                        return None
+                    call.started = True
+                return job()
+        self._running.add(call)
+        try:
+            with call.scope:
+                return await on_own_thread(in_turn)
+        finally:
+            self._running.discard(call)
+            if self._idle is not None and not self._running:
+                self._idle.set()
+        if not call.started:
+            raise WikiError("upstream_failure", "This server stopped before the call began; nothing was "
+                            "done. Call again once the server is back.")
+        if write:
+            raise WikiError("upstream_failure", "This server stopped before the wiki answered this write, "
+                            "which it may still save. Before calling again, check the page's history "
+                            "(get-page-history) or the file (get-file).")
+        raise WikiError("upstream_failure", "This server stopped before the wiki answered; nothing was "
+                        "changed. Call again once the server is back.")
+
+    async def stop(self, grace: float) -> None:
+        """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
+        still running is answered (run raises), its thread left behind."""
+        import anyio
+        self.stopping = True
+        if self._running:
+            count = len(self._running)
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count,
+                     "" if count == 1 else "s", grace)
+            self._idle = anyio.Event()
+            with anyio.move_on_after(grace):
+                await self._idle.wait()
+        with self._lock:
+            for call in self._running:
+                call.abandoned = True
+                call.scope.cancel()
+
+
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, and
-    what the write tools remember (reads for the no-loss checks, idempotency keys).
+    """Everything one server instance holds: its configuration, a client per wiki, what
+    the write tools remember (reads for the no-loss checks, idempotency keys), and the tool
+    calls in flight.
 
     add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
     ``lock`` (never change them in place), so a tool running on another thread always sees
@@ -2048,6 +2545,7 @@ class ServerState:
     clients: dict[str, MediaWikiClient]
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
+    calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The wikis of the configuration at start: add-wiki restores one with its credentials.
     configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
@@ -2112,11 +2610,25 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 class ToolContext:
     """What a tool function receives: the wiki's client and the server's settings.
     ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
-    it sends nothing unless the client asked for progress, and it never fails the call."""
-    mw: MediaWikiClient
+    it sends nothing unless the client asked for progress, and it never fails the call.
+    ``rights``: the rights the tool needs, checked on its first request to the wiki (``mw``)."""
+    client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
+    rights: tuple[str, ...] = ()
+
+    @property
+    def mw(self) -> MediaWikiClient:
+        """The wiki's client. A tool's first use of it checks that the account has the rights
+        the tool needs: after the tool's own checks of its arguments, before it asks the wiki
+        anything, so a call the account cannot make changes nothing (and asks no confirmation)."""
+        rights, self.rights = self.rights, ()
+        for right in rights:
+            if why := self.client.cannot(right):
+                raise WikiError("permission_denied",
+                                f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+        return self.client
 
     @property
     def budget(self) -> int:
@@ -2124,7 +2636,7 @@ class ToolContext:
 
     @property
     def site(self) -> SiteInfo:
-        return self.mw.site
+        return self.client.site  # learnt once per wiki, so no request of this call
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
@@ -2177,7 +2689,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                             "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress)
+        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
         idempotency_key = values.get("idempotencyKey")
         if idempotency_key and not spec.read_only and not values.get("dryRun"):
             fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
@@ -2207,7 +2719,8 @@ def as_blocks(result: list[Any] | str) -> list[Any]:
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> MCPServer:
     """Builds the MCP server for a configuration (default: from the environment)."""
-    import anyio
+    import asyncio
+
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.mcpserver import MCPServer
@@ -2227,6 +2740,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        listening(ctx)
         return mt.ListToolsResult(tools=[
             mt.Tool(name=spec.name, title=spec.title, description=spec.description,
                     input_schema=spec.schema(),
@@ -2238,39 +2752,67 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(state.config.wikis), tuple(spec.name for spec in offered_tools(state))
 
+    # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
+    # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
+    # own streams. The SDK keeps no list of those, so each connection that asks for a list
+    # is noted here, weakly (it is forgotten when it closes).
+    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(ctx: Any) -> None:
+        connection = ctx.session._connection  # noqa: SLF001 - the SDK offers no public way to it
+        if connection.has_standalone_channel:
+            listeners.add(connection)
+
+    async def announce(before: tuple[tuple[str, ...], ...], after: tuple[tuple[str, ...], ...]) -> None:
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                await bus.publish(event)
+                for connection in list(listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
+
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        # Tools run on worker threads, which cannot talk to the session; so the lists are
-        # compared before and after the call, and a change (add-wiki, remove-wiki) is
-        # announced from here: on the session of a handshake-era client, and on the bus
-        # that serves 2026-era subscriptions/listen streams.
+        # Tools run on threads, which cannot talk to the session; so the lists are compared
+        # before and after the call, and a change is announced from here.
+        listening(ctx)
         before = catalogue()
 
         # Progress (notifications/progress) must go out on this request's session, which
-        # lives on the event loop; the tool runs on a worker thread. So the tool gets a plain
-        # function that carries each report back onto the loop (anyio.from_thread.run) and
-        # waits for it. report_progress sends nothing unless the client gave a progressToken,
-        # and a report that cannot be sent is dropped: progress is advisory.
+        # lives on the event loop; the tool runs on a thread. So the tool gets a plain
+        # function that carries each report back onto the loop and waits for it.
+        # report_progress sends nothing unless the client gave a progressToken, and a report
+        # that cannot be sent is dropped: progress is advisory.
+        loop = asyncio.get_running_loop()
+
         def progress(done: float, total: float | None, message: str) -> None:
             try:
-                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
+                report = ctx.session.report_progress(done, total, message)
+                asyncio.run_coroutine_threadsafe(report, loop).result()
             except Exception:
                 log.debug("could not report progress", exc_info=True)
 
-        blocks, is_error = await anyio.to_thread.run_sync(run_tool, state, params.name, params.arguments, progress)
-        after = catalogue()
-        for changed, event, send in ((before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                                     (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
-            if changed:
-                try:
-                    await bus.publish(event)
-                    await getattr(ctx.session, send)()
-                except Exception:  # advisory: a lost notification must not fail the call
-                    log.debug("could not announce a list change", exc_info=True)
+        spec = TOOLS.get(params.name)
+        try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
+            wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
+        except WikiError:
+            wiki = ""
+        try:
+            blocks, is_error = await state.calls.run(
+                wiki, functools.partial(run_tool, state, params.name, params.arguments, progress),
+                write=bool(spec and spec.scoped and not spec.read_only))
+        except WikiError as error:  # the server is stopping
+            blocks, is_error = [str(error)], True
+        await announce(before, catalogue())
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
@@ -2284,7 +2826,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         if not uri.startswith("mcp://wikis/") or key not in state.config.wikis:
             raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
                 f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.config.wikis)}."))
-        text = await anyio.to_thread.run_sync(wiki_summary, state, key)
+        try:
+            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
+        except WikiError as error:  # the server is stopping
+            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
     lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
@@ -2330,16 +2875,59 @@ def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str
     return page, redirected
 
 
-def check_page(page: dict[str, Any], title: str, wiki: str) -> None:
+def check_title(page: dict[str, Any], title: str) -> None:
     if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+        raise invalid(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+
+
+def invalid_reason(page: dict[str, Any]) -> str:
+    reason = page.get("invalidreason")  # {"code", "text"} with errorformat=plaintext
+    return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
+
+
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
+    check_title(page, title)
     if "interwiki" in page:
         raise invalid(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
         raise invalid(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
-        raise WikiError("not_found", f"Page {page.get('title', title)!r} not found on {wiki}. "
-                        "search-page-by-prefix or search-page finds existing titles.")
+        raise missing_page(ctx, page.get("title", title))
+
+
+def missing_page(ctx: ToolContext, title: str) -> WikiError:
+    return WikiError("not_found", f"Page {title!r} not found on {ctx.wiki.key}. " + (
+        gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
+
+
+def gone(ctx: ToolContext, title: str) -> str | None:
+    """Where a page that is not there went, from the wiki's log: deleted (undelete-page
+    restores it) or moved without a redirect; None when the log does not say."""
+    events = ctx.mw.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                         "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
+    for event in events or []:
+        when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
+                + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
+        if (event.get("type"), event.get("action")) == ("delete", "delete"):
+            return f"It was deleted{when}; undelete-page restores it."
+        if event.get("type") == "move":
+            target = (event.get("params") or {}).get("target_title")
+            return f"It was moved to {target!r}{when}, leaving no redirect; use that title."
+    return None
+
+
+def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
+    """not_found for a section past the last, listing the sections there are, as the wiki
+    numbers them (headings that templates bring cannot be read or edited by number)."""
+    parsed = ctx.mw.get({"action": "parse", "prop": "sections",
+                         **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
+    sections = ["0 (Lead)"]
+    for found in parsed.get("sections") or []:
+        if str(found.get("index", "")).isdigit():
+            marks = "=" * int(found.get("level") or 2)
+            sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
+    return WikiError("not_found", f"There is no section {section} in {title} on {ctx.wiki.key}. "
+                     f"Its sections: {', '.join(sections)}.")
 
 
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
@@ -2351,11 +2939,11 @@ def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
     return (revision.get("slots") or {}).get("main") or {}
 
 
-def slot_text(slot: dict[str, Any], section: int | None, title: str, wiki: str) -> str:
+def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, title: str) -> str:
     """The wikitext of a revision's main slot; MediaWiki marks a missing section, not errs."""
+    slot = main_slot(revision)
     if slot.get("nosuchsection"):
-        raise WikiError("not_found", f"There is no section {section} in {title} on {wiki}. "
-                        "A truncated read lists the sections with their numbers.")
+        raise no_such_section(ctx, title, section, revision.get("revid"))
     return slot.get("content", "")
 
 
@@ -2383,12 +2971,12 @@ def get_page(
         "rvslots": "main", "rvsection": section if content == "source" else None,
     }).get("query", {})
     page, redirected = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
         return [header]
-    text = slot_text(main_slot(revision), section, page["title"], ctx.wiki.key)
+    text = slot_text(ctx, revision, section, page["title"])
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
                             sections=None if section is not None else wikitext_sections(text),
                             again={"section": section} if section is not None else None)
@@ -2427,11 +3015,22 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
     return blocks
 
 
+def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
+    """A page or revision rendered (action=parse); a missing page or section says what there is."""
+    try:
+        return ctx.mw.get({"action": "parse", "section": section, "disableeditsection": True,
+                           "disablelimitreport": True, **params}).get("parse", {})
+    except WikiError as error:
+        if error.code == "nosuchsection":
+            raise no_such_section(ctx, title, section, params.get("oldid")) from None
+        if error.code == "missingtitle":
+            raise missing_page(ctx, title) from None
+        raise
+
+
 def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
               offset: int) -> list[str]:
-    parsed = ctx.mw.get({"action": "parse", "page": title, "redirects": True,
-                         "prop": "text|sections|revid", "section": section,
-                         "disableeditsection": True, "disablelimitreport": True}).get("parse", {})
+    parsed = parse_page(ctx, title, section, page=title, redirects=True, prop="text|sections|revid")
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -2464,10 +3063,16 @@ def get_pages(
         "rvslots": "main",
     }).get("query", {})
     found = batch_pages(query, wanted)
-    blocks: list[str] = []
-    missing = [t for t, (page, _) in found.items() if page is None]
-    if missing:
-        blocks.append("Missing pages: " + ", ".join(missing))
+    unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
+                                    "Special pages, which have no content": []}
+    for asked, (page, _) in list(found.items()):
+        kind = ("Missing pages" if page is None or page.get("missing") else
+                "Not valid page titles" if page.get("invalid") else
+                "Special pages, which have no content" if page.get("special") else None)
+        if kind:
+            del found[asked]
+            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+    blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     used, omitted, cut = 0, [], None
     total = sum(utf8_len(main_slot(revision_of(p)).get("content", "")) for p, _ in found.values() if p)
     for asked, (page, redirected) in found.items():
@@ -2503,7 +3108,7 @@ def get_pages(
 
 
 def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """Maps each asked title to its page (None if missing) and the redirect followed."""
+    """Maps each asked title to its page (None if the answer has none) and the redirect followed."""
     normalized = {n["from"]: n["to"] for n in query.get("normalized") or []}
     redirects = {r["from"]: r["to"] for r in query.get("redirects") or []}
     by_title = {p.get("title"): p for p in query.get("pages") or []}
@@ -2512,10 +3117,7 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
         title = normalized.get(asked, asked)
         target = redirects.get(title)
         page = by_title.get(target or title)
-        if page is None or page.get("missing") or page.get("invalid") or page.get("special"):
-            result[asked] = (None, None)
-        else:
-            result[asked] = (page, title if target else None)
+        result[asked] = (page, title if target and page else None)
     return result
 
 
@@ -2527,10 +3129,9 @@ def pages_marker(used: int, total: int, cut: tuple[str, Slice, list[Section]] | 
         if sections:
             parts.append(f"Available sections of {title}: 0 (Lead), "
                          f"{section_list([(s.number, s.heading) for s in sections])}.")
-            parts.append(f"To read a specific section, call get-page with title={json.dumps(title)} "
-                         "and section=N.")
-        parts.append(f"To read on, call get-page with title={json.dumps(title, ensure_ascii=False)} "
-                     f"and offset={piece.end}.")
+            parts.append(f"To read a specific section, call get-page with {call_args(title=title)} and "
+                         "section=N.")
+        parts.append(f"To read on, call get-page with {call_args(title=title, offset=piece.end)}.")
     if omitted:
         names = json.dumps(omitted, ensure_ascii=False)
         parts.append(f"Not included: {', '.join(omitted)}. To read them, call get-pages again with "
@@ -2562,10 +3163,11 @@ def search_page(
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
             for h in hits]
-    head = f"{total} pages match." if total is not None else f"{len(rows)} pages match."
+    matching = total if total is not None else len(rows)
+    head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
     blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(rows), "pages", "search-page", "continueFrom",
+        blocks.append(more_results_marker(len(rows), "page", "search-page", "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -2584,6 +3186,12 @@ def search_page_by_prefix(
     inside pages, use search-page."""
     if not prefix.strip():
         raise invalid("Argument 'prefix' must not be empty.")
+    named = ctx.site.namespace_of(prefix)
+    if namespace is not None and named and named != namespace:  # MediaWiki would ignore namespace
+        names = ctx.site.namespaces
+        raise invalid(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but namespace "
+                      f"is {namespace} ({names.get(namespace, 'unknown')}). Give the namespace once: in the "
+                      "prefix or as namespace.")
     data = ctx.mw.get({
         "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
         "psnamespace": namespace,
@@ -2592,7 +3200,7 @@ def search_page_by_prefix(
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
     if data.get("continue"):
-        blocks.append(more_results_marker(len(titles), "titles", "search-page-by-prefix",
+        blocks.append(more_results_marker(len(titles), "title", "search-page-by-prefix",
                                           "continueFrom", encode_continuation(data["continue"])))
     return blocks
 
@@ -2603,7 +3211,6 @@ def get_site_info(ctx: ToolContext) -> str:
     state, namespaces with their IDs and installed extensions."""
     query = ctx.mw.refresh_site("extensions")
     site = ctx.site
-    namespaces = ", ".join(f"{i} {n or '(Main)'}" for i, n in sorted(site.namespaces.items()) if i >= 0)
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
     return labelled(
         ("Wiki", ctx.wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
@@ -2612,7 +3219,7 @@ def get_site_info(ctx: ToolContext) -> str:
         ("API", ctx.mw.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
-        ("Namespaces", namespaces), ("Extensions", ", ".join(extensions)))
+        ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
 
 
 @tool("whoami", "Who am I", read_only=True)
@@ -2679,9 +3286,7 @@ def get_revision(
     if content == "none":
         return [header]
     if content == "html":
-        parsed = ctx.mw.get({"action": "parse", "oldid": revisionId, "prop": "text|sections",
-                             "section": section, "disableeditsection": True,
-                             "disablelimitreport": True}).get("parse", {})
+        parsed = parse_page(ctx, page.get("title", ""), section, oldid=revisionId, prop="text|sections")
         again: dict[str, Any] = {"content": "html"}
         text, sections = parsed.get("text", ""), html_sections(parsed)
     else:
@@ -2689,7 +3294,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text = {}, slot_text(slot, section, page.get("title", ""), ctx.wiki.key)
+        again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
         sections = [(s.number, s.heading) for s in wikitext_sections(text)]
         # a truncated read of an old revision must not be written back either (update-page)
         ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
@@ -2720,7 +3325,7 @@ def revision_user(revision: dict[str, Any]) -> str:
 
 
 HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only when minor) | "
-                  "edit summary | tags (only when any)")
+                  "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-page-history", "Get page history", read_only=True)
@@ -2736,7 +3341,7 @@ def get_page_history(
     user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
 ) -> list[str]:
     """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
-    then minor, summary and tags when present; 20 by default, the marker naming the next
+    then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
     olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
@@ -2755,7 +3360,7 @@ def get_page_history(
                             "for the latest revisions.") from None
         raise
     page, _ = resolve_page(query, title)
-    check_page(page, title, ctx.wiki.key)
+    check_page(ctx, page, title)
     fetched = page.get("revisions") or []
     sizes = {r["revid"]: r.get("size", 0) for r in fetched}
     rows = [r for r in fetched if r["revid"] != anchor]
@@ -2777,7 +3382,7 @@ def get_page_history(
               + "\n".join(history_row(r, sizes) for r in rows)]
     if more:
         param = "newerThan" if newerThan else "olderThan"
-        blocks.append(more_results_marker(len(rows), "revisions", "get-page-history", param,
+        blocks.append(more_results_marker(len(rows), "revision", "get-page-history", param,
                                           rows[0]["revid"] if newerThan else rows[-1]["revid"]))
     return blocks
 
@@ -2786,11 +3391,22 @@ def history_row(revision: dict[str, Any], sizes: Mapping[int, int]) -> str:
     parent = revision.get("parentid") or 0
     size = revision.get("size", 0)
     change = signed(size - sizes[parent]) if parent in sizes else "" if parent else signed(size)
-    summary = "(summary hidden)" if revision.get("commenthidden") else one_line(revision.get("comment", ""))
     parts = [str(revision["revid"]), revision.get("timestamp", ""), revision_user(revision), change,
-             "minor" if revision.get("minor") else "", summary,
-             "tags: " + ", ".join(revision["tags"]) if revision.get("tags") else ""]
+             "minor" if revision.get("minor") else "", row_tags(revision), row_summary(revision)]
     return " | ".join(p for p in parts if p)
+
+
+def row_tags(row: Mapping[str, Any]) -> str:
+    return "tags: " + ", ".join(row["tags"]) if row.get("tags") else ""
+
+
+def row_summary(row: Mapping[str, Any]) -> str:
+    """An edit summary as the last field of a row, quoted: a summary such as "minor" or one
+    holding " | " then cannot pass for a flag or a column."""
+    if row.get("commenthidden"):
+        return "(summary hidden)"
+    summary = one_line(row.get("comment", ""))
+    return json.dumps(summary, ensure_ascii=False) if summary else ""
 
 
 @tool("compare-pages", "Compare pages", read_only=True)
@@ -2863,10 +3479,10 @@ def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
     return decode_continuation(continue_from, keys) if continue_from else {}
 
 
-def with_more(blocks: list[str], data: dict[str, Any], count: int, items: str, tool_name: str) -> list[str]:
+def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
     """Adds the 'More results available' marker when MediaWiki has more to give."""
     if data.get("continue"):
-        blocks.append(more_results_marker(count, items, tool_name, "continueFrom",
+        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -2906,12 +3522,7 @@ def get_category_members(
         head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
                  f"files: {info.get('files', 0)})")
     blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
-    return with_more(blocks, data, len(rows), "members", "get-category-members")
-
-
-def check_title(page: dict[str, Any], title: str) -> None:
-    if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {page.get('invalidreason', '')}")
+    return with_more(blocks, data, len(rows), "member", "get-category-members")
 
 
 LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
@@ -2961,12 +3572,13 @@ def get_links_here(
     missing = " (the page does not exist)" if page and page.get("missing") else ""
     blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
               else f"No pages link to {title}{missing}."]
-    return with_more(blocks, data, len(rows), "pages", "get-links-here")
+    return with_more(blocks, data, len(rows), "page", "get-links-here")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
            "redirects": "!redirect"}
-RC_LEGEND = "time | page | change | user | size change | flags | edit summary | tags"
+RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
+             "tags (only when any) | edit summary (quoted, only when any)")
 
 
 @tool("get-recent-changes", "Get recent changes", read_only=True)
@@ -2986,7 +3598,7 @@ def get_recent_changes(
     continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
-    log action, user, size change, then flags, summary and tags when present. For one page's
+    log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
     if user and excludeUser:
         raise invalid("Give user or excludeUser, not both.")
@@ -3006,7 +3618,7 @@ def get_recent_changes(
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
               else "No changes match."]
-    return with_more(blocks, data, len(rows), "changes", "get-recent-changes")
+    return with_more(blocks, data, len(rows), "change", "get-recent-changes")
 
 
 def change_row(change: dict[str, Any]) -> str:
@@ -3016,10 +3628,9 @@ def change_row(change: dict[str, Any]) -> str:
     size = (signed(change["newlen"] - change.get("oldlen", 0))
             if kind in ("edit", "new") and "newlen" in change else "")
     flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
-    summary = "(summary hidden)" if change.get("commenthidden") else one_line(change.get("comment", ""))
     parts = [change.get("timestamp", ""), change.get("title", ""), what,
-             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags, summary,
-             "tags: " + ", ".join(change["tags"]) if change.get("tags") else ""]
+             "(hidden)" if change.get("userhidden") else change.get("user", ""), size, flags,
+             row_tags(change), row_summary(change)]
     return " | ".join(p for p in parts if p)
 
 
@@ -3064,28 +3675,32 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
 # -- read tools: files ---------------------------------------------------------
 
 
-def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The file page and its latest imageinfo; not_found when there is no file."""
+def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    """The file page and its latest imageinfo, and the title it was redirected from (a moved
+    file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.mw.get({"action": "query", "titles": name, "prop": "imageinfo", **extra}).get("query", {})
-    page = next(iter(query.get("pages") or []), {})
+    query = ctx.mw.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
+                        **extra}).get("query", {})
+    page, redirected = resolve_page(query, name)
     check_title(page, title)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
         raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
                         + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
                         + ". search-page-by-prefix with namespace=6 finds existing files.")
-    return page, info
+    return page, info, redirected
 
 
 @tool("get-file", "Get file", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
     """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
-    uploader, upload time and comment. For the image itself, use get-file-data."""
-    page, info = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
+    uploader, upload time and comment; notes a followed redirect. For the image itself, use
+    get-file-data."""
+    page, info, redirected = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
-        ("Title", page.get("title")), ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
+        ("Title", page.get("title")), ("Redirected from", redirected),
+        ("URL", info.get("url")), ("Description URL", info.get("descriptionurl")),
         ("MIME type", info.get("mime")), ("Media type", info.get("mediatype")),
         ("Size", f"{info.get('size', 0)} bytes"),
         ("Dimensions", f"{width}×{height} pixels" if width and height else None),
@@ -3110,7 +3725,7 @@ def get_file_data(
     reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
     renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
     get-file."""
-    page, info = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
+    page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
     if thumb and not is_file_icon(thumb):
@@ -3132,7 +3747,7 @@ def get_file_data(
                       "image. get-file gives its metadata and URL.")
     import mcp_types as mt  # the SDK's types, imported when first needed
     scaled = url != info.get("url")
-    header = labelled(("Title", name), ("MIME type", kind),
+    header = labelled(("Title", name), ("Redirected from", redirected), ("MIME type", kind),
                       ("Rendition", f"{shown[0]}×{shown[1]} pixels, scaled from {info.get('width')}×"
                                     f"{info.get('height')}" if scaled else
                        f"original, {shown[0]}×{shown[1]} pixels" if shown[0] else "original"),
@@ -3213,11 +3828,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     for revision in page.get("revisions") or []:
         if revision.get("revid") == base or revision.get("user") != me:
             continue
-        comment = revision.get("comment", "")
-        if (comment == summary or comment.endswith(" " + summary)) if summary else \
+        if stored_as(revision.get("comment", ""), summary) if summary else \
                 (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
             return revision
     return None
+
+
+def stored_as(stored: str, sent: str) -> bool:
+    """Whether MediaWiki stored summary ``sent`` as ``stored``: in NFC, trimmed, after a section
+    edit's ``/* heading */``, and cut to 500 characters with '...' when longer."""
+    stored, sent = (unicodedata.normalize("NFC", s).strip() for s in (stored, sent))
+    stored = re.sub(r"^/\*.*?\*/\s*", "", stored) if not sent.startswith("/*") else stored
+    return stored == sent or stored.endswith("...") and sent.startswith(stored[:-3].rstrip())
 
 
 def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
@@ -3258,7 +3880,8 @@ def missing_subsections(old: str, new: str) -> list[str]:
     return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True)
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
+      rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3276,7 +3899,7 @@ def create_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
-            check_page(page, title, ctx.wiki.key)
+            check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
                                  ctx.wiki.key)
         return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
@@ -3284,7 +3907,7 @@ def create_page(
                      None, edit_summary(ctx, comment), source)
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False)
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3327,25 +3950,27 @@ def update_page(
     if removeSubsections and not replacing_section:
         raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
 
-    needs_text = dryRun or find is not None or replacing_section
+    if bot and not ctx.mw.account.can("bot"):
+        raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
+                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
+                      "without bot.")
+    # a section is read even when its text is not needed: that is how a missing one shows
+    needs_text = dryRun or find is not None or replacing_section or section is not None
     query = ctx.mw.get({
         "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
-        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section if needs_text else None,
-        "meta": "userinfo" if bot else None, "uiprop": "rights" if bot else None,
+        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
         raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
-                        "nothing was saved. To make it, use create-page; search-page-by-prefix finds "
-                        "existing titles.")
-    check_page(page, title, ctx.wiki.key)
+                        "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
+                                                 "create-page; search-page-by-prefix finds existing titles."))
+    check_page(ctx, page, title)
     title = page["title"]
     current = revision_of(page)
     base = latestId or current.get("revid")
-    if bot and "bot" not in query.get("userinfo", {}).get("rights", []):
-        raise invalid(f"The account {query.get('userinfo', {}).get('name')} lacks the bot right on "
-                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                      "without bot.")
+    if main_slot(current).get("nosuchsection"):
+        raise no_such_section(ctx, title, section)
     if latestId and latestId != current.get("revid"):
         check_base_revision(ctx, latestId, page)
     if mode == "replace" and find is None:
@@ -3394,7 +4019,7 @@ def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> N
                       "get-page returned for this page.")
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True)
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -3407,31 +4032,92 @@ def move_page(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Renames a wiki page (by default with its talk page); returns the old and new titles,
-    whether a redirect was left and the new URL. Fails if the page is missing or the new title
-    exists."""
+    whether a redirect was left, each talk page and subpage moved or left behind (and why), and
+    the new URL. Fails if the page is missing or the new title exists, and before moving anything
+    if the account cannot move as asked."""
+    if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
+        raise invalid(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a redirect.")
+    if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
+        raise invalid(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
+    status = "Moved."
     try:
         moved = ctx.mw.write(params).get("move", {})
     except ResponseLost as lost:
-        query = ctx.mw.get({"action": "query", "titles": toTitle, "prop": "info"}).get("query", {})
-        if resolve_page(query, toTitle)[0].get("missing", True):
-            raise WikiError("upstream_failure", f"{lost.message} {toTitle!r} does not exist, so the page "
-                            "was not moved. Call again to retry.") from None
-        moved = {"from": fromTitle, "to": resolve_page(query, toTitle)[0].get("title", toTitle)}
+        moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
+        status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
+    except WikiError as error:
+        if error.code == "missingtitle":
+            raise missing_page(ctx, fromTitle) from None
+        raise
     to = moved.get("to", toTitle)
-    subpages = [s for s in moved.get("subpages") or [] if "to" in s]
-    talk_errors = [strip_tags(e.get("text", e.get("code", ""))) for e in moved.get("talkmove-errors") or []]
-    return "Moved.\n" + labelled(
+    talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
+    subpages_moved, subpages_kept = subpage_moves(ctx, moved)
+    return status + "\n" + labelled(
         ("From", moved.get("from", fromTitle)), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
-        ("Subpages moved", len(subpages)), ("URL", ctx.site.page_url(to)))
+        ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
+        ("URL", ctx.site.page_url(to)))
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True)
+def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str, to_title: str) -> dict[str, Any]:
+    """What the wiki shows after a move whose answer was lost, as the API answers a move: the
+    page at its new title, its old title a redirect there or gone. A refused move (the new title
+    taken, say) leaves the page where it was, which is no move."""
+    query = ctx.mw.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
+                        "prop": "info"}).get("query", {})
+    found = batch_pages(query, [from_title, to_title])
+    (at_old, via), (at_new, _) = found[from_title], found[to_title]
+    if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows {from_title!r} still in its "
+                        "place, so the page was not moved. Call again to retry.") from None
+    return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
+
+
+def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Each subpage a move moved (``A/1 -> B/1``), and each it left behind with the reason:
+    MediaWiki moves them one by one, and refuses all of a page's subpages at once when the
+    new namespace has none (naming none of them)."""
+    done, kept = [], []
+    for key, parent in (("subpages", moved.get("from")), ("subpages-talk", moved.get("talkfrom"))):
+        result = moved.get(key) or []
+        if isinstance(result, dict):
+            errors = result.get("errors") or [{}]
+            why = (f"the namespace of {moved.get('to')} has no subpages" if errors[0].get("code") ==
+                   "namespace-nosubpages" else "; ".join(wiki_words(e) for e in errors))
+            kept.append(f"{', '.join(subpages_of(ctx, parent) if parent else []) or 'its subpages'} ({why})")
+            continue
+        for subpage in result:
+            if "to" in subpage:
+                done.append(f"{subpage['from']} -> {subpage['to']}")
+            else:
+                why = "; ".join(wiki_words(e) for e in subpage.get("errors") or [])
+                kept.append(f"{subpage.get('from')} ({why})")
+    return done, kept
+
+
+def subpages_of(ctx: ToolContext, title: str) -> list[str]:
+    namespace = ctx.site.namespace_of(title)
+    name = title.partition(":")[2] if namespace else title
+    found = ctx.mw.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                        "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
+    return [p["title"] for p in found]
+
+
+def wiki_words(error: Mapping[str, Any]) -> str:
+    """One of MediaWiki's error texts inside a sentence: wiki links as their text."""
+    text = WIKI_LINK.sub(lambda m: m.group(2) or m.group(1), str(error.get("text") or error.get("code", "")))
+    return strip_tags(text)
+
+
+WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
+
+
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3446,29 +4132,36 @@ def delete_page(
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
                             "rvprop": "ids", "rvlimit": "max"})
         page, _ = resolve_page(query.get("query", {}), title)
-        check_page(page, title, ctx.wiki.key)
+        check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
-        revisions = f"more than {count}" if query.get("continue") else str(count)
+        revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
         raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
-                      f"(latest revision {page.get('lastrevid')}, {page.get('length', 0)} bytes, "
-                      f"{revisions} revisions{', a redirect' if page.get('redirect') else ''}) from "
+                      f"(latest revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
+                      f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
                       f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
                       "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
+    status = "Deleted."
     try:
         deleted = ctx.mw.write(params).get("delete", {})
     except ResponseLost as lost:
         query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
         if not resolve_page(query, title)[0].get("missing"):
-            raise WikiError("upstream_failure", f"{lost.message} The page still exists, so it was not "
-                            "deleted. Call again to retry.") from None
+            raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still there, so "
+                            "it was not deleted. Call again to retry.") from None
         deleted = {"title": resolve_page(query, title)[0].get("title", title)}
-    return "Deleted.\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
+        status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
+    except WikiError as error:
+        if error.code == "missingtitle":  # deleted since the confirmation, or never there
+            raise missing_page(ctx, title) from None
+        raise
+    return status + "\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
 
-@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True)
+@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
+      rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -3480,19 +4173,19 @@ def undelete_page(
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     restored: dict[str, Any] = {}
+    lost: ResponseLost | None = None
     try:
         restored = ctx.mw.write(params).get("undelete", {})
-    except ResponseLost as lost:
-        lost_message = lost.message
-    else:
-        lost_message = ""
+    except ResponseLost as error:
+        lost = error
     query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
     page, _ = resolve_page(query, title)
-    if lost_message and page.get("missing", True):
-        raise WikiError("upstream_failure", f"{lost_message} The page is still deleted, so it was not "
-                        "restored. Call again to retry.")
+    if lost and (page.get("missing") or not page):
+        raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still deleted, so it "
+                        "was not restored. Call again to retry.")
+    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
     title = page.get("title", restored.get("title", title))
-    return "Restored.\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
+    return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 
@@ -3516,18 +4209,19 @@ UPLOAD_FETCH_CHUNK = 64 * 1024
 PROGRESS_STEP_BYTES = 1 << 20
 
 #: MediaWiki's upload warnings in words, and whether each is about what is on the wiki
-#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value.
+#: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value,
+#: ``{file}`` the wiki's name of the File namespace.
 UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "exists": ("conflict", "a file with this title exists"),
     "page-exists": ("conflict", "the description page exists but holds no file"),
-    "exists-normalized": ("conflict", "a file with a similar name exists: File:{v}"),
+    "exists-normalized": ("conflict", "a file with a similar name exists: {file}:{v}"),
     "thumb": ("conflict", "the name looks like a thumbnail of an existing file"),
     "was-deleted": ("conflict", "a file with this title was deleted before"),
     "duplicate": ("conflict", "the same content is already on the wiki as {v}"),
-    "duplicate-archive": ("conflict", "the same content was deleted before as File:{v}"),
+    "duplicate-archive": ("conflict", "the same content was deleted before as {file}:{v}"),
     "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
     "nochange": ("conflict", "the content equals the current version"),
-    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as File:{v}"),
+    "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as {file}:{v}"),
     "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
                                     "descriptive title"),
     "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
@@ -3535,8 +4229,9 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
     "empty-file": ("invalid_input", "the file is empty"),
 }
-#: Warnings an update expects (exists) or merely reports; they never stop it.
-UPDATE_WARNINGS = ("exists", "duplicateversions", "nochange")
+#: Warnings an update expects (exists) or answers itself (nochange); any other stops it
+#: unless the call passes ignoreWarnings (an earlier version's bytes included).
+UPDATE_WARNINGS = ("exists", "nochange")
 
 
 @dataclasses.dataclass
@@ -3551,16 +4246,19 @@ class UploadSource:
         return hashlib.sha1(self.data).hexdigest() if self.data is not None else None
 
 
-def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = ()) -> list[str]:
-    """MediaWiki's upload warnings as short sentences (unknown ones by their code)."""
+def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
+                     file_namespace: str = CANONICAL_NAMESPACES[6]) -> list[str]:
+    """MediaWiki's upload warnings as short sentences (unknown ones by their code), files
+    named with the wiki's own name of the File namespace."""
     said = []
     for code, value in warnings.items():
         if code in skip:
             continue
         if isinstance(value, list):
-            value = ", ".join(f"File:{v}" for v in value) if code == "duplicate" else (value[0] if value else "")
+            value = (", ".join(f"{file_namespace}:{v}" for v in value) if code == "duplicate"
+                     else (value[0] if value else ""))
         text = UPLOAD_WARNINGS.get(code, ("", f"{code} ({value})" if isinstance(value, str) else code))[1]
-        said.append(text.replace("{v}", str(value).replace("_", " ")))
+        said.append(text.replace("{v}", str(value).replace("_", " ")).replace("{file}", file_namespace))
     return said
 
 
@@ -3572,7 +4270,11 @@ def file_name(ctx: ToolContext, title: str) -> str:
 
 def file_title(ctx: ToolContext, name: str) -> str:
     """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
-    return f"{ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]}:{name.replace('_', ' ')}"
+    return f"{file_namespace(ctx)}:{name.replace('_', ' ')}"
+
+
+def file_namespace(ctx: ToolContext) -> str:
+    return ctx.site.namespaces.get(6) or CANONICAL_NAMESPACES[6]
 
 
 def uploads_allowed(ctx: ToolContext) -> None:
@@ -3635,7 +4337,10 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
 def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     """Fetches a URL's file for an upload, through the address guard, with a session of
     its own (the wiki's cookies and token never go to that host). When the file is over
-    the cap, or the server cannot get it, the wiki is asked to fetch it instead."""
+    the cap, or its download breaks off, the wiki is asked to fetch it instead: only once
+    every redirect has been followed and checked here, and then from the last address,
+    since the wiki follows redirects without any guard. A URL that this server could not
+    follow to its end is refused."""
     uploads_allowed(ctx)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -3648,16 +4353,18 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     config = ctx.state.config
     cap = config.upload_max_bytes
     session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
-    host = parts.netloc
+    host = host_of(url)
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=DEFAULT_TIMEOUT, stream=True)
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.client.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
-                raise  # refused by the guard, or no URL at all: never handed to the wiki either
-            return UploadSource(None, url, f"this server could not fetch it: {error.message}")
+                raise  # refused by the guard, or no URL at all
+            raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
+                            "handed to the wiki: this server could not check where it leads. "
+                            + RETRY_LATER) from None
         with response:
-            final = response.url  # the wiki fetches without following redirects: give it the last hop
+            final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
                                 f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
@@ -3728,13 +4435,17 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                             error.code) from None
     warnings = answer.get("warnings") or {}
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
+    explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
         return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+    if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
+        refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
+                                " For a new file, pick another title." if new else "")
     if new and "exists" in warnings:
         raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
                         f"version of it, use {sibling}; otherwise pick another title.")
     if not new and "exists" not in warnings:
-        why = "".join(f"; {w}" for w in explain_warnings(
+        why = "".join(f"; {w}" for w in explained(
             {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
         raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
                         f"file, use {sibling}.")
@@ -3749,9 +4460,9 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
             else "invalid_input"
         remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
-        raise WikiError(category, f"Nothing was uploaded: the wiki warns that "
-                        f"{'; '.join(explain_warnings(concerns))}.{remedy} To upload anyway, call again "
-                        "with ignoreWarnings=true.")
+        raise WikiError(category, "Nothing was uploaded: the wiki warns that "
+                        f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
+                        "ignoreWarnings=true.")
     ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
@@ -3763,14 +4474,26 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
         raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
-                        f"{'; '.join(explain_warnings(answer.get('warnings') or {}))}. Look at "
+                        f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
                         f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
-    noted = explain_warnings(warnings, ("exists",))
+    noted = explained(warnings, ("exists",))
     return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+
+
+def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
+    """Refuses an upload to a file title that redirects, as a moved file's old title does: the
+    file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
+    query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
+    page, redirected = resolve_page(query, name)
+    if redirected:
+        target = page.get("title")
+        raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
+                        f"would lie hidden behind the redirect. To upload a new version of {target}, "
+                        f"{remedy} title='{target}'.{otherwise}")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
@@ -3829,7 +4552,8 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
         ("Wiki warnings", "; ".join(noted)))
 
 
-@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",), needs_upload_dirs=True)
 def upload_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -3847,7 +4571,8 @@ def upload_file(
                                ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
 
 
-@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True)
+@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
 def update_file(
     ctx: ToolContext,
     filepath: Annotated[str, FilePathArg],
@@ -3865,7 +4590,8 @@ def update_file(
                                ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
 
 
-@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True)
+@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
+      rights=("upload",))
 def upload_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -3876,15 +4602,16 @@ def upload_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over 100 MB by default, or unreachable here, the wiki fetches it where allowed;
-    private addresses are refused. Fails if the title exists: for a new version, use
+    URLs. Over 100 MB by default, the wiki fetches it where allowed; private addresses and
+    URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
 
 
-@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True)
+@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
+      rights=("upload", "reupload|reupload-own"))
 def update_file_from_url(
     ctx: ToolContext,
     url: Annotated[str, FileUrlArg],
@@ -3894,9 +4621,9 @@ def update_file_from_url(
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over 100 MB by default, or unreachable
-    here, the wiki fetches it where allowed; private addresses are refused. Fails if the file
-    does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    kept; returns the file and description page URLs. Over 100 MB by default, the wiki fetches
+    it where allowed; private addresses and URLs unreachable here are refused. Fails if the
+    file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     source = fetch_upload_url(ctx, url)
     return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
                                ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
@@ -3918,13 +4645,18 @@ def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     if contact and site is None:
         try:
             site, api = client.site, client.api_url
-        except WikiError as error:
-            problem = error.message
+        except WikiError as error:  # a refused login or account is no network trouble
+            problem = (PROBLEM_LABELS.get(error.category, "problem"), error.message)
     parts = urllib.parse.urlsplit(wiki.url)
     return {"key": key, "name": site.name if site else wiki.sitename,
             "server": site.server if site else f"{parts.scheme}://{parts.netloc}", "api": api,
             "read_only": wiki.read_only, "default": key == state.config.default_wiki,
             "private": wiki.private, "problem": problem}
+
+
+#: How list-wikis and the wiki resources name a wiki's problem, by its error category.
+PROBLEM_LABELS = {"authentication": "no access", "permission_denied": "no access",
+                  "upstream_failure": "unreachable", "rate_limited": "unreachable"}
 
 
 def wiki_summary(state: ServerState, key: str) -> str:
@@ -3933,7 +4665,8 @@ def wiki_summary(state: ServerState, key: str) -> str:
     return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
                     ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
                     ("Default", "yes" if facts["default"] else None),
-                    ("Private", "yes" if facts["private"] else None), ("Unreachable", facts["problem"]))
+                    ("Private", "yes" if facts["private"] else None),
+                    *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
 
 
 def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
@@ -3980,6 +4713,9 @@ def add_wiki(
         url = normalise_server(wikiUrl)
     except ValueError:
         raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+    if split_userinfo(url)[1]:
+        raise invalid("wikiUrl must not carry a user name or password; a wiki that needs them is one for "
+                      "the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = configured_entry(state, wiki_key(url))
     known = registered_as(state, wiki_key(url))
@@ -4003,7 +4739,7 @@ def add_wiki(
     return labelled(("Added wiki", wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
                     ("Server", site.server), ("API", client.api_url),
                     ("Access", "read-only" if wiki.read_only else "read and write")
-                    ) + f"\nPass wiki={json.dumps(wiki.key)} to other tools to use it."
+                    ) + f"\nPass {call_args(wiki=wiki.key)} to other tools to use it."
 
 
 @tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
@@ -4034,7 +4770,7 @@ def list_wikis(ctx: ToolContext) -> str:
         marks = [m for m, on in (("default", facts["default"]), ("read-only", facts["read_only"]),
                                  ("private", facts["private"])) if on]
         if facts["problem"]:
-            marks.append(f"unreachable: {facts['problem']}")
+            marks.append(": ".join(facts["problem"]))
         rows.append(f"{key}: " + ", ".join(str(v) for v in (
             facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
             + (f" ({'; '.join(marks)})" if marks else ""))
@@ -4067,22 +4803,24 @@ def argument_parser() -> argparse.ArgumentParser:
 
 def check_wikis(config: Config, out: typing.TextIO) -> int:
     """--check: connects to each wiki and prints its name, MediaWiki version, the account
-    the server acts as and the tools available there. Returns the exit status."""
+    the server acts as and the tools it can use there (the account's rights, the upload
+    directories). Returns the exit status."""
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
     for key, wiki in config.wikis.items():
         client = state.clients[key]
         try:
-            site = client.site
-            user = client.get({"action": "query", "meta": "userinfo"}).get("query", {}).get("userinfo", {})
+            site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
-                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)]
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
+                     and (spec.read_only or all(account.can(right) for right in spec.rights))
+                     and (config.upload_dirs or not spec.needs_upload_dirs)]
         except WikiError as error:
             failures += 1
             print(f"{key}: FAILED: {error}", file=out)
             continue
-        identity = ("anonymous" if "anon" in user else f"{user.get('name')}"
+        identity = ("anonymous" if account.anonymous else account.name
                     + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
         print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
               f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"
@@ -4097,9 +4835,9 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
-    logging.basicConfig(level=os.environ.get("MEDIAWIKI_MCP_LOG_LEVEL", "INFO").upper(),
-                        stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        logging.basicConfig(level=log_level(os.environ), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         config = Config.from_env(config_path=args.config)
         http = http_options(args)
     except ConfigError as error:
@@ -4129,8 +4867,16 @@ HEALTH_PATH = "/health"
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
 HEALTH_MIN_INTERVAL_SECONDS = 1.0
-#: After SIGTERM, requests in flight get this long to finish before they are cancelled.
+#: After each failed login in a row, /health waits twice as long before it tries again, up to
+#: this: MediaWiki throttles an account after a few failed logins.
+HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
+#: After SIGTERM, tool calls in flight get this long to finish; those still running then are
+#: answered with what is known of them.
 SHUTDOWN_GRACE_SECONDS = 5
+#: Then the answers get this long to reach their clients before the last streams are cut.
+SHUTDOWN_FLUSH_SECONDS = 1
+#: A session without a request in flight (or an open event stream) this long is closed.
+HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 
 
@@ -4183,27 +4929,28 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     port = args.port
     if port is None:
         text = env.get("PORT", "").strip()
-        if text and not text.isdigit():
+        if text and not whole_number(text):
             raise ConfigError(f"PORT must be a port number, not {text!r}")
         port = int(text) if text else DEFAULT_HTTP_PORT
     if not 0 <= port <= 65535:
         raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
-    hosts = comma_list(env.get("MCP_ALLOWED_HOSTS", ""))
-    if bad := [h for h in hosts if "/" in h or " " in h]:
-        raise ConfigError(f"MCP_ALLOWED_HOSTS takes Host header values such as mcp.example.org or "
-                          f"localhost:*, not {bad[0]!r}")
+    host = (args.host or env.get("MCP_BIND", "")).strip().removeprefix("[").removesuffix("]")
+    host = host or DEFAULT_HTTP_HOST
+    if not valid_host(host):
+        raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
+                          f"name, not {host!r}")
+    hosts = host_list(env, "MCP_ALLOWED_HOSTS", header=True)
     origins = comma_list(env.get("MCP_ALLOWED_ORIGINS", ""))
-    if bad := [o for o in origins if not re.fullmatch(r"https?://[^/\s]+", o)]:
-        raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
-                          f"(scheme and host, no path), not {bad[0]!r}")
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme.lower() not in ("http", "https") or not host_entry(rest, header=True):
+            raise ConfigError(f"MCP_ALLOWED_ORIGINS takes origins such as https://app.example.org "
+                              f"(scheme and host, no path), not {origin!r}")
     stateless = args.stateless or parse_bool("MCP_STATELESS", env.get("MCP_STATELESS", ""))
-    return HttpOptions(host=(args.host or env.get("MCP_BIND", "")).strip() or DEFAULT_HTTP_HOST,
-                       port=port, allowed_hosts=hosts, allowed_origins=origins,
-                       auth_token=env.get("MCP_AUTH_TOKEN", "").strip() or None, stateless=stateless)
-
-
-def comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+    token = (credential("MCP_AUTH_TOKEN", env["MCP_AUTH_TOKEN"], header=True)
+             if "MCP_AUTH_TOKEN" in env else None)
+    return HttpOptions(host=host, port=port, allowed_hosts=hosts, allowed_origins=origins, auth_token=token,
+                       stateless=stateless)
 
 
 def header_allowed(value: str | None, patterns: list[str]) -> bool:
@@ -4249,12 +4996,14 @@ class HealthCheck:
     Exempt from the token and the Host check: a load balancer probes it, and the
     answer (ok or an error category) reveals nothing about the wiki or its content."""
 
-    def __init__(self, state: ServerState) -> None:
+    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
         wiki = state.config.wikis[state.config.default_wiki]
         # A client of its own: short timeouts, no retries, the tools' client untouched.
         self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT, retry_budget=0)
         self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
-        self.checked_at = float("-inf")
+        self.clock = clock
+        self.next_probe = float("-inf")
+        self.failed_logins = 0  # in a row
         self.lock: Any = None
 
     def probe(self) -> tuple[int, dict[str, str]]:
@@ -4273,9 +5022,12 @@ class HealthCheck:
         from starlette.responses import JSONResponse
         self.lock = self.lock or anyio.Lock()
         async with self.lock:
-            if time.monotonic() - self.checked_at >= HEALTH_MIN_INTERVAL_SECONDS:
-                self.answer = await anyio.to_thread.run_sync(self.probe)
-                self.checked_at = time.monotonic()
+            if self.clock() >= self.next_probe:
+                self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
+                failed = self.answer[1].get("error") == "authentication"
+                self.failed_logins = self.failed_logins + 1 if failed else 0
+                self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
+                                                     HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
         status, body = self.answer
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
@@ -4293,6 +5045,7 @@ def http_app(server: MCPServer, options: HttpOptions) -> Any:
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
+        session_idle_timeout=HTTP_SESSION_IDLE_SECONDS,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
@@ -4325,6 +5078,16 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
+    from sse_starlette.sse import AppStatus
+
+    calls = server.mediawiki_state.calls
+
+    class GracefulServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for listening in self.servers:  # no new connections while the calls finish
+                listening.close()
+            await calls.stop(SHUTDOWN_GRACE_SECONDS)
+            await super().shutdown(sockets)
 
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -4342,14 +5105,17 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
         log.warning(warning)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
-        server_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
+    # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
+    # off the answers of the calls still in flight; GracefulServer lets them finish instead.
+    AppStatus.disable_automatic_graceful_drain()
     log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
              "stateless; " if options.stateless else "", HEALTH_PATH)
     # uvicorn shuts down gracefully on SIGTERM and SIGINT, then raises the signal again
     # for the previous handler: these make that a clean exit instead of a kill or a traceback.
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        GracefulServer(config).run(sockets=[listener])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

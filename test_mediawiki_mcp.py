@@ -26,11 +26,13 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -679,10 +681,56 @@ def test_credentials_make_a_wiki_writable_unless_read_only_is_set() -> None:
     ({"MCP_CONTENT_MAX_BYTES": "lots"}, "MCP_CONTENT_MAX_BYTES"),
     ({"MCP_FILE_DATA_MAX_BYTES": "12"}, "MCP_FILE_DATA_MAX_BYTES"),
     ({"MEDIAWIKI_URL": "ftp://wiki.example.org/"}, "MEDIAWIKI_URL"),
+    # set but empty: these would silently change which wiki the server uses, or make it anonymous
+    ({"MEDIAWIKI_URL": " "}, "MEDIAWIKI_URL is set but empty"),
+    ({"CONFIG": ""}, "CONFIG is set but empty"),
+    ({"MEDIAWIKI_TOKEN": " "}, "MEDIAWIKI_TOKEN is set but empty"),
+    ({"MEDIAWIKI_USERNAME": "", "MEDIAWIKI_PASSWORD": ""}, "MEDIAWIKI_USERNAME is set but empty"),
+    ({"MEDIAWIKI_USERNAME": "Me@bot", "MEDIAWIKI_PASSWORD": " \n"}, "MEDIAWIKI_PASSWORD is set but empty"),
+    # credentials that no header or login can carry
+    ({"MEDIAWIKI_TOKEN": "tok\r\nX-Injected: 1"}, "MEDIAWIKI_TOKEN"),
+    ({"MEDIAWIKI_TOKEN": "jeton-é"}, "MEDIAWIKI_TOKEN"),
+    ({"MEDIAWIKI_USERNAME": "Me@bot", "MEDIAWIKI_PASSWORD": "pass\x00word"}, "MEDIAWIKI_PASSWORD"),
+    # a user name and password in the address: both, and not beside a token (one Authorization header)
+    ({"MEDIAWIKI_URL": "http://gate@wiki.example.org/"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://:pw@wiki.example.org/"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://gate:pw@wiki.example.org/", "MEDIAWIKI_TOKEN": "tok"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_URL": "http://not a host/w/api.php"}, "MEDIAWIKI_URL"),
+    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT"),
+    ({"MEDIAWIKI_USER_AGENT": "Bot/1.0\r\nX-Injected: 1"}, "MEDIAWIKI_USER_AGENT"),
+    ({"MCP_TRUSTED_HOSTS": "http://wiki.internal:8080"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "*"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "wiki.internal:http"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_TRUSTED_HOSTS": "wiki.internal:70000"}, "MCP_TRUSTED_HOSTS"),
+    ({"MCP_UPLOAD_DIRS": "/etc/passwd"}, "MCP_UPLOAD_DIRS: upload directory '/etc/passwd' is not a directory"),
+    ({"MCP_CONTENT_MAX_BYTES": "5000²"}, "MCP_CONTENT_MAX_BYTES"),
 ])
 def test_bad_configuration_fails_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
         m.Config.from_env(env)
+
+
+def test_credentials_are_trimmed_and_settings_in_every_form_are_accepted() -> None:
+    """Bot passwords and tokens never hold surrounding spaces; a pasted one often does."""
+    config = m.Config.from_env({"MEDIAWIKI_URL": "https://w.example.org/w/api.php", "MEDIAWIKI_USERNAME": " Me@bot ",
+                                "MEDIAWIKI_PASSWORD": "  pw with inner spaces \n",
+                                "MCP_TRUSTED_HOSTS": "wiki.internal, Wiki.Internal:8080, 10.0.0.5, ::1, [fd00::2]:8443",
+                                "MCP_CONTENT_MAX_BYTES": " 20000 "})
+    wiki = config.wikis["w.example.org"]
+    assert (wiki.username, wiki.password) == ("Me@bot", "pw with inner spaces")
+    assert config.trusted_hosts == ["wiki.internal", "wiki.internal:8080", "10.0.0.5", "::1", "[fd00::2]:8443"]
+    assert config.content_max_bytes == 20000
+    assert m.Config.from_env({"MEDIAWIKI_TOKEN": "\ttok-123 "}).wikis["en.wikipedia.org"].token == "tok-123"
+
+
+def test_a_user_and_password_in_the_wiki_address_leave_it_for_basic_auth() -> None:
+    config = m.Config.from_env({"MEDIAWIKI_URL": "https://gate:p%40ss%20w0rd@Wiki.example.org/w/api.php"})
+    wiki = config.wikis["wiki.example.org"]
+    assert wiki.url == "https://Wiki.example.org/w/api.php" and wiki.basic_auth == ("gate", "p@ss w0rd")
+    client = wiki.client()
+    assert client.url == wiki.url and client.name == "Wiki.example.org"
+    for shown in (repr(config), repr(client), client.name):
+        assert "p@ss" not in shown and "p%40ss" not in shown and "gate" not in shown
 
 
 def test_credentials_never_appear_in_repr() -> None:
@@ -853,22 +901,28 @@ SITEINFO = {"batchcomplete": True, "query": {
     "general": {"sitename": "Fake", "generator": "MediaWiki 1.39.0", "server": "//127.0.0.1",
                 "articlepath": "/wiki/$1", "scriptpath": "/w", "lang": "en", "mainpage": "Main Page"},
     "namespaces": {"0": {"id": 0, "name": ""}}, "namespacealiases": []}}
+#: The account of a fake wiki (anonymous, as its tests run without credentials) may do anything.
+USERINFO = {"batchcomplete": True, "query": {"userinfo": {
+    "id": 0, "name": "127.0.0.1", "anon": True, "groups": ["*"],
+    "rights": ["read", "edit", "createpage", "move", "move-subpages", "suppressredirect", "delete",
+               "undelete", "upload", "reupload", "upload_by_url"]}}}
 PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
         "lastrevid": 7, "revisions": [{"revid": 7, "slots": {"main": {"content": "Fake page text."}}}]}]}}
 
 
 @dataclasses.dataclass
 class Reply:
-    status: int = 200
+    status: int = 200   # 0: no answer at all, the connection is closed
     body: Any = dataclasses.field(default_factory=lambda: PAGE)
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     delay: float = 0.0
 
 
 class FakeWiki:
-    """A local HTTP server answering with scripted replies; site info is automatic."""
+    """A local HTTP server answering with scripted replies; site info and the account's
+    rights are automatic."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: list[Reply] = []
         self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
         self.seen: list[dict[str, Any]] = []
@@ -902,10 +956,15 @@ class FakeWiki:
                     return
                 if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
                     reply = Reply(body=SITEINFO)
+                elif is_rights_query(params):
+                    reply = Reply(body=USERINFO)
                 else:
                     reply = fake.replies.pop(0) if fake.replies else Reply()
                 if reply.delay:
                     fake.release.wait(reply.delay)
+                if not reply.status:
+                    self.close_connection = True
+                    return
                 payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 content_type = "text/html" if isinstance(reply.body, bytes) else "application/json"
@@ -919,17 +978,23 @@ class FakeWiki:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
+        self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
-        return [s for s in self.seen if s["params"].get("meta") != "siteinfo"]
+        return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
 
     def close(self) -> None:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def is_rights_query(params: dict[str, str]) -> bool:
+    return params.get("meta") == "userinfo" and params.get("uiprop") == "groups|rights"
 
 
 @pytest.fixture
@@ -1022,6 +1087,49 @@ def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> 
         result = call(fake_server(fake), "get-page", title="Main Page")
         assert not result.is_error and "Fake page text." in result.text
         assert len(other.seen) == 1
+    finally:
+        other.close()
+
+
+def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
+        fake: FakeWiki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wiki that moved to https answers its old http address with a redirect: reads follow it,
+    and from then on every request, writes included (a POST is never redirected), goes to https."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    secure = FakeWiki(tls)
+    try:
+        fake.siteinfo_path = "/nowhere"  # the http address answers everything with the redirect
+        fake.replies = [Reply(301, b"", {"Location": secure.api}) for _ in range(10)]
+        page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+        saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+        secure.replies = [Reply(body=page), Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}),
+                          Reply(body=saved)]
+        server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+        assert f"API: {secure.api}" in call(server, "get-site-info").text
+        result = call(server, "update-page", title="Main Page", source="new")
+        assert not result.is_error and field(result, "Revision ID") == "8", result.text
+        assert len(fake.seen) == 1 and secure.api.startswith("https://")
+        assert [s["params"].get("action") for s in secure.requests_to_api()][-1] == "edit"
+    finally:
+        secure.close()
+
+
+def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
+        result = call(fake_server(fake, MEDIAWIKI_URL=f"http://gate:s3cret-gate@127.0.0.1:{fake.port}/w/api.php"),
+                      "get-page", title="Main Page")
+        assert not result.is_error and "Fake page text." in result.text
+        basic = "Basic " + base64.b64encode(b"gate:s3cret-gate").decode()
+        assert fake.seen and all(s["headers"].get("Authorization") == basic for s in fake.seen)
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
     finally:
         other.close()
 
@@ -1121,6 +1229,12 @@ def test_get_page_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
+def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Redirect page", content="html")
+    assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
+    assert "The target of a redirect." in result.blocks[0]
+
+
 @on_every_version
 def test_get_page_of_a_missing_page_is_not_found(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="No such page here")
@@ -1186,7 +1300,7 @@ def test_search_page_finds_a_word_only_in_page_bodies(bot_server: Any) -> None:
 def test_search_page_continues_with_the_marker(bot_server: Any) -> None:
     first = call(bot_server, "search-page", query="fruit", limit=1)
     marker = first.blocks[-1]
-    assert marker.startswith("More results available. Returned 1 pages. To fetch the next segment, "
+    assert marker.startswith("More results available. Returned 1 page. To fetch the next segment, "
                              "call search-page again with continueFrom=")
     token = json.loads(marker.split("continueFrom=", 1)[1].rstrip("."))
     second = call(bot_server, "search-page", query="fruit", limit=1, continueFrom=token)
@@ -1225,6 +1339,11 @@ def test_wrong_bot_password_is_authentication_and_never_echoed(
     assert result.blocks[0].startswith("authentication: Login to ")
     assert "Incorrect username or password" in result.blocks[0]  # MediaWiki's reason
     assert wrong not in result.text and wrong not in caplog.text
+
+
+def test_a_bot_password_pasted_with_surrounding_whitespace_logs_in(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MEDIAWIKI_PASSWORD=f" {wiki.bot_password}\n"))
+    assert "User: Admin\n" in call(server, "whoami").text
 
 
 @on_every_version
@@ -1567,9 +1686,9 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
         assert user == history.users[int(revision)]
         assert change == m.signed(sizes[int(revision)] - parent_size)
         assert ("minor" in rest) == (int(revision) in history.minor)
-        assert rest[-1 if "tags" not in rest[-1] else -2] == f"Step {index}"
+        assert rest[-1] == f'"Step {index}"'
     redirect_row = rows[len(rows) - 1 - history.revisions.index(history.redirect_revision)]
-    assert redirect_row.endswith("| Step 8 | tags: mw-new-redirect")
+    assert redirect_row.endswith('| tags: mw-new-redirect | "Step 8"')
 
 
 def listed_revisions(result: Result) -> list[int]:
@@ -1846,7 +1965,7 @@ def test_recent_changes_filters(bot_server: Any, history: History) -> None:
     assert any(r.split(" | ")[1] == HISTORY_TITLE for r in humans)
     tagged = change_rows(bot_server, start=history.started, end=history.finished, tag="mw-new-redirect")
     assert f"revision {history.redirect_revision}" in {r.split(" | ")[2] for r in tagged}
-    assert all(r.endswith("tags: mw-new-redirect") for r in tagged)
+    assert all(" | tags: mw-new-redirect | " in r for r in tagged)
 
 
 def test_recent_changes_continue(bot_server: Any, history: History) -> None:
@@ -2256,31 +2375,70 @@ def is_edit(body: bytes) -> bool:
     return urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == ["edit"]
 
 
+def posts(action: str) -> Callable[[bytes], bool]:
+    """Picks the POST of one API action (for DroppingProxy)."""
+    return lambda body: urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == [action]
+
+
+#: What failing gateways answer (content type and body): their own page, or JSON without an API answer.
+GATEWAY_PAGES = {"html": ("text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
+                 "json": ("application/json", b'{"message": "Bad Gateway"}')}
+
+
 class DroppingProxy:
     """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
     picks (an edit by default; the wiki saves it) closes the connection without answering:
-    the answer is lost."""
+    the answer is lost. With ``gateway_page`` (content type, body), it answers that POST as a
+    failing gateway does instead: HTTP 502 with that body. With ``gate`` (a user name and
+    password) it asks for HTTP basic auth, as a web server in front of a wiki can: a request
+    without them gets HTTP 401."""
 
-    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit) -> None:
+    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
+                 gateway_page: tuple[str, bytes] | None = None, gate: tuple[str, str] | None = None) -> None:
         self.drops_left = 1
         proxy = self
+        expected = "Basic " + base64.b64encode(":".join(gate).encode()).decode() if gate else None
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
-                self.relay(requests.get(target + self.path, headers=self.forwarded(), timeout=30))
+                if self.admitted():
+                    answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
+                    proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
+                    self.relay(answer)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.admitted():
+                    return
                 headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
                 answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
                 if proxy.drops_left and drops(body):
                     proxy.drops_left -= 1
+                    if gateway_page:  # the wiki has saved; the gateway answers with its own page
+                        self.send_response(502)
+                        self.send_header("Content-Type", gateway_page[0])
+                        self.send_header("Content-Length", str(len(gateway_page[1])))
+                        self.end_headers()
+                        self.wfile.write(gateway_page[1])
                     self.close_connection = True  # the wiki has saved; its answer goes nowhere
                     return
+                proxy.hold(body)
                 self.relay(answer)
+
+            def admitted(self) -> bool:
+                if expected is None or self.headers.get("Authorization") == expected:
+                    return True
+                page = b"<html><body><h1>401 Authorization Required</h1></body></html>"
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="wiki"')
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return False
 
             def forwarded(self) -> dict[str, str]:
                 return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
@@ -2296,12 +2454,38 @@ class DroppingProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.api = f"http://127.0.0.1:{self.server.server_address[1]}/w/api.php"
+        self.port = self.server.server_address[1]
+        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def hold(self, request: bytes) -> None:
+        """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
+        before the answer is passed on (see HoldingProxy)."""
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class HoldingProxy(DroppingProxy):
+    """Forwards every request to the real wiki at once, but holds back the wiki's answer to a
+    request that contains one of ``markers`` until the test releases that marker."""
+
+    def __init__(self, target: str, *markers: bytes) -> None:
+        self.arrived = {marker: threading.Event() for marker in markers}
+        self.released = {marker: threading.Event() for marker in markers}
+        super().__init__(target, drops=lambda body: False)
+
+    def hold(self, request: bytes) -> None:
+        for marker, released in self.released.items():
+            if marker in request:
+                self.arrived[marker].set()
+                released.wait(60)
+
+    def close(self) -> None:
+        for released in self.released.values():
+            released.set()
+        super().close()
 
 
 @pytest.mark.parametrize("kind", ["append", "create"])
@@ -2339,6 +2523,94 @@ def bot_server_for(wiki: RealWiki) -> Any:
     return _servers[wiki.api]
 
 
+@pytest.mark.parametrize("comment", [unicodedata.normalize("NFD", "Résumé, café und Änderung"), "Long. " * 83])
+def test_a_lost_answer_finds_the_edit_whatever_the_wiki_did_to_its_summary(wiki: RealWiki, comment: str) -> None:
+    """MediaWiki stores a summary in NFC and cuts one over 500 characters: the history check
+    still recognises the edit, rather than call a saved edit unsaved (and invite a second one)."""
+    title = f"Write lost summary {len(comment)} test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url)
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, source="After.", comment=comment)
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title) == "After." and revision_ids(wiki, title)[1:] == before
+
+
+@pytest.mark.parametrize("page", list(GATEWAY_PAGES))
+def test_a_gateway_error_page_after_a_write_is_a_lost_answer(wiki: RealWiki, page: str) -> None:
+    """A gateway in front of the wiki answers the edit with its own error page: the wiki has
+    saved, so the history decides, and the edit is not sent again."""
+    title = f"Write gateway {page} page test"
+    create(bot_server_for(wiki), title, "Before.")
+    before = revision_ids(wiki, title)
+    proxy = DroppingProxy(wiki.url, gateway_page=GATEWAY_PAGES[page])
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        result = call(server, "update-page", title=title, mode="append", source="\nAfter the gateway.")
+        assert proxy.drops_left == 0, "the proxy never answered with its page"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("Saved (the wiki's answer was lost; its history shows the edit once).")
+    assert wiki.wikitext(title).count("After the gateway.") == 1
+    assert revision_ids(wiki, title) == [int(field(result, "Revision ID")), *before]
+
+
+LOST_ACTIONS = {  # tool: (the API action whose answer is lost, arguments for the title)
+    "move-page": ("move", lambda title: {"fromTitle": title, "toTitle": f"{title} moved"}),
+    "delete-page": ("delete", lambda title: {"title": title, "confirm": True}),
+    "undelete-page": ("undelete", lambda title: {"title": title}),
+}
+
+
+@pytest.mark.parametrize("tool", list(LOST_ACTIONS))
+def test_a_lost_answer_to_a_move_delete_or_undelete_reports_what_the_wiki_did(wiki: RealWiki, tool: str) -> None:
+    title = f"Write lost {tool} test"
+    setup = bot_server_for(wiki)
+    create(setup, title, "Text of the page.")
+    if tool == "undelete-page":
+        assert not call(setup, "delete-page", title=title, confirm=True).is_error
+    action, arguments = LOST_ACTIONS[tool]
+    proxy = DroppingProxy(wiki.url, drops=posts(action))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), tool, **arguments(title))
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert "(the wiki's answer was lost; " in result.blocks[0].split("\n")[0]
+    if tool == "move-page":
+        assert field(result, "To") == f"{title} moved" and field(result, "Redirect left") == "yes"
+        assert wiki.wikitext(f"{title} moved") == "Text of the page."
+        assert wiki.wikitext(title).startswith("#REDIRECT")
+    elif tool == "delete-page":
+        assert revision_ids(wiki, title) == []
+    else:
+        assert wiki.wikitext(title) == "Text of the page." and len(revision_ids(wiki, title)) == 1
+
+
+def test_a_lost_answer_to_a_refused_move_says_the_page_was_not_moved(wiki: RealWiki) -> None:
+    """The wiki refused the move (the new title exists) and the refusal was lost: the page is
+    where it was, and the answer says so without calling the existing page missing."""
+    title = "Write lost refused move test"
+    create(bot_server_for(wiki), title, "Stays here.")
+    proxy = DroppingProxy(wiki.url, drops=posts("move"))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), "move-page", fromTitle=title, toTitle="Apple")
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert result.is_error and result.blocks[0].startswith("upstream_failure: ")
+    assert f"{title!r}" in result.text and "not moved" in result.text and "does not exist" not in result.text
+    assert wiki.wikitext(title) == "Stays here." and wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
 def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(fake: FakeWiki) -> None:
     page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
                                  "revisions": [{"revid": 7, "parentid": 0}]}]}}
@@ -2357,6 +2629,19 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
     edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
     assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
     assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
+
+
+def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -> None:
+    """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
+    client = m.MediaWikiClient(fake.api, token="tok-never-sent", sleep=lambda s: None)
+    assert client.site.name == "Fake"
+    client._csrf = "+\\"
+    fake.close()  # nothing listens there any more
+    with pytest.raises(m.WikiError) as refused:
+        client.write({"action": "edit", "title": "Main Page", "appendtext": "x"})
+    assert not isinstance(refused.value, m.ResponseLost)
+    assert str(refused.value) == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} could not be reached "
+                                  "(ConnectionError). Retry later; tell the user if it persists.")
 
 
 def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
@@ -2383,6 +2668,23 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
     assert result.is_error and result.blocks[0].startswith("authentication: Invalid CSRF token.")
     actions = [s["params"].get("action") or s["params"].get("meta") for s in fake.requests_to_api()]
     assert actions == ["query", "edit", "query", "edit"]
+
+
+def test_a_write_throttled_with_a_short_retry_after_is_sent_again_after_that_wait(fake: FakeWiki) -> None:
+    """ratelimited proves nothing was written; with a Retry-After short enough to wait out,
+    the write goes again once that time has passed."""
+    sleeps: list[float] = []
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+    saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+    limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]},
+                    headers={"Retry-After": "3"})
+    fake.replies = [Reply(body=page), Reply(body=tokens), limited, Reply(body=saved)]
+    result = call(fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false"), "update-page", title="Main Page",
+                  source="new")
+    assert not result.is_error and field(result, "Revision ID") == "8", result.text
+    assert sleeps == [3.0]
+    assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 2
 
 
 @on_every_version
@@ -2414,6 +2716,42 @@ def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
     everywhere = call(bot_server, "update-page", title=title, find="cat", replace="lynx", replaceAll=True)
     assert not everywhere.is_error
     assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
+
+
+def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write prepend test"
+    revid = create(bot_server, title, "First line.\nSecond line.")
+    result = call(bot_server, "update-page", title=title, mode="prepend", source="Prepended line.")
+    assert not result.is_error, result.text
+    text = wiki.wikitext(title)
+    assert text.startswith("Prepended line.") and text.index("Prepended line.") < text.index("First line.")
+    assert text.endswith("First line.\nSecond line.") and text.count("Prepended line.") == 1
+    assert revision_ids(wiki, title)[1:] == [revid]
+
+
+def revision_flags(wiki: RealWiki, title: str) -> list[bool]:
+    """Whether each revision of a page is minor, newest first."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="flags",
+                        rvlimit="max")["query"]["pages"][0]
+    return [bool(r.get("minor")) for r in page.get("revisions", [])]
+
+
+def test_a_minor_edit_is_minor_in_the_history(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write minor test"
+    create(bot_server, title, "Text with a typo: teh.")
+    assert not call(bot_server, "update-page", title=title, find="teh", replace="the", minor=True).is_error
+    assert not call(bot_server, "update-page", title=title, mode="append", source="\nMore text.").is_error
+    assert revision_flags(wiki, title) == [False, True, False]
+
+
+def test_saving_the_text_the_page_holds_says_no_change_and_adds_no_revision(bot_server: Any,
+                                                                              wiki: RealWiki) -> None:
+    title = "Write no change test"
+    revid = create(bot_server, title, "Unchanged text.")
+    result = call(bot_server, "update-page", title=title, source="Unchanged text.")
+    assert not result.is_error, result.text
+    assert result.blocks[0].startswith("No change") and str(revid) in result.text
+    assert revision_ids(wiki, title) == [revid] and wiki.wikitext(title) == "Unchanged text."
 
 
 def test_update_of_a_missing_page_creates_nothing(bot_server: Any, wiki: RealWiki) -> None:
@@ -2486,6 +2824,23 @@ def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> No
     onto = call(bot_server, "move-page", fromTitle="Write move final", toTitle="Apple")
     assert onto.is_error and onto.blocks[0].startswith("conflict: ")
     assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
+
+
+def test_move_with_subpages_takes_them_along_and_without_leaves_them(bot_server: Any, wiki: RealWiki) -> None:
+    """The Help namespace has subpages (Debian's MediaWiki, as MediaWiki's defaults)."""
+    for name in ("Help:Write subpages one", "Help:Write subpages two"):
+        create(bot_server, name, "Parent.")
+        create(bot_server, f"{name}/Child", "Child.")
+    along = call(bot_server, "move-page", fromTitle="Help:Write subpages one",
+                 toTitle="Help:Write subpages one moved", moveSubpages=True)
+    assert not along.is_error, along.text
+    assert wiki.wikitext("Help:Write subpages one moved/Child") == "Child."
+    assert wiki.wikitext("Help:Write subpages one/Child").startswith("#REDIRECT")
+    alone = call(bot_server, "move-page", fromTitle="Help:Write subpages two", toTitle="Help:Write subpages two moved")
+    assert not alone.is_error, alone.text
+    assert wiki.wikitext("Help:Write subpages two moved") == "Parent."
+    assert wiki.wikitext("Help:Write subpages two/Child") == "Child."
+    assert revision_ids(wiki, "Help:Write subpages two moved/Child") == []
 
 
 def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> None:
@@ -2674,6 +3029,28 @@ def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
     assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
 
 
+def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
+    """Truncated reads are remembered up to READ_LEDGER_MAX_ENTRIES pages and sections (the
+    oldest read forgotten first), so the server's memory stays bounded; this server holds two."""
+    state = m.ServerState.from_config(m.Config.from_env(wiki.env(MCP_CONTENT_MAX_BYTES="1000")))
+    assert state.reads.capacity == m.READ_LEDGER_MAX_ENTRIES == 2000
+    state.reads = m.ReadLedger(capacity=2)
+    server = m.create_server(state=state)
+    title = "Write ledger size test"
+    create(server, title, big_section_page())
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+
+    def write_back_refused() -> bool:
+        result = call(server, "update-page", title=title, source=seen, dryRun=True)
+        return result.is_error and result.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
+    assert write_back_refused()
+    call(server, "get-page", title="Apple")  # two reads: the truncated one is still remembered
+    assert write_back_refused()
+    call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
+    assert not write_back_refused()
+    assert "The very last line of the big section." in wiki.wikitext(title)
+
+
 def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
     now = [0.0]
     store = m.IdempotencyStore(ttl=3600, capacity=2, clock=lambda: now[0])
@@ -2841,8 +3218,13 @@ def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_pa
     same = call(server, "update-file", filepath=str(path), title="Update test chart.png")
     assert not same.is_error and same.blocks[0].startswith(
         "No change: the file's current version already has these bytes; nothing was uploaded.")
-    path.write_bytes(first)  # back to the first version's bytes: allowed, and said
-    back = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    path.write_bytes(first)  # back to the first version's bytes: a warning, which stops it unless told
+    refused = call(server, "update-file", filepath=str(path), title="Update test chart.png")
+    assert refused.is_error and refused.blocks == [
+        "conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
+        "file. To upload anyway, call again with ignoreWarnings=true."]
+    assert len(file_versions(wiki, "File:Update test chart.png")) == 2
+    back = call(server, "update-file", filepath=str(path), title="Update test chart.png", ignoreWarnings=True)
     assert not back.is_error, back.text
     assert field(back, "Wiki warnings") == "the content equals an earlier version of this file"
     assert len(file_versions(wiki, "File:Update test chart.png")) == 3
@@ -2954,6 +3336,32 @@ def test_upload_warnings_are_explained_and_passed_only_when_asked(wiki: RealWiki
     assert file_versions(wiki, "File:Warning test bare name") == []
 
 
+def test_a_file_title_that_redirects_is_named_and_never_uploaded_behind(wiki: RealWiki, tmp_path: Path) -> None:
+    """A moved file leaves its old title redirecting to the new one: reads say so, and no
+    upload goes to the old title, where the redirect would hide it."""
+    directory = uploads_dir(tmp_path)
+    first = unique_png("file redirect test first")
+    (directory / "first.png").write_bytes(first)
+    (directory / "newer.png").write_bytes(unique_png("file redirect test newer"))
+    server = upload_server(wiki, directory)
+    old, new = "File:Redirect test old name.png", "File:Redirect test new name.png"
+    assert not call(server, "upload-file", filepath=str(directory / "first.png"), title=old).is_error
+    moved = call(server, "move-page", fromTitle=old, toTitle=new)
+    assert not moved.is_error, moved.text
+    for tool in ("get-file", "get-file-data"):
+        read = call(server, tool, title="Image:Redirect test old name.png")
+        assert not read.is_error, read.text
+        assert field(read, "Title") == new and field(read, "Redirected from") == old
+    for tool, arguments, remedy in (("update-file", {}, "call again with"),
+                                    ("upload-file", {"ignoreWarnings": True}, "use update-file with")):
+        refused = call(server, tool, filepath=str(directory / "newer.png"), title="Redirect test old name.png",
+                       **arguments)
+        assert refused.is_error and refused.blocks[0].startswith(f"conflict: {old} on {wiki.key} redirects to {new}")
+        assert f"{remedy} title='{new}'." in refused.text and "nothing was uploaded" in refused.text
+    assert wiki.wikitext(old).startswith("#REDIRECT")
+    assert [v["sha1"] for v in file_versions(wiki, new)] == [sha1(first)]
+
+
 @on_every_version
 def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
         wiki: RealWiki, fake: FakeWiki, tmp_path: Path) -> None:
@@ -3017,16 +3425,42 @@ def test_a_url_over_the_cap_is_fetched_by_the_wiki(wiki: RealWiki, fake: FakeWik
     assert requests.get(field(result, "File URL"), timeout=30).content == body
     assert [s["headers"]["User-Agent"].split("/")[0] for s in fake.seen] == ["mediawiki-mcp", "MediaWiki"]
 
-    # unreachable by the server, and a host the wiki does not fetch from: a clear refusal
+    # unreachable by the server, which then cannot check where the URL leads: not handed over
     closed = free_port()
     refused = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.2:{closed}"))
-    result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
-                  title="Url unreachable test.txt")
+    counter = RequestCounter(refused)
+    with counter.counting() as sent:
+        result = call(refused, "upload-file-from-url", url=f"http://127.0.0.2:{closed}/file.txt",
+                      title="Url unreachable test.txt")
     assert result.is_error and result.blocks[0].startswith(
-        f"permission_denied: http://127.0.0.2:{closed}/file.txt was left to the wiki to fetch, since this "
-        f"server could not fetch it: 127.0.0.2:{closed} could not be reached (ConnectionError)., and the "
-        "wiki did not: Uploads by URL are not allowed from this domain.")
-    assert file_versions(wiki, "File:Url unreachable test.txt") == []
+        f"upstream_failure: 127.0.0.2:{closed} could not be reached (ConnectionError). Nothing was uploaded, "
+        "and the URL was not handed to the wiki")
+    assert sent[0] == 0 and file_versions(wiki, "File:Url unreachable test.txt") == []
+
+
+def test_a_url_the_server_could_not_follow_to_its_end_is_never_handed_to_the_wiki(
+        wiki: RealWiki, fake: FakeWiki) -> None:
+    """The host stalls this server's fetch (or drops it), then answers the wiki's fetch with a
+    redirect to a loopback address that the guard refuses: the wiki must never be asked."""
+    hidden = FakeWiki()
+    try:
+        hidden.files["/internal.txt"] = (b"Only reachable from inside.\n", "text/plain")
+        to_hidden = Reply(302, b"", {"Location": f"http://localhost:{hidden.port}/internal.txt"})
+        server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"), timeout=(5.0, 3.0))
+        counter = RequestCounter(server)
+        for tool, first, failure in (("upload-file-from-url", Reply(delay=60), "ReadTimeout"),
+                                     ("update-file-from-url", Reply(0), "ConnectionError")):
+            fake.replies = [first, to_hidden]
+            with counter.counting() as sent:
+                result = call(server, tool, url=f"http://127.0.0.1:{fake.port}/file.txt", title="Url stalled test.txt")
+            assert result.is_error and result.blocks[0].startswith(
+                f"upstream_failure: 127.0.0.1:{fake.port} could not be reached ({failure}). Nothing was "
+                "uploaded, and the URL was not handed to the wiki"), result.text
+            assert sent[0] == 0 and "Fetched by" not in result.text
+        assert hidden.seen == [] and [s["path"] for s in fake.seen] == ["/file.txt", "/file.txt"]
+        assert file_versions(wiki, "File:Url stalled test.txt") == []
+    finally:
+        hidden.close()
 
 
 def test_progress_notifications_arrive_when_the_client_asks(wiki: RealWiki, fake: FakeWiki) -> None:
@@ -3239,7 +3673,7 @@ def test_a_300_kb_page_reads_whole_by_offsets_and_by_sections(bot_server: Any, w
     first = call(bot_server, "get-page", title=ALMANAC)
     assert first.blocks[1].startswith(f"Content truncated at {len(content_of(first.blocks[0]).encode())} of "
                                       f"{len(expected.encode())} bytes. Available sections: 0 (Lead), 1 (Day 1), ")
-    assert ", 60 (Day 60), and 4 more (61-64). To read a specific section," in first.blocks[1]
+    assert ", 63 (Day 63), 64 (Day 64). To read a specific section," in first.blocks[1]
     assert read_whole(bot_server, title=ALMANAC) == expected
     for number in (0, 1, 61, ALMANAC_SECTIONS):  # a section fits: read whole, no marker
         result = call(bot_server, "get-page", title=ALMANAC, section=number)
@@ -3371,6 +3805,385 @@ def test_a_right_to_left_wiki_diffs_by_line_numbers_in_its_own_digits(farm: Wiki
     assert "خط ۱۴:" in table  # the wiki numbers lines in Persian digits
     diff = call(server, "compare-pages", fromRevision=before, toRevision=after)
     assert content_of(diff.blocks[0]) == expected
+
+
+# ---------------------------------------------------------------------------
+# Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Accounts:
+    """Two more ways into the test wiki, for what an account may not do."""
+    plain: dict[str, str]    # a server acting as Plain: the user group only, language German
+    limited: dict[str, str]  # a server acting as Admin through a bot password granted basic, editpage
+
+
+@pytest.fixture
+def accounts(farm: WikiFarm, wiki: RealWiki) -> Accounts:
+    return farm.once((wiki.api, "accounts"), lambda _: make_accounts(wiki))
+
+
+def make_accounts(wiki: RealWiki) -> Accounts:
+    main_password = "Plain-" + secrets.token_hex(12)
+    plain_password, limited_password = secrets.token_hex(16), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "Plain", main_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Plain", plain_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=limited", "--grants=basic,editpage",
+        "Admin", limited_password)
+    session, token = bare_login(wiki, "Plain", main_password)  # preferences need the main password
+    done = session.post(wiki.api, timeout=30, data={"action": "options", "change": "language=de",
+                                                     "token": token, "format": "json"}).json()
+    assert done.get("options") == "success", done
+    return Accounts(plain=wiki.env(MEDIAWIKI_USERNAME="Plain@mcp", MEDIAWIKI_PASSWORD=plain_password),
+                    limited=wiki.env(MEDIAWIKI_USERNAME="Admin@limited", MEDIAWIKI_PASSWORD=limited_password))
+
+
+NAMESPACES_OF_THE_TEST_WIKI = "0 (Main), 1 Talk, 2 User, 3 User talk, 4 Test Wiki"
+
+
+@pytest.mark.parametrize("tool, arguments, namespace", [
+    ("search-page-by-prefix", {"prefix": "Fru", "namespace": 9999}, "9999"),
+    ("get-recent-changes", {"namespaces": [9999]}, "9999"),
+    ("get-category-members", {"category": "Fruits", "namespaces": [0, 9999]}, "9999"),
+    ("get-links-here", {"title": "Apple", "namespaces": [9999]}, "9999"),
+    ("search-page", {"query": "fruit", "namespaces": [-1]}, "-1"),
+])
+def test_an_unknown_namespace_is_refused_naming_the_wikis_namespaces(
+        bot_server: Any, wiki: RealWiki, tool: str, arguments: dict[str, Any], namespace: str) -> None:
+    """MediaWiki drops a namespace it does not know with a warning and answers unfiltered."""
+    result = call(bot_server, tool, **arguments)
+    assert result.is_error and len(result.blocks) == 1, result.text
+    assert result.blocks[0].startswith(f"invalid_input: {wiki.key} has no namespace {namespace} to use here. "
+                                       f"Its namespaces: {NAMESPACES_OF_THE_TEST_WIKI}"), result.text
+    assert "14 Category, 15 Category talk" in result.text
+
+
+def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_refused(bot_server: Any) -> None:
+    """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
+    result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
+    assert result.is_error and result.blocks == [
+        "invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+        "(Template). Give the namespace once: in the prefix or as namespace."]
+    agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
+    assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
+
+
+def test_a_request_the_wiki_answers_only_in_part_fails_and_a_deprecation_is_only_logged(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    client = m.MediaWikiClient(wiki.api)
+    with pytest.raises(m.WikiError) as ignored:
+        client.get({"action": "query", "titles": "Apple", "prop": "info", "bogusparam": "1"})
+    assert ignored.value.category == "upstream_failure" and ignored.value.code == "unrecognizedparams"
+    assert "bogusparam" in ignored.value.message and "retry" not in ignored.value.message.lower()
+    with pytest.raises(m.WikiError) as value:
+        client.get({"action": "query", "list": "recentchanges", "rcprop": "title|bogusvalue"})
+    assert value.value.category == "invalid_input" and "bogusvalue" in value.value.message
+    with caplog.at_level(logging.DEBUG, logger="mediawiki_mcp"):
+        found = client.get({"action": "query", "list": "search", "srsearch": "fruit", "srprop": "score"})
+    assert found["query"]["search"]  # a deprecated value still works: the warning is only logged
+    assert any("deprecation" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("code, category", [
+    ("pagecannotexist", "invalid_input"), ("invalid-json-data", "invalid_input"),
+    ("mycustomjsprotected", "permission_denied"), ("customjsprotected", "permission_denied"),
+    ("nonfile-cannot-move-to-file", "invalid_input"), ("filetypemismatch", "invalid_input"),
+    ("nosuchsection", "not_found"), ("immobile-target-namespace", "invalid_input"),
+    ("cantchangecontentmodel", "permission_denied"), ("concurrency-limit", "rate_limited"),
+    ("verification-error", "invalid_input"), ("missingcommenttext", "invalid_input"),
+    ("hookaborted", "permission_denied"), ("spamdetected", "permission_denied"),
+    ("fileexists-forbidden", "conflict"), ("mustbeloggedin", "authentication"),
+])
+def test_mediawiki_error_codes_get_their_true_category(code: str, category: str) -> None:
+    error = m.error_from_api(code, "MediaWiki's own words.", "wiki.example.org")
+    assert error.category == category and error.code == code
+    assert "retry later" not in str(error).lower()
+
+
+def test_only_failures_a_later_retry_can_fix_say_retry_later() -> None:
+    for code, category in m.MW_ERROR_CATEGORIES.items():
+        text = str(m.error_from_api(code, "Words.")).lower()
+        assert "retry later" not in text and ("before retrying" in text) == (category == "rate_limited"), code
+    for code in ("readonly", "internal_api_error_DBQueryError", "backend-fail-internal"):
+        assert "retry later" in str(m.error_from_api(code, "Words.")).lower(), code
+    unknown = str(m.error_from_api("weird-new-code", "Something odd happened."))
+    assert unknown.startswith("upstream_failure: MediaWiki error weird-new-code") and "retry" not in unknown.lower()
+
+
+def no_retry(result: Result) -> bool:
+    return result.is_error and len(result.blocks) == 1 and "retry later" not in result.text.lower()
+
+
+def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
+    special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
+    assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
+    assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
+    assert revision_ids(wiki, "Errors test data") == []
+    own_js = call(bot_server, "create-page", title="User:Admin/common.js", source="var a;")
+    assert no_retry(own_js) and own_js.text.startswith("permission_denied: ")
+    create(bot_server, "Errors test move source", "Stays.")
+    to_file = call(bot_server, "move-page", fromTitle="Errors test move source", toTitle="File:Errors test.png")
+    assert no_retry(to_file) and to_file.text.startswith("invalid_input: Cannot move non-file to file namespace.")
+    retyped = call(bot_server, "move-page", fromTitle="File:Red square.png", toTitle="File:Red square.jpg")
+    assert no_retry(retyped) and retyped.text.startswith("invalid_input: The new file extension does not match")
+    assert "give the new title the file's extension" in retyped.text
+    assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
+
+
+def test_a_missing_section_lists_the_pages_sections_with_levels(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Errors test sections"
+    create(bot_server, title, "Lead.\n== One ==\nA.\n=== One and a half ===\nB.\n== Two ==\nC.\n")
+    listed = "Its sections: 0 (Lead), 1 (== One ==), 2 (=== One and a half ===), 3 (== Two ==)."
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("update-page", {"source": "New."})):
+        result = call(bot_server, tool, title=title, section=99, **arguments)
+        assert result.is_error and result.blocks[0].startswith(
+            f"not_found: There is no section 99 in {title} on {wiki.key}. {listed}"), (tool, result.text)
+        assert "search-page" not in result.text
+    assert wiki.wikitext(title).startswith("Lead.")
+
+
+def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
+    """What a page URL with a scriptpath builds: an address that answers HTML."""
+    server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
+    result = call(server, "get-page", title="Apple")
+    assert no_retry(result) and result.text.startswith(
+        f"upstream_failure: {wiki.url}/wiki/Main_Page/w/api.php answered HTTP 404 with text/html, not "
+        "MediaWiki API JSON: it is not the wiki's api.php."), result.text
+
+
+def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
+        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_server(wiki.env())
+    words = call(server, "add-wiki", wikiUrl="not a url at all")
+    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
+
+    def unknown(host: str, port: int) -> list[str]:
+        raise OSError("Name or service not known")
+    monkeypatch.setattr(m, "resolve_addresses", unknown)
+    nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
+    assert nowhere.is_error and nowhere.blocks == [
+        "invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+        "resolved; check the URL."]
+
+
+def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki,
+                                    B_PASS="0" * 32))
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed[1].startswith("other: Other Wiki, ") and "(read-only; private; no access: Login to " in listed[1]
+    assert "unreachable" not in listed[1]
+
+    async def read() -> str:
+        async with Client(server) as client:
+            return (await client.read_resource("mcp://wikis/other")).contents[0].text
+    text = anyio.run(read)
+    assert "No access: Login to " in text and "Unreachable" not in text and "0" * 32 not in text
+
+
+def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accounts) -> None:
+    """Plain's language is German: the wiki would answer in German unless asked for English."""
+    server = make_server(accounts.plain)
+    result = call(server, "create-page", title="Special:Mcp test", source="x")
+    assert result.is_error and result.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    assert "[pagecannotexist] Pages in this namespace (such as Special:) cannot be created" in result.text
+
+
+# -- titles -----------------------------------------------------------------------------
+
+def test_markers_write_titles_as_the_wiki_does(bot_server: Any) -> None:
+    title = "Überlänge Ünïcödé"
+    create(bot_server, title, long_page_text())
+    marker = call(bot_server, "get-pages", titles=[title, "Apple"]).blocks[-1]
+    assert f'call get-page with title="{title}" and section=N' in marker
+    assert f'call get-page with title="{title}" and offset=' in marker and "\\u" not in marker
+    html = call(bot_server, "get-page", title=title, content="html").blocks[-1]
+    assert 'To read a specific section, call get-page again with content="html" and section=N.' in html
+
+
+def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    name = "Ä" * 127 + "x"  # 255 bytes, MediaWiki's limit for the title without its namespace
+    created = call(bot_server, "create-page", title=f"Talk:{name}", source="At the limit.")
+    assert not created.is_error, created.text
+    assert content_of(call(bot_server, "get-page", title=f"Talk:{name}").blocks[0]) == "At the limit."
+    over = call(bot_server, "get-page", title=f"Talk:{name}x")
+    assert over.is_error and over.text.startswith("invalid_input: Argument 'title' is 256 bytes long after its "
+                                                  "namespace prefix; a page title has at most 255.")
+
+
+def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Fruit%20salad")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+        "them: 'Fruit salad'."]
+
+
+def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Target page#Details")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+        "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N."]
+
+
+# -- rows of history and recent changes ---------------------------------------------------
+
+def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
+    title = "Rows test page"
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    edits = [("First.", "", False), ("Second.", "minor", False), ("Third.", "", True),
+             ("Fourth.", 'a | b "quoted" | c', True)]
+    for text, summary, minor in edits:
+        done = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
+            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()
+        assert done["edit"]["result"] == "Success", done
+    server = make_server(wiki.env())
+    history = call(server, "get-page-history", title=title)
+    assert history.blocks[0].startswith(f"Revisions of {title}, newest first (revision ID | timestamp | user | "
+                                        "size change | minor (only when minor) | tags (only when any) | edit "
+                                        "summary (quoted, only when any)):\n")
+    rows = rows_of(history.blocks[0])
+    created = ['"Created page with \\"First.\\""']  # MediaWiki's own summary of a new page
+    assert [row.split(" | ", 4)[4:] for row in rows] == [
+        ['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+    assert [row.split(" | ")[3] for row in rows] == ["+1", "-1", "+1", "+6"]
+    recent = call(server, "get-recent-changes", limit=20).blocks[0]
+    assert recent.startswith("Recent changes, newest first (time | page | change | user | size change | flags "
+                             "(minor, bot; only when any) | tags (only when any) | edit summary (quoted, only "
+                             "when any)):\n")
+    mine = [row.split(" | ", 5)[5:] for row in rows_of(recent) if row.split(" | ")[1] == title]
+    assert mine == [['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+
+
+# -- moves ----------------------------------------------------------------------------------
+
+def test_a_move_reports_each_subpage_moved_or_not_and_why(bot_server: Any, wiki: RealWiki) -> None:
+    for title in ("Help:Move report", "Help:Move report/A", "Help:Move report/B", "Help talk:Move report/A",
+                  "Help:Move report 2/B"):
+        create(bot_server, title, f"Text of {title}.")
+    moved = call(bot_server, "move-page", fromTitle="Help:Move report", toTitle="Help:Move report 2",
+                 moveSubpages=True)
+    assert not moved.is_error, moved.text
+    assert field(moved, "Subpages moved") == ("Help:Move report/A -> Help:Move report 2/A, "
+                                              "Help talk:Move report/A -> Help talk:Move report 2/A")
+    assert field(moved, "Subpages not moved") == (
+        "Help:Move report/B (A page already exists at Help:Move report 2/B, or the page name you have "
+        "chosen is not valid. Please choose another name.)")
+    assert wiki.wikitext("Help:Move report/B") == "Text of Help:Move report/B."
+    # the main namespace has no subpages: the talk subpage moves, the others stay, each named
+    into_main = call(bot_server, "move-page", fromTitle="Help:Move report 2", toTitle="Move report main",
+                     moveSubpages=True)
+    assert not into_main.is_error, into_main.text
+    assert field(into_main, "Subpages moved") == "Help talk:Move report 2/A -> Talk:Move report main/A"
+    assert field(into_main, "Subpages not moved") == (
+        "Help:Move report 2/A, Help:Move report 2/B (the namespace of Move report main has no subpages)")
+    assert wiki.wikitext("Help:Move report 2/A") == "Text of Help:Move report/A."
+
+
+def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_moves(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Move refused source", "Stays here.")
+    server = make_server(accounts.plain)
+    result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
+                  leaveRedirect=False)
+    assert result.is_error and result.blocks == [
+        f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+        "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+        "again without leaveRedirect=false to leave a redirect."]
+    assert wiki.wikitext("Move refused source") == "Stays here."
+    assert revision_ids(wiki, "Move refused target") == []
+
+
+# -- rights, uploads, deletions and other smaller statements -------------------------------
+
+def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_confirm(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Delete refused page", "Stays.")
+    plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
+    assert plain.is_error and plain.blocks == [
+        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+        "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+        "account changes nothing."]
+    limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
+    assert limited.is_error and limited.blocks == [
+        f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+        "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+        "user; retrying as the same account changes nothing."]
+    assert wiki.wikitext("Delete refused page") == "Stays."
+
+
+def test_an_upload_refused_for_a_missing_grant_names_the_grant(
+        accounts: Accounts, wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    (directory / "granted.png").write_bytes(unique_png("granted"))
+    server = make_server({**accounts.limited, "MCP_UPLOAD_DIRS": str(directory)})
+    result = call(server, "upload-file", filepath=str(directory / "granted.png"), title="Grant test.png")
+    assert result.is_error and result.text.startswith(
+        f"permission_denied: The account Admin cannot upload files on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Upload new files', which the user can add at Special:BotPasswords")
+    assert "group" not in result.text and file_versions(wiki, "File:Grant test.png") == []
+
+
+def test_check_lists_only_the_tools_the_account_can_use(accounts: Accounts) -> None:
+    done = run_script("--check", env={k: v for k, v in accounts.plain.items()} | {"MCP_UPLOAD_DIRS": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    tools = done.stdout.splitlines()[2].removeprefix("  Tools: ").split(", ")
+    assert {"get-page", "create-page", "update-page", "move-page", "upload-file-from-url"} <= set(tools)
+    assert not {"delete-page", "undelete-page", "upload-file", "update-file"} & set(tools)
+
+
+def test_upload_warnings_name_files_in_the_wikis_own_file_namespace() -> None:
+    said = m.explain_warnings({"duplicate": ["Rot.png"], "exists-normalized": "Rot.PNG",
+                               "badfilename": "Rot_quadrat.png"}, file_namespace="Datei")
+    assert said == ["the same content is already on the wiki as Datei:Rot.png",
+                    "a file with a similar name exists: Datei:Rot.PNG",
+                    "the title is not a valid file name; the wiki would save it as Datei:Rot quadrat.png"]
+
+
+def test_a_deleted_page_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Deleted page test"
+    create(bot_server, title, "Soon gone.")
+    assert not call(bot_server, "delete-page", title=title, confirm=True, comment="Test").is_error
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("delete-page", {}), ("delete-page", {"confirm": True}),
+                            ("get-page-history", {}), ("update-page", {"source": "x"})):
+        result = call(bot_server, tool, title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' "), (tool, result.text)
+        assert "was deleted" in result.text and "undelete-page restores it" in result.text, (tool, result.text)
+        assert "create-page" not in result.text and "search" not in result.text, (tool, result.text)
+    never = call(bot_server, "get-page", title="Never existed here")
+    assert "search-page-by-prefix" in never.text and "deleted" not in never.text
+
+
+def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+def test_get_pages_says_why_a_title_has_no_page(bot_server: Any) -> None:
+    result = call(bot_server, "get-pages", titles=["Apple", "Special:Version", "Talk:", "Nope Nope"])
+    assert result.blocks[:3] == [
+        "Missing pages: Nope Nope",
+        "Not valid page titles: Talk: (The requested page title is empty or contains only the name of a "
+        "namespace.)",
+        "Special pages, which have no content: Special:Version"]
+    assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
+
+
+def test_counts_read_as_english(bot_server: Any, history: History) -> None:
+    assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
+    marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
+    assert marker.startswith("More results available. Returned 1 revision. ")
+
+
+def test_a_marker_names_every_section() -> None:
+    sections = [(n, f"Part {n}") for n in range(1, 81)]
+    listed = m.section_list(sections)
+    assert listed.endswith("79 (Part 79), 80 (Part 80)") and "more" not in listed
 
 
 # ---------------------------------------------------------------------------
@@ -3548,6 +4361,45 @@ def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: Real
         assert "list-wikis" not in {t.name for t in list_tools(server)}
 
 
+def test_a_page_url_with_scriptpath_in_a_configuration_file_reaches_the_api(wiki: RealWiki, tmp_path: Path) -> None:
+    """Files written for the TypeScript server always carry scriptpath; it counts from the origin."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": f"{wiki.url}/wiki/Apple", "scriptpath": "/w",
+                                                "articlepath": "/wiki"}}}))
+    config = m.Config.from_env({"CONFIG": str(path)})
+    assert config.wikis["w"].url == wiki.api
+    result = call(m.create_server(config), "get-site-info")
+    assert not result.is_error and f"API: {wiki.api}" in result.text
+
+
+def test_a_user_and_password_in_the_wiki_address_are_sent_as_basic_auth_and_never_shown(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    password, wrong = "gate pass/" + secrets.token_hex(8), "wrong-" + secrets.token_hex(8)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", password))
+    title = f"Gate test {secrets.token_hex(4)}"
+    try:
+        with caplog.at_level(logging.DEBUG):
+            address = f"http://gate:{urllib.parse.quote(password, safe='')}@127.0.0.1:{proxy.port}"
+            server = make_server(wiki.env(MEDIAWIKI_URL=f"{address}/wiki/Apple"))  # the API is discovered
+            answers = [call(server, "get-site-info"), call(server, "whoami"), call(server, "get-page", title="Apple"),
+                       call(server, "create-page", title=title, source="Written through the gate."),
+                       call(server, "get-page", title="Gate test missing page")]
+            refused = call(make_server(wiki.env(MEDIAWIKI_URL=f"http://gate:{wrong}@127.0.0.1:{proxy.port}/w/api.php")),
+                           "get-page", title="Apple")
+    finally:
+        proxy.close()
+    assert [a.is_error for a in answers] == [False, False, False, False, True], [a.text for a in answers]
+    assert f"API: http://127.0.0.1:{proxy.port}/w/api.php" in answers[0].text
+    assert "User: Admin\n" in answers[1].text and "An apple is a fruit." in answers[2].text
+    assert wiki.wikitext(title) == "Written through the gate."
+    assert refused.blocks[0].startswith(f"authentication: The web server of 127.0.0.1:{proxy.port} refused "
+                                        "the request with HTTP 401"), refused.text
+    shown = "\n".join(a.text for a in [*answers, refused]) + caplog.text
+    for secret in (password, urllib.parse.quote(password, safe=""), wrong):
+        assert secret not in shown
+    assert not re.search(r"//[^/\s]*@", shown)
+
+
 def test_api_named_by_the_wikis_html_is_found(fake: FakeWiki) -> None:
     fake.siteinfo_path = "/mw/api.php"
     page = (b'<html><head><link rel="EditURI" type="application/rsd+xml" '
@@ -3683,6 +4535,7 @@ def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeW
 @pytest.mark.parametrize("url, message", [
     ("", "is not an http(s) URL of a wiki"), ("ftp://wiki.example.org/", "is not an http(s) URL"),
     ("http://", "is not an http(s) URL"), ("x" * 2001, "at most 2000 are accepted"),
+    ("https://user:pw@wiki.example.org/", "wikiUrl must not carry a user name or password"),
 ])
 def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
     result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
@@ -3846,6 +4699,17 @@ BAD_CONFIGS = [
     ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["relative/dir"]},
      "uploadDirs: upload directory 'relative/dir' must be an absolute path"),
     ({"wikis": {"mcp://wikis/w": {"server": "https://w.example.org"}}}, "wiki key 'mcp://wikis/w'"),
+    ({"wikis": {"w": {"server": "https://not a host"}}}, "wikis.w.server must be an http(s) URL"),
+    ({"wikis": {"w": {"server": "http://gate:@w.example.org"}}}, "wikis.w.server holds a user name but no password"),
+    ({"wikis": {"w": {"server": "http://gate:pw@w.example.org", "token": "t0k"}}},
+     "wikis.w.server holds a user name and password for HTTP basic auth, which cannot go beside a token"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "scriptpath": "https://w.example.org/w"}}},
+     "wikis.w.scriptpath must be a path such as /w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "scriptpath": "/w/api.php"}}},
+     "wikis.w.scriptpath must be a path such as /w"),
+    ({"wikis": {"w": {"server": "https://w.example.org", "tags": ["mcp", " "]}}}, "wikis.w.tags holds an empty tag"),
+    ({"wikis": {"w": {"server": "https://w.example.org"}}, "uploadDirs": ["/etc/passwd"]},
+     "uploadDirs: upload directory '/etc/passwd' is not a directory"),
 ]
 
 
@@ -3855,6 +4719,22 @@ def test_bad_configuration_files_fail_naming_the_field(tmp_path: Path, content: 
     path.write_text(content if isinstance(content, str) else json.dumps(content))
     with pytest.raises(m.ConfigError, match=re.escape(message)):
         m.Config.from_env({"CONFIG": str(path)})
+
+
+@pytest.mark.parametrize("entry, env, message", [
+    ({"token": "${EMPTY}"}, {"EMPTY": ""}, "wikis.w.token is set but empty"),
+    ({"username": "${U}", "password": "${P}"}, {"U": "Me@bot", "P": " \n"}, "wikis.w.password is set but empty"),
+    ({"token": "${T}"}, {"T": "tok\r\nX-Injected: 1"}, "wikis.w.token"),
+    ({"server": "http://gate:${GATE}@w.example.org"}, {"GATE": ""}, "wikis.w.server holds a user name but no password"),
+    ({"server": "http://gate:${UNSET_GATE_PASS}@w.example.org"}, {},
+     "wikis.w.server refers to ${UNSET_GATE_PASS}, which is not set"),
+])
+def test_credentials_from_variables_must_hold_one(tmp_path: Path, entry: dict[str, Any], env: dict[str, str],
+                                                  message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", **entry}}}))
+    with pytest.raises(m.ConfigError, match=re.escape(message)):
+        m.Config.from_env({"CONFIG": str(path), **env})
 
 
 def test_a_bad_configuration_file_stops_the_server_with_exit_status_2(tmp_path: Path) -> None:
@@ -3881,9 +4761,11 @@ def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) 
     with pytest.raises(m.ConfigError) as error:
         m.Config.from_env({"CONFIG": str(path)})
     assert str(error.value) == (f"wikis.w.password: the secret command {sys.executable!r} failed with "
-                                "exit status 3: vault locked")
+                                "exit status 3; its output is not shown (it may hold the secret): run the "
+                                "command yourself to see why.")
     done = run_script("--config", str(path), env={})
-    assert done.returncode == 2 and "s3cret-printed" not in done.stdout + done.stderr
+    assert done.returncode == 2 and str(error.value) in done.stderr
+    assert "s3cret-printed" not in done.stdout + done.stderr and "vault locked" not in done.stdout + done.stderr
     empty = {"exec": {"command": sys.executable, "args": ["-c", "pass"]}}
     path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": empty}}}))
     with pytest.raises(m.ConfigError, match="wikis.w.token: the secret command .* printed nothing"):
@@ -3901,8 +4783,10 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
             "public": {"sitename": "Public", "server": "//wiki.example.org", "articlepath": "/wiki",
                        "scriptpath": "/w", "tags": "mcp-edit", "attributeEdits": False},
             "company": {"server": "https://intra.example.com/", "scriptpath": "", "token": "${TOK}",
-                        "readOnly": False, "private": True, "tags": ["a", "b"]}}}))
-    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": "t0k-123",
+                        "readOnly": False, "private": True, "tags": ["a", "b"]},
+            "plain": {"server": "https://gate:${GATE}@plain.example.org/wiki/Main_Page", "scriptpath": "/w",
+                      "token": "", "username": None, "password": None}}}))
+    config = m.Config.from_env({"CONFIG": str(path), "DEFAULT_KEY": "company", "TOK": " t0k-123\n", "GATE": "g@te",
                                 "MCP_TRUSTED_HOSTS": "Wiki.Internal:8080, other", "MCP_UPLOAD_DIRS": str(tmp_path),
                                 "MCP_CONTENT_MAX_BYTES": "20000"})
     assert config.default_wiki == "company" and config.content_max_bytes == 20000
@@ -3911,6 +4795,9 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
     assert not public.attribute_edits and public.sitename == "Public"
     assert company.url == "https://intra.example.com/api.php" and company.token == "t0k-123"
     assert not company.read_only and company.private and company.tags == ["a", "b"]
+    plain = config.wikis["plain"]  # a page URL with scriptpath: the API counts from the origin
+    assert plain.url == "https://plain.example.org/w/api.php" and plain.basic_auth == ("gate", "g@te")
+    assert plain.token is None and plain.read_only  # "" is no credential, as null is (the TypeScript server's reading)
     assert config.trusted_hosts == ["wiki.internal:8080", "other"]
     assert config.upload_dirs == [os.path.realpath(tmp_path), os.path.realpath(uploads)]
     assert "t0k-123" not in repr(config)
@@ -4071,10 +4958,28 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     ({"MCP_ALLOWED_ORIGINS": "https://app.example.org/path"}, "MCP_ALLOWED_ORIGINS"),
     ({"MCP_ALLOWED_HOSTS": "https://mcp.example.org"}, "MCP_ALLOWED_HOSTS"),
     ({"MCP_STATELESS": "sometimes"}, "MCP_STATELESS"),
+    ({"MCP_AUTH_TOKEN": ""}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_AUTH_TOKEN": "   "}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_AUTH_TOKEN": "Bearer 0a1b2c"}, "MCP_AUTH_TOKEN"),
+    ({"MCP_AUTH_TOKEN": "jeton-é"}, "MCP_AUTH_TOKEN"),
+    ({"MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_ALLOWED_HOSTS": "mcp.example.org:port"}, "MCP_ALLOWED_HOSTS"),
+    ({"MCP_ALLOWED_ORIGINS": "https://*.example.org"}, "MCP_ALLOWED_ORIGINS"),
+    ({"MCP_BIND": "not a host"}, "MCP_BIND"),
+    ({"PORT": "80²"}, "PORT"),
 ])
 def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
         m.http_options(m.argument_parser().parse_args([]), {"MCP_TRANSPORT": "http", **env})
+
+
+def test_http_settings_in_every_accepted_form() -> None:
+    options = m.http_options(m.argument_parser().parse_args(["--host", "[::1]"]), {
+        "MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "mcp.example.org, localhost:*, [::1]:3000, 10.0.0.5:8080",
+        "MCP_ALLOWED_ORIGINS": "https://app.example.org, http://localhost:*, http://[::1]:3000", "PORT": " 8080 "})
+    assert options.host == "::1" and options.port == 8080 and options.loopback
+    assert options.allowed_hosts == ["mcp.example.org", "localhost:*", "[::1]:3000", "10.0.0.5:8080"]
+    assert options.allowed_origins == ["https://app.example.org", "http://localhost:*", "http://[::1]:3000"]
 
 
 def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
@@ -4267,6 +5172,136 @@ def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
     assert token not in caplog.text and wiki.bot_password not in caplog.text
 
 
+def counted_requests(client: m.MediaWikiClient) -> list[str]:
+    """Each request a client sends from now on, as 'URL body' (a hook on the session it makes)."""
+    sent: list[str] = []
+    make = client._new_session
+
+    def hooked() -> requests.Session:
+        session = make()
+        session.hooks["response"].append(
+            lambda response, *args, **kwargs: sent.append(f"{response.request.url} {response.request.body or ''}"))
+        return session
+    client._new_session = hooked  # type: ignore[method-assign]
+    return sent
+
+
+def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
+    response = anyio.run(health.endpoint, None)
+    return response.status_code, json.loads(response.body)
+
+
+def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
+    now = [0.0]
+    healthy = m.HealthCheck(make_server(wiki.env()).mediawiki_state, clock=lambda: now[0])
+    sent = counted_requests(healthy.client)
+    probes = []
+    for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
+        before = len([r for r in sent if "meta=siteinfo" in r])
+        assert health_answer(healthy) == (200, {"status": "ok"})
+        probes.append(len([r for r in sent if "meta=siteinfo" in r]) > before)
+    assert probes == [True, False, False, True, False]  # at most one probe a second reaches the wiki
+
+    # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
+    wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).mediawiki_state
+    failing = m.HealthCheck(wrong, clock=lambda: now[0])
+    sent = counted_requests(failing.client)
+    logins = []
+    for second in range(61):
+        now[0] = 1000.0 + second
+        attempts = sum("action=login" in r for r in sent)
+        assert health_answer(failing) == (503, {"status": "unavailable", "error": "authentication"})
+        if sum("action=login" in r for r in sent) > attempts:
+            logins.append(second)
+    assert logins == [0, 2, 6, 14, 30]
+
+
+def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, fake: FakeWiki) -> None:
+    """Forty-five calls wait on a slow wiki: at most MAX_CALLS_PER_WIKI of them reach it at once,
+    and meanwhile /health and a call to the default wiki are answered."""
+    calls = 45
+    fake.replies = [Reply(delay=60) for _ in range(calls)]
+    config = m.Config.from_env(wiki.env())
+    config.wikis["slow"] = m.WikiConfig(key="slow", url=fake.api)
+    server = m.create_server(state=m.ServerState.from_config(config, timeout=(10.0, 90.0)))
+
+    async def main(url: str) -> tuple[list[str], str, requests.Response, int]:
+        slow: list[str] = []
+        async with Client(url, mode="legacy") as client:
+            async def one() -> None:
+                result = await client.call_tool("get-page", {"title": "Main Page", "wiki": "slow"})
+                slow.append(result.content[0].text)
+            async with anyio.create_task_group() as group:
+                for _ in range(calls):
+                    group.start_soon(one)
+                with anyio.fail_after(60):
+                    while len(fake.requests_to_api()) < min(calls, m.MAX_CALLS_PER_WIKI):
+                        await anyio.sleep(0.05)  # polling for the calls to reach the slow wiki
+                health = await anyio.to_thread.run_sync(
+                    lambda: requests.get(url.replace("/mcp", "/health"), timeout=60))
+                apple = await client.call_tool("get-page", {"title": "Apple"})
+                reached = len(fake.requests_to_api())  # while every slow call is still held
+                fake.release.set()
+        return slow, apple.content[0].text, health, reached
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        slow, apple, health, reached = anyio.run(main, url)
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert "An apple is a fruit." in apple
+    assert reached == m.MAX_CALLS_PER_WIKI < calls
+    assert len(slow) == calls and all(text.endswith("Fake page text.") for text in slow)
+
+
+def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+    heard: list[str] = []
+    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed"}
+
+    async def main(url: str) -> tuple[set[str], list[str], set[str]]:
+        both = anyio.Event()
+
+        async def listen(message: Any) -> None:
+            heard.append(getattr(message, "method", type(message).__name__))
+            if changes <= set(heard):
+                both.set()
+        async with Client(url, mode="legacy", message_handler=listen) as one, Client(url, mode="legacy") as other:
+            before = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("add-wiki", {"wikiUrl": third_wiki.url})).is_error
+            with anyio.fail_after(30):
+                await both.wait()
+            added = list(heard)
+            tools = {t.name for t in (await one.list_tools()).tools}
+            assert not (await other.call_tool("remove-wiki", {"wiki": third_wiki.key})).is_error
+            with anyio.fail_after(30):
+                while len(heard) < 2 * len(added):
+                    await anyio.sleep(0.05)  # polling for the second pair of notifications
+            return before, added, tools
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        before, added, tools = anyio.run(main, url)
+    assert sorted(added) == sorted(changes) and sorted(heard) == sorted([*changes, *changes])
+    assert "list-wikis" not in before and "list-wikis" in tools
+
+
+def test_idle_http_sessions_are_closed(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The README promises that a session idle for 30 minutes is closed; here the wait is shortened."""
+    assert m.HTTP_SESSION_IDLE_SECONDS == 30 * 60
+    monkeypatch.setattr(m, "HTTP_SESSION_IDLE_SECONDS", 0.2)
+    apple = {"name": "get-page", "arguments": {"title": "Apple"}}
+    with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()), m.HttpOptions()) as url:
+        session = post_rpc(url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=session)
+        assert "An apple is a fruit." in tool_text(rpc_result(post_rpc(url, "tools/call", apple, rpc_id=2,
+                                                                        session=session)))
+        deadline = time.monotonic() + 30
+        while f"Session {session} idle timeout" not in caplog.text:
+            assert time.monotonic() < deadline, "the idle session was never closed"
+            time.sleep(0.05)  # polling for the server to close the session
+        gone = post_rpc(url, "tools/call", apple, rpc_id=3, session=session)
+    assert gone.status_code == 404 and "Session not found" in gone.text
+
+
 def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
     anonymous = {"MEDIAWIKI_URL": wiki.api}
     with http_servers((anonymous, ()), (anonymous, ())) as servers:
@@ -4280,6 +5315,104 @@ def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None
     assert codes == [0, 0], [server.log for server in servers]
     for server in servers:
         assert "Traceback" not in server.log and "Stopped serving MCP over Streamable HTTP" in server.log
+
+
+def test_sigterm_lets_calls_in_flight_finish_and_answers_those_that_cannot(wiki: RealWiki) -> None:
+    """Three calls wait on a slow path to the wiki when SIGTERM arrives. The one the wiki answers
+    within the grace time gets its result; the write and the read still waiting when it ends are
+    answered with what is known (the write has reached the wiki); the process does not wait for them."""
+    setup = bot_server_for(wiki)
+    for title in ("Shutdown finished test", "Shutdown cut short test", "Shutdown read test"):
+        create(setup, title, "Before.")
+    finished, cut, read = b"Finished+in+time", b"Cut+short", b"Shutdown_read_test"
+    proxy = HoldingProxy(wiki.url, finished, cut, read)
+    calls = {finished: ("update-page", {"title": "Shutdown finished test", "mode": "append",
+                                        "source": "\nFinished in time."}),
+             cut: ("update-page", {"title": "Shutdown cut short test", "mode": "append",
+                                   "source": "\nCut short."}),
+             read: ("get-page", {"title": "Shutdown_read_test"})}
+    answers: dict[bytes, requests.Response] = {}
+    try:
+        with http_servers((wiki.env(MEDIAWIKI_URL=proxy.api), ())) as (server,):
+            session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+            post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+            threads = [threading.Thread(target=lambda marker=marker, n=n: answers.__setitem__(marker, post_rpc(
+                server.url, "tools/call", {"name": calls[marker][0], "arguments": calls[marker][1]},
+                rpc_id=n, session=session))) for n, marker in enumerate(calls, start=2)]
+            for thread in threads:
+                thread.start()
+            assert all(proxy.arrived[marker].wait(60) for marker in calls), "a call never reached the wiki"
+            server.process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while "3 tool calls in flight" not in server.log:
+                assert time.monotonic() < deadline and server.process.poll() is None, server.log
+                time.sleep(0.05)  # polling for the server to begin its shutdown
+            proxy.released[finished].set()  # the wiki answers this one within the grace time
+            assert server.stop() == 0, server.log
+            for thread in threads:
+                thread.join(60)
+            assert not proxy.released[cut].is_set()  # the process ended while the wiki still held these
+    finally:
+        proxy.close()
+    assert "Traceback" not in server.log
+    assert tool_text(rpc_result(answers[finished])).startswith("Saved.")
+    text = wiki.wikitext("Shutdown finished test")
+    assert text.startswith("Before.") and text.endswith("Finished in time.") and text.count("Finished") == 1
+    write = rpc_result(answers[cut])
+    write = write["content"][0]["text"] if write["isError"] else ""
+    assert write.startswith("upstream_failure: This server stopped ") and "may still" in write
+    assert "get-page-history" in write
+    text = wiki.wikitext("Shutdown cut short test")  # the write had reached the wiki
+    assert text.startswith("Before.") and text.endswith("Cut short.") and text.count("Cut short.") == 1
+    reading = rpc_result(answers[read])
+    reading = reading["content"][0]["text"] if reading["isError"] else ""
+    assert reading.startswith("upstream_failure: This server stopped ") and "nothing was changed" in reading
+
+
+def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
+    """What a shutdown does to tool calls, with no grace time left (the test above shows it
+    through a real server): a running write is answered as possibly saved; a call still waiting
+    for its wiki's turn as not done, and it never begins afterwards; a later call is refused."""
+    calls = m.ToolCalls(per_wiki=1)
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def slow_write() -> str:
+        started.set()
+        release.wait(30)
+        ran.append("write")
+        return "saved"
+
+    async def main() -> list[str]:
+        answers: list[str] = []
+
+        async def one(job: Callable[[], str], write: bool) -> None:
+            try:
+                answers.append(await calls.run("w", job, write=write))
+            except m.WikiError as error:
+                answers.append(str(error))
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, slow_write, True)
+            await anyio.to_thread.run_sync(started.wait, 30)
+            group.start_soon(one, lambda: ran.append("waiting") or "waited", False)
+            await anyio.sleep(0)  # lets it start waiting for the turn
+            await calls.stop(0)
+        await one(lambda: ran.append("late") or "late", False)
+        return answers
+
+    before = set(threading.enumerate())
+    answers = anyio.run(main)
+    release.set()
+    for thread in set(threading.enumerate()) - before:  # the calls' threads, left behind
+        thread.join(30)
+    assert sorted(answers[:2]) == [
+        "upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
+        "server is back.",
+        "upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
+        "Before calling again, check the page's history (get-page-history) or the file (get-file)."]
+    assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
+                          "it is back.")
+    assert ran == ["write"]
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -4324,6 +5457,26 @@ def test_help_lists_every_environment_variable() -> None:
     assert done.returncode == 0
     for name in m.ENVIRONMENT_VARIABLES:
         assert name in done.stdout
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "FOO"},
+     "MEDIAWIKI_MCP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'FOO'"),
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "", "MEDIAWIKI_READ_ONLY": "maybe"},  # empty: the default level, no crash
+     "MEDIAWIKI_READ_ONLY must be true or false, not 'maybe'"),
+    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT must be printable ASCII"),
+    ({"MCP_TRANSPORT": "http", "MCP_AUTH_TOKEN": " "}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_TRANSPORT": "http", "MCP_BIND": "not a host"},
+     "The address to listen on (--host or MCP_BIND) must be an IP address or a host name, not 'not a host'"),
+    ({"MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS takes hosts such as"),
+])
+def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env: dict[str, str],
+                                                                            message: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
+    assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_version() -> None:
@@ -4387,3 +5540,90 @@ def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> Non
         process.wait(timeout=20)
     stderr = process.stderr.read() if process.stderr else ""
     assert wiki.bot_password not in stderr
+
+
+def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
+        wiki: RealWiki, fake: FakeWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every tool, on a wiki behind HTTP basic auth whose bot password comes from an exec source,
+    beside a wiki with a token and one whose gate password is wrong: each answer, resource,
+    --check line and log line (in process, of --check, of an HTTP server with a token) is
+    searched for every secret of the configuration and for any address with a user name."""
+    gate, wrong, token, http_token = (f"{kind}-{secrets.token_hex(8)}" for kind in ("gate", "wrong", "tok", "http"))
+    held = (gate, wrong, token, http_token, wiki.bot_password)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", gate))
+    uploads = uploads_dir(tmp_path)
+    (uploads / "secrets.txt").write_text(f"Uploaded by the secrets test {secrets.token_hex(4)}.\n")
+    fake.files["/secrets.png"] = (unique_png(f"secrets test {secrets.token_hex(4)}"), "image/png")
+    exec_password = {"exec": {"command": sys.executable, "args": ["-c", f"print({wiki.bot_password!r})"]}}
+    (tmp_path / "config.json").write_text(json.dumps({"defaultWiki": "gated", "uploadDirs": [str(uploads)], "wikis": {
+        "gated": {"server": f"http://gate:${{GATE}}@127.0.0.1:{proxy.port}", "scriptpath": "/w",
+                  "username": "${A_USER}", "password": exec_password},
+        "tokened": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w", "token": "${TOKEN}"},
+        "locked": {"server": f"http://gate:${{WRONG}}@127.0.0.1:{proxy.port}/wiki/Main_Page"}}}))
+    env = {"CONFIG": str(tmp_path / "config.json"), "GATE": gate, "WRONG": wrong, "TOKEN": token,
+           "A_USER": wiki.bot_user, "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"}
+    title = f"Secrets test {secrets.token_hex(4)}"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get-page", {"title": "Apple"}), ("get-page", {"title": "Apple", "content": "html", "metadata": True}),
+        ("get-page", {"title": "Secrets test missing page"}),
+        ("get-pages", {"titles": ["Apple", "Banana", "Secrets test missing page"]}),
+        ("search-page", {"query": "fruit"}), ("search-page-by-prefix", {"prefix": "Ba"}),
+        ("get-site-info", {}), ("get-site-info", {"wiki": "tokened"}), ("get-site-info", {"wiki": "locked"}),
+        ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
+        ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
+        ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
+        ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
+        ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
+        ("create-page", {"title": title, "source": "Made by the secrets test."}),
+        ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+        ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
+        ("undelete-page", {"title": f"{title} moved"}),
+        ("upload-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("update-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("upload-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("update-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("list-wikis", {}), ("add-wiki", {"wikiUrl": f"http://127.0.0.1:{fake.port}/"}),
+        ("remove-wiki", {"wiki": "locked"}),
+    ]
+
+    async def run(server: Any) -> list[tuple[str, bool, str]]:
+        seen = []
+        async with Client(server) as client:
+            for resource in (await client.list_resources()).resources:
+                read = await client.read_resource(str(resource.uri))
+                seen.append(("resource", False, resource.model_dump_json() + "\n" + read.contents[0].text))
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                seen.append((name, bool(result.is_error), "\n".join(b.text for b in result.content if b.type == "text")))
+        return seen
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            server = make_server(env)
+            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.mediawiki_state)}
+            answers = anyio.run(run, server)
+        check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
+        with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
+            bearer = {"Authorization": f"Bearer {http_token}"}
+            session = post_rpc(http.url, "initialize", INIT_PARAMS, headers=bearer).headers["Mcp-Session-Id"]
+            post_rpc(http.url, "notifications/initialized", rpc_id=None, session=session, headers=bearer)
+            listed = post_rpc(http.url, "tools/call", {"name": "list-wikis", "arguments": {}}, rpc_id=2,
+                              session=session, headers=bearer)
+            unauthorised = post_rpc(http.url, "tools/call", {"name": "whoami", "arguments": {}}, rpc_id=3, session=session)
+    finally:
+        proxy.close()
+    results = {name: (is_error, text) for name, is_error, text in answers}
+    assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
+    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url"):
+        assert not results[name][0], (name, results[name][1])
+    assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
+    assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
+    assert "locked: FAILED: authentication: " in check.stdout, check.stdout
+    assert listed.status_code == 200 and "gated: Test Wiki" in listed.text and unauthorised.status_code == 401
+    outputs = {"answers": "\n".join(text for _, _, text in answers), "log": caplog.text,
+               "--check": check.stdout + check.stderr, "HTTP": listed.text + unauthorised.text + http.log}
+    for where, text in outputs.items():
+        for secret in held:
+            assert secret not in text, (where, secret)
+        assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
