@@ -2037,9 +2037,15 @@ def line_diff(old: str, new: str) -> str:
     what a dry run shows is what compare-pages would show after the save."""
     a, b = old.splitlines(), new.splitlines()
     removed, added = [False] * len(a), [False] * len(b)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    head = tail = 0  # like MediaWiki's engines, first match what both texts start and end with
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
+    for tag, i1, i2, j1, j2 in middle.get_opcodes():
         if tag != "equal":
-            removed[i1:i2], added[j1:j2] = [True] * (i2 - i1), [True] * (j2 - j1)
+            removed[head + i1:head + i2], added[head + j1:head + j2] = [True] * (i2 - i1), [True] * (j2 - j1)
     shift_up(a, removed)
     shift_up(b, added)
     lines: list[DiffLine] = []

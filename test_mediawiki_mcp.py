@@ -3004,6 +3004,9 @@ def test_line_diff_picks_the_equal_lines_mediawiki_picks() -> None:
     assert added == "@@ -3,0 +4,2 @@\n+\n+New"
     assert m.line_diff("x\nx\nx", "x\nx") == "@@ -1 +0,0 @@\n-x"
     assert m.line_diff("A\nB", "A\nB\nB\nB") == "@@ -1,0 +2,2 @@\n+B\n+B"
+    # what both texts end with is matched first, as MediaWiki's PHP engine does (wikidiff2 breaks
+    # this tie the other way: -P0 and a blank line, then a blank line and +X)
+    assert m.line_diff("P0\n\nP1\n\nP2", "P1\n\nX\n\nP2") == "@@ -1 +1 @@\n-P0\n+P1\n@@ -3 +3 @@\n-P1\n+X"
 
 
 def test_section_ends_include_subsections_and_count_bytes() -> None:
