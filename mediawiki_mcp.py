@@ -255,6 +255,10 @@ ENVIRONMENT_VARIABLES = {
     "MCP_AUTH_TOKEN": "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
     "MCP_STATELESS": "HTTP: true keeps no state between requests, for replicas; or --stateless",
 }
+#: The variables whose values are credentials (as the configuration file's SECRET_FIELDS):
+#: installers and registries store them as secrets.
+SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
+                              "MCP_AUTH_TOKEN"})
 
 
 # ---------------------------------------------------------------------------
@@ -2171,6 +2175,8 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
     params = {}
     for name, parameter in list(inspect.signature(fn).parameters.items())[1:]:
         hint = hints[name]
+        if typing.get_origin(hint) is typing.Union:  # Python 3.10 adds Optional[] when the default is None
+            hint = next((h for h in typing.get_args(hint) if typing.get_origin(h) is Annotated), hint)
         assert typing.get_origin(hint) is Annotated, f"{fn.__name__}.{name} needs Annotated[..., Arg()]"
         base, arg = typing.get_args(hint)[:2]
         kind, item_kind = type_kind(base)
@@ -4804,6 +4810,12 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
     parser.add_argument("--stateless", action="store_true", default=None,
                         help="HTTP: keep no state between requests (for replicas behind a load balancer)")
+    parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
+                        help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
+    parser.add_argument("--empty-means-unset", action="store_true",
+                        help="read a variable set to nothing as unset, for installers that set every "
+                             "variable (the Claude Desktop bundle)")
+    parser.add_argument("--write-packaging", metavar="DIR", help=argparse.SUPPRESS)
     return parser
 
 
@@ -4841,11 +4853,16 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
+    if args.write_packaging:
+        return write_packaging(args.write_packaging)
+    env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
-        logging.basicConfig(level=log_level(os.environ), stream=sys.stderr,
+        logging.basicConfig(level=log_level(env), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        config = Config.from_env(config_path=args.config)
-        http = http_options(args)
+        config = Config.from_env(env, config_path=args.config)
+        config.upload_dirs = list(dict.fromkeys(
+            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs")))
+        http = http_options(args, env)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
@@ -5127,6 +5144,109 @@ def serve_http(server: MCPServer, options: HttpOptions) -> int:
             signal.signal(sig, handler)
         listener.close()
     log.info("Stopped serving MCP over Streamable HTTP")
+    return 0
+
+
+# -- Packaging: the files installers and registries read, built from this module --------
+
+#: The MCP registry's schema for server.json.
+REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+#: What the Claude Desktop bundle asks: its user_config key, input type, title and default,
+#: and the variable (or command-line flag) that receives the answer; the description is that
+#: setting's own help. Every field has a default, as MCPB passes an unset one on as the literal
+#: "${user_config.KEY}"; MCPB sets every variable it maps, so the server runs with
+#: --empty-means-unset and an empty field reads as not given. Read-only stays on until the
+#: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
+#: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
+BUNDLE_SETTINGS = (
+    ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
+    ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),
+    ("password", "string", "Bot password", "", "MEDIAWIKI_PASSWORD"),
+    ("token", "string", "OAuth 2 access token", "", "MEDIAWIKI_TOKEN"),
+    ("read_only", "boolean", "Read-only", True, "MEDIAWIKI_READ_ONLY"),
+    ("user_agent", "string", "Your contact, for the User-Agent", "", "MEDIAWIKI_USER_AGENT"),
+    ("upload_dirs", "directory", "Folders uploads may read from", [], "--upload-dirs"),
+)
+
+
+def settings() -> list[tuple[str, str, bool]]:
+    """Each environment variable: its name, its help text, and whether its value is a secret."""
+    return [(name, text, name in SECRET_VARIABLES) for name, text in ENVIRONMENT_VARIABLES.items()]
+
+
+def packaging_files(checkout: str) -> dict[str, str]:
+    """The MCP registry's server.json and the Claude Desktop bundle's sources (under bundle/),
+    by path: built from the tool registry, the settings, this module, and the checkout's
+    pyproject.toml (name, description, links, dependencies) and LICENSE."""
+    import tomllib  # Python 3.11+; packaging runs from a checkout, never when serving
+
+    with open(os.path.join(checkout, "pyproject.toml"), "rb") as file:
+        project = tomllib.load(file)["project"]
+    urls = project["urls"]
+    helps = {name: text for name, text, _ in settings()}
+    helps.update((flag, action.help or "") for action in argument_parser()._actions
+                 for flag in action.option_strings)
+    user_config: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    args = ["run", "--script", "${__dirname}/mediawiki_mcp.py", "--empty-means-unset"]
+    for key, kind, title, default, target in BUNDLE_SETTINGS:
+        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
+        user_config[key] = field | ({"multiple": True} if kind == "directory" else {}) | (
+            {"sensitive": True} if target in SECRET_VARIABLES else {})
+        if target.startswith("--"):
+            args += [target, f"${{user_config.{key}}}"]
+        else:
+            env[target] = f"${{user_config.{key}}}"
+    manifest = {
+        "manifest_version": "0.4", "name": project["name"], "display_name": "MediaWiki",
+        "version": __version__, "description": project["description"], "author": project["authors"][0],
+        "repository": {"type": "git", "url": urls["Repository"]}, "homepage": urls["Homepage"],
+        "support": urls["Issues"], "license": project["license"], "keywords": project["keywords"],
+        # uv runs the module with its PEP 723 dependencies, on any platform: a bundle shipping
+        # them would need one build per platform (pydantic-core and others are compiled).
+        "server": {"type": "uv", "entry_point": "mediawiki_mcp.py",
+                   "mcp_config": {"command": "uv", "args": args, "env": env}},
+        "tools": [{"name": spec.name, "description": spec.description} for spec in TOOLS.values()],
+        "compatibility": {"platforms": ["darwin", "linux", "win32"],
+                          "runtimes": {"python": project["requires-python"]}},
+        "user_config": user_config,
+    }
+    registry_entry = {
+        "$schema": REGISTRY_SCHEMA,
+        # The registry's rule for a project on GitHub: io.github.<owner>/<repository>.
+        "name": "io.github." + urllib.parse.urlsplit(urls["Repository"]).path.strip("/"),
+        "title": "MediaWiki", "description": project["description"], "version": __version__,
+        "repository": {"url": urls["Repository"], "source": "github"}, "websiteUrl": urls["Homepage"],
+        "packages": [{
+            "registryType": "pypi", "registryBaseUrl": "https://pypi.org", "identifier": project["name"],
+            "version": __version__, "runtimeHint": "uvx", "transport": {"type": "stdio"},
+            "environmentVariables": [{"name": name, "description": capitalised(text), "isRequired": False,
+                                      "isSecret": secret} for name, text, secret in settings()]}],
+    }
+    bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
+        ("name", project["name"]), ("version", __version__), ("description", project["description"]),
+        ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
+    with open(__file__, encoding="utf-8") as module, \
+            open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence:
+        return {"server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
+                "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                "bundle/pyproject.toml": "[project]\n" + bundle_project,
+                "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
+
+
+def capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def write_packaging(directory: str) -> int:
+    """--write-packaging DIR: writes packaging_files() under DIR (the checkout, to refresh the
+    committed server.json and bundle/; mcpb packs bundle/ then)."""
+    for path, text in packaging_files(os.path.dirname(os.path.abspath(__file__))).items():
+        target = os.path.join(directory, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        print(target)
     return 0
 
 

@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -850,6 +851,19 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
             assert "title" not in prop
         assert t.output_schema is None
 
+
+def test_a_parameter_hint_in_optional_as_python_3_10_gives_it_is_read() -> None:
+    """Python 3.10's get_type_hints wraps Optional[] around the hint of a parameter whose
+    default is None; the registry reads the Annotated inside, or the module fails to import."""
+    import typing
+
+    def fn(ctx: Any, section: Any = None) -> str:
+        return ""
+    fn.__annotations__ = {"ctx": Any, "section": typing.Optional[  # noqa: UP045 - as Python 3.10 builds it
+        typing.Annotated[int | None, m.Arg("Section number.", minimum=0)]], "return": str}
+    (param,) = m.signature_params(fn).values()
+    assert (param.name, param.kind, param.arg.minimum, param.required, param.default) == ("section", int, 0,
+                                                                                       False, None)
 
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({})))
@@ -5633,3 +5647,352 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         for secret in held:
             assert secret not in text, (where, secret)
         assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
+
+
+# ---------------------------------------------------------------------------
+# Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
+# ---------------------------------------------------------------------------
+
+NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
+GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml")
+
+
+def pyproject() -> dict[str, Any]:
+    import tomllib
+    return tomllib.loads((HERE / "pyproject.toml").read_text())["project"]
+
+
+def node_tool(name: str) -> str:
+    path = NODE_BIN / name
+    assert path.exists(), f"{name} is not installed: npm install --prefix .ci/node ... (as .ci/run does)"
+    return str(path)
+
+
+def with_node_path(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment with the Node 22 of .ci/node first on PATH (the npm tools need it)."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = f"{NODE_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+class StdioSession:
+    """An MCP client speaking protocol 2025-06-18, as many clients still do, to a server
+    process over its stdin and stdout."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, env=env, cwd=cwd, text=True)
+        self.next_id = 0
+        self.init = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "test", "version": "1"}})
+        self.notify("notifications/initialized")
+
+    def notify(self, method: str) -> None:
+        self.send({"jsonrpc": "2.0", "method": method})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        assert self.process.stdout
+        line = self.process.stdout.readline()
+        assert line, self.close()
+        answer = json.loads(line)
+        assert answer.get("id") == self.next_id and "result" in answer, answer
+        return answer["result"]
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    def close(self) -> str:
+        """Closes stdin, waits for the server to end, and returns what it logged."""
+        if self.process.stdin and not self.process.stdin.closed:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        return self.process.stderr.read() if self.process.stderr else ""
+
+
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel installed; its bin directory."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    wheel = next(dists.glob("*.whl"))
+    done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--python", str(venv / "bin" / "python"),
+                           str(wheel)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv / "bin"
+
+
+def test_generated_packaging_files_are_current() -> None:
+    generated = m.packaging_files(str(HERE))
+    for path in GENERATED:
+        assert (HERE / path).read_text() == generated[path], (
+            f"{path} differs from what the module generates: run python mediawiki_mcp.py --write-packaging .")
+
+
+def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
+    manifest = json.loads((HERE / "bundle" / "manifest.json").read_text())
+    assert manifest["version"] == m.__version__ and manifest["name"] == pyproject()["name"]
+    assert manifest["tools"] == [{"name": spec.name, "description": spec.description} for spec in m.TOOLS.values()]
+    server = manifest["server"]
+    assert server["type"] == "uv" and server["entry_point"] == "mediawiki_mcp.py"
+    config = server["mcp_config"]
+    assert config["command"] == "uv" and "${__dirname}/mediawiki_mcp.py" in config["args"]
+    fields = manifest["user_config"]
+    targets = {value[len("${user_config."):-1]: name for name, value in config["env"].items()}
+    assert set(targets.values()) <= set(m.ENVIRONMENT_VARIABLES)
+    assert {"MEDIAWIKI_URL", "MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN",
+            "MEDIAWIKI_READ_ONLY", "MEDIAWIKI_USER_AGENT"} <= set(targets.values())
+    for key, name in targets.items():
+        assert fields[key]["description"].lower() == m.ENVIRONMENT_VARIABLES[name].lower()
+        assert fields[key].get("sensitive", False) == (name in m.SECRET_VARIABLES)
+    assert {key for key, field in fields.items() if field.get("sensitive")} == {
+        key for key, name in targets.items()
+        if name in ("MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN")}
+    # A list of directories cannot go into one environment variable: it becomes arguments.
+    uploads = config["args"][config["args"].index("--upload-dirs") + 1]
+    field = fields[uploads[len("${user_config."):-1]]
+    assert (field["type"], field["multiple"], field["default"]) == ("directory", True, [])
+    # Read-only until the user turns it off: anonymous editing is never the default.
+    assert fields[targets.keys() and next(k for k, n in targets.items() if n == "MEDIAWIKI_READ_ONLY")][
+        "default"] is True
+
+
+def test_the_registry_entry_matches_the_package_and_the_settings() -> None:
+    entry = json.loads((HERE / "server.json").read_text())
+    project = pyproject()
+    owner_repo = urllib.parse.urlsplit(project["urls"]["Repository"]).path.strip("/")
+    assert entry["name"] == f"io.github.{owner_repo}"
+    assert f"mcp-name: {entry['name']}" in (HERE / "README.md").read_text()  # the registry's ownership proof
+    assert entry["version"] == m.__version__ and 1 <= len(entry["description"]) <= 100
+    (package,) = entry["packages"]
+    assert (package["registryType"], package["identifier"], package["version"]) == ("pypi", project["name"],
+                                                                                    m.__version__)
+    assert package["transport"] == {"type": "stdio"}
+    assert [v["name"] for v in package["environmentVariables"]] == list(m.ENVIRONMENT_VARIABLES)
+    for variable in package["environmentVariables"]:
+        assert variable["description"].lower() == m.ENVIRONMENT_VARIABLES[variable["name"]].lower()
+        assert variable["isSecret"] == (variable["name"] in m.SECRET_VARIABLES)
+        assert variable["isRequired"] is False  # with none set, the server reads English Wikipedia
+    assert {"MEDIAWIKI_PASSWORD", "MEDIAWIKI_TOKEN", "MCP_AUTH_TOKEN"} <= m.SECRET_VARIABLES
+
+
+def test_the_script_header_and_pyproject_name_the_same_dependencies() -> None:
+    import tomllib
+    source = (HERE / "mediawiki_mcp.py").read_text()
+    block = re.search(r"^# /// script\n((?:#.*\n)*?)# ///$", source, re.MULTILINE)
+    assert block, "the PEP 723 block is missing"
+    header = tomllib.loads("".join(line[2:] + "\n" for line in block.group(1).splitlines()))
+    project = pyproject()
+    assert header["dependencies"] == project["dependencies"]
+    assert header["requires-python"] == project["requires-python"]
+
+
+def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path) -> None:
+    files = sorted(str(path) for path in dists.iterdir())
+    assert sorted(Path(f).suffix for f in files) == [".gz", ".whl"], files
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import zipfile
+    with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
+        names = wheel.namelist()
+        metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/")) for n in names)
+    headers = [line.split(": ", 1) for line in metadata.split("\n\n", 1)[0].splitlines() if ": " in line]
+    assert ["Version", m.__version__] in headers
+    project = pyproject()
+    assert ["Requires-Python", project["requires-python"]] in headers
+    from packaging.requirements import Requirement  # comes with build
+
+    def requirements(texts: list[str]) -> set[tuple[str, Any]]:
+        return {(r.name, r.specifier) for r in map(Requirement, texts)}
+    assert requirements([v for k, v in headers if k == "Requires-Dist" and "extra ==" not in v]) == requirements(
+        project["dependencies"])
+    urls = {v.split(", ", 1)[0] for k, v in headers if k == "Project-URL"}
+    assert {"Homepage", "Repository", "Issues"} <= urls
+    versions = {v.rsplit(" :: ", 1)[1] for k, v in headers if k == "Classifier" and v.startswith(
+        "Programming Language :: Python :: 3.")}
+    minimum = int(project["requires-python"].removeprefix(">=3."))
+    assert f"3.{minimum}" in versions and all(int(v[2:]) >= minimum for v in versions)
+    assert "mcp-name: " in metadata  # the README, with the registry's ownership line, is the long description
+
+
+def test_the_installed_wheel_prints_its_version_and_lists_tools_over_stdio(installed_wheel: Path) -> None:
+    done = subprocess.run([str(installed_wheel / "mediawiki-mcp"), "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}", done.stderr
+    session = StdioSession([str(installed_wheel / "mediawiki-mcp")], env={"PATH": os.environ.get("PATH", "")})
+    try:
+        assert session.init["serverInfo"] == {"name": "mediawiki-mcp", "version": m.__version__}
+        names = [t["name"] for t in session.request("tools/list")["tools"]]
+    finally:
+        log = session.close()
+    assert "get-page" in names and "update-page" not in names, log  # zero config: read-only Wikipedia
+    assert session.process.returncode == 0, log
+
+
+def test_the_mcp_inspector_cli_drives_the_installed_wheel(installed_wheel: Path, wiki: RealWiki) -> None:
+    inspector = node_tool("mcp-inspector")
+    base = [inspector, "--cli", "-e", f"MEDIAWIKI_URL={wiki.api}", "-e", f"MEDIAWIKI_USERNAME={wiki.bot_user}",
+            "-e", f"MEDIAWIKI_PASSWORD={wiki.bot_password}", str(installed_wheel / "mediawiki-mcp")]
+    # --strict: exit 6 on a tool schema some clients cannot take
+    listed = subprocess.run([*base, "--method", "tools/list", "--strict"], capture_output=True, text=True,
+                            timeout=120, env=with_node_path())
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
+    names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+    assert "get-page" in names and "update-page" in names
+    called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "get-page", "--tool-arg",
+                             "title=Long page"], capture_output=True, text=True, timeout=120, env=with_node_path())
+    assert called.returncode == 0, called.stdout[-2000:] + called.stderr[-2000:]
+    content = json.loads(called.stdout)["content"]
+    assert content[-1]["text"].startswith("Content truncated at "), content[-1]
+    assert wiki.bot_password not in called.stdout + called.stderr
+
+
+def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    mcpb = node_tool("mcpb")
+    sources = tmp_path / "bundle"
+    for path, text in m.packaging_files(str(HERE)).items():
+        if path.startswith("bundle/"):
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text)
+    for args in (["validate", str(sources / "manifest.json")], ["pack", str(sources), str(tmp_path / "wiki.mcpb")],
+                 ["unpack", str(tmp_path / "wiki.mcpb"), str(tmp_path / "unpacked")]):
+        done = subprocess.run([mcpb, *args], capture_output=True, text=True, timeout=120, env=with_node_path())
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    unpacked = tmp_path / "unpacked"
+    assert sorted(p.name for p in unpacked.iterdir()) == ["LICENSE", "manifest.json", "mediawiki_mcp.py",
+                                                          "pyproject.toml"]
+    uploads = [tmp_path / "uploads-a", tmp_path / "uploads-b"]
+    for directory in uploads:
+        directory.mkdir()
+    user_config = {"wiki_url": wiki.api, "username": wiki.bot_user, "password": wiki.bot_password,
+                   "read_only": False, "user_agent": "BundleTest/1.0 (bundle@example.org)",
+                   "upload_dirs": [str(d) for d in uploads]}
+    # The command, arguments and environment as Claude Desktop makes them: MCPB's own function.
+    script = ("const {getMcpConfigForManifest} = await import(process.argv[1]);"
+              "const fs = await import('node:fs');"
+              "const manifest = JSON.parse(fs.readFileSync(process.argv[2] + '/manifest.json', 'utf8'));"
+              "const config = await getMcpConfigForManifest({manifest, extensionPath: process.argv[2],"
+              " systemDirs: {}, userConfig: JSON.parse(process.argv[3]), pathSeparator: '/'});"
+              "console.log(JSON.stringify(config));")
+    library = NODE_BIN.parent / "@anthropic-ai" / "mcpb" / "dist" / "index.js"
+    done = subprocess.run([str(NODE_BIN / "node"), "--input-type=module", "-e", script, library.as_uri(),
+                           str(unpacked), json.dumps(user_config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    config = json.loads(done.stdout)
+    assert "${" not in json.dumps(config), config
+    assert shutil.which(config["command"]), f"{config['command']} is not installed: pip install -e '.[test]'"
+    # The host runs uv with what it finds; here, the Python running the tests, never a download.
+    env = {**os.environ, "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never", **config["env"]}
+    session = StdioSession([config["command"], *config["args"]], env=env, cwd=tmp_path)
+    try:
+        page = session.call("get-page", title="Long page")
+        me = session.call("whoami")
+        outside = session.call("upload-file", filepath="/etc/hostname", title="File:Bundle.txt")
+        tools = {t["name"] for t in session.request("tools/list")["tools"]}
+    finally:
+        log = session.close()
+    assert page["content"][-1]["text"].startswith("Content truncated at "), (page, log)
+    assert wiki.bot_user.split("@")[0] in me["content"][0]["text"], me
+    assert "update-page" in tools  # read-only turned off
+    refusal = outside["content"][0]["text"]
+    assert refusal.startswith("permission_denied: ") and all(str(d.resolve()) in refusal for d in uploads), refusal
+    assert wiki.bot_password not in log
+
+
+def test_upload_dirs_on_the_command_line_must_exist(tmp_path: Path) -> None:
+    done = run_script("--upload-dirs", str(tmp_path), str(tmp_path / "missing"), env={})
+    assert done.returncode == 2
+    assert f"--upload-dirs: upload directory '{tmp_path / 'missing'}' does not exist" in done.stderr
+
+
+def test_the_release_workflow_passes_actionlint() -> None:
+    actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    assert actionlint, "actionlint is not installed: pip install -e '.[test]'"
+    workflow = HERE / ".github" / "workflows" / "release.yml"
+    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = workflow.read_text()
+    assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
+    assert "password:" not in text and "secrets." not in text  # trusted publishing: no stored token
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", (HERE / "README.md").read_text(), re.DOTALL | re.MULTILINE)
+
+
+def uvx_env(dists: Path, home: Path) -> dict[str, str]:
+    """`uvx mediawiki-mcp` as after a release, with the wheel built here standing in for PyPI's,
+    the Python running the tests, and Node 22 first on PATH."""
+    return with_node_path({**os.environ, "HOME": str(home), "UV_FIND_LINKS": str(dists),
+                           "UV_REFRESH_PACKAGE": "mediawiki-mcp", "UV_PYTHON": sys.executable,
+                           "UV_PYTHON_DOWNLOADS": "never", "UV_CACHE_DIR": os.environ.get(
+                               "UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))})
+
+
+def test_the_readmes_claude_code_line_adds_a_server_that_connects(dists: Path, wiki: RealWiki,
+                                                                   tmp_path: Path) -> None:
+    (line,) = {line for block in readme_blocks("sh") for line in block.splitlines()
+               if line.startswith("claude mcp add ")}
+    env = uvx_env(dists, tmp_path) | {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    claude = node_tool("claude")
+    project = tmp_path / "project"
+    project.mkdir()
+    argv = shlex.split(line.replace("https://wiki.example.org/w/api.php", wiki.api))
+    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project)
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
+                            cwd=project)
+    assert "wiki: uvx mediawiki-mcp - ✔ Connected" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: Path) -> None:
+    """The Claude Desktop entry, which Cursor and Windsurf share, run by the MCP Inspector."""
+    (block,) = [block for block in readme_blocks("json") if '"mcpServers"' in block and '"uvx"' in block]
+    entry = json.loads(block)
+    # The Inspector hands a server only PATH, HOME and a few more: uv's settings go in the entry.
+    env = uvx_env(dists, tmp_path)
+    entry["mcpServers"]["wiki"]["env"].update(
+        (name, value) for name, value in env.items() if name.startswith("UV_") or name == "SSL_CERT_FILE")
+    (tmp_path / "mcp.json").write_text(json.dumps(entry))
+    done = subprocess.run([node_tool("mcp-inspector"), "--cli", "--config", str(tmp_path / "mcp.json"),
+                           "--server", "wiki", "--method", "tools/list"], capture_output=True, text=True,
+                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    names = [t["name"] for t in json.loads(done.stdout)["tools"]]
+    assert "get-page" in names and "update-page" in names  # the entry's bot password makes the wiki writable
+
+
+def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) -> None:
+    """The bundle sets every variable it maps, blank when the user left a field empty; without
+    the flag a blank credential stops the server (it would make the wiki anonymous unnoticed)."""
+    blank = {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": "", "MEDIAWIKI_PASSWORD": "", "MEDIAWIKI_TOKEN": " ",
+             "MEDIAWIKI_USER_AGENT": "", "MEDIAWIKI_MCP_LOG_LEVEL": "", "CONFIG": ""}
+    refused = run_script("--check", env=blank)
+    assert refused.returncode == 2 and "is set but empty" in refused.stderr, refused.stderr
+    checked = run_script("--check", "--empty-means-unset", env=blank)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
