@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import collections
+import contextlib
 import dataclasses
 import datetime
 import difflib
@@ -26,6 +27,7 @@ import hashlib
 import html
 import inspect
 import ipaddress
+import itertools
 import json
 import logging
 import os
@@ -92,6 +94,8 @@ IDEMPOTENCY_WAIT_SECONDS = 120.0
 READ_LEDGER_MAX_ENTRIES = 2000
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
 EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
+#: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
+MAX_SUMMARY_CHARS = 500
 
 #: Hosts whose operators ask for contact details in the User-Agent.
 WIKIMEDIA_HOST_SUFFIXES = (
@@ -332,6 +336,17 @@ def user_agent(operator_part: str = "") -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class Syntax:
+    """What a wiki's preprocessor knows besides core wikitext: its tags (core and extensions',
+    from siprop=extensiontags) and whether -{ }- language conversion markup is on."""
+    tags: frozenset[str] = frozenset({"pre", "nowiki", "gallery", "indicator", "langconvert"})
+    lang_conversion: bool = True
+
+
+CORE_SYNTAX = Syntax()
+
+
+@dataclasses.dataclass(frozen=True)
 class SiteInfo:
     """What the client learns once per wiki (action=query&meta=siteinfo)."""
     name: str
@@ -346,6 +361,7 @@ class SiteInfo:
     namespaces: dict[int, str]          # ID -> local name ("" for the main namespace)
     namespace_ids: dict[str, int]       # lower-cased local, canonical and alias names -> ID
     raw: dict[str, Any]
+    syntax: Syntax = CORE_SYNTAX  # for section numbers
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -384,6 +400,7 @@ class SiteInfo:
                     ids[name.lower()] = nsid
         for alias in query.get("namespacealiases") or []:
             ids[alias.get("alias", "").lower()] = int(alias["id"])
+        tags = frozenset(tag.strip("<>").lower() for tag in query.get("extensiontags") or [])
         return cls(
             name=general.get("sitename", ""),
             generator=general.get("generator", ""),
@@ -397,6 +414,7 @@ class SiteInfo:
             namespaces=namespaces,
             namespace_ids=ids,
             raw=general,
+            syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
         )
 
 
@@ -430,7 +448,7 @@ RIGHTS = {
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags"}
 
 
 class MediaWikiClient:
@@ -1760,10 +1778,12 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     return Slice(data[start:end].decode("utf-8"), start, end, len(data))
 
 
-HEADING = re.compile(r"^(={1,6})(.+?)\1[ \t]*$", re.MULTILINE)
-NOT_HEADINGS = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(nowiki|pre|syntaxhighlight|source|math|score|includeonly)\b[^>]*>.*?</\1\s*>",
-    re.DOTALL | re.IGNORECASE)
+# -- sections: the headings MediaWiki's preprocessor makes sections of ----------
+
+#: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
+#: each count makes (None: plain text, so headings inside still count).
+BRACKETS: dict[str, tuple[str, dict[int, str | None]]] = {
+    "{": ("}", {2: "template", 3: "tplarg"}), "[": ("]", {2: None}), "-{": ("}-", {2: None})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1774,29 +1794,285 @@ class Section:
     start: int = 0  # byte offset of the heading line in the text
 
 
-def wikitext_sections(text: str) -> list[Section]:
+class _Part:
+    """One part of an open bracket (its text up to a pipe): the headings found in it,
+    and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
+    __slots__ = ("comment_end", "eqpos", "headings", "visual_end")
+
+    def __init__(self) -> None:
+        self.headings: list[tuple[int, int, int, int]] = []
+        self.eqpos = False
+        self.comment_end = -1
+        self.visual_end = -1
+
+
+class _Piece:
+    __slots__ = ("close", "count", "open", "parts", "prefix", "start")
+
+    def __init__(self, open_: str, close: str, count: int, start: int = 0, prefix: str = "") -> None:
+        self.open, self.close, self.count, self.start, self.prefix = open_, close, count, start, prefix
+        self.parts = [_Part()]
+
+    def flags(self) -> tuple[bool, bool, bool]:
+        """(find pipes, find equals, in a heading), as PPDStackElement::getFlags."""
+        pipe = self.open not in ("\n", "[")
+        return pipe, pipe and len(self.parts) > 1 and not self.parts[-1].eqpos, self.open == "\n"
+
+    def broken(self) -> list[tuple[int, int, int, int]]:
+        return [h for part in self.parts for h in part.headings]
+
+
+@functools.lru_cache(maxsize=32)
+def _element_pattern(tags: frozenset[str]) -> re.Pattern[str]:
+    names = sorted(tags | {"includeonly", "noinclude", "/noinclude", "onlyinclude", "/onlyinclude"})
+    return re.compile("(" + "|".join(re.escape(n) for n in names) + r")(?:[ \t\n\x0b\x0c\r]|/>|>)|(!--)",
+                      re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=256)
+def _closing_tag(name: str) -> re.Pattern[str]:
+    return re.compile("</" + re.escape(name) + "[ \t\n\x0b\x0c\r]*>", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=128)
+def _next_mark(closing: str, pipe: bool, equals: bool, heading: bool, lang_conversion: bool) -> re.Pattern[str]:
+    """Where the preprocessor stops next: a bracket, a tag, the closing text of the innermost
+    bracket, pipes or equals signs where they count, and a line break where it can end a
+    heading or start one. A '-' matters only in -{."""
+    chars = "[{<" + closing.replace("-", "").replace("\n", "") + ("|" if pipe else "") + ("=" if equals else "")
+    return re.compile("[" + re.escape(chars) + "]|\n" + ("" if heading else "(?==)")
+                      + (r"|-(?=\{)" if "-" in closing or lang_conversion else ""))
+
+
+#: A link or template call with no markup inside: it holds no heading, so it is skipped whole.
+PLAIN_BRACKETS = re.compile(r"\[\[[^\[\]{}<\n]*\]\]|\{\{[^\[\]{}<\n]*\}\}")
+
+
+def _span(text: str, chars: str, start: int, limit: int | None = None) -> int:
+    """PHP's strspn: how many of ``chars`` run from ``start``."""
+    end = len(text) if limit is None else min(len(text), start + limit)
+    i = start
+    while i < end and text[i] in chars:
+        i += 1
+    return i - start
+
+
+def _span_back(text: str, chars: str, end: int) -> int:
+    """How many of ``chars`` run backwards from just before ``end``."""
+    i = end
+    while i > 0 and text[i - 1] in chars:
+        i -= 1
+    return end - i
+
+
+def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
+    """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
+    sections of, as (index, level, start, end of the heading text) in characters, in text order.
+    Comments, <includeonly> and the wiki's tags hide a heading; so does a template call around
+    it, yet that heading still takes an index, which is why section numbers can skip one. A
+    port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
+    section the wiki edits."""
+    element_pattern = _element_pattern(syntax.tags)
+    root: list[tuple[int, int, int, int]] = []
+    stack: list[_Piece] = []
+    accum = root
+    find_pipe = find_equals = in_heading = False
+    index, i, length = 1, 0, len(text)
+    no_more_gt, no_closing = False, set()
+    fake_line_start = True
+
+    def refresh() -> list[tuple[int, int, int, int]]:
+        nonlocal find_pipe, find_equals, in_heading
+        if stack:
+            find_pipe, find_equals, in_heading = stack[-1].flags()
+            return stack[-1].parts[-1].headings
+        find_pipe = find_equals = in_heading = False
+        return root
+
+    while True:
+        if fake_line_start:
+            found, char = "line-start", ""
+        else:
+            closing = stack[-1].close if stack else ""
+            match = _next_mark(closing, find_pipe, find_equals, in_heading, syntax.lang_conversion).search(text, i)
+            i = match.start() if match else length
+            if i >= length:
+                if closing != "\n":
+                    break
+                found, char = "line-end", ""
+            else:
+                char, two = text[i], text[i:i + 2]
+                if char == "|":
+                    found = "pipe"
+                elif char == "=":
+                    found = "equals"
+                elif char == "<":
+                    found = "angle"
+                elif char == "\n":
+                    found = "line-end" if in_heading else "line-start"
+                elif two == closing:
+                    found, char = "close", two
+                elif char == closing:
+                    found = "close"
+                elif two in BRACKETS:
+                    found, char = "open", two
+                elif char in BRACKETS:
+                    found = "open"
+                else:  # a '-' or '}' that opens or closes nothing
+                    i += 1
+                    continue
+        if found == "angle":
+            element = element_pattern.match(text, i + 1)
+            if not element:
+                i += 1
+                continue
+            if element.group(2):  # a comment, to -->; whole-line comments vanish with their line
+                end = text.find("-->", i + 4)
+                if end < 0:
+                    i = length
+                    continue
+                ws_start = i - _span_back(text, " \t", i) if i else 0
+                ws_end = end + 2 + _span(text, " \t", end + 3)
+                while text.startswith("<!--", ws_end + 1):
+                    more = text.find("-->", ws_end + 4)
+                    if more < 0:
+                        break
+                    ws_end = more + 2 + _span(text, " \t", more + 3)
+                if ws_start > 0 and text[ws_start - 1] == "\n" and text[ws_end + 1:ws_end + 2] == "\n":
+                    end = ws_end + 1
+                    fake_line_start = True
+                else:
+                    end += 2
+                if stack:
+                    part = stack[-1].parts[-1]
+                    if part.comment_end != ws_start - 1:
+                        part.visual_end = ws_start
+                    part.comment_end = end
+                i = end + 1
+                continue
+            name = element.group(1)
+            lower = name.lower()
+            attr_start = i + len(name) + 1
+            tag_end = -1 if no_more_gt else text.find(">", attr_start)
+            if tag_end < 0:
+                no_more_gt = True
+                i += 1
+                continue
+            if lower in ("noinclude", "/noinclude", "onlyinclude", "/onlyinclude"):
+                i = tag_end + 1
+                continue
+            if text[tag_end - 1] == "/":
+                i = tag_end + 1
+                continue
+            closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
+            if closed:
+                i = closed.end()
+            elif name in ("includeonly", "noinclude", "onlyinclude"):
+                i = length
+            else:  # no closing tag: the opening tag is plain text
+                no_closing.add(name)
+                i = tag_end + 1
+            continue
+        if found == "line-start":
+            if fake_line_start:
+                fake_line_start = False
+            else:
+                i += 1
+            count = _span(text, "=", i, 6)
+            if count > 0 and not (count == 1 and find_equals):
+                stack.append(_Piece("\n", "\n", count, start=i))
+                accum = refresh()
+                i += count
+        elif found == "line-end":
+            piece = stack[-1]
+            part = piece.parts[-1]
+            search_start = i - _span_back(text, " \t", i)
+            if part.comment_end >= 0 and search_start - 1 == part.comment_end:
+                search_start = part.visual_end - _span_back(text, " \t", part.visual_end)
+            equals = _span_back(text, "=", search_start)
+            level = 0
+            if equals:
+                if search_start - equals == piece.start:  # a line of equals signs only
+                    level = 0 if equals < 3 else min(6, (equals - 1) // 2)
+                else:
+                    level = min(equals, piece.count)
+            stack.pop()
+            accum = refresh()
+            if level:
+                accum.append((index, level, piece.start, search_start))
+                index += 1
+            else:
+                accum.extend(piece.broken())
+        elif found == "open":
+            plain = PLAIN_BRACKETS.match(text, i)
+            if plain:
+                i = plain.end()
+                continue
+            close, names = BRACKETS[char]
+            count = _span(text, char[-1], i + 1) + 1 if len(char) > 1 else _span(text, char, i)
+            prefix = ""
+            if char == "-{" and count > 2:  # "-{{": the braces win
+                prefix, char, count = "-", "{", count - 1
+                i += 1
+                close, names = BRACKETS[char]
+            if count >= min(names):
+                stack.append(_Piece(char, close, count, prefix=prefix))
+                accum = refresh()
+            i += count
+        elif found == "close":
+            piece = stack[-1]
+            most = piece.count - (1 if piece.close == "}-" and char == "}" else 0)
+            count = len(char) if len(char) > 1 else _span(text, char, i, most)
+            names = BRACKETS[piece.open][1]
+            matching = min(count, max(names))
+            while matching > 0 and matching not in names:
+                matching -= 1
+            if matching <= 0:
+                i += count
+                continue
+            kept = piece.broken() if names[matching] is None else []  # a template hides its headings
+            i += matching
+            stack.pop()
+            accum = refresh()
+            if matching < piece.count:
+                piece.parts, piece.count = [_Part()], piece.count - matching
+                if piece.count >= min(BRACKETS[piece.open][1]):
+                    stack.append(piece)
+                elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
+                    piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
+                    stack.append(piece)
+                accum = refresh()
+            accum.extend(kept)
+        elif found == "pipe":
+            stack[-1].parts.append(_Part())
+            accum = refresh()
+            find_equals = True
+            i += 1
+        elif found == "equals":
+            find_equals = False
+            stack[-1].parts[-1].eqpos = True
+            i += 1
+    for piece in stack:  # unclosed brackets are plain text, and headings in them count
+        root.extend(piece.broken())
+    return sorted(root, key=lambda h: h[2])
+
+
+def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     """The sections of wikitext as MediaWiki numbers them for section=N editing."""
-    visible = NOT_HEADINGS.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
     found: list[Section] = []
-    line_starts: list[int] = []
-    line, last = 0, 0
-    for match in HEADING.finditer(visible):
-        heading = match.group(2).strip()
-        if heading.strip("="):
-            if not line_starts:  # byte offset of each line, once a heading needs it
-                line_starts.append(0)
-                for row in text.split("\n"):
-                    line_starts.append(line_starts[-1] + utf8_len(row) + 1)
-            line += visible.count("\n", last, match.start())
-            last = match.start()
-            found.append(Section(len(found) + 1, len(match.group(1)), heading, line_starts[line]))
+    position = offset = 0
+    for number, level, start, end in heading_nodes(text, syntax):
+        offset += utf8_len(text[position:start])
+        position = start
+        heading = re.sub(r"<!--.*?(?:-->|$)", "", text[start + level:end - level], flags=re.DOTALL)
+        found.append(Section(number, level, " ".join(heading.split()), offset))
     return found
 
 
-def section_ends(text: str) -> dict[int, int]:
+def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
     """Where each section (0 = lead) ends, in bytes: at the next heading of the same
     or a higher level, so a section's end includes its subsections."""
-    sections = wikitext_sections(text)
+    sections = wikitext_sections(text, syntax)
     total = utf8_len(text)
     ends = {0: sections[0].start if sections else total}
     for i, section in enumerate(sections):
@@ -1839,9 +2115,10 @@ def counted(number: int, noun: str) -> str:
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
-    """Compact ``Label: value`` lines; empty and default values are left out."""
+    """Compact ``Label: value`` lines; empty and default values are left out. A number is a
+    value, 0 included (section 0 is the lead), so only None, False and empty text or lists go."""
     return "\n".join(f"{label}: {value}" for label, value in pairs
-                     if value not in (None, "", False, [], ()))
+                     if value is not None and value is not False and (isinstance(value, int) or value))
 
 
 def strip_tags(fragment: str) -> str:
@@ -2037,55 +2314,286 @@ def compact_diff(lines: list[DiffLine]) -> str:
 
 
 def line_diff(old: str, new: str) -> str:
-    """The changed lines between two texts, in compare-pages' shape (see compact_diff):
-    what a dry run shows is what compare-pages would show after the save."""
+    """The changed lines between two texts, in compare-pages' shape (see compact_diff): what a
+    dry run shows is what compare-pages would show after the save, the changes found and placed
+    as MediaWiki's engines find and place them (line_changes)."""
     a, b = old.splitlines(), new.splitlines()
-    removed, added = [False] * len(a), [False] * len(b)
-    head = tail = 0  # like MediaWiki's engines, first match what both texts start and end with
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    middle = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
-    for tag, i1, i2, j1, j2 in middle.get_opcodes():
-        if tag != "equal":
-            removed[head + i1:head + i2], added[head + j1:head + j2] = [True] * (i2 - i1), [True] * (j2 - j1)
-    shift_up(a, removed)
-    shift_up(b, added)
     lines: list[DiffLine] = []
-    i = j = 0
-    while i < len(a) or j < len(b):
-        if i < len(a) and removed[i]:
-            lines.append(DiffLine("-", i + 1, j + 1, a[i]))
-            i += 1
-        elif j < len(b) and added[j]:
-            lines.append(DiffLine("+", i + 1, j + 1, b[j]))
-            j += 1
-        else:  # the unchanged lines of both sides, in the same order
-            lines.append(DiffLine(" ", i + 1, j + 1, ""))  # only separates runs of changes
-            i, j = i + 1, j + 1
+    for i1, i2, j1, j2 in line_changes(a, b, shown=True):
+        lines.append(DiffLine(" ", i1, j1, ""))  # the unchanged line before: separates runs of changes
+        lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
+        lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
     return compact_diff(lines)
 
 
-def shift_up(lines: list[str], changed: list[bool]) -> None:
-    """Moves each run of changed lines up for as long as the line above it equals its last line
-    (the same change, told with other lines: a paragraph moved with the blank line after it or
-    the one before), joining the runs it meets. MediaWiki's diff engines, its PHP one and
-    wikidiff2 alike, settle that choice so (DiffEngine::shiftBoundaries); a dry run settles it
-    as they do, so that it shows the lines compare-pages shows once the edit is saved."""
-    end = 0
-    while end < len(lines):
-        if not changed[end]:
-            end += 1
-            continue
-        start = end
-        while end < len(lines) and changed[end]:
-            end += 1
-        while start > 0 and lines[start - 1] == lines[end - 1]:
-            start, end = start - 1, end - 1
-            changed[start], changed[end] = True, False
-            while start > 0 and changed[start - 1]:
-                start -= 1
+# -- what MediaWiki does to text it is sent: normalising, section splicing, merging ---------
+
+#: Control characters MediaWiki replaces in every request (UtfNormal\Validator::cleanUp).
+REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
+
+
+def as_wiki_receives(text: str) -> str:
+    """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
+    U+FFFD. Matching a find against the wiki's text, or diffing a dry run, needs the same."""
+    return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
+
+
+def as_saved(text: str) -> str:
+    """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
+    signatures and subst: are left as they are)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
+
+
+def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
+    """Where section ``section`` (with its subsections) lies in ``text``, in bytes; None
+    when there is no such section."""
+    sections = wikitext_sections(text, syntax)
+    if section == 0:
+        return 0, sections[0].start if sections else utf8_len(text)
+    found = [i for i, s in enumerate(sections) if s.number == section]
+    if not found:
+        return None
+    own = sections[found[0]]
+    return own.start, next((s.start for s in sections[found[0] + 1:] if s.level <= own.level), utf8_len(text))
+
+
+def section_text(text: str, span: tuple[int, int]) -> str:
+    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
+    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
+
+
+def replace_section(text: str, span: tuple[int, int], new: str) -> str:
+    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
+    the new text and a blank line before what follows, trailing space dropped."""
+    data = text.encode()
+    new = new.rstrip(PHP_WHITESPACE)
+    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
+            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
+
+
+def section_outline(sections: list[Section], first: int) -> list[tuple[int, str]]:
+    """The headings of sections[first] and its subsections, as (level, heading) in order."""
+    level = sections[first].level
+    rest = itertools.takewhile(lambda s: s.level > level, sections[first + 1:])
+    return [(s.level, s.heading) for s in (sections[first], *rest)]
+
+
+def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
+    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
+    it would shrink the page to that section: ``new`` is under half the size, the page has more
+    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
+    if utf8_len(new) * 2 >= utf8_len(old):
+        return None
+    sections = wikitext_sections(old, syntax)
+    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
+    if not sections or outline == [(s.level, s.heading) for s in sections]:
+        return None  # a page of one section, or a shorter text of the same outline: a rewrite
+    if not outline:
+        return 0
+    return next((s.number for i, s in enumerate(sections) if section_outline(sections, i) == outline), None)
+
+
+def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
+    paths: list[tuple[str | None, str]] = []
+    above: list[Section] = []
+    for s in sections:
+        while above and above[-1].level >= s.level:
+            above.pop()
+        paths.append((above[-1].heading if above else None, s.heading))
+        above.append(s)
+    return paths
+
+
+def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
+    with the heading each stands under, and repeats count: a page repeats References or
+    Quellen under many subsections, and each is a subsection of its own."""
+    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
+    paths = heading_paths(wikitext_sections(old, syntax))
+    lost = []
+    for parent, heading in paths[1:]:
+        if kept[(parent, heading)]:
+            kept[(parent, heading)] -= 1
+        else:
+            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
+    return lost
+
+
+def starts_heading(text: str) -> bool:
+    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
+
+
+def ends_block(text: str) -> bool:
+    """Whether the last line of ``text`` closes a block: a heading, list item, table row,
+    rule, template or tag standing on its own line."""
+    last = text.rstrip().rpartition("\n")[2].strip()
+    return (last[:1] in ("*", "#", ":", ";", "|", "!") or last.startswith("----") or starts_heading(last)
+            or (last.endswith("}}") and last.startswith(("{{", "}}")))
+            or (last.startswith("<") and last.endswith(">")))
+
+
+def separator(before: str, after: str) -> str:
+    """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
+    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
+    with a block. Line breaks already at the seam count."""
+    if not before.strip() or not after.strip():
+        return ""
+    seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
+    wanted = 2 if starts_heading(after) or ends_block(before) else 1
+    return "\n" * max(0, wanted - seam.count("\n"))
+
+
+#: Past this many changed lines line_changes stops looking for the shortest edit.
+MAX_EDIT_DISTANCE = 2000
+
+
+def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tuple[int, int, int, int]]:
+    """The changed blocks (a[i1:i2] became b[j1:j2]) between two lists of lines, found much as
+    GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
+    each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
+    as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
+        suf += 1
+    steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
+    if steps is None:  # too far apart to search: difflib's matching will do
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
+    for side, k in steps:
+        changed[side][pre + k + 1] = True
+    shift_boundaries(a, changed[0], changed[1], shown)
+    shift_boundaries(b, changed[1], changed[0], shown)
+    blocks, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        i1, j1 = i, j
+        while i < len(a) and changed[0][i + 1]:
+            i += 1
+        while j < len(b) and changed[1][j + 1]:
+            j += 1
+        if (i, j) == (i1, j1):
+            i, j = i + 1, j + 1
+        else:
+            blocks.append((i1, i, j1, j))
+    return blocks
+
+
+def shortest_edit(old: list[str], new: list[str]) -> list[tuple[int, int]] | None:
+    """The lines a shortest edit from ``old`` to ``new`` deletes, (0, i), and inserts, (1, j):
+    Myers' greedy search; None past MAX_EDIT_DISTANCE."""
+    n, m = len(old), len(new)
+    if not n or not m:
+        return [(0, i) for i in range(n)] + [(1, j) for j in range(m)]
+    v, trace = {1: 0}, []
+    for d in range(min(n + m, MAX_EDIT_DISTANCE) + 1):
+        trace.append(dict(v))
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            y = x - k
+            while x < n and y < m and old[x] == new[y]:
+                x, y = x + 1, y + 1
+            v[k] = x
+            if x >= n and y >= m:
+                steps = []
+                for e in range(d, 0, -1):  # back along the path: one insertion or deletion a step
+                    v, k = trace[e], x - y
+                    previous = k + 1 if k == -e or (k != e and v[k - 1] < v[k + 1]) else k - 1
+                    x, y = v[previous], v[previous] - previous
+                    steps.append((1, y) if previous == k + 1 else (0, x))
+                return steps
+    return None
+
+
+def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], shown: bool = False) -> None:
+    """GNU diff's shift_boundaries on one side's change flags (``changed[k + 1]`` for line k):
+    each run of changes moves back while the line before it equals its last, merging with
+    runs before; then forward as far as it goes, merging with runs after; then, if it merged
+    with none, back to where it lines up with a run of changes on the other side."""
+    def own(k: int) -> bool:
+        return changed[k + 1]
+
+    def theirs(k: int) -> bool:
+        return other[k + 1]
+    i = j = 0
+    end = len(lines)
+    while True:
+        while i < end and not own(i):
+            while theirs(j):
+                j += 1
+            i, j = i + 1, j + 1
+        if i == end:
+            return
+        start, i = i, i + 1
+        while own(i):
+            i += 1
+        while theirs(j):
+            j += 1
+        while True:
+            run = i - start
+            while start and lines[start - 1] == lines[i - 1]:
+                start, i = start - 1, i - 1
+                changed[start + 1], changed[i + 1] = True, False
+                while own(start - 1):
+                    start -= 1
+                j -= 1
+                while theirs(j):
+                    j -= 1
+            # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
+            # a run back wherever the other side goes on, not only by a run of changes there
+            corresponding = i if (j < len(other) - 2 if shown else theirs(j - 1)) else end
+            while i != end and lines[start] == lines[i]:
+                changed[start + 1], changed[i + 1] = False, True
+                start, i = start + 1, i + 1
+                while own(i):
+                    i += 1
+                j += 1
+                while theirs(j):
+                    corresponding, j = i, j + 1
+            if run == i - start:
+                break
+        while corresponding < i:
+            start, i = start - 1, i - 1
+            changed[start + 1], changed[i + 1] = True, False
+            j -= 1
+            while theirs(j):
+                j -= 1
+
+
+def merge3(base: str, mine: str, theirs: str) -> str | None:
+    """A three-way merge as MediaWiki's (GNU diff3 in wfMerge): changes from ``base`` to
+    ``mine`` applied to ``theirs``; None where both changed the same or adjacent lines
+    differently, which the wiki refuses as an edit conflict."""
+    old, ours, other = (text.rstrip(PHP_WHITESPACE).split("\n") for text in (base, mine, theirs))
+    sides = (ours, other)
+    blocks = sorted([(c, 0) for c in line_changes(old, ours)] + [(c, 1) for c in line_changes(old, other)])
+    shift = [0, 0]  # how far each side's lines have moved from base's so far
+    merged: list[str] = []
+    done = k = 0
+    while k < len(blocks):
+        group, high = [blocks[k]], blocks[k][0][1]
+        k += 1
+        while k < len(blocks) and blocks[k][0][0] <= high:  # overlapping or adjacent: one hunk
+            group.append(blocks[k])
+            high = max(high, blocks[k][0][1])
+            k += 1
+        low = group[0][0][0]
+        merged += old[done:low]
+        chunks: list[list[str] | None] = []
+        for side in (0, 1):
+            own = [c for c, s in group if s == side]
+            start = low + shift[side]
+            shift[side] += sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in own)
+            chunks.append(sides[side][start:high + shift[side]] if own else None)
+        if chunks[0] is not None and chunks[1] is not None and chunks[0] != chunks[1]:
+            return None
+        merged += chunks[0] if chunks[0] is not None else chunks[1] or []
+        done = high
+    return "\n".join(merged + old[done:])
 
 
 # ---------------------------------------------------------------------------
@@ -2338,6 +2846,7 @@ class PageRead:
     total: int
     order: int   # which read came later
     section_ends: dict[int, int]  # for a partial whole-page read: where each section ends
+    shown: tuple[int, int] = (0, 0)  # the bytes the last read showed
 
     def shows(self, section: int | None) -> bool:
         """Whether this read showed the whole text (or, of a whole page, that section whole)."""
@@ -2347,33 +2856,68 @@ class PageRead:
 
 
 class ReadLedger:
-    """Remembers, per wiki, page and section, how much of the last read here was seen,
-    so that writing back text the model only saw in part (a truncated read) is refused."""
+    """Remembers, per wiki, page and section, the last read here: how much of it was seen,
+    so that writing back text the model only saw in part (a truncated read) is refused; and
+    which latest revision it showed, the base of a write that names no latestId, so that an
+    edit made since is merged or refused, never overwritten."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
         self.capacity = capacity
         self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
+        self._bases: collections.OrderedDict[tuple[str, str, int | None], tuple[int, int]] = \
+            collections.OrderedDict()
         self._order = 0
         self._lock = threading.Lock()
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int) -> None:
-        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``."""
+               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
+        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
+        ``latest``: the revision read was the page's latest (not an old one, get-revision)."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
-        ends = section_ends(text) if section is None and partial else {}
+        ends = section_ends(text, syntax) if section is None and partial else {}
         key = (wiki, title, section)
         with self._lock:
             self._order += 1
             last = self._reads.get(key)
             if last and last.revid == revid and piece.start <= last.seen:  # reading on
-                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order)
+                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order,
+                                           shown=(piece.start, piece.end))
             else:
-                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends)
-            self._reads[key] = read
-            self._reads.move_to_end(key)
-            while len(self._reads) > self.capacity:
-                self._reads.popitem(last=False)
+                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends,
+                                (piece.start, piece.end))
+            self._keep(self._reads, key, read)
+            if latest:
+                self._keep(self._bases, key, (revid, self._order))
+
+    def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
+              sent_whole: bool) -> None:
+        """Notes a save here of ``revid`` over ``parent``. Where the last read of the page, or of
+        the section written, showed ``parent``, it now shows ``revid``: they differ by this
+        session's own edit. ``sent_whole``: the model sent the text of that page or section
+        itself and nothing was merged in, so it knows ``revid`` even unread."""
+        with self._lock:
+            self._order += 1
+            for key in dict.fromkeys([(wiki, title, None), (wiki, title, section)]):
+                known = self._bases.get(key)
+                if (sent_whole and key[2] == section) or (known and parent and known[0] == parent):
+                    self._keep(self._bases, key, (revid, self._order))
+
+    def base(self, wiki: str, title: str, section: int | None) -> int | None:
+        """The latest revision the last read here showed of this page (for a section: of the
+        section or of the whole page, whichever was read later), if any."""
+        with self._lock:
+            found = [self._bases.get((wiki, title, section))]
+            if section is not None:
+                found.append(self._bases.get((wiki, title, None)))
+        last = max((b for b in found if b), key=lambda b: b[1], default=None)
+        return last[0] if last else None
+
+    def _keep(self, entries: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
+        entries[key] = value
+        entries.move_to_end(key)
+        while len(entries) > self.capacity:
+            entries.popitem(last=False)
 
     def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
         """The last read that showed this page or section only in part, if it is the last
@@ -2562,6 +3106,8 @@ class ServerState:
     #: The wikis of the configuration at start: add-wiki restores one with its credentials.
     configured: dict[str, WikiConfig] = dataclasses.field(default_factory=dict)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
+    page_locks: tuple[threading.Lock, ...] = dataclasses.field(
+        default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
 
     @classmethod
     def from_config(cls, config: Config, **client_options: Any) -> ServerState:
@@ -2570,6 +3116,10 @@ class ServerState:
                    for key, wiki in config.wikis.items()}
         return cls(config=config, clients=clients, client_options=client_options,
                    configured=dict(config.wikis))
+
+    def page_lock(self, wiki: str, title: str) -> threading.Lock:
+        """One of a few locks, the same for every call about this page."""
+        return self.page_locks[hash((wiki, title)) % len(self.page_locks)]
 
     def any_writable(self) -> bool:
         return any(not w.read_only for w in self.config.wikis.values())
@@ -2970,15 +3520,16 @@ def get_page(
         "Adds page ID, content model, size, last edit and URL.")] = False,
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
+    followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
 ) -> list[str]:
     """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
     revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
     default, the marker naming the next call. For several pages, use get-pages; for an old
     revision, get-revision."""
     if content == "html":
-        return page_html(ctx, title, metadata, section, offset)
+        return page_html(ctx, title, metadata, section, offset, followRedirects)
     query = ctx.mw.get({
-        "action": "query", "titles": title, "redirects": True, "prop": "revisions|info",
+        "action": "query", "titles": title, "redirects": followRedirects, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main", "rvsection": section if content == "source" else None,
     }).get("query", {})
@@ -2989,11 +3540,14 @@ def get_page(
     if content == "none":
         return [header]
     text = slot_text(ctx, revision, section, page["title"])
+    again = {**({"section": section} if section is not None else {}),
+             **({} if followRedirects else {"followRedirects": False})}
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
-                            sections=None if section is not None else wikitext_sections(text),
-                            again={"section": section} if section is not None else None)
+                            sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
+                            again=again or None)
+    # for update-page: refusing to write back a part, and the revision a write is based on
     ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
-                           offset, ctx.budget)  # update-page refuses to write back a part
+                           offset, ctx.budget, ctx.site.syntax)
     return blocks
 
 
@@ -3041,8 +3595,8 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
 
 
 def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
-              offset: int) -> list[str]:
-    parsed = parse_page(ctx, title, section, page=title, redirects=True, prop="text|sections|revid")
+              offset: int, follow_redirects: bool) -> list[str]:
+    parsed = parse_page(ctx, title, section, page=title, redirects=follow_redirects, prop="text|sections|revid")
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -3054,7 +3608,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     header = page_header(ctx, page, revision, redirected, metadata, section)
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
                           sections=None if section is not None else html_sections(parsed),
-                          again={"content": "html", **({"section": section} if section is not None else {})})
+                          again={"content": "html", **({"section": section} if section is not None else {}),
+                                 **({} if follow_redirects else {"followRedirects": False})})
 
 
 @tool("get-pages", "Get pages", read_only=True)
@@ -3104,7 +3659,7 @@ def get_pages(
             if not used and not omitted and cut is None:  # a first page over the budget alone
                 piece = slice_content(text, 0, ctx.budget)
                 blocks.append(f"{header}\n\n{piece.text}")
-                cut = (page["title"], piece, wikitext_sections(text))
+                cut = (page["title"], piece, wikitext_sections(text, ctx.site.syntax))
                 used += piece.end
             else:
                 omitted.append(page["title"])
@@ -3113,7 +3668,7 @@ def get_pages(
             blocks.append(f"{header}\n\n{text}")
             used += size
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
-                               0, ctx.budget)  # update-page refuses to write back a part
+                               0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
     if cut or omitted:
         blocks.append(pages_marker(used, total, cut, omitted))
     return blocks or ["No pages."]
@@ -3307,10 +3862,11 @@ def get_revision(
             raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
                             "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
-        sections = [(s.number, s.heading) for s in wikitext_sections(text)]
-        # a truncated read of an old revision must not be written back either (update-page)
-        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text,
-                               offset, ctx.budget)
+        sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
+        # a truncated read of an old revision must not be written back either (update-page);
+        # a read of the latest one is, like get-page's, the base of the next write
+        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text, offset,
+                               ctx.budget, ctx.site.syntax, latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     return content_blocks(header, text, offset, ctx.budget, "get-revision",
@@ -3322,7 +3878,7 @@ def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, 
     revid, latest = revision.get("revid"), page.get("lastrevid")
     return labelled(
         ("Title", page.get("title")), ("Revision ID", revid),
-        ("Parent revision ID", revision.get("parentid")),
+        ("Parent revision ID", revision.get("parentid") or None),  # 0: the page's first revision
         ("Latest revision ID", f"{latest} (this one)" if latest == revid else latest),
         ("Timestamp", revision.get("timestamp")), ("User", revision_user(revision)),
         ("Edit summary", "(hidden)" if revision.get("commenthidden") else revision.get("comment")),
@@ -3771,11 +4327,17 @@ def get_file_data(
 # -- write tools: pages ------------------------------------------------------
 
 
-def edit_summary(ctx: ToolContext, comment: str | None) -> str:
-    comment = (comment or "").strip()
-    if not ctx.wiki.attribute_edits:
-        return comment
-    return (comment + EDIT_SUMMARY_SUFFIX).strip()
+def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
+    """The summary a write sends: the comment, attributed unless the wiki is set not to be,
+    cut with an ellipsis so that the attribution fits MediaWiki's limit. Without a comment,
+    none, so that MediaWiki writes its own (a new page's start, a blanking, a deletion's)."""
+    comment = as_wiki_receives(comment or "").strip()
+    if not comment or not ctx.wiki.attribute_edits:
+        return comment or None
+    room = MAX_SUMMARY_CHARS - len(EDIT_SUMMARY_SUFFIX)
+    if len(comment) > room:
+        comment = comment[:room - 1].rstrip() + "…"
+    return comment + EDIT_SUMMARY_SUFFIX
 
 
 def change_tags(ctx: ToolContext) -> list[str] | None:
@@ -3784,13 +4346,28 @@ def change_tags(ctx: ToolContext) -> list[str] | None:
 
 def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
     diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
-    return status + "\n" + labelled(("Title", title), ("Revision ID", revid),
-                                    ("Previous revision ID", parent),
+    return status + "\n" + labelled(("Title", title), ("Revision ID", revid), ("Previous revision ID", parent),
+                                    ("Size change", size_change(ctx, revid, parent)),
                                     ("URL", ctx.site.page_url(title)), ("Diff", diff))
 
 
+def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
+    """A saved revision's size against its parent's, as the wiki stored them: the wiki's
+    pre-save transform (signatures, subst:, trailing space) can change the text sent."""
+    try:
+        query = ctx.mw.get({"action": "query", "revids": [parent, revid] if parent else revid,
+                            "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
+    except WikiError as error:
+        return f"unknown (the wiki did not say: {error.message})"
+    sizes = {r["revid"]: r.get("size", 0) for p in query.get("pages") or [] for r in p.get("revisions") or []}
+    if revid not in sizes or (parent and parent not in sizes):
+        return "unknown (the wiki did not say)"
+    old, new = sizes.get(parent, 0) if parent else 0, sizes[revid]
+    return f"{signed(new - old)} bytes ({old} to {new})"
+
+
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str, text: str | None = None) -> str:
+              summary: str | None) -> str:
     """Sends one action=edit and describes the saved revision. If the wiki's answer is
     lost, the page history tells whether the edit landed: it is never sent twice."""
     try:
@@ -3798,7 +4375,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                              "tags": change_tags(ctx)})
     except ResponseLost as lost:
         try:
-            landed = find_landed_edit(ctx, title, base, summary, text)
+            landed = find_landed_edit(ctx, title, base, summary, fields)
         except WikiError as error:
             raise WikiError("upstream_failure", f"{lost.message} Whether the edit was saved could not "
                             f"be checked ({error.message}); read the page with get-page before "
@@ -3824,26 +4401,48 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     if edit.get("nochange"):
         return (f"No change: the text is what the page already holds; nothing was saved.\n"
                 + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
-    return saved_lines(ctx, title, edit["newrevid"], edit.get("oldrevid") or None,
-                       "Created." if edit.get("new") else "Saved.")
+    pin, parent = fields.get("baserevid"), edit.get("oldrevid")
+    ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
+                          "text" in fields and pin == parent)
+    status = ("Created." if edit.get("new") else "Saved." if not pin or pin == parent else
+              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
+              "again before replacing it whole.")
+    return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
 
 
-def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str,
-                     text: str | None) -> dict[str, Any] | None:
-    """The revision after ``base`` that this account saved with this summary (or, with
-    no summary, this text), if any."""
+def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
+                     fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The revision after ``base`` that this account saved with this summary, if any. Without a
+    summary, or for an edit that adds text (parallel ones by this account may share a summary),
+    it must also hold the text that ``fields`` sent, in its place."""
     query = ctx.mw.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
-                        "rvprop": "ids|user|comment" + ("" if summary else "|content"),
-                        "rvslots": "main", "rvdir": "newer", "rvstartid": base, "rvlimit": 20}).get("query", {})
+                        "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
+                        "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
     page, _ = resolve_page(query, title)
-    for revision in page.get("revisions") or []:
-        if revision.get("revid") == base or revision.get("user") != me:
-            continue
-        if stored_as(revision.get("comment", ""), summary) if summary else \
-                (text is None or main_slot(revision).get("content", "").rstrip() == text.rstrip()):
-            return revision
-    return None
+    candidates = [r for r in page.get("revisions") or [] if r.get("revid") != base and r.get("user") == me
+                  and (not summary or stored_as(r.get("comment", ""), summary))]
+    holds = sent_text_check(fields) if not summary or "text" not in fields else None
+    if holds is None or not candidates:
+        return next(iter(candidates), None)
+    texts = ctx.mw.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
+                        "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+    held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
+            for r in p.get("revisions") or []}
+    return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
+
+
+def sent_text_check(fields: Mapping[str, Any]) -> Callable[[str], bool]:
+    """Whether a revision's text shows the edit that ``fields`` sent: the appended text at its
+    end, the prepended at its start, the section in it, or the whole text as it is."""
+    if "appendtext" in fields:
+        return lambda text: text.rstrip(PHP_WHITESPACE).endswith(as_saved(fields["appendtext"]))
+    if "prependtext" in fields:
+        return lambda text: text.startswith(fields["prependtext"])
+    sent = as_saved(fields.get("text") or "")
+    if fields.get("section") is not None:
+        return lambda text: sent in text
+    return lambda text: text.rstrip(PHP_WHITESPACE) == sent
 
 
 def stored_as(stored: str, sent: str) -> bool:
@@ -3855,9 +4454,13 @@ def stored_as(stored: str, sent: str) -> bool:
 
 
 def dry_run_result(title: str, base: int | None, section: int | None, old: str, new: str,
-                   budget: int) -> list[str]:
+                   budget: int, merged_into: int | None = None) -> list[str]:
+    """What a dry run answers: the diff between the page now and the page the save would
+    leave, both whole, so its line numbers are compare-pages' after the save."""
     header = "Dry run: nothing was saved. The diff that would be saved:\n" + labelled(
-        ("Title", title), ("Base revision ID", base), ("Section", section))
+        ("Title", title), ("Base revision ID", base), ("Section", section),
+        ("Merged into", f"revision {merged_into}, the latest, as the save merges edits made since the base"
+         if merged_into else None))
     diff = line_diff(old, new)
     if not diff:
         return [header + "\n\nNo change: the text is what the page already holds."]
@@ -3867,6 +4470,15 @@ def dry_run_result(title: str, base: int | None, section: int | None, old: str, 
         blocks.append(f"Content truncated at {piece.end} of {piece.total} bytes. To review the rest, "
                       "dry-run smaller changes, such as one section at a time (section=N).")
     return blocks
+
+
+def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str) -> None:
+    """Refuses a dry run of what the save would be refused for: a protected title or page, a
+    blocked account (the query asked intestactions for ``action``)."""
+    if (page.get("actions") or {}).get(action) is False:
+        raise WikiError("permission_denied", f"Nothing was saved (dry run): the account cannot {action} "
+                        f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is blocked), so "
+                        "the save would be refused. " + NEXT_STEP["permission_denied"])
 
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
@@ -3879,17 +4491,16 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
         seen = f"the last read here of the page stopped at byte {read.seen} of {read.total}"
         rest = f"get-page with section={section}"
     else:
-        seen = f"its last read here showed {read.seen} of {read.total} bytes (revision {read.revid})"
-        rest = f"get-page with {call_args(**({'section': section} if section is not None else {}), offset=read.seen)}"
+        start, end = read.shown
+        seen = (f"its last read here showed {read.seen} of {read.total} bytes" if read.seen else
+                f"its last read here showed bytes {start} to {end} of {read.total}, not the first {start}")
+        again = {**({"section": section} if section is not None else {}),
+                 **({"offset": read.seen} if read.seen else {})}
+        rest = f"get-page with {call_args(**again)}" if again else "get-page"
+        seen += f" (revision {read.revid})"
     raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
                   "drop the part that was not read. To change part of it, use update-page with find "
                   f"and replace. To replace it whole, first read the rest ({rest}).")
-
-
-def missing_subsections(old: str, new: str) -> list[str]:
-    """Headings of the subsections of section text ``old`` that text ``new`` lacks."""
-    present = {s.heading for s in wikitext_sections(new)}
-    return [s.heading for s in wikitext_sections(old)[1:] if s.heading not in present]
 
 
 @tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
@@ -3905,18 +4516,21 @@ def create_page(
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; returns its revision ID, URL and diff URL. Fails if the title
-    exists, so it never overwrites; to change a page, use update-page."""
+    """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
+    title exists, so it never overwrites; to change a page, use update-page."""
+    source = as_wiki_receives(source)
     if dryRun:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
+        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info",
+                            "intestactions": "create"}).get("query", {})
         page, _ = resolve_page(query, title)
         if not page.get("missing"):
             check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
                                  ctx.wiki.key)
-        return dry_run_result(page.get("title", title), None, None, "", source, ctx.budget)
+        refuse_forbidden_dry_run(ctx, page, "create")
+        return dry_run_result(page.get("title", title), None, None, "", as_saved(source), ctx.budget)
     return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
-                     None, edit_summary(ctx, comment), source)
+                     None, edit_summary(ctx, comment))
 
 
 @tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
@@ -3927,26 +4541,29 @@ def update_page(
         "New text: the whole page, the section, or what mode adds.")] = None,
     section: Annotated[int | None, Arg("Section number to change alone (0 = lead).", minimum=0)] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
-        "'append' or 'prepend' adds source instead of replacing.")] = "replace",
+        "'append'/'prepend' adds source on a line of its own; a blank line apart next to a heading "
+        "or block.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
     replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
     latestId: Annotated[int | None, Arg(
-        "Revision ID the change is based on (get-page gives it); an overlapping edit since is refused.",
-        minimum=1)] = None,
+        "Revision ID the change is based on (get-page gives it).", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
     minor: Annotated[bool, Arg("A minor edit.")] = False,
     bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
     removeSubsections: Annotated[bool, Arg(
         "Lets a section replacement delete subsections its text lacks.")] = False,
+    removeSections: Annotated[bool, Arg(
+        "Lets a whole-page replacement shrink the page to one section's shape.")] = False,
     dryRun: Annotated[bool, DryRunArg] = False,
     idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
-    """Changes an existing wiki page; returns the new revision ID, URL and diff URL. Replaces
-    the page or one section, adds text (mode), or swaps a passage (find, replace). With
-    latestId, an overlapping edit since then is refused, never overwritten. Refuses to write
-    back a page or section read here only in part, or to drop subsections. For new pages, use
-    create-page."""
+    """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
+    Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). A
+    replacement is based on latestId, else on the revision last read here: an overlapping edit
+    since is refused, never overwritten. Refuses to write back a page or section read here only in
+    part, to drop subsections, or to replace a page by text under half its size with just one
+    section's headings (none: the lead). For new pages, use create-page."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid("find and replace change a passage in place: give them without source and mode.")
@@ -3958,19 +4575,20 @@ def update_page(
         raise invalid("Give source (the new text), or find and replace.")
     elif replace is not None or replaceAll:
         raise invalid("replace and replaceAll go with find.")
-    replacing_section = section is not None and mode == "replace" and find is None
-    if removeSubsections and not replacing_section:
+    replacing = mode == "replace" and find is None
+    if removeSubsections and not (replacing and section is not None):
         raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+    if removeSections and not (replacing and section is None):
+        raise invalid("removeSections applies only to replacing the whole page (source without section).")
+    source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.mw.account.can("bot"):
         raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
                       f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
                       "without bot.")
-    # a section is read even when its text is not needed: that is how a missing one shows
-    needs_text = dryRun or find is not None or replacing_section or section is not None
     query = ctx.mw.get({
-        "action": "query", "titles": title, "prop": "revisions", "rvslots": "main",
-        "rvprop": "ids" + ("|content" if needs_text else ""), "rvsection": section,
+        "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
+        "rvprop": "ids|content", "intestactions": "edit" if dryRun else None,
     }).get("query", {})
     page, _ = resolve_page(query, title)
     if page.get("missing"):
@@ -3979,56 +4597,159 @@ def update_page(
                                                  "create-page; search-page-by-prefix finds existing titles."))
     check_page(ctx, page, title)
     title = page["title"]
+    refuse_forbidden_dry_run(ctx, page, "edit")
     current = revision_of(page)
-    base = latestId or current.get("revid")
-    if main_slot(current).get("nosuchsection"):
-        raise no_such_section(ctx, title, section)
-    if latestId and latestId != current.get("revid"):
-        check_base_revision(ctx, latestId, page)
-    if mode == "replace" and find is None:
+    latest: int = current.get("revid", 0)
+    own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
+    read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
+    own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
+    if page.get("redirect") and not (own_base and (latestId or own_text_read)):
+        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
+    if not own_base:
+        raise invalid(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
+                      "nothing was saved. Pass the revision ID get-page returned for this page.")
+    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
+    pin = latestId or read_base or (latest if mode == "replace" else None)
+    whole = main_slot(current).get("content", "")
+    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or dryRun) else whole
+    # What the change is made on: a replacement, like MediaWiki's section splice, on the base
+    # revision, whose section numbers are the ones the model read; an addition on the page now.
+    seen = base if mode == "replace" else whole
+    syntax = ctx.site.syntax
+    span = None if section is None else section_span(seen, section, syntax)
+    if section is not None and span is None:
+        raise no_such_section(ctx, title, section, pin or latest)
+    if replacing:
         refuse_partial_write(ctx, title, section)
-
-    old = main_slot(current).get("content", "")
-    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": base,
-                              "minor": minor, "bot": bot}
+    old = seen if span is None else section_text(seen, span)
+    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": pin, "minor": minor,
+                              "bot": bot}
     if find is not None:
-        count = old.count(find)
         where = f"section {section} of {title!r}" if section is not None else repr(title)
-        if count == 0:
-            raise invalid(f"The text to find does not occur in {where} (revision {current.get('revid')}); "
-                          "nothing was changed. find must match the wikitext exactly, whitespace and "
-                          "markup included: get-page shows it.")
-        if count > 1 and not replaceAll:
-            raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
-                          "Include more of the surrounding text to pick one, or set replaceAll=true.")
-        new = old.replace(find, replace or "") if replaceAll else old.replace(find, replace or "", 1)
-        fields["text"] = new
+        new = fields["text"] = replace_found(where, old, find, replace or "", replaceAll, pin or latest,
+                                             latest, seen, whole)
     elif mode == "replace":
-        new = fields["text"] = source
-        if replacing_section and section and not removeSubsections:
-            lost = missing_subsections(old, new or "")
-            if lost:
-                raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that "
-                              f"the new text lacks ({', '.join(lost)}), so replacing it would delete them. "
-                              "Include them in source, replace a subsection on its own (section=N), or "
-                              "set removeSubsections=true to delete them.")
+        new = fields["text"] = source or ""
+        if section and not removeSubsections:
+            refuse_lost_subsections(title, section, old, new, syntax)
+        if section is None and not removeSections:
+            refuse_shrinking(title, seen, new, syntax)
+    elif mode == "append":
+        fields["appendtext"] = separator(old, source or "") + (source or "")
+        new = old + fields["appendtext"]
     else:
-        fields["appendtext" if mode == "append" else "prependtext"] = source
-        new = old + (source or "") if mode == "append" else (source or "") + old
+        fields["prependtext"] = (source or "") + separator(source or "", old)
+        new = fields["prependtext"] + old
     if dryRun:
-        return dry_run_result(title, base, section, old, new or "", ctx.budget)
-    return save_edit(ctx, title, fields, base, edit_summary(ctx, comment),
-                     new if section is None and "text" in fields else None)
+        return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
+    # This server's own unpinned additions to one page go one at a time, so that many at once
+    # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
+    serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
+    try:
+        with serial:
+            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment))
+    except WikiError as error:
+        if error.code == "editconflict" and read_base:
+            raise WikiError("conflict", f"{title!r} changed since revision {pin}, the one last read here, on "
+                            "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                            error.code) from None
+        raise
 
 
-def check_base_revision(ctx: ToolContext, revid: int, page: dict[str, Any]) -> None:
-    """latestId must be a revision of this page, or MediaWiki would merge against another text."""
+def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
+    """Whether revision ``revid`` belongs to ``page``: a base from another page would make
+    MediaWiki merge against another text."""
     query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
     other = (query.get("pages") or [{}])[0]
-    if query.get("badrevids") or other.get("pageid") != page.get("pageid"):
-        raise invalid(f"latestId {revid} is not a revision of {page.get('title')!r} (its latest is "
-                      f"{revision_of(page).get('revid')}); nothing was saved. Pass the revision ID "
-                      "get-page returned for this page.")
+    return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
+
+
+def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
+    """Refuses an edit through a redirect page whose own text the model has not seen."""
+    query = ctx.mw.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
+    target = str((query.get("redirects") or [{}])[0].get("to", ""))
+    raise invalid(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
+                  "target's text under it. To change that text, call update-page with "
+                  f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page itself, "
+                  "first read it with get-page and followRedirects=false.")
+
+
+def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
+                  base_text: str, latest_text: str) -> str:
+    """``old`` (of revision ``base``) with ``find`` replaced, once (it must occur once) or
+    everywhere. A find that was in the base revision but is gone from the latest was changed
+    since: a conflict, showing the change."""
+    count = old.count(find)
+    if count and base != latest and find not in latest_text:
+        raise WikiError("conflict", f"The text to find is in revision {base}, the base of this change, "
+                        f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
+                        "saved. "
+                        f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                        + MW_NEXT_STEP["editconflict"], "editconflict")
+    if count == 0:
+        newer = f" It is in the latest revision, {latest}: pass that as latestId." \
+            if base != latest and find in latest_text else ""
+        raise invalid(f"The text to find does not occur in {where} (revision {base}); nothing was changed. "
+                      "find must match the wikitext exactly, whitespace and markup included: get-page shows "
+                      "it." + newer)
+    if count > 1 and not every:
+        raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                      "Include more of the surrounding text to pick one, or set replaceAll=true.")
+    return old.replace(find, replace) if every else old.replace(find, replace, 1)
+
+
+def revision_text(ctx: ToolContext, revid: int) -> str:
+    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
+                        "rvslots": "main"}).get("query", {})
+    return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
+
+
+def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
+    lost = lost_subsections(old, new, syntax)
+    if lost:
+        raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                      f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include them in "
+                      "source, replace a subsection on its own (section=N), or set removeSubsections=true "
+                      "to delete them.")
+
+
+def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
+    """Refuses a whole-page write of text shaped like one of the page's sections: most likely
+    that section, read alone and written back without section=N."""
+    section = shrunk_to_section(whole, new, syntax)
+    if section is None:
+        return
+    sections = wikitext_sections(whole, syntax)
+    span = section_span(whole, section, syntax) or (0, 0)
+    others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
+                                               if not span[0] <= s.start < span[1]]
+    shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
+    raise invalid(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all of "
+                  f"{title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
+                  f"{section_list(others)}. To change only that section, call update-page with "
+                  f"section={section} and this source. To make this text the whole page, call again "
+                  "with removeSections=true.")
+
+
+def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
+                 latest: int, syntax: Syntax, budget: int) -> list[str]:
+    """The dry run of an update: the page text the save would leave, made as MediaWiki makes it
+    (the section spliced into the base revision, and that merged into the latest when the base
+    is older), diffed against the page as it is."""
+    span = None if section is None else section_span(base, section, syntax)
+    mine = new if section is None else replace_section(base, span, new) if span else base
+    stale = bool(pin) and pin != latest
+    if stale:
+        merged = merge3(base, mine, whole)
+        if merged is None:
+            raise WikiError("conflict", f"Nothing was saved (dry run): {title!r} changed since "
+                            f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
+                            "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
+                            "editconflict")
+        mine = merged
+    return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
+                          merged_into=latest if stale else None)
 
 
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))

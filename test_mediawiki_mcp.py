@@ -788,6 +788,19 @@ def test_sections_are_numbered_as_mediawiki_does() -> None:
         (1, 2, "A"), (2, 3, "A.1"), (3, 2, "B"), (4, 2, "C")]
 
 
+def test_sections_follow_the_wikis_tags_and_skip_numbers_as_it_does() -> None:
+    text = ("lead\n<ref>\n== In a reference ==\n</ref>\n== A ==\n<syntaxhighlight>\n== Code ==\n"
+            "</syntaxhighlight>\n{{T|\n== In a template call ==\n}}\n== B ==\n<includeonly>\n== X ==\n"
+            "</includeonly>\n<noinclude>\n=C=\n</noinclude>\n== D == <!-- note -->\n")
+    cite = m.Syntax(m.CORE_SYNTAX.tags | {"ref", "references"})
+    assert [(s.number, s.level, s.heading) for s in m.wikitext_sections(text, cite)] == [
+        (1, 2, "A"), (2, 2, "Code"), (4, 2, "B"), (5, 1, "C"), (6, 2, "D")]
+    assert [s.heading for s in m.wikitext_sections(text)][:2] == ["In a reference", "A"]  # no Cite
+    site = m.SiteInfo.from_api({"general": {"langconversion": False},
+                                "extensiontags": ["<pre>", "<nowiki>", "<ref>"]}, "https://w.example/api.php")
+    assert site.syntax == m.Syntax(frozenset({"pre", "nowiki", "ref"}), lang_conversion=False)
+
+
 def test_truncation_marker_names_sections_and_both_remedies() -> None:
     piece = m.Slice("x", 0, 50_000, 70_000)
     marker = m.truncated_marker(piece, "get-page", sections=[(1, "History"), (2, "Geography")])
@@ -827,6 +840,7 @@ def test_continuation_tokens_only_carry_continuation_fields() -> None:
 
 def test_labelled_lines_leave_out_default_values() -> None:
     assert m.labelled(("Title", "A"), ("Redirected from", None), ("Minor", False), ("Tags", [])) == "Title: A"
+    assert m.labelled(("Section", 0), ("Size", "")) == "Section: 0"  # 0 is a value: the lead
 
 
 # ---------------------------------------------------------------------------
@@ -1129,7 +1143,7 @@ def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
         result = call(server, "update-page", title="Main Page", source="new")
         assert not result.is_error and field(result, "Revision ID") == "8", result.text
         assert len(fake.seen) == 1 and secure.api.startswith("https://")
-        assert [s["params"].get("action") for s in secure.requests_to_api()][-1] == "edit"
+        assert "edit" in [s["params"].get("action") for s in secure.requests_to_api()]  # the write too
     finally:
         secure.close()
 
@@ -2641,7 +2655,9 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
         "The page's history shows no edit by this account after revision 7 yet. A slow wiki may "
         "still save it: check with get-page-history before calling again.")
     edits = [s for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
-    assert len(edits) == 1 and edits[0]["params"]["baserevid"] == "7"
+    # an append is sent unpinned (MediaWiki adds it to the page as it is), the check still
+    # looks for it after the revision read before it
+    assert len(edits) == 1 and "baserevid" not in edits[0]["params"]
     assert edits[0]["params"]["maxlag"] == "5" and edits[0]["params"]["nocreate"] == "1"
 
 
@@ -2658,6 +2674,26 @@ def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -
                                   "(ConnectionError). Retry later; tell the user if it persists.")
 
 
+def test_a_lost_append_is_not_taken_for_another_append_by_the_same_account(fake: FakeWiki) -> None:
+    """Parallel appends by one account share its name, and often their summary: the one whose
+    answer was lost is known by its text, not by who saved it with what summary."""
+    page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+                                 "revisions": [{"revid": 7, "slots": {"main": {"content": "Log:"}}}]}]}}
+    tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
+    history = {"query": {"userinfo": {"id": 0, "name": "127.0.0.1", "anon": True},
+                         "pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [
+                             {"revid": 7, "user": "Someone", "comment": ""},
+                             {"revid": 8, "parentid": 7, "user": "127.0.0.1",
+                              "comment": "Log entry (via mediawiki-mcp)"}]}]}}
+    other = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [
+        {"revid": 8, "slots": {"main": {"content": "Log:\nLine 2."}}}]}]}}
+    fake.replies = [Reply(body=page), Reply(body=tokens), Reply(delay=5.0), Reply(body=history), Reply(body=other)]
+    server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "update-page", title="Main Page", mode="append", source="\nLine 1.", comment="Log entry")
+    assert result.is_error and "The page's history shows no edit by this account after revision 7" in result.text
+    assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 1
+
+
 def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: FakeWiki) -> None:
     sleeps: list[float] = []
     tokens = {"query": {"tokens": {"csrftoken": "+\\"}}}
@@ -2669,6 +2705,7 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
     server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
     result = call(server, "update-page", title="Main Page", source="new")
     assert not result.is_error and field(result, "Revision ID") == "8" and sleeps == [2.0]
+    page["query"]["pages"][0]["revisions"][0]["revid"] = 8  # the page as the wiki now has it
     # ratelimited without a short Retry-After: refused at once, never resent
     limited = Reply(body={"errors": [{"code": "ratelimited", "text": "You've exceeded your rate limit."}]})
     fake.replies = [Reply(body=page), limited]
@@ -2926,6 +2963,8 @@ def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
     result = call(anonymous, "update-page", title=title, source="Vandalism.")
     assert result.is_error and result.blocks[0].startswith("permission_denied: ")
     assert "[protectedpage]" in result.text and "administrator" in result.text
+    dry = call(anonymous, "update-page", title=title, source="Vandalism.", dryRun=True)  # the same refusal
+    assert dry.is_error and dry.blocks[0].startswith("permission_denied: Nothing was saved (dry run)")
     assert wiki.wikitext(title) == "Protected text."
 
 
@@ -2974,17 +3013,18 @@ def test_bad_write_arguments_change_nothing_and_send_nothing(wiki: RealWiki) -> 
 @on_every_version
 def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
     """HTTP requests per write call once login, site info and the edit token are cached
-    (the closing notes quote this table)."""
+    (the closing notes quote this table). A save's last request reads the sizes of the new
+    revision and its parent, for the size change it answers with."""
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     create(server, "Write requests warm-up", "Warm.")  # caches the token
     calls = [
-        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 1),
+        ("create-page", {"title": "Write requests test", "source": "One.\n"}, 2),
         ("create-page", {"title": "Write requests test 2", "source": "x", "dryRun": True}, 1),
-        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 2),
-        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 2),
-        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 2),
-        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 2),
+        ("update-page", {"title": "Write requests test", "source": "Two.\n"}, 3),
+        ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 3),
+        ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 3),
+        ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 3),
         ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
         ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved"}, 1),
@@ -2999,6 +3039,328 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
         table.append((tool, arguments, n[0]))
         assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
     print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+# -- writes that must not lose or misplace text --------------------------------------
+
+def sizes_on_wiki(wiki: RealWiki, *revids: int) -> dict[int, int]:
+    pages = wiki.raw_get(action="query", revids="|".join(map(str, revids)), prop="revisions",
+                         rvprop="ids|size")["query"]["pages"]
+    return {r["revid"]: r["size"] for p in pages for r in p["revisions"]}
+
+
+def test_a_read_of_section_0_says_so_wherever_a_section_was_asked_for(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write section zero label test"
+    revid = create(bot_server, title, "The lead.\n== One ==\nFirst.")
+    for tool, arguments in [("get-page", {"title": title}), ("get-revision", {"revisionId": revid}),
+                            ("update-page", {"title": title, "source": "The lead, edited.", "dryRun": True})]:
+        result = call(bot_server, tool, section=0, **arguments)
+        assert not result.is_error, result.text
+        assert field(result, "Section") == "0", (tool, result.text)
+    first = call(bot_server, "get-revision", revisionId=revid, content="none")
+    assert "Parent revision ID" not in first.text  # a first revision has no parent, not parent 0
+
+
+def long_article() -> str:
+    def body(part: str) -> str:
+        return "".join(f"Sentence {n} of the part about {part}.\n" for n in range(30))
+    return ("'''Article''' is the lead of a long page, with its first paragraph.\n\n"
+            + "".join(f"== {name} ==\n{body(name)}\n" for name in ("History", "Geography", "Economy"))
+            + "=== Trade ===\n" + body("trade") + "\n"
+            + "".join(f"== {name} ==\n{body(name)}\n" for name in ("Politics", "Culture"))
+            + "== References ==\n<references />")
+
+
+def test_a_whole_page_write_of_one_sections_text_is_refused_unless_asked(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write shrink test"
+    text = long_article()
+    revid = create(bot_server, title, text)
+    lead = content_of(call(bot_server, "get-page", title=title, section=0).blocks[0])
+    edited = lead.replace("first paragraph.", "first paragraph, with a comma added.")
+    refused = call(bot_server, "update-page", title=title, source=edited, latestId=revid)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: the new text (")
+    assert "section=0" in refused.text and "removeSections=true" in refused.text
+    assert ("1 (History), 2 (Geography), 3 (Economy), 4 (Trade), 5 (Politics), 6 (Culture), 7 (References)"
+            in refused.text)
+    economy = content_of(call(bot_server, "get-page", title=title, section=3).blocks[0])
+    as_page = call(bot_server, "update-page", title=title, source=economy.replace("Sentence 1 ", "Sentence one "))
+    assert as_page.is_error and "the headings of section 3" in as_page.text and "section=3" in as_page.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+    done = call(bot_server, "update-page", title=title, section=0, source=edited)
+    assert not done.is_error and wiki.wikitext(title).startswith(edited + "\n\n== History ==")
+    shrunk = call(bot_server, "update-page", title=title, source=edited, removeSections=True)
+    assert not shrunk.is_error and wiki.wikitext(title) == edited
+    before, after = int(field(shrunk, "Previous revision ID")), int(field(shrunk, "Revision ID"))
+    sizes = sizes_on_wiki(wiki, before, after)
+    change = sizes[after] - sizes[before]
+    assert field(shrunk, "Size change") == f"{change} bytes ({sizes[before]} to {sizes[after]})"
+
+
+def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write size change test"
+    created = call(bot_server, "create-page", title=title, source="Signed: ~~~~")  # the wiki expands it
+    stored = len(wiki.wikitext(title).encode())
+    assert stored > len("Signed: ~~~~") and field(created, "Size change") == f"+{stored} bytes (0 to {stored})"
+    for arguments in ({"mode": "append", "source": "Ünïcödé line."}, {"find": "Signed", "replace": "Sig"},
+                      {"source": "Short."}, {"section": 0, "source": "Shorter"}):
+        result = call(bot_server, "update-page", title=title, **arguments)
+        assert not result.is_error, result.text
+        before, after = int(field(result, "Previous revision ID")), int(field(result, "Revision ID"))
+        sizes = sizes_on_wiki(wiki, before, after)
+        change = sizes[after] - sizes[before]
+        assert field(result, "Size change") == f"{change:+d} bytes ({sizes[before]} to {sizes[after]})", arguments
+
+
+SECTION_TRAPS = "A lead long enough to be cut.\n" * 40 + """== One ==
+Text.<ref>
+== In a reference ==
+</ref>
+== Two ==
+<syntaxhighlight lang="python">
+== Code heading ==
+</syntaxhighlight>
+<!--
+== In a comment ==
+-->
+<nowiki>
+== In nowiki ==
+</nowiki>
+<pre>
+== In pre ==
+</pre>
+<noinclude>
+== In noinclude ==
+</noinclude>
+<includeonly>
+== In includeonly ==
+</includeonly>
+{{Fixture box|
+== In a template call ==
+}}
+=Level one=
+Top.
+== Three ==
+End.
+== Three ==
+Same heading again.
+<references />"""
+
+
+def test_section_numbers_are_the_wikis(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write section numbers test"
+    create(server, title, SECTION_TRAPS)
+    parsed = wiki.raw_get(action="parse", page=title, prop="sections")["parse"]["sections"]
+    wikis = ", ".join(f"{s['index']} ({s['line']})" for s in parsed if s["index"].isdigit())
+    assert "Code heading" in wikis and "In noinclude" in wikis and "Level one" in wikis  # real sections
+    assert "In a reference" not in wikis and "In a comment" not in wikis and "In pre" not in wikis
+    marker = call(server, "get-page", title=title).blocks[-1]
+    assert f"Available sections: 0 (Lead), {wikis}." in marker
+    for n in (int(s["index"]) for s in parsed if s["index"].isdigit()):
+        mine = read_whole(server, title=title, section=n)
+        theirs = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="content", rvslots="main",
+                              rvsection=n)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
+        assert mine == theirs, n
+    two = next(int(s["index"]) for s in parsed if s["line"] == "Two")
+    code = next(int(s["index"]) for s in parsed if s["line"] == "Code heading")
+    done = call(server, "update-page", title=title, section=two, source="== Two ==\nChanged from the list.")
+    assert not done.is_error, done.text
+    text = wiki.wikitext(title)
+    assert "== Two ==\nChanged from the list.\n\n== Code heading ==" in text
+    code_section = call(server, "get-page", title=title, section=code)
+    assert content_of(code_section.blocks[0]).startswith("== Code heading ==")
+
+
+def test_replacing_a_section_keeps_subsections_that_repeat_a_heading(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write repeated subsections test"
+    original = ("Lead.\n== Orte ==\nOrte.\n=== Köln ===\nText Köln.\n==== Quellen ====\nQuelle Köln.\n"
+                "=== Bonn ===\nText Bonn.\n==== Quellen ====\nQuelle Bonn.\n== Weblinks ==\nLinks.")
+    revid = create(bot_server, title, original)
+    refused = call(bot_server, "update-page", title=title, section=1, source=(
+        "== Orte ==\nOrte.\n=== Köln ===\nText Köln.\n==== Quellen ====\nQuelle Köln.\n=== Bonn ===\nText Bonn."))
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: section 1 ")
+    assert "(Quellen (under Bonn))" in refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+
+
+def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write separator test"
+    create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
+    steps = [({"mode": "append", "source": "== Neuer Abschnitt ==\nAngehängt."},
+              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt."),
+             ({"mode": "append", "source": "Second line."},
+              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+             ({"mode": "prepend", "source": "{{Fixture box}}"},
+              "{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
+              "Second line."),
+             ({"mode": "prepend", "source": "Opening words."},
+              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+              "== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+             ({"mode": "append", "source": "\n* an item"},  # a line break already given is kept, not doubled
+              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+              "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item")]
+    previous = wiki.wikitext(title)
+    for arguments, expected in steps:
+        dry = call(bot_server, "update-page", title=title, dryRun=True, **arguments)
+        assert not call(bot_server, "update-page", title=title, **arguments).is_error
+        assert wiki.wikitext(title) == expected, arguments
+        assert dry.blocks[0].split("\n\n", 1)[1] == m.line_diff(previous, expected), arguments
+        previous = expected
+    section = call(bot_server, "get-page", title=title, section=1)
+    assert content_of(section.blocks[0]).startswith("== Neuer Abschnitt ==\nAngehängt.")
+
+
+def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write parallel appends test"
+    create(server, title, "Log:")
+    results: list[Result] = []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        call(server, "update-page", title=title, mode="append", source=f"\nLine {i}."))) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [r.text for r in results if r.is_error] == [] and len(results) == 8
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[0] == "Log:" and sorted(lines[1:]) == [f"Line {i}." for i in range(8)]
+    assert len(revision_ids(wiki, title)) == 9
+
+
+def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write base from read test"
+    create(bot_server_for(wiki), title, "Line one.\nLine two is the one both change.\nLine three.")
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    editor_edit(wiki, title, "Line one.\nLine two, as the Editor wrote it.\nLine three.\n\nThe Editor's paragraph.")
+    revised = seen.replace("Line two is the one both change.", "Line two, as the model wrote it.")
+    dry = call(server, "update-page", title=title, source=revised, dryRun=True)
+    assert dry.is_error and dry.blocks[0].startswith("conflict: ")
+    result = call(server, "update-page", title=title, source=revised)
+    assert result.is_error and result.blocks[0].startswith("conflict: ") and "last read here" in result.text
+    assert "Line two, as the Editor wrote it." in wiki.wikitext(title)
+    assert latest_revision(wiki, title)["user"] == "Editor"
+    # the same for a section: based on the revision the section was read at
+    section_title = "Write base from section read test"
+    create(bot_server_for(wiki), section_title, "Lead.\n== A ==\nShared line.\n\nOther line.")
+    section = content_of(call(server, "get-page", title=section_title, section=1).blocks[0])
+    editor_edit(wiki, section_title, "Lead.\n== A ==\nShared line, by the Editor.\n\nOther line.")
+    refused = call(server, "update-page", title=section_title, section=1,
+                   source=section.replace("Shared line.", "Shared line, by the model."))
+    assert refused.is_error and refused.blocks[0].startswith("conflict: ")
+    assert "Shared line, by the Editor." in wiki.wikitext(section_title)
+    # an edit that does not overlap is merged, as with latestId, and the answer says so
+    text = content_of(call(server, "get-page", title=section_title).blocks[0])
+    editor_edit(wiki, section_title, text.replace("Other line.", "Other line, by the Editor."))
+    merged = call(server, "update-page", title=section_title, source=text.replace("Lead.", "Lead, by the model."))
+    assert not merged.is_error and merged.blocks[0].startswith("Saved, merged with ")
+    now = "Lead, by the model.\n== A ==\nShared line, by the Editor.\n\nOther line, by the Editor."
+    assert wiki.wikitext(section_title) == now
+    # the model's own saves since its read are its own knowledge, never a conflict
+    now = content_of(call(server, "get-page", title=section_title).blocks[0])
+    for edited in (now.replace("Lead,", "The lead,"), now.replace("Lead,", "The whole lead,")):
+        again = call(server, "update-page", title=section_title, source=edited)
+        assert not again.is_error and again.blocks[0].startswith("Saved.\n"), again.text
+    assert wiki.wikitext(section_title) == now.replace("Lead,", "The whole lead,")
+
+
+def test_an_edit_through_a_redirect_names_the_target(bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Write redirect target", "The target's own text.")
+    create(bot_server, "Write redirect source", "#REDIRECT [[Write redirect target]]")
+    seen = call(bot_server, "get-page", title="Write redirect source")
+    assert field(seen, "Title") == "Write redirect target"
+    target_revision = int(field(seen, "Revision ID"))
+    for arguments in ({"latestId": target_revision, "source": "The target's own text, edited."},
+                      {"find": "own text", "replace": "text"}, {"mode": "append", "source": "More."}):
+        result = call(bot_server, "update-page", title="Write redirect source", **arguments)
+        assert result.is_error and result.blocks[0].startswith(
+            "invalid_input: Nothing was saved: 'Write redirect source' is a redirect to 'Write redirect target'")
+        assert 'title="Write redirect target"' in result.text and "followRedirects=false" in result.text
+    assert wiki.wikitext("Write redirect source") == "#REDIRECT [[Write redirect target]]"
+    own = call(bot_server, "get-page", title="Write redirect source", followRedirects=False)
+    assert field(own, "Title") == "Write redirect source" and "Redirected from" not in own.text
+    assert content_of(own.blocks[0]) == "#REDIRECT [[Write redirect target]]"
+    changed = call(bot_server, "update-page", title="Write redirect source", find="]]",
+                   replace="]]\n[[Category:Fruits]]")
+    assert not changed.is_error, changed.text
+    assert wiki.wikitext("Write redirect source") == "#REDIRECT [[Write redirect target]]\n[[Category:Fruits]]"
+    assert wiki.wikitext("Write redirect target") == "The target's own text."
+
+
+def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write find stale base test"
+    base = create(bot_server, title, "Line one.\nLine two.\nLine three.")
+    editor_edit(wiki, title, "Line 1, by the Editor.\nLine two.\nLine three.")
+    result = call(bot_server, "update-page", title=title, find="Line one.", replace="Line ONE.", latestId=base)
+    assert result.is_error and result.blocks[0].startswith(
+        f"conflict: The text to find is in revision {base}, the base of this change, but no longer in")
+    assert "-Line one.\n+Line 1, by the Editor." in result.text and "get-page" in result.text
+    assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
+
+
+def test_a_dry_run_is_the_save_without_saving(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write dry run agrees test"
+    text = "Lead.\n" + "".join(f"== S{n} ==\nLine {n}a.\nLine {n}b.\n\n" for n in range(1, 6)).rstrip()
+    base = create(bot_server, title, text)
+    # a missing section: both refuse, naming the sections
+    for dry in (True, False):
+        missing = call(bot_server, "update-page", title=title, section=9, source="== S9 ==\nx", dryRun=dry)
+        assert missing.is_error and missing.blocks[0].startswith("not_found: There is no section 9"), dry
+        assert "5 (== S5 ==)" in missing.text
+    # a stale latestId: the dry run shows the save's merge, numbered as compare-pages numbers it
+    editor_edit(wiki, title, text.replace("Line 1a.", "Line 1a, by the Editor."))
+    arguments = {"title": title, "section": 4, "latestId": base, "source": "== S4 ==\nLine 4a, changed.\nLine 4b."}
+    dry = call(bot_server, "update-page", dryRun=True, **arguments)
+    assert not dry.is_error and field(dry, "Merged into").startswith("revision ")
+    saved = call(bot_server, "update-page", **arguments)
+    assert not saved.is_error and "Line 1a, by the Editor." in wiki.wikitext(title)
+    compared = call(bot_server, "compare-pages", fromRevision=int(field(saved, "Previous revision ID")),
+                    toRevision=int(field(saved, "Revision ID")))
+    assert dry.blocks[0].split("\n\n", 1)[1] == compared.blocks[0].split("\n\n", 1)[1] == \
+        "@@ -15 +15 @@\n-Line 4a.\n+Line 4a, changed."
+    # decomposed (NFD) text is what the wiki stores composed (NFC): the dry run says so too
+    create(bot_server, "Write dry run NFC test", "Un café noir.")
+    nfd = unicodedata.normalize("NFD", "café")
+    for dry in (True, False):
+        same = call(bot_server, "update-page", title="Write dry run NFC test", find="café", replace=nfd,
+                    dryRun=dry)
+        assert "No change" in same.text, (dry, same.text)
+        found = call(bot_server, "update-page", title="Write dry run NFC test", find=nfd, replace="thé",
+                     dryRun=dry)
+        assert not found.is_error, found.text
+    assert wiki.wikitext("Write dry run NFC test") == "Un thé noir."
+
+
+def test_edit_summaries_keep_the_attribution_and_mediawikis_own(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Write summary test"
+    create(bot_server, title, "Some text.")
+    assert latest_revision(wiki, title)["comment"] == 'Created page with "Some text."'
+    long = "Ä long summary, " + "x" * 482
+    assert len(long) == 498
+    assert not call(bot_server, "update-page", title=title, source="Other text.", comment=long).is_error
+    stored = latest_revision(wiki, title)["comment"]
+    assert len(stored) == 500 and stored.startswith("Ä long summary, xxx")
+    assert stored.endswith("… (via mediawiki-mcp)")
+    assert not call(bot_server, "update-page", title=title, source="").is_error
+    assert latest_revision(wiki, title)["comment"] == "Blanked the page"
+
+
+def test_a_refused_write_back_says_what_the_read_showed(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title = "Write partial read message test"
+    create(server, title, big_section_page())
+    call(server, "get-page", title=title)  # truncated
+    missing = call(server, "update-page", title=title, section=99, source="== X ==\nx")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: There is no section 99")
+    assert "3 (== After ==)" in missing.text and "section=99" not in missing.text
+    fresh = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))  # a session that read only the middle
+    tail = call(fresh, "get-page", title=title, offset=600)
+    total = len(wiki.wikitext(title).encode())
+    assert len(tail.blocks) == 2
+    shown_to = int(tail.blocks[1].split("Content truncated at ", 1)[1].split(" ")[0])
+    refused = call(fresh, "update-page", title=title, source=content_of(tail.blocks[0]))
+    assert refused.is_error and f"showed bytes 600 to {shown_to} of {total}, not the first 600" in refused.text
+    assert "(get-page)" in refused.text
 
 
 # -- the pieces behind the write tools ------------------------------------------
@@ -3018,9 +3380,9 @@ def test_line_diff_picks_the_equal_lines_mediawiki_picks() -> None:
     assert added == "@@ -3,0 +4,2 @@\n+\n+New"
     assert m.line_diff("x\nx\nx", "x\nx") == "@@ -1 +0,0 @@\n-x"
     assert m.line_diff("A\nB", "A\nB\nB\nB") == "@@ -1,0 +2,2 @@\n+B\n+B"
-    # what both texts end with is matched first, as MediaWiki's PHP engine does (wikidiff2 breaks
-    # this tie the other way: -P0 and a blank line, then a blank line and +X)
-    assert m.line_diff("P0\n\nP1\n\nP2", "P1\n\nX\n\nP2") == "@@ -1 +1 @@\n-P0\n+P1\n@@ -3 +3 @@\n-P1\n+X"
+    # a tie the engines break apart: as wikidiff2 (Wikipedia's) here; MediaWiki's PHP engine
+    # keeps the blank lines instead (-P0 +P1, then -P1 +X)
+    assert m.line_diff("P0\n\nP1\n\nP2", "P1\n\nX\n\nP2") == "@@ -1,2 +0,0 @@\n-P0\n-\n@@ -3,0 +2,2 @@\n+\n+X"
 
 
 def test_section_ends_include_subsections_and_count_bytes() -> None:
@@ -3028,6 +3390,21 @@ def test_section_ends_include_subsections_and_count_bytes() -> None:
     assert m.section_ends(text) == {0: 8, 1: 31, 2: 31, 3: 40}
     assert [text.encode()[s.start:].split(b"\n")[0] for s in m.wikitext_sections(text)] == [
         b"== A ==", b"=== A1 ===", b"== B =="]
+
+
+def test_read_ledger_knows_the_revision_each_write_is_based_on() -> None:
+    ledger = m.ReadLedger()
+    ledger.record("w", "P", None, 5, "Lead.\n== A ==\na", 0, 1000)
+    assert ledger.base("w", "P", None) == 5 and ledger.base("w", "P", 1) == 5  # the page shows its sections
+    ledger.record("w", "P", 1, 6, "== A ==\na", 0, 1000)
+    assert ledger.base("w", "P", 1) == 6 and ledger.base("w", "P", None) == 5
+    ledger.record("w", "P", None, 2, "Old.", 0, 1000, latest=False)  # get-revision of an old revision
+    assert ledger.base("w", "P", None) == 5
+    ledger.saved("w", "P", None, 5, 7, sent_whole=False)  # an append here on top of what was read
+    assert ledger.base("w", "P", None) == 7 and ledger.base("w", "P", 1) == 7
+    ledger.saved("w", "P", 2, 9, 10, sent_whole=True)  # merged into an edit made since: only the section
+    assert ledger.base("w", "P", None) == 7 and ledger.base("w", "P", 2) == 10
+    assert ledger.base("w", "Other", None) is None
 
 
 def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
@@ -3066,6 +3443,42 @@ def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -
     call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
     assert not write_back_refused()
     assert "The very last line of the big section." in wiki.wikitext(title)
+
+
+@pytest.mark.parametrize("before, after, joined", [
+    ("Text.", "More.", "Text.\nMore."),
+    ("[[Category:X]]", "== New ==\nText.", "[[Category:X]]\n\n== New ==\nText."),
+    ("{{Box}}", "First line.", "{{Box}}\n\nFirst line."),
+    ("* item", "After.", "* item\n\nAfter."),
+    ("{|\n| cell\n|}", "After.", "{|\n| cell\n|}\n\nAfter."),
+    ("<references />", "After.", "<references />\n\nAfter."),
+    ("Text.", "\nMore.", "Text.\nMore."),
+    ("Text.", "\n== New ==", "Text.\n\n== New =="),
+    ("Text.\n\n", "== New ==", "Text.\n\n== New =="),
+    ("", "First.", "First."),
+])
+def test_appended_text_is_set_on_a_line_of_its_own(before: str, after: str, joined: str) -> None:
+    assert before + m.separator(before, after) + after == joined
+
+
+@pytest.mark.parametrize("mine, theirs, merged", [  # base a b c d e; results as GNU diff3 gives them
+    ("x b c d e", "a b c d y", "x b c d y"),          # apart: both kept
+    ("x b c d e", "a y c d e", None),                 # adjacent lines: a conflict
+    ("a x c d e", "a x c d e", "a x c d e"),          # the same change on both sides
+    ("a b c d e f", "a b c d e g", None),             # both added at the end
+    ("a I b c d e", "a b c d e J", "a I b c d e J"),  # an insertion and an addition apart
+    ("a b c d e", "a b c d e", "a b c d e"),
+])
+def test_merges_follow_mediawikis_diff3(mine: str, theirs: str, merged: str | None) -> None:
+    result = m.merge3("a\nb\nc\nd\ne", mine.replace(" ", "\n"), theirs.replace(" ", "\n"))
+    assert result == (merged.replace(" ", "\n") if merged else None)
+
+
+def test_line_changes_slide_runs_of_equal_lines_as_diff_does() -> None:
+    # a paragraph and its blank line added after a blank line: diff puts the blank line last
+    assert m.line_changes(["A", "", "B"], ["A", "", "N", "", "B"]) == [(2, 2, 2, 4)]
+    assert m.line_changes(list("abc"), list("abc")) == []
+    assert m.line_changes([], ["x"]) == [(0, 0, 0, 1)]
 
 
 def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
