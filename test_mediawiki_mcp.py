@@ -3146,6 +3146,7 @@ Same heading again.
 <references />"""
 
 
+@on_every_version
 def test_section_numbers_are_the_wikis(wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
     title = "Write section numbers test"
@@ -3227,6 +3228,7 @@ def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> Non
     assert len(revision_ids(wiki, title)) == 9
 
 
+@on_every_version
 def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write base from read test"
@@ -3298,6 +3300,7 @@ def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_se
     assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
 
 
+@on_every_version
 def test_a_dry_run_is_the_save_without_saving(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write dry run agrees test"
     text = "Lead.\n" + "".join(f"== S{n} ==\nLine {n}a.\nLine {n}b.\n\n" for n in range(1, 6)).rstrip()
