@@ -38,12 +38,12 @@ import subprocess
 import sys
 import threading
 import time
-import types
 import typing
 import unicodedata
 import urllib.parse
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 if TYPE_CHECKING:  # imported lazily at run time: see _requests()
@@ -104,15 +104,14 @@ WIKIMEDIA_HOST_SUFFIXES = (
     "mediawiki.org", "wikifunctions.org",
 )
 
-ERROR_CATEGORIES = (
-    "not_found", "permission_denied", "invalid_input", "conflict",
-    "authentication", "rate_limited", "upstream_failure",
-)
+#: The kinds of failure a caller is told about: each error is ``category: message``.
+ErrorCategory = Literal["not_found", "permission_denied", "invalid_input", "conflict",
+                        "authentication", "rate_limited", "upstream_failure"]
 
 #: MediaWiki API error codes and the category each one means for a caller (the codes of
 #: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
 #: Anything not listed becomes upstream_failure with MediaWiki's own text kept.
-MW_ERROR_CATEGORIES: dict[str, str] = {
+MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
     **dict.fromkeys((
         "missingtitle", "missingtitle-byname", "nosuchrevid", "nosuchpageid", "nosuchsection",
         "nosuchsection-what", "rvnosuchsection", "nosuchuser", "nosuchuserid", "nosuchlogid", "nosuchrcid",
@@ -192,8 +191,8 @@ MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanag
 
 RETRY_LATER = "Retry later; tell the user if it persists."
 
-#: What the caller can do next, by category, for errors raised by MediaWiki.
-NEXT_STEP = {
+#: What the caller can do next, by category: the standard last sentence of an error's message.
+NEXT_STEP: dict[ErrorCategory, str] = {
     "not_found": "Check the title or ID; search-page-by-prefix or search-page finds existing pages.",
     "permission_denied": "Tell the user; retrying as the same account changes nothing.",
     "invalid_input": "Change the call as the message says; the same call fails again.",
@@ -270,13 +269,13 @@ SECRET_VARIABLES = frozenset({"MEDIAWIKI_USERNAME", "MEDIAWIKI_PASSWORD", "MEDIA
 # ---------------------------------------------------------------------------
 
 class WikiError(Exception):
-    """The one exception of this module: a failure the caller is told about.
+    """The one exception of this module: a failure the caller is told about, made by the
+    factory of its category below. ``str(error)`` is the text the model receives:
+    ``category: message``. Code that handles one branches on ``category`` or ``code``,
+    never on the message."""
 
-    ``str(error)`` is the text the model receives: ``category: message``.
-    """
-
-    def __init__(self, category: str, message: str, code: str = "") -> None:
-        assert category in ERROR_CATEGORIES, category
+    def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
+        assert category in typing.get_args(ErrorCategory), category
         super().__init__(category, message)
         self.category = category
         self.message = message
@@ -294,8 +293,15 @@ class ResponseLost(WikiError):
         super().__init__("upstream_failure", message)
 
 
-def invalid(message: str) -> WikiError:
-    return WikiError("invalid_input", message)
+#: One factory per category: ``raise not_found(message)``, or ``not_found(message, code)`` for an
+#: error that MediaWiki answered with ``code``. NEXT_STEP holds each category's usual next step.
+not_found = functools.partial(WikiError, "not_found")
+permission_denied = functools.partial(WikiError, "permission_denied")
+invalid_input = functools.partial(WikiError, "invalid_input")
+conflict = functools.partial(WikiError, "conflict")
+authentication = functools.partial(WikiError, "authentication")
+rate_limited = functools.partial(WikiError, "rate_limited")
+upstream_failure = functools.partial(WikiError, "upstream_failure")
 
 
 def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
@@ -311,7 +317,7 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
     step = MW_NEXT_STEP.get(code) or (RETRY_LATER if code.startswith(MW_RETRY_LATER)
                                       else NEXT_STEP[category or "upstream_failure"])
     if category is None:
-        return WikiError("upstream_failure", f"MediaWiki error {code}{where}: {text} {step}", code)
+        return upstream_failure(f"MediaWiki error {code}{where}: {text} {step}", code)
     return WikiError(category, f"{text}{where} [{code}] {step}", code)
 
 
@@ -529,8 +535,8 @@ class MediaWikiClient:
                 data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
                 token = data.get("query", {}).get("tokens", {}).get("csrftoken")
                 if not token:
-                    raise WikiError("upstream_failure", f"{self.name} gave no edit token. "
-                                    + NEXT_STEP["upstream_failure"])
+                    raise upstream_failure(f"{self.name} gave no edit token. "
+                                           + NEXT_STEP["upstream_failure"])
                 self._csrf = token
             return self._csrf
 
@@ -652,9 +658,9 @@ class MediaWikiClient:
                             return None
                     return bytes(data)
             except _requests().RequestException as exc:
-                raise WikiError("upstream_failure", f"Fetching {url} failed ({type(exc).__name__}). "
-                                + RETRY_LATER) from None
-        raise WikiError("upstream_failure", f"{url} redirected too many times.")
+                raise upstream_failure(f"Fetching {url} failed ({type(exc).__name__}). "
+                                       + RETRY_LATER) from None
+        raise upstream_failure(f"{url} redirected too many times.")
 
     def _plain_session(self) -> requests.Session:
         """A session without the wiki's cookies or token, for other hosts."""
@@ -708,7 +714,7 @@ class MediaWikiClient:
         (``<link rel="EditURI" href=".../api.php?action=rsd">``)."""
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise invalid(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
+            raise invalid_input(f"{self.url!r} is not a wiki URL; give its api.php address or a page URL.")
         origin = f"{parts.scheme}://{parts.netloc}"
         failures: list[str] = []
         for candidate in (origin + "/w/api.php", origin + "/api.php"):
@@ -717,9 +723,9 @@ class MediaWikiClient:
         named = self._api_named_by_page(failures)
         if named and self._probe_api(named, failures):
             return
-        raise WikiError("upstream_failure", f"No MediaWiki API found at {self.url}: "
-                        + "; ".join(failures) + ". Give the wiki's api.php address instead "
-                        "(such as https://wiki.example.org/w/api.php).")
+        raise upstream_failure(f"No MediaWiki API found at {self.url}: "
+                               + "; ".join(failures) + ". Give the wiki's api.php address instead "
+                               "(such as https://wiki.example.org/w/api.php).")
 
     def _probe_api(self, candidate: str, failures: list[str]) -> bool:
         """Whether ``candidate`` is the wiki's api.php; keeps its site info when it says."""
@@ -774,9 +780,9 @@ class MediaWikiClient:
             reason = result.get("reason") or result.get("result") or "no reason given"
             if isinstance(reason, dict):
                 reason = reason.get("text") or reason.get("code") or ""
-            raise WikiError("authentication", f"Login to {self.name} as {self.username} failed: "
-                            f"{reason} Check the bot password's user name (Name@BotName) and "
-                            "password in Special:BotPasswords; no retry by the model changes this.")
+            raise authentication(f"Login to {self.name} as {self.username} failed: "
+                                 f"{reason} Check the bot password's user name (Name@BotName) and "
+                                 "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
         self._csrf = None  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
@@ -812,8 +818,8 @@ class MediaWikiClient:
                     lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
                     raise failure(f"The wiki at {self.name} {lost} while writing.") from None
                 if wait is None or time.monotonic() + wait > deadline:
-                    raise WikiError("upstream_failure", f"The wiki at {self.name} {problem}. "
-                                    + RETRY_LATER) from None
+                    raise upstream_failure(f"The wiki at {self.name} {problem}. "
+                                           + RETRY_LATER) from None
                 self.sleep(wait)
                 continue
             status = response.status_code
@@ -836,35 +842,35 @@ class MediaWikiClient:
                     return self._call(method, params, files=files, retry_transient=retry_transient,
                                       url=url, auth=auth, relogin=False, write=write)
                 if code == "readapidenied" and not self.authenticated:
-                    raise WikiError("authentication", f"{self.name} is a private wiki: reading needs "
-                                    "an account. Configure a bot password or token for it.", code)
+                    raise authentication(f"{self.name} is a private wiki: reading needs "
+                                         "an account. Configure a bot password or token for it.", code)
                 raise error_from_api(code, api_error_text(data), self.name)
             if status == 429:
-                raise WikiError("rate_limited", f"{self.name} is throttling requests (HTTP 429). "
-                                + NEXT_STEP["rate_limited"])
+                raise rate_limited(f"{self.name} is throttling requests (HTTP 429). "
+                                   + NEXT_STEP["rate_limited"])
             if status == 401 and data is None:  # the web server in front of the wiki, not MediaWiki
-                raise WikiError("authentication", f"The web server of {self.name} refused the request with "
-                                "HTTP 401: it wants a user name and password (HTTP basic auth), "
-                                + ("and refused those in the wiki's address." if self._basic_auth else
-                                   "which go in the wiki's address: https://user:password@host/...")
-                                + " Tell the user; no retry by the model changes this.")
+                raise authentication(f"The web server of {self.name} refused the request with "
+                                     "HTTP 401: it wants a user name and password (HTTP basic auth), "
+                                     + ("and refused those in the wiki's address." if self._basic_auth else
+                                        "which go in the wiki's address: https://user:password@host/...")
+                                     + " Tell the user; no retry by the model changes this.")
             if data is None:
                 kind = response.headers.get("Content-Type", "unknown").split(";")[0]
                 if failure:
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   f"and {kind} instead of API JSON.")
                 if status < 500:  # an answer, but not the API's: the address is wrong
-                    raise WikiError("upstream_failure", f"{target} answered HTTP {status} with {kind}, "
-                                    "not MediaWiki API JSON: it is not the wiki's api.php. Tell the user to "
-                                    "check the wiki's address in the configuration; no retry changes this.")
-                raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status} "
-                                f"with {kind} instead of API JSON. " + RETRY_LATER)
+                    raise upstream_failure(f"{target} answered HTTP {status} with {kind}, not MediaWiki API "
+                                           "JSON: it is not the wiki's api.php. Tell the user to check the "
+                                           "wiki's address in the configuration; no retry changes this.")
+                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status} "
+                                       f"with {kind} instead of API JSON. " + RETRY_LATER)
             if status >= 400:
                 if failure and status >= 500:  # a gateway's error in JSON: the wiki may have saved
                     raise failure(f"The wiki at {self.name} answered the write with HTTP {status} "
                                   "and no API answer.")
-                raise WikiError("upstream_failure", f"The wiki at {self.name} answered HTTP {status}. "
-                                + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+                raise upstream_failure(f"The wiki at {self.name} answered HTTP {status}. "
+                                       + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
             self._check_warnings(data, fields, write)
             return data
 
@@ -882,17 +888,17 @@ class MediaWikiClient:
                 continue
             text = " ".join(str(warning.get("text", "")).split())
             if code == "unrecognizedparams":
-                raise WikiError("upstream_failure", f"{self.name} ignored part of the request: {text} Its "
-                                "MediaWiki may be too old for this tool; tell the user. The same call fails "
-                                "again.", code)
+                raise upstream_failure(f"{self.name} ignored part of the request: {text} Its MediaWiki may "
+                                       "be too old for this tool; tell the user. The same call fails "
+                                       "again.", code)
             values = [str(v) for v in (warning.get("data") or {}).get("values") or []]
             of_namespace = any(name.endswith("namespace") and set(values) <= set(field_values(value))
                                for name, value in fields.items())
             if values and of_namespace and self._site:
-                raise WikiError("invalid_input", f"{self.name} has no namespace {', '.join(values)} to use "
-                                f"here. Its namespaces: {self._site.namespace_list()}.", code)
-            raise WikiError("invalid_input", f"{self.name} does not know the value {', '.join(values)} that "
-                            f"this call asked for: {text} Change the call.", code)
+                raise invalid_input(f"{self.name} has no namespace {', '.join(values)} to use "
+                                    f"here. Its namespaces: {self._site.namespace_list()}.", code)
+            raise invalid_input(f"{self.name} does not know the value {', '.join(values)} that "
+                                f"this call asked for: {text} Change the call.", code)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -911,17 +917,17 @@ class MediaWikiClient:
             location = redirect_target(response)
             new_host = (urllib.parse.urlsplit(location).hostname or "").lower()
             if method != "GET":
-                raise WikiError("upstream_failure", f"The wiki redirected a POST to {location}; "
-                                "set the wiki's URL to its final api.php address.")
+                raise upstream_failure(f"The wiki redirected a POST to {location}; "
+                                       "set the wiki's URL to its final api.php address.")
             if new_host != self.host and self.authenticated:
-                raise WikiError("upstream_failure", f"The wiki at {self.name} redirected to another "
-                                f"host ({new_host}); credentials are not sent there. Set the wiki's "
-                                "URL to the address it redirects to.")
+                raise upstream_failure(f"The wiki at {self.name} redirected to another "
+                                       f"host ({new_host}); credentials are not sent there. Set the wiki's "
+                                       "URL to the address it redirects to.")
             url = location.split("?")[0]
             if url != self._api_url and self._api_url is not None and new_host == self.host:
                 self._api_url = url  # e.g. http -> https: go there directly from now on
             fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) or fields
-        raise WikiError("upstream_failure", f"The wiki at {self.name} redirected too many times.")
+        raise upstream_failure(f"The wiki at {self.name} redirected too many times.")
 
 
 def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
@@ -933,7 +939,7 @@ def send_once(session: requests.Session, method: str, url: str, **options: Any) 
     except ValueError as exc:
         if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
             raise
-        raise WikiError("upstream_failure", f"{host_of(url)} redirected to a malformed address.") from None
+        raise upstream_failure(f"{host_of(url)} redirected to a malformed address.") from None
 
 
 def never_connected(exc: Exception) -> bool:
@@ -994,12 +1000,12 @@ class BasicAuth:
 
 def fetch_error(status: int, url: str) -> WikiError:
     if status == 404:
-        return WikiError("not_found", f"The wiki lists {url}, but it answered HTTP 404 for it.")
+        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
     if status in (401, 403):
-        return WikiError("permission_denied", f"The wiki refused access to {url} (HTTP {status}). "
-                         + NEXT_STEP["permission_denied"])
-    return WikiError("upstream_failure", f"Fetching {url} answered HTTP {status}. "
-                     + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
+                                 + NEXT_STEP["permission_denied"])
+    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
+                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
 
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
@@ -1114,15 +1120,15 @@ def guard_target(url: str) -> tuple[str, int]:
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        raise invalid(f"{url!r} is not a valid URL.") from None
+        raise invalid_input(f"{url!r} is not a valid URL.") from None
     try:
         host, port = host_port(url)
     except ValueError:
-        raise invalid(f"{url!r} has an invalid port.") from None
+        raise invalid_input(f"{url!r} has an invalid port.") from None
     if parts.scheme not in ("http", "https") or not host:
-        raise invalid(f"{url!r} is not an http(s) URL.")
+        raise invalid_input(f"{url!r} is not an http(s) URL.")
     if parts.username is not None or parts.password is not None:
-        raise invalid(f"The URL {parts.hostname} must not carry a user name or password.")
+        raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
     return host, port
 
 
@@ -1134,19 +1140,19 @@ def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
     try:
         addresses = resolve_addresses(host, port)
     except (OSError, UnicodeError):
-        raise invalid(f"The host {host} of {url} could not be resolved; check the URL.") from None
+        raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
     if not addresses:
-        raise invalid(f"The host {host} of {url} has no address; check the URL.")
+        raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
     trusted = {t.strip().lower() for t in trusted_hosts}
     shown = f"[{host}]" if ":" in host else host
     if not trusted & {host, shown, f"{shown}:{port}"}:
         for address in addresses:
             problem = address_problem(address)
             if problem:
-                raise WikiError("permission_denied", (
+                raise permission_denied(
                     f"{shown} resolves to {address}, a {problem} address, which this server does not "
                     "reach for a URL given by a model. The operator can allow the host by listing it "
-                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this."))
+                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
     return addresses[0]
 
 
@@ -1218,13 +1224,12 @@ def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str
         try:
             response = send_once(session, "GET", url, **options)
         except rq.RequestException as exc:
-            raise WikiError("upstream_failure", f"{host_of(url)} could not be reached "
-                            f"({type(exc).__name__}).") from None
+            raise upstream_failure(f"{host_of(url)} could not be reached ({type(exc).__name__}).") from None
         if not response.is_redirect:
             return response
         response.close()
         url = redirect_target(response)
-    raise WikiError("upstream_failure", f"{url} redirected too many times.")
+    raise upstream_failure(f"{url} redirected too many times.")
 
 
 HEAD_MAX_BYTES = 512 * 1024
@@ -1768,7 +1773,7 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     character boundaries (an offset inside a character starts at that character)."""
     data = text.encode("utf-8")
     if offset > len(data):
-        raise invalid(f"offset {offset} is past the end of the content ({len(data)} bytes).")
+        raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
     start = char_start(data, offset)
     end = char_start(data, start + budget)
     if end == start and start < len(data):  # a budget smaller than one character
@@ -2090,17 +2095,27 @@ def call_args(**args: Any) -> str:
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
 
 
-def truncated_marker(piece: Slice, tool: str, *, sections: list[tuple[int, str]] | None = None,
-                     again: Mapping[str, Any] | None = None, verb: str = "again with") -> str:
-    """The content-truncated marker: where the cut is, and the exact next calls."""
+def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
+                     again: Mapping[str, Any] | None = None, verb: str = "again with",
+                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = ()) -> str:
+    """The content-truncated marker: where the cut is, and the exact next calls; the sections
+    listed are of the page ``again`` names, if it names one. A batch (get-pages) gives the bytes
+    it ``shown`` of all its pages, the page it cut, if any, and the pages it ``left_out``."""
     again = dict(again or {})
-    parts = [f"Content truncated at {piece.end} of {piece.total} bytes."]
-    if sections:
-        parts.append(f"Available sections: 0 (Lead), {section_list(sections)}."
-                     if sections[0][0] != 0 else f"Available sections: {section_list(sections)}.")
+    end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
+    parts = [f"Content truncated at {end} of {total} bytes."]
+    numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
+    if piece and numbered:
+        of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
+        parts.append(f"{of}: 0 (Lead), {section_list(numbered)}." if numbered[0][0] != 0
+                     else f"{of}: {section_list(numbered)}.")
         before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
-    parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
+    if piece:
+        parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
+    if left_out:
+        parts.append(f"Not included: {', '.join(left_out)}. To read them, call get-pages again with "
+                     f"{call_args(titles=list(left_out))}.")
     return " ".join(parts)
 
 
@@ -2138,8 +2153,8 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
         pairs = []
     fields = dict(pairs)
     if not fields or any(k not in allowed and k != "continue" for k in fields):
-        raise invalid(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
-                      "value from the last 'More results available' marker unchanged.")
+        raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
+                            "value from the last 'More results available' marker unchanged.")
     return fields
 
 
@@ -2161,8 +2176,8 @@ def iso_timestamp(value: str, name: str) -> str:
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise invalid(f"Argument {name!r} must be an ISO 8601 timestamp such as "
-                      f"2026-11-29T15:00:00Z, got {value!r}.") from None
+        raise invalid_input(f"Argument {name!r} must be an ISO 8601 timestamp such as "
+                            f"2026-11-29T15:00:00Z, got {value!r}.") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -2621,61 +2636,124 @@ class Param:
     default: Any
 
 
+#: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
+#: idempotency_key, scoped), in this order. A tool function never declares them.
+SHARED_PARAMS = {p.name: p for p in (
+    Param("continueFrom", str, None, Arg("From the previous call's 'More results' marker."), False, None),
+    Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
+    Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
+                                           max_length=200), False, None),
+    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
+
+
+@dataclasses.dataclass(frozen=True)
+class Quoted:
+    """A setting as a description quotes it: ``{content_max_bytes:bytes}`` (a Config field and
+    a unit) reads "50000 bytes by default" while the setting is at its default, and "20000 bytes"
+    once the operator sets that; the unit ``MB`` counts whole millions of bytes."""
+    value: Any
+    default: Any
+
+    def __format__(self, unit: str) -> str:
+        millions = unit == "MB" and self.value % 10**6 == 0
+        text = f"{self.value // 10**6} MB" if millions else f"{self.value} {'bytes' if unit == 'MB' else unit}"
+        return text + (" by default" if self.value == self.default else "")
+
+
 @dataclasses.dataclass
 class ToolSpec:
+    """A registered tool (see Registry.tool): what tools/list shows and what a call runs."""
     name: str
     title: str
-    description: str
+    doc: str             # the description, quoting settings as {field:unit} (Quoted); {{ }} for braces
     fn: Callable[..., Any]
     read_only: bool
     destructive: bool
     idempotent: bool
     open_world: bool
-    params: dict[str, Param]
+    params: dict[str, Param]             # the function's own
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
+    continue_from: bool = False          # takes continueFrom
+    dry_run: bool = False                # takes dryRun
+    idempotency_key: bool = False        # takes idempotencyKey
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
     rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
     needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
+    @property
+    def arguments(self) -> dict[str, Param]:
+        """Every argument the tool takes: its own, then those its flags add."""
+        flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
+                 "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
+        return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
+
+    def description(self, config: Config | None = None) -> str:
+        """The description, the settings it quotes read from ``config`` (None: the defaults)."""
+        return self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
+                                    for f in dataclasses.fields(Config)})
+
     def schema(self) -> dict[str, Any]:
-        properties = {name: param_schema(p) for name, p in self.params.items()}
-        if self.scoped:
-            properties["wiki"] = WIKI_PARAM_SCHEMA
-        required = [name for name, p in self.params.items() if p.required]
-        schema: dict[str, Any] = {"type": "object", "properties": properties}
-        if required:
-            schema["required"] = required
-        schema["additionalProperties"] = False
-        return schema
+        arguments = self.arguments
+        required = [name for name, p in arguments.items() if p.required]
+        return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
+                **({"required": required} if required else {}), "additionalProperties": False}
 
 
-#: Every tool, by name, in the order tools/list shows them.
-TOOLS: dict[str, ToolSpec] = {}
+@dataclasses.dataclass(eq=False)
+class Registry:
+    """Tools by name, in the order tools/list shows them. A server serves one registry
+    (ServerState.registry): REGISTRY, whose ``tool`` decorates every tool below, unless it
+    is given its own, as a test does."""
+    tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
-WIKI_PARAM_SCHEMA = {"type": "string", "description": "Wiki key; omitted: the default wiki."}
+    def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
+             idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
+             continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
+             needs_extension: str | None = None, rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
+             offered: Callable[[ServerState], bool] | None = None,
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Registers a tool function. Its docstring is the description (quoting settings as
+        ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
+        arguments, each ``Annotated[type, Arg(...)]``. A ``read_only`` tool is not destructive
+        and is idempotent; any other states ``destructive`` and ``idempotent``, never guessed.
+        ``open_world``: it reaches beyond this server. Each flag gives an argument or a gate:
+
+        - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
+          read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
+        - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
+          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
+        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
+          same key and arguments returns its result, marked as a repeat, and runs nothing.
+        - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
+        - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
+          use of ``ctx.client``, before anything is sent.
+        - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
+        - ``offered(state)``: listed only while it holds."""
+        if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
+            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun or idempotencyKey")
+        if not read_only and (destructive is None or idempotent is None):
+            raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            spec = ToolSpec(
+                name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
+                read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
+                open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
+                continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
+                needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
+            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
+                raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
+                                "the function's parameters")
+            spec.description()  # a setting it names that Config lacks fails here, at import
+            self.tools[name] = spec
+            return fn
+        return register
 
 
-def tool(name: str, title: str, *, read_only: bool, destructive: bool = False,
-         idempotent: bool = True, open_world: bool = True,
-         offered: Callable[[ServerState], bool] | None = None, scoped: bool = True,
-         needs_extension: str | None = None, rights: tuple[str, ...] = (),
-         needs_upload_dirs: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers a tool function. Its docstring is the description; its parameters
-    after the first (the ToolContext) are the tool's arguments, each annotated
-    ``Annotated[type, Arg(...)]``. ``scoped=False``: the tool acts on no one wiki (it gets
-    no ``wiki`` argument, and read-only wikis do not refuse it). ``needs_extension``: calls
-    on a wiki without that extension are refused, naming the wikis that have it. ``rights``:
-    a write by an account without them is refused before anything is sent (see ToolContext).
-    ``needs_upload_dirs``: the tool is of no use until the operator sets upload directories."""
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        TOOLS[name] = ToolSpec(
-            name=name, title=title, description=" ".join((fn.__doc__ or "").split()), fn=fn,
-            read_only=read_only, destructive=destructive, idempotent=idempotent,
-            open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-            needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
-        return fn
-    return register
+#: The module's tools; ``@tool`` adds to it.
+REGISTRY = Registry()
+tool = REGISTRY.tool
 
 
 def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
@@ -2697,7 +2775,7 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
 def type_kind(hint: Any) -> tuple[Any, Any]:
     """Reduces a type hint to (kind, item kind): str, int, bool, list or an enum tuple."""
     origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
+    if origin in (typing.Union, UnionType):
         (hint,) = [h for h in typing.get_args(hint) if h is not type(None)]
         return type_kind(hint)
     if origin is Literal:
@@ -2743,18 +2821,18 @@ def param_schema(p: Param) -> dict[str, Any]:
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Validates a call's arguments against the tool's parameters. Every problem is
     an invalid_input error naming the argument, never a silent drop or a crash."""
-    accepted = list(dict.fromkeys([*spec.params, *(["wiki"] if spec.scoped else [])]))
+    accepted = spec.arguments
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
-        raise invalid(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
-                      f"{', '.join(repr(u) for u in unknown)} for {spec.name}. "
-                      f"Accepted arguments: {', '.join(accepted)}.")
+        raise invalid_input(f"Unknown argument{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(repr(u) for u in unknown)} for {spec.name}. "
+                            f"Accepted arguments: {', '.join(accepted)}.")
     values: dict[str, Any] = {}
-    for name, p in spec.params.items():
+    for name, p in accepted.items():
         value = arguments.get(name)
         if value is None:
             if p.required:
-                raise invalid(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
+                raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
             values[name] = p.default
             continue
         values[name] = check_value(spec.name, p, value)
@@ -2765,69 +2843,70 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
     name = p.name
     if p.kind is list:
         if not isinstance(value, list):
-            raise invalid(f"Argument {name!r} must be an array, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
         if not value and p.required:
-            raise invalid(f"Argument {name!r} must not be empty.")
+            raise invalid_input(f"Argument {name!r} must not be empty.")
         if p.arg.max_items and len(value) > p.arg.max_items:
-            raise invalid(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
-                          f"split the call.")
+            raise invalid_input(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
+                                f"split the call.")
         item = Param(f"{name}[{{}}]", p.item_kind, None, p.arg, True, None)
         return [check_value(tool_name, dataclasses.replace(item, name=f"{name}[{i}]"), v)
                 for i, v in enumerate(value)]
     if isinstance(p.kind, tuple):
         if value not in p.kind:
-            raise invalid(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
+            raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
         return value
     if p.kind is bool:
         if not isinstance(value, bool):
-            raise invalid(f"Argument {name!r} must be true or false, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
         return value
     if p.kind is int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise invalid(f"Argument {name!r} must be an integer, got {json_type(value)}.")
+            raise invalid_input(f"Argument {name!r} must be an integer, got {json_type(value)}.")
         if p.arg.minimum is not None and value < p.arg.minimum:
-            raise invalid(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
+            raise invalid_input(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
         if p.arg.maximum is not None and value > p.arg.maximum:
-            raise invalid(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
+            raise invalid_input(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
         return value
     if not isinstance(value, str):
-        raise invalid(f"Argument {name!r} must be a string, got {json_type(value)}.")
+        raise invalid_input(f"Argument {name!r} must be a string, got {json_type(value)}.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise invalid(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
+        raise invalid_input(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
         check_title_text(name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
-        raise invalid(f"Argument {name!r} is {len(value)} characters long; at most "
-                      f"{p.arg.max_length} are accepted.")
+        raise invalid_input(f"Argument {name!r} is {len(value)} characters long; at most "
+                            f"{p.arg.max_length} are accepted.")
     return value
 
 
 def check_title_text(name: str, title: str) -> None:
     """Refuses what no wiki takes as a page title, saying what to give instead."""
     if not title:
-        raise invalid(f"Argument {name!r} must be a non-empty page title.")
+        raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
     if encoded := PERCENT_ESCAPE.search(title):
-        raise invalid(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are written "
-                      f"as the wiki shows them: {urllib.parse.unquote(title).replace('_', ' ')!r}.")
+        shown = urllib.parse.unquote(title).replace("_", " ")
+        raise invalid_input(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are "
+                            f"written as the wiki shows them: {shown!r}.")
     page, fragment, heading = title.partition("#")
     if fragment:
-        raise invalid(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a page, not "
-                      f"a page. Give the title alone ({page.strip()!r}); to read one section, get-page takes "
-                      "section=N.")
+        raise invalid_input(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a "
+                            f"page, not a page. Give the title alone ({page.strip()!r}); to read one "
+                            "section, get-page takes section=N.")
     if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
-        raise invalid(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
+        raise invalid_input(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
     # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
     # wiki's to say, and it refuses a title still too long.
     _, colon, rest = title.partition(":")
     if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
         after = " after its namespace prefix" if colon else ""
-        raise invalid(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
-                      f"{MAX_TITLE_BYTES}.")
+        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                            f"{MAX_TITLE_BYTES}.")
 
 
 PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
@@ -2958,11 +3037,11 @@ class IdempotencyStore:
                     call = self._calls[key] = IdempotentCall(fingerprint, self.clock())
                     break
             if call.fingerprint != fingerprint:
-                raise WikiError("conflict", f"idempotencyKey {key!r} was already used with other "
-                                "arguments; nothing was done. Use a new key for a new request.")
+                raise conflict(f"idempotencyKey {key!r} was already used with other "
+                               "arguments; nothing was done. Use a new key for a new request.")
             if not call.done.wait(IDEMPOTENCY_WAIT_SECONDS):
-                raise WikiError("conflict", f"The first call with idempotencyKey {key!r} is still "
-                                "running; call again later to get its result.")
+                raise conflict(f"The first call with idempotencyKey {key!r} is still "
+                               "running; call again later to get its result.")
             if call.result is not None:
                 return call.result, True
         try:
@@ -3039,8 +3118,8 @@ class ToolCalls:
         when the server stops first. ``write``: the job may change the wiki."""
         import anyio
         if self.stopping:
-            raise WikiError("upstream_failure", "This server is shutting down; nothing was done. Call "
-                            "again once it is back.")
+            raise upstream_failure("This server is shutting down; nothing was done. Call "
+                                   "again once it is back.")
         with self._lock:
             turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
         call = RunningCall(anyio.CancelScope())
@@ -3061,14 +3140,14 @@ class ToolCalls:
             if self._idle is not None and not self._running:
                 self._idle.set()
         if not call.started:
-            raise WikiError("upstream_failure", "This server stopped before the call began; nothing was "
-                            "done. Call again once the server is back.")
+            raise upstream_failure("This server stopped before the call began; nothing was "
+                                   "done. Call again once the server is back.")
         if write:
-            raise WikiError("upstream_failure", "This server stopped before the wiki answered this write, "
-                            "which it may still save. Before calling again, check the page's history "
-                            "(get-page-history) or the file (get-file).")
-        raise WikiError("upstream_failure", "This server stopped before the wiki answered; nothing was "
-                        "changed. Call again once the server is back.")
+            raise upstream_failure("This server stopped before the wiki answered this write, "
+                                   "which it may still save. Before calling again, check the page's history "
+                                   "(get-page-history) or the file (get-file).")
+        raise upstream_failure("This server stopped before the wiki answered; nothing was "
+                               "changed. Call again once the server is back.")
 
     async def stop(self, grace: float) -> None:
         """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
@@ -3090,15 +3169,16 @@ class ToolCalls:
 
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, a client per wiki, what
-    the write tools remember (reads for the no-loss checks, idempotency keys), and the tool
-    calls in flight.
+    """Everything one server instance holds: its configuration, a client per wiki, the tools
+    it serves, what the write tools remember (reads for the no-loss checks, idempotency
+    keys), and the tool calls in flight.
 
     add-wiki and remove-wiki replace ``config.wikis`` and ``clients`` with new dicts under
     ``lock`` (never change them in place), so a tool running on another thread always sees
     a consistent pair to read from."""
     config: Config
     clients: dict[str, MediaWikiClient]
+    registry: Registry = REGISTRY
     reads: ReadLedger = dataclasses.field(default_factory=ReadLedger)
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
@@ -3110,11 +3190,11 @@ class ServerState:
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
 
     @classmethod
-    def from_config(cls, config: Config, **client_options: Any) -> ServerState:
+    def from_config(cls, config: Config, registry: Registry = REGISTRY, **client_options: Any) -> ServerState:
         config = dataclasses.replace(config, wikis=dict(config.wikis))
         clients = {key: wiki.client(config.user_agent, **client_options)
                    for key, wiki in config.wikis.items()}
-        return cls(config=config, clients=clients, client_options=client_options,
+        return cls(config=config, clients=clients, registry=registry, client_options=client_options,
                    configured=dict(config.wikis))
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
@@ -3128,10 +3208,10 @@ class ServerState:
         if wiki is None or wiki == "":
             return self.config.default_wiki
         if not isinstance(wiki, str):
-            raise invalid(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
+            raise invalid_input(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
         key = wiki.removeprefix("mcp://wikis/").strip().rstrip("/")
         if key not in self.config.wikis:
-            raise invalid(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+            raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return key
 
     def entries(self) -> list[tuple[str, WikiConfig, MediaWikiClient]]:
@@ -3143,20 +3223,20 @@ class ServerState:
         with self.lock:  # add-wiki and remove-wiki may be changing both on another thread
             wiki, client = self.config.wikis.get(key), self.clients.get(key)
         if wiki is None or client is None:
-            raise invalid(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
+            raise invalid_input(f"Unknown wiki {key!r}. Configured wikis: {', '.join(self.config.wikis)}.")
         return wiki, client
 
     def add_wiki(self, wiki: WikiConfig, client: MediaWikiClient) -> None:
         with self.lock:
             if wiki.key in self.config.wikis:
-                raise WikiError("conflict", f"The wiki {wiki.key} is already configured.")
+                raise conflict(f"The wiki {wiki.key} is already configured.")
             self.config.wikis = {**self.config.wikis, wiki.key: wiki}
             self.clients = {**self.clients, wiki.key: client}
 
     def remove_wiki(self, key: str) -> WikiConfig:
         with self.lock:
             if key == self.config.default_wiki:
-                raise invalid(f"{key} is the default wiki, which cannot be removed.")
+                raise invalid_input(f"{key} is the default wiki, which cannot be removed.")
             wikis, clients = dict(self.config.wikis), dict(self.clients)
             removed = wikis.pop(key)
             clients.pop(key, None)
@@ -3170,27 +3250,33 @@ def no_progress(done: float, total: float | None, message: str) -> None:
 
 @dataclasses.dataclass
 class ToolContext:
-    """What a tool function receives: the wiki's client and the server's settings.
-    ``progress(done, total, message)`` reports MCP progress of a long call (an upload);
-    it sends nothing unless the client asked for progress, and it never fails the call.
-    ``rights``: the rights the tool needs, checked on its first request to the wiki (``mw``)."""
-    client: MediaWikiClient
+    """What a tool function gets besides its arguments. A tool may use:
+
+    - ``client``: the wiki's client. A tool's first use of it checks that the account has the
+      rights the tool needs (``rights`` of @tool): after the tool's own checks of its arguments,
+      before it asks the wiki anything, so a call the account cannot make changes nothing (and
+      asks no confirmation).
+    - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
+    - ``continue_from``, ``dry_run``: the call's continueFrom and dryRun (see @tool's flags).
+    - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
+    - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
+      nothing unless the client asked for progress, and it never fails the call.
+    - ``state``: the server's state (its configuration, what writes remember, the other wikis)."""
+    _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
     progress: Callable[[float, float | None, str], None] = no_progress
-    rights: tuple[str, ...] = ()
+    rights: tuple[str, ...] = ()  # the rights still to check
+    continue_from: str | None = None
+    dry_run: bool = False
 
     @property
-    def mw(self) -> MediaWikiClient:
-        """The wiki's client. A tool's first use of it checks that the account has the rights
-        the tool needs: after the tool's own checks of its arguments, before it asks the wiki
-        anything, so a call the account cannot make changes nothing (and asks no confirmation)."""
+    def client(self) -> MediaWikiClient:
         rights, self.rights = self.rights, ()
         for right in rights:
-            if why := self.client.cannot(right):
-                raise WikiError("permission_denied",
-                                f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
-        return self.client
+            if why := self._client.cannot(right):
+                raise permission_denied(f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+        return self._client
 
     @property
     def budget(self) -> int:
@@ -3198,14 +3284,14 @@ class ToolContext:
 
     @property
     def site(self) -> SiteInfo:
-        return self.client.site  # learnt once per wiki, so no request of this call
+        return self._client.site
 
 
 def offered_tools(state: ServerState) -> list[ToolSpec]:
     """The tools this configuration offers: tools that write to a wiki only when a wiki is
     writable, and each tool only where its ``offered`` condition holds."""
     writable = state.any_writable()
-    return [spec for spec in TOOLS.values()
+    return [spec for spec in state.registry.tools.values()
             if (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state))]
 
@@ -3222,46 +3308,48 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
                 others.append(other)
         except WikiError:  # an unreachable wiki cannot say; leave it out
             continue
-    raise invalid(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
-                  "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
-                                       if others else "No configured wiki has it."))
+    raise invalid_input(f"{spec.name} needs the {spec.needs_extension} extension, which the wiki {key} "
+                        "does not have. " + (f"Wikis that have it: {', '.join(others)}; pass one as wiki."
+                                             if others else "No configured wiki has it."))
 
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread). Returns content blocks and is_error;
     never raises, so nothing but ``category: message`` reaches the model."""
-    spec = TOOLS.get(name)
+    spec = state.registry.tools.get(name)
     try:
         offered = offered_tools(state)
+        available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
-            raise invalid(f"Unknown tool {name!r}. Available tools: {', '.join(s.name for s in offered)}.")
+            raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
-            raise WikiError("permission_denied", f"The tool {name} is not offered with this server's "
-                            "configuration; no retry by the model changes it. Available tools: "
-                            f"{', '.join(s.name for s in offered)}.")
+            raise permission_denied(f"The tool {name} is not offered with this server's configuration; no "
+                                    f"retry by the model changes it. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
-            raise invalid("Tool arguments must be an object.")
+            raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
         key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
         wiki, client = state.wiki_and_client(key)
         if spec.scoped and not spec.read_only and wiki.read_only:
-            raise WikiError("permission_denied", f"The wiki {key} is configured read-only; the "
-                            "operator decides this, and no retry by the model changes it.")
+            raise permission_denied(f"The wiki {key} is configured read-only; the "
+                                    "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights)
-        idempotency_key = values.get("idempotencyKey")
-        if idempotency_key and not spec.read_only and not values.get("dryRun"):
-            fingerprint = json.dumps([name, key, {k: v for k, v in values.items() if k != "idempotencyKey"}],
-                                     sort_keys=True, ensure_ascii=False)
+        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights,
+                          continue_from=values["continueFrom"] if spec.continue_from else None,
+                          dry_run=spec.dry_run and values["dryRun"])
+        own = {arg: values[arg] for arg in spec.params}
+        idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
+        if idempotency_key:
+            fingerprint = json.dumps([name, key, own], sort_keys=True, ensure_ascii=False)
             result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **values)))
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)))
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
-            result = spec.fn(ctx, **values)
+            result = spec.fn(ctx, **own)
     except WikiError as error:
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
@@ -3297,14 +3385,14 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
-    # one place serves tools/list and tools/call from the TOOLS registry instead.
+    # one place serves tools/list and tools/call from the tool registry instead.
     # It also serves resources/list and resources/read from the wiki registry, because
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         listening(ctx)
         return mt.ListToolsResult(tools=[
-            mt.Tool(name=spec.name, title=spec.title, description=spec.description,
+            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config),
                     input_schema=spec.schema(),
                     annotations=mt.ToolAnnotations(
                         read_only_hint=spec.read_only, destructive_hint=spec.destructive,
@@ -3357,7 +3445,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             except Exception:
                 log.debug("could not report progress", exc_info=True)
 
-        spec = TOOLS.get(params.name)
+        spec = state.registry.tools.get(params.name)
         try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
             wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
         except WikiError:
@@ -3417,29 +3505,35 @@ FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html': rendered; 'none': metadata only.")
 SectionArg = Arg("Section number alone (0 = lead), as truncation markers list them.", minimum=0)
 OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
-ContinueArg = Arg("From the previous call's 'More results' marker.")
 NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
-DryRunArg = Arg("Saves nothing; returns the diff that would be saved.")
-IdempotencyKeyArg = Arg("One per user request, reused on retry; a repeat writes nothing.", max_length=200)
 
 
 # -- shared pieces of the page tools ----------------------------------------
 
-
-def resolve_page(query: dict[str, Any], title: str) -> tuple[dict[str, Any], str | None]:
-    """The page a single-title query returned, and the title it was redirected from."""
-    pages = query.get("pages") or []
-    page = pages[0] if pages else {}
-    redirected = None
-    for hop in query.get("redirects") or []:
-        redirected = redirected or hop.get("from")
-    return page, redirected
+def query_page(ctx: ToolContext, **params: Any) -> tuple[dict[str, Any], str | None]:
+    """The page an action=query about one page answers with, and the title it was redirected from."""
+    return resolve_page(ctx.client.get({"action": "query", **params}).get("query", {}))
 
 
-def check_title(page: dict[str, Any], title: str) -> None:
+def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The page a single-page query returned, and the title it was redirected from."""
+    pages, hops = query.get("pages") or [{}], query.get("redirects") or []
+    return pages[0], next((hop["from"] for hop in hops if hop.get("from")), None)
+
+
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True) -> None:
+    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title)."""
     if page.get("invalid"):
-        raise invalid(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+        raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+    if not must_exist:
+        return
+    if "interwiki" in page:
+        raise invalid_input(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
+    if page.get("special"):
+        raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
+    if page.get("missing") or not page:
+        raise missing_page(ctx, page.get("title", title))
 
 
 def invalid_reason(page: dict[str, Any]) -> str:
@@ -3447,26 +3541,16 @@ def invalid_reason(page: dict[str, Any]) -> str:
     return str(reason.get("text", "") if isinstance(reason, dict) else reason or "")
 
 
-def check_page(ctx: ToolContext, page: dict[str, Any], title: str) -> None:
-    check_title(page, title)
-    if "interwiki" in page:
-        raise invalid(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
-    if page.get("special"):
-        raise invalid(f"{page.get('title', title)!r} is a special page; it has no content to read.")
-    if page.get("missing") or not page:
-        raise missing_page(ctx, page.get("title", title))
-
-
 def missing_page(ctx: ToolContext, title: str) -> WikiError:
-    return WikiError("not_found", f"Page {title!r} not found on {ctx.wiki.key}. " + (
+    return not_found(f"Page {title!r} not found on {ctx.wiki.key}. " + (
         gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
 
 
 def gone(ctx: ToolContext, title: str) -> str | None:
     """Where a page that is not there went, from the wiki's log: deleted (undelete-page
     restores it) or moved without a redirect; None when the log does not say."""
-    events = ctx.mw.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
-                         "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
+    events = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                             "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
     for event in events or []:
         when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
                 + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
@@ -3481,14 +3565,14 @@ def gone(ctx: ToolContext, title: str) -> str | None:
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
     """not_found for a section past the last, listing the sections there are, as the wiki
     numbers them (headings that templates bring cannot be read or edited by number)."""
-    parsed = ctx.mw.get({"action": "parse", "prop": "sections",
-                         **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
+    parsed = ctx.client.get({"action": "parse", "prop": "sections",
+                             **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
     sections = ["0 (Lead)"]
     for found in parsed.get("sections") or []:
         if str(found.get("index", "")).isdigit():
             marks = "=" * int(found.get("level") or 2)
             sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
-    return WikiError("not_found", f"There is no section {section} in {title} on {ctx.wiki.key}. "
+    return not_found(f"There is no section {section} in {title} on {ctx.wiki.key}. "
                      f"Its sections: {', '.join(sections)}.")
 
 
@@ -3509,6 +3593,19 @@ def slot_text(ctx: ToolContext, revision: dict[str, Any], section: int | None, t
     return slot.get("content", "")
 
 
+def continuation(ctx: ToolContext, *keys: str) -> dict[str, str]:
+    """The API fields of the call's continueFrom, if any; it may hold only ``keys`` (decode_continuation)."""
+    return decode_continuation(ctx.continue_from, keys) if ctx.continue_from else {}
+
+
+def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
+    """Adds the 'More results available' marker when MediaWiki has more to give."""
+    if data.get("continue"):
+        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
+                                          encode_continuation(data["continue"])))
+    return blocks
+
+
 # -- read tools: pages, search, the wiki and the account ---------------------
 
 @tool("get-page", "Get page", read_only=True)
@@ -3523,17 +3620,15 @@ def get_page(
     followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
 ) -> list[str]:
     """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
-    revision ID (update-page's latestId); notes a followed redirect. Truncated at 50000 bytes by
-    default, the marker naming the next call. For several pages, use get-pages; for an old
-    revision, get-revision."""
+    revision ID (a write's latestId); notes a followed redirect. Truncated at
+    {content_max_bytes:bytes}, the marker naming the next call. For several pages, use
+    get-pages; for an old revision, get-revision."""
     if content == "html":
         return page_html(ctx, title, metadata, section, offset, followRedirects)
-    query = ctx.mw.get({
-        "action": "query", "titles": title, "redirects": followRedirects, "prop": "revisions|info",
-        "rvprop": "ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
-        "rvslots": "main", "rvsection": section if content == "source" else None,
-    }).get("query", {})
-    page, redirected = resolve_page(query, title)
+    page, redirected = query_page(
+        ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
+        rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
+        rvsection=section if content == "source" else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
@@ -3576,16 +3671,15 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
         header += f"\nOffset: {piece.start} of {piece.total} bytes"
     blocks = [f"{header}\n\n{piece.text}"]
     if piece.truncated:
-        numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections or []]
-        blocks.append(truncated_marker(piece, tool_name, sections=numbered or None, again=again))
+        blocks.append(truncated_marker(piece, tool_name, sections=sections or (), again=again))
     return blocks
 
 
 def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
     """A page or revision rendered (action=parse); a missing page or section says what there is."""
     try:
-        return ctx.mw.get({"action": "parse", "section": section, "disableeditsection": True,
-                           "disablelimitreport": True, **params}).get("parse", {})
+        return ctx.client.get({"action": "parse", "section": section, "disableeditsection": True,
+                               "disablelimitreport": True, **params}).get("parse", {})
     except WikiError as error:
         if error.code == "nosuchsection":
             raise no_such_section(ctx, title, section, params.get("oldid")) from None
@@ -3601,9 +3695,8 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        query = ctx.mw.get({"action": "query", "pageids": parsed.get("pageid"), "prop": "revisions|info",
-                            "rvprop": "ids|timestamp|user|size|comment", "rvslots": "main"})
-        page, _ = resolve_page(query.get("query", {}), title)
+        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info",
+                             rvprop="ids|timestamp|user|size|comment", rvslots="main")
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
     return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
@@ -3621,10 +3714,10 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 wiki pages' wikitext, in the order asked, each with its title and
-    revision ID; missing titles are listed. One budget of 50000 bytes by default; pages left out
+    revision ID; missing titles are listed. One budget of {content_max_bytes:bytes}; pages left out
     are named with the call that reads them. For HTML, a section or an offset, use get-page."""
     wanted = list(dict.fromkeys(titles))
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main",
@@ -3670,7 +3763,9 @@ def get_pages(
         ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
                                0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
     if cut or omitted:
-        blocks.append(pages_marker(used, total, cut, omitted))
+        cut_title, cut_piece, sections = cut or ("", None, [])
+        blocks.append(truncated_marker(cut_piece, "get-page", sections=sections, verb="with", shown=(used, total),
+                                       again={"title": cut_title} if cut else None, left_out=omitted))
     return blocks or ["No pages."]
 
 
@@ -3688,25 +3783,7 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     return result
 
 
-def pages_marker(used: int, total: int, cut: tuple[str, Slice, list[Section]] | None,
-                 omitted: list[str]) -> str:
-    parts = [f"Content truncated at {used} of {total} bytes."]
-    if cut:
-        title, piece, sections = cut
-        if sections:
-            parts.append(f"Available sections of {title}: 0 (Lead), "
-                         f"{section_list([(s.number, s.heading) for s in sections])}.")
-            parts.append(f"To read a specific section, call get-page with {call_args(title=title)} and "
-                         "section=N.")
-        parts.append(f"To read on, call get-page with {call_args(title=title, offset=piece.end)}.")
-    if omitted:
-        names = json.dumps(omitted, ensure_ascii=False)
-        parts.append(f"Not included: {', '.join(omitted)}. To read them, call get-pages again with "
-                     f"titles={names}.")
-    return " ".join(parts)
-
-
-@tool("search-page", "Search pages", read_only=True)
+@tool("search-page", "Search pages", read_only=True, continue_from=True)
 def search_page(
     ctx: ToolContext,
     query: Annotated[str, Arg("Words to find in page text (the wiki's search syntax applies).",
@@ -3714,18 +3791,14 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
                                                 max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
     For titles that begin with some text, use search-page-by-prefix."""
     if not query.strip():
-        raise invalid("Argument 'query' must contain something to search for.")
-    data = ctx.mw.get({
-        "action": "query", "list": "search", "srsearch": query, "srwhat": "text",
-        "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-        "srinfo": "totalhits",
-        **(decode_continuation(continueFrom, ("sroffset",)) if continueFrom else {}),
-    })
+        raise invalid_input("Argument 'query' must contain something to search for.")
+    data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
+                           "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
+                           "srinfo": "totalhits", **continuation(ctx, "sroffset")})
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
@@ -3733,13 +3806,10 @@ def search_page(
     matching = total if total is not None else len(rows)
     head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
     blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
-    if data.get("continue"):
-        blocks.append(more_results_marker(len(rows), "page", "search-page", "continueFrom",
-                                          encode_continuation(data["continue"])))
-    return blocks
+    return with_more(blocks, data, len(rows), "page", "search-page")
 
 
-@tool("search-page-by-prefix", "Search pages by prefix", read_only=True)
+@tool("search-page-by-prefix", "Search pages by prefix", read_only=True, continue_from=True)
 def search_page_by_prefix(
     ctx: ToolContext,
     prefix: Annotated[str, Arg("Start of the page title; a namespace prefix (e.g. Category:) "
@@ -3747,43 +3817,36 @@ def search_page_by_prefix(
     namespace: Annotated[int | None, Arg("Namespace ID to search in, instead of a prefix in the text.",
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles to return.", minimum=1, maximum=100)] = 20,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the titles of wiki pages that begin with the given text, one per line. For words
     inside pages, use search-page."""
     if not prefix.strip():
-        raise invalid("Argument 'prefix' must not be empty.")
+        raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
     if namespace is not None and named and named != namespace:  # MediaWiki would ignore namespace
         names = ctx.site.namespaces
-        raise invalid(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but namespace "
-                      f"is {namespace} ({names.get(namespace, 'unknown')}). Give the namespace once: in the "
-                      "prefix or as namespace.")
-    data = ctx.mw.get({
-        "action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
-        "psnamespace": namespace,
-        **(decode_continuation(continueFrom, ("psoffset",)) if continueFrom else {}),
-    })
+        raise invalid_input(f"The prefix {prefix!r} is in namespace {named} ({names.get(named)}), but "
+                            f"namespace is {namespace} ({names.get(namespace, 'unknown')}). Give the "
+                            "namespace once: in the prefix or as namespace.")
+    data = ctx.client.get({"action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
+                           "psnamespace": namespace, **continuation(ctx, "psoffset")})
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
-    if data.get("continue"):
-        blocks.append(more_results_marker(len(titles), "title", "search-page-by-prefix",
-                                          "continueFrom", encode_continuation(data["continue"])))
-    return blocks
+    return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
 
 
 @tool("get-site-info", "Get site info", read_only=True)
 def get_site_info(ctx: ToolContext) -> str:
     """Returns the wiki's name, MediaWiki version, language, main page, address, read-only
     state, namespaces with their IDs and installed extensions."""
-    query = ctx.mw.refresh_site("extensions")
+    query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
     return labelled(
         ("Wiki", ctx.wiki.key), ("Name", site.name), ("MediaWiki", site.generator),
         ("Language", site.lang), ("Main page", site.main_page),
         ("Main page URL", site.page_url(site.main_page) if site.main_page else None),
-        ("API", ctx.mw.api_url),
+        ("API", ctx.client.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
         ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
@@ -3793,8 +3856,8 @@ def get_site_info(ctx: ToolContext) -> str:
 def whoami(ctx: ToolContext) -> str:
     """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
     and its editing rights: what a write may do."""
-    info = ctx.mw.get({"action": "query", "meta": "userinfo",
-                       "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
+    info = ctx.client.get({"action": "query", "meta": "userinfo",
+                           "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
                "upload_by_url", "protect", "block", "bot", "apihighlimits", "writeapi")
     rights = [r for r in notable if r in set(info.get("rights") or [])]
@@ -3802,7 +3865,7 @@ def whoami(ctx: ToolContext) -> str:
     return labelled(
         ("Wiki", ctx.wiki.key),
         ("User", f"anonymous (IP {info.get('name')})" if anonymous else info.get("name")),
-        ("Login", f"{ctx.mw.username} (bot password)" if ctx.mw.username else
+        ("Login", f"{ctx.client.username} (bot password)" if ctx.client.username else
          "OAuth 2 access token" if ctx.wiki.token else None),
         ("User ID", None if anonymous else info.get("id")),
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
@@ -3817,8 +3880,8 @@ def read_long(ctx: ToolContext, params: Mapping[str, Any]) -> dict[str, Any]:
     """A read whose parameters carry text (wikitext to parse or compare): a GET while
     it fits a URL, else a POST, retried like a GET since it writes nothing."""
     if len(urllib.parse.urlencode(encode_params(params))) > MAX_GET_PARAMS_BYTES:
-        return ctx.mw.post(params, retry_transient=True)
-    return ctx.mw.get(params)
+        return ctx.client.post(params, retry_transient=True)
+    return ctx.client.get(params)
 
 
 def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
@@ -3836,9 +3899,9 @@ def get_revision(
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns one revision of a wiki page by revision ID, wikitext or rendered HTML, with its
-    page, time, user, summary, size, tags and parent. Truncated at 50000 bytes by default, the
+    page, time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the
     marker naming the next call. For the latest revision, use get-page with metadata=true."""
-    query = ctx.mw.get({
+    query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
                   + ("|content" if content == "source" else ""),
@@ -3847,7 +3910,7 @@ def get_revision(
     page = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
-        raise WikiError("not_found", f"Revision {revisionId} not found on {ctx.wiki.key}. "
+        raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
                         "get-page-history lists a page's revision IDs.")
     header = revision_header(ctx, page, revision, section)
     if content == "none":
@@ -3859,8 +3922,8 @@ def get_revision(
     else:
         slot = main_slot(revision)
         if "texthidden" in slot or "texthidden" in revision:
-            raise WikiError("permission_denied", f"The content of revision {revisionId} is hidden "
-                            "(revision deletion). " + NEXT_STEP["permission_denied"])
+            raise permission_denied(f"The content of revision {revisionId} is hidden "
+                                    "(revision deletion). " + NEXT_STEP["permission_denied"])
         again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page);
@@ -3912,22 +3975,19 @@ def get_page_history(
     then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
     olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
     if olderThan is not None and newerThan is not None:
-        raise invalid("Give olderThan or newerThan, not both: olderThan pages back in time, "
-                      "newerThan forward.")
+        raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
+                            "newerThan forward.")
     anchor = olderThan or newerThan
     try:
-        query = ctx.mw.get({
-            "action": "query", "titles": title, "prop": "revisions",
-            "rvprop": "ids|timestamp|user|size|comment|flags|tags", "rvlimit": limit + 2,
-            "rvstartid": anchor, "rvdir": "newer" if newerThan else None, "rvtag": tag, "rvuser": user,
-        }).get("query", {})
+        page, _ = query_page(ctx, titles=title, prop="revisions", rvlimit=limit + 2, rvstartid=anchor,
+                             rvprop="ids|timestamp|user|size|comment|flags|tags", rvtag=tag, rvuser=user,
+                             rvdir="newer" if newerThan else None)
     except WikiError as error:
-        if error.category == "not_found" and "[badid_rvstartid]" in error.message:
-            raise WikiError("not_found", f"Revision {anchor} does not exist on {ctx.wiki.key}; "
+        if error.code == "badid_rvstartid":
+            raise not_found(f"Revision {anchor} does not exist on {ctx.wiki.key}; "
                             f"call get-page-history without {'olderThan' if olderThan else 'newerThan'} "
                             "for the latest revisions.") from None
         raise
-    page, _ = resolve_page(query, title)
     check_page(ctx, page, title)
     fetched = page.get("revisions") or []
     sizes = {r["revid"]: r.get("size", 0) for r in fetched}
@@ -3936,8 +3996,8 @@ def get_page_history(
     rows = rows[:limit]
     unknown = [r["parentid"] for r in rows if r.get("parentid") and r["parentid"] not in sizes]
     if unknown:  # filtered by tag or user: the parents are not in the list
-        parents = ctx.mw.get({"action": "query", "revids": unknown, "prop": "revisions",
-                              "rvprop": "ids|size"}).get("query", {})
+        parents = ctx.client.get({"action": "query", "revids": unknown, "prop": "revisions",
+                                  "rvprop": "ids|size"}).get("query", {})
         sizes.update({r["revid"]: r.get("size", 0) for p in parents.get("pages") or []
                       for r in p.get("revisions") or []})
     if newerThan:
@@ -3991,13 +4051,13 @@ def compare_pages(
 ) -> list[str]:
     """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
     (not text against text): only the changed lines, - old and + new under @@ line hunks, with
-    both sizes and the change. Truncated at 50000 bytes by default (offset continues). For what
+    both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
     changed, use this rather than diffing two fetched sources."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
-        raise invalid("Cannot compare fromText with toText: one side must be a revision or a page "
-                      "title (fromRevision, fromTitle, toRevision or toTitle).")
+        raise invalid_input("Cannot compare fromText with toText: one side must be a revision or a page "
+                            "title (fromRevision, fromTitle, toRevision or toTitle).")
     result = read_long(ctx, {"action": "compare", "prop": "diff|ids|title|size|timestamp|user",
                              **sides["from"], **sides["to"]}).get("compare", {})
     lines = parse_diff_table(result.get("body", ""))
@@ -4021,8 +4081,8 @@ def compare_side(side: str, revision: int | None, title: str | None, text: str |
     names = [f"{side}Revision", f"{side}Title", f"{side}Text"]
     given = [n for n, v in zip(names, (revision, title, text)) if v is not None]
     if len(given) != 1:
-        raise invalid(f"Must supply exactly one of {', '.join(names)}"
-                      + (f"; got {' and '.join(given)}." if given else "."))
+        raise invalid_input(f"Must supply exactly one of {', '.join(names)}"
+                            + (f"; got {' and '.join(given)}." if given else "."))
     if revision is not None:
         return {f"{side}rev": revision}
     if title is not None:
@@ -4039,23 +4099,9 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
     return f"{title}, revision {result.get(f'{side}revid')} ({details})"
 
 
-
 # -- read tools: categories, links, recent changes, parsing -----------------
 
-
-def continuation(continue_from: str | None, *keys: str) -> dict[str, str]:
-    return decode_continuation(continue_from, keys) if continue_from else {}
-
-
-def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
-    """Adds the 'More results available' marker when MediaWiki has more to give."""
-    if data.get("continue"):
-        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
-                                          encode_continuation(data["continue"])))
-    return blocks
-
-
-@tool("get-category-members", "Get category members", read_only=True)
+@tool("get-category-members", "Get category members", read_only=True, continue_from=True)
 def get_category_members(
     ctx: ToolContext,
     category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
@@ -4063,26 +4109,22 @@ def get_category_members(
         "Member types. Default: all.", max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns a category's members, one title per line, after its page, subcategory and file
     counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
     category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
-    data = ctx.mw.get({
-        "action": "query", "list": "categorymembers", "cmtitle": title, "cmprop": "title|type",
-        "cmtype": types, "cmnamespace": namespaces, "cmlimit": limit,
-        "titles": title, "prop": "categoryinfo",
-        **continuation(continueFrom, "cmcontinue"),
-    })
+    data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
+                           "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
+                           "prop": "categoryinfo", **continuation(ctx, "cmcontinue")})
     query = data.get("query", {})
     members = query.get("categorymembers") or []
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
-        check_title(page, category)
+        check_page(ctx, page, category, must_exist=False)
         title = page.get("title", title)
         if page.get("missing") and not members and not page.get("categoryinfo"):
-            raise WikiError("not_found", f"{title} has no page and no members on {ctx.wiki.key}. "
+            raise not_found(f"{title} has no page and no members on {ctx.wiki.key}. "
                             "search-page-by-prefix with namespace=14 finds existing categories.")
     rows = [m["title"] + (f" | {m['type']}" if m.get("type", "page") != "page" else "") for m in members]
     head = title + (" (no category page)" if page and page.get("missing") else "")
@@ -4100,7 +4142,7 @@ LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, fol
 }
 
 
-@tool("get-links-here", "Get links here", read_only=True)
+@tool("get-links-here", "Get links here", read_only=True, continue_from=True)
 def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4108,14 +4150,13 @@ def get_links_here(
         "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the pages that link to, transclude or (files) show a wiki page, one per line; a
     note marks transclusion, file link, redirect, or via X (through redirect X), none a plain
     link. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
-        raise invalid(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
+        raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
     params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
                               "titles": title, "prop": "info"}
@@ -4123,11 +4164,11 @@ def get_links_here(
         _, prefix, _, redirects = LINK_KINDS[kind]
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
-    data = ctx.mw.get({**params, **continuation(continueFrom, "blcontinue", "eicontinue", "iucontinue")})
+    data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
     query = data.get("query", {})
     page = next(iter(query.get("pages") or []), None)  # absent when continuing
     if page is not None:
-        check_title(page, title)
+        check_page(ctx, page, title, must_exist=False)
         title = page.get("title", title)
     rows = []
     for kind in kinds:
@@ -4149,7 +4190,7 @@ RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; onl
              "tags (only when any) | edit summary (quoted, only when any)")
 
 
-@tool("get-recent-changes", "Get recent changes", read_only=True)
+@tool("get-recent-changes", "Get recent changes", read_only=True, continue_from=True)
 def get_recent_changes(
     ctx: ToolContext,
     start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
@@ -4163,25 +4204,24 @@ def get_recent_changes(
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
-    continueFrom: Annotated[str | None, ContinueArg] = None,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
     log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
     if user and excludeUser:
-        raise invalid("Give user or excludeUser, not both.")
+        raise invalid_input("Give user or excludeUser, not both.")
     if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid("Hiding both anonymous and registered users leaves no changes; hide one.")
+        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
     newest = iso_timestamp(end, "end") if end else None
     oldest = iso_timestamp(start, "start") if start else None
     if newest and oldest and oldest > newest:
-        raise invalid(f"start ({oldest}) is after end ({newest}).")
-    data = ctx.mw.get({
+        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
+    data = ctx.client.get({
         "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
         "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
         "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
         "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
-        "rclimit": limit, **continuation(continueFrom, "rccontinue"),
+        "rclimit": limit, **continuation(ctx, "rccontinue"),
     })
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
@@ -4212,9 +4252,9 @@ def parse_wikitext(
 ) -> list[str]:
     """Renders wikitext through the wiki without saving (signatures and subst: expanded): HTML,
     parse warnings, links and templates (missing ones marked), categories and external links, to
-    check an edit before saving. HTML truncated at 50000 bytes by default (offset continues)."""
+    check an edit before saving. HTML truncated at {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
-        raise invalid("Argument 'wikitext' must contain something to render.")
+        raise invalid_input("Argument 'wikitext' must contain something to render.")
     parsed = read_long(ctx, {
         "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
         "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
@@ -4239,21 +4279,17 @@ def existence_list(items: list[dict[str, Any]] | None) -> str:
     return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
 
 
-
 # -- read tools: files ---------------------------------------------------------
-
 
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
     file's old title redirects to its new one); not_found when there is no file."""
     name = title_in_namespace(ctx.site, title, 6)
-    query = ctx.mw.get({"action": "query", "titles": name, "redirects": True, "prop": "imageinfo",
-                        **extra}).get("query", {})
-    page, redirected = resolve_page(query, name)
-    check_title(page, title)
+    page, redirected = query_page(ctx, titles=name, redirects=True, prop="imageinfo", **extra)
+    check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)
     if info is None:  # a page without a file, or neither (a file from a shared repository has no page)
-        raise WikiError("not_found", f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
+        raise not_found(f"File {page.get('title', name)!r} not found on {ctx.wiki.key}"
                         + (" (its page exists, but no file was uploaded)" if not page.get("missing") else "")
                         + ". search-page-by-prefix with namespace=6 finds existing files.")
     return page, info, redirected
@@ -4291,7 +4327,7 @@ def get_file_data(
 ) -> list[Any]:
     """Returns a file's image as an image block fetched by the server, for clients that cannot
     reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
-    renders to them. Capped at 1000000 bytes of base64 by default. For metadata and URLs, use
+    renders to them. Capped at {file_data_max_bytes:bytes of base64}. For metadata and URLs, use
     get-file."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
@@ -4301,18 +4337,18 @@ def get_file_data(
     elif mime.startswith("image/") and info.get("url"):
         url, shown = info["url"], (info.get("width"), info.get("height"))
     else:
-        raise invalid(f"{name} is {mime or 'not an image'}, which the wiki does not render as an image. "
-                      "get-file gives its metadata and URL.")
+        raise invalid_input(f"{name} is {mime or 'not an image'}, which the wiki does not render as an "
+                            "image. get-file gives its metadata and URL.")
     limit = ctx.state.config.file_data_max_bytes
-    data = ctx.mw.fetch(url, limit * 3 // 4)
+    data = ctx.client.fetch(url, limit * 3 // 4)
     if data is None:
-        raise invalid(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
-                      "base64). " + ("Call get-file-data again with a smaller width." if url != info.get("url")
-                                     else "The wiki cannot scale it; get-file gives its URL."))
+        again = "Call get-file-data again with a smaller width." if url != info.get("url") else ""
+        raise invalid_input(f"The image of {name} is over the {limit}-byte cap (MCP_FILE_DATA_MAX_BYTES, in "
+                            f"base64). {again or 'The wiki cannot scale it; get-file gives its URL.'}")
     kind = raster_type(data)
     if kind is None:
-        raise invalid(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
-                      "image. get-file gives its metadata and URL.")
+        raise invalid_input(f"The wiki sent {name} as {mime or 'unknown data'}, not a PNG, JPEG, GIF or WebP "
+                            "image. get-file gives its metadata and URL.")
     import mcp_types as mt  # the SDK's types, imported when first needed
     scaled = url != info.get("url")
     header = labelled(("Title", name), ("Redirected from", redirected), ("MIME type", kind),
@@ -4323,9 +4359,7 @@ def get_file_data(
     return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
 
 
-
 # -- write tools: pages ------------------------------------------------------
-
 
 def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
     """The summary a write sends: the comment, attributed unless the wiki is set not to be,
@@ -4355,8 +4389,8 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
     """A saved revision's size against its parent's, as the wiki stored them: the wiki's
     pre-save transform (signatures, subst:, trailing space) can change the text sent."""
     try:
-        query = ctx.mw.get({"action": "query", "revids": [parent, revid] if parent else revid,
-                            "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
+        query = ctx.client.get({"action": "query", "revids": [parent, revid] if parent else revid,
+                                "prop": "revisions", "rvprop": "ids|size"}).get("query", {})
     except WikiError as error:
         return f"unknown (the wiki did not say: {error.message})"
     sizes = {r["revid"]: r.get("size", 0) for p in query.get("pages") or [] for r in p.get("revisions") or []}
@@ -4371,32 +4405,32 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     """Sends one action=edit and describes the saved revision. If the wiki's answer is
     lost, the page history tells whether the edit landed: it is never sent twice."""
     try:
-        data = ctx.mw.write({"action": "edit", "title": title, **fields, "summary": summary,
-                             "tags": change_tags(ctx)})
+        data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
+                                 "tags": change_tags(ctx)})
     except ResponseLost as lost:
         try:
             landed = find_landed_edit(ctx, title, base, summary, fields)
         except WikiError as error:
-            raise WikiError("upstream_failure", f"{lost.message} Whether the edit was saved could not "
-                            f"be checked ({error.message}); read the page with get-page before "
-                            "calling again.") from None
+            raise upstream_failure(f"{lost.message} Whether the edit was saved could not "
+                                   f"be checked ({error.message}); read the page with get-page before "
+                                   "calling again.") from None
         if landed is None:
             after = f"after revision {base}" if base else "creating it"
             # Not proof it never lands: a slow wiki may still be saving it after a timeout.
-            raise WikiError("upstream_failure", f"{lost.message} The page's history shows no edit by "
-                            f"this account {after} yet. A slow wiki may still save it: check with "
-                            "get-page-history before calling again.") from None
+            raise upstream_failure(f"{lost.message} The page's history shows no edit by "
+                                   f"this account {after} yet. A slow wiki may still save it: check with "
+                                   "get-page-history before calling again.") from None
         return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
                            "Saved (the wiki's answer was lost; its history shows the edit once).")
     edit = data.get("edit") or {}
     if edit.get("result") != "Success":
         if "captcha" in edit:
-            raise WikiError("permission_denied", f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, "
-                            "which this server cannot solve; nothing was saved. The account needs the "
-                            "skipcaptcha right (for example the bot group).")
+            raise permission_denied(f"{ctx.wiki.key} asks for a CAPTCHA to save this edit, which this server "
+                                    "cannot solve; nothing was saved. The account needs the skipcaptcha "
+                                    "right (for example the bot group).")
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
-        raise WikiError("upstream_failure", f"The wiki did not save the edit ({detail or 'no reason'}). "
-                        + NEXT_STEP["upstream_failure"])
+        raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
+                               + NEXT_STEP["upstream_failure"])
     title = edit.get("title", title)
     if edit.get("nochange"):
         return (f"No change: the text is what the page already holds; nothing was saved.\n"
@@ -4415,18 +4449,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     """The revision after ``base`` that this account saved with this summary, if any. Without a
     summary, or for an edit that adds text (parallel ones by this account may share a summary),
     it must also hold the text that ``fields`` sent, in its place."""
-    query = ctx.mw.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
-                        "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
-                        "rvlimit": 20}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+                            "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
+                            "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
-    page, _ = resolve_page(query, title)
+    page, _ = resolve_page(query)
     candidates = [r for r in page.get("revisions") or [] if r.get("revid") != base and r.get("user") == me
                   and (not summary or stored_as(r.get("comment", ""), summary))]
     holds = sent_text_check(fields) if not summary or "text" not in fields else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
-    texts = ctx.mw.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
-                        "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+    texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
+                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
     held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
             for r in p.get("revisions") or []}
     return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
@@ -4476,9 +4510,9 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
     """Refuses a dry run of what the save would be refused for: a protected title or page, a
     blocked account (the query asked intestactions for ``action``)."""
     if (page.get("actions") or {}).get(action) is False:
-        raise WikiError("permission_denied", f"Nothing was saved (dry run): the account cannot {action} "
-                        f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is blocked), so "
-                        "the save would be refused. " + NEXT_STEP["permission_denied"])
+        raise permission_denied(f"Nothing was saved (dry run): the account cannot {action} "
+                                f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is "
+                                "blocked), so the save would be refused. " + NEXT_STEP["permission_denied"])
 
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
@@ -4498,13 +4532,13 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                  **({"offset": read.seen} if read.seen else {})}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
-    raise invalid(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
-                  "drop the part that was not read. To change part of it, use update-page with find "
-                  f"and replace. To replace it whole, first read the rest ({rest}).")
+    raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
+                        "drop the part that was not read. To change part of it, use update-page with find "
+                        f"and replace. To replace it whole, first read the rest ({rest}).")
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True,
-      rights=("edit", "createpage"))
+@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True, dry_run=True,
+      idempotency_key=True, rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4513,16 +4547,12 @@ def create_page(
     contentModel: Annotated[str | None, Arg(
         "Content model (e.g. wikitext, json, css, javascript). Default: the namespace's.",
         max_length=64)] = None,
-    dryRun: Annotated[bool, DryRunArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
     title exists, so it never overwrites; to change a page, use update-page."""
     source = as_wiki_receives(source)
-    if dryRun:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info",
-                            "intestactions": "create"}).get("query", {})
-        page, _ = resolve_page(query, title)
+    if ctx.dry_run:
+        page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
         if not page.get("missing"):
             check_page(ctx, page, title)
             raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
@@ -4533,7 +4563,8 @@ def create_page(
                      None, edit_summary(ctx, comment))
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, rights=("edit",))
+@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, dry_run=True,
+      idempotency_key=True, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4555,8 +4586,6 @@ def update_page(
         "Lets a section replacement delete subsections its text lacks.")] = False,
     removeSections: Annotated[bool, Arg(
         "Lets a whole-page replacement shrink the page to one section's shape.")] = False,
-    dryRun: Annotated[bool, DryRunArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> list[str] | str:
     """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
     Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). A
@@ -4566,33 +4595,29 @@ def update_page(
     section's headings (none: the lead). For new pages, use create-page."""
     if find is not None:
         if source is not None or mode != "replace":
-            raise invalid("find and replace change a passage in place: give them without source and mode.")
+            raise invalid_input("find and replace change a passage in place: give them without source and mode.")
         if replace is None:
-            raise invalid("find needs replace: the text to put in its place ('' deletes it).")
+            raise invalid_input("find needs replace: the text to put in its place ('' deletes it).")
         if not find:
-            raise invalid("Argument 'find' must not be empty.")
+            raise invalid_input("Argument 'find' must not be empty.")
     elif source is None:
-        raise invalid("Give source (the new text), or find and replace.")
+        raise invalid_input("Give source (the new text), or find and replace.")
     elif replace is not None or replaceAll:
-        raise invalid("replace and replaceAll go with find.")
+        raise invalid_input("replace and replaceAll go with find.")
     replacing = mode == "replace" and find is None
     if removeSubsections and not (replacing and section is not None):
-        raise invalid("removeSubsections applies only to replacing a section (section=N with source).")
+        raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
     if removeSections and not (replacing and section is None):
-        raise invalid("removeSections applies only to replacing the whole page (source without section).")
+        raise invalid_input("removeSections applies only to replacing the whole page (source without section).")
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
-    if bot and not ctx.mw.account.can("bot"):
-        raise invalid(f"The account {ctx.mw.account.name} lacks the bot right on "
-                      f"{ctx.wiki.key}, so bot=true cannot be honoured; nothing was saved. Call again "
-                      "without bot.")
-    query = ctx.mw.get({
-        "action": "query", "titles": title, "prop": "revisions|info", "rvslots": "main",
-        "rvprop": "ids|content", "intestactions": "edit" if dryRun else None,
-    }).get("query", {})
-    page, _ = resolve_page(query, title)
+    if bot and not ctx.client.account.can("bot"):
+        raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
+                            "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
+    page, _ = query_page(ctx, titles=title, prop="revisions|info", rvslots="main", rvprop="ids|content",
+                         intestactions="edit" if ctx.dry_run else None)
     if page.get("missing"):
-        raise WikiError("not_found", f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
+        raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
                         "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
                                                  "create-page; search-page-by-prefix finds existing titles."))
     check_page(ctx, page, title)
@@ -4606,13 +4631,13 @@ def update_page(
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base:
-        raise invalid(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
-                      "nothing was saved. Pass the revision ID get-page returned for this page.")
+        raise invalid_input(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
+                            "nothing was saved. Pass the revision ID get-page returned for this page.")
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     pin = latestId or read_base or (latest if mode == "replace" else None)
     whole = main_slot(current).get("content", "")
-    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or dryRun) else whole
+    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or ctx.dry_run) else whole
     # What the change is made on: a replacement, like MediaWiki's section splice, on the base
     # revision, whose section numbers are the ones the model read; an addition on the page now.
     seen = base if mode == "replace" else whole
@@ -4641,7 +4666,7 @@ def update_page(
     else:
         fields["prependtext"] = (source or "") + separator(source or "", old)
         new = fields["prependtext"] + old
-    if dryRun:
+    if ctx.dry_run:
         return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
     # This server's own unpinned additions to one page go one at a time, so that many at once
     # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
@@ -4651,28 +4676,28 @@ def update_page(
             return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment))
     except WikiError as error:
         if error.code == "editconflict" and read_base:
-            raise WikiError("conflict", f"{title!r} changed since revision {pin}, the one last read here, on "
-                            "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                            error.code) from None
+            raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
+                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                           error.code) from None
         raise
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     """Whether revision ``revid`` belongs to ``page``: a base from another page would make
     MediaWiki merge against another text."""
-    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
     other = (query.get("pages") or [{}])[0]
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
 
 
 def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
     """Refuses an edit through a redirect page whose own text the model has not seen."""
-    query = ctx.mw.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
     target = str((query.get("redirects") or [{}])[0].get("to", ""))
-    raise invalid(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
-                  "target's text under it. To change that text, call update-page with "
-                  f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page itself, "
-                  "first read it with get-page and followRedirects=false.")
+    raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
+                        "target's text under it. To change that text, call update-page with "
+                        f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page "
+                        "itself, first read it with get-page and followRedirects=false.")
 
 
 def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
@@ -4682,36 +4707,35 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
     since: a conflict, showing the change."""
     count = old.count(find)
     if count and base != latest and find not in latest_text:
-        raise WikiError("conflict", f"The text to find is in revision {base}, the base of this change, "
-                        f"but no longer in {where} (revision {latest}): it was changed since. Nothing was "
-                        "saved. "
-                        f"The changes since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
-                        + MW_NEXT_STEP["editconflict"], "editconflict")
+        raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
+                       f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
+                       f"since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                       + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
             if base != latest and find in latest_text else ""
-        raise invalid(f"The text to find does not occur in {where} (revision {base}); nothing was changed. "
-                      "find must match the wikitext exactly, whitespace and markup included: get-page shows "
-                      "it." + newer)
+        raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
+                            "changed. find must match the wikitext exactly, whitespace and markup included: "
+                            "get-page shows it." + newer)
     if count > 1 and not every:
-        raise invalid(f"The text to find occurs {count} times in {where}; nothing was changed. "
-                      "Include more of the surrounding text to pick one, or set replaceAll=true.")
+        raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
+                            "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
 
 
 def revision_text(ctx: ToolContext, revid: int) -> str:
-    query = ctx.mw.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
-                        "rvslots": "main"}).get("query", {})
+    query = ctx.client.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
+                            "rvslots": "main"}).get("query", {})
     return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
 
 
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
     lost = lost_subsections(old, new, syntax)
     if lost:
-        raise invalid(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
-                      f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include them in "
-                      "source, replace a subsection on its own (section=N), or set removeSubsections=true "
-                      "to delete them.")
+        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
+                            "them in source, replace a subsection on its own (section=N), or set "
+                            "removeSubsections=true to delete them.")
 
 
 def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
@@ -4725,11 +4749,11 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
     others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
                                                if not span[0] <= s.start < span[1]]
     shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
-    raise invalid(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all of "
-                  f"{title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
-                  f"{section_list(others)}. To change only that section, call update-page with "
-                  f"section={section} and this source. To make this text the whole page, call again "
-                  "with removeSections=true.")
+    raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
+                        f"of {title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
+                        f"{section_list(others)}. To change only that section, call update-page with "
+                        f"section={section} and this source. To make this text the whole page, call again "
+                        "with removeSections=true.")
 
 
 def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
@@ -4743,16 +4767,17 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
     if stale:
         merged = merge3(base, mine, whole)
         if merged is None:
-            raise WikiError("conflict", f"Nothing was saved (dry run): {title!r} changed since "
-                            f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
-                            "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
-                            "editconflict")
+            raise conflict(f"Nothing was saved (dry run): {title!r} changed since "
+                           f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
+                           "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
+                           "editconflict")
         mine = merged
     return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
                           merged_into=latest if stale else None)
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, rights=("move",))
+@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -4762,22 +4787,22 @@ def move_page(
     moveSubpages: Annotated[bool, Arg("Also moves subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
         "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Renames a wiki page (by default with its talk page); returns the old and new titles,
     whether a redirect was left, each talk page and subpage moved or left behind (and why), and
     the new URL. Fails if the page is missing or the new title exists, and before moving anything
     if the account cannot move as asked."""
-    if not leaveRedirect and (why := ctx.mw.cannot("suppressredirect")):
-        raise invalid(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a redirect.")
-    if moveSubpages and (why := ctx.mw.cannot("move-subpages")):
-        raise invalid(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
+    if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
+        raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
+                            "redirect.")
+    if moveSubpages and (why := ctx.client.cannot("move-subpages")):
+        raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx)}
     status = "Moved."
     try:
-        moved = ctx.mw.write(params).get("move", {})
+        moved = ctx.client.write(params).get("move", {})
     except ResponseLost as lost:
         moved = move_after_lost_answer(ctx, lost, fromTitle, toTitle)
         status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)."
@@ -4801,13 +4826,13 @@ def move_after_lost_answer(ctx: ToolContext, lost: ResponseLost, from_title: str
     """What the wiki shows after a move whose answer was lost, as the API answers a move: the
     page at its new title, its old title a redirect there or gone. A refused move (the new title
     taken, say) leaves the page where it was, which is no move."""
-    query = ctx.mw.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
-                        "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
+                            "prop": "info"}).get("query", {})
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
     if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
-        raise WikiError("upstream_failure", f"{lost.message} The wiki shows {from_title!r} still in its "
-                        "place, so the page was not moved. Call again to retry.") from None
+        raise upstream_failure(f"{lost.message} The wiki shows {from_title!r} still in its "
+                               "place, so the page was not moved. Call again to retry.") from None
     return {"from": from_title, "to": at_new.get("title", to_title), "redirectcreated": bool(via)}
 
 
@@ -4836,8 +4861,8 @@ def subpage_moves(ctx: ToolContext, moved: Mapping[str, Any]) -> tuple[list[str]
 def subpages_of(ctx: ToolContext, title: str) -> list[str]:
     namespace = ctx.site.namespace_of(title)
     name = title.partition(":")[2] if namespace else title
-    found = ctx.mw.get({"action": "query", "list": "allpages", "apnamespace": namespace,
-                        "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
+    found = ctx.client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                            "apprefix": f"{name}/", "aplimit": "max"}).get("query", {}).get("allpages") or []
     return [p["title"] for p in found]
 
 
@@ -4850,40 +4875,40 @@ def wiki_words(error: Mapping[str, Any]) -> str:
 WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, rights=("delete",))
+@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason for the deletion.", max_length=500)] = None,
     confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
     deletes nothing and fails, showing the latest revision, size and number of revisions to put
     to the user."""
     if not confirm:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info|revisions",
-                            "rvprop": "ids", "rvlimit": "max"})
-        page, _ = resolve_page(query.get("query", {}), title)
+        query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
+                                "rvprop": "ids", "rvlimit": "max"})
+        page, _ = resolve_page(query.get("query", {}))
         check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
         revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
-        raise invalid(f"Nothing was deleted. delete-page would delete {page['title']!r} "
-                      f"(latest revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
-                      f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
-                      f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
-                      "confirm=true.")
+        raise invalid_input(f"Nothing was deleted. delete-page would delete {page['title']!r} (latest "
+                            f"revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
+                            f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
+                            f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
+                            "confirm=true.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     status = "Deleted."
     try:
-        deleted = ctx.mw.write(params).get("delete", {})
+        deleted = ctx.client.write(params).get("delete", {})
     except ResponseLost as lost:
-        query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
-        if not resolve_page(query, title)[0].get("missing"):
-            raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still there, so "
-                            "it was not deleted. Call again to retry.") from None
-        deleted = {"title": resolve_page(query, title)[0].get("title", title)}
+        page, _ = query_page(ctx, titles=title, prop="info")
+        if not page.get("missing"):
+            raise upstream_failure(f"{lost.message} The wiki shows the page still there, so "
+                                   "it was not deleted. Call again to retry.") from None
+        deleted = {"title": page.get("title", title)}
         status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)."
     except WikiError as error:
         if error.code == "missingtitle":  # deleted since the confirmation, or never there
@@ -4894,12 +4919,11 @@ def delete_page(
 
 
 @tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
-      rights=("undelete",))
+      idempotency_key=True, rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
 ) -> str:
     """Restores a deleted wiki page with all its deleted revisions; returns how many came back,
     the latest revision ID and URL. Fails if the title has no deleted revisions."""
@@ -4908,14 +4932,13 @@ def undelete_page(
     restored: dict[str, Any] = {}
     lost: ResponseLost | None = None
     try:
-        restored = ctx.mw.write(params).get("undelete", {})
+        restored = ctx.client.write(params).get("undelete", {})
     except ResponseLost as error:
         lost = error
-    query = ctx.mw.get({"action": "query", "titles": title, "prop": "info"}).get("query", {})
-    page, _ = resolve_page(query, title)
+    page, _ = query_page(ctx, titles=title, prop="info")
     if lost and (page.get("missing") or not page):
-        raise WikiError("upstream_failure", f"{lost.message} The wiki shows the page still deleted, so it "
-                        "was not restored. Call again to retry.")
+        raise upstream_failure(f"{lost.message} The wiki shows the page still deleted, so it "
+                               "was not restored. Call again to retry.")
     status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if lost else "Restored."
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
@@ -5012,23 +5035,23 @@ def file_namespace(ctx: ToolContext) -> str:
 
 def uploads_allowed(ctx: ToolContext) -> None:
     if ctx.site.raw.get("uploadsenabled") is False:
-        raise WikiError("permission_denied", f"{ctx.wiki.key} has uploads switched off; no retry by the "
-                        "model changes this.")
+        raise permission_denied(f"{ctx.wiki.key} has uploads switched off; no retry by the "
+                                "model changes this.")
 
 
 def check_wiki_size(ctx: ToolContext, size: int, what: str) -> None:
     wiki_max = ctx.site.raw.get("maxuploadsize")
     if wiki_max and size > wiki_max:
-        raise invalid(f"{what} is {size} bytes; {ctx.wiki.key} accepts files up to {wiki_max} bytes. "
-                      "Nothing was uploaded.")
+        raise invalid_input(f"{what} is {size} bytes; {ctx.wiki.key} accepts files up to {wiki_max} bytes. "
+                            "Nothing was uploaded.")
 
 
 def check_upload_size(ctx: ToolContext, size: int, what: str) -> None:
     check_wiki_size(ctx, size, what)
     cap = ctx.state.config.upload_max_bytes
     if size > cap:
-        raise invalid(f"{what} is {size} bytes; this server uploads files up to {cap} bytes "
-                      "(MCP_UPLOAD_MAX_BYTES, which the operator can raise). Nothing was uploaded.")
+        raise invalid_input(f"{what} is {size} bytes; this server uploads files up to {cap} bytes "
+                            "(MCP_UPLOAD_MAX_BYTES, which the operator can raise). Nothing was uploaded.")
 
 
 def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
@@ -5037,27 +5060,27 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
     uploads_allowed(ctx)
     directories = ctx.state.config.upload_dirs
     if not directories:
-        raise WikiError("permission_denied", "Uploads from disk are switched off: the operator has set no "
-                        "upload directory (MCP_UPLOAD_DIRS, or uploadDirs in the configuration file). No "
-                        "retry by the model changes this; upload-file-from-url uploads from a URL.")
+        raise permission_denied("Uploads from disk are switched off: the operator has set no upload "
+                                "directory (MCP_UPLOAD_DIRS, or uploadDirs in the configuration file). No "
+                                "retry by the model changes this; upload-file-from-url uploads from a URL.")
     if not os.path.isabs(filepath):
-        raise invalid(f"filepath must be an absolute path, not {filepath!r}.")
+        raise invalid_input(f"filepath must be an absolute path, not {filepath!r}.")
     real = os.path.realpath(filepath)
     if not any(os.path.commonpath([real, d]) == d for d in directories):
         linked = " once its links are resolved" if real != os.path.normpath(filepath) else ""
-        raise WikiError("permission_denied", f"{filepath} lies outside the upload directories{linked} "
-                        f"({', '.join(directories)}); this server reads no other file. No retry with "
-                        "this path changes this: the file must be copied into one of them.")
+        raise permission_denied(f"{filepath} lies outside the upload directories{linked} "
+                                f"({', '.join(directories)}); this server reads no other file. No retry with "
+                                "this path changes this: the file must be copied into one of them.")
     try:  # the checked path itself, never a link swapped in since
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise WikiError("not_found", f"There is no file {filepath}.") from None
+        raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:
-        raise WikiError("permission_denied", f"{filepath} cannot be read: {error.strerror}.") from None
+        raise permission_denied(f"{filepath} cannot be read: {error.strerror}.") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise invalid(f"{filepath} is not a regular file.")
+            raise invalid_input(f"{filepath} is not a regular file.")
         check_upload_size(ctx, info.st_size, filepath)
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(ctx.state.config.upload_max_bytes + 1)
@@ -5081,7 +5104,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     except ValueError:
         parts = urllib.parse.urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid(f"{url!r} is not an http(s) URL of a file.")
+        raise invalid_input(f"{url!r} is not an http(s) URL of a file.")
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
@@ -5089,19 +5112,19 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     host = host_of(url)
     try:
         try:
-            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx.client.timeout, stream=True)
+            # the wiki's timeout, read past the rights check: the fetch asks the wiki nothing
+            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx._client.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
                 raise  # refused by the guard, or no URL at all
-            raise WikiError("upstream_failure", f"{error.message} Nothing was uploaded, and the URL was not "
-                            "handed to the wiki: this server could not check where it leads. "
-                            + RETRY_LATER) from None
+            raise upstream_failure(f"{error.message} Nothing was uploaded, and the URL was not "
+                                   "handed to the wiki: this server could not check where it leads. "
+                                   + RETRY_LATER) from None
         with response:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
-                raise WikiError("not_found" if response.status_code in (404, 410) else "upstream_failure",
-                                f"{url} answered HTTP {response.status_code}; nothing was uploaded. "
-                                "Check the URL.")
+                raise (not_found if response.status_code in (404, 410) else upstream_failure)(
+                    f"{url} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
             length = response.headers.get("Content-Length", "")
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
@@ -5136,14 +5159,13 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
 
 
 def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, new: bool,
-                        text: str | None, comment: str | None, ignore_warnings: bool, sibling: str,
-                        steps: tuple[int, int]) -> str:
+                        text: str | None, comment: str | None, ignore_warnings: bool) -> str:
     """Uploads ``source`` as a new file (``new``) or a new version of an existing one,
-    publishing past exactly the warnings that the call allows (see the banner above).
-    ``sibling`` is the tool to use instead when the title's existence is the other way;
-    ``steps`` is (the progress so far, the total)."""
+    publishing past exactly the warnings that the call allows (see the banner above)."""
     name = file_name(ctx, title)
-    done, total = steps
+    # the tool to use instead when the title's existence is the other way; a URL was fetched first
+    sibling = ("update-file" if new else "upload-file") + ("-from-url" if source.url else "")
+    done, total = (1, 3) if source.url else (0, 2)
     summary = edit_summary(ctx, comment)
     publish = {"action": "upload", "filename": name, "comment": summary, "tags": change_tags(ctx),
                # MediaWiki puts the comment on a new description page when no text is given;
@@ -5175,12 +5197,12 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
         refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
                                 " For a new file, pick another title." if new else "")
     if new and "exists" in warnings:
-        raise WikiError("conflict", f"{where} already exists; nothing was uploaded. To upload a new "
-                        f"version of it, use {sibling}; otherwise pick another title.")
+        raise conflict(f"{where} already exists; nothing was uploaded. To upload a new "
+                       f"version of it, use {sibling}; otherwise pick another title.")
     if not new and "exists" not in warnings:
         why = "".join(f"; {w}" for w in explained(
             {k: v for k, v in warnings.items() if k in ("page-exists", "was-deleted")}))
-        raise WikiError("not_found", f"{where} does not exist{why}; nothing was uploaded. To upload a new "
+        raise not_found(f"{where} does not exist{why}; nothing was uploaded. To upload a new "
                         f"file, use {sibling}.")
     if "nochange" in warnings:
         return ("No change: the file's current version already has these bytes; nothing was uploaded.\n"
@@ -5189,26 +5211,26 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     # the name MediaWiki publishes under, when it renames a bad one
     published_name = str(warnings.get("badfilename") or name)
     if concerns and not ignore_warnings:
-        category = "conflict" if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
-            else "invalid_input"
+        refusal = conflict if any(UPLOAD_WARNINGS.get(k, ("",))[0] == "conflict" for k in concerns) \
+            else invalid_input
         remedy = (f" To use that name, call again with title='{file_title(ctx, published_name)}'."
                   if "badfilename" in concerns else "")
-        raise WikiError(category, "Nothing was uploaded: the wiki warns that "
-                        f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
-                        "ignoreWarnings=true.")
+        raise refusal("Nothing was uploaded: the wiki warns that "
+                      f"{'; '.join(explained(concerns))}.{remedy} To upload anyway, call again with "
+                      "ignoreWarnings=true.")
     ctx.progress(done + 1, total, f"{ctx.wiki.key} checked the file; publishing it")
     filekey = answer.get("filekey")
     sha1 = source.sha1 or (answer.get("imageinfo") or {}).get("sha1")
     if sha1 is None and filekey:  # a warned stash of a URL the wiki fetched: its SHA-1, for a lost answer
-        stashed = ctx.mw.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
-                              "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
+        stashed = ctx.client.get({"action": "query", "prop": "stashimageinfo", "siifilekey": filekey,
+                                  "siiprop": "sha1"}).get("query", {}).get("stashimageinfo") or [{}]
         sha1 = stashed[0].get("sha1")
     commit = {**publish, "ignorewarnings": bool(warnings), **({"filekey": filekey} if filekey else origin)}
     answer = send_upload(ctx, commit, None if filekey else files, published_name, sha1, publishing=True)
     if answer.get("result") != "Success":  # warned at publishing time: something changed since the check
-        raise WikiError("conflict", f"Nothing was uploaded: since the file was checked, the wiki found that "
-                        f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
-                        f"{file_title(ctx, name)} before calling again.")
+        raise conflict(f"Nothing was uploaded: since the file was checked, the wiki found that "
+                       f"{'; '.join(explained(answer.get('warnings') or {}))}. Look at "
+                       f"{file_title(ctx, name)} before calling again.")
     raced = new and "exists" in (answer.get("warnings") or {})
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
@@ -5220,13 +5242,12 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
     """Refuses an upload to a file title that redirects, as a moved file's old title does: the
     file would lie hidden behind the redirect. ``remedy`` leads to ``title=`` the target."""
-    query = ctx.mw.get({"action": "query", "titles": file_title(ctx, name), "redirects": True}).get("query", {})
-    page, redirected = resolve_page(query, name)
+    page, redirected = query_page(ctx, titles=file_title(ctx, name), redirects=True)
     if redirected:
         target = page.get("title")
-        raise WikiError("conflict", f"{where} redirects to {target}; nothing was uploaded, since a file there "
-                        f"would lie hidden behind the redirect. To upload a new version of {target}, "
-                        f"{remedy} title='{target}'.{otherwise}")
+        raise conflict(f"{where} redirects to {target}; nothing was uploaded, since a file there "
+                       f"would lie hidden behind the redirect. To upload a new version of {target}, "
+                       f"{remedy} title='{target}'.{otherwise}")
 
 
 def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str, Any] | None,
@@ -5236,36 +5257,37 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
     account); a lost stash request published nothing. ``name``: the file's name as published."""
     try:
         try:
-            return ctx.mw.write(params, files=files).get("upload") or {}
+            return ctx.client.write(params, files=files).get("upload") or {}
         except WikiError as error:
             # MediaWiki files the replaced version under the current second, so a second new
             # version within one second fails, before anything is written (the stash is kept):
             # that second is waited out once.
             if error.code != "backend-fail-alreadyexists" or not publishing:
                 raise
-            ctx.mw.sleep(1.0)
-            return ctx.mw.write(params, files=files).get("upload") or {}
+            ctx.client.sleep(1.0)
+            return ctx.client.write(params, files=files).get("upload") or {}
     except ResponseLost as lost:
         if not publishing:
-            raise WikiError("upstream_failure", f"{lost.message} The wiki was only checking the file, "
-                            "so nothing was published; call again.") from None
+            raise upstream_failure(f"{lost.message} The wiki was only checking the file, "
+                                   "so nothing was published; call again.") from None
         try:
             landed = landed_upload(ctx, name, sha1)
         except WikiError as error:
-            raise WikiError("upstream_failure", f"{lost.message} Whether the file was uploaded could not "
-                            f"be checked ({error.message}); look at the file before calling again.") from None
+            raise upstream_failure(f"{lost.message} Whether the file was uploaded could not be checked "
+                                   f"({error.message}); look at the file before calling again.") from None
         if landed is None:
-            raise WikiError("upstream_failure", f"{lost.message} The file's history shows no upload of "
-                            "these bytes by this account yet. A slow wiki may still save it: look at the "
-                            "file (get-file) before calling again.") from None
+            raise upstream_failure(f"{lost.message} The file's history shows no upload of these bytes by "
+                                   "this account yet. A slow wiki may still save it: look at the file "
+                                   "(get-file) before calling again.") from None
         return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
 
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
     """The file's latest version, if it holds the bytes with this SHA-1 and this account uploaded it."""
-    query = ctx.mw.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo", "meta": "userinfo",
-                        "iiprop": "sha1|user|url|size|mime|canonicaltitle", "iilimit": 1}).get("query", {})
-    page, _ = resolve_page(query, f"File:{name}")
+    query = ctx.client.get({"action": "query", "titles": f"File:{name}", "prop": "imageinfo",
+                            "meta": "userinfo", "iiprop": "sha1|user|url|size|mime|canonicaltitle",
+                            "iilimit": 1}).get("query", {})
+    page, _ = resolve_page(query)
     latest = (page.get("imageinfo") or [{}])[0]
     me = query.get("userinfo", {}).get("name")
     return latest if sha1 and latest.get("sha1") == sha1 and latest.get("user") == me else None
@@ -5286,81 +5308,56 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
 
 
 @tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
-      rights=("upload",), needs_upload_dirs=True)
-def upload_file(
-    ctx: ToolContext,
-    filepath: Annotated[str, FilePathArg],
-    title: Annotated[str, FileTitleArg],
-    text: Annotated[str | None, UploadTextArg] = None,
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
-) -> str:
+      idempotency_key=True, rights=("upload",), needs_upload_dirs=True)
+def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
+                text: Annotated[str | None, UploadTextArg] = None,
+                comment: Annotated[str | None, UploadCommentArg] = None,
+                ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new file; returns the
-    file and description page URLs. Capped at 100 MB by default. Fails if the title exists,
+    file and description page URLs. Capped at {upload_max_bytes:MB}. Fails if the title exists,
     never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
-    source = read_upload_file(ctx, filepath)
-    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="update-file", steps=(0, 2))
+    return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
-      rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
-def update_file(
-    ctx: ToolContext,
-    filepath: Annotated[str, FilePathArg],
-    title: Annotated[str, FileTitleArg],
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
-) -> str:
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
+def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
+                comment: Annotated[str | None, UploadCommentArg] = None,
+                ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new version of an
-    existing file, old versions kept; returns the file and description page URLs. Capped at 100
-    MB by default. Fails if the file does not exist: for a new file, use upload-file; for its
-    description page, update-page."""
-    source = read_upload_file(ctx, filepath)
-    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="upload-file", steps=(0, 2))
+    existing file, old versions kept; returns the file and description page URLs. Capped at
+    {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use upload-file;
+    for its description page, update-page."""
+    return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
-      rights=("upload",))
-def upload_file_from_url(
-    ctx: ToolContext,
-    url: Annotated[str, FileUrlArg],
-    title: Annotated[str, FileTitleArg],
-    text: Annotated[str | None, UploadTextArg] = None,
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
-) -> str:
+      idempotency_key=True, rights=("upload",))
+def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
+                         text: Annotated[str | None, UploadTextArg] = None,
+                         comment: Annotated[str | None, UploadCommentArg] = None,
+                         ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over 100 MB by default, the wiki fetches it where allowed; private addresses and
+    URLs. Over {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses and
     URLs unreachable here are refused. Fails if the title exists: for a new version, use
     update-file-from-url; from disk, upload-file."""
-    source = fetch_upload_url(ctx, url)
-    return upload_file_to_wiki(ctx, title, source, new=True, text=text, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="update-file-from-url", steps=(1, 3))
+    return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=True, text=text,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
-      rights=("upload", "reupload|reupload-own"))
-def update_file_from_url(
-    ctx: ToolContext,
-    url: Annotated[str, FileUrlArg],
-    title: Annotated[str, FileTitleArg],
-    comment: Annotated[str | None, UploadCommentArg] = None,
-    ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False,
-    idempotencyKey: Annotated[str | None, IdempotencyKeyArg] = None,
-) -> str:
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"))
+def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
+                         comment: Annotated[str | None, UploadCommentArg] = None,
+                         ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over 100 MB by default, the wiki fetches
-    it where allowed; private addresses and URLs unreachable here are refused. Fails if the
-    file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
-    source = fetch_upload_url(ctx, url)
-    return upload_file_to_wiki(ctx, title, source, new=False, text=None, comment=comment,
-                               ignore_warnings=ignoreWarnings, sibling="upload-file-from-url", steps=(1, 3))
-
+    kept; returns the file and description page URLs. Over {upload_max_bytes:MB}, the wiki
+    fetches it where allowed; private addresses and URLs unreachable here are refused. Fails if
+    the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
+                               comment=comment, ignore_warnings=ignoreWarnings)
 
 
 # -- wikis: listing, adding, removing -------------------------------------------
@@ -5440,21 +5437,21 @@ def add_wiki(
     """Adds a wiki to this server until it stops, from any URL of it (page, address or api.php),
     checked with its site info and keyed by its server name (e.g. en.wikipedia.org) for other
     tools' wiki. Anonymous and read-only unless the configuration holds credentials for it.
-    Fails for private addresses and wikis already present. For configured wikis, use list-wikis."""
+    Fails for private addresses and for a wiki already configured, naming its key."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
     except ValueError:
-        raise invalid(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
+        raise invalid_input(f"{wikiUrl!r} is not an http(s) URL of a wiki.") from None
     if split_userinfo(url)[1]:
-        raise invalid("wikiUrl must not carry a user name or password; a wiki that needs them is one for "
-                      "the operator to configure.")
+        raise invalid_input("wikiUrl must not carry a user name or password; a wiki that needs them is one "
+                            "for the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = configured_entry(state, wiki_key(url))
     known = registered_as(state, wiki_key(url))
     if known:
-        raise WikiError("conflict", f"{wiki_key(url)} is already configured as the wiki {known}; "
-                        "pass it as wiki to other tools.")
+        raise conflict(f"{wiki_key(url)} is already configured as the wiki {known}; "
+                       "pass it as wiki to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, trusted_hosts=state.config.trusted_hosts, **options)
         site = client.site
@@ -5462,8 +5459,8 @@ def add_wiki(
         known = registered_as(state, key) or next(
             (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
         if known:
-            raise WikiError("conflict", f"{url} is the wiki {known}, which is already configured; "
-                            "pass it as wiki to other tools.")
+            raise conflict(f"{url} is the wiki {known}, which is already configured; "
+                           "pass it as wiki to other tools.")
         wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
     if wiki.key in state.configured:  # the operator's entry, with its credentials
         client = wiki.client(**options)
@@ -5485,7 +5482,7 @@ def remove_wiki(
     """Removes a wiki from this server, added or configured (never the default wiki). Nothing
     changes on the wiki itself; add-wiki brings it back."""
     if not wiki.strip():
-        raise invalid("Argument 'wiki' must name the wiki to remove.")
+        raise invalid_input("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)
     removed = ctx.state.remove_wiki(key)
     return f"Removed wiki {key}" + (f" ({removed.sitename})" if removed.sitename else "") + "."
@@ -5496,7 +5493,7 @@ def remove_wiki(
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
     public and API addresses, then "default" and "read-only" where so. The resource
-    mcp://wikis/{key} holds the same for one wiki."""
+    mcp://wikis/{{key}} holds the same for one wiki."""
     rows = []
     for key in ctx.state.config.wikis:
         facts = wiki_facts(ctx.state, key, contact=True)
@@ -5927,7 +5924,7 @@ def packaging_files(checkout: str) -> dict[str, str]:
         # them would need one build per platform (pydantic-core and others are compiled).
         "server": {"type": "uv", "entry_point": "mediawiki_mcp.py",
                    "mcp_config": {"command": "uv", "args": args, "env": env}},
-        "tools": [{"name": spec.name, "description": spec.description} for spec in TOOLS.values()],
+        "tools": [{"name": spec.name, "description": spec.description()} for spec in REGISTRY.tools.values()],
         "compatibility": {"platforms": ["darwin", "linux", "win32"],
                           "runtimes": {"python": project["requires-python"]}},
         "user_config": user_config,

@@ -38,7 +38,7 @@ import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import pytest
@@ -859,7 +859,7 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         schema = t.input_schema
         assert schema["additionalProperties"] is False
         # every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
-        assert "wiki" in schema["properties"] or not m.TOOLS[t.name].scoped
+        assert "wiki" in schema["properties"] or not m.REGISTRY.tools[t.name].scoped
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
             assert "title" not in prop
@@ -878,6 +878,65 @@ def test_a_parameter_hint_in_optional_as_python_3_10_gives_it_is_read() -> None:
     (param,) = m.signature_params(fn).values()
     assert (param.name, param.kind, param.arg.minimum, param.required, param.default) == ("section", int, 0,
                                                                                        False, None)
+
+WRITABLE_NOWHERE = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MEDIAWIKI_USERNAME": "Bot@mcp",
+                    "MEDIAWIKI_PASSWORD": "0" * 32}  # write tools listed; tools/list sends no request
+
+
+def descriptions(env: dict[str, str]) -> dict[str, str]:
+    return {t.name: t.description for t in list_tools(m.create_server(m.Config.from_env(env)))}
+
+
+def test_descriptions_quote_the_configured_caps() -> None:
+    default = descriptions(WRITABLE_NOWHERE)
+    assert "Truncated at 50000 bytes by default, the marker" in default["get-page"]
+    assert "One budget of 50000 bytes by default;" in default["get-pages"]
+    assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
+    assert "Capped at 100 MB by default." in default["upload-file"]
+    assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
+    configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
+                               "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
+    assert "Truncated at 20000 bytes, the marker" in configured["get-revision"]
+    assert "HTML truncated at 20000 bytes (offset continues)" in configured["parse-wikitext"]
+    assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
+    assert "Capped at 5 MB." in configured["update-file"]
+    assert "Over 5 MB, the wiki fetches it" in configured["upload-file-from-url"]
+    assert "Capped at 123456 bytes." in descriptions({**WRITABLE_NOWHERE, "MCP_UPLOAD_MAX_BYTES": "123456"}
+                                                      )["upload-file"]
+    for name, text in configured.items():
+        assert not re.search(r"50000|1000000|100 MB|(bytes|MB|base64) by default", text), name
+
+
+def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"defaultWiki": "a", "wikis": {"a": {"server": "http://127.0.0.1:9"},
+                                                            "b": {"server": "http://127.0.0.1:8"}}}))
+    for env in ({}, WRITABLE_NOWHERE, {"CONFIG": str(two)}):
+        tools = list_tools(m.create_server(m.Config.from_env(env)))
+        absent = set(m.REGISTRY.tools) - {t.name for t in tools}
+        for t in tools:
+            texts = [t.description, *(p["description"] for p in t.input_schema["properties"].values())]
+            named = {n for n in absent for text in texts if re.search(rf"(?<![\w-]){n}(?![\w-])", text)}
+            assert not named, f"{t.name} names {named}, which this list does not offer"
+
+
+def test_a_tool_that_writes_must_state_its_hints() -> None:
+    registry = m.Registry()
+
+    def writes(ctx: m.ToolContext) -> str:
+        """Writes (a test-only tool)."""
+        return ""
+    for hints in ({}, {"destructive": True}, {"idempotent": False}):
+        with pytest.raises(TypeError, match="state destructive= and idempotent="):
+            registry.tool("test-guess", "Test guess", read_only=False, **hints)(writes)
+    for flags in ({"destructive": True}, {"idempotent": False}, {"dry_run": True}, {"idempotency_key": True}):
+        with pytest.raises(TypeError, match="read-only"):
+            registry.tool("test-read", "Test read", read_only=True, **flags)(writes)
+    assert registry.tools == {}
+    registry.tool("test-read", "Test read", read_only=True)(writes)
+    spec = registry.tools["test-read"]
+    assert (spec.read_only, spec.destructive, spec.idempotent, spec.open_world) == (True, False, True, True)
+
 
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({})))
@@ -4674,17 +4733,19 @@ def config_env(tmp_path: Path, config: dict[str, Any], wiki: RealWiki, other: Re
             "B_USER": other.bot_user, "B_PASS": other.bot_password, **extra}
 
 
-@contextlib.contextmanager
-def temporary_tool(name: str, **options: Any) -> Iterator[None]:
-    """Registers a tiny tool for one test and removes it afterwards."""
-    @m.tool(name, "Test only", **options)
-    def test_tool(ctx: m.ToolContext) -> str:
-        """Returns the key of the wiki it ran on (a test-only tool)."""
-        return f"ran on {ctx.wiki.key}"
-    try:
-        yield
-    finally:
-        m.TOOLS.pop(name, None)
+def registry_of(tools: dict[str, dict[str, Any]]) -> m.Registry:
+    """A registry of a test's own (the module's stays as it is): a tiny tool per name,
+    registered with those options."""
+    registry = m.Registry()
+    for name, options in tools.items():
+        @registry.tool(name, "Test only", **options)
+        def test_tool(ctx: m.ToolContext) -> str:
+            """Returns the key of the wiki it ran on (a test-only tool)."""
+            return f"ran on {ctx.wiki.key}"
+    return registry
+
+
+WRITES = {"read_only": False, "destructive": False, "idempotent": True}
 
 
 def test_typescript_config_file_serves_two_wikis(
@@ -4715,13 +4776,12 @@ def test_a_private_wiki_without_an_account_says_so(other_wiki: RealWiki) -> None
 
 def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
-    state = m.ServerState.from_config(m.Config.from_env(env))
-    with temporary_tool("test-write", read_only=False):
-        assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
-        blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
-        assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
-                                       "operator decides this, and no retry by the model changes it."]
-        assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
+    state = m.ServerState.from_config(m.Config.from_env(env), registry=registry_of({"test-write": WRITES}))
+    assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
+    blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
+    assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
+                                   "operator decides this, and no retry by the model changes it."]
+    assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
 
 
 def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
@@ -4747,19 +4807,96 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
         "fake": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w"},
         wiki.key: {"server": wiki.url, "scriptpath": "/w"}}}
     (tmp_path / "c.json").write_text(json.dumps(config))
-    state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}))
-    with temporary_tool("test-cite", read_only=True, needs_extension="Cite"), \
-            temporary_tool("test-cargo", read_only=True, needs_extension="Cargo"):
-        assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
-        assert m.run_tool(state, "test-cite", {}) == ([
-            f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
-            f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
-        blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
-        assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
-        counter = RequestCounter(m.create_server(state=state))
-        with counter.counting() as n:  # the extensions are learnt once per wiki
-            m.run_tool(state, "test-cite", {"wiki": wiki.key})
-        assert n[0] == 0
+    registry = registry_of({"test-cite": {"read_only": True, "needs_extension": "Cite"},
+                            "test-cargo": {"read_only": True, "needs_extension": "Cargo"}})
+    state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
+    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-cite", {}) == ([
+        f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
+        f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
+    blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
+    assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
+    counter = RequestCounter(m.create_server(state=state))
+    with counter.counting() as n:  # the extensions are learnt once per wiki
+        m.run_tool(state, "test-cite", {"wiki": wiki.key})
+    assert n[0] == 0
+
+
+def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
+        wiki: RealWiki, bot_server: Any, accounts: Accounts, tmp_path: Path) -> None:
+    """A new tool is its function and one line per flag: the registry adds wiki, dryRun and
+    idempotencyKey, refuses what the flags rule out, and answers errors in the contract's shape."""
+    registry, ran = m.Registry(), []
+
+    @registry.tool("test-echo", "Test echo", read_only=False, destructive=False, idempotent=True,
+                   dry_run=True,                # dryRun, read as ctx.dry_run
+                   idempotency_key=True,        # idempotencyKey: a repeat runs nothing
+                   rights=("delete",),          # checked on the tool's first use of ctx.client
+                   needs_extension="Cite")      # refused on a wiki without it
+    def echo(ctx: m.ToolContext, text: Annotated[str, m.Arg("Text to echo.", max_length=20)]) -> str:
+        """Echoes text (a test-only tool)."""
+        ran.append(text)
+        if text == "bug":
+            raise ValueError("a bug in the tool")
+        return f"{ctx.client.site.name} {ctx.wiki.key}: {text}" + (" (dry run)" if ctx.dry_run else "")
+
+    @registry.tool("test-cargo", "Test cargo", read_only=True, needs_extension="Cargo")
+    def cargo(ctx: m.ToolContext) -> str:
+        """Needs Cargo (a test-only tool)."""
+        return "ran"
+
+    @registry.tool("test-list", "Test list", read_only=True,
+                   continue_from=True)              # continueFrom, read as ctx.continue_from
+    def listing(ctx: m.ToolContext) -> str:
+        """Lists nothing (a test-only tool)."""
+        return f"from {ctx.continue_from}"
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"defaultWiki": "main", "wikis": {
+        "main": {"server": wiki.url, "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}"},
+        "frozen": {"server": wiki.url, "scriptpath": "/w", "readOnly": True}}}))
+    env = {"CONFIG": str(config), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password}
+    server = m.create_server(state=m.ServerState.from_config(m.Config.from_env(env), registry=registry))
+    listed = next(t for t in list_tools(server) if t.name == "test-echo")
+    written = next(t for t in list_tools(bot_server) if t.name == "create-page").input_schema
+    assert list(listed.input_schema["properties"]) == ["text", "dryRun", "idempotencyKey", "wiki"]
+    for shared in ("dryRun", "idempotencyKey", "wiki"):
+        assert listed.input_schema["properties"][shared] == written["properties"][shared]
+    assert (listed.annotations.destructive_hint, listed.annotations.idempotent_hint) == (False, True)
+    searched = next(t for t in list_tools(bot_server) if t.name == "search-page").input_schema["properties"]
+    assert next(t for t in list_tools(server) if t.name == "test-list").input_schema["properties"] == {
+        "continueFrom": searched["continueFrom"], "wiki": searched["wiki"]}
+    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["from sroffset=10"]
+
+    assert call(server, "test-echo", text="hi").blocks == ["Test Wiki main: hi"]
+    assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Test Wiki main: hi (dry run)"]
+    first = call(server, "test-echo", text="once", idempotencyKey="k1")
+    again = call(server, "test-echo", text="once", idempotencyKey="k1")
+    assert ran.count("once") == 1 and again.blocks == [m.REPEAT_NOTE + first.blocks[0]]
+    assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [(
+        "permission_denied: The wiki frozen is configured read-only; the operator decides this, and no "
+        "retry by the model changes it.")]
+    assert call(server, "test-cargo").blocks == [(
+        "invalid_input: test-cargo needs the Cargo extension, which the wiki main does not have. No "
+        "configured wiki has it.")]
+    plain = m.create_server(state=m.ServerState.from_config(m.Config.from_env(accounts.plain),
+                                                            registry=registry))
+    refused = call(plain, "test-echo", text="plain")
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' right")
+    assert "plain" in ran  # the check comes on the first use of ctx.client, after the tool's own checks
+
+    assert call(server, "test-echo", text="hi", bogus=1).blocks == [(
+        "invalid_input: Unknown argument 'bogus' for test-echo. Accepted arguments: text, dryRun, "
+        "idempotencyKey, wiki.")]
+    assert call(server, "test-echo", text=5).blocks == [
+        "invalid_input: Argument 'text' must be a string, got an integer."]
+    assert call(server, "test-echo", text="hi", dryRun="yes").blocks == [
+        "invalid_input: Argument 'dryRun' must be true or false, got a string."]
+    assert call(server, "test-echo", text="x" * 21).blocks[0].startswith("invalid_input: Argument 'text' is 21")
+    assert call(server, "test-echo", text="bug").blocks == [
+        "upstream_failure: test-echo failed unexpectedly (ValueError); the server log has the details."]
+    assert call(server, "get-page", title="Apple").blocks[0].startswith("invalid_input: Unknown tool 'get-page'")
 
 
 def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -6168,7 +6305,8 @@ def test_generated_packaging_files_are_current() -> None:
 def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
     manifest = json.loads((HERE / "bundle" / "manifest.json").read_text())
     assert manifest["version"] == m.__version__ and manifest["name"] == pyproject()["name"]
-    assert manifest["tools"] == [{"name": spec.name, "description": spec.description} for spec in m.TOOLS.values()]
+    assert manifest["tools"] == [{"name": spec.name, "description": spec.description()}
+                                 for spec in m.REGISTRY.tools.values()]
     server = manifest["server"]
     assert server["type"] == "uv" and server["entry_point"] == "mediawiki_mcp.py"
     config = server["mcp_config"]
