@@ -368,6 +368,8 @@ class SiteInfo:
     namespace_ids: dict[str, int]       # lower-cased local, canonical and alias names -> ID
     raw: dict[str, Any]
     syntax: Syntax = CORE_SYNTAX  # for section numbers
+    #: Protection: the kinds, the levels and those that cascade (siprop=restrictions)
+    restrictions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -421,6 +423,7 @@ class SiteInfo:
             namespace_ids=ids,
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
+            restrictions=query.get("restrictions") or {},
         )
 
 
@@ -450,11 +453,25 @@ RIGHTS = {
     "undelete": ("restore deleted pages", "Delete pages, revisions, and log entries"),
     "upload": ("upload files", "Upload new files"),
     "reupload": ("upload new versions of files", "Upload, replace, and move files"),
+    "rollback": ("roll back edits", "Rollback changes to pages"),
+    "protect": ("change the protection of pages", "Protect and unprotect pages"),
+    "viewmywatchlist": ("read the watchlist", "View your watchlist"),
+    "editmywatchlist": ("change the watchlist", "Edit your watchlist"),
+}
+
+#: What a refused call can do instead, for rights that have a way round.
+WITHOUT_RIGHT = {
+    "rollback": "Without it, undo-edit reverts the same edits: revisionId the latest, oldestRevisionId the "
+                "first of the run.",
 }
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases|extensiontags"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions"}
+
+#: The kinds of token the write actions take (rollback and watch have their own), all fetched
+#: in one request.
+TOKEN_TYPES = ("csrf", "rollback", "watch")
 
 
 class MediaWikiClient:
@@ -502,7 +519,7 @@ class MediaWikiClient:
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
-        self._csrf: str | None = None
+        self._tokens: dict[str, str] = {}
         self._account: Account | None = None
         self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
@@ -528,28 +545,29 @@ class MediaWikiClient:
         self._ensure_ready()
         return self._call("POST", params, files=files, retry_transient=retry_transient)
 
-    def csrf_token(self, refresh: bool = False) -> str:
-        """The CSRF (edit) token, fetched once per session and cached."""
+    def token(self, kind: str = "csrf", refresh: bool = False) -> str:
+        """A token of one of TOKEN_TYPES, fetched once per session with the others and cached."""
         with self._lock:
-            if refresh or not self._csrf:
-                data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
-                token = data.get("query", {}).get("tokens", {}).get("csrftoken")
-                if not token:
-                    raise upstream_failure(f"{self.name} gave no edit token. "
+            if refresh or kind not in self._tokens:
+                data = self.get({"action": "query", "meta": "tokens", "type": TOKEN_TYPES})
+                tokens = data.get("query", {}).get("tokens", {})
+                self._tokens = {k: tokens[f"{k}token"] for k in TOKEN_TYPES if tokens.get(f"{k}token")}
+                if kind not in self._tokens:
+                    raise upstream_failure(f"{self.name} gave no {kind} token. "
                                            + NEXT_STEP["upstream_failure"])
-                self._csrf = token
-            return self._csrf
+            return self._tokens[kind]
 
-    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """A write: a POST with the CSRF token and maxlag. It is sent again only after
-        answers that prove nothing was written: maxlag, ratelimited with a short
-        Retry-After, and badtoken (once, with a fresh token). An answer that never
+    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None,
+              token: str = "csrf") -> dict[str, Any]:
+        """A write: a POST with maxlag and a token of the kind the action takes. It is sent
+        again only after answers that prove nothing was written: maxlag, ratelimited with a
+        short Retry-After, and badtoken (once, with a fresh token). An answer that never
         arrives raises ResponseLost and is not resent: the caller checks the wiki.
         ``files`` go multipart; give their contents as bytes so a resend can repeat them."""
         self._ensure_ready()
         fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
         for attempt in (1, 2):
-            fields["token"] = self.csrf_token(refresh=attempt > 1)
+            fields["token"] = self.token(token, refresh=attempt > 1)
             try:
                 return self._call("POST", fields, files=files, write=True)
             except WikiError as error:
@@ -784,7 +802,7 @@ class MediaWikiClient:
                                  f"{reason} Check the bot password's user name (Name@BotName) and "
                                  "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
-        self._csrf = None  # tokens belong to the session
+        self._tokens = {}  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
 
     # -- the one place requests are sent ------------------------------------
@@ -2634,13 +2652,18 @@ class Param:
     default: Any
 
 
+#: What a page write may do to the page's place on the account's watchlist (MediaWiki's watchlist).
+WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
+
 #: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
-#: idempotency_key, scoped), in this order. A tool function never declares them.
+#: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("continueFrom", str, None, Arg("From the previous call's 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
     Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
                                            max_length=200), False, None),
+    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: per the account's preferences."),
+          False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
 
@@ -2675,6 +2698,7 @@ class ToolSpec:
     continue_from: bool = False          # takes continueFrom
     dry_run: bool = False                # takes dryRun
     idempotency_key: bool = False        # takes idempotencyKey
+    watch: bool = False                  # takes watch (the written page's place on the watchlist)
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
     rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
     needs_upload_dirs: bool = False      # reads files from the operator's upload directories
@@ -2683,7 +2707,7 @@ class ToolSpec:
     def arguments(self) -> dict[str, Param]:
         """Every argument the tool takes: its own, then those its flags add."""
         flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
-                 "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
+                 "idempotencyKey": self.idempotency_key, "watch": self.watch, "wiki": self.scoped}
         return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
 
     def description(self, config: Config | None = None) -> str:
@@ -2708,7 +2732,8 @@ class Registry:
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
              continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
-             needs_extension: str | None = None, rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
+             watch: bool = False, needs_extension: str | None = None, rights: tuple[str, ...] = (),
+             needs_upload_dirs: bool = False,
              offered: Callable[[ServerState], bool] | None = None,
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
@@ -2723,13 +2748,16 @@ class Registry:
           tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
         - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
           same key and arguments returns its result, marked as a repeat, and runs nothing.
+        - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
+          ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
         - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
         - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-          use of ``ctx.client``, before anything is sent.
+          use of ``ctx.client``, before anything is sent (a read-only tool's too).
         - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
         - ``offered(state)``: listed only while it holds."""
-        if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
-            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun or idempotencyKey")
+        if read_only and (destructive or idempotent is False or dry_run or idempotency_key or watch):
+            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey "
+                            "or watch")
         if not read_only and (destructive is None or idempotent is None):
             raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
 
@@ -2739,7 +2767,8 @@ class Registry:
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
                 open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
                 continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
-                needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
+                watch=watch, needs_extension=needs_extension, rights=rights,
+                needs_upload_dirs=needs_upload_dirs)
             if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
@@ -3255,7 +3284,8 @@ class ToolContext:
       before it asks the wiki anything, so a call the account cannot make changes nothing (and
       asks no confirmation).
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
-    - ``continue_from``, ``dry_run``: the call's continueFrom and dryRun (see @tool's flags).
+    - ``continue_from``, ``dry_run``, ``watch``: the call's continueFrom, dryRun and watch (see
+      @tool's flags).
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -3267,13 +3297,15 @@ class ToolContext:
     rights: tuple[str, ...] = ()  # the rights still to check
     continue_from: str | None = None
     dry_run: bool = False
+    watch: str | None = None
 
     @property
     def client(self) -> MediaWikiClient:
         rights, self.rights = self.rights, ()
         for right in rights:
             if why := self._client.cannot(right):
-                raise permission_denied(f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+                instead = WITHOUT_RIGHT.get(right, NEXT_STEP["permission_denied"])
+                raise permission_denied(f"{why} Nothing was changed. {instead}")
         return self._client
 
     @property
@@ -3335,9 +3367,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                                     "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights,
+        watch = values["watch"] if spec.watch else None
+        ctx = ToolContext(client, wiki, state, progress,
+                          spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
-                          dry_run=spec.dry_run and values["dryRun"])
+                          dry_run=spec.dry_run and values["dryRun"], watch=watch)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
@@ -5548,7 +5582,7 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
             site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
                      and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
-                     and (spec.read_only or all(account.can(right) for right in spec.rights))
+                     and all(account.can(right) for right in spec.rights)
                      and (config.upload_dirs or not spec.needs_upload_dirs)]
         except WikiError as error:
             failures += 1

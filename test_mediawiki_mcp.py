@@ -2338,7 +2338,7 @@ def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -
     """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
     client = m.MediaWikiClient(fake.api, token="tok-never-sent", sleep=lambda s: None)
     assert client.site.name == "Fake"
-    client._csrf = "+\\"
+    client._tokens = {"csrf": "+\\"}
     fake.close()  # nothing listens there any more
     with pytest.raises(m.WikiError) as refused:
         client.write({"action": "edit", "title": "Main Page", "appendtext": "x"})
@@ -2415,7 +2415,7 @@ def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki
     server = make_server(wiki.env())
     title = "Write token refresh test"
     create(server, title, "Text.")
-    server.mediawiki_state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
+    server.mediawiki_state.clients[wiki.key]._tokens = {"csrf": "0123456789abcdef+\\"}  # as if the session had renewed
     result = call(server, "update-page", title=title, source="Text, after a token refresh.")
     assert not result.is_error, result.text
     assert wiki.wikitext(title) == "Text, after a token refresh."
