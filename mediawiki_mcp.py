@@ -2176,6 +2176,23 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+#: How MediaWiki writes the expiry of what never expires.
+NEVER = ("infinite", "infinity", "indefinite", "never", "")
+
+
+def until(expiry: Any) -> str:
+    """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
+    return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
+
+
+def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
+    levels as prop=info and the protection log give them (type, level, expiry, cascade)."""
+    levels = [e for e in entries if e.get("level")]
+    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in levels)
+    return text + ("; cascading" if any(e.get("cascade") for e in levels) else "") if text else "none"
+
+
 def one_line(text: str) -> str:
     """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
     return " ".join(str(text).split())
@@ -3608,6 +3625,11 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
                      f"Its sections: {', '.join(sections)}.")
 
 
+def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
+    return not_found(f"Revision {revid} not found on {ctx.wiki.key}. get-page-history lists a page's "
+                     "revision IDs.")
+
+
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
     revisions = page.get("revisions") or [{}]
     return revisions[0]
@@ -3646,7 +3668,7 @@ def get_page(
     title: Annotated[str, TitleArg],
     content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
-        "Adds page ID, content model, size, last edit and URL.")] = False,
+        "Adds page ID, content model, size, last edit, protection and URL.")] = False,
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
@@ -3659,6 +3681,7 @@ def get_page(
         return page_html(ctx, title, metadata, section, offset, followRedirects)
     page, redirected = query_page(
         ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
+        inprop="protection" if metadata else None,
         rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         rvsection=section if content == "source" else None)
     check_page(ctx, page, title)
@@ -3690,6 +3713,7 @@ def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any]
                   ("Last edited", f"{revision.get('timestamp')} by {revision.get('user')}"
                    if revision.get("timestamp") else None),
                   ("Edit summary", revision.get("comment")),
+                  ("Protection", page.get("protection") and protection_text(page["protection"])),
                   ("URL", ctx.site.page_url(page.get("title", "")))]
     return labelled(*lines)
 
@@ -3727,7 +3751,7 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info",
+        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info", inprop="protection",
                              rvprop="ids|timestamp|user|size|comment", rvslots="main")
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
@@ -3942,8 +3966,7 @@ def get_revision(
     page = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
-        raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
-                        "get-page-history lists a page's revision IDs.")
+        raise no_such_revision(ctx, revisionId)
     header = revision_header(ctx, page, revision, section)
     if content == "none":
         return [header]
@@ -4433,12 +4456,13 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
 
 
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str | None) -> str:
-    """Sends one action=edit and describes the saved revision. If the wiki's answer is
-    lost, the page history tells whether the edit landed: it is never sent twice."""
+              summary: str | None, done: str = "Saved.") -> str:
+    """Sends one action=edit and describes the saved revision (``done`` says what it did). If
+    the wiki's answer is lost, the page history tells whether the edit landed: it is never
+    sent twice."""
     try:
         data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
-                                 "tags": change_tags(ctx)})
+                                 "tags": change_tags(ctx), "watchlist": ctx.watch})
     except ResponseLost as lost:
         try:
             landed = find_landed_edit(ctx, title, base, summary, fields)
@@ -4470,7 +4494,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     pin, parent = fields.get("baserevid"), edit.get("oldrevid")
     ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
                           "text" in fields and pin == parent)
-    status = ("Created." if edit.get("new") else "Saved." if not pin or pin == parent else
+    status = ("Created." if edit.get("new") else done if not pin or pin == parent else
               f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
               "again before replacing it whole.")
     return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
@@ -4480,15 +4504,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
                      fields: Mapping[str, Any]) -> dict[str, Any] | None:
     """The revision after ``base`` that this account saved with this summary, if any. Without a
     summary, or for an edit that adds text (parallel ones by this account may share a summary),
-    it must also hold the text that ``fields`` sent, in its place."""
+    it must also hold the text that ``fields`` sent, in its place. An undo sends no text (the
+    wiki makes it): it must carry the wiki's mw-undo tag instead."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
-                            "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
+                            "rvprop": "ids|user|comment|tags", "rvdir": "newer", "rvstartid": base,
                             "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
     page, _ = resolve_page(query)
+    undo = "undo" in fields
     candidates = [r for r in page.get("revisions") or [] if r.get("revid") != base and r.get("user") == me
-                  and (not summary or stored_as(r.get("comment", ""), summary))]
-    holds = sent_text_check(fields) if not summary or "text" not in fields else None
+                  and (not summary or stored_as(r.get("comment", ""), summary))
+                  and (not undo or "mw-undo" in (r.get("tags") or []))]
+    holds = sent_text_check(fields) if not undo and (not summary or "text" not in fields) else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
     texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
@@ -4570,7 +4597,7 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
 
 
 @tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True, dry_run=True,
-      idempotency_key=True, rights=("edit", "createpage"))
+      idempotency_key=True, watch=True, rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4596,7 +4623,7 @@ def create_page(
 
 
 @tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, dry_run=True,
-      idempotency_key=True, rights=("edit",))
+      idempotency_key=True, watch=True, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4756,9 +4783,15 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
 
 
 def revision_text(ctx: ToolContext, revid: int) -> str:
-    query = ctx.client.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
-                            "rvslots": "main"}).get("query", {})
-    return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
+    return revision_texts(ctx, revid).get(revid, "")
+
+
+def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
+    """The wikitext of revisions, by revision ID (one request)."""
+    query = ctx.client.get({"action": "query", "revids": list(dict.fromkeys(revids)), "prop": "revisions",
+                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+    return {r["revid"]: main_slot(r).get("content", "") for p in query.get("pages") or []
+            for r in p.get("revisions") or []}
 
 
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
@@ -4809,7 +4842,7 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
 
 
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
-      rights=("move",))
+      watch=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -4831,7 +4864,7 @@ def move_page(
         raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
-              "tags": change_tags(ctx)}
+              "tags": change_tags(ctx), "watchlist": ctx.watch}
     status = "Moved."
     try:
         moved = ctx.client.write(params).get("move", {})
