@@ -4243,45 +4243,66 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
+StartArg = Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")
+EndArg = Arg("Newest time, ISO 8601.")
+ChangeTypesArg = Arg("Default: edit, new, log.", max_items=4)
+ChangeUserArg = Arg("Only this account's changes.")
+ExcludeUserArg = Arg("Not this account's changes.")
+ChangeLimitArg = Arg("Most changes to return.", minimum=1, maximum=500)
 
 
 @tool("get-recent-changes", "Get recent changes", read_only=True, continue_from=True)
 def get_recent_changes(
     ctx: ToolContext,
-    start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
-    end: Annotated[str | None, Arg("Newest time, ISO 8601.")] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
-        "Default: edit, new, log.", max_items=4)] = None,
-    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
-    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
+    user: Annotated[str | None, ChangeUserArg] = None,
+    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
     tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
-    limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
+    limit: Annotated[int, ChangeLimitArg] = 50,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
     log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
-    if user and excludeUser:
-        raise invalid_input("Give user or excludeUser, not both.")
-    if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
-    newest = iso_timestamp(end, "end") if end else None
-    oldest = iso_timestamp(start, "start") if start else None
-    if newest and oldest and oldest > newest:
-        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
     data = ctx.client.get({
-        "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
-        "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
-        "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
-        "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
-        "rclimit": limit, **continuation(ctx, "rccontinue"),
+        "action": "query", "list": "recentchanges", "rctag": tag,
+        **change_filters("rc", start, end, namespaces, types, user, excludeUser, hide, limit),
+        **continuation(ctx, "rccontinue"),
     })
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
               else "No changes match."]
     return with_more(blocks, data, len(rows), "change", "get-recent-changes")
+
+
+def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
+                   types: list[str] | None, user: str | None, exclude_user: str | None,
+                   hide: list[str] | None, limit: int) -> dict[str, Any]:
+    """The filters that list=recentchanges and list=watchlist share, as the API parameters of
+    the one ``prefix`` gives, newest first."""
+    if user and exclude_user:
+        raise invalid_input("Give user or excludeUser, not both.")
+    if hide and {"anonymous", "registered"} <= set(hide):
+        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
+    oldest, newest = time_window(start, end)
+    return {f"{prefix}{name}": value for name, value in (
+        ("dir", "older"), ("start", newest), ("end", oldest),
+        ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", namespaces),
+        ("type", types or ["edit", "new", "log"]), ("user", user), ("excludeuser", exclude_user),
+        ("show", [RC_HIDE[h] for h in hide or []] or None), ("limit", limit))}
+
+
+def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
+    """The oldest and newest time asked for, in MediaWiki's form; a start after the end is refused."""
+    oldest = iso_timestamp(start, "start") if start else None
+    newest = iso_timestamp(end, "end") if end else None
+    if newest and oldest and oldest > newest:
+        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
+    return oldest, newest
 
 
 def change_row(change: dict[str, Any]) -> str:
@@ -4332,6 +4353,162 @@ def parse_wikitext(
 
 def existence_list(items: list[dict[str, Any]] | None) -> str:
     return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+
+
+# -- read tools: contributions, logs and the watchlist --------------------------
+
+def has_account(state: ServerState) -> bool:
+    """Whether some wiki is used with an account: only an account has a watchlist."""
+    return any(client.authenticated for _, _, client in state.entries())
+
+
+CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, minor, latest (only when so) | "
+                        "tags (only when any) | edit summary (quoted, only when any)")
+
+
+@tool("get-user-contributions", "Get user contributions", read_only=True, continue_from=True)
+def get_user_contributions(
+    ctx: ToolContext,
+    user: Annotated[str, Arg("Account, IP address or CIDR range (192.0.2.0/24).")],
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
+    limit: Annotated[int, Arg("Most edits to return.", minimum=1, maximum=500)] = 50,
+) -> list[str]:
+    """Returns a user's (or IP range's) edits, newest first, one row each: revision ID, time,
+    page, size change, then new, minor, latest (still the page's latest), tags and the quoted
+    summary when present. For all users, use get-recent-changes; for one page, get-page-history."""
+    name = user_name(user)
+    oldest, newest = time_window(start, end)
+    by_range = "/" in name
+    params: dict[str, Any] = {
+        "action": "query", "list": "usercontribs", "uciprange" if by_range else "ucuser": name,
+        "ucnamespace": namespaces, "ucdir": "newer" if oldestFirst else "older",
+        "ucstart": oldest if oldestFirst else newest, "ucend": newest if oldestFirst else oldest,
+        "ucprop": "ids|title|timestamp|comment|size|sizediff|flags|tags", "uclimit": limit,
+        **continuation(ctx, "uccontinue")}
+    if not ctx.continue_from and not by_range:  # whether the account exists, in the same request
+        params.update(list=["usercontribs", "users"], ususers=name)
+    data = ctx.client.get(params)
+    query = data.get("query", {})
+    if next(iter(query.get("users") or []), {}).get("missing"):
+        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
+                        "them, case-sensitive after the first letter.")
+    rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
+    order = "oldest" if oldestFirst else "newest"
+    blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
+              else f"No edits by {name} match."]
+    return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+
+
+def user_name(text: str) -> str:
+    """A user name, IP address or IP range as MediaWiki writes it (underscores as spaces, the
+    first letter capital, IPv6 in capitals); '|' would name several users."""
+    name = " ".join(text.replace("_", " ").split())
+    if not name or "|" in name:
+        raise invalid_input(f"Argument 'user' must name one user (an account, IP address or IP range), "
+                            f"without '|'; got {text!r}.")
+    try:
+        ipaddress.ip_network(name, strict=False)
+    except ValueError:
+        return name[:1].upper() + name[1:]
+    return name.upper()
+
+
+def contribution_row(edit: dict[str, Any]) -> str:
+    flags = ", ".join(flag for flag, key in (("new", "new"), ("minor", "minor"), ("latest", "top"))
+                      if edit.get(key))
+    parts = [str(edit.get("revid", "")), edit.get("timestamp", ""), edit.get("title", ""),
+             signed(edit["sizediff"]) if "sizediff" in edit else "", flags, row_tags(edit), row_summary(edit)]
+    return " | ".join(p for p in parts if p)
+
+
+LOG_LEGEND = "time | type/action | user | page | details (only when any) | reason (quoted, only when any)"
+
+
+@tool("get-log-events", "Get log events", read_only=True, continue_from=True)
+def get_log_events(
+    ctx: ToolContext,
+    type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
+    title: Annotated[str | None, Arg("Only events about this page.", title=True)] = None,
+    user: Annotated[str | None, Arg("Only events by this account.")] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    limit: Annotated[int, Arg("Most events to return.", minimum=1, maximum=500)] = 50,
+) -> list[str]:
+    """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first, one
+    row each: time, type/action, user, page, then details (a move's target, protection levels) and
+    the quoted reason when present. For edits, use get-recent-changes."""
+    oldest, newest = time_window(start, end)
+    try:
+        data = ctx.client.get({"action": "query", "list": "logevents", "letype": type, "letitle": title,
+                               "leuser": user, "lestart": newest, "leend": oldest, "lelimit": limit,
+                               "leprop": "title|type|user|timestamp|comment|details",
+                               **continuation(ctx, "lecontinue")})
+    except WikiError as error:
+        if error.code == "badvalue" and type:
+            raise invalid_input(f"{ctx.wiki.key} has no log type {type!r}. Its log types: "
+                                f"{', '.join(log_types(ctx))}.", error.code) from None
+        raise
+    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
+    blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No log events match."]
+    return with_more(blocks, data, len(rows), "event", "get-log-events")
+
+
+def log_types(ctx: ToolContext) -> list[str]:
+    info = ctx.client.get({"action": "paraminfo", "modules": "query+logevents"}).get("paraminfo", {})
+    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    return [t for p in params if p.get("name") == "type" for t in p.get("type") or [] if t]
+
+
+def log_row(event: dict[str, Any]) -> str:
+    hidden = event.get("actionhidden")
+    parts = [event.get("timestamp", ""), f"{event.get('type')}/{event.get('action')}",
+             "(hidden)" if event.get("userhidden") else event.get("user", ""),
+             "(hidden)" if hidden else event.get("title", ""), "" if hidden else log_details(event),
+             row_summary(event)]
+    return " | ".join(p for p in parts if p)
+
+
+def log_details(event: dict[str, Any]) -> str:
+    """What a log event's parameters say: a move's target, protection levels, else each one."""
+    params = event.get("params") or {}
+    if event.get("type") == "move" and params.get("target_title"):
+        return f"to {params['target_title']}" + (", no redirect" if params.get("suppressredirect") else "")
+    if event.get("type") == "protect" and "details" in params:
+        return protection_text(params["details"])
+    shown = {k: v for k, v in params.items() if v not in (None, "", [], {}, False) and k != "description"}
+    return "; ".join(k if v is True else f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                     for k, v in shown.items())
+
+
+@tool("get-watchlist", "Get watchlist", read_only=True, continue_from=True, rights=("viewmywatchlist",),
+      offered=has_account)
+def get_watchlist(
+    ctx: ToolContext,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
+    user: Annotated[str | None, ChangeUserArg] = None,
+    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered"]] | None, Arg(
+        "Changes to leave out.", max_items=4)] = None,
+    limit: Annotated[int, ChangeLimitArg] = 50,
+) -> list[str]:
+    """Returns recent changes to the pages the account watches, newest first, in get-recent-changes'
+    rows and with its filters, tag aside."""
+    data = ctx.client.get({
+        "action": "query", "list": "watchlist", "wlallrev": True,
+        **change_filters("wl", start, end, namespaces, types, user, excludeUser, hide, limit),
+        **continuation(ctx, "wlcontinue"),
+    })
+    rows = [change_row(c) for c in data.get("query", {}).get("watchlist") or []]
+    blocks = [f"Changes to watched pages, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No changes to watched pages match."]
+    return with_more(blocks, data, len(rows), "change", "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
