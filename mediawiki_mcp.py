@@ -134,7 +134,7 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
         "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
         "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
-        "siteinfo-includealldenied", "readapidenied",
+        "siteinfo-includealldenied", "readapidenied", "notvisiblerev",
     ), "permission_denied"),
     **dict.fromkeys((
         "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
@@ -160,7 +160,8 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "edit-invalidredirect", "compare-maintextrequired", "compare-no-title", "compare-notext",
         "compare-relative-to-deleted", "compare-relative-to-nothing", "invalidurlparam", "urlparamnormal",
         "badurl", "protect-invalidaction", "protect-invalidlevel", "revisions-norevids",
-        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile",
+        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile", "cantrollback",
+        "onlyauthor",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "redirectexists", "create-titleexists", "pagedeleted",
@@ -230,6 +231,8 @@ MW_NEXT_STEP = {
     "immobile-target-namespace": "Pages cannot be moved into that namespace; pick a title in another one.",
     "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
     "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
+    "cantrollback": "Every revision of the page is by that user, so there is nothing to return to; to remove "
+                    "the page, use delete-page.",
 }
 
 ENVIRONMENT_VARIABLES = {
@@ -5185,6 +5188,290 @@ def undelete_page(
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
+
+
+# -- write tools: undo, rollback, protection, the watchlist --------------------
+
+@tool("undo-edit", "Undo edit", read_only=False, destructive=True, idempotent=False, dry_run=True,
+      idempotency_key=True, watch=True, rights=("edit",))
+def undo_edit(
+    ctx: ToolContext,
+    revisionId: Annotated[int, Arg("Revision ID to undo; of a run, the latest.", minimum=1)],
+    oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
+    comment: Annotated[str | None, CommentArg] = None,
+) -> list[str] | str:
+    """Undoes a wiki page's edit, or a run of them, in a new revision that keeps later edits. Fails,
+    saving nothing, when later edits changed the same lines, or for a page's creation (to remove a
+    page, use delete-page). For a user's latest edits at once, use rollback-edits; to write text,
+    update-page."""
+    oldest = oldestRevisionId or revisionId
+    if oldest > revisionId:
+        raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
+                            "run's first revision as oldestRevisionId and its latest as revisionId.")
+    query = ctx.client.get({"action": "query", "revids": [oldest, revisionId], "prop": "revisions|info",
+                            "rvprop": "ids|user", "intestactions": "edit" if ctx.dry_run else None})
+    found = {r["revid"]: (p, r) for p in query.get("query", {}).get("pages") or []
+             for r in p.get("revisions") or []}
+    for revid in (revisionId, oldest):
+        if revid not in found:
+            raise no_such_revision(ctx, revid)
+    (page, newest), (other, first) = found[revisionId], found[oldest]
+    if other.get("pageid") != page.get("pageid"):
+        raise invalid_input(f"Revisions {oldest} and {revisionId} are of different pages "
+                            f"({other.get('title')!r} and {page.get('title')!r}); a run to undo is of one page. "
+                            "Nothing was saved.")
+    title, latest, parent = page["title"], page.get("lastrevid", 0), first.get("parentid") or 0
+    if not parent:
+        raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
+                            "nothing was saved. To remove the page, use delete-page.")
+    if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
+        refuse_forbidden_dry_run(ctx, page, "edit")
+        texts = revision_texts(ctx, latest, revisionId, parent)
+        now, undone, before = texts.get(latest, ""), texts.get(revisionId, ""), texts.get(parent, "")
+        new = before if now == undone else merge3(undone, before, now)
+        if new is None:
+            raise undo_conflict(ctx, title, oldest, revisionId, parent)
+        return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
+    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId}")
+    done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
+    try:
+        return save_edit(ctx, title, {"undo": revisionId, "undoafter": parent, "nocreate": True}, latest,
+                         edit_summary(ctx, comment), done)
+    except WikiError as error:
+        if error.code == "undofailure":
+            raise undo_conflict(ctx, title, oldest, revisionId, parent) from None
+        raise
+
+
+def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
+    """The conflict of an undo that later edits stand in the way of, naming them."""
+    page, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user", rvdir="newer",
+                         rvstartid=newest, rvlimit=11)
+    since = [r for r in page.get("revisions") or [] if r.get("revid") != newest]
+    named = ", ".join(f"{r['revid']} by {revision_user(r)}" for r in since[:10]) + ", ..." * (len(since) > 10)
+    what = f"Revision {newest}" if oldest == newest else f"Revisions {oldest} to {newest}"
+    return conflict(f"{what} of {title!r} cannot be undone cleanly: the edits made since (revision"
+                    f"{'s' * (len(since) > 1)} {named}) changed the same lines. Nothing was saved. To undo it "
+                    f"by hand, compare-pages with fromRevision={parent} and toRevision={newest} shows what it "
+                    "changed; then update-page with find and replace changes that back in the current text.",
+                    "undofailure")
+
+
+@tool("rollback-edits", "Roll back edits", read_only=False, destructive=True, idempotent=True,
+      idempotency_key=True, watch=True, rights=("rollback",))
+def rollback_edits(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    user: Annotated[str, Arg("The latest editor, whose edits are reverted.")],
+    comment: Annotated[str | None, CommentArg] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+) -> str:
+    """Reverts the latest edits of a wiki page by its last editor, back to the revision before
+    them. Without confirm=true it changes nothing and fails, showing the edits and that revision
+    to put to the user. For an older edit, use undo-edit."""
+    name = user_name(user)
+    if not confirm:
+        raise invalid_input(rollback_preview(ctx, title, name))
+    params = {"action": "rollback", "title": title, "user": name, "summary": edit_summary(ctx, comment),
+              "tags": change_tags(ctx), "watchlist": ctx.watch}
+    try:
+        done = ctx.client.write(params, token="rollback").get("rollback", {})
+        status = f"Rolled back the edits by {name} to revision {done.get('last_revid')}."
+    except ResponseLost as lost:
+        done = rollback_after_lost_answer(ctx, lost, title, name)
+        status = "Rolled back (the wiki's answer was lost; its history shows the rollback)."
+    except WikiError as error:
+        if error.code == "missingtitle":
+            raise missing_page(ctx, title) from None
+        if error.code == "alreadyrolled":
+            raise not_latest_editor(title, name, None) from None
+        raise
+    return saved_lines(ctx, done.get("title", title), done["revid"], done.get("old_revid") or None, status)
+
+
+def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
+    """What a rollback would do: how many edits it reverts and the revision it returns to."""
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions|info",
+                            "rvprop": "ids|user", "rvlimit": "max"})
+    page, _ = resolve_page(query.get("query", {}))
+    check_page(ctx, page, title)
+    revisions = page.get("revisions") or [{}]
+    if revision_user(revisions[0]) != name:
+        raise not_latest_editor(page["title"], name, revision_user(revisions[0]))
+    run = list(itertools.takewhile(lambda r: revision_user(r) == name, revisions))
+    target = revisions[len(run)] if len(run) < len(revisions) else None
+    count = str(len(run))
+    if target is None and query.get("continue"):  # the run goes on past this answer
+        more, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user", rvexcludeuser=name)
+        target, count = revision_of(more) or None, f"more than {len(run)}"
+    if target is None:
+        raise invalid_input(f"Every revision of {page['title']!r} is by {name}, so rollback has no earlier "
+                            "version to return to; nothing was changed. To remove the page, use delete-page.")
+    edits = (f"the latest edit to {page['title']!r}, by {name} (revision {run[0]['revid']})" if len(run) == 1
+             else f"the {count} latest edits to {page['title']!r}, all by {name} (revisions "
+                  f"{run[-1]['revid']} to {run[0]['revid']})")
+    return (f"Nothing was rolled back. rollback-edits would revert {edits}, returning it to revision "
+            f"{target['revid']} by {revision_user(target)}. Ask the user to confirm, then call "
+            "rollback-edits again with confirm=true.")
+
+
+def not_latest_editor(title: str, name: str, latest: str | None) -> WikiError:
+    who = f"is by {latest}, not {name}" if latest else f"is no longer by {name} (edited or rolled back since)"
+    return conflict(f"The latest edit to {title!r} {who}; nothing was rolled back. rollback-edits reverts "
+                    "only the latest editor's edits: get-page-history shows them, and undo-edit undoes an older "
+                    "one.", "alreadyrolled")
+
+
+def rollback_after_lost_answer(ctx: ToolContext, lost: ResponseLost, title: str, name: str) -> dict[str, Any]:
+    """What the wiki shows after a rollback whose answer was lost, as the API answers one: a
+    rollback by this account at the top of the history, over the edits of ``name``."""
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+                            "rvprop": "ids|user|tags", "rvlimit": 2}).get("query", {})
+    page, _ = resolve_page(query)
+    latest, before = [*(page.get("revisions") or []), {}, {}][:2]
+    mine = latest.get("user") == query.get("userinfo", {}).get("name")
+    if mine and "mw-rollback" in (latest.get("tags") or []) and before.get("user") == name:
+        return {"title": page.get("title", title), "revid": latest["revid"], "old_revid": before.get("revid")}
+    if latest.get("user") == name:
+        raise upstream_failure(f"{lost.message} The wiki shows the latest edit still by {name}, so nothing "
+                               "was rolled back. Call again to retry.")
+    raise upstream_failure(f"{lost.message} Whether the rollback was saved could not be told: the latest "
+                           f"edit is by {latest.get('user')}. Check get-page-history before calling again.")
+
+
+LevelArg = Arg("A level such as sysop; 'all' lifts it.")
+
+
+@tool("protect-page", "Protect page", read_only=False, destructive=True, idempotent=True,
+      idempotency_key=True, rights=("protect",))
+def protect_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    edit: Annotated[str | None, LevelArg] = None,
+    move: Annotated[str | None, LevelArg] = None,
+    upload: Annotated[str | None, LevelArg] = None,
+    create: Annotated[str | None, LevelArg] = None,
+    expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
+    cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
+    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+) -> str:
+    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages)
+    protection; levels not given are kept. Without confirm=true it changes nothing and fails,
+    showing current and new levels to put to the user. get-page with metadata=true shows them."""
+    asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
+                                             ("create", create)) if level is not None}
+    if not asked and cascade is None:
+        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
+                            "changed.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
+    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
+    for kind, level in asked.items():
+        if levels and level not in (*levels, "all"):
+            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
+                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+    page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
+    check_page(ctx, page, title, must_exist=False)
+    title, kinds = page.get("title", title), page.get("restrictiontypes") or []
+    for kind in asked:
+        if kind not in kinds:
+            missing = " (it does not exist)" if page.get("missing") else ""
+            raise invalid_input(f"{title!r} cannot be protected against {kind}: it can be protected against "
+                                f"{', '.join(kinds) or 'nothing'}{missing}. Nothing was changed.")
+    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along
+    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level")}
+    new = {kind: now.get(kind, {"type": kind, "level": ""}) for kind in kinds}
+    new.update({kind: {"type": kind, "level": "" if level == "all" else level, "expiry": expiry or "infinite"}
+                for kind, level in asked.items()})
+    cascading = any(p.get("cascade") for p in now.values())
+    cascades = cascading if cascade is None else cascade
+    allowed = ctx.site.restrictions.get("cascadinglevels") or ["sysop"]
+    if cascades and new.get("edit", {}).get("level") not in allowed:
+        if cascade:
+            raise invalid_input(f"cascade protects pages this one transcludes only at edit level "
+                                f"{' or '.join(allowed)}; give edit={allowed[0]} with it. Nothing was "
+                                "changed.")
+        cascades = False  # MediaWiki ends cascading when the edit level drops below it
+    if not confirm:
+        changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
+                   else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
+                   if kind in asked or kind in now]
+        if cascades != cascading:
+            changes.append(f"cascading: {'on' if cascading else 'off'} -> {'on' if cascades else 'off'}")
+        raise invalid_input(f"Nothing was changed. protect-page would change the protection of {title!r} on "
+                            f"{ctx.wiki.key}: {'; '.join(changes)}. Ask the user to confirm, then call "
+                            "protect-page again with confirm=true.")
+    params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
+              "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
+              "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
+    status = "Protection changed."
+    try:
+        answer = ctx.client.write(params).get("protect", {})
+        result = [{"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": answer.get("cascade")}
+                  for entry in answer.get("protections") or [] for kind, level in entry.items()
+                  if kind != "expiry"]
+    except ResponseLost as lost:
+        page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
+        result = page.get("protection") or []
+        if {p["type"]: p["level"] for p in result} != {k: p["level"] for k, p in new.items() if p["level"]}:
+            raise upstream_failure(f"{lost.message} The wiki shows the protection of {title!r} unchanged, so "
+                                   "nothing was changed. Call again to retry.") from None
+        status = "Protection changed (the wiki's answer was lost; the wiki shows the new protection)."
+    return status + "\n" + labelled(("Title", title), ("Protection", protection_text(result)),
+                                    ("URL", ctx.site.page_url(title)))
+
+
+def level_text(entry: Mapping[str, Any] | None) -> str:
+    """``sysop until 1 week``: one kind's protection level, or none."""
+    return f"{entry['level']}{until(entry.get('expiry'))}" if entry and entry.get("level") else "none"
+
+
+@tool("watch-page", "Watch page", read_only=False, destructive=True, idempotent=True,
+      rights=("editmywatchlist",), offered=has_account)
+def watch_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    unwatch: Annotated[bool, Arg("Removes it instead.")] = False,
+    expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
+) -> str:
+    """Adds a wiki page, existing or not, to the account's watchlist (optionally until an expiry)
+    or removes it. get-watchlist shows their changes."""
+    if unwatch and expiry is not None:
+        raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week.")
+    if expiry and not keeps_watch_expiries(ctx):
+        raise invalid_input(f"{ctx.wiki.key} keeps watchlist entries without expiry; nothing was changed. "
+                            "Call again without expiry to watch the page until it is unwatched.")
+    status = "Unwatched." if unwatch else "Watched."
+    try:
+        answer = ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
+                                  token="watch")
+        entry = next(iter(answer.get("watch") or []), {})
+    except ResponseLost as lost:
+        entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
+        if bool(entry.get("watched")) == unwatch:
+            raise upstream_failure(f"{lost.message} The wiki shows {title!r} still "
+                                   f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call "
+                                   "again to retry.") from None
+        entry["expiry"] = entry.get("watchlistexpiry")
+        status = f"{status[:-1]} (the wiki's answer was lost; the wiki shows the page {status[:-1].lower()})."
+    check_page(ctx, entry, title, must_exist=False)
+    if entry.get("special"):
+        raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
+    shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
+    expires = entry.get("expiry") if until(entry.get("expiry")) else None
+    return status + "\n" + labelled(("Title", shown), ("Until", expires))
+
+
+def keeps_watch_expiries(ctx: ToolContext) -> bool:
+    """Whether the wiki's watchlist takes an expiry ($wgWatchlistExpiry): without, MediaWiki
+    ignores one and watches the page for good."""
+    info = ctx.client.get({"action": "paraminfo", "modules": "watch"}).get("paraminfo", {})
+    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    return any(p.get("name") == "expiry" for p in params)
 
 
 # -- write tools: files ------------------------------------------------------
