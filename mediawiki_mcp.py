@@ -141,7 +141,7 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
         "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
         "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
-        "siteinfo-includealldenied", "readapidenied",
+        "siteinfo-includealldenied", "readapidenied", "notvisiblerev",
     ), "permission_denied"),
     **dict.fromkeys((
         "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
@@ -167,7 +167,8 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "edit-invalidredirect", "compare-maintextrequired", "compare-no-title", "compare-notext",
         "compare-relative-to-deleted", "compare-relative-to-nothing", "invalidurlparam", "urlparamnormal",
         "badurl", "protect-invalidaction", "protect-invalidlevel", "revisions-norevids",
-        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile",
+        "revisions-singlepage", "multpages", "stashzerolength", "stashinvalidfile", "cantrollback",
+        "onlyauthor",
     ), "invalid_input"),
     **dict.fromkeys((
         "editconflict", "articleexists", "redirectexists", "create-titleexists", "pagedeleted",
@@ -237,6 +238,8 @@ MW_NEXT_STEP = {
     "immobile-target-namespace": "Pages cannot be moved into that namespace; pick a title in another one.",
     "selfmove": "fromTitle and toTitle name the same page; nothing needs moving.",
     "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
+    "cantrollback": "Every revision of the page is by that user, so there is nothing to return to; to remove "
+                    "the page, use delete-page.",
 }
 
 
@@ -348,6 +351,8 @@ class SiteInfo:
     namespace_ids: dict[str, int]       # lower-cased local, canonical and alias names -> ID
     raw: dict[str, Any]
     syntax: Syntax = CORE_SYNTAX  # for section numbers
+    #: Protection: the kinds, the levels and those that cascade (siprop=restrictions)
+    restrictions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -401,6 +406,7 @@ class SiteInfo:
             namespace_ids=ids,
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
+            restrictions=query.get("restrictions") or {},
         )
 
 
@@ -430,11 +436,25 @@ RIGHTS = {
     "undelete": ("restore deleted pages", "Delete pages, revisions, and log entries"),
     "upload": ("upload files", "Upload new files"),
     "reupload": ("upload new versions of files", "Upload, replace, and move files"),
+    "rollback": ("roll back edits", "Rollback changes to pages"),
+    "protect": ("change the protection of pages", "Protect and unprotect pages"),
+    "viewmywatchlist": ("read the watchlist", "View your watchlist"),
+    "editmywatchlist": ("change the watchlist", "Edit your watchlist"),
+}
+
+#: What a refused call can do instead, for rights that have a way round.
+WITHOUT_RIGHT = {
+    "rollback": "Without it, undo-edit reverts the same edits: revisionId the latest, oldestRevisionId the "
+                "first of the run.",
 }
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases|extensiontags"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions"}
+
+#: The kinds of token the write actions take (rollback and watch have their own), all fetched
+#: in one request.
+TOKEN_TYPES = ("csrf", "rollback", "watch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -518,7 +538,7 @@ class MediaWikiClient:
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
         self._logged_in = False
-        self._csrf: str | None = None
+        self._tokens: dict[str, str] = {}
         self._account: Account | None = None
         self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
@@ -538,28 +558,29 @@ class MediaWikiClient:
         self._ensure_ready()
         return self._call("GET", params, retry_transient=True)
 
-    def csrf_token(self, refresh: bool = False) -> str:
-        """The CSRF (edit) token, fetched once per session and cached."""
+    def token(self, kind: str = "csrf", refresh: bool = False) -> str:
+        """A token of one of TOKEN_TYPES, fetched once per session with the others and cached."""
         with self._lock:
-            if refresh or not self._csrf:
-                data = self.get({"action": "query", "meta": "tokens", "type": "csrf"})
-                token = data.get("query", {}).get("tokens", {}).get("csrftoken")
-                if not token:
-                    raise upstream_failure(f"{self.name} gave no edit token. "
+            if refresh or kind not in self._tokens:
+                data = self.get({"action": "query", "meta": "tokens", "type": TOKEN_TYPES})
+                tokens = data.get("query", {}).get("tokens", {})
+                self._tokens = {k: tokens[f"{k}token"] for k in TOKEN_TYPES if tokens.get(f"{k}token")}
+                if kind not in self._tokens:
+                    raise upstream_failure(f"{self.name} gave no {kind} token. "
                                            + NEXT_STEP["upstream_failure"])
-                self._csrf = token
-            return self._csrf
+            return self._tokens[kind]
 
-    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """A write: a POST with the CSRF token and maxlag. It is sent again only after
-        answers that prove nothing was written: maxlag, ratelimited with a short
-        Retry-After, and badtoken (once, with a fresh token). An answer that never
+    def write(self, params: Mapping[str, Any], files: Mapping[str, Any] | None = None,
+              token: str = "csrf") -> dict[str, Any]:
+        """A write: a POST with maxlag and a token of the kind the action takes. It is sent
+        again only after answers that prove nothing was written: maxlag, ratelimited with a
+        short Retry-After, and badtoken (once, with a fresh token). An answer that never
         arrives raises ResponseLost and is not resent: the caller settles it (settle_write).
         ``files`` go multipart; give their contents as bytes so a resend can repeat them."""
         self._ensure_ready()
         fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
         for attempt in (1, 2):
-            fields["token"] = self.csrf_token(refresh=attempt > 1)
+            fields["token"] = self.token(token, refresh=attempt > 1)
             try:
                 return self._call("POST", fields, files=files, write=True)
             except WikiError as error:
@@ -709,7 +730,7 @@ class MediaWikiClient:
                                  f"{reason} Check the bot password's user name (Name@BotName) and "
                                  "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
-        self._csrf = None  # tokens belong to the session
+        self._tokens = {}  # tokens belong to the session
         log.info("logged in to %s as %s", self.name, self.username)
 
     # -- the request path: send (and follow), retry, read the answer --------------
@@ -2237,6 +2258,23 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return fields
 
 
+#: How MediaWiki writes the expiry of what never expires.
+NEVER = ("infinite", "infinity", "indefinite", "never", "")
+
+
+def until(expiry: Any) -> str:
+    """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
+    return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
+
+
+def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
+    levels as prop=info and the protection log give them (type, level, expiry, cascade)."""
+    levels = [e for e in entries if e.get("level")]
+    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in levels)
+    return text + ("; cascading" if any(e.get("cascade") for e in levels) else "") if text else "none"
+
+
 def one_line(text: str) -> str:
     """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
     return " ".join(str(text).split())
@@ -2715,13 +2753,18 @@ class Param:
     default: Any
 
 
+#: What a page write may do to the page's place on the account's watchlist (MediaWiki's watchlist).
+WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
+
 #: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
-#: idempotency_key, scoped), in this order. A tool function never declares them.
+#: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("continueFrom", str, None, Arg("From the previous call's 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
     Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
                                            max_length=200), False, None),
+    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: per the account's preferences."),
+          False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
 
@@ -2756,6 +2799,7 @@ class ToolSpec:
     continue_from: bool = False          # takes continueFrom
     dry_run: bool = False                # takes dryRun
     idempotency_key: bool = False        # takes idempotencyKey
+    watch: bool = False                  # takes watch (the written page's place on the watchlist)
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
     rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
     needs_upload_dirs: bool = False      # reads files from the operator's upload directories
@@ -2764,7 +2808,7 @@ class ToolSpec:
     def arguments(self) -> dict[str, Param]:
         """Every argument the tool takes: its own, then those its flags add."""
         flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
-                 "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
+                 "idempotencyKey": self.idempotency_key, "watch": self.watch, "wiki": self.scoped}
         return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
 
     def description(self, config: Config | None = None) -> str:
@@ -2789,7 +2833,8 @@ class Registry:
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
              continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
-             needs_extension: str | None = None, rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
+             watch: bool = False, needs_extension: str | None = None, rights: tuple[str, ...] = (),
+             needs_upload_dirs: bool = False,
              offered: Callable[[ServerState], bool] | None = None,
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
@@ -2804,13 +2849,16 @@ class Registry:
           tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
         - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
           same key and arguments returns its result, marked as a repeat, and runs nothing.
+        - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
+          ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
         - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
         - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-          use of ``ctx.client``, before anything is sent.
+          use of ``ctx.client``, before anything is sent (a read-only tool's too).
         - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
         - ``offered(state)``: listed only while it holds."""
-        if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
-            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun or idempotencyKey")
+        if read_only and (destructive or idempotent is False or dry_run or idempotency_key or watch):
+            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey "
+                            "or watch")
         if not read_only and (destructive is None or idempotent is None):
             raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
 
@@ -2820,7 +2868,8 @@ class Registry:
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
                 open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
                 continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
-                needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
+                watch=watch, needs_extension=needs_extension, rights=rights,
+                needs_upload_dirs=needs_upload_dirs)
             if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
@@ -3335,7 +3384,8 @@ class ToolContext:
       before it asks the wiki anything, so a call the account cannot make changes nothing (and
       asks no confirmation).
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
-    - ``continue_from``, ``dry_run``: the call's continueFrom and dryRun (see @tool's flags).
+    - ``continue_from``, ``dry_run``, ``watch``: the call's continueFrom, dryRun and watch (see
+      @tool's flags).
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -3347,13 +3397,15 @@ class ToolContext:
     rights: tuple[str, ...] = ()  # the rights still to check
     continue_from: str | None = None
     dry_run: bool = False
+    watch: str | None = None
 
     @property
     def client(self) -> MediaWikiClient:
         rights, self.rights = self.rights, ()
         for right in rights:
             if why := self._client.cannot(right):
-                raise permission_denied(f"{why} Nothing was changed. {NEXT_STEP['permission_denied']}")
+                instead = WITHOUT_RIGHT.get(right, NEXT_STEP["permission_denied"])
+                raise permission_denied(f"{why} Nothing was changed. {instead}")
         return self._client
 
     @property
@@ -3415,9 +3467,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                                     "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
-        ctx = ToolContext(client, wiki, state, progress, () if spec.read_only else spec.rights,
+        watch = values["watch"] if spec.watch else None
+        ctx = ToolContext(client, wiki, state, progress,
+                          spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
-                          dry_run=spec.dry_run and values["dryRun"])
+                          dry_run=spec.dry_run and values["dryRun"], watch=watch)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
@@ -3674,6 +3728,11 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
                      f"Its sections: {', '.join(sections)}.")
 
 
+def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
+    return not_found(f"Revision {revid} not found on {ctx.wiki.key}. get-page-history lists a page's "
+                     "revision IDs.")
+
+
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
     revisions = page.get("revisions") or [{}]
     return revisions[0]
@@ -3712,7 +3771,7 @@ def get_page(
     title: Annotated[str, TitleArg],
     content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
-        "Adds page ID, content model, size, last edit and URL.")] = False,
+        "Adds page ID, content model, size, last edit, protection and URL.")] = False,
     section: Annotated[int | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
@@ -3725,6 +3784,7 @@ def get_page(
         return page_html(ctx, title, metadata, section, offset, followRedirects)
     page, redirected = query_page(
         ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
+        inprop="protection" if metadata else None,
         rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
         rvsection=section if content == "source" else None)
     check_page(ctx, page, title)
@@ -3756,6 +3816,7 @@ def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any]
                   ("Last edited", f"{revision.get('timestamp')} by {revision.get('user')}"
                    if revision.get("timestamp") else None),
                   ("Edit summary", revision.get("comment")),
+                  ("Protection", page.get("protection") and protection_text(page["protection"])),
                   ("URL", ctx.site.page_url(page.get("title", "")))]
     return labelled(*lines)
 
@@ -3793,7 +3854,7 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info",
+        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info", inprop="protection",
                              rvprop="ids|timestamp|user|size|comment", rvslots="main")
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, section)
@@ -4000,8 +4061,7 @@ def get_revision(
     page = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
-        raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
-                        "get-page-history lists a page's revision IDs.")
+        raise no_such_revision(ctx, revisionId)
     header = revision_header(ctx, page, revision, section)
     if content == "none":
         return [header]
@@ -4278,45 +4338,66 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
+StartArg = Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")
+EndArg = Arg("Newest time, ISO 8601.")
+ChangeTypesArg = Arg("Default: edit, new, log.", max_items=4)
+ChangeUserArg = Arg("Only this account's changes.")
+ExcludeUserArg = Arg("Not this account's changes.")
+ChangeLimitArg = Arg("Most changes to return.", minimum=1, maximum=500)
 
 
 @tool("get-recent-changes", "Get recent changes", read_only=True, continue_from=True)
 def get_recent_changes(
     ctx: ToolContext,
-    start: Annotated[str | None, Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")] = None,
-    end: Annotated[str | None, Arg("Newest time, ISO 8601.")] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, Arg(
-        "Default: edit, new, log.", max_items=4)] = None,
-    user: Annotated[str | None, Arg("Only this account's changes.")] = None,
-    excludeUser: Annotated[str | None, Arg("Not this account's changes.")] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
+    user: Annotated[str | None, ChangeUserArg] = None,
+    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
     tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
-    limit: Annotated[int, Arg("Most changes to return.", minimum=1, maximum=500)] = 50,
+    limit: Annotated[int, ChangeLimitArg] = 50,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
     log action, user, size change, then flags, tags and the quoted summary when present. For one page's
     history, use get-page-history."""
-    if user and excludeUser:
-        raise invalid_input("Give user or excludeUser, not both.")
-    if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
-    newest = iso_timestamp(end, "end") if end else None
-    oldest = iso_timestamp(start, "start") if start else None
-    if newest and oldest and oldest > newest:
-        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
     data = ctx.client.get({
-        "action": "query", "list": "recentchanges", "rcdir": "older", "rcstart": newest, "rcend": oldest,
-        "rcprop": "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags",
-        "rcnamespace": namespaces, "rctype": types or ["edit", "new", "log"], "rcuser": user,
-        "rcexcludeuser": excludeUser, "rctag": tag, "rcshow": [RC_HIDE[h] for h in hide or []] or None,
-        "rclimit": limit, **continuation(ctx, "rccontinue"),
+        "action": "query", "list": "recentchanges", "rctag": tag,
+        **change_filters("rc", start, end, namespaces, types, user, excludeUser, hide, limit),
+        **continuation(ctx, "rccontinue"),
     })
     rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
     blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
               else "No changes match."]
     return with_more(blocks, data, len(rows), "change", "get-recent-changes")
+
+
+def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
+                   types: list[str] | None, user: str | None, exclude_user: str | None,
+                   hide: list[str] | None, limit: int) -> dict[str, Any]:
+    """The filters that list=recentchanges and list=watchlist share, as the API parameters of
+    the one ``prefix`` gives, newest first."""
+    if user and exclude_user:
+        raise invalid_input("Give user or excludeUser, not both.")
+    if hide and {"anonymous", "registered"} <= set(hide):
+        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
+    oldest, newest = time_window(start, end)
+    return {f"{prefix}{name}": value for name, value in (
+        ("dir", "older"), ("start", newest), ("end", oldest),
+        ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", namespaces),
+        ("type", types or ["edit", "new", "log"]), ("user", user), ("excludeuser", exclude_user),
+        ("show", [RC_HIDE[h] for h in hide or []] or None), ("limit", limit))}
+
+
+def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
+    """The oldest and newest time asked for, in MediaWiki's form; a start after the end is refused."""
+    oldest = iso_timestamp(start, "start") if start else None
+    newest = iso_timestamp(end, "end") if end else None
+    if newest and oldest and oldest > newest:
+        raise invalid_input(f"start ({oldest}) is after end ({newest}).")
+    return oldest, newest
 
 
 def change_row(change: dict[str, Any]) -> str:
@@ -4367,6 +4448,162 @@ def parse_wikitext(
 
 def existence_list(items: list[dict[str, Any]] | None) -> str:
     return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+
+
+# -- read tools: contributions, logs and the watchlist --------------------------
+
+def has_account(state: ServerState) -> bool:
+    """Whether some wiki is used with an account: only an account has a watchlist."""
+    return any(client.authenticated for _, _, client in state.entries())
+
+
+CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, minor, latest (only when so) | "
+                        "tags (only when any) | edit summary (quoted, only when any)")
+
+
+@tool("get-user-contributions", "Get user contributions", read_only=True, continue_from=True)
+def get_user_contributions(
+    ctx: ToolContext,
+    user: Annotated[str, Arg("Account, IP address or CIDR range (192.0.2.0/24).")],
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
+    limit: Annotated[int, Arg("Most edits to return.", minimum=1, maximum=500)] = 50,
+) -> list[str]:
+    """Returns a user's (or IP range's) edits, newest first, one row each: revision ID, time,
+    page, size change, then new, minor, latest (still the page's latest), tags and the quoted
+    summary when present. For all users, use get-recent-changes; for one page, get-page-history."""
+    name = user_name(user)
+    oldest, newest = time_window(start, end)
+    by_range = "/" in name
+    params: dict[str, Any] = {
+        "action": "query", "list": "usercontribs", "uciprange" if by_range else "ucuser": name,
+        "ucnamespace": namespaces, "ucdir": "newer" if oldestFirst else "older",
+        "ucstart": oldest if oldestFirst else newest, "ucend": newest if oldestFirst else oldest,
+        "ucprop": "ids|title|timestamp|comment|size|sizediff|flags|tags", "uclimit": limit,
+        **continuation(ctx, "uccontinue")}
+    if not ctx.continue_from and not by_range:  # whether the account exists, in the same request
+        params.update(list=["usercontribs", "users"], ususers=name)
+    data = ctx.client.get(params)
+    query = data.get("query", {})
+    if next(iter(query.get("users") or []), {}).get("missing"):
+        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
+                        "them, case-sensitive after the first letter.")
+    rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
+    order = "oldest" if oldestFirst else "newest"
+    blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
+              else f"No edits by {name} match."]
+    return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+
+
+def user_name(text: str) -> str:
+    """A user name, IP address or IP range as MediaWiki writes it (underscores as spaces, the
+    first letter capital, IPv6 in capitals); '|' would name several users."""
+    name = " ".join(text.replace("_", " ").split())
+    if not name or "|" in name:
+        raise invalid_input(f"Argument 'user' must name one user (an account, IP address or IP range), "
+                            f"without '|'; got {text!r}.")
+    try:
+        ipaddress.ip_network(name, strict=False)
+    except ValueError:
+        return name[:1].upper() + name[1:]
+    return name.upper()
+
+
+def contribution_row(edit: dict[str, Any]) -> str:
+    flags = ", ".join(flag for flag, key in (("new", "new"), ("minor", "minor"), ("latest", "top"))
+                      if edit.get(key))
+    parts = [str(edit.get("revid", "")), edit.get("timestamp", ""), edit.get("title", ""),
+             signed(edit["sizediff"]) if "sizediff" in edit else "", flags, row_tags(edit), row_summary(edit)]
+    return " | ".join(p for p in parts if p)
+
+
+LOG_LEGEND = "time | type/action | user | page | details (only when any) | reason (quoted, only when any)"
+
+
+@tool("get-log-events", "Get log events", read_only=True, continue_from=True)
+def get_log_events(
+    ctx: ToolContext,
+    type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
+    title: Annotated[str | None, Arg("Only events about this page.", title=True)] = None,
+    user: Annotated[str | None, Arg("Only events by this account.")] = None,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    limit: Annotated[int, Arg("Most events to return.", minimum=1, maximum=500)] = 50,
+) -> list[str]:
+    """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first, one
+    row each: time, type/action, user, page, then details (a move's target, protection levels) and
+    the quoted reason when present. For edits, use get-recent-changes."""
+    oldest, newest = time_window(start, end)
+    try:
+        data = ctx.client.get({"action": "query", "list": "logevents", "letype": type, "letitle": title,
+                               "leuser": user, "lestart": newest, "leend": oldest, "lelimit": limit,
+                               "leprop": "title|type|user|timestamp|comment|details",
+                               **continuation(ctx, "lecontinue")})
+    except WikiError as error:
+        if error.code == "badvalue" and type:
+            raise invalid_input(f"{ctx.wiki.key} has no log type {type!r}. Its log types: "
+                                f"{', '.join(log_types(ctx))}.", error.code) from None
+        raise
+    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
+    blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No log events match."]
+    return with_more(blocks, data, len(rows), "event", "get-log-events")
+
+
+def log_types(ctx: ToolContext) -> list[str]:
+    info = ctx.client.get({"action": "paraminfo", "modules": "query+logevents"}).get("paraminfo", {})
+    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    return [t for p in params if p.get("name") == "type" for t in p.get("type") or [] if t]
+
+
+def log_row(event: dict[str, Any]) -> str:
+    hidden = event.get("actionhidden")
+    parts = [event.get("timestamp", ""), f"{event.get('type')}/{event.get('action')}",
+             "(hidden)" if event.get("userhidden") else event.get("user", ""),
+             "(hidden)" if hidden else event.get("title", ""), "" if hidden else log_details(event),
+             row_summary(event)]
+    return " | ".join(p for p in parts if p)
+
+
+def log_details(event: dict[str, Any]) -> str:
+    """What a log event's parameters say: a move's target, protection levels, else each one."""
+    params = event.get("params") or {}
+    if event.get("type") == "move" and params.get("target_title"):
+        return f"to {params['target_title']}" + (", no redirect" if params.get("suppressredirect") else "")
+    if event.get("type") == "protect" and "details" in params:
+        return protection_text(params["details"])
+    shown = {k: v for k, v in params.items() if v not in (None, "", [], {}, False) and k != "description"}
+    return "; ".join(k if v is True else f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                     for k, v in shown.items())
+
+
+@tool("get-watchlist", "Get watchlist", read_only=True, continue_from=True, rights=("viewmywatchlist",),
+      offered=has_account)
+def get_watchlist(
+    ctx: ToolContext,
+    start: Annotated[str | None, StartArg] = None,
+    end: Annotated[str | None, EndArg] = None,
+    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
+    user: Annotated[str | None, ChangeUserArg] = None,
+    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered"]] | None, Arg(
+        "Changes to leave out.", max_items=4)] = None,
+    limit: Annotated[int, ChangeLimitArg] = 50,
+) -> list[str]:
+    """Returns recent changes to the pages the account watches, newest first, in get-recent-changes'
+    rows and with its filters, tag aside."""
+    data = ctx.client.get({
+        "action": "query", "list": "watchlist", "wlallrev": True,
+        **change_filters("wl", start, end, namespaces, types, user, excludeUser, hide, limit),
+        **continuation(ctx, "wlcontinue"),
+    })
+    rows = [change_row(c) for c in data.get("query", {}).get("watchlist") or []]
+    blocks = [f"Changes to watched pages, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
+              else "No changes to watched pages match."]
+    return with_more(blocks, data, len(rows), "change", "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
@@ -4513,13 +4750,14 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
 
 
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str | None) -> str:
-    """Sends one action=edit and describes the saved revision. If the wiki's answer is
-    lost, the page history tells whether the edit landed: it is never sent twice."""
+              summary: str | None, done: str = "Saved.") -> str:
+    """Sends one action=edit and describes the saved revision (``done`` says what it did). If
+    the wiki's answer is lost, the page history tells whether the edit landed: it is never
+    sent twice."""
     # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
     data, landed = settle_write(
         lambda: ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
-                                  "tags": change_tags(ctx)}),
+                                  "tags": change_tags(ctx), "watchlist": ctx.watch}),
         lambda: find_landed_edit(ctx, title, base, summary, fields), what="the edit was saved",
         look="read the page with get-page", absent="The page's history shows no edit by this account "
         f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still save it: check "
@@ -4538,12 +4776,12 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                                + NEXT_STEP["upstream_failure"])
     title = edit.get("title", title)
     if edit.get("nochange"):
-        return (f"No change: the text is what the page already holds; nothing was saved.\n"
+        return ("No change: the text is what the page already holds; nothing was saved.\n"
                 + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
     pin, parent = fields.get("baserevid"), edit.get("oldrevid")
     ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
                           "text" in fields and pin == parent)
-    status = ("Created." if edit.get("new") else "Saved." if not pin or pin == parent else
+    status = ("Created." if edit.get("new") else done if not pin or pin == parent else
               f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
               "again before replacing it whole.")
     return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
@@ -4553,15 +4791,18 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
                      fields: Mapping[str, Any]) -> dict[str, Any] | None:
     """The revision after ``base`` that this account saved with this summary, if any. Without a
     summary, or for an edit that adds text (parallel ones by this account may share a summary),
-    it must also hold the text that ``fields`` sent, in its place."""
+    it must also hold the text that ``fields`` sent, in its place. An undo sends no text (the
+    wiki makes it): it must carry the wiki's mw-undo tag instead."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
-                            "rvprop": "ids|user|comment", "rvdir": "newer", "rvstartid": base,
+                            "rvprop": "ids|user|comment|tags", "rvdir": "newer", "rvstartid": base,
                             "rvlimit": 20}).get("query", {})
     me = query.get("userinfo", {}).get("name")
     page, _ = resolve_page(query)
+    undo = "undo" in fields
     candidates = [r for r in page.get("revisions") or [] if r.get("revid") != base and r.get("user") == me
-                  and (not summary or stored_as(r.get("comment", ""), summary))]
-    holds = sent_text_check(fields) if not summary or "text" not in fields else None
+                  and (not summary or stored_as(r.get("comment", ""), summary))
+                  and (not undo or "mw-undo" in (r.get("tags") or []))]
+    holds = sent_text_check(fields) if not undo and (not summary or "text" not in fields) else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
     texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
@@ -4643,7 +4884,7 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
 
 
 @tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True, dry_run=True,
-      idempotency_key=True, rights=("edit", "createpage"))
+      idempotency_key=True, watch=True, rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4669,7 +4910,7 @@ def create_page(
 
 
 @tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, dry_run=True,
-      idempotency_key=True, rights=("edit",))
+      idempotency_key=True, watch=True, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4829,9 +5070,15 @@ def replace_found(where: str, old: str, find: str, replace: str, every: bool, ba
 
 
 def revision_text(ctx: ToolContext, revid: int) -> str:
-    query = ctx.client.get({"action": "query", "revids": revid, "prop": "revisions", "rvprop": "content",
-                            "rvslots": "main"}).get("query", {})
-    return main_slot(revision_of((query.get("pages") or [{}])[0])).get("content", "")
+    return revision_texts(ctx, revid).get(revid, "")
+
+
+def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
+    """The wikitext of revisions, by revision ID (one request)."""
+    query = ctx.client.get({"action": "query", "revids": list(dict.fromkeys(revids)), "prop": "revisions",
+                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+    return {r["revid"]: main_slot(r).get("content", "") for p in query.get("pages") or []
+            for r in p.get("revisions") or []}
 
 
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
@@ -4882,7 +5129,7 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
 
 
 @tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
-      rights=("move",))
+      watch=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
@@ -4904,7 +5151,7 @@ def move_page(
         raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
-              "tags": change_tags(ctx)}
+              "tags": change_tags(ctx), "watchlist": ctx.watch}
     try:
         answer, shown = settle_write(
             lambda: ctx.client.write(params), lambda: moved_as_shown(ctx, fromTitle, toTitle),
@@ -5048,6 +5295,290 @@ def undelete_page(
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
+
+
+# -- write tools: undo, rollback, protection, the watchlist --------------------
+
+@tool("undo-edit", "Undo edit", read_only=False, destructive=True, idempotent=False, dry_run=True,
+      idempotency_key=True, watch=True, rights=("edit",))
+def undo_edit(
+    ctx: ToolContext,
+    revisionId: Annotated[int, Arg("Revision ID to undo; of a run, the latest.", minimum=1)],
+    oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
+    comment: Annotated[str | None, CommentArg] = None,
+) -> list[str] | str:
+    """Undoes a wiki page's edit, or a run of them, in a new revision that keeps later edits. Fails,
+    saving nothing, when later edits changed the same lines, or for a page's creation (to remove a
+    page, use delete-page). For a user's latest edits at once, use rollback-edits; to write text,
+    update-page."""
+    oldest = oldestRevisionId or revisionId
+    if oldest > revisionId:
+        raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
+                            "run's first revision as oldestRevisionId and its latest as revisionId.")
+    query = ctx.client.get({"action": "query", "revids": [oldest, revisionId], "prop": "revisions|info",
+                            "rvprop": "ids|user", "intestactions": "edit" if ctx.dry_run else None})
+    found = {r["revid"]: (p, r) for p in query.get("query", {}).get("pages") or []
+             for r in p.get("revisions") or []}
+    for revid in (revisionId, oldest):
+        if revid not in found:
+            raise no_such_revision(ctx, revid)
+    (page, newest), (other, first) = found[revisionId], found[oldest]
+    if other.get("pageid") != page.get("pageid"):
+        raise invalid_input(f"Revisions {oldest} and {revisionId} are of different pages "
+                            f"({other.get('title')!r} and {page.get('title')!r}); a run to undo is of one page. "
+                            "Nothing was saved.")
+    title, latest, parent = page["title"], page.get("lastrevid", 0), first.get("parentid") or 0
+    if not parent:
+        raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
+                            "nothing was saved. To remove the page, use delete-page.")
+    if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
+        refuse_forbidden_dry_run(ctx, page, "edit")
+        texts = revision_texts(ctx, latest, revisionId, parent)
+        now, undone, before = texts.get(latest, ""), texts.get(revisionId, ""), texts.get(parent, "")
+        new = before if now == undone else merge3(undone, before, now)
+        if new is None:
+            raise undo_conflict(ctx, title, oldest, revisionId, parent)
+        return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
+    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId}")
+    done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
+    try:
+        return save_edit(ctx, title, {"undo": revisionId, "undoafter": parent, "nocreate": True}, latest,
+                         edit_summary(ctx, comment), done)
+    except WikiError as error:
+        if error.code == "undofailure":
+            raise undo_conflict(ctx, title, oldest, revisionId, parent) from None
+        raise
+
+
+def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
+    """The conflict of an undo that later edits stand in the way of, naming them."""
+    page, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user", rvdir="newer",
+                         rvstartid=newest, rvlimit=11)
+    since = [r for r in page.get("revisions") or [] if r.get("revid") != newest]
+    named = ", ".join(f"{r['revid']} by {revision_user(r)}" for r in since[:10]) + ", ..." * (len(since) > 10)
+    what = f"Revision {newest}" if oldest == newest else f"Revisions {oldest} to {newest}"
+    return conflict(f"{what} of {title!r} cannot be undone cleanly: the edits made since (revision"
+                    f"{'s' * (len(since) > 1)} {named}) changed the same lines. Nothing was saved. To undo it "
+                    f"by hand, compare-pages with fromRevision={parent} and toRevision={newest} shows what it "
+                    "changed; then update-page with find and replace changes that back in the current text.",
+                    "undofailure")
+
+
+@tool("rollback-edits", "Roll back edits", read_only=False, destructive=True, idempotent=True,
+      idempotency_key=True, watch=True, rights=("rollback",))
+def rollback_edits(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    user: Annotated[str, Arg("The latest editor, whose edits are reverted.")],
+    comment: Annotated[str | None, CommentArg] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+) -> str:
+    """Reverts the latest edits of a wiki page by its last editor, back to the revision before
+    them. Without confirm=true it changes nothing and fails, showing the edits and that revision
+    to put to the user. For an older edit, use undo-edit."""
+    name = user_name(user)
+    if not confirm:
+        raise invalid_input(rollback_preview(ctx, title, name))
+    params = {"action": "rollback", "title": title, "user": name, "summary": edit_summary(ctx, comment),
+              "tags": change_tags(ctx), "watchlist": ctx.watch}
+    try:
+        done = ctx.client.write(params, token="rollback").get("rollback", {})
+        status = f"Rolled back the edits by {name} to revision {done.get('last_revid')}."
+    except ResponseLost as lost:
+        done = rollback_after_lost_answer(ctx, lost, title, name)
+        status = "Rolled back (the wiki's answer was lost; its history shows the rollback)."
+    except WikiError as error:
+        if error.code == "missingtitle":
+            raise missing_page(ctx, title) from None
+        if error.code == "alreadyrolled":
+            raise not_latest_editor(title, name, None) from None
+        raise
+    return saved_lines(ctx, done.get("title", title), done["revid"], done.get("old_revid") or None, status)
+
+
+def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
+    """What a rollback would do: how many edits it reverts and the revision it returns to."""
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions|info",
+                            "rvprop": "ids|user", "rvlimit": "max"})
+    page, _ = resolve_page(query.get("query", {}))
+    check_page(ctx, page, title)
+    revisions = page.get("revisions") or [{}]
+    if revision_user(revisions[0]) != name:
+        raise not_latest_editor(page["title"], name, revision_user(revisions[0]))
+    run = list(itertools.takewhile(lambda r: revision_user(r) == name, revisions))
+    target = revisions[len(run)] if len(run) < len(revisions) else None
+    count = str(len(run))
+    if target is None and query.get("continue"):  # the run goes on past this answer
+        more, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user", rvexcludeuser=name)
+        target, count = revision_of(more) or None, f"more than {len(run)}"
+    if target is None:
+        raise invalid_input(f"Every revision of {page['title']!r} is by {name}, so rollback has no earlier "
+                            "version to return to; nothing was changed. To remove the page, use delete-page.")
+    edits = (f"the latest edit to {page['title']!r}, by {name} (revision {run[0]['revid']})" if len(run) == 1
+             else f"the {count} latest edits to {page['title']!r}, all by {name} (revisions "
+                  f"{run[-1]['revid']} to {run[0]['revid']})")
+    return (f"Nothing was rolled back. rollback-edits would revert {edits}, returning it to revision "
+            f"{target['revid']} by {revision_user(target)}. Ask the user to confirm, then call "
+            "rollback-edits again with confirm=true.")
+
+
+def not_latest_editor(title: str, name: str, latest: str | None) -> WikiError:
+    who = f"is by {latest}, not {name}" if latest else f"is no longer by {name} (edited or rolled back since)"
+    return conflict(f"The latest edit to {title!r} {who}; nothing was rolled back. rollback-edits reverts "
+                    "only the latest editor's edits: get-page-history shows them, and undo-edit undoes an older "
+                    "one.", "alreadyrolled")
+
+
+def rollback_after_lost_answer(ctx: ToolContext, lost: ResponseLost, title: str, name: str) -> dict[str, Any]:
+    """What the wiki shows after a rollback whose answer was lost, as the API answers one: a
+    rollback by this account at the top of the history, over the edits of ``name``."""
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
+                            "rvprop": "ids|user|tags", "rvlimit": 2}).get("query", {})
+    page, _ = resolve_page(query)
+    latest, before = [*(page.get("revisions") or []), {}, {}][:2]
+    mine = latest.get("user") == query.get("userinfo", {}).get("name")
+    if mine and "mw-rollback" in (latest.get("tags") or []) and before.get("user") == name:
+        return {"title": page.get("title", title), "revid": latest["revid"], "old_revid": before.get("revid")}
+    if latest.get("user") == name:
+        raise upstream_failure(f"{lost.message} The wiki shows the latest edit still by {name}, so nothing "
+                               "was rolled back. Call again to retry.")
+    raise upstream_failure(f"{lost.message} Whether the rollback was saved could not be told: the latest "
+                           f"edit is by {latest.get('user')}. Check get-page-history before calling again.")
+
+
+LevelArg = Arg("A level such as sysop; 'all' lifts it.")
+
+
+@tool("protect-page", "Protect page", read_only=False, destructive=True, idempotent=True,
+      idempotency_key=True, rights=("protect",))
+def protect_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    edit: Annotated[str | None, LevelArg] = None,
+    move: Annotated[str | None, LevelArg] = None,
+    upload: Annotated[str | None, LevelArg] = None,
+    create: Annotated[str | None, LevelArg] = None,
+    expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
+    cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
+    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+) -> str:
+    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages)
+    protection; levels not given are kept. Without confirm=true it changes nothing and fails,
+    showing current and new levels to put to the user. get-page with metadata=true shows them."""
+    asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
+                                             ("create", create)) if level is not None}
+    if not asked and cascade is None:
+        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
+                            "changed.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
+    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
+    for kind, level in asked.items():
+        if levels and level not in (*levels, "all"):
+            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
+                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+    page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
+    check_page(ctx, page, title, must_exist=False)
+    title, kinds = page.get("title", title), page.get("restrictiontypes") or []
+    for kind in asked:
+        if kind not in kinds:
+            missing = " (it does not exist)" if page.get("missing") else ""
+            raise invalid_input(f"{title!r} cannot be protected against {kind}: it can be protected against "
+                                f"{', '.join(kinds) or 'nothing'}{missing}. Nothing was changed.")
+    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along
+    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level")}
+    new = {kind: now.get(kind, {"type": kind, "level": ""}) for kind in kinds}
+    new.update({kind: {"type": kind, "level": "" if level == "all" else level, "expiry": expiry or "infinite"}
+                for kind, level in asked.items()})
+    cascading = any(p.get("cascade") for p in now.values())
+    cascades = cascading if cascade is None else cascade
+    allowed = ctx.site.restrictions.get("cascadinglevels") or ["sysop"]
+    if cascades and new.get("edit", {}).get("level") not in allowed:
+        if cascade:
+            raise invalid_input(f"cascade protects pages this one transcludes only at edit level "
+                                f"{' or '.join(allowed)}; give edit={allowed[0]} with it. Nothing was "
+                                "changed.")
+        cascades = False  # MediaWiki ends cascading when the edit level drops below it
+    if not confirm:
+        changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
+                   else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
+                   if kind in asked or kind in now]
+        if cascades != cascading:
+            changes.append(f"cascading: {'on' if cascading else 'off'} -> {'on' if cascades else 'off'}")
+        raise invalid_input(f"Nothing was changed. protect-page would change the protection of {title!r} on "
+                            f"{ctx.wiki.key}: {'; '.join(changes)}. Ask the user to confirm, then call "
+                            "protect-page again with confirm=true.")
+    params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
+              "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
+              "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
+    status = "Protection changed."
+    try:
+        answer = ctx.client.write(params).get("protect", {})
+        result = [{"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": answer.get("cascade")}
+                  for entry in answer.get("protections") or [] for kind, level in entry.items()
+                  if kind != "expiry"]
+    except ResponseLost as lost:
+        page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
+        result = page.get("protection") or []
+        if {p["type"]: p["level"] for p in result} != {k: p["level"] for k, p in new.items() if p["level"]}:
+            raise upstream_failure(f"{lost.message} The wiki shows the protection of {title!r} unchanged, so "
+                                   "nothing was changed. Call again to retry.") from None
+        status = "Protection changed (the wiki's answer was lost; the wiki shows the new protection)."
+    return status + "\n" + labelled(("Title", title), ("Protection", protection_text(result)),
+                                    ("URL", ctx.site.page_url(title)))
+
+
+def level_text(entry: Mapping[str, Any] | None) -> str:
+    """``sysop until 1 week``: one kind's protection level, or none."""
+    return f"{entry['level']}{until(entry.get('expiry'))}" if entry and entry.get("level") else "none"
+
+
+@tool("watch-page", "Watch page", read_only=False, destructive=True, idempotent=True,
+      rights=("editmywatchlist",), offered=has_account)
+def watch_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    unwatch: Annotated[bool, Arg("Removes it instead.")] = False,
+    expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
+) -> str:
+    """Adds a wiki page, existing or not, to the account's watchlist (optionally until an expiry)
+    or removes it. get-watchlist shows their changes."""
+    if unwatch and expiry is not None:
+        raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week.")
+    if expiry and not keeps_watch_expiries(ctx):
+        raise invalid_input(f"{ctx.wiki.key} keeps watchlist entries without expiry; nothing was changed. "
+                            "Call again without expiry to watch the page until it is unwatched.")
+    status = "Unwatched." if unwatch else "Watched."
+    try:
+        answer = ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
+                                  token="watch")
+        entry = next(iter(answer.get("watch") or []), {})
+    except ResponseLost as lost:
+        entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
+        if bool(entry.get("watched")) == unwatch:
+            raise upstream_failure(f"{lost.message} The wiki shows {title!r} still "
+                                   f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call "
+                                   "again to retry.") from None
+        entry["expiry"] = entry.get("watchlistexpiry")
+        status = f"{status[:-1]} (the wiki's answer was lost; the wiki shows the page {status[:-1].lower()})."
+    check_page(ctx, entry, title, must_exist=False)
+    if entry.get("special"):
+        raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
+    shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
+    expires = entry.get("expiry") if until(entry.get("expiry")) else None
+    return status + "\n" + labelled(("Title", shown), ("Until", expires))
+
+
+def keeps_watch_expiries(ctx: ToolContext) -> bool:
+    """Whether the wiki's watchlist takes an expiry ($wgWatchlistExpiry): without, MediaWiki
+    ignores one and watches the page for good."""
+    info = ctx.client.get({"action": "paraminfo", "modules": "watch"}).get("paraminfo", {})
+    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    return any(p.get("name") == "expiry" for p in params)
 
 
 # -- write tools: files ------------------------------------------------------
@@ -5651,7 +6182,7 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
             site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
                      and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
-                     and (spec.read_only or all(account.can(right) for right in spec.rights))
+                     and all(account.can(right) for right in spec.rights)
                      and (config.upload_dirs or not spec.needs_upload_dirs)]
         except WikiError as error:
             failures += 1

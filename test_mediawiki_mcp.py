@@ -377,7 +377,7 @@ return false;
 """
 
 BOT_GRANTS = ("basic,highvolume,editpage,editprotected,createeditmovepage,uploadfile,"
-              "uploadeditmovefile,delete,protect")
+              "uploadeditmovefile,delete,protect,rollback,viewmywatchlist,editmywatchlist")
 #: Loaded on every test wiki (Debian bundles them); Scribunto runs Lua with LuaSandbox where
 #: the PHP extension is installed (the 1.43 root), else with the lua5.1 program.
 EXTENSIONS = "ParserFunctions,Cite,TemplateData,TextExtracts,Scribunto"
@@ -494,6 +494,9 @@ class WikiSpec:
     settings: str = ""
 
 
+#: watch-page's expiry on the English test wikis, as on Wikimedia's wikis (MediaWiki's default
+#: is off, as on third_wiki).
+WATCHLIST_EXPIRY = "$wgWatchlistExpiry = true;\n"
 #: The MediaWiki versions that tests marked on_every_version run on, each by a wiki of WIKIS.
 VERSIONS = ("1.39", "1.43")
 #: Every wiki a test run can start, by name. 1.39 diffs with MediaWiki's own PHP engine, 1.43
@@ -501,8 +504,8 @@ VERSIONS = ("1.39", "1.43")
 #: wikidiff2 is missing: test_every_diff_engine_and_a_dry_run_show_the_same_lines checks
 #: which one answered), the Persian one with the PHP engine of 1.43.
 WIKIS = {
-    "1.39": WikiSpec(MEDIAWIKI_1_39),
-    "1.43": WikiSpec(MEDIAWIKI_1_43, settings="$wgDiffEngine = 'wikidiff2';\n"),
+    "1.39": WikiSpec(MEDIAWIKI_1_39, settings=WATCHLIST_EXPIRY),
+    "1.43": WikiSpec(MEDIAWIKI_1_43, settings=WATCHLIST_EXPIRY + "$wgDiffEngine = 'wikidiff2';\n"),
     "de": WikiSpec(MEDIAWIKI_1_43, "Testwiki", "de", german_seed),
     "fa": WikiSpec(MEDIAWIKI_1_43, "ویکی آزمایشی", "fa", persian_seed, "$wgDiffEngine = 'php';\n"),
 }
@@ -2769,7 +2772,7 @@ def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -
     """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
     client = m.MediaWikiClient(fake.api, token="tok-never-sent", retry=m.RetryPolicy(sleep=lambda s: None))
     assert client.site.name == "Fake"
-    client._csrf = "+\\"
+    client._tokens = {"csrf": "+\\"}
     fake.close()  # nothing listens there any more
     with pytest.raises(m.WikiError) as refused:
         client.write({"action": "edit", "title": "Main Page", "appendtext": "x"})
@@ -2847,7 +2850,7 @@ def test_an_expired_edit_token_is_refreshed_once_on_the_real_wiki(wiki: RealWiki
     server = make_server(wiki.env())
     title = "Write token refresh test"
     create(server, title, "Text.")
-    server.state.clients[wiki.key]._csrf = "0123456789abcdef+\\"  # as if the session had renewed
+    server.state.clients[wiki.key]._tokens = {"csrf": "0123456789abcdef+\\"}  # as if the session had renewed
     result = call(server, "update-page", title=title, source="Text, after a token refresh.")
     assert not result.is_error, result.text
     assert wiki.wikitext(title) == "Text, after a token refresh."
@@ -3630,6 +3633,490 @@ def test_idempotency_store_runs_concurrent_repeats_once() -> None:
     first.join(10)
     second.join(10)
     assert runs == [1] and sorted(results, key=lambda r: r[1]) == [(["saved"], False), (["saved"], True)]
+
+
+# ---------------------------------------------------------------------------
+# The editor's safety net on the real wiki: undo, rollback, contributions, logs,
+# protection and the watchlist
+# ---------------------------------------------------------------------------
+
+SAFETY_TOOLS = {  # name: (readOnlyHint, destructiveHint, idempotentHint)
+    "undo-edit": (False, True, False), "rollback-edits": (False, True, True),
+    "get-user-contributions": (True, False, True), "get-log-events": (True, False, True),
+    "protect-page": (False, True, True), "get-watchlist": (True, False, True), "watch-page": (False, True, True)}
+
+
+def admin_session(wiki: RealWiki) -> requests.Session:
+    """A bare API session of the bot account, for what only a logged-in account can read."""
+    if wiki.api not in _admin_sessions:
+        _admin_sessions[wiki.api] = bare_login(wiki, wiki.bot_user, wiki.bot_password)[0]
+    return _admin_sessions[wiki.api]
+
+
+_admin_sessions: dict[str, requests.Session] = {}
+
+
+def watched(wiki: RealWiki, title: str) -> bool:
+    """Whether the bot account watches the page, as the wiki says."""
+    page = admin_session(wiki).get(wiki.api, timeout=30, params={
+        "action": "query", "titles": title, "prop": "info", "inprop": "watched", "format": "json",
+        "formatversion": "2"}).json()["query"]["pages"][0]
+    return bool(page.get("watched"))
+
+
+def protection_of(wiki: RealWiki, title: str) -> dict[str, tuple[str, str]]:
+    page = wiki.raw_get(action="query", titles=title, prop="info", inprop="protection")["query"]["pages"][0]
+    return {p["type"]: (p["level"], p["expiry"]) for p in page["protection"]}
+
+
+def test_the_safety_net_tools_are_offered_annotated_and_small(bot_server: Any, anon_server: Any) -> None:
+    tools = {t.name: t for t in list_tools(bot_server)}
+    for name, hints in SAFETY_TOOLS.items():
+        a = tools[name].annotations
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (*hints, True), name
+        size = len(json.dumps(tools[name].model_dump(mode="json", by_alias=True, exclude_none=True),
+                              separators=(",", ":"), ensure_ascii=False).encode())
+        assert size <= 1500, (name, size)  # tools/list is paid on every turn
+    # without an account there is no watchlist: neither tool is listed
+    anonymous = {t.name for t in list_tools(anon_server)}
+    assert {"get-user-contributions", "get-log-events"} <= anonymous
+    assert not {"get-watchlist", "watch-page"} & anonymous
+    for name in ("create-page", "update-page", "move-page", "undo-edit", "rollback-edits"):
+        assert tools[name].input_schema["properties"]["watch"]["enum"] == ["watch", "unwatch", "preferences",
+                                                                            "nochange"], name
+
+
+# -- undo-edit ------------------------------------------------------------------------
+
+@on_every_version
+def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo test"
+    create(bot_server, title, "Line one.\nLine two.\nLine three.\nLine four.")
+    editor_edit(wiki, title, "Line one.\nLine two, vandalised.\nLine three.\nLine four.")
+    bad = revision_ids(wiki, title)[0]
+    assert not call(bot_server, "update-page", title=title, find="Line four.", replace="Line four, later.").is_error
+    later = revision_ids(wiki, title)[0]
+    dry = call(bot_server, "undo-edit", revisionId=bad, dryRun=True)
+    assert dry.blocks == ["Dry run: nothing was saved. The diff that would be saved:\n"
+                          f"Title: {title}\nBase revision ID: {later}\n\n"
+                          "@@ -2 +2 @@\n-Line two, vandalised.\n+Line two."], dry.text
+    assert revision_ids(wiki, title)[0] == later
+    undone = call(bot_server, "undo-edit", revisionId=bad)
+    assert not undone.is_error, undone.text
+    assert undone.blocks[0].startswith(f"Undid revision {bad} by Editor; the edits made since are kept.\n"
+                                       f"Title: {title}\nRevision ID: ")
+    assert field(undone, "Previous revision ID") == str(later)
+    assert field(undone, "Size change").startswith("-12 bytes")
+    assert wiki.wikitext(title) == "Line one.\nLine two.\nLine three.\nLine four, later."
+    revision = latest_revision(wiki, title)
+    assert revision["user"] == "Admin" and "mw-undo" in revision["tags"]
+    assert revision["comment"].startswith(f"Undo revision {bad} by")  # MediaWiki's own summary
+
+
+@on_every_version
+def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo run test"
+    create(bot_server, title, "One.\nTwo.\nThree.\nFour.\nFive.")
+    editor_edit(wiki, title, "One.\nTwo!\nThree.\nFour.\nFive.")
+    editor_edit(wiki, title, "One.\nTwo!\nThree!\nFour.\nFive.")
+    newest, oldest = revision_ids(wiki, title)[:2]
+    assert not call(bot_server, "update-page", title=title, find="Five.", replace="Five, kept.").is_error
+    arguments = {"revisionId": newest, "oldestRevisionId": oldest, "comment": "Undo the run",
+                 "idempotencyKey": "safety-undo-run"}
+    first = call(bot_server, "undo-edit", **arguments)
+    assert not first.is_error, first.text
+    assert first.blocks[0].startswith(f"Undid revisions {oldest} to {newest}; the edits made since are kept.")
+    again = call(bot_server, "undo-edit", **arguments)
+    assert again.blocks[0].startswith("Repeat: ")
+    assert wiki.wikitext(title) == "One.\nTwo.\nThree.\nFour.\nFive, kept."
+    assert len(revision_ids(wiki, title)) == 5
+    assert latest_revision(wiki, title)["comment"] == "Undo the run (via mediawiki-mcp)"
+
+
+@on_every_version
+def test_an_undo_whose_lines_changed_since_is_a_conflict_and_saves_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo conflict test"
+    first = create(bot_server, title, "Alpha.\nBeta.\nGamma.")
+    editor_edit(wiki, title, "Alpha.\nBeta, by the editor.\nGamma.")
+    bad = revision_ids(wiki, title)[0]
+    assert not call(bot_server, "update-page", title=title, find="Beta, by the editor.",
+                    replace="Beta, corrected.").is_error
+    latest = revision_ids(wiki, title)[0]
+    for dry_run in (True, False):
+        result = call(bot_server, "undo-edit", revisionId=bad, dryRun=dry_run)
+        assert result.is_error and result.blocks == [
+            f"conflict: Revision {bad} of {title!r} cannot be undone cleanly: the edits made since (revision "
+            f"{latest} by Admin) changed the same lines. Nothing was saved. To undo it by hand, compare-pages "
+            f"with fromRevision={first} and toRevision={bad} shows what it changed; then update-page with find "
+            "and replace changes that back in the current text."], result.text
+    assert revision_ids(wiki, title)[0] == latest and wiki.wikitext(title) == "Alpha.\nBeta, corrected.\nGamma."
+
+
+def test_undo_edit_refuses_a_pages_creation_and_runs_not_of_one_page(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo creation test"
+    first = create(bot_server, title, "Text.")
+    refused = call(bot_server, "undo-edit", revisionId=first)
+    assert refused.is_error and refused.blocks == [
+        f"invalid_input: Revision {first} created {title!r}, so undoing it would leave nothing; nothing was "
+        "saved. To remove the page, use delete-page."]
+    other = create(bot_server, "Safety undo other page", "Other.")
+    mixed = call(bot_server, "undo-edit", revisionId=other, oldestRevisionId=first)
+    assert mixed.is_error and mixed.blocks == [
+        f"invalid_input: Revisions {first} and {other} are of different pages ({title!r} and 'Safety undo other "
+        "page'); a run to undo is of one page. Nothing was saved."]
+    missing = call(bot_server, "undo-edit", revisionId=10**8)
+    assert missing.is_error and missing.blocks[0].startswith(f"not_found: Revision {10**8} not found on {wiki.key}.")
+    assert revision_ids(wiki, title) == [first]
+
+
+# -- rollback-edits -----------------------------------------------------------------------
+
+@on_every_version
+def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety rollback test"
+    base = create(bot_server, title, "Good text.")
+    for n in range(3):
+        editor_edit(wiki, title, f"Bad text {n}.")
+    bad = revision_ids(wiki, title)[:3]
+    asked = call(bot_server, "rollback-edits", title=title, user="Editor")
+    assert asked.is_error and asked.blocks == [
+        f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
+        f"all by Editor (revisions {bad[2]} to {bad[0]}), returning it to revision {base} by Admin. Ask the "
+        "user to confirm, then call rollback-edits again with confirm=true."]
+    assert revision_ids(wiki, title)[:3] == bad
+    done = call(bot_server, "rollback-edits", title=title, user="editor", confirm=True)
+    assert not done.is_error, done.text
+    assert done.blocks[0].startswith(f"Rolled back the edits by Editor to revision {base}.\nTitle: {title}\n")
+    assert field(done, "Previous revision ID") == str(bad[0]) and field(done, "Size change").startswith("-1 bytes")
+    assert wiki.wikitext(title) == "Good text." and "mw-rollback" in latest_revision(wiki, title)["tags"]
+    # the latest editor is now Admin: nothing of Editor's is left to roll back
+    for arguments in ({}, {"confirm": True}):
+        again = call(bot_server, "rollback-edits", title=title, user="Editor", **arguments)
+        assert again.is_error and again.blocks[0].startswith("conflict: "), again.text
+        assert "undo-edit" in again.text
+    assert len(revision_ids(wiki, title)) == 5
+
+
+def test_rollback_of_a_page_with_no_other_author_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety rollback only author test"
+    create(bot_server, title, "Mine.")
+    call(bot_server, "update-page", title=title, source="Mine, twice.")
+    result = call(bot_server, "rollback-edits", title=title, user="Admin")
+    assert result.is_error and result.blocks == [
+        f"invalid_input: Every revision of {title!r} is by Admin, so rollback has no earlier version to return "
+        "to; nothing was changed. To remove the page, use delete-page."]
+
+
+def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety rollback refused test"
+    create(bot_server, title, "Good.")
+    editor_edit(wiki, title, "Bad.")
+    plain = call(make_server(accounts.plain), "rollback-edits", title=title, user="Editor", confirm=True)
+    assert plain.is_error and plain.blocks == [
+        f"permission_denied: The account Plain cannot roll back edits on {wiki.key}: it lacks the 'rollback' "
+        "right, which the wiki gives to: sysop. Nothing was changed. Without it, undo-edit reverts the same "
+        "edits: revisionId the latest, oldestRevisionId the first of the run."]
+    limited = call(make_server(accounts.limited), "rollback-edits", title=title, user="Editor")
+    assert limited.is_error and limited.blocks[0].startswith(
+        f"permission_denied: The account Admin cannot roll back edits on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Rollback changes to pages'")
+    assert wiki.wikitext(title) == "Bad."
+
+
+# -- get-user-contributions ------------------------------------------------------------------
+
+@on_every_version
+def test_contributions_across_two_pages_walked_to_the_end(bot_server: Any, wiki: RealWiki) -> None:
+    password = "Contributor-" + secrets.token_hex(12)
+    php(wiki.directory, "maintenance/createAndPromote.php", "Contributor", password)
+    session, token = bare_login(wiki, "Contributor", password)
+    made = []
+    for title, text, summary, minor in [("Safety contributions A", "A.", "Start A", False),
+                                        ("Safety contributions B", "B.", "Start B", False),
+                                        ("Safety contributions A", "A, more.", "minor", True),
+                                        ("Talk:Safety contributions B", "Talk.", "Talk: B", False)]:
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
+            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()["edit"]
+        made.append((title, edit["newrevid"]))
+    editor_edit(wiki, "Safety contributions A", "A, edited since.")  # Contributor's A edit is no longer latest
+    results = follow_markers(bot_server, "get-user-contributions", "continueFrom",
+                             {"user": "Contributor", "limit": 1})
+    assert len(results) == 4 and all(len(r.blocks[0].split("\n")) == 2 for r in results)
+    assert results[0].blocks[0].startswith(
+        "Edits by Contributor, newest first (revision ID | timestamp | page | size change | new, minor, latest "
+        "(only when so) | tags (only when any) | edit summary (quoted, only when any)):\n")
+    rows = [rows_of(r.blocks[0])[0].split(" | ") for r in results]
+    assert [(row[0], row[2]) for row in rows] == [(str(revid), title) for title, revid in made[::-1]]
+    assert rows[0][3:] == ["+5", "new, latest", '"Talk: B"']
+    assert rows[1][3:] == ["+6", "minor", '"minor"']
+    assert rows[2][3:] == ["+2", "new, latest", '"Start B"']
+    assert rows[3][3:] == ["+2", "new", '"Start A"']
+    oldest_first = call(bot_server, "get-user-contributions", user="Contributor", oldestFirst=True,
+                        namespaces=[0])
+    assert oldest_first.blocks[0].startswith("Edits by Contributor, oldest first")
+    assert [row.split(" | ")[0] for row in rows_of(oldest_first.blocks[0])] == [str(r) for _, r in made[:3]]
+    nobody = call(bot_server, "get-user-contributions", user="Nobody here at all")
+    assert nobody.is_error and nobody.blocks[0].startswith(
+        f"not_found: There is no user 'Nobody here at all' on {wiki.key}.")
+
+
+def test_contributions_of_an_ip_address_and_of_an_ip_range(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety anonymous contributions test"
+    session = requests.Session()
+    token = session.get(wiki.api, timeout=30, params={"action": "query", "meta": "tokens", "format": "json"}
+                        ).json()["query"]["tokens"]["csrftoken"]
+    done = session.post(wiki.api, timeout=30, data={"action": "edit", "title": title, "text": "By an IP.",
+                                                     "token": token, "format": "json"}).json()
+    revid = done["edit"]["newrevid"]
+    for user in ("127.0.0.1", "127.0.0.0/24"):
+        result = call(bot_server, "get-user-contributions", user=user)
+        assert not result.is_error, result.text
+        assert result.blocks[0].startswith(f"Edits by {user}, newest first")
+        assert f"{revid} | " in result.text and f" | {title} | +9 | new, latest" in result.text
+
+
+# -- get-log-events ---------------------------------------------------------------------------
+
+@on_every_version
+def test_a_delete_a_move_and_a_protection_are_in_the_log_with_their_reasons(bot_server: Any, wiki: RealWiki) -> None:
+    for name in ("delete", "move", "protect"):
+        create(bot_server, f"Safety log {name} test", "Logged.")
+    assert not call(bot_server, "delete-page", title="Safety log delete test", confirm=True,
+                    comment="Reason to delete").is_error
+    assert not call(bot_server, "move-page", fromTitle="Safety log move test", toTitle="Safety log moved test",
+                    comment="Reason to move", leaveRedirect=False).is_error
+    assert not call(bot_server, "protect-page", title="Safety log protect test", edit="sysop", move="sysop",
+                    expiry="1 month", comment="Reason to protect", confirm=True).is_error
+    found = {}
+    for kind in ("delete", "move", "protect"):
+        result = call(bot_server, "get-log-events", type=kind, title=f"Safety log {kind} test")
+        assert not result.is_error, result.text
+        assert result.blocks[0].startswith("Log events, newest first (time | type/action | user | page | details "
+                                           "(only when any) | reason (quoted, only when any)):\n")
+        (row,) = rows_of(result.blocks[0])
+        found[kind] = row.split(" | ")[1:]
+    suffix = " (via mediawiki-mcp)"
+    assert found["delete"] == ["delete/delete", "Admin", "Safety log delete test", f'"Reason to delete{suffix}"']
+    assert found["move"] == ["move/move", "Admin", "Safety log move test", "to Safety log moved test, no redirect",
+                             f'"Reason to move{suffix}"']
+    assert found["protect"][:3] == ["protect/protect", "Admin", "Safety log protect test"]
+    assert re.fullmatch(r"edit=sysop until (\S+Z), move=sysop until \1", found["protect"][3]), found["protect"]
+    assert found["protect"][4] == f'"Reason to protect{suffix}"'
+    by_admin = follow_markers(bot_server, "get-log-events", "continueFrom",
+                              {"user": "Admin", "title": "Safety log move test", "limit": 1})
+    assert [rows_of(r.blocks[0])[0].split(" | ")[1] for r in by_admin] == ["move/move", "create/create"]
+    unknown = call(bot_server, "get-log-events", type="vandalism")
+    assert unknown.is_error and unknown.blocks[0].startswith("invalid_input: ")
+    assert "block, " in unknown.text and "protect, " in unknown.text  # the wiki's own log types
+
+
+# -- protect-page and get-page's protection ------------------------------------------------------
+
+@on_every_version
+def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety protect test"
+    create(bot_server, title, "Protect me.")
+    moved = call(bot_server, "protect-page", title=title, move="sysop", confirm=True)
+    assert moved.blocks == [f"Protection changed.\nTitle: {title}\nProtection: move=sysop\n"
+                            f"URL: {wiki.url}/wiki/Safety_protect_test"], moved.text
+    asked = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week")
+    assert asked.is_error and asked.blocks == [
+        f"invalid_input: Nothing was changed. protect-page would change the protection of {title!r} on "
+        f"{wiki.key}: edit: none -> autoconfirmed until 1 week; move: sysop (kept). Ask the user to confirm, "
+        "then call protect-page again with confirm=true."]
+    assert protection_of(wiki, title) == {"move": ("sysop", "infinity")}
+    done = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week", confirm=True)
+    assert not done.is_error, done.text
+    levels = protection_of(wiki, title)
+    until = levels["edit"][1]
+    assert levels == {"edit": ("autoconfirmed", until), "move": ("sysop", "infinity")} and until > utc_now()
+    assert field(done, "Protection") == f"edit=autoconfirmed until {until}, move=sysop"
+    metadata = call(bot_server, "get-page", title=title, metadata=True, content="none")
+    assert field(metadata, "Protection") == f"edit=autoconfirmed until {until}, move=sysop"
+    cascade = call(bot_server, "protect-page", title=title, cascade=True, confirm=True)
+    assert cascade.is_error and cascade.blocks[0].startswith(
+        "invalid_input: cascade protects pages this one transcludes only at edit level sysop; ")
+    lifted = call(bot_server, "protect-page", title=title, edit="all", move="all", confirm=True)
+    assert field(lifted, "Protection") == "none" and protection_of(wiki, title) == {}
+    plain = call(bot_server, "get-page", title=title, metadata=True, content="none")
+    assert "Protection" not in plain.text
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"edit": "everyone"}, "Argument 'edit' must be a protection level of "),
+    ({"upload": "sysop"}, "cannot be protected against upload: "),
+    ({"create": "sysop"}, "cannot be protected against create: "),
+])
+def test_protect_page_refuses_levels_and_kinds_the_page_cannot_have(
+        bot_server: Any, wiki: RealWiki, arguments: dict[str, Any], message: str) -> None:
+    title = "Safety protect refusals test"
+    if not revision_ids(wiki, title):
+        create(bot_server, title, "Text.")
+    result = call(bot_server, "protect-page", title=title, confirm=True, **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
+    assert protection_of(wiki, title) == {}
+
+
+def test_protecting_a_missing_title_against_creation(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety protect missing title test"
+    done = call(bot_server, "protect-page", title=title, create="sysop", confirm=True)
+    assert not done.is_error, done.text
+    assert field(done, "Protection") == "create=sysop" and protection_of(wiki, title) == {"create": ("sysop", "infinity")}
+    created = call(make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"}), "create-page",
+                   title=title, source="Spam.")
+    assert created.is_error and created.blocks[0].startswith("permission_denied: ")
+
+
+# -- get-watchlist and watch-page ---------------------------------------------------------------
+
+@on_every_version
+def test_a_watched_pages_edit_is_in_the_watchlist(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Safety watched test"
+    create(server, title, "Watch me.")
+    assert call(server, "watch-page", title=title).blocks == [f"Watched.\nTitle: {title}"]
+    assert watched(wiki, title)
+    editor_edit(wiki, title, "Edited by the editor.")
+    revid = revision_ids(wiki, title)[0]
+    listed = call(server, "get-watchlist", user="Editor")
+    assert listed.blocks[0].startswith(f"Changes to watched pages, newest first ({m.RC_LEGEND}):\n")
+    assert any(row.split(" | ")[1:5] == [title, f"revision {revid}", "Editor", "+12"]
+               for row in rows_of(listed.blocks[0])), listed.text
+    assert call(server, "watch-page", title=title, unwatch=True).blocks == [f"Unwatched.\nTitle: {title}"]
+    assert not watched(wiki, title)
+    assert title not in call(server, "get-watchlist", user="Editor").text
+    until = call(server, "watch-page", title=title, expiry="1 week")
+    assert until.blocks[0].startswith(f"Watched.\nTitle: {title}\nUntil: ") and field(until, "Until") > utc_now()
+    missing = call(server, "watch-page", title="Safety watched missing page")
+    assert missing.blocks == ["Watched.\nTitle: Safety watched missing page (does not exist yet)"]
+
+
+def test_page_writes_watch_or_unwatch_as_asked(wiki: RealWiki, accounts: Accounts) -> None:
+    server = make_server(wiki.env())
+    title = "Safety write watch test"
+    create(server, title, "Text.")
+    assert not call(server, "update-page", title=title, source="Unwatched.", watch="unwatch").is_error
+    assert not watched(wiki, title)
+    assert not call(server, "update-page", title=title, source="Watched.", watch="watch").is_error
+    assert watched(wiki, title)
+    limited = call(make_server(accounts.limited), "update-page", title=title, source="No.", watch="unwatch")
+    assert limited.is_error and limited.blocks[0].startswith(
+        f"permission_denied: The account Admin cannot change the watchlist on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Edit your watchlist'")
+    assert wiki.wikitext(title) == "Watched."
+    viewing = call(make_server(accounts.limited), "get-watchlist")
+    assert viewing.is_error and "lacks the grant 'View your watchlist'" in viewing.text
+
+
+def test_a_watch_expiry_on_a_wiki_without_expiries_is_refused(third_wiki: RealWiki) -> None:
+    server = make_server(third_wiki.env())
+    result = call(server, "watch-page", title="Main Page", expiry="1 week")
+    assert result.is_error and result.blocks[0].startswith(
+        f"invalid_input: {third_wiki.key} keeps watchlist entries without expiry; nothing was changed. ")
+    assert not watched(third_wiki, "Main Page")
+
+
+# -- requests, refusals and lost answers -------------------------------------------------------
+
+@on_every_version
+def test_steady_state_requests_of_the_safety_net_tools(wiki: RealWiki) -> None:
+    """HTTP requests per call once login, site info, rights and tokens are cached (the closing
+    notes quote this table). A save's last request reads the sizes for its size change."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    create(server, "Safety requests warm-up", "Warm.")  # caches the rights and the tokens
+    title = "Safety requests test"
+    create(server, title, "One.\nTwo.")
+    editor_edit(wiki, title, "One.\nTwo, by the editor.")
+    bad = revision_ids(wiki, title)[0]
+    calls = [
+        ("get-user-contributions", {"user": "Editor"}, 1),
+        ("get-log-events", {"type": "delete"}, 1),
+        ("get-watchlist", {}, 1),
+        ("get-page", {"title": title, "metadata": True}, 1),
+        ("undo-edit", {"revisionId": bad, "dryRun": True}, 2),  # the revisions, then their texts
+        ("undo-edit", {"revisionId": bad}, 3),  # the revisions, the edit, the sizes
+        ("rollback-edits", {"title": title, "user": "Admin"}, 1),
+        ("protect-page", {"title": title, "edit": "sysop"}, 1),
+        ("protect-page", {"title": title, "edit": "sysop", "confirm": True}, 2),  # the levels kept, the change
+        ("watch-page", {"title": title}, 1),
+        ("watch-page", {"title": title, "expiry": "1 day"}, 2),  # whether the wiki keeps expiries, the change
+    ]
+    create(server, "Safety requests rollback test", "Kept.")
+    editor_edit(wiki, "Safety requests rollback test", "Rolled.")
+    calls.append(("rollback-edits", {"title": "Safety requests rollback test", "user": "Editor",
+                                     "confirm": True}, 2))  # the rollback, the sizes
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error == (tool in ("rollback-edits", "protect-page") and "confirm" not in arguments), \
+            (tool, result.text)
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+SAFETY_BAD_ARGUMENTS = [
+    ("undo-edit", {"revisionId": 0}, "'revisionId' must be at least 1"),
+    ("undo-edit", {"revisionId": 5, "oldestRevisionId": 9},
+     "oldestRevisionId (9) is newer than revisionId (5)"),
+    ("rollback-edits", {"title": "Apple"}, "Missing required argument 'user'"),
+    ("protect-page", {"title": "Apple"}, "Give a level for edit, move, upload or create"),
+    ("protect-page", {"title": "Apple", "edit": "sysop", "expiry": ""}, "'expiry' must not be empty"),
+    ("get-user-contributions", {"user": "Admin|Editor"}, "one user"),
+    ("get-user-contributions", {"user": "Admin", "start": "2026-02-01", "end": "2026-01-01"}, "is after end"),
+    ("get-log-events", {"start": "yesterday"}, "Argument 'start' must be an ISO 8601 timestamp"),
+    ("get-watchlist", {"hide": ["redirects"]}, "must be one of minor, bot, anonymous, registered"),
+    ("watch-page", {"title": "Apple", "unwatch": True, "expiry": "1 week"}, "expiry goes with watching"),
+    ("update-page", {"title": "Apple", "source": "x", "watch": "yes"}, "must be one of watch, unwatch"),
+]
+
+
+def test_bad_safety_net_arguments_are_refused_before_any_request(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    for tool, arguments, message in SAFETY_BAD_ARGUMENTS:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error and len(result.blocks) == 1, (tool, arguments)
+        assert result.blocks[0].startswith("invalid_input: ") and message in result.blocks[0], result.text
+        assert n[0] == 0, (tool, arguments)
+
+
+LOST_SAFETY_ACTIONS = {  # tool: the API action whose answer is lost
+    "undo-edit": "edit", "rollback-edits": "rollback", "protect-page": "protect", "watch-page": "watch"}
+
+
+@pytest.mark.parametrize("tool", list(LOST_SAFETY_ACTIONS))
+def test_a_lost_answer_to_an_undo_rollback_protection_or_watch_reports_what_the_wiki_did(
+        wiki: RealWiki, tool: str) -> None:
+    title = f"Safety lost {tool} test"
+    setup = bot_server_for(wiki)
+    create(setup, title, "Good.")
+    editor_edit(wiki, title, "Bad.")
+    bad = revision_ids(wiki, title)[0]
+    arguments = {"undo-edit": {"revisionId": bad}, "rollback-edits": {"title": title, "user": "Editor", "confirm": True},
+                 "protect-page": {"title": title, "edit": "sysop", "confirm": True},
+                 "watch-page": {"title": title, "unwatch": True}}[tool]
+    proxy = DroppingProxy(wiki.url, drops=posts(LOST_SAFETY_ACTIONS[tool]))
+    try:
+        result = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), tool, **arguments)
+        assert proxy.drops_left == 0, "the proxy never dropped an answer"
+    finally:
+        proxy.close()
+    assert not result.is_error, result.text
+    assert "(the wiki's answer was lost; " in result.blocks[0].split("\n")[0], result.text
+    if tool in ("undo-edit", "rollback-edits"):
+        assert wiki.wikitext(title) == "Good." and len(revision_ids(wiki, title)) == 3
+        assert int(field(result, "Revision ID")) == revision_ids(wiki, title)[0]
+    elif tool == "protect-page":
+        assert protection_of(wiki, title) == {"edit": ("sysop", "infinity")}
+    else:
+        assert not watched(wiki, title)
+
 
 
 # ---------------------------------------------------------------------------
@@ -6195,9 +6682,13 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
         ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
         ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
+        ("get-user-contributions", {"user": "Admin", "limit": 5}), ("get-log-events", {"limit": 5}),
+        ("get-watchlist", {"limit": 5}),
         ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
         ("create-page", {"title": title, "source": "Made by the secrets test."}),
         ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
+        ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
         ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
         ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
         ("undelete-page", {"title": f"{title} moved"}),
@@ -6237,7 +6728,8 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         proxy.close()
     results = {name: (is_error, text) for name, is_error, text in answers}
     assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
-    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url"):
+    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
+                 "get-user-contributions", "get-log-events", "get-watchlist", "watch-page"):
         assert not results[name][0], (name, results[name][1])
     assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
     assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout

@@ -63,6 +63,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("get-category-members", {"category": "Fruits"}, ""),
     ("get-links-here", {"title": "Apple"}, ""),
     ("get-recent-changes", {}, ""),
+    ("get-user-contributions", {"user": "Admin"}, ""),
+    ("get-log-events", {"type": "upload"}, ""),
     ("parse-wikitext", {"wikitext": "Hello [[Apple]] and [[Nowhere]]."}, ""),
     ("get-file", {"title": "File:Red square.png"}, ""),
     # the image itself comes from the wiki's own address, which the counting proxy does not see
