@@ -2321,11 +2321,92 @@ def compact_diff(lines: list[DiffLine]) -> str:
             runs.append([line])
         follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
     for run in filter(None, runs):
-        removed = [d for d in run if d.kind == "-"]
-        added = [d for d in run if d.kind == "+"]
+        removed = [d.text for d in run if d.kind == "-"]
+        added = [d.text for d in run if d.kind == "+"]
         out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
-        out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
+        out += hunk_lines(removed, added)
     return "\n".join(out)
+
+
+#: How many added lines on from the last pair a removed line looks for the line it became.
+PAIR_WINDOW = 3
+
+
+def hunk_lines(removed: list[str], added: list[str]) -> list[str]:
+    """A run of changes as diff lines: a removed line paired with an added line it became
+    (changed_line) shows once as ``~``; the others are ``-`` and ``+`` lines, whole. The
+    wiki's engines pair lines each their own way (the PHP engine by position, wikidiff2 by
+    likeness), so pairs are found here, and a dry run reads as compare-pages after the save."""
+    out: list[str] = []
+    j = 0
+    for text in removed:
+        for k in range(j, min(j + PAIR_WINDOW, len(added))):
+            if (shown := changed_line(text, added[k])) is not None:
+                out += [f"+{t}" for t in added[j:k]] + [f"~{shown}"]
+                j = k + 1
+                break
+        else:
+            out.append(f"-{text}")
+    return out + [f"+{t}" for t in added[j:]]
+
+
+#: What a word diff compares: a word, a run of spaces, or one other character; a Han, kana or
+#: Thai character is a word of its own, as those scripts run words together.
+WORD_TOKEN = re.compile(r"[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]+"
+                        r"|\s+|.", re.DOTALL)
+#: Unchanged text a changed line keeps either side of a change; more is cut to "…".
+DIFF_CONTEXT_CHARS = 100
+
+
+def changed_line(old: str, new: str) -> str | None:
+    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones
+    as ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change
+    cut to "…". None when the two share less than half of the shorter one's words, where both
+    lines whole read better."""
+    a, b = WORD_TOKEN.findall(old), WORD_TOKEN.findall(new)
+    shorter = min(word_chars(a), word_chars(b))
+    shared = collections.Counter(t for t in a if not t.isspace()) & collections.Counter(b)
+    if not shorter or 2 * sum(len(t) * n for t, n in shared.items()) < shorter:
+        return None  # even every shared word in order would be too few
+    blocks = line_changes(a, b)
+    if not blocks or 2 * (word_chars(a) - sum(word_chars(a[i1:i2]) for i1, i2, _, _ in blocks)) < shorter:
+        return None
+    merged: list[list[int]] = []
+    for i1, i2, j1, j2 in blocks:  # changes apart by spaces alone read as one
+        if merged and all(t.isspace() for t in a[merged[-1][1]:i1]):
+            merged[-1][1:] = [i2, merged[-1][2], j2]
+        else:
+            merged.append([i1, i2, j1, j2])
+    parts, done = [], 0
+    for n, (i1, i2, j1, j2) in enumerate(merged):
+        same = "".join(a[done:i1])
+        parts.append(elided(same, first=n == 0, last=False))
+        parts.append((f"[-{''.join(a[i1:i2])}-]" if i2 > i1 else "")
+                     + (f"{{+{''.join(b[j1:j2])}+}}" if j2 > j1 else ""))
+        done = i2
+    parts.append(elided("".join(a[done:]), first=False, last=True))
+    return "".join(parts)
+
+
+def word_chars(tokens: list[str]) -> int:
+    return sum(len(t) for t in tokens if not t.isspace())
+
+
+def elided(same: str, first: bool, last: bool) -> str:
+    """Unchanged text of a changed line, cut to DIFF_CONTEXT_CHARS after the change before it
+    and before the change after it (at a space where one is near), the cut shown as "…"."""
+    keep = DIFF_CONTEXT_CHARS
+    if len(same) <= keep * (1 if first or last else 2) + 10:
+        return same
+    head = "" if first else same[:cut_at(same, keep)].rstrip() + " "
+    tail = "" if last else " " + same[len(same) - cut_at(same[::-1], keep):].lstrip()
+    return f"{head}…{tail}"
+
+
+def cut_at(text: str, length: int) -> int:
+    """Where to cut ``text`` near ``length`` characters: at the last space before it, if one is close."""
+    space = text.rfind(" ", 0, length)
+    return space if space > length * 3 // 4 else length
 
 
 def line_diff(old: str, new: str) -> str:
@@ -4048,8 +4129,9 @@ def compare_pages(
     offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
     """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
-    (not text against text): only the changed lines, - old and + new under @@ line hunks, with
-    both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
+    (not text against text): only the changed lines, under @@ line hunks: a changed line once, as ~ with
+    [-old-]{{+new+}} words and long unchanged stretches cut to …; a line gone or new whole as - or +.
+    With both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
     changed, use this rather than diffing two fetched sources."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}

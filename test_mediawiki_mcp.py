@@ -1204,7 +1204,7 @@ def test_diff_table_becomes_changed_lines_under_line_number_headers() -> None:
         (" ", 1, 1), ("-", 2, 2), ("+", 3, 2), (" ", 3, 3),
         (" ", 40, 41), ("+", 41, 42), ("+", 41, 43), (" ", 41, 44), ("-", 42, 45)]
     assert m.compact_diff(lines) == (
-        "@@ -2 +2 @@\n-Old word here\n+Old term here\n"
+        "@@ -2 +2 @@\n~Old [-word-]{+term+} here\n"
         "@@ -40,0 +42,2 @@\n+Brand & new <b>\n+\n"
         "@@ -42 +44,0 @@\n-Gone")
 
@@ -1509,20 +1509,20 @@ def test_compare_two_revisions_shows_the_changed_line_and_nothing_else(bot_serve
     result = call(bot_server, "compare-pages", fromRevision=old, toRevision=new)
     assert not result.is_error and len(result.blocks) == 1
     header, diff = result.blocks[0].split("\n\n", 1)
-    assert diff == "@@ -3,2 +3,2 @@\n-Line 3 edit 3\n-Line 4\n+Line 3\n+Line 4 edit 4"
+    assert diff == "@@ -3,2 +3,2 @@\n~Line 3[- edit 3-]\n~Line 4{+ edit 4+}"
     assert header.splitlines()[0].startswith(f"From: {HISTORY_TITLE}, revision {old} (")
     assert header.splitlines()[1].startswith(f"To: {HISTORY_TITLE}, revision {new} (")
     assert "\nSize change: 0 bytes\nChanged lines: 2 removed, 2 added" in header
     one_line = call(bot_server, "compare-pages", fromRevision=history.revisions[0],
                     toRevision=history.revisions[1])
-    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n-Line 1\n+Line 1 edit 1"
+    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n~Line 1{+ edit 1+}"
 
 
 def test_compare_a_title_with_supplied_text(bot_server: Any) -> None:
     result = call(bot_server, "compare-pages", fromTitle="Apple",
                   toText="An apple is a red fruit.\n[[Category:Fruits]]")
     header, diff = result.blocks[0].split("\n\n", 1)
-    assert diff == "@@ -1 +1 @@\n-An apple is a fruit.\n+An apple is a red fruit."
+    assert diff == "@@ -1 +1 @@\n~An apple is a {+red +}fruit."
     assert "To: the supplied toText (44 bytes)\nSize change: +4 bytes" in header
     quiet = call(bot_server, "compare-pages", fromTitle="Apple",
                  toText="An apple is a red fruit.\n[[Category:Fruits]]", includeDiff=False)
@@ -1852,6 +1852,56 @@ def test_new_tools_list_entries_stay_small() -> None:
     print(sizes)
     assert all(size < 1900 for size in sizes.values()), sizes
 
+
+
+# ---------------------------------------------------------------------------
+# Reading like an editor: outlines, sections by heading, finding in a page,
+# plain text, templates, budgets filled, word-level diffs
+# ---------------------------------------------------------------------------
+
+# -- word-level diffs ---------------------------------------------------------------
+
+#: About 2.5 KB on one line, as MediaWiki keeps a paragraph.
+LONG_PARAGRAPH = " ".join(f"The river carried grain {n} of sand to the sea." for n in range(50))
+
+
+def test_a_changed_line_shows_its_changed_words_once() -> None:
+    one_word = m.line_diff(f"Intro.\n{LONG_PARAGRAPH}\nEnd.",
+                           f"Intro.\n{LONG_PARAGRAPH.replace('grain 37 of sand', 'grain 37 of silt')}\nEnd.")
+    assert len(one_word.encode()) <= 600, len(one_word.encode())
+    assert one_word == ("@@ -2 +2 @@\n~… of sand to the sea. The river carried grain 36 of sand to the sea. "
+                        "The river carried grain 37 of [-sand-]{+silt+} to the sea. The river carried grain 38 "
+                        "of sand to the sea. The river carried grain 39 of sand to …")
+    # each change keeps its context; changes apart by spaces alone are one; short lines stay whole
+    assert m.line_diff("The river carried grain to the sea.", "The river took sand to the sea.") == (
+        "@@ -1 +1 @@\n~The river [-carried grain-]{+took sand+} to the sea.")
+    assert m.line_diff("日本語のページです。", "日本語の文書です。") == "@@ -1 +1 @@\n~日本語の[-ページ-]{+文書+}です。"
+    # a line new or gone as a whole, or replaced by one with little in common, is shown whole
+    assert m.line_diff("Intro.\nAlpha beta gamma delta.\nCompletely different words here.\nEnd.",
+                       "Intro.\nAlpha beta GAMMA delta.\nA new inserted line.\nNothing shared at all.\nEnd.") == (
+        "@@ -2,2 +2,3 @@\n~Alpha beta [-gamma-]{+GAMMA+} delta.\n-Completely different words here.\n"
+        "+A new inserted line.\n+Nothing shared at all.")
+    assert m.line_diff("a\nb", "a\nb\nc") == "@@ -2,0 +3 @@\n+c"
+
+
+def test_compare_pages_and_a_dry_run_show_a_one_word_change_in_a_long_paragraph_once(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Word diff test"
+    text = f"Intro.\n\n{LONG_PARAGRAPH}\n\nEnd."
+    base = create(bot_server, title, text)
+    edit = {"title": title, "find": "grain 37 of sand", "replace": "grain 37 of silt"}
+    dry = call(bot_server, "update-page", dryRun=True, **edit)
+    saved = call(bot_server, "update-page", **edit)
+    assert not saved.is_error, saved.text
+    compared = call(bot_server, "compare-pages", fromRevision=base, toRevision=int(field(saved, "Revision ID")))
+    assert content_of(dry.blocks[0]) == content_of(compared.blocks[0]) == (
+        "@@ -3 +3 @@\n~… of sand to the sea. The river carried grain 36 of sand to the sea. The river carried "
+        "grain 37 of [-sand-]{+silt+} to the sea. The river carried grain 38 of sand to the sea. The river "
+        "carried grain 39 of sand to …")
+    assert len(content_of(compared.blocks[0]).encode()) <= 600
+    print(f"one word in {len(LONG_PARAGRAPH.encode())} bytes: compare-pages answers "
+          f"{len(compared.text.encode())} bytes, its diff {len(content_of(compared.blocks[0]).encode())} "
+          f"(both lines whole: {2 * len(LONG_PARAGRAPH.encode()) + 14})")
 
 
 # ---------------------------------------------------------------------------
@@ -2493,7 +2543,7 @@ def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWik
     assert not result.is_error
     assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
                                 f"Title: {title}\nBase revision ID: {revid}\n\n"
-                                "@@ -3 +3 @@\n-Gamma.\n+Gamma, changed.")
+                                "@@ -3 +3 @@\n~Gamma{+, changed+}.")
     appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
     assert appended.blocks[0].endswith("@@ -4,0 +5 @@\n+Epsilon.")
     new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
@@ -2960,7 +3010,7 @@ def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_se
     result = call(bot_server, "update-page", title=title, find="Line one.", replace="Line ONE.", latestId=base)
     assert result.is_error and result.blocks[0].startswith(
         f"conflict: The text to find is in revision {base}, the base of this change, but no longer in")
-    assert "-Line one.\n+Line 1, by the Editor." in result.text and "get-page" in result.text
+    assert "~Line [-one-]{+1, by the Editor+}." in result.text and "get-page" in result.text
     assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
 
 
@@ -2983,7 +3033,7 @@ def test_a_dry_run_is_the_save_without_saving(bot_server: Any, wiki: RealWiki) -
     compared = call(bot_server, "compare-pages", fromRevision=int(field(saved, "Previous revision ID")),
                     toRevision=int(field(saved, "Revision ID")))
     assert dry.blocks[0].split("\n\n", 1)[1] == compared.blocks[0].split("\n\n", 1)[1] == \
-        "@@ -15 +15 @@\n-Line 4a.\n+Line 4a, changed."
+        "@@ -15 +15 @@\n~Line 4a{+, changed+}."
     # decomposed (NFD) text is what the wiki stores composed (NFC): the dry run says so too
     create(bot_server, "Write dry run NFC test", "Un café noir.")
     nfd = unicodedata.normalize("NFD", "café")
