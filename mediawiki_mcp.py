@@ -1800,11 +1800,12 @@ class Section:
 
 
 class _Part:
-    """One part of an open bracket (its text up to a pipe): the headings found in it,
-    and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
-    __slots__ = ("comment_end", "eqpos", "headings", "visual_end")
+    """One part of an open bracket (its text up to a pipe): where it starts, the headings found
+    in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
+    __slots__ = ("comment_end", "eqpos", "headings", "start", "visual_end")
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start
         self.headings: list[tuple[int, int, int, int]] = []
         self.eqpos = False
         self.comment_end = -1
@@ -1816,7 +1817,7 @@ class _Piece:
 
     def __init__(self, open_: str, close: str, count: int, start: int = 0, prefix: str = "") -> None:
         self.open, self.close, self.count, self.start, self.prefix = open_, close, count, start, prefix
-        self.parts = [_Part()]
+        self.parts = [_Part(start + count)]
 
     def flags(self) -> tuple[bool, bool, bool]:
         """(find pipes, find equals, in a heading), as PPDStackElement::getFlags."""
@@ -1870,6 +1871,18 @@ def _span_back(text: str, chars: str, end: int) -> int:
     return end - i
 
 
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A stretch of wikitext the preprocessor makes a node of, in characters: a template call or
+    parser function ('template'), a parameter ('tplarg'), a tag ('tag', such as <ref>) or a
+    comment; ``parts``: for a template or parameter, its parts' (start, end), the name first."""
+    kind: str
+    start: int
+    end: int
+    name: str = ""
+    parts: tuple[tuple[int, int], ...] = ()
+
+
 def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
     """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
     sections of, as (index, level, start, end of the heading text) in characters, in text order.
@@ -1877,7 +1890,17 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
     it, yet that heading still takes an index, which is why section numbers can skip one. A
     port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
     section the wiki edits."""
-    element_pattern = _element_pattern(syntax.tags)
+    return preprocess(text, syntax)[0]
+
+
+def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
+               ) -> tuple[list[tuple[int, int, int, int]], list[Node]]:
+    """The headings (heading_nodes) and the other nodes (Node) of wikitext, as MediaWiki's
+    preprocessor finds them; ``inclusion``: as a page transcluding it reads it (<noinclude> parts
+    left out, <includeonly> parts in), where no heading makes a section."""
+    ignored = ("includeonly", "/includeonly") if inclusion else ("noinclude", "/noinclude")
+    element_pattern = _element_pattern(syntax.tags | ({"/includeonly"} if inclusion else set()))
+    nodes: list[Node] = []
     root: list[tuple[int, int, int, int]] = []
     stack: list[_Piece] = []
     accum = root
@@ -1953,6 +1976,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                     if part.comment_end != ws_start - 1:
                         part.visual_end = ws_start
                     part.comment_end = end
+                nodes.append(Node("comment", i, end + 1))
                 i = end + 1
                 continue
             name = element.group(1)
@@ -1963,16 +1987,19 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 no_more_gt = True
                 i += 1
                 continue
-            if lower in ("noinclude", "/noinclude", "onlyinclude", "/onlyinclude"):
+            if lower in ignored or lower in ("onlyinclude", "/onlyinclude"):
                 i = tag_end + 1
                 continue
             if text[tag_end - 1] == "/":
+                nodes.append(Node("tag", i, tag_end + 1, lower))
                 i = tag_end + 1
                 continue
             closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
             if closed:
+                nodes.append(Node("tag", i, closed.end(), lower))
                 i = closed.end()
             elif name in ("includeonly", "noinclude", "onlyinclude"):
+                nodes.append(Node("tag", i, length, lower))
                 i = length
             else:  # no closing tag: the opening tag is plain text
                 no_closing.add(name)
@@ -2011,6 +2038,11 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
         elif found == "open":
             plain = PLAIN_BRACKETS.match(text, i)
             if plain:
+                if char == "{":
+                    bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
+                        + [plain.end() - 1]
+                    parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                    nodes.append(Node("template", i, plain.end(), text[parts[0][0]:parts[0][1]].strip(), parts))
                 i = plain.end()
                 continue
             close, names = BRACKETS[char]
@@ -2021,7 +2053,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 i += 1
                 close, names = BRACKETS[char]
             if count >= min(names):
-                stack.append(_Piece(char, close, count, prefix=prefix))
+                stack.append(_Piece(char, close, count, start=i, prefix=prefix))
                 accum = refresh()
             i += count
         elif found == "close":
@@ -2036,11 +2068,16 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 i += count
                 continue
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
+            if names[matching]:
+                bounds = [part.start for part in piece.parts] + [i + 1]
+                parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                nodes.append(Node(str(names[matching]), piece.start + piece.count - matching, i + matching,
+                                  text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
             stack.pop()
             accum = refresh()
             if matching < piece.count:
-                piece.parts, piece.count = [_Part()], piece.count - matching
+                piece.parts, piece.count = [_Part(piece.start + piece.count - matching)], piece.count - matching
                 if piece.count >= min(BRACKETS[piece.open][1]):
                     stack.append(piece)
                 elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
@@ -2049,7 +2086,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 accum = refresh()
             accum.extend(kept)
         elif found == "pipe":
-            stack[-1].parts.append(_Part())
+            stack[-1].parts.append(_Part(i + 1))
             accum = refresh()
             find_equals = True
             i += 1
@@ -2059,7 +2096,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
         root.extend(piece.broken())
-    return sorted(root, key=lambda h: h[2])
+    return sorted(root, key=lambda h: h[2]), nodes
 
 
 def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
@@ -2125,8 +2162,8 @@ def more_results_marker(count: int, item: str, tool: str, param: str, value: Any
 
 
 def counted(number: int, noun: str) -> str:
-    """``1 page``, ``2 pages``: a count with its noun (a regular one) in the right number."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+    """``1 page``, ``2 pages``, ``2 matches``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
@@ -2708,7 +2745,8 @@ class Arg:
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    kind: Any        # str, int, bool, list, or a tuple of allowed strings (an enum)
+    kind: Any        # str, int, bool, list, a tuple of allowed strings (an enum), or a frozenset of
+                     # the types a value may have (int | str)
     item_kind: Any   # for lists
     arg: Arg
     required: bool
@@ -2855,8 +2893,8 @@ def type_kind(hint: Any) -> tuple[Any, Any]:
     """Reduces a type hint to (kind, item kind): str, int, bool, list or an enum tuple."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, UnionType):
-        (hint,) = [h for h in typing.get_args(hint) if h is not type(None)]
-        return type_kind(hint)
+        kinds = [h for h in typing.get_args(hint) if h is not type(None)]
+        return (frozenset(kinds), None) if len(kinds) > 1 else type_kind(kinds[0])
     if origin is Literal:
         return tuple(typing.get_args(hint)), None
     if origin is list:
@@ -2871,6 +2909,8 @@ def param_schema(p: Param) -> dict[str, Any]:
     schema: dict[str, Any]
     if isinstance(p.kind, tuple):
         schema = {"type": "string", "enum": list(p.kind)}
+    elif isinstance(p.kind, frozenset):
+        schema = {"type": sorted(JSON_TYPES[k] for k in p.kind)}
     else:
         schema = {"type": JSON_TYPES[p.kind]}
     if p.kind is list:
@@ -2920,6 +2960,13 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
 
 def check_value(tool_name: str, p: Param, value: Any) -> Any:
     name = p.name
+    if isinstance(p.kind, frozenset):  # int | str: the value's own type says which it is
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        kind = str if isinstance(value, str) else int if number else None
+        if kind not in p.kind:
+            raise invalid_input(f"Argument {name!r} must be {' or '.join(sorted(JSON_TYPES[k] for k in p.kind))}, "
+                                f"got {json_type(value)}.")
+        return check_value(tool_name, dataclasses.replace(p, kind=kind), value)
     if p.kind is list:
         if not isinstance(value, list):
             raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
