@@ -368,6 +368,7 @@ class SiteInfo:
     namespace_ids: dict[str, int]       # lower-cased local, canonical and alias names -> ID
     raw: dict[str, Any]
     syntax: Syntax = CORE_SYNTAX  # for section numbers
+    content_namespaces: tuple[int, ...] = (0,)  # what search-page searches by default
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -421,6 +422,8 @@ class SiteInfo:
             namespace_ids=ids,
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
+            content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
+                                            if ns.get("content"))) or (0,),
         )
 
 
@@ -3914,17 +3917,17 @@ def search_page(
     ctx: ToolContext,
     query: Annotated[str, Arg("Words to find in page text (the wiki's search syntax applies).",
                               max_length=300)],
-    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
-                                                max_items=50)] = None,
+    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
-    For titles that begin with some text, use search-page-by-prefix."""
+    """Searches the text of wiki pages, by default in the wiki's content namespaces; returns
+    matching titles with a snippet each, best first. For titles that begin with some text, use
+    search-page-by-prefix; for text in one page, find-in-page."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
-                           "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-                           "srinfo": "totalhits", **continuation(ctx, "sroffset")})
+                           "srnamespace": namespaces or ctx.site.content_namespaces, "srlimit": limit,
+                           "srprop": "snippet", "srinfo": "totalhits", **continuation(ctx, "sroffset")})
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
