@@ -2518,13 +2518,12 @@ class PlainText(html.parser.HTMLParser):
         self.ref: list[str] | None = None  # the text of a reference mark being read, and its target
         self.ref_target = ""
         self.ref_labels: dict[str, str] = {}
-        self.notes = 0
+        self.notes: dict[str, str] = {}  # each reference's note by its label
+        self.note = ""  # the label of the note being read
 
-    def text(self) -> str:
-        self.close()
-        self.newline()
+    def text(self, lines: Sequence[str | _TextHeading]) -> str:
         out: list[str] = []
-        for line in self.lines:
+        for line in lines:
             if isinstance(line, _TextHeading):
                 line = self.heading_line(line)
             if line or (out and out[-1]):
@@ -2537,6 +2536,25 @@ class PlainText(html.parser.HTMLParser):
         where = (f" (section {index})" if index.isdigit() else
                  f" (from {source.replace('_', ' ')})" if index.startswith("T-") else "")
         return f"{marks} {heading.text} {marks}{where}"
+
+    def section(self, number: int) -> list[str | _TextHeading] | None:
+        """The lines of section ``number`` (its subsections and the sections templates bring
+        into it included), then the notes of the references it cites; None when there is none."""
+        numbered = [(k, line) for k, line in enumerate(self.lines) if isinstance(line, _TextHeading)
+                    and self.sections.get(line.anchor, ("",))[0].isdigit()]
+        start, level = 0, 0
+        if number:
+            start, heading = next(((k, h) for k, h in numbered if self.sections[h.anchor][0] == str(number)),
+                                  (-1, None))
+            if heading is None:
+                return None
+            level = heading.level
+        end = next((k for k, h in numbered if k > start and (not level or h.level <= level)), len(self.lines))
+        lines = self.lines[start:end]
+        cited = re.findall(r"\[([^\[\]\n]{1,20})\]", self.text(lines))
+        notes = [self.notes[label] for label in dict.fromkeys(cited)
+                 if self.notes.get(label) and self.notes[label] not in lines]
+        return [*lines, "", *notes] if notes else lines
 
     def newline(self, blank: bool = False) -> None:
         if self.cells:
@@ -2604,9 +2622,9 @@ class PlainText(html.parser.HTMLParser):
         elif tag in ("li", "dt", "dd") and self.lists:
             self.newline()
             if self.lists[-1] == "ref":
-                self.notes += 1
-                note = anchor.removeprefix("cite_note-")
-                self.line.append(f"[{self.ref_labels.get(note, self.notes)}] ")
+                label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
+                self.line.append(f"[{label}] ")
+                self.notes[label], self.note, element.action = "", label, "note"
             else:
                 marks = "".join(self.lists).replace("ref", "")
                 self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
@@ -2649,6 +2667,9 @@ class PlainText(html.parser.HTMLParser):
         elif action == "list":
             self.lists.pop()
             self.newline(blank=not self.lists)
+        elif action == "note":
+            self.newline()
+            self.notes[self.note] = str(self.lines[-1])
         elif action == "ref" and self.ref is not None:
             label = "".join(self.ref).strip().strip("[]")
             if self.ref_target and label:
@@ -2671,12 +2692,17 @@ class PlainText(html.parser.HTMLParser):
             self.ref.append(data)
 
 
-def plain_text(page_html: str, sections: Mapping[str, tuple[str, str]] | None = None) -> str:
+def plain_text(page_html: str, sections: Mapping[str, tuple[str, str]] | None = None,
+               section: int | None = None) -> str | None:
     """A rendered page as plain text (PlainText); ``sections`` maps each heading's anchor to its
-    section index and the page it comes from, as action=parse lists them."""
+    section index and the page it comes from, as action=parse lists them. ``section``: that
+    section alone, with the notes it cites (None when there is no such section)."""
     reader = PlainText(sections or {})
     reader.feed(page_html)
-    return reader.text()
+    reader.close()
+    reader.newline()
+    lines = reader.lines if section is None else reader.section(section)
+    return None if lines is None else reader.text(lines)
 
 
 # -- what MediaWiki does to text it is sent: normalising, section splicing, merging ---------
@@ -4122,25 +4148,30 @@ def rendered(ctx: ToolContext, title: str, content: str, section: int | str | No
              **params: Any) -> tuple[dict[str, Any], str, int | None, int | str | None]:
     """A page (page=) or revision (oldid=) rendered, whole or one section (by number or heading),
     as HTML or plain text: the parse, the body, the section number and how a header shows it.
-    A section by heading costs a request more, for the numbers of the headings."""
+    Plain text is read from the whole page, so that a section's references are the page's; an
+    HTML section by heading costs a request more, for the numbers of the headings."""
     number, shown = section, section
+    if content == "text":
+        parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
+        if isinstance(section, str):
+            number, heading = pick_section(ctx, outline_of(parsed), section, title)
+            shown = f"{number} ({heading})" if heading else number
+        assert not isinstance(number, str)
+        body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
+        if body is None:
+            raise no_such_section(ctx, title, number, params.get("oldid"))
+        return parsed, body, number, shown
     if isinstance(section, str):
         number, heading = pick_section(ctx, rendered_outline(ctx, title, **params), section, title)
         shown = f"{number} ({heading})" if heading else number
     parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
-    body = parsed.get("text", "")
-    if content == "text":
-        body = plain_text(body, text_sections(parsed, number))
-    return parsed, body, number, shown
+    return parsed, parsed.get("text", ""), number, shown
 
 
-def text_sections(parsed: dict[str, Any], section: int | None) -> dict[str, tuple[str, str]]:
+def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """The anchor of each heading of an action=parse result, with its section index and the page
-    it comes from (plain_text). A section parsed alone numbers its headings from 1: they are given
-    the page's numbers."""
-    shift = (section or 1) - 1
-    return {s.get("anchor", ""): (str(int(s["index"]) + shift) if str(s["index"]).isdigit() else s["index"],
-                                  str(s.get("fromtitle", "")))
+    it comes from (plain_text)."""
+    return {s.get("anchor", ""): (str(s["index"]), str(s.get("fromtitle", "")))
             for s in parsed.get("sections") or [] if "index" in s}
 
 
@@ -4242,7 +4273,7 @@ def get_pages(
         for title, parsed in zip(entries, run_each(lambda page: parse_page(
                 ctx, page["title"], None, oldid=revision_of(page).get("revid"), prop="text|sections"),
                 [page for page, _ in entries.values()])):
-            bodies[title] = (plain_text(parsed.get("text", ""), text_sections(parsed, None)),
+            bodies[title] = (plain_text(parsed.get("text", ""), text_sections(parsed)) or "",
                              functools.partial(html_sections, parsed))
     else:
         for title, (page, _) in entries.items():
@@ -4353,28 +4384,25 @@ def search_page_by_prefix(
 
 FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, reference "
                "or comment; then its line between those either side")
-#: The most matches find-in-page counts; past this many it says there are more.
+#: The matches find-in-page shows; it counts up to MAX_MATCHES.
+FIND_SHOWN = 50
 MAX_MATCHES = 10_000
 #: How long a regular expression may run on a page; longer is a pattern that backtracks
 #: without end on this text, which would hold the call forever.
 REGEX_SECONDS = 5.0
 
 
-@tool("find-in-page", "Find in page", read_only=True, continue_from=True)
+@tool("find-in-page", "Find in page", read_only=True)
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Wikitext to find, exactly; with regex=true, a Python regular expression "
-                             "((?i) ignores case).", max_length=500)],
+    find: Annotated[str, Arg("Exact wikitext, or with regex a Python regular expression.", max_length=500)],
     regex: Annotated[bool, Arg("find is a regular expression.")] = False,
-    revisionId: Annotated[int | None, Arg("A revision of the page to search instead of the latest.",
-                                          minimum=1)] = None,
-    limit: Annotated[int, Arg("Most matches to return.", minimum=1, maximum=100)] = 20,
+    revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in one wiki page's wikitext; returns each match with its section, line, byte offset
-    and the lines around it, marking a match inside a template call, reference or comment (an
-    edit there changes an argument or a citation). 20 by default, the marker naming the next
-    call. For pages holding some words, use search-page."""
+    """Finds text in one wiki page's wikitext: each match's section, line, byte offset and
+    neighbouring lines, and any template call, reference or comment around it. 50 at most. For
+    words across pages, use search-page."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     pattern = None
@@ -4383,12 +4411,6 @@ def find_in_page(
             pattern = re.compile(find)
         except re.error as error:
             raise invalid_input(f"find is not a valid regular expression: {error}.") from None
-    skip = 0
-    if ctx.continue_from:
-        cont = continuation(ctx, "revid", "skip")
-        if not (cont.get("revid", "").isdigit() and cont.get("skip", "").isdigit()):
-            raise invalid_input("continueFrom is not one find-in-page gave; pass the marker's value unchanged.")
-        revisionId, skip = int(cont["revid"]), int(cont["skip"])
     try:
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
@@ -4409,12 +4431,12 @@ def find_in_page(
         else json.dumps(find, ensure_ascii=False)
     if not spans:
         return [f"{header}\nNo match of {what}."]
-    shown = spans[skip:skip + limit]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
-    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n" + "\n".join(match_rows(ctx, text, shown))]
-    if skip + limit < len(spans):
-        blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
-                                          encode_continuation({"revid": revision["revid"], "skip": skip + limit})))
+    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n"
+              + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
+    if len(spans) > FIND_SHOWN:
+        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, such as "
+                      "with more of the text around the one sought.")
     return blocks
 
 
