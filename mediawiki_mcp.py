@@ -2048,7 +2048,8 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                     bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
                         + [plain.end() - 1]
                     parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
-                    nodes.append(Node("template", i, plain.end(), text[parts[0][0]:parts[0][1]].strip(), parts))
+                    name = text[parts[0][0]:parts[0][1]].strip()
+                    nodes.append(Node("template", i, plain.end(), name, parts))
                 i = plain.end()
                 continue
             close, names = BRACKETS[char]
@@ -2083,7 +2084,8 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             stack.pop()
             accum = refresh()
             if matching < piece.count:
-                piece.parts, piece.count = [_Part(piece.start + piece.count - matching)], piece.count - matching
+                piece.count -= matching
+                piece.parts = [_Part(piece.start + piece.count)]
                 if piece.count >= min(BRACKETS[piece.open][1]):
                     stack.append(piece)
                 elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
@@ -3212,8 +3214,8 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         kind = str if isinstance(value, str) else int if number else None
         if kind not in p.kind:
-            raise invalid_input(f"Argument {name!r} must be {' or '.join(sorted(JSON_TYPES[k] for k in p.kind))}, "
-                                f"got {json_type(value)}.")
+            kinds = " or ".join(sorted(JSON_TYPES[k] for k in p.kind))
+            raise invalid_input(f"Argument {name!r} must be {kinds}, got {json_type(value)}.")
         return check_value(tool_name, dataclasses.replace(p, kind=kind), value)
     if p.kind is list:
         if not isinstance(value, list):
@@ -4177,7 +4179,8 @@ def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, section: int | str | None,
                   offset: int, follow_redirects: bool) -> list[str]:
-    parsed, body, number, shown = rendered(ctx, title, content, section, page=title, redirects=follow_redirects)
+    parsed, body, number, shown = rendered(ctx, title, content, section, page=title,
+                                          redirects=follow_redirects)
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -4216,7 +4219,8 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
             s = own[done]
             marks = "=" * s.level
             size, whole = starts[done + 1] - s.start, ends[s.number] - s.start
-            rows.append(f"{s.number} | {marks} {shown.get(s.number) or heading_plain(s.heading)} {marks} | {size}"
+            heading = shown.get(s.number) or heading_plain(s.heading)
+            rows.append(f"{s.number} | {marks} {heading} {marks} | {size}"
                         + (f" | {whole}" if whole > size else ""))
             done += 1
     for number, level, heading, source in outline_of(parsed):
@@ -4268,44 +4272,59 @@ def get_pages(
                for title, (page, froms) in entries.items()}
     if content == "none":
         return blocks + list(headers.values()) or ["No pages."]
-    bodies: dict[str, tuple[str, Callable[[], Sequence[Section | tuple[int, str]]]] | None] = {}
-    if content == "text":
-        for title, parsed in zip(entries, run_each(lambda page: parse_page(
-                ctx, page["title"], None, oldid=revision_of(page).get("revid"), prop="text|sections"),
-                [page for page, _ in entries.values()])):
-            bodies[title] = (plain_text(parsed.get("text", ""), text_sections(parsed)) or "",
-                             functools.partial(html_sections, parsed))
-    else:
-        for title, (page, _) in entries.items():
-            slot = main_slot(revision_of(page))  # without content: the wiki held it back to keep its answer small
-            bodies[title] = ((slot["content"], functools.partial(wikitext_sections, slot["content"], ctx.site.syntax))
-                             if "content" in slot or not revision_of(page) else None)
-    left = ctx.budget
-    whole = set()
-    for title, body in bodies.items():
-        if body and utf8_len(body[0]) <= left:
-            whole.add(title)
-            left -= utf8_len(body[0])
-    over = [title for title, body in bodies.items() if title not in whole]
-    cut = next((title for title in over if bodies[title]), None) if left else None
-    piece = slice_content(bodies[cut][0], 0, left) if cut else None
+    bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
+    whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
+                                   ctx.budget)
+    piece = slice_content(bodies[cut][0], 0, left) if cut and bodies[cut] else None
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
-            shown = body[0] if title in whole else piece.text if piece else ""
+            shown = piece.text if piece and title == cut else body[0]
             blocks.append(f"{headers[title]}\n\n{shown}")
             if content == "source":  # for update-page, as get-page
-                page = entries[title][0]
-                ctx.state.reads.record(ctx.wiki.key, title, None, revision_of(page).get("revid", 0), body[0], 0,
-                                       utf8_len(shown), ctx.site.syntax)
-    if over:
-        total = sum(utf8_len(body[0]) for body in bodies.values() if body)
+                revid = revision_of(entries[title][0]).get("revid", 0)
+                ctx.state.reads.record(ctx.wiki.key, title, None, revid, body[0], 0, utf8_len(shown),
+                                       ctx.site.syntax)
+    if len(whole) < len(bodies):
+        text = {"content": "text"} if content == "text" else {}
+        total = sum(utf8_len(b[0]) for b in bodies.values() if b)
         blocks.append(truncated_marker(
-            piece, "get-page", sections=bodies[cut][1]() if cut else (), verb="with",
+            piece, "get-page", sections=bodies[cut][1]() if cut and bodies[cut] else (), verb="with",
             shown=(ctx.budget - left + (piece.end if piece else 0), total),
-            again={"title": cut, **({"content": "text"} if content == "text" else {})} if cut else None,
-            left_out=[title for title in over if title != cut],
-            batch={"content": "text"} if content == "text" else None))
+            again={"title": cut, **text} if piece else None, batch=text or None,
+            left_out=[title for title in bodies if title not in whole and title != cut]))
     return blocks or ["No pages."]
+
+
+#: A page's body and a way to its sections (for a marker), or None: the wiki held it back.
+Body = tuple[str, Callable[[], Sequence[Section | tuple[int, str]]]] | None
+
+
+def page_bodies(ctx: ToolContext, pages: list[dict[str, Any]], content: str) -> list[Body]:
+    """Each page's wikitext as the query gave it, or its plain text, parsed four at a time."""
+    if content == "text":
+        def text(page: dict[str, Any]) -> Body:
+            parsed = parse_page(ctx, page["title"], None, oldid=revision_of(page).get("revid"),
+                                prop="text|sections")
+            return plain_text(parsed.get("text", ""), text_sections(parsed)) or "", \
+                functools.partial(html_sections, parsed)
+        return run_each(text, pages)
+    slots = [main_slot(revision_of(page)) for page in pages]
+    # a revision without content: the wiki held it back to keep its answer small
+    return [(slot["content"], functools.partial(wikitext_sections, slot["content"], ctx.site.syntax))
+            if "content" in slot or not revision_of(page) else None for page, slot in zip(pages, slots)]
+
+
+def fill_budget(sizes: Mapping[str, int | None], budget: int) -> tuple[set[str], str | None, int]:
+    """What a budget holds of bodies of these sizes, in order: every one that fits whole, then the
+    first that does not, to be cut to what is left (none when nothing is), and that; a size of None
+    is a body held back."""
+    whole, left = set(), budget
+    for title, size in sizes.items():
+        if size is not None and size <= left:
+            whole.add(title)
+            left -= size
+    cut = next((title for title, size in sizes.items() if title not in whole and size is not None), None)
+    return whole, cut if left else None, left
 
 
 def run_each(work: Callable[[Any], Any], items: Sequence[Any], at_once: int = 4) -> list[Any]:
@@ -4382,8 +4401,8 @@ def search_page_by_prefix(
     return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
 
 
-FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, reference "
-               "or comment; then its line between those either side")
+FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, "
+               "reference or comment; then its line between those either side")
 #: The matches find-in-page shows; it counts up to MAX_MATCHES.
 FIND_SHOWN = 50
 MAX_MATCHES = 10_000
@@ -4420,13 +4439,16 @@ def find_in_page(
                             "get-page-history lists a page's revision IDs.") from None
         raise
     check_page(ctx, page, title)
-    revision = next((r for r in page.get("revisions") or [] if not revisionId or r.get("revid") == revisionId), None)
+    revisions = page.get("revisions") or []
+    revision = next((r for r in revisions if r.get("revid") == revisionId), None) if revisionId else \
+        next(iter(revisions), None)
     if revision is None:
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
                         "get-page-history lists its revision IDs.")
     text = main_slot(revision).get("content", "")
     spans = regex_spans(pattern, text) if pattern else plain_spans(find, text)
-    header = labelled(("Title", page["title"]), ("Redirected from", redirected), ("Revision ID", revision["revid"]))
+    header = labelled(("Title", page["title"]), ("Redirected from", redirected),
+                      ("Revision ID", revision["revid"]))
     what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
         else json.dumps(find, ensure_ascii=False)
     if not spans:
@@ -4435,8 +4457,8 @@ def find_in_page(
     blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n"
               + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
     if len(spans) > FIND_SHOWN:
-        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, such as "
-                      "with more of the text around the one sought.")
+        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "
+                      "such as with more of the text around the one sought.")
     return blocks
 
 
@@ -4469,7 +4491,8 @@ def regex_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
                               timeout=REGEX_SECONDS, check=True)
     except subprocess.TimeoutExpired:
         raise invalid_input(f"The regular expression ran over {REGEX_SECONDS:g} s on this page without "
-                            "finishing (it backtracks without end); simplify it, or find plain text.") from None
+                            "finishing (it backtracks without end); simplify it, or find plain text."
+                            ) from None
     except (OSError, subprocess.CalledProcessError) as error:
         raise upstream_failure(f"The regular expression could not be run ({type(error).__name__}). "
                                + NEXT_STEP["upstream_failure"]) from None
@@ -4496,8 +4519,8 @@ def match_rows(ctx: ToolContext, text: str, spans: list[tuple[int, int]]) -> lis
             f"line {line + 1}", str(offset), where])))
         if line != last_line:
             column = start - line_starts[line]
-            if line and lines[line - 1].strip():
-                rows.append(f"  {line}: {around(lines[line - 1], len(lines[line - 1]), len(lines[line - 1]))}")
+            if line and (before := lines[line - 1]).strip():
+                rows.append(f"  {line}: {around(before, len(before), len(before))}")
             rows.append(f"> {line + 1}: {around(lines[line], column, column + end - start)}")
             if line + 1 < len(lines) and lines[line + 1].strip():
                 rows.append(f"  {line + 2}: {around(lines[line + 1], 0, 0)}")
@@ -4536,14 +4559,20 @@ def match_place(text: str, nodes: list[Node], at: int) -> str:
             places.append("in a comment")
         elif node.kind == "tag":
             places.append("in a reference" if node.name in ("ref", "references") else f"in <{node.name}>")
+        elif node.kind == "tplarg":
+            places.append(f"in {{{{{{{node.name}}}}}}}")
         else:
             part = next((k for k, (a, b) in enumerate(node.parts) if a <= at <= b), 0)
-            name = text[slice(*node.parts[part])].partition("=")[0].strip() if part else ""
-            unnamed = sum("=" not in text[slice(*p)] for p in node.parts[1:part + 1])
-            param = (f" parameter {name if '=' in text[slice(*node.parts[part])] else unnamed}" if part else "")
-            places.append(f"in {{{{{node.name}}}}}{param}" if node.kind == "template"
-                          else f"in {{{{{{{node.name}}}}}}}")
+            names = [argument_name(text[a:b]) for a, b in node.parts[1:part + 1]]
+            param = names[-1] if names and names[-1] else str(names.count(None)) if names else ""
+            places.append(f"in {{{{{node.name}}}}}" + (f" parameter {param}" if param else ""))
     return ", ".join(dict.fromkeys(places))
+
+
+def argument_name(argument: str) -> str | None:
+    """The name of a template call's argument (``name=value``); None for a positional one."""
+    named = re.match(r"([^=\{\[<]*)=", argument)
+    return named.group(1).strip() if named else None
 
 
 @tool("get-site-info", "Get site info", read_only=True)
@@ -4646,8 +4675,9 @@ def get_revision(
                                ctx.budget, ctx.site.syntax, latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
-    return content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
-                          "get-revision", sections=None if section is not None else sections, again=again or None)
+    header = revision_header(ctx, page, revision, shown)
+    return content_blocks(header, text, offset, ctx.budget, "get-revision",
+                          sections=None if section is not None else sections, again=again or None)
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
@@ -5005,18 +5035,19 @@ def get_template_info(
     its source and marked inferred. For where a page calls it, use find-in-page."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
-        data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True, "lang": ctx.site.lang,
-                               "includeMissingTitles": True})
+        data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
+                               "lang": ctx.site.lang, "includeMissingTitles": True})
         found = next(iter((data.get("pages") or {}).values()), {})
         redirected = next((r.get("from") for r in data.get("redirects") or []), None)
         check_page(ctx, found, title)
         if not found.get("notemplatedata"):
             params = found.get("params") or {}
             order = [p for p in found.get("paramOrder") or [] if p in params] or list(params)
+            shape = found.get("format")  # 'inline', 'block', or a custom format string
             header = labelled(("Template", found.get("title")), ("Redirected from", redirected),
                               ("Description", found.get("description")),
-                              ("Format", found.get("format") if found.get("format") in ("inline", "block", None)
-                               else json.dumps(found["format"], ensure_ascii=False)))
+                              ("Format", shape if shape in ("inline", "block", None)
+                               else json.dumps(shape, ensure_ascii=False)))
             return header + (f"\nParameters ({TEMPLATE_LEGEND}):\n" + "\n".join(
                 template_param_row(p, params[p]) for p in order) if order else "\nIt takes no parameters.")
     page, redirected = query_page(ctx, titles=name, redirects=True, prop="revisions", rvprop="content",
@@ -5035,8 +5066,8 @@ def get_template_info(
     rows = [name + (f" | default: {json.dumps(default, ensure_ascii=False)}" if default is not None else "")
             for name, (_, default) in sorted(inferred.items(), key=lambda item: (
                 not item[0].isdigit(), int(item[0]) if item[0].isdigit() else item[1][0]))]
-    return (f"{header}\nIt has no TemplateData: its parameters are inferred from {{{{{{name|default}}}}}} in its "
-            f"source (name | default, only when it has one):\n" + "\n".join(rows))
+    return (f"{header}\nIt has no TemplateData: its parameters are inferred from {{{{{{name|default}}}}}} "
+            "in its source (name | default, only when it has one):\n" + "\n".join(rows))
 
 
 def template_param_row(name: str, param: Mapping[str, Any]) -> str:
@@ -5323,7 +5354,8 @@ def create_page(
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
-    title exists, so it never overwrites; to change a page, use update-page."""
+    title exists, so it never overwrites; to change a page, use update-page. To fill a template's
+    parameters, read them with get-template-info first."""
     source = as_wiki_receives(source)
     if ctx.dry_run:
         page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
@@ -5366,7 +5398,8 @@ def update_page(
     replacement is based on latestId, else on the revision last read here: an overlapping edit
     since is refused, never overwritten. Refuses to write back a page or section read here only in
     part, to drop subsections, or to replace a page by text under half its size with just one
-    section's headings (none: the lead). For new pages, use create-page."""
+    section's headings (none: the lead). For new pages, use create-page; to fill a template's
+    parameters, read them with get-template-info first."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
