@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import bisect
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
@@ -25,6 +27,7 @@ import difflib
 import functools
 import hashlib
 import html
+import html.parser
 import inspect
 import ipaddress
 import itertools
@@ -353,6 +356,7 @@ class SiteInfo:
     syntax: Syntax = CORE_SYNTAX  # for section numbers
     #: Protection: the kinds, the levels and those that cascade (siprop=restrictions)
     restrictions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    content_namespaces: tuple[int, ...] = (0,)  # what search-page searches by default
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -407,6 +411,8 @@ class SiteInfo:
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
             restrictions=query.get("restrictions") or {},
+            content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
+                                            if ns.get("content"))) or (0,),
         )
 
 
@@ -1900,11 +1906,12 @@ class Section:
 
 
 class _Part:
-    """One part of an open bracket (its text up to a pipe): the headings found in it,
-    and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
-    __slots__ = ("comment_end", "eqpos", "headings", "visual_end")
+    """One part of an open bracket (its text up to a pipe): where it starts, the headings found
+    in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
+    __slots__ = ("comment_end", "eqpos", "headings", "start", "visual_end")
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start
         self.headings: list[tuple[int, int, int, int]] = []
         self.eqpos = False
         self.comment_end = -1
@@ -1916,7 +1923,7 @@ class _Piece:
 
     def __init__(self, open_: str, close: str, count: int, start: int = 0, prefix: str = "") -> None:
         self.open, self.close, self.count, self.start, self.prefix = open_, close, count, start, prefix
-        self.parts = [_Part()]
+        self.parts = [_Part(start + count)]
 
     def flags(self) -> tuple[bool, bool, bool]:
         """(find pipes, find equals, in a heading), as PPDStackElement::getFlags."""
@@ -1970,6 +1977,18 @@ def _span_back(text: str, chars: str, end: int) -> int:
     return end - i
 
 
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A stretch of wikitext the preprocessor makes a node of, in characters: a template call or
+    parser function ('template'), a parameter ('tplarg'), a tag ('tag', such as <ref>) or a
+    comment; ``parts``: for a template or parameter, its parts' (start, end), the name first."""
+    kind: str
+    start: int
+    end: int
+    name: str = ""
+    parts: tuple[tuple[int, int], ...] = ()
+
+
 def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
     """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
     sections of, as (index, level, start, end of the heading text) in characters, in text order.
@@ -1977,7 +1996,17 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
     it, yet that heading still takes an index, which is why section numbers can skip one. A
     port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
     section the wiki edits."""
-    element_pattern = _element_pattern(syntax.tags)
+    return preprocess(text, syntax)[0]
+
+
+def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
+               ) -> tuple[list[tuple[int, int, int, int]], list[Node]]:
+    """The headings (heading_nodes) and the other nodes (Node) of wikitext, as MediaWiki's
+    preprocessor finds them; ``inclusion``: as a page transcluding it reads it (<noinclude> parts
+    left out, <includeonly> parts in), where no heading makes a section."""
+    ignored = ("includeonly", "/includeonly") if inclusion else ("noinclude", "/noinclude")
+    element_pattern = _element_pattern(syntax.tags | ({"/includeonly"} if inclusion else set()))
+    nodes: list[Node] = []
     root: list[tuple[int, int, int, int]] = []
     stack: list[_Piece] = []
     accum = root
@@ -2053,6 +2082,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                     if part.comment_end != ws_start - 1:
                         part.visual_end = ws_start
                     part.comment_end = end
+                nodes.append(Node("comment", i, end + 1))
                 i = end + 1
                 continue
             name = element.group(1)
@@ -2063,16 +2093,19 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 no_more_gt = True
                 i += 1
                 continue
-            if lower in ("noinclude", "/noinclude", "onlyinclude", "/onlyinclude"):
+            if lower in ignored or lower in ("onlyinclude", "/onlyinclude"):
                 i = tag_end + 1
                 continue
             if text[tag_end - 1] == "/":
+                nodes.append(Node("tag", i, tag_end + 1, lower))
                 i = tag_end + 1
                 continue
             closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
             if closed:
+                nodes.append(Node("tag", i, closed.end(), lower))
                 i = closed.end()
             elif name in ("includeonly", "noinclude", "onlyinclude"):
+                nodes.append(Node("tag", i, length, lower))
                 i = length
             else:  # no closing tag: the opening tag is plain text
                 no_closing.add(name)
@@ -2111,6 +2144,12 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
         elif found == "open":
             plain = PLAIN_BRACKETS.match(text, i)
             if plain:
+                if char == "{":
+                    bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
+                        + [plain.end() - 1]
+                    parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                    name = text[parts[0][0]:parts[0][1]].strip()
+                    nodes.append(Node("template", i, plain.end(), name, parts))
                 i = plain.end()
                 continue
             close, names = BRACKETS[char]
@@ -2121,7 +2160,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 i += 1
                 close, names = BRACKETS[char]
             if count >= min(names):
-                stack.append(_Piece(char, close, count, prefix=prefix))
+                stack.append(_Piece(char, close, count, start=i, prefix=prefix))
                 accum = refresh()
             i += count
         elif found == "close":
@@ -2136,11 +2175,17 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 i += count
                 continue
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
+            if names[matching]:
+                bounds = [part.start for part in piece.parts] + [i + 1]
+                parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                nodes.append(Node(str(names[matching]), piece.start + piece.count - matching, i + matching,
+                                  text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
             stack.pop()
             accum = refresh()
             if matching < piece.count:
-                piece.parts, piece.count = [_Part()], piece.count - matching
+                piece.count -= matching
+                piece.parts = [_Part(piece.start + piece.count)]
                 if piece.count >= min(BRACKETS[piece.open][1]):
                     stack.append(piece)
                 elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
@@ -2149,7 +2194,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
                 accum = refresh()
             accum.extend(kept)
         elif found == "pipe":
-            stack[-1].parts.append(_Part())
+            stack[-1].parts.append(_Part(i + 1))
             accum = refresh()
             find_equals = True
             i += 1
@@ -2159,7 +2204,7 @@ def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, in
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
         root.extend(piece.broken())
-    return sorted(root, key=lambda h: h[2])
+    return sorted(root, key=lambda h: h[2]), nodes
 
 
 def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
@@ -2197,10 +2242,12 @@ def call_args(**args: Any) -> str:
 
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
                      again: Mapping[str, Any] | None = None, verb: str = "again with",
-                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = ()) -> str:
+                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = (),
+                     batch: Mapping[str, Any] | None = None) -> str:
     """The content-truncated marker: where the cut is, and the exact next calls; the sections
     listed are of the page ``again`` names, if it names one. A batch (get-pages) gives the bytes
-    it ``shown`` of all its pages, the page it cut, if any, and the pages it ``left_out``."""
+    it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and what
+    else the call that reads those takes (``batch``)."""
     again = dict(again or {})
     end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
@@ -2215,7 +2262,7 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
         parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
     if left_out:
         parts.append(f"Not included: {', '.join(left_out)}. To read them, call get-pages again with "
-                     f"{call_args(titles=list(left_out))}.")
+                     f"{call_args(titles=list(left_out), **(batch or {}))}.")
     return " ".join(parts)
 
 
@@ -2225,8 +2272,8 @@ def more_results_marker(count: int, item: str, tool: str, param: str, value: Any
 
 
 def counted(number: int, noun: str) -> str:
-    """``1 page``, ``2 pages``: a count with its noun (a regular one) in the right number."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+    """``1 page``, ``2 pages``, ``2 matches``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
 
 
 def labelled(*pairs: tuple[str, Any]) -> str:
@@ -2309,7 +2356,7 @@ def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
 
 
 #: The English names every wiki also accepts, for namespaces that tools add to titles.
-CANONICAL_NAMESPACES = {6: "File", 14: "Category"}
+CANONICAL_NAMESPACES = {6: "File", 10: "Template", 14: "Category"}
 
 
 #: Image formats a model can view, by their first bytes.
@@ -2438,11 +2485,92 @@ def compact_diff(lines: list[DiffLine]) -> str:
             runs.append([line])
         follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
     for run in filter(None, runs):
-        removed = [d for d in run if d.kind == "-"]
-        added = [d for d in run if d.kind == "+"]
+        removed = [d.text for d in run if d.kind == "-"]
+        added = [d.text for d in run if d.kind == "+"]
         out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
-        out += [f"-{d.text}" for d in removed] + [f"+{d.text}" for d in added]
+        out += hunk_lines(removed, added)
     return "\n".join(out)
+
+
+#: How many added lines on from the last pair a removed line looks for the line it became.
+PAIR_WINDOW = 3
+
+
+def hunk_lines(removed: list[str], added: list[str]) -> list[str]:
+    """A run of changes as diff lines: a removed line paired with an added line it became
+    (changed_line) shows once as ``~``; the others are ``-`` and ``+`` lines, whole. The
+    wiki's engines pair lines each their own way (the PHP engine by position, wikidiff2 by
+    likeness), so pairs are found here, and a dry run reads as compare-pages after the save."""
+    out: list[str] = []
+    j = 0
+    for text in removed:
+        for k in range(j, min(j + PAIR_WINDOW, len(added))):
+            if (shown := changed_line(text, added[k])) is not None:
+                out += [f"+{t}" for t in added[j:k]] + [f"~{shown}"]
+                j = k + 1
+                break
+        else:
+            out.append(f"-{text}")
+    return out + [f"+{t}" for t in added[j:]]
+
+
+#: What a word diff compares: a word, a run of spaces, or one other character; a Han, kana or
+#: Thai character is a word of its own, as those scripts run words together.
+WORD_TOKEN = re.compile(r"[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]+"
+                        r"|\s+|.", re.DOTALL)
+#: Unchanged text a changed line keeps either side of a change; more is cut to "…".
+DIFF_CONTEXT_CHARS = 100
+
+
+def changed_line(old: str, new: str) -> str | None:
+    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones
+    as ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change
+    cut to "…". None when the two share less than half of the shorter one's words, where both
+    lines whole read better."""
+    a, b = WORD_TOKEN.findall(old), WORD_TOKEN.findall(new)
+    shorter = min(word_chars(a), word_chars(b))
+    shared = collections.Counter(t for t in a if not t.isspace()) & collections.Counter(b)
+    if not shorter or 2 * sum(len(t) * n for t, n in shared.items()) < shorter:
+        return None  # even every shared word in order would be too few
+    blocks = line_changes(a, b)
+    if not blocks or 2 * (word_chars(a) - sum(word_chars(a[i1:i2]) for i1, i2, _, _ in blocks)) < shorter:
+        return None
+    merged: list[list[int]] = []
+    for i1, i2, j1, j2 in blocks:  # changes apart by spaces alone read as one
+        if merged and all(t.isspace() for t in a[merged[-1][1]:i1]):
+            merged[-1][1:] = [i2, merged[-1][2], j2]
+        else:
+            merged.append([i1, i2, j1, j2])
+    parts, done = [], 0
+    for n, (i1, i2, j1, j2) in enumerate(merged):
+        same = "".join(a[done:i1])
+        parts.append(elided(same, first=n == 0, last=False))
+        parts.append((f"[-{''.join(a[i1:i2])}-]" if i2 > i1 else "")
+                     + (f"{{+{''.join(b[j1:j2])}+}}" if j2 > j1 else ""))
+        done = i2
+    parts.append(elided("".join(a[done:]), first=False, last=True))
+    return "".join(parts)
+
+
+def word_chars(tokens: list[str]) -> int:
+    return sum(len(t) for t in tokens if not t.isspace())
+
+
+def elided(same: str, first: bool, last: bool) -> str:
+    """Unchanged text of a changed line, cut to DIFF_CONTEXT_CHARS after the change before it
+    and before the change after it (at a space where one is near), the cut shown as "…"."""
+    keep = DIFF_CONTEXT_CHARS
+    if len(same) <= keep * (1 if first or last else 2) + 10:
+        return same
+    head = "" if first else same[:cut_at(same, keep)].rstrip() + " "
+    tail = "" if last else " " + same[len(same) - cut_at(same[::-1], keep):].lstrip()
+    return f"{head}…{tail}"
+
+
+def cut_at(text: str, length: int) -> int:
+    """Where to cut ``text`` near ``length`` characters: at the last space before it, if one is close."""
+    space = text.rfind(" ", 0, length)
+    return space if space > length * 3 // 4 else length
 
 
 def line_diff(old: str, new: str) -> str:
@@ -2456,6 +2584,244 @@ def line_diff(old: str, new: str) -> str:
         lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
         lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
     return compact_diff(lines)
+
+
+# -- plain text: a rendered page as a reader reads it ---------------------------
+
+#: Rendered parts plain text leaves out: edit links, navigation boxes, the table of contents,
+#: hidden and print-only boxes, references' links back, sort keys.
+TEXT_SKIPPED_CLASSES = frozenset({
+    "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc", "noprint", "noexcerpt",
+    "mw-cite-backlink", "mw-empty-elt", "sortkey", "mw-jump-link"})
+TEXT_SKIPPED_TAGS = frozenset({"style", "script", "noscript", "template", "math"})
+VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+                       "source", "track", "wbr"})
+PARAGRAPH_TAGS = frozenset({"p", "table", "blockquote", "pre", "figure", "center", "section"})
+LINE_TAGS = frozenset({"div", "caption", "figcaption", "tr", "li", "dt", "dd", "hr"})
+HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class _TextHeading:
+    level: int
+    anchor: str
+    text: str = ""
+
+
+@dataclasses.dataclass
+class _Open:
+    tag: str
+    skip: bool = False
+    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table"
+
+
+class PlainText(html.parser.HTMLParser):
+    """Reads MediaWiki's rendered HTML (action=parse) as plain text: headings as ``== Heading ==``
+    lines with the section number the wiki edits them by (from ``sections``: anchor -> index),
+    paragraphs apart by blank lines, list items one a line behind wikitext's markers, table
+    rows one a line with their cells apart by " | ", references as ``[1]`` notes. What a reader
+    never sees (TEXT_SKIPPED_CLASSES and _TAGS, display:none) is left out."""
+
+    def __init__(self, sections: Mapping[str, tuple[str, str]]) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections = sections
+        self.lines: list[str | _TextHeading] = []
+        self.line: list[str] = []
+        self.open: list[_Open] = []
+        self.skipping = 0
+        self.cells = 0      # table cells open: line breaks inside one are spaces
+        self.pre = 0
+        self.lists: list[str] = []
+        self.rows: list[int] = []  # cells so far in the current row of each open table
+        self.heading: _TextHeading | None = None
+        self.ref: list[str] | None = None  # the text of a reference mark being read, and its target
+        self.ref_target = ""
+        self.ref_labels: dict[str, str] = {}
+        self.notes: dict[str, str] = {}  # each reference's note by its label
+        self.note = ""  # the label of the note being read
+
+    def text(self, lines: Sequence[str | _TextHeading]) -> str:
+        out: list[str] = []
+        for line in lines:
+            if isinstance(line, _TextHeading):
+                line = self.heading_line(line)
+            if line or (out and out[-1]):
+                out.append(line)
+        return "\n".join(out).strip("\n")
+
+    def heading_line(self, heading: _TextHeading) -> str:
+        marks = "=" * heading.level
+        index, source = self.sections.get(heading.anchor, ("", ""))
+        where = (f" (section {index})" if index.isdigit() else
+                 f" (from {source.replace('_', ' ')})" if index.startswith("T-") else "")
+        return f"{marks} {heading.text} {marks}{where}"
+
+    def section(self, number: int) -> list[str | _TextHeading] | None:
+        """The lines of section ``number`` (its subsections and the sections templates bring
+        into it included), then the notes of the references it cites; None when there is none."""
+        numbered = [(k, line) for k, line in enumerate(self.lines) if isinstance(line, _TextHeading)
+                    and self.sections.get(line.anchor, ("",))[0].isdigit()]
+        start, level = 0, 0
+        if number:
+            start, heading = next(((k, h) for k, h in numbered if self.sections[h.anchor][0] == str(number)),
+                                  (-1, None))
+            if heading is None:
+                return None
+            level = heading.level
+        end = next((k for k, h in numbered if k > start and (not level or h.level <= level)), len(self.lines))
+        lines = self.lines[start:end]
+        cited = re.findall(r"\[([^\[\]\n]{1,20})\]", self.text(lines))
+        notes = [self.notes[label] for label in dict.fromkeys(cited)
+                 if self.notes.get(label) and self.notes[label] not in lines]
+        return [*lines, "", *notes] if notes else lines
+
+    def newline(self, blank: bool = False) -> None:
+        if self.cells:
+            self.line.append(" ")
+            return
+        text = "".join(self.line)
+        if self.pre:
+            self.lines += text.split("\n")
+        elif text.strip():
+            self.lines.append(" ".join(text.split()))
+        self.line = []
+        if blank and self.lines and self.lines[-1] != "" and not isinstance(self.lines[-1], _TextHeading):
+            self.lines.append("")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID_TAGS:
+            self.handle_endtag(tag)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {name: value or "" for name, value in attrs}
+        classes = set(attributes.get("class", "").split())
+        if tag == "br":
+            if self.pre:
+                self.line.append("\n")
+            elif not self.skipping:
+                self.newline()
+            return
+        if tag in VOID_TAGS:
+            return
+        element = _Open(tag)
+        self.open.append(element)
+        if self.skipping or tag in TEXT_SKIPPED_TAGS or classes & TEXT_SKIPPED_CLASSES \
+                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc":
+            element.skip = True
+            self.skipping += 1
+            return
+        anchor = attributes.get("id", "")
+        if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
+            self.newline(blank=True)
+            self.heading, element.action = _TextHeading(int(tag[1]), anchor), "heading"
+            self.lines.append(self.heading)
+        elif "mw-headline" in classes and self.heading is not None:
+            self.heading.anchor = anchor or self.heading.anchor
+        elif tag in ("td", "th"):
+            if self.rows and self.rows[-1]:
+                self.line.append(" | ")
+            if self.rows:
+                self.rows[-1] += 1
+            self.cells += 1
+            element.action = "cell"
+        elif tag == "tr":
+            self.newline()
+            if self.rows:
+                self.rows[-1] = 0
+        elif tag == "table":
+            self.newline(blank=True)
+            self.rows.append(0)
+            element.action = "table"
+        elif tag in ("ul", "ol", "dl"):
+            if not self.lists:
+                self.newline(blank=True)
+            self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
+            element.action = "list"
+        elif tag in ("li", "dt", "dd") and self.lists:
+            self.newline()
+            if self.lists[-1] == "ref":
+                label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
+                self.line.append(f"[{label}] ")
+                self.notes[label], self.note, element.action = "", label, "note"
+            else:
+                marks = "".join(self.lists).replace("ref", "")
+                self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
+        elif tag == "sup" and "reference" in classes:
+            self.ref, element.action = [], "ref"
+        elif tag == "a" and self.ref is not None:
+            self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
+        elif tag == "pre":
+            self.newline(blank=True)
+            self.pre += 1
+            element.action = "pre"
+        elif tag in PARAGRAPH_TAGS:
+            self.newline(blank=True)
+        elif tag in LINE_TAGS:
+            self.newline()
+
+    def handle_endtag(self, tag: str) -> None:
+        if not any(element.tag == tag for element in self.open):
+            return  # a stray closing tag
+        while self.open:
+            element = self.open.pop()
+            self.closed(element)
+            if element.tag == tag:
+                return
+
+    def closed(self, element: _Open) -> None:
+        if element.skip:
+            self.skipping -= 1
+            return
+        action = element.action
+        if action == "heading" and self.heading is not None:
+            self.heading.text = " ".join("".join(self.line).split())
+            self.line, self.heading = [], None
+            self.newline(blank=True)
+        elif action == "cell":
+            self.cells -= 1
+        elif action == "table":
+            self.rows.pop()
+            self.newline(blank=True)
+        elif action == "list":
+            self.lists.pop()
+            self.newline(blank=not self.lists)
+        elif action == "note":
+            self.newline()
+            self.notes[self.note] = str(self.lines[-1])
+        elif action == "ref" and self.ref is not None:
+            label = "".join(self.ref).strip().strip("[]")
+            if self.ref_target and label:
+                self.ref_labels.setdefault(self.ref_target, label)
+            self.ref = None
+        elif action == "pre":
+            self.newline()
+            self.pre -= 1
+            self.newline(blank=True)
+        elif element.tag in PARAGRAPH_TAGS:
+            self.newline(blank=True)
+        elif element.tag in LINE_TAGS:
+            self.newline()
+
+    def handle_data(self, data: str) -> None:
+        if self.skipping:
+            return
+        self.line.append(data)
+        if self.ref is not None:
+            self.ref.append(data)
+
+
+def plain_text(page_html: str, sections: Mapping[str, tuple[str, str]] | None = None,
+               section: int | None = None) -> str | None:
+    """A rendered page as plain text (PlainText); ``sections`` maps each heading's anchor to its
+    section index and the page it comes from, as action=parse lists them. ``section``: that
+    section alone, with the notes it cites (None when there is no such section)."""
+    reader = PlainText(sections or {})
+    reader.feed(page_html)
+    reader.close()
+    reader.newline()
+    lines = reader.lines if section is None else reader.section(section)
+    return None if lines is None else reader.text(lines)
 
 
 # -- what MediaWiki does to text it is sent: normalising, section splicing, merging ---------
@@ -2746,7 +3112,8 @@ class Arg:
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    kind: Any        # str, int, bool, list, or a tuple of allowed strings (an enum)
+    kind: Any        # str, int, bool, list, a tuple of allowed strings (an enum), or a frozenset of
+                     # the types a value may have (int | str)
     item_kind: Any   # for lists
     arg: Arg
     required: bool
@@ -2904,8 +3271,8 @@ def type_kind(hint: Any) -> tuple[Any, Any]:
     """Reduces a type hint to (kind, item kind): str, int, bool, list or an enum tuple."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, UnionType):
-        (hint,) = [h for h in typing.get_args(hint) if h is not type(None)]
-        return type_kind(hint)
+        kinds = [h for h in typing.get_args(hint) if h is not type(None)]
+        return (frozenset(kinds), None) if len(kinds) > 1 else type_kind(kinds[0])
     if origin is Literal:
         return tuple(typing.get_args(hint)), None
     if origin is list:
@@ -2920,6 +3287,8 @@ def param_schema(p: Param) -> dict[str, Any]:
     schema: dict[str, Any]
     if isinstance(p.kind, tuple):
         schema = {"type": "string", "enum": list(p.kind)}
+    elif isinstance(p.kind, frozenset):
+        schema = {"type": sorted(JSON_TYPES[k] for k in p.kind)}
     else:
         schema = {"type": JSON_TYPES[p.kind]}
     if p.kind is list:
@@ -2969,6 +3338,13 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
 
 def check_value(tool_name: str, p: Param, value: Any) -> Any:
     name = p.name
+    if isinstance(p.kind, frozenset):  # int | str: the value's own type says which it is
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        kind = str if isinstance(value, str) else int if number else None
+        if kind not in p.kind:
+            kinds = " or ".join(sorted(JSON_TYPES[k] for k in p.kind))
+            raise invalid_input(f"Argument {name!r} must be {kinds}, got {json_type(value)}.")
+        return check_value(tool_name, dataclasses.replace(p, kind=kind), value)
     if p.kind is list:
         if not isinstance(value, list):
             raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
@@ -3654,8 +4030,9 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
 TitleArg = Arg("Wiki page title (e.g. Talk:Foo).", title=True)
 FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
-ContentArg = Arg("'source': wikitext; 'html': rendered; 'none': metadata only.")
-SectionArg = Arg("Section number alone (0 = lead), as truncation markers list them.", minimum=0)
+ContentArg = Arg("'source': wikitext; 'html': rendered; 'text': plain text of the rendered page, headings "
+                 "numbered, references as notes; 'none': metadata only.")
+SectionArg = Arg("Section number (0 = lead) or heading text.", minimum=0, max_length=255)
 OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
 NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
@@ -3717,15 +4094,93 @@ def gone(ctx: ToolContext, title: str) -> str | None:
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
     """not_found for a section past the last, listing the sections there are, as the wiki
     numbers them (headings that templates bring cannot be read or edited by number)."""
-    parsed = ctx.client.get({"action": "parse", "prop": "sections",
-                             **({"oldid": revid} if revid else {"page": title})}).get("parse", {})
-    sections = ["0 (Lead)"]
-    for found in parsed.get("sections") or []:
-        if str(found.get("index", "")).isdigit():
-            marks = "=" * int(found.get("level") or 2)
-            sections.append(f"{found['index']} ({marks} {strip_tags(found.get('line', ''))} {marks})")
+    outline = rendered_outline(ctx, title, **of_page(title, revid))
     return not_found(f"There is no section {section} in {title} on {ctx.wiki.key}. "
-                     f"Its sections: {', '.join(sections)}.")
+                     f"Its sections: {outline_list(outline)}.")
+
+
+def of_page(title: str, revid: int | None) -> dict[str, Any]:
+    """The action=parse parameters naming a revision, or else a page's latest."""
+    return {"oldid": revid} if revid else {"page": title}
+
+
+def outline_list(outline: list[Heading]) -> str:
+    """``0 (Lead), 1 (== History ==), ...``: the sections that can be read or changed by number."""
+    return ", ".join(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
+                                     for n, level, heading, _ in outline if n is not None])
+
+
+#: A section as a heading names it: (number, level, heading as it reads, the page it comes
+#: from when a template brings it, which gives it no number here).
+Heading = tuple[int | None, int, str, str]
+
+
+def section_by_heading(ctx: ToolContext, text: str, wanted: str, title: str,
+                       revid: int | None) -> tuple[int, str, str]:
+    """The number of the section of wikitext ``text`` headed ``wanted``, how a header shows it,
+    and its text as the wiki gives it (rvsection)."""
+    syntax = ctx.site.syntax
+    outline = [(s.number, s.level, heading_plain(s.heading), "") for s in wikitext_sections(text, syntax)]
+    number, heading = pick_section(ctx, outline, wanted, title,
+                                   lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    span = section_span(text, number, syntax)
+    if span is None:
+        raise no_such_section(ctx, title, number, revid)
+    return number, f"{number} ({heading})" if heading else str(number), section_text(text, span)
+
+
+def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Heading]:
+    """The sections action=parse lists for a page (page=) or revision (oldid=), those that
+    templates bring included."""
+    return outline_of(parse_page(ctx, title, None, prop="sections", **params))
+
+
+def outline_of(parsed: dict[str, Any]) -> list[Heading]:
+    return [(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+             strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+             else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
+
+
+def pick_section(ctx: ToolContext, outline: list[Heading], wanted: str, title: str,
+                 with_templates: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
+    """The number and heading of the one section of ``outline`` headed ``wanted``, matched
+    without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
+    the headings (a heading a template brings, from ``with_templates`` when the outline has
+    none of those, is named with its page); headed more than once: invalid_input, listing
+    those sections. Digits that head nothing are taken as the section number."""
+    key = heading_key(wanted)
+    own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h) == key]
+    if len(own) == 1:
+        return own[0][0], own[0][1]
+    if own:
+        parents = {n: parent for (n, *_), (parent, _) in zip(outline, heading_paths(
+            [Section(n or 0, level, h) for n, level, h, _ in outline]))}
+        raise invalid_input(f"{len(own)} sections of {title} are headed {wanted!r}: " + ", ".join(
+            f"{n} ({h}" + (f", under {parents[n]})" if parents.get(n) else ")") for n, h in own)
+            + ". Give the one meant by its number: section=N.")
+    if wanted.strip().isdigit():
+        return int(wanted), ""
+    brought = [src for n, _, h, src in (with_templates() if with_templates else outline)
+               if n is None and heading_key(h) == key]
+    if brought:
+        raise not_found(f"The section headed {wanted!r} in {title} comes from the page {brought[0]}, which "
+                        f"{title} transcludes, so it is read and changed there: call again with "
+                        f"title={json.dumps(brought[0], ensure_ascii=False)}.")
+    raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
+                    f"Its sections: {outline_list(outline)}.")
+
+
+def heading_key(heading: str) -> str:
+    """A heading as matching compares it: its plain text, case and spacing aside."""
+    return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
+
+
+def heading_plain(heading: str) -> str:
+    """A wikitext heading as it reads: links as their text, bold, italics and tags dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", heading)
+    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
+    text = re.sub(r"<[^>]*>|'{2,}", "", text)
+    return " ".join(html.unescape(text).split())
 
 
 def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
@@ -3769,30 +4224,33 @@ def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, to
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
+    content: Annotated[Literal["source", "html", "text", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
         "Adds page ID, content model, size, last edit, protection and URL.")] = False,
-    section: Annotated[int | None, SectionArg] = None,
+    section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
 ) -> list[str]:
-    """Returns a wiki page's latest revision, wikitext or rendered HTML, with its title and
-    revision ID (a write's latestId); notes a followed redirect. Truncated at
-    {content_max_bytes:bytes}, the marker naming the next call. For several pages, use
-    get-pages; for an old revision, get-revision."""
-    if content == "html":
-        return page_html(ctx, title, metadata, section, offset, followRedirects)
+    """Returns a wiki page's latest revision, wikitext, rendered HTML or its plain text, with its
+    title and revision ID (a write's latestId); notes a followed redirect. Truncated at
+    {content_max_bytes:bytes}, the marker naming the next call. For several pages, use get-pages;
+    for an old revision, get-revision; for the outline, get-page-sections."""
+    if content in ("html", "text"):
+        return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
+    by_heading = isinstance(section, str)
     page, redirected = query_page(
         ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
         inprop="protection" if metadata else None,
         rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
-        rvsection=section if content == "source" else None)
+        rvsection=section if content == "source" and not by_heading else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
-    header = page_header(ctx, page, revision, redirected, metadata, section)
     if content == "none":
-        return [header]
-    text = slot_text(ctx, revision, section, page["title"])
+        return [page_header(ctx, page, revision, redirected, metadata, section)]
+    text, shown = slot_text(ctx, revision, section, page["title"]), section
+    if isinstance(section, str):
+        section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
+    header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
     blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
@@ -3805,7 +4263,7 @@ def get_page(
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
-                redirected: str | None, metadata: bool, section: int | None) -> str:
+                redirected: str | None, metadata: bool, section: int | str | None) -> str:
     lines = [("Title", page.get("title")), ("Redirected from", redirected),
              ("Revision ID", revision.get("revid") or page.get("lastrevid")),
              ("Section", section)]
@@ -3847,9 +4305,41 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         raise
 
 
-def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
-              offset: int, follow_redirects: bool) -> list[str]:
-    parsed = parse_page(ctx, title, section, page=title, redirects=follow_redirects, prop="text|sections|revid")
+def rendered(ctx: ToolContext, title: str, content: str, section: int | str | None,
+             **params: Any) -> tuple[dict[str, Any], str, int | None, int | str | None]:
+    """A page (page=) or revision (oldid=) rendered, whole or one section (by number or heading),
+    as HTML or plain text: the parse, the body, the section number and how a header shows it.
+    Plain text is read from the whole page, so that a section's references are the page's; an
+    HTML section by heading costs a request more, for the numbers of the headings."""
+    number, shown = section, section
+    if content == "text":
+        parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
+        if isinstance(section, str):
+            number, heading = pick_section(ctx, outline_of(parsed), section, title)
+            shown = f"{number} ({heading})" if heading else number
+        assert not isinstance(number, str)
+        body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
+        if body is None:
+            raise no_such_section(ctx, title, number, params.get("oldid"))
+        return parsed, body, number, shown
+    if isinstance(section, str):
+        number, heading = pick_section(ctx, rendered_outline(ctx, title, **params), section, title)
+        shown = f"{number} ({heading})" if heading else number
+    parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
+    return parsed, parsed.get("text", ""), number, shown
+
+
+def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The anchor of each heading of an action=parse result, with its section index and the page
+    it comes from (plain_text)."""
+    return {s.get("anchor", ""): (str(s["index"]), str(s.get("fromtitle", "")))
+            for s in parsed.get("sections") or [] if "index" in s}
+
+
+def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, section: int | str | None,
+                  offset: int, follow_redirects: bool) -> list[str]:
+    parsed, body, number, shown = rendered(ctx, title, content, section, page=title,
+                                          redirects=follow_redirects)
     page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
@@ -3857,75 +4347,151 @@ def page_html(ctx: ToolContext, title: str, metadata: bool, section: int | None,
         page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info", inprop="protection",
                              rvprop="ids|timestamp|user|size|comment", rvslots="main")
         revision = revision_of(page)
-    header = page_header(ctx, page, revision, redirected, metadata, section)
-    return content_blocks(header, parsed.get("text", ""), offset, ctx.budget, "get-page",
-                          sections=None if section is not None else html_sections(parsed),
-                          again={"content": "html", **({"section": section} if section is not None else {}),
+    header = page_header(ctx, page, revision, redirected, metadata, shown)
+    return content_blocks(header, body, offset, ctx.budget, "get-page",
+                          sections=None if number is not None else html_sections(parsed),
+                          again={"content": content, **({"section": number} if number is not None else {}),
                                  **({} if follow_redirects else {"followRedirects": False})})
+
+
+SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of its own text | bytes with its "
+                   "subsections (only when it has any)")
+
+
+@tool("get-page-sections", "Get page sections", read_only=True)
+def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
+    """Returns a wiki page's outline, one row per section: number, heading and the bytes of its own
+    text and with its subsections; a section a template brings has no number and is changed on the
+    page named. With the page's size and revision ID. For a section's text, use get-page with section."""
+    parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
+    text = parsed.get("wikitext", "")
+    syntax = ctx.site.syntax
+    own = wikitext_sections(text, syntax)
+    ends = section_ends(text, syntax)
+    starts = [s.start for s in own] + [utf8_len(text)]
+    shown = {n: heading for n, _, heading, _ in outline_of(parsed) if n is not None}
+    rows, done = [f"0 | (Lead) | {ends[0]}"], 0
+
+    def numbered_to(number: float) -> None:
+        nonlocal done
+        while done < len(own) and own[done].number <= number:
+            s = own[done]
+            marks = "=" * s.level
+            size, whole = starts[done + 1] - s.start, ends[s.number] - s.start
+            heading = shown.get(s.number) or heading_plain(s.heading)
+            rows.append(f"{s.number} | {marks} {heading} {marks} | {size}"
+                        + (f" | {whole}" if whole > size else ""))
+            done += 1
+    for number, level, heading, source in outline_of(parsed):
+        if number is None:
+            marks = "=" * level
+            rows.append(f"- | {marks} {heading} {marks} | from {source}")
+        else:
+            numbered_to(number)
+    numbered_to(float("inf"))
+    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+    return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
+                    ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(rows)
 
 
 @tool("get-pages", "Get pages", read_only=True)
 def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], Arg("Wiki page titles.", title=True, max_items=50)],
-    content: Annotated[Literal["source", "none"], Arg(
-        "'source' for wikitext, 'none' for titles and revision IDs only.")] = "source",
+    content: Annotated[Literal["source", "text", "none"], Arg(
+        "'source': wikitext; 'text': plain text of each rendered page; 'none': titles and revision IDs "
+        "only.")] = "source",
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages' wikitext, in the order asked, each with its title and
-    revision ID; missing titles are listed. One budget of {content_max_bytes:bytes}; pages left out
-    are named with the call that reads them. For HTML, a section or an offset, use get-page."""
+    """Returns up to 50 wiki pages' wikitext or plain text, in the order asked, each with its title and
+    revision ID; missing titles are listed. One budget of {content_max_bytes:bytes}: every page that fits
+    whole, the rest of it to the first that does not, cut with its offset; pages left out are named
+    with the call that reads them. For HTML or a section, use get-page."""
     wanted = list(dict.fromkeys(titles))
     query = ctx.client.get({
         "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
         "rvprop": "ids|timestamp|user|size" + ("|content|contentmodel" if content == "source" else ""),
         "rvslots": "main",
     }).get("query", {})
-    found = batch_pages(query, wanted)
     unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
-    for asked, (page, _) in list(found.items()):
+    entries: dict[str, tuple[dict[str, Any], list[str]]] = {}  # by title: a page asked twice is one entry
+    for asked, (page, redirected) in batch_pages(query, wanted).items():
         kind = ("Missing pages" if page is None or page.get("missing") else
                 "Not valid page titles" if page.get("invalid") else
                 "Special pages, which have no content" if page.get("special") else None)
         if kind:
-            del found[asked]
             unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+            continue
+        assert page is not None
+        entries.setdefault(page["title"], (page, []))[1].extend([redirected] if redirected else [])
     blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
-    used, omitted, cut = 0, [], None
-    total = sum(utf8_len(main_slot(revision_of(p)).get("content", "")) for p, _ in found.values() if p)
-    for asked, (page, redirected) in found.items():
-        if page is None:
-            continue
-        revision = revision_of(page)
-        header = page_header(ctx, page, revision, redirected, metadata, None)
-        if content == "none":
-            blocks.append(header)
-            continue
-        if "content" not in main_slot(revision) and revision:
-            omitted.append(page["title"])  # the wiki held it back to keep its response small
-            continue
-        text = main_slot(revision).get("content", "")
-        size = utf8_len(text)
-        if omitted or used + size > ctx.budget:
-            if not used and not omitted and cut is None:  # a first page over the budget alone
-                piece = slice_content(text, 0, ctx.budget)
-                blocks.append(f"{header}\n\n{piece.text}")
-                cut = (page["title"], piece, wikitext_sections(text, ctx.site.syntax))
-                used += piece.end
-            else:
-                omitted.append(page["title"])
-                continue
-        else:
-            blocks.append(f"{header}\n\n{text}")
-            used += size
-        ctx.state.reads.record(ctx.wiki.key, page["title"], None, revision.get("revid", 0), text,
-                               0, ctx.budget, ctx.site.syntax)  # for update-page, as get-page
-    if cut or omitted:
-        cut_title, cut_piece, sections = cut or ("", None, [])
-        blocks.append(truncated_marker(cut_piece, "get-page", sections=sections, verb="with", shown=(used, total),
-                                       again={"title": cut_title} if cut else None, left_out=omitted))
+    headers = {title: page_header(ctx, page, revision_of(page), ", ".join(froms) or None, metadata, None)
+               for title, (page, froms) in entries.items()}
+    if content == "none":
+        return blocks + list(headers.values()) or ["No pages."]
+    bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
+    whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
+                                   ctx.budget)
+    piece = slice_content(bodies[cut][0], 0, left) if cut and bodies[cut] else None
+    for title, body in bodies.items():
+        if body and (title in whole or title == cut):
+            shown = piece.text if piece and title == cut else body[0]
+            blocks.append(f"{headers[title]}\n\n{shown}")
+            if content == "source":  # for update-page, as get-page
+                revid = revision_of(entries[title][0]).get("revid", 0)
+                ctx.state.reads.record(ctx.wiki.key, title, None, revid, body[0], 0, utf8_len(shown),
+                                       ctx.site.syntax)
+    if len(whole) < len(bodies):
+        text = {"content": "text"} if content == "text" else {}
+        total = sum(utf8_len(b[0]) for b in bodies.values() if b)
+        blocks.append(truncated_marker(
+            piece, "get-page", sections=bodies[cut][1]() if cut and bodies[cut] else (), verb="with",
+            shown=(ctx.budget - left + (piece.end if piece else 0), total),
+            again={"title": cut, **text} if piece else None, batch=text or None,
+            left_out=[title for title in bodies if title not in whole and title != cut]))
     return blocks or ["No pages."]
+
+
+#: A page's body and a way to its sections (for a marker), or None: the wiki held it back.
+Body = tuple[str, Callable[[], Sequence[Section | tuple[int, str]]]] | None
+
+
+def page_bodies(ctx: ToolContext, pages: list[dict[str, Any]], content: str) -> list[Body]:
+    """Each page's wikitext as the query gave it, or its plain text, parsed four at a time."""
+    if content == "text":
+        def text(page: dict[str, Any]) -> Body:
+            parsed = parse_page(ctx, page["title"], None, oldid=revision_of(page).get("revid"),
+                                prop="text|sections")
+            return plain_text(parsed.get("text", ""), text_sections(parsed)) or "", \
+                functools.partial(html_sections, parsed)
+        return run_each(text, pages)
+    slots = [main_slot(revision_of(page)) for page in pages]
+    # a revision without content: the wiki held it back to keep its answer small
+    return [(slot["content"], functools.partial(wikitext_sections, slot["content"], ctx.site.syntax))
+            if "content" in slot or not revision_of(page) else None for page, slot in zip(pages, slots)]
+
+
+def fill_budget(sizes: Mapping[str, int | None], budget: int) -> tuple[set[str], str | None, int]:
+    """What a budget holds of bodies of these sizes, in order: every one that fits whole, then the
+    first that does not, to be cut to what is left (none when nothing is), and that; a size of None
+    is a body held back."""
+    whole, left = set(), budget
+    for title, size in sizes.items():
+        if size is not None and size <= left:
+            whole.add(title)
+            left -= size
+    cut = next((title for title, size in sizes.items() if title not in whole and size is not None), None)
+    return whole, cut if left else None, left
+
+
+def run_each(work: Callable[[Any], Any], items: Sequence[Any], at_once: int = 4) -> list[Any]:
+    """``work`` on each item, a few at a time (each a request to the wiki), results in order."""
+    if len(items) < 2:
+        return [work(item) for item in items]
+    with concurrent.futures.ThreadPoolExecutor(min(at_once, len(items))) as pool:
+        return list(pool.map(work, items))
 
 
 def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
@@ -3947,17 +4513,17 @@ def search_page(
     ctx: ToolContext,
     query: Annotated[str, Arg("Words to find in page text (the wiki's search syntax applies).",
                               max_length=300)],
-    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search. Default: the main namespace.",
-                                                max_items=50)] = None,
+    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
     limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches the text of wiki pages; returns matching titles with a snippet each, best first.
-    For titles that begin with some text, use search-page-by-prefix."""
+    """Searches the text of wiki pages, by default in the wiki's content namespaces; returns
+    matching titles with a snippet each, best first. For titles that begin with some text, use
+    search-page-by-prefix; for text in one page, find-in-page."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
-                           "srnamespace": namespaces or [0], "srlimit": limit, "srprop": "snippet",
-                           "srinfo": "totalhits", **continuation(ctx, "sroffset")})
+                           "srnamespace": namespaces or ctx.site.content_namespaces, "srlimit": limit,
+                           "srprop": "snippet", "srinfo": "totalhits", **continuation(ctx, "sroffset")})
     hits = data.get("query", {}).get("search") or []
     total = data.get("query", {}).get("searchinfo", {}).get("totalhits")
     rows = [f"{h['title']}: {s}" if (s := strip_tags(h.get("snippet", ""))) else h["title"]
@@ -3992,6 +4558,180 @@ def search_page_by_prefix(
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
     blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
     return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
+
+
+FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, "
+               "reference or comment; then its line between those either side")
+#: The matches find-in-page shows; it counts up to MAX_MATCHES.
+FIND_SHOWN = 50
+MAX_MATCHES = 10_000
+#: How long a regular expression may run on a page; longer is a pattern that backtracks
+#: without end on this text, which would hold the call forever.
+REGEX_SECONDS = 5.0
+
+
+@tool("find-in-page", "Find in page", read_only=True)
+def find_in_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    find: Annotated[str, Arg("Exact wikitext, or with regex a Python regular expression.", max_length=500)],
+    regex: Annotated[bool, Arg("find is a regular expression.")] = False,
+    revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
+) -> list[str]:
+    """Finds text in one wiki page's wikitext: each match's section, line, byte offset and
+    neighbouring lines, and any template call, reference or comment around it. 50 at most. For
+    words across pages, use search-page."""
+    if not find:
+        raise invalid_input("Argument 'find' must not be empty.")
+    pattern = None
+    if regex:
+        try:
+            pattern = re.compile(find)
+        except re.error as error:
+            raise invalid_input(f"find is not a valid regular expression: {error}.") from None
+    try:
+        page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
+                                      rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
+    except WikiError as error:
+        if error.code in ("badid_rvstartid", "badid_rvendid"):
+            raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
+                            "get-page-history lists a page's revision IDs.") from None
+        raise
+    check_page(ctx, page, title)
+    revisions = page.get("revisions") or []
+    revision = next((r for r in revisions if r.get("revid") == revisionId), None) if revisionId else \
+        next(iter(revisions), None)
+    if revision is None:
+        raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
+                        "get-page-history lists its revision IDs.")
+    text = main_slot(revision).get("content", "")
+    spans = regex_spans(pattern, text) if pattern else plain_spans(find, text)
+    header = labelled(("Title", page["title"]), ("Redirected from", redirected),
+                      ("Revision ID", revision["revid"]))
+    what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
+        else json.dumps(find, ensure_ascii=False)
+    if not spans:
+        return [f"{header}\nNo match of {what}."]
+    count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
+    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n"
+              + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
+    if len(spans) > FIND_SHOWN:
+        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "
+                      "such as with more of the text around the one sought.")
+    return blocks
+
+
+def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
+    spans, start = [], text.find(find)
+    while start >= 0 and len(spans) <= MAX_MATCHES:
+        spans.append((start, start + len(find)))
+        start = text.find(find, start + len(find))
+    return spans
+
+
+#: Runs in a child process, which is stopped if it runs past REGEX_SECONDS.
+REGEX_SEARCH = """import json, re, sys
+pattern, text, most = json.load(sys.stdin)
+spans = []
+for found in re.finditer(pattern, text):
+    if found.end() > found.start():
+        spans.append(found.span())
+        if len(spans) > most:
+            break
+json.dump(spans, sys.stdout)"""
+
+
+def regex_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where a model's regular expression matches (non-empty) in ``text``. It runs in a child process:
+    Python cannot stop a pattern that backtracks without end (such as (a+)+b) in its own thread."""
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_SEARCH], capture_output=True,
+                              input=json.dumps([pattern.pattern, text, MAX_MATCHES]).encode(),
+                              timeout=REGEX_SECONDS, check=True)
+    except subprocess.TimeoutExpired:
+        raise invalid_input(f"The regular expression ran over {REGEX_SECONDS:g} s on this page without "
+                            "finishing (it backtracks without end); simplify it, or find plain text."
+                            ) from None
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise upstream_failure(f"The regular expression could not be run ({type(error).__name__}). "
+                               + NEXT_STEP["upstream_failure"]) from None
+    return [(start, end) for start, end in json.loads(done.stdout)]
+
+
+def match_rows(ctx: ToolContext, text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """Each match: its section, line, byte offset and what it is inside, then its line (cut around
+    it when long) between the lines either side; a match on the line of the one before, its row alone."""
+    syntax = ctx.site.syntax
+    sections = wikitext_sections(text, syntax)
+    nodes = inner_nodes(text, syntax)
+    line_starts = [0] + [k + 1 for k, c in enumerate(text) if c == "\n"]
+    lines = text.split("\n")
+    rows, last_line, position, offset = [], -1, 0, 0
+    for start, end in spans:
+        offset += utf8_len(text[position:start])
+        position = start
+        line = bisect.bisect_right(line_starts, start) - 1
+        section = next((s for s in reversed(sections) if s.start <= offset), None)
+        where = match_place(text, nodes, start)
+        rows.append(" | ".join(filter(None, [
+            f"{section.number} ({heading_plain(section.heading)})" if section else "0 (Lead)",
+            f"line {line + 1}", str(offset), where])))
+        if line != last_line:
+            column = start - line_starts[line]
+            if line and (before := lines[line - 1]).strip():
+                rows.append(f"  {line}: {around(before, len(before), len(before))}")
+            rows.append(f"> {line + 1}: {around(lines[line], column, column + end - start)}")
+            if line + 1 < len(lines) and lines[line + 1].strip():
+                rows.append(f"  {line + 2}: {around(lines[line + 1], 0, 0)}")
+        last_line = line
+    return rows
+
+
+def around(line: str, start: int, end: int) -> str:
+    """A line cut to DIFF_CONTEXT_CHARS either side of ``line[start:end]``."""
+    before, after = line[:start], line[end:]
+    if len(before) > DIFF_CONTEXT_CHARS:
+        before = "…" + before[len(before) - cut_at(before[::-1], DIFF_CONTEXT_CHARS):]
+    if len(after) > DIFF_CONTEXT_CHARS:
+        after = after[:cut_at(after, DIFF_CONTEXT_CHARS)] + "…"
+    return before + line[start:end] + after
+
+
+def inner_nodes(text: str, syntax: Syntax) -> list[Node]:
+    """The template calls, parameters, tags and comments of wikitext, with those inside <ref> tags,
+    whose content the preprocessor leaves for Cite to read."""
+    nodes = preprocess(text, syntax)[1]
+    for node in list(nodes):
+        if node.kind == "tag" and node.name == "ref" and text[node.end - 2:node.end] != "/>":
+            inside = text.index(">", node.start) + 1
+            nodes += [dataclasses.replace(n, start=n.start + inside, end=n.end + inside,
+                                          parts=tuple((a + inside, b + inside) for a, b in n.parts))
+                      for n in preprocess(text[inside:text.rindex("<", inside, node.end)], syntax)[1]]
+    return nodes
+
+
+def match_place(text: str, nodes: list[Node], at: int) -> str:
+    """What a match at ``at`` is inside: ``in {{Cite note}} parameter title, in a reference``."""
+    places = []
+    for node in sorted((n for n in nodes if n.start <= at < n.end), key=lambda n: n.end - n.start):
+        if node.kind == "comment":
+            places.append("in a comment")
+        elif node.kind == "tag":
+            places.append("in a reference" if node.name in ("ref", "references") else f"in <{node.name}>")
+        elif node.kind == "tplarg":
+            places.append(f"in {{{{{{{node.name}}}}}}}")
+        else:
+            part = next((k for k, (a, b) in enumerate(node.parts) if a <= at <= b), 0)
+            names = [argument_name(text[a:b]) for a, b in node.parts[1:part + 1]]
+            param = names[-1] if names and names[-1] else str(names.count(None)) if names else ""
+            places.append(f"in {{{{{node.name}}}}}" + (f" parameter {param}" if param else ""))
+    return ", ".join(dict.fromkeys(places))
+
+
+def argument_name(argument: str) -> str | None:
+    """The name of a template call's argument (``name=value``); None for a positional one."""
+    named = re.match(r"([^=\{\[<]*)=", argument)
+    return named.group(1).strip() if named else None
 
 
 @tool("get-site-info", "Get site info", read_only=True)
@@ -4045,49 +4785,53 @@ def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
 def get_revision(
     ctx: ToolContext,
     revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
-    content: Annotated[Literal["source", "html", "none"], ContentArg] = "source",
-    section: Annotated[int | None, SectionArg] = None,
+    content: Annotated[Literal["source", "html", "text", "none"], ContentArg] = "source",
+    section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision of a wiki page by revision ID, wikitext or rendered HTML, with its
-    page, time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the
-    marker naming the next call. For the latest revision, use get-page with metadata=true."""
+    """Returns one revision of a wiki page by revision ID, wikitext, rendered HTML or plain text,
+    with its page, time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes},
+    the marker naming the next call. For the latest revision, use get-page with metadata=true."""
+    by_heading = isinstance(section, str)
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
                   + ("|content" if content == "source" else ""),
-        "rvsection": section if content == "source" else None,
+        "rvsection": section if content == "source" and not by_heading else None,
     }).get("query", {})
     page = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
         raise no_such_revision(ctx, revisionId)
-    header = revision_header(ctx, page, revision, section)
+    title = page.get("title", "")
     if content == "none":
-        return [header]
-    if content == "html":
-        parsed = parse_page(ctx, page.get("title", ""), section, oldid=revisionId, prop="text|sections")
-        again: dict[str, Any] = {"content": "html"}
-        text, sections = parsed.get("text", ""), html_sections(parsed)
+        return [revision_header(ctx, page, revision, section)]
+    if content in ("html", "text"):
+        parsed, text, section, shown = rendered(ctx, title, content, section, oldid=revisionId)
+        again: dict[str, Any] = {"content": content}
+        sections = html_sections(parsed)
     else:
         slot = main_slot(revision)
         if "texthidden" in slot or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text = {}, slot_text(ctx, revision, section, page.get("title", ""))
+        again, text, shown = {}, slot_text(ctx, revision, section, title), section
+        if isinstance(section, str):
+            section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page);
         # a read of the latest one is, like get-page's, the base of the next write
-        ctx.state.reads.record(ctx.wiki.key, page.get("title", ""), section, revisionId, text, offset,
+        ctx.state.reads.record(ctx.wiki.key, title, section, revisionId, text, offset,
                                ctx.budget, ctx.site.syntax, latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
+    header = revision_header(ctx, page, revision, shown)
     return content_blocks(header, text, offset, ctx.budget, "get-revision",
                           sections=None if section is not None else sections, again=again or None)
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
-                    section: int | None) -> str:
+                    section: int | str | None) -> str:
     revid, latest = revision.get("revid"), page.get("lastrevid")
     return labelled(
         ("Title", page.get("title")), ("Revision ID", revid),
@@ -4200,8 +4944,9 @@ def compare_pages(
     offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
     """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
-    (not text against text): only the changed lines, - old and + new under @@ line hunks, with
-    both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
+    (not text against text): only the changed lines, under @@ line hunks: a changed line once, as ~ with
+    [-old-]{{+new+}} words and long unchanged stretches cut to …; a line gone or new whole as - or +.
+    With both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
     changed, use this rather than diffing two fetched sources."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
@@ -4444,6 +5189,66 @@ def parse_wikitext(
             ("External links", ", ".join(parsed.get("externallinks") or []))]
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
                           sections=None, again=None)
+
+
+TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | aliases | default | example | "
+                   "description (quoted); each only when set")
+
+
+@tool("get-template-info", "Get template info", read_only=True)
+def get_template_info(
+    ctx: ToolContext,
+    title: Annotated[str, Arg("Template name, with or without the Template: prefix.", title=True)],
+) -> str:
+    """Returns a template's parameters from its TemplateData, one row each (name, type, required or
+    suggested, label, aliases, default, example, description), with the template's description and
+    the format it expects. Without TemplateData, the parameters are read from {{{{{{name|default}}}}}} in
+    its source and marked inferred. For where a page calls it, use find-in-page."""
+    name = title_in_namespace(ctx.site, title, 10)
+    if "templatedata" in ctx.client.extensions:
+        data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
+                               "lang": ctx.site.lang, "includeMissingTitles": True})
+        found = next(iter((data.get("pages") or {}).values()), {})
+        redirected = next((r.get("from") for r in data.get("redirects") or []), None)
+        check_page(ctx, found, title)
+        if not found.get("notemplatedata"):
+            params = found.get("params") or {}
+            order = [p for p in found.get("paramOrder") or [] if p in params] or list(params)
+            shape = found.get("format")  # 'inline', 'block', or a custom format string
+            header = labelled(("Template", found.get("title")), ("Redirected from", redirected),
+                              ("Description", found.get("description")),
+                              ("Format", shape if shape in ("inline", "block", None)
+                               else json.dumps(shape, ensure_ascii=False)))
+            return header + (f"\nParameters ({TEMPLATE_LEGEND}):\n" + "\n".join(
+                template_param_row(p, params[p]) for p in order) if order else "\nIt takes no parameters.")
+    page, redirected = query_page(ctx, titles=name, redirects=True, prop="revisions", rvprop="content",
+                                  rvslots="main")
+    check_page(ctx, page, title)
+    source = main_slot(revision_of(page)).get("content", "")
+    inferred: dict[str, tuple[int, str | None]] = {}  # name: where it first is, its default
+    for node in preprocess(source, ctx.site.syntax, inclusion=True)[1]:
+        if node.kind == "tplarg" and node.name and "{" not in node.name:
+            default = source[slice(*node.parts[1])] if len(node.parts) > 1 else None
+            first, known = inferred.get(node.name, (node.start, None))
+            inferred[node.name] = (min(first, node.start), known if known is not None else default)
+    header = labelled(("Template", page.get("title")), ("Redirected from", redirected))
+    if not inferred:
+        return f"{header}\nIt has no TemplateData, and its source reads no parameters ({{{{{{name}}}}}})."
+    rows = [name + (f" | default: {json.dumps(default, ensure_ascii=False)}" if default is not None else "")
+            for name, (_, default) in sorted(inferred.items(), key=lambda item: (
+                not item[0].isdigit(), int(item[0]) if item[0].isdigit() else item[1][0]))]
+    return (f"{header}\nIt has no TemplateData: its parameters are inferred from {{{{{{name|default}}}}}} "
+            "in its source (name | default, only when it has one):\n" + "\n".join(rows))
+
+
+def template_param_row(name: str, param: Mapping[str, Any]) -> str:
+    flags = [flag for flag in ("required", "suggested", "deprecated") if param.get(flag)]
+    parts = [name, param.get("type") if param.get("type") not in (None, "unknown") else "", ", ".join(flags)]
+    parts += [f"{key}: {one_line(param[key]) if key != 'aliases' else ', '.join(param[key])}"
+              for key in ("label", "aliases", "default", "example") if param.get(key)]
+    if param.get("description"):
+        parts.append(json.dumps(one_line(param["description"]), ensure_ascii=False))
+    return " | ".join(p for p in parts if p)
 
 
 def existence_list(items: list[dict[str, Any]] | None) -> str:
@@ -4895,7 +5700,8 @@ def create_page(
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
-    title exists, so it never overwrites; to change a page, use update-page."""
+    title exists, so it never overwrites; to change a page, use update-page. To fill a template's
+    parameters, read them with get-template-info first."""
     source = as_wiki_receives(source)
     if ctx.dry_run:
         page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
@@ -4916,7 +5722,7 @@ def update_page(
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
         "New text: the whole page, the section, or what mode adds.")] = None,
-    section: Annotated[int | None, Arg("Section number to change alone (0 = lead).", minimum=0)] = None,
+    section: Annotated[int | str | None, SectionArg] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
         "'append'/'prepend' adds source on a line of its own; a blank line apart next to a heading "
         "or block.")] = "replace",
@@ -4938,7 +5744,8 @@ def update_page(
     replacement is based on latestId, else on the revision last read here: an overlapping edit
     since is refused, never overwritten. Refuses to write back a page or section read here only in
     part, to drop subsections, or to replace a page by text under half its size with just one
-    section's headings (none: the lead). For new pages, use create-page."""
+    section's headings (none: the lead). For new pages, use create-page; to fill a template's
+    parameters, read them with get-template-info first."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -4971,6 +5778,10 @@ def update_page(
     refuse_forbidden_dry_run(ctx, page, "edit")
     current = revision_of(page)
     latest: int = current.get("revid", 0)
+    whole = main_slot(current).get("content", "")
+    heading = section if isinstance(section, str) else None
+    if heading is not None:  # numbered as in the page now, to find the read this change is based on
+        section = section_by_heading(ctx, whole, heading, title, latest)[0]
     own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
     read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
     own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
@@ -4982,11 +5793,12 @@ def update_page(
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     pin = latestId or read_base or (latest if mode == "replace" else None)
-    whole = main_slot(current).get("content", "")
     base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or ctx.dry_run) else whole
     # What the change is made on: a replacement, like MediaWiki's section splice, on the base
     # revision, whose section numbers are the ones the model read; an addition on the page now.
     seen = base if mode == "replace" else whole
+    if heading is not None and seen is not whole:
+        section = section_by_heading(ctx, seen, heading, title, pin)[0]
     syntax = ctx.site.syntax
     span = None if section is None else section_span(seen, section, syntax)
     if section is not None and span is None:

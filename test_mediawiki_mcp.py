@@ -955,9 +955,11 @@ BAD_ARGUMENTS = [
     ({"title": "   "}, "'title' must be a non-empty page title"),
     ({"title": "A" * 300}, "a page title has at most 255"),
     ({"title": "A\ud800"}, "invalid Unicode"),
-    ({"title": "A", "section": "2"}, "'section' must be an integer"),
+    ({"title": "A", "section": True}, "'section' must be integer or string, got a boolean"),
+    ({"title": "A", "section": 2.5}, "'section' must be an integer, got a number"),
+    ({"title": "A", "section": "H" * 256}, "'section' is 256 characters long; at most 255"),
     ({"title": "A", "section": -1}, "'section' must be at least 0"),
-    ({"title": "A", "content": "pdf"}, "'content' must be one of source, html, none"),
+    ({"title": "A", "content": "pdf"}, "'content' must be one of source, html, text, none"),
     ({"title": "A", "metadata": "yes"}, "'metadata' must be true or false"),
     ({"title": "A", "wiki": 3}, "'wiki' must be a string"),
     ({"title": "A[b]"}, "not a valid page title"),
@@ -1395,16 +1397,15 @@ def test_get_pages_with_fifty_titles_is_one_request(wiki: RealWiki) -> None:
 
 
 @on_every_version
-def test_get_pages_over_budget_truncates_the_first_and_names_the_rest(bot_server: Any) -> None:
+def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(bot_server: Any) -> None:
     result = call(bot_server, "get-pages", titles=["Long page", "Apple", "Banana"])
+    assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == ["Title: Long page", "Title: Apple", "Title: Banana"]
+    assert "An apple is a fruit." in result.blocks[1] and "A banana is a fruit." in result.blocks[2]
     marker = result.blocks[-1]
-    assert marker.startswith("Content truncated at ")
+    assert marker.startswith("Content truncated at 50000 of ")
     assert "Available sections of Long page: 0 (Lead), 1 (Section 1)" in marker
     assert 'To read on, call get-page with title="Long page" and offset=' in marker
-    assert marker.endswith('Not included: Apple, Banana. To read them, call get-pages again with '
-                           'titles=["Apple", "Banana"].')
-    again = call(bot_server, "get-pages", titles=["Apple", "Banana"])
-    assert len(again.blocks) == 2 and "An apple is a fruit." in again.text
+    assert "Not included" not in marker
 
 
 @on_every_version
@@ -1553,7 +1554,7 @@ def test_diff_table_becomes_changed_lines_under_line_number_headers() -> None:
         (" ", 1, 1), ("-", 2, 2), ("+", 3, 2), (" ", 3, 3),
         (" ", 40, 41), ("+", 41, 42), ("+", 41, 43), (" ", 41, 44), ("-", 42, 45)]
     assert m.compact_diff(lines) == (
-        "@@ -2 +2 @@\n-Old word here\n+Old term here\n"
+        "@@ -2 +2 @@\n~Old [-word-]{+term+} here\n"
         "@@ -40,0 +42,2 @@\n+Brand & new <b>\n+\n"
         "@@ -42 +44,0 @@\n-Gone")
 
@@ -1868,13 +1869,13 @@ def test_compare_two_revisions_shows_the_changed_line_and_nothing_else(bot_serve
     result = call(bot_server, "compare-pages", fromRevision=old, toRevision=new)
     assert not result.is_error and len(result.blocks) == 1
     header, diff = result.blocks[0].split("\n\n", 1)
-    assert diff == "@@ -3,2 +3,2 @@\n-Line 3 edit 3\n-Line 4\n+Line 3\n+Line 4 edit 4"
+    assert diff == "@@ -3,2 +3,2 @@\n~Line 3[- edit 3-]\n~Line 4{+ edit 4+}"
     assert header.splitlines()[0].startswith(f"From: {HISTORY_TITLE}, revision {old} (")
     assert header.splitlines()[1].startswith(f"To: {HISTORY_TITLE}, revision {new} (")
     assert "\nSize change: 0 bytes\nChanged lines: 2 removed, 2 added" in header
     one_line = call(bot_server, "compare-pages", fromRevision=history.revisions[0],
                     toRevision=history.revisions[1])
-    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n-Line 1\n+Line 1 edit 1"
+    assert content_of(one_line.blocks[0]) == "@@ -1 +1 @@\n~Line 1{+ edit 1+}"
 
 
 @on_every_version
@@ -1882,7 +1883,7 @@ def test_compare_a_title_with_supplied_text(bot_server: Any) -> None:
     result = call(bot_server, "compare-pages", fromTitle="Apple",
                   toText="An apple is a red fruit.\n[[Category:Fruits]]")
     header, diff = result.blocks[0].split("\n\n", 1)
-    assert diff == "@@ -1 +1 @@\n-An apple is a fruit.\n+An apple is a red fruit."
+    assert diff == "@@ -1 +1 @@\n~An apple is a {+red +}fruit."
     assert "To: the supplied toText (44 bytes)\nSize change: +4 bytes" in header
     quiet = call(bot_server, "compare-pages", fromTitle="Apple",
                  toText="An apple is a red fruit.\n[[Category:Fruits]]", includeDiff=False)
@@ -1941,6 +1942,11 @@ def test_compare_missing_sides_are_not_found(bot_server: Any) -> None:
 #: Persian wiki), and wikidiff2, Wikipedia's, on 1.43.
 DIFF_ENGINES = {"php-1.39": "1.39", "wikidiff2-1.43": "1.43", "php-1.43": "fa"}
 LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for n in range(60))
+#: It (2.8 KB on one line, as MediaWiki keeps a paragraph) with one word changed, as
+#: compare-pages and a dry run show it.
+ONE_WORD_DIFF = ("~… of sand to the sea. The river carries grain 36 of sand to the sea. The river carries grain 37 "
+                 "of [-sand-]{+silt+} to the sea. The river carries grain 38 of sand to the sea. The river carries "
+                 "grain 39 of sand to …")
 ENGINE_TEXT = "\n\n".join(["Opening paragraph.", "A paragraph that moves.", LONG_PARAGRAPH,
                            "Third paragraph.", "Fourth paragraph.", "Closing paragraph."])
 ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit, the diff it shows
@@ -1950,7 +1956,7 @@ ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit,
      "@@ -2,2 +1,0 @@\n-\n-A paragraph that moves.\n@@ -9,0 +8,2 @@\n+\n+A paragraph that moves."),
     ("a changed word inside a long paragraph",
      lambda text: text.replace("grain 37 of sand", "grain 37 of silt"),
-     f"@@ -3 +3 @@\n-{LONG_PARAGRAPH}\n+{LONG_PARAGRAPH.replace('grain 37 of sand', 'grain 37 of silt')}"),
+     f"@@ -3 +3 @@\n{ONE_WORD_DIFF}"),
     ("a line added at the end",
      lambda text: text + "\nA line added at the end.",
      "@@ -11,0 +12 @@\n+A line added at the end."),
@@ -2265,6 +2271,553 @@ def test_new_tools_list_entries_stay_small() -> None:
     assert all(size < 1900 for size in sizes.values()), sizes
 
 
+
+# ---------------------------------------------------------------------------
+# Reading like an editor: outlines, sections by heading, finding in a page,
+# plain text, templates, budgets filled, word-level diffs
+# ---------------------------------------------------------------------------
+
+# -- word-level diffs ---------------------------------------------------------------
+
+def test_a_changed_line_shows_its_changed_words_once() -> None:
+    one_word = m.line_diff(f"Intro.\n{LONG_PARAGRAPH}\nEnd.",
+                           f"Intro.\n{LONG_PARAGRAPH.replace('grain 37 of sand', 'grain 37 of silt')}\nEnd.")
+    assert one_word == f"@@ -2 +2 @@\n{ONE_WORD_DIFF}" and len(one_word.encode()) <= 600
+    # each change keeps its context; changes apart by spaces alone are one; short lines stay whole
+    assert m.line_diff("The river carried grain to the sea.", "The river took sand to the sea.") == (
+        "@@ -1 +1 @@\n~The river [-carried grain-]{+took sand+} to the sea.")
+    assert m.line_diff("日本語のページです。", "日本語の文書です。") == "@@ -1 +1 @@\n~日本語の[-ページ-]{+文書+}です。"
+    # a line new or gone as a whole, or replaced by one with little in common, is shown whole
+    assert m.line_diff("Intro.\nAlpha beta gamma delta.\nCompletely different words here.\nEnd.",
+                       "Intro.\nAlpha beta GAMMA delta.\nA new inserted line.\nNothing shared at all.\nEnd.") == (
+        "@@ -2,2 +2,3 @@\n~Alpha beta [-gamma-]{+GAMMA+} delta.\n-Completely different words here.\n"
+        "+A new inserted line.\n+Nothing shared at all.")
+    assert m.line_diff("a\nb", "a\nb\nc") == "@@ -2,0 +3 @@\n+c"
+
+
+@pytest.mark.parametrize("engine", list(DIFF_ENGINES))
+def test_a_one_word_change_in_a_long_paragraph_diffs_to_a_few_hundred_bytes(farm: WikiFarm, engine: str) -> None:
+    """On every diff engine, and in the dry run before the save (see also
+    test_every_diff_engine_and_a_dry_run_show_the_same_lines)."""
+    wiki = farm.wiki(DIFF_ENGINES[engine])
+    server = shared_bot_server(farm, wiki)
+    title = "Word diff test"
+    base = create(server, title, f"Intro.\n\n{LONG_PARAGRAPH}\n\nEnd.")
+    edit = {"title": title, "find": "grain 37 of sand", "replace": "grain 37 of silt"}
+    dry = call(server, "update-page", dryRun=True, **edit)
+    saved = call(server, "update-page", **edit)
+    compared = call(server, "compare-pages", fromRevision=base, toRevision=int(field(saved, "Revision ID")))
+    assert content_of(dry.blocks[0]) == content_of(compared.blocks[0]) == f"@@ -3 +3 @@\n{ONE_WORD_DIFF}"
+    print(f"{engine}: one word in a {len(LONG_PARAGRAPH.encode())}-byte paragraph: compare-pages answers "
+          f"{len(compared.text.encode())} bytes, its diff {len(content_of(compared.blocks[0]).encode())} "
+          f"(both lines whole: {2 * len(LONG_PARAGRAPH.encode()) + 14})")
+
+# -- get-page-sections --------------------------------------------------------------
+
+@on_every_version
+def test_get_page_sections_gives_the_outline_and_sizes_in_one_request(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        rhine = call(server, "get-page-sections", title=RIVER_ARTICLE)
+    assert n[0] == 1 and not rhine.is_error
+    assert rhine.blocks == [
+        f"Title: Rhine\nRevision ID: {latest_revid(wiki, RIVER_ARTICLE)}\nSize: {len(RHINE.encode())} bytes\n"
+        f"Sections ({m.SECTIONS_LEGEND}):\n"
+        "0 | (Lead) | 306\n1 | == Course == | 216\n- | == Basin == | from River facts\n2 | == References == | 31"]
+    danube = call(server, "get-page-sections", title=REPEATED_HEADINGS_PAGE)
+    assert rows_of(danube.blocks[0])[3:] == [
+        "0 | (Lead) | 24", "1 | == History == | 32 | 62", "2 | === Notes === | 30", "3 | == Geography == | 42 | 74",
+        "4 | === Notes === | 32", "5 | == Notes == | 26"]
+    for line in rows_of(danube.blocks[0])[5::2]:  # a section's own size is what get-page gives, and a blank line
+        number, own = int(line.split(" | ")[0]), int(line.split(" | ")[-1])
+        text = content_of(call(server, "get-page", title=REPEATED_HEADINGS_PAGE, section=number).blocks[0])
+        assert len(text.encode()) + 2 == own, line
+    almanac = call(server, "get-page-sections", title=ALMANAC)
+    assert f"\nSize: {len(wiki.wikitext(ALMANAC).encode())} bytes\n" in almanac.text
+    assert len(rows_of(almanac.blocks[0])) == 4 + ALMANAC_SECTIONS
+    assert rows_of(almanac.blocks[0])[-1].startswith(f"{ALMANAC_SECTIONS} | == Day {ALMANAC_SECTIONS} == | ")
+    redirect = call(server, "get-page-sections", title="Redirect page")
+    assert redirect.text.startswith("Title: Target page\nRedirected from: Redirect page\n")
+    missing = call(server, "get-page-sections", title="No such page here")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'No such page here' not found")
+
+
+def latest_revid(wiki: RealWiki, title: str) -> int:
+    return int(wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"])
+
+
+# -- sections by heading -----------------------------------------------------------------
+
+@on_every_version
+def test_a_section_is_read_by_its_heading_in_every_form(bot_server: Any, wiki: RealWiki) -> None:
+    by_number = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section=3)
+    for heading in ("Geography", "geography", "  GEOGRAPHY ", "== Geography =="):
+        result = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section=heading)
+        assert result.blocks == [by_number.blocks[0].replace("Section: 3\n", "Section: 3 (Geography)\n")], heading
+    title = "Heading with markup test"
+    create(bot_server, title, "Lead.\n\n== The [[Rhine|river]] '''basin''' <small>today</small> ==\nBasin text.\n\n"
+                              "== Other ==\nOther text.")
+    basin = call(bot_server, "get-page", title=title, section="the river basin today")
+    assert basin.blocks[0].endswith("\nSection: 1 (The river basin today)\n\n== The [[Rhine|river]] '''basin''' "
+                                    "<small>today</small> ==\nBasin text.")
+    html = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="geography", content="html")
+    assert "\nSection: 3 (Geography)\n" in html.text and "Geography notes." in html.text
+    assert "History notes." not in html.text
+    text = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="Geography", content="text")
+    assert content_of(text.blocks[0]) == ("== Geography == (section 3)\nIt crosses ten countries.\n\n"
+                                          "=== Notes === (section 4)\nGeography notes.")
+    old = call(bot_server, "get-revision", revisionId=int(field(by_number, "Revision ID")), section="Geography")
+    assert "\nSection: 3 (Geography)\n" in old.text and content_of(old.blocks[0]) == content_of(by_number.blocks[0])
+    digits = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="3")  # no heading '3': the number
+    assert content_of(digits.blocks[0]) == content_of(by_number.blocks[0])
+
+
+@on_every_version
+def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_saying_why(
+        bot_server: Any, wiki: RealWiki) -> None:
+    for content in ("source", "html", "text"):
+        twice = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="notes", content=content)
+        assert twice.is_error and twice.blocks == [
+            "invalid_input: 3 sections of Danube are headed 'notes': 2 (Notes, under History), 4 (Notes, under "
+            "Geography), 5 (Notes). Give the one meant by its number: section=N."], content
+        absent = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="Climate", content=content)
+        assert absent.is_error and absent.blocks == [
+            f"not_found: No section of Danube on {wiki.key} is headed 'Climate'. Its sections: 0 (Lead), "
+            "1 (== History ==), 2 (=== Notes ===), 3 (== Geography ==), 4 (=== Notes ===), 5 (== Notes ==)."], content
+        basin = call(bot_server, "get-page", title=RIVER_ARTICLE, section="Basin", content=content)
+        assert basin.is_error and basin.blocks == [
+            "not_found: The section headed 'Basin' in Rhine comes from the page River facts, which Rhine "
+            'transcludes, so it is read and changed there: call again with title="River facts".'], content
+    assert call(bot_server, "get-page", title="River facts", section="Basin").text.endswith(
+        "\n\n== Basin ==\nA river drains its basin into the sea.\n</onlyinclude>")
+    edit = call(bot_server, "update-page", title=REPEATED_HEADINGS_PAGE, section="Notes", source="x")
+    assert edit.is_error and edit.blocks[0].startswith("invalid_input: 3 sections of Danube are headed 'Notes'")
+    schema = {t.name: t for t in list_tools(bot_server)}["get-page"].input_schema["properties"]["section"]
+    assert schema["type"] == ["integer", "string"] and "heading" in schema["description"]
+
+
+@on_every_version
+def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Danube heading edit test"
+    create(bot_server, title, DANUBE)
+    arguments = {"title": title, "section": "geography", "source": "== Geography ==\nIt crosses ten countries "
+                 "and four capitals.\n=== Notes ===\nGeography notes."}
+    dry = call(bot_server, "update-page", dryRun=True, **arguments)
+    assert "\nSection: 3\n" in dry.text and content_of(dry.blocks[0]) == (
+        "@@ -9 +9 @@\n~It crosses ten countries{+ and four capitals+}.")
+    saved = call(bot_server, "update-page", **arguments)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == DANUBE.replace("ten countries.", "ten countries and four capitals.")
+    # a heading is found in the revision the change is based on, which the wiki splices it into
+    base = int(field(saved, "Revision ID"))
+    editor_edit(wiki, title, "The Danube flows east.\n\n== Source ==\nThe Black Forest.\n\n"
+                + wiki.wikitext(title).split("\n\n", 1)[1])
+    pinned = call(bot_server, "update-page", title=title, section="History", latestId=base,
+                  source="== History ==\nA Roman frontier, long ago.\n=== Notes ===\nHistory notes.")
+    assert not pinned.is_error, pinned.text
+    assert "== Source ==\nThe Black Forest." in wiki.wikitext(title)
+    assert "A Roman frontier, long ago." in wiki.wikitext(title)
+
+
+# -- find-in-page ------------------------------------------------------------------------
+
+@on_every_version
+def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    revid = latest_revid(wiki, RIVER_ARTICLE)
+    with counter.counting() as n:
+        delta = call(server, "find-in-page", title=RIVER_ARTICLE, find="delta")
+    assert n[0] == 1 and delta.blocks == [
+        f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
+        "0 (Lead) | line 7 | 262 | in a reference\n"
+        "  6: }}\n"
+        "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
+        'name="delta">{{Cite note|title=The delta}}</ref>\n'
+        "0 (Lead) | line 7 | 291 | in {{Cite note}} parameter title, in a reference\n"
+        "1 (Course) | line 10 | 362 | in a reference\n"
+        "  9: == Course ==\n"
+        '> 10: The river passes several cities.<ref name="delta" />']
+    assert RHINE.encode()[262:267] == b"delta"  # the offset is get-page's
+    assert content_of(call(server, "get-page", title=RIVER_ARTICLE, offset=362).blocks[0]).startswith(
+        'delta" />\n\n{| class="wikitable"')
+    regex = call(server, "find-in-page", title=RIVER_ARTICLE, find=r"(?i)rhine|\b1230\b", regex=True)
+    assert rows_of(regex.blocks[0])[2:] == [
+        "0 (Lead) | line 2 | 25 | in {{Infobox river}} parameter name",
+        "  1: {{Infobox river", "> 2: | name = Rhine", "  3: | length = {{#invoke:Length|km|1230}}",
+        "0 (Lead) | line 3 | 62 | in {{#invoke:Length}} parameter 2, in {{Infobox river}} parameter length",
+        "  2: | name = Rhine", "> 3: | length = {{#invoke:Length|km|1230}}", "  4: | source = Lake Toma",
+        "0 (Lead) | line 7 | 114",
+        "  6: }}", "> 7: The '''Rhine''' is a river of Europe.<ref>{{Cite note|title=Rivers of Europe|publisher=Test…"]
+    none = call(server, "find-in-page", title=RIVER_ARTICLE, find="Amazon")
+    assert none.blocks == [f"Title: Rhine\nRevision ID: {revid}\nNo match of \"Amazon\"."]
+
+
+@on_every_version
+def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(
+        bot_server: Any, wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    title = "Find in page test"
+    first = create(bot_server, title, "\n".join(f"Line {n} holds a needle. <!-- needle in a comment -->"
+                                                for n in range(1, 31)))
+    result = call(bot_server, "find-in-page", title=title, find="needle")
+    assert result.blocks[0].split("\n")[2].startswith('60 matches of "needle"')
+    rows = [row for row in rows_of(result.blocks[0]) if row.startswith("0 (Lead) | line ")]
+    assert len(rows) == 50 and rows[:2] == ["0 (Lead) | line 1 | 15", "0 (Lead) | line 1 | 28 | in a comment"]
+    assert result.blocks[1] == ("Result capped at 50 matches. Additional matches may exist — narrow find, such as "
+                                "with more of the text around the one sought.")
+    narrowed = call(bot_server, "find-in-page", title=title, find="30 holds a needle")
+    assert len(narrowed.blocks) == 1 and "\n1 match of " in narrowed.text and "| line 30 |" in narrowed.text
+    editor_edit(wiki, title, "Now the page is about hay.")
+    assert "No match" in call(bot_server, "find-in-page", title=title, find="needle").text
+    old = call(bot_server, "find-in-page", title=title, find="needle", revisionId=first)
+    assert f"\nRevision ID: {first}\n60 matches" in old.text
+    other = call(bot_server, "find-in-page", title=RIVER_ARTICLE, find="x", revisionId=first)
+    assert other.is_error and other.blocks[0].startswith(f"not_found: Revision {first} is not a revision of Rhine")
+    bad = call(bot_server, "find-in-page", title=title, find="(hay", regex=True)
+    assert bad.is_error and bad.blocks[0].startswith(
+        "invalid_input: find is not a valid regular expression: missing ), unterminated subpattern")
+    create(bot_server, "Find backtracking test", "a" * 40 + "!")
+    monkeypatch.setattr(m, "REGEX_SECONDS", 1.0)  # the child process is stopped: the call answers
+    stuck = call(bot_server, "find-in-page", title="Find backtracking test", find="(a+)+$", regex=True)
+    assert stuck.is_error and stuck.blocks[0].startswith(
+        "invalid_input: The regular expression ran over 1 s on this page without finishing")
+    empty = call(bot_server, "find-in-page", title=title, find="")
+    assert empty.is_error and empty.blocks[0].startswith("invalid_input: ")
+
+
+def test_a_match_is_placed_in_the_template_call_parameter_reference_or_comment_around_it() -> None:
+    text = ("{{Box|a={{Inner|x}}|b}} <ref>{{Cite|title=T}}</ref> <!-- c --> {{{p|d}}} <ref name=n/> "
+            "<nowiki>{{Not}}</nowiki>")
+    nodes = m.inner_nodes(text, m.Syntax(m.CORE_SYNTAX.tags | {"ref", "references"}))
+    places = {word: m.match_place(text, nodes, text.index(word)) for word in ("Box", "Inner", "x}", "b}", "T}", "c ",
+                                                                              "d}", "n/", "Not")}
+    assert places == {
+        "Box": "in {{Box}}", "Inner": "in {{Inner}}, in {{Box}} parameter a", "x}": "in {{Inner}} parameter 1, in "
+        "{{Box}} parameter a", "b}": "in {{Box}} parameter 1", "T}": "in {{Cite}} parameter title, in a reference",
+        "c ": "in a comment", "d}": "in {{{p}}}", "n/": "in a reference", "Not": "in <nowiki>"}
+
+
+# -- plain text ----------------------------------------------------------------------------
+
+RHINE_TEXT = """Rhine
+Length | 1230 km (764 mi)
+Source | Lake Toma
+Type | Main river
+
+The Rhine is a river of Europe.[1] It flows into the North Sea.[2]
+
+== Course == (section 1)
+The river passes several cities.[2]
+
+City | Bank | km
+Basel | left | 166
+Cologne | left | 688
+Rotterdam | both | 1000
+
+== Basin == (from River facts)
+A river drains its basin into the sea.
+
+== References == (section 2)
+[1] Rivers of Europe, Test Press, 2001.
+[2] The delta."""
+
+PLAIN_TEXT_PAGE = """{{Infobox river|name=Moselle|length=544 km|type=tributary}}
+The '''Moselle''' joins the [[Rhine]] at [[Koblenz|the German Corner]].<ref>{{Cite note|title=Moselle facts|year=1999}}</ref>
+<div class="navbox">Navigation: [[Rhine]] · [[Danube]]</div>
+<span style="display:none">Hidden maintenance note</span><div class="noprint">A box only for screens</div>
+
+== Towns ==
+* Trier
+** Old town
+* Koblenz
+# First
+# Second
+; Term
+: Definition
+{| class="wikitable"
+|+ Towns by distance
+! Town !! km
+|-
+| Trier || 200<br />(about)
+|-
+| Koblenz || 544
+|}
+ preformatted  line
+== References ==
+<references />"""
+
+
+def test_plain_text_keeps_what_a_reader_reads_and_nothing_else() -> None:
+    page = ('<div class="mw-parser-output"><style>.x{color:red}</style><script>alert(1)</script>'
+            '<meta property="mw:PageProp/toc" /><div id="toc" class="toc"><ul><li>1 History</li></ul></div>'
+            '<p>Lead &amp; more<sup class="reference"><a href="#cite_note-a-1">[a]</a></sup>.</p>'
+            '<div class="mw-heading mw-heading2"><h2 id="History">History</h2><span class="mw-editsection">'
+            '<a href="/w/index.php?title=X&amp;action=edit&amp;section=1">edit</a></span></div>'
+            '<p>Old<br>times.</p><table class="navbox"><tr><td>Nav</td></tr></table>'
+            '<h3><span class="mw-headline" id="Then">Then</span></h3><table><tr><td>a<table><tr><td>b</td></tr>'
+            '</table></td><td>c</td></tr></table><pre>  two  spaces\nkept</pre>'
+            '<ol class="references"><li id="cite_note-a-1"><span class="mw-cite-backlink">↑</span> '
+            '<span class="reference-text">A note.</span></li></ol></div>')
+    assert m.plain_text(page, {"History": ("1", "X"), "Then": ("T-2", "Template:Then")}) == (
+        "Lead & more[a].\n\n== History == (section 1)\nOld\ntimes.\n\n=== Then === (from Template:Then)\n"
+        "a b | c\n\n  two  spaces\nkept\n\n[a] A note.")
+
+
+@on_every_version
+def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_server: Any) -> None:
+    rhine = call(bot_server, "get-page", title=RIVER_ARTICLE, content="text")
+    assert not rhine.is_error and content_of(rhine.blocks[0]) == RHINE_TEXT
+    create(bot_server, "Plain text test", PLAIN_TEXT_PAGE)
+    moselle = call(bot_server, "get-page", title="Plain text test", content="text")
+    assert content_of(moselle.blocks[0]) == (
+        "Moselle\nLength | 544 km\nType | Tributary\n\nThe Moselle joins the Rhine at the German Corner.[1]\n\n"
+        "== Towns == (section 1)\n* Trier\n** Old town\n* Koblenz\n\n# First\n# Second\n\n; Term\n: Definition\n\n"
+        "Towns by distance\nTown | km\nTrier | 200 (about)\nKoblenz | 544\n\npreformatted  line\n\n"
+        "== References == (section 2)\n[1] Moselle facts, 1999.")
+    course = call(bot_server, "get-page", title=RIVER_ARTICLE, content="text", section=1)  # with its notes
+    assert "\nSection: 1\n" in course.text and content_of(course.blocks[0]) == RHINE_TEXT.split("\n\n== References")[
+        0][RHINE_TEXT.index("== Course =="):] + "\n\n[2] The delta."
+    lead = call(bot_server, "get-page", title=RIVER_ARTICLE, content="text", section="0")
+    assert content_of(lead.blocks[0]).endswith("Type | Main river\n\nThe Rhine is a river of Europe.[1] It flows "
+                                               "into the North Sea.[2]\n\n[1] Rivers of Europe, Test Press, 2001.\n"
+                                               "[2] The delta.")
+    pages = call(bot_server, "get-pages", titles=[RIVER_ARTICLE, REPEATED_HEADINGS_PAGE], content="text")
+    assert content_of(pages.blocks[0]) == RHINE_TEXT
+    assert content_of(pages.blocks[1]).startswith("The Danube flows east.\n\n== History == (section 1)\n")
+
+
+@on_every_version
+def test_plain_text_reads_a_long_page_whole_by_offsets_and_sections(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="20000"))
+    first = call(server, "get-page", title=ALMANAC, content="text")
+    assert first.blocks[1].startswith("Content truncated at ") and (
+        ", 64 (Day 64). To read a specific section, call get-page again with content=\"text\" and section=N. "
+        "To read on, call get-page again with content=\"text\" and offset=") in first.blocks[1]
+    whole = read_whole(server, title=ALMANAC, content="text")
+    assert whole.startswith("The almanac keeps a day of river news in each section. Tributary\n\n"
+                            "== Day 1 == (section 1)\nDay 1, reading 00: ")
+    assert whole.count(" (section ") == ALMANAC_SECTIONS and whole.endswith("gauge of Kōbe-façade.")
+    day = call(server, "get-page", title=ALMANAC, content="text", section="day 61")
+    assert content_of(day.blocks[0]).startswith("== Day 61 == (section 61)\nDay 61, reading 00:")
+
+
+@on_every_version
+def test_plain_text_of_a_reference_heavy_page_is_under_half_its_wikitext(bot_server: Any, wiki: RealWiki) -> None:
+    reference_heavy_page(bot_server)
+    source = len(wiki.wikitext(REFERENCE_HEAVY).encode())
+    text = content_of(call(bot_server, "get-page", title=REFERENCE_HEAVY, content="text").blocks[0])
+    assert "Col de Bussang" in text and "[24] Author3, Anna (3 March 2008). \"River report on Düsseldorf, part 3\"" \
+        in text
+    assert "The river at Düsseldorf" in text and "A red square" not in text  # a caption, not the image's alt text
+    for left_out in ("Rivers of Europe: Rhine", "Authority control", "River in western Europe", "Keep the infobox",
+                     "https://", "Category:"):  # boxes, hidden templates, comments, links
+        assert left_out not in text, left_out
+    html = content_of(call(bot_server, "get-page", title=REFERENCE_HEAVY, content="html").blocks[0])
+    print(f"MediaWiki {wiki.version}: wikitext {source} bytes, text {len(text.encode())} bytes "
+          f"({len(text.encode()) / source:.0%}), HTML {len(html.encode())} bytes")
+    assert len(text.encode()) * 2 <= source
+
+
+@on_every_version
+def test_plain_text_holds_every_line_textextracts_gives(bot_server: Any, wiki: RealWiki) -> None:
+    """TextExtracts' plain extract (prose only: it drops tables, boxes and references) against ours."""
+    reference_heavy_page(bot_server)
+    for title in (RIVER_ARTICLE, REPEATED_HEADINGS_PAGE, "Target page", REFERENCE_HEAVY):
+        extract = wiki.raw_get(action="query", prop="extracts", explaintext=1, titles=title)["query"]["pages"][0]
+        ours = content_of(call(bot_server, "get-page", title=title, content="text").blocks[0])
+        bare = re.sub(r" \((section \d+|from [^)]*)\)$", "", re.sub(r"\[\d+\]", "", ours), flags=re.MULTILINE)
+        for line in filter(None, extract["extract"].split("\n")):
+            assert line in bare, (title, line)
+        print(f"{title}: TextExtracts {len(extract['extract'].encode())} bytes, ours {len(ours.encode())}")
+
+
+# -- get-template-info -----------------------------------------------------------------------
+
+@on_every_version
+def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    call(server, "get-site-info")  # learns the wiki's extensions, as a first call would
+    with counter.counting() as n:
+        infobox = call(server, "get-template-info", title="Infobox river")
+    assert n[0] == 1 and infobox.blocks == [
+        "Template: Template:Infobox river\nDescription: Facts about a river, in a box.\nFormat: block\n"
+        f"Parameters ({m.TEMPLATE_LEGEND}):\n"
+        "name | string | label: Name\nlength | string | label: Length | \"Length with its unit\"\n"
+        "source | string | label: Source\ntype | string | label: Type | \"main or tributary\""]
+    with counter.counting() as n:
+        cite = call(server, "get-template-info", title="Template:Cite note")
+    assert n[0] == 2 and cite.blocks == [
+        "Template: Template:Cite note\nIt has no TemplateData: its parameters are inferred from "
+        "{{{name|default}}} in its source (name | default, only when it has one):\n"
+        "title\npublisher | default: \"\"\nyear | default: \"\""]
+    assert rows_of(call(server, "get-template-info", title="Infobox row").blocks[0])[1:] == ["1", '2 | default: ""']
+    create(server, "Template:Included test", "<noinclude>{{{documented|x}}} Shown on the template page only."
+                                             "</noinclude><includeonly>{{{shown|{{{fallback|none}}}}}}</includeonly>")
+    assert rows_of(call(server, "get-template-info", title="Included test").blocks[0])[1:] == [
+        'shown | default: "{{{fallback|none}}}"', 'fallback | default: "none"']
+    missing = call(server, "get-template-info", title="No such template")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'Template:No such template' not found")
+
+
+# -- search-page in content namespaces ----------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def recipes_wiki() -> Iterator[RealWiki]:
+    """A wiki whose articles are also kept in a namespace of its own (Recipe:)."""
+    with MEDIAWIKI_1_39.temporary_directory("mw-recipes-") as directory:
+        running = start_test_wiki(Path(directory), "Recipes Wiki", seed=False, extra_settings=(
+            '$wgExtraNamespaces[3000] = "Recipe"; $wgExtraNamespaces[3001] = "Recipe_talk";\n'
+            "$wgContentNamespaces[] = 3000;\n"))
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+def test_search_page_searches_every_content_namespace_by_default(recipes_wiki: RealWiki) -> None:
+    server = make_server(recipes_wiki.env())
+    for title in ("Pancake", "Recipe:Pancake", "Talk:Pancake"):
+        create(server, title, f"Quarkbatter for {title}.")
+    found = call(server, "search-page", query="Quarkbatter")
+    assert sorted(rows_of(found.blocks[0])) == ["Pancake: Quarkbatter for Pancake.",
+                                                "Recipe:Pancake: Quarkbatter for Recipe:Pancake."]
+    talk = call(server, "search-page", query="Quarkbatter", namespaces=[1])
+    assert rows_of(talk.blocks[0]) == ["Talk:Pancake: Quarkbatter for Talk:Pancake."]
+
+
+# -- get-pages fills its budget --------------------------------------------------------------------
+
+@on_every_version
+def test_get_pages_fills_its_budget_with_every_page_that_fits(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="2000"))
+    result = call(server, "get-pages", titles=["Apple", "Long page", "Banana", "Apple redirect", "Nope Nope", "Cherry"])
+    assert result.blocks[0] == "Missing pages: Nope Nope"
+    assert [b.split("\n", 1)[0] for b in result.blocks[1:-1]] == [
+        "Title: Apple", "Title: Long page", "Title: Banana", "Title: Cherry"]
+    assert result.blocks[1].startswith("Title: Apple\nRedirected from: Apple redirect\n")  # one entry for both
+    small = sum(len(wiki.wikitext(t).encode()) for t in ("Apple", "Banana", "Cherry"))
+    cut = content_of(result.blocks[2]).encode()
+    assert wiki.wikitext("Long page").encode().startswith(cut) and len(cut) == 2000 - small
+    total = small + len(wiki.wikitext("Long page").encode())
+    assert result.blocks[-1].startswith(f"Content truncated at 2000 of {total} bytes. Available sections of "
+                                        "Long page: 0 (Lead), 1 (Section 1), ")
+    assert result.blocks[-1].endswith(f'To read on, call get-page with title="Long page" and offset={len(cut)}.')
+    rest = call(server, "get-page", title="Long page", offset=len(cut))  # the marker's call reads on from the cut
+    assert (cut + content_of(rest.blocks[0]).encode()).startswith(wiki.wikitext("Long page").encode()[:2100])
+    text = call(server, "get-pages", titles=[ALMANAC, "Apple", RIVER_ARTICLE, "Banana"], content="text")
+    assert [b.split("\n", 1)[0] for b in text.blocks[:-1]] == [
+        "Title: River almanac", "Title: Apple", "Title: Rhine", "Title: Banana"]
+    assert 'call get-page with title="River almanac" and content="text" and offset=' in text.blocks[-1]
+    assert "Not included" not in text.blocks[-1]
+    crowded = call(server, "get-pages", titles=[ALMANAC, "Long page", "Apple"], content="text")
+    assert crowded.blocks[-1].endswith('Not included: Long page. To read them, call get-pages again with '
+                                       'titles=["Long page"] and content="text".')
+
+
+# -- requests and tools/list ----------------------------------------------------------------------
+
+def test_requests_per_call_of_the_editors_reads(wiki: RealWiki) -> None:
+    """Steady state, once site info, extensions and login are cached (the closing notes quote it)."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    call(server, "get-site-info")  # learns the wiki's extensions once
+    call(server, "update-page", title="Apple", source="x", dryRun=True)  # and the account's rights
+    calls = [
+        ("get-page-sections", {"title": RIVER_ARTICLE}, 1),
+        ("get-page", {"title": REPEATED_HEADINGS_PAGE, "section": "Geography"}, 1),
+        ("get-page", {"title": REPEATED_HEADINGS_PAGE, "section": "Geography", "content": "html"}, 2),  # numbers
+        ("get-page", {"title": RIVER_ARTICLE, "content": "text"}, 1),
+        ("get-page", {"title": RIVER_ARTICLE, "content": "text", "section": "Course"}, 1),  # from the whole page
+        ("get-revision", {"revisionId": latest_revid(wiki, RIVER_ARTICLE), "section": "Course"}, 1),
+        ("find-in-page", {"title": RIVER_ARTICLE, "find": "delta"}, 1),
+        ("find-in-page", {"title": RIVER_ARTICLE, "find": "del+ta", "regex": True}, 1),
+        ("get-template-info", {"title": "Infobox river"}, 1),
+        ("get-template-info", {"title": "Cite note"}, 2),  # no TemplateData: then its source
+        ("get-pages", {"titles": [RIVER_ARTICLE, "Apple", "Banana"], "content": "text"}, 4),  # a parse a page
+        ("search-page", {"query": "river"}, 1),
+        ("update-page", {"title": REPEATED_HEADINGS_PAGE, "section": "Geography", "dryRun": True,
+                         "source": "== Geography ==\nx\n=== Notes ===\ny"}, 1),
+    ]
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert not result.is_error, result.text
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
+
+
+def test_the_editors_tools_stay_small_in_tools_list() -> None:
+    """tools/list is paid on every turn: about 800 bytes a new tool (find-in-page's four own parameters
+    and the wiki's take 730 before its description)."""
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({})))}
+    sizes = {name: len(json.dumps(tools[name].model_dump(mode="json", by_alias=True, exclude_none=True),
+                                  separators=(",", ":"), ensure_ascii=False).encode())
+             for name in ("get-page-sections", "find-in-page", "get-template-info")}
+    print(sizes)
+    assert all(size <= 950 for size in sizes.values()) and sum(sizes.values()) <= 3 * 850, sizes
+
+
+#: What a reference-heavy article transcludes, made as English Wikipedia's are: citations
+#: rendered as its Citation Style 1 renders them, navigation boxes, hidden maintenance templates.
+REFERENCE_HEAVY_TEMPLATES = {
+    "Template:Cite web (test)": (
+        '<span class="citation">{{{last}}}, {{{first}}} ({{{date}}}). "[{{{url}}} {{{title}}}]". '
+        "''{{{website}}}''. {{{publisher}}}. {{#if:{{{archive-url|}}}|[{{{archive-url}}} Archived] from the "
+        "original on {{{archive-date}}}.}} Retrieved {{{access-date}}}.</span>"),
+    "Template:Navbox rivers (test)": ('<div class="navbox" role="navigation">Rivers of Europe: [[Rhine]] · '
+                                      "[[Danube]] · [[Elbe]] · [[Moselle]]</div>"),
+    "Template:Authority control (test)": '<div class="navbox authority-control">Authority control: {{{1|}}}</div>',
+    "Template:Short description (test)": '<div class="shortdescription" style="display:none">{{{1}}}</div>',
+    "Template:Use dmy dates (test)": "[[Category:Use dmy dates from {{{date}}}]]",
+}
+REFERENCE_HEAVY = "Reference-heavy test"
+
+
+def reference_heavy_article() -> str:
+    """An article shaped like English Wikipedia's: hidden maintenance templates and an editor's
+    comment at the top, an infobox, piped links, a captioned image and three full web citations per
+    section and a reused one, navigation boxes and categories at the bottom."""
+    parts = ["{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
+             "<!-- Keep the infobox in step with the survey figures below. -->",
+             "{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
+             "| source = Col de Bussang\n| type = tributary\n}}"]
+    for n, town in enumerate(["Basel", "Strasbourg", "Mannheim", "Mainz", "Koblenz", "Bonn", "Cologne",
+                              "Düsseldorf"], 1):
+        sentences = []
+        for k in range(1, 4):
+            url = f"https://www.example.org/rivers/moselle/{town.lower()}/report-{k}.html"
+            sentences.append(
+                f"At [[{town}|the town of {town}]] the river is {100 + 10 * k} metres wide in part {k} of the "
+                f'survey, and [[barge]]s pass it daily.<ref name="r{n}-{k}">{{{{Cite web (test)|url={url}'
+                f"|title=River report on {town}, part {k}|last=Author{k}|first=Anna|date={k} March 200{n}"
+                f"|website=Rivers of Europe|publisher=Test Press|language=en|access-date={k} May 2020"
+                f"|archive-url=https://web.archive.example.org/web/2020050{k}000000/{url}"
+                f"|archive-date={k} June 2020|url-status=live}}}}</ref>")
+        parts.append(f"== {town} ==\n[[File:Red square.png|thumb|upright=0.8|alt=A red square standing for the "
+                     f"river at {town}|The river at {town}]]\n" + " ".join(sentences)
+                     + f' Earlier surveys agree.<ref name="r{n}-1" />')
+    parts.append("== References ==\n<references />\n\n{{Navbox rivers (test)}}\n"
+                 "{{Authority control (test)|VIAF: 000000}}\n\n{{DEFAULTSORT:Moselle}}\n"
+                 + "\n".join(f"[[Category:{c}]]" for c in ("Rivers of Europe", "Tributaries of the Rhine",
+                                                             "Rivers of France", "Rivers of Germany",
+                                                             "Rivers of Luxembourg", "International rivers of Europe")))
+    return "\n\n".join(parts)
+
+
+def ensure_page(server: Any, title: str, text: str) -> None:
+    """Makes a page that several tests read, once."""
+    result = call(server, "create-page", title=title, source=text)
+    assert not result.is_error or result.blocks[0].startswith("conflict: "), result.text
+
+
+def reference_heavy_page(server: Any) -> None:
+    for title, text in REFERENCE_HEAVY_TEMPLATES.items():
+        ensure_page(server, title, text)
+    ensure_page(server, REFERENCE_HEAVY, reference_heavy_article())
 
 # ---------------------------------------------------------------------------
 # Page writes on the real wiki
@@ -2930,7 +3483,7 @@ def test_dry_run_saves_nothing_and_shows_the_diff(bot_server: Any, wiki: RealWik
     assert not result.is_error
     assert result.blocks[0] == ("Dry run: nothing was saved. The diff that would be saved:\n"
                                 f"Title: {title}\nBase revision ID: {revid}\n\n"
-                                "@@ -3 +3 @@\n-Gamma.\n+Gamma, changed.")
+                                "@@ -3 +3 @@\n~Gamma{+, changed+}.")
     appended = call(bot_server, "update-page", title=title, mode="append", source="\nEpsilon.", dryRun=True)
     assert appended.blocks[0].endswith("@@ -4,0 +5 @@\n+Epsilon.")
     new = call(bot_server, "create-page", title="Write dry run new page", source="Hello.", dryRun=True)
@@ -3404,7 +3957,7 @@ def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_se
     result = call(bot_server, "update-page", title=title, find="Line one.", replace="Line ONE.", latestId=base)
     assert result.is_error and result.blocks[0].startswith(
         f"conflict: The text to find is in revision {base}, the base of this change, but no longer in")
-    assert "-Line one.\n+Line 1, by the Editor." in result.text and "get-page" in result.text
+    assert "~Line [-one-]{+1, by the Editor+}." in result.text and "get-page" in result.text
     assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
 
 
@@ -3428,7 +3981,7 @@ def test_a_dry_run_is_the_save_without_saving(bot_server: Any, wiki: RealWiki) -
     compared = call(bot_server, "compare-pages", fromRevision=int(field(saved, "Previous revision ID")),
                     toRevision=int(field(saved, "Revision ID")))
     assert dry.blocks[0].split("\n\n", 1)[1] == compared.blocks[0].split("\n\n", 1)[1] == \
-        "@@ -15 +15 @@\n-Line 4a.\n+Line 4a, changed."
+        "@@ -15 +15 @@\n~Line 4a{+, changed+}."
     # decomposed (NFD) text is what the wiki stores composed (NFC): the dry run says so too
     create(bot_server, "Write dry run NFC test", "Un café noir.")
     nfd = unicodedata.normalize("NFD", "café")
@@ -4708,8 +5261,8 @@ def test_a_300_kb_page_reads_whole_by_offsets_and_by_sections(bot_server: Any, w
     assert content_of(result.blocks[0]).startswith(f"== Day {ALMANAC_SECTIONS} ==\n")
     batch = call(bot_server, "get-pages", titles=[ALMANAC, RIVER_ARTICLE])
     assert "Available sections of River almanac: 0 (Lead), 1 (Day 1), " in batch.blocks[-1]
-    assert batch.blocks[-1].endswith('Not included: Rhine. To read them, call get-pages again with '
-                                     'titles=["Rhine"].')
+    assert content_of(batch.blocks[1]) == wiki.wikitext(RIVER_ARTICLE)  # it fits beside the cut almanac
+    assert "Not included" not in batch.blocks[-1]
 
 
 @on_every_version
@@ -4822,7 +5375,7 @@ def test_a_right_to_left_wiki_diffs_by_line_numbers_in_its_own_digits(farm: Wiki
     lines = PERSIAN_LINES + [f"سطر افزوده {n}" for n in range(1, 9)]
     before = create(server, title, "\n".join(lines))
     new = "\n".join([lines[0], "سطر تازه", *lines[1:14], lines[14] + " (ویرایش)", *lines[15:]])
-    expected = f"@@ -1,0 +2 @@\n+سطر تازه\n@@ -15 +16 @@\n-{lines[14]}\n+{lines[14]} (ویرایش)"
+    expected = f"@@ -1,0 +2 @@\n+سطر تازه\n@@ -15 +16 @@\n~{lines[14]}{{+ (ویرایش)+}}"
     dry = call(server, "update-page", title=title, source=new, dryRun=True)
     assert content_of(dry.blocks[0]) == expected
     after = int(field(call(server, "update-page", title=title, source=new), "Revision ID"))
