@@ -2674,6 +2674,7 @@ class ToolSpec:
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     continue_from: bool = False          # takes continueFrom
     dry_run: bool = False                # takes dryRun
+    dry_run_default: bool = False        # dryRun is true unless the call says false
     idempotency_key: bool = False        # takes idempotencyKey
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
     rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
@@ -2684,7 +2685,10 @@ class ToolSpec:
         """Every argument the tool takes: its own, then those its flags add."""
         flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
                  "idempotencyKey": self.idempotency_key, "wiki": self.scoped}
-        return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
+        shared = {name: p for name, p in SHARED_PARAMS.items() if flags[name]}
+        if self.dry_run_default:
+            shared["dryRun"] = dataclasses.replace(shared["dryRun"], default=True)
+        return {**self.params, **shared}
 
     def description(self, config: Config | None = None) -> str:
         """The description, the settings it quotes read from ``config`` (None: the defaults)."""
@@ -2707,9 +2711,9 @@ class Registry:
 
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
-             continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
-             needs_extension: str | None = None, rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
-             offered: Callable[[ServerState], bool] | None = None,
+             continue_from: bool = False, dry_run: bool = False, dry_run_default: bool = False,
+             idempotency_key: bool = False, needs_extension: str | None = None, rights: tuple[str, ...] = (),
+             needs_upload_dirs: bool = False, offered: Callable[[ServerState], bool] | None = None,
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
         ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
@@ -2720,7 +2724,8 @@ class Registry:
         - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
           read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
         - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
+          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
+          is true unless the call passes false (a tool whose save should follow a preview).
         - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
           same key and arguments returns its result, marked as a repeat, and runs nothing.
         - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
@@ -2730,6 +2735,8 @@ class Registry:
         - ``offered(state)``: listed only while it holds."""
         if read_only and (destructive or idempotent is False or dry_run or idempotency_key):
             raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun or idempotencyKey")
+        if dry_run_default and not dry_run:
+            raise TypeError(f"{name}: dry_run_default needs dry_run")
         if not read_only and (destructive is None or idempotent is None):
             raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
 
@@ -2738,7 +2745,8 @@ class Registry:
                 name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
                 open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-                continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
+                continue_from=continue_from, dry_run=dry_run, dry_run_default=dry_run_default,
+                idempotency_key=idempotency_key,
                 needs_extension=needs_extension, rights=rights, needs_upload_dirs=needs_upload_dirs)
             if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
@@ -2936,13 +2944,16 @@ class ReadLedger:
     """Remembers, per wiki, page and section, the last read here: how much of it was seen,
     so that writing back text the model only saw in part (a truncated read) is refused; and
     which latest revision it showed, the base of a write that names no latestId, so that an
-    edit made since is merged or refused, never overwritten."""
+    edit made since is merged or refused, never overwritten. Also the revision each page had
+    when a change across pages was previewed (dry run), so that its save skips a page changed
+    since: the model saw that change's diff only, not the page, so it is no read."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
         self.capacity = capacity
         self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
         self._bases: collections.OrderedDict[tuple[str, str, int | None], tuple[int, int]] = \
             collections.OrderedDict()
+        self._previews: collections.OrderedDict[tuple[str, str, str], int] = collections.OrderedDict()
         self._order = 0
         self._lock = threading.Lock()
 
@@ -2989,6 +3000,16 @@ class ReadLedger:
                 found.append(self._bases.get((wiki, title, None)))
         last = max((b for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
+
+    def previewed(self, wiki: str, title: str, change: str, revid: int) -> None:
+        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``."""
+        with self._lock:
+            self._keep(self._previews, (wiki, title, change), revid)
+
+    def preview(self, wiki: str, title: str, change: str) -> int | None:
+        """The revision the last dry run here of ``change`` to this page showed, if any."""
+        with self._lock:
+            return self._previews.get((wiki, title, change))
 
     def _keep(self, entries: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
         entries[key] = value
@@ -4399,27 +4420,32 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
 
 
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str | None) -> str:
-    """Sends one action=edit and describes the saved revision. If the wiki's answer is
-    lost, the page history tells whether the edit landed: it is never sent twice."""
+              summary: str | None, composed: bool = False) -> str:
+    """Sends one action=edit (send_edit) and describes the saved revision."""
+    edit = send_edit(ctx, title, fields, base, summary, composed)
+    title = edit.get("title", title)
+    if edit.get("nochange"):
+        return (f"No change: the text is what the page already holds; nothing was saved.\n"
+                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+    pin, parent = fields.get("baserevid"), edit.get("oldrevid") or None
+    status = ("Saved (the wiki's answer was lost; its history shows the edit once)." if edit.get("lost") else
+              "Created." if edit.get("new") else "Saved." if not pin or pin == parent else
+              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
+              "again before replacing it whole.")
+    return saved_lines(ctx, title, edit["newrevid"], parent, status)
+
+
+def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
+              summary: str | None, composed: bool = False) -> dict[str, Any]:
+    """Sends one action=edit and returns MediaWiki's answer (its ``edit``). If that answer is
+    lost, the page history tells whether the edit landed (the answer then says ``lost``): it
+    is never sent twice. ``composed``: this server made the text (a find-replace, a reply), so
+    the model has not seen the page it leaves."""
     try:
         data = ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
                                  "tags": change_tags(ctx)})
     except ResponseLost as lost:
-        try:
-            landed = find_landed_edit(ctx, title, base, summary, fields)
-        except WikiError as error:
-            raise upstream_failure(f"{lost.message} Whether the edit was saved could not "
-                                   f"be checked ({error.message}); read the page with get-page before "
-                                   "calling again.") from None
-        if landed is None:
-            after = f"after revision {base}" if base else "creating it"
-            # Not proof it never lands: a slow wiki may still be saving it after a timeout.
-            raise upstream_failure(f"{lost.message} The page's history shows no edit by "
-                                   f"this account {after} yet. A slow wiki may still save it: check with "
-                                   "get-page-history before calling again.") from None
-        return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
-                           "Saved (the wiki's answer was lost; its history shows the edit once).")
+        return landed_edit(ctx, lost, title, base, summary, fields)
     edit = data.get("edit") or {}
     if edit.get("result") != "Success":
         if "captcha" in edit:
@@ -4429,17 +4455,31 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
         raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
                                + NEXT_STEP["upstream_failure"])
-    title = edit.get("title", title)
-    if edit.get("nochange"):
-        return (f"No change: the text is what the page already holds; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
-    pin, parent = fields.get("baserevid"), edit.get("oldrevid")
-    ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
-                          "text" in fields and pin == parent)
-    status = ("Created." if edit.get("new") else "Saved." if not pin or pin == parent else
-              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
-              "again before replacing it whole.")
-    return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
+    if not edit.get("nochange"):
+        pin, parent = fields.get("baserevid"), edit.get("oldrevid")
+        ctx.state.reads.saved(ctx.wiki.key, edit.get("title", title), fields.get("section"), parent,
+                              edit["newrevid"], "text" in fields and pin == parent and not composed)
+    return edit
+
+
+def landed_edit(ctx: ToolContext, lost: ResponseLost, title: str, base: int | None, summary: str | None,
+                fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An edit whose answer was lost, as MediaWiki answers one (``lost`` set), once the page
+    history shows it landed; otherwise the failure, saying what the history shows."""
+    try:
+        landed = find_landed_edit(ctx, title, base, summary, fields)
+    except WikiError as error:
+        raise upstream_failure(f"{lost.message} Whether the edit was saved could not "
+                               f"be checked ({error.message}); read the page with get-page before "
+                               "calling again.") from None
+    if landed is None:
+        after = f"after revision {base}" if base else "creating it"
+        # Not proof it never lands: a slow wiki may still be saving it after a timeout.
+        raise upstream_failure(f"{lost.message} The page's history shows no edit by "
+                               f"this account {after} yet. A slow wiki may still save it: check with "
+                               "get-page-history before calling again.") from None
+    return {"result": "Success", "title": title, "newrevid": landed["revid"],
+            "oldrevid": landed.get("parentid") or None, "lost": True}
 
 
 def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
@@ -4671,7 +4711,7 @@ def update_page(
     serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
     try:
         with serial:
-            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment))
+            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=find is not None)
     except WikiError as error:
         if error.code == "editconflict" and read_base:
             raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "

@@ -3667,6 +3667,26 @@ def test_upload_warnings_read_as_sentences() -> None:
 
 
 # ---------------------------------------------------------------------------
+# Everyday edits in one call: categories, talk pages, a replace across many pages
+# ---------------------------------------------------------------------------
+
+def test_a_passage_changed_by_find_replace_leaves_the_last_read_the_base_of_a_whole_write(wiki: RealWiki) -> None:
+    """A find-replace (or any change the server composes) does not show the model the page: a
+    whole-page write after it is still based on the model's last read, so an edit made by
+    someone else before the find-replace is merged, never overwritten."""
+    server = make_server(wiki.env())
+    title = "Composed edit base test"
+    create(bot_server_for(wiki), title, "Line A.\n\nLine B.\n\nLine C.")
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    editor_edit(wiki, title, "Line A.\n\nLine B, by the Editor.\n\nLine C.")
+    replaced = call(server, "update-page", title=title, find="Line C.", replace="Line C, replaced.")
+    assert not replaced.is_error, replaced.text
+    result = call(server, "update-page", title=title, source=seen.replace("Line A.", "Line A, by the model."))
+    assert not result.is_error and result.blocks[0].startswith("Saved, merged with "), result.text
+    assert wiki.wikitext(title) == "Line A, by the model.\n\nLine B, by the Editor.\n\nLine C, replaced."
+
+
+# ---------------------------------------------------------------------------
 # Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
 # ---------------------------------------------------------------------------
 
