@@ -4711,7 +4711,8 @@ def update_page(
     serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
     try:
         with serial:
-            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=find is not None)
+            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment),
+                             composed=find is not None)
     except WikiError as error:
         if error.code == "editconflict" and read_base:
             raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
