@@ -5539,7 +5539,7 @@ def talk_title(ctx: ToolContext, title: str) -> str:
     """The talk page of ``title``: itself if it is one (odd namespace IDs), else the page of
     the same name in the namespace after its own."""
     namespace = ctx.site.namespace_of(title)
-    if namespace % 2:
+    if namespace > 0 and namespace % 2:
         return title
     talk = ctx.site.namespaces.get(namespace + 1) if namespace >= 0 else None
     if talk is None:
