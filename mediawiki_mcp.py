@@ -5430,7 +5430,8 @@ def update_page_categories(
     after. A category already there, or placed by a template, is left and said so. For other
     changes, use update-page."""
     site = ctx.site
-    adding, removing = given_categories(site, add or [], "add"), given_categories(site, remove or [], "remove")
+    adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
+                                                                                       ("remove", remove)))
     if not adding and not removing:
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
@@ -5445,7 +5446,7 @@ def update_page_categories(
         raise foreign_base(latestId, title, latest)
     pin = latestId or latest
     base = revision_text(ctx, pin) if pin != latest else whole
-    placed = [category_name(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
+    placed = [title_text(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
     new, outcome = recategorised(site, base, adding, removing, placed)
     if new == base:
         return ("No change: the page already is as asked; nothing was saved.\n"
@@ -5454,7 +5455,7 @@ def update_page_categories(
         blocks = dry_run_edit(title, None, whole, base, new, pin, latest, site.syntax, ctx.budget)
         return [f"{blocks[0]}\n\n{outcome}", *blocks[1:]]
     fields = {"text": new, "nocreate": True, "baserevid": pin}
-    return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=True) + "\n" + outcome
+    return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=True) + f"\n{outcome}"
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -5463,31 +5464,40 @@ UNPARSED_WIKITEXT = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre|includeonly|synta
                                r"[^>]*?(?:/>|>.*?(?:</\1\s*>|$))", re.DOTALL | re.IGNORECASE)
 
 
-def category_name(site: SiteInfo, name: str) -> str:
-    """A category's name as the wiki writes its title: spaces for underscores, one space at a
-    time, and a capital first letter where the wiki capitalises titles."""
+def title_text(site: SiteInfo, name: str) -> str:
+    """A name (a category's, a user's) as the wiki writes it in titles: spaces for underscores,
+    one space at a time, and a capital first letter where the wiki capitalises titles."""
     name = " ".join(name.replace("_", " ").split())
-    return name[:1].upper() + name[1:] if site.raw.get("case", "first-letter") == "first-letter" else name
+    capitalised = site.raw.get("case", "first-letter") == "first-letter"
+    return name[:1].upper() + name[1:] if capitalised else name
 
 
 def given_categories(site: SiteInfo, names: list[str], argument: str) -> list[str]:
     """The category names a call gives, with any of the wiki's prefixes for the namespace."""
     found = []
     for given in names:
-        name = category_name(site, given.partition(":")[2] if site.namespace_of(given) == 14 else given)
+        name = title_text(site, given.partition(":")[2] if site.namespace_of(given) == 14 else given)
         if not name or re.search(r"[\[\]{}|<>#\n]", name):
-            raise invalid_input(f"{argument} holds {given!r}, which is not a category name; nothing was changed.")
+            raise invalid_input(f"{argument} holds {given!r}, which is not a category name; nothing was "
+                                "changed.")
         found.append(name)
     return list(dict.fromkeys(found))
+
+
+def namespace_names(site: SiteInfo, *namespaces: int) -> str:
+    """A regular expression for any of the wiki's names of these namespaces (local, canonical,
+    alias), spaces or underscores between words; to match without regard to case."""
+    return "|".join(re.escape(name).replace(r"\ ", "[ _]+") for name, namespace in site.namespace_ids.items()
+                    if namespace in namespaces)
 
 
 def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]:
     """The links in wikitext that place its page in a category (by any of the wiki's names
     for the namespace, with or without a sort key), each with the category's name."""
-    names = "|".join(re.escape(n).replace(r"\ ", "[ _]+") for n, i in site.namespace_ids.items() if i == 14)
-    link = re.compile(rf"\[\[[ _]*(?:{names})[ _]*:([^\[\]{{}}|<>\n]+)(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
+    link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
+                      r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
     unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
-    return [(m, category_name(site, m.group(1))) for m in link.finditer(text)
+    return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
             if not any(start <= m.start() < end for start, end in unparsed)]
 
 
@@ -5513,16 +5523,15 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
         text = text[:end] + new_links + text[end:]
     elif new_links:  # at the end, a blank line apart
         text = text.rstrip() + "\n" + new_links if text.strip() else new_links.lstrip("\n")
-    kept = [name for name in removing if name not in linked]
+    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed
+                                    else "not on the page)") for name in removing if name not in linked]
 
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    return text, labelled(
-        ("Added", named(added)), ("Removed", named(removed)), ("Already in", named(already)),
-        ("Not removed", "; ".join(f"{prefix}:{n} (" + ("placed by a template, not in the page's wikitext)"
-                                                       if n in placed else "not on the page)") for n in kept)),
-        ("Categories", named(now) or "none"))
+    return text, labelled(("Added", named(added)), ("Removed", named(removed)),
+                          ("Already in", named(already)), ("Not removed", "; ".join(kept)),
+                          ("Categories", named(now) or "none"))
 
 
 def cut_out(text: str, start: int, end: int) -> str:
@@ -5532,7 +5541,9 @@ def cut_out(text: str, start: int, end: int) -> str:
     if not (text[line_start:start] + text[end:line_end]).strip():
         return text[:line_start] + text[line_end + 1:]
     before = text[:start]
-    return (before[:-1] if before.endswith(" ") and text[end:end + 1] in (" ", "\n", "") else before) + text[end:]
+    if before.endswith(" ") and text[end:end + 1] in (" ", "\n", ""):  # no double space where it stood
+        before = before[:-1]
+    return before + text[end:]
 
 
 def talk_title(ctx: ToolContext, title: str) -> str:
@@ -5576,8 +5587,9 @@ def add_talk_topic(
         whole = main_slot(revision_of(page)).get("content", "")
         new = (whole + "\n\n" if whole else "") + f"== {heading} ==\n\n{text}"
         return dry_run_result(talk, page.get("lastrevid"), None, whole, as_saved(new), ctx.budget)
-    return save_edit(ctx, talk, {"section": "new", "sectiontitle": heading, "text": text}, page.get("lastrevid"),
-                     edit_summary(ctx, f"/* {heading} */ new section"), composed=True)
+    fields = {"section": "new", "sectiontitle": heading, "text": text}
+    summary = edit_summary(ctx, f"/* {heading} */ new section")
+    return save_edit(ctx, talk, fields, page.get("lastrevid"), summary, composed=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -5594,10 +5606,9 @@ class TalkComment:
 def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A link to a user's page, talk page or contributions (its user name the first group that
     matched), and a signature's time: ``12:34, 5 March 2026 (UTC)`` in the wiki's language."""
-    def names(*ids: int) -> str:
-        return "|".join(re.escape(n).replace(r"\ ", "[ _]+") for n, i in site.namespace_ids.items() if i in ids)
-    user = re.compile(rf"\[\[[ _]*(?:(?:{names(2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|(?:{names(-1)})[ _]*:[ _]*"
-                      rf"Contributions/([^\]|/#\n]+?))[ _]*(?:[|/#][^\]\n]*)?\]\]", re.IGNORECASE)
+    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*Contributions/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[|/#][^\]\n]*)?\]\]", re.IGNORECASE)
     return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
 
 
@@ -5616,8 +5627,9 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
         links = [m for m in user.finditer(line) if times and m.end() <= times[-1].start()]
         if not links:
             continue
-        first = next(i for i in range(start, number + 1) if lines[i].strip() and not starts_heading(lines[i]))
-        author = category_name(site, links[-1].group(1) or links[-1].group(2))
+        first = next((i for i in range(start, number) if lines[i].strip() and not starts_heading(lines[i])),
+                     number)
+        author = title_text(site, links[-1].group(1) or links[-1].group(2))
         signature = links[-1].start()  # with the links just before it: [[User:A|A]] ([[User talk:A|talk]])
         for link in reversed(links[:-1]):
             if len(line[link.end():signature]) > 10:
@@ -5625,7 +5637,8 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
             signature = link.start()
         said = [*lines[first:number], line[:signature]]
         words = " ".join(" ".join(text[len(list_markup(text)):] for text in said).split())
-        comments.append(TalkComment(first, number, list_markup(lines[first]), author, times[-1].group(), words))
+        comments.append(TalkComment(first, number, list_markup(lines[first]), author, times[-1].group(),
+                                    words))
         start = number + 1
     return comments
 
@@ -5662,40 +5675,45 @@ def reply_on_talk_page(
     answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
     body = [line.strip() for line in with_signature(as_wiki_receives(message)).split("\n") if line.strip()]
     summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
-    if answered is None:  # at the end of the topic, below its first comment
-        at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=len(lines))
-        indent = comments[0].indent if comments else ""
-    else:
-        at = answered.last + 1
-        for i in range(at, len(lines)):
-            if lines[i].strip() and len(list_markup(lines[i])) <= len(answered.indent):
-                break
-            at = i + 1 if lines[i].strip() else at
-        indent = answered.indent
-    style = indent[-1] if indent[-1:] in (":", "*") else next(
-        (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
-    new = "\n".join(lines[:at] + [indent + style + line for line in body] + lines[at:]) + text[own:]
     reply_to = answered or (comments[0] if comments else None)
+    new = "\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:]
     described = labelled(("Topic", f"{section.number} ({section.heading})" if section.number else "0 (Lead)"),
                          ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None))
     if ctx.dry_run:
-        blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax, ctx.budget)
+        blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
+                              ctx.budget)
         return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
-    if reply_to and "discussiontools" in ctx.client.extensions:
-        comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, reply_to)
-        if comment_id:
-            return reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary) \
-                + "\n" + described
+    if answered and "discussiontools" in ctx.client.extensions:
+        if comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered):
+            saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
+            return f"{saved}\n{described}"
     fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
     return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
+
+
+def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
+    """A topic's lines with a reply's lines put in, one level deeper than the comment answered in
+    the page's list style (':' or '*'): after that comment and the replies below it, or (at_end)
+    after the topic's last line."""
+    indent = answered.indent if answered else ""
+    at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=len(lines))
+    if answered and not at_end:
+        at = answered.last + 1
+        for i in range(at, len(lines)):
+            if lines[i].strip() and len(list_markup(lines[i])) <= len(indent):
+                break
+            at = i + 1 if lines[i].strip() else at
+    style = indent[-1] if indent[-1:] in (":", "*") else next(
+        (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
+    return lines[:at] + [indent + style + line for line in body] + lines[at:]
 
 
 def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:
     """The section of a talk page that ``topic`` names: by its heading, else by its number."""
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = " ".join(topic.split())
-    named = [s for s in sections if s.heading == wanted] or [s for s in sections if s.heading.casefold()
-                                                              == wanted.casefold()]
+    named = ([s for s in sections if s.heading == wanted]
+             or [s for s in sections if s.heading.casefold() == wanted.casefold()])
     if len(named) > 1:
         raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
@@ -5708,7 +5726,8 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
                     "To start one, use add-talk-topic.")
 
 
-def answered_comment(comments: list[TalkComment], reply_to: str, talk: str, section: Section) -> TalkComment:
+def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
+                     section: Section) -> TalkComment:
     """The comment that ``reply_to`` names: by its first words, else by its author and time."""
     wanted = " ".join(reply_to.split()).casefold()
     found = [c for c in comments if c.words.casefold().startswith(wanted)] or [
@@ -5729,15 +5748,16 @@ def discussion_tools_id(ctx: ToolContext, talk: str, latest: int, whole: str, se
                         span: tuple[int, int], comment: TalkComment) -> str | None:
     """The DiscussionTools ID of ``comment``: the one of its author's comments in the page
     that comes as many after the others as it does here. None if the two readings differ."""
-    items = ctx.client.get({"action": "discussiontoolspageinfo", "page": talk, "oldid": latest,
-                            "prop": "threaditemshtml"}).get("discussiontoolspageinfo", {}).get("threaditemshtml")
+    info = ctx.client.get({"action": "discussiontoolspageinfo", "page": talk, "oldid": latest,
+                           "prop": "threaditemshtml"}).get("discussiontoolspageinfo", {})
 
     def flat(found: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
         for item in found:
             yield item
             yield from flat(item.get("replies") or [])
-    by_author = [item.get("id") for item in flat(items or []) if item.get("type") == "comment"
-                 and category_name(ctx.site, str(item.get("author", ""))) == comment.author]
+    by_author = [item.get("id") for item in flat(info.get("threaditemshtml") or [])
+                 if item.get("type") == "comment" and title_text(ctx.site, str(item.get("author", ""))) ==
+                 comment.author]
     before = whole.encode()[:span[0]].decode() + "\n".join(section.split("\n")[:comment.last])
     earlier = sum(1 for c in talk_comments(ctx.site, before.split("\n")) if c.author == comment.author)
     return str(by_author[earlier]) if earlier < len(by_author) else None
@@ -5745,9 +5765,10 @@ def discussion_tools_id(ctx: ToolContext, talk: str, latest: int, whole: str, se
 
 def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, comment_id: str, text: str,
                                 summary: str | None) -> str:
-    """Saves a reply through DiscussionTools, which places and indents it as its own reply tool does."""
-    params = {"action": "discussiontoolsedit", "paction": "addcomment", "page": talk, "commentid": comment_id,
-              "wikitext": text, "summary": summary, "tags": change_tags(ctx), "nocontent": True}
+    """Saves a reply through DiscussionTools, which places and indents it as its reply tool does."""
+    params = {"action": "discussiontoolsedit", "paction": "addcomment", "page": talk,
+              "commentid": comment_id, "wikitext": text, "summary": summary, "tags": change_tags(ctx),
+              "nocontent": True}
     try:
         answer = ctx.client.write(params).get("discussiontoolsedit") or {}
     except ResponseLost as lost:
@@ -5760,8 +5781,8 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
     return saved_lines(ctx, talk, answer["newrevid"], answer.get("oldrevid") or latest, status)
 
 
-@tool("replace-in-pages", "Replace in pages", read_only=False, destructive=True, idempotent=False, dry_run=True,
-      dry_run_default=True, idempotency_key=True, rights=("edit",))
+@tool("replace-in-pages", "Replace in pages", read_only=False, destructive=True, idempotent=False,
+      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",))
 def replace_in_pages(
     ctx: ToolContext,
     find: Annotated[str, Arg("Exact wikitext, or a regular expression (regex).")],
@@ -5877,7 +5898,7 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
             "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
             + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages if p.page and not p.changes)),
-                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if p.page is None))))
+                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if not p.page))))
     shown: list[str] = []
     used = 0
     for text in diffs.values():
@@ -5903,7 +5924,8 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
 STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
 
 
-def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str, summary: str | None) -> list[str]:
+def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
+                      summary: str | None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
     page changed since its preview is skipped, and a wiki that throttles stops it."""
     rows: list[str] = []
@@ -5926,8 +5948,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str, su
             rows.append(f"{page.title} | unchanged | no match")
         else:
             try:
-                edit = send_edit(ctx, page.title, {"text": page.new, "nocreate": True, "baserevid": page.revid},
-                                 page.revid, summary, composed=True)
+                fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
+                edit = send_edit(ctx, page.title, fields, page.revid, summary, composed=True)
             except WikiError as error:
                 if error.category in STOPS_A_REPLACE:
                     stopped = error
@@ -5947,8 +5969,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str, su
         raise stopped
     head = f"Saved {saved} of {counted(len(pages), 'page')}."
     if stopped:
-        head = (f"Stopped early: {stopped}\n{head} Not saved: {', '.join(left)}. To save them, wait a minute, "
-                f"then call replace-in-pages again with {call_args(titles=left)} and dryRun=false.")
+        head = (f"Stopped early: {stopped}\n{head} Not saved: {', '.join(left)}. To save them, wait a "
+                f"minute, then call replace-in-pages again with {call_args(titles=left)} and dryRun=false.")
     return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
 
 

@@ -4092,7 +4092,8 @@ def test_steady_state_requests_per_everyday_edit_tool(wiki: RealWiki) -> None:
     counter = RequestCounter(server)
     create(bot_server_for(wiki), "Talk:Requests everyday test", threaded_talk(":"))
     create(server, "Requests everyday test", "Text.\n[[Category:Fruits]]")  # caches the token
-    call(server, "reply-on-talk-page", title="Requests everyday test", topic="Other", message="Warm.")  # extensions
+    call(server, "reply-on-talk-page", title="Requests everyday test", topic="Other", replyTo="Something",
+         message="Warm.")  # the first reply to a comment asks the wiki whether it has DiscussionTools
     titles = replace_pages(bot_server_for(wiki), "Requests replace test", 5)
     calls = [
         ("update-page-categories", {"title": "Requests everyday test", "add": ["Citrus"], "dryRun": True}, 1),
