@@ -2331,14 +2331,13 @@ def compact_diff(lines: list[DiffLine]) -> str:
 
 
 def line_diff(old: str, new: str) -> str:
-    """The changed lines between two texts, in compare-pages' shape (see compact_diff):
-    what a dry run shows is what compare-pages would show after the save."""
+    """The changed lines between two texts, in compare-pages' shape (see compact_diff): what a
+    dry run shows is what compare-pages would show after the save, the changes found and placed
+    as MediaWiki's engines find and place them (line_changes)."""
     a, b = old.splitlines(), new.splitlines()
     lines: list[DiffLine] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            lines.append(DiffLine(" ", i1 + 1, j1 + 1, ""))  # only separates runs of changes
-            continue
+    for i1, i2, j1, j2 in line_changes(a, b, shown=True):
+        lines.append(DiffLine(" ", i1, j1, ""))  # the unchanged line before: separates runs of changes
         lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
         lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
     return compact_diff(lines)
@@ -2467,10 +2466,11 @@ def separator(before: str, after: str) -> str:
 MAX_EDIT_DISTANCE = 2000
 
 
-def line_changes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tuple[int, int, int, int]]:
     """The changed blocks (a[i1:i2] became b[j1:j2]) between two lists of lines, found much as
     GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
-    each run of changes slid along equal lines as diff's shift_boundaries slides it."""
+    each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
+    as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
     pre = 0
     while pre < min(len(a), len(b)) and a[pre] == b[pre]:
         pre += 1
@@ -2484,8 +2484,8 @@ def line_changes(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
     changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
     for side, k in steps:
         changed[side][pre + k + 1] = True
-    shift_boundaries(a, changed[0], changed[1])
-    shift_boundaries(b, changed[1], changed[0])
+    shift_boundaries(a, changed[0], changed[1], shown)
+    shift_boundaries(b, changed[1], changed[0], shown)
     blocks, i, j = [], 0, 0
     while i < len(a) or j < len(b):
         i1, j1 = i, j
@@ -2526,7 +2526,7 @@ def shortest_edit(old: list[str], new: list[str]) -> list[tuple[int, int]] | Non
     return None
 
 
-def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool]) -> None:
+def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], shown: bool = False) -> None:
     """GNU diff's shift_boundaries on one side's change flags (``changed[k + 1]`` for line k):
     each run of changes moves back while the line before it equals its last, merging with
     runs before; then forward as far as it goes, merging with runs after; then, if it merged
@@ -2560,7 +2560,9 @@ def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool]) -
                 j -= 1
                 while theirs(j):
                     j -= 1
-            corresponding = i if theirs(j - 1) else end
+            # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
+            # a run back wherever the other side goes on, not only by a run of changes there
+            corresponding = i if (j < len(other) - 2 if shown else theirs(j - 1)) else end
             while i != end and lines[start] == lines[i]:
                 changed[start + 1], changed[i + 1] = False, True
                 start, i = start + 1, i + 1
