@@ -4163,7 +4163,7 @@ def test_everyday_edits_honour_read_only_wikis_tags_and_the_attribution_setting(
     server = m.create_server(state=m.ServerState.from_config(m.Config(
         wikis={wiki.key: writable, "locked.example": locked}, default_wiki=wiki.key)))
     create(bot_server_for(wiki), "Talk:Everyday tags test", threaded_talk(":"))
-    calls = [("update-page-categories", {"title": "Talk:Everyday tags test", "add": ["Fruits"]}),
+    calls = [("update-page-categories", {"title": "Talk:Everyday tags test", "add": ["Everyday fruits"]}),
              ("reply-on-talk-page", {"title": "Everyday tags test", "topic": "Plans", "message": "Tagged."}),
              ("add-talk-topic", {"title": "Everyday tags test", "heading": "Tags", "message": "Tagged."}),
              ("replace-in-pages", {"titles": ["Talk:Everyday tags test"], "find": "Tagged.", "replace": "Tagged!",
@@ -4188,22 +4188,22 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
                                                                              wiki: RealWiki) -> None:
     create(bot_server, "Template:Category placer", "<includeonly>[[Category:Placed by template]]</includeonly>")
     title = "Category edit test"
-    text = ("An apple is red.\n[[Image:Red square.png|thumb|A picture, not a category]]\n"
+    text = ("An apple is red.\n[[Image:Everyday picture.png|thumb|A picture, not a category]]\n"
             "<!-- [[Category:Commented out]] -->\n{{Category placer}}\n\n"
-            "[[category: fruits |Apple, red]]\n[[Category:Red things]]\nAfter the categories.")
+            "[[category: everyday_fruits |Apple, red]]\n[[Category:Red things]]\nAfter the categories.")
     revid = create(bot_server, title, text)
     arguments = {"title": title, "add": ["Category:Sweet things", "Red_things"],
-                 "remove": ["Fruits", "Placed by template", "Commented out"]}
+                 "remove": ["Everyday fruits", "Placed by template", "Commented out"]}
     dry = call(bot_server, "update-page-categories", dryRun=True, **arguments)
     assert not dry.is_error, dry.text
     assert dry.blocks[0].startswith("Dry run: nothing was saved.") and revision_ids(wiki, title) == [revid]
-    assert "-[[category: fruits |Apple, red]]\n" in dry.text and "+[[Category:Sweet things]]" in dry.text
+    assert "-[[category: everyday_fruits |Apple, red]]\n" in dry.text and "+[[Category:Sweet things]]" in dry.text
     saved = call(bot_server, "update-page-categories", comment="Recategorise", **arguments)
     assert not saved.is_error and saved.blocks[0].startswith("Saved.\n"), saved.text
-    assert wiki.wikitext(title) == text.replace("[[category: fruits |Apple, red]]\n", "").replace(
+    assert wiki.wikitext(title) == text.replace("[[category: everyday_fruits |Apple, red]]\n", "").replace(
         "[[Category:Red things]]", "[[Category:Red things]]\n[[Category:Sweet things]]")
     assert field(saved, "Added") == "Category:Sweet things"
-    assert field(saved, "Removed") == "Category:Fruits"
+    assert field(saved, "Removed") == "Category:Everyday fruits"
     assert field(saved, "Already in") == "Category:Red things"
     assert field(saved, "Not removed") == ("Category:Placed by template (placed by a template, not in the page's "
                                            "wikitext); Category:Commented out (not on the page)")
@@ -4213,29 +4213,29 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert [c["title"] for c in placed] == ["Category:Placed by template", "Category:Red things",
                                             "Category:Sweet things"]
     # a page already as asked: nothing is saved
-    again = call(bot_server, "update-page-categories", title=title, add=["Sweet things"], remove=["Fruits"])
+    again = call(bot_server, "update-page-categories", title=title, add=["Sweet things"], remove=["Everyday fruits"])
     assert not again.is_error and again.blocks[0].startswith("No change: the page already is as asked")
     assert len(revision_ids(wiki, title)) == 2
     # a page without categories gets them at its end, a blank line apart
     bare = "Category edit bare test"
     create(bot_server, bare, "Just text.")
-    assert not call(bot_server, "update-page-categories", title=bare, add=["Fruits", "Red things"]).is_error
-    assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Fruits]]\n[[Category:Red things]]"
+    assert not call(bot_server, "update-page-categories", title=bare, add=["Everyday fruits", "Red things"]).is_error
+    assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
 def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
                                                                           wiki: RealWiki) -> None:
     title = "Category base test"
-    base = create(bot_server, title, "First line.\n\nSecond line.\n\n[[Category:Fruits]]")
-    editor_edit(wiki, title, "First line, by the Editor.\n\nSecond line.\n\n[[Category:Fruits]]")
-    result = call(bot_server, "update-page-categories", title=title, remove=["Fruits"], add=["Citrus"],
+    base = create(bot_server, title, "First line.\n\nSecond line.\n\n[[Category:Everyday fruits]]")
+    editor_edit(wiki, title, "First line, by the Editor.\n\nSecond line.\n\n[[Category:Everyday fruits]]")
+    result = call(bot_server, "update-page-categories", title=title, remove=["Everyday fruits"], add=["Everyday citrus"],
                   latestId=base)
     assert not result.is_error and result.blocks[0].startswith("Saved, merged with the edits made since revision")
-    assert wiki.wikitext(title) == "First line, by the Editor.\n\nSecond line.\n\n[[Category:Citrus]]"
-    foreign = call(bot_server, "update-page-categories", title=title, add=["Fruits"], latestId=revision_ids(
+    assert wiki.wikitext(title) == "First line, by the Editor.\n\nSecond line.\n\n[[Category:Everyday citrus]]"
+    foreign = call(bot_server, "update-page-categories", title=title, add=["Everyday fruits"], latestId=revision_ids(
         wiki, "Apple")[0])
     assert foreign.is_error and foreign.blocks[0].startswith("invalid_input: latestId ")
-    missing = call(bot_server, "update-page-categories", title="Category base missing test", add=["Fruits"])
+    missing = call(bot_server, "update-page-categories", title="Category base missing test", add=["Everyday fruits"])
     assert missing.is_error and missing.blocks[0].startswith("not_found: ")
 
 
@@ -4364,14 +4364,14 @@ def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names
     """A German wiki writes Kategorie: and Benutzer: and signs in German; the English names
     (Category:, User:) work there too, as Image: does for files."""
     server = shared_bot_server(farm, german_wiki)
-    text = ("Eine Kirsche ist Obst.\n[[Bild:Rotes Quadrat.png|mini|Ein Bild]]\n[[Category:Obst|Kirsche, rot]]\n"
+    text = ("Eine Kirsche ist Obst.\n[[Bild:Kirsche.png|mini|Ein Bild]]\n[[Category:Frucht|Kirsche, rot]]\n"
             "[[Kategorie:Rot]]")
     create(server, "Kirsche", text)
-    saved = call(server, "update-page-categories", title="Kirsche", remove=["Kategorie:Obst"], add=["Steinobst"])
+    saved = call(server, "update-page-categories", title="Kirsche", remove=["Kategorie:Frucht"], add=["Steinobst"])
     assert not saved.is_error, saved.text
-    assert german_wiki.wikitext("Kirsche") == ("Eine Kirsche ist Obst.\n[[Bild:Rotes Quadrat.png|mini|Ein Bild]]\n"
+    assert german_wiki.wikitext("Kirsche") == ("Eine Kirsche ist Obst.\n[[Bild:Kirsche.png|mini|Ein Bild]]\n"
                                                "[[Kategorie:Rot]]\n[[Kategorie:Steinobst]]")
-    assert field(saved, "Removed") == "Kategorie:Obst"
+    assert field(saved, "Removed") == "Kategorie:Frucht"
     assert field(saved, "Categories") == "Kategorie:Rot, Kategorie:Steinobst"
     topic = call(server, "add-talk-topic", title="Kirsche", heading="Farbe", message="Rot oder gelb?")
     assert not topic.is_error and field(topic, "Title") == "Diskussion:Kirsche", topic.text
@@ -4539,14 +4539,14 @@ def test_steady_state_requests_per_everyday_edit_tool(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     create(bot_server_for(wiki), "Talk:Requests everyday test", threaded_talk(":"))
-    create(server, "Requests everyday test", "Text.\n[[Category:Fruits]]")  # caches the token
+    create(server, "Requests everyday test", "Text.\n[[Category:Everyday fruits]]")  # caches the token
     call(server, "reply-on-talk-page", title="Requests everyday test", topic="Other", replyTo="Something",
          message="Warm.")  # the first reply to a comment asks the wiki whether it has DiscussionTools
     titles = replace_pages(bot_server_for(wiki), "Requests replace test", 5)
     calls = [
-        ("update-page-categories", {"title": "Requests everyday test", "add": ["Citrus"], "dryRun": True}, 1),
-        ("update-page-categories", {"title": "Requests everyday test", "add": ["Citrus"], "remove": ["Fruits"]}, 3),
-        ("update-page-categories", {"title": "Requests everyday test", "add": ["Citrus"]}, 1),
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"], "dryRun": True}, 1),
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"], "remove": ["Everyday fruits"]}, 3),
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"]}, 1),
         ("add-talk-topic", {"title": "Requests everyday test", "heading": "H", "message": "M", "dryRun": True}, 1),
         ("add-talk-topic", {"title": "Requests everyday test", "heading": "H", "message": "M"}, 3),
         ("reply-on-talk-page", {"title": "Requests everyday test", "topic": "Plans", "replyTo": "I agree",
