@@ -95,6 +95,8 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
+#: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
+MAX_PAGES_PER_CALL = 50
 #: Idempotency keys of write calls are remembered this long, at most this many.
 IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
@@ -3165,6 +3167,7 @@ class ToolSpec:
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     continue_from: bool = False          # takes continueFrom
     dry_run: bool = False                # takes dryRun
+    dry_run_default: bool = False        # dryRun is true unless the call says false
     idempotency_key: bool = False        # takes idempotencyKey
     watch: bool = False                  # takes watch (the written page's place on the watchlist)
     needs_extension: str | None = None   # the extension the wiki must have (site info name)
@@ -3176,7 +3179,10 @@ class ToolSpec:
         """Every argument the tool takes: its own, then those its flags add."""
         flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
                  "idempotencyKey": self.idempotency_key, "watch": self.watch, "wiki": self.scoped}
-        return {**self.params, **{name: p for name, p in SHARED_PARAMS.items() if flags[name]}}
+        shared = {name: p for name, p in SHARED_PARAMS.items() if flags[name]}
+        if self.dry_run_default:
+            shared["dryRun"] = dataclasses.replace(shared["dryRun"], default=True)
+        return {**self.params, **shared}
 
     def description(self, config: Config | None = None) -> str:
         """The description, the settings it quotes read from ``config`` (None: the defaults)."""
@@ -3199,9 +3205,9 @@ class Registry:
 
     def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
-             continue_from: bool = False, dry_run: bool = False, idempotency_key: bool = False,
-             watch: bool = False, needs_extension: str | None = None, rights: tuple[str, ...] = (),
-             needs_upload_dirs: bool = False,
+             continue_from: bool = False, dry_run: bool = False, dry_run_default: bool = False,
+             idempotency_key: bool = False, watch: bool = False, needs_extension: str | None = None,
+             rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
              offered: Callable[[ServerState], bool] | None = None,
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
@@ -3213,7 +3219,8 @@ class Registry:
         - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
           read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
         - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``.
+          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
+          is true unless the call passes false (a tool whose save should follow a preview).
         - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
           same key and arguments returns its result, marked as a repeat, and runs nothing.
         - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
@@ -3226,6 +3233,8 @@ class Registry:
         if read_only and (destructive or idempotent is False or dry_run or idempotency_key or watch):
             raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey "
                             "or watch")
+        if dry_run_default and not dry_run:
+            raise TypeError(f"{name}: dry_run_default needs dry_run")
         if not read_only and (destructive is None or idempotent is None):
             raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
 
@@ -3234,9 +3243,9 @@ class Registry:
                 name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
                 open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
-                continue_from=continue_from, dry_run=dry_run, idempotency_key=idempotency_key,
-                watch=watch, needs_extension=needs_extension, rights=rights,
-                needs_upload_dirs=needs_upload_dirs)
+                continue_from=continue_from, dry_run=dry_run, dry_run_default=dry_run_default,
+                idempotency_key=idempotency_key, watch=watch, needs_extension=needs_extension,
+                rights=rights, needs_upload_dirs=needs_upload_dirs)
             if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
@@ -3442,12 +3451,16 @@ class ReadLedger:
     """Remembers, per wiki, page and section, the last read here: how much of it was seen,
     so that writing back text the model only saw in part (a truncated read) is refused; and
     which latest revision it showed, the base of a write that names no latestId, so that an
-    edit made since is merged or refused, never overwritten."""
+    edit made since is merged or refused, never overwritten. Also the revision each page had
+    when a change across pages was previewed (dry run), so that its save skips a page changed
+    since: the model saw that change's diff only, not the page, so it is no read."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
         self.capacity = capacity
         self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
         self._bases: collections.OrderedDict[tuple[str, str, int | None], tuple[int, int]] = \
+            collections.OrderedDict()
+        self._previews: collections.OrderedDict[tuple[str, str, str], tuple[int, int | None]] = \
             collections.OrderedDict()
         self._order = 0
         self._lock = threading.Lock()
@@ -3495,6 +3508,18 @@ class ReadLedger:
                 found.append(self._bases.get((wiki, title, None)))
         last = max((b for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
+
+    def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None) -> None:
+        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
+        or, with ``saved``, the revision that saving that change made."""
+        with self._lock:
+            self._keep(self._previews, (wiki, title, change), (revid, saved))
+
+    def preview(self, wiki: str, title: str, change: str) -> tuple[int, int | None] | None:
+        """The revision the last dry run here of ``change`` to this page showed, and the revision
+        its save made, if any."""
+        with self._lock:
+            return self._previews.get((wiki, title, change))
 
     def _keep(self, entries: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
         entries[key] = value
@@ -4036,6 +4061,9 @@ SectionArg = Arg("Section number (0 = lead) or heading text.", minimum=0, max_le
 OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
 NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
+TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
+LatestIdArg = Arg("Revision ID the change is based on (get-page gives it).", minimum=1)
+TalkTitleArg = Arg("Talk page title, or its subject page's.", title=True)
 
 
 # -- shared pieces of the page tools ----------------------------------------
@@ -4398,7 +4426,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
 @tool("get-pages", "Get pages", read_only=True)
 def get_pages(
     ctx: ToolContext,
-    titles: Annotated[list[str], Arg("Wiki page titles.", title=True, max_items=50)],
+    titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
         "'source': wikitext; 'text': plain text of each rendered page; 'none': titles and revision IDs "
         "only.")] = "source",
@@ -5555,21 +5583,33 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
 
 
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
-              summary: str | None, done: str = "Saved.") -> str:
-    """Sends one action=edit and describes the saved revision (``done`` says what it did). If
-    the wiki's answer is lost, the page history tells whether the edit landed: it is never
-    sent twice."""
-    # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
-    data, landed = settle_write(
-        lambda: ctx.client.write({"action": "edit", "title": title, **fields, "summary": summary,
-                                  "tags": change_tags(ctx), "watchlist": ctx.watch}),
-        lambda: find_landed_edit(ctx, title, base, summary, fields), what="the edit was saved",
-        look="read the page with get-page", absent="The page's history shows no edit by this account "
-        f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still save it: check "
-        "with get-page-history before calling again.")
+              summary: str | None, done: str = "Saved.", composed: bool = False) -> str:
+    """Sends one action=edit (send_edit) and describes the saved revision (``done`` says what
+    it did)."""
+    edit = send_edit(ctx, title, fields, base, summary, composed)
+    title = edit.get("title", title)
+    if edit.get("nochange"):
+        return ("No change: the text is what the page already holds; nothing was saved.\n"
+                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+    pin, parent = fields.get("baserevid"), edit.get("oldrevid") or None
+    status = ("Saved (the wiki's answer was lost; its history shows the edit once)." if edit.get("lost") else
+              "Created." if edit.get("new") else done if not pin or pin == parent else
+              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
+              "again before replacing it whole.")
+    return saved_lines(ctx, title, edit["newrevid"], parent, status)
+
+
+def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
+              summary: str | None, composed: bool = False) -> dict[str, Any]:
+    """Sends one action=edit and returns MediaWiki's answer (its ``edit``). If that answer is
+    lost, the page history tells whether the edit landed (the answer then says ``lost``): it
+    is never sent twice. ``composed``: this server made the text (a find-replace, a reply), so
+    the model has not seen the page it leaves."""
+    data, landed = settle_edit(ctx, lambda: ctx.client.write(
+        {"action": "edit", "title": title, **fields, "summary": summary, "tags": change_tags(ctx),
+         "watchlist": ctx.watch}), title, base, summary, fields)
     if landed is not None:
-        return saved_lines(ctx, title, landed["revid"], landed.get("parentid") or None,
-                           "Saved (the wiki's answer was lost; its history shows the edit once).")
+        return landed
     edit = data.get("edit") or {}
     if edit.get("result") != "Success":
         if "captcha" in edit:
@@ -5579,17 +5619,26 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
         raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
                                + NEXT_STEP["upstream_failure"])
-    title = edit.get("title", title)
-    if edit.get("nochange"):
-        return ("No change: the text is what the page already holds; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
-    pin, parent = fields.get("baserevid"), edit.get("oldrevid")
-    ctx.state.reads.saved(ctx.wiki.key, title, fields.get("section"), parent, edit["newrevid"],
-                          "text" in fields and pin == parent)
-    status = ("Created." if edit.get("new") else done if not pin or pin == parent else
-              f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
-              "again before replacing it whole.")
-    return saved_lines(ctx, title, edit["newrevid"], parent or None, status)
+    if not edit.get("nochange"):
+        pin, parent = fields.get("baserevid"), edit.get("oldrevid")
+        ctx.state.reads.saved(ctx.wiki.key, edit.get("title", title), fields.get("section"), parent,
+                              edit["newrevid"], "text" in fields and pin == parent and not composed)
+    return edit
+
+
+def settle_edit(ctx: ToolContext, send: Callable[[], dict[str, Any]], title: str, base: int | None,
+                summary: str | None, fields: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """settle_write for an edit: when its answer is lost, the revision the page history shows it
+    saved, as MediaWiki answers an edit (``lost`` set)."""
+    def landed() -> dict[str, Any] | None:
+        found = find_landed_edit(ctx, title, base, summary, fields)
+        return found and {"result": "Success", "title": title, "newrevid": found["revid"],
+                          "oldrevid": found.get("parentid") or None, "lost": True}
+    # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
+    return settle_write(send, landed, what="the edit was saved", look="read the page with get-page",
+                        absent="The page's history shows no edit by this account "
+                        f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still "
+                        "save it: check with get-page-history before calling again.")
 
 
 def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
@@ -5729,8 +5778,7 @@ def update_page(
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
     replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
-    latestId: Annotated[int | None, Arg(
-        "Revision ID the change is based on (get-page gives it).", minimum=1)] = None,
+    latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
     minor: Annotated[bool, Arg("A minor edit.")] = False,
     bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
@@ -5744,7 +5792,8 @@ def update_page(
     replacement is based on latestId, else on the revision last read here: an overlapping edit
     since is refused, never overwritten. Refuses to write back a page or section read here only in
     part, to drop subsections, or to replace a page by text under half its size with just one
-    section's headings (none: the lead). For new pages, use create-page; to fill a template's
+    section's headings (none: the lead). For new pages, use create-page; for categories,
+    update-page-categories; for a change across pages, replace-in-pages; to fill a template's
     parameters, read them with get-template-info first."""
     if find is not None:
         if source is not None or mode != "replace":
@@ -5788,8 +5837,7 @@ def update_page(
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base:
-        raise invalid_input(f"latestId {latestId} is not a revision of {title!r} (its latest is {latest}); "
-                            "nothing was saved. Pass the revision ID get-page returned for this page.")
+        raise foreign_base(latestId, title, latest)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     pin = latestId or read_base or (latest if mode == "replace" else None)
@@ -5831,7 +5879,8 @@ def update_page(
     serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
     try:
         with serial:
-            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment))
+            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment),
+                             composed=find is not None)
     except WikiError as error:
         if error.code == "editconflict" and read_base:
             raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
@@ -5846,6 +5895,11 @@ def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     query = ctx.client.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
     other = (query.get("pages") or [{}])[0]
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
+
+
+def foreign_base(latest_id: int, title: str, latest: int) -> WikiError:
+    return invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
+                         "nothing was saved. Pass the revision ID get-page returned for this page.")
 
 
 def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
@@ -6801,6 +6855,567 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
     the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
+
+
+# -- write tools: everyday edits: categories, talk pages, a replace across pages ---------------
+# Each reads the page, makes the change here, and saves it pinned to the revision it read
+# (baserevid), as update-page's find-replace does: an edit made since is merged by MediaWiki
+# or refused as a conflict, never overwritten.
+
+@tool("update-page-categories", "Update page categories", read_only=False, destructive=True, idempotent=True,
+      dry_run=True, idempotency_key=True, rights=("edit",))
+def update_page_categories(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    add: Annotated[list[str] | None, Arg("To add; Category: optional.", max_items=50)] = None,
+    remove: Annotated[list[str] | None, Arg("To remove, whatever the sort key.", max_items=50)] = None,
+    latestId: Annotated[int | None, LatestIdArg] = None,
+    comment: Annotated[str | None, CommentArg] = None,
+) -> list[str] | str:
+    """Adds and removes a wiki page's categories without sending its text; returns the categories
+    after. A category already there, or placed by a template, is left and said so. For other
+    changes, use update-page."""
+    site = ctx.site
+    adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
+                                                                                       ("remove", remove)))
+    if not adding and not removing:
+        raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
+    if both := [name for name in adding if name in removing]:
+        raise invalid_input(f"{', '.join(both)} cannot be both added and removed; nothing was changed.")
+    page, _ = query_page(ctx, titles=title, prop="revisions|info|categories", rvslots="main",
+                         rvprop="ids|content", cllimit="max", intestactions="edit" if ctx.dry_run else None)
+    check_page(ctx, page, title)
+    title = page["title"]
+    refuse_forbidden_dry_run(ctx, page, "edit")
+    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
+    if latestId and latestId != latest and not is_revision_of(ctx, latestId, page):
+        raise foreign_base(latestId, title, latest)
+    pin = latestId or latest
+    base = revision_text(ctx, pin) if pin != latest else whole
+    placed = [title_text(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
+    new, outcome = recategorised(site, base, adding, removing, placed)
+    if new == base:
+        return ("No change: the page already is as asked; nothing was saved.\n"
+                + labelled(("Title", title), ("Revision ID", latest)) + "\n" + outcome)
+    if ctx.dry_run:
+        blocks = dry_run_edit(title, None, whole, base, new, pin, latest, site.syntax, ctx.budget)
+        return [f"{blocks[0]}\n\n{outcome}", *blocks[1:]]
+    fields = {"text": new, "nocreate": True, "baserevid": pin}
+    return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=True) + f"\n{outcome}"
+
+
+#: Where a link to a category places nothing: comments, and tags whose text is not wikitext
+#: read on this page.
+UNPARSED_WIKITEXT = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre|includeonly|syntaxhighlight|source|math)\b"
+                               r"[^>]*?(?:/>|>.*?(?:</\1\s*>|$))", re.DOTALL | re.IGNORECASE)
+
+
+def title_text(site: SiteInfo, name: str) -> str:
+    """A name (a category's, a user's) as the wiki writes it in titles: spaces for underscores,
+    one space at a time, and a capital first letter where the wiki capitalises titles."""
+    name = " ".join(name.replace("_", " ").split())
+    capitalised = site.raw.get("case", "first-letter") == "first-letter"
+    return name[:1].upper() + name[1:] if capitalised else name
+
+
+def given_categories(site: SiteInfo, names: list[str], argument: str) -> list[str]:
+    """The category names a call gives, with any of the wiki's prefixes for the namespace."""
+    found = []
+    for given in names:
+        name = title_text(site, given.partition(":")[2] if site.namespace_of(given) == 14 else given)
+        if not name or re.search(r"[\[\]{}|<>#\n]", name):
+            raise invalid_input(f"{argument} holds {given!r}, which is not a category name; nothing was "
+                                "changed.")
+        found.append(name)
+    return list(dict.fromkeys(found))
+
+
+def namespace_names(site: SiteInfo, *namespaces: int) -> str:
+    """A regular expression for any of the wiki's names of these namespaces (local, canonical,
+    alias), spaces or underscores between words; to match without regard to case."""
+    return "|".join(re.escape(name).replace(r"\ ", "[ _]+") for name, namespace in site.namespace_ids.items()
+                    if namespace in namespaces)
+
+
+def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]:
+    """The links in wikitext that place its page in a category (by any of the wiki's names
+    for the namespace, with or without a sort key), each with the category's name."""
+    link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
+                      r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
+    unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+    return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
+            if not any(start <= m.start() < end for start, end in unparsed)]
+
+
+def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[str],
+                  placed: list[str]) -> tuple[str, str]:
+    """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
+    to ``adding`` set on lines of their own after the last category link, or at the end; and
+    what was done, as labelled lines ending with the categories after it. ``placed``: the
+    page's categories now, from templates included."""
+    links = category_links(site, text)
+    linked = {name for _, name in links}
+    removed = [name for name in removing if name in linked]
+    already = [name for name in adding if name in linked or name in placed]
+    added = [name for name in adding if name not in already]
+    for match, name in reversed(links):
+        if name in removed:
+            text = cut_out(text, *match.span())
+    prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
+    new_links = "".join(f"\n[[{prefix}:{name}]]" for name in added)
+    if new_links and (after := category_links(site, text)):
+        end = text.find("\n", after[-1][0].end())
+        end = len(text) if end < 0 else end
+        text = text[:end] + new_links + text[end:]
+    elif new_links:  # at the end, a blank line apart
+        text = text.rstrip() + "\n" + new_links if text.strip() else new_links.lstrip("\n")
+    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed
+                                    else "not on the page)") for name in removing if name not in linked]
+
+    def named(names: list[str]) -> str:
+        return ", ".join(f"{prefix}:{n}" for n in names)
+    now = [name for name in dict.fromkeys(placed + added) if name not in removed]
+    return text, labelled(("Added", named(added)), ("Removed", named(removed)),
+                          ("Already in", named(already)), ("Not removed", "; ".join(kept)),
+                          ("Categories", named(now) or "none"))
+
+
+def cut_out(text: str, start: int, end: int) -> str:
+    """``text`` without ``text[start:end]``, and without its line if nothing else is on it."""
+    line_start, line_end = text.rfind("\n", 0, start) + 1, text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    if not (text[line_start:start] + text[end:line_end]).strip():
+        return text[:line_start] + text[line_end + 1:]
+    before = text[:start]
+    if before.endswith(" ") and text[end:end + 1] in (" ", "\n", ""):  # no double space where it stood
+        before = before[:-1]
+    return before + text[end:]
+
+
+def talk_title(ctx: ToolContext, title: str) -> str:
+    """The talk page of ``title``: itself if it is one (odd namespace IDs), else the page of
+    the same name in the namespace after its own."""
+    namespace = ctx.site.namespace_of(title)
+    if namespace > 0 and namespace % 2:
+        return title
+    talk = ctx.site.namespaces.get(namespace + 1) if namespace >= 0 else None
+    if talk is None:
+        raise invalid_input(f"{title!r} is in a namespace without talk pages (such as Special:).")
+    return f"{talk}:{title.partition(':')[2].strip() if namespace else title}"
+
+
+def with_signature(message: str) -> str:
+    """A talk page message signed with ~~~~ (which the wiki expands), unless it is already."""
+    message = message.strip()
+    return message if message.endswith("~~~~") else message + " ~~~~"
+
+
+@tool("add-talk-topic", "Add talk topic", read_only=False, destructive=False, idempotent=False, dry_run=True,
+      idempotency_key=True, rights=("edit",))
+def add_talk_topic(
+    ctx: ToolContext,
+    title: Annotated[str, TalkTitleArg],
+    heading: Annotated[str, Arg("Heading.", max_length=255)],
+    message: Annotated[str, Arg("Wikitext; signed with ~~~~ here.")],
+) -> list[str] | str:
+    """Starts a topic at the end of a wiki page's talk page, made if missing; returns the saved
+    revision and the talk page used. To answer a topic, use reply-on-talk-page."""
+    heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
+    if not heading or not message.strip():
+        raise invalid_input("heading and message must not be empty.")
+    talk = talk_title(ctx, title)
+    page, _ = query_page(ctx, titles=talk, redirects=True, prop="revisions|info", rvprop="ids|content",
+                         rvslots="main", intestactions="edit" if ctx.dry_run else None)
+    check_page(ctx, page, talk, must_exist=False)
+    talk = page.get("title", talk)
+    if ctx.dry_run:
+        refuse_forbidden_dry_run(ctx, page, "edit")
+        whole = main_slot(revision_of(page)).get("content", "")
+        new = (whole + "\n\n" if whole else "") + f"== {heading} ==\n\n{text}"
+        return dry_run_result(talk, page.get("lastrevid"), None, whole, as_saved(new), ctx.budget)
+    fields = {"section": "new", "sectiontitle": heading, "text": text}
+    summary = edit_summary(ctx, f"/* {heading} */ new section")
+    return save_edit(ctx, talk, fields, page.get("lastrevid"), summary, composed=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class TalkComment:
+    """A signed comment in a topic's lines."""
+    first: int      # its first line
+    last: int       # its signature's line
+    indent: str     # the list markup its first line starts with (':', '*:', ...)
+    author: str
+    time: str       # the signature's time, as written
+    words: str      # its text on one line, indentation left out
+
+
+def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A link to a user's page, talk page or contributions (its user name the first group that
+    matched), and a signature's time: ``12:34, 5 March 2026 (UTC)`` in the wiki's language."""
+    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*Contributions/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[|/#][^\]\n]*)?\]\]", re.IGNORECASE)
+    return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
+
+
+def list_markup(line: str) -> str:
+    """The list markup a line starts with: how deep it is indented (':', '*:', '#', ...)."""
+    return line[:len(line) - len(line.lstrip(":*#"))]
+
+
+def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
+    """The comments in a topic's lines: each ends on a line signed with a user link and a time."""
+    user, time_pattern = comment_signatures(site)
+    comments: list[TalkComment] = []
+    start = 0
+    for number, line in enumerate(lines):
+        times = list(time_pattern.finditer(line))
+        links = [m for m in user.finditer(line) if times and m.end() <= times[-1].start()]
+        if not links:
+            continue
+        first = next((i for i in range(start, number) if lines[i].strip() and not starts_heading(lines[i])),
+                     number)
+        author = title_text(site, links[-1].group(1) or links[-1].group(2))
+        signature = links[-1].start()  # with the links just before it: [[User:A|A]] ([[User talk:A|talk]])
+        for link in reversed(links[:-1]):
+            if len(line[link.end():signature]) > 10:
+                break
+            signature = link.start()
+        said = [*lines[first:number], line[:signature]]
+        words = " ".join(" ".join(text[len(list_markup(text)):] for text in said).split())
+        comments.append(TalkComment(first, number, list_markup(lines[first]), author, times[-1].group(),
+                                    words))
+        start = number + 1
+    return comments
+
+
+@tool("reply-on-talk-page", "Reply on talk page", read_only=False, destructive=False, idempotent=False,
+      dry_run=True, idempotency_key=True, rights=("edit",))
+def reply_on_talk_page(
+    ctx: ToolContext,
+    title: Annotated[str, TalkTitleArg],
+    topic: Annotated[str, Arg("Heading or section number.")],
+    message: Annotated[str, Arg("Wikitext; indented and signed here.")],
+    replyTo: Annotated[str | None, Arg(
+        "Comment answered: author and time as signed, or first words. Default: at the topic's end.")] = None,
+) -> list[str] | str:
+    """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one
+    level deeper in the page's style (: or *), signed; returns the saved revision. Edits since
+    are merged, else a conflict. To start a topic, use add-talk-topic."""
+    if not message.strip():
+        raise invalid_input("message must not be empty.")
+    talk = talk_title(ctx, title)
+    page, _ = query_page(ctx, titles=talk, redirects=True, prop="revisions|info", rvprop="ids|content",
+                         rvslots="main", intestactions="edit" if ctx.dry_run else None)
+    check_page(ctx, page, talk)
+    talk, site = page["title"], ctx.site
+    refuse_forbidden_dry_run(ctx, page, "edit")
+    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
+    section = topic_section(ctx, talk, whole, topic)
+    span = section_span(whole, section.number, site.syntax) or (0, 0)
+    text = section_text(whole, span)
+    subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
+    own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
+    lines = text[:own].split("\n")
+    comments = talk_comments(site, lines)
+    answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
+    body = [line.strip() for line in with_signature(as_wiki_receives(message)).split("\n") if line.strip()]
+    summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
+    reply_to = answered or (comments[0] if comments else None)
+    new = "\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:]
+    described = labelled(("Topic", f"{section.number} ({section.heading})" if section.number else "0 (Lead)"),
+                         ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None))
+    if ctx.dry_run:
+        blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
+                              ctx.budget)
+        return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
+    if answered and "discussiontools" in ctx.client.extensions:
+        if comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered):
+            saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
+            return f"{saved}\n{described}"
+    fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
+    return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
+
+
+def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
+    """A topic's lines with a reply's lines put in, one level deeper than the comment answered in
+    the page's list style (':' or '*'): after that comment and the replies below it, or (at_end)
+    after the topic's last line."""
+    indent = answered.indent if answered else ""
+    at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=len(lines))
+    if answered and not at_end:
+        at = answered.last + 1
+        for i in range(at, len(lines)):
+            if lines[i].strip() and len(list_markup(lines[i])) <= len(indent):
+                break
+            at = i + 1 if lines[i].strip() else at
+    style = indent[-1] if indent[-1:] in (":", "*") else next(
+        (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
+    return lines[:at] + [indent + style + line for line in body] + lines[at:]
+
+
+def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:
+    """The section of a talk page that ``topic`` names: by its heading, else by its number."""
+    sections = wikitext_sections(text, ctx.site.syntax)
+    wanted = " ".join(topic.split())
+    named = ([s for s in sections if s.heading == wanted]
+             or [s for s in sections if s.heading.casefold() == wanted.casefold()])
+    if len(named) > 1:
+        raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
+                            f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
+    if named:
+        return named[0]
+    if wanted.isdigit() and (int(wanted) == 0 or any(s.number == int(wanted) for s in sections)):
+        return next((s for s in sections if s.number == int(wanted)), Section(0, 0, ""))
+    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
+    raise not_found(f"{talk!r} on {ctx.wiki.key} has no topic {topic!r}. Its topics: {listed}. "
+                    "To start one, use add-talk-topic.")
+
+
+def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
+                     section: Section) -> TalkComment:
+    """The comment that ``reply_to`` names: by its first words, else by its author and time."""
+    wanted = " ".join(reply_to.split()).casefold()
+    found = [c for c in comments if c.words.casefold().startswith(wanted)] or [
+        c for c in comments if c.author.casefold() in wanted and c.time.rsplit("(", 1)[0].strip().casefold()
+        in wanted]
+    if len(found) == 1:
+        return found[0]
+    listing = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
+    where = f"topic {section.number} ({section.heading}) of {talk!r}"
+    if found:
+        raise invalid_input(f"replyTo matches {len(found)} comments in {where}: {listing}. Give more of "
+                            "the comment's first words, or its author and time.")
+    raise not_found(f"No comment in {where} starts with {reply_to!r} or is signed so. Its comments: "
+                    f"{listing}. Pass one's author and time, or its first words, as replyTo.")
+
+
+def discussion_tools_id(ctx: ToolContext, talk: str, latest: int, whole: str, section: str,
+                        span: tuple[int, int], comment: TalkComment) -> str | None:
+    """The DiscussionTools ID of ``comment``: the one of its author's comments in the page
+    that comes as many after the others as it does here. None if the two readings differ."""
+    info = ctx.client.get({"action": "discussiontoolspageinfo", "page": talk, "oldid": latest,
+                           "prop": "threaditemshtml"}).get("discussiontoolspageinfo", {})
+
+    def flat(found: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        for item in found:
+            yield item
+            yield from flat(item.get("replies") or [])
+    by_author = [item.get("id") for item in flat(info.get("threaditemshtml") or [])
+                 if item.get("type") == "comment" and title_text(ctx.site, str(item.get("author", ""))) ==
+                 comment.author]
+    before = whole.encode()[:span[0]].decode() + "\n".join(section.split("\n")[:comment.last])
+    earlier = sum(1 for c in talk_comments(ctx.site, before.split("\n")) if c.author == comment.author)
+    return str(by_author[earlier]) if earlier < len(by_author) else None
+
+
+def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, comment_id: str, text: str,
+                                summary: str | None) -> str:
+    """Saves a reply through DiscussionTools, which places and indents it as its reply tool does."""
+    params = {"action": "discussiontoolsedit", "paction": "addcomment", "page": talk,
+              "commentid": comment_id, "wikitext": text, "summary": summary, "tags": change_tags(ctx),
+              "nocontent": True}
+    data, landed = settle_edit(ctx, lambda: ctx.client.write(params), talk, latest, summary, {"text": text})
+    answer = landed or data.get("discussiontoolsedit") or {}
+    if "newrevid" not in answer:
+        raise upstream_failure(f"The wiki did not save the reply ({answer or 'no reason'}). "
+                               + NEXT_STEP["upstream_failure"])
+    status = "Saved (the wiki's answer was lost; its history shows the edit once)." if answer.get("lost") \
+        else "Saved."
+    return saved_lines(ctx, talk, answer["newrevid"], answer.get("oldrevid") or latest, status)
+
+
+@tool("replace-in-pages", "Replace in pages", read_only=False, destructive=True, idempotent=False,
+      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",))
+def replace_in_pages(
+    ctx: ToolContext,
+    find: Annotated[str, Arg("Exact wikitext, or a regular expression (regex).")],
+    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 is a regex group.")],
+    titles: Annotated[list[str] | None, TitlesArg] = None,
+    category: Annotated[str | None, Arg("Or a category, for its members.", title=True)] = None,
+    regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
+    comment: Annotated[str | None, CommentArg] = None,
+) -> list[str]:
+    """Replaces find in up to 50 wiki pages. A dry run by default: each page's diff, saving
+    nothing. dryRun=false saves each page, skipping one changed since the preview, and lists each
+    saved (revision ID), unchanged or skipped and why; stops early if throttled. For one page,
+    use update-page."""
+    if (titles is None) == (category is None):
+        raise invalid_input("Give titles or category (one of them): the pages to change.")
+    if not find:
+        raise invalid_input("Argument 'find' must not be empty.")
+    find, replace = as_wiki_receives(find), as_wiki_receives(replace)
+    change = json.dumps([find, replace, regex], ensure_ascii=False)  # what the ledger knows its previews by
+    pages = [replaced(title, page, why, find, replace, regex) for title, page, why
+             in pages_to_change(ctx, titles, category)]
+    if ctx.dry_run:
+        return preview_replacements(ctx, pages, change, category)
+    return save_replacements(ctx, pages, change, edit_summary(ctx, comment))
+
+
+@dataclasses.dataclass(frozen=True)
+class PageChange:
+    """One page of a replace across pages: the page as read with its latest revision (None when
+    it cannot be changed, for ``why``), its text, the text with the replacements, and how many."""
+    title: str
+    page: dict[str, Any] | None
+    why: str | None
+    old: str = ""
+    new: str = ""
+    count: int = 0
+
+    @property
+    def revid(self) -> int:
+        return int(revision_of(self.page or {}).get("revid", 0))
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.count) and as_saved(self.new) != self.old
+
+
+def pages_to_change(ctx: ToolContext, titles: list[str] | None,
+                    category: str | None) -> list[tuple[str, dict[str, Any] | None, str | None]]:
+    """Each page to change, in one query (more if the wiki splits the answer): its title, the
+    page with its latest revision's text, and why it cannot be changed, if so."""
+    params: dict[str, Any] = {"action": "query", "prop": "revisions|info", "rvprop": "ids|content",
+                              "rvslots": "main"}
+    if category:
+        category = title_in_namespace(ctx.site, category, 14)
+        params.update(generator="categorymembers", gcmtitle=category, gcmlimit=MAX_PAGES_PER_CALL)
+    else:
+        params["titles"] = titles = list(dict.fromkeys(titles or []))
+    normalized: list[dict[str, str]] = []
+    by_key: dict[Any, dict[str, Any]] = {}
+    data: dict[str, Any] = {"continue": {}}
+    while "continue" in data and not data.get("batchcomplete"):  # the wiki sends as much text as fits
+        data = ctx.client.get({**params, **data["continue"]})
+        normalized += data.get("query", {}).get("normalized") or []
+        for page in data.get("query", {}).get("pages") or []:
+            known = by_key.setdefault(page.get("pageid") or page.get("title"), {**page, "revisions": []})
+            known["revisions"] += page.get("revisions") or []
+    if category and "gcmcontinue" in data.get("continue", {}):
+        raise invalid_input(f"{category} has more than {MAX_PAGES_PER_CALL} member pages; replace-in-pages "
+                            f"changes at most {MAX_PAGES_PER_CALL} a call. get-category-members lists them: "
+                            f"pass them as titles, {MAX_PAGES_PER_CALL} at a time.")
+    if category:
+        if not by_key:
+            raise not_found(f"{category} has no member pages on {ctx.wiki.key}. search-page-by-prefix with "
+                            "namespace=14 finds existing categories.")
+        return [(page["title"], page, None) for page in sorted(by_key.values(), key=lambda p: p["title"])]
+    found = batch_pages({"normalized": normalized, "pages": list(by_key.values())}, titles or [])
+    result: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
+    for asked in titles or []:
+        page, _ = found[asked]
+        title = page.get("title", asked) if page else asked
+        why = ("on another wiki (an interwiki prefix)" if page is None or "interwiki" in page else
+               f"not a valid title ({invalid_reason(page)})" if page.get("invalid") else
+               "does not exist" if page.get("missing") else None)
+        result.setdefault(title, (title, None if why else page, why))
+    return list(result.values())
+
+
+def replaced(title: str, page: dict[str, Any] | None, why: str | None, find: str, replace: str,
+             regex: bool) -> PageChange:
+    text = main_slot(revision_of(page or {})).get("content", "")
+    if not regex:
+        return PageChange(title, page, why, text, text.replace(find, replace), text.count(find))
+    try:
+        new, count = re.subn(find, replace, text)
+    except (re.error, IndexError) as error:
+        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                            "was changed.") from None
+    return PageChange(title, page, why, text, new, count)
+
+
+def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
+                         category: str | None) -> list[str]:
+    """The dry run: the diff of each page that would change, as many as the budget holds, and
+    the rest named; each page's revision is noted, so that the save skips a page changed since."""
+    diffs: dict[str, str] = {}
+    for page in pages:
+        if page.page is not None:
+            ctx.state.reads.previewed(ctx.wiki.key, page.title, change, page.revid)
+        if page.changes:
+            diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
+                                 f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
+    head = (f"Dry run: nothing was saved. {len(diffs)} of {counted(len(pages), 'page')} would change "
+            f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
+            "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
+            + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages if p.page and not p.changes)),
+                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if not p.page))))
+    shown: list[str] = []
+    used = 0
+    for text in diffs.values():
+        if used + utf8_len(text) > ctx.budget:
+            break
+        shown.append(text)
+        used += utf8_len(text)
+    left = list(diffs)[len(shown):]
+    if left and not shown:  # not even the first diff fits: it is cut, and named with the rest
+        piece = slice_content(diffs[left[0]], 0, ctx.budget)
+        shown, used = [piece.text], piece.end
+    blocks = ["\n\n".join([head.rstrip(), *shown])]
+    if left:
+        instead = " in place of category" if category else ""
+        blocks.append(f"Content truncated at {used} of {sum(utf8_len(t) for t in diffs.values())} bytes. To "
+                      f"review the diffs of {', '.join(left)}, call replace-in-pages again with "
+                      f"{call_args(titles=left)}{instead}.")
+    return blocks
+
+
+#: Failures that stop a replace across pages: the wiki throttles this account, or does not
+#: answer as it should, and the pages after would fare no better.
+STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
+
+
+def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
+                      summary: str | None) -> list[str]:
+    """Saves each page that changes on its own, pinned to the revision read, one row each: a
+    page changed since its preview is skipped, and a wiki that throttles stops it."""
+    rows: list[str] = []
+    stopped: WikiError | None = None
+    left: list[str] = []
+    saved = 0
+    for number, page in enumerate(pages, 1):
+        previewed, saved_as = ctx.state.reads.preview(ctx.wiki.key, page.title, change) or (None, None)
+        if stopped:
+            rows.append(f"{page.title} | not attempted")
+            left.append(page.title)
+        elif page.page is None:
+            rows.append(f"{page.title} | skipped | {page.why}")
+        elif saved_as == page.revid:
+            rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
+        elif previewed and previewed != page.revid:
+            rows.append(f"{page.title} | skipped | changed since the preview (revision {previewed}, now "
+                        f"{page.revid}); nothing was saved: preview it again")
+        elif not page.changes:
+            rows.append(f"{page.title} | unchanged | no match")
+        else:
+            try:
+                fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
+                edit = send_edit(ctx, page.title, fields, page.revid, summary, composed=True)
+            except WikiError as error:
+                if error.category in STOPS_A_REPLACE:
+                    stopped = error
+                    left.append(page.title)
+                rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
+            else:
+                saved += not edit.get("nochange")
+                if previewed and not edit.get("nochange"):
+                    ctx.state.reads.previewed(ctx.wiki.key, page.title, change, previewed, edit["newrevid"])
+                rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
+                            f"{page.title} | saved | {edit['newrevid']}" + (
+                                " | the wiki's answer was lost; its history shows the edit once"
+                                if edit.get("lost") else f" | merged with the edits made since revision "
+                                f"{page.revid}" if edit.get("oldrevid", page.revid) != page.revid else ""))
+        ctx.progress(number, len(pages), rows[-1])
+    if stopped and not saved:
+        raise stopped
+    head = f"Saved {saved} of {counted(len(pages), 'page')}."
+    if stopped:
+        head = (f"Stopped early: {stopped}\n{head} Not saved: {', '.join(left)}. To save them, wait a "
+                f"minute, then call replace-in-pages again with {call_args(titles=left)} and dryRun=false.")
+    return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
 
 
 # -- wikis: listing, adding, removing -------------------------------------------

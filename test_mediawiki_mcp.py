@@ -5169,6 +5169,490 @@ def test_upload_warnings_read_as_sentences() -> None:
 
 
 # ---------------------------------------------------------------------------
+# Everyday edits in one call: categories, talk pages, a replace across many pages
+# ---------------------------------------------------------------------------
+
+def test_a_passage_changed_by_find_replace_leaves_the_last_read_the_base_of_a_whole_write(wiki: RealWiki) -> None:
+    """A find-replace (or any change the server composes) does not show the model the page: a
+    whole-page write after it is still based on the model's last read, so an edit made by
+    someone else before the find-replace is merged, never overwritten."""
+    server = make_server(wiki.env())
+    title = "Composed edit base test"
+    create(bot_server_for(wiki), title, "Line A.\n\nLine B.\n\nLine C.")
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    editor_edit(wiki, title, "Line A.\n\nLine B, by the Editor.\n\nLine C.")
+    replaced = call(server, "update-page", title=title, find="Line C.", replace="Line C, replaced.")
+    assert not replaced.is_error, replaced.text
+    result = call(server, "update-page", title=title, source=seen.replace("Line A.", "Line A, by the model."))
+    assert not result.is_error and result.blocks[0].startswith("Saved, merged with "), result.text
+    assert wiki.wikitext(title) == "Line A, by the model.\n\nLine B, by the Editor.\n\nLine C, replaced."
+
+
+EVERYDAY_TOOLS = ("update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages")
+
+
+def test_everyday_edit_tools_are_annotated_and_routed_and_replace_previews_by_default() -> None:
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))}
+    hints = {name: (tools[name].annotations.read_only_hint, tools[name].annotations.destructive_hint,
+                    tools[name].annotations.idempotent_hint) for name in EVERYDAY_TOOLS}
+    assert hints == {"update-page-categories": (False, True, True), "add-talk-topic": (False, False, False),
+                     "reply-on-talk-page": (False, False, False), "replace-in-pages": (False, True, False)}
+    for name in EVERYDAY_TOOLS:
+        properties = tools[name].input_schema["properties"]
+        assert {"dryRun", "idempotencyKey", "wiki"} <= set(properties), name
+        assert properties["dryRun"]["default"] is (name == "replace-in-pages"), name
+    assert "update-page-categories" in tools["update-page"].description
+    assert "replace-in-pages" in tools["update-page"].description
+    assert "use update-page" in tools["update-page-categories"].description
+    assert "use update-page" in tools["replace-in-pages"].description
+    assert "reply-on-talk-page" in tools["add-talk-topic"].description
+    assert "add-talk-topic" in tools["reply-on-talk-page"].description
+    registry = m.Registry()
+    with pytest.raises(TypeError, match="dry_run_default needs dry_run"):
+        registry.tool("test-default", "Test default", read_only=False, destructive=True, idempotent=True,
+                      dry_run_default=True)(lambda ctx: "")
+
+
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("update-page-categories", {"title": "Apple"}, "Give add or remove"),
+    ("update-page-categories", {"title": "Apple", "add": ["A|b"]}, "add holds 'A|b', which is not a category"),
+    ("update-page-categories", {"title": "Apple", "add": ["Fruits"], "remove": ["Category:fruits"]},
+     "Fruits cannot be both added and removed"),
+    ("add-talk-topic", {"title": "Apple", "heading": " ", "message": "Hi"}, "heading and message must not"),
+    ("add-talk-topic", {"title": "Special:Random", "heading": "H", "message": "Hi"}, "without talk pages"),
+    ("reply-on-talk-page", {"title": "Apple", "topic": "1", "message": "  "}, "message must not be empty"),
+    ("replace-in-pages", {"find": "a", "replace": "b"}, "Give titles or category"),
+    ("replace-in-pages", {"find": "a", "replace": "b", "titles": ["Apple"], "category": "Fruits"},
+     "Give titles or category"),
+    ("replace-in-pages", {"find": "", "replace": "b", "titles": ["Apple"]}, "'find' must not be empty"),
+    ("replace-in-pages", {"find": "a", "replace": "b", "titles": [f"P{n}" for n in range(51)]},
+     "takes at most 50 items"),
+])
+def test_bad_everyday_edit_arguments_change_nothing_and_send_nothing(
+        wiki: RealWiki, tool: str, arguments: dict[str, Any], message: str) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)  # site info and the login come first, before counting
+    with counter.counting() as sent:
+        result = call(server, tool, **arguments)
+    assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text, result.text
+    assert sent[0] <= 1, counter.urls  # at most the account's rights, never the page or an edit
+
+
+def test_everyday_edits_honour_read_only_wikis_tags_and_the_attribution_setting(wiki: RealWiki) -> None:
+    session, csrf = bare_login(wiki, "Admin", wiki.admin_password)  # a tag is made with the main password
+    made = session.post(wiki.api, data={"action": "managetags", "operation": "create", "tag": "mcp-everyday",
+                                        "token": csrf, "format": "json"}, timeout=30).json()
+    assert "error" not in made, made
+    writable = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user, password=wiki.bot_password,
+                            read_only=False, tags=["mcp-everyday"], attribute_edits=False)
+    locked = dataclasses.replace(writable, key="locked.example", read_only=True)
+    server = m.create_server(state=m.ServerState.from_config(m.Config(
+        wikis={wiki.key: writable, "locked.example": locked}, default_wiki=wiki.key)))
+    create(bot_server_for(wiki), "Talk:Everyday tags test", threaded_talk(":"))
+    calls = [("update-page-categories", {"title": "Talk:Everyday tags test", "add": ["Everyday fruits"]}),
+             ("reply-on-talk-page", {"title": "Everyday tags test", "topic": "Plans", "message": "Tagged."}),
+             ("add-talk-topic", {"title": "Everyday tags test", "heading": "Tags", "message": "Tagged."}),
+             ("replace-in-pages", {"titles": ["Talk:Everyday tags test"], "find": "Tagged.", "replace": "Tagged!",
+                                   "dryRun": False, "comment": "Exclaim"})]
+    for tool, arguments in calls:
+        before = revision_ids(wiki, "Talk:Everyday tags test")
+        refused = call(server, tool, wiki="locked.example", **arguments)
+        assert refused.is_error and refused.blocks[0].startswith("permission_denied: The wiki locked.example is "
+                                                                 "configured read-only"), (tool, refused.text)
+        assert revision_ids(wiki, "Talk:Everyday tags test") == before
+        result = call(server, tool, **arguments)
+        assert not result.is_error, (tool, result.text)
+        revision = latest_revision(wiki, "Talk:Everyday tags test")
+        assert revision["tags"] == ["mcp-everyday"] and "mediawiki-mcp" not in revision["comment"], (tool, revision)
+    assert latest_revision(wiki, "Talk:Everyday tags test")["comment"] == "Exclaim"
+
+
+# -- update-page-categories -------------------------------------------------------------
+
+@on_every_version
+def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot_server: Any,
+                                                                             wiki: RealWiki) -> None:
+    create(bot_server, "Template:Category placer", "<includeonly>[[Category:Placed by template]]</includeonly>")
+    title = "Category edit test"
+    text = ("An apple is red.\n[[Image:Everyday picture.png|thumb|A picture, not a category]]\n"
+            "<!-- [[Category:Commented out]] -->\n{{Category placer}}\n\n"
+            "[[category: everyday_fruits |Apple, red]]\n[[Category:Red things]]\nAfter the categories.")
+    revid = create(bot_server, title, text)
+    arguments = {"title": title, "add": ["Category:Sweet things", "Red_things"],
+                 "remove": ["Everyday fruits", "Placed by template", "Commented out"]}
+    dry = call(bot_server, "update-page-categories", dryRun=True, **arguments)
+    assert not dry.is_error, dry.text
+    assert dry.blocks[0].startswith("Dry run: nothing was saved.") and revision_ids(wiki, title) == [revid]
+    assert "-[[category: everyday_fruits |Apple, red]]\n" in dry.text and "+[[Category:Sweet things]]" in dry.text
+    saved = call(bot_server, "update-page-categories", comment="Recategorise", **arguments)
+    assert not saved.is_error and saved.blocks[0].startswith("Saved.\n"), saved.text
+    assert wiki.wikitext(title) == text.replace("[[category: everyday_fruits |Apple, red]]\n", "").replace(
+        "[[Category:Red things]]", "[[Category:Red things]]\n[[Category:Sweet things]]")
+    assert field(saved, "Added") == "Category:Sweet things"
+    assert field(saved, "Removed") == "Category:Everyday fruits"
+    assert field(saved, "Already in") == "Category:Red things"
+    assert field(saved, "Not removed") == ("Category:Placed by template (placed by a template, not in the page's "
+                                           "wikitext); Category:Commented out (not on the page)")
+    assert field(saved, "Categories") == "Category:Placed by template, Category:Red things, Category:Sweet things"
+    assert latest_revision(wiki, title)["comment"] == "Recategorise (via mediawiki-mcp)"
+    placed = wiki.raw_get(action="query", prop="categories", titles=title)["query"]["pages"][0]["categories"]
+    assert [c["title"] for c in placed] == ["Category:Placed by template", "Category:Red things",
+                                            "Category:Sweet things"]
+    # a page already as asked: nothing is saved
+    again = call(bot_server, "update-page-categories", title=title, add=["Sweet things"], remove=["Everyday fruits"])
+    assert not again.is_error and again.blocks[0].startswith("No change: the page already is as asked")
+    assert len(revision_ids(wiki, title)) == 2
+    # a page without categories gets them at its end, a blank line apart
+    bare = "Category edit bare test"
+    create(bot_server, bare, "Just text.")
+    assert not call(bot_server, "update-page-categories", title=bare, add=["Everyday fruits", "Red things"]).is_error
+    assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
+
+
+def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
+                                                                          wiki: RealWiki) -> None:
+    title = "Category base test"
+    base = create(bot_server, title, "First line.\n\nSecond line.\n\n[[Category:Everyday fruits]]")
+    editor_edit(wiki, title, "First line, by the Editor.\n\nSecond line.\n\n[[Category:Everyday fruits]]")
+    result = call(bot_server, "update-page-categories", title=title, remove=["Everyday fruits"], add=["Everyday citrus"],
+                  latestId=base)
+    assert not result.is_error and result.blocks[0].startswith("Saved, merged with the edits made since revision")
+    assert wiki.wikitext(title) == "First line, by the Editor.\n\nSecond line.\n\n[[Category:Everyday citrus]]"
+    foreign = call(bot_server, "update-page-categories", title=title, add=["Everyday fruits"], latestId=revision_ids(
+        wiki, "Apple")[0])
+    assert foreign.is_error and foreign.blocks[0].startswith("invalid_input: latestId ")
+    missing = call(bot_server, "update-page-categories", title="Category base missing test", add=["Everyday fruits"])
+    assert missing.is_error and missing.blocks[0].startswith("not_found: ")
+
+
+# -- talk pages --------------------------------------------------------------------------
+
+def signature(user: str, time: str) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) {time}, 1 March 2026 (UTC)"
+
+
+def threaded_talk(style: str) -> str:
+    """A topic of three comments, the second with a reply already, in list style ``style``."""
+    return (f"Intro of the talk page.\n\n== Plans ==\nWe should plan the picnic. {signature('Alice', '10:00')}\n"
+            f"{style}I agree; Saturday? {signature('Bob', '11:00')}\n"
+            f"{style}{style}Saturday works for me. {signature('Carol', '12:00')}\n"
+            f"{style}Sunday is better for me. {signature('Dave', '13:00')}\n\n"
+            f"== Other ==\nSomething else. {signature('Eve', '14:00')}")
+
+
+@on_every_version
+@pytest.mark.parametrize("style", [":", "*"])
+def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: Any, wiki: RealWiki,
+                                                                   style: str) -> None:
+    title = f"Reply placement test {'colon' if style == ':' else 'bullet'}"
+    text = threaded_talk(style)
+    revid = create(bot_server, f"Talk:{title}", text)
+    replies = {"by author and time": "Bob, 11:00, 1 March 2026", "by first words": "I agree; Saturday"}
+    for how, reply_to in replies.items():
+        dry = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", replyTo=reply_to,
+                   message="Saturday it is.", dryRun=True)
+        assert not dry.is_error, (how, dry.text)
+        assert f"@@ -6,0 +7 @@\n+{style}{style}Saturday it is. ~~~~" in dry.text, (how, dry.text)
+        assert field(dry, "Reply to") == "Bob, 11:00, 1 March 2026 (UTC)"
+    assert revision_ids(wiki, f"Talk:{title}") == [revid]
+    saved = call(bot_server, "reply-on-talk-page", title=title, topic="1", replyTo="i agree",
+                 message="Saturday it is.\nI will bring a cake.")
+    assert not saved.is_error and saved.blocks[0].startswith("Saved.\nTitle: Talk:" + title), saved.text
+    assert field(saved, "Topic") == "1 (Plans)"
+    lines = wiki.wikitext(f"Talk:{title}").split("\n")
+    assert lines[6] == f"{style}{style}Saturday it is."
+    assert re.fullmatch(re.escape(f"{style}{style}I will bring a cake. [[User:Admin|Admin]] "
+                                  "([[User talk:Admin|talk]]) ") + r"\d\d:\d\d, .* \(UTC\)", lines[7])
+    assert lines[8] == f"{style}Sunday is better for me. {signature('Dave', '13:00')}"
+    assert latest_revision(wiki, f"Talk:{title}")["comment"] == "/* Plans */ reply (via mediawiki-mcp)"
+    # without replyTo: at the end of the topic, one level below its first comment
+    end = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="See you there.")
+    assert not end.is_error and field(end, "Reply to") == "Alice, 10:00, 1 March 2026 (UTC)"
+    lines = wiki.wikitext(f"Talk:{title}").split("\n")
+    assert lines[9].startswith(f"{style}See you there. [[User:Admin|Admin]]") and lines[10] == ""
+    assert "\n".join(lines[11:]) == f"== Other ==\nSomething else. {signature('Eve', '14:00')}"
+
+
+def test_a_reply_names_what_it_cannot_find(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Reply not found test"
+    create(bot_server, f"Talk:{title}", threaded_talk(":") + f"\n\n== Plans ==\nAgain. {signature('Zoe', '15:00')}")
+    topic = call(bot_server, "reply-on-talk-page", title=title, topic="Holidays", message="Hi.")
+    assert topic.is_error and topic.blocks[0].startswith(f"not_found: 'Talk:{title}' on {wiki.key} has no topic "
+                                                         "'Holidays'. Its topics: 1 (Plans), 2 (Other), 3 (Plans).")
+    twice = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="Hi.")
+    assert twice.is_error and "2 topics of" in twice.text and "sections 1, 3" in twice.text
+    comment = call(bot_server, "reply-on-talk-page", title=title, topic="1", replyTo="Frank", message="Hi.")
+    assert comment.is_error and comment.blocks[0].startswith("not_found: No comment in topic 1 (Plans)")
+    assert "Bob, 11:00, 1 March 2026 (UTC): I agree; Saturday?;" in comment.text
+    many = call(bot_server, "reply-on-talk-page", title=title, topic="1", replyTo="S", message="Hi.")
+    assert many.is_error and many.blocks[0].startswith("invalid_input: replyTo matches 2 comments")
+    missing = call(bot_server, "reply-on-talk-page", title="Reply missing talk test", topic="1", message="Hi.")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: ")
+    assert len(revision_ids(wiki, f"Talk:{title}")) == 1
+
+
+@on_every_version
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_reply_to_a_page_changed_meanwhile_is_merged_or_a_conflict(wiki: RealWiki, overlap: bool) -> None:
+    """The reply is based on the revision it read: an edit made before it is saved is merged by
+    MediaWiki when it does not touch the same lines, and is a conflict, never overwritten, when
+    it does (here: another reply in the same place)."""
+    title = f"Talk:Reply race test {overlap}"
+    create(bot_server_for(wiki), title, threaded_talk(":"))
+    proxy = HoldingProxy(wiki.url, b"rvprop=ids%7Ccontent")
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        answer: list[Result] = []
+        replying = threading.Thread(target=lambda: answer.append(call(
+            server, "reply-on-talk-page", title=title, topic="Plans", replyTo="Bob, 11:00, 1 March 2026",
+            message="Saturday it is.")))
+        replying.start()
+        assert proxy.arrived[b"rvprop=ids%7Ccontent"].wait(30)
+        theirs = (threaded_talk(":").replace(":Sunday", "::Or Sunday? Unsigned.\n:Sunday") if overlap
+                  else threaded_talk(":") + "\n:Agreed. Unsigned.")
+        editor_edit(wiki, title, theirs)
+        proxy.released[b"rvprop=ids%7Ccontent"].set()
+        replying.join(60)
+    finally:
+        proxy.close()
+    result, now = answer[0], wiki.wikitext(title)
+    if overlap:
+        assert result.is_error and result.blocks[0].startswith("conflict: "), result.text
+        assert now == theirs
+    else:
+        assert not result.is_error and result.blocks[0].startswith("Saved, merged with "), result.text
+        assert now.startswith(theirs.split("\n:Sunday")[0] + "\n::Saturday it is. [[User:Admin|Admin]]")
+        assert now.endswith("\n:Agreed. Unsigned.")
+
+
+@on_every_version
+def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki: RealWiki) -> None:
+    subject = "Talk topic subject test"
+    create(bot_server, subject, "A subject page.")
+    dry = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?", dryRun=True)
+    assert not dry.is_error and field(dry, "Title") == f"Talk:{subject}", dry.text
+    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Colour ==\n+\n+Red or green? ~~~~")
+    assert revision_ids(wiki, f"Talk:{subject}") == []
+    made = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?")
+    assert not made.is_error and made.blocks[0].startswith(f"Created.\nTitle: Talk:{subject}\n"), made.text
+    more = call(bot_server, "add-talk-topic", title=f"Talk:{subject}", heading="Size", message="Big? ~~~~")
+    assert not more.is_error and more.blocks[0].startswith(f"Saved.\nTitle: Talk:{subject}\n"), more.text
+    text = wiki.wikitext(f"Talk:{subject}")
+    assert re.fullmatch(r"== Colour ==\n\nRed or green\? \[\[User:Admin\|Admin\]\] \(\[\[User talk:Admin\|talk\]\]\) "
+                        r"[^\n]+ \(UTC\)\n\n== Size ==\n\nBig\? \[\[User:Admin\|Admin\]\][^\n]+\(UTC\)", text), text
+    assert latest_revision(wiki, f"Talk:{subject}")["comment"] == "/* Size */ new section (via mediawiki-mcp)"
+    user = call(bot_server, "add-talk-topic", title="User:Editor", heading="Hello", message="Welcome.")
+    assert not user.is_error and field(user, "Title") == "User talk:Editor"
+
+
+def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names(
+        farm: WikiFarm, german_wiki: RealWiki) -> None:
+    """A German wiki writes Kategorie: and Benutzer: and signs in German; the English names
+    (Category:, User:) work there too, as Image: does for files."""
+    server = shared_bot_server(farm, german_wiki)
+    text = ("Eine Kirsche ist Obst.\n[[Bild:Kirsche.png|mini|Ein Bild]]\n[[Category:Frucht|Kirsche, rot]]\n"
+            "[[Kategorie:Rot]]")
+    create(server, "Kirsche", text)
+    saved = call(server, "update-page-categories", title="Kirsche", remove=["Kategorie:Frucht"], add=["Steinobst"])
+    assert not saved.is_error, saved.text
+    assert german_wiki.wikitext("Kirsche") == ("Eine Kirsche ist Obst.\n[[Bild:Kirsche.png|mini|Ein Bild]]\n"
+                                               "[[Kategorie:Rot]]\n[[Kategorie:Steinobst]]")
+    assert field(saved, "Removed") == "Kategorie:Frucht"
+    assert field(saved, "Categories") == "Kategorie:Rot, Kategorie:Steinobst"
+    topic = call(server, "add-talk-topic", title="Kirsche", heading="Farbe", message="Rot oder gelb?")
+    assert not topic.is_error and field(topic, "Title") == "Diskussion:Kirsche", topic.text
+    signed = german_wiki.wikitext("Diskussion:Kirsche").split("\n")[-1]
+    assert re.fullmatch(r"Rot oder gelb\? \[\[Benutzer:Admin\|Admin\]\] \(\[\[Benutzer Diskussion:Admin\|"
+                        r"Diskussion\]\]\) (\d\d:\d\d, .*) \(\w+\)", signed), signed
+    when = re.search(r"\d\d:\d\d, [^(]*", signed).group().strip()  # type: ignore[union-attr]
+    reply = call(server, "reply-on-talk-page", title="Talk:Kirsche", topic="Farbe", replyTo=f"Admin {when}",
+                 message="Rot.")
+    assert not reply.is_error and field(reply, "Reply to").startswith(f"Admin, {when}"), reply.text
+    assert german_wiki.wikitext("Diskussion:Kirsche").split("\n")[-1].startswith(":Rot. [[Benutzer:Admin|Admin]]")
+
+
+# -- replace-in-pages --------------------------------------------------------------------
+
+def replace_pages(server: Any, prefix: str, count: int, category: str | None = None) -> list[str]:
+    """``count`` pages that name Acme Widget twice, in ``category`` if given."""
+    titles = [f"{prefix} {n:02d}" for n in range(1, count + 1)]
+    for n, title in enumerate(titles, 1):
+        create(server, title, f"Acme Widget, page {n}.\n\nMade by Acme Widget Ltd."
+               + (f"\n[[Category:{category}]]" if category else ""))
+    return titles
+
+
+@on_every_version
+def test_a_replace_across_a_category_previews_then_saves_and_skips_a_page_changed_since(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    titles = replace_pages(bot_server_for(wiki), "Replace category test", 12, "Replace test pages")
+    before = {title: revision_ids(wiki, title) for title in titles}
+    arguments = {"find": "Acme Widget", "replace": "Acme Gadget", "category": "Replace test pages"}
+    preview = call(server, "replace-in-pages", **arguments)  # a dry run unless told otherwise
+    assert not preview.is_error, preview.text
+    assert preview.blocks[0].startswith("Dry run: nothing was saved. 12 of 12 pages would change (24 replacements).")
+    for n, title in enumerate(titles, 1):
+        assert (f"{title} | 2 replacements | base revision ID {before[title][0]}\n@@ -1 +1 @@\n"
+                f"-Acme Widget, page {n}.\n+Acme Gadget, page {n}.\n@@ -3 +3 @@\n"
+                "-Made by Acme Widget Ltd.\n+Made by Acme Gadget Ltd.") in preview.text
+    assert {title: revision_ids(wiki, title) for title in titles} == before
+    theirs = "Acme Widget, page 5, as the Editor wrote it.\n\nMade by Acme Widget Ltd.\n[[Category:Replace test pages]]"
+    editor_edit(wiki, titles[4], theirs)
+    reports: list[tuple[float, float | None, str | None]] = []
+
+    async def record(progress: float, total: float | None, message: str | None) -> None:
+        reports.append((progress, total, message))
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("replace-in-pages", {**arguments, "dryRun": False,
+                                                               "comment": "Acme renamed its widget"},
+                                          progress_callback=record)
+    result = anyio.run(go)
+    assert not result.is_error, result.content
+    text = result.content[0].text
+    assert text.startswith("Saved 11 of 12 pages.\npage | outcome | revision ID, or why\n")
+    rows = text.split("\n")[2:]
+    assert rows[4] == (f"{titles[4]} | skipped | changed since the preview (revision {before[titles[4]][0]}, now "
+                       f"{revision_ids(wiki, titles[4])[0]}); nothing was saved: preview it again")
+    assert wiki.wikitext(titles[4]) == theirs
+    for n, title in enumerate(titles, 1):
+        if n != 5:
+            assert rows[n - 1] == f"{title} | saved | {revision_ids(wiki, title)[0]}"
+            assert wiki.wikitext(title).startswith(f"Acme Gadget, page {n}.\n\nMade by Acme Gadget Ltd.")
+            assert latest_revision(wiki, title)["comment"] == "Acme renamed its widget (via mediawiki-mcp)"
+    assert [(p, t) for p, t, _ in reports] == [(n, 12) for n in range(1, 13)]
+    assert reports[-1][2] == rows[-1]
+    # the same save again: each saved page says so, nothing is saved twice
+    again = call(server, "replace-in-pages", **arguments, dryRun=False)
+    assert again.blocks[0].startswith("Saved 0 of 12 pages."), again.text
+    assert f"{titles[0]} | unchanged | saved by this change before, as revision {revision_ids(wiki, titles[0])[0]}" \
+        in again.text
+
+
+@on_every_version
+def test_a_replace_retried_with_the_same_key_saves_nothing_twice(bot_server: Any, wiki: RealWiki) -> None:
+    titles = replace_pages(bot_server, "Replace retry test", 3)
+    arguments = {"find": "Acme Widget", "replace": "Acme Widget Pro", "titles": [*titles, "Replace retry missing"],
+                 "dryRun": False, "idempotencyKey": "replace-req-1"}
+    first = call(bot_server, "replace-in-pages", **arguments)
+    assert not first.is_error and first.blocks[0].startswith("Saved 3 of 4 pages."), first.text
+    assert "Replace retry missing | skipped | does not exist" in first.text
+    after = {title: revision_ids(wiki, title) for title in titles}
+    second = call(bot_server, "replace-in-pages", **arguments)
+    assert not second.is_error and second.blocks[0] == m.REPEAT_NOTE + first.blocks[0]
+    assert {title: revision_ids(wiki, title) for title in titles} == after
+    assert wiki.wikitext(titles[0]) == "Acme Widget Pro, page 1.\n\nMade by Acme Widget Pro Ltd."
+    other = call(bot_server, "replace-in-pages", **{**arguments, "replace": "Acme Widget Max"})
+    assert other.is_error and other.blocks[0].startswith("conflict: idempotencyKey 'replace-req-1' was already used")
+
+
+def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: RealWiki) -> None:
+    titles = replace_pages(bot_server, "Replace regex test", 2)
+    result = call(bot_server, "replace-in-pages", titles=titles, find=r"page (\d+)", replace=r"sheet \1",
+                  regex=True, dryRun=False)
+    assert not result.is_error and result.blocks[0].startswith("Saved 2 of 2 pages."), result.text
+    assert wiki.wikitext(titles[1]) == "Acme Widget, sheet 2.\n\nMade by Acme Widget Ltd."
+    for find, replace in ((r"page (\d+", "x"), (r"page (\d+)", r"\2")):
+        bad = call(bot_server, "replace-in-pages", titles=titles, find=find, replace=replace, regex=True)
+        assert bad.is_error and bad.blocks[0].startswith("invalid_input: find or replace is not a valid regular")
+
+
+def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(
+        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    monkeypatch.setattr(m, "MAX_PAGES_PER_CALL", 3)  # Category:Fruits has more members than that
+    over = call(server, "replace-in-pages", find="fruit", replace="Fruit", category="Fruits")
+    assert over.is_error and over.blocks[0].startswith("invalid_input: Category:Fruits has more than 3 member pages")
+    monkeypatch.undo()
+    titles = [f"Replace long preview test {n}" for n in range(1, 4)]
+    for title in titles:
+        create(bot_server_for(wiki), title, "\n".join(f"Line {k} of Acme Widget's long story." for k in range(12)))
+    preview = call(server, "replace-in-pages", find="Acme Widget", replace="Acme Gadget", titles=titles)
+    assert not preview.is_error and len(preview.blocks) == 2, preview.text
+    assert titles[0] + " | 12 replacements" in preview.blocks[0] and titles[1] not in preview.blocks[0]
+    assert re.fullmatch(r"Content truncated at \d+ of \d+ bytes\. To review the diffs of Replace long preview "
+                        r"test 2, Replace long preview test 3, call replace-in-pages again with "
+                        r'titles=\["Replace long preview test 2", "Replace long preview test 3"\]\.',
+                        preview.blocks[1]), preview.blocks[1]
+
+
+FAKE_TOKENS = {"query": {"tokens": {"csrftoken": "+\\"}}}
+
+
+def fake_pages(*titles: str) -> dict[str, Any]:
+    return {"batchcomplete": True, "query": {"pages": [
+        {"pageid": n, "ns": 0, "title": title, "revisions": [{"revid": 10 + n, "slots": {"main": {
+            "content": "Acme Widget."}}}]} for n, title in enumerate(titles, 1)]}}
+
+
+@pytest.mark.parametrize("refusal", ["ratelimited", "maxlag"])
+def test_a_replace_stops_when_the_wiki_throttles_and_says_what_was_saved(fake: FakeWiki, refusal: str) -> None:
+    """A rate limit, or a lagged database past the retry budget, stops the replace: the pages
+    saved are listed, the rest named with the call that saves them, and nothing is sent again."""
+    sleeps: list[float] = []
+    saved = {"edit": {"result": "Success", "title": "A", "pageid": 1, "oldrevid": 11, "newrevid": 21}}
+    refused = Reply(body={"errors": [{"code": refusal, "text": "Slow down."}]},
+                    headers={"Retry-After": "1"} if refusal == "maxlag" else {})
+    throttled = [dataclasses.replace(refused, headers=dict(refused.headers))
+                 for _ in range(m.MAX_ATTEMPTS if refusal == "maxlag" else 1)]
+    fake.replies = [Reply(body=fake_pages("A", "B", "C")), Reply(body=FAKE_TOKENS), Reply(body=saved), *throttled]
+    server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
+    result = call(server, "replace-in-pages", titles=["A", "B", "C"], find="Widget", replace="Gadget", dryRun=False)
+    assert not result.is_error, result.text
+    assert result.blocks[0] == (
+        f"Stopped early: rate_limited: Slow down. ({fake.api.split('/')[2]}) [{refusal}] Wait a minute before "
+        "retrying.\nSaved 1 of 3 pages. Not saved: B, C. To save them, wait a minute, then call replace-in-pages "
+        'again with titles=["B", "C"] and dryRun=false.\npage | outcome | revision ID, or why\nA | saved | 21\n'
+        f"B | failed | rate_limited: Slow down. ({fake.api.split('/')[2]}) [{refusal}] Wait a minute before "
+        "retrying.\nC | not attempted")
+    edits = [s["params"] for s in fake.requests_to_api() if s["params"].get("action") == "edit"]
+    assert [e["title"] for e in edits] == ["A", *["B"] * len(throttled)]
+    assert all(e["baserevid"] == str(10 + "ABC".index(e["title"]) + 1) and e["maxlag"] == "5" for e in edits)
+    assert sleeps == [1.0] * (len(throttled) - 1)
+    if refusal == "ratelimited":  # throttled before any page was saved: the call fails, and can be retried
+        fake.replies = [Reply(body=fake_pages("A", "B")), dataclasses.replace(refused)]
+        result = call(server, "replace-in-pages", titles=["A", "B"], find="Widget", replace="Gadget",
+                      dryRun=False, idempotencyKey="throttled-first")
+        assert result.is_error and result.blocks[0].startswith("rate_limited: Slow down."), result.text
+
+
+def test_steady_state_requests_per_everyday_edit_tool(wiki: RealWiki) -> None:
+    """HTTP requests per call once login, site info, the edit token and the wiki's extensions
+    are cached (the closing notes quote this table): a save reads the page, sends the edit and
+    reads the sizes of the new revision and its parent; replace-in-pages reads all its pages in
+    one request and then sends one edit per page that changes, without reading sizes."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    create(bot_server_for(wiki), "Talk:Requests everyday test", threaded_talk(":"))
+    create(server, "Requests everyday test", "Text.\n[[Category:Everyday fruits]]")  # caches the token
+    call(server, "reply-on-talk-page", title="Requests everyday test", topic="Other", replyTo="Something",
+         message="Warm.")  # the first reply to a comment asks the wiki whether it has DiscussionTools
+    titles = replace_pages(bot_server_for(wiki), "Requests replace test", 5)
+    calls = [
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"], "dryRun": True}, 1),
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"], "remove": ["Everyday fruits"]}, 3),
+        ("update-page-categories", {"title": "Requests everyday test", "add": ["Everyday citrus"]}, 1),
+        ("add-talk-topic", {"title": "Requests everyday test", "heading": "H", "message": "M", "dryRun": True}, 1),
+        ("add-talk-topic", {"title": "Requests everyday test", "heading": "H", "message": "M"}, 3),
+        ("reply-on-talk-page", {"title": "Requests everyday test", "topic": "Plans", "replyTo": "I agree",
+                                "message": "R", "dryRun": True}, 1),
+        ("reply-on-talk-page", {"title": "Requests everyday test", "topic": "Plans", "replyTo": "I agree",
+                                "message": "R"}, 3),
+        ("replace-in-pages", {"titles": titles, "find": "Acme", "replace": "ACME"}, 1),
+        ("replace-in-pages", {"titles": titles, "find": "Acme", "replace": "ACME", "dryRun": False}, 6),
+    ]
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert not result.is_error, result.text
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+
+
+# ---------------------------------------------------------------------------
 # Wikis as people keep them: templates, references, Lua, big pages, other languages
 # ---------------------------------------------------------------------------
 
