@@ -7735,7 +7735,8 @@ async def serve_stdio(server: WikiServer) -> None:
 
     The SDK's stdio reader drops a line it cannot read without answering it, so the client waits
     until it times out (modelcontextprotocol/python-sdk#2751), and it reads invalid UTF-8 as U+FFFD,
-    which an edit would then save. Here screen_line reads each line; the SDK still writes stdout and keeps stray output off it."""
+    which an edit would then save. Here screen_line reads each line; the SDK still writes stdout
+    and keeps stray output off it."""
     import anyio
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
