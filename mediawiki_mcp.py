@@ -8034,11 +8034,15 @@ BUNDLE_SETTINGS = (
     ("user_agent", "string", "Your contact, for the User-Agent", "", "MEDIAWIKI_USER_AGENT"),
     ("upload_dirs", "directory", "Folders uploads may read from", [], "--upload-dirs"),
 )
+#: The Claude Code plugin asks the same, save that it fills ${user_config.KEY} with the value as
+#: one string (a list joined by commas, which no list of directories survives): it asks for one
+#: upload folder and passes it in the variable.
+PLUGIN_UPLOAD_DIR = ("upload_dir", "directory", "Folder uploads may read from", "", "MCP_UPLOAD_DIRS")
 
 
 def packaging_files(checkout: str) -> dict[str, str]:
-    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/) and the
-    README with its table of settings, by path: built from the tool registry, the settings, this
+    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/), the Claude
+    Code plugin's manifest and marketplace, and the README with its table of settings, by path: built from the tool registry, the settings, this
     module, and the checkout's pyproject.toml (name, description, links, dependencies), LICENSE
     and README.md."""
     import tomllib  # Python 3.11+; packaging runs from a checkout, never when serving
@@ -8049,13 +8053,18 @@ def packaging_files(checkout: str) -> dict[str, str]:
     helps = {row.variable: row.described for row in SETTINGS.values()}
     helps.update((flag, action.help or "") for action in argument_parser()._actions
                  for flag in action.option_strings)
+
+    def config_field(kind: str, title: str, default: Any, target: str) -> dict[str, Any]:
+        """A field for the user to fill in, as MCPB's user_config and Claude Code's userConfig share."""
+        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
+        return field | ({"multiple": True} if isinstance(default, list) else {}) | (
+            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
+
     user_config: dict[str, Any] = {}
     env: dict[str, str] = {}
     args = ["run", "--script", "${__dirname}/mediawiki_mcp.py", "--empty-means-unset"]
     for key, kind, title, default, target in BUNDLE_SETTINGS:
-        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
-        user_config[key] = field | ({"multiple": True} if kind == "directory" else {}) | (
-            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
+        user_config[key] = config_field(kind, title, default, target)
         if target.startswith("--"):
             args += [target, f"${{user_config.{key}}}"]
         else:
@@ -8086,6 +8095,21 @@ def packaging_files(checkout: str) -> dict[str, str]:
             "environmentVariables": [{"name": row.variable, "description": capitalised(row.described),
                                       "isRequired": False, "isSecret": row.secret} for row in SETTINGS.values()]}],
     }
+    plugin_rows = [PLUGIN_UPLOAD_DIR if row[4].startswith("--") else row for row in BUNDLE_SETTINGS]
+    plugin = {
+        "name": project["name"], "version": __version__, "description": project["description"],
+        "author": project["authors"][0], "homepage": urls["Homepage"], "repository": urls["Repository"],
+        "license": project["license"], "keywords": project["keywords"],
+        "userConfig": {key: config_field(*rest) for key, *rest in plugin_rows},
+        # The same command as the README's client lines; --empty-means-unset as in the bundle, since
+        # Claude Code also sets every variable it maps, blank for a field left empty.
+        "mcpServers": {"mediawiki": {"command": "uvx", "args": [project["name"], "--empty-means-unset"],
+                                     "env": {target: f"${{user_config.{key}}}" for key, *_, target in plugin_rows}}},
+    }
+    # The repository is its own marketplace: /plugin install mediawiki-mcp --marketplace OWNER/REPO.
+    marketplace = {"name": project["name"], "owner": project["authors"][0],
+                   "description": f"{plugin['name']}, the Claude Code plugin",
+                   "plugins": [{"name": plugin["name"], "source": "./", "description": project["description"]}]}
     bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
         ("name", project["name"]), ("version", __version__), ("description", project["description"]),
         ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
@@ -8095,6 +8119,8 @@ def packaging_files(checkout: str) -> dict[str, str]:
         return {"README.md": README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1),
                 "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
                 "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                ".claude-plugin/plugin.json": json.dumps(plugin, indent=2, ensure_ascii=False) + "\n",
+                ".claude-plugin/marketplace.json": json.dumps(marketplace, indent=2, ensure_ascii=False) + "\n",
                 "bundle/pyproject.toml": "[project]\n" + bundle_project,
                 "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
 

@@ -7922,7 +7922,8 @@ def test_a_lone_surrogate_in_a_tool_argument_of_a_2026_request_is_invalid_input(
 # ---------------------------------------------------------------------------
 
 NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
-GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml")
+GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
+             ".claude-plugin/marketplace.json")
 
 
 def pyproject() -> dict[str, Any]:
@@ -8236,6 +8237,51 @@ def test_the_readmes_claude_code_line_adds_a_server_that_connects(dists: Path, w
     listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
                             cwd=project)
     assert "wiki: uvx mediawiki-mcp - ✔ Connected" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_the_claude_code_plugin_asks_what_the_bundle_asks_and_passes_validation() -> None:
+    plugin = json.loads((HERE / ".claude-plugin" / "plugin.json").read_text())
+    bundle = json.loads((HERE / "bundle" / "manifest.json").read_text())
+    assert (plugin["name"], plugin["version"]) == (pyproject()["name"], m.__version__)
+    server = plugin["mcpServers"]["mediawiki"]
+    assert (server["command"], server["args"]) == ("uvx", ["mediawiki-mcp", "--empty-means-unset"])
+    fields = plugin["userConfig"]
+    targets = {value[len("${user_config."):-1]: name for name, value in server["env"].items()}
+    assert set(targets) == set(fields) and set(targets.values()) <= set(m.SETTINGS)
+    for key, name in targets.items():
+        assert fields[key]["description"].lower() == m.SETTINGS[name].described.lower()
+        assert fields[key].get("sensitive", False) == m.SETTINGS[name].secret
+        assert "default" in fields[key]  # Claude Code refuses to start a server with an option unset
+    # Every field of the bundle, save that the bundle's folders (a list) are one folder here.
+    bundle_env = bundle["server"]["mcp_config"]["env"]
+    assert {key: field for key, field in fields.items() if key != "upload_dir"} == {
+        key: field for key, field in bundle["user_config"].items() if f"${{user_config.{key}}}" in bundle_env.values()}
+    assert (fields["upload_dir"]["type"], targets["upload_dir"]) == ("directory", "MCP_UPLOAD_DIRS")
+    for manifest in (".claude-plugin/plugin.json", "."):  # the plugin, and the marketplace listing it
+        done = subprocess.run([node_tool("claude"), "plugin", "validate", "--strict", manifest], cwd=HERE,
+                              capture_output=True, text=True, timeout=120, env=with_node_path())
+        assert done.returncode == 0 and "Validation passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_readmes_claude_code_plugin_line_installs_a_server_that_connects(dists: Path, tmp_path: Path) -> None:
+    (line,) = {line for block in readme_blocks("sh") for line in block.splitlines()
+               if line.startswith("claude plugin install ")}
+    marketplace = tmp_path / "checkout"  # what the plugin needs of the repository, which Claude Code copies
+    for path in (".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", "README.md", "LICENSE"):
+        (marketplace / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(HERE / path, marketplace / path)
+    env = uvx_env(dists, tmp_path) | {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    claude = node_tool("claude")
+    argv = shlex.split(line.replace("mediawiki-mcp/mediawiki-mcp", str(marketplace)))
+    installed = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=300, env=env,
+                               cwd=tmp_path)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    # With every field at its default: the zero-config server, read-only English Wikipedia.
+    listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
+                            cwd=tmp_path)
+    assert ("plugin:mediawiki-mcp:mediawiki: uvx mediawiki-mcp --empty-means-unset - ✔ Connected"
+            in listed.stdout), listed.stdout + listed.stderr
 
 
 def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: Path) -> None:
