@@ -1,6 +1,6 @@
 """Benchmarks mediawiki-mcp against the real test wiki and checks its budgets.
 
-    python benchmarks/bench.py [--calls N] [--memory-calls N]
+    python benchmarks/bench.py [--calls N] [--memory-calls N] [--load]
 
 Starts the test suite's real MediaWiki (the fixture code is imported from
 test_mediawiki_mcp, not copied), runs the installed `mediawiki-mcp` over real
@@ -15,6 +15,7 @@ stdio, and prints:
 - tools/list bytes, in all and per tool;
 - time from process start to the initialize answer and to the first tools/list;
 - resident memory after start and after many calls;
+- with --load, the load over Streamable HTTP of benchmarks/load.py;
 and the budgets of issue 8, each met or not. Never part of the test run.
 """
 from __future__ import annotations
@@ -254,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=30, help="timed calls per case (default 30)")
     parser.add_argument("--memory-calls", type=int, default=500, help="calls before the second memory reading")
     parser.add_argument("--start-runs", type=int, default=5, help="process starts to time (default 5)")
+    parser.add_argument("--load", action="store_true",
+                        help="also the load over HTTP of benchmarks/load.py (50 sessions x 20 calls, three set-ups)")
     options = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as directory:
@@ -397,6 +400,10 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
           f"{after / 1024:.1f} MiB after {options.memory_calls} more calls ({growth:+.1%})")
     budgets.append((f"memory after {options.memory_calls} calls within 10% of after the first",
                     growth <= 0.10, f"{growth:+.1%}"))
+
+    if options.load:
+        from load import run_load
+        budgets += run_load(direct_env)
 
     print("\nbudgets:")
     for name, met, figure in budgets:
