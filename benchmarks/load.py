@@ -62,7 +62,9 @@ class HttpServerProcess:
     def __init__(self, env: dict[str, str], *args: str) -> None:
         script = shutil.which("mediawiki-mcp")
         command = [script] if script else [sys.executable, str(ROOT / "mediawiki_mcp.py")]
-        self.process = subprocess.Popen([*command, "--transport", "http", "--port", "0", *args], env=env,
+        # At INFO, the server logs the address it listens on.
+        self.process = subprocess.Popen([*command, "--transport", "http", "--port", "0", *args],
+                                        env=dict(env, MEDIAWIKI_MCP_LOG_LEVEL="INFO"),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         assert self.process.stderr
@@ -292,8 +294,9 @@ def run_load(env: dict[str, str], sessions: int = 50, calls: int = 20, idle: int
     setups = [("one process, sessions", [()]), ("one process, --stateless", [("--stateless",)]),
               ("two --stateless, round robin", [("--stateless",), ("--stateless",)])]
     for name, args in setups:
-        servers = [HttpServerProcess(env, *extra) for extra in args]
+        servers: list[HttpServerProcess] = []
         try:
+            servers += [HttpServerProcess(env, *extra) for extra in args]
             with (round_robin_proxy([s.url for s in servers]) if len(servers) > 1
                   else contextlib.nullcontext(servers[0].url)) as url:
                 run_sessions(mcp_session(url), min(sessions, 10), 2)  # warm: site info, connections
