@@ -8048,11 +8048,24 @@ def packaging_files(checkout: str) -> dict[str, str]:
     with open(__file__, encoding="utf-8") as module, \
             open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence, \
             open(os.path.join(checkout, "README.md"), encoding="utf-8") as readme:
-        return {"README.md": README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1),
+        text = README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1)
+        return {"README.md": README_TOOLSETS.sub(lambda _: toolsets_table(), text, count=1),
                 "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
                 "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                 "bundle/pyproject.toml": "[project]\n" + bundle_project,
                 "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
+
+
+#: The README's table of toolsets (toolsets_table), which --write-packaging rewrites.
+README_TOOLSETS = re.compile(r"^\| toolset \| offered \|.*\n(?:\|.*\n)*", re.MULTILINE)
+
+
+def toolsets_table() -> str:
+    """The README's table of the toolsets (TOOLSETS), each with its tools."""
+    rows = [f"| `{name}` | {'by default' if name in DEFAULT_TOOLSETS else ''} | {capitalised(about)}: "
+            + ", ".join(f"`{spec.name}`" for spec in REGISTRY.tools.values() if spec.toolset == name) + ". |"
+            for name, about in TOOLSETS.items()]
+    return "\n".join(["| toolset | offered | tools |", "|---|---|---|", *rows]) + "\n"
 
 
 def write_packaging(directory: str) -> int:
