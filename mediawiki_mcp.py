@@ -1758,7 +1758,7 @@ def run_secret_command(spec: Any, path: str) -> str:
         raise ConfigError(f"{path}.exec.args must be an array of strings")
     try:  # its error output goes nowhere: it may hold the secret too
         done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS, check=False)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
     except subprocess.TimeoutExpired:
@@ -2183,7 +2183,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 if char == "{":
                     bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
                         + [plain.end() - 1]
-                    parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                    parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
                     name = text[parts[0][0]:parts[0][1]].strip()
                     nodes.append(Node("template", i, plain.end(), name, parts))
                 i = plain.end()
@@ -2213,7 +2213,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
             if names[matching]:
                 bounds = [part.start for part in piece.parts] + [i + 1]
-                parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
                 nodes.append(Node(str(names[matching]), piece.start + piece.count - matching, i + matching,
                                   text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
@@ -3665,7 +3665,7 @@ async def on_own_thread(fn: Callable[[], Any]) -> Any:
     def work() -> None:
         try:
             outcome: tuple[Any, BaseException | None] = (fn(), None)
-        except BaseException as error:  # handed to the caller, on the event loop
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, on the event loop
             outcome = (None, error)
         try:
             loop.call_soon_threadsafe(settle, outcome)
@@ -3953,8 +3953,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
-        return [f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); "
-                "the server log has the details."], True
+        return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
+                 "the details.")], True
     return as_blocks(result), False
 
 
@@ -4025,7 +4025,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def listening(ctx: Any) -> None:
-        connection = ctx.session._connection  # noqa: SLF001 - the SDK offers no public way to it
+        connection = ctx.session._connection  # private: the SDK offers no public way to it
         if connection.has_standalone_channel:
             listeners.add(connection)
 
@@ -4098,7 +4098,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
+    lowlevel = server._lowlevel_server  # private: see the comment above
     lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
     lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
@@ -6539,8 +6539,8 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
     "nochange": ("conflict", "the content equals the current version"),
     "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as {file}:{v}"),
-    "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
-                                    "descriptive title"),
+    "bad-prefix": ("invalid_input", ("the name starts like a camera's automatic name; wikis want a "
+                                     "descriptive title")),
     "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
     "filetype-unwanted-type": ("invalid_input", "the wiki discourages .{v} files"),
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
@@ -7191,10 +7191,10 @@ def reply_on_talk_page(
         blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
                               ctx.budget)
         return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
-    if answered and "discussiontools" in ctx.client.extensions:
-        if comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered):
-            saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
-            return f"{saved}\n{described}"
+    if answered and "discussiontools" in ctx.client.extensions and (
+            comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered)):
+        saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
+        return f"{saved}\n{described}"
     fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
     return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
 
