@@ -7795,7 +7795,7 @@ def screen_line(line: bytes) -> tuple[Any, Any]:
                                         "notification or response.", value)
 
 
-async def serve_stdio(server: WikiServer) -> None:
+async def serve_stdio(server: MCPServer) -> None:
     """Serves MCP over stdin and stdout (``server.run("stdio")``), answering every line.
 
     The SDK's stdio reader drops a line it cannot read without answering it, so the client waits
@@ -7810,7 +7810,7 @@ async def serve_stdio(server: WikiServer) -> None:
         return
         yield
 
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async runs
+    lowlevel = server._lowlevel_server  # private: what MCPServer.run_stdio_async runs
     messages, read_stream = anyio.create_memory_object_stream[Any](0)
     async with stdio_server(stdin=typing.cast(Any, none())) as (_, write_stream):
         async def read_lines() -> None:

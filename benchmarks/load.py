@@ -197,7 +197,7 @@ class Session:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def run_sessions(connect: Callable[[], Callable[[int], str | None]], sessions: int, calls: int) -> dict[str, Any]:
@@ -211,7 +211,7 @@ def run_sessions(connect: Callable[[], Callable[[int], str | None]], sessions: i
     def one(index: int) -> None:
         try:
             call = connect()
-        except Exception as error:  # counted, and the others still start
+        except (requests.RequestException, AssertionError, ValueError, StopIteration) as error:  # counted
             with lock:
                 errors.append(f"connect: {type(error).__name__}: {error}")
             start.wait()
@@ -297,8 +297,10 @@ def run_load(env: dict[str, str], sessions: int = 50, calls: int = 20, idle: int
         servers: list[HttpServerProcess] = []
         try:
             servers += [HttpServerProcess(env, *extra) for extra in args]
-            with (round_robin_proxy([s.url for s in servers]) if len(servers) > 1
-                  else contextlib.nullcontext(servers[0].url)) as url:
+            address: contextlib.AbstractContextManager[str] = (
+                round_robin_proxy([s.url for s in servers]) if len(servers) > 1
+                else contextlib.nullcontext(servers[0].url))
+            with address as url:
                 run_sessions(mcp_session(url), min(sessions, 10), 2)  # warm: site info, connections
                 per_idle = idle_growth_kib(url, servers, idle)  # left open through the load run
                 cpu = sum(server.cpu_seconds() for server in servers)
