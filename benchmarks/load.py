@@ -291,8 +291,9 @@ def run_load(env: dict[str, str], sessions: int = 50, calls: int = 20, idle: int
 
     row("the wiki alone (get-page's request)", run_sessions(bare_api(env["MEDIAWIKI_URL"]), sessions, calls))
     budgets: list[tuple[str, bool, str]] = []
-    setups = [("one process, sessions", [()]), ("one process, --stateless", [("--stateless",)]),
-              ("two --stateless, round robin", [("--stateless",), ("--stateless",)])]
+    setups: list[tuple[str, list[tuple[str, ...]]]] = [
+        ("one process, sessions", [()]), ("one process, --stateless", [("--stateless",)]),
+        ("two --stateless, round robin", [("--stateless",), ("--stateless",)])]
     for name, args in setups:
         servers: list[HttpServerProcess] = []
         try:
