@@ -3493,8 +3493,8 @@ class MemoryStore:
 
     def get(self, key: StateKey) -> str | None:
         with self._changed:
-            value, expires = self._kinds.get(key[1], {}).get(key, (None, 0.0))
-            return value if expires > self.clock() else None
+            entry = self._kinds[key[1]].get(key) if key[1] in self._kinds else None
+            return entry[0] if entry and entry[1] > self.clock() else None
 
     def put(self, key: StateKey, value: str, ttl: float) -> None:
         with self._changed:
@@ -3528,8 +3528,8 @@ class MemoryStore:
     def release(self, key: StateKey, forget: bool) -> None:
         with self._changed:
             self._held.discard(key)
-            if forget:
-                self._kinds.get(key[1], {}).pop(key, None)
+            if forget and key in self._kinds.get(key[1], ()):
+                del self._kinds[key[1]][key]
             self._changed.notify_all()
 
     def next_order(self) -> int:
