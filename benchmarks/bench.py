@@ -443,9 +443,9 @@ def store_times(wiki: Any, appends: int) -> None:
         for name, shared in (("memory", None), ("redis", m.RedisStore(redis.url))):
             spent = [0.0]
             state = m.ServerState.from_config(config)
-            state.reads = m.ReadLedger(store=TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent))
-            state.idempotency = m.IdempotencyStore(
-                store=TimedStore(shared or m.MemoryStore(m.IDEMPOTENCY_MAX_KEYS), spent))
+            ledger: Any = TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent)  # a store alike
+            keys: Any = TimedStore(shared or m.MemoryStore(m.IDEMPOTENCY_MAX_KEYS), spent)
+            state.reads, state.idempotency = m.ReadLedger(store=ledger), m.IdempotencyStore(store=keys)
             title = f"Store benchmark {name} {os.getpid()}"
             m.run_tool(state, "create-page", {"title": title, "source": "Log:"})
             on_store, whole = [], []
