@@ -3820,9 +3820,8 @@ class ReadLedger:
             order = self.store.next_order()
             for part in dict.fromkeys([None, section]):
                 def after(known: str | None, part: int | None = part) -> str | None:
-                    if (sent_whole and part == section) or (known and parent and json.loads(known)[0] == parent):
-                        return json.dumps([revid, order])
-                    return None
+                    showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+                    return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
                 self.store.update((wiki, "base", f"{title}|{part}"), after, READ_LEDGER_TTL_SECONDS)
 
     def base(self, wiki: str, title: str, section: int | None) -> int | None:
@@ -3887,8 +3886,8 @@ class IdempotencyStore:
                 return first["result"], True
             if not self.store.held(entry):
                 raise conflict(f"The first call with idempotencyKey {key!r} stopped before it finished (its "
-                               "server went away), so whether it wrote is not known; nothing was done now. "
-                               "Check the page's history (get-page-history) before calling again with a new key.")
+                               "server went away), so whether it wrote is not known; nothing was done now. Check "
+                               "the page's history (get-page-history) before calling again with a new key.")
             if time.monotonic() > until:
                 raise conflict(f"The first call with idempotencyKey {key!r} is still "
                                "running; call again later to get its result.")
@@ -7977,8 +7976,9 @@ def main(argv: list[str] | None = None) -> int:
     store = state.reads.store
     if store.name != MemoryStore.name:
         problem = store.problem()
-        log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through "
-                "%s%s", store.name, f", which cannot be reached now ({problem}): writes are refused until it is" if problem else "")
+        down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
+        log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
+                store.name, down)
     server = create_server(state=state)
     if http is not None:
         return serve_http(server, http)
