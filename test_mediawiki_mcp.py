@@ -14,6 +14,7 @@ Run: python -m pytest test_mediawiki_mcp.py
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -4240,7 +4241,7 @@ def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
     assert store.run("k", "f", lambda: ["fresh"]) == (["fresh"], False)
     for key in ("a", "b", "c"):
         store.run(key, "f", lambda: ["x"])
-    assert len(store._calls) <= 3 and runs == [1]
+    assert len(store.store._kinds["idempotency"]) <= 2 and runs == [1]  # bounded by its capacity
 
 
 def test_idempotency_store_runs_concurrent_repeats_once() -> None:
@@ -7674,6 +7675,249 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
     checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
     assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
     assert done.returncode == 0, (done.stdout, done.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Replicas that share state through Valkey or Redis
+# ---------------------------------------------------------------------------
+
+#: Where .ci/valkey unpacks Debian 13's valkey-server (Debian 12 has none): inside the 1.43 root.
+VALKEY_ROOT = Path(os.environ.get("MEDIAWIKI_1_43_ROOT", "/opt/mediawiki-1.43"))
+VALKEY_DIR = "/opt/valkey"
+STORE_PASSWORD = "s3cret-store-password"
+
+
+class StateServer:
+    """A real redis-server or valkey-server on a free loopback port, in memory only (no files), with
+    a password; ``stop`` and ``start`` take it away and bring it back on the same port."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.port = kind, free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://:{STORE_PASSWORD}@127.0.0.1:{self.port}/0"
+
+    @property
+    def shown(self) -> str:  # as the server names it: no password
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        options = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--requirepass", STORE_PASSWORD]
+        if self.kind == "redis":
+            server = shutil.which("redis-server")
+            assert server, "redis-server is not installed: apt-get install redis-server (.ci/run does)"
+            return [server, *options]
+        assert (VALKEY_ROOT / VALKEY_DIR.lstrip("/") / "usr/bin/valkey-check-rdb").exists(), \
+            "valkey-server is not unpacked in the Debian 13 root: bash .ci/valkey (.ci/run does)"
+        return ["chroot", str(VALKEY_ROOT), "env", f"LD_LIBRARY_PATH={VALKEY_DIR}/usr/lib/x86_64-linux-gnu",
+                f"{VALKEY_DIR}/usr/bin/valkey-server", *options, "--dir", "/tmp"]
+
+    def start(self) -> None:
+        import redis
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
+        deadline = time.monotonic() + 30
+        while True:  # polling for the server to come up
+            try:
+                assert client.ping()
+                info = client.info("server")
+                break
+            except redis.ConnectionError:
+                assert self.process.poll() is None and time.monotonic() < deadline, f"{self.kind} did not start"
+                time.sleep(0.05)
+        assert ("valkey_version" in info) == (self.kind == "valkey"), info
+
+    def stop(self) -> None:
+        assert self.process
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def client(self) -> Any:
+        import redis
+        return redis.Redis.from_url(self.url, decode_responses=True)
+
+
+@pytest.fixture(scope="session", params=["redis", "valkey"])
+def state_server(request: pytest.FixtureRequest) -> Iterator[StateServer]:
+    server = StateServer(request.param)
+    yield server
+    server.stop()
+
+
+def replica_env(wiki: RealWiki, store: StateServer, **extra: str) -> dict[str, str]:
+    return wiki.env(MCP_STATE_URL=store.url, **extra)
+
+
+def http_call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """One tools/call to a stateless replica; the result as JSON-RPC gives it."""
+    return rpc_result(post_rpc(url, "tools/call", {"name": tool, "arguments": arguments}))
+
+
+def error_text(result: dict[str, Any]) -> str:
+    assert result.get("isError") and len(result["content"]) == 1, result
+    return str(result["content"][0]["text"])
+
+
+def test_one_append_sent_through_two_replicas_with_one_key_lands_once(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A client that gets no answer from one replica retries through another with the same key:
+    sent at once through both, the append is saved once, and both answers carry its result."""
+    title = f"Shared key test {state_server.kind}"
+    create(bot_server_for(wiki), title, "Log:")
+    before = revision_ids(wiki, title)
+    arguments = {"title": title, "mode": "append", "source": "* entry one", "idempotencyKey": "req-shared-1"}
+    with http_servers(*[(replica_env(wiki, state_server), ("--stateless",))] * 2) as replicas:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda r: tool_text(http_call(r.url, "update-page", **arguments)), replicas))
+        again = tool_text(http_call(replicas[1].url, "update-page", **arguments))
+        other = http_call(replicas[0].url, "update-page", **{**arguments, "source": "* entry two"})
+        logs = "".join(r.log for r in replicas)
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+    assert len(revision_ids(wiki, title)) == len(before) + 1
+    first = next(a for a in answers if not a.startswith("Repeat: "))
+    assert sorted(a.startswith("Repeat: ") for a in answers) == [False, True]
+    assert all(a.endswith(first) for a in (*answers, again)) and again.startswith("Repeat: ")
+    assert error_text(other).startswith("conflict: idempotencyKey 'req-shared-1' was already used")
+    assert f"shared through {state_server.shown}" in logs and STORE_PASSWORD not in logs
+
+
+def test_a_truncated_read_through_one_replica_refuses_a_whole_write_back_through_the_other(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    title = f"Shared read ledger test {state_server.kind}"
+    create(bot_server_for(wiki), title, big_section_page())
+    env = replica_env(wiki, state_server, MCP_CONTENT_MAX_BYTES="1000")
+    with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, two):
+        read = http_call(one.url, "get-page", title=title)
+        assert len(read["content"]) == 2 and "Content truncated at " in read["content"][1]["text"]
+        seen = content_of(read["content"][0]["text"])
+        refused = http_call(two.url, "update-page", title=title, source=seen)
+        assert error_text(refused).startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read "
+                                              "whole (its last read here showed 1000 of ")
+        for offset in range(1000, 5000, 1000):  # the rest, read through the other replica
+            http_call(two.url, "get-page", title=title, offset=offset)
+        dry = http_call(one.url, "update-page", title=title, source=big_section_page() + "\nMore.", dryRun=True)
+        assert tool_text(dry).startswith("Dry run: nothing was saved.")
+    assert wiki.wikitext(title) == big_section_page()
+
+
+def test_with_the_store_stopped_writes_are_refused_reads_go_on_and_then_writes_work_again(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    store = StateServer(state_server.kind)  # one of its own, to stop
+    title = f"Store down test {store.kind}"
+    create(bot_server_for(wiki), title, "Log:")
+    before = revision_ids(wiki, title)
+    append = {"title": title, "mode": "append", "source": "* after the outage", "idempotencyKey": "req-outage"}
+    try:
+        with http_servers((replica_env(wiki, store), ("--stateless",))) as (replica,):
+            health = replica.url.replace("/mcp", "/health")
+            assert requests.get(health, timeout=30).json() == {"status": "ok", "store": "ok"}
+            store.stop()
+            unkeyed = {k: v for k, v in append.items() if k != "idempotencyKey"}
+            for arguments in (append, unkeyed,
+                              {"title": title, "source": "Replaced.", "comment": "whole"}):
+                refused = error_text(http_call(replica.url, "update-page", **arguments))
+                assert refused == (f"upstream_failure: The state store {store.shown} cannot be reached "
+                                   "(ConnectionError); nothing was written. Retry later; tell the user if it "
+                                   "persists."), refused
+            assert "An apple is a fruit." in tool_text(http_call(replica.url, "get-page", title="Apple"))
+            down = m.HealthCheck(m.ServerState.from_config(m.Config.from_env(replica_env(wiki, store)))).probe()
+            assert wiki.wikitext(title) == "Log:" and revision_ids(wiki, title) == before
+            store.start()
+            saved = tool_text(http_call(replica.url, "update-page", **append))
+            repeat = tool_text(http_call(replica.url, "update-page", **append))
+            log_text = replica.log
+    finally:
+        store.stop()
+    assert saved.startswith("Saved.") and repeat.startswith("Repeat: ")
+    assert wiki.wikitext(title) == "Log:\n* after the outage" and len(revision_ids(wiki, title)) == len(before) + 1
+    assert down == (200, {"status": "degraded", "store": "unavailable"})  # reads go on: kept in rotation
+    assert "Traceback" not in log_text and STORE_PASSWORD not in log_text
+
+
+def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write(
+        state_server: StateServer) -> None:
+    """Two replicas' idempotency stores over one real server: the second waits for the first's
+    result while the first runs, and once the first is gone (its lease lapsed, as when its process
+    is killed mid-write) answers conflict without running the call."""
+    one, two = (m.IdempotencyStore(store=m.RedisStore(state_server.url)) for _ in range(2))
+    started, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow() -> list[str]:
+        runs.append("one")
+        started.set()
+        release.wait(10)
+        return ["saved once"]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(one.run, "k-wait", "f", slow, "w")
+        assert started.wait(10)
+        second = pool.submit(two.run, "k-wait", "f", lambda: runs.append("two") or ["again"], "w")
+        release.set()
+        assert first.result(10) == (["saved once"], False) and second.result(10) == (["saved once"], True)
+    died = m.RedisStore(state_server.url)  # a replica that claimed a key, then died before answering
+    entry = ("w", "idempotency", "k-died")
+    assert died.claim(entry, json.dumps({"fingerprint": "f"}), 3600)
+    died._held.clear()  # its renewals stop with it ...
+    state_server.client().delete(died.lease(entry))  # ... and its lease lapses
+    with pytest.raises(m.WikiError, match="^conflict: The first call with idempotencyKey 'k-died' stopped "
+                                          "before it finished"):
+        two.run("k-died", "f", lambda: runs.append("two") or ["twice"], "w")
+    assert runs == ["one"]
+    keys = set(state_server.client().scan_iter("mediawiki-mcp:{w}:*"))
+    assert {"mediawiki-mcp:{w}:idempotency:k-wait", "mediawiki-mcp:{w}:idempotency:k-died"} <= keys
+    assert 3500 < state_server.client().ttl("mediawiki-mcp:{w}:idempotency:k-wait") <= 3600  # an hour
+
+
+def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: StateServer) -> None:
+    shared, memory = m.ReadLedger(store=m.RedisStore(state_server.url)), m.ReadLedger()
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    wiki = f"ledger-{secrets.token_hex(4)}"
+    for ledger in (shared, memory):
+        ledger.record(wiki, "P", None, 5, text, 0, 1000)
+        ledger.saved(wiki, "P", None, 5, 7, sent_whole=False)
+        ledger.previewed(wiki, "P", "find x", 7)
+    unseen = [dataclasses.replace(ledger.unseen(wiki, "P", None), order=0) for ledger in (shared, memory)]
+    assert unseen[0] == unseen[1] and unseen[0].seen == 1000 and unseen[0].section_ends == {0: 6, 1: 3015, 2: 3024}
+    for ledger in (shared, memory):
+        assert (ledger.base(wiki, "P", 1), ledger.preview(wiki, "P", "find x")) == (7, (7, None))
+    ttl = state_server.client().ttl(f"mediawiki-mcp:{{{wiki}}}:read:P|None")
+    assert 24 * 3600 - 100 < ttl <= 24 * 3600
+
+
+def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
+    for value in ("http://cache:6379", "cache:6379", "redis://", "redis://:pw@cache:99999"):
+        with pytest.raises(m.ConfigError, match="MCP_STATE_URL takes a redis:// or rediss:// address") as caught:
+            m.Config.from_env({"MCP_STATE_URL": value})
+        assert "pw" not in str(caught.value)
+    config = m.Config.from_env({"MCP_STATE_URL": "rediss://app:pw@cache.internal:6380/2?password=pw"})
+    assert config.state_url and "pw" not in repr(config)
+    assert m.shown_address(config.state_url) == "rediss://app@cache.internal:6380/2"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"a.example": {"server": "https://a.example"}},
+                                "stateUrl": "redis://:${STORE_PW}@cache:6379/0"}))
+    assert m.Config.from_env({"STORE_PW": "p@ss"}, str(path)).state_url == "redis://:p%40ss@cache:6379/0"
+    with pytest.raises(m.ConfigError, match=r"stateUrl refers to \$\{STORE_PW\}, which is not set"):
+        m.Config.from_env({}, str(path))
+    assert m.ServerState.from_config(m.Config.from_env({})).reads.store.name == "memory"  # without it
+
+
+def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
+    for name in [n for n in os.environ if n.startswith(("MEDIAWIKI_", "MCP_")) or n == "CONFIG"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MCP_STATE_URL", "redis://:pw@127.0.0.1:1/0")
+    assert m.main([]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'mediawiki-mcp[redis]'" in err and "pw" not in err
+    header = (HERE / "mediawiki_mcp.py").read_text().split("# ///", 2)[1]
+    assert 'dependencies = ["mcp>=2.3,<3", "requests"]' in header  # the single file needs nothing more
 
 
 # ---------------------------------------------------------------------------

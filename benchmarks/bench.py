@@ -15,6 +15,8 @@ stdio, and prints:
 - tools/list bytes, in all and per tool;
 - time from process start to the initialize answer and to the first tools/list;
 - resident memory after start and after many calls;
+- the time a keyed append spends on the state store, in memory and in a real
+  redis-server (MCP_STATE_URL), median and p99 over --store-appends appends;
 - with --load, the load over Streamable HTTP of benchmarks/load.py;
 and the budgets of issue 8, each met or not. Never part of the test run.
 """
@@ -45,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, start_test_wiki  # noqa: E402
+import mediawiki_mcp as m  # noqa: E402
+from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki  # noqa: E402
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -255,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=30, help="timed calls per case (default 30)")
     parser.add_argument("--memory-calls", type=int, default=500, help="calls before the second memory reading")
     parser.add_argument("--start-runs", type=int, default=5, help="process starts to time (default 5)")
+    parser.add_argument("--store-appends", type=int, default=200,
+                        help="keyed appends timed on each state store (default 200)")
     parser.add_argument("--load", action="store_true",
                         help="also the load over HTTP of benchmarks/load.py (50 sessions x 20 calls, three set-ups)")
     options = parser.parse_args(argv)
@@ -401,6 +406,7 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
     budgets.append((f"memory after {options.memory_calls} calls within 10% of after the first",
                     growth <= 0.10, f"{growth:+.1%}"))
 
+    store_times(wiki, options.store_appends)
     if options.load:
         from load import run_load
         budgets += run_load(direct_env)
@@ -409,6 +415,58 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
     for name, met, figure in budgets:
         print(f"  [{'met' if met else 'MISSED'}] {name}: {figure}")
     return 0
+
+
+class TimedStore:
+    """A state store that adds the time each of its calls takes to ``spent``."""
+
+    def __init__(self, store: Any, spent: list[float]) -> None:
+        self.store, self.spent = store, spent
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+        if not callable(method):
+            return method
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.spent[0] += time.perf_counter() - started
+        return timed
+
+
+def store_times(wiki: Any, appends: int) -> None:
+    """Keyed appends through the server's own tool path (in this process, against the real wiki),
+    each timed whole and in its state store calls: the in-memory store, then a real redis-server."""
+    config = m.Config.from_env({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": wiki.bot_user,
+                                "MEDIAWIKI_PASSWORD": wiki.bot_password})
+    redis = StateServer("redis")
+    print(f"\nstate store: {appends} keyed appends each (update-page mode=append with an idempotencyKey)")
+    print(f"{'store':<10}{'on store median ms':>20}{'p99 ms':>9}{'whole append median ms':>24}")
+    try:
+        for name, shared in (("memory", None), ("redis", m.RedisStore(redis.url))):
+            spent = [0.0]
+            state = m.ServerState.from_config(config)
+            ledger: Any = TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent)  # a store alike
+            keys: Any = TimedStore(shared or m.MemoryStore(m.IDEMPOTENCY_MAX_KEYS), spent)
+            state.reads, state.idempotency = m.ReadLedger(store=ledger), m.IdempotencyStore(store=keys)
+            title = f"Store benchmark {name} {os.getpid()}"
+            m.run_tool(state, "create-page", {"title": title, "source": "Log:"})
+            on_store, whole = [], []
+            for i in range(appends):
+                spent[0] = 0.0
+                started = time.perf_counter()
+                blocks, failed = m.run_tool(state, "update-page", {
+                    "title": title, "mode": "append", "source": f"* {i}", "idempotencyKey": f"{title} {i}"})
+                whole.append(time.perf_counter() - started)
+                on_store.append(spent[0])
+                assert not failed, blocks
+            print(f"{name:<10}{ms(statistics.median(on_store)):>20}{ms(percentile(on_store, 0.99)):>9}"
+                  f"{ms(statistics.median(whole)):>24}")
+    finally:
+        redis.stop()
 
 
 if __name__ == "__main__":
