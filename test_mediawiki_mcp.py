@@ -2394,9 +2394,9 @@ def test_get_page_sections_gives_the_outline_and_sizes_in_one_request(wiki: Real
         rhine = call(server, "get-page-sections", title=RIVER_ARTICLE)
     assert n[0] == 1 and not rhine.is_error
     assert rhine.blocks == [
-        f"Title: Rhine\nRevision ID: {latest_revid(wiki, RIVER_ARTICLE)}\nSize: {len(RHINE.encode())} bytes\n"
-        f"Sections ({m.SECTIONS_LEGEND}):\n"
-        "0 | (Lead) | 306\n1 | == Course == | 216\n- | == Basin == | from River facts\n2 | == References == | 31"]
+        (f"Title: Rhine\nRevision ID: {latest_revid(wiki, RIVER_ARTICLE)}\nSize: {len(RHINE.encode())} bytes\n"
+         f"Sections ({m.SECTIONS_LEGEND}):\n"
+         "0 | (Lead) | 306\n1 | == Course == | 216\n- | == Basin == | from River facts\n2 | == References == | 31")]
     danube = call(server, "get-page-sections", title=REPEATED_HEADINGS_PAGE)
     assert rows_of(danube.blocks[0])[3:] == [
         "0 | (Lead) | 24", "1 | == History == | 32 | 62", "2 | === Notes === | 30", "3 | == Geography == | 42 | 74",
@@ -2451,16 +2451,16 @@ def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_s
     for content in ("source", "html", "text"):
         twice = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="notes", content=content)
         assert twice.is_error and twice.blocks == [
-            "invalid_input: 3 sections of Danube are headed 'notes': 2 (Notes, under History), 4 (Notes, under "
-            "Geography), 5 (Notes). Give the one meant by its number: section=N."], content
+            ("invalid_input: 3 sections of Danube are headed 'notes': 2 (Notes, under History), 4 (Notes, under "
+             "Geography), 5 (Notes). Give the one meant by its number: section=N.")], content
         absent = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="Climate", content=content)
         assert absent.is_error and absent.blocks == [
-            f"not_found: No section of Danube on {wiki.key} is headed 'Climate'. Its sections: 0 (Lead), "
-            "1 (== History ==), 2 (=== Notes ===), 3 (== Geography ==), 4 (=== Notes ===), 5 (== Notes ==)."], content
+            (f"not_found: No section of Danube on {wiki.key} is headed 'Climate'. Its sections: 0 (Lead), "
+             "1 (== History ==), 2 (=== Notes ===), 3 (== Geography ==), 4 (=== Notes ===), 5 (== Notes ==).")], content
         basin = call(bot_server, "get-page", title=RIVER_ARTICLE, section="Basin", content=content)
         assert basin.is_error and basin.blocks == [
-            "not_found: The section headed 'Basin' in Rhine comes from the page River facts, which Rhine "
-            'transcludes, so it is read and changed there: call again with title="River facts".'], content
+            ("not_found: The section headed 'Basin' in Rhine comes from the page River facts, which Rhine "
+             'transcludes, so it is read and changed there: call again with title="River facts".')], content
     assert call(bot_server, "get-page", title="River facts", section="Basin").text.endswith(
         "\n\n== Basin ==\nA river drains its basin into the sea.\n</onlyinclude>")
     edit = call(bot_server, "update-page", title=REPEATED_HEADINGS_PAGE, section="Notes", source="x")
@@ -2502,15 +2502,15 @@ def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWik
     with counter.counting() as n:
         delta = call(server, "find-in-page", title=RIVER_ARTICLE, find="delta")
     assert n[0] == 1 and delta.blocks == [
-        f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
-        "0 (Lead) | line 7 | 262 | in a reference\n"
-        "  6: }}\n"
-        "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
-        'name="delta">{{Cite note|title=The delta}}</ref>\n'
-        "0 (Lead) | line 7 | 291 | in {{Cite note}} parameter title, in a reference\n"
-        "1 (Course) | line 10 | 362 | in a reference\n"
-        "  9: == Course ==\n"
-        '> 10: The river passes several cities.<ref name="delta" />']
+        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
+         "0 (Lead) | line 7 | 262 | in a reference\n"
+         "  6: }}\n"
+         "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
+         'name="delta">{{Cite note|title=The delta}}</ref>\n'
+         "0 (Lead) | line 7 | 291 | in {{Cite note}} parameter title, in a reference\n"
+         "1 (Course) | line 10 | 362 | in a reference\n"
+         "  9: == Course ==\n"
+         '> 10: The river passes several cities.<ref name="delta" />')]
     assert RHINE.encode()[262:267] == b"delta"  # the offset is get-page's
     assert content_of(call(server, "get-page", title=RIVER_ARTICLE, offset=362).blocks[0]).startswith(
         'delta" />\n\n{| class="wikitable"')
@@ -2714,16 +2714,16 @@ def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWik
     with counter.counting() as n:
         infobox = call(server, "get-template-info", title="Infobox river")
     assert n[0] == 1 and infobox.blocks == [
-        "Template: Template:Infobox river\nDescription: Facts about a river, in a box.\nFormat: block\n"
-        f"Parameters ({m.TEMPLATE_LEGEND}):\n"
-        "name | string | label: Name\nlength | string | label: Length | \"Length with its unit\"\n"
-        "source | string | label: Source\ntype | string | label: Type | \"main or tributary\""]
+        ("Template: Template:Infobox river\nDescription: Facts about a river, in a box.\nFormat: block\n"
+         f"Parameters ({m.TEMPLATE_LEGEND}):\n"
+         "name | string | label: Name\nlength | string | label: Length | \"Length with its unit\"\n"
+         "source | string | label: Source\ntype | string | label: Type | \"main or tributary\"")]
     with counter.counting() as n:
         cite = call(server, "get-template-info", title="Template:Cite note")
     assert n[0] == 2 and cite.blocks == [
-        "Template: Template:Cite note\nIt has no TemplateData: its parameters are inferred from "
-        "{{{name|default}}} in its source (name | default, only when it has one):\n"
-        "title\npublisher | default: \"\"\nyear | default: \"\""]
+        ("Template: Template:Cite note\nIt has no TemplateData: its parameters are inferred from "
+         "{{{name|default}}} in its source (name | default, only when it has one):\n"
+         "title\npublisher | default: \"\"\nyear | default: \"\"")]
     assert rows_of(call(server, "get-template-info", title="Infobox row").blocks[0])[1:] == ["1", '2 | default: ""']
     create(server, "Template:Included test", "<noinclude>{{{documented|x}}} Shown on the template page only."
                                              "</noinclude><includeonly>{{{shown|{{{fallback|none}}}}}}</includeonly>")
@@ -2853,10 +2853,10 @@ def reference_heavy_article() -> str:
     """An article shaped like English Wikipedia's: hidden maintenance templates and an editor's
     comment at the top, an infobox, piped links, a captioned image and three full web citations per
     section and a reused one, navigation boxes and categories at the bottom."""
-    parts = ["{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
-             "<!-- Keep the infobox in step with the survey figures below. -->",
-             "{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
-             "| source = Col de Bussang\n| type = tributary\n}}"]
+    parts = [("{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
+              "<!-- Keep the infobox in step with the survey figures below. -->"),
+             ("{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
+              "| source = Col de Bussang\n| type = tributary\n}}")]
     for n, town in enumerate(["Basel", "Strasbourg", "Mannheim", "Mainz", "Koblenz", "Bonn", "Cologne",
                               "Düsseldorf"], 1):
         sentences = []
@@ -3926,14 +3926,14 @@ def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any
              ({"mode": "append", "source": "Second line."},
               "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
              ({"mode": "prepend", "source": "{{Fixture box}}"},
-              "{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
-              "Second line."),
+              ("{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
+               "Second line.")),
              ({"mode": "prepend", "source": "Opening words."},
-              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-              "== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.")),
              ({"mode": "append", "source": "\n* an item"},  # a line break already given is kept, not doubled
-              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-              "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item")]
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item"))]
     previous = wiki.wikitext(title)
     for arguments, expected in steps:
         dry = call(bot_server, "update-page", title=title, dryRun=True, **arguments)
@@ -4323,9 +4323,9 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert not call(bot_server, "update-page", title=title, find="Line four.", replace="Line four, later.").is_error
     later = revision_ids(wiki, title)[0]
     dry = call(bot_server, "undo-edit", revisionId=bad, dryRun=True)
-    assert dry.blocks == ["Dry run: nothing was saved. The diff that would be saved:\n"
-                          f"Title: {title}\nBase revision ID: {later}\n\n"
-                          "@@ -2 +2 @@\n~Line two[-, vandalised-]."], dry.text
+    assert dry.blocks == [("Dry run: nothing was saved. The diff that would be saved:\n"
+                           f"Title: {title}\nBase revision ID: {later}\n\n"
+                           "@@ -2 +2 @@\n~Line two[-, vandalised-].")], dry.text
     assert revision_ids(wiki, title)[0] == later
     undone = call(bot_server, "undo-edit", revisionId=bad)
     assert not undone.is_error, undone.text
@@ -4371,10 +4371,10 @@ def test_an_undo_whose_lines_changed_since_is_a_conflict_and_saves_nothing(bot_s
     for dry_run in (True, False):
         result = call(bot_server, "undo-edit", revisionId=bad, dryRun=dry_run)
         assert result.is_error and result.blocks == [
-            f"conflict: Revision {bad} of {title!r} cannot be undone cleanly: the edits made since (revision "
-            f"{latest} by Admin) changed the same lines. Nothing was saved. To undo it by hand, compare-pages "
-            f"with fromRevision={first} and toRevision={bad} shows what it changed; then update-page with find "
-            "and replace changes that back in the current text."], result.text
+            (f"conflict: Revision {bad} of {title!r} cannot be undone cleanly: the edits made since (revision "
+             f"{latest} by Admin) changed the same lines. Nothing was saved. To undo it by hand, compare-pages "
+             f"with fromRevision={first} and toRevision={bad} shows what it changed; then update-page with find "
+             "and replace changes that back in the current text.")], result.text
     assert revision_ids(wiki, title)[0] == latest and wiki.wikitext(title) == "Alpha.\nBeta, corrected.\nGamma."
 
 
@@ -4383,13 +4383,13 @@ def test_undo_edit_refuses_a_pages_creation_and_runs_not_of_one_page(bot_server:
     first = create(bot_server, title, "Text.")
     refused = call(bot_server, "undo-edit", revisionId=first)
     assert refused.is_error and refused.blocks == [
-        f"invalid_input: Revision {first} created {title!r}, so undoing it would leave nothing; nothing was "
-        "saved. To remove the page, use delete-page."]
+        (f"invalid_input: Revision {first} created {title!r}, so undoing it would leave nothing; nothing was "
+         "saved. To remove the page, use delete-page.")]
     other = create(bot_server, "Safety undo other page", "Other.")
     mixed = call(bot_server, "undo-edit", revisionId=other, oldestRevisionId=first)
     assert mixed.is_error and mixed.blocks == [
-        f"invalid_input: Revisions {first} and {other} are of different pages ({title!r} and 'Safety undo other "
-        "page'); a run to undo is of one page. Nothing was saved."]
+        (f"invalid_input: Revisions {first} and {other} are of different pages ({title!r} and 'Safety undo other "
+         "page'); a run to undo is of one page. Nothing was saved.")]
     missing = call(bot_server, "undo-edit", revisionId=10**8)
     assert missing.is_error and missing.blocks[0].startswith(f"not_found: Revision {10**8} not found on {wiki.key}.")
     assert revision_ids(wiki, title) == [first]
@@ -4406,9 +4406,9 @@ def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_serv
     bad = revision_ids(wiki, title)[:3]
     asked = call(bot_server, "rollback-edits", title=title, user="Editor")
     assert asked.is_error and asked.blocks == [
-        f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
-        f"all by Editor (revisions {bad[2]} to {bad[0]}), returning it to revision {base} by Admin. Ask the "
-        "user to confirm, then call rollback-edits again with confirm=true."]
+        (f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
+         f"all by Editor (revisions {bad[2]} to {bad[0]}), returning it to revision {base} by Admin. Ask the "
+         "user to confirm, then call rollback-edits again with confirm=true.")]
     assert revision_ids(wiki, title)[:3] == bad
     done = call(bot_server, "rollback-edits", title=title, user="editor", confirm=True)
     assert not done.is_error, done.text
@@ -4429,8 +4429,8 @@ def test_rollback_of_a_page_with_no_other_author_is_refused(bot_server: Any, wik
     call(bot_server, "update-page", title=title, source="Mine, twice.")
     result = call(bot_server, "rollback-edits", title=title, user="Admin")
     assert result.is_error and result.blocks == [
-        f"invalid_input: Every revision of {title!r} is by Admin, so rollback has no earlier version to return "
-        "to; nothing was changed. To remove the page, use delete-page."]
+        (f"invalid_input: Every revision of {title!r} is by Admin, so rollback has no earlier version to return "
+         "to; nothing was changed. To remove the page, use delete-page.")]
 
 
 def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
@@ -4440,9 +4440,9 @@ def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
     editor_edit(wiki, title, "Bad.")
     plain = call(make_server(accounts.plain), "rollback-edits", title=title, user="Editor", confirm=True)
     assert plain.is_error and plain.blocks == [
-        f"permission_denied: The account Plain cannot roll back edits on {wiki.key}: it lacks the 'rollback' "
-        "right, which the wiki gives to: sysop. Nothing was changed. Without it, undo-edit reverts the same "
-        "edits: revisionId the latest, oldestRevisionId the first of the run."]
+        (f"permission_denied: The account Plain cannot roll back edits on {wiki.key}: it lacks the 'rollback' "
+         "right, which the wiki gives to: sysop. Nothing was changed. Without it, undo-edit reverts the same "
+         "edits: revisionId the latest, oldestRevisionId the first of the run.")]
     limited = call(make_server(accounts.limited), "rollback-edits", title=title, user="Editor")
     assert limited.is_error and limited.blocks[0].startswith(
         f"permission_denied: The account Admin cannot roll back edits on {wiki.key}: the bot password "
@@ -4545,13 +4545,13 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     title = "Safety protect test"
     create(bot_server, title, "Protect me.")
     moved = call(bot_server, "protect-page", title=title, move="sysop", confirm=True)
-    assert moved.blocks == [f"Protection changed.\nTitle: {title}\nProtection: move=sysop\n"
-                            f"URL: {wiki.url}/wiki/Safety_protect_test"], moved.text
+    assert moved.blocks == [(f"Protection changed.\nTitle: {title}\nProtection: move=sysop\n"
+                             f"URL: {wiki.url}/wiki/Safety_protect_test")], moved.text
     asked = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week")
     assert asked.is_error and asked.blocks == [
-        f"invalid_input: Nothing was changed. protect-page would change the protection of {title!r} on "
-        f"{wiki.key}: edit: none -> autoconfirmed until 1 week; move: sysop (kept). Ask the user to confirm, "
-        "then call protect-page again with confirm=true."]
+        (f"invalid_input: Nothing was changed. protect-page would change the protection of {title!r} on "
+         f"{wiki.key}: edit: none -> autoconfirmed until 1 week; move: sysop (kept). Ask the user to confirm, "
+         "then call protect-page again with confirm=true.")]
     assert protection_of(wiki, title) == {"move": ("sysop", "infinity")}
     done = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week", confirm=True)
     assert not done.is_error, done.text
@@ -4872,8 +4872,8 @@ def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_pa
     path.write_bytes(first)  # back to the first version's bytes: a warning, which stops it unless told
     refused = call(server, "update-file", filepath=str(path), title="Update test chart.png")
     assert refused.is_error and refused.blocks == [
-        "conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
-        "file. To upload anyway, call again with ignoreWarnings=true."]
+        ("conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
+         "file. To upload anyway, call again with ignoreWarnings=true.")]
     assert len(file_versions(wiki, "File:Update test chart.png")) == 2
     back = call(server, "update-file", filepath=str(path), title="Update test chart.png", ignoreWarnings=True)
     assert not back.is_error, back.text
@@ -6001,8 +6001,8 @@ def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_r
     """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
     result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
     assert result.is_error and result.blocks == [
-        "invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
-        "(Template). Give the namespace once: in the prefix or as namespace."]
+        ("invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+         "(Template). Give the namespace once: in the prefix or as namespace.")]
     agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
     assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
 
@@ -6103,8 +6103,8 @@ def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
     monkeypatch.setattr(m, "resolve_addresses", unknown)
     nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
     assert nowhere.is_error and nowhere.blocks == [
-        "invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
-        "resolved; check the URL."]
+        ("invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+         "resolved; check the URL.")]
 
 
 def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
@@ -6155,15 +6155,15 @@ def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any,
 def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Fruit%20salad")
     assert result.is_error and result.blocks == [
-        "invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
-        "them: 'Fruit salad'."]
+        ("invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+         "them: 'Fruit salad'.")]
 
 
 def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Target page#Details")
     assert result.is_error and result.blocks == [
-        "invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
-        "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N."]
+        ("invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+         "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
 
 
 # -- rows of history and recent changes ---------------------------------------------------
@@ -6228,9 +6228,9 @@ def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_move
     result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
                   leaveRedirect=False)
     assert result.is_error and result.blocks == [
-        f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
-        "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
-        "again without leaveRedirect=false to leave a redirect."]
+        (f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+         "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+         "again without leaveRedirect=false to leave a redirect.")]
     assert wiki.wikitext("Move refused source") == "Stays here."
     assert revision_ids(wiki, "Move refused target") == []
 
@@ -6242,15 +6242,15 @@ def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_conf
     create(bot_server, "Delete refused page", "Stays.")
     plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
     assert plain.is_error and plain.blocks == [
-        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
-        "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
-        "account changes nothing."]
+        (f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+         "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+         "account changes nothing.")]
     limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
     assert limited.is_error and limited.blocks == [
-        f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
-        "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
-        "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
-        "user; retrying as the same account changes nothing."]
+        (f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+         "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+         "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+         "user; retrying as the same account changes nothing.")]
     assert wiki.wikitext("Delete refused page") == "Stays."
 
 
@@ -6398,8 +6398,8 @@ def test_typescript_config_file_serves_two_wikis(
     with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
         server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
     assert [r.message for r in caplog.records if "oauth2" in r.message] == [
-        f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
-        "(browser OAuth is not a feature of this server; use token or username and password)"]
+        (f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
+         "(browser OAuth is not a feature of this server; use token or username and password)")]
     assert "Name: Test Wiki" in call(server, "get-site-info").text
     other = call(server, "get-site-info", wiki="other")  # a private wiki: site info needs the login
     assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
@@ -6424,8 +6424,8 @@ def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: Re
     state = m.ServerState.from_config(m.Config.from_env(env), registry=registry_of({"test-write": WRITES}))
     assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
     blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
-    assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
-                                   "operator decides this, and no retry by the model changes it."]
+    assert is_error and blocks == [("permission_denied: The wiki other is configured read-only; the "
+                                    "operator decides this, and no retry by the model changes it.")]
     assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
 
 
@@ -6436,8 +6436,8 @@ def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_on
     server = make_server(config_env(tmp_path, config, wiki, other_wiki))
     title = f"Multi wiki page {secrets.token_hex(4)}"
     refused = call(server, "create-page", wiki="other", title=title, source="Not here.")
-    assert refused.blocks == ["permission_denied: The wiki other is configured read-only; the operator "
-                              "decides this, and no retry by the model changes it."]
+    assert refused.blocks == [("permission_denied: The wiki other is configured read-only; the operator "
+                               "decides this, and no retry by the model changes it.")]
     created = call(server, "create-page", title=title, source="Written through the config file.",
                    comment="Made by the multi-wiki test")
     assert not created.is_error, created.text
@@ -6457,8 +6457,8 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
     state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
     assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
     assert m.run_tool(state, "test-cite", {}) == ([
-        f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
-        f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
+        (f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
+         f"Wikis that have it: {wiki.key}; pass one as wiki.")], True)
     blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
     assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
     counter = RequestCounter(m.create_server(state=state))
@@ -7629,10 +7629,10 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     for thread in set(threading.enumerate()) - before:  # the calls' threads, left behind
         thread.join(30)
     assert sorted(answers[:2]) == [
-        "upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
-        "server is back.",
-        "upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
-        "Before calling again, check the page's history (get-page-history) or the file (get-file)."]
+        ("upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
+         "server is back."),
+        ("upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
+         "Before calling again, check the page's history (get-page-history) or the file (get-file).")]
     assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
                           "it is back.")
     assert ran == ["write"]
