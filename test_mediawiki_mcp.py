@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import pytest
 import requests
-from mcp import Client
+from mcp import Client, MCPError
 
 import mediawiki_mcp as m
 
@@ -461,12 +462,12 @@ $wgEnableBotPasswords = true;
         php(directory, "maintenance/runJobs.php")
     env = dict(os.environ, MW_CONFIG_FILE=str(seen(directory / "LocalSettings.php")),
                PHP_CLI_SERVER_WORKERS="4")
-    log_file = open(directory / "server.log", "wb")
-    process = subprocess.Popen(
-        install.command(seen(directory), "php", "-d", "upload_max_filesize=100M", "-d", "post_max_size=110M",
-                        "-S", f"127.0.0.1:{port}", "-t", str(seen(directory / "www")),
-                        str(seen(directory / "router.php"))),
-        env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(directory / "server.log", "wb") as log_file:  # the server writes to its own copy
+        process = subprocess.Popen(
+            install.command(seen(directory), "php", "-d", "upload_max_filesize=100M", "-d", "post_max_size=110M",
+                            "-S", f"127.0.0.1:{port}", "-t", str(seen(directory / "www")),
+                            str(seen(directory / "router.php"))),
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     wiki = RealWiki(url=origin, api=f"{origin}/w/api.php", directory=directory, process=process,
                     bot_user="Admin@mcp", bot_password=bot_password, editor_user="Editor@mcp",
                     editor_password=editor_bot_password, admin_password=admin_password, install=install)
@@ -528,7 +529,7 @@ class WikiFarm:
         if key not in self._made:
             try:
                 self._made[key] = make(self._stack)
-            except Exception as problem:
+            except Exception as problem:  # noqa: BLE001 - raised again to each test that asks
                 self._made[key] = problem
         made = self._made[key]
         if isinstance(made, Exception):
@@ -1225,8 +1226,8 @@ def test_a_long_retry_after_is_not_waited_out(fake: FakeWiki) -> None:
     fake.replies = [Reply(503, b"<html>down</html>", {"Retry-After": "3600"})]
     result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
     assert sleeps == [] and result.is_error
-    assert result.blocks[0] == ("upstream_failure: The wiki at 127.0.0.1:%d answered HTTP 503 with text/html "
-                                "instead of API JSON. Retry later; tell the user if it persists." % fake.port)
+    assert result.blocks[0] == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} answered HTTP 503 with "
+                                "text/html instead of API JSON. Retry later; tell the user if it persists.")
 
 
 def test_a_timeout_is_upstream_failure(fake: FakeWiki) -> None:
@@ -1705,7 +1706,7 @@ def history_text(step: int) -> str:
 
 def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
     session = requests.Session()
-    api = dict(format="json", formatversion="2")
+    api = {"format": "json", "formatversion": "2"}
     token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
                         timeout=30).json()["query"]["tokens"]["logintoken"]
     login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
@@ -1870,7 +1871,7 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
         action="query", titles=HISTORY_TITLE, prop="revisions", rvprop="ids|size|timestamp",
         rvlimit=50)["query"]["pages"][0]["revisions"]}
     for row in rows:
-        revision, timestamp, user, change, *rest = row.split(" | ")
+        revision, _, user, change, *rest = row.split(" | ")
         index = history.revisions.index(int(revision))
         parent_size = sizes[history.revisions[index - 1]] if index else 0
         assert user == history.users[int(revision)]
@@ -1976,8 +1977,8 @@ def test_compare_with_long_text_goes_by_post(wiki: RealWiki) -> None:
 
 @on_every_version
 def test_a_long_diff_is_truncated_and_read_whole_by_offset(bot_server: Any, wiki: RealWiki) -> None:
-    expected = "\n".join(["@@ -1,%d +1 @@" % len(wiki.wikitext("Long page").split("\n"))]
-                         + ["-" + line for line in wiki.wikitext("Long page").split("\n")] + ["+Short."])
+    lines = wiki.wikitext("Long page").split("\n")
+    expected = "\n".join([f"@@ -1,{len(lines)} +1 @@"] + ["-" + line for line in lines] + ["+Short."])
     parts, offset = [], 0
     for _ in range(5):
         result = call(bot_server, "compare-pages", fromTitle="Long page", toText="Short.", offset=offset)
@@ -2019,8 +2020,8 @@ LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for
 ONE_WORD_DIFF = ("~… of sand to the sea. The river carries grain 36 of sand to the sea. The river carries grain 37 "
                  "of [-sand-]{+silt+} to the sea. The river carries grain 38 of sand to the sea. The river carries "
                  "grain 39 of sand to …")
-ENGINE_TEXT = "\n\n".join(["Opening paragraph.", "A paragraph that moves.", LONG_PARAGRAPH,
-                           "Third paragraph.", "Fourth paragraph.", "Closing paragraph."])
+ENGINE_TEXT = (f"Opening paragraph.\n\nA paragraph that moves.\n\n{LONG_PARAGRAPH}\n\n"
+               "Third paragraph.\n\nFourth paragraph.\n\nClosing paragraph.")
 ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit, the diff it shows
     ("a moved paragraph",
      lambda text: text.replace("A paragraph that moves.\n\n", "").replace(
@@ -6870,16 +6871,16 @@ def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
 
     async def go() -> list[str]:
-        async with Client(server) as client:
-            async with client.listen(resources_list_changed=True, tools_list_changed=True) as subscription:
-                await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
-                events: list[str] = []
-                with anyio.fail_after(10):
-                    async for event in subscription:
-                        events.append(type(event).__name__)
-                        if len(events) == 2:
-                            break
-                return events
+        async with (Client(server) as client,
+                    client.listen(resources_list_changed=True, tools_list_changed=True) as subscription):
+            await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            events: list[str] = []
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    events.append(type(event).__name__)
+                    if len(events) == 2:
+                        break
+            return events
 
     assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
 
@@ -6889,7 +6890,7 @@ def test_reading_an_unknown_wiki_resource_is_an_error(wiki: RealWiki) -> None:
         async with Client(make_server(wiki.env())) as client:
             try:
                 await client.read_resource("mcp://wikis/nowhere.example.org")
-            except Exception as error:  # the SDK raises the JSON-RPC error
+            except MCPError as error:  # the SDK raises the JSON-RPC error
                 return error
     error = anyio.run(go)
     assert f"Unknown resource mcp://wikis/nowhere.example.org; the wikis are mcp://wikis/{wiki.key}." in str(error)
@@ -7618,7 +7619,7 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
             group.start_soon(one, slow_write, True)
             await anyio.to_thread.run_sync(started.wait, 30)
             group.start_soon(one, lambda: ran.append("waiting") or "waited", False)
-            await anyio.sleep(0)  # lets it start waiting for the turn
+            await anyio.lowlevel.checkpoint()  # lets it start waiting for the turn
             await calls.stop(0)
         await one(lambda: ran.append("late") or "late", False)
         return answers
