@@ -1464,8 +1464,8 @@ DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
 
 def toolset_names(name: str, value: str) -> frozenset[str]:
     """Comma-separated toolsets, where ``all`` names every one and ``default`` the default ones."""
-    wanted, chosen = comma_list(value), set()
-    for entry in (e.lower() for e in wanted):
+    chosen: set[str] = set()
+    for entry in (e.lower() for e in comma_list(value)):
         if entry not in (*TOOLSETS, "all", "default"):
             raise ConfigError(f"{name} names no toolset {entry!r}; the toolsets are {', '.join(TOOLSETS)}, "
                               "all and default")
@@ -4463,7 +4463,7 @@ def of_page(title: str, revid: int | None) -> dict[str, Any]:
     return {"oldid": revid} if revid else {"page": title}
 
 
-def outline_list(outline: list[Heading]) -> str:
+def outline_list(outline: Sequence[Heading]) -> str:
     """``0 (Lead), 1 (== History ==), ...``: the sections that can be read or changed by number."""
     return ", ".join(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
                                      for n, level, heading, _ in outline if n is not None])
@@ -4500,7 +4500,7 @@ def outline_of(parsed: dict[str, Any]) -> list[Heading]:
              else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
 
 
-def pick_section(ctx: ToolContext, outline: list[Heading], wanted: str, title: str,
+def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
                  with_templates: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
@@ -4596,17 +4596,17 @@ def get_page(
     for the outline, use get-page-sections; for an old revision, use get-revision."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
-    by_heading = isinstance(section, str)
+    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     page, redirected = query_page(
         ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
         inprop="protection" if metadata else None,
         rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
-        rvsection=section if content == "source" and not by_heading else None)
+        rvsection=number if content == "source" else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown = slot_text(ctx, revision, section, page["title"]), section
+    text, shown = slot_text(ctx, revision, number, page["title"]), section
     if isinstance(section, str):
         section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
     header = page_header(ctx, page, revision, redirected, metadata, shown)
@@ -4670,13 +4670,12 @@ def rendered(ctx: ToolContext, title: str, content: str, section: int | str | No
     as HTML or plain text: the parse, the body, the section number and how a header shows it.
     Plain text is read from the whole page, so that a section's references are the page's; an
     HTML section by heading costs a request more, for the numbers of the headings."""
-    number, shown = section, section
+    number, shown = (None if isinstance(section, str) else section), section
     if content == "text":
         parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
         if isinstance(section, str):
             number, heading = pick_section(ctx, outline_of(parsed), section, title)
             shown = f"{number} ({heading})" if heading else number
-        assert not isinstance(number, str)
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
@@ -4792,7 +4791,8 @@ def get_pages(
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
                                    ctx.budget)
-    piece = slice_content(bodies[cut][0], 0, left) if cut and bodies[cut] else None
+    cut_body = bodies[cut] if cut else None
+    piece = slice_content(cut_body[0], 0, left) if cut_body else None
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
@@ -4805,7 +4805,7 @@ def get_pages(
         text = {"content": "text"} if content == "text" else {}
         total = sum(utf8_len(b[0]) for b in bodies.values() if b)
         blocks.append(truncated_marker(
-            piece, "get-page", sections=bodies[cut][1]() if cut and bodies[cut] else (), verb="with",
+            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
             shown=(ctx.budget - left + (piece.end if piece else 0), total),
             again={"title": cut, **text} if piece else None, batch=text or None,
             left_out=[title for title in bodies if title not in whole and title != cut]))
@@ -4979,7 +4979,8 @@ def find_in_page(
 
 
 def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
-    spans, start = [], text.find(find)
+    spans: list[tuple[int, int]] = []
+    start = text.find(find)
     while start >= 0 and len(spans) <= MAX_MATCHES:
         spans.append((start, start + len(find)))
         start = text.find(find, start + len(find))
@@ -5149,14 +5150,14 @@ def get_revision(
     """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
     time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
     naming the next call. For the latest revision, use get-page."""
-    by_heading = isinstance(section, str)
+    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
                   + ("|content" if content == "source" else ""),
-        "rvsection": section if content == "source" and not by_heading else None,
+        "rvsection": number if content == "source" else None,
     }).get("query", {})
-    page = next(iter(query.get("pages") or []), {})
+    page: dict[str, Any] = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
         raise no_such_revision(ctx, revisionId)
@@ -5172,7 +5173,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text, shown = {}, slot_text(ctx, revision, section, title), section
+        again, text, shown = {}, slot_text(ctx, revision, number, title), section
         if isinstance(section, str):
             section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
@@ -5406,7 +5407,7 @@ def get_links_here(
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
-    kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
+    kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
     params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
                               "titles": title, "prop": "info"}
     for kind in kinds:
@@ -5473,8 +5474,8 @@ def get_recent_changes(
 
 
 def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
-                   types: list[str] | None, user: str | None, exclude_user: str | None,
-                   hide: list[str] | None, limit: int) -> dict[str, Any]:
+                   types: Sequence[str] | None, user: str | None, exclude_user: str | None,
+                   hide: Sequence[str] | None, limit: int) -> dict[str, Any]:
     """The filters that list=recentchanges and list=watchlist share, as the API parameters of
     the one ``prefix`` gives, newest first."""
     if user and exclude_user:
@@ -5499,9 +5500,9 @@ def time_window(start: str | None, end: str | None) -> tuple[str | None, str | N
 
 
 def change_row(change: dict[str, Any]) -> str:
-    kind = change.get("type")
+    kind = str(change.get("type"))
     what = {"edit": f"revision {change.get('revid')}", "new": f"new page, revision {change.get('revid')}",
-            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, str(kind))
+            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, kind)
     size = (signed(change["newlen"] - change.get("oldlen", 0))
             if kind in ("edit", "new") and "newlen" in change else "")
     flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
@@ -5561,7 +5562,7 @@ def get_template_info(
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
                                "lang": ctx.site.lang, "includeMissingTitles": True})
-        found = next(iter((data.get("pages") or {}).values()), {})
+        found: dict[str, Any] = next(iter((data.get("pages") or {}).values()), {})
         redirected = next((r.get("from") for r in data.get("redirects") or []), None)
         check_page(ctx, found, title)
         if not found.get("notemplatedata"):
@@ -5646,7 +5647,7 @@ def get_user_contributions(
         params.update(list=["usercontribs", "users"], ususers=name)
     data = ctx.client.get(params)
     query = data.get("query", {})
-    if next(iter(query.get("users") or []), {}).get("missing"):
+    if (query.get("users") or [{}])[0].get("missing"):
         raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
                         "them, case-sensitive after the first letter.")
     rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
@@ -5712,7 +5713,7 @@ def get_log_events(
 
 def log_types(ctx: ToolContext) -> list[str]:
     info = ctx.client.get({"action": "paraminfo", "modules": "query+logevents"}).get("paraminfo", {})
-    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    params = (info.get("modules") or [{}])[0].get("parameters") or []
     return [t for p in params if p.get("name") == "type" for t in p.get("type") or [] if t]
 
 
@@ -6150,15 +6151,15 @@ def update_page(
     current = revision_of(page)
     latest: int = current.get("revid", 0)
     whole = main_slot(current).get("content", "")
-    heading = section if isinstance(section, str) else None
-    if heading is not None:  # numbered as in the page now, to find the read this change is based on
-        section = section_by_heading(ctx, whole, heading, title, latest)[0]
+    heading = None
+    if isinstance(section, str):  # numbered as in the page now, to find the read this change is based on
+        heading, section = section, section_by_heading(ctx, whole, section, title, latest)[0]
     own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
     read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
     own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
-    if not own_base:
+    if not own_base and latestId is not None:  # only a given latestId can be another page's
         raise foreign_base(latestId, title, latest)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
@@ -6745,7 +6746,7 @@ def watch_page(
     try:
         answer = ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
                                   token="watch")
-        entry = next(iter(answer.get("watch") or []), {})
+        entry: dict[str, Any] = next(iter(answer.get("watch") or []), {})
     except ResponseLost as lost:
         entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
         if bool(entry.get("watched")) == unwatch:
@@ -6766,7 +6767,7 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
     """Whether the wiki's watchlist takes an expiry ($wgWatchlistExpiry): without, MediaWiki
     ignores one and watches the page for good."""
     info = ctx.client.get({"action": "paraminfo", "modules": "watch"}).get("paraminfo", {})
-    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    params = (info.get("modules") or [{}])[0].get("parameters") or []
     return any(p.get("name") == "expiry" for p in params)
 
 
@@ -8369,7 +8370,7 @@ REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/ser
 #: --empty-means-unset and an empty field reads as not given. Read-only stays on until the
 #: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
 #: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
-BUNDLE_SETTINGS = (
+BUNDLE_SETTINGS: tuple[tuple[str, str, str, Any, str], ...] = (
     ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
     ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),
     ("password", "string", "Bot password", "", "MEDIAWIKI_PASSWORD"),

@@ -44,11 +44,11 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-import mediawiki_mcp as m  # noqa: E402
-from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki  # noqa: E402
+import mediawiki_mcp as m
+from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -74,8 +74,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     # the image itself comes from the wiki's own address, which the counting proxy does not see
     ("get-file-data", {"title": "Red square.png"}, "image (+1 off-proxy)"),
 ]
-WIRE_CASES = [("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
-              ("search-page", {"query": "fruit"})]
+WIRE_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
+    ("search-page", {"query": "fruit"})]
 
 
 # ---------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def ms(seconds: float) -> str:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def server_command() -> list[str]:
@@ -200,7 +201,7 @@ def timed_calls(params: StdioServerParameters, calls: list[tuple[str, dict[str, 
                     start = time.perf_counter()
                     result = await client.call_tool(tool, arguments)
                     timings[i].append(time.perf_counter() - start)
-                    assert not result.is_error, (tool, result.content[0].text)
+                    assert not result.is_error, (tool, result.content)
         return timings
     return anyio.run(go)
 
@@ -221,7 +222,7 @@ def paired_calls(first: StdioServerParameters, first_call: tuple[str, dict[str, 
                     start = time.perf_counter()
                     result = await client.call_tool(tool, arguments)
                     sink.append(time.perf_counter() - start)
-                    assert not result.is_error, (tool, result.content[0].text)
+                    assert not result.is_error, (tool, result.content)
         return times
     return anyio.run(go)
 
@@ -235,9 +236,9 @@ def bare_latency(session: requests.Session, recorded: list[str], wiki_port: int,
             method, path, *body = entry.split(" ", 2)
             url = f"http://127.0.0.1:{wiki_port}{path}"
             if method == "GET":
-                session.get(url, timeout=60).content
+                session.get(url, timeout=60)
             else:
-                session.post(url, data=dict(urllib.parse.parse_qsl(body[0] if body else "")), timeout=60).content
+                session.post(url, data=dict(urllib.parse.parse_qsl(body[0] if body else "")), timeout=60)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
