@@ -8606,7 +8606,7 @@ def test_the_claude_code_plugin_asks_what_the_bundle_asks_and_passes_validation(
     assert (fields["upload_dir"]["type"], targets["upload_dir"]) == ("directory", "MCP_UPLOAD_DIRS")
     for manifest in (".claude-plugin/plugin.json", "."):  # the plugin, and the marketplace listing it
         done = subprocess.run([node_tool("claude"), "plugin", "validate", "--strict", manifest], cwd=HERE,
-                              capture_output=True, text=True, timeout=120, env=with_node_path())
+                              check=False, capture_output=True, text=True, timeout=120, env=with_node_path())
         assert done.returncode == 0 and "Validation passed" in done.stdout, done.stdout + done.stderr
 
 
@@ -8621,12 +8621,12 @@ def test_the_readmes_claude_code_plugin_line_installs_a_server_that_connects(dis
                                       "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
     claude = node_tool("claude")
     argv = shlex.split(line.replace("mediawiki-mcp/mediawiki-mcp", str(marketplace)))
-    installed = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=300, env=env,
+    installed = subprocess.run([claude, *argv[1:]], check=False, capture_output=True, text=True, timeout=300, env=env,
                                cwd=tmp_path)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     # With every field at its default: the zero-config server, read-only English Wikipedia.
-    listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
-                            cwd=tmp_path)
+    listed = subprocess.run([claude, "mcp", "list"], check=False, capture_output=True, text=True, timeout=300,
+                            env=env, cwd=tmp_path)
     assert ("plugin:mediawiki-mcp:mediawiki: uvx mediawiki-mcp --empty-means-unset - ✔ Connected"
             in listed.stdout), listed.stdout + listed.stderr
 
