@@ -5462,15 +5462,19 @@ def get_recent_changes(
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
     size change, then flags, tags and summary. For one page, use get-page-history."""
-    data = ctx.client.get({
-        "action": "query", "list": "recentchanges", "rctag": tag,
-        **change_filters("rc", start, end, namespaces, types, user, excludeUser, hide, limit),
-        **continuation(ctx, "rccontinue"),
-    })
-    rows = [change_row(c) for c in data.get("query", {}).get("recentchanges") or []]
-    blocks = [f"Recent changes, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
-              else "No changes match."]
-    return with_more(blocks, data, len(rows), "change", "get-recent-changes")
+    return listed_changes(ctx, "recentchanges", "rc", {"rctag": tag}, change_filters(
+        "rc", start, end, namespaces, types, user, excludeUser, hide, limit), "Recent changes", "changes",
+        "get-recent-changes")
+
+
+def listed_changes(ctx: ToolContext, module: str, prefix: str, params: Mapping[str, Any],
+                   filters: Mapping[str, Any], heading: str, what: str, tool_name: str) -> list[str]:
+    """One page of list=recentchanges or list=watchlist (``prefix``: rc or wl), a row each."""
+    data = ctx.client.get({"action": "query", "list": module, **params, **filters,
+                           **continuation(ctx, f"{prefix}continue")})
+    rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
+    blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
+    return with_more(blocks, data, len(rows), "change", tool_name)
 
 
 def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
@@ -5755,15 +5759,9 @@ def get_watchlist(
 ) -> list[str]:
     """Returns recent changes to the pages the account watches, newest first, in get-recent-changes'
     rows and with its filters, tag aside."""
-    data = ctx.client.get({
-        "action": "query", "list": "watchlist", "wlallrev": True,
-        **change_filters("wl", start, end, namespaces, types, user, excludeUser, hide, limit),
-        **continuation(ctx, "wlcontinue"),
-    })
-    rows = [change_row(c) for c in data.get("query", {}).get("watchlist") or []]
-    blocks = [f"Changes to watched pages, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows
-              else "No changes to watched pages match."]
-    return with_more(blocks, data, len(rows), "change", "get-watchlist")
+    return listed_changes(ctx, "watchlist", "wl", {"wlallrev": True}, change_filters(
+        "wl", start, end, namespaces, types, user, excludeUser, hide, limit), "Changes to watched pages",
+        "changes to watched pages", "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
