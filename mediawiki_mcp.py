@@ -46,7 +46,7 @@ import typing
 import unicodedata
 import urllib.parse
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType, UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -1414,6 +1414,33 @@ def upload_directories(entries: Iterable[str], source: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+#: The groups of tools an operator may offer (MCP_TOOLSETS); each tool names its own (@tool).
+TOOLSETS = {
+    "pages": "read and search pages, categories, links, templates; site info and the account",
+    "edit": "create, change and move pages; categories; a replace across pages",
+    "history": "revisions, page history, diffs and undo",
+    "talk": "start and answer talk page discussions",
+    "changes": "recent changes, contributions, logs and the watchlist (and watch on page writes)",
+    "files": "read, upload and update files",
+    "admin": "delete, undelete, protect and roll back (rights most accounts lack)",
+    "wikis": "add and remove wikis (list-wikis, in pages, lists them)",
+}
+DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
+
+
+def toolset_names(name: str, value: str) -> frozenset[str]:
+    """Comma-separated toolsets, where ``all`` names every one and ``default`` the default ones."""
+    wanted, chosen = comma_list(value), set()
+    for entry in (e.lower() for e in wanted):
+        if entry not in (*TOOLSETS, "all", "default"):
+            raise ConfigError(f"{name} names no toolset {entry!r}; the toolsets are {', '.join(TOOLSETS)}, "
+                              "all and default")
+        chosen |= set(TOOLSETS) if entry == "all" else DEFAULT_TOOLSETS if entry == "default" else {entry}
+    if not chosen:
+        raise ConfigError(f"{name} names no toolset; the toolsets are {', '.join(TOOLSETS)}, all and default")
+    return frozenset(chosen)
+
+
 # -- the settings: one row each -----------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -1487,6 +1514,9 @@ SETTINGS = {row.variable: row for row in (
             "https://app.example.org (default: the loopback names when listening on loopback)", [], origin_list),
     Setting("MCP_AUTH_TOKEN", "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
             parse=functools.partial(credential, header=True), secret=True, empty_is_default=False),
+    Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
+            f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
+            toolset_names, field="toolsets"),
     Setting("MCP_STATELESS", "HTTP: true keeps no state between requests, for replicas; or --stateless", False,
             parse_bool),
 )}
@@ -1556,6 +1586,7 @@ class Config:
     upload_max_bytes: int = from_setting("MCP_UPLOAD_MAX_BYTES")
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
     trusted_hosts: tuple[str, ...] = from_setting("MCP_TRUSTED_HOSTS")
+    toolsets: frozenset[str] = from_setting("MCP_TOOLSETS")
     allow_wiki_management: bool = True
 
     def __post_init__(self) -> None:
@@ -1643,7 +1674,7 @@ SECRET_FIELDS = tuple(row.field.removeprefix("wikis.*.") for row in SETTINGS.val
 IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
 TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
-    "uploadDirs": ("array of strings",),
+    "uploadDirs": ("array of strings",), "toolsets": ("array of strings", "string"),
 }
 EXEC_SECRET_TIMEOUT_SECONDS = 30
 VARIABLE = re.compile(r"\$\{([^}]+)\}")
@@ -1727,7 +1758,7 @@ def run_secret_command(spec: Any, path: str) -> str:
         raise ConfigError(f"{path}.exec.args must be an array of strings")
     try:  # its error output goes nowhere: it may hold the secret too
         done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS)
+                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS, check=False)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
     except subprocess.TimeoutExpired:
@@ -1785,6 +1816,9 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
     upload_dirs = upload_directories(
         [substitute(d, env, "uploadDirs", False) for d in raw.get("uploadDirs") or []], "uploadDirs")
     settings = {**settings, "upload_dirs": tuple(dict.fromkeys(settings["upload_dirs"] + upload_dirs))}
+    if "toolsets" in raw:  # the file's choice over the environment's, as for the wikis
+        toolsets = raw["toolsets"]
+        settings["toolsets"] = toolset_names("toolsets", toolsets if isinstance(toolsets, str) else ",".join(toolsets))
     return Config(wikis=wikis, default_wiki=default,
                   allow_wiki_management=raw.get("allowWikiManagement", True), **settings)
 
@@ -2149,7 +2183,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 if char == "{":
                     bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
                         + [plain.end() - 1]
-                    parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                    parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
                     name = text[parts[0][0]:parts[0][1]].strip()
                     nodes.append(Node("template", i, plain.end(), name, parts))
                 i = plain.end()
@@ -2179,7 +2213,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
             if names[matching]:
                 bounds = [part.start for part in piece.parts] + [i + 1]
-                parts = tuple((a, b - 1) for a, b in zip(bounds, bounds[1:]))
+                parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
                 nodes.append(Node(str(names[matching]), piece.start + piece.count - matching, i + matching,
                                   text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
@@ -3128,11 +3162,11 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
-    Param("continueFrom", str, None, Arg("From the previous call's 'More results' marker."), False, None),
-    Param("dryRun", bool, None, Arg("Saves nothing; returns the diff that would be saved."), False, False),
-    Param("idempotencyKey", str, None, Arg("One per user request, reused on retry; a repeat writes nothing.",
+    Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
+    Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
+    Param("idempotencyKey", str, None, Arg("Same on retry: a repeat writes nothing.",
                                            max_length=200), False, None),
-    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: per the account's preferences."),
+    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: preferences."),
           False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
@@ -3163,6 +3197,7 @@ class ToolSpec:
     idempotent: bool
     open_world: bool
     params: dict[str, Param]             # the function's own
+    toolset: str                         # its group (TOOLSETS), offered as the operator chooses
     offered: Callable[[ServerState], bool] | None = None
     scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
     continue_from: bool = False          # takes continueFrom
@@ -3184,16 +3219,34 @@ class ToolSpec:
             shared["dryRun"] = dataclasses.replace(shared["dryRun"], default=True)
         return {**self.params, **shared}
 
-    def description(self, config: Config | None = None) -> str:
-        """The description, the settings it quotes read from ``config`` (None: the defaults)."""
-        return self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
-                                    for f in dataclasses.fields(Config)})
+    def description(self, config: Config | None = None, absent: Collection[str] = ()) -> str:
+        """The description, the settings it quotes read from ``config`` (None: the defaults), without
+        the routing to the tools ``absent`` from the list (routed)."""
+        return routed(self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
+                                           for f in dataclasses.fields(Config)}), absent)
 
-    def schema(self) -> dict[str, Any]:
-        arguments = self.arguments
+    def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
+        """The input schema, leaving out the shared arguments ``unlisted``, which a call may
+        still pass (listed_arguments)."""
+        arguments = {name: p for name, p in self.arguments.items() if name not in unlisted}
         required = [name for name, p in arguments.items() if p.required]
         return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
                 **({"required": required} if required else {}), "additionalProperties": False}
+
+
+def routed(text: str, absent: Collection[str]) -> str:
+    """``text`` without the sentences, or the clauses of a sentence apart by ``; ``, that name a
+    tool ``absent`` from the list: routing is written "For X, use a; for Y, use b." for this."""
+    if not absent:
+        return text
+    names = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, absent))})(?![\w-])")
+    kept = []
+    for sentence in re.split(r"(?<=\.) (?=[A-Z])", text):
+        if not names.search(sentence):
+            kept.append(sentence)
+        elif left := "; ".join(c for c in sentence.removesuffix(".").split("; ") if not names.search(c)):
+            kept.append(left[:1].upper() + left[1:] + ".")
+    return " ".join(kept)
 
 
 @dataclasses.dataclass(eq=False)
@@ -3203,7 +3256,7 @@ class Registry:
     is given its own, as a test does."""
     tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
-    def tool(self, name: str, title: str, *, read_only: bool, destructive: bool | None = None,
+    def tool(self, name: str, title: str, *, toolset: str, read_only: bool, destructive: bool | None = None,
              idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
              continue_from: bool = False, dry_run: bool = False, dry_run_default: bool = False,
              idempotency_key: bool = False, watch: bool = False, needs_extension: str | None = None,
@@ -3214,7 +3267,8 @@ class Registry:
         ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
         arguments, each ``Annotated[type, Arg(...)]``. A ``read_only`` tool is not destructive
         and is idempotent; any other states ``destructive`` and ``idempotent``, never guessed.
-        ``open_world``: it reaches beyond this server. Each flag gives an argument or a gate:
+        ``open_world``: it reaches beyond this server. ``toolset``: its group (TOOLSETS); it is
+        offered only when the operator offers that group. Each flag gives an argument or a gate:
 
         - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
           read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
@@ -3237,12 +3291,15 @@ class Registry:
             raise TypeError(f"{name}: dry_run_default needs dry_run")
         if not read_only and (destructive is None or idempotent is None):
             raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
+        if toolset not in TOOLSETS:
+            raise TypeError(f"{name}: toolset {toolset!r} is not one of {', '.join(TOOLSETS)}")
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             spec = ToolSpec(
                 name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
                 read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
-                open_world=open_world, params=signature_params(fn), offered=offered, scoped=scoped,
+                open_world=open_world, params=signature_params(fn), toolset=toolset, offered=offered,
+                scoped=scoped,
                 continue_from=continue_from, dry_run=dry_run, dry_run_default=dry_run_default,
                 idempotency_key=idempotency_key, watch=watch, needs_extension=needs_extension,
                 rights=rights, needs_upload_dirs=needs_upload_dirs)
@@ -3318,7 +3375,7 @@ def param_schema(p: Param) -> dict[str, Any]:
         schema["minimum"] = p.arg.minimum
     if p.arg.maximum is not None:
         schema["maximum"] = p.arg.maximum
-    if p.default is not None:
+    if p.default is not None and p.default is not False:  # a flag is off unless set: no need to say
         schema["default"] = p.default
     schema["description"] = p.arg.description
     return schema
@@ -3608,7 +3665,7 @@ async def on_own_thread(fn: Callable[[], Any]) -> Any:
     def work() -> None:
         try:
             outcome: tuple[Any, BaseException | None] = (fn(), None)
-        except BaseException as error:  # handed to the caller, on the event loop
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, on the event loop
             outcome = (None, error)
         try:
             loop.call_soon_threadsafe(settle, outcome)
@@ -3818,12 +3875,19 @@ class ToolContext:
         return self._client.site
 
 
+def unlisted_arguments(state: ServerState) -> set[str]:
+    """The shared arguments tools/list leaves out: ``wiki`` with one wiki (adding a second one
+    changes the list, and clients are told), and ``watch`` without the toolset of the watchlist."""
+    return {name for name, unused in (("wiki", len(state.wikis) < 2),
+                                      ("watch", "changes" not in state.config.toolsets)) if unused}
+
+
 def offered_tools(state: ServerState) -> list[ToolSpec]:
-    """The tools this configuration offers: tools that write to a wiki only when a wiki is
-    writable, and each tool only where its ``offered`` condition holds."""
+    """The tools this configuration offers: those of the toolsets it names, tools that write to
+    a wiki only when a wiki is writable, and each tool only where its ``offered`` condition holds."""
     writable = state.any_writable()
     return [spec for spec in state.registry.tools.values()
-            if (spec.read_only or not spec.scoped or writable)
+            if spec.toolset in state.config.toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state))]
 
 
@@ -3855,8 +3919,10 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
-            raise permission_denied(f"The tool {name} is not offered with this server's configuration; no "
-                                    f"retry by the model changes it. {available}")
+            why = ("" if spec.toolset in state.config.toolsets else
+                   f" (it is in the toolset {spec.toolset}, which the operator can add to MCP_TOOLSETS)")
+            raise permission_denied(f"The tool {name} is not offered with this server's configuration{why}; "
+                                    f"no retry by the model changes it. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -3887,8 +3953,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
-        return [f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); "
-                "the server log has the details."], True
+        return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
+                 "the details.")], True
     return as_blocks(result), False
 
 
@@ -3939,13 +4005,15 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         listening(ctx)
+        offered, unlisted = offered_tools(state), unlisted_arguments(state)
+        absent = state.registry.tools.keys() - {spec.name for spec in offered}
         return mt.ListToolsResult(tools=[
-            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config),
-                    input_schema=spec.schema(),
+            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
+                    input_schema=spec.schema(unlisted),
                     annotations=mt.ToolAnnotations(
                         read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                         idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered_tools(state)])
+            for spec in offered])
 
     def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(state.wikis), tuple(spec.name for spec in offered_tools(state))
@@ -3957,7 +4025,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def listening(ctx: Any) -> None:
-        connection = ctx.session._connection  # noqa: SLF001 - the SDK offers no public way to it
+        connection = ctx.session._connection  # private: the SDK offers no public way to it
         if connection.has_standalone_channel:
             listeners.add(connection)
 
@@ -4030,7 +4098,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
-    lowlevel = server._lowlevel_server  # noqa: SLF001 - see the comment above
+    lowlevel = server._lowlevel_server  # private: see the comment above
     lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
     lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
@@ -4053,17 +4121,16 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
 # -- parameters many tools share ---------------------------------------------
 
-TitleArg = Arg("Wiki page title (e.g. Talk:Foo).", title=True)
-FileTitleArg = Arg("File title; the File: prefix is optional.", title=True)
-ContentArg = Arg("'source': wikitext; 'html': rendered; 'text': plain text of the rendered page, headings "
-                 "numbered, references as notes; 'none': metadata only.")
-SectionArg = Arg("Section number (0 = lead) or heading text.", minimum=0, max_length=255)
-OffsetArg = Arg("Byte offset to start from, as a truncation marker names it.", minimum=0)
-NamespacesArg = Arg("Namespace IDs. Default: all.", max_items=50)
+TitleArg = Arg("Wiki page title.", title=True)
+FileTitleArg = Arg("File title; File: optional.", title=True)
+ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
+SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
+OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
+NamespacesArg = Arg("Namespace IDs; default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
-LatestIdArg = Arg("Revision ID the change is based on (get-page gives it).", minimum=1)
-TalkTitleArg = Arg("Talk page title, or its subject page's.", title=True)
+LatestIdArg = Arg("Revision ID the change is based on.", minimum=1)
+TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 
 
 # -- shared pieces of the page tools ----------------------------------------
@@ -4248,21 +4315,21 @@ def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, to
 
 # -- read tools: pages, search, the wiki and the account ---------------------
 
-@tool("get-page", "Get page", read_only=True)
+@tool("get-page", "Get page", toolset="pages", read_only=True)
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     content: Annotated[Literal["source", "html", "text", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
-        "Adds page ID, content model, size, last edit, protection and URL.")] = False,
+        'Adds page ID, content model, size, last edit, protection, URL.')] = False,
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
-    followRedirects: Annotated[bool, Arg("false: a redirect page's own wikitext, not its target's.")] = True,
+    followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
 ) -> list[str]:
-    """Returns a wiki page's latest revision, wikitext, rendered HTML or its plain text, with its
-    title and revision ID (a write's latestId); notes a followed redirect. Truncated at
+    """Returns a wiki page's latest revision as wikitext, HTML or plain text, with its
+    revision ID (a write's latestId); notes a followed redirect. Truncated at
     {content_max_bytes:bytes}, the marker naming the next call. For several pages, use get-pages;
-    for an old revision, get-revision; for the outline, get-page-sections."""
+    for the outline, use get-page-sections; for an old revision, use get-revision."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     by_heading = isinstance(section, str)
@@ -4394,11 +4461,11 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
                    "subsections (only when it has any)")
 
 
-@tool("get-page-sections", "Get page sections", read_only=True)
+@tool("get-page-sections", "Get page sections", toolset="pages", read_only=True)
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a wiki page's outline, one row per section: number, heading and the bytes of its own
-    text and with its subsections; a section a template brings has no number and is changed on the
-    page named. With the page's size and revision ID. For a section's text, use get-page with section."""
+    """Returns a wiki page's outline: each section's number, heading, bytes of its own text and with
+    subsections; the page's size and revision ID. A section a template brings has no number: change
+    it on the page named. For a section's text, use get-page with section."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -4431,19 +4498,18 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(rows)
 
 
-@tool("get-pages", "Get pages", read_only=True)
+@tool("get-pages", "Get pages", toolset="pages", read_only=True)
 def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
-        "'source': wikitext; 'text': plain text of each rendered page; 'none': titles and revision IDs "
-        "only.")] = "source",
+        "'source': wikitext; 'text': plain text; 'none': revision IDs only.")] = "source",
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages' wikitext or plain text, in the order asked, each with its title and
-    revision ID; missing titles are listed. One budget of {content_max_bytes:bytes}: every page that fits
-    whole, the rest of it to the first that does not, cut with its offset; pages left out are named
-    with the call that reads them. For HTML or a section, use get-page."""
+    """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
+    missing titles are listed. One budget of {content_max_bytes:bytes}: the pages that fit whole,
+    then the first that does not, cut at an offset; the rest are named. For HTML or a section, use
+    get-page."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -4542,17 +4608,17 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     return result
 
 
-@tool("search-page", "Search pages", read_only=True, continue_from=True)
+@tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True)
 def search_page(
     ctx: ToolContext,
-    query: Annotated[str, Arg("Words to find in page text (the wiki's search syntax applies).",
+    query: Annotated[str, Arg("Words to find (the wiki's search syntax).",
                               max_length=300)],
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
-    limit: Annotated[int, Arg("Most results to return.", minimum=1, maximum=50)] = 10,
+    limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches the text of wiki pages, by default in the wiki's content namespaces; returns
-    matching titles with a snippet each, best first. For titles that begin with some text, use
-    search-page-by-prefix; for text in one page, find-in-page."""
+    """Searches the text of wiki pages (by default in the content namespaces); returns titles and
+    snippets, best first. For titles by their start, use search-page-by-prefix; for text in one
+    page, use find-in-page."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -4568,17 +4634,16 @@ def search_page(
     return with_more(blocks, data, len(rows), "page", "search-page")
 
 
-@tool("search-page-by-prefix", "Search pages by prefix", read_only=True, continue_from=True)
+@tool("search-page-by-prefix", "Search pages by prefix", toolset="pages", read_only=True, continue_from=True)
 def search_page_by_prefix(
     ctx: ToolContext,
-    prefix: Annotated[str, Arg("Start of the page title; a namespace prefix (e.g. Category:) "
-                               "selects that namespace.", max_length=255)],
-    namespace: Annotated[int | None, Arg("Namespace ID to search in, instead of a prefix in the text.",
+    prefix: Annotated[str, Arg("Start of the title; a namespace prefix (Category:) selects the namespace.", max_length=255)],
+    namespace: Annotated[int | None, Arg("Namespace ID, instead of a prefix.",
                                          minimum=0)] = None,
-    limit: Annotated[int, Arg("Most titles to return.", minimum=1, maximum=100)] = 20,
+    limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text, one per line. For words
-    inside pages, use search-page."""
+    """Returns the titles of wiki pages that begin with the given text. For words inside pages, use
+    search-page."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -4604,7 +4669,7 @@ MAX_MATCHES = 10_000
 REGEX_SECONDS = 5.0
 
 
-@tool("find-in-page", "Find in page", read_only=True)
+@tool("find-in-page", "Find in page", toolset="pages", read_only=True)
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -4612,9 +4677,9 @@ def find_in_page(
     regex: Annotated[bool, Arg("find is a regular expression.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in one wiki page's wikitext: each match's section, line, byte offset and
-    neighbouring lines, and any template call, reference or comment around it. 50 at most. For
-    words across pages, use search-page."""
+    """Finds text in one wiki page's wikitext: each match's section, line, byte offset, neighbouring
+    lines and the template, reference or comment it is in; 50 at most. For words across pages, use
+    search-page."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     pattern = None
@@ -4768,10 +4833,10 @@ def argument_name(argument: str) -> str | None:
     return named.group(1).strip() if named else None
 
 
-@tool("get-site-info", "Get site info", read_only=True)
+@tool("get-site-info", "Get site info", toolset="pages", read_only=True)
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only
-    state, namespaces with their IDs and installed extensions."""
+    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only state,
+    namespaces and their IDs, and extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -4785,10 +4850,10 @@ def get_site_info(ctx: ToolContext) -> str:
         ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
 
 
-@tool("whoami", "Who am I", read_only=True)
+@tool("whoami", "Who am I", toolset="pages", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as on the wiki (or that it is anonymous), its groups
-    and its editing rights: what a write may do."""
+    """Returns the account this server acts as (or that it is anonymous), its groups and rights: what a
+    write may do."""
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -4815,7 +4880,7 @@ def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
             if str(s.get("index", "")).isdigit()]
 
 
-@tool("get-revision", "Get revision", read_only=True)
+@tool("get-revision", "Get revision", toolset="history", read_only=True)
 def get_revision(
     ctx: ToolContext,
     revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
@@ -4823,9 +4888,9 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision of a wiki page by revision ID, wikitext, rendered HTML or plain text,
-    with its page, time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes},
-    the marker naming the next call. For the latest revision, use get-page with metadata=true."""
+    """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
+    time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
+    naming the next call. For the latest revision, use get-page."""
     by_heading = isinstance(section, str)
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -4887,21 +4952,21 @@ HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only wh
                   "tags (only when any) | edit summary (quoted, only when any)")
 
 
-@tool("get-page-history", "Get page history", read_only=True)
+@tool("get-page-history", "Get page history", toolset="history", read_only=True)
 def get_page_history(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    limit: Annotated[int, Arg("Most revisions to return.", minimum=1, maximum=50)] = 20,
-    olderThan: Annotated[int | None, Arg("Revision ID: only older revisions. Not with newerThan.",
+    limit: Annotated[int, Arg("Most revisions.", minimum=1, maximum=50)] = 20,
+    olderThan: Annotated[int | None, Arg("Only revisions older than this ID.",
                                          minimum=1)] = None,
-    newerThan: Annotated[int | None, Arg("Revision ID: only newer revisions. Not with olderThan.",
+    newerThan: Annotated[int | None, Arg("Only revisions newer than this ID.",
                                          minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only revisions with this change tag.")] = None,
-    user: Annotated[str | None, Arg("Only revisions by this account.")] = None,
+    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
+    user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a wiki page's revisions, newest first, one row each: ID, time, user, size change,
-    then minor, tags and the quoted summary when present; 20 by default, the marker naming the next
-    olderThan. For content, use get-revision; for what an edit changed, compare-pages."""
+    """Returns a wiki page's revisions, newest first: ID, time, user, size change, then minor, tags and
+    summary; 20 by default, then a marker with the next olderThan. For content, use get-revision;
+    for what an edit changed, use compare-pages."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -4965,23 +5030,22 @@ def row_summary(row: Mapping[str, Any]) -> str:
     return json.dumps(summary, ensure_ascii=False) if summary else ""
 
 
-@tool("compare-pages", "Compare pages", read_only=True)
+@tool("compare-pages", "Compare pages", toolset="history", read_only=True)
 def compare_pages(
     ctx: ToolContext,
     fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
-    fromTitle: Annotated[str | None, Arg("Old side: page title (latest revision).", title=True)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
     fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
     toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
-    toTitle: Annotated[str | None, Arg("New side: page title (latest revision).", title=True)] = None,
+    toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
     toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
     includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
-    offset: Annotated[int, Arg("Byte offset into the diff, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
-    """Diffs two versions on the wiki, each a revision, a page's latest revision or wikitext
-    (not text against text): only the changed lines, under @@ line hunks: a changed line once, as ~ with
-    [-old-]{{+new+}} words and long unchanged stretches cut to …; a line gone or new whole as - or +.
-    With both sizes and the change. Truncated at {content_max_bytes:bytes} (offset continues). For what
-    changed, use this rather than diffing two fetched sources."""
+    """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
+    changed lines in @@ hunks, a changed line as ~ with [-old-]{{+new+}} words, a removed or added
+    one as - or +; with both sizes. Truncated at {content_max_bytes:bytes} (offset continues). Use
+    it rather than diffing fetched texts."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -5030,18 +5094,17 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
 
 # -- read tools: categories, links, recent changes, parsing -----------------
 
-@tool("get-category-members", "Get category members", read_only=True, continue_from=True)
+@tool("get-category-members", "Get category members", toolset="pages", read_only=True, continue_from=True)
 def get_category_members(
     ctx: ToolContext,
-    category: Annotated[str, Arg("Category name, with or without the Category: prefix.", title=True)],
+    category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
     types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
-        "Member types. Default: all.", max_items=3)] = None,
+        'Member types; default: all.', max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    limit: Annotated[int, Arg("Most members to return.", minimum=1, maximum=500)] = 50,
+    limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's members, one title per line, after its page, subcategory and file
-    counts; subcategories and files are marked (unmarked: an ordinary page). Errors when the
-    category has no page and no members."""
+    """Returns a category's members after its page, subcategory and file counts, subcategories and
+    files marked. Fails when the category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -5071,18 +5134,17 @@ LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, fol
 }
 
 
-@tool("get-links-here", "Get links here", read_only=True, continue_from=True)
+@tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True)
 def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
-        "Default: all that apply (fileusage for File: pages).", max_items=3)] = None,
+        'Default: all that apply.', max_items=3)] = None,
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    limit: Annotated[int, Arg("Most pages per relationship.", minimum=1, maximum=250)] = 50,
+    limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns the pages that link to, transclude or (files) show a wiki page, one per line; a
-    note marks transclusion, file link, redirect, or via X (through redirect X), none a plain
-    link. Works for missing pages too."""
+    """Returns pages that link to, transclude or (files) show a wiki page, marked as transclusion,
+    file link, redirect or via a redirect. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -5116,15 +5178,15 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-StartArg = Arg("Oldest time, ISO 8601 (2026-11-29T00:00:00Z).")
+StartArg = Arg("Oldest time, ISO 8601.")
 EndArg = Arg("Newest time, ISO 8601.")
 ChangeTypesArg = Arg("Default: edit, new, log.", max_items=4)
-ChangeUserArg = Arg("Only this account's changes.")
-ExcludeUserArg = Arg("Not this account's changes.")
-ChangeLimitArg = Arg("Most changes to return.", minimum=1, maximum=500)
+ChangeUserArg = Arg("Only this account's.")
+ExcludeUserArg = Arg("Not this account's.")
+ChangeLimitArg = Arg("Most changes.", minimum=1, maximum=500)
 
 
-@tool("get-recent-changes", "Get recent changes", read_only=True, continue_from=True)
+@tool("get-recent-changes", "Get recent changes", toolset="changes", read_only=True, continue_from=True)
 def get_recent_changes(
     ctx: ToolContext,
     start: Annotated[str | None, StartArg] = None,
@@ -5133,14 +5195,13 @@ def get_recent_changes(
     types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
     user: Annotated[str | None, ChangeUserArg] = None,
     excludeUser: Annotated[str | None, ExcludeUserArg] = None,
-    tag: Annotated[str | None, Arg("Only changes with this change tag.")] = None,
+    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: Annotated[int, ChangeLimitArg] = 50,
 ) -> list[str]:
-    """Returns the wiki's recent changes, newest first, one row each: time, page, revision ID or
-    log action, user, size change, then flags, tags and the quoted summary when present. For one page's
-    history, use get-page-history."""
+    """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
+    size change, then flags, tags and summary. For one page, use get-page-history."""
     data = ctx.client.get({
         "action": "query", "list": "recentchanges", "rctag": tag,
         **change_filters("rc", start, end, namespaces, types, user, excludeUser, hide, limit),
@@ -5191,17 +5252,17 @@ def change_row(change: dict[str, Any]) -> str:
     return " | ".join(p for p in parts if p)
 
 
-@tool("parse-wikitext", "Preview wikitext", read_only=True)
+@tool("parse-wikitext", "Preview wikitext", toolset="pages", read_only=True)
 def parse_wikitext(
     ctx: ToolContext,
     wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
-    title: Annotated[str | None, Arg("Page title to render as ({{PAGENAME}}). Default: API.",
+    title: Annotated[str | None, Arg("Title to render as ({{PAGENAME}}); default: API.",
                                      title=True)] = None,
-    offset: Annotated[int, Arg("Byte offset into the HTML, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
-    """Renders wikitext through the wiki without saving (signatures and subst: expanded): HTML,
-    parse warnings, links and templates (missing ones marked), categories and external links, to
-    check an edit before saving. HTML truncated at {content_max_bytes:bytes} (offset continues)."""
+    """Renders wikitext without saving (signatures, subst: expanded): HTML, warnings, links, templates
+    (missing ones marked), categories, external links; to check an edit. HTML truncated at
+    {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
     lists = "" if offset else "|links|templates|categories|externallinks|parsewarnings|displaytitle"
@@ -5229,15 +5290,15 @@ TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | al
                    "description (quoted); each only when set")
 
 
-@tool("get-template-info", "Get template info", read_only=True)
+@tool("get-template-info", "Get template info", toolset="pages", read_only=True)
 def get_template_info(
     ctx: ToolContext,
-    title: Annotated[str, Arg("Template name, with or without the Template: prefix.", title=True)],
+    title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's parameters from its TemplateData, one row each (name, type, required or
-    suggested, label, aliases, default, example, description), with the template's description and
-    the format it expects. Without TemplateData, the parameters are read from {{{{{{name|default}}}}}} in
-    its source and marked inferred. For where a page calls it, use find-in-page."""
+    """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
+    default, example, description), its description and format. Without TemplateData, read from
+    {{{{{{name|default}}}}}} in its source, marked inferred. For where a page calls it, use
+    find-in-page."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -5300,19 +5361,20 @@ CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, min
                         "tags (only when any) | edit summary (quoted, only when any)")
 
 
-@tool("get-user-contributions", "Get user contributions", read_only=True, continue_from=True)
+@tool("get-user-contributions", "Get user contributions", toolset="changes",
+      read_only=True, continue_from=True)
 def get_user_contributions(
     ctx: ToolContext,
-    user: Annotated[str, Arg("Account, IP address or CIDR range (192.0.2.0/24).")],
+    user: Annotated[str, Arg("Account, IP address or CIDR range.")],
     namespaces: Annotated[list[int] | None, NamespacesArg] = None,
     start: Annotated[str | None, StartArg] = None,
     end: Annotated[str | None, EndArg] = None,
     oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
-    limit: Annotated[int, Arg("Most edits to return.", minimum=1, maximum=500)] = 50,
+    limit: Annotated[int, Arg("Most edits.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a user's (or IP range's) edits, newest first, one row each: revision ID, time,
-    page, size change, then new, minor, latest (still the page's latest), tags and the quoted
-    summary when present. For all users, use get-recent-changes; for one page, get-page-history."""
+    """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change, then
+    new, minor, latest, tags and summary. For all users, use get-recent-changes; for one page, use
+    get-page-history."""
     name = user_name(user)
     oldest, newest = time_window(start, end)
     by_range = "/" in name
@@ -5361,19 +5423,18 @@ def contribution_row(edit: dict[str, Any]) -> str:
 LOG_LEGEND = "time | type/action | user | page | details (only when any) | reason (quoted, only when any)"
 
 
-@tool("get-log-events", "Get log events", read_only=True, continue_from=True)
+@tool("get-log-events", "Get log events", toolset="changes", read_only=True, continue_from=True)
 def get_log_events(
     ctx: ToolContext,
     type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
-    title: Annotated[str | None, Arg("Only events about this page.", title=True)] = None,
-    user: Annotated[str | None, Arg("Only events by this account.")] = None,
+    title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
+    user: Annotated[str | None, Arg("Only by this account.")] = None,
     start: Annotated[str | None, StartArg] = None,
     end: Annotated[str | None, EndArg] = None,
-    limit: Annotated[int, Arg("Most events to return.", minimum=1, maximum=500)] = 50,
+    limit: Annotated[int, Arg("Most events.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first, one
-    row each: time, type/action, user, page, then details (a move's target, protection levels) and
-    the quoted reason when present. For edits, use get-recent-changes."""
+    """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
+    type/action, user, page, then details and reason. For edits, use get-recent-changes."""
     oldest, newest = time_window(start, end)
     try:
         data = ctx.client.get({"action": "query", "list": "logevents", "letype": type, "letitle": title,
@@ -5418,7 +5479,8 @@ def log_details(event: dict[str, Any]) -> str:
                      for k, v in shown.items())
 
 
-@tool("get-watchlist", "Get watchlist", read_only=True, continue_from=True, rights=("viewmywatchlist",),
+@tool("get-watchlist", "Get watchlist", toolset="changes",
+      read_only=True, continue_from=True, rights=("viewmywatchlist",),
       offered=has_account)
 def get_watchlist(
     ctx: ToolContext,
@@ -5461,11 +5523,10 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     return page, info, redirected
 
 
-@tool("get-file", "Get file", read_only=True)
+@tool("get-file", "Get file", toolset="files", read_only=True)
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
-    """Returns a file's metadata: URL, description page URL, MIME type, size, dimensions,
-    uploader, upload time and comment; notes a followed redirect. For the image itself, use
-    get-file-data."""
+    """Returns a file's metadata: URLs, MIME type, size, dimensions, uploader, upload time and comment;
+    notes a followed redirect. For the image itself, use get-file-data."""
     page, info, redirected = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
@@ -5485,16 +5546,15 @@ def is_file_icon(url: str) -> bool:
     return "/file-type-icons/" in urllib.parse.urlsplit(url).path
 
 
-@tool("get-file-data", "Get file data", read_only=True)
+@tool("get-file-data", "Get file data", toolset="files", read_only=True)
 def get_file_data(
     ctx: ToolContext,
     title: Annotated[str, FileTitleArg],
-    width: Annotated[int, Arg("Largest width of the rendition, in pixels.", minimum=16, maximum=4000)] = 1024,
+    width: Annotated[int, Arg("Largest width, in pixels.", minimum=16, maximum=4000)] = 1024,
 ) -> list[Any]:
-    """Returns a file's image as an image block fetched by the server, for clients that cannot
-    reach the wiki; scaled to width where the wiki can. PNG, JPEG, GIF, WebP, or what the wiki
-    renders to them. Capped at {file_data_max_bytes:bytes of base64}. For metadata and URLs, use
-    get-file."""
+    """Returns a file's image as an image block, fetched by the server for clients that cannot reach
+    the wiki; scaled to width where the wiki can (PNG, JPEG, GIF, WebP). Capped at
+    {file_data_max_bytes:bytes of base64}. For metadata and URLs, use get-file."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
@@ -5750,20 +5810,20 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                         f"and replace. To replace it whole, first read the rest ({rest}).")
 
 
-@tool("create-page", "Create page", read_only=False, destructive=False, idempotent=True, dry_run=True,
+@tool("create-page", "Create page", toolset="edit",
+      read_only=False, destructive=False, idempotent=True, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit", "createpage"))
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    source: Annotated[str, Arg("Content of the new page, usually wikitext.")],
+    source: Annotated[str, Arg("Content, usually wikitext.")],
     comment: Annotated[str | None, CommentArg] = None,
     contentModel: Annotated[str | None, Arg(
-        "Content model (e.g. wikitext, json, css, javascript). Default: the namespace's.",
+        "Content model (wikitext, json, css, ...); default: the namespace's.",
         max_length=64)] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; returns its revision ID, size, URL and diff URL. Fails if the
-    title exists, so it never overwrites; to change a page, use update-page. To fill a template's
-    parameters, read them with get-template-info first."""
+    """Creates a new wiki page; fails if the title exists, never overwriting (to change a page, use
+    update-page). For a template's parameters, use get-template-info first."""
     source = as_wiki_receives(source)
     if ctx.dry_run:
         page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
@@ -5777,37 +5837,35 @@ def create_page(
                      None, edit_summary(ctx, comment))
 
 
-@tool("update-page", "Update page", read_only=False, destructive=True, idempotent=False, dry_run=True,
+@tool("update-page", "Update page", toolset="edit",
+      read_only=False, destructive=True, idempotent=False, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit",))
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
-        "New text: the whole page, the section, or what mode adds.")] = None,
+        'New text: the page, the section, or what mode adds.')] = None,
     section: Annotated[int | str | None, SectionArg] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
-        "'append'/'prepend' adds source on a line of its own; a blank line apart next to a heading "
-        "or block.")] = "replace",
+        "'append'/'prepend': source on a line of its own.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
-    replace: Annotated[str | None, Arg("Text to put in place of find ('' deletes it).")] = None,
-    replaceAll: Annotated[bool, Arg("Every occurrence of find.")] = False,
+    replace: Annotated[str | None, Arg("Replacement ('' deletes).")] = None,
+    replaceAll: Annotated[bool, Arg("Every occurrence.")] = False,
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
-    minor: Annotated[bool, Arg("A minor edit.")] = False,
-    bot: Annotated[bool, Arg("A bot edit; needs the bot right.")] = False,
+    minor: Annotated[bool, Arg("Minor edit.")] = False,
+    bot: Annotated[bool, Arg("Bot edit (bot right).")] = False,
     removeSubsections: Annotated[bool, Arg(
-        "Lets a section replacement delete subsections its text lacks.")] = False,
+        'Lets a section replacement drop subsections.')] = False,
     removeSections: Annotated[bool, Arg(
-        "Lets a whole-page replacement shrink the page to one section's shape.")] = False,
+        "Lets a page replacement shrink to one section's shape.")] = False,
 ) -> list[str] | str:
-    """Changes an existing wiki page; returns the new revision ID, size change, URL and diff URL.
-    Replaces the page or one section, adds text (mode), or swaps a passage (find, replace). A
-    replacement is based on latestId, else on the revision last read here: an overlapping edit
-    since is refused, never overwritten. Refuses to write back a page or section read here only in
-    part, to drop subsections, or to replace a page by text under half its size with just one
-    section's headings (none: the lead). For new pages, use create-page; for categories,
-    update-page-categories; for a change across pages, replace-in-pages; to fill a template's
-    parameters, read them with get-template-info first."""
+    """Changes an existing wiki page: the whole text, a section, text added (mode) or a passage swapped
+    (find, replace). Based on latestId, else the revision last read here: an overlapping edit since
+    is refused, never overwritten. Refuses to write back a page or section read in part, to drop
+    subsections, or to shrink a page under half its size to one section's headings (or none). For
+    new pages, use create-page; for categories, use update-page-categories; for many pages, use
+    replace-in-pages."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -6007,22 +6065,21 @@ def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: st
                           merged_into=latest if stale else None)
 
 
-@tool("move-page", "Move page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+@tool("move-page", "Move page", toolset="edit",
+      read_only=False, destructive=True, idempotent=True, idempotency_key=True,
       watch=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
-    fromTitle: Annotated[str, Arg("Current wiki page title.", title=True)],
-    toTitle: Annotated[str, Arg("New wiki page title; must not exist.", title=True)],
-    comment: Annotated[str | None, Arg("Reason for the move.", max_length=500)] = None,
-    moveTalk: Annotated[bool, Arg("Also moves the talk page.")] = True,
-    moveSubpages: Annotated[bool, Arg("Also moves subpages.")] = False,
+    fromTitle: Annotated[str, Arg("Current title.", title=True)],
+    toTitle: Annotated[str, Arg("New title; must not exist.", title=True)],
+    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    moveTalk: Annotated[bool, Arg("Also the talk page.")] = True,
+    moveSubpages: Annotated[bool, Arg("Also subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
-        "Leaves a redirect at the old title; false needs the suppressredirect right.")] = True,
+        'Redirect at the old title; false needs suppressredirect.')] = True,
 ) -> str:
-    """Renames a wiki page (by default with its talk page); returns the old and new titles,
-    whether a redirect was left, each talk page and subpage moved or left behind (and why), and
-    the new URL. Fails if the page is missing or the new title exists, and before moving anything
-    if the account cannot move as asked."""
+    """Renames a wiki page, by default with its talk page; reports what moved or stayed, and why. Fails
+    if the new title exists, and before moving anything if the account cannot move as asked."""
     if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
         raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
                             "redirect.")
@@ -6107,17 +6164,18 @@ def wiki_words(error: Mapping[str, Any]) -> str:
 WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 
 
-@tool("delete-page", "Delete page", read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+@tool("delete-page", "Delete page", toolset="admin",
+      read_only=False, destructive=True, idempotent=True, idempotency_key=True,
       rights=("delete",))
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason for the deletion.", max_length=500)] = None,
-    confirm: Annotated[bool, Arg("true once the user has confirmed this deletion.")] = False,
+    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
     """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
-    deletes nothing and fails, showing the latest revision, size and number of revisions to put
-    to the user."""
+    deletes nothing and fails, showing the latest revision, size and number of revisions to put to
+    the user."""
     if not confirm:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -6150,15 +6208,15 @@ def delete_page(
                                    ("Restore with", "undelete-page"))
 
 
-@tool("undelete-page", "Undelete page", read_only=False, destructive=False, idempotent=True,
+@tool("undelete-page", "Undelete page", toolset="admin", read_only=False, destructive=False, idempotent=True,
       idempotency_key=True, rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason for the restoration.", max_length=500)] = None,
+    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
-    """Restores a deleted wiki page with all its deleted revisions; returns how many came back,
-    the latest revision ID and URL. Fails if the title has no deleted revisions."""
+    """Restores a deleted wiki page with all its deleted revisions. Fails if the title has no deleted
+    revisions."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def page_as_shown() -> dict[str, Any] | None:
@@ -6178,7 +6236,8 @@ def undelete_page(
 
 # -- write tools: undo, rollback, protection, the watchlist --------------------
 
-@tool("undo-edit", "Undo edit", read_only=False, destructive=True, idempotent=False, dry_run=True,
+@tool("undo-edit", "Undo edit", toolset="history",
+      read_only=False, destructive=True, idempotent=False, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit",))
 def undo_edit(
     ctx: ToolContext,
@@ -6186,10 +6245,9 @@ def undo_edit(
     oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Undoes a wiki page's edit, or a run of them, in a new revision that keeps later edits. Fails,
-    saving nothing, when later edits changed the same lines, or for a page's creation (to remove a
-    page, use delete-page). For a user's latest edits at once, use rollback-edits; to write text,
-    update-page."""
+    """Undoes an edit of a wiki page, or a run of them, in a new revision that keeps later edits.
+    Fails, saving nothing, if later edits changed the same lines, or for a page's creation. To
+    remove a page, use delete-page; for a user's latest edits, use rollback-edits."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
         raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
@@ -6244,18 +6302,19 @@ def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent
                     "undofailure")
 
 
-@tool("rollback-edits", "Roll back edits", read_only=False, destructive=True, idempotent=True,
+@tool("rollback-edits", "Roll back edits", toolset="admin",
+      read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, watch=True, rights=("rollback",))
 def rollback_edits(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    user: Annotated[str, Arg("The latest editor, whose edits are reverted.")],
+    user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
-    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
-    """Reverts the latest edits of a wiki page by its last editor, back to the revision before
-    them. Without confirm=true it changes nothing and fails, showing the edits and that revision
-    to put to the user. For an older edit, use undo-edit."""
+    """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
+    and fails, showing the edits and the revision it returns to, to put to the user. For an older
+    edit, use undo-edit."""
     name = user_name(user)
     if not confirm:
         raise invalid_input(rollback_preview(ctx, title, name))
@@ -6326,26 +6385,26 @@ def rollback_after_lost_answer(ctx: ToolContext, lost: ResponseLost, title: str,
                            f"edit is by {latest.get('user')}. Check get-page-history before calling again.")
 
 
-LevelArg = Arg("A level such as sysop; 'all' lifts it.")
+LevelArg = Arg("As edit.")
 
 
-@tool("protect-page", "Protect page", read_only=False, destructive=True, idempotent=True,
+@tool("protect-page", "Protect page", toolset="admin", read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, rights=("protect",))
 def protect_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    edit: Annotated[str | None, LevelArg] = None,
+    edit: Annotated[str | None, Arg("Level such as sysop; 'all' lifts it.")] = None,
     move: Annotated[str | None, LevelArg] = None,
     upload: Annotated[str | None, LevelArg] = None,
     create: Annotated[str | None, LevelArg] = None,
     expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
-    confirm: Annotated[bool, Arg("true once the user has confirmed.")] = False,
+    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
-    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages)
-    protection; levels not given are kept. Without confirm=true it changes nothing and fails,
-    showing current and new levels to put to the user. get-page with metadata=true shows them."""
+    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages) protection;
+    levels not given stay. Without confirm=true it changes nothing and fails, showing current and
+    new levels to put to the user."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:
@@ -6414,7 +6473,7 @@ def level_text(entry: Mapping[str, Any] | None) -> str:
     return f"{entry['level']}{until(entry.get('expiry'))}" if entry and entry.get("level") else "none"
 
 
-@tool("watch-page", "Watch page", read_only=False, destructive=True, idempotent=True,
+@tool("watch-page", "Watch page", toolset="changes", read_only=False, destructive=True, idempotent=True,
       rights=("editmywatchlist",), offered=has_account)
 def watch_page(
     ctx: ToolContext,
@@ -6422,8 +6481,8 @@ def watch_page(
     unwatch: Annotated[bool, Arg("Removes it instead.")] = False,
     expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
 ) -> str:
-    """Adds a wiki page, existing or not, to the account's watchlist (optionally until an expiry)
-    or removes it. get-watchlist shows their changes."""
+    """Adds a wiki page, existing or not, to the account's watchlist (until an expiry, if given), or
+    removes it. get-watchlist shows their changes."""
     if unwatch and expiry is not None:
         raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
     if expiry is not None and not expiry.strip():
@@ -6468,11 +6527,11 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
 # upload stash, the warnings are sorted here, and only then is the stashed file published
 # with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
 
-FilePathArg = Arg("Absolute path, inside an upload directory.", max_length=4096)
+FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096)
 FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
 UploadCommentArg = Arg("Upload summary.", max_length=500)
-UploadTextArg = Arg("Wikitext of the description page. Default: the comment.")
-IgnoreWarningsArg = Arg("Uploads despite warnings about name or content (e.g. a duplicate).")
+UploadTextArg = Arg("Description page wikitext; default: the comment.")
+IgnoreWarningsArg = Arg("Upload despite warnings (a duplicate, say).")
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
 UPLOAD_FETCH_SECONDS = 120.0
 UPLOAD_FETCH_CHUNK = 64 * 1024
@@ -6493,8 +6552,8 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "duplicateversions": ("conflict", "the content equals an earlier version of this file"),
     "nochange": ("conflict", "the content equals the current version"),
     "badfilename": ("invalid_input", "the title is not a valid file name; the wiki would save it as {file}:{v}"),
-    "bad-prefix": ("invalid_input", "the name starts like a camera's automatic name; wikis want a "
-                                    "descriptive title"),
+    "bad-prefix": ("invalid_input", ("the name starts like a camera's automatic name; wikis want a "
+                                     "descriptive title")),
     "thumb-name": ("invalid_input", "the name looks like a thumbnail's (NNNpx-...)"),
     "filetype-unwanted-type": ("invalid_input", "the wiki discourages .{v} files"),
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
@@ -6817,55 +6876,55 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
         ("Wiki warnings", "; ".join(noted)))
 
 
-@tool("upload-file", "Upload file", read_only=False, destructive=False, idempotent=True,
+@tool("upload-file", "Upload file", toolset="files", read_only=False, destructive=False, idempotent=True,
       idempotency_key=True, rights=("upload",), needs_upload_dirs=True)
 def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 text: Annotated[str | None, UploadTextArg] = None,
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new file; returns the
-    file and description page URLs. Capped at {upload_max_bytes:MB}. Fails if the title exists,
-    never overwriting: for a new version, use update-file; from a URL, upload-file-from-url."""
+    """Uploads a file from this server's disk (an upload directory) as a new file. Capped at
+    {upload_max_bytes:MB}. Fails if the title exists: for a new version, use update-file; from a
+    URL, use upload-file-from-url."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
-@tool("update-file", "Update file", read_only=False, destructive=True, idempotent=True,
+@tool("update-file", "Update file", toolset="files", read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new version of an
-    existing file, old versions kept; returns the file and description page URLs. Capped at
-    {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use upload-file;
-    for its description page, update-page."""
+    """Uploads a file from this server's disk (an upload directory) as a new version of an existing
+    file. Capped at {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use
+    upload-file; for its description, use update-page."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
-@tool("upload-file-from-url", "Upload file from URL", read_only=False, destructive=False, idempotent=True,
+@tool("upload-file-from-url", "Upload file from URL", toolset="files",
+      read_only=False, destructive=False, idempotent=True,
       idempotency_key=True, rights=("upload",))
 def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          text: Annotated[str | None, UploadTextArg] = None,
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Fetches a URL here and uploads it as a new file; returns the file and description page
-    URLs. Over {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses and
-    URLs unreachable here are refused. Fails if the title exists: for a new version, use
-    update-file-from-url; from disk, upload-file."""
+    """Fetches a URL here and uploads it as a new file. Over {upload_max_bytes:MB}, the wiki fetches it
+    where allowed; private addresses are refused. Fails if the title exists: for a new version, use
+    update-file-from-url; from disk, use upload-file."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
-@tool("update-file-from-url", "Update file from URL", read_only=False, destructive=True, idempotent=True,
+@tool("update-file-from-url", "Update file from URL", toolset="files",
+      read_only=False, destructive=True, idempotent=True,
       idempotency_key=True, rights=("upload", "reupload|reupload-own"))
 def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Fetches a URL here and uploads it as a new version of an existing file, old versions
-    kept; returns the file and description page URLs. Over {upload_max_bytes:MB}, the wiki
-    fetches it where allowed; private addresses and URLs unreachable here are refused. Fails if
-    the file does not exist: for a new file, use upload-file-from-url; from disk, update-file."""
+    """Fetches a URL here and uploads it as a new version of an existing file. Over
+    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails
+    if the file does not exist: for a new file, use upload-file-from-url; from disk, use
+    update-file."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -6875,7 +6934,8 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 # (baserevid), as update-page's find-replace does: an edit made since is merged by MediaWiki
 # or refused as a conflict, never overwritten.
 
-@tool("update-page-categories", "Update page categories", read_only=False, destructive=True, idempotent=True,
+@tool("update-page-categories", "Update page categories", toolset="edit",
+      read_only=False, destructive=True, idempotent=True,
       dry_run=True, idempotency_key=True, rights=("edit",))
 def update_page_categories(
     ctx: ToolContext,
@@ -6886,8 +6946,8 @@ def update_page_categories(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
     """Adds and removes a wiki page's categories without sending its text; returns the categories
-    after. A category already there, or placed by a template, is left and said so. For other
-    changes, use update-page."""
+    after. One already there, or placed by a template, is left and said so. For other changes, use
+    update-page."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
                                                                                        ("remove", remove)))
@@ -7022,16 +7082,17 @@ def with_signature(message: str) -> str:
     return message if message.endswith("~~~~") else message + " ~~~~"
 
 
-@tool("add-talk-topic", "Add talk topic", read_only=False, destructive=False, idempotent=False, dry_run=True,
+@tool("add-talk-topic", "Add talk topic", toolset="talk",
+      read_only=False, destructive=False, idempotent=False, dry_run=True,
       idempotency_key=True, rights=("edit",))
 def add_talk_topic(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
     heading: Annotated[str, Arg("Heading.", max_length=255)],
-    message: Annotated[str, Arg("Wikitext; signed with ~~~~ here.")],
+    message: Annotated[str, Arg("Wikitext; signed here.")],
 ) -> list[str] | str:
-    """Starts a topic at the end of a wiki page's talk page, made if missing; returns the saved
-    revision and the talk page used. To answer a topic, use reply-on-talk-page."""
+    """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
+    the talk page used. To answer a topic, use reply-on-talk-page."""
     heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
@@ -7101,7 +7162,8 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
     return comments
 
 
-@tool("reply-on-talk-page", "Reply on talk page", read_only=False, destructive=False, idempotent=False,
+@tool("reply-on-talk-page", "Reply on talk page", toolset="talk",
+      read_only=False, destructive=False, idempotent=False,
       dry_run=True, idempotency_key=True, rights=("edit",))
 def reply_on_talk_page(
     ctx: ToolContext,
@@ -7109,11 +7171,11 @@ def reply_on_talk_page(
     topic: Annotated[str, Arg("Heading or section number.")],
     message: Annotated[str, Arg("Wikitext; indented and signed here.")],
     replyTo: Annotated[str | None, Arg(
-        "Comment answered: author and time as signed, or first words. Default: at the topic's end.")] = None,
+        "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
 ) -> list[str] | str:
-    """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one
-    level deeper in the page's style (: or *), signed; returns the saved revision. Edits since
-    are merged, else a conflict. To start a topic, use add-talk-topic."""
+    """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one level
+    deeper in the page's style, signed. Edits since are merged, else a conflict. To start a topic,
+    use add-talk-topic."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
     talk = talk_title(ctx, title)
@@ -7140,10 +7202,10 @@ def reply_on_talk_page(
         blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
                               ctx.budget)
         return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
-    if answered and "discussiontools" in ctx.client.extensions:
-        if comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered):
-            saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
-            return f"{saved}\n{described}"
+    if answered and "discussiontools" in ctx.client.extensions and (
+            comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered)):
+        saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
+        return f"{saved}\n{described}"
     fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
     return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
 
@@ -7236,21 +7298,21 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
     return saved_lines(ctx, talk, answer["newrevid"], answer.get("oldrevid") or latest, status)
 
 
-@tool("replace-in-pages", "Replace in pages", read_only=False, destructive=True, idempotent=False,
+@tool("replace-in-pages", "Replace in pages", toolset="edit",
+      read_only=False, destructive=True, idempotent=False,
       dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",))
 def replace_in_pages(
     ctx: ToolContext,
-    find: Annotated[str, Arg("Exact wikitext, or a regular expression (regex).")],
-    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 is a regex group.")],
+    find: Annotated[str, Arg("Exact wikitext, or a regular expression.")],
+    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 is a group.")],
     titles: Annotated[list[str] | None, TitlesArg] = None,
-    category: Annotated[str | None, Arg("Or a category, for its members.", title=True)] = None,
+    category: Annotated[str | None, Arg("Or a category's members.", title=True)] = None,
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
-    """Replaces find in up to 50 wiki pages. A dry run by default: each page's diff, saving
-    nothing. dryRun=false saves each page, skipping one changed since the preview, and lists each
-    saved (revision ID), unchanged or skipped and why; stops early if throttled. For one page,
-    use update-page."""
+    """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
+    dryRun=false saves them, skipping pages changed since the preview, and lists each page's
+    outcome; stops early if throttled. For one page, use update-page."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
@@ -7496,17 +7558,17 @@ def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
     return None
 
 
-@tool("add-wiki", "Add wiki", read_only=False, destructive=False, idempotent=True, open_world=True,
+@tool("add-wiki", "Add wiki", toolset="wikis",
+      read_only=False, destructive=False, idempotent=True, open_world=True,
       scoped=False, offered=managing_wikis)
 def add_wiki(
     ctx: ToolContext,
-    wikiUrl: Annotated[str, Arg("Any URL of the wiki (e.g. https://en.wikipedia.org/wiki/Main_Page).",
+    wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or api.php.",
                                 max_length=2000)],
 ) -> str:
-    """Adds a wiki to this server until it stops, from any URL of it (page, address or api.php),
-    checked with its site info and keyed by its server name (e.g. en.wikipedia.org) for other
-    tools' wiki. Anonymous and read-only unless the configuration holds credentials for it.
-    Fails for private addresses and for a wiki already configured, naming its key."""
+    """Adds a wiki to this server until it stops, from any URL of it, keyed by its server name (e.g.
+    en.wikipedia.org) for the wiki argument. Anonymous and read-only unless the configuration has
+    credentials for it. Fails for private addresses and for a wiki already configured."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
@@ -7541,7 +7603,8 @@ def add_wiki(
                     ) + f"\nPass {call_args(wiki=wiki.key)} to other tools to use it."
 
 
-@tool("remove-wiki", "Remove wiki", read_only=False, destructive=True, idempotent=True, open_world=False,
+@tool("remove-wiki", "Remove wiki", toolset="wikis",
+      read_only=False, destructive=True, idempotent=True, open_world=False,
       scoped=False, offered=lambda state: managing_wikis(state) and len(state.wikis) > 1)
 def remove_wiki(
     ctx: ToolContext,
@@ -7557,7 +7620,7 @@ def remove_wiki(
     return f"Removed wiki {key}" + (f" ({removed.sitename})" if removed.sitename else "") + "."
 
 
-@tool("list-wikis", "List wikis", read_only=True, scoped=False,
+@tool("list-wikis", "List wikis", toolset="pages", read_only=True, scoped=False,
       offered=lambda state: len(state.wikis) > 1)
 def list_wikis(ctx: ToolContext) -> str:
     """Returns the configured wikis, one per line: key (the wiki argument of other tools), name,
@@ -7634,6 +7697,8 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
         print(f"Server tools: {', '.join(unscoped)}", file=out)
+    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}; "
+          "MCP_TOOLSETS)", file=out)
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
     return 1 if failures else 0
@@ -7934,6 +7999,7 @@ BUNDLE_SETTINGS = (
     ("read_only", "boolean", "Read-only", True, "MEDIAWIKI_READ_ONLY"),
     ("user_agent", "string", "Your contact, for the User-Agent", "", "MEDIAWIKI_USER_AGENT"),
     ("upload_dirs", "directory", "Folders uploads may read from", [], "--upload-dirs"),
+    ("toolsets", "string", "Toolsets", "default", "MCP_TOOLSETS"),
 )
 
 
@@ -7993,11 +8059,24 @@ def packaging_files(checkout: str) -> dict[str, str]:
     with open(__file__, encoding="utf-8") as module, \
             open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence, \
             open(os.path.join(checkout, "README.md"), encoding="utf-8") as readme:
-        return {"README.md": README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1),
+        text = README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1)
+        return {"README.md": README_TOOLSETS.sub(lambda _: toolsets_table(), text, count=1),
                 "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
                 "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                 "bundle/pyproject.toml": "[project]\n" + bundle_project,
                 "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
+
+
+#: The README's table of toolsets (toolsets_table), which --write-packaging rewrites.
+README_TOOLSETS = re.compile(r"^\| toolset \| offered \|.*\n(?:\|.*\n)*", re.MULTILINE)
+
+
+def toolsets_table() -> str:
+    """The README's table of the toolsets (TOOLSETS), each with its tools."""
+    rows = [f"| `{name}` | {'by default' if name in DEFAULT_TOOLSETS else ''} | {capitalised(about)}: "
+            + ", ".join(f"`{spec.name}`" for spec in REGISTRY.tools.values() if spec.toolset == name) + ". |"
+            for name, about in TOOLSETS.items()]
+    return "\n".join(["| toolset | offered | tools |", "|---|---|---|", *rows]) + "\n"
 
 
 def write_packaging(directory: str) -> int:

@@ -340,7 +340,7 @@ class RealWiki:
     def env(self, **extra: str) -> dict[str, str]:
         """Environment variables that point the server at this wiki as the bot."""
         return {"MEDIAWIKI_URL": self.api, "MEDIAWIKI_USERNAME": self.bot_user,
-                "MEDIAWIKI_PASSWORD": self.bot_password, **extra}
+                "MEDIAWIKI_PASSWORD": self.bot_password, "MCP_TOOLSETS": "all", **extra}
 
     def raw_get(self, **params: Any) -> dict[str, Any]:
         """A bare API read, bypassing the server under test."""
@@ -618,7 +618,8 @@ def list_tools(server: Any) -> list[Any]:
 
 
 def make_server(env: dict[str, str], **client_options: Any) -> Any:
-    state = m.ServerState.from_config(m.Config.from_env(env), **client_options)
+    """A server with every toolset on, unless ``env`` says otherwise."""
+    state = m.ServerState.from_config(m.Config.from_env({"MCP_TOOLSETS": "all", **env}), **client_options)
     return m.create_server(state=state)
 
 
@@ -887,13 +888,14 @@ WRITABLE_NOWHERE = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MEDIAWIKI_
 
 
 def descriptions(env: dict[str, str]) -> dict[str, str]:
-    return {t.name: t.description for t in list_tools(m.create_server(m.Config.from_env(env)))}
+    return {t.name: t.description for t in list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all",
+                                                                                        **env})))}
 
 
 def test_descriptions_quote_the_configured_caps() -> None:
     default = descriptions(WRITABLE_NOWHERE)
     assert "Truncated at 50000 bytes by default, the marker" in default["get-page"]
-    assert "One budget of 50000 bytes by default;" in default["get-pages"]
+    assert "One budget of 50000 bytes by default:" in default["get-pages"]
     assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
     assert "Capped at 100 MB by default." in default["upload-file"]
     assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
@@ -914,13 +916,81 @@ def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
     two = tmp_path / "two.json"
     two.write_text(json.dumps({"defaultWiki": "a", "wikis": {"a": {"server": "http://127.0.0.1:9"},
                                                             "b": {"server": "http://127.0.0.1:8"}}}))
-    for env in ({}, WRITABLE_NOWHERE, {"CONFIG": str(two)}):
+    chosen = [{**WRITABLE_NOWHERE, "MCP_TOOLSETS": toolsets}
+              for toolsets in ("all", *m.TOOLSETS, *(f"pages,{name}" for name in m.TOOLSETS))]
+    for env in ({}, WRITABLE_NOWHERE, {"CONFIG": str(two)}, *chosen):
         tools = list_tools(m.create_server(m.Config.from_env(env)))
         absent = set(m.REGISTRY.tools) - {t.name for t in tools}
         for t in tools:
             texts = [t.description, *(p["description"] for p in t.input_schema["properties"].values())]
             named = {n for n in absent for text in texts if re.search(rf"(?<![\w-]){n}(?![\w-])", text)}
             assert not named, f"{t.name} names {named}, which this list does not offer"
+
+
+def tools_list_bytes(tools: list[Any]) -> dict[str, int]:
+    """Each tool's bytes in tools/list, as compact JSON."""
+    return {t.name: len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True),
+                                   separators=(",", ":"), ensure_ascii=False).encode()) for t in tools}
+
+
+def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_bytes() -> None:
+    tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))
+    assert {t.name for t in tools} == {
+        "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
+        "get-site-info", "whoami", "get-category-members", "get-links-here", "parse-wikitext",
+        "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
+        "update-page", "move-page", "update-page-categories", "replace-in-pages"}
+    sizes = tools_list_bytes(tools)
+    assert sum(sizes.values()) <= 20000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    # one wiki: no wiki argument; no watchlist toolset: no watch argument, though a call may pass both
+    assert all("wiki" not in t.input_schema["properties"] and "watch" not in t.input_schema["properties"]
+               for t in tools)
+    undo = next(t for t in tools if t.name == "undo-edit")
+    assert "delete-page" not in undo.description and "rollback-edits" not in undo.description
+    everything = list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})))
+    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki"}
+    undo = next(t for t in everything if t.name == "undo-edit")
+    assert "To remove a page, use delete-page; for a user's latest edits, use rollback-edits." in undo.description
+    assert "watch" in undo.input_schema["properties"]
+
+
+@pytest.mark.parametrize(("toolsets", "offered"), [
+    ("files", {"get-file", "get-file-data", "upload-file", "update-file", "upload-file-from-url",
+               "update-file-from-url"}),
+    ("Default, admin", {"delete-page", "undelete-page", "protect-page", "rollback-edits"}),
+    (" talk ,changes", {"add-talk-topic", "reply-on-talk-page", "get-recent-changes", "get-user-contributions",
+                        "get-log-events", "get-watchlist", "watch-page"}),
+])
+def test_mcp_toolsets_chooses_the_groups_of_tools_offered(tmp_path: Path, toolsets: str,
+                                                          offered: set[str]) -> None:
+    names = {t.name for t in list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE,
+                                                                             "MCP_TOOLSETS": toolsets})))}
+    default = {spec.name for spec in m.REGISTRY.tools.values() if spec.toolset in m.DEFAULT_TOOLSETS} - {
+        "list-wikis"}
+    assert names == offered | (default if "default" in toolsets.lower() else set())
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"toolsets": [t.strip() for t in toolsets.split(",")], "wikis": {
+        "a": {"server": "http://127.0.0.1:9", "username": "Bot@mcp", "password": "0" * 32}}}))
+    # the file's choice stands over the environment's
+    file_names = {t.name for t in list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all",
+                                                                                  "CONFIG": str(config)})))}
+    assert file_names == names
+
+
+@pytest.mark.parametrize("toolsets", ["pages,moderation", ",", "pages;edit"])
+def test_an_unknown_toolset_stops_the_server_naming_the_toolsets(toolsets: str) -> None:
+    done = run_script("--check", env={**WRITABLE_NOWHERE, "MCP_TOOLSETS": toolsets})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "MCP_TOOLSETS names no toolset" in done.stderr
+    assert "the toolsets are pages, edit, history, talk, changes, files, admin, wikis, all and default" in done.stderr
+
+
+def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "pages"}))
+    result = call(server, "delete-page", title="Apple", confirm=True)
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
+        "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")
 
 
 def test_a_tool_that_writes_must_state_its_hints() -> None:
@@ -931,12 +1001,14 @@ def test_a_tool_that_writes_must_state_its_hints() -> None:
         return ""
     for hints in ({}, {"destructive": True}, {"idempotent": False}):
         with pytest.raises(TypeError, match="state destructive= and idempotent="):
-            registry.tool("test-guess", "Test guess", read_only=False, **hints)(writes)
+            registry.tool("test-guess", "Test guess", toolset="pages", read_only=False, **hints)(writes)
     for flags in ({"destructive": True}, {"idempotent": False}, {"dry_run": True}, {"idempotency_key": True}):
         with pytest.raises(TypeError, match="read-only"):
-            registry.tool("test-read", "Test read", read_only=True, **flags)(writes)
+            registry.tool("test-read", "Test read", toolset="pages", read_only=True, **flags)(writes)
+    with pytest.raises(TypeError, match="toolset 'moderation' is not one of pages, edit"):
+        registry.tool("test-group", "Test group", toolset="moderation", read_only=True)(writes)
     assert registry.tools == {}
-    registry.tool("test-read", "Test read", read_only=True)(writes)
+    registry.tool("test-read", "Test read", toolset="pages", read_only=True)(writes)
     spec = registry.tools["test-read"]
     assert (spec.read_only, spec.destructive, spec.idempotent, spec.open_world) == (True, False, True, True)
 
@@ -2263,7 +2335,7 @@ def test_new_tools_list_entries_stay_small() -> None:
     """tools/list is paid on every turn: these tools stay compact."""
     new = {"get-revision", "get-page-history", "compare-pages", "get-category-members", "get-links-here",
            "get-recent-changes", "parse-wikitext", "get-file", "get-file-data"}
-    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({})))}
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all"})))}
     assert new <= set(tools)
     sizes = {name: len(json.dumps(tools[name].model_dump(by_alias=True, exclude_none=True),
                                   ensure_ascii=False).encode()) for name in new}
@@ -3559,6 +3631,7 @@ def test_a_write_to_a_read_only_wiki_is_permission_denied(wiki: RealWiki) -> Non
                             password=wiki.bot_password, read_only=False)
     locked = dataclasses.replace(writable, key="locked.example", read_only=True)
     state = m.ServerState.from_config(m.Config(wikis={wiki.key: writable, "locked.example": locked},
+                                               toolsets=frozenset(m.TOOLSETS),
                                                default_wiki=wiki.key))
     server = m.create_server(state=state)
     assert "create-page" in {t.name for t in list_tools(server)}
@@ -4252,7 +4325,7 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     dry = call(bot_server, "undo-edit", revisionId=bad, dryRun=True)
     assert dry.blocks == ["Dry run: nothing was saved. The diff that would be saved:\n"
                           f"Title: {title}\nBase revision ID: {later}\n\n"
-                          "@@ -2 +2 @@\n-Line two, vandalised.\n+Line two."], dry.text
+                          "@@ -2 +2 @@\n~Line two[-, vandalised-]."], dry.text
     assert revision_ids(wiki, title)[0] == later
     undone = call(bot_server, "undo-edit", revisionId=bad)
     assert not undone.is_error, undone.text
@@ -5209,7 +5282,7 @@ def test_everyday_edit_tools_are_annotated_and_routed_and_replace_previews_by_de
     assert "add-talk-topic" in tools["reply-on-talk-page"].description
     registry = m.Registry()
     with pytest.raises(TypeError, match="dry_run_default needs dry_run"):
-        registry.tool("test-default", "Test default", read_only=False, destructive=True, idempotent=True,
+        registry.tool("test-default", "Test default", toolset="pages", read_only=False, destructive=True, idempotent=True,
                       dry_run_default=True)(lambda ctx: "")
 
 
@@ -5246,7 +5319,7 @@ def test_everyday_edits_honour_read_only_wikis_tags_and_the_attribution_setting(
     writable = m.WikiConfig(key=wiki.key, url=wiki.api, username=wiki.bot_user, password=wiki.bot_password,
                             read_only=False, tags=["mcp-everyday"], attribute_edits=False)
     locked = dataclasses.replace(writable, key="locked.example", read_only=True)
-    server = m.create_server(state=m.ServerState.from_config(m.Config(
+    server = m.create_server(state=m.ServerState.from_config(m.Config(toolsets=frozenset(m.TOOLSETS),
         wikis={wiki.key: writable, "locked.example": locked}, default_wiki=wiki.key)))
     create(bot_server_for(wiki), "Talk:Everyday tags test", threaded_talk(":"))
     calls = [("update-page-categories", {"title": "Talk:Everyday tags test", "add": ["Everyday fruits"]}),
@@ -5293,7 +5366,9 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert field(saved, "Already in") == "Category:Red things"
     assert field(saved, "Not removed") == ("Category:Placed by template (placed by a template, not in the page's "
                                            "wikitext); Category:Commented out (not on the page)")
-    assert field(saved, "Categories") == "Category:Placed by template, Category:Red things, Category:Sweet things"
+    # the missing picture puts the page in the wiki's tracking category: the answer lists it, as the wiki does
+    assert field(saved, "Categories") == ("Category:Pages with broken file links, Category:Placed by template, "
+                                          "Category:Red things, Category:Sweet things")
     assert latest_revision(wiki, title)["comment"] == "Recategorise (via mediawiki-mcp)"
     placed = wiki.raw_get(action="query", prop="categories", titles=title)["query"]["pages"][0]["categories"]
     assert [c["title"] for c in placed] == ["Category:Placed by template", "Category:Red things",
@@ -5458,7 +5533,7 @@ def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names
     assert german_wiki.wikitext("Kirsche") == ("Eine Kirsche ist Obst.\n[[Bild:Kirsche.png|mini|Ein Bild]]\n"
                                                "[[Kategorie:Rot]]\n[[Kategorie:Steinobst]]")
     assert field(saved, "Removed") == "Kategorie:Frucht"
-    assert field(saved, "Categories") == "Kategorie:Rot, Kategorie:Steinobst"
+    assert field(saved, "Categories") == "Kategorie:Rot, Kategorie:Seiten mit defekten Dateilinks, Kategorie:Steinobst"
     topic = call(server, "add-talk-topic", title="Kirsche", heading="Farbe", message="Rot oder gelb?")
     assert not topic.is_error and field(topic, "Title") == "Diskussion:Kirsche", topic.text
     signed = german_wiki.wikitext("Diskussion:Kirsche").split("\n")[-1]
@@ -5493,8 +5568,8 @@ def test_a_replace_across_a_category_previews_then_saves_and_skips_a_page_change
     assert preview.blocks[0].startswith("Dry run: nothing was saved. 12 of 12 pages would change (24 replacements).")
     for n, title in enumerate(titles, 1):
         assert (f"{title} | 2 replacements | base revision ID {before[title][0]}\n@@ -1 +1 @@\n"
-                f"-Acme Widget, page {n}.\n+Acme Gadget, page {n}.\n@@ -3 +3 @@\n"
-                "-Made by Acme Widget Ltd.\n+Made by Acme Gadget Ltd.") in preview.text
+                f"~Acme [-Widget-]{{+Gadget+}}, page {n}.\n@@ -3 +3 @@\n"
+                "~Made by Acme [-Widget-]{+Gadget+} Ltd.") in preview.text
     assert {title: revision_ids(wiki, title) for title in titles} == before
     theirs = "Acme Widget, page 5, as the Editor wrote it.\n\nMade by Acme Widget Ltd.\n[[Category:Replace test pages]]"
     editor_edit(wiki, titles[4], theirs)
@@ -6411,7 +6486,7 @@ def registry_of(tools: dict[str, dict[str, Any]]) -> m.Registry:
     registered with those options."""
     registry = m.Registry()
     for name, options in tools.items():
-        @registry.tool(name, "Test only", **options)
+        @registry.tool(name, "Test only", toolset="pages", **options)
         def test_tool(ctx: m.ToolContext) -> str:
             """Returns the key of the wiki it ran on (a test-only tool)."""
             return f"ran on {ctx.wiki.key}"
@@ -6501,7 +6576,7 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     idempotencyKey, refuses what the flags rule out, and answers errors in the contract's shape."""
     registry, ran = m.Registry(), []
 
-    @registry.tool("test-echo", "Test echo", read_only=False, destructive=False, idempotent=True,
+    @registry.tool("test-echo", "Test echo", toolset="pages", read_only=False, destructive=False, idempotent=True,
                    dry_run=True,                # dryRun, read as ctx.dry_run
                    idempotency_key=True,        # idempotencyKey: a repeat runs nothing
                    rights=("delete",),          # checked on the tool's first use of ctx.client
@@ -6513,12 +6588,12 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
             raise ValueError("a bug in the tool")
         return f"{ctx.client.site.name} {ctx.wiki.key}: {text}" + (" (dry run)" if ctx.dry_run else "")
 
-    @registry.tool("test-cargo", "Test cargo", read_only=True, needs_extension="Cargo")
+    @registry.tool("test-cargo", "Test cargo", toolset="pages", read_only=True, needs_extension="Cargo")
     def cargo(ctx: m.ToolContext) -> str:
         """Needs Cargo (a test-only tool)."""
         return "ran"
 
-    @registry.tool("test-list", "Test list", read_only=True,
+    @registry.tool("test-list", "Test list", toolset="pages", read_only=True,
                    continue_from=True)              # continueFrom, read as ctx.continue_from
     def listing(ctx: m.ToolContext) -> str:
         """Lists nothing (a test-only tool)."""
@@ -6533,12 +6608,17 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     listed = next(t for t in list_tools(server) if t.name == "test-echo")
     written = next(t for t in list_tools(bot_server) if t.name == "create-page").input_schema
     assert list(listed.input_schema["properties"]) == ["text", "dryRun", "idempotencyKey", "wiki"]
-    for shared in ("dryRun", "idempotencyKey", "wiki"):
+    for shared in ("dryRun", "idempotencyKey"):
         assert listed.input_schema["properties"][shared] == written["properties"][shared]
+    wiki_argument = listed.input_schema["properties"]["wiki"]
+    assert wiki_argument == m.param_schema(m.SHARED_PARAMS["wiki"])
+    # with one wiki, tools/list leaves wiki out, and a call that passes it still works
+    assert "wiki" not in written["properties"]
+    assert not call(bot_server, "get-site-info", wiki=wiki.key).is_error
     assert (listed.annotations.destructive_hint, listed.annotations.idempotent_hint) == (False, True)
     searched = next(t for t in list_tools(bot_server) if t.name == "search-page").input_schema["properties"]
     assert next(t for t in list_tools(server) if t.name == "test-list").input_schema["properties"] == {
-        "continueFrom": searched["continueFrom"], "wiki": searched["wiki"]}
+        "continueFrom": searched["continueFrom"], "wiki": wiki_argument}
     assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["from sroffset=10"]
 
     assert call(server, "test-echo", text="hi").blocks == ["Test Wiki main: hi"]
@@ -6586,10 +6666,12 @@ def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
     version = lines[0].split(f"MediaWiki {wiki.version}.")[1].split(",")[0]
     assert lines[0] == (f"{wiki.key} (default): Test Wiki, MediaWiki {wiki.version}.{version}, "
                         "as Admin (bot password Admin@mcp), read and write")
-    assert lines[1] == f"  API: {wiki.api}" and lines[2].startswith("  Tools: get-page, get-pages,")
+    assert lines[1] == f"  API: {wiki.api}" and lines[2].startswith("  Tools: get-page, get-page-sections, get-pages,")
     assert lines[3].startswith("other: Other Wiki, MediaWiki 1.39") and lines[3].endswith(
         "as Admin (bot password Admin@mcp), read-only")
-    assert lines[-1] == "Server tools: add-wiki, remove-wiki, list-wikis"
+    assert lines[-2] == "Server tools: list-wikis"  # add-wiki and remove-wiki are the wikis toolset's
+    assert lines[-1] == ("Toolsets: pages, edit, history (of pages, edit, history, talk, changes, files, admin, "
+                         "wikis; MCP_TOOLSETS)")
     wrong = "0" * 32
     env["B_PASS"] = wrong
     failed = run_script("--check", env={**env, "CONFIG": str(tmp_path / "config.json")})
@@ -8124,7 +8206,7 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
         directory.mkdir()
     user_config = {"wiki_url": wiki.api, "username": wiki.bot_user, "password": wiki.bot_password,
                    "read_only": False, "user_agent": "BundleTest/1.0 (bundle@example.org)",
-                   "upload_dirs": [str(d) for d in uploads]}
+                   "upload_dirs": [str(d) for d in uploads], "toolsets": "default, files"}
     # The command, arguments and environment as Claude Desktop makes them: MCPB's own function.
     script = ("const {getMcpConfigForManifest} = await import(process.argv[1]);"
               "const fs = await import('node:fs');"
@@ -8151,7 +8233,7 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
         log = session.close()
     assert page["content"][-1]["text"].startswith("Content truncated at "), (page, log)
     assert wiki.bot_user.split("@")[0] in me["content"][0]["text"], me
-    assert "update-page" in tools  # read-only turned off
+    assert "update-page" in tools and "upload-file" in tools and "delete-page" not in tools  # as configured
     refusal = outside["content"][0]["text"]
     assert refusal.startswith("permission_denied: ") and all(str(d.resolve()) in refusal for d in uploads), refusal
     assert wiki.bot_password not in log
