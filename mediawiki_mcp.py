@@ -4568,9 +4568,10 @@ def page_bodies(ctx: ToolContext, pages: list[dict[str, Any]], content: str) -> 
                 functools.partial(html_sections, parsed)
         return run_each(text, pages)
     slots = [main_slot(revision_of(page)) for page in pages]
-    # a revision without content: the wiki held it back to keep its answer small
+    # no revision with content (formatversion 2 gives an empty list): the wiki held it back, its
+    # answer being at its size limit ($wgAPIMaxResultSize)
     return [(slot["content"], functools.partial(wikitext_sections, slot["content"], ctx.site.syntax))
-            if "content" in slot or not revision_of(page) else None for page, slot in zip(pages, slots)]
+            if "content" in slot else None for slot in slots]
 
 
 def fill_budget(sizes: Mapping[str, int | None], budget: int) -> tuple[set[str], str | None, int]:

@@ -5791,6 +5791,24 @@ def test_get_pages_asks_for_the_last_edit_only_with_metadata(wiki: RealWiki) -> 
     assert len(sent) == 1 and values(sent[0], "rvprop") == {"ids", "timestamp", "user"}, sent
 
 
+def test_get_pages_names_the_pages_whose_text_the_wiki_held_back(wiki: RealWiki) -> None:
+    """MediaWiki answers at most 8 MB ($wgAPIMaxResultSize): the revisions of pages past that come empty."""
+    token = secrets.token_hex(4)
+    titles = [f"Held back {token} {n}" for n in range(5)]
+    (directory := wiki.directory / f"held-back-{token}").mkdir()
+    for n, title in enumerate(titles):
+        (directory / f"{title}.txt").write_text(f"heldback{token}{n} " * 110_000)  # about 2 MB each
+    seen = install_holding(wiki.directory).seen
+    php(wiki.directory, "maintenance/importTextFiles.php", "--bot",
+        *[str(seen(directory / f"{title}.txt")) for title in titles])
+    result = call(make_server(wiki.env()), "get-pages", titles=[*titles, "Apple"])
+    assert not result.is_error, result.text
+    assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == [f"Title: {titles[0]}", "Title: Apple"]
+    marker = result.blocks[-1]
+    assert marker.startswith("Content truncated at 50000 of "), marker
+    assert f"Not included: {', '.join(titles[1:])}." in marker, marker
+
+
 @pytest.mark.parametrize("tool, arguments, check", [
     # titles= alone tells whether the page is missing, or not a valid title
     ("get-links-here", {"title": "Apple"}, lambda q: "prop" not in q),
