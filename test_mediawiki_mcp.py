@@ -851,8 +851,10 @@ def test_labelled_lines_leave_out_default_values() -> None:
 # The tool contract (tools/list and argument checking)
 # ---------------------------------------------------------------------------
 
-def test_every_tool_is_described_annotated_and_closed() -> None:
-    tools = list_tools(m.create_server(m.Config.from_env({})))
+def test_every_tool_is_described_annotated_and_closed(tmp_path: Path) -> None:
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"wikis": {"a": {"server": "http://127.0.0.1:9"}, "b": {"server": "http://127.0.0.1:8"}}}))
+    tools = list_tools(m.create_server(m.Config.from_env({"CONFIG": str(two), "MCP_TOOLSETS": "all"})))
     assert {t.name for t in tools} >= {"get-page", "get-pages", "search-page",
                                        "search-page-by-prefix", "get-site-info", "whoami"}
     for t in tools:
@@ -862,7 +864,7 @@ def test_every_tool_is_described_annotated_and_closed() -> None:
         assert not t.description.lower().startswith(("this tool", "you "))
         schema = t.input_schema
         assert schema["additionalProperties"] is False
-        # every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
+        # with two wikis, every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
         assert "wiki" in schema["properties"] or not m.REGISTRY.tools[t.name].scoped
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
@@ -1014,10 +1016,11 @@ def test_a_tool_that_writes_must_state_its_hints() -> None:
 
 
 def test_zero_config_offers_no_write_tools() -> None:
-    tools = list_tools(m.create_server(m.Config.from_env({})))
+    tools = list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all"})))
     # add-wiki changes only the server's own list of wikis, never a wiki
     assert all(t.annotations.read_only_hint for t in tools if t.name != "add-wiki")
     assert "add-wiki" in {t.name for t in tools}
+    assert all(t.annotations.read_only_hint for t in list_tools(m.create_server(m.Config.from_env({}))))
 
 
 BAD_ARGUMENTS = [
@@ -4336,7 +4339,8 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert wiki.wikitext(title) == "Line one.\nLine two.\nLine three.\nLine four, later."
     revision = latest_revision(wiki, title)
     assert revision["user"] == "Admin" and "mw-undo" in revision["tags"]
-    assert revision["comment"].startswith(f"Undo revision {bad} by")  # MediaWiki's own summary
+    # MediaWiki's own summary, which links the revision from 1.43 on
+    assert re.match(rf"Undo revision ({bad}|\[\[Special:Diff/{bad}\|{bad}\]\]) by ", revision["comment"]), revision
 
 
 @on_every_version
@@ -5265,15 +5269,16 @@ EVERYDAY_TOOLS = ("update-page-categories", "add-talk-topic", "reply-on-talk-pag
 
 
 def test_everyday_edit_tools_are_annotated_and_routed_and_replace_previews_by_default() -> None:
-    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))}
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE,
+                                                                              "MCP_TOOLSETS": "all"})))}
     hints = {name: (tools[name].annotations.read_only_hint, tools[name].annotations.destructive_hint,
                     tools[name].annotations.idempotent_hint) for name in EVERYDAY_TOOLS}
     assert hints == {"update-page-categories": (False, True, True), "add-talk-topic": (False, False, False),
                      "reply-on-talk-page": (False, False, False), "replace-in-pages": (False, True, False)}
     for name in EVERYDAY_TOOLS:
         properties = tools[name].input_schema["properties"]
-        assert {"dryRun", "idempotencyKey", "wiki"} <= set(properties), name
-        assert properties["dryRun"]["default"] is (name == "replace-in-pages"), name
+        assert {"dryRun", "idempotencyKey"} <= set(properties), name
+        assert properties["dryRun"].get("default", False) is (name == "replace-in-pages"), name
     assert "update-page-categories" in tools["update-page"].description
     assert "replace-in-pages" in tools["update-page"].description
     assert "use update-page" in tools["update-page-categories"].description
@@ -5371,8 +5376,8 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
                                           "Category:Red things, Category:Sweet things")
     assert latest_revision(wiki, title)["comment"] == "Recategorise (via mediawiki-mcp)"
     placed = wiki.raw_get(action="query", prop="categories", titles=title)["query"]["pages"][0]["categories"]
-    assert [c["title"] for c in placed] == ["Category:Placed by template", "Category:Red things",
-                                            "Category:Sweet things"]
+    assert [c["title"] for c in placed] == ["Category:Pages with broken file links", "Category:Placed by template",
+                                            "Category:Red things", "Category:Sweet things"]
     # a page already as asked: nothing is saved
     again = call(bot_server, "update-page-categories", title=title, add=["Sweet things"], remove=["Everyday fruits"])
     assert not again.is_error and again.blocks[0].startswith("No change: the page already is as asked")
@@ -6883,7 +6888,7 @@ def test_add_wiki_refuses_a_page_that_redirects_to_a_private_address(fake: FakeW
     ("https://user:pw@wiki.example.org/", "wikiUrl must not carry a user name or password"),
 ])
 def test_add_wiki_refuses_what_is_no_wiki_url(url: str, message: str) -> None:
-    result = call(m.create_server(m.Config.from_env({})), "add-wiki", wikiUrl=url)
+    result = call(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "default,wikis"})), "add-wiki", wikiUrl=url)
     assert result.is_error and result.blocks[0].startswith("invalid_input: ") and message in result.text
 
 
@@ -7927,6 +7932,12 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
         ("create-page", {"title": title, "source": "Made by the secrets test."}),
         ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("get-page-sections", {"title": title}), ("find-in-page", {"title": title, "find": "More"}),
+        ("get-template-info", {"title": "Infobox river"}),
+        ("update-page-categories", {"title": title, "add": ["Secrets test"]}),
+        ("add-talk-topic", {"title": title, "heading": "Secrets", "message": "Hello."}),
+        ("reply-on-talk-page", {"title": title, "topic": "Secrets", "message": "Hello again."}),
+        ("replace-in-pages", {"titles": [title], "find": "More.", "replace": "More!"}),
         ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
         ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
         ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
@@ -7969,7 +7980,8 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
     results = {name: (is_error, text) for name, is_error, text in answers}
     assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
     for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
-                 "get-user-contributions", "get-log-events", "get-watchlist", "watch-page"):
+                 "get-user-contributions", "get-log-events", "get-watchlist", "watch-page", "get-page-sections",
+                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages"):
         assert not results[name][0], (name, results[name][1])
     assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
     assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
