@@ -5750,9 +5750,6 @@ def values(query: Mapping[str, str], name: str) -> set[str]:
     return set(query.get(name, "").split("|")) - {""}
 
 
-LAST_EDIT_FIELDS = {"timestamp", "user", "comment", "size"}
-
-
 @on_every_version
 def test_get_page_without_metadata_asks_for_no_page_info_and_no_last_edit(wiki: RealWiki) -> None:
     """prop=info and the revision's user and comment cost the wiki time (a join each) and show nothing
