@@ -46,7 +46,7 @@ import typing
 import unicodedata
 import urllib.parse
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType, UnionType  # not `import types`: tools take an argument named types
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -4238,6 +4238,9 @@ def wiki_server_class() -> Any:
         def __init__(self, state: ServerState, **options: Any) -> None:
             super().__init__(**options)
             self.state = state
+
+        async def run_stdio_async(self) -> None:
+            await serve_stdio(self)
     return WikiServer
 
 
@@ -8002,6 +8005,113 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# -- stdio transport ------------------------------------------------------------
+
+#: JSON-RPC's codes for a line that is no JSON, and for JSON that is no JSON-RPC message.
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+#: A surrogate code point: in a decoded string, the trace of a JSON escape such as \ud800 with no
+#: partner, which is no Unicode character and cannot be written as UTF-8.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogates(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], bool]]:
+    """Where the strings of a decoded JSON value hold a lone surrogate: (path, whether in a key)."""
+    if isinstance(value, str):
+        if LONE_SURROGATE.search(value):
+            yield path, False
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if LONE_SURROGATE.search(key):
+                yield (*path, key), True
+            yield from lone_surrogates(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from lone_surrogates(item, (*path, index))
+
+
+def screen_line(line: bytes) -> tuple[Any, Any]:
+    """One line of stdin read as a JSON-RPC message: (message, None), or (None, the JSON-RPC
+    error that answers it), or (None, None) for a blank line. An error carries the request's id
+    where one can be read, else null. A lone surrogate passes only in a value of a tool's
+    arguments, where the tool's argument check refuses it as invalid_input; anywhere else the
+    answer could not even be written (the SDK's JSON writer fails on it)."""
+    import mcp_types as mt
+    from pydantic import ValidationError
+
+    def refusal(code: int, message: str, value: Any = None) -> tuple[Any, Any]:
+        rpc_id = value.get("id") if isinstance(value, dict) and "method" in value else None
+        readable = isinstance(rpc_id, int) and not isinstance(rpc_id, bool) or (
+            isinstance(rpc_id, str) and not LONE_SURROGATE.search(rpc_id))
+        return None, mt.JSONRPCError(jsonrpc="2.0", id=rpc_id if readable else None,
+                                     error=mt.ErrorData(code=code, message=message))
+
+    def loads(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+
+    if not line.strip():
+        return None, None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"byte {line[error.start]:#04x} at offset {error.start}"
+        return refusal(PARSE_ERROR, f"Parse error: the line is not UTF-8 ({where}); send JSON in UTF-8.",
+                       loads(line.decode("utf-8", "replace")))
+    try:
+        value = json.loads(text)
+        surrogates = list(lone_surrogates(value))
+    except (ValueError, RecursionError) as error:
+        return refusal(PARSE_ERROR, f"Parse error: {error}.")
+    for path, in_key in surrogates:
+        in_arguments = len(path) > 2 and path[:2] == ("params", "arguments") and value.get("method") == "tools/call"
+        if in_key or not in_arguments:
+            where = ".".join(map(str, path)).encode("utf-8", "backslashreplace").decode() or "the message"
+            return refusal(PARSE_ERROR, f"Parse error: {where} holds a lone surrogate, which is no Unicode "
+                                        "character; send text as UTF-8 or as paired \\u escapes.", value)
+    try:
+        return mt.jsonrpc_message_adapter.validate_python(value, by_name=False), None
+    except (ValidationError, RecursionError):
+        return refusal(INVALID_REQUEST, "Invalid Request: the line is JSON but no JSON-RPC 2.0 request, "
+                                        "notification or response.", value)
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serves MCP over stdin and stdout (``server.run("stdio")``), answering every line.
+
+    The SDK's stdio reader drops a line it cannot read without answering it, so the client waits
+    until it times out (modelcontextprotocol/python-sdk#2751), and it reads invalid UTF-8 as U+FFFD,
+    which an edit would then save. Here screen_line reads each line; the SDK still writes stdout
+    and keeps stray output off it."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    async def none() -> AsyncIterator[str]:  # the SDK's reader gets no lines: they are read below
+        return
+        yield
+
+    lowlevel = server._lowlevel_server  # private: what MCPServer.run_stdio_async runs
+    messages, read_stream = anyio.create_memory_object_stream[Any](0)
+    async with stdio_server(stdin=typing.cast(Any, none())) as (_, write_stream):
+        async def read_lines() -> None:
+            async with messages:
+                async for line in anyio.wrap_file(sys.stdin.buffer):
+                    message, refusal = screen_line(line)
+                    if refusal is not None:
+                        log.warning("stdin: %s", refusal.error.message)
+                    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        if message is not None:
+                            await messages.send(SessionMessage(message))
+                        elif refusal is not None:
+                            await write_stream.send(SessionMessage(refusal))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_lines)
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 # -- Streamable HTTP transport ------------------------------------------------
 
 MCP_PATH = "/mcp"
@@ -8282,11 +8392,15 @@ BUNDLE_SETTINGS: tuple[tuple[str, str, str, Any, str], ...] = (
     ("upload_dirs", "directory", "Folders uploads may read from", [], "--upload-dirs"),
     ("toolsets", "string", "Toolsets", "default", "MCP_TOOLSETS"),
 )
+#: The Claude Code plugin asks the same, save that it fills ${user_config.KEY} with the value as
+#: one string (a list joined by commas, which no list of directories survives): it asks for one
+#: upload folder and passes it in the variable.
+PLUGIN_UPLOAD_DIR = ("upload_dir", "directory", "Folder uploads may read from", "", "MCP_UPLOAD_DIRS")
 
 
 def packaging_files(checkout: str) -> dict[str, str]:
-    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/) and the
-    README with its table of settings, by path: built from the tool registry, the settings, this
+    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/), the Claude
+    Code plugin's manifest and marketplace, and the README with its table of settings, by path: built from the tool registry, the settings, this
     module, and the checkout's pyproject.toml (name, description, links, dependencies), LICENSE
     and README.md."""
     import tomllib  # Python 3.11+; packaging runs from a checkout, never when serving
@@ -8297,13 +8411,18 @@ def packaging_files(checkout: str) -> dict[str, str]:
     helps = {row.variable: row.described for row in SETTINGS.values()}
     helps.update((flag, action.help or "") for action in argument_parser()._actions
                  for flag in action.option_strings)
+
+    def config_field(kind: str, title: str, default: Any, target: str) -> dict[str, Any]:
+        """A field for the user to fill in, as MCPB's user_config and Claude Code's userConfig share."""
+        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
+        return field | ({"multiple": True} if isinstance(default, list) else {}) | (
+            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
+
     user_config: dict[str, Any] = {}
     env: dict[str, str] = {}
     args = ["run", "--script", "${__dirname}/mediawiki_mcp.py", "--empty-means-unset"]
     for key, kind, title, default, target in BUNDLE_SETTINGS:
-        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
-        user_config[key] = field | ({"multiple": True} if kind == "directory" else {}) | (
-            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
+        user_config[key] = config_field(kind, title, default, target)
         if target.startswith("--"):
             args += [target, f"${{user_config.{key}}}"]
         else:
@@ -8334,6 +8453,21 @@ def packaging_files(checkout: str) -> dict[str, str]:
             "environmentVariables": [{"name": row.variable, "description": capitalised(row.described),
                                       "isRequired": False, "isSecret": row.secret} for row in SETTINGS.values()]}],
     }
+    plugin_rows = [PLUGIN_UPLOAD_DIR if row[4].startswith("--") else row for row in BUNDLE_SETTINGS]
+    plugin = {
+        "name": project["name"], "version": __version__, "description": project["description"],
+        "author": project["authors"][0], "homepage": urls["Homepage"], "repository": urls["Repository"],
+        "license": project["license"], "keywords": project["keywords"],
+        "userConfig": {key: config_field(*rest) for key, *rest in plugin_rows},
+        # The same command as the README's client lines; --empty-means-unset as in the bundle, since
+        # Claude Code also sets every variable it maps, blank for a field left empty.
+        "mcpServers": {"mediawiki": {"command": "uvx", "args": [project["name"], "--empty-means-unset"],
+                                     "env": {target: f"${{user_config.{key}}}" for key, *_, target in plugin_rows}}},
+    }
+    # The repository is its own marketplace: /plugin install mediawiki-mcp --marketplace OWNER/REPO.
+    marketplace = {"name": project["name"], "owner": project["authors"][0],
+                   "description": f"{plugin['name']}, the Claude Code plugin",
+                   "plugins": [{"name": plugin["name"], "source": "./", "description": project["description"]}]}
     bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
         ("name", project["name"]), ("version", __version__), ("description", project["description"]),
         ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
@@ -8344,6 +8478,8 @@ def packaging_files(checkout: str) -> dict[str, str]:
         return {"README.md": README_TOOLSETS.sub(lambda _: toolsets_table(), text, count=1),
                 "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
                 "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                ".claude-plugin/plugin.json": json.dumps(plugin, indent=2, ensure_ascii=False) + "\n",
+                ".claude-plugin/marketplace.json": json.dumps(marketplace, indent=2, ensure_ascii=False) + "\n",
                 "bundle/pyproject.toml": "[project]\n" + bundle_project,
                 "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
 

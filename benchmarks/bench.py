@@ -1,6 +1,6 @@
 """Benchmarks mediawiki-mcp against the real test wiki and checks its budgets.
 
-    python benchmarks/bench.py [--calls N] [--memory-calls N]
+    python benchmarks/bench.py [--calls N] [--memory-calls N] [--load]
 
 Starts the test suite's real MediaWiki (the fixture code is imported from
 test_mediawiki_mcp, not copied), runs the installed `mediawiki-mcp` over real
@@ -19,6 +19,7 @@ stdio, and prints:
 - resident memory after start and after many calls;
 - the time a keyed append spends on the state store, in memory and in a real
   redis-server (MCP_STATE_URL), median and p99 over --store-appends appends;
+- with --load, the load over Streamable HTTP of benchmarks/load.py;
 and the budgets of issue 8, each met or not. Never part of the test run.
 """
 from __future__ import annotations
@@ -299,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-runs", type=int, default=5, help="process starts to time (default 5)")
     parser.add_argument("--store-appends", type=int, default=200,
                         help="keyed appends timed on each state store (default 200)")
+    parser.add_argument("--load", action="store_true",
+                        help="also the load over HTTP of benchmarks/load.py (50 sessions x 20 calls, three set-ups)")
     options = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as directory:
@@ -464,6 +467,9 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
                     growth <= 0.10, f"{growth:+.1%}"))
 
     store_times(wiki, options.store_appends)
+    if options.load:
+        from load import run_load
+        budgets += run_load(direct_env)
 
     print("\nbudgets:")
     for name, met, figure in budgets:
