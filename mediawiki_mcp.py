@@ -4597,11 +4597,9 @@ def get_page(
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
-    page, redirected = query_page(
-        ctx, titles=title, redirects=followRedirects, prop="revisions|info", rvslots="main",
-        inprop="protection" if metadata else None,
-        rvprop="ids|timestamp|user|size|comment" + ("|content|contentmodel" if content == "source" else ""),
-        rvsection=number if content == "source" else None)
+    page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
+                                  **header_fields(metadata, content == "source"),
+                                  rvsection=number if content == "source" else None)
     check_page(ctx, page, title)
     revision = revision_of(page)
     if content == "none":
@@ -4619,6 +4617,17 @@ def get_page(
     ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
                            offset, ctx.budget, ctx.site.syntax)
     return blocks
+
+
+def header_fields(metadata: bool, content: bool = False, *, brief: bool = False) -> dict[str, Any]:
+    """The query parameters that give page_header its lines: the revision ID; with metadata, prop=info
+    (page ID, content model, size, protection) and the last edit's time, user and summary (``brief``:
+    without protection and summary, as get-pages shows). ``content``: the wikitext too."""
+    last_edit = ["timestamp", "user"] + ([] if brief else ["comment"])
+    rvprop = ["ids", *(last_edit if metadata else []), *(["content"] if content else [])]
+    return {"prop": "revisions|info" if metadata else "revisions",
+            "inprop": "protection" if metadata and not brief else None,
+            "rvprop": "|".join(rvprop), "rvslots": "main" if content else None}
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
@@ -4702,8 +4711,7 @@ def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, se
     revision: dict[str, Any] = {"revid": parsed.get("revid")}
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     if metadata:
-        page, _ = query_page(ctx, pageids=parsed.get("pageid"), prop="revisions|info", inprop="protection",
-                             rvprop="ids|timestamp|user|size|comment", rvslots="main")
+        page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     return content_blocks(header, body, offset, ctx.budget, "get-page",
@@ -4766,11 +4774,9 @@ def get_pages(
     then the first that does not, cut at an offset; the rest are named. For HTML or a section, use
     get-page."""
     wanted = list(dict.fromkeys(titles))
-    query = ctx.client.get({
-        "action": "query", "titles": wanted, "redirects": True, "prop": "revisions|info",
-        "rvprop": "ids|timestamp|user|size" + ("|content|contentmodel" if content == "source" else ""),
-        "rvslots": "main",
-    }).get("query", {})
+    source = content == "source"
+    query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
+                            **header_fields(metadata, source, brief=True)}).get("query", {})
     unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
     entries: dict[str, tuple[dict[str, Any], list[str]]] = {}  # by title: a page asked twice is one entry
@@ -4797,7 +4803,7 @@ def get_pages(
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
             blocks.append(f"{headers[title]}\n\n{shown}")
-            if content == "source":  # for update-page, as get-page
+            if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
                 ctx.state.reads.record(ctx.wiki.key, title, None, revid, body[0], 0, utf8_len(shown),
                                        ctx.site.syntax)
@@ -4826,9 +4832,10 @@ def page_bodies(ctx: ToolContext, pages: list[dict[str, Any]], content: str) -> 
                 functools.partial(html_sections, parsed)
         return run_each(text, pages)
     slots = [main_slot(revision_of(page)) for page in pages]
-    # a revision without content: the wiki held it back to keep its answer small
+    # no revision with content (formatversion 2 gives an empty list): the wiki held it back, its
+    # answer being at its size limit ($wgAPIMaxResultSize)
     return [(slot["content"], functools.partial(wikitext_sections, slot["content"], ctx.site.syntax))
-            if "content" in slot or not revision_of(page) else None for page, slot in zip(pages, slots)]
+            if "content" in slot else None for slot in slots]
 
 
 def fill_budget(sizes: Mapping[str, int | None], budget: int) -> tuple[set[str], str | None, int]:
@@ -5408,8 +5415,7 @@ def get_links_here(
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
-    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds],
-                              "titles": title, "prop": "info"}
+    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds], "titles": title}
     for kind in kinds:
         _, prefix, _, redirects = LINK_KINDS[kind]
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
@@ -5529,9 +5535,10 @@ def parse_wikitext(
     {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
+    lists = "" if offset else "|links|templates|categories|externallinks|parsewarnings|displaytitle"
     parsed = ctx.client.get({
         "action": "parse", "text": wikitext, "title": title, "contentmodel": "wikitext", "pst": True,
-        "prop": "text|links|templates|categories|externallinks|parsewarnings|displaytitle",
+        "prop": "text" + lists,
         "disableeditsection": True, "disablelimitreport": True,
     }).get("parse", {})
     display = strip_tags(parsed.get("displaytitle", ""))
@@ -5645,7 +5652,7 @@ def get_user_contributions(
         "action": "query", "list": "usercontribs", "uciprange" if by_range else "ucuser": name,
         "ucnamespace": namespaces, "ucdir": "newer" if oldestFirst else "older",
         "ucstart": oldest if oldestFirst else newest, "ucend": newest if oldestFirst else oldest,
-        "ucprop": "ids|title|timestamp|comment|size|sizediff|flags|tags", "uclimit": limit,
+        "ucprop": "ids|title|timestamp|comment|sizediff|flags|tags", "uclimit": limit,
         **continuation(ctx, "uccontinue")}
     if not ctx.continue_from and not by_range:  # whether the account exists, in the same request
         params.update(list=["usercontribs", "users"], ususers=name)
@@ -6038,6 +6045,13 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
                                 "blocked), so the save would be refused. " + NEXT_STEP["permission_denied"])
 
 
+def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
+    """The query parameters of a page's latest revision and text (and of ``props``) for an edit
+    composed here; in a dry run, prop=info too, for whether the account may edit it at all."""
+    return {"prop": "|".join(["revisions", *props, *(["info"] if ctx.dry_run else [])]),
+            "rvprop": "ids|content", "rvslots": "main", "intestactions": "edit" if ctx.dry_run else None}
+
+
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
     """Refuses to write back a page or section whose last read here was truncated."""
     read = ctx.state.reads.unseen(ctx.wiki.key, title, section)
@@ -6213,7 +6227,7 @@ def update_page(
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     """Whether revision ``revid`` belongs to ``page``: a base from another page would make
     MediaWiki merge against another text."""
-    query = ctx.client.get({"action": "query", "revids": revid, "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "revids": revid}).get("query", {})
     other = (query.get("pages") or [{}])[0]
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
 
@@ -6366,8 +6380,8 @@ def moved_as_shown(ctx: ToolContext, from_title: str, to_title: str) -> dict[str
     """What the wiki shows after a move whose answer was lost, as the API answers a move: the
     page at its new title, its old title a redirect there or gone; None when the page is where
     it was (a refused move, the new title taken, say)."""
-    query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True,
-                            "prop": "info"}).get("query", {})
+    query = ctx.client.get({"action": "query", "titles": [from_title, to_title], "redirects": True}
+                           ).get("query", {})
     found = batch_pages(query, [from_title, to_title])
     (at_old, via), (at_new, _) = found[from_title], found[to_title]
     if at_new is None or (at_old is not None and at_old.get("pageid") != at_new.get("pageid")):
@@ -6441,7 +6455,7 @@ def delete_page(
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def gone_as_shown() -> dict[str, Any] | None:
-        page, _ = query_page(ctx, titles=title, prop="info")
+        page, _ = query_page(ctx, titles=title)
         return {"title": page.get("title", title)} if page.get("missing") else None
     try:
         answer, shown = settle_write(
@@ -6587,8 +6601,8 @@ def rollback_edits(
 
 def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
     """What a rollback would do: how many edits it reverts and the revision it returns to."""
-    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions|info",
-                            "rvprop": "ids|user", "rvlimit": "max"})
+    query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
+                            "rvlimit": "max"})
     page, _ = resolve_page(query.get("query", {}))
     check_page(ctx, page, title)
     revisions = page.get("revisions") or [{}]
@@ -7205,8 +7219,7 @@ def update_page_categories(
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
         raise invalid_input(f"{', '.join(both)} cannot be both added and removed; nothing was changed.")
-    page, _ = query_page(ctx, titles=title, prop="revisions|info|categories", rvslots="main",
-                         rvprop="ids|content", cllimit="max", intestactions="edit" if ctx.dry_run else None)
+    page, _ = query_page(ctx, titles=title, **text_fields(ctx, "categories"), cllimit="max")
     check_page(ctx, page, title)
     title = page["title"]
     refuse_forbidden_dry_run(ctx, page, "edit")
@@ -7348,18 +7361,18 @@ def add_talk_topic(
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
     talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, prop="revisions|info", rvprop="ids|content",
-                         rvslots="main", intestactions="edit" if ctx.dry_run else None)
+    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
     check_page(ctx, page, talk, must_exist=False)
-    talk = page.get("title", talk)
+    talk, latest = page.get("title", talk), revision_of(page).get("revid")
     if ctx.dry_run:
         refuse_forbidden_dry_run(ctx, page, "edit")
         whole = main_slot(revision_of(page)).get("content", "")
         new = (whole + "\n\n" if whole else "") + f"== {heading} ==\n\n{text}"
-        return dry_run_result(talk, page.get("lastrevid"), None, whole, as_saved(new), ctx.budget)
+        return dry_run_result(talk, latest, None, whole, as_saved(new), ctx.budget)
     fields = {"section": "new", "sectiontitle": heading, "text": text}
     summary = edit_summary(ctx, f"/* {heading} */ new section")
-    return save_edit(ctx, talk, fields, page.get("lastrevid"), summary, composed=True)
+    return save_edit(ctx, talk, fields, latest, summary, composed=True)
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -7430,8 +7443,7 @@ def reply_on_talk_page(
     if not message.strip():
         raise invalid_input("message must not be empty.")
     talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, prop="revisions|info", rvprop="ids|content",
-                         rvslots="main", intestactions="edit" if ctx.dry_run else None)
+    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
     check_page(ctx, page, talk)
     talk, site = page["title"], ctx.site
     refuse_forbidden_dry_run(ctx, page, "edit")
@@ -7602,7 +7614,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
                     category: str | None) -> list[tuple[str, dict[str, Any] | None, str | None]]:
     """Each page to change, in one query (more if the wiki splits the answer): its title, the
     page with its latest revision's text, and why it cannot be changed, if so."""
-    params: dict[str, Any] = {"action": "query", "prop": "revisions|info", "rvprop": "ids|content",
+    params: dict[str, Any] = {"action": "query", "prop": "revisions", "rvprop": "ids|content",
                               "rvslots": "main"}
     if category:
         category = title_in_namespace(ctx.site, category, 14)

@@ -9,6 +9,8 @@ stdio, and prints:
 - per read tool: HTTP requests per call in steady state (counted by a proxy in
   front of the wiki), median and p90 latency through the MCP client, and the
   median of the same API request(s) made directly with requests;
+- time at the wiki: the request a tool sends (captured at the proxy) against the
+  leanest query that returns the fields its answer shows, replayed alternately;
 - the server's overhead on a small page above a minimal MCPServer with one tool
   making the same single requests call (benchmarks/minimal_server.py);
 - bytes on the wire of representative responses;
@@ -74,6 +76,25 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     # the image itself comes from the wiki's own address, which the counting proxy does not see
     ("get-file-data", {"title": "Red square.png"}, "image (+1 off-proxy)"),
 ]
+#: The leanest query that returns what each of these cases shows (the tool's own request is captured,
+#: never written here), keyed as CASES are: (tool, its arguments as JSON).
+LEANEST: dict[tuple[str, str], dict[str, Any]] = {
+    ("get-page", json.dumps({"title": "Apple"})): {
+        "action": "query", "titles": "Apple", "redirects": 1, "prop": "revisions", "rvprop": "ids|content",
+        "rvslots": "main"},
+    ("search-page", json.dumps({"query": SEARCH_WORD})): {
+        "action": "query", "list": "search", "srsearch": SEARCH_WORD, "srwhat": "text", "srnamespace": 0,
+        "srlimit": 10, "srprop": "snippet", "srinfo": "totalhits"},
+    ("get-site-info", "{}"): {"action": "query", "meta": "siteinfo", "siprop": "general|namespaces|extensions"},
+    ("whoami", "{}"): {"action": "query", "meta": "userinfo", "uiprop": "groups|rights|editcount"},
+    ("get-category-members", json.dumps({"category": "Fruits"})): {
+        "action": "query", "list": "categorymembers", "cmtitle": "Category:Fruits", "cmprop": "title|type",
+        "cmlimit": 50, "titles": "Category:Fruits", "prop": "categoryinfo"},
+}
+#: What get-page asks besides with metadata=true: the cost of the fields a plain read leaves out.
+WITH_METADATA = {"prop": "revisions|info", "inprop": "protection", "rvprop": "ids|timestamp|user|comment|content"}
+#: What the client adds to every request.
+API_FORMAT = {"format": "json", "formatversion": 2, "errorformat": "plaintext", "errorlang": "en"}
 WIRE_CASES: list[tuple[str, dict[str, Any]]] = [
     ("get-page", {"title": "Long page"}), ("get-pages", {"titles": BATCH_TITLES + ["Apple", "Banana"]}),
     ("search-page", {"query": "fruit"})]
@@ -243,6 +264,24 @@ def bare_latency(session: requests.Session, recorded: list[str], wiki_port: int,
     return statistics.median(samples)
 
 
+def alternate_replays(session: requests.Session, urls: list[str], repeat: int) -> list[float]:
+    """The median time of each of these GET URLs, replayed one after another ``repeat`` times, the
+    order turned each round, so that whatever else the machine does weighs on each alike."""
+    samples: list[list[float]] = [[] for _ in urls]
+    for url in urls:
+        session.get(url, timeout=60).raise_for_status()  # warm: the connection, the wiki's caches
+    for i in range(repeat):
+        for j in (range(len(urls)) if i % 2 else reversed(range(len(urls)))):
+            start = time.perf_counter()
+            _ = session.get(urls[j], timeout=60).content
+            samples[j].append(time.perf_counter() - start)
+    return [statistics.median(s) for s in samples]
+
+
+def api_url(wiki_port: int, params: dict[str, Any]) -> str:
+    return f"http://127.0.0.1:{wiki_port}/w/api.php?" + urllib.parse.urlencode({**params, **API_FORMAT})
+
+
 def start_times(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
     to_init, to_list = [], []
     for _ in range(runs):
@@ -336,6 +375,26 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
                     all((t, json.dumps(a)) in expected_two for t, a, _ in single),
                     "all one" if not single else "more than one: " + ", ".join(
                         f"{t} {json.dumps(a)}" for t, a, _ in single)))
+
+    # time at the wiki: each tool's own request against the leanest query that returns the same fields
+    rounds = options.calls * 2
+    print(f"\nat the wiki: each tool's request (captured) against the leanest query returning the fields it "
+          f"shows (median of {rounds} alternate replays):")
+    print(f"  {'tool':<24}{'case':<22}{'tool ms':>9}{'leanest ms':>12}{'diff ms':>9}")
+    for (tool, args, note), count, urls in zip(cases, counts, recorded):
+        lean = LEANEST.get((tool, json.dumps(args)))
+        method, path = urls[0].split(" ")[:2]
+        if lean is None or count != 1 or method != "GET":
+            continue
+        extra = [api_url(wiki_port, {**lean, **WITH_METADATA})] if tool == "get-page" else []
+        sent, leanest, *rest = alternate_replays(session, [f"http://127.0.0.1:{wiki_port}{path}",
+                                                           api_url(wiki_port, lean), *extra], rounds)
+        print(f"  {tool:<24}{(note or json.dumps(args))[:21]:<22}{ms(sent):>9}{ms(leanest):>12}"
+              f"{ms(sent - leanest):>9}")
+        if tool == "get-page":
+            print(f"  {'':<24}{'(as metadata=true asks)':<22}{ms(rest[0]):>9}{'':>12}{ms(rest[0] - leanest):>9}")
+            budgets.append(("get-page of a small page <= 1.0 ms above the leanest query at the wiki",
+                            sent - leanest <= 0.001, f"{ms(sent - leanest)} ms"))
 
     # overhead above a minimal MCPServer making the same single requests call
     small = next(i for i, (t, a, _) in enumerate(cases) if t == "get-page" and a == {"title": "Apple"})
