@@ -5779,7 +5779,7 @@ def test_get_page_with_metadata_still_shows_the_page_and_its_last_edit(wiki: Rea
         assert result.blocks == [header + body], result.text
         assert len(sent) == 1 and {"info", "revisions"} <= values(sent[0], "prop"), sent
     rendered, sent = sent_queries(server, "get-page", title="Apple", content="html", metadata=True)
-    assert rendered.blocks[0].startswith(header.replace(f"\nPage ID", "\nPage ID", 1)), rendered.text
+    assert rendered.blocks[0].startswith(header), rendered.text
     assert len(sent) == 2 and "size" not in values(sent[1], "rvprop"), sent  # prop=info gives the length
 
 
@@ -5847,7 +5847,7 @@ def test_write_tools_read_the_page_without_page_info_where_they_show_none(wiki: 
     assert [values(q, "prop") for q in sent if q.get("revids") == str(first)] == [set(), {"revisions"}], sent
     saved, sent = sent_queries(server, "update-page-categories", title=title, add=["Lean"])
     assert not saved.is_error and "[[Category:Lean]]" in wiki.wikitext(title), saved.text
-    assert [values(q, "prop") for q in sent if "titles" in q][0] == {"revisions", "categories"}, sent
+    assert next(values(q, "prop") for q in sent if "titles" in q) == {"revisions", "categories"}, sent
     preview, sent = sent_queries(server, "rollback-edits", title=title, user="Admin")
     assert preview.is_error and "nothing was changed" in preview.text, preview.text
     assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
