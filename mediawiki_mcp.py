@@ -4211,7 +4211,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         else:
             result = spec.fn(ctx, **own)
     except WikiError as error:
-        return [str(error)], True
+        return [unoffered_named(str(error), state, spec)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
@@ -4221,6 +4221,18 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
 
 REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments already ran; nothing was "
                "written again. Its result:\n")
+
+
+def unoffered_named(text: str, state: ServerState, spec: ToolSpec | None) -> str:
+    """An error's next step may name a tool this server does not offer (undo of a creation: "use
+    delete-page"); the error then says so, rather than send the model to it."""
+    offered = {s.name for s in offered_tools(state)} | {spec.name if spec else ""}
+    notes = [f"{other.name} is not offered by this server" + (
+        f" (it is in the toolset {other.toolset}, which the operator can add to MCP_TOOLSETS)"
+        if other.toolset not in state.config.toolsets else "")
+        for other in state.registry.tools.values()
+        if other.name not in offered and re.search(rf"(?<![\w-]){re.escape(other.name)}(?![\w-])", text)]
+    return text + "".join(f" {note}." for note in notes)
 
 
 def as_blocks(result: list[Any] | str) -> list[Any]:

@@ -998,6 +998,18 @@ def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it() -> None
         "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")
 
 
+@on_every_version
+def test_an_error_naming_a_tool_outside_the_toolsets_says_it_is_not_offered(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TOOLSETS="default"))
+    revid = create(server, "Toolset undo creation test", "A page to undo.")
+    refused = call(server, "undo-edit", revisionId=revid)
+    assert refused.is_error and refused.blocks[0].endswith(
+        "To remove the page, use delete-page. delete-page is not offered by this server (it is in the toolset "
+        "admin, which the operator can add to MCP_TOOLSETS)."), refused.text
+    everything = call(make_server(wiki.env()), "undo-edit", revisionId=revid)
+    assert everything.blocks[0].endswith("To remove the page, use delete-page."), everything.text
+
+
 def test_a_tool_that_writes_must_state_its_hints() -> None:
     registry = m.Registry()
 
