@@ -25,7 +25,6 @@ and the budgets of issue 8, each met or not. Never part of the test run.
 from __future__ import annotations
 
 import argparse
-import http.client
 import http.server
 import json
 import os
@@ -46,6 +45,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from load import relay
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -119,20 +119,7 @@ class CountingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 proxy.urls.append(f"{self.command} {self.path}" + (f" {body.decode()}" if body else ""))
-                upstream = http.client.HTTPConnection("127.0.0.1", target_port, timeout=60)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                headers["Host"] = f"127.0.0.1:{target_port}"
-                upstream.request(self.command, self.path, body=body, headers=headers)
-                response = upstream.getresponse()
-                payload = response.read()
-                self.send_response(response.status)
-                for key, value in response.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-                upstream.close()
+                relay(self, target_port, body, timeout=60)
 
             do_GET = do_POST = forward
 

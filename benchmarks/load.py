@@ -93,6 +93,24 @@ class HttpServerProcess:
         self.process.wait(timeout=30)
 
 
+def relay(handler: http.server.BaseHTTPRequestHandler, port: int, body: bytes | None, timeout: float) -> None:
+    """Sends the request ``handler`` holds (its ``body`` read) to 127.0.0.1:``port`` and writes the
+    whole answer back with its length (a POST's event stream ends with its answer)."""
+    upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+    upstream.request(handler.command, handler.path, body=body, headers={**headers, "Host": f"127.0.0.1:{port}"})
+    response = upstream.getresponse()
+    payload = response.read()
+    handler.send_response(response.status)
+    for key, value in response.getheaders():
+        if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+            handler.send_header(key, value)
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+    upstream.close()
+
+
 def serve_round_robin(targets: list[int]) -> None:
     """--proxy: forwards each request to the next of the target ports in turn, as a load
     balancer in front of replicas does; prints its own port, then serves until killed."""
@@ -109,19 +127,7 @@ def serve_round_robin(targets: list[int]) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with lock:
                 port = next(turn)
-            upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-            upstream.request("POST", self.path, body=body, headers={**headers, "Host": f"127.0.0.1:{port}"})
-            response = upstream.getresponse()
-            payload = response.read()  # a POST's event stream ends with its answer
-            self.send_response(response.status)
-            for key, value in response.getheaders():
-                if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            upstream.close()
+            relay(self, port, body, timeout=120)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
