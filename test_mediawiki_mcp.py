@@ -647,6 +647,20 @@ class RequestCounter:
         box[0] = self.count - start
 
 
+def assert_requests_per_call(server: Any, counter: RequestCounter, calls: list[tuple[str, dict[str, Any], int]],
+                             refused: Callable[[str, dict[str, Any], int], bool] = lambda *_: False) -> None:
+    """Calls each (tool, arguments, HTTP requests expected) and asserts the requests it sent, and that
+    it failed only where ``refused(tool, arguments, requests)`` says; prints the table."""
+    table = []
+    for tool, arguments, expected in calls:
+        with counter.counting() as n:
+            result = call(server, tool, **arguments)
+        assert result.is_error == refused(tool, arguments, n[0]), (tool, result.text)
+        table.append((tool, arguments, n[0]))
+        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
+
+
 @pytest.fixture
 def bot_server(farm: WikiFarm, wiki: RealWiki) -> Any:
     return shared_bot_server(farm, wiki)
@@ -1595,14 +1609,7 @@ def test_steady_state_requests_per_tool(wiki: RealWiki, history: History) -> Non
         ("get-file", {"title": "Red square.png"}, 1),
         ("get-file-data", {"title": "Red square.png"}, 2),  # imageinfo, then the image itself
     ]
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert not result.is_error, result.text
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
+    assert_requests_per_call(server, counter, calls)
 
 
 # ---------------------------------------------------------------------------
@@ -2830,14 +2837,7 @@ def test_requests_per_call_of_the_editors_reads(wiki: RealWiki) -> None:
         ("update-page", {"title": REPEATED_HEADINGS_PAGE, "section": "Geography", "dryRun": True,
                          "source": "== Geography ==\nx\n=== Notes ===\ny"}, 1),
     ]
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert not result.is_error, result.text
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)[:100]}" for tool, a, n in table))
+    assert_requests_per_call(server, counter, calls)
 
 
 def test_the_editors_tools_stay_small_in_tools_list() -> None:
@@ -3783,14 +3783,8 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
         ("delete-page", {"title": "Write requests moved", "confirm": True}, 1),
         ("undelete-page", {"title": "Write requests moved"}, 2),
     ]
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert result.is_error == (tool == "delete-page" and "confirm" not in arguments), result.text
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+    assert_requests_per_call(server, counter, calls,
+                             lambda tool, arguments, _: tool == "delete-page" and "confirm" not in arguments)
 
 
 # -- writes that must not lose or misplace text --------------------------------------
@@ -4693,15 +4687,8 @@ def test_steady_state_requests_of_the_safety_net_tools(wiki: RealWiki) -> None:
     editor_edit(wiki, "Safety requests rollback test", "Rolled.")
     calls.append(("rollback-edits", {"title": "Safety requests rollback test", "user": "Editor",
                                      "confirm": True}, 2))  # the rollback, the sizes
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert result.is_error == (tool in ("rollback-edits", "protect-page") and "confirm" not in arguments), \
-            (tool, result.text)
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+    assert_requests_per_call(server, counter, calls, lambda tool, arguments, _: (
+        tool in ("rollback-edits", "protect-page") and "confirm" not in arguments))
 
 
 SAFETY_BAD_ARGUMENTS = [
@@ -5231,15 +5218,9 @@ def test_steady_state_requests_per_upload_tool(wiki: RealWiki, fake: FakeWiki, t
         ("upload-file-from-url", {"url": url + "big", "title": "Requests big test.txt"}, 2),
         ("update-file-from-url", {"url": url + "big2", "title": "Requests big test.txt"}, 3),
     ]
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert result.is_error == (n[0] == 1 and tool == "upload-file" and "f2" in arguments.get("filepath", "")), result.text
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
+    assert_requests_per_call(server, counter, calls, lambda tool, arguments, sent: (
+        sent == 1 and tool == "upload-file" and "f2" in arguments.get("filepath", "")))
     assert len(fake.seen) == 6  # the server's fetch of each URL, and the wiki's of the two big ones
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
 
 
 # -- the pieces behind the upload tools ----------------------------------------
@@ -5737,14 +5718,7 @@ def test_steady_state_requests_per_everyday_edit_tool(wiki: RealWiki) -> None:
         ("replace-in-pages", {"titles": titles, "find": "Acme", "replace": "ACME"}, 1),
         ("replace-in-pages", {"titles": titles, "find": "Acme", "replace": "ACME", "dryRun": False}, 6),
     ]
-    table = []
-    for tool, arguments, expected in calls:
-        with counter.counting() as n:
-            result = call(server, tool, **arguments)
-        assert not result.is_error, result.text
-        table.append((tool, arguments, n[0]))
-        assert n[0] == expected, (tool, arguments, n[0], counter.urls[-n[0]:])
-    print("\n".join(f"{n} request(s): {tool} {json.dumps(a)}" for tool, a, n in table))
+    assert_requests_per_call(server, counter, calls)
 
 
 # ---------------------------------------------------------------------------
