@@ -3279,7 +3279,7 @@ def routed(text: str, absent: Collection[str]) -> str:
     tool ``absent`` from the list: routing is written "For X, use a; for Y, use b." for this."""
     if not absent:
         return text
-    names = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, absent))})(?![\w-])")
+    names = naming(absent)
     kept = []
     for sentence in re.split(r"(?<=\.) (?=[A-Z])", text):
         if not names.search(sentence):
@@ -3287,6 +3287,11 @@ def routed(text: str, absent: Collection[str]) -> str:
         elif left := "; ".join(c for c in sentence.removesuffix(".").split("; ") if not names.search(c)):
             kept.append(left[:1].upper() + left[1:] + ".")
     return " ".join(kept)
+
+
+def naming(names: Iterable[str]) -> re.Pattern[str]:
+    """Finds any of the tool ``names`` (at least one) in a text, each whole, not inside a longer name."""
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, names))})(?![\w-])")
 
 
 @dataclasses.dataclass(eq=False)
@@ -4174,16 +4179,14 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     """Runs one tool call (on a worker thread). Returns content blocks and is_error;
     never raises, so nothing but ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
+    offered = offered_tools(state)
     try:
-        offered = offered_tools(state)
         available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
-            why = ("" if spec.toolset in state.config.toolsets else
-                   f" (it is in the toolset {spec.toolset}, which the operator can add to MCP_TOOLSETS)")
-            raise permission_denied(f"The tool {name} is not offered with this server's configuration{why}; "
-                                    f"no retry by the model changes it. {available}")
+            raise permission_denied(f"The tool {name} is not offered with this server's configuration"
+                                    f"{toolset_hint(state, spec)}; no retry by the model changes it. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -4211,7 +4214,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         else:
             result = spec.fn(ctx, **own)
     except WikiError as error:
-        return [unoffered_named(str(error), state, spec)], True
+        return [unoffered_named(str(error), state, {s.name for s in offered} | {name})], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
@@ -4223,16 +4226,20 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
                "written again. Its result:\n")
 
 
-def unoffered_named(text: str, state: ServerState, spec: ToolSpec | None) -> str:
+def unoffered_named(text: str, state: ServerState, listed: Collection[str]) -> str:
     """An error's next step may name a tool this server does not offer (undo of a creation: "use
-    delete-page"); the error then says so, rather than send the model to it."""
-    offered = {s.name for s in offered_tools(state)} | {spec.name if spec else ""}
-    notes = [f"{other.name} is not offered by this server" + (
-        f" (it is in the toolset {other.toolset}, which the operator can add to MCP_TOOLSETS)"
-        if other.toolset not in state.config.toolsets else "")
-        for other in state.registry.tools.values()
-        if other.name not in offered and re.search(rf"(?<![\w-]){re.escape(other.name)}(?![\w-])", text)]
-    return text + "".join(f" {note}." for note in notes)
+    delete-page"); the error then says so, rather than send the model to it. ``listed``: the
+    tools offered, and the one called (its own error says why when it is not offered)."""
+    absent = [spec for spec in state.registry.tools.values() if spec.name not in listed]
+    named = set(naming(spec.name for spec in absent).findall(text)) if absent else set()
+    return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec)}."
+                          for spec in absent if spec.name in named)
+
+
+def toolset_hint(state: ServerState, spec: ToolSpec) -> str:
+    """Why a tool is not offered, when it is its toolset's doing."""
+    return ("" if spec.toolset in state.config.toolsets else
+            f" (it is in the toolset {spec.toolset}, which the operator can add to MCP_TOOLSETS)")
 
 
 def as_blocks(result: list[Any] | str) -> list[Any]:
