@@ -3862,6 +3862,33 @@ class ReadLedger:
         return None if last is None or last.shows(section) else last
 
 
+@dataclasses.dataclass(frozen=True)
+class ClientReads:
+    """The read ledger as one tool call sees it: one wiki, one caller."""
+    ledger: ReadLedger
+    wiki: str
+    caller: str
+
+    def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
+               syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
+        self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest)
+
+    def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
+        self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole)
+
+    def base(self, title: str, section: int | None) -> int | None:
+        return self.ledger.base(self.wiki, title, section)
+
+    def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
+        self.ledger.previewed(self.wiki, title, change, revid, saved)
+
+    def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
+        return self.ledger.preview(self.wiki, title, change)
+
+    def unseen(self, title: str, section: int | None) -> PageRead | None:
+        return self.ledger.unseen(self.wiki, title, section)
+
+
 class IdempotencyStore:
     """Results of write calls by wiki and idempotencyKey, for an hour (in memory, at most
     ``capacity``): the same key with the same arguments returns the first result without
@@ -4122,6 +4149,7 @@ class ToolContext:
     continue_from: str | None = None
     dry_run: bool = False
     watch: str | None = None
+    caller: str = ""  # who is calling: the scope of what the read ledger vouches for
 
     @property
     def client(self) -> MediaWikiClient:
@@ -4135,6 +4163,11 @@ class ToolContext:
     @property
     def budget(self) -> int:
         return self.state.config.content_max_bytes
+
+    @property
+    def reads(self) -> ClientReads:
+        """What this client read and saved on this wiki (the read ledger, seen from this call)."""
+        return ClientReads(self.state.reads, self.wiki.key, self.caller)
 
     @property
     def site(self) -> SiteInfo:
@@ -4633,8 +4666,8 @@ def get_page(
                             sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
                             again=again or None)
     # for update-page: refusing to write back a part, and the revision a write is based on
-    ctx.state.reads.record(ctx.wiki.key, page["title"], section, revision.get("revid", 0), text,
-                           offset, ctx.budget, ctx.site.syntax)
+    ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
+                     ctx.site.syntax)
     return blocks
 
 
@@ -4824,8 +4857,7 @@ def get_pages(
             blocks.append(f"{headers[title]}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
-                ctx.state.reads.record(ctx.wiki.key, title, None, revid, body[0], 0, utf8_len(shown),
-                                       ctx.site.syntax)
+                ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax)
     if len(whole) < len(bodies):
         text = {"content": "text"} if content == "text" else {}
         total = sum(utf8_len(b[0]) for b in bodies.values() if b)
@@ -5205,8 +5237,8 @@ def get_revision(
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page);
         # a read of the latest one is, like get-page's, the base of the next write
-        ctx.state.reads.record(ctx.wiki.key, title, section, revisionId, text, offset,
-                               ctx.budget, ctx.site.syntax, latest=revisionId == page.get("lastrevid"))
+        ctx.reads.record(title, section, revisionId, text, offset, ctx.budget, ctx.site.syntax,
+                         latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     header = revision_header(ctx, page, revision, shown)
@@ -5970,8 +6002,8 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                                + NEXT_STEP["upstream_failure"])
     if not edit.get("nochange"):
         pin, parent = fields.get("baserevid"), edit.get("oldrevid")
-        ctx.state.reads.saved(ctx.wiki.key, edit.get("title", title), fields.get("section"), parent,
-                              edit["newrevid"], "text" in fields and pin == parent and not composed)
+        ctx.reads.saved(edit.get("title", title), fields.get("section"), parent,
+                        edit["newrevid"], "text" in fields and pin == parent and not composed)
     return edit
 
 
@@ -6073,7 +6105,7 @@ def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
     """Refuses to write back a page or section whose last read here was truncated."""
-    read = ctx.state.reads.unseen(ctx.wiki.key, title, section)
+    read = ctx.reads.unseen(title, section)
     if read is None:
         return
     what = f"Section {section} of {title!r}" if section is not None else f"Page {title!r}"
@@ -6186,8 +6218,8 @@ def update_page(
     if isinstance(section, str):  # numbered as in the page now, to find the read this change is based on
         heading, section = section, section_by_heading(ctx, whole, section, title, latest)[0]
     own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
-    read_base = ctx.state.reads.base(ctx.wiki.key, title, section) if replacing and not latestId else None
-    own_text_read = ctx.state.reads.base(ctx.wiki.key, title, None) is not None
+    read_base = ctx.reads.base(title, section) if replacing and not latestId else None
+    own_text_read = ctx.reads.base(title, None) is not None
     if page.get("redirect") and not (own_base and (latestId or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base and latestId is not None:  # only a given latestId can be another page's
@@ -7690,7 +7722,7 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     diffs: dict[str, str] = {}
     for page in pages:
         if page.page is not None:
-            ctx.state.reads.previewed(ctx.wiki.key, page.title, change, page.revid)
+            ctx.reads.previewed(page.title, change, page.revid)
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
                                  f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
@@ -7733,7 +7765,7 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     left: list[str] = []
     saved = 0
     # Every preview is looked up before the first save: a store that fails later stops nothing midway.
-    previews = [ctx.state.reads.preview(ctx.wiki.key, page.title, change) or (None, None) for page in pages]
+    previews = [ctx.reads.preview(page.title, change) or (None, None) for page in pages]
     for number, (page, (previewed, saved_as)) in enumerate(zip(pages, previews), 1):
         if stopped:
             rows.append(f"{page.title} | not attempted")
@@ -7759,7 +7791,7 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             else:
                 saved += not edit.get("nochange")
                 if previewed and not edit.get("nochange"):
-                    ctx.state.reads.previewed(ctx.wiki.key, page.title, change, previewed, edit["newrevid"])
+                    ctx.reads.previewed(page.title, change, previewed, edit["newrevid"])
                 rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
                             f"{page.title} | saved | {edit['newrevid']}" + (
                                 " | the wiki's answer was lost; its history shows the edit once"
