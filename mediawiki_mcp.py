@@ -97,6 +97,9 @@ WRITE_MAXLAG_SECONDS = 5
 MAX_TITLE_BYTES = 255
 #: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
 MAX_PAGES_PER_CALL = 50
+#: How long a model's regular expression may run on a page; longer is a pattern that backtracks
+#: without end on this text, which would hold the call forever (ServerState.regex_seconds).
+REGEX_SECONDS = 5.0
 #: Idempotency keys of write calls are remembered this long, at most this many.
 IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
@@ -531,7 +534,7 @@ class MediaWikiClient:
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         pool_size: int = MAX_CALLS_PER_WIKI,
-        trusted_hosts: Iterable[str] | None = None,
+        guard: AddressGuard | None = None,
         basic_auth: tuple[str, str] | None = None,
     ) -> None:
         self.url, userinfo = split_userinfo(url)
@@ -543,9 +546,10 @@ class MediaWikiClient:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.pool_size = pool_size
-        #: None: the operator chose this wiki. A list: its URL came from a model, so every
-        #: request passes the address guard (these hosts may be private) and is pinned.
-        self.trusted_hosts = None if trusted_hosts is None else list(trusted_hosts)
+        #: None: the operator chose this wiki. A guard: its URL came from a model, so every
+        #: request passes the address guard and is pinned.
+        self.guard = guard
+        self._warned_agent = False
         parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
@@ -704,7 +708,7 @@ class MediaWikiClient:
                 self._api_url, query = discover_api(
                     self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, retry_transient=True,
                                                            url=candidate, auth=False),
-                    self._session, self.trusted_hosts, self.timeout)
+                    self._session, self.guard, self.timeout)
                 if query is not None:
                     self._site = SiteInfo.from_api(query, self._api_url)
             if self.username and not self._logged_in:
@@ -726,9 +730,10 @@ class MediaWikiClient:
             session.headers["Authorization"] = f"Bearer {self._token}"
         if self._basic_auth:
             session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
-        if not self.user_agent_prefix and is_wikimedia_host(self.host):
-            _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
-                       "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
+        if not self.user_agent_prefix and is_wikimedia_host(self.host) and not self._warned_agent:
+            self._warned_agent = True  # once per wiki: a new session after a lost one says nothing new
+            log.warning("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
+                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
         return session
 
     def _login(self) -> None:
@@ -818,7 +823,7 @@ class MediaWikiClient:
             if self._api_url is not None and new_host == self.host:
                 self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
         options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
-        return follow(self._session, method, url, trusted_hosts=self.trusted_hosts, hop=hop,
+        return follow(self._session, method, url, guard=self.guard, hop=hop,
                       timeout=self.timeout, **options)
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
@@ -998,13 +1003,9 @@ def api_error_text(data: dict[str, Any]) -> str:
     return str(error.get("info") or error.get("*") or "")
 
 
-_warned: set[str] = set()
-
-
+@functools.cache
 def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        log.warning(message)
+    log.warning(message)
 
 
 def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
@@ -1021,7 +1022,7 @@ def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
 # redirect is followed by follow(), which has the guard check each hop.
 
 def resolve_addresses(host: str, port: int) -> list[str]:
-    """The IP addresses a host name resolves to (tests replace this)."""
+    """The IP addresses a host name resolves to (AddressGuard's resolver unless it is given one)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
@@ -1060,28 +1061,34 @@ def guard_target(url: str) -> tuple[str, int]:
     return host, port
 
 
-def check_address(url: str, trusted_hosts: Iterable[str] = ()) -> str:
-    """The address guard: resolves the URL's host and refuses private, loopback, link-local
-    and other non-public addresses, unless the host (``host`` or ``host:port``) is in
-    ``trusted_hosts``. Returns the checked address to connect to."""
-    host, port = guard_target(url)
-    try:
-        addresses = resolve_addresses(host, port)
-    except (OSError, UnicodeError):
-        raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
-    if not addresses:
-        raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
-    trusted = {t.strip().lower() for t in trusted_hosts}
-    shown = f"[{host}]" if ":" in host else host
-    if not trusted & {host, shown, f"{shown}:{port}"}:
-        for address in addresses:
-            problem = address_problem(address)
-            if problem:
-                raise permission_denied(
-                    f"{shown} resolves to {address}, a {problem} address, which this server does not "
-                    "reach for a URL given by a model. The operator can allow the host by listing it "
-                    "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
-    return addresses[0]
+@dataclasses.dataclass(frozen=True)
+class AddressGuard:
+    """The address guard: resolves a URL's host and refuses private, loopback, link-local and
+    other non-public addresses, unless the host (``host`` or ``host:port``) is one the operator
+    trusts (MCP_TRUSTED_HOSTS). ``resolve`` looks names up (tests give one that knows theirs)."""
+    trusted_hosts: Iterable[str] = ()
+    resolve: Callable[[str, int], list[str]] = resolve_addresses
+
+    def check(self, url: str) -> str:
+        """The checked address to connect to for ``url``."""
+        host, port = guard_target(url)
+        try:
+            addresses = self.resolve(host, port)
+        except (OSError, UnicodeError):
+            raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
+        if not addresses:
+            raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
+        trusted = {t.strip().lower() for t in self.trusted_hosts}
+        shown = f"[{host}]" if ":" in host else host
+        if not trusted & {host, shown, f"{shown}:{port}"}:
+            for address in addresses:
+                problem = address_problem(address)
+                if problem:
+                    raise permission_denied(
+                        f"{shown} resolves to {address}, a {problem} address, which this server does not "
+                        "reach for a URL given by a model. The operator can allow the host by listing it "
+                        "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
+        return addresses[0]
 
 
 @functools.cache
@@ -1124,31 +1131,31 @@ def pinnable_session(user_agent_prefix: str, pool_size: int = 10) -> requests.Se
     return session
 
 
-def guard_and_pin(session: requests.Session, url: str, trusted_hosts: Iterable[str]) -> None:
+def guard_and_pin(session: requests.Session, url: str, guard: AddressGuard) -> None:
     """Checks a URL's host with the address guard, once per host and session, and pins the
     session's connections to that host to the checked address."""
     key = guard_target(url)  # first: requests has no adapter for other schemes
     pins = getattr(session.get_adapter(url), "pins", None)
     if pins is not None and key in pins:
         return
-    address = check_address(url, trusted_hosts)
+    address = guard.check(url)
     if pins is not None:
         pins[key] = address
 
 
 def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
-           trusted_hosts: Iterable[str] | None, hop: Callable[[str], None] = lambda location: None,
+           guard: AddressGuard | None, hop: Callable[[str], None] = lambda location: None,
            **options: Any) -> requests.Response:
     """Sends a request (send_once) and follows its redirects, the one place that does: the address
-    guard checks every hop (``trusted_hosts`` None: an operator's URL), and ``hop`` may refuse a
+    guard checks every hop (``guard`` None: an operator's URL), and ``hop`` may refuse a
     redirect's target. ``session`` may be a function choosing one (pinnable_session) per URL, so
     credentials stay with their origin. A redirect's query replaces ``params``. Transport failures
     raise requests' exceptions (failed_url names the hop)."""
     start = url
     for _ in range(MAX_REDIRECTS + 1):
         current = session(url) if callable(session) else session
-        if trusted_hosts is not None:
-            guard_and_pin(current, url, trusted_hosts)
+        if guard is not None:
+            guard_and_pin(current, url, guard)
         response = send_once(current, method, url, **options)
         if not response.is_redirect:
             return response
@@ -1165,11 +1172,11 @@ def failed_url(exc: Exception, url: str) -> str:
     return getattr(getattr(exc, "request", None), "url", None) or url
 
 
-def guarded_get(session: requests.Session, url: str, trusted_hosts: Iterable[str] | None,
+def guarded_get(session: requests.Session, url: str, guard: AddressGuard | None,
                 **options: Any) -> requests.Response:
     """A GET of a URL through follow(), a transport failure an upstream_failure."""
     try:
-        return follow(session, "GET", url, trusted_hosts=trusted_hosts, **options)
+        return follow(session, "GET", url, guard=guard, **options)
     except _requests().RequestException as exc:
         raise upstream_failure(f"{host_of(failed_url(exc, url))} could not be reached "
                                f"({type(exc).__name__}).") from None
@@ -1180,7 +1187,7 @@ def fetch_file(client: MediaWikiClient, url: str, max_bytes: int) -> bytes | Non
     The wiki's credentials go only to its own origin (session_for); a wiki a model added has every
     hop checked by the address guard, as its API calls have."""
     try:
-        response = follow(client.session_for, "GET", url, trusted_hosts=client.trusted_hosts,
+        response = follow(client.session_for, "GET", url, guard=client.guard,
                           timeout=client.timeout, stream=True)
         with response:
             if response.status_code >= 400:
@@ -1209,7 +1216,7 @@ def fetch_error(status: int, url: str) -> WikiError:
 
 
 def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: requests.Session,
-                 trusted_hosts: Iterable[str] | None,
+                 guard: AddressGuard | None,
                  timeout: tuple[float, float]) -> tuple[str, dict[str, Any] | None]:
     """Finds api.php from any URL of a wiki (a page, its origin): tries /w/api.php and /api.php
     at its origin, then the address the wiki's own HTML names (``<link rel="EditURI"
@@ -1221,7 +1228,7 @@ def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: reques
     origin = f"{parts.scheme}://{parts.netloc}"
     failures: list[str] = []
     for guess in (origin + "/w/api.php", origin + "/api.php", None):  # None: the address the page names
-        candidate = guess or api_named_by_page(url, session, trusted_hosts, timeout, failures)
+        candidate = guess or api_named_by_page(url, session, guard, timeout, failures)
         if candidate is None:
             break
         try:
@@ -1243,11 +1250,11 @@ def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: reques
                            "api.php address instead (such as https://wiki.example.org/w/api.php).")
 
 
-def api_named_by_page(url: str, session: requests.Session, trusted_hosts: Iterable[str] | None,
+def api_named_by_page(url: str, session: requests.Session, guard: AddressGuard | None,
                       timeout: tuple[float, float], failures: list[str]) -> str | None:
     """The api.php address that the HTML of a wiki's page names (EditURI)."""
     try:
-        response = guarded_get(session, url, trusted_hosts, timeout=timeout, stream=True,
+        response = guarded_get(session, url, guard, timeout=timeout, stream=True,
                                headers={"Authorization": None})  # no token to any host
     except WikiError as error:
         if error.category != "upstream_failure":
@@ -4060,18 +4067,26 @@ class ServerState:
     idempotency: IdempotencyStore = dataclasses.field(default_factory=IdempotencyStore)
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    resolve: Callable[[str, int], list[str]] = resolve_addresses  # how the address guard looks names up
+    regex_seconds: float = REGEX_SECONDS  # how long find-in-page's regular expression may run
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: tuple[threading.Lock, ...] = dataclasses.field(
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
 
     @classmethod
     def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
+                    resolve: Callable[[str, int], list[str]] = resolve_addresses,
                     **client_options: Any) -> ServerState:
         clients = {key: wiki.client(config.user_agent, **client_options) for key, wiki in config.wikis.items()}
         shared = open_state_store(config.state_url) if config.state_url else None
         return cls(config=config, wikis=dict(config.wikis), clients=clients, registry=registry,
-                   stateless=stateless, client_options=client_options, reads=ReadLedger(store=shared),
-                   idempotency=IdempotencyStore(store=shared))
+                   stateless=stateless, client_options=client_options, resolve=resolve,
+                   reads=ReadLedger(store=shared), idempotency=IdempotencyStore(store=shared))
+
+    @property
+    def guard(self) -> AddressGuard:
+        """The address guard of URLs a model gives (add-wiki, uploads from a URL)."""
+        return AddressGuard(self.config.trusted_hosts, self.resolve)
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
         """One of a few locks, the same for every call about this page. Never shared by replicas:
@@ -4980,9 +4995,6 @@ FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in,
 #: The matches find-in-page shows; it counts up to MAX_MATCHES.
 FIND_SHOWN = 50
 MAX_MATCHES = 10_000
-#: How long a regular expression may run on a page; longer is a pattern that backtracks
-#: without end on this text, which would hold the call forever.
-REGEX_SECONDS = 5.0
 
 
 @tool("find-in-page", "Find in page", toolset="pages", read_only=True)
@@ -5020,7 +5032,7 @@ def find_in_page(
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
                         "get-page-history lists its revision IDs.")
     text = main_slot(revision).get("content", "")
-    spans = regex_spans(pattern, text) if pattern else plain_spans(find, text)
+    spans = regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
     what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
@@ -5045,7 +5057,7 @@ def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
     return spans
 
 
-#: Runs in a child process, which is stopped if it runs past REGEX_SECONDS.
+#: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
 REGEX_SEARCH = """import json, re, sys
 pattern, text, most = json.load(sys.stdin)
 spans = []
@@ -5057,15 +5069,16 @@ for found in re.finditer(pattern, text):
 json.dump(spans, sys.stdout)"""
 
 
-def regex_spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    """Where a model's regular expression matches (non-empty) in ``text``. It runs in a child process:
-    Python cannot stop a pattern that backtracks without end (such as (a+)+b) in its own thread."""
+def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tuple[int, int]]:
+    """Where a model's regular expression matches (non-empty) in ``text``. It runs in a child process,
+    stopped after ``seconds``: Python cannot stop a pattern that backtracks without end (such as
+    (a+)+b) in its own thread."""
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_SEARCH], capture_output=True,
                               input=json.dumps([pattern.pattern, text, MAX_MATCHES]).encode(),
-                              timeout=REGEX_SECONDS, check=True)
+                              timeout=seconds, check=True)
     except subprocess.TimeoutExpired:
-        raise invalid_input(f"The regular expression ran over {REGEX_SECONDS:g} s on this page without "
+        raise invalid_input(f"The regular expression ran over {seconds:g} s on this page without "
                             "finishing (it backtracks without end); simplify it, or find plain text."
                             ) from None
     except (OSError, subprocess.CalledProcessError) as error:
@@ -7002,7 +7015,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     try:
         try:
             # the wiki's timeout, read past the rights check: the fetch asks the wiki nothing
-            response = guarded_get(session, url, config.trusted_hosts, timeout=ctx._client.timeout, stream=True)
+            response = guarded_get(session, url, ctx.state.guard, timeout=ctx._client.timeout, stream=True)
         except WikiError as error:
             if error.category != "upstream_failure":
                 raise  # refused by the guard, or no URL at all
@@ -7900,7 +7913,7 @@ def add_wiki(
         raise conflict(f"{wiki_key(url)} is already configured as the wiki {known}; "
                        "pass it as wiki to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
-        client = MediaWikiClient(url, trusted_hosts=state.config.trusted_hosts, **options)
+        client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
         key = wiki_key(site.server) or wiki_key(client.api_url)
         known = registered_as(state, key) or next(
@@ -8191,6 +8204,7 @@ class HttpOptions:
     allowed_origins: list[str] = dataclasses.field(default_factory=list)
     auth_token: str | None = dataclasses.field(default=None, repr=False)
     stateless: bool = False
+    session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
 
     @property
     def loopback(self) -> bool:
@@ -8341,7 +8355,7 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
-        session_idle_timeout=HTTP_SESSION_IDLE_SECONDS,
+        session_idle_timeout=options.session_idle_seconds,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:

@@ -1,8 +1,8 @@
-"""Tests for mediawiki_mcp, against a real MediaWiki started here.
+"""Tests for mediawiki_mcp, against real MediaWikis started here.
 
-The real wikis are Debian's ``mediawiki`` package on SQLite, installed into a
-temporary directory and served by ``php -S`` (see start_test_wiki): MediaWiki
-1.39 on this machine, and 1.43 (in English, German and Persian) in a Debian 13
+The real wikis (realwiki.py) are Debian's ``mediawiki`` package on SQLite,
+installed into a temporary directory and served by ``php -S``: MediaWiki 1.39
+on this machine, and 1.43 (in English, German and Persian) in a Debian 13
 root. Tests marked on_every_version run on both versions (see WIKIS). Faults a
 real wiki cannot produce on demand come from FakeWiki, a small local HTTP
 server. Sections follow the module's: configuration, text helpers, the tool
@@ -37,10 +37,9 @@ import threading
 import time
 import unicodedata
 import urllib.parse
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import anyio
 import anyio.lowlevel
@@ -49,511 +48,49 @@ import requests
 from mcp import Client, MCPError
 
 import mediawiki_mcp as m
+from realwiki import (
+    ALMANAC,
+    ALMANAC_SECTIONS,
+    BATCH_TITLES,
+    BOT_GRANTS,
+    DANUBE,
+    INFOBOX,
+    NON_ASCII_TITLE,
+    PERSIAN_LINES,
+    PERSIAN_TITLE,
+    REPEATED_HEADINGS_PAGE,
+    RHINE,
+    RIVER_ARTICLE,
+    SEARCH_WORD,
+    SEED_FILES,
+    STORE_PASSWORD,
+    VERSIONS,
+    RealWiki,
+    StateServer,
+    WikiFarm,
+    free_port,
+    install_holding,
+    long_page_text,
+    php,
+    png_bytes,
+    wikis_needed,
+)
 
 HERE = Path(__file__).resolve().parent
 
 
 # ---------------------------------------------------------------------------
-# Real MediaWikis for the tests (imported by benchmarks/ too)
+# The real wikis of a run (realwiki.py), as fixtures
 # ---------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class MediaWikiInstall:
-    """Where one MediaWiki version is installed: on this machine, or in a Debian root that
-    chroot enters (its php sees only the files inside the root, by their paths there)."""
-    version: str
-    code: Path                 # MediaWiki's directory, as its php sees it
-    root: Path | None = None   # the Debian root; None: this machine
-    how: str = ""              # how to install it, for the error when it is missing
-
-    def check(self) -> None:
-        php = (self.root / "usr/bin/php").exists() if self.root else shutil.which("php")
-        if not php or not self.on_host(self.code / "maintenance" / "install.php").exists():
-            raise RuntimeError(f"The real-wiki tests need MediaWiki {self.version}, which is not "
-                               f"installed: {self.how}")
-
-    def on_host(self, path: Path) -> Path:
-        """A path as php sees it, as this machine sees it."""
-        return self.root / path.relative_to("/") if self.root else path
-
-    def seen(self, path: Path) -> Path:
-        """A path on this machine (inside the root, if any) as php sees it."""
-        return Path("/") / path.relative_to(self.root) if self.root else path
-
-    def holds(self, path: Path) -> bool:
-        return self.root is not None and path.is_relative_to(self.root)
-
-    def command(self, directory: Path, *args: str) -> list[str]:
-        """A command to run with this install's php, in ``directory`` (as php sees it)."""
-        inside = ["env", f"--chdir={directory}", *args]
-        return ["chroot", str(self.root), *inside] if self.root else inside
-
-    def temporary_directory(self, prefix: str) -> tempfile.TemporaryDirectory[str]:
-        self.check()
-        return tempfile.TemporaryDirectory(prefix=prefix, dir=self.root / "tmp" if self.root else None)
-
-
-MEDIAWIKI_DIR = Path(os.environ.get("MEDIAWIKI_DIR", "/usr/share/mediawiki"))
-#: Debian 12's package, on this machine.
-MEDIAWIKI_1_39 = MediaWikiInstall("1.39", MEDIAWIKI_DIR, how=(
-    "apt-get install mediawiki php-cli php-sqlite3 php-intl php-mbstring php-xml php-curl lua5.1 "
-    "(.ci/run does it)."))
-#: Debian 13's package with wikidiff2 and LuaSandbox, in a Debian 13 root that
-#: .ci/mediawiki-1.43 builds once and keeps (at MEDIAWIKI_1_43_ROOT).
-MEDIAWIKI_1_43_ROOT = Path(os.environ.get("MEDIAWIKI_1_43_ROOT", "/opt/mediawiki-1.43"))
-MEDIAWIKI_1_43 = MediaWikiInstall("1.43", Path("/usr/share/mediawiki"), MEDIAWIKI_1_43_ROOT, how=(
-    f"bash .ci/mediawiki-1.43 builds its Debian 13 root in {MEDIAWIKI_1_43_ROOT} once "
-    "(MEDIAWIKI_1_43_ROOT chooses another place; .ci/run does it)."))
-INSTALLS = (MEDIAWIKI_1_39, MEDIAWIKI_1_43)
-
-
-def install_holding(directory: Path) -> MediaWikiInstall:
-    """The install whose php serves the wiki in ``directory``: the root's that holds it, if any."""
-    return next((i for i in INSTALLS if i.holds(directory)), MEDIAWIKI_1_39)
-
-
-# -- what a new wiki holds -------------------------------------------------------
-
-BIG_SECTION_BYTES = 55_000
-
-def long_page_text() -> str:
-    """A page over 60 KB with many sections, one of them over 50 KB, with
-    multi-byte characters so that every cut has to respect UTF-8."""
-    parts = ["Lead paragraph of the long page. Ünïcödé façade — 日本語.\n"]
-    for n in range(1, 13):
-        parts.append(f"\n== Section {n} ==\nText of section {n}, naïve café line.\n")
-        if n == 5:
-            parts.append("\n=== Subsection 5.1 ===\nSubsection text.\n")
-        if n == 7:
-            line = "Big section line with ünïcödé and 日本語 characters, number {:05d}.\n"
-            body, i = [], 0
-            while sum(len(b.encode()) for b in body) < BIG_SECTION_BYTES:
-                body.append(line.format(i))
-                i += 1
-            parts.append("".join(body))
-    return "".join(parts)
-
-
-SEARCH_WORD = "Zanzibarquux"
-NON_ASCII_TITLE = "Café Ünïcödé — 日本語"
-BATCH_TITLES = [f"Batch {n:02d}" for n in range(1, 49)]  # with Apple and Banana: 50
-
-
-def seed_pages() -> dict[str, str]:
-    pages = {
-        "Long page": long_page_text(),
-        "Target page": "The target of a redirect.\n\n== Details ==\nSome details.",
-        "Redirect page": "#REDIRECT [[Target page]]",
-        "Category:Fruits": "Fruits grown on the test wiki.",
-        "Apple": "An apple is a fruit.\n[[Category:Fruits]]",
-        "Banana": "A banana is a fruit.\n[[Category:Fruits]]",
-        "Cherry": "A cherry is a fruit.\n[[Category:Fruits]]",
-        NON_ASCII_TITLE: "Une page au titre non ASCII. 日本語のページ。",
-        "Search target": f"This body holds the rare word {SEARCH_WORD} and nothing more.",
-        "Fruit salad": "Fruit salad mixes [[Apple]], [[Banana]] and [[Cherry]].",
-    }
-    for title in BATCH_TITLES:
-        pages[title] = f"Body of {title}."
-    # For the links, categories and parsing tools (the foundation tests read none of these):
-    pages.update({
-        "Template:Fruitbox": '<div class="fruitbox">Fruit: {{{1|none}}}</div>',
-        "Fruit bowl": "{{Fruitbox|Apple}} A bowl with [[Apple]], [[Pear]] and [[Apple redirect]]. "
-                      "[[File:Red square.png]]",
-        "Apple redirect": "#REDIRECT [[Apple]]",
-        "Via redirect": "Links to [[Apple redirect]] only.",
-        "Category:Citrus": "Citrus fruits.\n[[Category:Fruits]]",
-        "Lemon": "A lemon is a citrus fruit.\n[[Category:Citrus]]",
-    })
-    pages.update(river_pages())
-    return pages
-
-
-# Pages like the ones people keep, on rivers: none is in Category:Fruits, links to a page
-# the tests above list links to, or holds SEARCH_WORD, so those tests see what they saw before.
-RIVER_ARTICLE = "Rhine"
-REPEATED_HEADINGS_PAGE = "Danube"
-ALMANAC = "River almanac"
-ALMANAC_SECTIONS = 64
-INFOBOX = "Template:Infobox river"
-
-RHINE = """{{Infobox river
-| name = Rhine
-| length = {{#invoke:Length|km|1230}}
-| source = Lake Toma
-| type = main
-}}
-The '''Rhine''' is a river of Europe.<ref>{{Cite note|title=Rivers of Europe|publisher=Test Press|year=2001}}</ref> \
-It flows into the North Sea.<ref name="delta">{{Cite note|title=The delta}}</ref>
-
-== Course ==
-The river passes several cities.<ref name="delta" />
-
-{| class="wikitable"
-! City !! Bank !! km
-|-
-| Basel || left || 166
-|-
-| Cologne || left || 688
-|-
-| Rotterdam || both || 1000
-|}
-
-{{:River facts}}
-
-== References ==
-<references />"""
-
-DANUBE = """The Danube flows east.
-
-== History ==
-A Roman frontier.
-=== Notes ===
-History notes.
-
-== Geography ==
-It crosses ten countries.
-=== Notes ===
-Geography notes.
-
-== Notes ==
-General notes."""
-
-
-def almanac_text() -> str:
-    """About 300 KB in ALMANAC_SECTIONS sections of about 4.7 KB each, with multi-byte characters."""
-    parts = ["The almanac keeps a day of river news in each section. {{River type|tributary}}\n"]
-    for day in range(1, ALMANAC_SECTIONS + 1):
-        parts.append(f"\n== Day {day} ==\n")
-        parts += [f"Day {day}, reading {n:02d}: the water stood at {day * 7 + n} cm at the gauge "
-                  "of Kōbe-façade.\n" for n in range(62)]
-    return "".join(parts)
-
-
-def river_pages() -> dict[str, str]:
-    return {
-        INFOBOX: """{| class="infobox"
-! colspan="2" | {{{name|{{PAGENAME}}}}}
-{{Infobox row|Length|{{{length|}}}}}
-{{Infobox row|Source|{{{source|}}}}}
-{{Infobox row|Type|{{River type|{{{type|}}}}}}}
-|}<noinclude>
-<templatedata>
-{"description": "Facts about a river, in a box.", "format": "block", "params": {
- "name": {"label": "Name", "type": "string"},
- "length": {"label": "Length", "description": "Length with its unit", "type": "string"},
- "source": {"label": "Source", "type": "string"},
- "type": {"label": "Type", "description": "main or tributary", "type": "string"}}}
-</templatedata>
-</noinclude>""",
-        "Template:Infobox row": "{{#if:{{{2|}}}|{{!}}-\n! {{{1}}}\n{{!}} {{{2}}}}}",
-        "Template:River type": "{{#switch:{{{1|}}}|main=Main river|tributary=Tributary|#default=River}}",
-        "Template:Cite note": ("<span class=\"citation\">''{{{title}}}''{{#if:{{{publisher|}}}|, "
-                               "{{{publisher}}}}}{{#if:{{{year|}}}|, {{{year}}}}}.</span>"),
-        "Module:Length": """local p = {}
-
-function p.km(frame)
-    local km = tonumber(frame.args[1]) or 0
-    return string.format("%d km (%d mi)", km, math.floor(km * 0.621371 + 0.5))
-end
-
-return p""",
-        "River facts": ("Facts the river articles share; only the section below is transcluded.\n"
-                        "<onlyinclude>\n== Basin ==\nA river drains its basin into the sea.\n"
-                        "</onlyinclude>\n== Editing notes ==\nNot transcluded."),
-        RIVER_ARTICLE: RHINE,
-        REPEATED_HEADINGS_PAGE: DANUBE,
-        ALMANAC: almanac_text(),
-    }
-
-
-def png_bytes(width: int, height: int, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:
-    """A valid PNG of one colour, made without an imaging library."""
-    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (len(data).to_bytes(4, "big") + kind + data
-                + zlib.crc32(kind + data).to_bytes(4, "big"))
-    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
-            + chunk(b"IEND", b""))
-
-
-#: Uploaded by start_test_wiki, in Category:Fruits.
-SEED_FILES = {"Red square.png": png_bytes(40, 30), "Notes.txt": b"Plain text file.\n"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Seed:
-    """What start_test_wiki puts on a new wiki: pages, then files with one upload comment."""
-    pages: Mapping[str, str]
-    files: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
-    file_comment: str = ""
-
-
-def english_seed() -> Seed:
-    return Seed(seed_pages(), SEED_FILES, "Seed file. [[Category:Fruits]]")
-
-
-def german_seed() -> Seed:
-    """A German wiki's pages, which name namespaces as German editors do, or in English."""
-    return Seed({
-        "Kategorie:Obst": "Obst im Testwiki.",
-        "Apfel": "Ein Apfel ist Obst.\n[[Kategorie:Obst]]",
-        "Birne": "Eine Birne ist Obst.\n[[Category:Obst]]",
-        "Diskussion:Apfel": "Ist der Apfel rot?",
-        "Vorlage:Obstkasten": '<div class="obstkasten">Obst: {{{1|keins}}}</div>',
-        "Obstschale": "{{Obstkasten|Apfel}} Eine Schale mit [[Apfel]]. [[Datei:Rotes Quadrat.png]]",
-    }, {"Rotes Quadrat.png": png_bytes(40, 30)}, "Testdatei. [[Kategorie:Obst]]")
-
-
-PERSIAN_TITLE = "رود کارون"
-PERSIAN_LINES = [f"سطر {n}: کارون از کوه‌های زاگرس سرچشمه می‌گیرد." for n in range(1, 13)]
-
-
-def persian_seed() -> Seed:
-    """A right-to-left wiki's pages: Persian text, and numbers in Persian digits in its messages."""
-    return Seed({
-        PERSIAN_TITLE: "کارون پرآب‌ترین رود ایران است.\n\n== مسیر ==\n" + "\n".join(PERSIAN_LINES),
-        "بحث:" + PERSIAN_TITLE: "آیا طول رود درست است؟",
-    })
-
-
-@dataclasses.dataclass
-class RealWiki:
-    """A running MediaWiki: its addresses, accounts, and a way to stop it."""
-    url: str           # origin, e.g. http://127.0.0.1:8391
-    api: str           # .../w/api.php
-    directory: Path
-    process: subprocess.Popen[bytes]
-    bot_user: str
-    bot_password: str
-    editor_user: str
-    editor_password: str
-    admin_password: str
-    install: MediaWikiInstall = MEDIAWIKI_1_39
-
-    @property
-    def key(self) -> str:
-        return m.wiki_key(self.api)
-
-    @property
-    def version(self) -> str:
-        return self.install.version
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """Environment variables that point the server at this wiki as the bot."""
-        return {"MEDIAWIKI_URL": self.api, "MEDIAWIKI_USERNAME": self.bot_user,
-                "MEDIAWIKI_PASSWORD": self.bot_password, "MCP_TOOLSETS": "all", **extra}
-
-    def raw_get(self, **params: Any) -> dict[str, Any]:
-        """A bare API read, bypassing the server under test."""
-        params.update(format="json", formatversion="2")
-        return requests.get(self.api, params=params, timeout=30).json()
-
-    def wikitext(self, title: str) -> str:
-        page = self.raw_get(action="query", prop="revisions", titles=title, rvprop="content",
-                            rvslots="main")["query"]["pages"][0]
-        return page["revisions"][0]["slots"]["main"]["content"]
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-ROUTER = r"""<?php
-$path = parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH);
-if (strpos($path, '/wiki/') === 0) {
-    $_GET['title'] = rawurldecode(substr($path, 6));
-    $_SERVER['SCRIPT_NAME'] = '/w/index.php';
-    chdir(__DIR__ . '/www/w');
-    require __DIR__ . '/www/w/index.php';
-    return true;
-}
-return false;
-"""
-
-BOT_GRANTS = ("basic,highvolume,editpage,editprotected,createeditmovepage,uploadfile,"
-              "uploadeditmovefile,delete,protect,rollback,viewmywatchlist,editmywatchlist")
-#: Loaded on every test wiki (Debian bundles them); Scribunto runs Lua with LuaSandbox where
-#: the PHP extension is installed (the 1.43 root), else with the lua5.1 program.
-EXTENSIONS = "ParserFunctions,Cite,TemplateData,TextExtracts,Scribunto"
-
-
-def php(directory: Path, *args: str, config: bool = True) -> str:
-    """Runs a MediaWiki script of the wiki in ``directory`` with the php of its install."""
-    install = install_holding(directory)
-    env = dict(os.environ)
-    env.pop("MW_CONFIG_FILE", None)
-    if config:
-        env["MW_CONFIG_FILE"] = str(install.seen(directory / "LocalSettings.php"))
-    done = subprocess.run(install.command(install.code, "php", *args), env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"php {' '.join(args[:1])} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    return done.stdout
-
-
-def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool | Seed = True,
-                    extra_settings: str = "", language: str = "en") -> RealWiki:
-    """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md. The
-    version is the one whose root holds ``directory`` (MediaWikiInstall.temporary_directory),
-    else 1.39. ``seed``: True for english_seed(). ``extra_settings`` is PHP for LocalSettings.php,
-    written before the server starts (php -S caches compiled files for 2 s, so later changes
-    are not seen at once)."""
-    install = install_holding(directory)
-    install.check()
-    seen = install.seen
-    port = free_port()
-    origin = f"http://127.0.0.1:{port}"
-    for sub in ("db", "www/images"):
-        (directory / sub).mkdir(parents=True, exist_ok=True)
-    (directory / "www" / "w").symlink_to(install.code)
-    (directory / "router.php").write_text(ROUTER)
-    admin_password = "Admin-" + secrets.token_hex(12)
-    php(directory, "maintenance/install.php", "--dbtype=sqlite", f"--dbpath={seen(directory / 'db')}",
-        "--dbname=wiki", f"--server={origin}", "--scriptpath=/w", f"--confpath={seen(directory)}",
-        f"--pass={admin_password}", f"--extensions={EXTENSIONS}", f"--lang={language}", name, "Admin",
-        config=False)
-    with open(directory / "LocalSettings.php", "a") as settings:
-        settings.write(f"""
-$wgArticlePath = "/wiki/$1";
-$wgEnableUploads = true;
-$wgUploadDirectory = "{seen(directory / 'www' / 'images')}";
-$wgUploadPath = "/images";
-$wgUseImageMagick = false;
-$wgSVGConverter = false;
-$wgFileExtensions = array_merge($wgFileExtensions, ['txt', 'svg', 'pdf']);
-$wgAllowCopyUploads = true;
-$wgCopyUploadsDomains = ['127.0.0.1', 'localhost'];
-$wgGroupPermissions['sysop']['upload_by_url'] = true;
-$wgEnableBotPasswords = true;
-""" + extra_settings)
-    # Bot passwords must match [0-9a-w]{{32,}}: a hex token does.
-    bot_password = secrets.token_hex(16)
-    php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
-        "Admin", bot_password)
-    editor_password = "Editor-" + secrets.token_hex(12)
-    php(directory, "maintenance/createAndPromote.php", "--sysop", "Editor", editor_password)
-    editor_bot_password = secrets.token_hex(16)
-    php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
-        "Editor", editor_bot_password)
-    content = english_seed() if seed is True else seed or None
-    if content:
-        pages_dir = directory / "seed"
-        pages_dir.mkdir()
-        files = []
-        for title, text in content.pages.items():
-            path = pages_dir / f"{title}.txt"
-            path.write_text(text, encoding="utf-8")
-            files.append(str(seen(path)))
-        php(directory, "maintenance/importTextFiles.php", "--rc", "--bot", *files)
-        if content.files:
-            uploads_dir = directory / "seed-files"
-            uploads_dir.mkdir()
-            for file_name, data in content.files.items():
-                (uploads_dir / file_name).write_bytes(data)
-            php(directory, "maintenance/importImages.php", "--user=Admin",
-                f"--comment={content.file_comment}", str(seen(uploads_dir)))
-        php(directory, "maintenance/runJobs.php")
-    env = dict(os.environ, MW_CONFIG_FILE=str(seen(directory / "LocalSettings.php")),
-               PHP_CLI_SERVER_WORKERS="4")
-    with open(directory / "server.log", "wb") as log_file:  # the server writes to its own copy
-        process = subprocess.Popen(
-            install.command(seen(directory), "php", "-d", "upload_max_filesize=100M", "-d", "post_max_size=110M",
-                            "-S", f"127.0.0.1:{port}", "-t", str(seen(directory / "www")),
-                            str(seen(directory / "router.php"))),
-            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-    wiki = RealWiki(url=origin, api=f"{origin}/w/api.php", directory=directory, process=process,
-                    bot_user="Admin@mcp", bot_password=bot_password, editor_user="Editor@mcp",
-                    editor_password=editor_bot_password, admin_password=admin_password, install=install)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            answer = wiki.raw_get(action="query", meta="siteinfo")
-            if "query" in answer or "error" in answer:  # a private wiki answers readapidenied
-                return wiki
-        except (requests.RequestException, ValueError):
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            wiki.stop()
-            raise RuntimeError(f"php -S did not answer: {(directory / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.05)  # polling for the server to come up, not waiting for time to pass
-
-
-@dataclasses.dataclass(frozen=True)
-class WikiSpec:
-    """One wiki a test run can start (WIKIS)."""
-    install: MediaWikiInstall
-    name: str = "Test Wiki"
-    language: str = "en"
-    seed: Callable[[], Seed] = english_seed
-    settings: str = ""
-
-
-#: watch-page's expiry on the English test wikis, as on Wikimedia's wikis (MediaWiki's default
-#: is off, as on third_wiki).
-WATCHLIST_EXPIRY = "$wgWatchlistExpiry = true;\n"
-#: The MediaWiki versions that tests marked on_every_version run on, each by a wiki of WIKIS.
-VERSIONS = ("1.39", "1.43")
-#: Every wiki a test run can start, by name. 1.39 diffs with MediaWiki's own PHP engine, 1.43
-#: with wikidiff2, Wikipedia's engine (MediaWiki falls back to its own without a word when
-#: wikidiff2 is missing: test_every_diff_engine_and_a_dry_run_show_the_same_lines checks
-#: which one answered), the Persian one with the PHP engine of 1.43.
-WIKIS = {
-    "1.39": WikiSpec(MEDIAWIKI_1_39, settings=WATCHLIST_EXPIRY),
-    "1.43": WikiSpec(MEDIAWIKI_1_43, settings=WATCHLIST_EXPIRY + "$wgDiffEngine = 'wikidiff2';\n"),
-    "de": WikiSpec(MEDIAWIKI_1_43, "Testwiki", "de", german_seed),
-    "fa": WikiSpec(MEDIAWIKI_1_43, "ویکی آزمایشی", "fa", persian_seed, "$wgDiffEngine = 'php';\n"),
-}
-
-T = TypeVar("T")
-
-
-class WikiFarm:
-    """The wikis of one test run, each started when a test first needs it and shared by every
-    test after, and what tests build on them once (servers, page histories); all stopped when
-    the run ends. A wiki that failed to start fails each test that needs it, without a retry."""
-
-    def __init__(self) -> None:
-        self._stack = contextlib.ExitStack()
-        self._made: dict[Any, Any] = {}
-
-    def once(self, key: Any, make: Callable[[contextlib.ExitStack], T]) -> T:
-        """``make``'s result, made on the first call with this key; ``make`` registers any
-        clean-up on the stack it is given."""
-        if key not in self._made:
-            try:
-                self._made[key] = make(self._stack)
-            except Exception as problem:  # noqa: BLE001 - raised again to each test that asks
-                self._made[key] = problem
-        made = self._made[key]
-        if isinstance(made, Exception):
-            raise made
-        return made
-
-    def wiki(self, name: str) -> RealWiki:
-        def start(stack: contextlib.ExitStack) -> RealWiki:
-            spec = WIKIS[name]
-            directory = stack.enter_context(spec.install.temporary_directory(f"mw-test-{name}-"))
-            running = start_test_wiki(Path(directory), spec.name, spec.seed(), spec.settings, spec.language)
-            stack.callback(running.stop)
-            return running
-        return self.once(("wiki", name), start)
-
-    def close(self) -> None:
-        self._stack.close()
-
-
-@pytest.fixture(scope="session")
-def farm() -> Iterator[WikiFarm]:
+@pytest.fixture(scope="session", autouse=True)
+def farm(request: pytest.FixtureRequest) -> Iterator[WikiFarm]:
+    """The run's wikis, and the packages the packaging tests install, made in the background as
+    the run begins, while the tests that need neither run (conftest.py orders them first)."""
     running = WikiFarm()
+    running.prepare(wikis_needed(request.session.items))
+    if any("dists" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        running.prepare_once("dists", build_dists)
     try:
         yield running
     finally:
@@ -1012,7 +549,6 @@ def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it() -> None
         "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")
 
 
-@on_every_version
 def test_an_error_naming_a_tool_outside_the_toolsets_says_it_is_not_offered(wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_TOOLSETS="default"))
     revid = create(server, "Toolset undo creation test", "A page to undo.")
@@ -1178,7 +714,8 @@ class FakeWiki:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
 
     def requests_to_api(self) -> list[dict[str, Any]]:
         return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
@@ -1381,10 +918,10 @@ def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
 
 
 def test_wikimedia_without_contact_details_warns_once(caplog: pytest.LogCaptureFixture) -> None:
-    m._warned.clear()
+    client = m.MediaWikiClient("https://en.wikipedia.org/w/api.php")
     with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
-        for _ in range(2):
-            m.MediaWikiClient("https://en.wikipedia.org/w/api.php")._new_session()
+        for _ in range(2):  # a second session, as after a lost one
+            client._new_session()
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "MEDIAWIKI_USER_AGENT" in caplog.records[0].message
 
@@ -1413,7 +950,6 @@ def test_get_page_truncates_the_long_page_with_sections_and_remedies(bot_server:
     assert marker.endswith(f"To read on, call get-page again with offset={len(body.encode())}.")
 
 
-@on_every_version
 def test_following_offset_markers_reads_every_byte(bot_server: Any, wiki: RealWiki) -> None:
     expected = wiki.wikitext("Long page")
     parts, offset = [], 0
@@ -1426,7 +962,6 @@ def test_following_offset_markers_reads_every_byte(bot_server: Any, wiki: RealWi
     assert "".join(parts) == expected
 
 
-@on_every_version
 def test_a_section_over_the_budget_offers_offset_only_and_reads_whole(bot_server: Any, wiki: RealWiki) -> None:
     expected = wiki.raw_get(action="query", prop="revisions", titles="Long page", rvprop="content",
                             rvslots="main", rvsection=8)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
@@ -1445,7 +980,6 @@ def test_a_section_over_the_budget_offers_offset_only_and_reads_whole(bot_server
     assert "".join(parts) == expected
 
 
-@on_every_version
 def test_get_page_reports_a_followed_redirect(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="Redirect page")
     assert result.blocks[0].startswith("Title: Target page\nRedirected from: Redirect page\nRevision ID: ")
@@ -1458,7 +992,6 @@ def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
-@on_every_version
 def test_get_page_of_a_missing_page_is_not_found(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="No such page here")
     assert result.is_error and len(result.blocks) == 1
@@ -1474,7 +1007,6 @@ def test_get_page_html_metadata_and_none(bot_server: Any, wiki: RealWiki) -> Non
     assert len(none.blocks) == 1 and "Page ID: " in none.text and "Fruit salad mixes" not in none.text
 
 
-@on_every_version
 def test_get_page_of_a_non_ascii_title(bot_server: Any, wiki: RealWiki) -> None:
     result = call(bot_server, "get-page", title=NON_ASCII_TITLE, metadata=True)
     assert not result.is_error and "日本語のページ" in result.text
@@ -1500,7 +1032,6 @@ def test_get_pages_with_fifty_titles_is_one_request(wiki: RealWiki) -> None:
     assert not result.is_error and len(result.blocks) == 50
 
 
-@on_every_version
 def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(bot_server: Any) -> None:
     result = call(bot_server, "get-pages", titles=["Long page", "Apple", "Banana"])
     assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == ["Title: Long page", "Title: Apple", "Title: Banana"]
@@ -1518,7 +1049,6 @@ def test_search_page_finds_a_word_only_in_page_bodies(bot_server: Any) -> None:
     assert not result.is_error and "Search target" in result.text
 
 
-@on_every_version
 def test_search_page_continues_with_the_marker(bot_server: Any) -> None:
     first = call(bot_server, "search-page", query="fruit", limit=1)
     marker = first.blocks[-1]
@@ -1820,13 +1350,11 @@ def test_get_revision_returns_an_old_revision_with_its_metadata(bot_server: Any,
     assert "\nTags: mw-new-redirect\n" in redirect.text and "Minor" not in redirect.text
 
 
-@on_every_version
 def test_get_revision_renders_html(bot_server: Any, history: History) -> None:
     result = call(bot_server, "get-revision", revisionId=history.revisions[3], content="html")
     assert not result.is_error and "<p>Line 1\nLine 2\nLine 3 edit 3\n" in result.text
 
 
-@on_every_version
 def test_get_revision_of_the_long_page_truncates_like_get_page(bot_server: Any, wiki: RealWiki) -> None:
     revision = wiki.raw_get(action="query", titles="Long page", prop="info")["query"]["pages"][0]["lastrevid"]
     page = call(bot_server, "get-page", title="Long page")
@@ -1910,7 +1438,6 @@ def listed_revisions(result: Result) -> list[int]:
     return [int(r.split(" | ")[0]) for r in rows_of(result.blocks[0])]
 
 
-@on_every_version
 def test_history_walked_by_its_markers_shows_every_revision_once(bot_server: Any, history: History) -> None:
     results = follow_markers(bot_server, "get-page-history", "olderThan", {"title": HISTORY_TITLE, "limit": 3})
     assert len(results) == 4
@@ -2131,7 +1658,6 @@ def test_links_here_shows_redirects_and_pages_reached_through_them(bot_server: A
     assert all("transclusion" not in r for r in rows)
 
 
-@on_every_version
 def test_links_here_for_templates_files_and_missing_pages(bot_server: Any) -> None:
     template = call(bot_server, "get-links-here", title="Template:Fruitbox")
     assert rows_of(template.blocks[0]) == ["Fruit bowl | transclusion"]
@@ -2225,7 +1751,6 @@ def test_parse_wikitext_marks_missing_links_and_saves_nothing(bot_server: Any, w
     assert wiki.raw_get(action="query", titles="Sandbox test")["query"]["pages"][0].get("missing")
 
 
-@on_every_version
 def test_parse_wikitext_of_long_text_posts_and_continues(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     counter = RequestCounter(server)
@@ -2276,7 +1801,6 @@ def test_get_file_of_a_missing_file_is_not_found(bot_server: Any) -> None:
         assert result.is_error and result.blocks[0].startswith("not_found: File 'File:No such file.png' not found")
 
 
-@on_every_version
 def test_get_file_data_returns_the_image(bot_server: Any) -> None:
     result = call(bot_server, "get-file-data", title="Red square.png")
     assert not result.is_error and len(result.images) == 1
@@ -2333,7 +1857,7 @@ def test_get_file_data_of_a_wiki_a_model_added_passes_the_address_guard(fake: Fa
         other.files["/thumb.png"] = (png_bytes(4, 3), "image/png")
         fake.replies = [imageinfo_reply(fake, f"http://localhost:{other.port}/thumb.png")]
         server = make_server({"MEDIAWIKI_URL": fake.api}, retry=m.RetryPolicy(sleep=lambda s: None),
-                             trusted_hosts=[f"127.0.0.1:{fake.port}"])  # the wiki itself, not localhost
+                             guard=m.AddressGuard([f"127.0.0.1:{fake.port}"]))  # the wiki, not localhost
         result = call(server, "get-file-data", title="Big.png")
         assert result.is_error and result.blocks[0].startswith("permission_denied: localhost resolves to ")
         assert other.seen == [] and not result.images
@@ -2446,7 +1970,6 @@ def latest_revid(wiki: RealWiki, title: str) -> int:
 
 # -- sections by heading -----------------------------------------------------------------
 
-@on_every_version
 def test_a_section_is_read_by_its_heading_in_every_form(bot_server: Any, wiki: RealWiki) -> None:
     by_number = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section=3)
     for heading in ("Geography", "geography", "  GEOGRAPHY ", "== Geography =="):
@@ -2494,7 +2017,6 @@ def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_s
     assert schema["type"] == ["integer", "string"] and "heading" in schema["description"]
 
 
-@on_every_version
 def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) -> None:
     title = "Danube heading edit test"
     create(bot_server, title, DANUBE)
@@ -2551,9 +2073,7 @@ def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWik
     assert none.blocks == [f"Title: Rhine\nRevision ID: {revid}\nNo match of \"Amazon\"."]
 
 
-@on_every_version
-def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(
-        bot_server: Any, wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bot_server: Any, wiki: RealWiki) -> None:
     title = "Find in page test"
     first = create(bot_server, title, "\n".join(f"Line {n} holds a needle. <!-- needle in a comment -->"
                                                 for n in range(1, 31)))
@@ -2575,8 +2095,9 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(
     assert bad.is_error and bad.blocks[0].startswith(
         "invalid_input: find is not a valid regular expression: missing ), unterminated subpattern")
     create(bot_server, "Find backtracking test", "a" * 40 + "!")
-    monkeypatch.setattr(m, "REGEX_SECONDS", 1.0)  # the child process is stopped: the call answers
-    stuck = call(bot_server, "find-in-page", title="Find backtracking test", find="(a+)+$", regex=True)
+    quick = make_server(wiki.env())
+    quick.state.regex_seconds = 1.0  # the child process is stopped: the call answers
+    stuck = call(quick, "find-in-page", title="Find backtracking test", find="(a+)+$", regex=True)
     assert stuck.is_error and stuck.blocks[0].startswith(
         "invalid_input: The regular expression ran over 1 s on this page without finishing")
     empty = call(bot_server, "find-in-page", title=title, find="")
@@ -2684,7 +2205,6 @@ def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_
     assert content_of(pages.blocks[1]).startswith("The Danube flows east.\n\n== History == (section 1)\n")
 
 
-@on_every_version
 def test_plain_text_reads_a_long_page_whole_by_offsets_and_sections(wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="20000"))
     first = call(server, "get-page", title=ALMANAC, content="text")
@@ -2699,7 +2219,6 @@ def test_plain_text_reads_a_long_page_whole_by_offsets_and_sections(wiki: RealWi
     assert content_of(day.blocks[0]).startswith("== Day 61 == (section 61)\nDay 61, reading 00:")
 
 
-@on_every_version
 def test_plain_text_of_a_reference_heavy_page_is_under_half_its_wikitext(bot_server: Any, wiki: RealWiki) -> None:
     reference_heavy_page(bot_server)
     source = len(wiki.wikitext(REFERENCE_HEAVY).encode())
@@ -2760,17 +2279,10 @@ def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWik
 
 # -- search-page in content namespaces ----------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def recipes_wiki() -> Iterator[RealWiki]:
+@pytest.fixture
+def recipes_wiki(farm: WikiFarm) -> RealWiki:
     """A wiki whose articles are also kept in a namespace of its own (Recipe:)."""
-    with MEDIAWIKI_1_39.temporary_directory("mw-recipes-") as directory:
-        running = start_test_wiki(Path(directory), "Recipes Wiki", seed=False, extra_settings=(
-            '$wgExtraNamespaces[3000] = "Recipe"; $wgExtraNamespaces[3001] = "Recipe_talk";\n'
-            "$wgContentNamespaces[] = 3000;\n"))
-        try:
-            yield running
-        finally:
-            running.stop()
+    return farm.wiki("recipes")
 
 
 def test_search_page_searches_every_content_namespace_by_default(recipes_wiki: RealWiki) -> None:
@@ -2786,7 +2298,6 @@ def test_search_page_searches_every_content_namespace_by_default(recipes_wiki: R
 
 # -- get-pages fills its budget --------------------------------------------------------------------
 
-@on_every_version
 def test_get_pages_fills_its_budget_with_every_page_that_fits(wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="2000"))
     result = call(server, "get-pages", titles=["Apple", "Long page", "Banana", "Apple redirect", "Nope Nope", "Cherry"])
@@ -3216,7 +2727,8 @@ class DroppingProxy:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.api = f"http://127.0.0.1:{self.port}/w/api.php"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
 
     def hold(self, request: bytes) -> None:
         """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
@@ -4352,7 +3864,6 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert re.match(rf"Undo revision ({bad}|\[\[Special:Diff/{bad}\|{bad}\]\]) by ", revision["comment"]), revision
 
 
-@on_every_version
 def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety undo run test"
     create(bot_server, title, "One.\nTwo.\nThree.\nFour.\nFive.")
@@ -5019,7 +4530,6 @@ def test_a_file_title_that_redirects_is_named_and_never_uploaded_behind(wiki: Re
     assert [v["sha1"] for v in file_versions(wiki, new)] == [sha1(first)]
 
 
-@on_every_version
 def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
         wiki: RealWiki, fake: FakeWiki, tmp_path: Path) -> None:
     picture, newer = unique_png("url upload one"), unique_png("url upload two")
@@ -5606,7 +5116,6 @@ def test_a_replace_across_a_category_previews_then_saves_and_skips_a_page_change
         in again.text
 
 
-@on_every_version
 def test_a_replace_retried_with_the_same_key_saves_nothing_twice(bot_server: Any, wiki: RealWiki) -> None:
     titles = replace_pages(bot_server, "Replace retry test", 3)
     arguments = {"find": "Acme Widget", "replace": "Acme Widget Pro", "titles": [*titles, "Replace retry missing"],
@@ -5737,7 +5246,6 @@ def values(query: Mapping[str, str], name: str) -> set[str]:
     return set(query.get(name, "").split("|")) - {""}
 
 
-@on_every_version
 def test_get_page_without_metadata_asks_for_no_page_info_and_no_last_edit(wiki: RealWiki) -> None:
     """prop=info and the revision's user and comment cost the wiki time (a join each) and show nothing
     without metadata."""
@@ -5751,7 +5259,6 @@ def test_get_page_without_metadata_asks_for_no_page_info_and_no_last_edit(wiki: 
         assert "inprop" not in sent[0], sent
 
 
-@on_every_version
 def test_get_page_with_metadata_still_shows_the_page_and_its_last_edit(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     page = wiki.raw_get(action="query", titles="Apple", prop="info|revisions",
@@ -5769,7 +5276,6 @@ def test_get_page_with_metadata_still_shows_the_page_and_its_last_edit(wiki: Rea
     assert len(sent) == 2 and "size" not in values(sent[1], "rvprop"), sent  # prop=info gives the length
 
 
-@on_every_version
 def test_get_pages_asks_for_the_last_edit_only_with_metadata(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     result, sent = sent_queries(server, "get-pages", titles=["Apple", "Banana"])
@@ -5886,7 +5392,6 @@ def test_parse_wikitext_renders_nested_templates_parser_functions_refs_and_lua(b
     assert "<i>Elbe facts</i>, 1999." in html
 
 
-@on_every_version
 def test_get_pages_gives_templates_modules_and_articles_as_written(bot_server: Any, wiki: RealWiki) -> None:
     titles = [RIVER_ARTICLE, INFOBOX, "Module:Length", REPEATED_HEADINGS_PAGE]
     result = call(bot_server, "get-pages", titles=titles, metadata=True)
@@ -5898,7 +5403,6 @@ def test_get_pages_gives_templates_modules_and_articles_as_written(bot_server: A
     assert "Content model: Scribunto" in result.blocks[2]
 
 
-@on_every_version
 def test_find_replace_inside_a_template_argument(bot_server: Any, wiki: RealWiki) -> None:
     title = "Rhine find replace test"
     create(bot_server, title, RHINE)
@@ -5915,7 +5419,6 @@ def test_find_replace_inside_a_template_argument(bot_server: Any, wiki: RealWiki
     assert "Lake Toma, in the Alps" in html and "1233 km (766 mi)" in html and "Test Press, 2002." in html
 
 
-@on_every_version
 def test_a_300_kb_page_reads_whole_by_offsets_and_by_sections(bot_server: Any, wiki: RealWiki) -> None:
     expected = wiki.wikitext(ALMANAC)
     assert 290_000 < len(expected.encode()) < 320_000
@@ -6204,15 +5707,12 @@ def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWik
         "MediaWiki API JSON: it is not the wiki's api.php."), result.text
 
 
-def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(
-        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    server = make_server(wiki.env())
-    words = call(server, "add-wiki", wikiUrl="not a url at all")
-    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
-
+def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(wiki: RealWiki) -> None:
     def unknown(host: str, port: int) -> list[str]:
         raise OSError("Name or service not known")
-    monkeypatch.setattr(m, "resolve_addresses", unknown)
+    server = make_server(wiki.env(), resolve=unknown)
+    words = call(server, "add-wiki", wikiUrl="not a url at all")
+    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
     nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
     assert nowhere.is_error and nowhere.blocks == [
         ("invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
@@ -6442,27 +5942,16 @@ def test_a_marker_names_every_section() -> None:
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def other_wiki() -> Iterator[RealWiki]:
+@pytest.fixture
+def other_wiki(farm: WikiFarm) -> RealWiki:
     """A second, private wiki: reading it needs an account."""
-    with tempfile.TemporaryDirectory(prefix="mw-other-") as directory:
-        running = start_test_wiki(Path(directory), "Other Wiki", seed=False,
-                                  extra_settings="$wgGroupPermissions['*']['read'] = false;\n")
-        try:
-            yield running
-        finally:
-            running.stop()
+    return farm.wiki("other")
 
 
-@pytest.fixture(scope="session")
-def third_wiki() -> Iterator[RealWiki]:
+@pytest.fixture
+def third_wiki(farm: WikiFarm) -> RealWiki:
     """A public wiki nobody configured: add-wiki finds it."""
-    with tempfile.TemporaryDirectory(prefix="mw-third-") as directory:
-        running = start_test_wiki(Path(directory), "Third Wiki", seed=False)
-        try:
-            yield running
-        finally:
-            running.stop()
+    return farm.wiki("third")
 
 
 def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
@@ -6783,31 +6272,33 @@ def test_address_guard_knows_non_public_addresses(address: str, problem: str | N
     assert m.address_problem(address) == problem
 
 
-def test_address_guard_resolves_and_honours_trusted_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_address_guard_resolves_and_honours_trusted_hosts() -> None:
     names = {"public.example": ["93.184.216.34"], "sneaky.example": ["93.184.216.34", "10.0.0.7"]}
-    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: names[host])
-    assert m.check_address("https://public.example/wiki/X") == "93.184.216.34"
+
+    def check(url: str, trusted: list[str] | None = None) -> str:
+        return m.AddressGuard(trusted or [], lambda host, port: names[host]).check(url)
+    assert check("https://public.example/wiki/X") == "93.184.216.34"
     with pytest.raises(m.WikiError) as refused:
-        m.check_address("http://sneaky.example:8080/w/api.php")
+        check("http://sneaky.example:8080/w/api.php")
     assert str(refused.value) == (
         "permission_denied: sneaky.example resolves to 10.0.0.7, a private address, which this server does "
         "not reach for a URL given by a model. The operator can allow the host by listing it in "
         "MCP_TRUSTED_HOSTS; no retry by the model changes this.")
-    assert m.check_address("http://sneaky.example:8080/", ["sneaky.example:8080"]) == "93.184.216.34"
-    assert m.check_address("http://sneaky.example:8080/", ["SNEAKY.example"]) == "93.184.216.34"
+    assert check("http://sneaky.example:8080/", ["sneaky.example:8080"]) == "93.184.216.34"
+    assert check("http://sneaky.example:8080/", ["SNEAKY.example"]) == "93.184.216.34"
     with pytest.raises(m.WikiError, match="^permission_denied"):
-        m.check_address("http://sneaky.example:8080/", ["sneaky.example:9090"])
+        check("http://sneaky.example:8080/", ["sneaky.example:9090"])
     for url, message in (("file:///etc/passwd", "is not an http"), ("http://u:p@public.example/", "user name"),
                          ("http://public.example:99999/", "invalid port")):
         with pytest.raises(m.WikiError, match=f"^invalid_input: .*{message}"):
-            m.check_address(url)
+            check(url)
 
 
 def test_a_redirect_to_a_file_url_is_refused_by_the_guard(fake: FakeWiki) -> None:
     fake.replies = [Reply(302, {}, {"Location": "file:///etc/passwd"})]
     session = m.pinnable_session("")
     with pytest.raises(m.WikiError) as refused:
-        m.guarded_get(session, fake.api, [f"127.0.0.1:{fake.port}"], timeout=5)
+        m.guarded_get(session, fake.api, m.AddressGuard([f"127.0.0.1:{fake.port}"]), timeout=5)
     assert str(refused.value) == "invalid_input: 'file:///etc/passwd' is not an http(s) URL."
 
 
@@ -6819,7 +6310,7 @@ def test_a_malformed_redirect_is_a_clear_error_not_a_crash(fake: FakeWiki, locat
     fake.replies = [Reply(302, {}, {"Location": location})]
     session = m.pinnable_session("")
     with pytest.raises(m.WikiError) as refused:
-        m.guarded_get(session, fake.api, [f"127.0.0.1:{fake.port}"], timeout=5)
+        m.guarded_get(session, fake.api, m.AddressGuard([f"127.0.0.1:{fake.port}"]), timeout=5)
     assert str(refused.value) == expected.format(port=fake.port)
     fake.replies = [Reply(302, {}, {"Location": "http://[::1/x"})]
     result = call(fake_server(fake), "get-page", title="Main Page")
@@ -6884,12 +6375,11 @@ def test_wiki_keys_leave_out_the_schemes_own_port() -> None:
     assert m.wiki_key("http://wiki.example.org:443/") == "wiki.example.org:443"
 
 
-def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki) -> None:
     """A trusted name that only the guard's resolver knows: every request goes to the checked
     address, with the name in the Host header."""
-    monkeypatch.setattr(m, "resolve_addresses", lambda host, port: ["127.0.0.1"])
     server = make_server({"MEDIAWIKI_URL": "https://en.wikipedia.org/w/api.php",
-                          "MCP_TRUSTED_HOSTS": "wiki.invalid"})
+                          "MCP_TRUSTED_HOSTS": "wiki.invalid"}, resolve=lambda host, port: ["127.0.0.1"])
     result = call(server, "add-wiki", wikiUrl=f"http://wiki.invalid:{fake.port}/wiki/Main_Page")
     assert not result.is_error, result.text
     assert "Added wiki: 127.0.0.1" in result.text  # the fake's $wgServer names 127.0.0.1
@@ -7420,14 +6910,21 @@ def test_twenty_http_sessions_wait_on_a_slow_wiki_at_once(fake: FakeWiki) -> Non
 
 
 def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: RealWiki) -> None:
-    anonymous = {"MEDIAWIKI_URL": wiki.api}
-    with http_servers((anonymous, ("--stateless",)), ({**anonymous, "MCP_STATELESS": "true"}, ())) as (one, two):
+    """--stateless and MCP_STATELESS make replicas that keep nothing between requests, so the tools
+    that need state (add-wiki, remove-wiki) are not offered there; a stateful server offers them."""
+    anonymous = {"MEDIAWIKI_URL": wiki.api, "MCP_TOOLSETS": "all"}
+    with http_servers((anonymous, ("--stateless",)), ({**anonymous, "MCP_STATELESS": "true"}, ()),
+                      (anonymous, ())) as (one, two, stateful):
         init = post_rpc(one.url, "initialize", INIT_PARAMS)
         assert rpc_result(init)["serverInfo"]["name"] == "mediawiki-mcp"
         assert "Mcp-Session-Id" not in init.headers  # nothing to remember between requests
         assert post_rpc(two.url, "notifications/initialized", rpc_id=None).status_code == 202
         tools = {t["name"] for t in rpc_result(post_rpc(two.url, "tools/list", rpc_id=2))["tools"]}
         assert "get-page" in tools and not tools & {"add-wiki", "remove-wiki"}  # they need state
+        session = post_rpc(stateful.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
+        post_rpc(stateful.url, "notifications/initialized", rpc_id=None, session=session)
+        kept = {t["name"] for t in rpc_result(post_rpc(stateful.url, "tools/list", rpc_id=2, session=session))["tools"]}
+        assert "add-wiki" in kept  # remove-wiki too, once there is a wiki to remove
         apple = rpc_result(post_rpc(one.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
                                     rpc_id=3))
         assert "An apple is a fruit." in tool_text(apple)
@@ -7435,19 +6932,6 @@ def test_stateless_replicas_serve_alternate_requests_of_one_conversation(wiki: R
                                      rpc_id=4))
         assert "A banana is a fruit." in tool_text(banana)
         assert all("(stateless; health check: /health)" in server.log for server in (one, two))
-
-
-def test_stateless_mode_reaches_the_configuration(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--stateless makes a stateless server state, so the tools that need state between requests
-    (add-wiki, remove-wiki) are not offered; without it they are."""
-    served: list[Any] = []
-    monkeypatch.setattr(m, "serve_http", lambda server, options: served.append((server, options)) or 0)
-    for name, value in {**wiki.env(), "MCP_TRANSPORT": "http"}.items():
-        monkeypatch.setenv(name, value)
-    assert m.main(["--stateless"]) == 0 and m.main([]) == 0
-    assert [(s.state.stateless, o.stateless) for s, o in served] == [(True, True), (False, False)]
-    offered = [{spec.name for spec in m.offered_tools(s.state)} for s, _ in served]
-    assert "add-wiki" not in offered[0] and "add-wiki" in offered[1]
 
 
 def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
@@ -7618,13 +7102,12 @@ def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki,
     assert "list-wikis" not in before and "list-wikis" in tools
 
 
-def test_idle_http_sessions_are_closed(wiki: RealWiki, monkeypatch: pytest.MonkeyPatch,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_idle_http_sessions_are_closed(wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
     """The README promises that a session idle for 30 minutes is closed; here the wait is shortened."""
-    assert m.HTTP_SESSION_IDLE_SECONDS == 30 * 60
-    monkeypatch.setattr(m, "HTTP_SESSION_IDLE_SECONDS", 0.2)
+    assert m.HttpOptions().session_idle_seconds == 30 * 60
     apple = {"name": "get-page", "arguments": {"title": "Apple"}}
-    with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()), m.HttpOptions()) as url:
+    with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()),
+                                                        m.HttpOptions(session_idle_seconds=0.2)) as url:
         session = post_rpc(url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
         post_rpc(url, "notifications/initialized", rpc_id=None, session=session)
         assert "An apple is a fruit." in tool_text(rpc_result(post_rpc(url, "tools/call", apple, rpc_id=2,
@@ -7787,68 +7270,6 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
 # ---------------------------------------------------------------------------
 # Replicas that share state through Valkey or Redis
 # ---------------------------------------------------------------------------
-
-#: Where .ci/valkey unpacks Debian 13's valkey-server (Debian 12 has none): inside the 1.43 root.
-VALKEY_ROOT = Path(os.environ.get("MEDIAWIKI_1_43_ROOT", "/opt/mediawiki-1.43"))
-VALKEY_DIR = "/opt/valkey"
-STORE_PASSWORD = "s3cret-store-password"
-
-
-class StateServer:
-    """A real redis-server or valkey-server on a free loopback port, in memory only (no files), with
-    a password; ``stop`` and ``start`` take it away and bring it back on the same port."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind, self.port = kind, free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://:{STORE_PASSWORD}@127.0.0.1:{self.port}/0"
-
-    @property
-    def shown(self) -> str:  # as the server names it: no password
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def command(self) -> list[str]:
-        options = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--requirepass", STORE_PASSWORD]
-        if self.kind == "redis":
-            server = shutil.which("redis-server")
-            assert server, "redis-server is not installed: apt-get install redis-server (.ci/run does)"
-            return [server, *options]
-        assert (VALKEY_ROOT / VALKEY_DIR.lstrip("/") / "usr/bin/valkey-check-rdb").exists(), \
-            "valkey-server is not unpacked in the Debian 13 root: bash .ci/valkey (.ci/run does)"
-        return ["chroot", str(VALKEY_ROOT), "env", f"LD_LIBRARY_PATH={VALKEY_DIR}/usr/lib/x86_64-linux-gnu",
-                f"{VALKEY_DIR}/usr/bin/valkey-server", *options, "--dir", "/tmp"]
-
-    def start(self) -> None:
-        import redis
-        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
-        client = redis.Redis.from_url(self.url, socket_timeout=1)
-        deadline = time.monotonic() + 30
-        while True:  # polling for the server to come up
-            try:
-                assert client.ping()
-                info = client.info("server")
-                break
-            except redis.ConnectionError:
-                assert self.process.poll() is None and time.monotonic() < deadline, f"{self.kind} did not start"
-                time.sleep(0.05)
-        assert ("valkey_version" in info) == (self.kind == "valkey"), info
-
-    def stop(self) -> None:
-        assert self.process
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def client(self) -> Any:
-        import redis
-        return redis.Redis.from_url(self.url, decode_responses=True)
-
 
 @pytest.fixture(scope="session", params=["redis", "valkey"])
 def state_server(request: pytest.FixtureRequest) -> Iterator[StateServer]:
@@ -8036,6 +7457,23 @@ def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
         "the README's table of settings differs from SETTINGS: run python mediawiki_mcp.py --write-packaging .")
 
 
+def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> None:
+    """A newcomer follows the README: its first test command is CI's own script, its second the
+    test command that script runs, and its apt line installs what CI installs."""
+    readme = (HERE / "README.md").read_text()
+    section = readme[readme.index("## Test\n"):readme.index("\n## ", readme.index("## Test\n") + 1)]
+    commands = [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)]
+    assert commands[:2] == ["bash .ci/run", ". .venv/bin/activate\npython -m pytest"], commands
+    ci = (HERE / ".ci" / "run").read_text()
+    assert re.search(r"^python -m pytest$", ci, re.MULTILINE), "CI must run the README's test command"
+
+    def packages(text: str) -> list[str]:
+        found = re.findall(r"^apt-get install ([^\n>]*)", text, re.MULTILINE)
+        assert found, text[:200]
+        return sorted(word for word in found[0].split() if not word.startswith("-"))
+    assert packages(commands[2]) == packages(ci)
+
+
 def test_help_lists_every_environment_variable() -> None:
     done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -8079,7 +7517,6 @@ def test_import_does_no_io_and_starts_nothing() -> None:
     assert done.stdout.strip() == "ok", done.stderr
 
 
-@on_every_version
 def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> None:
     """The installed console script, driven the way many clients still speak."""
     script = shutil.which("mediawiki-mcp")
@@ -8436,9 +7873,14 @@ class StdioSession:
 
 
 @pytest.fixture(scope="session")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dists(farm: WikiFarm) -> Path:
+    """The sdist and the wheel, built once a run (the farm starts it early)."""
+    return farm.once("dists", build_dists)
+
+
+def build_dists(stack: contextlib.ExitStack) -> Path:
     """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
-    out = tmp_path_factory.mktemp("dist")
+    out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mw-dist-")))
     done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -2,8 +2,8 @@
 
     python benchmarks/bench.py [--calls N] [--memory-calls N] [--load]
 
-Starts the test suite's real MediaWiki (the fixture code is imported from
-test_mediawiki_mcp, not copied), runs the installed `mediawiki-mcp` over real
+Starts the test suite's real MediaWiki (realwiki.py, the module the tests use
+too), runs the installed `mediawiki-mcp` over real
 stdio, and prints:
 
 - per read tool: HTTP requests per call in steady state (counted by a proxy in
@@ -50,7 +50,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import mediawiki_mcp as m
-from test_mediawiki_mcp import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki
+from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [

@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         serve_round_robin(options.proxy)
         return 0
     sys.path.insert(0, str(ROOT))
-    from test_mediawiki_mcp import start_test_wiki
+    from realwiki import start_test_wiki
 
     with tempfile.TemporaryDirectory(prefix="mw-load-") as directory:
         wiki = start_test_wiki(Path(directory))
