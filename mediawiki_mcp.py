@@ -78,6 +78,9 @@ MAX_TEXT_CHARS = 2_000_000
 DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 DEFAULT_HTTP_HOST = "127.0.0.1"
+#: After SIGTERM, tool calls in flight get this long to finish by default; those still running
+#: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
+SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
 
 #: (connect, read) seconds for every request to a wiki.
@@ -1560,6 +1563,10 @@ SETTINGS = {row.variable: row for row in (
             toolset_names, field="toolsets"),
     Setting("MCP_STATELESS", "HTTP: true keeps no state between requests, for replicas; or --stateless", False,
             parse_bool),
+    Setting("MCP_SHUTDOWN_GRACE_SECONDS", "HTTP: seconds the tool calls in flight get to finish after SIGTERM "
+            f"(default {SHUTDOWN_GRACE_SECONDS:g}); those still running are then answered with what is known",
+            SHUTDOWN_GRACE_SECONDS, checked(float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
+                                            and float(text) <= 3600, "a number of seconds up to 3600")),
     Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
             "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
             "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
@@ -8185,9 +8192,6 @@ HEALTH_MIN_INTERVAL_SECONDS = 1.0
 #: After each failed login in a row, /health waits twice as long before it tries again, up to
 #: this: MediaWiki throttles an account after a few failed logins.
 HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
-#: After SIGTERM, tool calls in flight get this long to finish; those still running then are
-#: answered with what is known of them.
-SHUTDOWN_GRACE_SECONDS = 5
 #: Then the answers get this long to reach their clients before the last streams are cut.
 SHUTDOWN_FLUSH_SECONDS = 1
 #: A session without a request in flight (or an open event stream) this long is closed.
@@ -8205,6 +8209,7 @@ class HttpOptions:
     auth_token: str | None = dataclasses.field(default=None, repr=False)
     stateless: bool = False
     session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
+    shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
 
     @property
     def loopback(self) -> bool:
@@ -8249,7 +8254,8 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
                        auth_token=setting(env, "MCP_AUTH_TOKEN"),
-                       stateless=bool(args.stateless or setting(env, "MCP_STATELESS")))
+                       stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
+                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
 
 
 def header_allowed(value: str | None, patterns: list[str]) -> bool:
@@ -8396,7 +8402,7 @@ def serve_http(server: WikiServer, options: HttpOptions) -> int:
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for listening in self.servers:  # no new connections while the calls finish
                 listening.close()
-            await calls.stop(SHUTDOWN_GRACE_SECONDS)
+            await calls.stop(options.shutdown_grace_seconds)
             await super().shutdown(sockets)
 
     try:

