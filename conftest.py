@@ -1,12 +1,37 @@
 """pytest's hooks for test_mediawiki_mcp.py, whose fixtures live in the test module itself."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from realwiki import wikis_needed
+from realwiki import stop_shared, wikis_needed
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs the tests that need no real wiki first, in their order, and then the others, in
     theirs: the run's wikis start in the background meanwhile (the farm fixture)."""
     items.sort(key=lambda item: bool(wikis_needed([item])))
+
+
+# Under pytest-xdist (-n), the workers share one farm of wikis: its directory is made here, in
+# the process that runs them, handed to each, and cleared once they are all done.
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        config.stash[FARM] = Path(tempfile.mkdtemp(prefix="mw-farm-"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["wiki_farm"] = str(node.config.stash[FARM])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if FARM in config.stash:
+        stop_shared(config.stash[FARM])
+
+
+FARM = pytest.StashKey[Path]()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import fcntl
 import os
+import pickle
 import secrets
 import shutil
 import signal
@@ -23,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import typing
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -302,7 +305,7 @@ class RealWiki:
     url: str           # origin, e.g. http://127.0.0.1:8391
     api: str           # .../w/api.php
     directory: Path
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | None  # None where another process started it (WikiFarm)
     bot_user: str
     bot_password: str
     editor_user: str
@@ -333,10 +336,25 @@ class RealWiki:
                             rvslots="main")["query"]["pages"][0]
         return page["revisions"][0]["slots"]["main"]["content"]
 
+    @property
+    def pid(self) -> int:
+        """The php -S process, which leads its own process group."""
+        return self.process.pid if self.process else int(self.__dict__["_pid"])
+
+    def __getstate__(self) -> dict[str, Any]:  # another process gets the wiki, not its Popen
+        return {**self.__dict__, "process": None, "_pid": self.pid}
+
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(timeout=10)
+            os.killpg(self.pid, signal.SIGTERM)
+        if self.process:
+            self.process.wait(timeout=10)
+            return
+        deadline = time.monotonic() + 10
+        with contextlib.suppress(ProcessLookupError):
+            while time.monotonic() < deadline:  # not this process's child: its parent reaps it
+                os.kill(self.pid, 0)
+                time.sleep(0.02)
 
 
 def free_port() -> int:
@@ -557,17 +575,23 @@ class WikiFarm:
     tests build on them once (servers, page histories); all stopped when the run ends.
     ``prepare`` starts wikis in the background, a few at once (an install is mostly php's CPU
     time, so two cores take about two); ``wiki`` waits for one, starting it if nobody has. A
-    wiki that failed to start fails each test that needs it, without a retry."""
+    wiki that failed to start fails each test that needs it, without a retry.
 
-    def __init__(self, workers: int = 3) -> None:
+    With ``shared`` (a directory), the farm is shared by the processes of one run (pytest-xdist's
+    workers): what ``across`` makes (the wikis, and what tests build on them once) is made by
+    whichever process asks first, under a lock in that directory, and handed to the others
+    pickled; nothing of it is stopped here, but by stop_shared, once every process is done."""
+
+    def __init__(self, workers: int = 3, shared: Path | None = None) -> None:
+        self.shared = shared
         self._stack = contextlib.ExitStack()
         self._made: dict[Any, concurrent.futures.Future[Any]] = {}
         self._lock = threading.Lock()
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="wiki-start")
 
     def once(self, key: Any, make: Callable[[contextlib.ExitStack], T]) -> T:
-        """``make``'s result, made on the first call with this key (a call meanwhile waits for
-        it); ``make`` registers any clean-up on the stack it is given."""
+        """``make``'s result, made on the first call with this key in this process (a call
+        meanwhile waits for it); ``make`` registers any clean-up on the stack it is given."""
         with self._lock:
             made, mine = self._made.get(key), key not in self._made
             if made is None:
@@ -583,29 +607,68 @@ class WikiFarm:
                 made.set_exception(problem)
         return made.result()
 
+    def across(self, key: str, make: Callable[[Path], T]) -> T:
+        """``make(place)``, made once for the whole run: in this process, or, with a shared farm,
+        by the first of its processes to ask (the others wait for it). ``place`` is a directory
+        that lasts as long as the farm; ``key`` names files."""
+        if self.shared is None:
+            return self.once(key, lambda stack: make(Path(stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"mw-{key}-")))))
+        shared = self.shared
+
+        def fetch(_: contextlib.ExitStack) -> T:
+            found = shared / f"{key}.pickle"
+            with open(shared / f"{key}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if not found.exists():
+                    place = shared / key
+                    place.mkdir(exist_ok=True)
+                    made = make(place)
+                    found.with_suffix(".part").write_bytes(pickle.dumps(made))
+                    found.with_suffix(".part").rename(found)
+            return typing.cast(T, pickle.loads(found.read_bytes()))
+        return self.once(key, fetch)
+
     def wiki(self, name: str) -> RealWiki:
-        def start(stack: contextlib.ExitStack) -> RealWiki:
+        def start(_: Path) -> RealWiki:  # in the 1.43 root's /tmp if it runs there
             spec = WIKIS[name]
-            directory = stack.enter_context(spec.install.temporary_directory(f"mw-test-{name}-"))
-            running = start_test_wiki(Path(directory), spec.name, spec.seed() or False, spec.settings,
-                                      spec.language)
-            stack.callback(running.stop)
+            spec.install.check()
+            root = spec.install.root
+            directory = Path(tempfile.mkdtemp(prefix=f"mw-test-{name}-", dir=root / "tmp" if root else None))
+            if self.shared is None:
+                self._stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            try:
+                running = start_test_wiki(directory, spec.name, spec.seed() or False, spec.settings, spec.language)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
+            if self.shared is None:
+                self._stack.callback(running.stop)
             return running
-        return self.once(("wiki", name), start)
+        return self.across(f"wiki-{name}", start)
 
     def prepare(self, names: Iterable[str]) -> None:
         """Starts these wikis in the background; a failure waits for the test that needs it."""
         for name in names:
             self._pool.submit(self.wiki, name)
 
-    def prepare_once(self, key: Any, make: Callable[[contextlib.ExitStack], Any]) -> None:
-        """Makes ``once(key, make)`` in the background."""
-        self._pool.submit(self.once, key, make)
+    def prepare_across(self, key: str, make: Callable[[Path], Any]) -> None:
+        """Makes ``across(key, make)`` in the background."""
+        self._pool.submit(self.across, key, make)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._stack.close()
 
+
+def stop_shared(directory: Path) -> None:
+    """Stops the wikis a shared farm started in ``directory`` and removes them, and it."""
+    for made in directory.glob("wiki-*.pickle"):
+        with contextlib.suppress(Exception):
+            running = pickle.loads(made.read_bytes())
+            running.stop()
+            shutil.rmtree(running.directory, ignore_errors=True)
+    shutil.rmtree(directory, ignore_errors=True)
 
 # -- a Valkey or Redis store for replicas that share state ---------------------------------
 

@@ -32,7 +32,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unicodedata
@@ -86,11 +85,13 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(scope="session", autouse=True)
 def farm(request: pytest.FixtureRequest) -> Iterator[WikiFarm]:
     """The run's wikis, and the packages the packaging tests install, made in the background as
-    the run begins, while the tests that need neither run (conftest.py orders them first)."""
-    running = WikiFarm()
+    the run begins, while the tests that need neither run (conftest.py orders them first). Under
+    pytest-xdist its workers share one farm (conftest.py names its directory)."""
+    shared = getattr(request.config, "workerinput", {}).get("wiki_farm")
+    running = WikiFarm(shared=Path(shared) if shared else None)
     running.prepare(wikis_needed(request.session.items))
     if any("dists" in getattr(item, "fixturenames", ()) for item in request.session.items):
-        running.prepare_once("dists", build_dists)
+        running.prepare_across("dists", build_dists)
     try:
         yield running
     finally:
@@ -1277,7 +1278,7 @@ def utc_now() -> str:
 
 @pytest.fixture
 def history(farm: WikiFarm, wiki: RealWiki) -> History:
-    return farm.once((wiki.api, "history"), lambda _: make_history(wiki))
+    return farm.across(f"history-{wiki.key}", lambda _: make_history(wiki))
 
 
 def make_history(wiki: RealWiki) -> History:
@@ -1658,11 +1659,15 @@ def test_links_here_shows_redirects_and_pages_reached_through_them(bot_server: A
     assert all("transclusion" not in r for r in rows)
 
 
-def test_links_here_for_templates_files_and_missing_pages(bot_server: Any) -> None:
+def test_links_here_for_templates_files_and_missing_pages(bot_server: Any, wiki: RealWiki) -> None:
     template = call(bot_server, "get-links-here", title="Template:Fruitbox")
     assert rows_of(template.blocks[0]) == ["Fruit bowl | transclusion"]
     image = call(bot_server, "get-links-here", title="Image:Red square.png", types=["fileusage"])
-    assert image.blocks[0] == "Pages that link to File:Red square.png:\nFruit bowl | file link"
+    # other tests show the picture on pages of their own, so the rows are those the wiki lists now
+    users = wiki.raw_get(action="query", list="imageusage", iutitle="File:Red square.png", iulimit="max")
+    assert image.blocks[0] == "Pages that link to File:Red square.png:\n" + "\n".join(
+        f"{page['title']} | file link" for page in users["query"]["imageusage"])
+    assert "\nFruit bowl | file link" in image.blocks[0]
     missing = call(bot_server, "get-links-here", title="Pear")
     assert missing.blocks[0] == "Pages that link to Pear (the page does not exist):\nFruit bowl"
     nothing = call(bot_server, "get-links-here", title="Lemon")
@@ -5571,7 +5576,7 @@ class Accounts:
 
 @pytest.fixture
 def accounts(farm: WikiFarm, wiki: RealWiki) -> Accounts:
-    return farm.once((wiki.api, "accounts"), lambda _: make_accounts(wiki))
+    return farm.across(f"accounts-{wiki.key}", lambda _: make_accounts(wiki))
 
 
 def make_accounts(wiki: RealWiki) -> Accounts:
@@ -7880,12 +7885,11 @@ class StdioSession:
 @pytest.fixture(scope="session")
 def dists(farm: WikiFarm) -> Path:
     """The sdist and the wheel, built once a run (the farm starts it early)."""
-    return farm.once("dists", build_dists)
+    return farm.across("dists", build_dists)
 
 
-def build_dists(stack: contextlib.ExitStack) -> Path:
-    """The sdist and the wheel, built by `python -m build` (the wheel from the sdist)."""
-    out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mw-dist-")))
+def build_dists(out: Path) -> Path:
+    """The sdist and the wheel, built by `python -m build` (the wheel from the sdist) into ``out``."""
     done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
