@@ -1,6 +1,8 @@
 """pytest's hooks for test_mediawiki_mcp.py, whose fixtures live in the test module itself."""
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
         config.stash[FARM] = Path(tempfile.mkdtemp(prefix="mw-farm-"))
+        # A wiki outlives the worker that started it: as its orphan, this process can reap it.
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -35,3 +40,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 FARM = pytest.StashKey[Path]()
+PR_SET_CHILD_SUBREAPER = 36

@@ -351,10 +351,21 @@ class RealWiki:
             self.process.wait(timeout=10)
             return
         deadline = time.monotonic() + 10
-        with contextlib.suppress(ProcessLookupError):
-            while time.monotonic() < deadline:  # not this process's child: its parent reaps it
-                os.kill(self.pid, 0)
-                time.sleep(0.02)
+        while running(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling: a process that is not this one's child cannot be waited for
+
+
+def running(pid: int) -> bool:
+    """Whether a process runs: not ended, not a zombie; reaps it if it is this process's child (a
+    subreaper's orphans are)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
 
 
 def free_port() -> int:
