@@ -4174,7 +4174,8 @@ def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
 
 def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
     """Truncated reads are remembered up to READ_LEDGER_MAX_ENTRIES pages and sections (the
-    oldest read forgotten first), so the server's memory stays bounded; this server holds two."""
+    oldest read forgotten first), so the server's memory stays bounded; this server holds two.
+    A page whose read was forgotten is read again before it is written whole."""
     state = m.ServerState.from_config(m.Config.from_env(wiki.env(MCP_CONTENT_MAX_BYTES="1000")))
     assert state.reads.capacity == m.READ_LEDGER_MAX_ENTRIES == 2000
     state.reads = m.ReadLedger(capacity=2)
@@ -4190,7 +4191,15 @@ def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -
     call(server, "get-page", title="Apple")  # two reads: the truncated one is still remembered
     assert write_back_refused()
     call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
-    assert not write_back_refused()
+    forgotten = call(server, "update-page", title=title, source=seen, dryRun=True)
+    assert forgotten.blocks == [
+        f"invalid_input: Nothing was saved: this session's record of reads is full and no longer holds its "
+        f"read of {title!r}, so whether it was read whole is not known. Read it again (get-page), then write "
+        "it with the latestId that read returns."]
+    latest = int(field(call(server, "get-page", title=title), "Revision ID"))  # read again, cut again
+    assert write_back_refused()
+    pinned = call(server, "update-page", title=title, source=seen, latestId=latest, dryRun=True)
+    assert pinned.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
     assert "The very last line of the big section." in wiki.wikitext(title)
 
 
