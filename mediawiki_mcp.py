@@ -3965,7 +3965,10 @@ class ReadLedger:
     def unseen(self, wiki: str, title: str, section: int | None, caller: str = "") -> PageRead | None:
         """The caller's last read of this page or section, if it showed it only in part (later
         reads of the same revision add what they showed; a whole read of the section or of the
-        page clears it)."""
+        page clears it). None for a caller not told apart: the last read noted for it may be
+        another client's, so its writes are checked by the revision they name (read_cut)."""
+        if not told_apart(caller):
+            return None
         reads = [PageRead.loads(self._get(wiki, caller, "read", f"{title}|{part}"))
                  for part in dict.fromkeys([section, None])]
         last = max((r for r in reads if r), key=lambda r: r.order, default=None)
