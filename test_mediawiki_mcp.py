@@ -8193,6 +8193,32 @@ def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: Stat
     assert 24 * 3600 - 100 < ttl <= 24 * 3600
 
 
+def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_shared_store(
+        state_server: StateServer) -> None:
+    """What one client read vouches for none of another's writes; each client's ledger is bounded
+    in entries and in bytes, its least recently written entries dropped first, in memory as in the
+    shared store; once one was, a page it no longer holds counts as forgotten."""
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    wiki = f"clients-{secrets.token_hex(4)}"
+    bounds = [{"capacity": 3}, {"capacity": 100, "max_bytes": 1000}]
+    ledgers = [m.ReadLedger(store=store, **bound) for bound in bounds
+               for store in (m.RedisStore(state_server.url), None)]
+    for n, ledger in enumerate(ledgers):
+        a, b = f"session:a{n}", f"session:b{n}"
+        ledger.record(wiki, "Cut", None, 5, text, 0, 1000, caller=a)
+        ledger.record(wiki, "Cut", None, 5, text, 1000, 5000, caller=b)  # b reads the rest, a does not
+        assert ledger.unseen(wiki, "Cut", None, a).ranges == [(0, 1000)]
+        assert ledger.unseen(wiki, "Cut", None, b).ranges == [(1000, len(text))]
+        assert (ledger.base(wiki, "Cut", None, a), ledger.base(wiki, "Cut", None, "session:c")) == (5, None)
+        for page in range(12):
+            ledger.record(wiki, f"P{page}", None, 6, "Short.", 0, 1000, caller=a)
+        assert ledger.unseen(wiki, "Cut", None, a) is None and ledger.forgotten(wiki, "Cut", None, a), n
+        assert not ledger.forgotten(wiki, "P11", None, a) and ledger.base(wiki, "P11", None, a) == 6
+        assert ledger.unseen(wiki, "Cut", None, b) is not None and not ledger.forgotten(wiki, "Cut", None, b)
+    kept = {key.split("|")[1] for key in state_server.client().scan_iter(f"mediawiki-mcp:{{{wiki}}}:read:session:a0|*")}
+    assert kept == {"P9", "P10", "P11"}
+
+
 def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
     for value in ("http://cache:6379", "cache:6379", "redis://", "redis://:pw@cache:99999"):
         with pytest.raises(m.ConfigError, match="MCP_STATE_URL takes a redis:// or rediss:// address") as caught:
