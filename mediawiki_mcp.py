@@ -107,6 +107,8 @@ IDEMPOTENCY_WAIT_SECONDS = 120.0
 #: each is kept after its last change (in memory and in a shared store, which has no such bound).
 READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
+#: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
+CUT_REVISIONS_KEPT = 20
 #: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
 DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 #: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
@@ -3869,8 +3871,9 @@ class ReadLedger:
     is no read.
 
     A caller's ledger holds at most ``capacity`` entries of each kind (pages and sections read,
-    bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first; once one was, a page it no longer holds must be read again
-    before a whole-page or section write (forgotten). Callers that cannot be told apart
+    bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first;
+    once one was, a page it no longer holds must be read again before a whole-page or section
+    write (forgotten). Callers that cannot be told apart
     (told_apart) share one ledger, in which no read vouches for another: a revision any of them
     read in part is never written back whole, and writes name their base (latestId).
 
@@ -3894,29 +3897,42 @@ class ReadLedger:
         Returns a note for the model when the read could not be recorded yet."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
-        starts, ends = ((section_starts(text, syntax), section_ends(text, syntax)) if section is None and partial
-                        else ({}, {}))
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        if section is None and partial:  # where its sections are, to tell which the read showed whole
+            starts, ends = section_starts(text, syntax), section_ends(text, syntax)
         own = told_apart(caller)  # a shared ledger joins no reads: each may be another client's
 
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
             same = own and last is not None and last.revid == revid
             ranges = [(piece.start, piece.end), *(last.ranges if same and last else [])]
-            spans = (last.section_starts, last.section_ends) if same and last and last.section_ends else (starts, ends)
-            return PageRead(revid, merged_ranges(ranges), piece.total, order, spans[1], (piece.start, piece.end),
-                            spans[0]).dumps()
+            if same and last and last.section_ends:
+                return PageRead(revid, merged_ranges(ranges), piece.total, order, last.section_ends,
+                                (piece.start, piece.end), last.section_starts).dumps()
+            return PageRead(revid, merged_ranges(ranges), piece.total, order, ends, (piece.start, piece.end),
+                            starts).dumps()
 
-        def cut(known: str | None, order: int) -> str:  # what of this revision some read showed in part
+        def cut(known: str | None, order: int) -> str | None:
+            """The revisions of the page some read showed in part, with the parts (None: the page,
+            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
+            the page, so that it is dropped from the ledger no sooner than the page's read."""
+            if not partial:
+                return known
             parts: set[int | None] = {section}
             parts |= {n for n, end in ends.items() if starts[n] < piece.end and end > piece.start
                       and not piece.start <= starts[n] <= end <= piece.end}
-            return json.dumps(sorted({*json.loads(known or "[]"), *parts}, key=lambda n: -1 if n is None else n))
+            kept = json.loads(known or "[]")
+            parts.update(*(p for r, p in kept if r == revid))
+            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
+            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
+            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
         name = f"{title}|{section}"
         changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
         if latest:
             changes.append(("base", name, lambda _, order: json.dumps([revid, order])))
-        if partial and not own:
-            changes.append(("cut", f"{title}|{revid}", cut))
+        if not own:
+            changes.append(("cut", title, cut))
         if self._note(wiki, caller, changes):
             return None
         return (f"Note: the state store {self.store.name} cannot be reached, so this read is not on record "
@@ -3934,15 +3950,16 @@ class ReadLedger:
                 showed_parent = bool(known and parent and json.loads(known)[0] == parent)
                 return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
             return change
-        self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
+        parts = dict.fromkeys([None, section])
+        self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
 
     def base(self, wiki: str, title: str, section: int | None, caller: str = "") -> int | None:
         """The latest revision ``caller``'s last read showed of this page (for a section: of the
         section or of the whole page, whichever was read later), if any; none for a caller not
         told apart, whose reads may be another client's."""
-        if not told_apart(caller):
-            return None
         found = [self._get(wiki, caller, "base", f"{title}|{part}") for part in dict.fromkeys([section, None])]
+        if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
+            return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
 
@@ -3950,7 +3967,8 @@ class ReadLedger:
                   caller: str = "") -> None:
         """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
         or, with ``saved``, the revision that saving that change made."""
-        self._note(wiki, caller, [("preview", self._change(title, change), lambda *_: json.dumps([revid, saved]))])
+        shown = json.dumps([revid, saved])
+        self._note(wiki, caller, [("preview", self._change(title, change), lambda *_: shown)])
 
     def preview(self, wiki: str, title: str, change: str, caller: str = "") -> tuple[int, int | None] | None:
         """The revision the caller's last dry run of ``change`` to this page showed, and the
@@ -3976,9 +3994,12 @@ class ReadLedger:
 
     def read_cut(self, wiki: str, title: str, section: int | None, revid: int, caller: str = "") -> bool:
         """Whether a read noted for ``caller`` showed revision ``revid`` of this page (None) or
-        section in part; kept only for callers not told apart, whose reads join none."""
-        cut = self._get(wiki, caller, "cut", f"{title}|{revid}")
-        return cut is not None and section in json.loads(cut)
+        section in part, or may have (a revision older than those kept); kept only for callers
+        not told apart, whose reads join none."""
+        kept = json.loads(self._get(wiki, caller, "cut", title) or "[]")
+        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
+            return True
+        return any(r == revid and section in parts for r, parts in kept)
 
     def forgotten(self, wiki: str, title: str, section: int | None, caller: str = "") -> bool:
         """Whether ``caller``'s ledger dropped entries to stay within its bounds and holds no read
@@ -3986,7 +4007,8 @@ class ReadLedger:
         index = self._get(wiki, caller, "ledger", "")
         if not (index and json.loads(index)["dropped"]):
             return False
-        return all(self._get(wiki, caller, "read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
+        parts = dict.fromkeys([section, None])
+        return all(self._get(wiki, caller, "read", f"{title}|{part}") is None for part in parts)
 
     def _get(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
         self._flush()
@@ -4635,9 +4657,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
         except WikiError:
             wiki = ""
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress, caller_of(ctx))
         try:
             blocks, is_error = await state.calls.run(
-                wiki, functools.partial(run_tool, state, params.name, params.arguments, progress, caller_of(ctx)),
+                wiki, job,
                 write=bool(spec and spec.scoped and not spec.read_only))
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
@@ -6373,10 +6396,13 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                 f"not bytes {start} to {end}, in section {section}")
         rest = f"get-page with section={section}"
     else:
-        seen = (f"its last read here showed {read.seen} of {read.total} bytes" if read.ranges == [(0, read.seen)]
-                else f"its reads here showed bytes {shown} of {read.total}, not "
-                     + (f"the first {end}" if start == 0 else f"bytes {start} to {end}"))
-        again = {**({"section": section} if section is not None else {}), **({"offset": start} if start else {})}
+        if read.ranges == [(0, read.seen)]:
+            seen = f"its last read here showed {read.seen} of {read.total} bytes"
+        else:
+            seen = (f"its reads here showed bytes {shown} of {read.total}, not "
+                    + (f"the first {end}" if start == 0 else f"bytes {start} to {end}"))
+        again = {**({"section": section} if section is not None else {}),
+                 **({"offset": start} if start else {})}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
     raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
@@ -6400,13 +6426,13 @@ def require_pinned_base(ctx: ToolContext, title: str, section: int | None, lates
                                 f"sessions), so no read here shows which revision of {what} this text is based "
                                 "on. Pass latestId, the revision ID get-page returned with the text. " + instead)
         if ctx.reads.read_cut(title, section, latest_id):
-            raise invalid_input(f"Nothing was saved: revision {latest_id} of {what} was read in part (truncated) "
-                                "through this server, which cannot tell its clients apart (HTTP without "
-                                "sessions), so it cannot know that this text holds the rest. " + instead)
-    elif ctx.reads.forgotten(title, section):
-        raise invalid_input(f"Nothing was saved: this session's record of reads is full and no longer holds "
-                            f"its read of {what}, so whether it was read whole is not known. Read it again "
-                            "(get-page), then write it with the latestId that read returns.")
+            raise invalid_input(f"Nothing was saved: revision {latest_id} of {what} was read in part "
+                                "(truncated) through this server, which cannot tell its clients apart (HTTP "
+                                "without sessions), so it cannot know that this text holds the rest. " + instead)
+    if ctx.reads.forgotten(title, section):
+        raise invalid_input(f"Nothing was saved: the record of this client's reads is full and no longer "
+                            f"holds its read of {what}, so whether it was read whole is not known. Read it "
+                            "again (get-page), then write it with the latestId that read returns.")
 
 
 @tool("create-page", "Create page", toolset="edit",

@@ -4136,9 +4136,9 @@ def test_a_section_read_whole_through_an_offset_read_may_be_written_and_only_wha
     assert after_start > offset and wiki.wikitext(title) == big_section_page()
 
 
-FORGOTTEN_READ = ("invalid_input: Nothing was saved: this session's record of reads is full and no longer holds "
-                  "its read of {title}, so whether it was read whole is not known. Read it again (get-page), then "
-                  "write it with the latestId that read returns.")
+FORGOTTEN_READ = ("invalid_input: Nothing was saved: the record of this client's reads is full and no longer "
+                  "holds its read of {title}, so whether it was read whole is not known. Read it again (get-page), "
+                  "then write it with the latestId that read returns.")
 
 
 def test_a_forgotten_read_past_the_ledgers_byte_bound_is_read_again_before_a_whole_write(wiki: RealWiki) -> None:
