@@ -103,8 +103,9 @@ IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
 #: A repeat waits at most this long for the first call with its key to finish.
 IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: Page reads remembered for the no-silent-loss checks of writes (in memory), and how long
-#: each is kept after its last change (in memory and in a shared store, which has no such bound).
+#: Page and section reads (and bases, previews) one client's read ledger keeps at most for the
+#: no-silent-loss checks of writes, in memory and in a shared store, and how long each is kept
+#: after its last change.
 READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
 #: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
@@ -3611,7 +3612,8 @@ class MemoryStore:
 
     def forget(self, key: StateKey) -> None:
         with self._changed:
-            self._kinds.get(key[1], {}).pop(key, None)  # type: ignore[call-overload]
+            if key in self._kinds.get(key[1], ()):
+                del self._kinds[key[1]][key]
 
     def next_order(self) -> int:
         with self._changed:
@@ -4400,7 +4402,7 @@ class ToolContext:
     continue_from: str | None = None
     dry_run: bool = False
     watch: str | None = None
-    caller: str = ""  # who is calling: the scope of what the read ledger vouches for
+    caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
 
     @property
     def client(self) -> MediaWikiClient:

@@ -8220,6 +8220,28 @@ def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_sh
     assert kept == {"P9", "P10", "P11"}
 
 
+def test_clients_without_sessions_are_kept_under_a_hash_of_their_token_never_the_token(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """Over stateless HTTP the bearer token is all that tells callers apart; the shared store
+    names their entries by its hash, and a write still needs latestId (one token, many clients)."""
+    token = f"replica-token-{secrets.token_hex(8)}"
+    title = f"Shared token caller test {state_server.kind}"
+    create(bot_server_for(wiki), title, big_section_page())
+    bearer = {"Authorization": f"Bearer {token}"}
+    with http_servers((replica_env(wiki, state_server, MCP_AUTH_TOKEN=token), ("--stateless",))) as (replica,):
+        def tools_call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return rpc_result(post_rpc(replica.url, "tools/call", {"name": tool, "arguments": arguments},
+                                       headers=bearer))
+        tools_call("get-page", title=title)
+        refused = tools_call("update-page", title=title, source="Replaced.")
+    assert error_text(refused).startswith("invalid_input: Nothing was saved: this server cannot tell its clients "
+                                          "apart (HTTP without sessions)")
+    keys = list(state_server.client().scan_iter("mediawiki-mcp:*"))
+    hashed = hashlib.sha256(token.encode()).hexdigest()[:16]
+    assert f"mediawiki-mcp:{{{wiki.key}}}:read:shared:{hashed}|{title}|None" in keys
+    assert not [key for key in keys if token in key] and wiki.wikitext(title) == big_section_page()
+
+
 def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
     for value in ("http://cache:6379", "cache:6379", "redis://", "redis://:pw@cache:99999"):
         with pytest.raises(m.ConfigError, match="MCP_STATE_URL takes a redis:// or rediss:// address") as caught:
