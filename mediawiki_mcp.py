@@ -4057,25 +4057,37 @@ class ReadLedger:
 
     def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
         """Keeps the caller's ledger within its bounds, after ``sizes`` were written: its index
-        (kind ``ledger``) lists its entries by last write, with their sizes, and says whether
-        any was dropped, the least recently written first."""
-        dropped: list[list[Any]] = []
+        (kind ``ledger``) holds its entries (``kind|name``) by last write with their sizes, the
+        count of each kind and the bytes of all, and whether any was dropped, the least recently
+        written first."""
+        dropped: list[str] = []
 
         def bounded(old: str | None) -> str:
-            index: dict[str, Any] = json.loads(old) if old else {"entries": [], "dropped": False}
-            written = {(key[1], key[2]) for key, _ in sizes}
-            entries = [e for e in index["entries"] if (e[0], e[1]) not in written]
-            entries += [[key[1], key[2], size] for key, size in sizes]
+            index: dict[str, Any] = json.loads(old) if old else {"entries": {}, "kinds": {}, "bytes": 0}
+            entries, kinds = index["entries"], collections.Counter(index["kinds"])
+            for key, size in sizes:
+                entry = f"{key[1]}|{key[2]}"
+                if entry in entries:
+                    kinds[key[1]] -= 1
+                    index["bytes"] -= entries.pop(entry)
+                entries[entry] = size
+                kinds[key[1]] += 1
+                index["bytes"] += size
             dropped[:] = []
-            while len(entries) > len(sizes):
-                kinds = collections.Counter(e[0] for e in entries)
-                full = next((kind for kind, count in kinds.items() if count > self.capacity), None)
-                if full is None and sum(e[2] for e in entries) <= self.max_bytes:
-                    break
-                dropped.append(entries.pop(next(i for i, e in enumerate(entries) if full in (None, e[0]))))
-            return json.dumps({"entries": entries, "dropped": index["dropped"] or bool(dropped)})
+            for entry in list(entries)[:-len(sizes)]:
+                kind = entry.partition("|")[0]
+                if index["bytes"] <= self.max_bytes and kinds[kind] <= self.capacity:
+                    if all(count <= self.capacity for count in kinds.values()):
+                        break
+                    continue  # another kind is over its count: its oldest goes
+                dropped.append(entry)
+                kinds[kind] -= 1
+                index["bytes"] -= entries.pop(entry)
+            index["kinds"], index["dropped"] = kinds, index.get("dropped") or bool(dropped)
+            return json.dumps(index)
         self.store.update(client_entry(wiki, caller, "ledger", ""), bounded, READ_LEDGER_TTL_SECONDS)
-        for kind, name, _ in dropped:
+        for entry in dropped:
+            kind, _, name = entry.partition("|")
             self.store.forget((wiki, kind, name))
 
     def _flush(self) -> None:
