@@ -7475,6 +7475,25 @@ def test_a_truncated_read_vouches_only_for_the_session_that_made_it(wiki: RealWi
     assert wiki.wikitext(title) == big_section_page()
 
 
+def test_each_connection_with_a_handshake_is_a_client_of_its_own(wiki: RealWiki) -> None:
+    """Connections that keep no session ID but serve many calls (stdio's, an embedder's in-memory
+    client with the initialize handshake) are each one client: B's read vouches for none of A's."""
+    title = "Connections truncated read test"
+    create(bot_server_for(wiki), title, big_section_page())
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+
+    async def go() -> Any:
+        async with Client(server, mode="legacy") as a, Client(server, mode="legacy") as b:
+            seen = content_of((await a.call_tool("get-page", {"title": title})).content[0].text)
+            for offset in range(1000, 5000, 1000):
+                await b.call_tool("get-page", {"title": title, "offset": offset})
+            return await a.call_tool("update-page", {"title": title, "source": seen})
+    refused = anyio.run(go)
+    assert refused.is_error and refused.content[0].text.startswith(
+        f"invalid_input: Nothing was saved: Page {title!r} was not read whole (its last read here showed 1000 of ")
+    assert wiki.wikitext(title) == big_section_page()
+
+
 def test_a_whole_page_write_is_based_on_the_sessions_own_last_read(wiki: RealWiki) -> None:
     """A reads the page; a colleague changes line 2; B reads that; A writes the whole page without
     latestId: the colleague's line is merged in, not reverted, as in one session alone."""
