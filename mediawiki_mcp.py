@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import socket
 import stat
 import subprocess
@@ -108,10 +109,18 @@ IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
 #: A repeat waits at most this long for the first call with its key to finish.
 IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: Page reads remembered for the no-silent-loss checks of writes (in memory), and how long
-#: each is kept after its last change (in memory and in a shared store, which has no such bound).
+#: Page and section reads (and bases, previews) one client's read ledger keeps at most for the
+#: no-silent-loss checks of writes, in memory and in a shared store, and how long each is kept
+#: after its last change.
 READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
+#: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
+CUT_REVISIONS_KEPT = 20
+#: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
+DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
+#: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
+#: recently written forgotten first: the bound of the whole process, beside each client's.
+READ_LEDGER_CLIENTS_IN_MEMORY = 64
 #: A shared store's claim on an idempotency key lapses this long after the replica running its
 #: call stops renewing it (it renews it every third of this), so a replica that dies mid-write
 #: is known to have died within this time.
@@ -120,6 +129,8 @@ STATE_LEASE_SECONDS = 15.0
 STATE_POLL_SECONDS = 0.05
 #: Seconds to connect to the shared store and to wait for each of its answers.
 STATE_TIMEOUT_SECONDS = 2.0
+#: What was noted while a shared store could not be reached is written again this often.
+STATE_RETRY_SECONDS = 1.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
 EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
 #: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
@@ -1561,6 +1572,10 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
+    Setting("MCP_READ_LEDGER_MAX_BYTES", "bytes of what each client read that the server keeps for the no-loss "
+            f"checks of writes (default {DEFAULT_READ_LEDGER_MAX_BYTES}, and at most {READ_LEDGER_MAX_ENTRIES} "
+            "pages and sections); past it the oldest is dropped, and such a page must be read again before "
+            "it is written whole", DEFAULT_READ_LEDGER_MAX_BYTES, byte_count),
     Setting("MCP_STATELESS", "HTTP: true keeps no state between requests, for replicas; or --stateless", False,
             parse_bool),
     Setting("MCP_SHUTDOWN_GRACE_SECONDS", "HTTP: seconds the tool calls in flight get to finish after SIGTERM "
@@ -1638,6 +1653,7 @@ class Config:
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
     trusted_hosts: tuple[str, ...] = from_setting("MCP_TRUSTED_HOSTS")
     toolsets: frozenset[str] = from_setting("MCP_TOOLSETS")
+    read_ledger_max_bytes: int = from_setting("MCP_READ_LEDGER_MAX_BYTES")
     state_url: str | None = dataclasses.field(default=None, repr=False, metadata={"setting": "MCP_STATE_URL"})
     allow_wiki_management: bool = True
 
@@ -3608,6 +3624,11 @@ class MemoryStore:
                 del self._kinds[key[1]][key]
             self._changed.notify_all()
 
+    def forget(self, key: StateKey) -> None:
+        with self._changed:
+            if key in self._kinds.get(key[1], ()):
+                del self._kinds[key[1]][key]
+
     def next_order(self) -> int:
         with self._changed:
             self._order += 1
@@ -3709,6 +3730,10 @@ class RedisStore:
         with self.reaching():
             self._release(keys=[self.key(key), lease], args=[self.owner, "1" if forget else "0"])
 
+    def forget(self, key: StateKey) -> None:
+        with self.reaching():
+            self.client.delete(self.key(key))
+
     def next_order(self) -> int:
         with self.reaching():
             return int(self.client.incr("mediawiki-mcp:order"))
@@ -3761,119 +3786,346 @@ def unless_store_down(what: str) -> Iterator[None]:
         log.warning("%s was not recorded in the state store", what)
 
 
+#: The caller of calls this server cannot tell apart (HTTP without sessions: stateless replicas,
+#: or a protocol version that has none): ``shared``, or ``shared:<hash of the bearer token>``.
+#: What is noted for it is every such client's, so no read vouches for its writes (told_apart).
+SHARED_CALLER = "shared"
+
+
+def told_apart(caller: str) -> bool:
+    """Whether ``caller`` is one client ('' is this whole process, one client as over stdio)."""
+    return caller.partition(":")[0] != SHARED_CALLER
+
+
+def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
+    """The entry of a state store that holds ``name`` of ``kind`` for one caller on one wiki: the
+    one place entries are named, so every kind (reads, bases, previews, idempotency keys, and any
+    added later) is kept per caller, and one client's entries never answer for another's."""
+    return (wiki, kind, f"{caller}|{name}" if caller else name)
+
+
+def merged_ranges(ranges: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+    """Byte ranges in order, those that overlap or touch joined."""
+    joined: list[tuple[int, int]] = []
+    for start, end in sorted((int(a), int(b)) for a, b in ranges):
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined
+
+
 @dataclasses.dataclass
 class PageRead:
-    """The last source read here of one page or section."""
+    """What one caller has read of one page or section: of the last revision it read, which bytes."""
     revid: int
-    seen: int    # bytes read without a gap from the start
+    ranges: list[tuple[int, int]]  # the bytes read of that revision, in order, joined
     total: int
     order: int   # which read came later
-    section_ends: dict[int, int]  # for a partial whole-page read: where each section ends
+    section_ends: dict[int, int]  # of a whole page read in part: where each section ends
     shown: tuple[int, int] = (0, 0)  # the bytes the last read showed
+    section_starts: dict[int, int] = dataclasses.field(default_factory=dict)  # and where each starts
+
+    @property
+    def seen(self) -> int:
+        """The bytes read without a gap from the start."""
+        return self.ranges[0][1] if self.ranges and self.ranges[0][0] == 0 else 0
+
+    def span(self, section: int | None) -> tuple[int, int]:
+        """The bytes of the text read that a write of ``section`` (None: all of it) replaces."""
+        if section is None or section not in self.section_ends:
+            return 0, self.total
+        return self.section_starts.get(section, 0), self.section_ends[section]
+
+    def unread(self, section: int | None) -> tuple[int, int] | None:
+        """The first bytes of ``section`` (None: the whole text) not read, if any."""
+        start, end = self.span(section)
+        for first, last in self.ranges:
+            if first <= start < last:
+                start = last
+        if start >= end:
+            return None
+        return start, min([end, *(first for first, _ in self.ranges if first > start)])
 
     def shows(self, section: int | None) -> bool:
-        """Whether this read showed the whole text (or, of a whole page, that section whole)."""
-        if self.seen >= self.total:
-            return True
-        return section is not None and self.section_ends.get(section, self.total) <= self.seen
+        """Whether the reads showed the whole text (or, of a whole page, that section whole)."""
+        return self.unread(section) is None
 
     def dumps(self) -> str:
-        return json.dumps([self.revid, self.seen, self.total, self.order, list(self.section_ends.items()),
-                           self.shown])
+        return json.dumps([self.revid, self.ranges, self.total, self.order, list(self.section_ends.items()),
+                           self.shown, list(self.section_starts.items())])
 
     @classmethod
     def loads(cls, text: str | None) -> PageRead | None:
         if text is None:
             return None
-        revid, seen, total, order, ends, shown = json.loads(text)
-        return cls(revid, seen, total, order, {int(n): end for n, end in ends}, tuple(shown))
+        revid, ranges, total, order, ends, shown, *starts = json.loads(text)
+        if isinstance(ranges, int):  # as kept before byte ranges were: read without a gap up to there
+            ranges = [(0, ranges)] if ranges else []
+        return cls(revid, [tuple(r) for r in ranges], total, order,  # type: ignore[misc]
+                   {int(n): end for n, end in ends}, tuple(shown),  # type: ignore[arg-type]
+                   {int(n): start for n, start in (starts[0] if starts else [])})
+
+
+def section_starts(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
+    """Where each section (0 = lead) starts, in bytes: at its heading."""
+    return {0: 0, **{section.number: section.start for section in wikitext_sections(text, syntax)}}
+
+
+#: A change of a ledger entry: its old value and the order of the call's note -> its new value
+#: (None: left as it is).
+EntryChange = Callable[[str | None, int], str | None]
 
 
 class ReadLedger:
-    """Remembers, per wiki, page and section, the last read here: how much of it was seen,
-    so that writing back text the model only saw in part (a truncated read) is refused; and
-    which latest revision it showed, the base of a write that names no latestId, so that an
-    edit made since is merged or refused, never overwritten. Also the revision each page had
-    when a change across pages was previewed (dry run), so that its save skips a page changed
-    since: the model saw that change's diff only, not the page, so it is no read.
+    """Remembers, per wiki and caller (client_entry), page and section, what that caller read:
+    which bytes of which revision, so that writing back text the model only saw in part (a
+    truncated read) is refused; and which latest revision it showed, the base of a write that
+    names no latestId, so that an edit made since is merged or refused, never overwritten. Also
+    the revision each page had when a change across pages was previewed (dry run), so that its
+    save skips a page changed since: the model saw that change's diff only, not the page, so it
+    is no read.
 
-    "Here" is this process, or every replica sharing ``store``. What is noted goes unnoted
-    when a shared store cannot be reached (reads go on); what is asked fails then (a write
-    stops before it is sent)."""
+    A caller's ledger holds at most ``capacity`` entries of each kind (pages and sections read,
+    bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first;
+    once one was, a page it no longer holds must be read again before a whole-page or section
+    write (forgotten). Callers that cannot be told apart
+    (told_apart) share one ledger, in which no read vouches for another: a revision any of them
+    read in part is never written back whole, and writes name their base (latestId).
 
-    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES, store: StateStore | None = None) -> None:
-        self.capacity = capacity
-        self.store = store or MemoryStore(capacity)
+    "Here" is this process, or every replica sharing ``store``. What is noted while a shared
+    store cannot be reached is kept in this process and written once it is back (the model is
+    told); what is asked fails then (a write stops before it is sent)."""
+
+    def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES, store: StateStore | None = None,
+                 max_bytes: int = DEFAULT_READ_LEDGER_MAX_BYTES) -> None:
+        self.capacity, self.max_bytes = capacity, max_bytes
+        self.store = store or MemoryStore(capacity * READ_LEDGER_CLIENTS_IN_MEMORY)
+        self._pending: collections.deque[Callable[[], None]] = collections.deque()
+        self._pending_lock = threading.RLock()
+        self._flusher: threading.Thread | None = None
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
+               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True,
+               caller: str = "") -> str | None:
         """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
-        ``latest``: the revision read was the page's latest (not an old one, get-revision)."""
+        ``latest``: the revision read was the page's latest (not an old one, get-revision).
+        Returns a note for the model when the read could not be recorded yet."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
-        ends = section_ends(text, syntax) if section is None and partial else {}
-        name = f"{title}|{section}"
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        if section is None and partial:  # where its sections are, to tell which the read showed whole
+            starts, ends = section_starts(text, syntax), section_ends(text, syntax)
+        own = told_apart(caller)  # a shared ledger joins no reads: each may be another client's
 
-        def after(last_text: str | None) -> str:
+        def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
-            if last and last.revid == revid and piece.start <= last.seen:  # reading on
-                read = dataclasses.replace(last, seen=max(last.seen, piece.end), order=order,
-                                           shown=(piece.start, piece.end))
-            else:
-                read = PageRead(revid, 0 if piece.start else piece.end, piece.total, order, ends,
-                                (piece.start, piece.end))
-            return read.dumps()
-        with unless_store_down(f"A read of {title!r}"):
-            order = self.store.next_order()
-            self.store.update((wiki, "read", name), after, READ_LEDGER_TTL_SECONDS)
-            if latest:
-                self.store.put((wiki, "base", name), json.dumps([revid, order]), READ_LEDGER_TTL_SECONDS)
+            same = own and last is not None and last.revid == revid
+            ranges = [(piece.start, piece.end), *(last.ranges if same and last else [])]
+            if same and last and last.section_ends:
+                return PageRead(revid, merged_ranges(ranges), piece.total, order, last.section_ends,
+                                (piece.start, piece.end), last.section_starts).dumps()
+            return PageRead(revid, merged_ranges(ranges), piece.total, order, ends, (piece.start, piece.end),
+                            starts).dumps()
+
+        def cut(known: str | None, order: int) -> str | None:
+            """The revisions of the page some read showed in part, with the parts (None: the page,
+            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
+            the page, so that it is dropped from the ledger no sooner than the page's read."""
+            if not partial:
+                return known
+            parts: set[int | None] = {section}
+            parts |= {n for n, end in ends.items() if starts[n] < piece.end and end > piece.start
+                      and not piece.start <= starts[n] <= end <= piece.end}
+            kept = json.loads(known or "[]")
+            parts.update(*(p for r, p in kept if r == revid))
+            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
+            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
+            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
+        name = f"{title}|{section}"
+        changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
+        if latest:
+            changes.append(("base", name, lambda _, order: json.dumps([revid, order])))
+        if not own:
+            changes.append(("cut", title, cut))
+        if self._note(wiki, caller, changes):
+            return None
+        return (f"Note: the state store {self.store.name} cannot be reached, so this read is not on record "
+                "yet for the checks that keep a write from losing text; it is recorded once the store is "
+                "back, and writes are refused until then.")
 
     def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
-              sent_whole: bool) -> None:
-        """Notes a save here of ``revid`` over ``parent``. Where the last read of the page, or of
-        the section written, showed ``parent``, it now shows ``revid``: they differ by this
-        session's own edit. ``sent_whole``: the model sent the text of that page or section
-        itself and nothing was merged in, so it knows ``revid`` even unread."""
-        with unless_store_down(f"The save of {title!r}"):
-            order = self.store.next_order()
-            for part in dict.fromkeys([None, section]):
-                def after(known: str | None, part: int | None = part) -> str | None:
-                    showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                    return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
-                self.store.update((wiki, "base", f"{title}|{part}"), after, READ_LEDGER_TTL_SECONDS)
+              sent_whole: bool, caller: str = "") -> None:
+        """Notes a save of ``revid`` over ``parent`` by ``caller``. Where its last read of the page,
+        or of the section written, showed ``parent``, it now shows ``revid``: they differ by its
+        own edit. ``sent_whole``: the model sent the text of that page or section itself and
+        nothing was merged in, so it knows ``revid`` even unread."""
+        def after(part: int | None) -> EntryChange:
+            def change(known: str | None, order: int) -> str | None:
+                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+                return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
+            return change
+        parts = dict.fromkeys([None, section])
+        self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
 
-    def base(self, wiki: str, title: str, section: int | None) -> int | None:
-        """The latest revision the last read here showed of this page (for a section: of the
-        section or of the whole page, whichever was read later), if any."""
-        found = [self.store.get((wiki, "base", f"{title}|{part}")) for part in dict.fromkeys([section, None])]
+    def base(self, wiki: str, title: str, section: int | None, caller: str = "") -> int | None:
+        """The latest revision ``caller``'s last read showed of this page (for a section: of the
+        section or of the whole page, whichever was read later), if any; none for a caller not
+        told apart, whose reads may be another client's."""
+        found = [self._get(wiki, caller, "base", f"{title}|{part}") for part in dict.fromkeys([section, None])]
+        if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
+            return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
 
-    def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None) -> None:
+    def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None,
+                  caller: str = "") -> None:
         """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
         or, with ``saved``, the revision that saving that change made."""
-        with unless_store_down(f"The preview of {title!r}"):
-            self.store.put((wiki, "preview", self._change(title, change)), json.dumps([revid, saved]),
-                           READ_LEDGER_TTL_SECONDS)
+        shown = json.dumps([revid, saved])
+        self._note(wiki, caller, [("preview", self._change(title, change), lambda *_: shown)])
 
-    def preview(self, wiki: str, title: str, change: str) -> tuple[int, int | None] | None:
-        """The revision the last dry run here of ``change`` to this page showed, and the revision
-        its save made, if any."""
-        found = self.store.get((wiki, "preview", self._change(title, change)))
+    def preview(self, wiki: str, title: str, change: str, caller: str = "") -> tuple[int, int | None] | None:
+        """The revision the caller's last dry run of ``change`` to this page showed, and the
+        revision its save made, if any."""
+        found = self._get(wiki, caller, "preview", self._change(title, change))
         return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
     @staticmethod
     def _change(title: str, change: str) -> str:
         return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
 
-    def unseen(self, wiki: str, title: str, section: int | None) -> PageRead | None:
-        """The last read that showed this page or section only in part, if it is the last
-        read of it (a later whole read, of the section or of the page, clears it)."""
-        reads = [PageRead.loads(self.store.get((wiki, "read", f"{title}|{part}")))
+    def unseen(self, wiki: str, title: str, section: int | None, caller: str = "") -> PageRead | None:
+        """The caller's last read of this page or section, if it showed it only in part (later
+        reads of the same revision add what they showed; a whole read of the section or of the
+        page clears it). None for a caller not told apart: the last read noted for it may be
+        another client's, so its writes are checked by the revision they name (read_cut)."""
+        if not told_apart(caller):
+            return None
+        reads = [PageRead.loads(self._get(wiki, caller, "read", f"{title}|{part}"))
                  for part in dict.fromkeys([section, None])]
         last = max((r for r in reads if r), key=lambda r: r.order, default=None)
         return None if last is None or last.shows(section) else last
+
+    def read_cut(self, wiki: str, title: str, section: int | None, revid: int, caller: str = "") -> bool:
+        """Whether a read noted for ``caller`` showed revision ``revid`` of this page (None) or
+        section in part, or may have (a revision older than those kept); kept only for callers
+        not told apart, whose reads join none."""
+        kept = json.loads(self._get(wiki, caller, "cut", title) or "[]")
+        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
+            return True
+        return any(r == revid and section in parts for r, parts in kept)
+
+    def forgotten(self, wiki: str, title: str, section: int | None, caller: str = "") -> bool:
+        """Whether ``caller``'s ledger dropped entries to stay within its bounds and holds no read
+        of this page or section now: it may have dropped one that showed it in part."""
+        index = self._get(wiki, caller, "ledger", "")
+        if not (index and json.loads(index)["dropped"]):
+            return False
+        parts = dict.fromkeys([section, None])
+        return all(self._get(wiki, caller, "read", f"{title}|{part}") is None for part in parts)
+
+    def _get(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
+        self._flush()
+        return self.store.get(client_entry(wiki, caller, kind, name))
+
+    def _note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
+        """Makes ``changes`` to the caller's entries; whether they are written now: while a shared
+        store cannot be reached, they are kept in this process and written once it is back."""
+        def write() -> None:
+            order = self.store.next_order()
+            sizes = []
+            for kind, name, change in changes:
+                key = client_entry(wiki, caller, kind, name)
+                if size := self._write(key, change, order):
+                    sizes.append((key, size))
+            if sizes:
+                self._bound(wiki, caller, sizes)
+        try:
+            self._flush()
+            write()
+        except WikiError as error:
+            if error.code != STORE_DOWN:
+                raise
+            log.warning("a read or save was not recorded in the state store %s yet", self.store.name)
+            with self._pending_lock:
+                self._pending.append(write)
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._flush_when_back, daemon=True,
+                                                     name="mediawiki-mcp ledger")
+                    self._flusher.start()
+            return False
+        return True
+
+    def _write(self, key: StateKey, change: EntryChange, order: int) -> int:
+        """Changes one entry; the bytes it now takes (0: left as it was)."""
+        written = [0]
+
+        def sized(old: str | None) -> str | None:
+            new = change(old, order)
+            written[0] = 0 if new is None else len(key[2]) + len(new)
+            return new
+        self.store.update(key, sized, READ_LEDGER_TTL_SECONDS)
+        return written[0]
+
+    def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
+        """Keeps the caller's ledger within its bounds, after ``sizes`` were written: its index
+        (kind ``ledger``) holds its entries (``kind|name``) by last write with their sizes, the
+        count of each kind and the bytes of all, and whether any was dropped, the least recently
+        written first."""
+        dropped: list[str] = []
+
+        def bounded(old: str | None) -> str:
+            index: dict[str, Any] = json.loads(old) if old else {"entries": {}, "kinds": {}, "bytes": 0}
+            entries, kinds = index["entries"], collections.Counter(index["kinds"])
+            for key, size in sizes:
+                entry = f"{key[1]}|{key[2]}"
+                if entry in entries:
+                    kinds[key[1]] -= 1
+                    index["bytes"] -= entries.pop(entry)
+                entries[entry] = size
+                kinds[key[1]] += 1
+                index["bytes"] += size
+            dropped[:] = []
+            for entry in list(entries)[:-len(sizes)]:
+                kind = entry.partition("|")[0]
+                if index["bytes"] <= self.max_bytes and kinds[kind] <= self.capacity:
+                    if all(count <= self.capacity for count in kinds.values()):
+                        break
+                    continue  # another kind is over its count: its oldest goes
+                dropped.append(entry)
+                kinds[kind] -= 1
+                index["bytes"] -= entries.pop(entry)
+            index["kinds"], index["dropped"] = kinds, index.get("dropped") or bool(dropped)
+            return json.dumps(index)
+        self.store.update(client_entry(wiki, caller, "ledger", ""), bounded, READ_LEDGER_TTL_SECONDS)
+        for entry in dropped:
+            kind, _, name = entry.partition("|")
+            self.store.forget((wiki, kind, name))
+
+    def _flush(self) -> None:
+        """Writes what was noted while the store could not be reached, oldest first; raises while
+        it still cannot be reached."""
+        with self._pending_lock:
+            while self._pending:
+                self._pending[0]()
+                self._pending.popleft()
+
+    def _flush_when_back(self) -> None:
+        while True:
+            time.sleep(STATE_RETRY_SECONDS)
+            with self._pending_lock:
+                try:
+                    self._flush()
+                except WikiError as error:
+                    if error.code != STORE_DOWN:
+                        log.exception("reads noted during an outage of the state store are lost")
+                        self._pending.clear()
+                    continue
+                self._flusher = None
+                log.info("state store %s is back: the reads noted meanwhile are recorded", self.store.name)
+                return
 
 
 @dataclasses.dataclass(frozen=True)
@@ -3883,28 +4135,40 @@ class ClientReads:
     wiki: str
     caller: str
 
+    @property
+    def told_apart(self) -> bool:
+        """Whether this caller is one client, or one of several this server cannot tell apart."""
+        return told_apart(self.caller)
+
     def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
-               syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> None:
-        self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest)
+               syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> str | None:
+        return self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest,
+                                  self.caller)
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
-        self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole)
+        self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole, self.caller)
 
     def base(self, title: str, section: int | None) -> int | None:
-        return self.ledger.base(self.wiki, title, section)
+        return self.ledger.base(self.wiki, title, section, self.caller)
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
-        self.ledger.previewed(self.wiki, title, change, revid, saved)
+        self.ledger.previewed(self.wiki, title, change, revid, saved, self.caller)
 
     def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
-        return self.ledger.preview(self.wiki, title, change)
+        return self.ledger.preview(self.wiki, title, change, self.caller)
 
     def unseen(self, title: str, section: int | None) -> PageRead | None:
-        return self.ledger.unseen(self.wiki, title, section)
+        return self.ledger.unseen(self.wiki, title, section, self.caller)
+
+    def read_cut(self, title: str, section: int | None, revid: int) -> bool:
+        return self.ledger.read_cut(self.wiki, title, section, revid, self.caller)
+
+    def forgotten(self, title: str, section: int | None) -> bool:
+        return self.ledger.forgotten(self.wiki, title, section, self.caller)
 
 
 class IdempotencyStore:
-    """Results of write calls by wiki and idempotencyKey, for an hour (in memory, at most
+    """Results of write calls by wiki, caller and idempotencyKey, for an hour (in memory, at most
     ``capacity``): the same key with the same arguments returns the first result without
     running again. With a shared store, on any replica: one that finds the key claimed by a
     call still running elsewhere waits for its result."""
@@ -3915,10 +4179,10 @@ class IdempotencyStore:
         self.store = store or MemoryStore(capacity, clock)
 
     def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]],
-            wiki: str = "") -> tuple[list[Any], bool]:
-        """Runs ``action`` once per key; returns its result and whether this call is a repeat.
-        A failed first call keeps nothing, so a retry runs again."""
-        entry: StateKey = (wiki, "idempotency", key)
+            wiki: str = "", caller: str = "") -> tuple[list[Any], bool]:
+        """Runs ``action`` once per key of ``caller``; returns its result and whether this call is
+        a repeat. A failed first call keeps nothing, so a retry runs again."""
+        entry = client_entry(wiki, caller, "idempotency", key)
         until = time.monotonic() + IDEMPOTENCY_WAIT_SECONDS
         while not self.store.claim(entry, json.dumps({"fingerprint": fingerprint}), self.ttl):
             found = self.store.get(entry)
@@ -4088,7 +4352,8 @@ class ServerState:
         shared = open_state_store(config.state_url) if config.state_url else None
         return cls(config=config, wikis=dict(config.wikis), clients=clients, registry=registry,
                    stateless=stateless, client_options=client_options, resolve=resolve,
-                   reads=ReadLedger(store=shared), idempotency=IdempotencyStore(store=shared))
+                   reads=ReadLedger(store=shared, max_bytes=config.read_ledger_max_bytes),
+                   idempotency=IdempotencyStore(store=shared))
 
     @property
     def guard(self) -> AddressGuard:
@@ -4171,7 +4436,7 @@ class ToolContext:
     continue_from: str | None = None
     dry_run: bool = False
     watch: str | None = None
-    caller: str = ""  # who is calling: the scope of what the read ledger vouches for
+    caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
 
     @property
     def client(self) -> MediaWikiClient:
@@ -4230,9 +4495,11 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
-             progress: Callable[[float, float | None, str], None] = no_progress) -> tuple[list[Any], bool]:
-    """Runs one tool call (on a worker thread). Returns content blocks and is_error;
-    never raises, so nothing but ``category: message`` reaches the model."""
+             progress: Callable[[float, float | None, str], None] = no_progress,
+             caller: str = "") -> tuple[list[Any], bool]:
+    """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
+    process). Returns content blocks and is_error; never raises, so nothing but
+    ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state)
     try:
@@ -4257,13 +4524,13 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         ctx = ToolContext(client, wiki, state, progress,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
-                          dry_run=spec.dry_run and values["dryRun"], watch=watch)
+                          dry_run=spec.dry_run and values["dryRun"], watch=watch, caller=caller)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
             fingerprint = json.dumps([name, key, own], sort_keys=True, ensure_ascii=False)
             result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key)
+                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key, caller)
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
@@ -4275,6 +4542,28 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+def caller_of(ctx: Any) -> str:
+    """Who makes a tools/call (a ServerRequestContext), the scope of what the read ledger and
+    idempotency keys vouch for: the MCP session (Streamable HTTP's, or a connection that serves
+    several calls, as stdio's and an in-memory client's with the initialize handshake); over HTTP
+    without one, every client alike (SHARED_CALLER, told apart by the bearer token alone, hashed);
+    otherwise, a connection made for each call (the 2026 protocol over stdio or in memory), this
+    whole process (''), whose one client is the process that started it."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    # A person signed in, once the server learns one, is the caller before all of these.
+    connection = ctx.session._connection  # private: the SDK offers no public way to it
+    if connection.session_id:
+        return f"session:{connection.session_id}"
+    if ctx.request is not None:  # HTTP without a session: nothing tells one client from another
+        scheme, _, token = ctx.request.headers.get("authorization", "").strip().partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        return f"{SHARED_CALLER}:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else SHARED_CALLER
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return ""
+    return "connection:" + connection.state.setdefault("mediawiki-mcp caller", secrets.token_hex(8))
 
 
 REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments already ran; nothing was "
@@ -4404,9 +4693,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
         except WikiError:
             wiki = ""
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress, caller_of(ctx))
         try:
             blocks, is_error = await state.calls.run(
-                wiki, functools.partial(run_tool, state, params.name, params.arguments, progress),
+                wiki, job,
                 write=bool(spec and spec.scoped and not spec.read_only))
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
@@ -4688,9 +4978,9 @@ def get_page(
                             sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
                             again=again or None)
     # for update-page: refusing to write back a part, and the revision a write is based on
-    ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
-                     ctx.site.syntax)
-    return blocks
+    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
+                            ctx.site.syntax)
+    return [note, *blocks] if note else blocks
 
 
 def header_fields(metadata: bool, content: bool = False, *, brief: bool = False) -> dict[str, Any]:
@@ -4873,13 +5163,14 @@ def get_pages(
                                    ctx.budget)
     cut_body = bodies[cut] if cut else None
     piece = slice_content(cut_body[0], 0, left) if cut_body else None
+    notes = []  # that a read could not be recorded yet, once
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
             blocks.append(f"{headers[title]}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
-                ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax)
+                notes.append(ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax))
     if len(whole) < len(bodies):
         text = {"content": "text"} if content == "text" else {}
         total = sum(utf8_len(b[0]) for b in bodies.values() if b)
@@ -4888,7 +5179,7 @@ def get_pages(
             shown=(ctx.budget - left + (piece.end if piece else 0), total),
             again={"title": cut, **text} if piece else None, batch=text or None,
             left_out=[title for title in bodies if title not in whole and title != cut]))
-    return blocks or ["No pages."]
+    return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
 
 
 #: A page's body and a way to its sections (for a marker), or None: the wiki held it back.
@@ -5242,6 +5533,7 @@ def get_revision(
     title = page.get("title", "")
     if content == "none":
         return [revision_header(ctx, page, revision, section)]
+    note = None  # that the read could not be recorded yet
     if content in ("html", "text"):
         parsed, text, section, shown = rendered(ctx, title, content, section, oldid=revisionId)
         again: dict[str, Any] = {"content": content}
@@ -5257,13 +5549,14 @@ def get_revision(
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
         # a truncated read of an old revision must not be written back either (update-page);
         # a read of the latest one is, like get-page's, the base of the next write
-        ctx.reads.record(title, section, revisionId, text, offset, ctx.budget, ctx.site.syntax,
-                         latest=revisionId == page.get("lastrevid"))
+        note = ctx.reads.record(title, section, revisionId, text, offset, ctx.budget, ctx.site.syntax,
+                                latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     header = revision_header(ctx, page, revision, shown)
-    return content_blocks(header, text, offset, ctx.budget, "get-revision",
-                          sections=None if section is not None else sections, again=again or None)
+    blocks = content_blocks(header, text, offset, ctx.budget, "get-revision",
+                            sections=None if section is not None else sections, again=again or None)
+    return [note, *blocks] if note else blocks
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
@@ -6124,25 +6417,56 @@ def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
 
 
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
-    """Refuses to write back a page or section whose last read here was truncated."""
+    """Refuses to write back a page or section that this caller's reads of the revision it last
+    read did not show whole (a truncated read, and what it read on with offset)."""
     read = ctx.reads.unseen(title, section)
     if read is None:
         return
     what = f"Section {section} of {title!r}" if section is not None else f"Page {title!r}"
-    if section is not None and read.section_ends:  # known only from a partial read of the page
-        seen = f"the last read here of the page stopped at byte {read.seen} of {read.total}"
+    start, end = read.unread(section) or (0, 0)
+    shown = ", ".join(f"{first} to {last}" for first, last in read.ranges)
+    if section is not None and read.section_ends:  # the page was read, in part
+        seen = (f"the reads here of the page (revision {read.revid}) showed bytes {shown} of {read.total}, "
+                f"not bytes {start} to {end}, in section {section}")
         rest = f"get-page with section={section}"
     else:
-        start, end = read.shown
-        seen = (f"its last read here showed {read.seen} of {read.total} bytes" if read.seen else
-                f"its last read here showed bytes {start} to {end} of {read.total}, not the first {start}")
+        if read.ranges == [(0, read.seen)]:
+            seen = f"its last read here showed {read.seen} of {read.total} bytes"
+        else:
+            seen = (f"its reads here showed bytes {shown} of {read.total}, not "
+                    + (f"the first {end}" if start == 0 else f"bytes {start} to {end}"))
         again = {**({"section": section} if section is not None else {}),
-                 **({"offset": read.seen} if read.seen else {})}
+                 **({"offset": start} if start else {})}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
     raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
                         "drop the part that was not read. To change part of it, use update-page with find "
                         f"and replace. To replace it whole, first read the rest ({rest}).")
+
+
+def require_pinned_base(ctx: ToolContext, title: str, section: int | None, latest_id: int | None) -> None:
+    """Refuses a whole-page or section write that no read of this caller's vouches for. Where the
+    server cannot tell its clients apart (HTTP without sessions), any read noted may be another
+    client's: the write names its base (latestId), and a revision some read showed in part is
+    not written back whole, whoever read the rest. Where the caller's ledger dropped its read
+    of the page to stay within its bounds, that read may have been a truncated one: the page
+    is read again first."""
+    what = f"section {section} of {title!r}" if section is not None else repr(title)
+    instead = ("To change part of the page, use update-page with find and replace, or replace one section "
+               "(section=N) that get-page showed whole, with latestId.")
+    if not ctx.reads.told_apart:
+        if latest_id is None:
+            raise invalid_input(f"Nothing was saved: this server cannot tell its clients apart (HTTP without "
+                                f"sessions), so no read here shows which revision of {what} this text is based "
+                                "on. Pass latestId, the revision ID get-page returned with the text. " + instead)
+        if ctx.reads.read_cut(title, section, latest_id):
+            raise invalid_input(f"Nothing was saved: revision {latest_id} of {what} was read in part "
+                                "(truncated) through this server, which cannot tell its clients apart (HTTP "
+                                "without sessions), so it cannot know that this text holds the rest. " + instead)
+    if ctx.reads.forgotten(title, section):
+        raise invalid_input(f"Nothing was saved: the record of this client's reads is full and no longer "
+                            f"holds its read of {what}, so whether it was read whole is not known. Read it "
+                            "again (get-page), then write it with the latestId that read returns.")
 
 
 @tool("create-page", "Create page", toolset="edit",
@@ -6258,6 +6582,7 @@ def update_page(
     if section is not None and span is None:
         raise no_such_section(ctx, title, section, pin or latest)
     if replacing:
+        require_pinned_base(ctx, title, section, latestId)
         refuse_partial_write(ctx, title, section)
     old = seen if span is None else section_text(seen, span)
     fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": pin, "minor": minor,

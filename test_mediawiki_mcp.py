@@ -36,7 +36,7 @@ import threading
 import time
 import unicodedata
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -3629,6 +3629,57 @@ def test_a_refused_write_back_says_what_the_read_showed(wiki: RealWiki) -> None:
     assert "(get-page)" in refused.text
 
 
+def test_a_section_read_whole_through_an_offset_read_may_be_written_and_only_what_was_not_seen_is_refused(
+        wiki: RealWiki) -> None:
+    """A session that read the end of a page with offset saw its last section whole: that section
+    may be replaced; a section it saw in part, or not at all, is refused, naming the bytes."""
+    title = "Write offset read sections test"
+    create(bot_server_for(wiki), title, big_section_page())
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    text = wiki.wikitext(title).encode()
+    total, offset = len(text), len(text) - 500
+    revision = int(field(call(server, "get-page", title=title, offset=offset), "Revision ID"))
+    after = call(server, "update-page", title=title, section=3, source="== After ==\nThe new end.", dryRun=True)
+    assert not after.is_error and after.blocks[0].startswith("Dry run: nothing was saved."), after.text
+    big_start, after_start = text.index(b"== Big =="), text.index(b"== After ==")
+    for section, unread in ((2, (big_start, offset)), (1, (text.index(b"== Small =="), big_start))):
+        refused = call(server, "update-page", title=title, section=section, source="== X ==\nx", dryRun=True)
+        assert refused.blocks == [(
+            f"invalid_input: Nothing was saved: Section {section} of {title!r} was not read whole (the reads here "
+            f"of the page (revision {revision}) showed bytes {offset} to {total} of {total}, not bytes "
+            f"{unread[0]} to {unread[1]}, in section {section}), so writing it back would drop the part that was "
+            "not read. To change part of it, use update-page with find and replace. To replace it whole, first "
+            f"read the rest (get-page with section={section}).")], section
+    assert after_start > offset and wiki.wikitext(title) == big_section_page()
+
+
+FORGOTTEN_READ = ("invalid_input: Nothing was saved: the record of this client's reads is full and no longer "
+                  "holds its read of {title}, so whether it was read whole is not known. Read it again (get-page), "
+                  "then write it with the latestId that read returns.")
+
+
+def test_a_forgotten_read_past_the_ledgers_byte_bound_is_read_again_before_a_whole_write(wiki: RealWiki) -> None:
+    """MCP_READ_LEDGER_MAX_BYTES bounds what one client's ledger keeps; once a truncated read is
+    dropped, writing that page whole waits for a new read, which is truncated again."""
+    with pytest.raises(m.ConfigError, match="MCP_READ_LEDGER_MAX_BYTES"):
+        m.Config.from_env({"MCP_READ_LEDGER_MAX_BYTES": "lots"})
+    title = "Write ledger byte bound test"
+    create(bot_server_for(wiki), title, big_section_page())
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000", MCP_READ_LEDGER_MAX_BYTES="1000"))
+    assert server.state.reads.max_bytes == 1000
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    refused = call(server, "update-page", title=title, source=seen)
+    assert refused.blocks[0].startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read whole")
+    for other in BATCH_TITLES[:15]:
+        call(server, "get-page", title=other)
+    forgotten = call(server, "update-page", title=title, source=seen)
+    assert forgotten.blocks == [FORGOTTEN_READ.format(title=repr(title))]
+    latest = int(field(call(server, "get-page", title=title), "Revision ID"))
+    again = call(server, "update-page", title=title, source=seen, latestId=latest)
+    assert again.blocks[0].startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read whole")
+    assert wiki.wikitext(title) == big_section_page()
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
@@ -3691,7 +3742,8 @@ def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
 
 def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
     """Truncated reads are remembered up to READ_LEDGER_MAX_ENTRIES pages and sections (the
-    oldest read forgotten first), so the server's memory stays bounded; this server holds two."""
+    oldest read forgotten first), so the server's memory stays bounded; this server holds two.
+    A page whose read was forgotten is read again before it is written whole."""
     state = m.ServerState.from_config(m.Config.from_env(wiki.env(MCP_CONTENT_MAX_BYTES="1000")))
     assert state.reads.capacity == m.READ_LEDGER_MAX_ENTRIES == 2000
     state.reads = m.ReadLedger(capacity=2)
@@ -3707,7 +3759,12 @@ def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -
     call(server, "get-page", title="Apple")  # two reads: the truncated one is still remembered
     assert write_back_refused()
     call(server, "get-page", title="Banana")  # a third: the oldest, the truncated one, is forgotten
-    assert not write_back_refused()
+    forgotten = call(server, "update-page", title=title, source=seen, dryRun=True)
+    assert forgotten.blocks == [FORGOTTEN_READ.format(title=repr(title))]
+    latest = int(field(call(server, "get-page", title=title), "Revision ID"))  # read again, cut again
+    assert write_back_refused()
+    pinned = call(server, "update-page", title=title, source=seen, latestId=latest, dryRun=True)
+    assert pinned.blocks[0].startswith("invalid_input: Nothing was saved: Page ")
     assert "The very last line of the big section." in wiki.wikitext(title)
 
 
@@ -6885,6 +6942,91 @@ def test_twenty_concurrent_http_sessions_each_get_their_page(http_bot_server: Ht
         assert text.startswith(f"Title: {title}\nRevision ID: ") and text.endswith(f"\n\nBody of {title}.")
 
 
+def in_two_sessions(url: str, steps: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+    """Runs ``steps(a, b)`` with two MCP sessions (initialize handshake) to one HTTP server."""
+    async def go() -> Any:
+        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+            return await steps(a, b)
+    return anyio.run(go)
+
+
+def test_a_truncated_read_vouches_only_for_the_session_that_made_it(wiki: RealWiki) -> None:
+    """Session A reads a page cut; session B reads the rest with offset. A's cut text written back
+    whole is refused, as when A is alone; once A itself has read the rest, its write goes through."""
+    title = "HTTP sessions truncated read test"
+    create(bot_server_for(wiki), title, big_section_page())
+
+    async def steps(a: Any, b: Any) -> tuple[Any, Any]:
+        seen = content_of((await a.call_tool("get-page", {"title": title})).content[0].text)
+        for offset in range(1000, 5000, 1000):
+            await b.call_tool("get-page", {"title": title, "offset": offset})
+        refused = await a.call_tool("update-page", {"title": title, "source": seen})
+        for offset in range(1000, 5000, 1000):
+            await a.call_tool("get-page", {"title": title, "offset": offset})
+        return refused, await a.call_tool("update-page", {"title": title, "source": big_section_page() + "\nMore.",
+                                                          "dryRun": True})
+    with http_servers((wiki.env(MCP_CONTENT_MAX_BYTES="1000"), ())) as (server,):
+        refused, own = in_two_sessions(server.url, steps)
+    assert refused.is_error and refused.content[0].text.startswith(
+        f"invalid_input: Nothing was saved: Page {title!r} was not read whole (its last read here showed 1000 of ")
+    assert not own.is_error and own.content[0].text.startswith("Dry run: nothing was saved."), own.content[0].text
+    assert wiki.wikitext(title) == big_section_page()
+
+
+def test_each_connection_with_a_handshake_is_a_client_of_its_own(wiki: RealWiki) -> None:
+    """Connections that keep no session ID but serve many calls (stdio's, an embedder's in-memory
+    client with the initialize handshake) are each one client: B's read vouches for none of A's."""
+    title = "Connections truncated read test"
+    create(bot_server_for(wiki), title, big_section_page())
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+
+    async def go() -> Any:
+        async with Client(server, mode="legacy") as a, Client(server, mode="legacy") as b:
+            seen = content_of((await a.call_tool("get-page", {"title": title})).content[0].text)
+            for offset in range(1000, 5000, 1000):
+                await b.call_tool("get-page", {"title": title, "offset": offset})
+            return await a.call_tool("update-page", {"title": title, "source": seen})
+    refused = anyio.run(go)
+    assert refused.is_error and refused.content[0].text.startswith(
+        f"invalid_input: Nothing was saved: Page {title!r} was not read whole (its last read here showed 1000 of ")
+    assert wiki.wikitext(title) == big_section_page()
+
+
+def test_a_whole_page_write_is_based_on_the_sessions_own_last_read(wiki: RealWiki) -> None:
+    """A reads the page; a colleague changes line 2; B reads that; A writes the whole page without
+    latestId: the colleague's line is merged in, not reverted, as in one session alone."""
+    title = "HTTP sessions base test"
+    lines = [f"Line {n} of the page." for n in range(1, 9)]
+    create(bot_server_for(wiki), title, "\n".join(lines))
+    theirs = "\n".join(lines).replace("Line 2 of", "Line 2, by a colleague, of")
+    mine = "\n".join(lines).replace("Line 7 of", "Line 7, by A, of")
+
+    async def steps(a: Any, b: Any) -> Any:
+        await a.call_tool("get-page", {"title": title})
+        editor_edit(wiki, title, theirs)
+        await b.call_tool("get-page", {"title": title})
+        return await a.call_tool("update-page", {"title": title, "source": mine})
+    with http_servers((wiki.env(), ())) as (server,):
+        saved = in_two_sessions(server.url, steps)
+    assert not saved.is_error, saved.content[0].text
+    assert wiki.wikitext(title) == theirs.replace("Line 7 of", "Line 7, by A, of")
+
+
+def test_an_idempotency_key_is_each_sessions_own(wiki: RealWiki) -> None:
+    """Two sessions that happen to pick the same idempotencyKey each get their own write, and
+    neither is handed the other's result."""
+    title = "HTTP sessions idempotency key test"
+    create(bot_server_for(wiki), title, "Log:")
+    append = {"title": title, "mode": "append", "source": "* entry", "idempotencyKey": "request-1"}
+
+    async def steps(a: Any, b: Any) -> list[str]:
+        return [(await client.call_tool("update-page", append)).content[0].text for client in (a, b, a)]
+    with http_servers((wiki.env(), ())) as (server,):
+        first, other, again = in_two_sessions(server.url, steps)
+    assert first.startswith("Saved.") and other.startswith("Saved.") and again.startswith("Repeat: ")
+    assert wiki.wikitext(title).count("* entry") == 2  # how the two join is the append's own rule
+
+
 def test_twenty_http_sessions_wait_on_a_slow_wiki_at_once(fake: FakeWiki) -> None:
     """A slow wiki call holds up no other session: twenty calls are in flight together
     (the wiki answers none until all twenty have arrived)."""
@@ -7325,23 +7467,97 @@ def test_one_append_sent_through_two_replicas_with_one_key_lands_once(
     assert f"shared through {state_server.shown}" in logs and STORE_PASSWORD not in logs
 
 
+PINNED_BASE_NEEDED = ("invalid_input: Nothing was saved: this server cannot tell its clients apart (HTTP without "
+                      "sessions), so no read here shows which revision of {what} this text is based on. Pass "
+                      "latestId, the revision ID get-page returned with the text. To change part of the page, use "
+                      "update-page with find and replace, or replace one section (section=N) that get-page showed "
+                      "whole, with latestId.")
+READ_CUT = ("invalid_input: Nothing was saved: revision {revision} of {what} was read in part (truncated) through "
+            "this server, which cannot tell its clients apart (HTTP without sessions), so it cannot know that this "
+            "text holds the rest. To change part of the page, use update-page with find and replace, or replace "
+            "one section (section=N) that get-page showed whole, with latestId.")
+
+
 def test_a_truncated_read_through_one_replica_refuses_a_whole_write_back_through_the_other(
         wiki: RealWiki, state_server: StateServer) -> None:
+    """Stateless replicas cannot tell their clients apart: a revision read cut through one is not
+    written back whole through either, whoever read the rest, and a whole write names its base;
+    a section the cut read showed whole may still be replaced, with latestId."""
     title = f"Shared read ledger test {state_server.kind}"
     create(bot_server_for(wiki), title, big_section_page())
     env = replica_env(wiki, state_server, MCP_CONTENT_MAX_BYTES="1000")
     with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, two):
         read = http_call(one.url, "get-page", title=title)
         assert len(read["content"]) == 2 and "Content truncated at " in read["content"][1]["text"]
-        seen = content_of(read["content"][0]["text"])
-        refused = http_call(two.url, "update-page", title=title, source=seen)
-        assert error_text(refused).startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read "
-                                              "whole (its last read here showed 1000 of ")
+        seen, revision = content_of(read["content"][0]["text"]), int(read["content"][0]["text"].split("\n")[1][13:])
+        unpinned = http_call(two.url, "update-page", title=title, source=seen)
+        assert error_text(unpinned) == PINNED_BASE_NEEDED.format(what=repr(title))
         for offset in range(1000, 5000, 1000):  # the rest, read through the other replica
             http_call(two.url, "get-page", title=title, offset=offset)
-        dry = http_call(one.url, "update-page", title=title, source=big_section_page() + "\nMore.", dryRun=True)
-        assert tool_text(dry).startswith("Dry run: nothing was saved.")
+        for url, source in ((one.url, seen), (two.url, big_section_page() + "\nMore.")):
+            refused = http_call(url, "update-page", title=title, source=source, latestId=revision)
+            assert error_text(refused) == READ_CUT.format(revision=revision, what=repr(title))
+        cut_section = http_call(one.url, "update-page", title=title, section=2, source="== Big ==\nx",
+                                latestId=revision, dryRun=True)
+        assert error_text(cut_section) == READ_CUT.format(revision=revision, what=f"section 2 of {title!r}")
+        small = http_call(two.url, "update-page", title=title, section=1, source="== Small ==\nChanged.",
+                          latestId=revision, dryRun=True)
+        assert tool_text(small).startswith("Dry run: nothing was saved.")
     assert wiki.wikitext(title) == big_section_page()
+
+
+def test_through_replicas_a_whole_write_without_latest_id_is_refused_not_based_on_anothers_read(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A reads the page through one replica; a colleague changes line 2; B reads that through the
+    other; A's whole-page write without latestId is refused (no read vouches for it), and with
+    the latestId of its read it merges, keeping the colleague's line."""
+    title = f"Shared base test {state_server.kind}"
+    lines = [f"Line {n} of the page." for n in range(1, 9)]
+    create(bot_server_for(wiki), title, "\n".join(lines))
+    theirs = "\n".join(lines).replace("Line 2 of", "Line 2, by a colleague, of")
+    mine = "\n".join(lines).replace("Line 7 of", "Line 7, by A, of")
+    env = replica_env(wiki, state_server)
+    with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, two):
+        read = tool_text(http_call(one.url, "get-page", title=title))
+        editor_edit(wiki, title, theirs)
+        http_call(two.url, "get-page", title=title)
+        for section, source in ((None, mine), (0, "Line 1, by A.")):
+            where = {"section": section} if section is not None else {}
+            what = f"section {section} of {title!r}" if section is not None else repr(title)
+            refused = http_call(two.url, "update-page", title=title, source=source, **where)
+            assert error_text(refused) == PINNED_BASE_NEEDED.format(what=what)
+        assert wiki.wikitext(title) == theirs
+        saved = http_call(two.url, "update-page", title=title, source=mine, latestId=int(read.split("\n")[1][13:]))
+        assert tool_text(saved).startswith("Saved, merged with the edits made since revision ")
+    assert wiki.wikitext(title) == theirs.replace("Line 7 of", "Line 7, by A, of")
+
+
+def test_a_read_made_while_the_store_is_down_is_recorded_once_it_is_back(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A read cut while the shared store is down says it is not on record yet; it is recorded once
+    the store is back, so its text is not written back whole through either replica."""
+    store = StateServer(state_server.kind)  # one of its own, to stop
+    title = f"Store down read test {store.kind}"
+    create(bot_server_for(wiki), title, big_section_page())
+    env = replica_env(wiki, store, MCP_CONTENT_MAX_BYTES="1000")
+    try:
+        with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, two):
+            store.stop()
+            read = http_call(one.url, "get-page", title=title)["content"]
+            store.start()
+            body = next(block["text"] for block in read if block["text"].startswith("Title: "))
+            revision = int(body.split("\n")[1][13:])
+            refused = [http_call(url, "update-page", title=title, source=content_of(body), latestId=revision)
+                       for url in (one.url, two.url)]
+            logs = one.log
+    finally:
+        store.stop()
+    assert [error_text(r) for r in refused] == [READ_CUT.format(revision=revision, what=repr(title))] * 2
+    assert wiki.wikitext(title) == big_section_page() and STORE_PASSWORD not in logs
+    assert read[0]["text"] == (f"Note: the state store {store.shown} cannot be reached, so this read is not on "
+                               "record yet for the checks that keep a write from losing text; it is recorded once "
+                               "the store is back, and writes are refused until then.")
+    assert len(read) == 3 and "Content truncated at 1000 of " in read[2]["text"]
 
 
 def test_with_the_store_stopped_writes_are_refused_reads_go_on_and_then_writes_work_again(
@@ -7426,6 +7642,54 @@ def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: Stat
         assert (ledger.base(wiki, "P", 1), ledger.preview(wiki, "P", "find x")) == (7, (7, None))
     ttl = state_server.client().ttl(f"mediawiki-mcp:{{{wiki}}}:read:P|None")
     assert 24 * 3600 - 100 < ttl <= 24 * 3600
+
+
+def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_shared_store(
+        state_server: StateServer) -> None:
+    """What one client read vouches for none of another's writes; each client's ledger is bounded
+    in entries and in bytes, its least recently written entries dropped first, in memory as in the
+    shared store; once one was, a page it no longer holds counts as forgotten."""
+    text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
+    wiki = f"clients-{secrets.token_hex(4)}"
+    bounds = [{"capacity": 3}, {"capacity": 100, "max_bytes": 1000}]
+    ledgers = [m.ReadLedger(store=store, **bound) for bound in bounds
+               for store in (m.RedisStore(state_server.url), None)]
+    for n, ledger in enumerate(ledgers):
+        a, b = f"session:a{n}", f"session:b{n}"
+        ledger.record(wiki, "Cut", None, 5, text, 0, 1000, caller=a)
+        ledger.record(wiki, "Cut", None, 5, text, 1000, 5000, caller=b)  # b reads the rest, a does not
+        assert ledger.unseen(wiki, "Cut", None, a).ranges == [(0, 1000)]
+        assert ledger.unseen(wiki, "Cut", None, b).ranges == [(1000, len(text))]
+        assert (ledger.base(wiki, "Cut", None, a), ledger.base(wiki, "Cut", None, "session:c")) == (5, None)
+        for page in range(12):
+            ledger.record(wiki, f"P{page}", None, 6, "Short.", 0, 1000, caller=a)
+        assert ledger.unseen(wiki, "Cut", None, a) is None and ledger.forgotten(wiki, "Cut", None, a), n
+        assert not ledger.forgotten(wiki, "P11", None, a) and ledger.base(wiki, "P11", None, a) == 6
+        assert ledger.unseen(wiki, "Cut", None, b) is not None and not ledger.forgotten(wiki, "Cut", None, b)
+    kept = {key.split("|")[1] for key in state_server.client().scan_iter(f"mediawiki-mcp:{{{wiki}}}:read:session:a0|*")}
+    assert kept == {"P9", "P10", "P11"}
+
+
+def test_clients_without_sessions_are_kept_under_a_hash_of_their_token_never_the_token(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """Over stateless HTTP the bearer token is all that tells callers apart; the shared store
+    names their entries by its hash, and a write still needs latestId (one token, many clients)."""
+    token = f"replica-token-{secrets.token_hex(8)}"
+    title = f"Shared token caller test {state_server.kind}"
+    create(bot_server_for(wiki), title, big_section_page())
+    bearer = {"Authorization": f"Bearer {token}"}
+    with http_servers((replica_env(wiki, state_server, MCP_AUTH_TOKEN=token), ("--stateless",))) as (replica,):
+        def tools_call(tool: str, **arguments: Any) -> dict[str, Any]:
+            return rpc_result(post_rpc(replica.url, "tools/call", {"name": tool, "arguments": arguments},
+                                       headers=bearer))
+        tools_call("get-page", title=title)
+        refused = tools_call("update-page", title=title, source="Replaced.")
+    assert error_text(refused).startswith("invalid_input: Nothing was saved: this server cannot tell its clients "
+                                          "apart (HTTP without sessions)")
+    keys = list(state_server.client().scan_iter("mediawiki-mcp:*"))
+    hashed = hashlib.sha256(token.encode()).hexdigest()[:16]
+    assert f"mediawiki-mcp:{{{wiki.key}}}:read:shared:{hashed}|{title}|None" in keys
+    assert not [key for key in keys if token in key] and wiki.wikitext(title) == big_section_page()
 
 
 def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
