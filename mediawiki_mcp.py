@@ -3008,14 +3008,21 @@ def ends_block(text: str) -> bool:
             or (last.startswith("<") and last.endswith(">")))
 
 
+#: The characters a wikitext list line starts with (bullets, numbers, indents, definitions).
+LIST_MARKUP = ("*", "#", ":", ";")
+
+
 def separator(before: str, after: str) -> str:
     """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
     prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
-    with a block. Line breaks already at the seam count."""
+    with a block, except that a list line is never set apart. Line breaks already at the seam
+    count."""
     if not before.strip() or not after.strip():
         return ""
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
-    wanted = 2 if starts_heading(after) or ends_block(before) else 1
+    # A list item joins the list it follows: decided by the item alone, so that an append made
+    # on a read gone stale (appendtext lands on the page as it then is) joins it too.
+    wanted = 2 if after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before)) else 1
     return "\n" * max(0, wanted - seam.count("\n"))
 
 
@@ -4445,7 +4452,7 @@ OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
 NamespacesArg = Arg("Namespace IDs; default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
-LatestIdArg = Arg("Revision ID the change is based on.", minimum=1)
+LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 
 
@@ -6134,7 +6141,7 @@ def create_page(
     source: Annotated[str, Arg("Content, usually wikitext.")],
     comment: Annotated[str | None, CommentArg] = None,
     contentModel: Annotated[str | None, Arg(
-        "Content model (wikitext, json, css, ...); default: the namespace's.",
+        "Content model (wikitext, json, css...); default: the namespace's.",
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; fails if the title exists, never overwriting (to change a page, use
@@ -6159,28 +6166,27 @@ def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
-        'New text: the page, the section, or what mode adds.')] = None,
+        'The new page or section, or what mode adds.')] = None,
     section: Annotated[int | str | None, SectionArg] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
-        "'append'/'prepend': source on a line of its own.")] = "replace",
+        "append/prepend: on its own line.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Replacement ('' deletes).")] = None,
     replaceAll: Annotated[bool, Arg("Every occurrence.")] = False,
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
     minor: Annotated[bool, Arg("Minor edit.")] = False,
-    bot: Annotated[bool, Arg("Bot edit (bot right).")] = False,
-    removeSubsections: Annotated[bool, Arg(
-        'Lets a section replacement drop subsections.')] = False,
-    removeSections: Annotated[bool, Arg(
-        "Lets a page replacement shrink to one section's shape.")] = False,
+    bot: Annotated[bool, Arg("Bot edit.")] = False,
+    removeSubsections: Annotated[bool, Arg("Lets a section lose subsections.")] = False,
+    removeSections: Annotated[bool, Arg("Lets the page shrink to a section.")] = False,
+    removeHeading: Annotated[bool, Arg("Lets a section lose its heading.")] = False,
+    blank: Annotated[bool, Arg("Lets the page be emptied.")] = False,
 ) -> list[str] | str:
-    """Changes an existing wiki page: the whole text, a section, text added (mode) or a passage swapped
-    (find, replace). Based on latestId, else the revision last read here: an overlapping edit since
-    is refused, never overwritten. Refuses to write back a page or section read in part, to drop
-    subsections, or to shrink a page under half its size to one section's headings (or none). For
-    new pages, use create-page; for categories, use update-page-categories; for many pages, use
-    replace-in-pages."""
+    """Changes an existing wiki page: the whole text, a section, text added or a passage swapped.
+    Based on latestId, else the revision last read here: an overlapping edit since is refused.
+    Refuses text read in part or rendered, and, unless a flag allows it, a lost heading or
+    subsections, a blanked page, or one shrunk under half to a section's shape. For new pages,
+    use create-page; for categories, update-page-categories; for many pages, replace-in-pages."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -6195,8 +6201,11 @@ def update_page(
     replacing = mode == "replace" and find is None
     if removeSubsections and not (replacing and section is not None):
         raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
-    if removeSections and not (replacing and section is None):
-        raise invalid_input("removeSections applies only to replacing the whole page (source without section).")
+    if (removeSections or blank) and not (replacing and section is None):
+        raise invalid_input(f"{'blank' if blank else 'removeSections'} applies only to replacing the whole "
+                            "page (source without section).")
+    if removeHeading and not (replacing and section is not None):
+        raise invalid_input("removeHeading applies only to replacing a section (section=N with source).")
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
@@ -6248,10 +6257,8 @@ def update_page(
                                              latest, seen, whole)
     elif mode == "replace":
         new = fields["text"] = source or ""
-        if section and not removeSubsections:
-            refuse_lost_subsections(title, section, old, new, syntax)
-        if section is None and not removeSections:
-            refuse_shrinking(title, seen, new, syntax)
+        refuse_lossy_write(title, section, old, new, syntax, Overrides(removeSections, removeSubsections,
+                                                                       removeHeading, blank))
     elif mode == "append":
         fields["appendtext"] = separator(old, source or "") + (source or "")
         new = old + fields["appendtext"]
@@ -6333,6 +6340,56 @@ def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
             for r in p.get("revisions") or []}
 
 
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    """What a call explicitly lets a replacement lose (update-page's flags of the same names)."""
+    remove_sections: bool = False
+    remove_subsections: bool = False
+    remove_heading: bool = False
+    blank: bool = False
+
+
+def refuse_lossy_write(title: str, section: int | None, old: str, new: str, syntax: Syntax,
+                       allow: Overrides = Overrides()) -> None:
+    """The no-loss rules of a replacement of ``old`` (the page, or section ``section``) by
+    ``new``: never rendered text for wikitext; no page blanked, or shrunk to one section's
+    shape; no section's heading or subsections dropped; each unless ``allow`` says so."""
+    refuse_rendered_text(title, new)
+    if section is None:
+        if not new.strip() and old.strip() and not allow.blank:
+            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank {title!r} "
+                                f"({utf8_len(old)} bytes). To delete the page, use delete-page. To leave it "
+                                "empty, call again with blank=true.")
+        if not allow.remove_sections and not allow.blank:
+            refuse_shrinking(title, old, new, syntax)
+        return
+    if section and not allow.remove_heading and starts_heading(old) and not starts_heading(new):
+        heading = old.lstrip("\n").partition("\n")[0].strip()
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
+                            f"heading ({heading}), so saving it would merge the section into the one before. "
+                            "Start source with the heading (get-page with section=N shows it), or set "
+                            "removeHeading=true to drop it.")
+    if section and not allow.remove_subsections:
+        refuse_lost_subsections(title, section, old, new, syntax)
+
+
+#: What get-page's rendered content carries and wikitext does not: the plain text's section
+#: markers ("== History == (section 1)") and the HTML of MediaWiki's parser output.
+RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
+                              r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
+
+
+def refuse_rendered_text(title: str, text: str) -> None:
+    """Refuses text that get-page rendered (content text or html) written as wikitext: its
+    templates, references and categories are gone from it."""
+    found = RENDERED_MARKERS.search(text)
+    if found:
+        raise invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
+                            f"(it holds {found.group(0)[:60]!r}, as get-page's content text or html shows a "
+                            "page), so saving it would drop the page's templates, references and categories. "
+                            "Read the wikitext with get-page (content='source', the default) and change that.")
+
+
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
     lost = lost_subsections(old, new, syntax)
     if lost:
@@ -6346,6 +6403,11 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
     """Refuses a whole-page write of text shaped like one of the page's sections: most likely
     that section, read alone and written back without section=N."""
     section = shrunk_to_section(whole, new, syntax)
+    if section is None and utf8_len(new) * 2 < utf8_len(whole) and not wikitext_sections(whole, syntax):
+        raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes) would replace all of "
+                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of it, "
+                            "use update-page with find and replace. To make this text the whole page, call "
+                            "again with removeSections=true.")
     if section is None:
         return
     sections = wikitext_sections(whole, syntax)
@@ -7626,8 +7688,8 @@ def replace_in_pages(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
     """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
-    dryRun=false saves them, skipping pages changed since the preview, and lists each page's
-    outcome; stops early if throttled. For one page, use update-page."""
+    dryRun=false saves them, skipping pages changed since the preview, and lists the outcomes;
+    stops early if throttled. For one page, use update-page."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:

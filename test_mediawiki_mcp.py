@@ -3777,7 +3777,7 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
         ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 3),
         ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 3),
         ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 3),
-        ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
+        ("update-page", {"title": "Write requests test", "source": "Lead.\n2.\nThree, all.", "dryRun": True}, 1),
         ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved", "confirm": True}, 1),
@@ -4112,6 +4112,77 @@ def test_a_refused_write_back_says_what_the_read_showed(wiki: RealWiki) -> None:
     assert "(get-page)" in refused.text
 
 
+# -- the one edit pipeline: text no write may lose ---------------------------------------
+
+def test_a_page_with_only_a_lead_is_neither_blanked_nor_shrunk_unless_asked(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline lead only test"
+    text = "A small page with only a lead, long enough to be worth keeping. " * 3
+    revid = create(bot_server, title, text)
+    blanked = call(bot_server, "update-page", title=title, source="")
+    assert blanked.is_error and blanked.blocks[0].startswith("invalid_input: Nothing was saved: the new text is "
+                                                             "empty"), blanked.text
+    assert "blank=true" in blanked.text
+    shrunk = call(bot_server, "update-page", title=title, source="x")
+    assert shrunk.is_error and "less than half of it" in shrunk.text and "removeSections=true" in shrunk.text
+    dry = call(bot_server, "update-page", title=title, source="", dryRun=True)
+    assert dry.is_error and dry.blocks == blanked.blocks
+    assert wiki.wikitext(title) == text.strip() and revision_ids(wiki, title) == [revid]
+    rewritten = call(bot_server, "update-page", title=title, source=text.replace("worth", "well worth"))
+    assert not rewritten.is_error, rewritten.text
+    emptied = call(bot_server, "update-page", title=title, source="", blank=True)
+    assert not emptied.is_error and wiki.wikitext(title) == "", emptied.text
+
+
+def test_a_section_replaced_without_its_heading_is_refused_unless_asked(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline section heading test"
+    text = "Lead.\n\n== One ==\nFirst.\n\n== Two ==\nSecond."
+    revid = create(bot_server, title, text)
+    call(bot_server, "get-page", title=title, section=2)
+    refused = call(bot_server, "update-page", title=title, section=2, source="Text without heading.")
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text of section 2 of {title!r} lacks its heading (== Two ==)")
+    assert "removeHeading=true" in refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+    kept = call(bot_server, "update-page", title=title, section=2, source="== Two ==\nSecond, edited.")
+    assert not kept.is_error and wiki.wikitext(title).endswith("== Two ==\nSecond, edited."), kept.text
+    merged = call(bot_server, "update-page", title=title, section=2, source="Joined.", removeHeading=True)
+    assert not merged.is_error and wiki.wikitext(title).endswith("== One ==\nFirst.\n\nJoined."), merged.text
+
+
+@pytest.mark.parametrize("content", ["text", "html"])
+def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki: RealWiki, content: str) -> None:
+    title = f"Pipeline rendered {content} test"
+    text = ("'''River''' flows.<ref>A source.</ref>\n\n== Course ==\nIt runs {{Fixture box}}.\n\n"
+            "== Notes ==\n<references />\n[[Category:Rivers]]")
+    revid = create(bot_server, title, text)
+    shown = content_of(call(bot_server, "get-page", title=title, content=content).blocks[0])
+    for arguments in ({"title": title, "source": shown}, {"title": title, "source": shown, "latestId": revid}):
+        refused = call(bot_server, "update-page", **arguments)
+        assert refused.is_error and refused.blocks[0].startswith(
+            f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+
+
+def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Pipeline list append test"
+    create(bot_server_for(wiki), title, "Members:\n* [[Ada Gill]]\n* [[Ben Gill]]")
+    appended = call(server, "update-page", title=title, mode="append", source="* [[Wendle Gill]]")
+    assert not appended.is_error, appended.text
+    assert wiki.wikitext(title) == "Members:\n* [[Ada Gill]]\n* [[Ben Gill]]\n* [[Wendle Gill]]"
+    results: list[Result] = []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        call(server, "update-page", title=title, mode="append", source=f"* [[Member {i}]]"))) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [r.text for r in results if r.is_error] == [] and len(results) == 4
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[:4] == ["Members:", "* [[Ada Gill]]", "* [[Ben Gill]]", "* [[Wendle Gill]]"]
+    assert sorted(lines[4:]) == [f"* [[Member {i}]]" for i in range(4)]  # one list: no blank line
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
@@ -4199,6 +4270,8 @@ def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -
     ("[[Category:X]]", "== New ==\nText.", "[[Category:X]]\n\n== New ==\nText."),
     ("{{Box}}", "First line.", "{{Box}}\n\nFirst line."),
     ("* item", "After.", "* item\n\nAfter."),
+    ("* item", "* next", "* item\n* next"),
+    ("{|\n| cell\n|}", "# first", "{|\n| cell\n|}\n# first"),
     ("{|\n| cell\n|}", "After.", "{|\n| cell\n|}\n\nAfter."),
     ("<references />", "After.", "<references />\n\nAfter."),
     ("Text.", "\nMore.", "Text.\nMore."),
