@@ -6367,7 +6367,7 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
         heading = old.lstrip("\n").partition("\n")[0].strip()
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
                             f"heading ({heading}), so saving it would merge the section into the one before. "
-                            "Start source with the heading (get-page with section=N shows it), or set "
+                            f"Start source with the heading (get-page with section={section} shows it), or set "
                             "removeHeading=true to drop it.")
     if section and not allow.remove_subsections:
         refuse_lost_subsections(title, section, old, new, syntax)
@@ -7342,7 +7342,7 @@ def update_page_categories(
     pin = latestId or latest
     base = revision_text(ctx, pin) if pin != latest else whole
     placed = [title_text(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
-    new, outcome = recategorised(site, base, adding, removing, placed)
+    new, outcome = recategorised(site, base, adding, removing, placed, template=site.namespace_of(title) == 10)
     if new == base:
         return ("No change: the page already is as asked; nothing was saved.\n"
                 + labelled(("Title", title), ("Revision ID", latest)) + "\n" + outcome)
@@ -7391,17 +7391,19 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     for the namespace, with or without a sort key), each with the category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
                       r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
-    unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+    unparsed = unparsed_spans(text)
     return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
             if not any(start <= m.start() < end for start, end in unparsed)]
 
 
 def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[str],
-                  placed: list[str]) -> tuple[str, str]:
+                  placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
     to ``adding`` set on lines of their own after the last category link, or at the end; and
     what was done, as labelled lines ending with the categories after it. ``placed``: the
-    page's categories now, from templates included."""
+    page's categories now, from templates included. On a ``template``, links are added inside
+    its last <noinclude> (made when there is none): elsewhere they would place every page that
+    uses the template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
     removed = [name for name in removing if name in linked]
@@ -7412,7 +7414,9 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
             text = cut_out(text, *match.span())
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
     new_links = "".join(f"\n[[{prefix}:{name}]]" for name in added)
-    if new_links and (after := category_links(site, text)):
+    if new_links and template:
+        text = in_noinclude(text, new_links)
+    elif new_links and (after := category_links(site, text)):
         end = text.find("\n", after[-1][0].end())
         end = len(text) if end < 0 else end
         text = text[:end] + new_links + text[end:]
@@ -7424,9 +7428,30 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    return text, labelled(("Added", named(added)), ("Removed", named(removed)),
+    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added else None
+    return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
+
+
+#: A template's part that pages using it do not get.
+NOINCLUDE = re.compile(r"<noinclude\s*>(.*?)</noinclude\s*>", re.DOTALL | re.IGNORECASE)
+
+
+def in_noinclude(text: str, lines: str) -> str:
+    """Template text with ``lines`` (each after a line break) at the end of its last
+    <noinclude> part, or in a new one at the end, right after the text so that the template
+    gives no new line break."""
+    unparsed = unparsed_spans(text)
+    parts = [m for m in NOINCLUDE.finditer(text) if not any(start <= m.start() < end for start, end in unparsed)]
+    if not parts:
+        return f"{text}<noinclude>{lines}\n</noinclude>"
+    start, end = parts[-1].span(1)
+    return text[:start] + text[start:end].rstrip("\n") + lines + "\n" + text[end:]
+
+
+def unparsed_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
 
 
 def cut_out(text: str, start: int, end: int) -> str:

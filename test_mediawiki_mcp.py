@@ -4183,6 +4183,32 @@ def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealW
     assert sorted(lines[4:]) == [f"* [[Member {i}]]" for i in range(4)]  # one list: no blank line
 
 
+def rendered_categories(wiki: RealWiki, title: str) -> list[str]:
+    """The categories the wiki puts a page in when it renders it now (templates as they are now)."""
+    parsed = wiki.raw_get(action="parse", page=title, prop="categories")["parse"]
+    return sorted(c["category"] for c in parsed["categories"])
+
+
+def test_a_category_added_to_a_template_goes_inside_noinclude(bot_server: Any, wiki: RealWiki) -> None:
+    bare, kept = "Template:Pipeline river stub", "Template:Pipeline lake stub"
+    create(bot_server, bare, "''This river article is a stub.''")
+    create(bot_server, kept, "''This lake article is a stub.''<noinclude>[[Category:Stub templates]]</noinclude>")
+    create(bot_server, "Pipeline river article", "{{Pipeline river stub}} {{Pipeline lake stub}}")
+    for title in (bare, kept):
+        result = call(bot_server, "update-page-categories", title=title, add=["Stub templates", "Water stubs"])
+        assert not result.is_error, result.text
+        assert "Placed: inside <noinclude>, so pages using the template are not put in it" in result.text
+    assert wiki.wikitext(bare) == ("''This river article is a stub.''<noinclude>\n[[Category:Stub templates]]\n"
+                                   "[[Category:Water stubs]]\n</noinclude>")
+    assert wiki.wikitext(kept) == ("''This lake article is a stub.''<noinclude>[[Category:Stub templates]]\n"
+                                   "[[Category:Water stubs]]\n</noinclude>")
+    assert rendered_categories(wiki, bare) == ["Stub_templates", "Water_stubs"]
+    assert rendered_categories(wiki, "Pipeline river article") == []
+    removed = call(bot_server, "update-page-categories", title=bare, remove=["Water stubs"])
+    assert not removed.is_error and "Removed: Category:Water stubs" in removed.text, removed.text
+    assert rendered_categories(wiki, bare) == ["Stub_templates"]
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
