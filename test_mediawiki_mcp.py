@@ -4184,8 +4184,10 @@ def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealW
 
 
 def rendered_categories(wiki: RealWiki, title: str) -> list[str]:
-    """The categories the wiki puts a page in when it renders it now (templates as they are now)."""
-    parsed = wiki.raw_get(action="parse", page=title, prop="categories")["parse"]
+    """The categories the wiki puts a page in when it renders it now, templates as they are now
+    (its text rendered afresh, as a purge would)."""
+    parsed = wiki.raw_get(action="parse", title=title, text=wiki.wikitext(title), contentmodel="wikitext",
+                          prop="categories")["parse"]
     return sorted(c["category"] for c in parsed["categories"])
 
 
