@@ -7594,7 +7594,7 @@ def reply_on_talk_page(
     lines = text[:own].split("\n")
     comments = talk_comments(site, lines)
     answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
-    body = [line.strip() for line in with_signature(as_wiki_receives(message)).split("\n") if line.strip()]
+    body = reply_blocks(talk, as_wiki_receives(message))
     summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
     reply_to = answered or (comments[0] if comments else None)
     new = "\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:]
@@ -7626,7 +7626,47 @@ def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], 
             at = i + 1 if lines[i].strip() else at
     style = indent[-1] if indent[-1:] in (":", "*") else next(
         (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
-    return lines[:at] + [indent + style + line for line in body] + lines[at:]
+    # MediaWiki indents a table only by colons (Parser::handleTables): '*{|' is no table.
+    return lines[:at] + [(":" * len(indent + style) if block.startswith("{|") else indent + style) + block
+                         for block in body] + lines[at:]
+
+
+#: Tags whose content may run over several lines of a reply (block_open counts them).
+BLOCK_TAGS = re.compile(r"<(/?)(pre|syntaxhighlight|source|poem|math|gallery|blockquote|div|table|ref|nowiki|"
+                        r"code|references)\b[^>]*?(/?)>", re.IGNORECASE)
+
+
+def reply_blocks(talk: str, message: str) -> list[str]:
+    """A reply's lines, signed, each to be indented as one comment line: a table, a template
+    call or a tag that runs over several lines stays one block whose lines after the first are
+    not indented, since list markup before them would break them (':| a || b' is no table row).
+    Empty lines go, except inside a block; the signature goes on a line of its own after one."""
+    if any(starts_heading(line) for line in message.split("\n")):
+        raise invalid_input(f"A reply cannot hold a heading, which would start a new topic of {talk!r}; "
+                            "nothing was saved. To start a topic, use add-talk-topic.")
+    blocks: list[str] = []
+    for line in message.strip().split("\n"):
+        if blocks and block_open(blocks[-1]):
+            blocks[-1] += "\n" + line
+        elif line.strip():
+            blocks.append(line.strip())
+    if blocks and block_open(blocks[-1]):
+        raise invalid_input(f"The reply leaves a table, template call or tag open ({blocks[-1][:60]!r}...); "
+                            "nothing was saved. Close it ('|}', '}}', '</tag>'), then call again.")
+    if blocks and "\n" in blocks[-1] and not blocks[-1].rstrip().endswith("~~~~"):
+        return [*blocks, "~~~~"]
+    return [*blocks[:-1], with_signature(blocks[-1])] if blocks else []
+
+
+def block_open(text: str) -> bool:
+    """Whether ``text`` opens a table, template call or tag that it does not close."""
+    lines = text.split("\n")
+    tables = sum(line.lstrip(":").lstrip().startswith("{|") for line in lines) - sum(
+        line.lstrip().startswith("|}") for line in lines)
+    tags: collections.Counter[str] = collections.Counter()
+    for closing, name, empty in BLOCK_TAGS.findall(text):
+        tags[name.lower()] += 0 if empty else -1 if closing else 1
+    return tables > 0 or text.count("{{") > text.count("}}") or any(n > 0 for n in tags.values())
 
 
 def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:

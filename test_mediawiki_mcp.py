@@ -4211,6 +4211,30 @@ def test_a_category_added_to_a_template_goes_inside_noinclude(bot_server: Any, w
     assert rendered_categories(wiki, bare) == ["Stub_templates"]
 
 
+@on_every_version
+def test_a_multi_line_reply_keeps_its_tables_templates_lists_and_pre(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline reply blocks test"
+    create(bot_server, "Template:Pipeline cite", "<cite>{{{title}}}</cite>")
+    create(bot_server, f"Talk:{title}", threaded_talk("*"))
+    message = ("Here are the numbers:\n{| class=\"wikitable\"\n! River !! Length\n|-\n| Wendle || 12 km\n|}\n"
+               "And the source:\n{{Pipeline cite\n|title=Rivers of the north\n}}\nTwo points:\n* first\n* second\n"
+               "<pre>\nline one\n  line two\n</pre>")
+    result = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message=message)
+    assert not result.is_error, result.text
+    html = wiki.raw_get(action="parse", title=f"Talk:{title}", text=wiki.wikitext(f"Talk:{title}"),
+                        contentmodel="wikitext", prop="text")["parse"]["text"]
+    assert "{|" not in html and "|}" not in html and "{{Pipeline cite" not in html and "|title=" not in html
+    assert re.search(r"<table class=\"wikitable\">\s*<tbody><tr>\s*<th>River</th>", html), html
+    assert "<td>Wendle</td>" in html and "<cite>Rivers of the north</cite>" in html
+    assert "<li>first</li>" in html and "<li>second</li>" in html
+    assert "line one\n  line two" in html and "<pre>" in html
+    assert "[[User:Admin|Admin]]" in wiki.wikitext(f"Talk:{title}")
+    heading = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="Hi\n== New ==\nText")
+    assert heading.is_error and heading.blocks[0].startswith("invalid_input: A reply cannot hold a heading")
+    unclosed = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="{|\n| a\nno end")
+    assert unclosed.is_error and "leaves a table, template call or tag open" in unclosed.text
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
