@@ -7886,7 +7886,8 @@ STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                       summary: str | None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
-    page changed since its preview is skipped, and a wiki that throttles stops it."""
+    page changed since its preview is skipped, as is one this change saved before (unless
+    previewed again since), and a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
     left: list[str] = []
@@ -7901,6 +7902,10 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             rows.append(f"{page.title} | skipped | {page.why}")
         elif saved_as == page.revid:
             rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
+        elif saved_as:
+            rows.append(f"{page.title} | skipped | saved by this change before, as revision {saved_as}, and "
+                        f"changed since (now {page.revid}); nothing was saved: preview it again to change it "
+                        "once more")
         elif previewed and previewed != page.revid:
             rows.append(f"{page.title} | skipped | changed since the preview (revision {previewed}, now "
                         f"{page.revid}); nothing was saved: preview it again")
@@ -7917,8 +7922,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                 rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
             else:
                 saved += not edit.get("nochange")
-                if previewed and not edit.get("nochange"):
-                    ctx.reads.previewed(page.title, change, previewed, edit["newrevid"])
+                if not edit.get("nochange"):  # so that the same call again saves nothing twice
+                    ctx.reads.previewed(page.title, change, previewed or page.revid, edit["newrevid"])
                 rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
                             f"{page.title} | saved | {edit['newrevid']}" + (
                                 " | the wiki's answer was lost; its history shows the edit once"

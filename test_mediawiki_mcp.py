@@ -4235,6 +4235,30 @@ def test_a_multi_line_reply_keeps_its_tables_templates_lists_and_pre(bot_server:
     assert unclosed.is_error and "leaves a table, template call or tag open" in unclosed.text
 
 
+def test_a_repeated_replace_in_pages_without_a_preview_saves_nothing_twice(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    titles = ["Pipeline repeat replace A", "Pipeline repeat replace B"]
+    for title in titles:
+        create(bot_server_for(wiki), title, "Trout swim here.")
+    arguments = {"titles": titles, "find": "Trout", "replace": "Trout (seeded)", "dryRun": False}
+    first = call(server, "replace-in-pages", **arguments)
+    assert not first.is_error and first.blocks[0].startswith("Saved 2 of 2 pages."), first.text
+    saved = {title: revision_ids(wiki, title) for title in titles}
+    again = call(server, "replace-in-pages", **arguments)
+    assert not again.is_error and again.blocks[0].startswith("Saved 0 of 2 pages."), again.text
+    for title in titles:
+        assert wiki.wikitext(title) == "Trout (seeded) swim here." and revision_ids(wiki, title) == saved[title]
+        assert f"{title} | unchanged | saved by this change before, as revision {saved[title][0]}" in again.text
+    editor_edit(wiki, titles[0], "Trout (seeded) swim here, and more.")
+    third = call(server, "replace-in-pages", **arguments)
+    assert f"{titles[0]} | skipped | saved by this change before" in third.text, third.text
+    assert wiki.wikitext(titles[0]) == "Trout (seeded) swim here, and more."
+    preview = call(server, "replace-in-pages", **{**arguments, "dryRun": True})
+    assert not preview.is_error and "2 of 2 pages would change" in preview.text
+    fourth = call(server, "replace-in-pages", **{**arguments, "titles": titles[:1]})
+    assert not fourth.is_error and wiki.wikitext(titles[0]) == "Trout (seeded) (seeded) swim here, and more."
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
