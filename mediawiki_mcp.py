@@ -6693,27 +6693,48 @@ def rollback_edits(
     and fails, showing the edits and the revision it returns to, to put to the user. For an older
     edit, use undo-edit."""
     name = user_name(user)
+    run = rollback_run(ctx, title, name)
     if not confirm:
-        raise invalid_input(rollback_preview(ctx, title, name))
-    params = {"action": "rollback", "title": title, "user": name, "summary": edit_summary(ctx, comment),
+        ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
+        raise invalid_input(f"Nothing was rolled back. rollback-edits would revert {run.edits}, returning it to "
+                            f"revision {run.target} by {run.target_user}. Ask the user to confirm, then call "
+                            "rollback-edits again with confirm=true.")
+    previewed = (ctx.reads.preview(run.title, f"rollback|{name}") or (None, None))[0]
+    if previewed and previewed != run.latest:
+        raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest revision "
+                       f"was {previewed}, now {run.latest}); nothing was rolled back. rollback-edits would now "
+                       f"revert {run.edits}: ask the user to confirm that, then call again with confirm=true.")
+    # action=rollback takes no base revision: an edit landing between the read above and the
+    # rollback (one round trip) would be reverted too, unseen.
+    params = {"action": "rollback", "title": run.title, "user": name, "summary": edit_summary(ctx, comment),
               "tags": change_tags(ctx), "watchlist": ctx.watch}
     try:
         done = ctx.client.write(params, token="rollback").get("rollback", {})
-        status = f"Rolled back the edits by {name} to revision {done.get('last_revid')}."
+        status = f"Rolled back {run.edits}, to revision {done.get('last_revid')}."
     except ResponseLost as lost:
-        done = rollback_after_lost_answer(ctx, lost, title, name)
-        status = "Rolled back (the wiki's answer was lost; its history shows the rollback)."
+        done = rollback_after_lost_answer(ctx, lost, run.title, name)
+        status = f"Rolled back {run.edits} (the wiki's answer was lost; its history shows the rollback)."
     except WikiError as error:
         if error.code == "missingtitle":
             raise missing_page(ctx, title) from None
         if error.code == "alreadyrolled":
-            raise not_latest_editor(title, name, None) from None
+            raise not_latest_editor(run.title, name, None) from None
         raise
-    return saved_lines(ctx, done.get("title", title), done["revid"], done.get("old_revid") or None, status)
+    return saved_lines(ctx, done.get("title", run.title), done["revid"], done.get("old_revid") or None, status)
 
 
-def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
-    """What a rollback would do: how many edits it reverts and the revision it returns to."""
+@dataclasses.dataclass(frozen=True)
+class RollbackRun:
+    """The latest edits of a page by one user, which a rollback reverts."""
+    title: str
+    latest: int       # the page's latest revision
+    edits: str        # "the 2 latest edits to 'X', all by Y (revisions 39 to 40)"
+    target: int       # the revision it returns to
+    target_user: str
+
+
+def rollback_run(ctx: ToolContext, title: str, name: str) -> RollbackRun:
+    """What a rollback would do now: which edits it reverts, and the revision it returns to."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
                             "rvlimit": "max"})
     page, _ = resolve_page(query.get("query", {}))
@@ -6733,9 +6754,7 @@ def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
     edits = (f"the latest edit to {page['title']!r}, by {name} (revision {run[0]['revid']})" if len(run) == 1
              else f"the {count} latest edits to {page['title']!r}, all by {name} (revisions "
                   f"{run[-1]['revid']} to {run[0]['revid']})")
-    return (f"Nothing was rolled back. rollback-edits would revert {edits}, returning it to revision "
-            f"{target['revid']} by {revision_user(target)}. Ask the user to confirm, then call "
-            "rollback-edits again with confirm=true.")
+    return RollbackRun(page["title"], run[0]["revid"], edits, target["revid"], revision_user(target))
 
 
 def not_latest_editor(title: str, name: str, latest: str | None) -> WikiError:

@@ -4259,6 +4259,31 @@ def test_a_repeated_replace_in_pages_without_a_preview_saves_nothing_twice(wiki:
     assert not fourth.is_error and wiki.wikitext(titles[0]) == "Trout (seeded) (seeded) swim here, and more."
 
 
+@on_every_version
+def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline rollback pinned test"
+    base = create(bot_server, title, "Good text.")
+    for n in range(2):
+        editor_edit(wiki, title, f"Bad text {n}.")
+    previewed = revision_ids(wiki, title)[:2]
+    asked = call(bot_server, "rollback-edits", title=title, user="Editor")
+    assert asked.is_error and f"revisions {previewed[1]} to {previewed[0]}" in asked.text, asked.text
+    editor_edit(wiki, title, "Bad text 2.")
+    latest = revision_ids(wiki, title)[0]
+    refused = call(bot_server, "rollback-edits", title=title, user="Editor", confirm=True)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"conflict: {title!r} was edited since the preview the user confirmed (its latest revision was "
+        f"{previewed[0]}, now {latest}); nothing was rolled back."), refused.text
+    assert f"the 3 latest edits to {title!r}, all by Editor (revisions {previewed[1]} to {latest})" in refused.text
+    assert wiki.wikitext(title) == "Bad text 2."
+    call(bot_server, "rollback-edits", title=title, user="Editor")  # previewed again, as it now is
+    done = call(bot_server, "rollback-edits", title=title, user="Editor", confirm=True)
+    assert not done.is_error and done.blocks[0].startswith(
+        f"Rolled back the 3 latest edits to {title!r}, all by Editor (revisions {previewed[1]} to {latest}), "
+        f"to revision {base}."), done.text
+    assert wiki.wikitext(title) == "Good text."
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
@@ -4574,7 +4599,8 @@ def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_serv
     assert revision_ids(wiki, title)[:3] == bad
     done = call(bot_server, "rollback-edits", title=title, user="editor", confirm=True)
     assert not done.is_error, done.text
-    assert done.blocks[0].startswith(f"Rolled back the edits by Editor to revision {base}.\nTitle: {title}\n")
+    assert done.blocks[0].startswith(f"Rolled back the 3 latest edits to {title!r}, all by Editor (revisions "
+                                     f"{bad[2]} to {bad[0]}), to revision {base}.\nTitle: {title}\n")
     assert field(done, "Previous revision ID") == str(bad[0]) and field(done, "Size change").startswith("-1 bytes")
     assert wiki.wikitext(title) == "Good text." and "mw-rollback" in latest_revision(wiki, title)["tags"]
     # the latest editor is now Admin: nothing of Editor's is left to roll back
@@ -4835,7 +4861,7 @@ def test_steady_state_requests_of_the_safety_net_tools(wiki: RealWiki) -> None:
     create(server, "Safety requests rollback test", "Kept.")
     editor_edit(wiki, "Safety requests rollback test", "Rolled.")
     calls.append(("rollback-edits", {"title": "Safety requests rollback test", "user": "Editor",
-                                     "confirm": True}, 2))  # the rollback, the sizes
+                                     "confirm": True}, 3))  # the edits it reverts, the rollback, the sizes
     assert_requests_per_call(server, counter, calls, lambda tool, arguments, _: (
         tool in ("rollback-edits", "protect-page") and "confirm" not in arguments))
 
