@@ -6106,7 +6106,7 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
 def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
     """The query parameters of a page's latest revision and text (and of ``props``) for an edit
     composed here; in a dry run, prop=info too, for whether the account may edit it at all."""
-    return {"prop": "|".join(["revisions", *props, *(["info"] if ctx.dry_run else [])]),
+    return {"prop": "|".join(dict.fromkeys(["revisions", *props, *(["info"] if ctx.dry_run else [])])),
             "rvprop": "ids|content", "rvslots": "main", "intestactions": "edit" if ctx.dry_run else None}
 
 
@@ -6132,6 +6132,194 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
                         f"and replace. To replace it whole, first read the rest ({rest}).")
 
 
+# -- the edit pipeline -----------------------------------------------------------
+# Every tool that changes a page's wikitext is a composer that edit_page runs: it reads the
+# page once and pins the base (read_for_edit), lets the tool compose the new text, applies
+# the no-loss rules to text the model gave (refuse_lossy_write; refuse_partial_write at the
+# read), then dry-runs the change through the checks the save would meet (refuse_unsaveable)
+# or saves it (save_edit: a lost answer settled, the save recorded for this client). Undo and
+# rollback use the wiki's own actions but share the dry run's checks and the save's steps.
+
+@dataclasses.dataclass(frozen=True)
+class EditTarget:
+    """A page as an edit reads it: the page now, and the base the change is made on."""
+    page: dict[str, Any]    # the query's page: info, the latest revision and its text
+    title: str
+    latest: int             # the latest revision; 0 when the page does not exist
+    now: str                # the latest revision's text
+    pin: int | None         # the base revision, sent as baserevid; None: unpinned (an addition)
+    base: str               # the base revision's text, which MediaWiki splices a section into
+    section: int | None     # the section changed, numbered as in the text it is made on
+    old: str                # that section's text (or the page's), in the text the change is made on
+    from_read: bool = False  # the base is this client's last read, not a latestId given
+
+
+@dataclasses.dataclass(frozen=True)
+class Composed:
+    """What a composer makes of an EditTarget: the new text of its section (or page), and how
+    it goes to the wiki."""
+    text: str
+    note: str = ""  # labelled lines the answer ends with
+    summary: str | None = None
+    #: action=edit fields in place of text= (appendtext, section=new, minor), None to leave one out
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The model's own text, held to the no-loss rules with these overrides; None: the server made
+    #: it (a find-replace, a category, a reply), so the model has not seen the page it leaves.
+    given: Overrides | None = None
+    #: The section composed, when the composer picks it (a talk topic) rather than the call.
+    section: int | None = None
+    #: A save of its own (a reply through DiscussionTools); when it answers None, the usual save.
+    send: Callable[[], str | None] | None = None
+
+
+#: What a composer returns when there is nothing to save: the answer itself.
+Composer = Callable[[EditTarget], "Composed | str"]
+
+
+def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
+              **reading: Any) -> list[str] | str:
+    """Reads the page (read_for_edit, with ``reading``), composes the change, and dry-runs or
+    saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, **reading)
+    change = compose(target)
+    return change if isinstance(change, str) else finish_edit(ctx, target, change)
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None, *,
+                  latest_id: int | None = None, from_read: bool = False, pinned: bool = True,
+                  on_now: bool = False, must_exist: bool = True, follow: bool = False,
+                  own_text: bool = False, whole: bool = False, read: bool = True, props: Sequence[str] = (),
+                  **params: Any) -> EditTarget:
+    """The page and the base of a change, read once. The base is ``latest_id``, else
+    (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
+    (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
+    change ``on_now`` (an addition) is made on the page now, any other on its base, whose
+    section numbers are the ones the model read. ``own_text``: the model writes this page's
+    text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
+    text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
+    ``read``: a new page, read only for a dry run."""
+    if not read:  # a new page's save: createonly has the wiki refuse a title that exists
+        return EditTarget({}, title, 0, "", None, "", None, "")
+    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None, **params})
+    title = page.get("title", title)
+    if page.get("missing") and must_exist:
+        raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
+                        + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
+                           "existing titles."))
+    check_page(ctx, page, title, must_exist)
+    for action in page.get("actions") or {}:  # asked in a dry run
+        refuse_forbidden_dry_run(ctx, page, action)
+    current = revision_of(page)
+    latest: int = current.get("revid", 0)
+    now = main_slot(current).get("content", "")
+    heading = section if isinstance(section, str) else None
+    number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
+    own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
+    read_base = ctx.reads.base(title, number) if from_read and not latest_id else None
+    # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
+    own_text_read = own_text and ctx.reads.base(title, None) is not None
+    if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
+        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
+    if not own_base and latest_id is not None:  # only a given latestId can be another page's
+        raise foreign_base(latest_id, title, latest)
+    pin = latest_id or read_base or (latest if pinned and latest else None)
+    base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
+    seen = now if on_now else base
+    if heading is not None and seen is not now:
+        number = section_by_heading(ctx, seen, heading, title, pin)[0]
+    span = None if number is None else section_span(seen, number, ctx.site.syntax)
+    if number is not None and span is None:
+        raise no_such_section(ctx, title, number, pin or latest)
+    if whole:
+        refuse_partial_write(ctx, title, number)
+    return EditTarget(page, title, latest, now, pin, base, number, seen if span is None else section_text(seen, span),
+                      bool(read_base))
+
+
+def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
+    """The last steps of every edit: the no-loss rules for the model's own text, then the dry
+    run, or the save."""
+    section = target.section if change.section is None else change.section
+    if change.given is not None:
+        refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
+    if ctx.dry_run:
+        after = page_after(ctx, target, section, change.text)
+        refuse_unsaveable(ctx, target, after, change.fields.get("contentmodel"))
+        blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
+                                as_saved(after), ctx.budget,
+                                merged_into=target.latest if target.pin and target.pin != target.latest else None)
+        return [f"{blocks[0]}\n\n{change.note}" if change.note else blocks[0], *blocks[1:]]
+    saved = change.send() if change.send is not None else None
+    if saved is None:
+        fields = {"text": change.text, "section": section, "baserevid": target.pin,
+                  **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
+        saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
+    return f"{saved}\n{change.note}" if change.note else saved
+
+
+def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any], change: Composed) -> str:
+    """save_edit for the pipeline: an unpinned addition waits for this server's others to the
+    same page, and a conflict with the client's last read says so."""
+    # This server's own unpinned additions to one page go one at a time, so that many at once
+    # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
+    serial = ctx.state.page_lock(ctx.wiki.key, target.title) if not target.pin else contextlib.nullcontext()
+    try:
+        with serial:
+            return save_edit(ctx, target.title, fields, target.latest or None, change.summary,
+                             composed=change.given is None)
+    except WikiError as error:
+        if error.code == "editconflict" and target.from_read:
+            raise conflict(f"{target.title!r} changed since revision {target.pin}, the one last read here, on "
+                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                           error.code) from None
+        raise
+
+
+def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: str) -> str:
+    """The page text a save of ``new`` (the text of ``section``, or of the page) leaves, made as
+    MediaWiki makes it: the section spliced into the base revision, and that merged into the
+    latest when the base is older (a conflict when they overlap)."""
+    span = None if section is None else section_span(target.base, section, ctx.site.syntax)
+    mine = new if section is None else replace_section(target.base, span, new) if span else target.base
+    if not target.pin or target.pin == target.latest:
+        return mine
+    merged = merge3(target.base, mine, target.now)
+    if merged is None:
+        raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} (its "
+                       f"latest is {target.latest}) on lines this edit changes too, so the save would be refused "
+                       "as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
+    return merged
+
+
+def refuse_unsaveable(ctx: ToolContext, target: EditTarget, text: str, model: str | None = None) -> None:
+    """Refuses in a dry run what the save would be refused for by the wiki's own checks of the
+    text: a content model it does not know, JSON that does not parse on a JSON page, a text
+    over the wiki's maximum page size. (A save meets the wiki's checks themselves.)"""
+    if model is not None and model not in (known := content_models(ctx)):
+        raise invalid_input(f"Nothing was saved (dry run): {ctx.wiki.key} knows no content model {model!r}, so "
+                            f"the save would be refused. Its content models: {', '.join(known)}.")
+    if (model or target.page.get("contentmodel")) == "json":
+        try:
+            json.loads(text)
+        except ValueError as error:
+            raise invalid_input(f"Nothing was saved (dry run): {target.title!r} holds JSON, and the new text is "
+                                f"not valid JSON ({error}), so the save would be refused.") from None
+    limit = int(ctx.site.raw.get("maxarticlesize") or 0)
+    if limit and utf8_len(as_saved(text)) > limit:
+        raise invalid_input(f"Nothing was saved (dry run): the new text of {target.title!r} is "
+                            f"{utf8_len(as_saved(text))} bytes, over {ctx.wiki.key}'s maximum page size of "
+                            f"{limit} bytes, so the save would be refused. Split it into several pages.")
+
+
+def content_models(ctx: ToolContext) -> list[str]:
+    """The content models the wiki knows: those its action=edit takes."""
+    info = ctx.client.get({"action": "paraminfo", "modules": "edit"}).get("paraminfo", {})
+    modules: list[dict[str, Any]] = info.get("modules") or [{}]
+    parameters: list[dict[str, Any]] = modules[0].get("parameters") or []
+    return list(next((p.get("type") for p in parameters if p.get("name") == "contentmodel"), None) or [])
+
+
+
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit", "createpage"))
@@ -6147,16 +6335,14 @@ def create_page(
     """Creates a new wiki page; fails if the title exists, never overwriting (to change a page, use
     update-page). For a template's parameters, use get-template-info first."""
     source = as_wiki_receives(source)
-    if ctx.dry_run:
-        page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
-        if not page.get("missing"):
-            check_page(ctx, page, title)
-            raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
-                                 ctx.wiki.key)
-        refuse_forbidden_dry_run(ctx, page, "create")
-        return dry_run_result(page.get("title", title), None, None, "", as_saved(source), ctx.budget)
-    return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
-                     None, edit_summary(ctx, comment))
+
+    def compose(target: EditTarget) -> Composed:
+        if target.latest:  # read in a dry run only: a save's createonly has the wiki refuse it
+            raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
+        return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
+                        given=Overrides())
+    return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
+                     intestactions="create" if ctx.dry_run else None)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -6211,75 +6397,30 @@ def update_page(
     if bot and not ctx.client.account.can("bot"):
         raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
-    page, _ = query_page(ctx, titles=title, prop="revisions|info", rvslots="main", rvprop="ids|content",
-                         intestactions="edit" if ctx.dry_run else None)
-    if page.get("missing"):
-        raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
-                        "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
-                                                 "create-page; search-page-by-prefix finds existing titles."))
-    check_page(ctx, page, title)
-    title = page["title"]
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    current = revision_of(page)
-    latest: int = current.get("revid", 0)
-    whole = main_slot(current).get("content", "")
-    heading = None
-    if isinstance(section, str):  # numbered as in the page now, to find the read this change is based on
-        heading, section = section, section_by_heading(ctx, whole, section, title, latest)[0]
-    own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
-    read_base = ctx.reads.base(title, section) if replacing and not latestId else None
-    own_text_read = ctx.reads.base(title, None) is not None
-    if page.get("redirect") and not (own_base and (latestId or own_text_read)):
-        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
-    if not own_base and latestId is not None:  # only a given latestId can be another page's
-        raise foreign_base(latestId, title, latest)
+    text = source or ""
+    allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
+
+    def compose(target: EditTarget) -> Composed:
+        made = functools.partial(Composed, summary=edit_summary(ctx, comment))
+        fields = {"minor": minor, "bot": bot}
+        if find is not None:
+            where = f"section {target.section} of {target.title!r}" if target.section is not None else \
+                repr(target.title)
+            return made(replace_found(where, target.old, find, replace or "", replaceAll, target.pin or target.latest,
+                                      target.latest, target.base, target.now), fields=fields)
+        if mode == "replace":
+            return made(text, fields=fields, given=allow)
+        refuse_rendered_text(target.title, text)
+        if mode == "append":
+            added = separator(target.old, text) + text
+            return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
+        added = text + separator(text, target.old)
+        return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    pin = latestId or read_base or (latest if mode == "replace" else None)
-    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or ctx.dry_run) else whole
-    # What the change is made on: a replacement, like MediaWiki's section splice, on the base
-    # revision, whose section numbers are the ones the model read; an addition on the page now.
-    seen = base if mode == "replace" else whole
-    if heading is not None and seen is not whole:
-        section = section_by_heading(ctx, seen, heading, title, pin)[0]
-    syntax = ctx.site.syntax
-    span = None if section is None else section_span(seen, section, syntax)
-    if section is not None and span is None:
-        raise no_such_section(ctx, title, section, pin or latest)
-    if replacing:
-        refuse_partial_write(ctx, title, section)
-    old = seen if span is None else section_text(seen, span)
-    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": pin, "minor": minor,
-                              "bot": bot}
-    if find is not None:
-        where = f"section {section} of {title!r}" if section is not None else repr(title)
-        new = fields["text"] = replace_found(where, old, find, replace or "", replaceAll, pin or latest,
-                                             latest, seen, whole)
-    elif mode == "replace":
-        new = fields["text"] = source or ""
-        refuse_lossy_write(title, section, old, new, syntax, Overrides(removeSections, removeSubsections,
-                                                                       removeHeading, blank))
-    elif mode == "append":
-        fields["appendtext"] = separator(old, source or "") + (source or "")
-        new = old + fields["appendtext"]
-    else:
-        fields["prependtext"] = (source or "") + separator(source or "", old)
-        new = fields["prependtext"] + old
-    if ctx.dry_run:
-        return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
-    # This server's own unpinned additions to one page go one at a time, so that many at once
-    # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
-    serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
-    try:
-        with serial:
-            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment),
-                             composed=find is not None)
-    except WikiError as error:
-        if error.code == "editconflict" and read_base:
-            raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
-                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                           error.code) from None
-        raise
+    return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
+                     pinned=mode == "replace", on_now=mode != "replace", own_text=True, whole=replacing,
+                     props=("info",))
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
