@@ -6563,26 +6563,6 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
                         "with removeSections=true.")
 
 
-def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
-                 latest: int, syntax: Syntax, budget: int) -> list[str]:
-    """The dry run of an update: the page text the save would leave, made as MediaWiki makes it
-    (the section spliced into the base revision, and that merged into the latest when the base
-    is older), diffed against the page as it is."""
-    span = None if section is None else section_span(base, section, syntax)
-    mine = new if section is None else replace_section(base, span, new) if span else base
-    stale = bool(pin) and pin != latest
-    if stale:
-        merged = merge3(base, mine, whole)
-        if merged is None:
-            raise conflict(f"Nothing was saved (dry run): {title!r} changed since "
-                           f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
-                           "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
-                           "editconflict")
-        mine = merged
-    return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
-                          merged_into=latest if stale else None)
-
-
 @tool("move-page", "Move page", toolset="edit",
       read_only=False, destructive=True, idempotent=True, idempotency_key=True,
       watch=True, rights=("move",))
@@ -7492,25 +7472,16 @@ def update_page_categories(
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
         raise invalid_input(f"{', '.join(both)} cannot be both added and removed; nothing was changed.")
-    page, _ = query_page(ctx, titles=title, **text_fields(ctx, "categories"), cllimit="max")
-    check_page(ctx, page, title)
-    title = page["title"]
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
-    if latestId and latestId != latest and not is_revision_of(ctx, latestId, page):
-        raise foreign_base(latestId, title, latest)
-    pin = latestId or latest
-    base = revision_text(ctx, pin) if pin != latest else whole
-    placed = [title_text(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
-    new, outcome = recategorised(site, base, adding, removing, placed, template=site.namespace_of(title) == 10)
-    if new == base:
-        return ("No change: the page already is as asked; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", latest)) + "\n" + outcome)
-    if ctx.dry_run:
-        blocks = dry_run_edit(title, None, whole, base, new, pin, latest, site.syntax, ctx.budget)
-        return [f"{blocks[0]}\n\n{outcome}", *blocks[1:]]
-    fields = {"text": new, "nocreate": True, "baserevid": pin}
-    return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=True) + f"\n{outcome}"
+
+    def compose(target: EditTarget) -> Composed | str:
+        placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
+        new, outcome = recategorised(site, target.base, adding, removing, placed,
+                                     template=site.namespace_of(target.title) == 10)
+        if new == target.base:
+            return ("No change: the page already is as asked; nothing was saved.\n"
+                    + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
+        return Composed(new, outcome, edit_summary(ctx, comment))
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -7658,19 +7629,14 @@ def add_talk_topic(
     heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
-    talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
-    check_page(ctx, page, talk, must_exist=False)
-    talk, latest = page.get("title", talk), revision_of(page).get("revid")
-    if ctx.dry_run:
-        refuse_forbidden_dry_run(ctx, page, "edit")
-        whole = main_slot(revision_of(page)).get("content", "")
-        new = (whole + "\n\n" if whole else "") + f"== {heading} ==\n\n{text}"
-        return dry_run_result(talk, latest, None, whole, as_saved(new), ctx.budget)
-    fields = {"section": "new", "sectiontitle": heading, "text": text}
-    summary = edit_summary(ctx, f"/* {heading} */ new section")
-    return save_edit(ctx, talk, fields, latest, summary, composed=True)
 
+    def compose(target: EditTarget) -> Composed:
+        new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
+        # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
+        return Composed(new, summary=edit_summary(ctx, f"/* {heading} */ new section"),
+                        fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
+                                "nocreate": None, "createonly": None})
+    return edit_page(ctx, talk_title(ctx, title), compose, must_exist=False, follow=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -7740,36 +7706,33 @@ def reply_on_talk_page(
     use add-talk-topic."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
-    talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
-    check_page(ctx, page, talk)
-    talk, site = page["title"], ctx.site
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
-    section = topic_section(ctx, talk, whole, topic)
-    span = section_span(whole, section.number, site.syntax) or (0, 0)
-    text = section_text(whole, span)
-    subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
-    own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-    lines = text[:own].split("\n")
-    comments = talk_comments(site, lines)
-    answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
-    body = reply_blocks(talk, as_wiki_receives(message))
-    summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
-    reply_to = answered or (comments[0] if comments else None)
-    new = "\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:]
-    described = labelled(("Topic", f"{section.number} ({section.heading})" if section.number else "0 (Lead)"),
-                         ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None))
-    if ctx.dry_run:
-        blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
-                              ctx.budget)
-        return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
-    if answered and "discussiontools" in ctx.client.extensions and (
-            comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered)):
-        saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
-        return f"{saved}\n{described}"
-    fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
-    return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
+    site = ctx.site
+
+    def compose(target: EditTarget) -> Composed:
+        talk, whole, latest = target.title, target.now, target.latest
+        section = topic_section(ctx, talk, whole, topic)
+        span = section_span(whole, section.number, site.syntax) or (0, 0)
+        text = section_text(whole, span)
+        subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
+        own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
+        lines = text[:own].split("\n")
+        comments = talk_comments(site, lines)
+        answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
+        body = reply_blocks(talk, as_wiki_receives(message))
+        summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
+        reply_to = answered or (comments[0] if comments else None)
+
+        def with_discussion_tools() -> str | None:
+            comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered) if answered else None
+            return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
+                                                              summary)
+        return Composed("\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:],
+                        labelled(("Topic", f"{section.number} ({section.heading})" if section.number
+                                  else "0 (Lead)"),
+                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
+                        summary, section=section.number,
+                        send=with_discussion_tools if "discussiontools" in ctx.client.extensions else None)
+    return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
 
 def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
