@@ -4284,6 +4284,30 @@ def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, w
     assert wiki.wikitext(title) == "Good text."
 
 
+def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: RealWiki) -> None:
+    """A content model the wiki does not know, invalid JSON on a JSON page and a text over the
+    wiki's maximum page size: each save is refused by the wiki, and so is each dry run."""
+    title = "Pipeline JSON test"
+    created = call(bot_server, "create-page", title=title, source='{"rivers": 3}', contentModel="json")
+    assert not created.is_error, created.text
+    limit = int(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["maxarticlesize"])
+    cases = [("create-page", {"title": "Pipeline unknown model test", "source": "x", "contentModel": "nosuchmodel"},
+              "knows no content model 'nosuchmodel'"),
+             ("update-page", {"title": title, "source": '{"rivers": '}, "the new text is not valid JSON"),
+             ("create-page", {"title": "Pipeline bad JSON test", "source": "{", "contentModel": "json"},
+              "the new text is not valid JSON"),
+             ("update-page", {"title": "Apple", "source": "An apple. " * (limit // 10 + 100)},
+              f"over {wiki.key}'s maximum page size of {limit} bytes")]
+    for tool, arguments, message in cases:
+        dry = call(bot_server, tool, dryRun=True, **arguments)
+        assert dry.is_error and dry.blocks[0].startswith("invalid_input: Nothing was saved (dry run): "), dry.text
+        assert message in dry.text, dry.text
+        saved = call(bot_server, tool, **arguments)
+        assert saved.is_error and saved.blocks[0].startswith("invalid_input: "), (tool, saved.text)
+    assert json.loads(wiki.wikitext(title)) == {"rivers": 3}
+    assert revision_ids(wiki, "Pipeline unknown model test") == []
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
