@@ -6244,7 +6244,7 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
-        refuse_unsaveable(ctx, target, after, change.fields.get("contentmodel"))
+        refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"), change.fields.get("contentmodel"))
         blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
                                 as_saved(after), ctx.budget,
                                 merged_into=target.latest if target.pin and target.pin != target.latest else None)
@@ -6291,24 +6291,30 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     return merged
 
 
-def refuse_unsaveable(ctx: ToolContext, target: EditTarget, text: str, model: str | None = None) -> None:
-    """Refuses in a dry run what the save would be refused for by the wiki's own checks of the
-    text: a content model it does not know, JSON that does not parse on a JSON page, a text
-    over the wiki's maximum page size. (A save meets the wiki's checks themselves.)"""
-    if model is not None and model not in (known := content_models(ctx)):
-        raise invalid_input(f"Nothing was saved (dry run): {ctx.wiki.key} knows no content model {model!r}, so "
-                            f"the save would be refused. Its content models: {', '.join(known)}.")
-    if (model or target.page.get("contentmodel")) == "json":
+def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None, asked: str | None = None) -> None:
+    """Refuses in a dry run what the wiki's own checks would refuse the save for (unsaveable).
+    A save meets the wiki's checks themselves."""
+    why = unsaveable(ctx, title, text, model, asked)
+    if why:
+        raise invalid_input(f"Nothing was saved (dry run): {why}, so the save would be refused.")
+
+
+def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None, asked: str | None = None) -> str | None:
+    """Why the wiki would refuse to save ``text`` on a page of content ``model``, if it would: a
+    content model ``asked`` that it does not know, JSON that does not parse on a JSON page, a
+    text over its maximum page size."""
+    if asked is not None and asked not in (known := content_models(ctx)):
+        return f"{ctx.wiki.key} knows no content model {asked!r} (its content models: {', '.join(known)})"
+    if (asked or model) == "json":
         try:
             json.loads(text)
         except ValueError as error:
-            raise invalid_input(f"Nothing was saved (dry run): {target.title!r} holds JSON, and the new text is "
-                                f"not valid JSON ({error}), so the save would be refused.") from None
+            return f"{title!r} holds JSON, and the new text is not valid JSON ({error})"
     limit = int(ctx.site.raw.get("maxarticlesize") or 0)
-    if limit and utf8_len(as_saved(text)) > limit:
-        raise invalid_input(f"Nothing was saved (dry run): the new text of {target.title!r} is "
-                            f"{utf8_len(as_saved(text))} bytes, over {ctx.wiki.key}'s maximum page size of "
-                            f"{limit} bytes, so the save would be refused. Split it into several pages.")
+    size = utf8_len(as_saved(text))
+    if limit and size > limit:
+        return f"the new text of {title!r} is {size} bytes, over {ctx.wiki.key}'s maximum page size of {limit} bytes"
+    return None
 
 
 def content_models(ctx: ToolContext) -> list[str]:
@@ -6773,6 +6779,7 @@ def undo_edit(
         new = before if now == undone else merge3(undone, before, now)
         if new is None:
             raise undo_conflict(ctx, title, oldest, revisionId, parent)
+        refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
         return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
     what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
             else f"revisions {oldest} to {revisionId}")
@@ -7884,7 +7891,7 @@ def replace_in_pages(
         raise invalid_input("Argument 'find' must not be empty.")
     find, replace = as_wiki_receives(find), as_wiki_receives(replace)
     change = json.dumps([find, replace, regex], ensure_ascii=False)  # what the ledger knows its previews by
-    pages = [replaced(title, page, why, find, replace, regex) for title, page, why
+    pages = [replaced(ctx, title, page, why, find, replace, regex) for title, page, why
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
@@ -7952,16 +7959,22 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
     return list(result.values())
 
 
-def replaced(title: str, page: dict[str, Any] | None, why: str | None, find: str, replace: str,
-             regex: bool) -> PageChange:
-    text = main_slot(revision_of(page or {})).get("content", "")
+def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str | None, find: str,
+             replace: str, regex: bool) -> PageChange:
+    """A page's change; one the wiki's checks would refuse to save is skipped, saying why."""
+    slot = main_slot(revision_of(page or {}))
+    text = slot.get("content", "")
     if not regex:
-        return PageChange(title, page, why, text, text.replace(find, replace), text.count(find))
-    try:
-        new, count = re.subn(find, replace, text)
-    except (re.error, IndexError) as error:
-        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                            "was changed.") from None
+        new, count = text.replace(find, replace), text.count(find)
+    else:
+        try:
+            new, count = re.subn(find, replace, text)
+        except (re.error, IndexError) as error:
+            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                                "was changed.") from None
+    refused = count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel"))
+    if refused:
+        return PageChange(title, None, f"the wiki would not save the change: {refused}")
     return PageChange(title, page, why, text, new, count)
 
 

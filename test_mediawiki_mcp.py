@@ -4304,7 +4304,11 @@ def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: Rea
         assert message in dry.text, dry.text
         saved = call(bot_server, tool, **arguments)
         assert saved.is_error and saved.blocks[0].startswith("invalid_input: "), (tool, saved.text)
-    assert json.loads(wiki.wikitext(title)) == {"rivers": 3}
+    for dry_run in (True, False):
+        across = call(bot_server, "replace-in-pages", titles=[title], find="3", replace="3,", dryRun=dry_run)
+        assert not across.is_error and "the wiki would not save the change: " in across.text, across.text
+        assert "the new text is not valid JSON" in across.text
+    assert json.loads(wiki.wikitext(title)) == {"rivers": 3} and len(revision_ids(wiki, title)) == 1
     assert revision_ids(wiki, "Pipeline unknown model test") == []
 
 
