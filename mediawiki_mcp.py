@@ -151,6 +151,7 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "noedit", "noedit-anon", "cantedit", "customcssprotected", "customjsprotected",
         "customjsonprotected", "mycustomcssprotected", "mycustomjsprotected", "mycustomjsonprotected",
         "sitecssprotected", "sitejsprotected", "sitejsonprotected", "spamblacklist", "spamdetected",
+        "spamprotectionmatch",
         "titleblacklist-forbidden", "hookaborted", "cantmove", "cantmove-anon", "cantmovefile",
         "bigdelete", "badaccess-groups", "confirmemail", "upload-disabled", "uploaddisabled",
         "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
@@ -255,6 +256,21 @@ MW_NEXT_STEP = {
     "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
     "cantrollback": "Every revision of the page is by that user, so there is nothing to return to; to remove "
                     "the page, use delete-page.",
+    # Saves the wiki refuses for its own reasons: the same text is refused again, whoever sends it.
+    **dict.fromkeys(("spamprotectionmatch", "spamdetected"),
+                    "Nothing was saved: the wiki's spam filter matched the text named. Take it out or reword "
+                    "it, then save again; only a wiki administrator can change the filter."),
+    "spamblacklist": "Nothing was saved: the wiki does not accept links to the site named. Take the link out "
+                     "(or give the address as plain text in <nowiki>), then save again; a wiki administrator "
+                     "can allow the site.",
+    "protectedtitle": "Nothing was saved: the title is protected against creation. Ask a wiki administrator "
+                      "to create the page, or pick another title.",
+    "titleblacklist-forbidden": "Nothing was saved: the wiki does not allow this title. Pick another title, "
+                                "or ask a wiki administrator.",
+    **dict.fromkeys(("abusefilter-disallowed", "abusefilter-warning"),
+                    "Nothing was saved: an abuse filter of the wiki stopped the edit for the reason given. "
+                    "Tell the user that reason and change the edit; a wiki administrator can review the "
+                    "filter."),
 }
 
 
@@ -6100,7 +6116,8 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
     if (page.get("actions") or {}).get(action) is False:
         raise permission_denied(f"Nothing was saved (dry run): the account cannot {action} "
                                 f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is "
-                                "blocked), so the save would be refused. " + NEXT_STEP["permission_denied"])
+                                "blocked), so the save would be refused. Ask a wiki administrator, since "
+                                f"this account cannot {action} it.")
 
 
 def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:

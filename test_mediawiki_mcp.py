@@ -4312,6 +4312,53 @@ def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: Rea
     assert revision_ids(wiki, "Pipeline unknown model test") == []
 
 
+#: A wiki that refuses edits for its own reasons: $wgSpamRegex, and SpamBlacklist with a list
+#: kept in a file (both refuse a save of text that holds a match).
+SPAM_SETTINGS = """
+$wgSpamRegex = ['/casino-jackpot-bonus/i'];
+wfLoadExtension('SpamBlacklist');
+$wgBlacklistSettings = ['spam' => ['files' => [__DIR__ . '/spam-blacklist.txt']]];
+"""
+
+
+def spam_wiki(farm: WikiFarm) -> RealWiki:
+    def start(stack: contextlib.ExitStack) -> RealWiki:
+        directory = Path(stack.enter_context(MEDIAWIKI_1_39.temporary_directory("mw-spam-")))
+        (directory / "spam-blacklist.txt").write_text("pills-cheap-example\\.com\n")
+        running = start_test_wiki(directory, seed=Seed({"Spam target": "Clean text."}),
+                                  extra_settings=SPAM_SETTINGS)
+        stack.callback(running.stop)
+        return running
+    return farm.once(("wiki", "spam"), start)
+
+
+def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry(
+        farm: WikiFarm, accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    spam = spam_wiki(farm)
+    server = make_server(spam.env())
+    refused = {
+        "spam filter": [("update-page", {"title": "Spam target", "mode": "append",
+                                         "source": "Win at casino-jackpot-bonus now."}),
+                        ("update-page-categories", {"title": "Spam target", "add": ["Casino-jackpot-bonus"]})],
+        "does not accept links": [("create-page", {"title": "Spam page", "source": "See http://pills-cheap-example.com/"}),
+                                  ("update-page", {"title": "Spam target", "find": "Clean",
+                                                   "replace": "[http://pills-cheap-example.com Clean]"})]}
+    for reason, calls in refused.items():
+        for tool, arguments in calls:
+            result = call(server, tool, **arguments)
+            assert result.is_error and result.blocks[0].startswith("permission_denied: "), (tool, result.text)
+            assert f"Nothing was saved: the wiki {reason}" in result.text.replace("wiki's", "wiki"), result.text
+            assert "Retry" not in result.text and "the same call fails again" not in result.text, result.text
+    assert spam.wikitext("Spam target") == "Clean text." and revision_ids(spam, "Spam page") == []
+    title = "Pipeline protected title"
+    assert not call(bot_server, "protect-page", title=title, create="sysop", confirm=True).is_error
+    for arguments in ({"dryRun": True}, {}):
+        result = call(make_server(accounts.plain), "create-page", title=title, source="Hello.", **arguments)
+        assert result.is_error and result.blocks[0].startswith("permission_denied: "), result.text
+        assert "ask a wiki administrator" in result.text.lower() and "Retry" not in result.text, result.text
+    assert revision_ids(wiki, title) == []
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
