@@ -3798,6 +3798,15 @@ class PageRead:
         return cls(revid, seen, total, order, {int(n): end for n, end in ends}, tuple(shown))
 
 
+#: How many renderings of a page (ReadLedger.rendered) are remembered.
+RENDERINGS_KEPT = 4
+
+
+def rendering_digest(text: str) -> str:
+    """A text's digest with its whitespace left out, as a model's copy may differ in it."""
+    return hashlib.sha256("".join(text.split()).encode()).hexdigest()
+
+
 class ReadLedger:
     """Remembers, per wiki, page and section, the last read here: how much of it was seen,
     so that writing back text the model only saw in part (a truncated read) is refused; and
@@ -3872,6 +3881,20 @@ class ReadLedger:
         found = self.store.get((wiki, "preview", self._change(title, change)))
         return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
+    def rendered(self, wiki: str, title: str, *texts: str) -> None:
+        """Notes rendered text (plain text or HTML) of a page shown here, so that the same text
+        written back as wikitext is refused (shows_rendered); the last few are kept."""
+        digests = [rendering_digest(text) for text in texts]
+
+        def after(known: str | None) -> str:
+            return json.dumps([d for d in json.loads(known or "[]") if d not in digests][-RENDERINGS_KEPT:] + digests)
+        with unless_store_down(f"The rendering of {title!r}"):
+            self.store.update((wiki, "rendered", title), after, READ_LEDGER_TTL_SECONDS)
+
+    def shows_rendered(self, wiki: str, title: str, text: str) -> bool:
+        """Whether ``text`` is, whitespace aside, rendered text of this page shown here."""
+        return rendering_digest(text) in json.loads(self.store.get((wiki, "rendered", title)) or "[]")
+
     @staticmethod
     def _change(title: str, change: str) -> str:
         return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
@@ -3910,6 +3933,12 @@ class ClientReads:
 
     def unseen(self, title: str, section: int | None) -> PageRead | None:
         return self.ledger.unseen(self.wiki, title, section)
+
+    def rendered(self, title: str, *texts: str) -> None:
+        self.ledger.rendered(self.wiki, title, *texts)
+
+    def shows_rendered(self, title: str, text: str) -> bool:
+        return self.ledger.shows_rendered(self.wiki, title, text)
 
 
 class IdempotencyStore:
@@ -4789,6 +4818,8 @@ def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, se
         page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, shown)
+    if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
+        ctx.reads.rendered(page["title"], body, slice_content(body, offset, ctx.budget).text)
     return content_blocks(header, body, offset, ctx.budget, "get-page",
                           sections=None if number is not None else html_sections(parsed),
                           again={"content": content, **({"section": number} if number is not None else {}),
@@ -6259,6 +6290,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     section = target.section if change.section is None else change.section
     if change.given is not None:
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
+        if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
+            raise rendered_text(target.title, "it is what get-page returned as content text or html")
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"), change.fields.get("contentmodel"))
@@ -6548,10 +6581,15 @@ def refuse_rendered_text(title: str, text: str) -> None:
     templates, references and categories are gone from it."""
     found = RENDERED_MARKERS.search(text)
     if found:
-        raise invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
-                            f"(it holds {found.group(0)[:60]!r}, as get-page's content text or html shows a "
-                            "page), so saving it would drop the page's templates, references and categories. "
-                            "Read the wikitext with get-page (content='source', the default) and change that.")
+        raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "
+                                   "shows a page")
+
+
+def rendered_text(title: str, sign: str) -> WikiError:
+    """The refusal of rendered text written as wikitext; ``sign``: how it shows."""
+    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext ({sign}), "
+                         "so saving it would drop the page's templates, references and categories. Read the "
+                         "wikitext with get-page (content='source', the default) and change that.")
 
 
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:

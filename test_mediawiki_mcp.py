@@ -4359,6 +4359,18 @@ def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry
     assert revision_ids(wiki, title) == []
 
 
+def test_plain_text_of_a_page_without_headings_written_back_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline rendered lead test"
+    text = "'''Wendle Gill''' is a stream{{Fixture box}}.<ref>A survey.</ref>\n\n<references />\n[[Category:Rivers]]"
+    revid = create(bot_server, title, text)
+    shown = content_of(call(bot_server, "get-page", title=title, content="text").blocks[0])
+    refused = call(bot_server, "update-page", title=title, source=shown + "\n")
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text, not wikitext (it is "
+        "what get-page returned as content text or html)"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+
+
 # -- the pieces behind the write tools ------------------------------------------
 
 def test_line_diff_is_compact() -> None:
