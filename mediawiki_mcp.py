@@ -6254,7 +6254,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
                         + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
                            "existing titles."))
-    check_page(ctx, page, title, must_exist)
+    check_page(ctx, page, title, must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)

@@ -3848,7 +3848,7 @@ def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any
     stored = len(wiki.wikitext(title).encode())
     assert stored > len("Signed: ~~~~") and field(created, "Size change") == f"+{stored} bytes (0 to {stored})"
     for arguments in ({"mode": "append", "source": "Ünïcödé line."}, {"find": "Signed", "replace": "Sig"},
-                      {"source": "Short."}, {"section": 0, "source": "Shorter"}):
+                      {"source": "Short.", "removeSections": True}, {"section": 0, "source": "Shorter"}):
         result = call(bot_server, "update-page", title=title, **arguments)
         assert not result.is_error, result.text
         before, after = int(field(result, "Previous revision ID")), int(field(result, "Revision ID"))
