@@ -3038,7 +3038,8 @@ def separator(before: str, after: str) -> str:
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
     # A list item joins the list it follows: decided by the item alone, so that an append made
     # on a read gone stale (appendtext lands on the page as it then is) joins it too.
-    wanted = 2 if after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before)) else 1
+    apart = after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before))
+    wanted = 2 if apart else 1
     return "\n" * max(0, wanted - seam.count("\n"))
 
 
@@ -3887,7 +3888,8 @@ class ReadLedger:
         digests = [rendering_digest(text) for text in texts]
 
         def after(known: str | None) -> str:
-            return json.dumps([d for d in json.loads(known or "[]") if d not in digests][-RENDERINGS_KEPT:] + digests)
+            kept = [d for d in json.loads(known or "[]") if d not in digests]
+            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
         with unless_store_down(f"The rendering of {title!r}"):
             self.store.update((wiki, "rendered", title), after, READ_LEDGER_TTL_SECONDS)
 
@@ -6248,7 +6250,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     ``read``: a new page, read only for a dry run."""
     if not read:  # a new page's save: createonly has the wiki refuse a title that exists
         return EditTarget({}, title, 0, "", None, "", None, "")
-    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None, **params})
+    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None,
+                                 **params})
     title = page.get("title", title)
     if page.get("missing") and must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
@@ -6280,8 +6283,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
         raise no_such_section(ctx, title, number, pin or latest)
     if whole:
         refuse_partial_write(ctx, title, number)
-    return EditTarget(page, title, latest, now, pin, base, number, seen if span is None else section_text(seen, span),
-                      bool(read_base))
+    old = seen if span is None else section_text(seen, span)
+    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
@@ -6294,10 +6297,11 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
-        refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"), change.fields.get("contentmodel"))
+        refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
+                          change.fields.get("contentmodel"))
+        merged = target.pin and target.pin != target.latest
         blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
-                                as_saved(after), ctx.budget,
-                                merged_into=target.latest if target.pin and target.pin != target.latest else None)
+                                as_saved(after), ctx.budget, merged_into=target.latest if merged else None)
         return [f"{blocks[0]}\n\n{change.note}" if change.note else blocks[0], *blocks[1:]]
     saved = change.send() if change.send is not None else None
     if saved is None:
@@ -6335,13 +6339,14 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
         return mine
     merged = merge3(target.base, mine, target.now)
     if merged is None:
-        raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} (its "
-                       f"latest is {target.latest}) on lines this edit changes too, so the save would be refused "
-                       "as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
+        raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
+                       f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
+                       "refused as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
     return merged
 
 
-def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None, asked: str | None = None) -> None:
+def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
+                      asked: str | None = None) -> None:
     """Refuses in a dry run what the wiki's own checks would refuse the save for (unsaveable).
     A save meets the wiki's checks themselves."""
     why = unsaveable(ctx, title, text, model, asked)
@@ -6349,7 +6354,8 @@ def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None
         raise invalid_input(f"Nothing was saved (dry run): {why}, so the save would be refused.")
 
 
-def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None, asked: str | None = None) -> str | None:
+def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
+               asked: str | None = None) -> str | None:
     """Why the wiki would refuse to save ``text`` on a page of content ``model``, if it would: a
     content model ``asked`` that it does not know, JSON that does not parse on a JSON page, a
     text over its maximum page size."""
@@ -6363,7 +6369,8 @@ def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None, asked
     limit = int(ctx.site.raw.get("maxarticlesize") or 0)
     size = utf8_len(as_saved(text))
     if limit and size > limit:
-        return f"the new text of {title!r} is {size} bytes, over {ctx.wiki.key}'s maximum page size of {limit} bytes"
+        return (f"the new text of {title!r} is {size} bytes, over {ctx.wiki.key}'s maximum page size of "
+                f"{limit} bytes")
     return None
 
 
@@ -6462,8 +6469,9 @@ def update_page(
         if find is not None:
             where = f"section {target.section} of {target.title!r}" if target.section is not None else \
                 repr(target.title)
-            return made(replace_found(where, target.old, find, replace or "", replaceAll, target.pin or target.latest,
-                                      target.latest, target.base, target.now), fields=fields)
+            return made(replace_found(where, target.old, find, replace or "", replaceAll,
+                                      target.pin or target.latest, target.latest, target.base, target.now),
+                        fields=fields)
         if mode == "replace":
             return made(text, fields=fields, given=allow)
         refuse_rendered_text(target.title, text)
@@ -6554,9 +6562,9 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
     refuse_rendered_text(title, new)
     if section is None:
         if not new.strip() and old.strip() and not allow.blank:
-            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank {title!r} "
-                                f"({utf8_len(old)} bytes). To delete the page, use delete-page. To leave it "
-                                "empty, call again with blank=true.")
+            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank "
+                                f"{title!r} ({utf8_len(old)} bytes). To delete the page, use delete-page. To "
+                                "leave it empty, call again with blank=true.")
         if not allow.remove_sections and not allow.blank:
             refuse_shrinking(title, old, new, syntax)
         return
@@ -6564,8 +6572,8 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
         heading = old.lstrip("\n").partition("\n")[0].strip()
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
                             f"heading ({heading}), so saving it would merge the section into the one before. "
-                            f"Start source with the heading (get-page with section={section} shows it), or set "
-                            "removeHeading=true to drop it.")
+                            f"Start source with the heading (get-page with section={section} shows it), or "
+                            "set removeHeading=true to drop it.")
     if section and not allow.remove_subsections:
         refuse_lost_subsections(title, section, old, new, syntax)
 
@@ -6587,9 +6595,9 @@ def refuse_rendered_text(title: str, text: str) -> None:
 
 def rendered_text(title: str, sign: str) -> WikiError:
     """The refusal of rendered text written as wikitext; ``sign``: how it shows."""
-    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext ({sign}), "
-                         "so saving it would drop the page's templates, references and categories. Read the "
-                         "wikitext with get-page (content='source', the default) and change that.")
+    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
+                         f"({sign}), so saving it would drop the page's templates, references and categories. "
+                         "Read the wikitext with get-page (content='source', the default) and change that.")
 
 
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
@@ -6607,9 +6615,9 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
     section = shrunk_to_section(whole, new, syntax)
     if section is None and utf8_len(new) * 2 < utf8_len(whole) and not wikitext_sections(whole, syntax):
         raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes) would replace all of "
-                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of it, "
-                            "use update-page with find and replace. To make this text the whole page, call "
-                            "again with removeSections=true.")
+                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of "
+                            "it, use update-page with find and replace. To make this text the whole page, "
+                            "call again with removeSections=true.")
     if section is None:
         return
     sections = wikitext_sections(whole, syntax)
@@ -6879,14 +6887,15 @@ def rollback_edits(
     run = rollback_run(ctx, title, name)
     if not confirm:
         ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
-        raise invalid_input(f"Nothing was rolled back. rollback-edits would revert {run.edits}, returning it to "
-                            f"revision {run.target} by {run.target_user}. Ask the user to confirm, then call "
-                            "rollback-edits again with confirm=true.")
+        raise invalid_input(f"Nothing was rolled back. rollback-edits would revert {run.edits}, returning it "
+                            f"to revision {run.target} by {run.target_user}. Ask the user to confirm, then "
+                            "call rollback-edits again with confirm=true.")
     previewed = (ctx.reads.preview(run.title, f"rollback|{name}") or (None, None))[0]
     if previewed and previewed != run.latest:
-        raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest revision "
-                       f"was {previewed}, now {run.latest}); nothing was rolled back. rollback-edits would now "
-                       f"revert {run.edits}: ask the user to confirm that, then call again with confirm=true.")
+        raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest "
+                       f"revision was {previewed}, now {run.latest}); nothing was rolled back. rollback-edits "
+                       f"would now revert {run.edits}: ask the user to confirm that, then call again with "
+                       "confirm=true.")
     # action=rollback takes no base revision: an edit landing between the read above and the
     # rollback (one round trip) would be reverted too, unseen.
     params = {"action": "rollback", "title": run.title, "user": name, "summary": edit_summary(ctx, comment),
@@ -7621,7 +7630,8 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added else None
+    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
+        else None
     return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
@@ -7636,7 +7646,8 @@ def in_noinclude(text: str, lines: str) -> str:
     <noinclude> part, or in a new one at the end, right after the text so that the template
     gives no new line break."""
     unparsed = unparsed_spans(text)
-    parts = [m for m in NOINCLUDE.finditer(text) if not any(start <= m.start() < end for start, end in unparsed)]
+    parts = [m for m in NOINCLUDE.finditer(text)
+             if not any(start <= m.start() < end for start, end in unparsed)]
     if not parts:
         return f"{text}<noinclude>{lines}\n</noinclude>"
     start, end = parts[-1].span(1)
@@ -7784,16 +7795,17 @@ def reply_on_talk_page(
         summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
         reply_to = answered or (comments[0] if comments else None)
 
-        def with_discussion_tools() -> str | None:
-            comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered) if answered else None
+        def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
+            if answered is None or "discussiontools" not in ctx.client.extensions:
+                return None
+            comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
         return Composed("\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:],
                         labelled(("Topic", f"{section.number} ({section.heading})" if section.number
                                   else "0 (Lead)"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
-                        summary, section=section.number,
-                        send=with_discussion_tools if "discussiontools" in ctx.client.extensions else None)
+                        summary, section=section.number, send=with_discussion_tools)
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
 
