@@ -4090,7 +4090,7 @@ def test_edit_summaries_keep_the_attribution_and_mediawikis_own(bot_server: Any,
     stored = latest_revision(wiki, title)["comment"]
     assert len(stored) == 500 and stored.startswith("Ä long summary, xxx")
     assert stored.endswith("… (via mediawiki-mcp)")
-    assert not call(bot_server, "update-page", title=title, source="").is_error
+    assert not call(bot_server, "update-page", title=title, source="", blank=True).is_error
     assert latest_revision(wiki, title)["comment"] == "Blanked the page"
 
 
