@@ -4149,6 +4149,7 @@ def test_a_section_replaced_without_its_heading_is_refused_unless_asked(bot_serv
     assert not merged.is_error and wiki.wikitext(title).endswith("== One ==\nFirst.\n\nJoined."), merged.text
 
 
+@on_every_version
 @pytest.mark.parametrize("content", ["text", "html"])
 def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki: RealWiki, content: str) -> None:
     title = f"Pipeline rendered {content} test"
@@ -4191,6 +4192,7 @@ def rendered_categories(wiki: RealWiki, title: str) -> list[str]:
     return sorted(c["category"] for c in parsed["categories"])
 
 
+@on_every_version
 def test_a_category_added_to_a_template_goes_inside_noinclude(bot_server: Any, wiki: RealWiki) -> None:
     bare, kept = "Template:Pipeline river stub", "Template:Pipeline lake stub"
     create(bot_server, bare, "''This river article is a stub.''")
@@ -4359,6 +4361,7 @@ def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry
     assert revision_ids(wiki, title) == []
 
 
+@on_every_version
 def test_plain_text_of_a_page_without_headings_written_back_is_refused(bot_server: Any, wiki: RealWiki) -> None:
     title = "Pipeline rendered lead test"
     text = "'''Wendle Gill''' is a stream{{Fixture box}}.<ref>A survey.</ref>\n\n<references />\n[[Category:Rivers]]"
