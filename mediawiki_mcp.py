@@ -168,6 +168,7 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "noedit", "noedit-anon", "cantedit", "customcssprotected", "customjsprotected",
         "customjsonprotected", "mycustomcssprotected", "mycustomjsprotected", "mycustomjsonprotected",
         "sitecssprotected", "sitejsprotected", "sitejsonprotected", "spamblacklist", "spamdetected",
+        "spamprotectionmatch",
         "titleblacklist-forbidden", "hookaborted", "cantmove", "cantmove-anon", "cantmovefile",
         "bigdelete", "badaccess-groups", "confirmemail", "upload-disabled", "uploaddisabled",
         "copyuploaddisabled", "copyuploadbaddomain", "copyuploadbadurl", "cantchangecontentmodel",
@@ -272,6 +273,21 @@ MW_NEXT_STEP = {
     "verification-error": "Upload a file whose extension matches its content, of a type the wiki accepts.",
     "cantrollback": "Every revision of the page is by that user, so there is nothing to return to; to remove "
                     "the page, use delete-page.",
+    # Saves the wiki refuses for its own reasons: the same text is refused again, whoever sends it.
+    **dict.fromkeys(("spamprotectionmatch", "spamdetected"),
+                    "Nothing was saved: the wiki's spam filter matched the text named. Take it out or reword "
+                    "it, then save again; only a wiki administrator can change the filter."),
+    "spamblacklist": "Nothing was saved: the wiki does not accept links to the site named. Take the link out "
+                     "(or give the address as plain text in <nowiki>), then save again; a wiki administrator "
+                     "can allow the site.",
+    "protectedtitle": "Nothing was saved: the title is protected against creation. Ask a wiki administrator "
+                      "to create the page, or pick another title.",
+    "titleblacklist-forbidden": "Nothing was saved: the wiki does not allow this title. Pick another title, "
+                                "or ask a wiki administrator.",
+    **dict.fromkeys(("abusefilter-disallowed", "abusefilter-warning"),
+                    "Nothing was saved: an abuse filter of the wiki stopped the edit for the reason given. "
+                    "Tell the user that reason and change the edit; a wiki administrator can review the "
+                    "filter."),
 }
 
 
@@ -3038,14 +3054,22 @@ def ends_block(text: str) -> bool:
             or (last.startswith("<") and last.endswith(">")))
 
 
+#: The characters a wikitext list line starts with (bullets, numbers, indents, definitions).
+LIST_MARKUP = ("*", "#", ":", ";")
+
+
 def separator(before: str, after: str) -> str:
     """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
     prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
-    with a block. Line breaks already at the seam count."""
+    with a block, except that a list line is never set apart. Line breaks already at the seam
+    count."""
     if not before.strip() or not after.strip():
         return ""
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
-    wanted = 2 if starts_heading(after) or ends_block(before) else 1
+    # A list item joins the list it follows: decided by the item alone, so that an append made
+    # on a read gone stale (appendtext lands on the page as it then is) joins it too.
+    apart = after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before))
+    wanted = 2 if apart else 1
     return "\n" * max(0, wanted - seam.count("\n"))
 
 
@@ -3877,6 +3901,15 @@ def section_starts(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
 EntryChange = Callable[[str | None, int], str | None]
 
 
+#: How many renderings of a page (ReadLedger.rendered) are remembered.
+RENDERINGS_KEPT = 4
+
+
+def rendering_digest(text: str) -> str:
+    """A text's digest with its whitespace left out, as a model's copy may differ in it."""
+    return hashlib.sha256("".join(text.split()).encode()).hexdigest()
+
+
 class ReadLedger:
     """Remembers, per wiki and caller (client_entry), page and section, what that caller read:
     which bytes of which revision, so that writing back text the model only saw in part (a
@@ -3991,6 +4024,20 @@ class ReadLedger:
         revision its save made, if any."""
         found = self._get(wiki, caller, "preview", self._change(title, change))
         return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
+
+    def rendered(self, wiki: str, title: str, *texts: str, caller: str = "") -> None:
+        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
+        text written back as wikitext is refused (shows_rendered); the last few are kept."""
+        digests = [rendering_digest(text) for text in texts]
+
+        def after(known: str | None, order: int) -> str:
+            kept = [d for d in json.loads(known or "[]") if d not in digests]
+            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
+        self._note(wiki, caller, [("rendered", title, after)])
+
+    def shows_rendered(self, wiki: str, title: str, text: str, caller: str = "") -> bool:
+        """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
+        return rendering_digest(text) in json.loads(self._get(wiki, caller, "rendered", title) or "[]")
 
     @staticmethod
     def _change(title: str, change: str) -> str:
@@ -4165,6 +4212,12 @@ class ClientReads:
 
     def forgotten(self, title: str, section: int | None) -> bool:
         return self.ledger.forgotten(self.wiki, title, section, self.caller)
+
+    def rendered(self, title: str, *texts: str) -> None:
+        self.ledger.rendered(self.wiki, title, *texts, caller=self.caller)
+
+    def shows_rendered(self, title: str, text: str) -> bool:
+        return self.ledger.shows_rendered(self.wiki, title, text, self.caller)
 
 
 class IdempotencyStore:
@@ -4757,7 +4810,7 @@ OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
 NamespacesArg = Arg("Namespace IDs; default: all.", max_items=50)
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
-LatestIdArg = Arg("Revision ID the change is based on.", minimum=1)
+LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 
 
@@ -5078,6 +5131,8 @@ def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, se
         page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, shown)
+    if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
+        ctx.reads.rendered(page["title"], body, slice_content(body, offset, ctx.budget).text)
     return content_blocks(header, body, offset, ctx.budget, "get-page",
                           sections=None if number is not None else html_sections(parsed),
                           again={"content": content, **({"section": number} if number is not None else {}),
@@ -6406,13 +6461,14 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
     if (page.get("actions") or {}).get(action) is False:
         raise permission_denied(f"Nothing was saved (dry run): the account cannot {action} "
                                 f"{page.get('title')!r} on {ctx.wiki.key} (protected, or the account is "
-                                "blocked), so the save would be refused. " + NEXT_STEP["permission_denied"])
+                                "blocked), so the save would be refused. Ask a wiki administrator, since "
+                                f"this account cannot {action} it.")
 
 
 def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
     """The query parameters of a page's latest revision and text (and of ``props``) for an edit
     composed here; in a dry run, prop=info too, for whether the account may edit it at all."""
-    return {"prop": "|".join(["revisions", *props, *(["info"] if ctx.dry_run else [])]),
+    return {"prop": "|".join(dict.fromkeys(["revisions", *props, *(["info"] if ctx.dry_run else [])])),
             "rvprop": "ids|content", "rvslots": "main", "intestactions": "edit" if ctx.dry_run else None}
 
 
@@ -6469,6 +6525,208 @@ def require_pinned_base(ctx: ToolContext, title: str, section: int | None, lates
                             "again (get-page), then write it with the latestId that read returns.")
 
 
+# -- the edit pipeline -----------------------------------------------------------
+# Every tool that changes a page's wikitext is a composer that edit_page runs: it reads the
+# page once and pins the base (read_for_edit), lets the tool compose the new text, applies
+# the no-loss rules to text the model gave (refuse_lossy_write; refuse_partial_write at the
+# read), then dry-runs the change through the checks the save would meet (refuse_unsaveable)
+# or saves it (save_edit: a lost answer settled, the save recorded for this client). Undo and
+# rollback use the wiki's own actions but share the dry run's checks and the save's steps.
+
+@dataclasses.dataclass(frozen=True)
+class EditTarget:
+    """A page as an edit reads it: the page now, and the base the change is made on."""
+    page: dict[str, Any]    # the query's page: info, the latest revision and its text
+    title: str
+    latest: int             # the latest revision; 0 when the page does not exist
+    now: str                # the latest revision's text
+    pin: int | None         # the base revision, sent as baserevid; None: unpinned (an addition)
+    base: str               # the base revision's text, which MediaWiki splices a section into
+    section: int | None     # the section changed, numbered as in the text it is made on
+    old: str                # that section's text (or the page's), in the text the change is made on
+    from_read: bool = False  # the base is this client's last read, not a latestId given
+
+
+@dataclasses.dataclass(frozen=True)
+class Composed:
+    """What a composer makes of an EditTarget: the new text of its section (or page), and how
+    it goes to the wiki."""
+    text: str
+    note: str = ""  # labelled lines the answer ends with
+    summary: str | None = None
+    #: action=edit fields in place of text= (appendtext, section=new, minor), None to leave one out
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The model's own text, held to the no-loss rules with these overrides; None: the server made
+    #: it (a find-replace, a category, a reply), so the model has not seen the page it leaves.
+    given: Overrides | None = None
+    #: The section composed, when the composer picks it (a talk topic) rather than the call.
+    section: int | None = None
+    #: A save of its own (a reply through DiscussionTools); when it answers None, the usual save.
+    send: Callable[[], str | None] | None = None
+
+
+#: What a composer returns when there is nothing to save: the answer itself.
+Composer = Callable[[EditTarget], "Composed | str"]
+
+
+def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
+              **reading: Any) -> list[str] | str:
+    """Reads the page (read_for_edit, with ``reading``), composes the change, and dry-runs or
+    saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, **reading)
+    change = compose(target)
+    return change if isinstance(change, str) else finish_edit(ctx, target, change)
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None, *,
+                  latest_id: int | None = None, from_read: bool = False, pinned: bool = True,
+                  on_now: bool = False, must_exist: bool = True, follow: bool = False,
+                  own_text: bool = False, whole: bool = False, read: bool = True, props: Sequence[str] = (),
+                  **params: Any) -> EditTarget:
+    """The page and the base of a change, read once. The base is ``latest_id``, else
+    (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
+    (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
+    change ``on_now`` (an addition) is made on the page now, any other on its base, whose
+    section numbers are the ones the model read. ``own_text``: the model writes this page's
+    text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
+    text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
+    ``read``: a new page, read only for a dry run."""
+    if not read:  # a new page's save: createonly has the wiki refuse a title that exists
+        return EditTarget({}, title, 0, "", None, "", None, "")
+    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None,
+                                 **params})
+    title = page.get("title", title)
+    if page.get("missing") and must_exist:
+        raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
+                        + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
+                           "existing titles."))
+    check_page(ctx, page, title, must_exist or not page.get("missing") or page.get("special", False))
+    for action in page.get("actions") or {}:  # asked in a dry run
+        refuse_forbidden_dry_run(ctx, page, action)
+    current = revision_of(page)
+    latest: int = current.get("revid", 0)
+    now = main_slot(current).get("content", "")
+    heading = section if isinstance(section, str) else None
+    number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
+    own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
+    read_base = ctx.reads.base(title, number) if from_read and not latest_id else None
+    # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
+    own_text_read = own_text and ctx.reads.base(title, None) is not None
+    if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
+        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
+    if not own_base and latest_id is not None:  # only a given latestId can be another page's
+        raise foreign_base(latest_id, title, latest)
+    pin = latest_id or read_base or (latest if pinned and latest else None)
+    base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
+    seen = now if on_now else base
+    if heading is not None and seen is not now:
+        number = section_by_heading(ctx, seen, heading, title, pin)[0]
+    span = None if number is None else section_span(seen, number, ctx.site.syntax)
+    if number is not None and span is None:
+        raise no_such_section(ctx, title, number, pin or latest)
+    if whole:
+        require_pinned_base(ctx, title, number, latest_id)
+        refuse_partial_write(ctx, title, number)
+    old = seen if span is None else section_text(seen, span)
+    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
+
+
+def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
+    """The last steps of every edit: the no-loss rules for the model's own text, then the dry
+    run, or the save."""
+    section = target.section if change.section is None else change.section
+    if change.given is not None:
+        refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
+        if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
+            raise rendered_text(target.title, "it is what get-page returned as content text or html")
+    if ctx.dry_run:
+        after = page_after(ctx, target, section, change.text)
+        refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
+                          change.fields.get("contentmodel"))
+        merged = target.pin and target.pin != target.latest
+        blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
+                                as_saved(after), ctx.budget, merged_into=target.latest if merged else None)
+        return [f"{blocks[0]}\n\n{change.note}" if change.note else blocks[0], *blocks[1:]]
+    saved = change.send() if change.send is not None else None
+    if saved is None:
+        fields = {"text": change.text, "section": section, "baserevid": target.pin,
+                  **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
+        saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
+    return f"{saved}\n{change.note}" if change.note else saved
+
+
+def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any], change: Composed) -> str:
+    """save_edit for the pipeline: an unpinned addition waits for this server's others to the
+    same page, and a conflict with the client's last read says so."""
+    # This server's own unpinned additions to one page go one at a time, so that many at once
+    # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
+    serial = ctx.state.page_lock(ctx.wiki.key, target.title) if not target.pin else contextlib.nullcontext()
+    try:
+        with serial:
+            return save_edit(ctx, target.title, fields, target.latest or None, change.summary,
+                             composed=change.given is None)
+    except WikiError as error:
+        if error.code == "editconflict" and target.from_read:
+            raise conflict(f"{target.title!r} changed since revision {target.pin}, the one last read here, on "
+                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
+                           error.code) from None
+        raise
+
+
+def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: str) -> str:
+    """The page text a save of ``new`` (the text of ``section``, or of the page) leaves, made as
+    MediaWiki makes it: the section spliced into the base revision, and that merged into the
+    latest when the base is older (a conflict when they overlap)."""
+    span = None if section is None else section_span(target.base, section, ctx.site.syntax)
+    mine = new if section is None else replace_section(target.base, span, new) if span else target.base
+    if not target.pin or target.pin == target.latest:
+        return mine
+    merged = merge3(target.base, mine, target.now)
+    if merged is None:
+        raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
+                       f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
+                       "refused as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
+    return merged
+
+
+def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
+                      asked: str | None = None) -> None:
+    """Refuses in a dry run what the wiki's own checks would refuse the save for (unsaveable).
+    A save meets the wiki's checks themselves."""
+    why = unsaveable(ctx, title, text, model, asked)
+    if why:
+        raise invalid_input(f"Nothing was saved (dry run): {why}, so the save would be refused.")
+
+
+def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
+               asked: str | None = None) -> str | None:
+    """Why the wiki would refuse to save ``text`` on a page of content ``model``, if it would: a
+    content model ``asked`` that it does not know, JSON that does not parse on a JSON page, a
+    text over its maximum page size."""
+    if asked is not None and asked not in (known := content_models(ctx)):
+        return f"{ctx.wiki.key} knows no content model {asked!r} (its content models: {', '.join(known)})"
+    if (asked or model) == "json":
+        try:
+            json.loads(text)
+        except ValueError as error:
+            return f"{title!r} holds JSON, and the new text is not valid JSON ({error})"
+    limit = int(ctx.site.raw.get("maxarticlesize") or 0)
+    size = utf8_len(as_saved(text))
+    if limit and size > limit:
+        return (f"the new text of {title!r} is {size} bytes, over {ctx.wiki.key}'s maximum page size of "
+                f"{limit} bytes")
+    return None
+
+
+def content_models(ctx: ToolContext) -> list[str]:
+    """The content models the wiki knows: those its action=edit takes."""
+    info = ctx.client.get({"action": "paraminfo", "modules": "edit"}).get("paraminfo", {})
+    modules: list[dict[str, Any]] = info.get("modules") or [{}]
+    parameters: list[dict[str, Any]] = modules[0].get("parameters") or []
+    return list(next((p.get("type") for p in parameters if p.get("name") == "contentmodel"), None) or [])
+
+
+
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit", "createpage"))
@@ -6478,22 +6736,20 @@ def create_page(
     source: Annotated[str, Arg("Content, usually wikitext.")],
     comment: Annotated[str | None, CommentArg] = None,
     contentModel: Annotated[str | None, Arg(
-        "Content model (wikitext, json, css, ...); default: the namespace's.",
+        "Content model (wikitext, json, css...); default: the namespace's.",
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; fails if the title exists, never overwriting (to change a page, use
     update-page). For a template's parameters, use get-template-info first."""
     source = as_wiki_receives(source)
-    if ctx.dry_run:
-        page, _ = query_page(ctx, titles=title, prop="info", intestactions="create")
-        if not page.get("missing"):
-            check_page(ctx, page, title)
-            raise error_from_api("articleexists", f"The page {page.get('title', title)!r} already exists.",
-                                 ctx.wiki.key)
-        refuse_forbidden_dry_run(ctx, page, "create")
-        return dry_run_result(page.get("title", title), None, None, "", as_saved(source), ctx.budget)
-    return save_edit(ctx, title, {"text": source, "createonly": True, "contentmodel": contentModel},
-                     None, edit_summary(ctx, comment))
+
+    def compose(target: EditTarget) -> Composed:
+        if target.latest:  # read in a dry run only: a save's createonly has the wiki refuse it
+            raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
+        return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
+                        given=Overrides())
+    return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
+                     intestactions="create" if ctx.dry_run else None)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -6503,28 +6759,27 @@ def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
-        'New text: the page, the section, or what mode adds.')] = None,
+        'The new page or section, or what mode adds.')] = None,
     section: Annotated[int | str | None, SectionArg] = None,
     mode: Annotated[Literal["replace", "append", "prepend"], Arg(
-        "'append'/'prepend': source on a line of its own.")] = "replace",
+        "append/prepend: on its own line.")] = "replace",
     find: Annotated[str | None, Arg("Exact wikitext to change.")] = None,
     replace: Annotated[str | None, Arg("Replacement ('' deletes).")] = None,
     replaceAll: Annotated[bool, Arg("Every occurrence.")] = False,
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
     minor: Annotated[bool, Arg("Minor edit.")] = False,
-    bot: Annotated[bool, Arg("Bot edit (bot right).")] = False,
-    removeSubsections: Annotated[bool, Arg(
-        'Lets a section replacement drop subsections.')] = False,
-    removeSections: Annotated[bool, Arg(
-        "Lets a page replacement shrink to one section's shape.")] = False,
+    bot: Annotated[bool, Arg("Bot edit.")] = False,
+    removeSubsections: Annotated[bool, Arg("Lets a section lose subsections.")] = False,
+    removeSections: Annotated[bool, Arg("Lets the page shrink to a section.")] = False,
+    removeHeading: Annotated[bool, Arg("Lets a section lose its heading.")] = False,
+    blank: Annotated[bool, Arg("Lets the page be emptied.")] = False,
 ) -> list[str] | str:
-    """Changes an existing wiki page: the whole text, a section, text added (mode) or a passage swapped
-    (find, replace). Based on latestId, else the revision last read here: an overlapping edit since
-    is refused, never overwritten. Refuses to write back a page or section read in part, to drop
-    subsections, or to shrink a page under half its size to one section's headings (or none). For
-    new pages, use create-page; for categories, use update-page-categories; for many pages, use
-    replace-in-pages."""
+    """Changes an existing wiki page: the whole text, a section, text added or a passage swapped.
+    Based on latestId, else the revision last read here: an overlapping edit since is refused.
+    Refuses text read in part or rendered, and, unless a flag allows it, a lost heading or
+    subsections, a blanked page, or one shrunk under half to a section's shape. For new pages,
+    use create-page; for categories, update-page-categories; for many pages, replace-in-pages."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -6539,85 +6794,41 @@ def update_page(
     replacing = mode == "replace" and find is None
     if removeSubsections and not (replacing and section is not None):
         raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
-    if removeSections and not (replacing and section is None):
-        raise invalid_input("removeSections applies only to replacing the whole page (source without section).")
+    if (removeSections or blank) and not (replacing and section is None):
+        raise invalid_input(f"{'blank' if blank else 'removeSections'} applies only to replacing the whole "
+                            "page (source without section).")
+    if removeHeading and not (replacing and section is not None):
+        raise invalid_input("removeHeading applies only to replacing a section (section=N with source).")
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
         raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
-    page, _ = query_page(ctx, titles=title, prop="revisions|info", rvslots="main", rvprop="ids|content",
-                         intestactions="edit" if ctx.dry_run else None)
-    if page.get("missing"):
-        raise not_found(f"Page {page.get('title', title)!r} does not exist on {ctx.wiki.key}; "
-                        "nothing was saved. " + (gone(ctx, page.get("title", title)) or "To make it, use "
-                                                 "create-page; search-page-by-prefix finds existing titles."))
-    check_page(ctx, page, title)
-    title = page["title"]
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    current = revision_of(page)
-    latest: int = current.get("revid", 0)
-    whole = main_slot(current).get("content", "")
-    heading = None
-    if isinstance(section, str):  # numbered as in the page now, to find the read this change is based on
-        heading, section = section, section_by_heading(ctx, whole, section, title, latest)[0]
-    own_base = latestId is None or latestId == latest or is_revision_of(ctx, latestId, page)
-    read_base = ctx.reads.base(title, section) if replacing and not latestId else None
-    own_text_read = ctx.reads.base(title, None) is not None
-    if page.get("redirect") and not (own_base and (latestId or own_text_read)):
-        refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
-    if not own_base and latestId is not None:  # only a given latestId can be another page's
-        raise foreign_base(latestId, title, latest)
+    text = source or ""
+    allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
+
+    def compose(target: EditTarget) -> Composed:
+        made = functools.partial(Composed, summary=edit_summary(ctx, comment))
+        fields = {"minor": minor, "bot": bot}
+        if find is not None:
+            where = f"section {target.section} of {target.title!r}" if target.section is not None else \
+                repr(target.title)
+            return made(replace_found(where, target.old, find, replace or "", replaceAll,
+                                      target.pin or target.latest, target.latest, target.base, target.now),
+                        fields=fields)
+        if mode == "replace":
+            return made(text, fields=fields, given=allow)
+        refuse_rendered_text(target.title, text)
+        if mode == "append":
+            added = separator(target.old, text) + text
+            return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
+        added = text + separator(text, target.old)
+        return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    pin = latestId or read_base or (latest if mode == "replace" else None)
-    base = revision_text(ctx, pin) if pin and pin != latest and (mode == "replace" or ctx.dry_run) else whole
-    # What the change is made on: a replacement, like MediaWiki's section splice, on the base
-    # revision, whose section numbers are the ones the model read; an addition on the page now.
-    seen = base if mode == "replace" else whole
-    if heading is not None and seen is not whole:
-        section = section_by_heading(ctx, seen, heading, title, pin)[0]
-    syntax = ctx.site.syntax
-    span = None if section is None else section_span(seen, section, syntax)
-    if section is not None and span is None:
-        raise no_such_section(ctx, title, section, pin or latest)
-    if replacing:
-        require_pinned_base(ctx, title, section, latestId)
-        refuse_partial_write(ctx, title, section)
-    old = seen if span is None else section_text(seen, span)
-    fields: dict[str, Any] = {"section": section, "nocreate": True, "baserevid": pin, "minor": minor,
-                              "bot": bot}
-    if find is not None:
-        where = f"section {section} of {title!r}" if section is not None else repr(title)
-        new = fields["text"] = replace_found(where, old, find, replace or "", replaceAll, pin or latest,
-                                             latest, seen, whole)
-    elif mode == "replace":
-        new = fields["text"] = source or ""
-        if section and not removeSubsections:
-            refuse_lost_subsections(title, section, old, new, syntax)
-        if section is None and not removeSections:
-            refuse_shrinking(title, seen, new, syntax)
-    elif mode == "append":
-        fields["appendtext"] = separator(old, source or "") + (source or "")
-        new = old + fields["appendtext"]
-    else:
-        fields["prependtext"] = (source or "") + separator(source or "", old)
-        new = fields["prependtext"] + old
-    if ctx.dry_run:
-        return dry_run_edit(title, section, whole, base, new, pin, latest, syntax, ctx.budget)
-    # This server's own unpinned additions to one page go one at a time, so that many at once
-    # do not pile up in the wiki's queue for its database lock (as SQLite's) past the timeout.
-    serial = ctx.state.page_lock(ctx.wiki.key, title) if not pin else contextlib.nullcontext()
-    try:
-        with serial:
-            return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment),
-                             composed=find is not None)
-    except WikiError as error:
-        if error.code == "editconflict" and read_base:
-            raise conflict(f"{title!r} changed since revision {pin}, the one last read here, on "
-                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                           error.code) from None
-        raise
+    return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
+                     pinned=mode == "replace", on_now=mode != "replace", own_text=True, whole=replacing,
+                     props=("info",))
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
@@ -6678,6 +6889,61 @@ def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
             for r in p.get("revisions") or []}
 
 
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    """What a call explicitly lets a replacement lose (update-page's flags of the same names)."""
+    remove_sections: bool = False
+    remove_subsections: bool = False
+    remove_heading: bool = False
+    blank: bool = False
+
+
+def refuse_lossy_write(title: str, section: int | None, old: str, new: str, syntax: Syntax,
+                       allow: Overrides = Overrides()) -> None:
+    """The no-loss rules of a replacement of ``old`` (the page, or section ``section``) by
+    ``new``: never rendered text for wikitext; no page blanked, or shrunk to one section's
+    shape; no section's heading or subsections dropped; each unless ``allow`` says so."""
+    refuse_rendered_text(title, new)
+    if section is None:
+        if not new.strip() and old.strip() and not allow.blank:
+            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank "
+                                f"{title!r} ({utf8_len(old)} bytes). To delete the page, use delete-page. To "
+                                "leave it empty, call again with blank=true.")
+        if not allow.remove_sections and not allow.blank:
+            refuse_shrinking(title, old, new, syntax)
+        return
+    if section and not allow.remove_heading and starts_heading(old) and not starts_heading(new):
+        heading = old.lstrip("\n").partition("\n")[0].strip()
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
+                            f"heading ({heading}), so saving it would merge the section into the one before. "
+                            f"Start source with the heading (get-page with section={section} shows it), or "
+                            "set removeHeading=true to drop it.")
+    if section and not allow.remove_subsections:
+        refuse_lost_subsections(title, section, old, new, syntax)
+
+
+#: What get-page's rendered content carries and wikitext does not: the plain text's section
+#: markers ("== History == (section 1)") and the HTML of MediaWiki's parser output.
+RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
+                              r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
+
+
+def refuse_rendered_text(title: str, text: str) -> None:
+    """Refuses text that get-page rendered (content text or html) written as wikitext: its
+    templates, references and categories are gone from it."""
+    found = RENDERED_MARKERS.search(text)
+    if found:
+        raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "
+                                   "shows a page")
+
+
+def rendered_text(title: str, sign: str) -> WikiError:
+    """The refusal of rendered text written as wikitext; ``sign``: how it shows."""
+    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
+                         f"({sign}), so saving it would drop the page's templates, references and categories. "
+                         "Read the wikitext with get-page (content='source', the default) and change that.")
+
+
 def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
     lost = lost_subsections(old, new, syntax)
     if lost:
@@ -6691,6 +6957,11 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
     """Refuses a whole-page write of text shaped like one of the page's sections: most likely
     that section, read alone and written back without section=N."""
     section = shrunk_to_section(whole, new, syntax)
+    if section is None and utf8_len(new) * 2 < utf8_len(whole) and not wikitext_sections(whole, syntax):
+        raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes) would replace all of "
+                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of "
+                            "it, use update-page with find and replace. To make this text the whole page, "
+                            "call again with removeSections=true.")
     if section is None:
         return
     sections = wikitext_sections(whole, syntax)
@@ -6703,26 +6974,6 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
                         f"{section_list(others)}. To change only that section, call update-page with "
                         f"section={section} and this source. To make this text the whole page, call again "
                         "with removeSections=true.")
-
-
-def dry_run_edit(title: str, section: int | None, whole: str, base: str, new: str, pin: int | None,
-                 latest: int, syntax: Syntax, budget: int) -> list[str]:
-    """The dry run of an update: the page text the save would leave, made as MediaWiki makes it
-    (the section spliced into the base revision, and that merged into the latest when the base
-    is older), diffed against the page as it is."""
-    span = None if section is None else section_span(base, section, syntax)
-    mine = new if section is None else replace_section(base, span, new) if span else base
-    stale = bool(pin) and pin != latest
-    if stale:
-        merged = merge3(base, mine, whole)
-        if merged is None:
-            raise conflict(f"Nothing was saved (dry run): {title!r} changed since "
-                           f"revision {pin} (its latest is {latest}) on lines this edit changes too, so the "
-                           "save would be refused as an edit conflict. " + MW_NEXT_STEP["editconflict"],
-                           "editconflict")
-        mine = merged
-    return dry_run_result(title, pin or latest, section, whole, as_saved(mine), budget,
-                          merged_into=latest if stale else None)
 
 
 @tool("move-page", "Move page", toolset="edit",
@@ -6935,6 +7186,7 @@ def undo_edit(
         new = before if now == undone else merge3(undone, before, now)
         if new is None:
             raise undo_conflict(ctx, title, oldest, revisionId, parent)
+        refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
         return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
     what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
             else f"revisions {oldest} to {revisionId}")
@@ -6976,27 +7228,49 @@ def rollback_edits(
     and fails, showing the edits and the revision it returns to, to put to the user. For an older
     edit, use undo-edit."""
     name = user_name(user)
+    run = rollback_run(ctx, title, name)
     if not confirm:
-        raise invalid_input(rollback_preview(ctx, title, name))
-    params = {"action": "rollback", "title": title, "user": name, "summary": edit_summary(ctx, comment),
+        ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
+        raise invalid_input(f"Nothing was rolled back. rollback-edits would revert {run.edits}, returning it "
+                            f"to revision {run.target} by {run.target_user}. Ask the user to confirm, then "
+                            "call rollback-edits again with confirm=true.")
+    previewed = (ctx.reads.preview(run.title, f"rollback|{name}") or (None, None))[0]
+    if previewed and previewed != run.latest:
+        raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest "
+                       f"revision was {previewed}, now {run.latest}); nothing was rolled back. rollback-edits "
+                       f"would now revert {run.edits}: ask the user to confirm that, then call again with "
+                       "confirm=true.")
+    # action=rollback takes no base revision: an edit landing between the read above and the
+    # rollback (one round trip) would be reverted too, unseen.
+    params = {"action": "rollback", "title": run.title, "user": name, "summary": edit_summary(ctx, comment),
               "tags": change_tags(ctx), "watchlist": ctx.watch}
     try:
         done = ctx.client.write(params, token="rollback").get("rollback", {})
-        status = f"Rolled back the edits by {name} to revision {done.get('last_revid')}."
+        status = f"Rolled back {run.edits}, to revision {done.get('last_revid')}."
     except ResponseLost as lost:
-        done = rollback_after_lost_answer(ctx, lost, title, name)
-        status = "Rolled back (the wiki's answer was lost; its history shows the rollback)."
+        done = rollback_after_lost_answer(ctx, lost, run.title, name)
+        status = f"Rolled back {run.edits} (the wiki's answer was lost; its history shows the rollback)."
     except WikiError as error:
         if error.code == "missingtitle":
             raise missing_page(ctx, title) from None
         if error.code == "alreadyrolled":
-            raise not_latest_editor(title, name, None) from None
+            raise not_latest_editor(run.title, name, None) from None
         raise
-    return saved_lines(ctx, done.get("title", title), done["revid"], done.get("old_revid") or None, status)
+    return saved_lines(ctx, done.get("title", run.title), done["revid"], done.get("old_revid") or None, status)
 
 
-def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
-    """What a rollback would do: how many edits it reverts and the revision it returns to."""
+@dataclasses.dataclass(frozen=True)
+class RollbackRun:
+    """The latest edits of a page by one user, which a rollback reverts."""
+    title: str
+    latest: int       # the page's latest revision
+    edits: str        # "the 2 latest edits to 'X', all by Y (revisions 39 to 40)"
+    target: int       # the revision it returns to
+    target_user: str
+
+
+def rollback_run(ctx: ToolContext, title: str, name: str) -> RollbackRun:
+    """What a rollback would do now: which edits it reverts, and the revision it returns to."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
                             "rvlimit": "max"})
     page, _ = resolve_page(query.get("query", {}))
@@ -7016,9 +7290,7 @@ def rollback_preview(ctx: ToolContext, title: str, name: str) -> str:
     edits = (f"the latest edit to {page['title']!r}, by {name} (revision {run[0]['revid']})" if len(run) == 1
              else f"the {count} latest edits to {page['title']!r}, all by {name} (revisions "
                   f"{run[-1]['revid']} to {run[0]['revid']})")
-    return (f"Nothing was rolled back. rollback-edits would revert {edits}, returning it to revision "
-            f"{target['revid']} by {revision_user(target)}. Ask the user to confirm, then call "
-            "rollback-edits again with confirm=true.")
+    return RollbackRun(page["title"], run[0]["revid"], edits, target["revid"], revision_user(target))
 
 
 def not_latest_editor(title: str, name: str, latest: str | None) -> WikiError:
@@ -7615,25 +7887,16 @@ def update_page_categories(
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
         raise invalid_input(f"{', '.join(both)} cannot be both added and removed; nothing was changed.")
-    page, _ = query_page(ctx, titles=title, **text_fields(ctx, "categories"), cllimit="max")
-    check_page(ctx, page, title)
-    title = page["title"]
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
-    if latestId and latestId != latest and not is_revision_of(ctx, latestId, page):
-        raise foreign_base(latestId, title, latest)
-    pin = latestId or latest
-    base = revision_text(ctx, pin) if pin != latest else whole
-    placed = [title_text(site, c["title"].partition(":")[2]) for c in page.get("categories") or []]
-    new, outcome = recategorised(site, base, adding, removing, placed)
-    if new == base:
-        return ("No change: the page already is as asked; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", latest)) + "\n" + outcome)
-    if ctx.dry_run:
-        blocks = dry_run_edit(title, None, whole, base, new, pin, latest, site.syntax, ctx.budget)
-        return [f"{blocks[0]}\n\n{outcome}", *blocks[1:]]
-    fields = {"text": new, "nocreate": True, "baserevid": pin}
-    return save_edit(ctx, title, fields, latest, edit_summary(ctx, comment), composed=True) + f"\n{outcome}"
+
+    def compose(target: EditTarget) -> Composed | str:
+        placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
+        new, outcome = recategorised(site, target.base, adding, removing, placed,
+                                     template=site.namespace_of(target.title) == 10)
+        if new == target.base:
+            return ("No change: the page already is as asked; nothing was saved.\n"
+                    + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
+        return Composed(new, outcome, edit_summary(ctx, comment))
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -7674,17 +7937,19 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     for the namespace, with or without a sort key), each with the category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
                       r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
-    unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+    unparsed = unparsed_spans(text)
     return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
             if not any(start <= m.start() < end for start, end in unparsed)]
 
 
 def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[str],
-                  placed: list[str]) -> tuple[str, str]:
+                  placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
     to ``adding`` set on lines of their own after the last category link, or at the end; and
     what was done, as labelled lines ending with the categories after it. ``placed``: the
-    page's categories now, from templates included."""
+    page's categories now, from templates included. On a ``template``, links are added inside
+    its last <noinclude> (made when there is none): elsewhere they would place every page that
+    uses the template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
     removed = [name for name in removing if name in linked]
@@ -7695,7 +7960,9 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
             text = cut_out(text, *match.span())
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
     new_links = "".join(f"\n[[{prefix}:{name}]]" for name in added)
-    if new_links and (after := category_links(site, text)):
+    if new_links and template:
+        text = in_noinclude(text, new_links)
+    elif new_links and (after := category_links(site, text)):
         end = text.find("\n", after[-1][0].end())
         end = len(text) if end < 0 else end
         text = text[:end] + new_links + text[end:]
@@ -7707,9 +7974,32 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    return text, labelled(("Added", named(added)), ("Removed", named(removed)),
+    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
+        else None
+    return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
+
+
+#: A template's part that pages using it do not get.
+NOINCLUDE = re.compile(r"<noinclude\s*>(.*?)</noinclude\s*>", re.DOTALL | re.IGNORECASE)
+
+
+def in_noinclude(text: str, lines: str) -> str:
+    """Template text with ``lines`` (each after a line break) at the end of its last
+    <noinclude> part, or in a new one at the end, right after the text so that the template
+    gives no new line break."""
+    unparsed = unparsed_spans(text)
+    parts = [m for m in NOINCLUDE.finditer(text)
+             if not any(start <= m.start() < end for start, end in unparsed)]
+    if not parts:
+        return f"{text}<noinclude>{lines}\n</noinclude>"
+    start, end = parts[-1].span(1)
+    return text[:start] + text[start:end].rstrip("\n") + lines + "\n" + text[end:]
+
+
+def unparsed_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
 
 
 def cut_out(text: str, start: int, end: int) -> str:
@@ -7756,19 +8046,14 @@ def add_talk_topic(
     heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
-    talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
-    check_page(ctx, page, talk, must_exist=False)
-    talk, latest = page.get("title", talk), revision_of(page).get("revid")
-    if ctx.dry_run:
-        refuse_forbidden_dry_run(ctx, page, "edit")
-        whole = main_slot(revision_of(page)).get("content", "")
-        new = (whole + "\n\n" if whole else "") + f"== {heading} ==\n\n{text}"
-        return dry_run_result(talk, latest, None, whole, as_saved(new), ctx.budget)
-    fields = {"section": "new", "sectiontitle": heading, "text": text}
-    summary = edit_summary(ctx, f"/* {heading} */ new section")
-    return save_edit(ctx, talk, fields, latest, summary, composed=True)
 
+    def compose(target: EditTarget) -> Composed:
+        new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
+        # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
+        return Composed(new, summary=edit_summary(ctx, f"/* {heading} */ new section"),
+                        fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
+                                "nocreate": None, "createonly": None})
+    return edit_page(ctx, talk_title(ctx, title), compose, must_exist=False, follow=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -7838,36 +8123,34 @@ def reply_on_talk_page(
     use add-talk-topic."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
-    talk = talk_title(ctx, title)
-    page, _ = query_page(ctx, titles=talk, redirects=True, **text_fields(ctx))
-    check_page(ctx, page, talk)
-    talk, site = page["title"], ctx.site
-    refuse_forbidden_dry_run(ctx, page, "edit")
-    whole, latest = main_slot(revision_of(page)).get("content", ""), revision_of(page).get("revid", 0)
-    section = topic_section(ctx, talk, whole, topic)
-    span = section_span(whole, section.number, site.syntax) or (0, 0)
-    text = section_text(whole, span)
-    subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
-    own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-    lines = text[:own].split("\n")
-    comments = talk_comments(site, lines)
-    answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
-    body = [line.strip() for line in with_signature(as_wiki_receives(message)).split("\n") if line.strip()]
-    summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
-    reply_to = answered or (comments[0] if comments else None)
-    new = "\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:]
-    described = labelled(("Topic", f"{section.number} ({section.heading})" if section.number else "0 (Lead)"),
-                         ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None))
-    if ctx.dry_run:
-        blocks = dry_run_edit(talk, section.number, whole, whole, new, latest, latest, site.syntax,
-                              ctx.budget)
-        return [f"{blocks[0]}\n\n{described}", *blocks[1:]]
-    if answered and "discussiontools" in ctx.client.extensions and (
-            comment_id := discussion_tools_id(ctx, talk, latest, whole, text, span, answered)):
-        saved = reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body), summary)
-        return f"{saved}\n{described}"
-    fields = {"section": section.number, "text": new, "nocreate": True, "baserevid": latest}
-    return save_edit(ctx, talk, fields, latest, summary, composed=True) + "\n" + described
+    site = ctx.site
+
+    def compose(target: EditTarget) -> Composed:
+        talk, whole, latest = target.title, target.now, target.latest
+        section = topic_section(ctx, talk, whole, topic)
+        span = section_span(whole, section.number, site.syntax) or (0, 0)
+        text = section_text(whole, span)
+        subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
+        own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
+        lines = text[:own].split("\n")
+        comments = talk_comments(site, lines)
+        answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
+        body = reply_blocks(talk, as_wiki_receives(message))
+        summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
+        reply_to = answered or (comments[0] if comments else None)
+
+        def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
+            if answered is None or "discussiontools" not in ctx.client.extensions:
+                return None
+            comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
+            return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
+                                                              summary)
+        return Composed("\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:],
+                        labelled(("Topic", f"{section.number} ({section.heading})" if section.number
+                                  else "0 (Lead)"),
+                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
+                        summary, section=section.number, send=with_discussion_tools)
+    return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
 
 def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
@@ -7884,7 +8167,47 @@ def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], 
             at = i + 1 if lines[i].strip() else at
     style = indent[-1] if indent[-1:] in (":", "*") else next(
         (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
-    return lines[:at] + [indent + style + line for line in body] + lines[at:]
+    # MediaWiki indents a table only by colons (Parser::handleTables): '*{|' is no table.
+    return lines[:at] + [(":" * len(indent + style) if block.startswith("{|") else indent + style) + block
+                         for block in body] + lines[at:]
+
+
+#: Tags whose content may run over several lines of a reply (block_open counts them).
+BLOCK_TAGS = re.compile(r"<(/?)(pre|syntaxhighlight|source|poem|math|gallery|blockquote|div|table|ref|nowiki|"
+                        r"code|references)\b[^>]*?(/?)>", re.IGNORECASE)
+
+
+def reply_blocks(talk: str, message: str) -> list[str]:
+    """A reply's lines, signed, each to be indented as one comment line: a table, a template
+    call or a tag that runs over several lines stays one block whose lines after the first are
+    not indented, since list markup before them would break them (':| a || b' is no table row).
+    Empty lines go, except inside a block; the signature goes on a line of its own after one."""
+    if any(starts_heading(line) for line in message.split("\n")):
+        raise invalid_input(f"A reply cannot hold a heading, which would start a new topic of {talk!r}; "
+                            "nothing was saved. To start a topic, use add-talk-topic.")
+    blocks: list[str] = []
+    for line in message.strip().split("\n"):
+        if blocks and block_open(blocks[-1]):
+            blocks[-1] += "\n" + line
+        elif line.strip():
+            blocks.append(line.strip())
+    if blocks and block_open(blocks[-1]):
+        raise invalid_input(f"The reply leaves a table, template call or tag open ({blocks[-1][:60]!r}...); "
+                            "nothing was saved. Close it ('|}', '}}', '</tag>'), then call again.")
+    if blocks and "\n" in blocks[-1] and not blocks[-1].rstrip().endswith("~~~~"):
+        return [*blocks, "~~~~"]
+    return [*blocks[:-1], with_signature(blocks[-1])] if blocks else []
+
+
+def block_open(text: str) -> bool:
+    """Whether ``text`` opens a table, template call or tag that it does not close."""
+    lines = text.split("\n")
+    tables = sum(line.lstrip(":").lstrip().startswith("{|") for line in lines) - sum(
+        line.lstrip().startswith("|}") for line in lines)
+    tags: collections.Counter[str] = collections.Counter()
+    for closing, name, empty in BLOCK_TAGS.findall(text):
+        tags[name.lower()] += 0 if empty else -1 if closing else 1
+    return tables > 0 or text.count("{{") > text.count("}}") or any(n > 0 for n in tags.values())
 
 
 def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:
@@ -7971,15 +8294,15 @@ def replace_in_pages(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
     """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
-    dryRun=false saves them, skipping pages changed since the preview, and lists each page's
-    outcome; stops early if throttled. For one page, use update-page."""
+    dryRun=false saves them, skipping pages changed since the preview, and lists the outcomes;
+    stops early if throttled. For one page, use update-page."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     find, replace = as_wiki_receives(find), as_wiki_receives(replace)
     change = json.dumps([find, replace, regex], ensure_ascii=False)  # what the ledger knows its previews by
-    pages = [replaced(title, page, why, find, replace, regex) for title, page, why
+    pages = [replaced(ctx, title, page, why, find, replace, regex) for title, page, why
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
@@ -8047,16 +8370,22 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
     return list(result.values())
 
 
-def replaced(title: str, page: dict[str, Any] | None, why: str | None, find: str, replace: str,
-             regex: bool) -> PageChange:
-    text = main_slot(revision_of(page or {})).get("content", "")
+def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str | None, find: str,
+             replace: str, regex: bool) -> PageChange:
+    """A page's change; one the wiki's checks would refuse to save is skipped, saying why."""
+    slot = main_slot(revision_of(page or {}))
+    text = slot.get("content", "")
     if not regex:
-        return PageChange(title, page, why, text, text.replace(find, replace), text.count(find))
-    try:
-        new, count = re.subn(find, replace, text)
-    except (re.error, IndexError) as error:
-        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                            "was changed.") from None
+        new, count = text.replace(find, replace), text.count(find)
+    else:
+        try:
+            new, count = re.subn(find, replace, text)
+        except (re.error, IndexError) as error:
+            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                                "was changed.") from None
+    refused = count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel"))
+    if refused:
+        return PageChange(title, None, f"the wiki would not save the change: {refused}")
     return PageChange(title, page, why, text, new, count)
 
 
@@ -8104,7 +8433,8 @@ STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                       summary: str | None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
-    page changed since its preview is skipped, and a wiki that throttles stops it."""
+    page changed since its preview is skipped, as is one this change saved before (unless
+    previewed again since), and a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
     left: list[str] = []
@@ -8119,6 +8449,10 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             rows.append(f"{page.title} | skipped | {page.why}")
         elif saved_as == page.revid:
             rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
+        elif saved_as:
+            rows.append(f"{page.title} | skipped | saved by this change before, as revision {saved_as}, and "
+                        f"changed since (now {page.revid}); nothing was saved: preview it again to change it "
+                        "once more")
         elif previewed and previewed != page.revid:
             rows.append(f"{page.title} | skipped | changed since the preview (revision {previewed}, now "
                         f"{page.revid}); nothing was saved: preview it again")
@@ -8135,8 +8469,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                 rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
             else:
                 saved += not edit.get("nochange")
-                if previewed and not edit.get("nochange"):
-                    ctx.reads.previewed(page.title, change, previewed, edit["newrevid"])
+                if not edit.get("nochange"):  # so that the same call again saves nothing twice
+                    ctx.reads.previewed(page.title, change, previewed or page.revid, edit["newrevid"])
                 rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
                             f"{page.title} | saved | {edit['newrevid']}" + (
                                 " | the wiki's answer was lost; its history shows the edit once"

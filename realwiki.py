@@ -529,6 +529,7 @@ class WikiSpec:
     language: str = "en"
     seed: Callable[[], Seed | None] = english_seed
     settings: str = ""
+    files: Mapping[str, str] = dataclasses.field(default_factory=dict)  # beside its LocalSettings.php
 
 
 def no_seed() -> None:
@@ -558,12 +559,18 @@ WIKIS = {
                       settings="$wgGroupPermissions['*']['read'] = false;\n"),
     # a public wiki nobody configured: add-wiki finds it
     "third": WikiSpec(MEDIAWIKI_1_39, "Third Wiki", seed=no_seed),
+    # a wiki that refuses edits for its own reasons: $wgSpamRegex, and SpamBlacklist with its list
+    # in a file (both refuse to save a text that holds a match)
+    "spam": WikiSpec(MEDIAWIKI_1_39, seed=lambda: Seed({"Spam target": "Clean text."}), settings=(
+        "$wgSpamRegex = ['/casino-jackpot-bonus/i'];\nwfLoadExtension('SpamBlacklist');\n"
+        "$wgBlacklistSettings = ['spam' => ['files' => [__DIR__ . '/spam-blacklist.txt']]];\n"),
+        files={"spam-blacklist.txt": "pills-cheap-example\\.com\n"}),
 }
 
 #: The wiki each fixture of the tests stands for; ``wiki`` is its test's mw_version, by default
 #: the first of VERSIONS.
 WIKI_FIXTURES = {"german_wiki": "de", "persian_wiki": "fa", "recipes_wiki": "recipes",
-                 "other_wiki": "other", "third_wiki": "third"}
+                 "other_wiki": "other", "third_wiki": "third", "spam_wiki": "spam"}
 
 
 def wikis_needed(items: Iterable[Any]) -> dict[str, None]:
@@ -648,6 +655,8 @@ class WikiFarm:
             directory = Path(tempfile.mkdtemp(prefix=f"mw-test-{name}-", dir=root / "tmp" if root else None))
             if self.shared is None:
                 self._stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            for name_of_file, text in spec.files.items():
+                (directory / name_of_file).write_text(text)
             try:
                 running = start_test_wiki(directory, spec.name, spec.seed() or False, spec.settings, spec.language)
             except BaseException:

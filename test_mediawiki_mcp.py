@@ -3294,7 +3294,7 @@ def test_steady_state_requests_per_write_tool(wiki: RealWiki) -> None:
         ("update-page", {"title": "Write requests test", "mode": "append", "source": "Three.\n"}, 3),
         ("update-page", {"title": "Write requests test", "find": "Two.", "replace": "2."}, 3),
         ("update-page", {"title": "Write requests test", "section": 0, "source": "Lead.\n"}, 3),
-        ("update-page", {"title": "Write requests test", "source": "x", "dryRun": True}, 1),
+        ("update-page", {"title": "Write requests test", "source": "Lead.\n2.\nThree, all.", "dryRun": True}, 1),
         ("move-page", {"fromTitle": "Write requests test", "toTitle": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved"}, 1),
         ("delete-page", {"title": "Write requests moved", "confirm": True}, 1),
@@ -3365,7 +3365,7 @@ def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any
     stored = len(wiki.wikitext(title).encode())
     assert stored > len("Signed: ~~~~") and field(created, "Size change") == f"+{stored} bytes (0 to {stored})"
     for arguments in ({"mode": "append", "source": "Ünïcödé line."}, {"find": "Signed", "replace": "Sig"},
-                      {"source": "Short."}, {"section": 0, "source": "Shorter"}):
+                      {"source": "Short.", "removeSections": True}, {"section": 0, "source": "Shorter"}):
         result = call(bot_server, "update-page", title=title, **arguments)
         assert not result.is_error, result.text
         before, after = int(field(result, "Previous revision ID")), int(field(result, "Revision ID"))
@@ -3607,7 +3607,7 @@ def test_edit_summaries_keep_the_attribution_and_mediawikis_own(bot_server: Any,
     stored = latest_revision(wiki, title)["comment"]
     assert len(stored) == 500 and stored.startswith("Ä long summary, xxx")
     assert stored.endswith("… (via mediawiki-mcp)")
-    assert not call(bot_server, "update-page", title=title, source="").is_error
+    assert not call(bot_server, "update-page", title=title, source="", blank=True).is_error
     assert latest_revision(wiki, title)["comment"] == "Blanked the page"
 
 
@@ -3678,6 +3678,254 @@ def test_a_forgotten_read_past_the_ledgers_byte_bound_is_read_again_before_a_who
     again = call(server, "update-page", title=title, source=seen, latestId=latest)
     assert again.blocks[0].startswith(f"invalid_input: Nothing was saved: Page {title!r} was not read whole")
     assert wiki.wikitext(title) == big_section_page()
+
+
+# -- the one edit pipeline: text no write may lose ---------------------------------------
+
+def test_a_page_with_only_a_lead_is_neither_blanked_nor_shrunk_unless_asked(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline lead only test"
+    text = "A small page with only a lead, long enough to be worth keeping. " * 3
+    revid = create(bot_server, title, text)
+    blanked = call(bot_server, "update-page", title=title, source="")
+    assert blanked.is_error and blanked.blocks[0].startswith("invalid_input: Nothing was saved: the new text is "
+                                                             "empty"), blanked.text
+    assert "blank=true" in blanked.text
+    shrunk = call(bot_server, "update-page", title=title, source="x")
+    assert shrunk.is_error and "less than half of it" in shrunk.text and "removeSections=true" in shrunk.text
+    dry = call(bot_server, "update-page", title=title, source="", dryRun=True)
+    assert dry.is_error and dry.blocks == blanked.blocks
+    assert wiki.wikitext(title) == text.strip() and revision_ids(wiki, title) == [revid]
+    rewritten = call(bot_server, "update-page", title=title, source=text.replace("worth", "well worth"))
+    assert not rewritten.is_error, rewritten.text
+    emptied = call(bot_server, "update-page", title=title, source="", blank=True)
+    assert not emptied.is_error and wiki.wikitext(title) == "", emptied.text
+
+
+def test_a_section_replaced_without_its_heading_is_refused_unless_asked(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline section heading test"
+    text = "Lead.\n\n== One ==\nFirst.\n\n== Two ==\nSecond."
+    revid = create(bot_server, title, text)
+    call(bot_server, "get-page", title=title, section=2)
+    refused = call(bot_server, "update-page", title=title, section=2, source="Text without heading.")
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text of section 2 of {title!r} lacks its heading (== Two ==)")
+    assert "removeHeading=true" in refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+    kept = call(bot_server, "update-page", title=title, section=2, source="== Two ==\nSecond, edited.")
+    assert not kept.is_error and wiki.wikitext(title).endswith("== Two ==\nSecond, edited."), kept.text
+    merged = call(bot_server, "update-page", title=title, section=2, source="Joined.", removeHeading=True)
+    assert not merged.is_error and wiki.wikitext(title).endswith("== One ==\nFirst.\n\nJoined."), merged.text
+
+
+@on_every_version
+@pytest.mark.parametrize("content", ["text", "html"])
+def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki: RealWiki, content: str) -> None:
+    title = f"Pipeline rendered {content} test"
+    text = ("'''River''' flows.<ref>A source.</ref>\n\n== Course ==\nIt runs {{Fixture box}}.\n\n"
+            "== Notes ==\n<references />\n[[Category:Rivers]]")
+    revid = create(bot_server, title, text)
+    shown = content_of(call(bot_server, "get-page", title=title, content=content).blocks[0])
+    for arguments in ({"title": title, "source": shown}, {"title": title, "source": shown, "latestId": revid}):
+        refused = call(bot_server, "update-page", **arguments)
+        assert refused.is_error and refused.blocks[0].startswith(
+            f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+
+
+def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Pipeline list append test"
+    create(bot_server_for(wiki), title, "Members:\n* [[Ada Gill]]\n* [[Ben Gill]]")
+    appended = call(server, "update-page", title=title, mode="append", source="* [[Wendle Gill]]")
+    assert not appended.is_error, appended.text
+    assert wiki.wikitext(title) == "Members:\n* [[Ada Gill]]\n* [[Ben Gill]]\n* [[Wendle Gill]]"
+    results: list[Result] = []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        call(server, "update-page", title=title, mode="append", source=f"* [[Member {i}]]"))) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [r.text for r in results if r.is_error] == [] and len(results) == 4
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[:4] == ["Members:", "* [[Ada Gill]]", "* [[Ben Gill]]", "* [[Wendle Gill]]"]
+    assert sorted(lines[4:]) == [f"* [[Member {i}]]" for i in range(4)]  # one list: no blank line
+
+
+def rendered_categories(wiki: RealWiki, title: str) -> list[str]:
+    """The categories the wiki puts a page in when it renders it now, templates as they are now
+    (its text rendered afresh, as a purge would)."""
+    parsed = wiki.raw_get(action="parse", title=title, text=wiki.wikitext(title), contentmodel="wikitext",
+                          prop="categories")["parse"]
+    return sorted(c["category"] for c in parsed["categories"])
+
+
+@on_every_version
+def test_a_category_added_to_a_template_goes_inside_noinclude(bot_server: Any, wiki: RealWiki) -> None:
+    bare, kept = "Template:Pipeline river stub", "Template:Pipeline lake stub"
+    create(bot_server, bare, "''This river article is a stub.''")
+    create(bot_server, kept, "''This lake article is a stub.''<noinclude>[[Category:Stub templates]]</noinclude>")
+    create(bot_server, "Pipeline river article", "{{Pipeline river stub}} {{Pipeline lake stub}}")
+    results = [call(bot_server, "update-page-categories", title=title, add=["Stub templates", "Water stubs"])
+               for title in (bare, kept)]
+    assert [r.text for r in results if r.is_error] == []
+    assert rendered_categories(wiki, "Pipeline river article") == []
+    assert wiki.wikitext(bare) == ("''This river article is a stub.''<noinclude>\n[[Category:Stub templates]]\n"
+                                   "[[Category:Water stubs]]\n</noinclude>")
+    assert wiki.wikitext(kept) == ("''This lake article is a stub.''<noinclude>[[Category:Stub templates]]\n"
+                                   "[[Category:Water stubs]]\n</noinclude>")
+    assert rendered_categories(wiki, bare) == ["Stub_templates", "Water_stubs"]
+    assert all("Placed: inside <noinclude>, so pages using the template are not put in it" in r.text for r in results)
+    removed = call(bot_server, "update-page-categories", title=bare, remove=["Water stubs"])
+    assert not removed.is_error and "Removed: Category:Water stubs" in removed.text, removed.text
+    assert rendered_categories(wiki, bare) == ["Stub_templates"]
+
+
+@on_every_version
+def test_a_multi_line_reply_keeps_its_tables_templates_lists_and_pre(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline reply blocks test"
+    create(bot_server, "Template:Pipeline cite", "<cite>{{{title}}}</cite>")
+    create(bot_server, f"Talk:{title}", threaded_talk("*"))
+    message = ("Here are the numbers:\n{| class=\"wikitable\"\n! River !! Length\n|-\n| Wendle || 12 km\n|}\n"
+               "And the source:\n{{Pipeline cite\n|title=Rivers of the north\n}}\nTwo points:\n* first\n* second\n"
+               "<pre>\nline one\n  line two\n</pre>")
+    result = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message=message)
+    assert not result.is_error, result.text
+    html = wiki.raw_get(action="parse", title=f"Talk:{title}", text=wiki.wikitext(f"Talk:{title}"),
+                        contentmodel="wikitext", prop="text")["parse"]["text"]
+    assert "{|" not in html and "|}" not in html and "{{Pipeline cite" not in html and "|title=" not in html
+    assert re.search(r"<table class=\"wikitable\">\s*<tbody><tr>\s*<th>River</th>", html), html
+    assert "<td>Wendle</td>" in html and "<cite>Rivers of the north</cite>" in html
+    assert "<li>first</li>" in html and "<li>second</li>" in html
+    assert "line one\n  line two" in html and "<pre>" in html
+    assert "[[User:Admin|Admin]]" in wiki.wikitext(f"Talk:{title}")
+    heading = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="Hi\n== New ==\nText")
+    assert heading.is_error and heading.blocks[0].startswith("invalid_input: A reply cannot hold a heading")
+    unclosed = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="{|\n| a\nno end")
+    assert unclosed.is_error and "leaves a table, template call or tag open" in unclosed.text
+
+
+def test_a_repeated_replace_in_pages_without_a_preview_saves_nothing_twice(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    titles = ["Pipeline repeat replace A", "Pipeline repeat replace B"]
+    for title in titles:
+        create(bot_server_for(wiki), title, "Trout swim here.")
+    arguments = {"titles": titles, "find": "Trout", "replace": "Trout (seeded)", "dryRun": False}
+    first = call(server, "replace-in-pages", **arguments)
+    assert not first.is_error and first.blocks[0].startswith("Saved 2 of 2 pages."), first.text
+    saved = {title: revision_ids(wiki, title) for title in titles}
+    again = call(server, "replace-in-pages", **arguments)
+    assert not again.is_error and again.blocks[0].startswith("Saved 0 of 2 pages."), again.text
+    for title in titles:
+        assert wiki.wikitext(title) == "Trout (seeded) swim here." and revision_ids(wiki, title) == saved[title]
+        assert f"{title} | unchanged | saved by this change before, as revision {saved[title][0]}" in again.text
+    editor_edit(wiki, titles[0], "Trout (seeded) swim here, and more.")
+    third = call(server, "replace-in-pages", **arguments)
+    assert f"{titles[0]} | skipped | saved by this change before" in third.text, third.text
+    assert wiki.wikitext(titles[0]) == "Trout (seeded) swim here, and more."
+    preview = call(server, "replace-in-pages", **{**arguments, "dryRun": True})
+    assert not preview.is_error and "2 of 2 pages would change" in preview.text
+    fourth = call(server, "replace-in-pages", **{**arguments, "titles": titles[:1]})
+    assert not fourth.is_error and wiki.wikitext(titles[0]) == "Trout (seeded) (seeded) swim here, and more."
+
+
+@on_every_version
+def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline rollback pinned test"
+    base = create(bot_server, title, "Good text.")
+    for n in range(2):
+        editor_edit(wiki, title, f"Bad text {n}.")
+    previewed = revision_ids(wiki, title)[:2]
+    asked = call(bot_server, "rollback-edits", title=title, user="Editor")
+    assert asked.is_error and f"revisions {previewed[1]} to {previewed[0]}" in asked.text, asked.text
+    editor_edit(wiki, title, "Bad text 2.")
+    latest = revision_ids(wiki, title)[0]
+    refused = call(bot_server, "rollback-edits", title=title, user="Editor", confirm=True)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"conflict: {title!r} was edited since the preview the user confirmed (its latest revision was "
+        f"{previewed[0]}, now {latest}); nothing was rolled back."), refused.text
+    assert f"the 3 latest edits to {title!r}, all by Editor (revisions {previewed[1]} to {latest})" in refused.text
+    assert wiki.wikitext(title) == "Bad text 2."
+    call(bot_server, "rollback-edits", title=title, user="Editor")  # previewed again, as it now is
+    done = call(bot_server, "rollback-edits", title=title, user="Editor", confirm=True)
+    assert not done.is_error and done.blocks[0].startswith(
+        f"Rolled back the 3 latest edits to {title!r}, all by Editor (revisions {previewed[1]} to {latest}), "
+        f"to revision {base}."), done.text
+    assert wiki.wikitext(title) == "Good text."
+
+
+def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: RealWiki) -> None:
+    """A content model the wiki does not know, invalid JSON on a JSON page and a text over the
+    wiki's maximum page size: each save is refused by the wiki, and so is each dry run."""
+    title = "Pipeline JSON test"
+    created = call(bot_server, "create-page", title=title, source='{"rivers": 3}', contentModel="json")
+    assert not created.is_error, created.text
+    limit = int(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["maxarticlesize"])
+    cases = [("create-page", {"title": "Pipeline unknown model test", "source": "x", "contentModel": "nosuchmodel"},
+              "knows no content model 'nosuchmodel'"),
+             ("update-page", {"title": title, "source": '{"rivers": '}, "the new text is not valid JSON"),
+             ("create-page", {"title": "Pipeline bad JSON test", "source": "{", "contentModel": "json"},
+              "the new text is not valid JSON"),
+             ("update-page", {"title": "Apple", "source": "An apple. " * (limit // 10 + 100)},
+              f"over {wiki.key}'s maximum page size of {limit} bytes")]
+    for tool, arguments, message in cases:
+        dry = call(bot_server, tool, dryRun=True, **arguments)
+        assert dry.is_error and dry.blocks[0].startswith("invalid_input: Nothing was saved (dry run): "), dry.text
+        assert message in dry.text, dry.text
+        saved = call(bot_server, tool, **arguments)
+        assert saved.is_error and saved.blocks[0].startswith("invalid_input: "), (tool, saved.text)
+    for dry_run in (True, False):
+        across = call(bot_server, "replace-in-pages", titles=[title], find="3", replace="3,", dryRun=dry_run)
+        assert not across.is_error and "the wiki would not save the change: " in across.text, across.text
+        assert "the new text is not valid JSON" in across.text
+    assert json.loads(wiki.wikitext(title)) == {"rivers": 3} and len(revision_ids(wiki, title)) == 1
+    assert revision_ids(wiki, "Pipeline unknown model test") == []
+
+
+@pytest.fixture
+def spam_wiki(farm: WikiFarm) -> RealWiki:
+    """A wiki that refuses edits for its own reasons: $wgSpamRegex and SpamBlacklist."""
+    return farm.wiki("spam")
+
+
+def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry(
+        spam_wiki: RealWiki, accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    spam = spam_wiki
+    server = make_server(spam.env())
+    refused = {
+        "spam filter": [("update-page", {"title": "Spam target", "mode": "append",
+                                         "source": "Win at casino-jackpot-bonus now."}),
+                        ("update-page-categories", {"title": "Spam target", "add": ["Casino-jackpot-bonus"]})],
+        "does not accept links": [("create-page", {"title": "Spam page", "source": "See http://pills-cheap-example.com/"}),
+                                  ("update-page", {"title": "Spam target", "find": "Clean",
+                                                   "replace": "[http://pills-cheap-example.com Clean]"})]}
+    for reason, calls in refused.items():
+        for tool, arguments in calls:
+            result = call(server, tool, **arguments)
+            assert result.is_error and result.blocks[0].startswith("permission_denied: "), (tool, result.text)
+            assert f"Nothing was saved: the wiki {reason}" in result.text.replace("wiki's", "wiki"), result.text
+            assert "Retry" not in result.text and "the same call fails again" not in result.text, result.text
+    assert spam.wikitext("Spam target") == "Clean text." and revision_ids(spam, "Spam page") == []
+    title = "Pipeline protected title"
+    assert not call(bot_server, "protect-page", title=title, create="sysop", confirm=True).is_error
+    for arguments in ({"dryRun": True}, {}):
+        result = call(make_server(accounts.plain), "create-page", title=title, source="Hello.", **arguments)
+        assert result.is_error and result.blocks[0].startswith("permission_denied: "), result.text
+        assert "ask a wiki administrator" in result.text.lower() and "Retry" not in result.text, result.text
+    assert revision_ids(wiki, title) == []
+
+
+@on_every_version
+def test_plain_text_of_a_page_without_headings_written_back_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Pipeline rendered lead test"
+    text = "'''Wendle Gill''' is a stream{{Fixture box}}.<ref>A survey.</ref>\n\n<references />\n[[Category:Rivers]]"
+    revid = create(bot_server, title, text)
+    shown = content_of(call(bot_server, "get-page", title=title, content="text").blocks[0])
+    refused = call(bot_server, "update-page", title=title, source=shown + "\n")
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text, not wikitext (it is "
+        "what get-page returned as content text or html)"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
 
 
 # -- the pieces behind the write tools ------------------------------------------
@@ -3773,6 +4021,8 @@ def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -
     ("[[Category:X]]", "== New ==\nText.", "[[Category:X]]\n\n== New ==\nText."),
     ("{{Box}}", "First line.", "{{Box}}\n\nFirst line."),
     ("* item", "After.", "* item\n\nAfter."),
+    ("* item", "* next", "* item\n* next"),
+    ("{|\n| cell\n|}", "# first", "{|\n| cell\n|}\n# first"),
     ("{|\n| cell\n|}", "After.", "{|\n| cell\n|}\n\nAfter."),
     ("<references />", "After.", "<references />\n\nAfter."),
     ("Text.", "\nMore.", "Text.\nMore."),
@@ -3998,7 +4248,8 @@ def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_serv
     assert revision_ids(wiki, title)[:3] == bad
     done = call(bot_server, "rollback-edits", title=title, user="editor", confirm=True)
     assert not done.is_error, done.text
-    assert done.blocks[0].startswith(f"Rolled back the edits by Editor to revision {base}.\nTitle: {title}\n")
+    assert done.blocks[0].startswith(f"Rolled back the 3 latest edits to {title!r}, all by Editor (revisions "
+                                     f"{bad[2]} to {bad[0]}), to revision {base}.\nTitle: {title}\n")
     assert field(done, "Previous revision ID") == str(bad[0]) and field(done, "Size change").startswith("-1 bytes")
     assert wiki.wikitext(title) == "Good text." and "mw-rollback" in latest_revision(wiki, title)["tags"]
     # the latest editor is now Admin: nothing of Editor's is left to roll back
@@ -4259,7 +4510,7 @@ def test_steady_state_requests_of_the_safety_net_tools(wiki: RealWiki) -> None:
     create(server, "Safety requests rollback test", "Kept.")
     editor_edit(wiki, "Safety requests rollback test", "Rolled.")
     calls.append(("rollback-edits", {"title": "Safety requests rollback test", "user": "Editor",
-                                     "confirm": True}, 2))  # the rollback, the sizes
+                                     "confirm": True}, 3))  # the edits it reverts, the rollback, the sizes
     assert_requests_per_call(server, counter, calls, lambda tool, arguments, _: (
         tool in ("rollback-edits", "protect-page") and "confirm" not in arguments))
 
