@@ -64,6 +64,7 @@ from realwiki import (
     SEED_FILES,
     STORE_PASSWORD,
     VERSIONS,
+    WIKI_FIXTURES,
     RealWiki,
     StateServer,
     WikiFarm,
@@ -115,16 +116,20 @@ def wiki(farm: WikiFarm, mw_version: str) -> RealWiki:
     return farm.wiki(mw_version)
 
 
-@pytest.fixture
-def german_wiki(farm: WikiFarm) -> RealWiki:
-    """MediaWiki 1.43 in German: Kategorie:, Datei:, Vorlage:, Diskussion:."""
-    return farm.wiki("de")
+def farm_wiki(fixture: str) -> Any:
+    """The fixture of one more wiki of the farm, as WIKI_FIXTURES names it (WIKIS says what it is)."""
+    @pytest.fixture(name=fixture)
+    def running(farm: WikiFarm) -> RealWiki:
+        return farm.wiki(WIKI_FIXTURES[fixture])
+    return running
 
 
-@pytest.fixture
-def persian_wiki(farm: WikiFarm) -> RealWiki:
-    """MediaWiki 1.43 in Persian, written right to left."""
-    return farm.wiki("fa")
+german_wiki = farm_wiki("german_wiki")      # 1.43 in German: Kategorie:, Datei:, Vorlage:, Diskussion:
+persian_wiki = farm_wiki("persian_wiki")    # 1.43 in Persian, written right to left
+recipes_wiki = farm_wiki("recipes_wiki")    # articles also in a namespace of their own (Recipe:)
+other_wiki = farm_wiki("other_wiki")        # a second, private wiki: reading it needs an account
+third_wiki = farm_wiki("third_wiki")        # a public wiki nobody configured: add-wiki finds it
+spam_wiki = farm_wiki("spam_wiki")          # refuses edits for its own reasons ($wgSpamRegex, SpamBlacklist)
 
 
 # ---------------------------------------------------------------------------
@@ -149,6 +154,12 @@ def call(server: Any, tool: str, **arguments: Any) -> Result:
     result = anyio.run(go)
     return Result([block.text for block in result.content if block.type == "text"],
                   bool(result.is_error), [block for block in result.content if block.type == "image"])
+
+
+def calls_at_once(server: Any, tool: str, calls: list[dict[str, Any]]) -> list[Result]:
+    """Makes the calls of ``tool`` at once, each from a thread of its own; their results."""
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(lambda arguments: call(server, tool, **arguments), calls))
 
 
 def list_tools(server: Any) -> list[Any]:
@@ -2284,12 +2295,6 @@ def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWik
 
 # -- search-page in content namespaces ----------------------------------------------------------
 
-@pytest.fixture
-def recipes_wiki(farm: WikiFarm) -> RealWiki:
-    """A wiki whose articles are also kept in a namespace of its own (Recipe:)."""
-    return farm.wiki("recipes")
-
-
 def test_search_page_searches_every_content_namespace_by_default(recipes_wiki: RealWiki) -> None:
     server = make_server(recipes_wiki.env())
     for title in ("Pancake", "Recipe:Pancake", "Talk:Pancake"):
@@ -3478,13 +3483,8 @@ def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> Non
     server = make_server(wiki.env())
     title = "Write parallel appends test"
     create(server, title, "Log:")
-    results: list[Result] = []
-    threads = [threading.Thread(target=lambda i=i: results.append(
-        call(server, "update-page", title=title, mode="append", source=f"\nLine {i}."))) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    results = calls_at_once(server, "update-page", [{"title": title, "mode": "append", "source": f"\nLine {i}."}
+                                                    for i in range(8)])
     assert [r.text for r in results if r.is_error] == [] and len(results) == 8
     lines = wiki.wikitext(title).split("\n")
     assert lines[0] == "Log:" and sorted(lines[1:]) == [f"Line {i}." for i in range(8)]
@@ -3739,13 +3739,8 @@ def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealW
     appended = call(server, "update-page", title=title, mode="append", source="* [[Wendle Gill]]")
     assert not appended.is_error, appended.text
     assert wiki.wikitext(title) == "Members:\n* [[Ada Gill]]\n* [[Ben Gill]]\n* [[Wendle Gill]]"
-    results: list[Result] = []
-    threads = [threading.Thread(target=lambda i=i: results.append(
-        call(server, "update-page", title=title, mode="append", source=f"* [[Member {i}]]"))) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    results = calls_at_once(server, "update-page", [{"title": title, "mode": "append", "source": f"* [[Member {i}]]"}
+                                                    for i in range(4)])
     assert [r.text for r in results if r.is_error] == [] and len(results) == 4
     lines = wiki.wikitext(title).split("\n")
     assert lines[:4] == ["Members:", "* [[Ada Gill]]", "* [[Ben Gill]]", "* [[Wendle Gill]]"]
@@ -3832,10 +3827,7 @@ def test_a_repeated_replace_in_pages_without_a_preview_saves_nothing_twice(wiki:
 @on_every_version
 def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, wiki: RealWiki) -> None:
     title = "Pipeline rollback pinned test"
-    base = create(bot_server, title, "Good text.")
-    for n in range(2):
-        editor_edit(wiki, title, f"Bad text {n}.")
-    previewed = revision_ids(wiki, title)[:2]
+    base, previewed = good_then_bad(bot_server, wiki, title, 2)
     asked = call(bot_server, "rollback-edits", title=title, user="Editor")
     assert asked.is_error and f"revisions {previewed[1]} to {previewed[0]}" in asked.text, asked.text
     editor_edit(wiki, title, "Bad text 2.")
@@ -3880,12 +3872,6 @@ def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: Rea
         assert "the new text is not valid JSON" in across.text
     assert json.loads(wiki.wikitext(title)) == {"rivers": 3} and len(revision_ids(wiki, title)) == 1
     assert revision_ids(wiki, "Pipeline unknown model test") == []
-
-
-@pytest.fixture
-def spam_wiki(farm: WikiFarm) -> RealWiki:
-    """A wiki that refuses edits for its own reasons: $wgSpamRegex and SpamBlacklist."""
-    return farm.wiki("spam")
 
 
 def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry(
@@ -4233,13 +4219,19 @@ def test_undo_edit_refuses_a_pages_creation_and_runs_not_of_one_page(bot_server:
 
 # -- rollback-edits -----------------------------------------------------------------------
 
+def good_then_bad(server: Any, wiki: RealWiki, title: str, bad: int) -> tuple[int, list[int]]:
+    """A page made by the bot ("Good text."), then edited ``bad`` times by Editor: its first revision
+    and Editor's, newest first."""
+    base = create(server, title, "Good text.")
+    for n in range(bad):
+        editor_edit(wiki, title, f"Bad text {n}.")
+    return base, revision_ids(wiki, title)[:bad]
+
+
 @on_every_version
 def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety rollback test"
-    base = create(bot_server, title, "Good text.")
-    for n in range(3):
-        editor_edit(wiki, title, f"Bad text {n}.")
-    bad = revision_ids(wiki, title)[:3]
+    base, bad = good_then_bad(bot_server, wiki, title, 3)
     asked = call(bot_server, "rollback-edits", title=title, user="Editor")
     assert asked.is_error and asked.blocks == [
         (f"invalid_input: Nothing was rolled back. rollback-edits would revert the 3 latest edits to {title!r}, "
@@ -6253,18 +6245,6 @@ def test_a_marker_names_every_section() -> None:
 # ---------------------------------------------------------------------------
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
-
-@pytest.fixture
-def other_wiki(farm: WikiFarm) -> RealWiki:
-    """A second, private wiki: reading it needs an account."""
-    return farm.wiki("other")
-
-
-@pytest.fixture
-def third_wiki(farm: WikiFarm) -> RealWiki:
-    """A public wiki nobody configured: add-wiki finds it."""
-    return farm.wiki("third")
-
 
 def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
     """Two wikis as the TypeScript server's config.json has them; credentials from ${VAR}."""
