@@ -4393,6 +4393,7 @@ class ServerState:
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     resolve: Callable[[str, int], list[str]] = resolve_addresses  # how the address guard looks names up
     regex_seconds: float = REGEX_SECONDS  # how long find-in-page's regular expression may run
+    pages_per_call: int = MAX_PAGES_PER_CALL  # the most pages of a category replace-in-pages takes
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: tuple[threading.Lock, ...] = dataclasses.field(
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
@@ -8337,7 +8338,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
                               "rvslots": "main"}
     if category:
         category = title_in_namespace(ctx.site, category, 14)
-        params.update(generator="categorymembers", gcmtitle=category, gcmlimit=MAX_PAGES_PER_CALL)
+        params.update(generator="categorymembers", gcmtitle=category, gcmlimit=ctx.state.pages_per_call)
     else:
         params["titles"] = titles = list(dict.fromkeys(titles or []))
     normalized: list[dict[str, str]] = []
@@ -8350,9 +8351,9 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
             known = by_key.setdefault(page.get("pageid") or page.get("title"), {**page, "revisions": []})
             known["revisions"] += page.get("revisions") or []
     if category and "gcmcontinue" in data.get("continue", {}):
-        raise invalid_input(f"{category} has more than {MAX_PAGES_PER_CALL} member pages; replace-in-pages "
-                            f"changes at most {MAX_PAGES_PER_CALL} a call. get-category-members lists them: "
-                            f"pass them as titles, {MAX_PAGES_PER_CALL} at a time.")
+        most = ctx.state.pages_per_call
+        raise invalid_input(f"{category} has more than {most} member pages; replace-in-pages changes at most "
+                            f"{most} a call. get-category-members lists them: pass them as titles, {most} at a time.")
     if category:
         if not by_key:
             raise not_found(f"{category} has no member pages on {ctx.wiki.key}. search-page-by-prefix with "

@@ -5447,13 +5447,12 @@ def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: Real
         assert bad.is_error and bad.blocks[0].startswith("invalid_input: find or replace is not a valid regular")
 
 
-def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(
-        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
-    monkeypatch.setattr(m, "MAX_PAGES_PER_CALL", 3)  # Category:Fruits has more members than that
-    over = call(server, "replace-in-pages", find="fruit", replace="Fruit", category="Fruits")
+def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
+    capped = make_server(wiki.env())
+    capped.state.pages_per_call = 3  # Category:Fruits has more members than that
+    over = call(capped, "replace-in-pages", find="fruit", replace="Fruit", category="Fruits")
     assert over.is_error and over.blocks[0].startswith("invalid_input: Category:Fruits has more than 3 member pages")
-    monkeypatch.undo()
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
     titles = [f"Replace long preview test {n}" for n in range(1, 4)]
     for title in titles:
         create(bot_server_for(wiki), title, "\n".join(f"Line {k} of Acme Widget's long story." for k in range(12)))
