@@ -4473,6 +4473,24 @@ def test_page_writes_watch_or_unwatch_as_asked(wiki: RealWiki, accounts: Account
     assert viewing.is_error and "lacks the grant 'View your watchlist'" in viewing.text
 
 
+@on_every_version
+@pytest.mark.parametrize("expiry, code, says", [
+    ("yesterday", "badexpiry-past", 'Value "yesterday" for expiry parameter "expiry" is in the past.'),
+    ("2001-01-01T00:00:00Z", "badexpiry-past",
+     'Value "2001-01-01T00:00:00Z" for expiry parameter "expiry" is in the past.'),
+    ("next tuesday-ish", "badexpiry", 'Invalid value "next tuesday-ish" for expiry parameter "expiry".'),
+])
+def test_a_watch_expiry_the_wiki_cannot_take_is_invalid_input(bot_server: Any, wiki: RealWiki, expiry: str,
+                                                             code: str, says: str) -> None:
+    """An expiry in the past or unreadable is the call's fault: the model is told to change it, not
+    that the wiki must be fixed, and the page stays unwatched."""
+    title = "Safety watch bad expiry test"
+    result = call(bot_server, "watch-page", title=title, expiry=expiry)
+    assert result.is_error and result.blocks == [
+        f"invalid_input: {says} ({wiki.key}) [{code}] {m.NEXT_STEP['invalid_input']}"]
+    assert not watched(wiki, title)
+
+
 def test_a_watch_expiry_on_a_wiki_without_expiries_is_refused(third_wiki: RealWiki) -> None:
     server = make_server(third_wiki.env())
     result = call(server, "watch-page", title="Main Page", expiry="1 week")
