@@ -8146,7 +8146,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:],
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
+                        + text[own:],
                         labelled(("Topic", f"{section.number} ({section.heading})" if section.number
                                   else "0 (Lead)"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
@@ -8154,10 +8155,11 @@ def reply_on_talk_page(
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
 
-def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
+def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],
+               at_end: bool) -> list[str]:
     """A topic's lines with a reply's lines put in, one level deeper than the comment answered in
-    the page's list style (':' or '*'): after that comment and the replies below it, or (at_end)
-    after the topic's last line."""
+    the page's list style (':' or '*', as its ``comments`` are indented): after that comment and
+    the replies below it, or (at_end) after the topic's last line."""
     indent = answered.indent if answered else ""
     at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=len(lines))
     if answered and not at_end:
@@ -8166,8 +8168,10 @@ def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], 
             if lines[i].strip() and len(list_markup(lines[i])) <= len(indent):
                 break
             at = i + 1 if lines[i].strip() else at
+    # The style of the replies, not of any indented line: a comment's own list or quote is no reply,
+    # and a '*' reply after a comment's bulleted list would be that list's next item.
     style = indent[-1] if indent[-1:] in (":", "*") else next(
-        (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
+        (c.indent[-1] for c in comments if c.indent[-1:] in (":", "*")), ":")
     # MediaWiki indents a table only by colons (Parser::handleTables): '*{|' is no table.
     return lines[:at] + [(":" * len(indent + style) if block.startswith("{|") else indent + style) + block
                          for block in body] + lines[at:]

@@ -5290,6 +5290,25 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
     assert "\n".join(lines[11:]) == f"== Other ==\nSomething else. {signature('Eve', '14:00')}"
 
 
+@on_every_version
+@pytest.mark.parametrize("inside, replies, expected", [
+    ("* plates\n* cups", "", ":"),
+    (": plates, as last year\n: cups", f"*Napkins too. {signature('Bob', '11:00')}\n", "*"),
+], ids=["a bulleted list", "an indented quote"])
+def test_a_reply_takes_its_style_from_the_replies_not_from_a_list_inside_a_comment(
+        bot_server: Any, wiki: RealWiki, inside: str, replies: str, expected: str) -> None:
+    """A list or an indented quote inside the topic's first comment is no reply: a reply to the
+    topic is indented as its replies are, else by ':'; a '*' after a bulleted list would make it
+    the list's next item."""
+    title = f"Reply style inside a comment test {expected}"
+    talk = f"== Picnic ==\nWhat we need:\n{inside} {signature('Alice', '10:00')}\n{replies}"
+    create(bot_server, f"Talk:{title}", talk)
+    result = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", message="Agreed.")
+    assert not result.is_error, result.text
+    last = wiki.wikitext(f"Talk:{title}").split("\n")[-1]
+    assert last.startswith(f"{expected}Agreed. [[User:Admin|Admin]]"), last
+
+
 def test_a_reply_names_what_it_cannot_find(bot_server: Any, wiki: RealWiki) -> None:
     title = "Reply not found test"
     create(bot_server, f"Talk:{title}", threaded_talk(":") + f"\n\n== Plans ==\nAgain. {signature('Zoe', '15:00')}")
