@@ -8370,6 +8370,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
         title = page.get("title", asked) if page else asked
         why = ("on another wiki (an interwiki prefix)" if page is None or "interwiki" in page else
                f"not a valid title ({invalid_reason(page)})" if page.get("invalid") else
+               "a special page, which cannot be edited" if page.get("special") else
                "does not exist" if page.get("missing") else None)
         result.setdefault(title, (title, None if why else page, why))
     return list(result.values())

@@ -5481,6 +5481,20 @@ def test_a_replace_retried_with_the_same_key_saves_nothing_twice(bot_server: Any
     assert other.is_error and other.blocks[0].startswith("conflict: idempotencyKey 'replace-req-1' was already used")
 
 
+def test_a_replace_skips_a_special_page_saying_it_cannot_be_edited(bot_server: Any, wiki: RealWiki) -> None:
+    """A special page holds no wikitext: it is skipped as one, not reported as having no match."""
+    titles = replace_pages(bot_server, "Replace special test", 1)
+    arguments = {"find": "Acme Widget", "replace": "Acme Gadget", "titles": [*titles, "Special:Random"]}
+    preview = call(bot_server, "replace-in-pages", **arguments)
+    assert not preview.is_error and "Skipped: Special:Random (a special page, which cannot be edited)" \
+        in preview.blocks[0].split("\n"), preview.text
+    assert "no match" not in preview.text
+    saved = call(bot_server, "replace-in-pages", **arguments, dryRun=False)
+    assert saved.blocks[0].startswith("Saved 1 of 2 pages."), saved.text
+    assert "Special:Random | skipped | a special page, which cannot be edited" in saved.blocks[0].split("\n")
+    assert wiki.wikitext(titles[0]).startswith("Acme Gadget, page 1.")
+
+
 def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: RealWiki) -> None:
     titles = replace_pages(bot_server, "Replace regex test", 2)
     result = call(bot_server, "replace-in-pages", titles=titles, find=r"page (\d+)", replace=r"sheet \1",
