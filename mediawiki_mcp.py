@@ -3822,6 +3822,12 @@ def told_apart(caller: str) -> bool:
     return caller.partition(":")[0] != SHARED_CALLER
 
 
+def heading_entry(title: str, heading: str) -> str:
+    """The read ledger's name for a section of ``title`` asked for by ``heading`` (as headings
+    are matched: case and space aside); no section number looks like it."""
+    return f"{title}|#{' '.join(heading.split()).casefold()}"
+
+
 def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
     """The entry of a state store that holds ``name`` of ``kind`` for one caller on one wiki: the
     one place entries are named, so every kind (reads, bases, previews, idempotency keys, and any
@@ -3941,10 +3947,11 @@ class ReadLedger:
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
                offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True,
-               caller: str = "") -> str | None:
+               caller: str = "", heading: str | None = None) -> str | None:
         """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
-        ``latest``: the revision read was the page's latest (not an old one, get-revision).
-        Returns a note for the model when the read could not be recorded yet."""
+        ``latest``: the revision read was the page's latest (not an old one, get-revision);
+        ``heading``: the section was asked for by this heading. Returns a note for the model
+        when the read could not be recorded yet."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
         starts: dict[int, int] = {}
@@ -3980,7 +3987,8 @@ class ReadLedger:
         name = f"{title}|{section}"
         changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
         if latest:
-            changes.append(("base", name, lambda _, order: json.dumps([revid, order])))
+            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
+                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
         if not own:
             changes.append(("cut", title, cut))
         if self._note(wiki, caller, changes):
@@ -4003,11 +4011,15 @@ class ReadLedger:
         parts = dict.fromkeys([None, section])
         self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
 
-    def base(self, wiki: str, title: str, section: int | None, caller: str = "") -> int | None:
+    def base(self, wiki: str, title: str, section: int | None, caller: str = "",
+             heading: str | None = None) -> int | None:
         """The latest revision ``caller``'s last read showed of this page (for a section: of the
-        section or of the whole page, whichever was read later), if any; none for a caller not
-        told apart, whose reads may be another client's."""
-        found = [self._get(wiki, caller, "base", f"{title}|{part}") for part in dict.fromkeys([section, None])]
+        section, of the whole page, or of the section by ``heading``, whichever was read later),
+        if any; none for a caller not told apart, whose reads may be another client's. A section
+        named by heading may have been read under another number: one added above renumbers it."""
+        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
+        found = [self._get(wiki, caller, "base", name)
+                 for name in (*names, *([heading_entry(title, heading)] if heading else []))]
         if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
             return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
@@ -4189,15 +4201,15 @@ class ClientReads:
         return told_apart(self.caller)
 
     def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
-               syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> str | None:
+               syntax: Syntax = CORE_SYNTAX, latest: bool = True, heading: str | None = None) -> str | None:
         return self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest,
-                                  self.caller)
+                                  self.caller, heading)
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
         self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole, self.caller)
 
-    def base(self, title: str, section: int | None) -> int | None:
-        return self.ledger.base(self.wiki, title, section, self.caller)
+    def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
+        return self.ledger.base(self.wiki, title, section, self.caller, heading)
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         self.ledger.previewed(self.wiki, title, change, revid, saved, self.caller)
@@ -5022,8 +5034,9 @@ def get_page(
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown = slot_text(ctx, revision, number, page["title"]), section
+    text, shown, heading = slot_text(ctx, revision, number, page["title"]), section, None
     if isinstance(section, str):
+        heading = section
         section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
@@ -5033,7 +5046,7 @@ def get_page(
                             again=again or None)
     # for update-page: refusing to write back a part, and the revision a write is based on
     note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
-                            ctx.site.syntax)
+                            ctx.site.syntax, heading=heading)
     return [note, *blocks] if note else blocks
 
 
@@ -6610,7 +6623,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     heading = section if isinstance(section, str) else None
     number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
-    read_base = ctx.reads.base(title, number) if from_read and not latest_id else None
+    read_base = ctx.reads.base(title, number, heading) if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):

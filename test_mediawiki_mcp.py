@@ -2044,6 +2044,25 @@ def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) ->
     assert "A Roman frontier, long ago." in wiki.wikitext(title)
 
 
+@on_every_version
+def test_a_section_read_and_written_by_its_heading_keeps_an_edit_made_since(wiki: RealWiki) -> None:
+    """The base of a write by heading is the read of that heading, though a section added above
+    has renumbered it since: the Editor's change to it is merged in, never written over."""
+    server = make_server(wiki.env())
+    title = "Heading base since test"
+    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== Gamma ==\nfirst line\nsecond line")
+    read = call(server, "get-page", title=title, section="gamma")
+    assert field(read, "Section") == "2 (Gamma)", read.text
+    editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== Gamma ==\n"
+                "first line, corrected by the Editor\nsecond line")
+    saved = call(server, "update-page", title=title, section="Gamma",
+                 source="== Gamma ==\nfirst line\nsecond line\nthird line")
+    assert not saved.is_error and saved.blocks[0].startswith("Saved, merged with the edits made since revision "
+                                                             f"{field(read, 'Revision ID')}"), saved.text
+    assert wiki.wikitext(title).endswith("== Gamma ==\nfirst line, corrected by the Editor\nsecond line\n"
+                                         "third line")
+
+
 # -- find-in-page ------------------------------------------------------------------------
 
 @on_every_version
