@@ -4964,6 +4964,12 @@ def heading_key(heading: str) -> str:
     return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
 
 
+def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
+    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
+    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
+    return next(found, None)
+
+
 def heading_plain(heading: str) -> str:
     """A wikitext heading as it reads: links as their text, bold, italics and tags dropped."""
     text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", heading)
@@ -5034,10 +5040,11 @@ def get_page(
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown, heading = slot_text(ctx, revision, number, page["title"]), section, None
+    text, shown = slot_text(ctx, revision, number, page["title"]), section
     if isinstance(section, str):
-        heading = section
         section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
+    # noted under its heading too, by which a write may name it once a section above renumbered it
+    heading = section_heading(text, 1, ctx.site.syntax) if section else None
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
@@ -6623,7 +6630,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     heading = section if isinstance(section, str) else None
     number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
-    read_base = ctx.reads.base(title, number, heading) if from_read and not latest_id else None
+    read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
+        if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):

@@ -2045,22 +2045,26 @@ def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) ->
 
 
 @on_every_version
-def test_a_section_read_and_written_by_its_heading_keeps_an_edit_made_since(wiki: RealWiki) -> None:
-    """The base of a write by heading is the read of that heading, though a section added above
-    has renumbered it since: the Editor's change to it is merged in, never written over."""
+@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2], ids=["by heading", "by number"])
+def test_a_section_written_by_its_heading_keeps_an_edit_made_since_its_read(wiki: RealWiki,
+                                                                           read_as: str | int) -> None:
+    """The base of a write by heading is the read of that section, by its heading or its number,
+    though a section added above has renumbered it since: the Editor's change to it is merged in,
+    never written over."""
     server = make_server(wiki.env())
-    title = "Heading base since test"
-    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== Gamma ==\nfirst line\nsecond line")
-    read = call(server, "get-page", title=title, section="gamma")
-    assert field(read, "Section") == "2 (Gamma)", read.text
-    editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== Gamma ==\n"
+    title = f"Heading base since test {'number' if read_as == 2 else 'heading'}"
+    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
+           "first line\nsecond line")
+    read = call(server, "get-page", title=title, section=read_as)
+    assert field(read, "Section") == ("2" if read_as == 2 else "2 (Gamma)"), read.text
+    editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
                 "first line, corrected by the Editor\nsecond line")
     saved = call(server, "update-page", title=title, section="Gamma",
-                 source="== Gamma ==\nfirst line\nsecond line\nthird line")
+                 source="== [[Gamma river|Gamma]] ==\nfirst line\nsecond line\nthird line")
     assert not saved.is_error and saved.blocks[0].startswith("Saved, merged with the edits made since revision "
                                                              f"{field(read, 'Revision ID')}"), saved.text
-    assert wiki.wikitext(title).endswith("== Gamma ==\nfirst line, corrected by the Editor\nsecond line\n"
-                                         "third line")
+    assert wiki.wikitext(title).endswith("== [[Gamma river|Gamma]] ==\nfirst line, corrected by the Editor\n"
+                                         "second line\nthird line")
 
 
 # -- find-in-page ------------------------------------------------------------------------
