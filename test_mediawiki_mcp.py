@@ -5249,6 +5249,22 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
+def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under the redirect's title: an answer that changed the
+    redirect page's categories says so, lest the model take them for the article's."""
+    title, target = "Category redirect test", "Category redirect target test"
+    create(bot_server, target, "The article.")
+    create(bot_server, title, f"#REDIRECT [[{target}]]")
+    dry = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"], dryRun=True)
+    saved = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"])
+    line = (f"Redirect: {title} is a redirect; these are the categories of the redirect page itself, not of "
+            "the page it leads to")
+    assert not saved.is_error and saved.blocks[0].endswith("\nCategories: Category:Redirects from moves\n" + line)
+    assert line in dry.text.split("\n"), dry.text
+    assert wiki.wikitext(title) == f"#REDIRECT [[{target}]]\n\n[[Category:Redirects from moves]]"
+    assert wiki.wikitext(target) == "The article."
+
+
 def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
                                                                           wiki: RealWiki) -> None:
     title = "Category base test"
