@@ -7035,9 +7035,14 @@ def move_page(
         else "Moved."
     to = moved.get("to", toTitle)
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
+    source = moved.get("from", fromTitle)
+    if talk_errors and ctx.site.namespace_of(to) % 2 and not ctx.site.namespace_of(source) % 2:
+        # MediaWiki tried the new title's talk page, which is the new title itself, and says a page exists
+        stays = f"{talk_title(ctx, source)} stays where it is: {to} is itself a talk page, which has none of its own"
+        talk_errors = [stays]
     subpages_moved, subpages_kept = subpage_moves(ctx, moved)
     return status + "\n" + labelled(
-        ("From", moved.get("from", fromTitle)), ("To", to),
+        ("From", source), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),

@@ -3167,6 +3167,20 @@ def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> No
     assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
 
 
+def test_a_move_into_a_talk_namespace_says_why_the_talk_page_stayed(bot_server: Any, wiki: RealWiki) -> None:
+    """A page moved into a talk namespace has no talk page of its own for its old one to go to;
+    MediaWiki's words ('A page already exists at ...') would send the model looking for a page
+    in the way."""
+    create(bot_server, "Write move to talk source", "Moving text.")
+    create(bot_server, "Talk:Write move to talk source", "Talk text.")
+    moved = call(bot_server, "move-page", fromTitle="Write move to talk source",
+                 toTitle="User talk:Write move to talk target")
+    assert not moved.is_error, moved.text
+    assert "\nTalk page not moved: Talk:Write move to talk source stays where it is: User talk:Write move to " \
+           "talk target is itself a talk page, which has none of its own\n" in moved.blocks[0], moved.text
+    assert wiki.wikitext("Talk:Write move to talk source") == "Talk text."
+
+
 def test_move_with_subpages_takes_them_along_and_without_leaves_them(bot_server: Any, wiki: RealWiki) -> None:
     """The Help namespace has subpages (Debian's MediaWiki, as MediaWiki's defaults)."""
     for name in ("Help:Write subpages one", "Help:Write subpages two"):
