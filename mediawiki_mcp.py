@@ -7038,8 +7038,8 @@ def move_page(
     source = moved.get("from", fromTitle)
     if talk_errors and ctx.site.namespace_of(to) % 2 and not ctx.site.namespace_of(source) % 2:
         # MediaWiki tried the new title's talk page, which is the new title itself, and says a page exists
-        stays = f"{talk_title(ctx, source)} stays where it is: {to} is itself a talk page, which has none of its own"
-        talk_errors = [stays]
+        stays = f"{talk_title(ctx, source)} stays where it is: {to} is itself a talk page"
+        talk_errors = [stays + ", which has none of its own"]
     subpages_moved, subpages_kept = subpage_moves(ctx, moved)
     return status + "\n" + labelled(
         ("From", source), ("To", to),
