@@ -6950,9 +6950,18 @@ RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
                               r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
 
 
+#: The labelled lines get-page's answer starts with (page_header), up to its revision ID.
+ANSWER_HEADER = re.compile(r"\A\s*Title: [^\n]+\n(?:[A-Z][\w ]*: [^\n]*\n)*?Revision ID: \d+\n")
+
+
 def refuse_rendered_text(title: str, text: str) -> None:
     """Refuses text that get-page rendered (content text or html) written as wikitext: its
-    templates, references and categories are gone from it."""
+    templates, references and categories are gone from it. Also text that starts with the
+    header of get-page's answer, which would be saved in the page."""
+    if ANSWER_HEADER.match(text):
+        raise invalid_input(f"Nothing was saved: the new text for {title!r} starts with the header of "
+                            "get-page's answer (Title:, Revision ID: and the lines between), which is not part "
+                            "of any page's text. Send only the text after the header's blank line.")
     found = RENDERED_MARKERS.search(text)
     if found:
         raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "

@@ -3953,6 +3953,28 @@ def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry
 
 
 @on_every_version
+def test_get_pages_answer_written_back_with_its_header_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    """The whole of get-page's answer sent as the text, its header lines (Title:, Revision ID:, the
+    metadata) too, would save them in the page: it is refused, whatever the mode, and so is a copy
+    to a new page."""
+    title = "Answer header test"
+    create(bot_server, title, "Just a paragraph.\n\nAnother one.")
+    before = revision_ids(wiki, title)
+    for metadata in (False, True):
+        answer = call(bot_server, "get-page", title=title, metadata=metadata).text
+        for arguments in ({"source": answer + "\nAdded line."}, {"source": answer, "dryRun": True},
+                          {"source": answer, "mode": "prepend"}):
+            refused = call(bot_server, "update-page", title=title, **arguments)
+            assert refused.is_error and refused.blocks[0].startswith(
+                f"invalid_input: Nothing was saved: the new text for {title!r} starts with the header of "
+                "get-page's answer"), (arguments, refused.text)
+    copy = call(bot_server, "create-page", title="Answer header copy test", source=answer)
+    assert copy.is_error and "starts with the header of get-page's answer" in copy.text
+    assert revision_ids(wiki, title) == before and revision_ids(wiki, "Answer header copy test") == []
+    assert not call(bot_server, "update-page", title=title, source="Title: a line of text.\n\nAnother one.").is_error
+
+
+@on_every_version
 def test_plain_text_of_a_page_without_headings_written_back_is_refused(bot_server: Any, wiki: RealWiki) -> None:
     title = "Pipeline rendered lead test"
     text = "'''Wendle Gill''' is a stream{{Fixture box}}.<ref>A survey.</ref>\n\n<references />\n[[Category:Rivers]]"
