@@ -7928,14 +7928,19 @@ def update_page_categories(
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
         new, outcome = recategorised(site, target.base, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
-        if target.page.get("redirect"):  # get-page showed the target's text under this title
+        if REDIRECT_TEXT.match(target.base):  # get-page showed the target's text under this title
             outcome += (f"\nRedirect: {target.title} is a redirect; these are the categories of the redirect "
                         "page itself, not of the page it leads to")
         if new == target.base:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("info", "categories"), cllimit="max")
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
+
+
+#: A redirect page's text, as every wiki reads it (the English magic word is valid in every
+#: language); the page's info would say so too, but this tool reads none.
+REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[", re.IGNORECASE)
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
