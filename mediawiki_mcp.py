@@ -190,7 +190,8 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "unsupportednamespace", "invalid-content-data", "invalid-json-data", "contentserializationexception",
         "no-direct-editing", "changecontentmodel-nodirectediting", "changecontentmodel-cannot-convert",
         "changecontentmodel-cannotbeused", "badformat", "badformat-generic", "unsupportedrepo",
-        "invalidexpiry", "pastexpiry", "toofewexpiries", "invalid-file-key", "illegal-filename",
+        "invalidexpiry", "pastexpiry", "toofewexpiries", "badexpiry", "badexpiry-past", "badexpiry-duration",
+        "invalid-file-key", "illegal-filename",
         "filetype-banned", "filetype-missing", "filename-tooshort", "windows-nonascii-filename",
         "bad-prefix", "verification-error", "empty-file", "file-too-large", "toolong", "nofile",
         "mustpostparams", "missingtitle-createonly", "invalidcategory", "invaliduser", "baduser",
@@ -3821,6 +3822,12 @@ def told_apart(caller: str) -> bool:
     return caller.partition(":")[0] != SHARED_CALLER
 
 
+def heading_entry(title: str, heading: str) -> str:
+    """The read ledger's name for a section of ``title`` asked for by ``heading`` (as headings
+    are matched: case and space aside); no section number looks like it."""
+    return f"{title}|#{' '.join(heading.split()).casefold()}"
+
+
 def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
     """The entry of a state store that holds ``name`` of ``kind`` for one caller on one wiki: the
     one place entries are named, so every kind (reads, bases, previews, idempotency keys, and any
@@ -3940,10 +3947,11 @@ class ReadLedger:
 
     def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
                offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True,
-               caller: str = "") -> str | None:
+               caller: str = "", heading: str | None = None) -> str | None:
         """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
-        ``latest``: the revision read was the page's latest (not an old one, get-revision).
-        Returns a note for the model when the read could not be recorded yet."""
+        ``latest``: the revision read was the page's latest (not an old one, get-revision);
+        ``heading``: the section was asked for by this heading. Returns a note for the model
+        when the read could not be recorded yet."""
         piece = slice_content(text, offset, budget)
         partial = piece.truncated or piece.start > 0
         starts: dict[int, int] = {}
@@ -3979,7 +3987,8 @@ class ReadLedger:
         name = f"{title}|{section}"
         changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
         if latest:
-            changes.append(("base", name, lambda _, order: json.dumps([revid, order])))
+            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
+                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
         if not own:
             changes.append(("cut", title, cut))
         if self._note(wiki, caller, changes):
@@ -4002,11 +4011,15 @@ class ReadLedger:
         parts = dict.fromkeys([None, section])
         self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
 
-    def base(self, wiki: str, title: str, section: int | None, caller: str = "") -> int | None:
+    def base(self, wiki: str, title: str, section: int | None, caller: str = "",
+             heading: str | None = None) -> int | None:
         """The latest revision ``caller``'s last read showed of this page (for a section: of the
-        section or of the whole page, whichever was read later), if any; none for a caller not
-        told apart, whose reads may be another client's."""
-        found = [self._get(wiki, caller, "base", f"{title}|{part}") for part in dict.fromkeys([section, None])]
+        section, of the whole page, or of the section by ``heading``, whichever was read later),
+        if any; none for a caller not told apart, whose reads may be another client's. A section
+        named by heading may have been read under another number: one added above renumbers it."""
+        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
+        found = [self._get(wiki, caller, "base", name)
+                 for name in (*names, *([heading_entry(title, heading)] if heading else []))]
         if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
             return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
@@ -4188,15 +4201,15 @@ class ClientReads:
         return told_apart(self.caller)
 
     def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
-               syntax: Syntax = CORE_SYNTAX, latest: bool = True) -> str | None:
+               syntax: Syntax = CORE_SYNTAX, latest: bool = True, heading: str | None = None) -> str | None:
         return self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest,
-                                  self.caller)
+                                  self.caller, heading)
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
         self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole, self.caller)
 
-    def base(self, title: str, section: int | None) -> int | None:
-        return self.ledger.base(self.wiki, title, section, self.caller)
+    def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
+        return self.ledger.base(self.wiki, title, section, self.caller, heading)
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         self.ledger.previewed(self.wiki, title, change, revid, saved, self.caller)
@@ -4952,6 +4965,12 @@ def heading_key(heading: str) -> str:
     return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
 
 
+def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
+    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
+    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
+    return next(found, None)
+
+
 def heading_plain(heading: str) -> str:
     """A wikitext heading as it reads: links as their text, bold, italics and tags dropped."""
     text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", heading)
@@ -5025,6 +5044,8 @@ def get_page(
     text, shown = slot_text(ctx, revision, number, page["title"]), section
     if isinstance(section, str):
         section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
+    # noted under its heading too, by which a write may name it once a section above renumbered it
+    heading = section_heading(text, 1, ctx.site.syntax) if section else None
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
@@ -5033,7 +5054,7 @@ def get_page(
                             again=again or None)
     # for update-page: refusing to write back a part, and the revision a write is based on
     note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
-                            ctx.site.syntax)
+                            ctx.site.syntax, heading=heading)
     return [note, *blocks] if note else blocks
 
 
@@ -6610,7 +6631,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     heading = section if isinstance(section, str) else None
     number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
-    read_base = ctx.reads.base(title, number) if from_read and not latest_id else None
+    read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
+        if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
@@ -6929,9 +6951,18 @@ RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
                               r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
 
 
+#: The labelled lines get-page's answer starts with (page_header), up to its revision ID.
+ANSWER_HEADER = re.compile(r"\A\s*Title: [^\n]+\n(?:[A-Z][\w ]*: [^\n]*\n)*?Revision ID: \d+\n")
+
+
 def refuse_rendered_text(title: str, text: str) -> None:
     """Refuses text that get-page rendered (content text or html) written as wikitext: its
-    templates, references and categories are gone from it."""
+    templates, references and categories are gone from it. Also text that starts with the
+    header of get-page's answer, which would be saved in the page."""
+    if ANSWER_HEADER.match(text):
+        raise invalid_input(f"Nothing was saved: the new text for {title!r} starts with the header of "
+                            "get-page's answer (Title:, Revision ID: and the lines between), which is not part "
+                            "of any page's text. Send only the text after the header's blank line.")
     found = RENDERED_MARKERS.search(text)
     if found:
         raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "
@@ -7014,9 +7045,14 @@ def move_page(
         else "Moved."
     to = moved.get("to", toTitle)
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
+    source = moved.get("from", fromTitle)
+    if talk_errors and ctx.site.namespace_of(to) % 2 and not ctx.site.namespace_of(source) % 2:
+        # MediaWiki tried the new title's talk page, which is the new title itself, and says a page exists
+        stays = f"{talk_title(ctx, source)} stays where it is: {to} is itself a talk page"
+        talk_errors = [stays + ", which has none of its own"]
     subpages_moved, subpages_kept = subpage_moves(ctx, moved)
     return status + "\n" + labelled(
-        ("From", moved.get("from", fromTitle)), ("To", to),
+        ("From", source), ("To", to),
         ("Redirect left", "yes" if moved.get("redirectcreated") else "no"),
         ("Talk page moved", f"{moved['talkfrom']} -> {moved['talkto']}" if moved.get("talkto") else None),
         ("Talk page not moved", "; ".join(talk_errors)),
@@ -7893,11 +7929,19 @@ def update_page_categories(
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
         new, outcome = recategorised(site, target.base, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
+        if REDIRECT_TEXT.match(target.base):  # get-page showed the target's text under this title
+            outcome += (f"\nRedirect: {target.title} is a redirect; these are the categories of the redirect "
+                        "page itself, not of the page it leads to")
         if new == target.base:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
     return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
+
+
+#: A redirect page's text, as every wiki reads it (the English magic word is valid in every
+#: language); the page's info would say so too, but this tool reads none.
+REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[", re.IGNORECASE)
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -8146,7 +8190,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, reply_to, body, at_end=answered is None)) + text[own:],
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
+                        + text[own:],
                         labelled(("Topic", f"{section.number} ({section.heading})" if section.number
                                   else "0 (Lead)"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
@@ -8154,10 +8199,11 @@ def reply_on_talk_page(
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
 
-def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], at_end: bool) -> list[str]:
+def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],
+               at_end: bool) -> list[str]:
     """A topic's lines with a reply's lines put in, one level deeper than the comment answered in
-    the page's list style (':' or '*'): after that comment and the replies below it, or (at_end)
-    after the topic's last line."""
+    the page's list style (':' or '*', as its ``comments`` are indented): after that comment and
+    the replies below it, or (at_end) after the topic's last line."""
     indent = answered.indent if answered else ""
     at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=len(lines))
     if answered and not at_end:
@@ -8166,8 +8212,10 @@ def with_reply(lines: list[str], answered: TalkComment | None, body: list[str], 
             if lines[i].strip() and len(list_markup(lines[i])) <= len(indent):
                 break
             at = i + 1 if lines[i].strip() else at
+    # The style of the replies, not of any indented line: a comment's own list or quote is no reply,
+    # and a '*' reply after a comment's bulleted list would be that list's next item.
     style = indent[-1] if indent[-1:] in (":", "*") else next(
-        (line[0] for line in lines[1:] if line[:1] in (":", "*")), ":")
+        (c.indent[-1] for c in comments if c.indent[-1:] in (":", "*")), ":")
     # MediaWiki indents a table only by colons (Parser::handleTables): '*{|' is no table.
     return lines[:at] + [(":" * len(indent + style) if block.startswith("{|") else indent + style) + block
                          for block in body] + lines[at:]
@@ -8366,6 +8414,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
         title = page.get("title", asked) if page else asked
         why = ("on another wiki (an interwiki prefix)" if page is None or "interwiki" in page else
                f"not a valid title ({invalid_reason(page)})" if page.get("invalid") else
+               "a special page, which cannot be edited" if page.get("special") else
                "does not exist" if page.get("missing") else None)
         result.setdefault(title, (title, None if why else page, why))
     return list(result.values())

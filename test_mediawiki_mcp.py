@@ -2055,6 +2055,29 @@ def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) ->
     assert "A Roman frontier, long ago." in wiki.wikitext(title)
 
 
+@on_every_version
+@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2], ids=["by heading", "by number"])
+def test_a_section_written_by_its_heading_keeps_an_edit_made_since_its_read(wiki: RealWiki,
+                                                                           read_as: str | int) -> None:
+    """The base of a write by heading is the read of that section, by its heading or its number,
+    though a section added above has renumbered it since: the Editor's change to it is merged in,
+    never written over."""
+    server = make_server(wiki.env())
+    title = f"Heading base since test {'number' if read_as == 2 else 'heading'}"
+    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
+           "first line\nsecond line")
+    read = call(server, "get-page", title=title, section=read_as)
+    assert field(read, "Section") == ("2" if read_as == 2 else "2 (Gamma)"), read.text
+    editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
+                "first line, corrected by the Editor\nsecond line")
+    saved = call(server, "update-page", title=title, section="Gamma",
+                 source="== [[Gamma river|Gamma]] ==\nfirst line\nsecond line\nthird line")
+    assert not saved.is_error and saved.blocks[0].startswith("Saved, merged with the edits made since revision "
+                                                             f"{field(read, 'Revision ID')}"), saved.text
+    assert wiki.wikitext(title).endswith("== [[Gamma river|Gamma]] ==\nfirst line, corrected by the Editor\n"
+                                         "second line\nthird line")
+
+
 # -- find-in-page ------------------------------------------------------------------------
 
 @on_every_version
@@ -3149,6 +3172,20 @@ def test_move_with_and_without_a_redirect(bot_server: Any, wiki: RealWiki) -> No
     assert wiki.wikitext("Apple").startswith("An apple is a fruit.")
 
 
+def test_a_move_into_a_talk_namespace_says_why_the_talk_page_stayed(bot_server: Any, wiki: RealWiki) -> None:
+    """A page moved into a talk namespace has no talk page of its own for its old one to go to;
+    MediaWiki's words ('A page already exists at ...') would send the model looking for a page
+    in the way."""
+    create(bot_server, "Write move to talk source", "Moving text.")
+    create(bot_server, "Talk:Write move to talk source", "Talk text.")
+    moved = call(bot_server, "move-page", fromTitle="Write move to talk source",
+                 toTitle="User talk:Write move to talk target")
+    assert not moved.is_error, moved.text
+    assert "\nTalk page not moved: Talk:Write move to talk source stays where it is: User talk:Write move to " \
+           "talk target is itself a talk page, which has none of its own\n" in moved.blocks[0], moved.text
+    assert wiki.wikitext("Talk:Write move to talk source") == "Talk text."
+
+
 def test_move_with_subpages_takes_them_along_and_without_leaves_them(bot_server: Any, wiki: RealWiki) -> None:
     """The Help namespace has subpages (Debian's MediaWiki, as MediaWiki's defaults)."""
     for name in ("Help:Write subpages one", "Help:Write subpages two"):
@@ -3902,6 +3939,28 @@ def test_a_save_the_wiki_refuses_for_its_own_reasons_says_why_and_never_to_retry
 
 
 @on_every_version
+def test_get_pages_answer_written_back_with_its_header_is_refused(bot_server: Any, wiki: RealWiki) -> None:
+    """The whole of get-page's answer sent as the text, its header lines (Title:, Revision ID:, the
+    metadata) too, would save them in the page: it is refused, whatever the mode, and so is a copy
+    to a new page."""
+    title = "Answer header test"
+    create(bot_server, title, "Just a paragraph.\n\nAnother one.")
+    before = revision_ids(wiki, title)
+    for metadata in (False, True):
+        answer = call(bot_server, "get-page", title=title, metadata=metadata).text
+        for arguments in ({"source": answer + "\nAdded line."}, {"source": answer, "dryRun": True},
+                          {"source": answer, "mode": "prepend"}):
+            refused = call(bot_server, "update-page", title=title, **arguments)
+            assert refused.is_error and refused.blocks[0].startswith(
+                f"invalid_input: Nothing was saved: the new text for {title!r} starts with the header of "
+                "get-page's answer"), (arguments, refused.text)
+    copy = call(bot_server, "create-page", title="Answer header copy test", source=answer)
+    assert copy.is_error and "starts with the header of get-page's answer" in copy.text
+    assert revision_ids(wiki, title) == before and revision_ids(wiki, "Answer header copy test") == []
+    assert not call(bot_server, "update-page", title=title, source="Title: a line of text.\n\nAnother one.").is_error
+
+
+@on_every_version
 def test_plain_text_of_a_page_without_headings_written_back_is_refused(bot_server: Any, wiki: RealWiki) -> None:
     title = "Pipeline rendered lead test"
     text = "'''Wendle Gill''' is a stream{{Fixture box}}.<ref>A survey.</ref>\n\n<references />\n[[Category:Rivers]]"
@@ -4463,6 +4522,24 @@ def test_page_writes_watch_or_unwatch_as_asked(wiki: RealWiki, accounts: Account
     assert wiki.wikitext(title) == "Watched."
     viewing = call(make_server(accounts.limited), "get-watchlist")
     assert viewing.is_error and "lacks the grant 'View your watchlist'" in viewing.text
+
+
+@on_every_version
+@pytest.mark.parametrize("expiry, code, says", [
+    ("yesterday", "badexpiry-past", 'Value "yesterday" for expiry parameter "expiry" is in the past.'),
+    ("2001-01-01T00:00:00Z", "badexpiry-past",
+     'Value "2001-01-01T00:00:00Z" for expiry parameter "expiry" is in the past.'),
+    ("next tuesday-ish", "badexpiry", 'Invalid value "next tuesday-ish" for expiry parameter "expiry".'),
+])
+def test_a_watch_expiry_the_wiki_cannot_take_is_invalid_input(bot_server: Any, wiki: RealWiki, expiry: str,
+                                                             code: str, says: str) -> None:
+    """An expiry in the past or unreadable is the call's fault: the model is told to change it, not
+    that the wiki must be fixed, and the page stays unwatched."""
+    title = "Safety watch bad expiry test"
+    result = call(bot_server, "watch-page", title=title, expiry=expiry)
+    assert result.is_error and result.blocks == [
+        f"invalid_input: {says} ({wiki.key}) [{code}] {m.NEXT_STEP['invalid_input']}"]
+    assert not watched(wiki, title)
 
 
 def test_a_watch_expiry_on_a_wiki_without_expiries_is_refused(third_wiki: RealWiki) -> None:
@@ -5200,6 +5277,22 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
+def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under the redirect's title: an answer that changed the
+    redirect page's categories says so, lest the model take them for the article's."""
+    title, target = "Category redirect test", "Category redirect target test"
+    create(bot_server, target, "The article.")
+    create(bot_server, title, f"#REDIRECT [[{target}]]")
+    dry = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"], dryRun=True)
+    saved = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"])
+    line = (f"Redirect: {title} is a redirect; these are the categories of the redirect page itself, not of "
+            "the page it leads to")
+    assert not saved.is_error and saved.blocks[0].endswith("\nCategories: Category:Redirects from moves\n" + line)
+    assert line in dry.text.split("\n"), dry.text
+    assert wiki.wikitext(title) == f"#REDIRECT [[{target}]]\n\n[[Category:Redirects from moves]]"
+    assert wiki.wikitext(target) == "The article."
+
+
 def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
                                                                           wiki: RealWiki) -> None:
     title = "Category base test"
@@ -5262,6 +5355,25 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
     lines = wiki.wikitext(f"Talk:{title}").split("\n")
     assert lines[9].startswith(f"{style}See you there. [[User:Admin|Admin]]") and lines[10] == ""
     assert "\n".join(lines[11:]) == f"== Other ==\nSomething else. {signature('Eve', '14:00')}"
+
+
+@on_every_version
+@pytest.mark.parametrize("inside, replies, expected", [
+    ("* plates\n* cups", "", ":"),
+    (": plates, as last year\n: cups", f"*Napkins too. {signature('Bob', '11:00')}\n", "*"),
+], ids=["a bulleted list", "an indented quote"])
+def test_a_reply_takes_its_style_from_the_replies_not_from_a_list_inside_a_comment(
+        bot_server: Any, wiki: RealWiki, inside: str, replies: str, expected: str) -> None:
+    """A list or an indented quote inside the topic's first comment is no reply: a reply to the
+    topic is indented as its replies are, else by ':'; a '*' after a bulleted list would make it
+    the list's next item."""
+    title = f"Reply style inside a comment test {expected}"
+    talk = f"== Picnic ==\nWhat we need:\n{inside} {signature('Alice', '10:00')}\n{replies}"
+    create(bot_server, f"Talk:{title}", talk)
+    result = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", message="Agreed.")
+    assert not result.is_error, result.text
+    last = wiki.wikitext(f"Talk:{title}").split("\n")[-1]
+    assert last.startswith(f"{expected}Agreed. [[User:Admin|Admin]]"), last
 
 
 def test_a_reply_names_what_it_cannot_find(bot_server: Any, wiki: RealWiki) -> None:
@@ -5434,6 +5546,20 @@ def test_a_replace_retried_with_the_same_key_saves_nothing_twice(bot_server: Any
     assert wiki.wikitext(titles[0]) == "Acme Widget Pro, page 1.\n\nMade by Acme Widget Pro Ltd."
     other = call(bot_server, "replace-in-pages", **{**arguments, "replace": "Acme Widget Max"})
     assert other.is_error and other.blocks[0].startswith("conflict: idempotencyKey 'replace-req-1' was already used")
+
+
+def test_a_replace_skips_a_special_page_saying_it_cannot_be_edited(bot_server: Any, wiki: RealWiki) -> None:
+    """A special page holds no wikitext: it is skipped as one, not reported as having no match."""
+    titles = replace_pages(bot_server, "Replace special test", 1)
+    arguments = {"find": "Acme Widget", "replace": "Acme Gadget", "titles": [*titles, "Special:Random"]}
+    preview = call(bot_server, "replace-in-pages", **arguments)
+    assert not preview.is_error and "Skipped: Special:Random (a special page, which cannot be edited)" \
+        in preview.blocks[0].split("\n"), preview.text
+    assert "no match" not in preview.text
+    saved = call(bot_server, "replace-in-pages", **arguments, dryRun=False)
+    assert saved.blocks[0].startswith("Saved 1 of 2 pages."), saved.text
+    assert "Special:Random | skipped | a special page, which cannot be edited" in saved.blocks[0].split("\n")
+    assert wiki.wikitext(titles[0]).startswith("Acme Gadget, page 1.")
 
 
 def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: RealWiki) -> None:
