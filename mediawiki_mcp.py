@@ -6077,14 +6077,20 @@ def get_user_contributions(
         params.update(list=["usercontribs", "users"], ususers=name)
     data = ctx.client.get(params)
     query = data.get("query", {})
-    if (query.get("users") or [{}])[0].get("missing"):
-        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
-                        "them, case-sensitive after the first letter.")
+    refuse_missing_user(ctx, query, name)
     rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
     order = "oldest" if oldestFirst else "newest"
     blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
               else f"No edits by {name} match."]
     return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+
+
+def refuse_missing_user(ctx: ToolContext, query: dict[str, Any], name: str) -> None:
+    """Raises not_found when a query asked with list=users found no account called name: an empty
+    listing would otherwise read as "this user did nothing"."""
+    if (query.get("users") or [{}])[0].get("missing"):
+        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
+                        "them, case-sensitive after the first letter.")
 
 
 def user_name(text: str) -> str:
@@ -6125,17 +6131,24 @@ def get_log_events(
     """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
     type/action, user, page, then details and reason. For edits, use get-recent-changes."""
     oldest, newest = time_window(start, end)
+    name = user_name(user) if user is not None else None
+    params: dict[str, Any] = {"action": "query", "list": "logevents", "letype": type, "letitle": title,
+                              "leuser": name, "lestart": newest, "leend": oldest, "lelimit": limit,
+                              "leprop": "title|type|user|timestamp|comment|details",
+                              **continuation(ctx, "lecontinue")}
+    if name and not ctx.continue_from:  # whether the account exists, in the same request
+        params.update(list=["logevents", "users"], ususers=name)
     try:
-        data = ctx.client.get({"action": "query", "list": "logevents", "letype": type, "letitle": title,
-                               "leuser": user, "lestart": newest, "leend": oldest, "lelimit": limit,
-                               "leprop": "title|type|user|timestamp|comment|details",
-                               **continuation(ctx, "lecontinue")})
+        data = ctx.client.get(params)
     except WikiError as error:
         if error.code == "badvalue" and type:
             raise invalid_input(f"{ctx.wiki.key} has no log type {type!r}. Its log types: "
                                 f"{', '.join(log_types(ctx))}.", error.code) from None
         raise
-    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
+    query = data.get("query", {})
+    if name:
+        refuse_missing_user(ctx, query, name)
+    rows = [log_row(event) for event in query.get("logevents") or []]
     blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
               else "No log events match."]
     return with_more(blocks, data, len(rows), "event", "get-log-events")

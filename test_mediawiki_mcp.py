@@ -4375,6 +4375,15 @@ def test_a_delete_a_move_and_a_protection_are_in_the_log_with_their_reasons(bot_
     assert "block, " in unknown.text and "protect, " in unknown.text  # the wiki's own log types
 
 
+def test_log_events_of_an_unknown_user_are_not_found_not_an_empty_log(bot_server: Any, wiki: RealWiki) -> None:
+    nobody = call(bot_server, "get-log-events", user="Nobody here at all")
+    assert nobody.is_error and nobody.blocks[0].startswith(
+        f"not_found: There is no user 'Nobody here at all' on {wiki.key}.")
+    admin = call(bot_server, "get-log-events", user="admin", type="create", limit=1)
+    assert not admin.is_error, admin.text
+    assert rows_of(admin.blocks[0])[0].split(" | ")[1:3] == ["create/create", "Admin"]
+
+
 # -- protect-page and get-page's protection ------------------------------------------------------
 
 @on_every_version
