@@ -5343,7 +5343,7 @@ def search_page_by_prefix(
     return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
 
 
-FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, "
+FIND_LEGEND = ("section | line | byte offset, {reader}'s offset | what it is in, if a template call, "
                "reference or comment; then its line between those either side")
 #: The matches find-in-page shows; it counts up to MAX_MATCHES.
 FIND_SHOWN = 50
@@ -5393,7 +5393,9 @@ def find_in_page(
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
-    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n"
+    # get-page reads the latest revision: an older one's offsets are get-revision's
+    reader = f"get-revision {revisionId}" if revisionId else "get-page"
+    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND.format(reader=reader)}):\n"
               + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
     if len(spans) > FIND_SHOWN:
         blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "

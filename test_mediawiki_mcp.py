@@ -2051,10 +2051,11 @@ def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWik
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     revid = latest_revid(wiki, RIVER_ARTICLE)
+    legend = m.FIND_LEGEND.format(reader="get-page")
     with counter.counting() as n:
         delta = call(server, "find-in-page", title=RIVER_ARTICLE, find="delta")
     assert n[0] == 1 and delta.blocks == [
-        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
+        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({legend}):\n"
          "0 (Lead) | line 7 | 262 | in a reference\n"
          "  6: }}\n"
          "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
@@ -2107,6 +2108,26 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bo
         "invalid_input: The regular expression ran over 1 s on this page without finishing")
     empty = call(bot_server, "find-in-page", title=title, find="")
     assert empty.is_error and empty.blocks[0].startswith("invalid_input: ")
+
+
+def test_a_match_after_multibyte_text_is_at_its_byte_offset_and_an_old_one_names_get_revision(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Find after Größe test"
+    text = "Größe, Fläche und Höhe: 大河.\n== Überblick ==\nDer Strom fließt südwärts. Ziel: needle hier.\n"
+    first = create(bot_server, title, text)
+    found = call(bot_server, "find-in-page", title=title, find="needle")
+    row = rows_of(found.blocks[0])[2]
+    offset = text.encode().index(b"needle")
+    assert offset != text.index("needle")  # bytes and characters differ before the match
+    assert row == f"1 (Überblick) | line 3 | {offset}"
+    assert "byte offset, get-page's offset |" in found.text
+    assert content_of(call(bot_server, "get-page", title=title, offset=offset).blocks[0]).startswith("needle hier.")
+    editor_edit(wiki, title, "Nichts mehr.")
+    old = call(bot_server, "find-in-page", title=title, find="needle", revisionId=first)
+    assert f"byte offset, get-revision {first}'s offset |" in old.text and "get-page" not in old.text
+    assert rows_of(old.blocks[0])[2] == f"1 (Überblick) | line 3 | {offset}"
+    assert content_of(call(bot_server, "get-revision", revisionId=first, offset=offset).blocks[0]
+                      ).startswith("needle hier.")
 
 
 def test_a_match_is_placed_in_the_template_call_parameter_reference_or_comment_around_it() -> None:
