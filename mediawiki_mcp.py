@@ -1457,13 +1457,38 @@ def state_address(name: str, value: str) -> str:
     if parts is None or parts.scheme.lower() not in ("redis", "rediss") or not parts.hostname:
         raise ConfigError(f"{name} takes a redis:// or rediss:// address such as redis://cache.internal:6379/0 "
                           f"(the value given is not shown: it may hold a password)")
+    # The Redis client would take /abc as database 0 and crash at start on a malformed option.
+    if parts.path.strip("/") and not parts.path.strip("/").isdigit():
+        raise ConfigError(f"{name}: the database, the path after the host, must be a number such as /0 "
+                          "(the value given is not shown: it may hold a password)")
+    for option, text in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if not number_as(STATE_OPTION_TYPES.get(option), text):
+            raise ConfigError(f"{name}: the option {option!r} of the address must be a "
+                              f"{'whole ' if STATE_OPTION_TYPES[option] is int else ''}number "
+                              "(the value given is not shown: it may hold a password)")
     return value
 
 
+#: The options of a store address that the Redis client reads as numbers.
+STATE_OPTION_TYPES: dict[str, type[int] | type[float]] = {
+    "db": int, "socket_timeout": float, "socket_connect_timeout": float, "socket_read_size": int,
+    "max_connections": int, "health_check_interval": int, "timeout": float, "protocol": int}
+
+
+def number_as(kind: type[int] | type[float] | None, text: str) -> bool:
+    """Whether text reads as a number of that kind; any text when there is no kind."""
+    try:
+        kind(text) if kind else None
+    except ValueError:
+        return False
+    return True
+
+
 def shown_address(url: str) -> str:
-    """A store's address as logs, errors and /health show it: without password or query."""
+    """A store's address as logs, errors and /health show it: without password or query. A name
+    alone before the @ (redis://secret@host) is shown neither: it is often the password."""
     parts = urllib.parse.urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
+    user = f"{parts.username}@" if parts.username and parts.password is not None else ""
     host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{user}{host}{port}{parts.path}"

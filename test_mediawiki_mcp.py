@@ -7990,6 +7990,33 @@ def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_pat
     assert m.ServerState.from_config(m.Config.from_env({})).reads.store.name == "memory"  # without it
 
 
+def test_a_malformed_store_option_or_database_stops_the_server_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in [n for n in os.environ if n.startswith(("MEDIAWIKI_", "MCP_")) or n == "CONFIG"]:
+        monkeypatch.delenv(name)
+    for value, said in (("redis://:pw@127.0.0.1:1/0?socket_timeout=abc", "the option 'socket_timeout' of "
+                         "the address must be a number"),
+                        ("redis://:pw@127.0.0.1:1/abc", "the database, the path after the host, must be a number such as /0"),
+                        ("redis://:pw@127.0.0.1:1/0?db=x", "the option 'db' of the address must be a whole number")):
+        monkeypatch.setenv("MCP_STATE_URL", value)
+        assert m.main([]) == 2
+        err = capsys.readouterr().err
+        assert err == f"mediawiki-mcp: MCP_STATE_URL: {said} (the value given is not shown: it may hold a password)\n"
+
+
+def test_a_store_password_in_the_user_position_is_never_shown(wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    secret = "S3cretStorePw"
+    server = make_server(wiki.env(MCP_STATE_URL=f"redis://{secret}@127.0.0.1:1/0"))
+    assert server.state.reads.store.name == "redis://127.0.0.1:1/0"
+    with caplog.at_level(logging.WARNING):
+        read = call(server, "get-page", title=RIVER_ARTICLE)
+        refused = call(server, "create-page", title="Store password hidden test", source="Never saved.")
+    assert not read.is_error and refused.is_error, refused.text
+    assert refused.blocks[0].startswith("upstream_failure: The state store redis://127.0.0.1:1/0 cannot be reached")
+    assert secret not in refused.text and secret not in caplog.text and "redis://127.0.0.1:1/0" in caplog.text
+    assert m.shown_address("redis://app:pw@cache:6379/0?password=pw") == "redis://app@cache:6379/0"
+
+
 def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
