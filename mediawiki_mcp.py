@@ -1470,12 +1470,12 @@ def state_address(name: str, value: str) -> str:
 
 
 #: The options of a store address that the Redis client reads as numbers.
-STATE_OPTION_TYPES: dict[str, type[int] | type[float]] = {
+STATE_OPTION_TYPES: dict[str, type[int | float]] = {
     "db": int, "socket_timeout": float, "socket_connect_timeout": float, "socket_read_size": int,
     "max_connections": int, "health_check_interval": int, "timeout": float, "protocol": int}
 
 
-def number_as(kind: type[int] | type[float] | None, text: str) -> bool:
+def number_as(kind: type[int | float] | None, text: str) -> bool:
     """Whether text reads as a number of that kind; any text when there is no kind."""
     try:
         kind(text) if kind else None

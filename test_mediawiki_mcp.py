@@ -7994,8 +7994,8 @@ def test_a_malformed_store_option_or_database_stops_the_server_in_one_line(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     for name in [n for n in os.environ if n.startswith(("MEDIAWIKI_", "MCP_")) or n == "CONFIG"]:
         monkeypatch.delenv(name)
-    for value, said in (("redis://:pw@127.0.0.1:1/0?socket_timeout=abc", "the option 'socket_timeout' of "
-                         "the address must be a number"),
+    for value, said in (("redis://:pw@127.0.0.1:1/0?socket_timeout=abc",
+                         "the option 'socket_timeout' of the address must be a number"),
                         ("redis://:pw@127.0.0.1:1/abc", "the database, the path after the host, must be a number such as /0"),
                         ("redis://:pw@127.0.0.1:1/0?db=x", "the option 'db' of the address must be a whole number")):
         monkeypatch.setenv("MCP_STATE_URL", value)
