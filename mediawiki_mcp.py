@@ -959,6 +959,12 @@ def host_of(url: str) -> str:
     return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
 
 
+def without_userinfo(url: str) -> str:
+    """A URL as messages show it: without the user name and password it may carry. A text, so that
+    it holds for a URL that does not parse too."""
+    return re.sub(r"^([^:/?#]*://)[^/?#]*@", r"\1", url)
+
+
 def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     """A URL without the user name and password it may carry, and those, percent-decoded.
     They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
@@ -1076,16 +1082,17 @@ def host_port(url: str) -> tuple[str, int]:
 def guard_target(url: str) -> tuple[str, int]:
     """The host and port the address guard checks for a URL; invalid_input for anything but
     a plain http(s) URL (a malformed one included: it may come from a redirect)."""
+    shown = without_userinfo(url)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        raise invalid_input(f"{url!r} is not a valid URL.") from None
+        raise invalid_input(f"{shown!r} is not a valid URL.") from None
     try:
         host, port = host_port(url)
     except ValueError:
-        raise invalid_input(f"{url!r} has an invalid port.") from None
+        raise invalid_input(f"{shown!r} has an invalid port.") from None
     if parts.scheme not in ("http", "https") or not host:
-        raise invalid_input(f"{url!r} is not an http(s) URL.")
+        raise invalid_input(f"{shown!r} is not an http(s) URL.")
     if parts.username is not None or parts.password is not None:
         raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
     return host, port
@@ -7649,8 +7656,9 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError:
         parts = urllib.parse.urlsplit("")
+    shown = without_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid_input(f"{url!r} is not an http(s) URL of a file.")
+        raise invalid_input(f"{shown!r} is not an http(s) URL of a file.")
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
@@ -7670,11 +7678,11 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise (not_found if response.status_code in (404, 410) else upstream_failure)(
-                    f"{url} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
+                    f"{shown} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
             length = response.headers.get("Content-Length", "")
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
-                check_wiki_size(ctx, length_known, url)
+                check_wiki_size(ctx, length_known, shown)
             if length_known is not None and length_known > cap:
                 return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
                                     f"{cap}-byte cap")
@@ -7700,7 +7708,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     finally:
         session.close()
     data = b"".join(chunks)
-    check_wiki_size(ctx, len(data), url)
+    check_wiki_size(ctx, len(data), shown)
     return UploadSource(data, final)
 
 
@@ -7720,7 +7728,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     files = {"file": (name, source.data)} if source.data is not None else None
     origin = {} if files else {"url": source.url}
     sending = (f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
-               else f"Asking {ctx.wiki.key} to fetch {source.url}")
+               else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
     ctx.progress(done, total, sending)
     if new and files:  # one request when the wiki has no warning: it publishes at once
         answer = send_upload(ctx, publish, files, name, source.sha1, publishing=True)
@@ -7731,8 +7739,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
         except WikiError as error:
             if files or not error.code:
                 raise
-            raise WikiError(error.category, f"{source.url} was left to the wiki to fetch, since "
-                            f"{source.why_wiki_fetches}, and the wiki did not: {error.message}",
+            raise WikiError(error.category, f"{without_userinfo(source.url or '')} was left to the wiki to "
+                            f"fetch, since {source.why_wiki_fetches}, and the wiki did not: {error.message}",
                             error.code) from None
     warnings = answer.get("warnings") or {}
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"

@@ -4898,6 +4898,26 @@ def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
     assert missing.is_error and missing.blocks[0].startswith("not_found: ") and "upload-file-from-url" in missing.text
 
 
+def test_a_password_in_an_upload_url_is_in_no_message(wiki: RealWiki, fake: FakeWiki) -> None:
+    secret = "S3cretUrlPw"
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"))
+    given = call(server, "upload-file-from-url", url=f"http://alice:{secret}@127.0.0.1:{fake.port}/a.png",
+                 title="Url password test.png")
+    assert given.blocks == ["invalid_input: The URL 127.0.0.1 must not carry a user name or password."]
+    fake.replies = [Reply(302, b"", {"Location": f"http://alice:{secret}@127.0.0.1:99999/a.png"})]
+    redirected = call(server, "upload-file-from-url", url=f"http://127.0.0.1:{fake.port}/go",
+                      title="Url password test.png")
+    assert redirected.blocks == ["invalid_input: 'http://127.0.0.1:99999/a.png' has an invalid port."]
+    bad_port = call(server, "upload-file-from-url", url=f"http://alice:{secret}@127.0.0.1:99999/a.png",
+                    title="Url password test.png")
+    not_http = call(server, "upload-file-from-url", url=f"ftp://alice:{secret}@127.0.0.1/a.png",
+                    title="Url password test.png")
+    assert bad_port.blocks == ["invalid_input: 'http://127.0.0.1:99999/a.png' is not an http(s) URL of a file."]
+    assert not_http.blocks == ["invalid_input: 'ftp://127.0.0.1/a.png' is not an http(s) URL of a file."]
+    assert [s["path"] for s in fake.seen] == ["/go"] and file_versions(wiki, "File:Url password test.png") == []
+    assert m.host_of(f"http://alice:{secret}@wiki.example:8080/x") == "wiki.example:8080"
+
+
 def test_an_untrusted_private_url_is_refused_and_never_handed_to_the_wiki(
         wiki: RealWiki, fake: FakeWiki) -> None:
     fake.files["/private.txt"] = (b"Private file.\n", "text/plain")
