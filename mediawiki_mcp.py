@@ -8773,7 +8773,8 @@ def main(argv: list[str] | None = None) -> int:
                 store.name, down)
     server = create_server(state=state)
     if http is not None:
-        return serve_http(server, http)
+        blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
+        return serve_http(server, http, blank if args.empty_means_unset else ())
     try:
         server.run("stdio")
     except KeyboardInterrupt:
@@ -9086,18 +9087,30 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     return guarded
 
 
-def http_warnings(options: HttpOptions) -> list[str]:
-    """What an operator should hear at start about how exposed the server is."""
-    if options.loopback or options.auth_token:
-        return []
-    return [f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
+def http_warnings(options: HttpOptions, blank: Collection[str] = ()) -> list[str]:
+    """What an operator should hear at start about how exposed the server is; ``blank``: the
+    settings that were set but empty, which --empty-means-unset reads as not given."""
+    warnings = [f"{name} is set but empty, and --empty-means-unset reads it as not set"
+                + (f": {BLANK_MEANS[name]}." if name in BLANK_MEANS else ".") for name in sorted(blank)]
+    if options.auth_token:
+        return warnings
+    if options.loopback:
+        return [*warnings, (f"Listening on {options.host} without MCP_AUTH_TOKEN: any program or user on "
+                "this machine can use every tool. Set MCP_AUTH_TOKEN unless this machine is yours alone.")]
+    return [*warnings, f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
             "reaches this address can use every tool. Set MCP_AUTH_TOKEN, or listen on 127.0.0.1 "
             "behind a proxy that authenticates."
             + ("" if options.allowed_hosts else " Host headers are not checked (MCP_ALLOWED_HOSTS).")]
 
 
-def serve_http(server: WikiServer, options: HttpOptions) -> int:
-    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
+#: What a blank setting turns into that an operator would not expect from an empty value.
+BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
+               "MEDIAWIKI_URL": f"the wiki is the default, {DEFAULT_WIKI_URL}"}
+
+
+def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
+    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code. ``blank``:
+    the settings --empty-means-unset dropped, which the start warns of."""
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
@@ -9124,7 +9137,7 @@ def serve_http(server: WikiServer, options: HttpOptions) -> int:
               f"{error.strerror or error}", file=sys.stderr)
         return 1
     options = dataclasses.replace(options, port=listener.getsockname()[1])
-    for warning in http_warnings(options):
+    for warning in http_warnings(options, blank):
         log.warning(warning)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),

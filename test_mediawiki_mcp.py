@@ -7206,8 +7206,25 @@ def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_wa
     [warning] = m.http_warnings(open_server)
     assert "0.0.0.0" in warning and "MCP_AUTH_TOKEN" in warning and "MCP_ALLOWED_HOSTS" in warning
     assert m.http_warnings(dataclasses.replace(open_server, auth_token="t" * 32)) == []
-    assert m.http_warnings(m.HttpOptions(host="127.0.0.1")) == []
-    assert m.http_warnings(m.HttpOptions(host="localhost")) == []
+    for host in ("127.0.0.1", "localhost"):
+        assert m.http_warnings(m.HttpOptions(host=host)) == [
+            (f"Listening on {host} without MCP_AUTH_TOKEN: any program or user on this machine can use every "
+            "tool. Set MCP_AUTH_TOKEN unless this machine is yours alone.")]
+    assert m.http_warnings(m.HttpOptions(host="127.0.0.1", auth_token="t" * 32)) == []
+
+
+def test_http_with_blank_settings_warns_that_it_runs_open_and_on_which_wiki() -> None:
+    blank = {"MEDIAWIKI_URL": "", "MCP_AUTH_TOKEN": " ", "MEDIAWIKI_USERNAME": ""}
+    with http_servers((blank, ("--empty-means-unset",))) as (server,):
+        log = server.log
+    for line in (("MCP_AUTH_TOKEN is set but empty, and --empty-means-unset reads it as not set: HTTP "
+                 "requests need no token."),
+                 ("MEDIAWIKI_URL is set but empty, and --empty-means-unset reads it as not set: the wiki is "
+                 f"the default, {m.DEFAULT_WIKI_URL}."),
+                 "MEDIAWIKI_USERNAME is set but empty, and --empty-means-unset reads it as not set.",
+                 ("Listening on 127.0.0.1 without MCP_AUTH_TOKEN: any program or user on this machine can use "
+                 "every tool.")):
+        assert f" WARNING mediawiki_mcp: {line}" in log, log
 
 
 def test_the_bearer_token_is_required_exactly() -> None:
