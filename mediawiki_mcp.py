@@ -7656,9 +7656,9 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError:
         parts = urllib.parse.urlsplit("")
-    shown = without_userinfo(url)
+    address = without_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid_input(f"{shown!r} is not an http(s) URL of a file.")
+        raise invalid_input(f"{address!r} is not an http(s) URL of a file.")
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
@@ -7678,11 +7678,11 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise (not_found if response.status_code in (404, 410) else upstream_failure)(
-                    f"{shown} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
+                    f"{address} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
             length = response.headers.get("Content-Length", "")
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
-                check_wiki_size(ctx, length_known, shown)
+                check_wiki_size(ctx, length_known, address)
             if length_known is not None and length_known > cap:
                 return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
                                     f"{cap}-byte cap")
@@ -7708,7 +7708,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     finally:
         session.close()
     data = b"".join(chunks)
-    check_wiki_size(ctx, len(data), shown)
+    check_wiki_size(ctx, len(data), address)
     return UploadSource(data, final)
 
 
