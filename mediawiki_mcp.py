@@ -21,6 +21,7 @@ import bisect
 import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import datetime
 import difflib
@@ -633,6 +634,8 @@ class MediaWikiClient:
         fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
         for attempt in (1, 2):
             fields["token"] = self.token(token, refresh=attempt > 1)
+            if call := RUNNING_CALL.get():
+                call.sent_write = True  # from here on, a stop cannot say that nothing changed
             try:
                 return self._call("POST", fields, files=files, write=True)
             except WikiError as error:
@@ -4335,6 +4338,11 @@ class RunningCall:
     scope: Any                 # the anyio.CancelScope its caller waits in
     started: bool = False      # it got its turn and began
     abandoned: bool = False    # the server stopped waiting for it
+    sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
+
+
+#: The call whose job runs on this thread: MediaWikiClient.write marks it as having sent a write.
+RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL", default=None)
 
 
 class ToolCalls:
@@ -4367,6 +4375,7 @@ class ToolCalls:
                     if call.abandoned:  # answered already: it must not begin now
                         return None
                     call.started = True
+                RUNNING_CALL.set(call)  # this thread is the call's own (on_own_thread)
                 return job()
         self._running.add(call)
         try:
@@ -4379,7 +4388,7 @@ class ToolCalls:
         if not call.started:
             raise upstream_failure("This server stopped before the call began; nothing was "
                                    "done. Call again once the server is back.")
-        if write:
+        if write and call.sent_write:
             raise upstream_failure("This server stopped before the wiki answered this write, "
                                    "which it may still save. Before calling again, check the page's history "
                                    "(get-page-history) or the file (get-file).")
@@ -7624,8 +7633,8 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
         raise permission_denied(f"{filepath} lies outside the upload directories{linked} "
                                 f"({', '.join(directories)}); this server reads no other file. No retry with "
                                 "this path changes this: the file must be copied into one of them.")
-    try:  # the checked path itself, never a link swapped in since
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # the checked path itself, never a link swapped in since; a FIFO must not block the open
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:

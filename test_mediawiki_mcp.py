@@ -4778,6 +4778,25 @@ def test_paths_outside_the_upload_directories_are_refused_before_any_request(
     assert result.is_error and result.blocks[0].startswith("permission_denied: ") and sent[0] == 0
 
 
+def test_a_fifo_in_an_upload_directory_is_refused_at_once(wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    fifo = directory / "pipe.png"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # were the open to wait for a writer, this one lets it go on after 10 s
+        if not done.wait(10):
+            with open(fifo, "wb"):
+                pass
+    done = threading.Event()
+    threading.Thread(target=unblock, daemon=True).start()
+    began = time.monotonic()
+    result = call(upload_server(wiki, directory), "upload-file", filepath=str(fifo), title="Upload fifo test.png")
+    done.set()
+    assert time.monotonic() - began < 5
+    assert result.blocks == [f"invalid_input: {fifo} is not a regular file."]
+    assert file_versions(wiki, "File:Upload fifo test.png") == []
+
+
 BAD_UPLOAD_ARGUMENTS = [
     ("upload-file", {"filepath": 7, "title": "A.txt"}, "'filepath' must be a string"),
     ("upload-file", {"filepath": "/tmp/a.txt"}, "Missing required argument 'title'"),
@@ -7666,6 +7685,9 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     ran: list[str] = []
 
     def slow_write() -> str:
+        call = m.RUNNING_CALL.get()
+        assert call is not None
+        call.sent_write = True  # as MediaWikiClient.write marks it
         started.set()
         release.wait(30)
         ran.append("write")
@@ -7701,6 +7723,39 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
                           "it is back.")
     assert ran == ["write"]
+
+
+def test_a_write_stopped_before_it_sent_anything_is_answered_as_not_done() -> None:
+    """A write tool stuck before its write (here on a wiki that does not answer its read) is
+    not answered as one the wiki may still save."""
+    calls = m.ToolCalls()
+    stuck = FakeWiki()
+    try:
+        stuck.replies = [Reply(delay=30)] * 3
+        server = make_server({"MEDIAWIKI_URL": stuck.api, "MEDIAWIKI_TOKEN": "tok-stop-123"}, timeout=(2.0, 60.0))
+
+        def update() -> Any:
+            return m.run_tool(server.state, "update-page", {"title": "Stop test", "source": "x"})
+
+        async def main() -> str:
+            async with anyio.create_task_group() as group:
+                answers: list[str] = []
+
+                async def one() -> None:
+                    try:
+                        answers.append(repr(await calls.run("w", update, write=True)))  # not expected
+                    except m.WikiError as error:
+                        answers.append(str(error))
+                group.start_soon(one)
+                await anyio.sleep(1)
+                await calls.stop(0)
+            return answers[0]
+        answer = anyio.run(main)
+    finally:
+        stuck.release.set()
+        stuck.close()
+    assert answer == ("upstream_failure: This server stopped before the wiki answered; nothing was changed. "
+                      "Call again once the server is back.")
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
