@@ -2746,9 +2746,10 @@ def line_diff(old: str, new: str) -> str:
 # -- plain text: a rendered page as a reader reads it ---------------------------
 
 #: Rendered parts plain text leaves out: edit links, navigation boxes, the table of contents,
-#: hidden and print-only boxes, references' links back, sort keys.
+#: references' links back, sort keys. Not noprint or noexcerpt: a reader sees those on screen
+#: (a [citation needed] tag, a maintenance table); they are only left out of print and excerpts.
 TEXT_SKIPPED_CLASSES = frozenset({
-    "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc", "noprint", "noexcerpt",
+    "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc",
     "mw-cite-backlink", "mw-empty-elt", "sortkey", "mw-jump-link"})
 TEXT_SKIPPED_TAGS = frozenset({"style", "script", "noscript", "template", "math"})
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",

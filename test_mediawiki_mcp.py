@@ -2216,7 +2216,7 @@ def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_
     moselle = call(bot_server, "get-page", title="Plain text test", content="text")
     assert content_of(moselle.blocks[0]) == (
         "Moselle\nLength | 544 km\nType | Tributary\n\nThe Moselle joins the Rhine at the German Corner.[1]\n\n"
-        "== Towns == (section 1)\n* Trier\n** Old town\n* Koblenz\n\n# First\n# Second\n\n; Term\n: Definition\n\n"
+        "A box only for screens\n\n== Towns == (section 1)\n* Trier\n** Old town\n* Koblenz\n\n# First\n# Second\n\n; Term\n: Definition\n\n"
         "Towns by distance\nTown | km\nTrier | 200 (about)\nKoblenz | 544\n\npreformatted  line\n\n"
         "== References == (section 2)\n[1] Moselle facts, 1999.")
     course = call(bot_server, "get-page", title=RIVER_ARTICLE, content="text", section=1)  # with its notes
@@ -2229,6 +2229,15 @@ def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_
     pages = call(bot_server, "get-pages", titles=[RIVER_ARTICLE, REPEATED_HEADINGS_PAGE], content="text")
     assert content_of(pages.blocks[0]) == RHINE_TEXT
     assert content_of(pages.blocks[1]).startswith("The Danube flows east.\n\n== History == (section 1)\n")
+
+
+def test_plain_text_keeps_what_is_left_out_only_in_print(bot_server: Any) -> None:
+    create(bot_server, "Plain text print-only test",
+           'The river is long.<sup class="noprint Inline-Template">[citation needed]</sup>\n'
+           '<div class="noexcerpt">Seen, but not excerpted.</div>\n'
+           '{| class="wikitable noprint"\n! Gauge !! Level\n|-\n| Kaub || 2 m\n|}')
+    text = content_of(call(bot_server, "get-page", title="Plain text print-only test", content="text").blocks[0])
+    assert text == ("The river is long.[citation needed]\n\nSeen, but not excerpted.\n\nGauge | Level\nKaub | 2 m")
 
 
 def test_plain_text_reads_a_long_page_whole_by_offsets_and_sections(wiki: RealWiki) -> None:
