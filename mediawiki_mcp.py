@@ -7236,6 +7236,9 @@ def undo_edit(
     if not parent:
         raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
                             "nothing was saved. To remove the page, use delete-page.")
+    # a run may hold other people's good edits: the answer, the dry run and the summary name them all
+    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId} by {run_authors(ctx, title, oldest, revisionId)}")
     if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
         refuse_forbidden_dry_run(ctx, page, "edit")
         texts = revision_texts(ctx, latest, revisionId, parent)
@@ -7244,17 +7247,29 @@ def undo_edit(
         if new is None:
             raise undo_conflict(ctx, title, oldest, revisionId, parent)
         refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
-        return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
-    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
-            else f"revisions {oldest} to {revisionId}")
+        preview = dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
+        return preview if oldest == revisionId else [f"This would undo {what}.", *preview]
     done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
+    # MediaWiki writes its own summary for one revision, none for a run
+    summary = comment or (None if oldest == revisionId else f"Undo {what}")
     try:
         return save_edit(ctx, title, {"undo": revisionId, "undoafter": parent, "nocreate": True}, latest,
-                         edit_summary(ctx, comment), done)
+                         edit_summary(ctx, summary), done)
     except WikiError as error:
         if error.code == "undofailure":
             raise undo_conflict(ctx, title, oldest, revisionId, parent) from None
         raise
+
+
+def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> str:
+    """Who made the revisions oldest to newest of a page, each once, in the order of their
+    first edit in the run: 'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    data = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
+                           "rvdir": "newer", "rvstartid": oldest, "rvendid": newest, "rvlimit": "max"})
+    page, _ = resolve_page(data.get("query", {}))
+    names = list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or []))
+    more = " and others" if "continue" in data else ""  # a run longer than one answer
+    return (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)) + more
 
 
 def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:

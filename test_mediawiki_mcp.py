@@ -4217,12 +4217,30 @@ def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: An
                  "idempotencyKey": "safety-undo-run"}
     first = call(bot_server, "undo-edit", **arguments)
     assert not first.is_error, first.text
-    assert first.blocks[0].startswith(f"Undid revisions {oldest} to {newest}; the edits made since are kept.")
+    assert first.blocks[0].startswith(f"Undid revisions {oldest} to {newest} by Editor; the edits made since are "
+                                      "kept.")
     again = call(bot_server, "undo-edit", **arguments)
     assert again.blocks[0].startswith("Repeat: ")
     assert wiki.wikitext(title) == "One.\nTwo.\nThree.\nFour.\nFive, kept."
     assert len(revision_ids(wiki, title)) == 5
     assert latest_revision(wiki, title)["comment"] == "Undo the run (via mediawiki-mcp)"
+
+
+def test_undoing_a_run_names_every_author_before_and_after_and_in_its_summary(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo run authors test"
+    create(bot_server, title, "One.\nTwo.\nThree.")
+    assert not call(bot_server, "update-page", title=title, find="One.", replace="One!").is_error
+    editor_edit(wiki, title, "One!\nTwo, a good edit.\nThree.")
+    assert not call(bot_server, "update-page", title=title, find="Three.", replace="Three!").is_error
+    newest, _, oldest = revision_ids(wiki, title)[:3]
+    dry = call(bot_server, "undo-edit", revisionId=newest, oldestRevisionId=oldest, dryRun=True)
+    assert dry.blocks[0] == f"This would undo revisions {oldest} to {newest} by Admin and Editor."
+    assert dry.blocks[1].startswith("Dry run: nothing was saved.") and revision_ids(wiki, title)[0] == newest
+    undone = call(bot_server, "undo-edit", revisionId=newest, oldestRevisionId=oldest)
+    assert undone.blocks[0].startswith(f"Undid revisions {oldest} to {newest} by Admin and Editor.\n"), undone.text
+    assert wiki.wikitext(title) == "One.\nTwo.\nThree."
+    assert latest_revision(wiki, title)["comment"] == (f"Undo revisions {oldest} to {newest} by Admin and Editor "
+                                                       "(via mediawiki-mcp)")
 
 
 @on_every_version
