@@ -176,9 +176,11 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
         "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
         "siteinfo-includealldenied", "readapidenied", "notvisiblerev",
+        # only the configured tags are sent: the operator's to fix, not the model's
+        "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
     ), "permission_denied"),
     **dict.fromkeys((
-        "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
+        "invalidtitle",
         "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
         "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
         "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
@@ -245,7 +247,14 @@ NEXT_STEP: dict[ErrorCategory, str] = {
 }
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
+#: The next step when the wiki refuses the change tags of the configuration (WikiConfig.tags).
+TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags), not from the call: tell the "
+                  "user that the operator must define them on the wiki (Special:Tags) or take them out of the "
+                  "configuration. No call changes this.")
+
 MW_NEXT_STEP = {
+    **dict.fromkeys(("badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
+                     "tags-apply-no-permission"), TAGS_NEXT_STEP),
     "articleexists": "To change the existing page, use update-page; otherwise pick another title.",
     "editconflict": "Someone else changed the page since that revision: read it again with get-page, "
                     "redo the change on the new text, and tell the user what changed.",
@@ -8759,8 +8768,13 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
             continue
         identity = ("anonymous" if account.anonymous else account.name
                     + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
+        unusable = [] if wiki.read_only else tags_not_applicable(client, wiki.tags)
+        failures += bool(unusable)
+        writes = ("read-only" if wiki.read_only else f"read; every write FAILS: the wiki does not let the "
+                  f"configured change tag{'s' * (len(unusable) > 1)} {', '.join(unusable)} be applied "
+                  "(Special:Tags defines them)" if unusable else "read and write")
         print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
-              f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"
+              f"as {identity}, {writes}\n"
               f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
@@ -8770,6 +8784,17 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
     return 1 if failures else 0
+
+
+def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
+    """Those of ``tags`` that no write could carry: not defined on the wiki by hand, or not active
+    (MediaWiki's own tags, such as mw-undo, it applies itself)."""
+    if not tags:
+        return []
+    listed = client.get({"action": "query", "list": "tags", "tgprop": "defined|active", "tglimit": "max"})
+    usable = {t.get("name") for t in listed.get("query", {}).get("tags") or []
+              if t.get("defined") and t.get("active")}
+    return [tag for tag in tags if tag not in usable]
 
 
 def main(argv: list[str] | None = None) -> int:

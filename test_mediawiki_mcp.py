@@ -6563,6 +6563,23 @@ def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
                           text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
+def test_a_configured_change_tag_the_wiki_lacks_is_the_operators_to_fix(wiki: RealWiki, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {wiki.key: {
+        "server": wiki.url, "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
+        "tags": ["no-such-tag-26"]}}}))
+    env = {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password}
+    checked = run_script("--check", env=env)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[0].endswith(
+        "read; every write FAILS: the wiki does not let the configured change tag no-such-tag-26 be applied "
+        "(Special:Tags defines them)"), checked.stdout
+    refused = call(make_server(env), "create-page", title="Configured tag test", source="Never saved.")
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: "), refused.text
+    assert refused.text.endswith(m.TAGS_NEXT_STEP) and "Change the call" not in refused.text
+    assert wiki.raw_get(action="query", titles="Configured tag test")["query"]["pages"][0].get("missing")
+
+
 def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
