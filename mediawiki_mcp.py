@@ -180,7 +180,7 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
     ), "permission_denied"),
     **dict.fromkeys((
-        "invalidtitle",
+        "invalidtitle", "cidrtoobroad",
         "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
         "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
         "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
@@ -255,6 +255,8 @@ TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags),
 MW_NEXT_STEP = {
     **dict.fromkeys(("badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
                      "tags-apply-no-permission"), TAGS_NEXT_STEP),
+    "cidrtoobroad": "Narrow the range (a larger number after the /) to what the wiki accepts, or ask for "
+                    "several narrower ranges; only the wiki's operator can widen its limit.",
     "articleexists": "To change the existing page, use update-page; otherwise pick another title.",
     "editconflict": "Someone else changed the page since that revision: read it again with get-page, "
                     "redo the change on the new text, and tell the user what changed.",
