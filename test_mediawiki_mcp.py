@@ -4391,9 +4391,9 @@ def test_contributions_of_an_ip_address_and_of_an_ip_range(bot_server: Any, wiki
 def test_an_ip_range_too_wide_for_the_wiki_is_the_models_to_narrow(bot_server: Any, wiki: RealWiki) -> None:
     wide = call(bot_server, "get-user-contributions", user="10.0.0.0/8")
     assert wide.blocks == [
-        f"invalid_input: IPv4 CIDR ranges broader than /16 are not accepted. ({wiki.key}) [cidrtoobroad] Narrow the "
+        (f"invalid_input: IPv4 CIDR ranges broader than /16 are not accepted. ({wiki.key}) [cidrtoobroad] Narrow the "
         "range (a larger number after the /) to what the wiki accepts, or ask for several narrower ranges; only "
-        "the wiki's operator can widen its limit."], wide.text
+        "the wiki's operator can widen its limit.")], wide.text
 
 
 # -- get-log-events ---------------------------------------------------------------------------
