@@ -2484,10 +2484,16 @@ def until(expiry: Any) -> str:
 
 def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
     """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
-    levels as prop=info and the protection log give them (type, level, expiry, cascade)."""
+    levels as prop=info and the protection log give them (type, level, expiry, cascade); then
+    those another page's cascading protection imposes (prop=info names it as their source)."""
     levels = [e for e in entries if e.get("level")]
-    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in levels)
-    return text + ("; cascading" if any(e.get("cascade") for e in levels) else "") if text else "none"
+    own = [e for e in levels if not e.get("source")]
+    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in own)
+    text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
+    for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
+        imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
+        text += f"; yet {imposed} by the cascading protection of {source}, which only that page can lift"
+    return text
 
 
 def one_line(text: str) -> str:
@@ -7440,8 +7446,10 @@ def protect_page(
             missing = " (it does not exist)" if page.get("missing") else ""
             raise invalid_input(f"{title!r} cannot be protected against {kind}: it can be protected against "
                                 f"{', '.join(kinds) or 'nothing'}{missing}. Nothing was changed.")
-    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along
-    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level")}
+    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along.
+    # Another page's cascading protection (its source) is not this page's to change, and stays.
+    imposed = [p for p in page.get("protection") or [] if p.get("source")]
+    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level") and not p.get("source")}
     new = {kind: now.get(kind, {"type": kind, "level": ""}) for kind in kinds}
     new.update({kind: {"type": kind, "level": "" if level == "all" else level, "expiry": expiry or "infinite"}
                 for kind, level in asked.items()})
@@ -7460,9 +7468,10 @@ def protect_page(
                    if kind in asked or kind in now]
         if cascades != cascading:
             changes.append(f"cascading: {'on' if cascading else 'off'} -> {'on' if cascades else 'off'}")
+        staying = f" It stays protected whatever is set: {protection_text(imposed)}." if imposed else ""
         raise invalid_input(f"Nothing was changed. protect-page would change the protection of {title!r} on "
-                            f"{ctx.wiki.key}: {'; '.join(changes)}. Ask the user to confirm, then call "
-                            "protect-page again with confirm=true.")
+                            f"{ctx.wiki.key}: {'; '.join(changes)}.{staying} Ask the user to confirm, then "
+                            "call protect-page again with confirm=true.")
     params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
               "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
               "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
@@ -7479,7 +7488,8 @@ def protect_page(
             raise upstream_failure(f"{lost.message} The wiki shows the protection of {title!r} unchanged, so "
                                    "nothing was changed. Call again to retry.") from None
         status = "Protection changed (the wiki's answer was lost; the wiki shows the new protection)."
-    return status + "\n" + labelled(("Title", title), ("Protection", protection_text(result)),
+        result = [p for p in result if not p.get("source")]
+    return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
 
 

@@ -4472,6 +4472,24 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     assert "Protection" not in plain.text
 
 
+def test_a_cascade_from_another_page_is_named_where_protection_is_shown(bot_server: Any, wiki: RealWiki) -> None:
+    template, source = "Template:Safety cascaded test", "Safety cascade source test"
+    create(bot_server, template, "Shown everywhere.")
+    create(bot_server, source, "{{Safety cascaded test}}")
+    assert not call(bot_server, "protect-page", title=source, edit="sysop", cascade=True, confirm=True).is_error
+    imposed = (f"none; yet edit=sysop by the cascading protection of {source}, which only that page can lift")
+    metadata = call(bot_server, "get-page", title=template, metadata=True, content="none")
+    assert field(metadata, "Protection") == imposed, metadata.text
+    asked = call(bot_server, "protect-page", title=template, move="sysop")
+    assert asked.is_error and f"move: none -> sysop. It stays protected whatever is set: {imposed}." in asked.text
+    done = call(bot_server, "protect-page", title=template, move="sysop", confirm=True)
+    assert field(done, "Protection") == ("move=sysop; yet edit=sysop by the cascading protection of "
+                                         f"{source}, which only that page can lift"), done.text
+    lifted = call(bot_server, "protect-page", title=template, move="all", confirm=True)
+    assert field(lifted, "Protection") == imposed
+    assert protection_of(wiki, template) == {"edit": ("sysop", "infinity")}  # the cascade's alone
+
+
 @pytest.mark.parametrize("arguments, message", [
     ({"edit": "everyone"}, "Argument 'edit' must be a protection level of "),
     ({"upload": "sysop"}, "cannot be protected against upload: "),
