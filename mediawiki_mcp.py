@@ -4956,8 +4956,9 @@ def section_by_heading(ctx: ToolContext, text: str, wanted: str, title: str,
     and its text as the wiki gives it (rvsection)."""
     syntax = ctx.site.syntax
     outline = [(s.number, s.level, heading_plain(s.heading), "") for s in wikitext_sections(text, syntax)]
-    number, heading = pick_section(ctx, outline, wanted, title,
-                                   lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    as_rendered = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    number, heading = pick_section(ctx, outline, wanted, title, as_rendered,
+                                   lambda: source_headings(text, syntax) + as_rendered())
     span = section_span(text, number, syntax)
     if span is None:
         raise no_such_section(ctx, title, number, revid)
@@ -4977,14 +4978,21 @@ def outline_of(parsed: dict[str, Any]) -> list[Heading]:
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
-                 with_templates: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
+                 with_templates: Callable[[], list[Heading]] | None = None,
+                 aliases: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
     the headings (a heading a template brings, from ``with_templates`` when the outline has
     none of those, is named with its page); headed more than once: invalid_input, listing
-    those sections. Digits that head nothing are taken as the section number."""
+    those sections. Digits that head nothing are taken as the section number. ``aliases``:
+    the same sections' other names (as rendered, as written), tried when no heading matches, so
+    that a section is found by the name get-page-sections shows and by its source alike."""
     key = heading_key(wanted)
     own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h) == key]
+    if not own and aliases and not wanted.strip().isdigit():
+        numbered = {n: h for n, _, h, _ in outline if n is not None}
+        own = [(n, numbered[n]) for n in dict.fromkeys(
+            n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
     if len(own) == 1:
         return own[0][0], own[0][1]
     if own:
@@ -5003,6 +5011,14 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
                     f"Its sections: {outline_list(outline)}.")
+
+
+def source_headings(text: str, syntax: Syntax) -> list[Heading]:
+    """The numbered headings of wikitext as written (templates, tags and all) and as they read
+    without markup: the names a section may be asked for besides the rendered one."""
+    sections = wikitext_sections(text, syntax)
+    written: list[Heading] = [(s.number, s.level, s.heading, "") for s in sections]
+    return written + [(s.number, s.level, heading_plain(s.heading), "") for s in sections]
 
 
 def heading_key(heading: str) -> str:
@@ -5156,17 +5172,21 @@ def rendered(ctx: ToolContext, title: str, content: str, section: int | str | No
     Plain text is read from the whole page, so that a section's references are the page's; an
     HTML section by heading costs a request more, for the numbers of the headings."""
     number, shown = (None if isinstance(section, str) else section), section
+    by_name = isinstance(section, str)  # then the source too, for the headings as written
     if content == "text":
-        parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
+        parsed = parse_page(ctx, title, None, prop="text|sections|revid" + "|wikitext" * by_name, **params)
         if isinstance(section, str):
-            number, heading = pick_section(ctx, outline_of(parsed), section, title)
+            number, heading = pick_section(ctx, outline_of(parsed), section, title, aliases=lambda: (
+                source_headings(parsed.get("wikitext", ""), ctx.site.syntax)))
             shown = f"{number} ({heading})" if heading else number
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
         return parsed, body, number, shown
     if isinstance(section, str):
-        number, heading = pick_section(ctx, rendered_outline(ctx, title, **params), section, title)
+        sections = parse_page(ctx, title, None, prop="sections|wikitext", **params)
+        number, heading = pick_section(ctx, outline_of(sections), section, title, aliases=lambda: (
+            source_headings(sections.get("wikitext", ""), ctx.site.syntax)))
         shown = f"{number} ({heading})" if heading else number
     parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
     return parsed, parsed.get("text", ""), number, shown

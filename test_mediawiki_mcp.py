@@ -1998,6 +1998,22 @@ def test_a_section_is_read_by_its_heading_in_every_form(bot_server: Any, wiki: R
     assert content_of(digits.blocks[0]) == content_of(by_number.blocks[0])
 
 
+def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_its_source(
+        bot_server: Any) -> None:
+    title = "Heading names test"
+    create(bot_server, title, "Lead.\n\n== Notes<ref>x</ref> ==\nNoted.\n\n== {{PAGENAME}} today ==\nToday.\n\n"
+                              "== Last ==\nLast.\n\n<references />")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "1 | == Notes[1] == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
+    for content in ("source", "html", "text"):
+        for name, number in (("Notes[1]", 1), ("Notes<ref>x</ref>", 1), (f"{title} today", 2),
+                             ("{{PAGENAME}} today", 2)):
+            found = call(bot_server, "get-page", title=title, section=name, content=content)
+            assert not found.is_error, (name, content, found.text)
+            assert f"\nSection: {number} (" in found.text, (name, content, found.text)
+            assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
+
+
 @on_every_version
 def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_saying_why(
         bot_server: Any, wiki: RealWiki) -> None:
