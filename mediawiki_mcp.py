@@ -414,6 +414,8 @@ class SiteInfo:
     #: Protection: the kinds, the levels and those that cascade (siprop=restrictions)
     restrictions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     content_namespaces: tuple[int, ...] = (0,)  # what search-page searches by default
+    #: The local names of Special:Contributions, which an IP's signature links (Spezial:Beiträge/…)
+    contributions_aliases: tuple[str, ...] = ()
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -470,6 +472,9 @@ class SiteInfo:
             restrictions=query.get("restrictions") or {},
             content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
                                             if ns.get("content"))) or (0,),
+            contributions_aliases=tuple(alias for page in query.get("specialpagealiases") or []
+                                        if page.get("realname") == "Contributions"
+                                        for alias in page.get("aliases") or []),
         )
 
 
@@ -513,7 +518,7 @@ WITHOUT_RIGHT = {
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|specialpagealiases"}
 
 #: The kinds of token the write actions take (rollback and watch have their own), all fetched
 #: in one request.
@@ -8179,14 +8184,17 @@ class TalkComment:
     author: str
     time: str       # the signature's time, as written
     words: str      # its text on one line, indentation left out
+    shown: str = ""  # the name its signature shows, when not the user name ([[User:Dave|Davey]])
 
 
 def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A link to a user's page, talk page or contributions (its user name the first group that
-    matched), and a signature's time: ``12:34, 5 March 2026 (UTC)`` in the wiki's language."""
+    """A link to a user's page, talk page or contributions (its user name the first or second
+    group, the name it shows the third), and a signature's time: ``12:34, 5 March 2026 (UTC)``
+    in the wiki's language."""
+    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
     user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
-                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*Contributions/([^\]|/#\n]+?))[ _]*"
-                      r"(?:[|/#][^\]\n]*)?\]\]", re.IGNORECASE)
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
     return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
 
 
@@ -8205,20 +8213,34 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
         links = [m for m in user.finditer(line) if times and m.end() <= times[-1].start()]
         if not links:
             continue
-        first = next((i for i in range(start, number) if lines[i].strip() and not starts_heading(lines[i])),
-                     number)
+        first = comment_start(lines, start, number)
         author = title_text(site, links[-1].group(1) or links[-1].group(2))
         signature = links[-1].start()  # with the links just before it: [[User:A|A]] ([[User talk:A|talk]])
         for link in reversed(links[:-1]):
             if len(line[link.end():signature]) > 10:
                 break
             signature = link.start()
+        # the name shown is the first link's, a user page's: the talk link after it shows "talk"
+        shown = heading_plain(next(m for m in links if m.start() == signature).group(3) or "")
         said = [*lines[first:number], line[:signature]]
         words = " ".join(" ".join(text[len(list_markup(text)):] for text in said).split())
         comments.append(TalkComment(first, number, list_markup(lines[first]), author, times[-1].group(),
-                                    words))
+                                    words, shown if shown.casefold() != author.casefold() else ""))
         start = number + 1
     return comments
+
+
+def comment_start(lines: list[str], start: int, signed: int) -> int:
+    """The first line of the comment signed on line ``signed``: back over the lines at its
+    indentation, not past ``start`` or a heading. Lines at another indentation before it are
+    an unsigned comment of someone else's, not the beginning of this one."""
+    markup, first = list_markup(lines[signed]), signed
+    for i in range(signed - 1, start - 1, -1):
+        if starts_heading(lines[i]) or (lines[i].strip() and list_markup(lines[i]) != markup):
+            break
+        if lines[i].strip():
+            first = i
+    return first
 
 
 @tool("reply-on-talk-page", "Reply on talk page", toolset="talk",
@@ -8346,9 +8368,8 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
                      section: Section) -> TalkComment:
     """The comment that ``reply_to`` names: by its first words, else by its author and time."""
     wanted = " ".join(reply_to.split()).casefold()
-    found = [c for c in comments if c.words.casefold().startswith(wanted)] or [
-        c for c in comments if c.author.casefold() in wanted and c.time.rsplit("(", 1)[0].strip().casefold()
-        in wanted]
+    found = ([c for c in comments if c.words.casefold().startswith(wanted)]
+             or [c for c in comments if signed_so(c, wanted)])
     if len(found) == 1:
         return found[0]
     listing = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
@@ -8358,6 +8379,16 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
                             "the comment's first words, or its author and time.")
     raise not_found(f"No comment in {where} starts with {reply_to!r} or is signed so. Its comments: "
                     f"{listing}. Pass one's author and time, or its first words, as replyTo.")
+
+
+def signed_so(comment: TalkComment, wanted: str) -> bool:
+    """Whether ``wanted`` (casefolded) names the comment by its signature: its author's user name
+    or shown name (alone, or as User:Name), its time alone, or a name with the time."""
+    names = {comment.author.casefold(), comment.shown.casefold()} - {""}
+    when = comment.time.rsplit("(", 1)[0].strip().casefold()
+    name = re.sub(r"^[^\d:][^:]*:\s*", "", wanted)  # User:Dave, Benutzer:Dave
+    return (name in names or wanted in (when, comment.time.casefold())
+            or (any(n in wanted for n in names) and when in wanted))
 
 
 def discussion_tools_id(ctx: ToolContext, talk: str, latest: int, whole: str, section: str,

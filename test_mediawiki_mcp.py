@@ -5482,6 +5482,38 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
 
 
+def test_reply_to_names_a_comment_by_its_author_as_signed_or_shown_its_time_or_an_ip(bot_server: Any) -> None:
+    title = "Reply by author test"
+    create(bot_server, f"Talk:{title}", (
+        f"== Picnic ==\nLet us plan. {signature('Alice', '10:00')}\n"
+        ":Sounds good. [[User:Dave|Davey]] ([[User talk:Dave|talk]]) 11:00, 1 March 2026 (UTC)\n"
+        "::Carol's unsigned idea: a lake.\n"
+        f":What about Sunday? {signature('Dave', '12:00')}\n"
+        ":An IP speaks. [[Special:Contributions/192.0.2.7|192.0.2.7]] 13:00, 1 March 2026 (UTC)"))
+    answered = {"Alice": "Alice, 10:00", "User:Alice": "Alice, 10:00", "Davey": "Dave, 11:00",
+                "12:00, 1 March 2026": "Dave, 12:00", "192.0.2.7": "192.0.2.7, 13:00",
+                "What about Sunday": "Dave, 12:00"}
+    for reply_to, author in answered.items():
+        dry = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo=reply_to, message="Yes.",
+                   dryRun=True)
+        assert not dry.is_error and field(dry, "Reply to") == f"{author}, 1 March 2026 (UTC)", (reply_to, dry.text)
+    several = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo="Dave", message="Yes.")
+    assert several.blocks[0].startswith("invalid_input: replyTo matches 2 comments in topic 1 (Picnic)"), several.text
+    unsigned = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo="Carol's unsigned",
+                    message="Yes.")
+    assert unsigned.blocks[0].startswith("not_found: No comment in topic 1 (Picnic)"), unsigned.text
+    assert "Dave, 12:00, 1 March 2026 (UTC): What about Sunday?;" in unsigned.text
+
+
+def test_an_ip_signature_on_a_german_wiki_is_a_comment(farm: WikiFarm, german_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    create(server, "Diskussion:IP-Unterschrift", "== Frage ==\nWer war das? [[Spezial:Beiträge/192.0.2.8|192.0.2.8]] "
+                                                "13:00, 1. Mär. 2026 (UTC)")
+    dry = call(server, "reply-on-talk-page", title="Diskussion:IP-Unterschrift", topic="Frage", replyTo="192.0.2.8",
+               message="Ich.", dryRun=True)
+    assert not dry.is_error and field(dry, "Reply to") == "192.0.2.8, 13:00, 1. Mär. 2026 (UTC)", dry.text
+
+
 def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names(
         farm: WikiFarm, german_wiki: RealWiki) -> None:
     """A German wiki writes Kategorie: and Benutzer: and signs in German; the English names
