@@ -8681,6 +8681,19 @@ def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
     return resources
 
 
+def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
+    """Whether ``url``, any URL of a wiki, is one of the wiki whose API is ``wiki_url``: on its
+    host, and the bare host or a path under its script or article path. Two wikis may share a
+    host (/w/ and /de/w/): the host alone does not tell them apart."""
+    if wiki_key(wiki_url) != wiki_key(url):
+        return False
+    path = urllib.parse.urlsplit(url).path.rstrip("/")
+    prefixes = {urllib.parse.urlsplit(wiki_url).path.rpartition("/")[0]}
+    if site and wiki_key(site.server) == wiki_key(url):  # its paths are on its own server
+        prefixes |= {site.script_path, site.article_path.split("$1")[0]}
+    return not path or any(p.strip("/") and (path + "/").startswith("/" + p.strip("/") + "/") for p in prefixes)
+
+
 def registered_as(state: ServerState, key: str) -> str | None:
     """The key under which a wiki with this server name is configured, if it is."""
     for other, wiki, client in state.entries():
@@ -8718,20 +8731,22 @@ def add_wiki(
         raise invalid_input("wikiUrl must not carry a user name or password; a wiki that needs them is one "
                             "for the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
-    wiki = configured_entry(state, wiki_key(url))
-    known = registered_as(state, wiki_key(url))
+    wiki = next((w for k, w in state.config.wikis.items() if k not in state.wikis and serves_url(w.url, None, url)),
+                None)  # the operator's entry, since removed
+    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.known[0], url)), None)
     if known:
-        raise conflict(f"{wiki_key(url)} is already configured as the wiki {known}; "
-                       "pass it as wiki to other tools.")
+        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
+                       "to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
-        key = wiki_key(site.server) or wiki_key(client.api_url)
-        known = registered_as(state, key) or next(
-            (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        known = next((k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
         if known:
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")
+        key = wiki_key(site.server) or wiki_key(client.api_url)
+        if registered_as(state, key) or key in state.config.wikis:  # another wiki on this host
+            key += site.script_path or urllib.parse.urlsplit(client.api_url).path.rpartition("/")[0]
         wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
     if wiki.key in state.config.wikis:  # the operator's entry, with its credentials
         client = wiki.client(**options)

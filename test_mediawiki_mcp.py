@@ -6885,6 +6885,61 @@ def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki) -> None:
     assert {s["headers"]["Host"] for s in fake.seen} == {f"wiki.invalid:{fake.port}"}
 
 
+class PathRouter:
+    """One host serving two wikis, as a web server does with /w/ and /de/w/: a request under
+    /de/ goes to ``second`` (without the /de), any other to ``first``."""
+
+    def __init__(self, first: str, second: str) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.relay(requests.get(self.target(), timeout=30, allow_redirects=False))
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.relay(requests.post(self.target(), data=body, timeout=30, allow_redirects=False,
+                                         headers={"Content-Type": self.headers.get("Content-Type", "")}))
+
+            def target(self) -> str:
+                return second + self.path[3:] if self.path.startswith("/de/") else first + self.path
+
+            def relay(self, answer: requests.Response) -> None:
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_add_wiki_tells_a_second_wiki_on_the_same_host_from_the_first(wiki: RealWiki, german_wiki: RealWiki) -> None:
+    router = PathRouter(wiki.url, german_wiki.url)
+    try:
+        host = f"127.0.0.1:{router.port}"
+        server = make_server({"MEDIAWIKI_URL": f"http://{host}/w/api.php", "MCP_TRUSTED_HOSTS": host,
+                              "MCP_TOOLSETS": "all"})
+        added = call(server, "add-wiki", wikiUrl=f"http://{host}/de/w/api.php")
+        assert not added.is_error, added.text
+        key = field(added, "Added wiki")
+        assert key != host and field(added, "API") == f"http://{host}/de/w/api.php"
+        assert field(added, "Access") == "read-only"
+        assert "Diskussion" in call(server, "get-site-info", wiki=key).text
+        same = call(server, "add-wiki", wikiUrl=f"http://{host}/wiki/Main_Page")
+        assert same.blocks[0].startswith("conflict: ") and f"the wiki {host}," in same.text, same.text
+    finally:
+        router.close()
+
+
 def test_add_wiki_finds_a_third_wiki_from_a_page_url_and_remove_wiki_removes_it(
         wiki: RealWiki, third_wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"localhost, {third_wiki.key}"))
