@@ -518,7 +518,8 @@ WITHOUT_RIGHT = {
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|specialpagealiases"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
+                            "specialpagealiases"}
 
 #: The kinds of token the write actions take (rollback and watch have their own), all fetched
 #: in one request.
@@ -4365,7 +4366,8 @@ class RunningCall:
 
 
 #: The call whose job runs on this thread: MediaWikiClient.write marks it as having sent a write.
-RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL", default=None)
+RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL",
+                                                                                   default=None)
 
 
 class ToolCalls:
@@ -8688,10 +8690,14 @@ def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
     if wiki_key(wiki_url) != wiki_key(url):
         return False
     path = urllib.parse.urlsplit(url).path.rstrip("/")
-    prefixes = {urllib.parse.urlsplit(wiki_url).path.rpartition("/")[0]}
+    if not urllib.parse.urlsplit(wiki_url).path.strip("/"):
+        return True  # configured by its server alone: the host is all there is to go by
+    script = urllib.parse.urlsplit(wiki_url).path.rpartition("/")[0]
+    # until its site info says, the usual short URLs: /w/ for scripts, /wiki/ for pages
+    prefixes = {script, script.removesuffix("/w") + "/wiki" if script.endswith("/w") else ""}
     if site and wiki_key(site.server) == wiki_key(url):  # its paths are on its own server
         prefixes |= {site.script_path, site.article_path.split("$1")[0]}
-    return not path or any(p.strip("/") and (path + "/").startswith("/" + p.strip("/") + "/") for p in prefixes)
+    return not path or any(p.strip("/") and f"{path}/".startswith(f"/{p.strip('/')}/") for p in prefixes)
 
 
 def registered_as(state: ServerState, key: str) -> str | None:
@@ -8731,8 +8737,8 @@ def add_wiki(
         raise invalid_input("wikiUrl must not carry a user name or password; a wiki that needs them is one "
                             "for the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
-    wiki = next((w for k, w in state.config.wikis.items() if k not in state.wikis and serves_url(w.url, None, url)),
-                None)  # the operator's entry, since removed
+    wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
+                 if k not in state.wikis and serves_url(w.url, None, url)), None)
     known = next((k for k, w, c in state.entries() if serves_url(w.url, c.known[0], url)), None)
     if known:
         raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
