@@ -7408,8 +7408,11 @@ def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_wa
 
 def test_http_with_blank_settings_warns_that_it_runs_open_and_on_which_wiki() -> None:
     blank = {"MEDIAWIKI_URL": "", "MCP_AUTH_TOKEN": " ", "MEDIAWIKI_USERNAME": ""}
-    with http_servers((blank, ("--empty-means-unset",))) as (server,):
-        log = server.log
+    server = HttpServer(blank, "--empty-means-unset")
+    try:
+        log = server.wait_started().log
+    finally:  # killed: its default wiki, Wikipedia, is out of reach here, and a stop may wait on it
+        server.stop(signal.SIGKILL)
     for line in (("MCP_AUTH_TOKEN is set but empty, and --empty-means-unset reads it as not set: HTTP "
                  "requests need no token."),
                  ("MEDIAWIKI_URL is set but empty, and --empty-means-unset reads it as not set: the wiki is "
