@@ -21,6 +21,7 @@ import bisect
 import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import datetime
 import difflib
@@ -175,9 +176,11 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "tags-apply-no-permission", "cantoverwrite-sharedfile", "fileexists-sharedrepo-perm",
         "cannotviewtitle", "cantview-deleted-revision-content", "cantview-deleted-comment",
         "siteinfo-includealldenied", "readapidenied", "notvisiblerev",
+        # only the configured tags are sent: the operator's to fix, not the model's
+        "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
     ), "permission_denied"),
     **dict.fromkeys((
-        "invalidtitle", "badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
+        "invalidtitle", "cidrtoobroad",
         "missingparam", "missingparam-one-of", "missingparam-at-least-one-of", "badvalue",
         "badvalue-notmultivalue", "unrecognizedvalue", "invalidsection", "badcontinue", "toomanyvalues",
         "paramempty", "invalidparammix", "invalidparammix-cannotusewith", "invalidparammix-mustusewith",
@@ -245,7 +248,16 @@ NEXT_STEP: dict[ErrorCategory, str] = {
 }
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
+#: The next step when the wiki refuses the change tags of the configuration (WikiConfig.tags).
+TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags), not from the call: tell the "
+                  "user that the operator must define them on the wiki (Special:Tags) or take them out of the "
+                  "configuration. No call changes this.")
+
 MW_NEXT_STEP = {
+    **dict.fromkeys(("badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
+                     "tags-apply-no-permission"), TAGS_NEXT_STEP),
+    "cidrtoobroad": "Narrow the range (a larger number after the /) to what the wiki accepts, or ask for "
+                    "several narrower ranges; only the wiki's operator can widen its limit.",
     "articleexists": "To change the existing page, use update-page; otherwise pick another title.",
     "editconflict": "Someone else changed the page since that revision: read it again with get-page, "
                     "redo the change on the new text, and tell the user what changed.",
@@ -403,6 +415,8 @@ class SiteInfo:
     #: Protection: the kinds, the levels and those that cascade (siprop=restrictions)
     restrictions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     content_namespaces: tuple[int, ...] = (0,)  # what search-page searches by default
+    #: The local names of Special:Contributions, which an IP's signature links (Spezial:Beiträge/…)
+    contributions_aliases: tuple[str, ...] = ()
 
     def page_url(self, title: str) -> str:
         path = urllib.parse.quote(title.replace(" ", "_"), safe=";@$!*(),/~:")
@@ -459,6 +473,9 @@ class SiteInfo:
             restrictions=query.get("restrictions") or {},
             content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
                                             if ns.get("content"))) or (0,),
+            contributions_aliases=tuple(alias for page in query.get("specialpagealiases") or []
+                                        if page.get("realname") == "Contributions"
+                                        for alias in page.get("aliases") or []),
         )
 
 
@@ -502,7 +519,8 @@ WITHOUT_RIGHT = {
 
 
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
-                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions"}
+                   "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
+                            "specialpagealiases"}
 
 #: The kinds of token the write actions take (rollback and watch have their own), all fetched
 #: in one request.
@@ -634,6 +652,8 @@ class MediaWikiClient:
         fields = {**params, "maxlag": WRITE_MAXLAG_SECONDS}
         for attempt in (1, 2):
             fields["token"] = self.token(token, refresh=attempt > 1)
+            if call := RUNNING_CALL.get():
+                call.sent_write = True  # from here on, a stop cannot say that nothing changed
             try:
                 return self._call("POST", fields, files=files, write=True)
             except WikiError as error:
@@ -960,6 +980,12 @@ def host_of(url: str) -> str:
     return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
 
 
+def without_userinfo(url: str) -> str:
+    """A URL as messages show it: without the user name and password it may carry. A text, so that
+    it holds for a URL that does not parse too."""
+    return re.sub(r"^([^:/?#]*://)[^/?#]*@", r"\1", url)
+
+
 def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     """A URL without the user name and password it may carry, and those, percent-decoded.
     They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
@@ -1077,16 +1103,17 @@ def host_port(url: str) -> tuple[str, int]:
 def guard_target(url: str) -> tuple[str, int]:
     """The host and port the address guard checks for a URL; invalid_input for anything but
     a plain http(s) URL (a malformed one included: it may come from a redirect)."""
+    shown = without_userinfo(url)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        raise invalid_input(f"{url!r} is not a valid URL.") from None
+        raise invalid_input(f"{shown!r} is not a valid URL.") from None
     try:
         host, port = host_port(url)
     except ValueError:
-        raise invalid_input(f"{url!r} has an invalid port.") from None
+        raise invalid_input(f"{shown!r} has an invalid port.") from None
     if parts.scheme not in ("http", "https") or not host:
-        raise invalid_input(f"{url!r} is not an http(s) URL.")
+        raise invalid_input(f"{shown!r} is not an http(s) URL.")
     if parts.username is not None or parts.password is not None:
         raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
     return host, port
@@ -1458,13 +1485,38 @@ def state_address(name: str, value: str) -> str:
     if parts is None or parts.scheme.lower() not in ("redis", "rediss") or not parts.hostname:
         raise ConfigError(f"{name} takes a redis:// or rediss:// address such as redis://cache.internal:6379/0 "
                           f"(the value given is not shown: it may hold a password)")
+    # The Redis client would take /abc as database 0 and crash at start on a malformed option.
+    if parts.path.strip("/") and not parts.path.strip("/").isdigit():
+        raise ConfigError(f"{name}: the database, the path after the host, must be a number such as /0 "
+                          "(the value given is not shown: it may hold a password)")
+    for option, text in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if not number_as(STATE_OPTION_TYPES.get(option), text):
+            raise ConfigError(f"{name}: the option {option!r} of the address must be a "
+                              f"{'whole ' if STATE_OPTION_TYPES[option] is int else ''}number "
+                              "(the value given is not shown: it may hold a password)")
     return value
 
 
+#: The options of a store address that the Redis client reads as numbers.
+STATE_OPTION_TYPES: dict[str, type[int | float]] = {
+    "db": int, "socket_timeout": float, "socket_connect_timeout": float, "socket_read_size": int,
+    "max_connections": int, "health_check_interval": int, "timeout": float, "protocol": int}
+
+
+def number_as(kind: type[int | float] | None, text: str) -> bool:
+    """Whether text reads as a number of that kind; any text when there is no kind."""
+    try:
+        kind(text) if kind else None
+    except ValueError:
+        return False
+    return True
+
+
 def shown_address(url: str) -> str:
-    """A store's address as logs, errors and /health show it: without password or query."""
+    """A store's address as logs, errors and /health show it: without password or query. A name
+    alone before the @ (redis://secret@host) is shown neither: it is often the password."""
     parts = urllib.parse.urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
+    user = f"{parts.username}@" if parts.username and parts.password is not None else ""
     host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{user}{host}{port}{parts.path}"
@@ -2439,10 +2491,16 @@ def until(expiry: Any) -> str:
 
 def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
     """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
-    levels as prop=info and the protection log give them (type, level, expiry, cascade)."""
+    levels as prop=info and the protection log give them (type, level, expiry, cascade); then
+    those another page's cascading protection imposes (prop=info names it as their source)."""
     levels = [e for e in entries if e.get("level")]
-    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in levels)
-    return text + ("; cascading" if any(e.get("cascade") for e in levels) else "") if text else "none"
+    own = [e for e in levels if not e.get("source")]
+    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in own)
+    text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
+    for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
+        imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
+        text += f"; yet {imposed} by the cascading protection of {source}, which only that page can lift"
+    return text
 
 
 def one_line(text: str) -> str:
@@ -2712,9 +2770,10 @@ def line_diff(old: str, new: str) -> str:
 # -- plain text: a rendered page as a reader reads it ---------------------------
 
 #: Rendered parts plain text leaves out: edit links, navigation boxes, the table of contents,
-#: hidden and print-only boxes, references' links back, sort keys.
+#: references' links back, sort keys. Not noprint or noexcerpt: a reader sees those on screen
+#: (a [citation needed] tag, a maintenance table); they are only left out of print and excerpts.
 TEXT_SKIPPED_CLASSES = frozenset({
-    "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc", "noprint", "noexcerpt",
+    "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc",
     "mw-cite-backlink", "mw-empty-elt", "sortkey", "mw-jump-link"})
 TEXT_SKIPPED_TAGS = frozenset({"style", "script", "noscript", "template", "math"})
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
@@ -4316,6 +4375,12 @@ class RunningCall:
     scope: Any                 # the anyio.CancelScope its caller waits in
     started: bool = False      # it got its turn and began
     abandoned: bool = False    # the server stopped waiting for it
+    sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
+
+
+#: The call whose job runs on this thread: MediaWikiClient.write marks it as having sent a write.
+RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL",
+                                                                                   default=None)
 
 
 class ToolCalls:
@@ -4348,6 +4413,7 @@ class ToolCalls:
                     if call.abandoned:  # answered already: it must not begin now
                         return None
                     call.started = True
+                RUNNING_CALL.set(call)  # this thread is the call's own (on_own_thread)
                 return job()
         self._running.add(call)
         try:
@@ -4360,7 +4426,7 @@ class ToolCalls:
         if not call.started:
             raise upstream_failure("This server stopped before the call began; nothing was "
                                    "done. Call again once the server is back.")
-        if write:
+        if write and call.sent_write:
             raise upstream_failure("This server stopped before the wiki answered this write, "
                                    "which it may still save. Before calling again, check the page's history "
                                    "(get-page-history) or the file (get-file).")
@@ -4911,8 +4977,9 @@ def section_by_heading(ctx: ToolContext, text: str, wanted: str, title: str,
     and its text as the wiki gives it (rvsection)."""
     syntax = ctx.site.syntax
     outline = [(s.number, s.level, heading_plain(s.heading), "") for s in wikitext_sections(text, syntax)]
-    number, heading = pick_section(ctx, outline, wanted, title,
-                                   lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    as_rendered = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    number, heading = pick_section(ctx, outline, wanted, title, as_rendered,
+                                   lambda: source_headings(text, syntax) + as_rendered())
     span = section_span(text, number, syntax)
     if span is None:
         raise no_such_section(ctx, title, number, revid)
@@ -4932,14 +4999,21 @@ def outline_of(parsed: dict[str, Any]) -> list[Heading]:
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
-                 with_templates: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
+                 with_templates: Callable[[], list[Heading]] | None = None,
+                 aliases: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
     the headings (a heading a template brings, from ``with_templates`` when the outline has
     none of those, is named with its page); headed more than once: invalid_input, listing
-    those sections. Digits that head nothing are taken as the section number."""
+    those sections. Digits that head nothing are taken as the section number. ``aliases``:
+    the same sections' other names (as rendered, as written), tried when no heading matches, so
+    that a section is found by the name get-page-sections shows and by its source alike."""
     key = heading_key(wanted)
     own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h) == key]
+    if not own and aliases and not wanted.strip().isdigit():
+        numbered = {n: h for n, _, h, _ in outline if n is not None}
+        own = [(n, numbered[n]) for n in dict.fromkeys(
+            n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
     if len(own) == 1:
         return own[0][0], own[0][1]
     if own:
@@ -4958,6 +5032,14 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
                     f"Its sections: {outline_list(outline)}.")
+
+
+def source_headings(text: str, syntax: Syntax) -> list[Heading]:
+    """The numbered headings of wikitext as written (templates, tags and all) and as they read
+    without markup: the names a section may be asked for besides the rendered one."""
+    sections = wikitext_sections(text, syntax)
+    written: list[Heading] = [(s.number, s.level, s.heading, "") for s in sections]
+    return written + [(s.number, s.level, heading_plain(s.heading), "") for s in sections]
 
 
 def heading_key(heading: str) -> str:
@@ -5119,17 +5201,21 @@ def rendered(ctx: ToolContext, title: str, content: str, section: int | str | No
     Plain text is read from the whole page, so that a section's references are the page's; an
     HTML section by heading costs a request more, for the numbers of the headings."""
     number, shown = (None if isinstance(section, str) else section), section
+    by_name = isinstance(section, str)  # then the source too, for the headings as written
     if content == "text":
-        parsed = parse_page(ctx, title, None, prop="text|sections|revid", **params)
+        parsed = parse_page(ctx, title, None, prop="text|sections|revid" + "|wikitext" * by_name, **params)
         if isinstance(section, str):
-            number, heading = pick_section(ctx, outline_of(parsed), section, title)
+            number, heading = pick_section(ctx, outline_of(parsed), section, title, aliases=lambda: (
+                source_headings(parsed.get("wikitext", ""), ctx.site.syntax)))
             shown = f"{number} ({heading})" if heading else number
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
         return parsed, body, number, shown
     if isinstance(section, str):
-        number, heading = pick_section(ctx, rendered_outline(ctx, title, **params), section, title)
+        sections = parse_page(ctx, title, None, prop="sections|wikitext", **params)
+        number, heading = pick_section(ctx, outline_of(sections), section, title, aliases=lambda: (
+            source_headings(sections.get("wikitext", ""), ctx.site.syntax)))
         shown = f"{number} ({heading})" if heading else number
     parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
     return parsed, parsed.get("text", ""), number, shown
@@ -5365,7 +5451,7 @@ def search_page_by_prefix(
     return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
 
 
-FIND_LEGEND = ("section | line | byte offset, get-page's offset | what it is in, if a template call, "
+FIND_LEGEND = ("section | line | byte offset, {reader}'s offset | what it is in, if a template call, "
                "reference or comment; then its line between those either side")
 #: The matches find-in-page shows; it counts up to MAX_MATCHES.
 FIND_SHOWN = 50
@@ -5415,7 +5501,9 @@ def find_in_page(
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
-    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND}):\n"
+    # get-page reads the latest revision: an older one's offsets are get-revision's
+    reader = f"get-revision {revisionId}" if revisionId else "get-page"
+    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND.format(reader=reader)}):\n"
               + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
     if len(spans) > FIND_SHOWN:
         blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "
@@ -6099,14 +6187,20 @@ def get_user_contributions(
         params.update(list=["usercontribs", "users"], ususers=name)
     data = ctx.client.get(params)
     query = data.get("query", {})
-    if (query.get("users") or [{}])[0].get("missing"):
-        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
-                        "them, case-sensitive after the first letter.")
+    refuse_missing_user(ctx, query, name)
     rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
     order = "oldest" if oldestFirst else "newest"
     blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
               else f"No edits by {name} match."]
     return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+
+
+def refuse_missing_user(ctx: ToolContext, query: dict[str, Any], name: str) -> None:
+    """Raises not_found when a query asked with list=users found no account called name: an empty
+    listing would otherwise read as "this user did nothing"."""
+    if (query.get("users") or [{}])[0].get("missing"):
+        raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
+                        "them, case-sensitive after the first letter.")
 
 
 def user_name(text: str) -> str:
@@ -6147,17 +6241,24 @@ def get_log_events(
     """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
     type/action, user, page, then details and reason. For edits, use get-recent-changes."""
     oldest, newest = time_window(start, end)
+    name = user_name(user) if user is not None else None
+    params: dict[str, Any] = {"action": "query", "list": "logevents", "letype": type, "letitle": title,
+                              "leuser": name, "lestart": newest, "leend": oldest, "lelimit": limit,
+                              "leprop": "title|type|user|timestamp|comment|details",
+                              **continuation(ctx, "lecontinue")}
+    if name and not ctx.continue_from:  # whether the account exists, in the same request
+        params.update(list=["logevents", "users"], ususers=name)
     try:
-        data = ctx.client.get({"action": "query", "list": "logevents", "letype": type, "letitle": title,
-                               "leuser": user, "lestart": newest, "leend": oldest, "lelimit": limit,
-                               "leprop": "title|type|user|timestamp|comment|details",
-                               **continuation(ctx, "lecontinue")})
+        data = ctx.client.get(params)
     except WikiError as error:
         if error.code == "badvalue" and type:
             raise invalid_input(f"{ctx.wiki.key} has no log type {type!r}. Its log types: "
                                 f"{', '.join(log_types(ctx))}.", error.code) from None
         raise
-    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
+    query = data.get("query", {})
+    if name:
+        refuse_missing_user(ctx, query, name)
+    rows = [log_row(event) for event in query.get("logevents") or []]
     blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
               else "No log events match."]
     return with_more(blocks, data, len(rows), "event", "get-log-events")
@@ -7216,6 +7317,9 @@ def undo_edit(
     if not parent:
         raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
                             "nothing was saved. To remove the page, use delete-page.")
+    # a run may hold other people's good edits: the answer, the dry run and the summary name them all
+    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId} by {run_authors(ctx, title, oldest, revisionId)}")
     if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
         refuse_forbidden_dry_run(ctx, page, "edit")
         texts = revision_texts(ctx, latest, revisionId, parent)
@@ -7224,17 +7328,29 @@ def undo_edit(
         if new is None:
             raise undo_conflict(ctx, title, oldest, revisionId, parent)
         refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
-        return dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
-    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
-            else f"revisions {oldest} to {revisionId}")
+        preview = dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
+        return preview if oldest == revisionId else [f"This would undo {what}.", *preview]
     done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
+    # MediaWiki writes its own summary for one revision, none for a run
+    summary = comment or (None if oldest == revisionId else f"Undo {what}")
     try:
         return save_edit(ctx, title, {"undo": revisionId, "undoafter": parent, "nocreate": True}, latest,
-                         edit_summary(ctx, comment), done)
+                         edit_summary(ctx, summary), done)
     except WikiError as error:
         if error.code == "undofailure":
             raise undo_conflict(ctx, title, oldest, revisionId, parent) from None
         raise
+
+
+def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> str:
+    """Who made the revisions oldest to newest of a page, each once, in the order of their
+    first edit in the run: 'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    data = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
+                           "rvdir": "newer", "rvstartid": oldest, "rvendid": newest, "rvlimit": "max"})
+    page, _ = resolve_page(data.get("query", {}))
+    names = list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or []))
+    more = " and others" if "continue" in data else ""  # a run longer than one answer
+    return (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)) + more
 
 
 def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
@@ -7394,8 +7510,10 @@ def protect_page(
             missing = " (it does not exist)" if page.get("missing") else ""
             raise invalid_input(f"{title!r} cannot be protected against {kind}: it can be protected against "
                                 f"{', '.join(kinds) or 'nothing'}{missing}. Nothing was changed.")
-    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along
-    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level")}
+    # MediaWiki lifts every kind of protection a change leaves out: those not asked about go along.
+    # Another page's cascading protection (its source) is not this page's to change, and stays.
+    imposed = [p for p in page.get("protection") or [] if p.get("source")]
+    now = {p["type"]: p for p in page.get("protection") or [] if p.get("level") and not p.get("source")}
     new = {kind: now.get(kind, {"type": kind, "level": ""}) for kind in kinds}
     new.update({kind: {"type": kind, "level": "" if level == "all" else level, "expiry": expiry or "infinite"}
                 for kind, level in asked.items()})
@@ -7414,9 +7532,10 @@ def protect_page(
                    if kind in asked or kind in now]
         if cascades != cascading:
             changes.append(f"cascading: {'on' if cascading else 'off'} -> {'on' if cascades else 'off'}")
+        staying = f" It stays protected whatever is set: {protection_text(imposed)}." if imposed else ""
         raise invalid_input(f"Nothing was changed. protect-page would change the protection of {title!r} on "
-                            f"{ctx.wiki.key}: {'; '.join(changes)}. Ask the user to confirm, then call "
-                            "protect-page again with confirm=true.")
+                            f"{ctx.wiki.key}: {'; '.join(changes)}.{staying} Ask the user to confirm, then "
+                            "call protect-page again with confirm=true.")
     params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
               "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
               "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
@@ -7433,7 +7552,8 @@ def protect_page(
             raise upstream_failure(f"{lost.message} The wiki shows the protection of {title!r} unchanged, so "
                                    "nothing was changed. Call again to retry.") from None
         status = "Protection changed (the wiki's answer was lost; the wiki shows the new protection)."
-    return status + "\n" + labelled(("Title", title), ("Protection", protection_text(result)),
+        result = [p for p in result if not p.get("source")]
+    return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
 
 
@@ -7614,8 +7734,8 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
         raise permission_denied(f"{filepath} lies outside the upload directories{linked} "
                                 f"({', '.join(directories)}); this server reads no other file. No retry with "
                                 "this path changes this: the file must be copied into one of them.")
-    try:  # the checked path itself, never a link swapped in since
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # the checked path itself, never a link swapped in since; a FIFO must not block the open
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:
@@ -7646,8 +7766,9 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError:
         parts = urllib.parse.urlsplit("")
+    address = without_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid_input(f"{url!r} is not an http(s) URL of a file.")
+        raise invalid_input(f"{address!r} is not an http(s) URL of a file.")
     rq = _requests()
     config = ctx.state.config
     cap = config.upload_max_bytes
@@ -7667,11 +7788,11 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
             final = response.url  # the wiki follows redirects unguarded: it starts where the checks ended
             if response.status_code >= 400:
                 raise (not_found if response.status_code in (404, 410) else upstream_failure)(
-                    f"{url} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
+                    f"{address} answered HTTP {response.status_code}; nothing was uploaded. Check the URL.")
             length = response.headers.get("Content-Length", "")
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
-                check_wiki_size(ctx, length_known, url)
+                check_wiki_size(ctx, length_known, address)
             if length_known is not None and length_known > cap:
                 return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
                                     f"{cap}-byte cap")
@@ -7697,7 +7818,7 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     finally:
         session.close()
     data = b"".join(chunks)
-    check_wiki_size(ctx, len(data), url)
+    check_wiki_size(ctx, len(data), address)
     return UploadSource(data, final)
 
 
@@ -7717,7 +7838,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     files = {"file": (name, source.data)} if source.data is not None else None
     origin = {} if files else {"url": source.url}
     sending = (f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
-               else f"Asking {ctx.wiki.key} to fetch {source.url}")
+               else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
     ctx.progress(done, total, sending)
     if new and files:  # one request when the wiki has no warning: it publishes at once
         answer = send_upload(ctx, publish, files, name, source.sha1, publishing=True)
@@ -7728,8 +7849,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
         except WikiError as error:
             if files or not error.code:
                 raise
-            raise WikiError(error.category, f"{source.url} was left to the wiki to fetch, since "
-                            f"{source.why_wiki_fetches}, and the wiki did not: {error.message}",
+            raise WikiError(error.category, f"{without_userinfo(source.url or '')} was left to the wiki to "
+                            f"fetch, since {source.why_wiki_fetches}, and the wiki did not: {error.message}",
                             error.code) from None
     warnings = answer.get("warnings") or {}
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
@@ -8110,14 +8231,17 @@ class TalkComment:
     author: str
     time: str       # the signature's time, as written
     words: str      # its text on one line, indentation left out
+    shown: str = ""  # the name its signature shows, when not the user name ([[User:Dave|Davey]])
 
 
 def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A link to a user's page, talk page or contributions (its user name the first group that
-    matched), and a signature's time: ``12:34, 5 March 2026 (UTC)`` in the wiki's language."""
+    """A link to a user's page, talk page or contributions (its user name the first or second
+    group, the name it shows the third), and a signature's time: ``12:34, 5 March 2026 (UTC)``
+    in the wiki's language."""
+    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
     user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
-                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*Contributions/([^\]|/#\n]+?))[ _]*"
-                      r"(?:[|/#][^\]\n]*)?\]\]", re.IGNORECASE)
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
     return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
 
 
@@ -8136,20 +8260,34 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
         links = [m for m in user.finditer(line) if times and m.end() <= times[-1].start()]
         if not links:
             continue
-        first = next((i for i in range(start, number) if lines[i].strip() and not starts_heading(lines[i])),
-                     number)
+        first = comment_start(lines, start, number)
         author = title_text(site, links[-1].group(1) or links[-1].group(2))
         signature = links[-1].start()  # with the links just before it: [[User:A|A]] ([[User talk:A|talk]])
         for link in reversed(links[:-1]):
             if len(line[link.end():signature]) > 10:
                 break
             signature = link.start()
+        # the name shown is the first link's, a user page's: the talk link after it shows "talk"
+        shown = heading_plain(next(m for m in links if m.start() == signature).group(3) or "")
         said = [*lines[first:number], line[:signature]]
         words = " ".join(" ".join(text[len(list_markup(text)):] for text in said).split())
         comments.append(TalkComment(first, number, list_markup(lines[first]), author, times[-1].group(),
-                                    words))
+                                    words, shown if shown.casefold() != author.casefold() else ""))
         start = number + 1
     return comments
+
+
+def comment_start(lines: list[str], start: int, signed: int) -> int:
+    """The first line of the comment signed on line ``signed``: back over the lines at its
+    indentation, not past ``start`` or a heading. Lines at another indentation before it are
+    an unsigned comment of someone else's, not the beginning of this one."""
+    markup, first = list_markup(lines[signed]), signed
+    for i in range(signed - 1, start - 1, -1):
+        if starts_heading(lines[i]) or (lines[i].strip() and list_markup(lines[i]) != markup):
+            break
+        if lines[i].strip():
+            first = i
+    return first
 
 
 @tool("reply-on-talk-page", "Reply on talk page", toolset="talk",
@@ -8281,9 +8419,8 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
                      section: Section) -> TalkComment:
     """The comment that ``reply_to`` names: by its first words, else by its author and time."""
     wanted = " ".join(reply_to.split()).casefold()
-    found = [c for c in comments if c.words.casefold().startswith(wanted)] or [
-        c for c in comments if c.author.casefold() in wanted and c.time.rsplit("(", 1)[0].strip().casefold()
-        in wanted]
+    found = ([c for c in comments if c.words.casefold().startswith(wanted)]
+             or [c for c in comments if signed_so(c, wanted)])
     if len(found) == 1:
         return found[0]
     listing = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
@@ -8293,6 +8430,16 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
                             "the comment's first words, or its author and time.")
     raise not_found(f"No comment in {where} starts with {reply_to!r} or is signed so. Its comments: "
                     f"{listing}. Pass one's author and time, or its first words, as replyTo.")
+
+
+def signed_so(comment: TalkComment, wanted: str) -> bool:
+    """Whether ``wanted`` (casefolded) names the comment by its signature: its author's user name
+    or shown name (alone, or as User:Name), its time alone, or a name with the time."""
+    names = {comment.author.casefold(), comment.shown.casefold()} - {""}
+    when = comment.time.rsplit("(", 1)[0].strip().casefold()
+    name = re.sub(r"^[^\d:][^:]*:\s*", "", wanted)  # User:Dave, Benutzer:Dave
+    return (name in names or wanted in (when, comment.time.casefold())
+            or (any(n in wanted for n in names) and when in wanted))
 
 
 def discussion_tools_id(ctx: ToolContext, talk: str, latest: int, whole: str, section: str,
@@ -8586,6 +8733,23 @@ def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
     return resources
 
 
+def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
+    """Whether ``url``, any URL of a wiki, is one of the wiki whose API is ``wiki_url``: on its
+    host, and the bare host or a path under its script or article path. Two wikis may share a
+    host (/w/ and /de/w/): the host alone does not tell them apart."""
+    if wiki_key(wiki_url) != wiki_key(url):
+        return False
+    path = urllib.parse.urlsplit(url).path.rstrip("/")
+    if not urllib.parse.urlsplit(wiki_url).path.strip("/"):
+        return True  # configured by its server alone: the host is all there is to go by
+    script = urllib.parse.urlsplit(wiki_url).path.rpartition("/")[0]
+    # until its site info says, the usual short URLs: /w/ for scripts, /wiki/ for pages
+    prefixes = {script, script.removesuffix("/w") + "/wiki" if script.endswith("/w") else ""}
+    if site and wiki_key(site.server) == wiki_key(url):  # its paths are on its own server
+        prefixes |= {site.script_path, site.article_path.split("$1")[0]}
+    return not path or any(p.strip("/") and f"{path}/".startswith(f"/{p.strip('/')}/") for p in prefixes)
+
+
 def registered_as(state: ServerState, key: str) -> str | None:
     """The key under which a wiki with this server name is configured, if it is."""
     for other, wiki, client in state.entries():
@@ -8623,20 +8787,22 @@ def add_wiki(
         raise invalid_input("wikiUrl must not carry a user name or password; a wiki that needs them is one "
                             "for the operator to configure.")
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
-    wiki = configured_entry(state, wiki_key(url))
-    known = registered_as(state, wiki_key(url))
+    wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
+                 if k not in state.wikis and serves_url(w.url, None, url)), None)
+    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.known[0], url)), None)
     if known:
-        raise conflict(f"{wiki_key(url)} is already configured as the wiki {known}; "
-                       "pass it as wiki to other tools.")
+        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
+                       "to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
-        key = wiki_key(site.server) or wiki_key(client.api_url)
-        known = registered_as(state, key) or next(
-            (k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        known = next((k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
         if known:
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")
+        key = wiki_key(site.server) or wiki_key(client.api_url)
+        if registered_as(state, key) or key in state.config.wikis:  # another wiki on this host
+            key += site.script_path or urllib.parse.urlsplit(client.api_url).path.rpartition("/")[0]
         wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
     if wiki.key in state.config.wikis:  # the operator's entry, with its credentials
         client = wiki.client(**options)
@@ -8736,8 +8902,13 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
             continue
         identity = ("anonymous" if account.anonymous else account.name
                     + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
+        unusable = [] if wiki.read_only else tags_not_applicable(client, wiki.tags)
+        failures += bool(unusable)
+        writes = ("read-only" if wiki.read_only else f"read; every write FAILS: the wiki does not let the "
+                  f"configured change tag{'s' * (len(unusable) > 1)} {', '.join(unusable)} be applied "
+                  "(Special:Tags defines them)" if unusable else "read and write")
         print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
-              f"as {identity}, {'read-only' if wiki.read_only else 'read and write'}\n"
+              f"as {identity}, {writes}\n"
               f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
@@ -8747,6 +8918,17 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
     return 1 if failures else 0
+
+
+def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
+    """Those of ``tags`` that no write could carry: not defined on the wiki by hand, or not active
+    (MediaWiki's own tags, such as mw-undo, it applies itself)."""
+    if not tags:
+        return []
+    listed = client.get({"action": "query", "list": "tags", "tgprop": "defined|active", "tglimit": "max"})
+    usable = {t.get("name") for t in listed.get("query", {}).get("tags") or []
+              if t.get("defined") and t.get("active")}
+    return [tag for tag in tags if tag not in usable]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -8775,7 +8957,8 @@ def main(argv: list[str] | None = None) -> int:
                 store.name, down)
     server = create_server(state=state)
     if http is not None:
-        return serve_http(server, http)
+        blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
+        return serve_http(server, http, blank if args.empty_means_unset else ())
     try:
         server.run("stdio")
     except KeyboardInterrupt:
@@ -9088,18 +9271,30 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     return guarded
 
 
-def http_warnings(options: HttpOptions) -> list[str]:
-    """What an operator should hear at start about how exposed the server is."""
-    if options.loopback or options.auth_token:
-        return []
-    return [f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
+def http_warnings(options: HttpOptions, blank: Collection[str] = ()) -> list[str]:
+    """What an operator should hear at start about how exposed the server is; ``blank``: the
+    settings that were set but empty, which --empty-means-unset reads as not given."""
+    warnings = [f"{name} is set but empty, and --empty-means-unset reads it as not set"
+                + (f": {BLANK_MEANS[name]}." if name in BLANK_MEANS else ".") for name in sorted(blank)]
+    if options.auth_token:
+        return warnings
+    if options.loopback:
+        return [*warnings, (f"Listening on {options.host} without MCP_AUTH_TOKEN: any program or user on "
+                "this machine can use every tool. Set MCP_AUTH_TOKEN unless this machine is yours alone.")]
+    return [*warnings, f"Listening on {options.host}, beyond this machine, without MCP_AUTH_TOKEN: anyone who "
             "reaches this address can use every tool. Set MCP_AUTH_TOKEN, or listen on 127.0.0.1 "
             "behind a proxy that authenticates."
             + ("" if options.allowed_hosts else " Host headers are not checked (MCP_ALLOWED_HOSTS).")]
 
 
-def serve_http(server: WikiServer, options: HttpOptions) -> int:
-    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code."""
+#: What a blank setting turns into that an operator would not expect from an empty value.
+BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
+               "MEDIAWIKI_URL": f"the wiki is the default, {DEFAULT_WIKI_URL}"}
+
+
+def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
+    """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code. ``blank``:
+    the settings --empty-means-unset dropped, which the start warns of."""
     import signal
 
     import uvicorn  # HTTP-only imports stay out of importing this module
@@ -9126,7 +9321,7 @@ def serve_http(server: WikiServer, options: HttpOptions) -> int:
               f"{error.strerror or error}", file=sys.stderr)
         return 1
     options = dataclasses.replace(options, port=listener.getsockname()[1])
-    for warning in http_warnings(options):
+    for warning in http_warnings(options, blank):
         log.warning(warning)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),

@@ -383,7 +383,7 @@ def test_truncation_marker_names_sections_and_both_remedies() -> None:
 
 @pytest.mark.parametrize("code, category", [
     ("missingtitle", "not_found"), ("nosuchrevid", "not_found"), ("protectedpage", "permission_denied"),
-    ("badtags", "invalid_input"), ("editconflict", "conflict"), ("articleexists", "conflict"),
+    ("badtags", "permission_denied"), ("editconflict", "conflict"), ("articleexists", "conflict"),
     ("assertuserfailed", "authentication"), ("ratelimited", "rate_limited"),
     ("abusefilter-disallowed", "permission_denied"), ("readonly", "upstream_failure"),
 ])
@@ -2009,6 +2009,22 @@ def test_a_section_is_read_by_its_heading_in_every_form(bot_server: Any, wiki: R
     assert content_of(digits.blocks[0]) == content_of(by_number.blocks[0])
 
 
+def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_its_source(
+        bot_server: Any) -> None:
+    title = "Heading names test"
+    create(bot_server, title, "Lead.\n\n== Notes<ref>x</ref> ==\nNoted.\n\n== {{PAGENAME}} today ==\nToday.\n\n"
+                              "== Last ==\nLast.\n\n<references />")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "1 | == Notes[1] == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
+    for content in ("source", "html", "text"):
+        for name, number in (("Notes[1]", 1), ("Notes<ref>x</ref>", 1), (f"{title} today", 2),
+                             ("{{PAGENAME}} today", 2)):
+            found = call(bot_server, "get-page", title=title, section=name, content=content)
+            assert not found.is_error, (name, content, found.text)
+            assert f"\nSection: {number} (" in found.text, (name, content, found.text)
+            assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
+
+
 @on_every_version
 def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_saying_why(
         bot_server: Any, wiki: RealWiki) -> None:
@@ -2085,10 +2101,11 @@ def test_find_in_page_places_each_match_and_says_what_it_is_inside(wiki: RealWik
     server = make_server(wiki.env())
     counter = RequestCounter(server)
     revid = latest_revid(wiki, RIVER_ARTICLE)
+    legend = m.FIND_LEGEND.format(reader="get-page")
     with counter.counting() as n:
         delta = call(server, "find-in-page", title=RIVER_ARTICLE, find="delta")
     assert n[0] == 1 and delta.blocks == [
-        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({m.FIND_LEGEND}):\n"
+        (f"Title: Rhine\nRevision ID: {revid}\n3 matches of \"delta\" ({legend}):\n"
          "0 (Lead) | line 7 | 262 | in a reference\n"
          "  6: }}\n"
          "> 7: …of Europe|publisher=Test Press|year=2001}}</ref> It flows into the North Sea.<ref "
@@ -2141,6 +2158,26 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bo
         "invalid_input: The regular expression ran over 1 s on this page without finishing")
     empty = call(bot_server, "find-in-page", title=title, find="")
     assert empty.is_error and empty.blocks[0].startswith("invalid_input: ")
+
+
+def test_a_match_after_multibyte_text_is_at_its_byte_offset_and_an_old_one_names_get_revision(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = "Find after Größe test"
+    text = "Größe, Fläche und Höhe: 大河.\n== Überblick ==\nDer Strom fließt südwärts. Ziel: needle hier.\n"
+    first = create(bot_server, title, text)
+    found = call(bot_server, "find-in-page", title=title, find="needle")
+    row = rows_of(found.blocks[0])[2]
+    offset = text.encode().index(b"needle")
+    assert offset != text.index("needle")  # bytes and characters differ before the match
+    assert row == f"1 (Überblick) | line 3 | {offset}"
+    assert "byte offset, get-page's offset |" in found.text
+    assert content_of(call(bot_server, "get-page", title=title, offset=offset).blocks[0]).startswith("needle hier.")
+    editor_edit(wiki, title, "Nichts mehr.")
+    old = call(bot_server, "find-in-page", title=title, find="needle", revisionId=first)
+    assert f"byte offset, get-revision {first}'s offset |" in old.text and "get-page" not in old.text
+    assert rows_of(old.blocks[0])[2] == f"1 (Überblick) | line 3 | {offset}"
+    assert content_of(call(bot_server, "get-revision", revisionId=first, offset=offset).blocks[0]
+                      ).startswith("needle hier.")
 
 
 def test_a_match_is_placed_in_the_template_call_parameter_reference_or_comment_around_it() -> None:
@@ -2229,7 +2266,7 @@ def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_
     moselle = call(bot_server, "get-page", title="Plain text test", content="text")
     assert content_of(moselle.blocks[0]) == (
         "Moselle\nLength | 544 km\nType | Tributary\n\nThe Moselle joins the Rhine at the German Corner.[1]\n\n"
-        "== Towns == (section 1)\n* Trier\n** Old town\n* Koblenz\n\n# First\n# Second\n\n; Term\n: Definition\n\n"
+        "A box only for screens\n\n== Towns == (section 1)\n* Trier\n** Old town\n* Koblenz\n\n# First\n# Second\n\n; Term\n: Definition\n\n"
         "Towns by distance\nTown | km\nTrier | 200 (about)\nKoblenz | 544\n\npreformatted  line\n\n"
         "== References == (section 2)\n[1] Moselle facts, 1999.")
     course = call(bot_server, "get-page", title=RIVER_ARTICLE, content="text", section=1)  # with its notes
@@ -2242,6 +2279,15 @@ def test_plain_text_of_a_page_reads_its_infobox_references_tables_and_lists(bot_
     pages = call(bot_server, "get-pages", titles=[RIVER_ARTICLE, REPEATED_HEADINGS_PAGE], content="text")
     assert content_of(pages.blocks[0]) == RHINE_TEXT
     assert content_of(pages.blocks[1]).startswith("The Danube flows east.\n\n== History == (section 1)\n")
+
+
+def test_plain_text_keeps_what_is_left_out_only_in_print(bot_server: Any) -> None:
+    create(bot_server, "Plain text print-only test",
+           'The river is long.<sup class="noprint Inline-Template">[citation needed]</sup>\n'
+           '<div class="noexcerpt">Seen, but not excerpted.</div>\n'
+           '{| class="wikitable noprint"\n! Gauge !! Level\n|-\n| Kaub || 2 m\n|}')
+    text = content_of(call(bot_server, "get-page", title="Plain text print-only test", content="text").blocks[0])
+    assert text == ("The river is long.[citation needed]\n\nSeen, but not excerpted.\n\nGauge | Level\nKaub | 2 m")
 
 
 def test_plain_text_reads_a_long_page_whole_by_offsets_and_sections(wiki: RealWiki) -> None:
@@ -3243,7 +3289,8 @@ def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> N
     untagged = dataclasses.replace(config, tags=("no-such-tag",))
     server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: untagged}, wiki.key)))
     result = call(server, "update-page", title=title, source="Untagged?")
-    assert result.is_error and result.blocks[0].startswith("invalid_input: ")
+    assert result.is_error and result.blocks[0].startswith("permission_denied: ")  # the operator's to fix
+    assert result.text.endswith(m.TAGS_NEXT_STEP)
     assert wiki.wikitext(title) == "Tagged."
 
 
@@ -4232,12 +4279,30 @@ def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: An
                  "idempotencyKey": "safety-undo-run"}
     first = call(bot_server, "undo-edit", **arguments)
     assert not first.is_error, first.text
-    assert first.blocks[0].startswith(f"Undid revisions {oldest} to {newest}; the edits made since are kept.")
+    assert first.blocks[0].startswith(f"Undid revisions {oldest} to {newest} by Editor; the edits made since are "
+                                      "kept.")
     again = call(bot_server, "undo-edit", **arguments)
     assert again.blocks[0].startswith("Repeat: ")
     assert wiki.wikitext(title) == "One.\nTwo.\nThree.\nFour.\nFive, kept."
     assert len(revision_ids(wiki, title)) == 5
     assert latest_revision(wiki, title)["comment"] == "Undo the run (via mediawiki-mcp)"
+
+
+def test_undoing_a_run_names_every_author_before_and_after_and_in_its_summary(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Safety undo run authors test"
+    create(bot_server, title, "One.\nTwo.\nThree.")
+    assert not call(bot_server, "update-page", title=title, find="One.", replace="One!").is_error
+    editor_edit(wiki, title, "One!\nTwo, a good edit.\nThree.")
+    assert not call(bot_server, "update-page", title=title, find="Three.", replace="Three!").is_error
+    newest, _, oldest = revision_ids(wiki, title)[:3]
+    dry = call(bot_server, "undo-edit", revisionId=newest, oldestRevisionId=oldest, dryRun=True)
+    assert dry.blocks[0] == f"This would undo revisions {oldest} to {newest} by Admin and Editor."
+    assert dry.blocks[1].startswith("Dry run: nothing was saved.") and revision_ids(wiki, title)[0] == newest
+    undone = call(bot_server, "undo-edit", revisionId=newest, oldestRevisionId=oldest)
+    assert undone.blocks[0].startswith(f"Undid revisions {oldest} to {newest} by Admin and Editor.\n"), undone.text
+    assert wiki.wikitext(title) == "One.\nTwo.\nThree."
+    assert latest_revision(wiki, title)["comment"] == (f"Undo revisions {oldest} to {newest} by Admin and Editor "
+                                                       "(via mediawiki-mcp)")
 
 
 @on_every_version
@@ -4391,6 +4456,14 @@ def test_contributions_of_an_ip_address_and_of_an_ip_range(bot_server: Any, wiki
         assert f"{revid} | " in result.text and f" | {title} | +9 | new, latest" in result.text
 
 
+def test_an_ip_range_too_wide_for_the_wiki_is_the_models_to_narrow(bot_server: Any, wiki: RealWiki) -> None:
+    wide = call(bot_server, "get-user-contributions", user="10.0.0.0/8")
+    assert wide.blocks == [
+        (f"invalid_input: IPv4 CIDR ranges broader than /16 are not accepted. ({wiki.key}) [cidrtoobroad] Narrow the "
+        "range (a larger number after the /) to what the wiki accepts, or ask for several narrower ranges; only "
+        "the wiki's operator can widen its limit.")], wide.text
+
+
 # -- get-log-events ---------------------------------------------------------------------------
 
 @on_every_version
@@ -4426,6 +4499,15 @@ def test_a_delete_a_move_and_a_protection_are_in_the_log_with_their_reasons(bot_
     assert "block, " in unknown.text and "protect, " in unknown.text  # the wiki's own log types
 
 
+def test_log_events_of_an_unknown_user_are_not_found_not_an_empty_log(bot_server: Any, wiki: RealWiki) -> None:
+    nobody = call(bot_server, "get-log-events", user="Nobody here at all")
+    assert nobody.is_error and nobody.blocks[0].startswith(
+        f"not_found: There is no user 'Nobody here at all' on {wiki.key}.")
+    admin = call(bot_server, "get-log-events", user="admin", type="create", limit=1)
+    assert not admin.is_error, admin.text
+    assert rows_of(admin.blocks[0])[0].split(" | ")[1:3] == ["create/create", "Admin"]
+
+
 # -- protect-page and get-page's protection ------------------------------------------------------
 
 @on_every_version
@@ -4456,6 +4538,24 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     assert field(lifted, "Protection") == "none" and protection_of(wiki, title) == {}
     plain = call(bot_server, "get-page", title=title, metadata=True, content="none")
     assert "Protection" not in plain.text
+
+
+def test_a_cascade_from_another_page_is_named_where_protection_is_shown(bot_server: Any, wiki: RealWiki) -> None:
+    template, source = "Template:Safety cascaded test", "Safety cascade source test"
+    create(bot_server, template, "Shown everywhere.")
+    create(bot_server, source, "{{Safety cascaded test}}")
+    assert not call(bot_server, "protect-page", title=source, edit="sysop", cascade=True, confirm=True).is_error
+    imposed = (f"none; yet edit=sysop by the cascading protection of {source}, which only that page can lift")
+    metadata = call(bot_server, "get-page", title=template, metadata=True, content="none")
+    assert field(metadata, "Protection") == imposed, metadata.text
+    asked = call(bot_server, "protect-page", title=template, move="sysop")
+    assert asked.is_error and f"move: none -> sysop. It stays protected whatever is set: {imposed}." in asked.text
+    done = call(bot_server, "protect-page", title=template, move="sysop", confirm=True)
+    assert field(done, "Protection") == ("move=sysop; yet edit=sysop by the cascading protection of "
+                                         f"{source}, which only that page can lift"), done.text
+    lifted = call(bot_server, "protect-page", title=template, move="all", confirm=True)
+    assert field(lifted, "Protection") == imposed
+    assert protection_of(wiki, template) == {"edit": ("sysop", "infinity")}  # the cascade's alone
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -4817,6 +4917,25 @@ def test_paths_outside_the_upload_directories_are_refused_before_any_request(
     assert result.is_error and result.blocks[0].startswith("permission_denied: ") and sent[0] == 0
 
 
+def test_a_fifo_in_an_upload_directory_is_refused_at_once(wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    fifo = directory / "pipe.png"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # were the open to wait for a writer, this one lets it go on after 10 s
+        if not done.wait(10):
+            with open(fifo, "wb"):
+                pass
+    done = threading.Event()
+    threading.Thread(target=unblock, daemon=True).start()
+    began = time.monotonic()
+    result = call(upload_server(wiki, directory), "upload-file", filepath=str(fifo), title="Upload fifo test.png")
+    done.set()
+    assert time.monotonic() - began < 5
+    assert result.blocks == [f"invalid_input: {fifo} is not a regular file."]
+    assert file_versions(wiki, "File:Upload fifo test.png") == []
+
+
 BAD_UPLOAD_ARGUMENTS = [
     ("upload-file", {"filepath": 7, "title": "A.txt"}, "'filepath' must be a string"),
     ("upload-file", {"filepath": "/tmp/a.txt"}, "Missing required argument 'title'"),
@@ -4935,6 +5054,26 @@ def test_upload_from_a_url_sends_the_hosts_bytes_without_the_wikis_credentials(
     assert len(fake.seen) == 2 and "Cookie" not in fake.seen[1]["headers"]
     missing = call(server, "update-file-from-url", url=url, title="Url upload never uploaded.png")
     assert missing.is_error and missing.blocks[0].startswith("not_found: ") and "upload-file-from-url" in missing.text
+
+
+def test_a_password_in_an_upload_url_is_in_no_message(wiki: RealWiki, fake: FakeWiki) -> None:
+    secret = "S3cretUrlPw"
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=f"127.0.0.1:{fake.port}"))
+    given = call(server, "upload-file-from-url", url=f"http://alice:{secret}@127.0.0.1:{fake.port}/a.png",
+                 title="Url password test.png")
+    assert given.blocks == ["invalid_input: The URL 127.0.0.1 must not carry a user name or password."]
+    fake.replies = [Reply(302, b"", {"Location": f"http://alice:{secret}@127.0.0.1:99999/a.png"})]
+    redirected = call(server, "upload-file-from-url", url=f"http://127.0.0.1:{fake.port}/go",
+                      title="Url password test.png")
+    assert redirected.blocks == ["invalid_input: 'http://127.0.0.1:99999/a.png' has an invalid port."]
+    bad_port = call(server, "upload-file-from-url", url=f"http://alice:{secret}@127.0.0.1:99999/a.png",
+                    title="Url password test.png")
+    not_http = call(server, "upload-file-from-url", url=f"ftp://alice:{secret}@127.0.0.1/a.png",
+                    title="Url password test.png")
+    assert bad_port.blocks == ["invalid_input: 'http://127.0.0.1:99999/a.png' is not an http(s) URL of a file."]
+    assert not_http.blocks == ["invalid_input: 'ftp://127.0.0.1/a.png' is not an http(s) URL of a file."]
+    assert [s["path"] for s in fake.seen] == ["/go"] and file_versions(wiki, "File:Url password test.png") == []
+    assert m.host_of(f"http://alice:{secret}@wiki.example:8080/x") == "wiki.example:8080"
 
 
 def test_an_untrusted_private_url_is_refused_and_never_handed_to_the_wiki(
@@ -5446,6 +5585,38 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert latest_revision(wiki, f"Talk:{subject}")["comment"] == "/* Size */ new section (via mediawiki-mcp)"
     user = call(bot_server, "add-talk-topic", title="User:Editor", heading="Hello", message="Welcome.")
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
+
+
+def test_reply_to_names_a_comment_by_its_author_as_signed_or_shown_its_time_or_an_ip(bot_server: Any) -> None:
+    title = "Reply by author test"
+    create(bot_server, f"Talk:{title}", (
+        f"== Picnic ==\nLet us plan. {signature('Alice', '10:00')}\n"
+        ":Sounds good. [[User:Dave|Davey]] ([[User talk:Dave|talk]]) 11:00, 1 March 2026 (UTC)\n"
+        "::Carol's unsigned idea: a lake.\n"
+        f":What about Sunday? {signature('Dave', '12:00')}\n"
+        ":An IP speaks. [[Special:Contributions/192.0.2.7|192.0.2.7]] 13:00, 1 March 2026 (UTC)"))
+    answered = {"Alice": "Alice, 10:00", "User:Alice": "Alice, 10:00", "Davey": "Dave, 11:00",
+                "12:00, 1 March 2026": "Dave, 12:00", "192.0.2.7": "192.0.2.7, 13:00",
+                "What about Sunday": "Dave, 12:00"}
+    for reply_to, author in answered.items():
+        dry = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo=reply_to, message="Yes.",
+                   dryRun=True)
+        assert not dry.is_error and field(dry, "Reply to") == f"{author}, 1 March 2026 (UTC)", (reply_to, dry.text)
+    several = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo="Dave", message="Yes.")
+    assert several.blocks[0].startswith("invalid_input: replyTo matches 2 comments in topic 1 (Picnic)"), several.text
+    unsigned = call(bot_server, "reply-on-talk-page", title=title, topic="Picnic", replyTo="Carol's unsigned",
+                    message="Yes.")
+    assert unsigned.blocks[0].startswith("not_found: No comment in topic 1 (Picnic)"), unsigned.text
+    assert "Dave, 12:00, 1 March 2026 (UTC): What about Sunday?;" in unsigned.text
+
+
+def test_an_ip_signature_on_a_german_wiki_is_a_comment(farm: WikiFarm, german_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    create(server, "Diskussion:IP-Unterschrift", "== Frage ==\nWer war das? [[Spezial:Beiträge/192.0.2.8|192.0.2.8]] "
+                                                "13:00, 1. Mär. 2026 (UTC)")
+    dry = call(server, "reply-on-talk-page", title="Diskussion:IP-Unterschrift", topic="Frage", replyTo="192.0.2.8",
+               message="Ich.", dryRun=True)
+    assert not dry.is_error and field(dry, "Reply to") == "192.0.2.8, 13:00, 1. Mär. 2026 (UTC)", dry.text
 
 
 def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names(
@@ -6572,6 +6743,23 @@ def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
                           text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
+def test_a_configured_change_tag_the_wiki_lacks_is_the_operators_to_fix(wiki: RealWiki, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {wiki.key: {
+        "server": wiki.url, "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
+        "tags": ["no-such-tag-26"]}}}))
+    env = {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password}
+    checked = run_script("--check", env=env)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[0].endswith(
+        "read; every write FAILS: the wiki does not let the configured change tag no-such-tag-26 be applied "
+        "(Special:Tags defines them)"), checked.stdout
+    refused = call(make_server(env), "create-page", title="Configured tag test", source="Never saved.")
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: "), refused.text
+    assert refused.text.endswith(m.TAGS_NEXT_STEP) and "Change the call" not in refused.text
+    assert wiki.raw_get(action="query", titles="Configured tag test")["query"]["pages"][0].get("missing")
+
+
 def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki)
@@ -6801,6 +6989,61 @@ def test_add_wiki_pins_the_address_it_checked(fake: FakeWiki) -> None:
     assert not result.is_error, result.text
     assert "Added wiki: 127.0.0.1" in result.text  # the fake's $wgServer names 127.0.0.1
     assert {s["headers"]["Host"] for s in fake.seen} == {f"wiki.invalid:{fake.port}"}
+
+
+class PathRouter:
+    """One host serving two wikis, as a web server does with /w/ and /de/w/: a request under
+    /de/ goes to ``second`` (without the /de), any other to ``first``."""
+
+    def __init__(self, first: str, second: str) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.relay(requests.get(self.target(), timeout=30, allow_redirects=False))
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.relay(requests.post(self.target(), data=body, timeout=30, allow_redirects=False,
+                                         headers={"Content-Type": self.headers.get("Content-Type", "")}))
+
+            def target(self) -> str:
+                return second + self.path[3:] if self.path.startswith("/de/") else first + self.path
+
+            def relay(self, answer: requests.Response) -> None:
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_add_wiki_tells_a_second_wiki_on_the_same_host_from_the_first(wiki: RealWiki, german_wiki: RealWiki) -> None:
+    router = PathRouter(wiki.url, german_wiki.url)
+    try:
+        host = f"127.0.0.1:{router.port}"
+        server = make_server({"MEDIAWIKI_URL": f"http://{host}/w/api.php", "MCP_TRUSTED_HOSTS": host,
+                              "MCP_TOOLSETS": "all"})
+        added = call(server, "add-wiki", wikiUrl=f"http://{host}/de/w/api.php")
+        assert not added.is_error, added.text
+        key = field(added, "Added wiki")
+        assert key != host and field(added, "API") == f"http://{host}/de/w/api.php"
+        assert field(added, "Access") == "read-only"
+        assert "Diskussion" in call(server, "get-site-info", wiki=key).text
+        same = call(server, "add-wiki", wikiUrl=f"http://{host}/wiki/Main_Page")
+        assert same.blocks[0].startswith(f"conflict: {host} is already configured, and "), same.text
+    finally:
+        router.close()
 
 
 def test_add_wiki_finds_a_third_wiki_from_a_page_url_and_remove_wiki_removes_it(
@@ -7261,8 +7504,28 @@ def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_wa
     [warning] = m.http_warnings(open_server)
     assert "0.0.0.0" in warning and "MCP_AUTH_TOKEN" in warning and "MCP_ALLOWED_HOSTS" in warning
     assert m.http_warnings(dataclasses.replace(open_server, auth_token="t" * 32)) == []
-    assert m.http_warnings(m.HttpOptions(host="127.0.0.1")) == []
-    assert m.http_warnings(m.HttpOptions(host="localhost")) == []
+    for host in ("127.0.0.1", "localhost"):
+        assert m.http_warnings(m.HttpOptions(host=host)) == [
+            (f"Listening on {host} without MCP_AUTH_TOKEN: any program or user on this machine can use every "
+            "tool. Set MCP_AUTH_TOKEN unless this machine is yours alone.")]
+    assert m.http_warnings(m.HttpOptions(host="127.0.0.1", auth_token="t" * 32)) == []
+
+
+def test_http_with_blank_settings_warns_that_it_runs_open_and_on_which_wiki() -> None:
+    blank = {"MEDIAWIKI_URL": "", "MCP_AUTH_TOKEN": " ", "MEDIAWIKI_USERNAME": ""}
+    server = HttpServer(blank, "--empty-means-unset")
+    try:
+        log = server.wait_started().log
+    finally:  # killed: its default wiki, Wikipedia, is out of reach here, and a stop may wait on it
+        server.stop(signal.SIGKILL)
+    for line in (("MCP_AUTH_TOKEN is set but empty, and --empty-means-unset reads it as not set: HTTP "
+                 "requests need no token."),
+                 ("MEDIAWIKI_URL is set but empty, and --empty-means-unset reads it as not set: the wiki is "
+                 f"the default, {m.DEFAULT_WIKI_URL}."),
+                 "MEDIAWIKI_USERNAME is set but empty, and --empty-means-unset reads it as not set.",
+                 ("Listening on 127.0.0.1 without MCP_AUTH_TOKEN: any program or user on this machine can use "
+                 "every tool.")):
+        assert f" WARNING mediawiki_mcp: {line}" in log, log
 
 
 def test_the_bearer_token_is_required_exactly() -> None:
@@ -7704,6 +7967,9 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     ran: list[str] = []
 
     def slow_write() -> str:
+        call = m.RUNNING_CALL.get()
+        assert call is not None
+        call.sent_write = True  # as MediaWikiClient.write marks it
         started.set()
         release.wait(30)
         ran.append("write")
@@ -7739,6 +8005,39 @@ def test_a_stop_answers_the_calls_still_running_and_refuses_new_ones() -> None:
     assert answers[2] == ("upstream_failure: This server is shutting down; nothing was done. Call again once "
                           "it is back.")
     assert ran == ["write"]
+
+
+def test_a_write_stopped_before_it_sent_anything_is_answered_as_not_done() -> None:
+    """A write tool stuck before its write (here on a wiki that does not answer its read) is
+    not answered as one the wiki may still save."""
+    calls = m.ToolCalls()
+    stuck = FakeWiki()
+    try:
+        stuck.replies = [Reply(delay=30)] * 3
+        server = make_server({"MEDIAWIKI_URL": stuck.api, "MEDIAWIKI_TOKEN": "tok-stop-123"}, timeout=(2.0, 60.0))
+
+        def update() -> Any:
+            return m.run_tool(server.state, "update-page", {"title": "Stop test", "source": "x"})
+
+        async def main() -> str:
+            async with anyio.create_task_group() as group:
+                answers: list[str] = []
+
+                async def one() -> None:
+                    try:
+                        answers.append(repr(await calls.run("w", update, write=True)))  # not expected
+                    except m.WikiError as error:
+                        answers.append(str(error))
+                group.start_soon(one)
+                await anyio.sleep(1)
+                await calls.stop(0)
+            return answers[0]
+        answer = anyio.run(main)
+    finally:
+        stuck.release.set()
+        stuck.close()
+    assert answer == ("upstream_failure: This server stopped before the wiki answered; nothing was changed. "
+                      "Call again once the server is back.")
 
 
 def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -8063,6 +8362,33 @@ def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_pat
     with pytest.raises(m.ConfigError, match=r"stateUrl refers to \$\{STORE_PW\}, which is not set"):
         m.Config.from_env({}, str(path))
     assert m.ServerState.from_config(m.Config.from_env({})).reads.store.name == "memory"  # without it
+
+
+def test_a_malformed_store_option_or_database_stops_the_server_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in [n for n in os.environ if n.startswith(("MEDIAWIKI_", "MCP_")) or n == "CONFIG"]:
+        monkeypatch.delenv(name)
+    for value, said in (("redis://:pw@127.0.0.1:1/0?socket_timeout=abc",
+                         "the option 'socket_timeout' of the address must be a number"),
+                        ("redis://:pw@127.0.0.1:1/abc", "the database, the path after the host, must be a number such as /0"),
+                        ("redis://:pw@127.0.0.1:1/0?db=x", "the option 'db' of the address must be a whole number")):
+        monkeypatch.setenv("MCP_STATE_URL", value)
+        assert m.main([]) == 2
+        err = capsys.readouterr().err
+        assert err == f"mediawiki-mcp: MCP_STATE_URL: {said} (the value given is not shown: it may hold a password)\n"
+
+
+def test_a_store_password_in_the_user_position_is_never_shown(wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    secret = "S3cretStorePw"
+    server = make_server(wiki.env(MCP_STATE_URL=f"redis://{secret}@127.0.0.1:1/0"))
+    assert server.state.reads.store.name == "redis://127.0.0.1:1/0"
+    with caplog.at_level(logging.WARNING):
+        read = call(server, "get-page", title=RIVER_ARTICLE)
+        refused = call(server, "create-page", title="Store password hidden test", source="Never saved.")
+    assert not read.is_error and refused.is_error, refused.text
+    assert refused.blocks[0].startswith("upstream_failure: The state store redis://127.0.0.1:1/0 cannot be reached")
+    assert secret not in refused.text and secret not in caplog.text and "redis://127.0.0.1:1/0" in caplog.text
+    assert m.shown_address("redis://app:pw@cache:6379/0?password=pw") == "redis://app@cache:6379/0"
 
 
 def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
