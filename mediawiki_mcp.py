@@ -8280,13 +8280,20 @@ def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
 def comment_start(lines: list[str], start: int, signed: int) -> int:
     """The first line of the comment signed on line ``signed``: back over the lines at its
     indentation, not past ``start`` or a heading. Lines at another indentation before it are
-    an unsigned comment of someone else's, not the beginning of this one."""
+    an unsigned comment of someone else's, not the beginning of this one, except a line one
+    level up that ends in a colon: it introduces the list or quote the comment ends with ("What
+    we need:" then "* plates", "* cups ~~~~")."""
     markup, first = list_markup(lines[signed]), signed
     for i in range(signed - 1, start - 1, -1):
-        if starts_heading(lines[i]) or (lines[i].strip() and list_markup(lines[i]) != markup):
+        line = lines[i]
+        if starts_heading(line):
             break
-        if lines[i].strip():
-            first = i
+        if not line.strip():
+            continue
+        outer = list_markup(line)
+        if outer != markup and not (markup and outer == markup[:-1] and line.rstrip().endswith(":")):
+            break
+        markup, first = outer, i
     return first
 
 
