@@ -662,6 +662,26 @@ class Reply:
     delay: float = 0.0
 
 
+def serve_locally(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.ThreadingHTTPServer:
+    """A test's own HTTP server on a free loopback port, serving from a daemon thread."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    return server
+
+
+def relay(handler: http.server.BaseHTTPRequestHandler, answer: requests.Response) -> None:
+    """Passes a wiki's answer on, as a proxy in front of it does: status, type, cookies, body."""
+    handler.send_response(answer.status_code)
+    handler.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+    for cookie in answer.raw.headers.getlist("Set-Cookie"):
+        handler.send_header("Set-Cookie", cookie)
+    handler.send_header("Content-Length", str(len(answer.content)))
+    handler.end_headers()
+    handler.wfile.write(answer.content)
+
+
 class FakeWiki:
     """A local HTTP server answering with scripted replies; site info and the account's
     rights are automatic."""
@@ -2757,7 +2777,7 @@ class DroppingProxy:
                 if self.admitted():
                     answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
                     proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
-                    self.relay(answer)
+                    relay(self, answer)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -2776,7 +2796,7 @@ class DroppingProxy:
                     self.close_connection = True  # the wiki has saved; its answer goes nowhere
                     return
                 proxy.hold(body)
-                self.relay(answer)
+                relay(self, answer)
 
             def admitted(self) -> bool:
                 if expected is None or self.headers.get("Authorization") == expected:
@@ -2793,21 +2813,10 @@ class DroppingProxy:
             def forwarded(self) -> dict[str, str]:
                 return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
 
-            def relay(self, answer: requests.Response) -> None:
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
-                for cookie in answer.raw.headers.getlist("Set-Cookie"):
-                    self.send_header("Set-Cookie", cookie)
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = serve_locally(Handler)
         self.port = self.server.server_address[1]
         self.api = f"http://127.0.0.1:{self.port}/w/api.php"
-        # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
-        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
 
     def hold(self, request: bytes) -> None:
         """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
@@ -7001,27 +7010,19 @@ class PathRouter:
                 pass
 
             def do_GET(self) -> None:
-                self.relay(requests.get(self.target(), timeout=30, allow_redirects=False))
+                relay(self, requests.get(self.target(), timeout=30, allow_redirects=False))
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.relay(requests.post(self.target(), data=body, timeout=30, allow_redirects=False,
+                relay(self, requests.post(self.target(), data=body, timeout=30, allow_redirects=False,
                                          headers={"Content-Type": self.headers.get("Content-Type", "")}))
 
             def target(self) -> str:
                 return second + self.path[3:] if self.path.startswith("/de/") else first + self.path
 
-            def relay(self, answer: requests.Response) -> None:
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = serve_locally(Handler)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
