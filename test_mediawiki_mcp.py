@@ -17,8 +17,10 @@ import base64
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import http.server
+import importlib.util
 import json
 import logging
 import os
@@ -38,6 +40,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import anyio
@@ -8410,8 +8413,8 @@ def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
 # ---------------------------------------------------------------------------
 
 def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
-    assert m.settings_table() in (HERE / "README.md").read_text(), (
-        "the README's table of settings differs from SETTINGS: run python mediawiki_mcp.py --write-packaging .")
+    assert generator().settings_table() in (HERE / "README.md").read_text(), (
+        "the table of settings differs from SETTINGS: run python packaging/generate.py")
 
 
 def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> None:
@@ -8763,7 +8766,18 @@ def test_a_lone_surrogate_in_a_tool_argument_of_a_2026_request_is_invalid_input(
 
 NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
 GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
-             ".claude-plugin/marketplace.json")
+             ".claude-plugin/marketplace.json", "README.md")
+
+
+@functools.cache
+def generator() -> ModuleType:
+    """packaging/generate.py, which makes the generated files: a script beside the module, not
+    part of the package (a directory named packaging must not shadow the library of that name)."""
+    spec = importlib.util.spec_from_file_location("generate", HERE / "packaging" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pyproject() -> dict[str, Any]:
@@ -8856,10 +8870,10 @@ def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def test_generated_packaging_files_are_current() -> None:
-    generated = m.packaging_files(str(HERE))
+    generated = generator().packaging_files()
     for path in GENERATED:
         assert (HERE / path).read_text() == generated[path], (
-            f"{path} differs from what the module generates: run python mediawiki_mcp.py --write-packaging .")
+            f"{path} differs from what packaging/generate.py makes: run python packaging/generate.py")
 
 
 def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
@@ -8931,7 +8945,8 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/")) for n in names)
+    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/", "packaging/", "generate"))
+                                                 for n in names)
     headers = [line.split(": ", 1) for line in metadata.split("\n\n", 1)[0].splitlines() if ": " in line]
     assert ["Version", m.__version__] in headers
     project = pyproject()
@@ -8988,7 +9003,7 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
         wiki: RealWiki, tmp_path: Path) -> None:
     mcpb = node_tool("mcpb")
     sources = tmp_path / "bundle"
-    for path, text in m.packaging_files(str(HERE)).items():
+    for path, text in generator().packaging_files().items():
         if path.startswith("bundle/"):
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).write_text(text)
