@@ -1569,7 +1569,7 @@ def toolset_names(name: str, value: str) -> frozenset[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One setting: its environment variable, its help (--help, the README, installers), its value
+    """One setting: its environment variable, its help (--help, docs/configuration.md, installers), its value
     when unset, how its text is read and checked (``parse(variable, text)``, a ConfigError naming
     the variable), the configuration file's field that says the same, whether it is a secret,
     whether an empty value means the default (else parse refuses it) and ``also``, older names read

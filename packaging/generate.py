@@ -76,7 +76,7 @@ def toolsets_table() -> str:
 #: Where each generated table lives, the table already there that it replaces, and its maker.
 TABLES: tuple[tuple[str, re.Pattern[str], Callable[[], str]], ...] = (
     ("README.md", re.compile(r"^\| toolset \| offered \|.*\n(?:\|.*\n)*", re.MULTILINE), toolsets_table),
-    ("README.md", re.compile(r"^\| variable \| config file \|.*\n(?:\|.*\n)*", re.MULTILINE),
+    ("docs/configuration.md", re.compile(r"^\| variable \| config file \|.*\n(?:\|.*\n)*", re.MULTILINE),
      settings_table),
 )
 
