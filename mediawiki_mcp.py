@@ -1569,7 +1569,7 @@ def toolset_names(name: str, value: str) -> frozenset[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One setting: its environment variable, its help (--help, the README, installers), its value
+    """One setting: its environment variable, its help (--help, docs/configuration.md, installers), its value
     when unset, how its text is read and checked (``parse(variable, text)``, a ConfigError naming
     the variable), the configuration file's field that says the same, whether it is a secret,
     whether an empty value means the default (else parse refuses it) and ``also``, older names read
@@ -1660,21 +1660,6 @@ SETTINGS = {row.variable: row for row in (
 def setting(env: Mapping[str, str], variable: str) -> Any:
     """The value of a setting (SETTINGS) in ``env``."""
     return SETTINGS[variable].read(env)
-
-
-#: The README's table of settings (settings_table), which --write-packaging rewrites.
-README_SETTINGS = re.compile(r"^\| variable \| config file \|.*\n(?:\|.*\n)*", re.MULTILINE)
-
-
-def settings_table() -> str:
-    """The README's table of the settings, one row each."""
-    rows = [f"| {', '.join(f'`{name}`' for name in (s.variable, *s.also))} | "
-            f"{f'`{s.field}`' if s.field else ''} | {capitalised(s.help)}. |" for s in SETTINGS.values()]
-    return "\n".join(["| variable | config file | meaning |", "|---|---|---|", *rows]) + "\n"
-
-
-def capitalised(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -8884,7 +8869,6 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--empty-means-unset", action="store_true",
                         help="read a variable set to nothing as unset, for installers that set every "
                              "variable (the Claude Desktop bundle)")
-    parser.add_argument("--write-packaging", metavar="DIR", help=argparse.SUPPRESS)
     return parser
 
 
@@ -8940,8 +8924,6 @@ def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[st
 
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
-    if args.write_packaging:
-        return write_packaging(args.write_packaging)
     env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
         logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
@@ -9348,143 +9330,6 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
             signal.signal(sig, handler)
         listener.close()
     log.info("Stopped serving MCP over Streamable HTTP")
-    return 0
-
-
-# -- Packaging: the files installers and registries read, built from this module --------
-
-#: The MCP registry's schema for server.json.
-REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
-#: What the Claude Desktop bundle asks: its user_config key, input type, title and default,
-#: and the variable (or command-line flag) that receives the answer; the description is that
-#: setting's own help. Every field has a default, as MCPB passes an unset one on as the literal
-#: "${user_config.KEY}"; MCPB sets every variable it maps, so the server runs with
-#: --empty-means-unset and an empty field reads as not given. Read-only stays on until the
-#: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
-#: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
-BUNDLE_SETTINGS: tuple[tuple[str, str, str, Any, str], ...] = (
-    ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
-    ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),
-    ("password", "string", "Bot password", "", "MEDIAWIKI_PASSWORD"),
-    ("token", "string", "OAuth 2 access token", "", "MEDIAWIKI_TOKEN"),
-    ("read_only", "boolean", "Read-only", True, "MEDIAWIKI_READ_ONLY"),
-    ("user_agent", "string", "Your contact, for the User-Agent", "", "MEDIAWIKI_USER_AGENT"),
-    ("upload_dirs", "directory", "Folders uploads may read from", [], "--upload-dirs"),
-    ("toolsets", "string", "Toolsets", "default", "MCP_TOOLSETS"),
-)
-#: The Claude Code plugin asks the same, save that it fills ${user_config.KEY} with the value as
-#: one string (a list joined by commas, which no list of directories survives): it asks for one
-#: upload folder and passes it in the variable.
-PLUGIN_UPLOAD_DIR = ("upload_dir", "directory", "Folder uploads may read from", "", "MCP_UPLOAD_DIRS")
-
-
-def packaging_files(checkout: str) -> dict[str, str]:
-    """The MCP registry's server.json, the Claude Desktop bundle's sources (under bundle/), the Claude
-    Code plugin's manifest and marketplace, and the README with its table of settings, by path: built from the tool registry, the settings, this
-    module, and the checkout's pyproject.toml (name, description, links, dependencies), LICENSE
-    and README.md."""
-    import tomllib  # Python 3.11+; packaging runs from a checkout, never when serving
-
-    with open(os.path.join(checkout, "pyproject.toml"), "rb") as file:
-        project = tomllib.load(file)["project"]
-    urls = project["urls"]
-    helps = {row.variable: row.described for row in SETTINGS.values()}
-    helps.update((flag, action.help or "") for action in argument_parser()._actions
-                 for flag in action.option_strings)
-
-    def config_field(kind: str, title: str, default: Any, target: str) -> dict[str, Any]:
-        """A field for the user to fill in, as MCPB's user_config and Claude Code's userConfig share."""
-        field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
-        return field | ({"multiple": True} if isinstance(default, list) else {}) | (
-            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
-
-    user_config: dict[str, Any] = {}
-    env: dict[str, str] = {}
-    args = ["run", "--script", "${__dirname}/mediawiki_mcp.py", "--empty-means-unset"]
-    for key, kind, title, default, target in BUNDLE_SETTINGS:
-        user_config[key] = config_field(kind, title, default, target)
-        if target.startswith("--"):
-            args += [target, f"${{user_config.{key}}}"]
-        else:
-            env[target] = f"${{user_config.{key}}}"
-    manifest = {
-        "manifest_version": "0.4", "name": project["name"], "display_name": "MediaWiki",
-        "version": __version__, "description": project["description"], "author": project["authors"][0],
-        "repository": {"type": "git", "url": urls["Repository"]}, "homepage": urls["Homepage"],
-        "support": urls["Issues"], "license": project["license"], "keywords": project["keywords"],
-        # uv runs the module with its PEP 723 dependencies, on any platform: a bundle shipping
-        # them would need one build per platform (pydantic-core and others are compiled).
-        "server": {"type": "uv", "entry_point": "mediawiki_mcp.py",
-                   "mcp_config": {"command": "uv", "args": args, "env": env}},
-        "tools": [{"name": spec.name, "description": spec.description()} for spec in REGISTRY.tools.values()],
-        "compatibility": {"platforms": ["darwin", "linux", "win32"],
-                          "runtimes": {"python": project["requires-python"]}},
-        "user_config": user_config,
-    }
-    registry_entry = {
-        "$schema": REGISTRY_SCHEMA,
-        # The registry's rule for a project on GitHub: io.github.<owner>/<repository>.
-        "name": "io.github." + urllib.parse.urlsplit(urls["Repository"]).path.strip("/"),
-        "title": "MediaWiki", "description": project["description"], "version": __version__,
-        "repository": {"url": urls["Repository"], "source": "github"}, "websiteUrl": urls["Homepage"],
-        "packages": [{
-            "registryType": "pypi", "registryBaseUrl": "https://pypi.org", "identifier": project["name"],
-            "version": __version__, "runtimeHint": "uvx", "transport": {"type": "stdio"},
-            "environmentVariables": [{"name": row.variable, "description": capitalised(row.described),
-                                      "isRequired": False, "isSecret": row.secret} for row in SETTINGS.values()]}],
-    }
-    plugin_rows = [PLUGIN_UPLOAD_DIR if row[4].startswith("--") else row for row in BUNDLE_SETTINGS]
-    plugin = {
-        "name": project["name"], "version": __version__, "description": project["description"],
-        "author": project["authors"][0], "homepage": urls["Homepage"], "repository": urls["Repository"],
-        "license": project["license"], "keywords": project["keywords"],
-        "userConfig": {key: config_field(*rest) for key, *rest in plugin_rows},
-        # The same command as the README's client lines; --empty-means-unset as in the bundle, since
-        # Claude Code also sets every variable it maps, blank for a field left empty.
-        "mcpServers": {"mediawiki": {"command": "uvx", "args": [project["name"], "--empty-means-unset"],
-                                     "env": {target: f"${{user_config.{key}}}" for key, *_, target in plugin_rows}}},
-    }
-    # The repository is its own marketplace: /plugin install mediawiki-mcp --marketplace OWNER/REPO.
-    marketplace = {"name": project["name"], "owner": project["authors"][0],
-                   "description": f"{plugin['name']}, the Claude Code plugin",
-                   "plugins": [{"name": plugin["name"], "source": "./", "description": project["description"]}]}
-    bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
-        ("name", project["name"]), ("version", __version__), ("description", project["description"]),
-        ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
-    with open(__file__, encoding="utf-8") as module, \
-            open(os.path.join(checkout, "LICENSE"), encoding="utf-8") as licence, \
-            open(os.path.join(checkout, "README.md"), encoding="utf-8") as readme:
-        text = README_SETTINGS.sub(lambda _: settings_table(), readme.read(), count=1)
-        return {"README.md": README_TOOLSETS.sub(lambda _: toolsets_table(), text, count=1),
-                "server.json": json.dumps(registry_entry, indent=2, ensure_ascii=False) + "\n",
-                "bundle/manifest.json": json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                ".claude-plugin/plugin.json": json.dumps(plugin, indent=2, ensure_ascii=False) + "\n",
-                ".claude-plugin/marketplace.json": json.dumps(marketplace, indent=2, ensure_ascii=False) + "\n",
-                "bundle/pyproject.toml": "[project]\n" + bundle_project,
-                "bundle/mediawiki_mcp.py": module.read(), "bundle/LICENSE": licence.read()}
-
-
-#: The README's table of toolsets (toolsets_table), which --write-packaging rewrites.
-README_TOOLSETS = re.compile(r"^\| toolset \| offered \|.*\n(?:\|.*\n)*", re.MULTILINE)
-
-
-def toolsets_table() -> str:
-    """The README's table of the toolsets (TOOLSETS), each with its tools."""
-    rows = [f"| `{name}` | {'by default' if name in DEFAULT_TOOLSETS else ''} | {capitalised(about)}: "
-            + ", ".join(f"`{spec.name}`" for spec in REGISTRY.tools.values() if spec.toolset == name) + ". |"
-            for name, about in TOOLSETS.items()]
-    return "\n".join(["| toolset | offered | tools |", "|---|---|---|", *rows]) + "\n"
-
-
-def write_packaging(directory: str) -> int:
-    """--write-packaging DIR: writes packaging_files() under DIR (the checkout, to refresh the
-    committed server.json and bundle/; mcpb packs bundle/ then)."""
-    for path, text in packaging_files(os.path.dirname(os.path.abspath(__file__))).items():
-        target = os.path.join(directory, path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
-        print(target)
     return 0
 
 

@@ -17,8 +17,10 @@ import base64
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import http.server
+import importlib.util
 import json
 import logging
 import os
@@ -38,6 +40,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import anyio
@@ -7873,7 +7876,7 @@ def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki,
 
 
 def test_idle_http_sessions_are_closed(wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
-    """The README promises that a session idle for 30 minutes is closed; here the wait is shortened."""
+    """docs/http.md promises that a session idle for 30 minutes is closed; here the wait is shortened."""
     assert m.HttpOptions().session_idle_seconds == 30 * 60
     apple = {"name": "get-page", "arguments": {"title": "Apple"}}
     with caplog.at_level(logging.INFO), serve_in_thread(make_server(wiki.env()),
@@ -8409,17 +8412,21 @@ def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
 # Command line
 # ---------------------------------------------------------------------------
 
-def test_the_readme_lists_every_setting_as_the_settings_table_does() -> None:
-    assert m.settings_table() in (HERE / "README.md").read_text(), (
-        "the README's table of settings differs from SETTINGS: run python mediawiki_mcp.py --write-packaging .")
+def test_the_configuration_doc_lists_every_setting_as_the_settings_table_does() -> None:
+    assert generator().settings_table() in (HERE / "docs" / "configuration.md").read_text(), (
+        "the table of settings differs from SETTINGS: run python packaging/generate.py")
 
 
 def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> None:
     """A newcomer follows the README: its first test command is CI's own script, its second the
-    test command that script runs, and its apt line installs what CI installs."""
-    readme = (HERE / "README.md").read_text()
-    section = readme[readme.index("## Test\n"):readme.index("\n## ", readme.index("## Test\n") + 1)]
-    commands = [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)]
+    test command that script runs; the apt line of the development notes installs what CI installs."""
+    def sh_blocks(path: str, heading: str) -> list[str]:
+        """The sh code blocks of a document's section ``## heading``."""
+        found = re.search(rf"^## {heading}\n(.*?)(?=^## |\Z)", (HERE / path).read_text(), re.DOTALL | re.MULTILINE)
+        assert found, f"{path} has no section {heading}"
+        return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", found.group(1),
+                                                      re.DOTALL | re.MULTILINE)]
+    commands = sh_blocks("README.md", "Test")
     assert commands[:2] == ["bash .ci/run", ". .venv/bin/activate\npython -m pytest"], commands
     ci = (HERE / ".ci" / "run").read_text()
     assert re.search(r"^python -m pytest$", ci, re.MULTILINE), "CI must run the README's test command"
@@ -8428,7 +8435,51 @@ def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> N
         found = re.findall(r"^apt-get install ([^\n>]*)", text, re.MULTILINE)
         assert found, text[:200]
         return sorted(word for word in found[0].split() if not word.startswith("-"))
-    assert packages(commands[2]) == packages(ci)
+    assert packages(sh_blocks("docs/development.md", "Tests")[0]) == packages(ci)
+
+
+def outside_code(markdown: str) -> str:
+    """A Markdown document without its fenced code blocks."""
+    return re.sub(r"^```.*?^```$", "", markdown, flags=re.DOTALL | re.MULTILINE)
+
+
+def anchors(document: Path) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation but hyphens and
+    underscores dropped, spaces as hyphens; a repeated one gets -1, -2, ..."""
+    seen: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.*)$", outside_code(document.read_text()), re.MULTILINE):
+        anchor = base = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = 0
+        while anchor in seen:
+            count += 1
+            anchor = f"{base}-{count}"
+        seen.add(anchor)
+    return seen
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    """A newcomer follows the README into docs/: every relative link names a file that exists
+    and, with #anchor, a heading of it."""
+    documents = [HERE / "README.md", *sorted((HERE / "docs").glob("*.md"))]
+    assert len(documents) > 1, "the reference lives in docs/"
+    followed, dead = 0, []
+    for document in documents:
+        for target in re.findall(r"\]\(([^)\s]+)\)", outside_code(document.read_text())):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            followed += 1
+            if not linked.is_file() or (anchor and anchor not in anchors(linked)):
+                dead.append(f"{document.relative_to(HERE)}: {target}")
+    assert not dead, dead
+    assert followed >= len(documents)  # each document links somewhere: the check ran
+
+
+def test_the_readme_reads_in_five_minutes() -> None:
+    """The README gives install, the client lines, the first call and the tables; the reference
+    lives in docs/ (PyPI shows the README as the long description)."""
+    assert len((HERE / "README.md").read_bytes()) <= 20_000
 
 
 def test_help_lists_every_environment_variable() -> None:
@@ -8763,7 +8814,18 @@ def test_a_lone_surrogate_in_a_tool_argument_of_a_2026_request_is_invalid_input(
 
 NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
 GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
-             ".claude-plugin/marketplace.json")
+             ".claude-plugin/marketplace.json", "README.md", "docs/configuration.md")
+
+
+@functools.cache
+def generator() -> ModuleType:
+    """packaging/generate.py, which makes the generated files: a script beside the module, not
+    part of the package (a directory named packaging must not shadow the library of that name)."""
+    spec = importlib.util.spec_from_file_location("generate", HERE / "packaging" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pyproject() -> dict[str, Any]:
@@ -8856,10 +8918,10 @@ def installed_wheel(dists: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def test_generated_packaging_files_are_current() -> None:
-    generated = m.packaging_files(str(HERE))
+    generated = generator().packaging_files()
     for path in GENERATED:
         assert (HERE / path).read_text() == generated[path], (
-            f"{path} differs from what the module generates: run python mediawiki_mcp.py --write-packaging .")
+            f"{path} differs from what packaging/generate.py makes: run python packaging/generate.py")
 
 
 def test_the_bundle_manifest_lists_every_tool_and_maps_each_setting() -> None:
@@ -8931,7 +8993,8 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/")) for n in names)
+    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/", "packaging/", "generate"))
+                                                 for n in names)
     headers = [line.split(": ", 1) for line in metadata.split("\n\n", 1)[0].splitlines() if ": " in line]
     assert ["Version", m.__version__] in headers
     project = pyproject()
@@ -8988,7 +9051,7 @@ def test_the_bundle_validates_packs_and_serves_the_wiki_as_its_manifest_says(
         wiki: RealWiki, tmp_path: Path) -> None:
     mcpb = node_tool("mcpb")
     sources = tmp_path / "bundle"
-    for path, text in m.packaging_files(str(HERE)).items():
+    for path, text in generator().packaging_files().items():
         if path.startswith("bundle/"):
             (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / path).write_text(text)
