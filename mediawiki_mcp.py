@@ -37,6 +37,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import socket
 import stat
 import subprocess
@@ -1882,9 +1883,10 @@ def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool)
     return credential(path, value, header)
 
 
-def run_secret_command(spec: Any, path: str) -> str:
+def run_secret_command(spec: Any, path: str, timeout: float = EXEC_SECRET_TIMEOUT_SECONDS) -> str:
     """A secret from ``{"exec": {"command": ..., "args": [...]}}``: the command's trimmed
-    standard output. Run without a shell; its output is never shown, not even on failure."""
+    standard output. Run without a shell; its output is never shown, not even on failure. One that
+    takes longer than ``timeout`` seconds is killed with every process it started."""
     command = spec.get("exec") if isinstance(spec, dict) else None
     if not isinstance(command, dict):
         raise ConfigError(f"{path} must be a string, null or {{\"exec\": {{\"command\": ..., \"args\": [...]}}}}")
@@ -1894,21 +1896,28 @@ def run_secret_command(spec: Any, path: str) -> str:
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{path}.exec.args must be an array of strings")
     try:  # its error output goes nowhere: it may hold the secret too
-        done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS, check=False)
+        # A session of its own: on a timeout its whole process group goes, so no helper it
+        # started (a password manager's agent, say) lives on holding the output pipe open.
+        process = subprocess.Popen([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, stdin=subprocess.DEVNULL, start_new_session=True)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{path}: the secret command {program!r} did not finish within "
-                          f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
     except OSError as error:
         raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
-    if done.returncode != 0:
-        ended = (f"was stopped by signal {-done.returncode}" if done.returncode < 0
-                 else f"failed with exit status {done.returncode}")
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise ConfigError(f"{path}: the secret command {program!r} did not finish within {timeout:g} s, "
+                          "so it was stopped") from None
+    if process.returncode != 0:
+        ended = (f"was stopped by signal {-process.returncode}" if process.returncode < 0
+                 else f"failed with exit status {process.returncode}")
         raise ConfigError(f"{path}: the secret command {program!r} {ended}; its output is not shown (it may "
                           "hold the secret): run the command yourself to see why.")
-    secret = done.stdout.strip()
+    secret = output.strip()
     if not secret:
         raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
     return secret
@@ -9302,8 +9311,6 @@ BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
 def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
     """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code. ``blank``:
     the settings --empty-means-unset dropped, which the start warns of."""
-    import signal
-
     import uvicorn  # HTTP-only imports stay out of importing this module
     from sse_starlette.sse import AppStatus
 

@@ -7258,6 +7258,33 @@ def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) 
         m.Config.from_env({"CONFIG": str(path)})
 
 
+def running(pid: int) -> bool:
+    """Whether a process lives (a zombie, killed and waiting for its parent to reap it, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_an_exec_secret_that_times_out_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "helper.pid"
+    started = f"sleep 60 >/dev/null & echo $! > {pid_file}; wait"  # a helper in the background
+    slow = {"exec": {"command": "/bin/sh", "args": ["-c", started]}}
+    try:
+        with pytest.raises(m.ConfigError) as error:
+            m.run_secret_command(slow, "wikis.w.password", timeout=0.5)
+        helper = int(pid_file.read_text())
+        deadline = time.monotonic() + 10
+        while running(helper) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the kill to land
+        assert not running(helper)
+    finally:
+        if pid_file.exists() and running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert str(error.value) == ("wikis.w.password: the secret command '/bin/sh' did not finish within 0.5 s, "
+                                "so it was stopped")
+
+
 def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path) -> None:
     uploads = tmp_path / "uploads"
     uploads.mkdir()
