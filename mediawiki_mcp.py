@@ -1585,11 +1585,15 @@ class Setting:
     also: tuple[str, ...] = ()
 
     def read(self, env: Mapping[str, str]) -> Any:
-        given = [self.parse(name, env[name]) for name in (*self.also, self.variable)
-                 if name in env and (env[name].strip() or not self.empty_is_default)]
+        given = [self.parse(name, env[name]) for name in self.names_given(env)]
         if not given:
             return self.default
         return tuple(item for value in given for item in value) if self.also else given[-1]
+
+    def names_given(self, env: Mapping[str, str]) -> list[str]:
+        """The names of this setting that ``env`` gives a value (not an empty one meaning the default)."""
+        return [name for name in (*self.also, self.variable)
+                if name in env and (env[name].strip() or not self.empty_is_default)]
 
     @property
     def described(self) -> str:
@@ -1726,6 +1730,7 @@ class Config:
     read_ledger_max_bytes: int = from_setting("MCP_READ_LEDGER_MAX_BYTES")
     state_url: str | None = dataclasses.field(default=None, repr=False, metadata={"setting": "MCP_STATE_URL"})
     allow_wiki_management: bool = True
+    toolsets_from: str = ""  # where the toolsets were chosen (--check says): '' is by default
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "wikis", MappingProxyType(dict(self.wikis)))
@@ -1737,6 +1742,7 @@ class Config:
         env = os.environ if environ is None else environ
         shared = {field.name: setting(env, field.metadata["setting"]) for field in dataclasses.fields(cls)
                   if "setting" in field.metadata}
+        shared["toolsets_from"] = "MCP_TOOLSETS" if SETTINGS["MCP_TOOLSETS"].names_given(env) else ""
         path = config_path or setting(env, "CONFIG")
         if path:
             return config_from_file(path, env, shared)
@@ -1965,6 +1971,7 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
     if "toolsets" in raw:  # the file's choice over the environment's, as for the wikis
         toolsets = raw["toolsets"]
         settings["toolsets"] = toolset_names("toolsets", toolsets if isinstance(toolsets, str) else ",".join(toolsets))
+        settings["toolsets_from"] = f"toolsets in {path}"
     if raw.get("stateUrl"):  # the file's choice over the environment's too
         settings["state_url"] = state_address("stateUrl", substitute_address(raw["stateUrl"], env, "stateUrl"))
     return Config(wikis=wikis, default_wiki=default,
@@ -8929,8 +8936,10 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
         print(f"Server tools: {', '.join(unscoped)}", file=out)
-    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}; "
-          "MCP_TOOLSETS)", file=out)
+    chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
+              "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
+    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
+          f"{chosen}", file=out)
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
     return 1 if failures else 0

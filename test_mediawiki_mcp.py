@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import hashlib
 import http.server
+import io
 import json
 import logging
 import os
@@ -6783,7 +6784,7 @@ def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
         "as Admin (bot password Admin@mcp), read-only")
     assert lines[-2] == "Server tools: list-wikis"  # add-wiki and remove-wiki are the wikis toolset's
     assert lines[-1] == ("Toolsets: pages, edit, history (of pages, edit, history, talk, changes, files, admin, "
-                         "wikis; MCP_TOOLSETS)")
+                         "wikis), by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
     wrong = "0" * 32
     env["B_PASS"] = wrong
     failed = run_script("--check", env={**env, "CONFIG": str(tmp_path / "config.json")})
@@ -6791,6 +6792,23 @@ def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
     assert "other: FAILED: authentication: Login to " in failed.stdout
     assert "1 of 2 wikis failed the check." in failed.stdout
     assert wrong not in failed.stdout + failed.stderr and other_wiki.bot_password not in failed.stdout
+
+
+def test_check_says_where_the_toolsets_were_chosen(wiki: RealWiki, tmp_path: Path) -> None:
+    def toolsets_line(config: m.Config) -> str:
+        out = io.StringIO()
+        assert m.check_wikis(config, out) == 0, out.getvalue()
+        return out.getvalue().splitlines()[-1]
+    every = "of pages, edit, history, talk, changes, files, admin, wikis"
+    from_env = m.Config.from_env(wiki.env(MCP_TOOLSETS="pages,talk"))
+    assert toolsets_line(from_env) == f"Toolsets: pages, talk ({every}), from MCP_TOOLSETS"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {wiki.key: {"server": wiki.url}}, "toolsets": ["pages", "admin"]}))
+    from_file = m.Config.from_env({"CONFIG": str(path), "MCP_TOOLSETS": "all"})  # the file's choice wins
+    assert toolsets_line(from_file) == f"Toolsets: pages, admin ({every}), from toolsets in {path}"
+    assert toolsets_line(m.Config.from_env(wiki.env(MCP_TOOLSETS=" "))) == (
+        f"Toolsets: pages, edit, history ({every}), by default (MCP_TOOLSETS, or toolsets in a configuration "
+        "file, chooses others)")
 
 
 def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: RealWiki) -> None:
