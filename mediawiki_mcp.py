@@ -3756,6 +3756,8 @@ class RedisStore:
     RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
                "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
     RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+    #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
+    LOGIN_REFUSED = "AuthenticationError"
 
     def __init__(self, url: str) -> None:
         import redis  # the optional extra: open_state_store checked that it is installed
@@ -3842,6 +3844,8 @@ class RedisStore:
         time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
 
     def problem(self) -> str | None:
+        """Why the store cannot be used now, by the name of the error (LOGIN_REFUSED: it refuses the
+        address's user name or password), or None."""
         try:
             self.client.ping()
         except self.errors as error:
@@ -3872,6 +3876,18 @@ def open_state_store(url: str) -> RedisStore:
         raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
                           "pip install 'mediawiki-mcp[redis]'") from None
     return RedisStore(url)
+
+
+def store_problem_at_start(store: StateStore) -> str | None:
+    """Why the shared store cannot be reached at start, or None (also without one). A store that
+    refuses the password is a ConfigError: the setting is wrong, which no wait mends, while an
+    unreachable store may come back (writes are refused until it does)."""
+    problem = store.problem()
+    if problem == RedisStore.LOGIN_REFUSED:
+        raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
+                          "(stateUrl in a configuration file); correct the setting. The value given is not "
+                          "shown.")
+    return problem
 
 
 @contextlib.contextmanager
@@ -8936,13 +8952,17 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
         print(f"Server tools: {', '.join(unscoped)}", file=out)
+    store, store_down = state.reads.store, store_problem_at_start(state.reads.store)
+    if store.name != MemoryStore.name:
+        print(f"State store: {store.name}, " + (f"FAILED: it cannot be reached ({store_down}), so every write "
+                                                "is refused" if store_down else "reached"), file=out)
     chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
               "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
     print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
           f"{chosen}", file=out)
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
-    return 1 if failures else 0
+    return 1 if failures or store_down else 0
 
 
 def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
@@ -8969,6 +8989,7 @@ def main(argv: list[str] | None = None) -> int:
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
         http = http_options(args, env)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
+        problem = store_problem_at_start(state.reads.store)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
@@ -8976,7 +8997,6 @@ def main(argv: list[str] | None = None) -> int:
         return check_wikis(config, sys.stdout)
     store = state.reads.store
     if store.name != MemoryStore.name:
-        problem = store.problem()
         down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
         log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
                 store.name, down)

@@ -8233,6 +8233,34 @@ def test_through_replicas_a_whole_write_without_latest_id_is_refused_not_based_o
     assert wiki.wikitext(title) == theirs.replace("Line 7 of", "Line 7, by A, of")
 
 
+def start_script(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The server started over stdio with nothing to read: it ends at once, unless it cannot start."""
+    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False)
+
+
+def test_a_store_refusing_the_password_stops_the_server_and_one_unreachable_fails_the_check(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    wrong = wiki.env(MCP_STATE_URL=state_server.url.replace(STORE_PASSWORD, "not-the-password"))
+    refused = (f"mediawiki-mcp: The state store {state_server.shown} refuses the user name or password of "
+               "MCP_STATE_URL (stateUrl in a configuration file); correct the setting. The value given is not shown.")
+    for done in (start_script(wrong), run_script("--check", env=wrong)):
+        assert done.returncode == 2 and done.stderr.splitlines()[-1] == refused, done.stderr
+        assert "not-the-password" not in done.stdout + done.stderr
+    port = free_port()
+    nowhere = wiki.env(MCP_STATE_URL=f"redis://:{STORE_PASSWORD}@127.0.0.1:{port}/0")
+    degraded = start_script(nowhere)  # the store may come back: the server starts, refusing writes
+    assert degraded.returncode == 0 and (f"shared through redis://127.0.0.1:{port}/0, which cannot be reached "
+                                         "now (ConnectionError): writes are refused until it is") in degraded.stderr
+    checked = run_script("--check", env=nowhere)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert (f"State store: redis://127.0.0.1:{port}/0, FAILED: it cannot be reached (ConnectionError), so every "
+            "write is refused") in checked.stdout.splitlines()
+    reached = run_script("--check", env=replica_env(wiki, state_server))
+    assert reached.returncode == 0 and f"State store: {state_server.shown}, reached" in reached.stdout.splitlines()
+    assert STORE_PASSWORD not in "".join(d.stdout + d.stderr for d in (degraded, checked, reached))
+
+
 def test_a_read_made_while_the_store_is_down_is_recorded_once_it_is_back(
         wiki: RealWiki, state_server: StateServer) -> None:
     """A read cut while the shared store is down says it is not on record yet; it is recorded once
