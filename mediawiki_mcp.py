@@ -9232,43 +9232,71 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int,
     return None
 
 
-class HealthCheck:
-    """GET /health: whether the default wiki answers a site-info request, quickly; and, with a
-    shared store (MCP_STATE_URL), whether it answers: without it this replica serves reads but
-    refuses writes, so it is "degraded" (still 200: a store down for every replica must not take
-    the reads down with it).
+class WikiProbe:
+    """Whether one configured wiki answers a site-info request (``problem``: None, or the error's
+    category), asked by a client of its own: short timeouts, no retries, the tools' client
+    untouched. After each failed login in a row it waits twice as long before it asks again."""
 
-    Exempt from the token and the Host check: a load balancer probes it, and the
-    answer (ok or an error category) reveals nothing about the wiki or its content."""
-
-    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
-        wiki = state.config.wikis[state.config.default_wiki]
-        self.store = state.reads.store
-        # A client of its own: short timeouts, no retries, the tools' client untouched.
-        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT,
-                                  retry=RetryPolicy(budget=0))
-        self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
-        self.clock = clock
+    def __init__(self, client: MediaWikiClient, clock: Callable[[], float]) -> None:
+        self.client, self.clock = client, clock
+        self.problem: str | None = None
         self.next_probe = float("-inf")
         self.failed_logins = 0  # in a row
+
+    def probe(self) -> None:
+        if self.clock() < self.next_probe:
+            return
+        try:
+            self.client.get({"action": "query", "meta": "siteinfo"})
+            self.problem = None
+        except WikiError as error:
+            log.warning("health check: %s", error)
+            self.problem = error.category
+        except Exception:
+            log.exception("health check failed")
+            self.problem = "upstream_failure"
+        self.failed_logins = self.failed_logins + 1 if self.problem == "authentication" else 0
+        self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
+                                             HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
+
+
+class HealthCheck:
+    """GET /health: whether the configured wikis answer a site-info request, quickly; and, with a
+    shared store (MCP_STATE_URL), whether it answers. 503 only when no wiki answers: a wiki down
+    of several, or the store down (this replica serves reads but refuses writes), is "degraded",
+    still 200, so that one outage does not take everything the others serve down with it.
+
+    Exempt from the token and the Host check: a load balancer probes it, and the answer (ok, an
+    error category, the keys of the wikis down) reveals nothing of the wikis' content."""
+
+    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
+        config = state.config
+        self.store = state.reads.store
+        self.wikis = {key: WikiProbe(wiki.client(config.user_agent, timeout=HEALTH_TIMEOUT,
+                                                 retry=RetryPolicy(budget=0)), clock)
+                      for key, wiki in config.wikis.items()}
+        self.default = config.default_wiki
+        self.answer: tuple[int, dict[str, Any]] = (503, {"status": "unknown"})
+        self.clock = clock
+        self.next_probe = float("-inf")
         self.lock: Any = None
 
-    def probe(self) -> tuple[int, dict[str, str]]:
+    def probe(self) -> tuple[int, dict[str, Any]]:
+        """Asks the store and the wikis due (all at once: a load balancer waits on the slowest)."""
         store: dict[str, str] = {}
         if self.store.name != MemoryStore.name:
             problem = self.store.problem()
             if problem:
                 log.warning("health check: the state store %s cannot be reached (%s)", self.store.name, problem)
             store = {"store": "unavailable" if problem else "ok"}
-        try:
-            self.client.get({"action": "query", "meta": "siteinfo"})
-        except WikiError as error:
-            log.warning("health check: %s", error)
-            return 503, {"status": "unavailable", "error": error.category, **store}
-        except Exception:
-            log.exception("health check failed")
-            return 503, {"status": "unavailable", "error": "upstream_failure", **store}
-        return 200, {"status": "degraded" if store.get("store") == "unavailable" else "ok", **store}
+        with concurrent.futures.ThreadPoolExecutor(len(self.wikis)) as pool:
+            list(pool.map(WikiProbe.probe, self.wikis.values()))
+        down = {key: wiki.problem for key, wiki in self.wikis.items() if wiki.problem}
+        named = {"down": down} if down and len(self.wikis) > 1 else {}
+        if len(down) == len(self.wikis):
+            return 503, {"status": "unavailable", "error": down[self.default], **named, **store}
+        degraded = down or store.get("store") == "unavailable"
+        return 200, {"status": "degraded" if degraded else "ok", **named, **store}
 
     async def endpoint(self, request: Any) -> Any:
         import anyio
@@ -9277,10 +9305,7 @@ class HealthCheck:
         async with self.lock:
             if self.clock() >= self.next_probe:
                 self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
-                failed = self.answer[1].get("error") == "authentication"
-                self.failed_logins = self.failed_logins + 1 if failed else 0
-                self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
-                                                     HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
+                self.next_probe = self.clock() + HEALTH_MIN_INTERVAL_SECONDS
         status, body = self.answer
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 

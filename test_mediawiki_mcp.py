@@ -7806,6 +7806,25 @@ def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
     assert token not in caplog.text and wiki.bot_password not in caplog.text
 
 
+def test_health_is_degraded_while_one_of_several_wikis_is_down_and_names_it(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    gone = f"http://127.0.0.1:{free_port()}/w/api.php"  # nothing listens there
+    path = tmp_path / "config.json"
+
+    def health(default: str, wikis: dict[str, str]) -> tuple[int, Any]:
+        path.write_text(json.dumps({"defaultWiki": default, "wikis": {k: {"server": u} for k, u in wikis.items()}}))
+        with serve_in_thread(make_server({"CONFIG": str(path)}), m.HttpOptions()) as url:
+            answer = requests.get(url.replace("/mcp", "/health"), timeout=60)
+        return answer.status_code, answer.json()
+    assert health("up", {"up": wiki.api, "gone": gone}) == (
+        200, {"status": "degraded", "down": {"gone": "upstream_failure"}})
+    assert health("gone", {"gone": gone, "up": wiki.api}) == (  # the default down, another still served
+        200, {"status": "degraded", "down": {"gone": "upstream_failure"}})
+    assert health("gone", {"gone": gone, "also": gone.replace("/w/", "/x/")}) == (
+        503, {"status": "unavailable", "error": "upstream_failure",
+              "down": {"gone": "upstream_failure", "also": "upstream_failure"}})
+
+
 def counted_requests(client: m.MediaWikiClient) -> list[str]:
     """Each request a client sends from now on, as 'URL body' (a hook on the session it makes)."""
     sent: list[str] = []
@@ -7828,7 +7847,7 @@ def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
 def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
     now = [0.0]
     healthy = m.HealthCheck(make_server(wiki.env()).state, clock=lambda: now[0])
-    sent = counted_requests(healthy.client)
+    sent = counted_requests(healthy.wikis[wiki.key].client)
     probes = []
     for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
         before = len([r for r in sent if "meta=siteinfo" in r])
@@ -7839,7 +7858,7 @@ def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(w
     # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
     wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).state
     failing = m.HealthCheck(wrong, clock=lambda: now[0])
-    sent = counted_requests(failing.client)
+    sent = counted_requests(failing.wikis[wiki.key].client)
     logins = []
     for second in range(61):
         now[0] = 1000.0 + second
