@@ -224,6 +224,11 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
     ), "rate_limited"),
 }
 
+#: The codes by which a wiki refuses an OAuth bearer token: OAuth's own, or, on a wiki without
+#: OAuth, which ignores the header, the failed assert=user of a request made anonymously.
+TOKEN_REFUSED = ("mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
+                 "assertuserfailed", "assertnameduserfailed")
+
 #: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
 #: list parameter), so that its answer is not to the question asked.
 IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
@@ -848,6 +853,11 @@ class MediaWikiClient:
             try:
                 return self._answer(response, data, target, fields, write)
             except WikiError as error:
+                if self._token and error.code in TOKEN_REFUSED:  # a token has no session to expire
+                    raise authentication(
+                        f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
+                        "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
+                        "OAuth extension. Tell the user; no retry by the model changes this.", error.code) from None
                 if not (relogin and self.username and error.code in ("assertuserfailed",
                                                                      "assertnameduserfailed")):
                     raise

@@ -933,6 +933,23 @@ def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
 
 
+def test_a_token_the_wiki_does_not_accept_is_named_so_not_a_lost_login(wiki: RealWiki, fake: FakeWiki) -> None:
+    """A wiki without OAuth (the test wikis) ignores a bearer token and serves the request as
+    anonymous, so assert=user fails; a wiki with OAuth refuses the token itself (the fake serves
+    that). Either way it is the token, and no session expired."""
+    refused = ("did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the configuration file): it is "
+               "mistyped, expired or revoked, or the wiki lacks the OAuth extension. Tell the user; no retry "
+               "by the model changes this.")
+    read = call(make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_TOKEN": "bogus-token-123"}), "get-page",
+                title="Apple")
+    assert read.is_error and read.text == f"authentication: {wiki.key} {refused}"
+    fake.replies = [Reply(body={"errors": [{"code": "mwoauth-invalid-authorization",
+                                            "text": "The authorization headers in your request are not valid"}]})]
+    who = call(fake_server(fake, MEDIAWIKI_TOKEN="bogus-token-456"), "whoami")
+    assert who.is_error and who.text == f"authentication: 127.0.0.1:{fake.port} {refused}"
+    assert "bogus-token" not in read.text + who.text
+
+
 def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
     monkeypatch.delenv("NO_PROXY", raising=False)
