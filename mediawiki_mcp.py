@@ -3751,6 +3751,9 @@ class MemoryStore:
     def problem(self) -> str | None:
         return None
 
+    def require(self) -> None:
+        pass
+
 
 class RedisStore:
     """The state the write tools keep (StateStore), in Valkey or Redis (MCP_STATE_URL), shared by
@@ -3852,6 +3855,11 @@ class RedisStore:
 
     def wait(self, seconds: float) -> None:
         time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
+
+    def require(self) -> None:
+        """Raises reaching()'s error unless the store answers now."""
+        with self.reaching():
+            self.client.ping()
 
     def problem(self) -> str | None:
         """Why the store cannot be used now, by the name of the error (LOGIN_REFUSED: it refuses the
@@ -4695,6 +4703,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                                     "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
+        if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
+            state.reads.store.require()  # so none goes on while the store is down, with a key or not
         watch = values["watch"] if spec.watch else None
         ctx = ToolContext(client, wiki, state, progress,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),

@@ -8359,6 +8359,41 @@ def test_with_the_store_stopped_writes_are_refused_reads_go_on_and_then_writes_w
     assert "Traceback" not in log_text and STORE_PASSWORD not in log_text
 
 
+def test_while_the_store_is_down_every_write_it_keeps_track_of_is_refused_alike(wiki: RealWiki) -> None:
+    """With or without an idempotencyKey, as a dry run or not: each write tool gives the one refusal
+    and writes nothing; once the store is back, they write again."""
+    store = StateServer("valkey")  # one of its own, to stop
+    title = f"Store down every tool {secrets.token_hex(4)}"
+    talk = f"Talk:{title}"
+    create(bot_server_for(wiki), title, "Text.\n\n[[Category:Kept]]")
+    server = make_server(replica_env(wiki, store, MCP_TOOLSETS="all"))
+    calls = [("create-page", {"title": f"{title} new", "source": "New."}),
+             ("update-page", {"title": title, "mode": "append", "source": "More."}),
+             ("update-page-categories", {"title": title, "add": ["Added"]}),
+             ("update-page-categories", {"title": title, "add": ["Added"], "dryRun": True}),
+             ("add-talk-topic", {"title": title, "heading": "Outage", "message": "Hello."}),
+             ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+             ("delete-page", {"title": title, "confirm": True, "idempotencyKey": "outage-delete"}),
+             ("protect-page", {"title": title, "edit": "sysop"})]
+    before = revision_ids(wiki, title)
+    try:
+        store.stop()
+        refused = {(name, json.dumps(args)): call(server, name, **args) for name, args in calls}
+        read = call(server, "get-page", title=title)
+        after = (revision_ids(wiki, title), wiki.wikitext(title), revision_ids(wiki, f"{title} new"),
+                 revision_ids(wiki, talk))
+        store.start()
+        moved = call(server, "move-page", fromTitle=title, toTitle=f"{title} moved")
+    finally:
+        store.stop()
+    expected = (f"upstream_failure: The state store {store.shown} cannot be reached (ConnectionError); nothing "
+                "was written. Retry later; tell the user if it persists.")
+    assert {key: result.text for key, result in refused.items()} == dict.fromkeys(refused, expected)
+    assert not read.is_error and "Text." in read.text  # reads go on
+    assert after == (before, "Text.\n\n[[Category:Kept]]", [], [])  # nothing written, nothing created
+    assert not moved.is_error and moved.text.startswith("Moved."), moved.text
+
+
 def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write(
         state_server: StateServer) -> None:
     """Two replicas' idempotency stores over one real server: the second waits for the first's
