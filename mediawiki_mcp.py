@@ -37,6 +37,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import socket
 import stat
 import subprocess
@@ -222,6 +223,11 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
         "ratelimited", "maxlag", "actionthrottled", "actionthrottledtext", "concurrency-limit",
     ), "rate_limited"),
 }
+
+#: The codes by which a wiki refuses an OAuth bearer token: OAuth's own, or, on a wiki without
+#: OAuth, which ignores the header, the failed assert=user of a request made anonymously.
+TOKEN_REFUSED = ("mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
+                 "assertuserfailed", "assertnameduserfailed")
 
 #: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
 #: list parameter), so that its answer is not to the question asked.
@@ -847,6 +853,11 @@ class MediaWikiClient:
             try:
                 return self._answer(response, data, target, fields, write)
             except WikiError as error:
+                if self._token and error.code in TOKEN_REFUSED:  # a token has no session to expire
+                    raise authentication(
+                        f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
+                        "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
+                        "OAuth extension. Tell the user; no retry by the model changes this.", error.code) from None
                 if not (relogin and self.username and error.code in ("assertuserfailed",
                                                                      "assertnameduserfailed")):
                     raise
@@ -1584,11 +1595,15 @@ class Setting:
     also: tuple[str, ...] = ()
 
     def read(self, env: Mapping[str, str]) -> Any:
-        given = [self.parse(name, env[name]) for name in (*self.also, self.variable)
-                 if name in env and (env[name].strip() or not self.empty_is_default)]
+        given = [self.parse(name, env[name]) for name in self.names_given(env)]
         if not given:
             return self.default
         return tuple(item for value in given for item in value) if self.also else given[-1]
+
+    def names_given(self, env: Mapping[str, str]) -> list[str]:
+        """The names of this setting that ``env`` gives a value (not an empty one meaning the default)."""
+        return [name for name in (*self.also, self.variable)
+                if name in env and (env[name].strip() or not self.empty_is_default)]
 
     @property
     def described(self) -> str:
@@ -1710,6 +1725,7 @@ class Config:
     read_ledger_max_bytes: int = from_setting("MCP_READ_LEDGER_MAX_BYTES")
     state_url: str | None = dataclasses.field(default=None, repr=False, metadata={"setting": "MCP_STATE_URL"})
     allow_wiki_management: bool = True
+    toolsets_from: str = ""  # where the toolsets were chosen (--check says): '' is by default
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "wikis", MappingProxyType(dict(self.wikis)))
@@ -1721,6 +1737,7 @@ class Config:
         env = os.environ if environ is None else environ
         shared = {field.name: setting(env, field.metadata["setting"]) for field in dataclasses.fields(cls)
                   if "setting" in field.metadata}
+        shared["toolsets_from"] = "MCP_TOOLSETS" if SETTINGS["MCP_TOOLSETS"].names_given(env) else ""
         path = config_path or setting(env, "CONFIG")
         if path:
             return config_from_file(path, env, shared)
@@ -1867,9 +1884,10 @@ def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool)
     return credential(path, value, header)
 
 
-def run_secret_command(spec: Any, path: str) -> str:
+def run_secret_command(spec: Any, path: str, timeout: float = EXEC_SECRET_TIMEOUT_SECONDS) -> str:
     """A secret from ``{"exec": {"command": ..., "args": [...]}}``: the command's trimmed
-    standard output. Run without a shell; its output is never shown, not even on failure."""
+    standard output. Run without a shell; its output is never shown, not even on failure. One that
+    takes longer than ``timeout`` seconds is killed with every process it started."""
     command = spec.get("exec") if isinstance(spec, dict) else None
     if not isinstance(command, dict):
         raise ConfigError(f"{path} must be a string, null or {{\"exec\": {{\"command\": ..., \"args\": [...]}}}}")
@@ -1879,21 +1897,28 @@ def run_secret_command(spec: Any, path: str) -> str:
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"{path}.exec.args must be an array of strings")
     try:  # its error output goes nowhere: it may hold the secret too
-        done = subprocess.run([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              stdin=subprocess.DEVNULL, timeout=EXEC_SECRET_TIMEOUT_SECONDS, check=False)
+        # A session of its own: on a timeout its whole process group goes, so no helper it
+        # started (a password manager's agent, say) lives on holding the output pipe open.
+        process = subprocess.Popen([program, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, stdin=subprocess.DEVNULL, start_new_session=True)
     except FileNotFoundError:
         raise ConfigError(f"{path}: the secret command {program!r} was not found") from None
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{path}: the secret command {program!r} did not finish within "
-                          f"{EXEC_SECRET_TIMEOUT_SECONDS} s") from None
     except OSError as error:
         raise ConfigError(f"{path}: the secret command {program!r} could not run ({error.strerror})") from None
-    if done.returncode != 0:
-        ended = (f"was stopped by signal {-done.returncode}" if done.returncode < 0
-                 else f"failed with exit status {done.returncode}")
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise ConfigError(f"{path}: the secret command {program!r} did not finish within {timeout:g} s, "
+                          "so it was stopped") from None
+    if process.returncode != 0:
+        ended = (f"was stopped by signal {-process.returncode}" if process.returncode < 0
+                 else f"failed with exit status {process.returncode}")
         raise ConfigError(f"{path}: the secret command {program!r} {ended}; its output is not shown (it may "
                           "hold the secret): run the command yourself to see why.")
-    secret = done.stdout.strip()
+    secret = output.strip()
     if not secret:
         raise ConfigError(f"{path}: the secret command {program!r} printed nothing")
     return secret
@@ -1941,6 +1966,7 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
     if "toolsets" in raw:  # the file's choice over the environment's, as for the wikis
         toolsets = raw["toolsets"]
         settings["toolsets"] = toolset_names("toolsets", toolsets if isinstance(toolsets, str) else ",".join(toolsets))
+        settings["toolsets_from"] = f"toolsets in {path}"
     if raw.get("stateUrl"):  # the file's choice over the environment's too
         settings["state_url"] = state_address("stateUrl", substitute_address(raw["stateUrl"], env, "stateUrl"))
     return Config(wikis=wikis, default_wiki=default,
@@ -3710,6 +3736,9 @@ class MemoryStore:
     def problem(self) -> str | None:
         return None
 
+    def require(self) -> None:
+        pass
+
 
 class RedisStore:
     """The state the write tools keep (StateStore), in Valkey or Redis (MCP_STATE_URL), shared by
@@ -3725,6 +3754,8 @@ class RedisStore:
     RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
                "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
     RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+    #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
+    LOGIN_REFUSED = "AuthenticationError"
 
     def __init__(self, url: str) -> None:
         import redis  # the optional extra: open_state_store checked that it is installed
@@ -3810,7 +3841,14 @@ class RedisStore:
     def wait(self, seconds: float) -> None:
         time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
 
+    def require(self) -> None:
+        """Raises reaching()'s error unless the store answers now."""
+        with self.reaching():
+            self.client.ping()
+
     def problem(self) -> str | None:
+        """Why the store cannot be used now, by the name of the error (LOGIN_REFUSED: it refuses the
+        address's user name or password), or None."""
         try:
             self.client.ping()
         except self.errors as error:
@@ -3841,6 +3879,18 @@ def open_state_store(url: str) -> RedisStore:
         raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
                           "pip install 'mediawiki-mcp[redis]'") from None
     return RedisStore(url)
+
+
+def store_problem_at_start(store: StateStore) -> str | None:
+    """Why the shared store cannot be reached at start, or None (also without one). A store that
+    refuses the password is a ConfigError: the setting is wrong, which no wait mends, while an
+    unreachable store may come back (writes are refused until it does)."""
+    problem = store.problem()
+    if problem == RedisStore.LOGIN_REFUSED:
+        raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
+                          "(stateUrl in a configuration file); correct the setting. The value given is not "
+                          "shown.")
+    return problem
 
 
 @contextlib.contextmanager
@@ -4638,6 +4688,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                                     "operator decides this, and no retry by the model changes it.")
         if spec.needs_extension:
             require_extension(state, spec, key, client)
+        if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
+            state.reads.store.require()  # so none goes on while the store is down, with a key or not
         watch = values["watch"] if spec.watch else None
         ctx = ToolContext(client, wiki, state, progress,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
@@ -8904,11 +8956,17 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     unscoped = [spec.name for spec in offered if not spec.scoped]
     if unscoped:
         print(f"Server tools: {', '.join(unscoped)}", file=out)
-    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}; "
-          "MCP_TOOLSETS)", file=out)
+    store, store_down = state.reads.store, store_problem_at_start(state.reads.store)
+    if store.name != MemoryStore.name:
+        print(f"State store: {store.name}, " + (f"FAILED: it cannot be reached ({store_down}), so every write "
+                                                "is refused" if store_down else "reached"), file=out)
+    chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
+              "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
+    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
+          f"{chosen}", file=out)
     if failures:
         print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
-    return 1 if failures else 0
+    return 1 if failures or store_down else 0
 
 
 def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
@@ -8933,6 +8991,7 @@ def main(argv: list[str] | None = None) -> int:
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
         http = http_options(args, env)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
+        problem = store_problem_at_start(state.reads.store)
     except ConfigError as error:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
@@ -8940,7 +8999,6 @@ def main(argv: list[str] | None = None) -> int:
         return check_wikis(config, sys.stdout)
     store = state.reads.store
     if store.name != MemoryStore.name:
-        problem = store.problem()
         down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
         log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
                 store.name, down)
@@ -9176,43 +9234,71 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int,
     return None
 
 
-class HealthCheck:
-    """GET /health: whether the default wiki answers a site-info request, quickly; and, with a
-    shared store (MCP_STATE_URL), whether it answers: without it this replica serves reads but
-    refuses writes, so it is "degraded" (still 200: a store down for every replica must not take
-    the reads down with it).
+class WikiProbe:
+    """Whether one configured wiki answers a site-info request (``problem``: None, or the error's
+    category), asked by a client of its own: short timeouts, no retries, the tools' client
+    untouched. After each failed login in a row it waits twice as long before it asks again."""
 
-    Exempt from the token and the Host check: a load balancer probes it, and the
-    answer (ok or an error category) reveals nothing about the wiki or its content."""
-
-    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
-        wiki = state.config.wikis[state.config.default_wiki]
-        self.store = state.reads.store
-        # A client of its own: short timeouts, no retries, the tools' client untouched.
-        self.client = wiki.client(state.config.user_agent, timeout=HEALTH_TIMEOUT,
-                                  retry=RetryPolicy(budget=0))
-        self.answer: tuple[int, dict[str, str]] = (503, {"status": "unknown"})
-        self.clock = clock
+    def __init__(self, client: MediaWikiClient, clock: Callable[[], float]) -> None:
+        self.client, self.clock = client, clock
+        self.problem: str | None = None
         self.next_probe = float("-inf")
         self.failed_logins = 0  # in a row
+
+    def probe(self) -> None:
+        if self.clock() < self.next_probe:
+            return
+        try:
+            self.client.get({"action": "query", "meta": "siteinfo"})
+            self.problem = None
+        except WikiError as error:
+            log.warning("health check: %s", error)
+            self.problem = error.category
+        except Exception:
+            log.exception("health check failed")
+            self.problem = "upstream_failure"
+        self.failed_logins = self.failed_logins + 1 if self.problem == "authentication" else 0
+        self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
+                                             HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
+
+
+class HealthCheck:
+    """GET /health: whether the configured wikis answer a site-info request, quickly; and, with a
+    shared store (MCP_STATE_URL), whether it answers. 503 only when no wiki answers: a wiki down
+    of several, or the store down (this replica serves reads but refuses writes), is "degraded",
+    still 200, so that one outage does not take everything the others serve down with it.
+
+    Exempt from the token and the Host check: a load balancer probes it, and the answer (ok, an
+    error category, the keys of the wikis down) reveals nothing of the wikis' content."""
+
+    def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
+        config = state.config
+        self.store = state.reads.store
+        self.wikis = {key: WikiProbe(wiki.client(config.user_agent, timeout=HEALTH_TIMEOUT,
+                                                 retry=RetryPolicy(budget=0)), clock)
+                      for key, wiki in config.wikis.items()}
+        self.default = config.default_wiki
+        self.answer: tuple[int, dict[str, Any]] = (503, {"status": "unknown"})
+        self.clock = clock
+        self.next_probe = float("-inf")
         self.lock: Any = None
 
-    def probe(self) -> tuple[int, dict[str, str]]:
+    def probe(self) -> tuple[int, dict[str, Any]]:
+        """Asks the store and the wikis due (all at once: a load balancer waits on the slowest)."""
         store: dict[str, str] = {}
         if self.store.name != MemoryStore.name:
             problem = self.store.problem()
             if problem:
                 log.warning("health check: the state store %s cannot be reached (%s)", self.store.name, problem)
             store = {"store": "unavailable" if problem else "ok"}
-        try:
-            self.client.get({"action": "query", "meta": "siteinfo"})
-        except WikiError as error:
-            log.warning("health check: %s", error)
-            return 503, {"status": "unavailable", "error": error.category, **store}
-        except Exception:
-            log.exception("health check failed")
-            return 503, {"status": "unavailable", "error": "upstream_failure", **store}
-        return 200, {"status": "degraded" if store.get("store") == "unavailable" else "ok", **store}
+        with concurrent.futures.ThreadPoolExecutor(len(self.wikis)) as pool:
+            list(pool.map(WikiProbe.probe, self.wikis.values()))
+        down = {key: wiki.problem for key, wiki in self.wikis.items() if wiki.problem}
+        named = {"down": down} if down and len(self.wikis) > 1 else {}
+        if len(down) == len(self.wikis):
+            return 503, {"status": "unavailable", "error": down[self.default], **named, **store}
+        degraded = down or store.get("store") == "unavailable"
+        return 200, {"status": "degraded" if degraded else "ok", **named, **store}
 
     async def endpoint(self, request: Any) -> Any:
         import anyio
@@ -9221,10 +9307,7 @@ class HealthCheck:
         async with self.lock:
             if self.clock() >= self.next_probe:
                 self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
-                failed = self.answer[1].get("error") == "authentication"
-                self.failed_logins = self.failed_logins + 1 if failed else 0
-                self.next_probe = self.clock() + min(HEALTH_MIN_INTERVAL_SECONDS * 2 ** self.failed_logins,
-                                                     HEALTH_LOGIN_BACKOFF_MAX_SECONDS)
+                self.next_probe = self.clock() + HEALTH_MIN_INTERVAL_SECONDS
         status, body = self.answer
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
@@ -9284,8 +9367,6 @@ BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
 def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
     """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code. ``blank``:
     the settings --empty-means-unset dropped, which the start warns of."""
-    import signal
-
     import uvicorn  # HTTP-only imports stay out of importing this module
     from sse_starlette.sse import AppStatus
 

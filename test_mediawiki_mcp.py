@@ -21,6 +21,7 @@ import functools
 import hashlib
 import http.server
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -933,6 +934,23 @@ def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
     assert not result.is_error
     assert all(s["headers"].get("Authorization") == "Bearer tok-abc-123" for s in fake.seen)
     assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
+
+
+def test_a_token_the_wiki_does_not_accept_is_named_so_not_a_lost_login(wiki: RealWiki, fake: FakeWiki) -> None:
+    """A wiki without OAuth (the test wikis) ignores a bearer token and serves the request as
+    anonymous, so assert=user fails; a wiki with OAuth refuses the token itself (the fake serves
+    that). Either way it is the token, and no session expired."""
+    refused = ("did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the configuration file): it is "
+               "mistyped, expired or revoked, or the wiki lacks the OAuth extension. Tell the user; no retry "
+               "by the model changes this.")
+    read = call(make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_TOKEN": "bogus-token-123"}), "get-page",
+                title="Apple")
+    assert read.is_error and read.text == f"authentication: {wiki.key} {refused}"
+    fake.replies = [Reply(body={"errors": [{"code": "mwoauth-invalid-authorization",
+                                            "text": "The authorization headers in your request are not valid"}]})]
+    who = call(fake_server(fake, MEDIAWIKI_TOKEN="bogus-token-456"), "whoami")
+    assert who.is_error and who.text == f"authentication: 127.0.0.1:{fake.port} {refused}"
+    assert "bogus-token" not in read.text + who.text
 
 
 def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -6786,7 +6804,7 @@ def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
         "as Admin (bot password Admin@mcp), read-only")
     assert lines[-2] == "Server tools: list-wikis"  # add-wiki and remove-wiki are the wikis toolset's
     assert lines[-1] == ("Toolsets: pages, edit, history (of pages, edit, history, talk, changes, files, admin, "
-                         "wikis; MCP_TOOLSETS)")
+                         "wikis), by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
     wrong = "0" * 32
     env["B_PASS"] = wrong
     failed = run_script("--check", env={**env, "CONFIG": str(tmp_path / "config.json")})
@@ -6794,6 +6812,23 @@ def test_check_reports_each_wiki_and_fails_on_a_wrong_password(
     assert "other: FAILED: authentication: Login to " in failed.stdout
     assert "1 of 2 wikis failed the check." in failed.stdout
     assert wrong not in failed.stdout + failed.stderr and other_wiki.bot_password not in failed.stdout
+
+
+def test_check_says_where_the_toolsets_were_chosen(wiki: RealWiki, tmp_path: Path) -> None:
+    def toolsets_line(config: m.Config) -> str:
+        out = io.StringIO()
+        assert m.check_wikis(config, out) == 0, out.getvalue()
+        return out.getvalue().splitlines()[-1]
+    every = "of pages, edit, history, talk, changes, files, admin, wikis"
+    from_env = m.Config.from_env(wiki.env(MCP_TOOLSETS="pages,talk"))
+    assert toolsets_line(from_env) == f"Toolsets: pages, talk ({every}), from MCP_TOOLSETS"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {wiki.key: {"server": wiki.url}}, "toolsets": ["pages", "admin"]}))
+    from_file = m.Config.from_env({"CONFIG": str(path), "MCP_TOOLSETS": "all"})  # the file's choice wins
+    assert toolsets_line(from_file) == f"Toolsets: pages, admin ({every}), from toolsets in {path}"
+    assert toolsets_line(m.Config.from_env(wiki.env(MCP_TOOLSETS=" "))) == (
+        f"Toolsets: pages, edit, history ({every}), by default (MCP_TOOLSETS, or toolsets in a configuration "
+        "file, chooses others)")
 
 
 def test_the_environment_alone_still_configures_one_wiki_from_any_url(wiki: RealWiki) -> None:
@@ -7259,6 +7294,33 @@ def test_exec_secrets_run_the_command_and_never_show_its_output(tmp_path: Path) 
     path.write_text(json.dumps({"wikis": {"w": {"server": "https://w.example.org", "token": empty}}}))
     with pytest.raises(m.ConfigError, match="wikis.w.token: the secret command .* printed nothing"):
         m.Config.from_env({"CONFIG": str(path)})
+
+
+def running(pid: int) -> bool:
+    """Whether a process lives (a zombie, killed and waiting for its parent to reap it, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_an_exec_secret_that_times_out_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "helper.pid"
+    started = f"sleep 60 >/dev/null & echo $! > {pid_file}; wait"  # a helper in the background
+    slow = {"exec": {"command": "/bin/sh", "args": ["-c", started]}}
+    try:
+        with pytest.raises(m.ConfigError) as error:
+            m.run_secret_command(slow, "wikis.w.password", timeout=0.5)
+        helper = int(pid_file.read_text())
+        deadline = time.monotonic() + 10
+        while running(helper) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the kill to land
+        assert not running(helper)
+    finally:
+        if pid_file.exists() and running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert str(error.value) == ("wikis.w.password: the secret command '/bin/sh' did not finish within 0.5 s, "
+                                "so it was stopped")
 
 
 def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path) -> None:
@@ -7764,6 +7826,25 @@ def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
     assert token not in caplog.text and wiki.bot_password not in caplog.text
 
 
+def test_health_is_degraded_while_one_of_several_wikis_is_down_and_names_it(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    gone = f"http://127.0.0.1:{free_port()}/w/api.php"  # nothing listens there
+    path = tmp_path / "config.json"
+
+    def health(default: str, wikis: dict[str, str]) -> tuple[int, Any]:
+        path.write_text(json.dumps({"defaultWiki": default, "wikis": {k: {"server": u} for k, u in wikis.items()}}))
+        with serve_in_thread(make_server({"CONFIG": str(path)}), m.HttpOptions()) as url:
+            answer = requests.get(url.replace("/mcp", "/health"), timeout=60)
+        return answer.status_code, answer.json()
+    assert health("up", {"up": wiki.api, "gone": gone}) == (
+        200, {"status": "degraded", "down": {"gone": "upstream_failure"}})
+    assert health("gone", {"gone": gone, "up": wiki.api}) == (  # the default down, another still served
+        200, {"status": "degraded", "down": {"gone": "upstream_failure"}})
+    assert health("gone", {"gone": gone, "also": gone.replace("/w/", "/x/")}) == (
+        503, {"status": "unavailable", "error": "upstream_failure",
+              "down": {"gone": "upstream_failure", "also": "upstream_failure"}})
+
+
 def counted_requests(client: m.MediaWikiClient) -> list[str]:
     """Each request a client sends from now on, as 'URL body' (a hook on the session it makes)."""
     sent: list[str] = []
@@ -7786,7 +7867,7 @@ def health_answer(health: m.HealthCheck) -> tuple[int, dict[str, str]]:
 def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(wiki: RealWiki) -> None:
     now = [0.0]
     healthy = m.HealthCheck(make_server(wiki.env()).state, clock=lambda: now[0])
-    sent = counted_requests(healthy.client)
+    sent = counted_requests(healthy.wikis[wiki.key].client)
     probes = []
     for now[0] in (100.0, 100.5, 100.99, 101.0, 101.5):
         before = len([r for r in sent if "meta=siteinfo" in r])
@@ -7797,7 +7878,7 @@ def test_health_probes_share_one_answer_a_second_and_a_failing_login_backs_off(w
     # A wrong password: MediaWiki throttles repeated failed logins, so the probe waits longer after each
     wrong = make_server(wiki.env(MEDIAWIKI_USERNAME="Admin@healthcheck")).state
     failing = m.HealthCheck(wrong, clock=lambda: now[0])
-    sent = counted_requests(failing.client)
+    sent = counted_requests(failing.wikis[wiki.key].client)
     logins = []
     for second in range(61):
         now[0] = 1000.0 + second
@@ -8191,6 +8272,34 @@ def test_through_replicas_a_whole_write_without_latest_id_is_refused_not_based_o
     assert wiki.wikitext(title) == theirs.replace("Line 7 of", "Line 7, by A, of")
 
 
+def start_script(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The server started over stdio with nothing to read: it ends at once, unless it cannot start."""
+    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False)
+
+
+def test_a_store_refusing_the_password_stops_the_server_and_one_unreachable_fails_the_check(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    wrong = wiki.env(MCP_STATE_URL=state_server.url.replace(STORE_PASSWORD, "not-the-password"))
+    refused = (f"mediawiki-mcp: The state store {state_server.shown} refuses the user name or password of "
+               "MCP_STATE_URL (stateUrl in a configuration file); correct the setting. The value given is not shown.")
+    for done in (start_script(wrong), run_script("--check", env=wrong)):
+        assert done.returncode == 2 and done.stderr.splitlines()[-1] == refused, done.stderr
+        assert "not-the-password" not in done.stdout + done.stderr
+    port = free_port()
+    nowhere = wiki.env(MCP_STATE_URL=f"redis://:{STORE_PASSWORD}@127.0.0.1:{port}/0")
+    degraded = start_script(nowhere)  # the store may come back: the server starts, refusing writes
+    assert degraded.returncode == 0 and (f"shared through redis://127.0.0.1:{port}/0, which cannot be reached "
+                                         "now (ConnectionError): writes are refused until it is") in degraded.stderr
+    checked = run_script("--check", env=nowhere)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert (f"State store: redis://127.0.0.1:{port}/0, FAILED: it cannot be reached (ConnectionError), so every "
+            "write is refused") in checked.stdout.splitlines()
+    reached = run_script("--check", env=replica_env(wiki, state_server))
+    assert reached.returncode == 0 and f"State store: {state_server.shown}, reached" in reached.stdout.splitlines()
+    assert STORE_PASSWORD not in "".join(d.stdout + d.stderr for d in (degraded, checked, reached))
+
+
 def test_a_read_made_while_the_store_is_down_is_recorded_once_it_is_back(
         wiki: RealWiki, state_server: StateServer) -> None:
     """A read cut while the shared store is down says it is not on record yet; it is recorded once
@@ -8251,6 +8360,41 @@ def test_with_the_store_stopped_writes_are_refused_reads_go_on_and_then_writes_w
     assert wiki.wikitext(title) == "Log:\n* after the outage" and len(revision_ids(wiki, title)) == len(before) + 1
     assert down == (200, {"status": "degraded", "store": "unavailable"})  # reads go on: kept in rotation
     assert "Traceback" not in log_text and STORE_PASSWORD not in log_text
+
+
+def test_while_the_store_is_down_every_write_it_keeps_track_of_is_refused_alike(wiki: RealWiki) -> None:
+    """With or without an idempotencyKey, as a dry run or not: each write tool gives the one refusal
+    and writes nothing; once the store is back, they write again."""
+    store = StateServer("valkey")  # one of its own, to stop
+    title = f"Store down every tool {secrets.token_hex(4)}"
+    talk = f"Talk:{title}"
+    create(bot_server_for(wiki), title, "Text.\n\n[[Category:Kept]]")
+    server = make_server(replica_env(wiki, store, MCP_TOOLSETS="all"))
+    calls = [("create-page", {"title": f"{title} new", "source": "New."}),
+             ("update-page", {"title": title, "mode": "append", "source": "More."}),
+             ("update-page-categories", {"title": title, "add": ["Added"]}),
+             ("update-page-categories", {"title": title, "add": ["Added"], "dryRun": True}),
+             ("add-talk-topic", {"title": title, "heading": "Outage", "message": "Hello."}),
+             ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+             ("delete-page", {"title": title, "confirm": True, "idempotencyKey": "outage-delete"}),
+             ("protect-page", {"title": title, "edit": "sysop"})]
+    before = revision_ids(wiki, title)
+    try:
+        store.stop()
+        refused = {(name, json.dumps(args)): call(server, name, **args) for name, args in calls}
+        read = call(server, "get-page", title=title)
+        after = (revision_ids(wiki, title), wiki.wikitext(title), revision_ids(wiki, f"{title} new"),
+                 revision_ids(wiki, talk))
+        store.start()
+        moved = call(server, "move-page", fromTitle=title, toTitle=f"{title} moved")
+    finally:
+        store.stop()
+    expected = (f"upstream_failure: The state store {store.shown} cannot be reached (ConnectionError); nothing "
+                "was written. Retry later; tell the user if it persists.")
+    assert {key: result.text for key, result in refused.items()} == dict.fromkeys(refused, expected)
+    assert not read.is_error and "Text." in read.text  # reads go on
+    assert after == (before, "Text.\n\n[[Category:Kept]]", [], [])  # nothing written, nothing created
+    assert not moved.is_error and moved.text.startswith("Moved."), moved.text
 
 
 def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write(
