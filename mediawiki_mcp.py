@@ -8030,14 +8030,13 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 def update_page_categories(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    add: Annotated[list[str] | None, Arg("To add; Category: optional.", max_items=50)] = None,
-    remove: Annotated[list[str] | None, Arg("To remove, whatever the sort key.", max_items=50)] = None,
+    add: Annotated[list[str] | None, Arg("To add (Name|sortkey); Category: optional.", max_items=50)] = None,
+    remove: Annotated[list[str] | None, Arg("To remove, any sort key.", max_items=50)] = None,
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Adds and removes a wiki page's categories without sending its text; returns the categories
-    after. One already there, or placed by a template, is left and said so. For other changes, use
-    update-page."""
+    """Adds and removes a wiki page's categories without sending its text; returns them after. One
+    already there, or placed by a template, is left and said so. For other changes, use update-page."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
                                                                                        ("remove", remove)))
@@ -8050,9 +8049,10 @@ def update_page_categories(
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
         new, outcome = recategorised(site, target.base, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
-        if REDIRECT_TEXT.match(target.base):  # get-page showed the target's text under this title
-            outcome += (f"\nRedirect: {target.title} is a redirect; these are the categories of the redirect "
-                        "page itself, not of the page it leads to")
+        # get-page showed the target's text under this title
+        if redirect := REDIRECT_TEXT.match(target.base):
+            outcome += (f"\nRedirect: {target.title} is a redirect to {redirect.group(1).strip()}; these are the "
+                        "categories of the redirect page itself, not of the page it leads to")
         if new == target.base:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
@@ -8062,7 +8062,7 @@ def update_page_categories(
 
 #: A redirect page's text, as every wiki reads it (the English magic word is valid in every
 #: language); the page's info would say so too, but this tool reads none.
-REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[", re.IGNORECASE)
+REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[([^\[\]|\n]+)", re.IGNORECASE)
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -8079,16 +8079,18 @@ def title_text(site: SiteInfo, name: str) -> str:
     return name[:1].upper() + name[1:] if capitalised else name
 
 
-def given_categories(site: SiteInfo, names: list[str], argument: str) -> list[str]:
-    """The category names a call gives, with any of the wiki's prefixes for the namespace."""
-    found = []
+def given_categories(site: SiteInfo, names: list[str], argument: str) -> dict[str, str]:
+    """The category names a call gives (with any of the wiki's prefixes for the namespace), each
+    with the sort key given after a '|' ("Wendle catchment|Wendle"), or ''."""
+    found: dict[str, str] = {}
     for given in names:
-        name = title_text(site, given.partition(":")[2] if site.namespace_of(given) == 14 else given)
-        if not name or re.search(r"[\[\]{}|<>#\n]", name):
-            raise invalid_input(f"{argument} holds {given!r}, which is not a category name; nothing was "
-                                "changed.")
-        found.append(name)
-    return list(dict.fromkeys(found))
+        named, _, key = given.partition("|")
+        name = title_text(site, named.partition(":")[2] if site.namespace_of(named) == 14 else named)
+        if not name or re.search(r"[\[\]{}<>#\n]", name) or re.search(r"[\[\]\n]", key):
+            raise invalid_input(f"{argument} holds {given!r}, which is not a category name (with a sort key "
+                                "after '|'); nothing was changed.")
+        found.setdefault(name, key.strip())
+    return found
 
 
 def namespace_names(site: SiteInfo, *namespaces: int) -> str:
@@ -8108,10 +8110,11 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
             if not any(start <= m.start() < end for start, end in unparsed)]
 
 
-def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[str],
+def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
-    to ``adding`` set on lines of their own after the last category link, or at the end; and
+    to ``adding`` (each with its sort key, if any) set on lines of their own after the last
+    category link, or at the end; and
     what was done, as labelled lines ending with the categories after it. ``placed``: the
     page's categories now, from templates included. On a ``template``, links are added inside
     its last <noinclude> (made when there is none): elsewhere they would place every page that
@@ -8125,7 +8128,7 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
         if name in removed:
             text = cut_out(text, *match.span())
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
-    new_links = "".join(f"\n[[{prefix}:{name}]]" for name in added)
+    new_links = "".join(f"\n[[{prefix}:{name}{'|' * bool(adding[name])}{adding[name]}]]" for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):

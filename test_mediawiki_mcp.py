@@ -5425,6 +5425,25 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
+def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: Any, wiki: RealWiki) -> None:
+    """"Rivers|Wendle" adds [[Category:Rivers|Wendle]], sorted under Wendle; a category goes
+    whatever its sort key, with or without one given."""
+    title = "Category sort key test"
+    create(bot_server, title, "The Wendle is a river.\n\n[[Category:Wendle catchment|Old key]]")
+    saved = call(bot_server, "update-page-categories", title=title, add=["Category:Rivers|Wendle"],
+                 remove=["Wendle catchment"])
+    assert not saved.is_error, saved.text
+    assert field(saved, "Added") == "Category:Rivers" and field(saved, "Removed") == "Category:Wendle catchment"
+    assert wiki.wikitext(title) == "The Wendle is a river.\n\n[[Category:Rivers|Wendle]]"
+    placed = wiki.raw_get(action="query", prop="categories", clprop="sortkey", titles=title)["query"]["pages"][0]
+    assert [(c["title"], c["sortkeyprefix"]) for c in placed["categories"]] == [("Category:Rivers", "Wendle")]
+    removed = call(bot_server, "update-page-categories", title=title, remove=["Rivers|Another key"])
+    assert not removed.is_error and field(removed, "Removed") == "Category:Rivers", removed.text
+    assert wiki.wikitext(title) == "The Wendle is a river."
+    bad = call(bot_server, "update-page-categories", title=title, add=["Rivers|[[Wendle]]"])
+    assert bad.is_error and bad.blocks[0].startswith("invalid_input: add holds "), bad.text
+
+
 def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki) -> None:
     """get-page shows a redirect's target under the redirect's title: an answer that changed the
     redirect page's categories says so, lest the model take them for the article's."""
@@ -5433,8 +5452,8 @@ def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server
     create(bot_server, title, f"#REDIRECT [[{target}]]")
     dry = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"], dryRun=True)
     saved = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"])
-    line = (f"Redirect: {title} is a redirect; these are the categories of the redirect page itself, not of "
-            "the page it leads to")
+    line = (f"Redirect: {title} is a redirect to {target}; these are the categories of the redirect page itself, "
+            "not of the page it leads to")
     assert not saved.is_error and saved.blocks[0].endswith("\nCategories: Category:Redirects from moves\n" + line)
     assert line in dry.text.split("\n"), dry.text
     assert wiki.wikitext(title) == f"#REDIRECT [[{target}]]\n\n[[Category:Redirects from moves]]"
