@@ -6217,6 +6217,12 @@ def user_name(text: str) -> str:
     return name.upper()
 
 
+def without_user_namespace(site: SiteInfo, text: str) -> str:
+    """A user name given as a user page's title (User:Name, Benutzer:Name: any of the wiki's
+    names for the namespace) as the name alone; any other text as it is."""
+    return text.partition(":")[2] if site.namespace_of(text) == 2 else text
+
+
 def contribution_row(edit: dict[str, Any]) -> str:
     flags = ", ".join(flag for flag, key in (("new", "new"), ("minor", "minor"), ("latest", "top"))
                       if edit.get(key))
@@ -7380,7 +7386,7 @@ def rollback_edits(
     """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
     and fails, showing the edits and the revision it returns to, to put to the user. For an older
     edit, use undo-edit."""
-    name = user_name(user)
+    name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not confirm:
         ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)

@@ -4395,6 +4395,27 @@ def test_rollback_of_a_page_with_no_other_author_is_refused(bot_server: Any, wik
          "to; nothing was changed. To remove the page, use delete-page.")]
 
 
+def test_rollback_takes_the_user_as_a_user_page_title_in_the_wikis_own_names(
+        bot_server: Any, wiki: RealWiki, farm: WikiFarm, german_wiki: RealWiki) -> None:
+    title = "Rollback user page title test"
+    create(bot_server, title, "Good.")
+    editor_edit(wiki, title, "Bad.")
+    for user in ("User:Editor", "user: Editor"):
+        preview = call(bot_server, "rollback-edits", title=title, user=user)
+        assert preview.is_error and preview.blocks[0].startswith(
+            f"invalid_input: Nothing was rolled back. rollback-edits would revert the latest edit to {title!r}, by "
+            "Editor (revision "), (user, preview.text)
+    german = shared_bot_server(farm, german_wiki)
+    create(german, "Zurücksetzen Benutzerseite", "Meins.")
+    for user in ("Benutzer:Admin", "Benutzerin:Admin", "User:Admin"):
+        refused = call(german, "rollback-edits", title="Zurücksetzen Benutzerseite", user=user)
+        assert refused.blocks == [
+            ("invalid_input: Every revision of 'Zurücksetzen Benutzerseite' is by Admin, so rollback has no "
+             "earlier version to return to; nothing was changed. To remove the page, use delete-page.")], (
+            user, refused.text)
+    assert wiki.wikitext(title) == "Bad."
+
+
 def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
         accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety rollback refused test"
