@@ -8218,17 +8218,34 @@ def add_talk_topic(
 ) -> list[str] | str:
     """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
     the talk page used. To answer a topic, use reply-on-talk-page."""
-    heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
+    heading, text = heading_given(heading), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
+    talk = talk_title(ctx, title)
+    if inside := next((line.strip() for line in text.split("\n") if starts_heading(line)), None):
+        raise invalid_input(f"The message holds a heading ({inside}), which would split it into a topic of its "
+                            f"own on {talk!r}; nothing was saved. Give the message without it, or start each "
+                            "topic with add-talk-topic.")
 
     def compose(target: EditTarget) -> Composed:
         new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
+        sections = wikitext_sections(target.now, ctx.site.syntax)
+        same = next((s for s in sections if s.heading.casefold() == heading.casefold()), None)
+        note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
+                         f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
+                         "reply-on-talk-page.")
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
-        return Composed(new, summary=edit_summary(ctx, f"/* {heading} */ new section"),
+        return Composed(new, note or "", edit_summary(ctx, f"/* {heading} */ new section"),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk_title(ctx, title), compose, must_exist=False, follow=True)
+    return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+
+
+def heading_given(heading: str) -> str:
+    """A heading as given, on one line, without the '==' markup around it if it came with it."""
+    heading = " ".join(heading.split())
+    marked = re.fullmatch(r"=+\s*(.*?)\s*=+", heading)
+    return marked.group(1) if marked else heading
 
 
 @dataclasses.dataclass(frozen=True)
@@ -8312,7 +8329,7 @@ def comment_start(lines: list[str], start: int, signed: int) -> int:
 def reply_on_talk_page(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
-    topic: Annotated[str, Arg("Heading or section number.")],
+    topic: Annotated[int | str, Arg("Heading or number.")],
     message: Annotated[str, Arg("Wikitext; indented and signed here.")],
     replyTo: Annotated[str | None, Arg(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
@@ -8326,16 +8343,16 @@ def reply_on_talk_page(
 
     def compose(target: EditTarget) -> Composed:
         talk, whole, latest = target.title, target.now, target.latest
-        section = topic_section(ctx, talk, whole, topic)
+        section = topic_section(ctx, talk, whole, str(topic))
         span = section_span(whole, section.number, site.syntax) or (0, 0)
         text = section_text(whole, span)
-        subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
+        subsections = wikitext_sections(text, site.syntax)[1:]
         own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-        lines = text[:own].split("\n")
-        comments = talk_comments(site, lines)
+        lines = text.split("\n")  # the topic's own comments come first; its subsections follow them
+        comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
         body = reply_blocks(talk, as_wiki_receives(message))
-        summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
+        summary = edit_summary(ctx, f"/* {section.heading} */ reply")
         reply_to = answered or (comments[0] if comments else None)
 
         def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
@@ -8344,10 +8361,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
-                        + text[own:],
-                        labelled(("Topic", f"{section.number} ({section.heading})" if section.number
-                                  else "0 (Lead)"),
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
+                        labelled(("Topic", f"{section.number} ({section.heading})"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
                         summary, section=section.number, send=with_discussion_tools)
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
@@ -8414,9 +8429,11 @@ def block_open(text: str) -> bool:
 
 
 def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:
-    """The section of a talk page that ``topic`` names: by its heading, else by its number."""
+    """The section of a talk page that ``topic`` names: by its heading (its '==' markup
+    optional), else by its number. The lead, section 0, is no topic."""
     sections = wikitext_sections(text, ctx.site.syntax)
-    wanted = " ".join(topic.split())
+    wanted = heading_given(topic)
+    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
     named = ([s for s in sections if s.heading == wanted]
              or [s for s in sections if s.heading.casefold() == wanted.casefold()])
     if len(named) > 1:
@@ -8424,9 +8441,11 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
     if named:
         return named[0]
-    if wanted.isdigit() and (int(wanted) == 0 or any(s.number == int(wanted) for s in sections)):
-        return next((s for s in sections if s.number == int(wanted)), Section(0, 0, ""))
-    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
+    if wanted.isdigit() and int(wanted) == 0:
+        raise invalid_input(f"Topic 0 is the lead of {talk!r}, the text above its first heading, which is no "
+                            f"topic; nothing was saved. Its topics: {listed}. To start one, use add-talk-topic.")
+    if numbered := next((s for s in sections if wanted.isdigit() and s.number == int(wanted)), None):
+        return numbered
     raise not_found(f"{talk!r} on {ctx.wiki.key} has no topic {topic!r}. Its topics: {listed}. "
                     "To start one, use add-talk-topic.")
 

@@ -5636,6 +5636,53 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
 
 
+def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """Topics as get-page-sections numbers and shows them; a reply to no comment in particular goes
+    at the topic's end, below its subsections; the lead is no topic."""
+    title = "Talk:Reply topic by number test"
+    text = (f"Intro.\n\n== Plans ==\nWe should plan. {signature('Alice', '10:00')}\n:Agreed. {signature('Bob', '11:00')}"
+            f"\n\n=== Food ===\nCake? {signature('Carol', '12:00')}\n\n== Other ==\nElse. {signature('Eve', '14:00')}")
+    revid = create(bot_server, title, text)
+    by_number = call(bot_server, "reply-on-talk-page", title=title, topic=1, message="See you there.")
+    assert not by_number.is_error and field(by_number, "Topic") == "1 (Plans)", by_number.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[:8] == text.split("\n")[:8] and lines[8].startswith(":See you there. [[User:Admin|Admin]]")
+    assert "\n".join(lines[9:]) == f"\n== Other ==\nElse. {signature('Eve', '14:00')}"
+    marked = call(bot_server, "reply-on-talk-page", title=title, topic="== Other ==", message="Indeed.")
+    assert not marked.is_error and field(marked, "Topic") == "3 (Other)", marked.text
+    assert wiki.wikitext(title).split("\n")[-1].startswith(":Indeed. [[User:Admin|Admin]]")
+    for lead in (0, "0"):
+        refused = call(bot_server, "reply-on-talk-page", title=title, topic=lead, message="Hi.")
+        assert refused.blocks == [
+            (f"invalid_input: Topic 0 is the lead of {title!r}, the text above its first heading, which is no "
+             "topic; nothing was saved. Its topics: 1 (Plans), 2 (Food), 3 (Other). To start one, use "
+             "add-talk-topic.")], refused.text
+    assert len(revision_ids(wiki, title)) == 3 and revision_ids(wiki, title)[-1] == revid
+
+
+def test_a_new_topic_takes_a_heading_with_its_markup_and_warns_of_one_already_there(
+        bot_server: Any, wiki: RealWiki) -> None:
+    subject = "Talk topic heading markup test"
+    dry = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?", dryRun=True)
+    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? ~~~~"), dry.text
+    made = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?")
+    assert not made.is_error and "Note" not in made.text, made.text
+    assert wiki.wikitext(f"Talk:{subject}").startswith("== Budget ==\n\nHow much? [[User:Admin|Admin]]")
+    assert latest_revision(wiki, f"Talk:{subject}")["comment"] == "/* Budget */ new section (via mediawiki-mcp)"
+    inside = call(bot_server, "add-talk-topic", title=subject, heading="Costs", message="Two parts:\n== Rent ==\nHigh.")
+    assert inside.blocks == [
+        (f"invalid_input: The message holds a heading (== Rent ==), which would split it into a topic of its own "
+         f"on 'Talk:{subject}'; nothing was saved. Give the message without it, or start each topic with "
+         "add-talk-topic.")], inside.text
+    again = call(bot_server, "add-talk-topic", title=subject, heading="budget", message="Still: how much?")
+    assert not again.is_error and again.blocks[0].startswith("Saved."), again.text
+    assert field(again, "Note") == (f"'Talk:{subject}' already had a topic headed 'Budget' (section 1); this is "
+                                    "section 2. To answer a topic, use reply-on-talk-page.")
+    assert [line for line in wiki.wikitext(f"Talk:{subject}").split("\n") if line.startswith("==")] == [
+        "== Budget ==", "== budget =="]
+
+
 def test_reply_to_names_a_comment_by_its_author_as_signed_or_shown_its_time_or_an_ip(bot_server: Any) -> None:
     title = "Reply by author test"
     create(bot_server, f"Talk:{title}", (
@@ -9200,3 +9247,4 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
+
