@@ -7533,6 +7533,7 @@ def protect_page(
                                 "changed.")
         cascades = False  # MediaWiki ends cascading when the edit level drops below it
     if not confirm:
+        check_expiry(ctx, expiry)
         changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
                    else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
                    if kind in asked or kind in now]
@@ -7561,6 +7562,29 @@ def protect_page(
         result = [p for p in result if not p.get("source")]
     return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
+
+
+def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
+    """Refuses an expiry the wiki would refuse when the protection is set: one it cannot read
+    as a time, or one in the past. The wiki reads it (ParserFunctions' #time reads times as
+    action=protect does, with PHP's strtotime); a wiki without ParserFunctions judges it when
+    the protection is set."""
+    if expiry is None or expiry.strip().lower() in NEVER:
+        return
+    if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
+        seconds = ""
+    elif "parserfunctions" not in ctx.client.extensions:
+        return
+    else:
+        seconds = ctx.client.get({"action": "expandtemplates", "text": f"{{{{#time:U|{expiry}}}}}",
+                                  "prop": "wikitext"}).get("expandtemplates", {}).get("wikitext", "")
+    if not re.fullmatch(r"-?\d+", seconds.strip()):
+        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
+                            "nothing was changed. Give a duration such as 1 week, a time such as "
+                            "2030-01-31T00:00:00Z, or infinite.")
+    if int(seconds) <= time.time():
+        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
+                            "a duration such as 1 week, a later time, or infinite.")
 
 
 def level_text(entry: Mapping[str, Any] | None) -> str:

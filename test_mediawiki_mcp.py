@@ -4570,6 +4570,30 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     assert "Protection" not in plain.text
 
 
+@pytest.mark.parametrize("expiry, says", [
+    ("next tuesday-ish", "which {key} does not read as a time"),
+    ("1 week}}{{PAGENAME", "which {key} does not read as a time"),
+    ("yesterday", "which is in the past"),
+    ("2001-01-01T00:00:00Z", "which is in the past"),
+])
+def test_the_protect_page_preview_refuses_an_expiry_the_wiki_would_refuse(bot_server: Any, wiki: RealWiki,
+                                                                          expiry: str, says: str) -> None:
+    """The preview the user confirms must be one the wiki takes: a bad expiry is refused before
+    it is put to the user, not after they confirmed."""
+    title = "Protect bad expiry test"
+    if not revision_ids(wiki, title):
+        create(bot_server, title, "Text.")
+    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry)
+    assert result.blocks == [f"invalid_input: Argument 'expiry' is {expiry!r}, {says.format(key=wiki.key)}; "
+                             "nothing was changed. Give a duration such as 1 week, "
+                             + ("a time such as 2030-01-31T00:00:00Z" if "read" in says else "a later time")
+                             + ", or infinite."], result.text
+    page = wiki.raw_get(action="query", prop="info", inprop="protection", titles=title)["query"]["pages"][0]
+    assert page["protection"] == []
+    assert not call(bot_server, "protect-page", title=title, edit="sysop", expiry="2 weeks").blocks[0].startswith(
+        "invalid_input: Argument 'expiry'")
+
+
 def test_a_cascade_from_another_page_is_named_where_protection_is_shown(bot_server: Any, wiki: RealWiki) -> None:
     template, source = "Template:Safety cascaded test", "Safety cascade source test"
     create(bot_server, template, "Shown everywhere.")
