@@ -522,6 +522,10 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
                             "specialpagealiases"}
 
+#: The messages of the edit summaries the talk tools write: MediaWiki's for a new section
+#: ("/* $1 */ new section"), DiscussionTools' for a reply ("Reply"; core has none).
+SUMMARY_MESSAGES = ("newsectionsummary", "discussiontools-defaultsummary-reply")
+
 #: The kinds of token the write actions take (rollback and watch have their own), all fetched
 #: in one request.
 TOKEN_TYPES = ("csrf", "rollback", "watch")
@@ -608,6 +612,7 @@ class MediaWikiClient:
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
+        self._summaries: dict[str, str] | None = None
         self._logged_in = False
         self._tokens: dict[str, str] = {}
         self._account: Account | None = None
@@ -688,6 +693,18 @@ class MediaWikiClient:
             data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
             self._extensions = extension_names(data.get("query", {}))
         return self._extensions
+
+    @property
+    def summaries(self) -> dict[str, str]:
+        """The wiki's own messages for the edit summaries of SUMMARY_MESSAGES, in its content
+        language (as MediaWiki writes its own summaries), by name; those it has not are left out.
+        Fetched once."""
+        if self._summaries is None:
+            data = self.get({"action": "query", "meta": "allmessages", "ammessages": "|".join(SUMMARY_MESSAGES),
+                             "amlang": self.site.lang or "en"})
+            self._summaries = {m["name"]: m["content"] for m in data.get("query", {}).get("allmessages") or []
+                               if isinstance(m.get("content"), str) and not m.get("missing")}
+        return self._summaries
 
     @property
     def account(self) -> Account:
@@ -8259,10 +8276,26 @@ def add_talk_topic(
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
-        return Composed(new, note or "", edit_summary(ctx, f"/* {heading} */ new section"),
+        return Composed(new, note or "", new_topic_summary(ctx, heading),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
     return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+
+
+def new_topic_summary(ctx: ToolContext, heading: str) -> str | None:
+    """The summary of a new topic, in the wiki's language as MediaWiki's own: '/* Plans */ new
+    section', 'Neuer Abschnitt /* Pläne */'."""
+    return edit_summary(ctx, ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section")
+                        .replace("$1", heading))
+
+
+def reply_summary(ctx: ToolContext, heading: str) -> str | None:
+    """The summary of a reply: a link to its topic and the word for a reply in the wiki's language,
+    where the wiki has one (DiscussionTools' message; an English wiki's is "reply"), else the
+    link alone, which reads in every language."""
+    english = ctx.site.lang.partition("-")[0] in ("en", "")
+    word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
+    return edit_summary(ctx, f"/* {heading} */ {word}".rstrip())
 
 
 def heading_given(heading: str) -> str:
@@ -8376,7 +8409,7 @@ def reply_on_talk_page(
         comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
         body = reply_blocks(talk, as_wiki_receives(message))
-        summary = edit_summary(ctx, f"/* {section.heading} */ reply")
+        summary = reply_summary(ctx, section.heading)
         reply_to = answered or (comments[0] if comments else None)
 
         def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it

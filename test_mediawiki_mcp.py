@@ -5374,11 +5374,13 @@ def test_everyday_edit_tools_are_annotated_and_routed_and_replace_previews_by_de
 
 @pytest.mark.parametrize("tool, arguments, message", [
     ("update-page-categories", {"title": "Apple"}, "Give add or remove"),
-    ("update-page-categories", {"title": "Apple", "add": ["A|b"]}, "add holds 'A|b', which is not a category"),
+    ("update-page-categories", {"title": "Apple", "add": ["A|b]]"]}, "add holds 'A|b]]', which is not a category"),
+    ("update-page-categories", {"title": "Apple", "remove": ["A#b|c"]}, "remove holds 'A#b|c', which is not a"),
     ("update-page-categories", {"title": "Apple", "add": ["Fruits"], "remove": ["Category:fruits"]},
      "Fruits cannot be both added and removed"),
     ("add-talk-topic", {"title": "Apple", "heading": " ", "message": "Hi"}, "heading and message must not"),
     ("add-talk-topic", {"title": "Special:Random", "heading": "H", "message": "Hi"}, "without talk pages"),
+    ("add-talk-topic", {"title": "Apple", "heading": "H", "message": "Hi.\n== H2 ==\nMore."}, "holds a heading"),
     ("reply-on-talk-page", {"title": "Apple", "topic": "1", "message": "  "}, "message must not be empty"),
     ("replace-in-pages", {"find": "a", "replace": "b"}, "Give titles or category"),
     ("replace-in-pages", {"find": "a", "replace": "b", "titles": ["Apple"], "category": "Fruits"},
@@ -5737,6 +5739,25 @@ def test_an_ip_signature_on_a_german_wiki_is_a_comment(farm: WikiFarm, german_wi
     dry = call(server, "reply-on-talk-page", title="Diskussion:IP-Unterschrift", topic="Frage", replyTo="192.0.2.8",
                message="Ich.", dryRun=True)
     assert not dry.is_error and field(dry, "Reply to") == "192.0.2.8, 13:00, 1. Mär. 2026 (UTC)", dry.text
+
+
+def test_talk_summaries_on_a_german_wiki_are_in_german(german_wiki: RealWiki) -> None:
+    """A new topic's summary is the wiki's own message in its language; a reply's, where the wiki
+    has no word for it (DiscussionTools has), the link to its topic alone. The messages are
+    asked for once, not at every write."""
+    server = make_server(german_wiki.env())
+    counter = RequestCounter(server)
+    talk = "Diskussion:Zusammenfassung auf Deutsch"
+    topic = call(server, "add-talk-topic", title=talk, heading="Farbe", message="Rot oder gelb?")
+    assert not topic.is_error, topic.text
+    assert latest_revision(german_wiki, talk)["comment"] == "Neuer Abschnitt /* Farbe */ (via mediawiki-mcp)"
+    more = call(server, "add-talk-topic", title=talk, heading="Größe", message="Groß?")
+    assert not more.is_error, more.text
+    assert latest_revision(german_wiki, talk)["comment"] == "Neuer Abschnitt /* Größe */ (via mediawiki-mcp)"
+    reply = call(server, "reply-on-talk-page", title=talk, topic="Farbe", message="Rot.")
+    assert not reply.is_error, reply.text
+    assert latest_revision(german_wiki, talk)["comment"] == "/* Farbe */ (via mediawiki-mcp)"
+    assert len([url for url in counter.urls if "allmessages" in url]) == 1, counter.urls
 
 
 def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names(
