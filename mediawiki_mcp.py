@@ -8097,19 +8097,19 @@ def update_page_categories(
         new, outcome = recategorised(site, target.base, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
         # get-page showed the target's text under this title
-        if redirect := REDIRECT_TEXT.match(target.base):
+        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base)):
             outcome += (f"\nRedirect: {target.title} is a redirect to {redirect.group(1).strip()}; these are the "
                         "categories of the redirect page itself, not of the page it leads to")
         if new == target.base:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"), cllimit="max")
 
 
-#: A redirect page's text, as every wiki reads it (the English magic word is valid in every
-#: language); the page's info would say so too, but this tool reads none.
-REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[([^\[\]|\n]+)", re.IGNORECASE)
+#: The start of a redirect page's text, with its target: the magic word in any of the wiki's
+#: languages (#REDIRECT, #WEITERLEITUNG), so only for a page the wiki says is a redirect.
+REDIRECT_TEXT = re.compile(r"\s*#[^\s\[:]+\s*:?\s*\[\[([^\[\]|\n]+)")
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext

@@ -5491,7 +5491,8 @@ def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: An
     assert bad.is_error and bad.blocks[0].startswith("invalid_input: add holds "), bad.text
 
 
-def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki) -> None:
+def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki, farm: WikiFarm,
+                                                                      german_wiki: RealWiki) -> None:
     """get-page shows a redirect's target under the redirect's title: an answer that changed the
     redirect page's categories says so, lest the model take them for the article's."""
     title, target = "Category redirect test", "Category redirect target test"
@@ -5505,6 +5506,14 @@ def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server
     assert line in dry.text.split("\n"), dry.text
     assert wiki.wikitext(title) == f"#REDIRECT [[{target}]]\n\n[[Category:Redirects from moves]]"
     assert wiki.wikitext(target) == "The article."
+    german = shared_bot_server(farm, german_wiki)
+    create(german, "Weiterleitungsziel", "Der Artikel.")
+    create(german, "Weiterleitung mit Kategorie", "#WEITERLEITUNG [[Weiterleitungsziel]]")
+    local = call(german, "update-page-categories", title="Weiterleitung mit Kategorie", add=["Weiterleitungen"])
+    assert not local.is_error and field(local, "Redirect").startswith(
+        "Weiterleitung mit Kategorie is a redirect to Weiterleitungsziel; "), local.text
+    plain = call(bot_server, "update-page-categories", title=target, add=["Redirect targets"])
+    assert not plain.is_error and "\nRedirect: " not in plain.text, plain.text
 
 
 def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
