@@ -8161,11 +8161,10 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
     to ``adding`` (each with its sort key, if any) set on lines of their own after the last
-    category link, or at the end; and
-    what was done, as labelled lines ending with the categories after it. ``placed``: the
-    page's categories now, from templates included. On a ``template``, links are added inside
-    its last <noinclude> (made when there is none): elsewhere they would place every page that
-    uses the template in the category."""
+    category link, or at the end; and what was done, as labelled lines ending with the
+    categories after it. ``placed``: the page's categories now, from templates included. On a
+    ``template``, links are added inside its last <noinclude> (made when there is none):
+    elsewhere they would place every page that uses the template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
     removed = [name for name in removing if name in linked]
@@ -8175,7 +8174,8 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
         if name in removed:
             text = cut_out(text, *match.span())
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
-    new_links = "".join(f"\n[[{prefix}:{name}{'|' * bool(adding[name])}{adding[name]}]]" for name in added)
+    new_links = "".join(f"\n[[{prefix}:{name}|{adding[name]}]]" if adding[name] else f"\n[[{prefix}:{name}]]"
+                        for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):
