@@ -8149,9 +8149,10 @@ def namespace_names(site: SiteInfo, *namespaces: int) -> str:
 
 def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]:
     """The links in wikitext that place its page in a category (by any of the wiki's names
-    for the namespace, with or without a sort key), each with the category's name."""
+    for the namespace, with or without a sort key: the match's second group), each with the
+    category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
-                      r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
+                      r"(?:\|([^\[\]\n]*))?\]\]", re.IGNORECASE)
     unparsed = unparsed_spans(text)
     return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
             if not any(start <= m.start() < end for start, end in unparsed)]
@@ -8161,21 +8162,25 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
     to ``adding`` (each with its sort key, if any) set on lines of their own after the last
-    category link, or at the end; and what was done, as labelled lines ending with the
-    categories after it. ``placed``: the page's categories now, from templates included. On a
-    ``template``, links are added inside its last <noinclude> (made when there is none):
-    elsewhere they would place every page that uses the template in the category."""
+    category link, or at the end (a link there already gets the sort key given); and what was
+    done, as labelled lines ending with the categories after it. ``placed``: the page's
+    categories now, from templates included. On a ``template``, links are added inside its last
+    <noinclude> (made when there is none): elsewhere they would place every page that uses the
+    template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
     removed = [name for name in removing if name in linked]
-    already = [name for name in adding if name in linked or name in placed]
-    added = [name for name in adding if name not in already]
+    resorted = [name for name, key in adding.items() if key and any(
+        linked_name == name and (match.group(2) or "").strip() != key for match, linked_name in links)]
+    already = [name for name in adding if name not in resorted and (name in linked or name in placed)]
+    added = [name for name in adding if name not in already and name not in resorted]
+    prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
     for match, name in reversed(links):
         if name in removed:
             text = cut_out(text, *match.span())
-    prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
-    new_links = "".join(f"\n[[{prefix}:{name}|{adding[name]}]]" if adding[name] else f"\n[[{prefix}:{name}]]"
-                        for name in added)
+        elif name in resorted:
+            text = text[:match.start()] + category_link(prefix, name, adding[name]) + text[match.end():]
+    new_links = "".join("\n" + category_link(prefix, name, adding[name]) for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):
@@ -8193,8 +8198,14 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
         else None
     return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
+                          ("Sort key set", ", ".join(f"{prefix}:{n} ({adding[n]})" for n in resorted)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
+
+
+def category_link(prefix: str, name: str, key: str) -> str:
+    """``[[Category:Rivers|Wendle]]``; without a sort key, ``[[Category:Rivers]]``."""
+    return f"[[{prefix}:{name}|{key}]]" if key else f"[[{prefix}:{name}]]"
 
 
 #: A template's part that pages using it do not get.

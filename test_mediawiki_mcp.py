@@ -5487,6 +5487,13 @@ def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: An
     removed = call(bot_server, "update-page-categories", title=title, remove=["Rivers|Another key"])
     assert not removed.is_error and field(removed, "Removed") == "Category:Rivers", removed.text
     assert wiki.wikitext(title) == "The Wendle is a river."
+    # a category the page is in already takes the sort key given; given again, nothing changes
+    call(bot_server, "update-page-categories", title=title, add=["Rivers"])
+    resorted = call(bot_server, "update-page-categories", title=title, add=["Rivers|Wendle"])
+    assert not resorted.is_error and field(resorted, "Sort key set") == "Category:Rivers (Wendle)", resorted.text
+    assert wiki.wikitext(title) == "The Wendle is a river.\n\n[[Category:Rivers|Wendle]]"
+    again = call(bot_server, "update-page-categories", title=title, add=["Rivers|Wendle"])
+    assert again.blocks[0].startswith("No change: ") and field(again, "Already in") == "Category:Rivers"
     bad = call(bot_server, "update-page-categories", title=title, add=["Rivers|[[Wendle]]"])
     assert bad.is_error and bad.blocks[0].startswith("invalid_input: add holds "), bad.text
 
