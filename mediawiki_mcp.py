@@ -528,6 +528,10 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
                             "specialpagealiases"}
 
+#: The messages of the edit summaries the talk tools write: MediaWiki's for a new section
+#: ("/* $1 */ new section"), DiscussionTools' for a reply ("Reply"; core has none).
+SUMMARY_MESSAGES = ("newsectionsummary", "discussiontools-defaultsummary-reply")
+
 #: The kinds of token the write actions take (rollback and watch have their own), all fetched
 #: in one request.
 TOKEN_TYPES = ("csrf", "rollback", "watch")
@@ -614,6 +618,7 @@ class MediaWikiClient:
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
+        self._summaries: dict[str, str] | None = None
         self._logged_in = False
         self._tokens: dict[str, str] = {}
         self._account: Account | None = None
@@ -694,6 +699,18 @@ class MediaWikiClient:
             data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
             self._extensions = extension_names(data.get("query", {}))
         return self._extensions
+
+    @property
+    def summaries(self) -> dict[str, str]:
+        """The wiki's own messages for the edit summaries of SUMMARY_MESSAGES, in its content
+        language (as MediaWiki writes its own summaries), by name; those it has not are left out.
+        Fetched once."""
+        if self._summaries is None:
+            data = self.get({"action": "query", "meta": "allmessages", "ammessages": "|".join(SUMMARY_MESSAGES),
+                             "amlang": self.site.lang or "en"})
+            self._summaries = {m["name"]: m["content"] for m in data.get("query", {}).get("allmessages") or []
+                               if isinstance(m.get("content"), str) and not m.get("missing")}
+        return self._summaries
 
     @property
     def account(self) -> Account:
@@ -6254,6 +6271,12 @@ def user_name(text: str) -> str:
     return name.upper()
 
 
+def without_user_namespace(site: SiteInfo, text: str) -> str:
+    """A user name given as a user page's title (User:Name, Benutzer:Name: any of the wiki's
+    names for the namespace) as the name alone; any other text as it is."""
+    return text.partition(":")[2] if site.namespace_of(text) == 2 else text
+
+
 def contribution_row(edit: dict[str, Any]) -> str:
     flags = ", ".join(flag for flag, key in (("new", "new"), ("minor", "minor"), ("latest", "top"))
                       if edit.get(key))
@@ -7417,7 +7440,7 @@ def rollback_edits(
     """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
     and fails, showing the edits and the revision it returns to, to put to the user. For an older
     edit, use undo-edit."""
-    name = user_name(user)
+    name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not confirm:
         ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
@@ -7564,6 +7587,7 @@ def protect_page(
                                 "changed.")
         cascades = False  # MediaWiki ends cascading when the edit level drops below it
     if not confirm:
+        check_expiry(ctx, expiry)
         changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
                    else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
                    if kind in asked or kind in now]
@@ -7592,6 +7616,29 @@ def protect_page(
         result = [p for p in result if not p.get("source")]
     return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
+
+
+def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
+    """Refuses an expiry the wiki would refuse when the protection is set: one it cannot read
+    as a time, or one in the past. The wiki reads it (ParserFunctions' #time reads times as
+    action=protect does, with PHP's strtotime); a wiki without ParserFunctions judges it when
+    the protection is set."""
+    if expiry is None or expiry.strip().lower() in NEVER:
+        return
+    if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
+        seconds = ""
+    elif "parserfunctions" not in ctx.client.extensions:
+        return
+    else:
+        seconds = ctx.client.get({"action": "expandtemplates", "text": f"{{{{#time:U|{expiry}}}}}",
+                                  "prop": "wikitext"}).get("expandtemplates", {}).get("wikitext", "")
+    if not re.fullmatch(r"-?\d+", seconds.strip()):
+        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
+                            "nothing was changed. Give a duration such as 1 week, a time such as "
+                            "2030-01-31T00:00:00Z, or infinite.")
+    if int(seconds) <= time.time():
+        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
+                            "a duration such as 1 week, a later time, or infinite.")
 
 
 def level_text(entry: Mapping[str, Any] | None) -> str:
@@ -8067,14 +8114,13 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 def update_page_categories(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    add: Annotated[list[str] | None, Arg("To add; Category: optional.", max_items=50)] = None,
-    remove: Annotated[list[str] | None, Arg("To remove, whatever the sort key.", max_items=50)] = None,
+    add: Annotated[list[str] | None, Arg("To add (Name|sortkey); Category: optional.", max_items=50)] = None,
+    remove: Annotated[list[str] | None, Arg("To remove, any sort key.", max_items=50)] = None,
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Adds and removes a wiki page's categories without sending its text; returns the categories
-    after. One already there, or placed by a template, is left and said so. For other changes, use
-    update-page."""
+    """Adds and removes a wiki page's categories without sending its text; returns them after. One
+    already there, or placed by a template, is left and said so. For other changes, use update-page."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
                                                                                        ("remove", remove)))
@@ -8087,19 +8133,20 @@ def update_page_categories(
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
         new, outcome = recategorised(site, target.base, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
-        if REDIRECT_TEXT.match(target.base):  # get-page showed the target's text under this title
-            outcome += (f"\nRedirect: {target.title} is a redirect; these are the categories of the redirect "
-                        "page itself, not of the page it leads to")
+        # get-page showed the target's text under this title
+        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base)):
+            outcome += (f"\nRedirect: {target.title} is a redirect to {redirect.group(1).strip()}; these are the "
+                        "categories of the redirect page itself, not of the page it leads to")
         if new == target.base:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories",), cllimit="max")
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"), cllimit="max")
 
 
-#: A redirect page's text, as every wiki reads it (the English magic word is valid in every
-#: language); the page's info would say so too, but this tool reads none.
-REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\s*:?\s*\[\[", re.IGNORECASE)
+#: The start of a redirect page's text, with its target: the magic word in any of the wiki's
+#: languages (#REDIRECT, #WEITERLEITUNG), so only for a page the wiki says is a redirect.
+REDIRECT_TEXT = re.compile(r"\s*#[^\s\[:]+\s*:?\s*\[\[([^\[\]|\n]+)")
 
 
 #: Where a link to a category places nothing: comments, and tags whose text is not wikitext
@@ -8116,16 +8163,18 @@ def title_text(site: SiteInfo, name: str) -> str:
     return name[:1].upper() + name[1:] if capitalised else name
 
 
-def given_categories(site: SiteInfo, names: list[str], argument: str) -> list[str]:
-    """The category names a call gives, with any of the wiki's prefixes for the namespace."""
-    found = []
+def given_categories(site: SiteInfo, names: list[str], argument: str) -> dict[str, str]:
+    """The category names a call gives (with any of the wiki's prefixes for the namespace), each
+    with the sort key given after a '|' ("Wendle catchment|Wendle"), or ''."""
+    found: dict[str, str] = {}
     for given in names:
-        name = title_text(site, given.partition(":")[2] if site.namespace_of(given) == 14 else given)
-        if not name or re.search(r"[\[\]{}|<>#\n]", name):
-            raise invalid_input(f"{argument} holds {given!r}, which is not a category name; nothing was "
-                                "changed.")
-        found.append(name)
-    return list(dict.fromkeys(found))
+        named, _, key = given.partition("|")
+        name = title_text(site, named.partition(":")[2] if site.namespace_of(named) == 14 else named)
+        if not name or re.search(r"[\[\]{}<>#\n]", name) or re.search(r"[\[\]\n]", key):
+            raise invalid_input(f"{argument} holds {given!r}, which is not a category name (with a sort key "
+                                "after '|'); nothing was changed.")
+        found.setdefault(name, key.strip())
+    return found
 
 
 def namespace_names(site: SiteInfo, *namespaces: int) -> str:
@@ -8137,32 +8186,38 @@ def namespace_names(site: SiteInfo, *namespaces: int) -> str:
 
 def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]:
     """The links in wikitext that place its page in a category (by any of the wiki's names
-    for the namespace, with or without a sort key), each with the category's name."""
+    for the namespace, with or without a sort key: the match's second group), each with the
+    category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
-                      r"(?:\|[^\[\]\n]*)?\]\]", re.IGNORECASE)
+                      r"(?:\|([^\[\]\n]*))?\]\]", re.IGNORECASE)
     unparsed = unparsed_spans(text)
     return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
             if not any(start <= m.start() < end for start, end in unparsed)]
 
 
-def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[str],
+def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
-    to ``adding`` set on lines of their own after the last category link, or at the end; and
-    what was done, as labelled lines ending with the categories after it. ``placed``: the
-    page's categories now, from templates included. On a ``template``, links are added inside
-    its last <noinclude> (made when there is none): elsewhere they would place every page that
-    uses the template in the category."""
+    to ``adding`` (each with its sort key, if any) set on lines of their own after the last
+    category link, or at the end (a link there already gets the sort key given); and what was
+    done, as labelled lines ending with the categories after it. ``placed``: the page's
+    categories now, from templates included. On a ``template``, links are added inside its last
+    <noinclude> (made when there is none): elsewhere they would place every page that uses the
+    template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
     removed = [name for name in removing if name in linked]
-    already = [name for name in adding if name in linked or name in placed]
-    added = [name for name in adding if name not in already]
+    resorted = [name for name, key in adding.items() if key and any(
+        linked_name == name and (match.group(2) or "").strip() != key for match, linked_name in links)]
+    already = [name for name in adding if name not in resorted and (name in linked or name in placed)]
+    added = [name for name in adding if name not in already and name not in resorted]
+    prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
     for match, name in reversed(links):
         if name in removed:
             text = cut_out(text, *match.span())
-    prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
-    new_links = "".join(f"\n[[{prefix}:{name}]]" for name in added)
+        elif name in resorted:
+            text = text[:match.start()] + category_link(prefix, name, adding[name]) + text[match.end():]
+    new_links = "".join("\n" + category_link(prefix, name, adding[name]) for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):
@@ -8180,8 +8235,14 @@ def recategorised(site: SiteInfo, text: str, adding: list[str], removing: list[s
     inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
         else None
     return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
+                          ("Sort key set", ", ".join(f"{prefix}:{n} ({adding[n]})" for n in resorted)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
+
+
+def category_link(prefix: str, name: str, key: str) -> str:
+    """``[[Category:Rivers|Wendle]]``; without a sort key, ``[[Category:Rivers]]``."""
+    return f"[[{prefix}:{name}|{key}]]" if key else f"[[{prefix}:{name}]]"
 
 
 #: A template's part that pages using it do not get.
@@ -8246,17 +8307,50 @@ def add_talk_topic(
 ) -> list[str] | str:
     """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
     the talk page used. To answer a topic, use reply-on-talk-page."""
-    heading, text = " ".join(heading.split()), with_signature(as_wiki_receives(message))
+    heading, text = heading_given(heading), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
+    talk = talk_title(ctx, title)
+    if inside := next((line.strip() for line in text.split("\n") if starts_heading(line)), None):
+        raise invalid_input(f"The message holds a heading ({inside}), which would split it into a topic of its "
+                            f"own on {talk!r}; nothing was saved. Give the message without it, or start each "
+                            "topic with add-talk-topic.")
 
     def compose(target: EditTarget) -> Composed:
         new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
+        sections = wikitext_sections(target.now, ctx.site.syntax)
+        same = next((s for s in sections if s.heading.casefold() == heading.casefold()), None)
+        note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
+                         f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
+                         "reply-on-talk-page.")
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
-        return Composed(new, summary=edit_summary(ctx, f"/* {heading} */ new section"),
+        return Composed(new, note or "", new_topic_summary(ctx, heading),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk_title(ctx, title), compose, must_exist=False, follow=True)
+    return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+
+
+def new_topic_summary(ctx: ToolContext, heading: str) -> str | None:
+    """The summary of a new topic, in the wiki's language as MediaWiki's own: '/* Plans */ new
+    section', 'Neuer Abschnitt /* Pläne */'."""
+    return edit_summary(ctx, ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section")
+                        .replace("$1", heading))
+
+
+def reply_summary(ctx: ToolContext, heading: str) -> str | None:
+    """The summary of a reply: a link to its topic and the word for a reply in the wiki's language,
+    where the wiki has one (DiscussionTools' message; an English wiki's is "reply"), else the
+    link alone, which reads in every language."""
+    english = ctx.site.lang.partition("-")[0] in ("en", "")
+    word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
+    return edit_summary(ctx, f"/* {heading} */ {word}".rstrip())
+
+
+def heading_given(heading: str) -> str:
+    """A heading as given, on one line, without the '==' markup around it if it came with it."""
+    heading = " ".join(heading.split())
+    marked = re.fullmatch(r"=+\s*(.*?)\s*=+", heading)
+    return marked.group(1) if marked else heading
 
 
 @dataclasses.dataclass(frozen=True)
@@ -8340,7 +8434,7 @@ def comment_start(lines: list[str], start: int, signed: int) -> int:
 def reply_on_talk_page(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
-    topic: Annotated[str, Arg("Heading or section number.")],
+    topic: Annotated[int | str, Arg("Heading or number.")],
     message: Annotated[str, Arg("Wikitext; indented and signed here.")],
     replyTo: Annotated[str | None, Arg(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
@@ -8354,16 +8448,16 @@ def reply_on_talk_page(
 
     def compose(target: EditTarget) -> Composed:
         talk, whole, latest = target.title, target.now, target.latest
-        section = topic_section(ctx, talk, whole, topic)
+        section = topic_section(ctx, talk, whole, str(topic))
         span = section_span(whole, section.number, site.syntax) or (0, 0)
         text = section_text(whole, span)
-        subsections = wikitext_sections(text, site.syntax)[1 if section.number else 0:]
+        subsections = wikitext_sections(text, site.syntax)[1:]
         own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-        lines = text[:own].split("\n")
-        comments = talk_comments(site, lines)
+        lines = text.split("\n")  # the topic's own comments come first; its subsections follow them
+        comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
         body = reply_blocks(talk, as_wiki_receives(message))
-        summary = edit_summary(ctx, f"/* {section.heading} */ reply" if section.number else "reply")
+        summary = reply_summary(ctx, section.heading)
         reply_to = answered or (comments[0] if comments else None)
 
         def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
@@ -8372,10 +8466,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
-                        + text[own:],
-                        labelled(("Topic", f"{section.number} ({section.heading})" if section.number
-                                  else "0 (Lead)"),
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
+                        labelled(("Topic", f"{section.number} ({section.heading})"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
                         summary, section=section.number, send=with_discussion_tools)
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
@@ -8442,9 +8534,11 @@ def block_open(text: str) -> bool:
 
 
 def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section:
-    """The section of a talk page that ``topic`` names: by its heading, else by its number."""
+    """The section of a talk page that ``topic`` names: by its heading (its '==' markup
+    optional), else by its number. The lead, section 0, is no topic."""
     sections = wikitext_sections(text, ctx.site.syntax)
-    wanted = " ".join(topic.split())
+    wanted = heading_given(topic)
+    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
     named = ([s for s in sections if s.heading == wanted]
              or [s for s in sections if s.heading.casefold() == wanted.casefold()])
     if len(named) > 1:
@@ -8452,9 +8546,11 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
     if named:
         return named[0]
-    if wanted.isdigit() and (int(wanted) == 0 or any(s.number == int(wanted) for s in sections)):
-        return next((s for s in sections if s.number == int(wanted)), Section(0, 0, ""))
-    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
+    if wanted.isdigit() and int(wanted) == 0:
+        raise invalid_input(f"Topic 0 is the lead of {talk!r}, the text above its first heading, which is no "
+                            f"topic; nothing was saved. Its topics: {listed}. To start one, use add-talk-topic.")
+    if numbered := next((s for s in sections if wanted.isdigit() and s.number == int(wanted)), None):
+        return numbered
     raise not_found(f"{talk!r} on {ctx.wiki.key} has no topic {topic!r}. Its topics: {listed}. "
                     "To start one, use add-talk-topic.")
 

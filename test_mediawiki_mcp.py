@@ -4416,6 +4416,27 @@ def test_rollback_of_a_page_with_no_other_author_is_refused(bot_server: Any, wik
          "to; nothing was changed. To remove the page, use delete-page.")]
 
 
+def test_rollback_takes_the_user_as_a_user_page_title_in_the_wikis_own_names(
+        bot_server: Any, wiki: RealWiki, farm: WikiFarm, german_wiki: RealWiki) -> None:
+    title = "Rollback user page title test"
+    create(bot_server, title, "Good.")
+    editor_edit(wiki, title, "Bad.")
+    for user in ("User:Editor", "user: Editor"):
+        preview = call(bot_server, "rollback-edits", title=title, user=user)
+        assert preview.is_error and preview.blocks[0].startswith(
+            f"invalid_input: Nothing was rolled back. rollback-edits would revert the latest edit to {title!r}, by "
+            "Editor (revision "), (user, preview.text)
+    german = shared_bot_server(farm, german_wiki)
+    create(german, "Zurücksetzen Benutzerseite", "Meins.")
+    for user in ("Benutzer:Admin", "Benutzerin:Admin", "User:Admin"):
+        refused = call(german, "rollback-edits", title="Zurücksetzen Benutzerseite", user=user)
+        assert refused.blocks == [
+            ("invalid_input: Every revision of 'Zurücksetzen Benutzerseite' is by Admin, so rollback has no "
+             "earlier version to return to; nothing was changed. To remove the page, use delete-page.")], (
+            user, refused.text)
+    assert wiki.wikitext(title) == "Bad."
+
+
 def test_an_account_without_the_rollback_right_is_refused_and_pointed_to_undo(
         accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety rollback refused test"
@@ -4568,6 +4589,30 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     assert field(lifted, "Protection") == "none" and protection_of(wiki, title) == {}
     plain = call(bot_server, "get-page", title=title, metadata=True, content="none")
     assert "Protection" not in plain.text
+
+
+@pytest.mark.parametrize("expiry, says", [
+    ("next tuesday-ish", "which {key} does not read as a time"),
+    ("1 week}}{{PAGENAME", "which {key} does not read as a time"),
+    ("yesterday", "which is in the past"),
+    ("2001-01-01T00:00:00Z", "which is in the past"),
+])
+def test_the_protect_page_preview_refuses_an_expiry_the_wiki_would_refuse(bot_server: Any, wiki: RealWiki,
+                                                                          expiry: str, says: str) -> None:
+    """The preview the user confirms must be one the wiki takes: a bad expiry is refused before
+    it is put to the user, not after they confirmed."""
+    title = "Protect bad expiry test"
+    if not revision_ids(wiki, title):
+        create(bot_server, title, "Text.")
+    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry)
+    assert result.blocks == [f"invalid_input: Argument 'expiry' is {expiry!r}, {says.format(key=wiki.key)}; "
+                             "nothing was changed. Give a duration such as 1 week, "
+                             + ("a time such as 2030-01-31T00:00:00Z" if "read" in says else "a later time")
+                             + ", or infinite."], result.text
+    page = wiki.raw_get(action="query", prop="info", inprop="protection", titles=title)["query"]["pages"][0]
+    assert page["protection"] == []
+    assert not call(bot_server, "protect-page", title=title, edit="sysop", expiry="2 weeks").blocks[0].startswith(
+        "invalid_input: Argument 'expiry'")
 
 
 def test_a_cascade_from_another_page_is_named_where_protection_is_shown(bot_server: Any, wiki: RealWiki) -> None:
@@ -5350,11 +5395,13 @@ def test_everyday_edit_tools_are_annotated_and_routed_and_replace_previews_by_de
 
 @pytest.mark.parametrize("tool, arguments, message", [
     ("update-page-categories", {"title": "Apple"}, "Give add or remove"),
-    ("update-page-categories", {"title": "Apple", "add": ["A|b"]}, "add holds 'A|b', which is not a category"),
+    ("update-page-categories", {"title": "Apple", "add": ["A|b]]"]}, "add holds 'A|b]]', which is not a category"),
+    ("update-page-categories", {"title": "Apple", "remove": ["A#b|c"]}, "remove holds 'A#b|c', which is not a"),
     ("update-page-categories", {"title": "Apple", "add": ["Fruits"], "remove": ["Category:fruits"]},
      "Fruits cannot be both added and removed"),
     ("add-talk-topic", {"title": "Apple", "heading": " ", "message": "Hi"}, "heading and message must not"),
     ("add-talk-topic", {"title": "Special:Random", "heading": "H", "message": "Hi"}, "without talk pages"),
+    ("add-talk-topic", {"title": "Apple", "heading": "H", "message": "Hi.\n== H2 ==\nMore."}, "holds a heading"),
     ("reply-on-talk-page", {"title": "Apple", "topic": "1", "message": "  "}, "message must not be empty"),
     ("replace-in-pages", {"find": "a", "replace": "b"}, "Give titles or category"),
     ("replace-in-pages", {"find": "a", "replace": "b", "titles": ["Apple"], "category": "Fruits"},
@@ -5446,7 +5493,34 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
-def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki) -> None:
+def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: Any, wiki: RealWiki) -> None:
+    """"Rivers|Wendle" adds [[Category:Rivers|Wendle]], sorted under Wendle; a category goes
+    whatever its sort key, with or without one given."""
+    title = "Category sort key test"
+    create(bot_server, title, "The Wendle is a river.\n\n[[Category:Wendle catchment|Old key]]")
+    saved = call(bot_server, "update-page-categories", title=title, add=["Category:Rivers|Wendle"],
+                 remove=["Wendle catchment"])
+    assert not saved.is_error, saved.text
+    assert field(saved, "Added") == "Category:Rivers" and field(saved, "Removed") == "Category:Wendle catchment"
+    assert wiki.wikitext(title) == "The Wendle is a river.\n\n[[Category:Rivers|Wendle]]"
+    placed = wiki.raw_get(action="query", prop="categories", clprop="sortkey", titles=title)["query"]["pages"][0]
+    assert [(c["title"], c["sortkeyprefix"]) for c in placed["categories"]] == [("Category:Rivers", "Wendle")]
+    removed = call(bot_server, "update-page-categories", title=title, remove=["Rivers|Another key"])
+    assert not removed.is_error and field(removed, "Removed") == "Category:Rivers", removed.text
+    assert wiki.wikitext(title) == "The Wendle is a river."
+    # a category the page is in already takes the sort key given; given again, nothing changes
+    call(bot_server, "update-page-categories", title=title, add=["Rivers"])
+    resorted = call(bot_server, "update-page-categories", title=title, add=["Rivers|Wendle"])
+    assert not resorted.is_error and field(resorted, "Sort key set") == "Category:Rivers (Wendle)", resorted.text
+    assert wiki.wikitext(title) == "The Wendle is a river.\n\n[[Category:Rivers|Wendle]]"
+    again = call(bot_server, "update-page-categories", title=title, add=["Rivers|Wendle"])
+    assert again.blocks[0].startswith("No change: ") and field(again, "Already in") == "Category:Rivers"
+    bad = call(bot_server, "update-page-categories", title=title, add=["Rivers|[[Wendle]]"])
+    assert bad.is_error and bad.blocks[0].startswith("invalid_input: add holds "), bad.text
+
+
+def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server: Any, wiki: RealWiki, farm: WikiFarm,
+                                                                      german_wiki: RealWiki) -> None:
     """get-page shows a redirect's target under the redirect's title: an answer that changed the
     redirect page's categories says so, lest the model take them for the article's."""
     title, target = "Category redirect test", "Category redirect target test"
@@ -5454,12 +5528,20 @@ def test_categories_of_a_redirect_say_they_are_the_redirect_pages_own(bot_server
     create(bot_server, title, f"#REDIRECT [[{target}]]")
     dry = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"], dryRun=True)
     saved = call(bot_server, "update-page-categories", title=title, add=["Redirects from moves"])
-    line = (f"Redirect: {title} is a redirect; these are the categories of the redirect page itself, not of "
-            "the page it leads to")
+    line = (f"Redirect: {title} is a redirect to {target}; these are the categories of the redirect page itself, "
+            "not of the page it leads to")
     assert not saved.is_error and saved.blocks[0].endswith("\nCategories: Category:Redirects from moves\n" + line)
     assert line in dry.text.split("\n"), dry.text
     assert wiki.wikitext(title) == f"#REDIRECT [[{target}]]\n\n[[Category:Redirects from moves]]"
     assert wiki.wikitext(target) == "The article."
+    german = shared_bot_server(farm, german_wiki)
+    create(german, "Weiterleitungsziel", "Der Artikel.")
+    create(german, "Weiterleitung mit Kategorie", "#WEITERLEITUNG [[Weiterleitungsziel]]")
+    local = call(german, "update-page-categories", title="Weiterleitung mit Kategorie", add=["Weiterleitungen"])
+    assert not local.is_error and field(local, "Redirect").startswith(
+        "Weiterleitung mit Kategorie is a redirect to Weiterleitungsziel; "), local.text
+    plain = call(bot_server, "update-page-categories", title=target, add=["Redirect targets"])
+    assert not plain.is_error and "\nRedirect: " not in plain.text, plain.text
 
 
 def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_server: Any,
@@ -5617,6 +5699,53 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
 
 
+def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """Topics as get-page-sections numbers and shows them; a reply to no comment in particular goes
+    at the topic's end, below its subsections; the lead is no topic."""
+    title = "Talk:Reply topic by number test"
+    text = (f"Intro.\n\n== Plans ==\nWe should plan. {signature('Alice', '10:00')}\n:Agreed. {signature('Bob', '11:00')}"
+            f"\n\n=== Food ===\nCake? {signature('Carol', '12:00')}\n\n== Other ==\nElse. {signature('Eve', '14:00')}")
+    revid = create(bot_server, title, text)
+    by_number = call(bot_server, "reply-on-talk-page", title=title, topic=1, message="See you there.")
+    assert not by_number.is_error and field(by_number, "Topic") == "1 (Plans)", by_number.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[:8] == text.split("\n")[:8] and lines[8].startswith(":See you there. [[User:Admin|Admin]]")
+    assert "\n".join(lines[9:]) == f"\n== Other ==\nElse. {signature('Eve', '14:00')}"
+    marked = call(bot_server, "reply-on-talk-page", title=title, topic="== Other ==", message="Indeed.")
+    assert not marked.is_error and field(marked, "Topic") == "3 (Other)", marked.text
+    assert wiki.wikitext(title).split("\n")[-1].startswith(":Indeed. [[User:Admin|Admin]]")
+    for lead in (0, "0"):
+        refused = call(bot_server, "reply-on-talk-page", title=title, topic=lead, message="Hi.")
+        assert refused.blocks == [
+            (f"invalid_input: Topic 0 is the lead of {title!r}, the text above its first heading, which is no "
+             "topic; nothing was saved. Its topics: 1 (Plans), 2 (Food), 3 (Other). To start one, use "
+             "add-talk-topic.")], refused.text
+    assert len(revision_ids(wiki, title)) == 3 and revision_ids(wiki, title)[-1] == revid
+
+
+def test_a_new_topic_takes_a_heading_with_its_markup_and_warns_of_one_already_there(
+        bot_server: Any, wiki: RealWiki) -> None:
+    subject = "Talk topic heading markup test"
+    dry = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?", dryRun=True)
+    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? ~~~~"), dry.text
+    made = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?")
+    assert not made.is_error and "Note" not in made.text, made.text
+    assert wiki.wikitext(f"Talk:{subject}").startswith("== Budget ==\n\nHow much? [[User:Admin|Admin]]")
+    assert latest_revision(wiki, f"Talk:{subject}")["comment"] == "/* Budget */ new section (via mediawiki-mcp)"
+    inside = call(bot_server, "add-talk-topic", title=subject, heading="Costs", message="Two parts:\n== Rent ==\nHigh.")
+    assert inside.blocks == [
+        (f"invalid_input: The message holds a heading (== Rent ==), which would split it into a topic of its own "
+         f"on 'Talk:{subject}'; nothing was saved. Give the message without it, or start each topic with "
+         "add-talk-topic.")], inside.text
+    again = call(bot_server, "add-talk-topic", title=subject, heading="budget", message="Still: how much?")
+    assert not again.is_error and again.blocks[0].startswith("Saved."), again.text
+    assert field(again, "Note") == (f"'Talk:{subject}' already had a topic headed 'Budget' (section 1); this is "
+                                    "section 2. To answer a topic, use reply-on-talk-page.")
+    assert [line for line in wiki.wikitext(f"Talk:{subject}").split("\n") if line.startswith("==")] == [
+        "== Budget ==", "== budget =="]
+
+
 def test_reply_to_names_a_comment_by_its_author_as_signed_or_shown_its_time_or_an_ip(bot_server: Any) -> None:
     title = "Reply by author test"
     create(bot_server, f"Talk:{title}", (
@@ -5647,6 +5776,25 @@ def test_an_ip_signature_on_a_german_wiki_is_a_comment(farm: WikiFarm, german_wi
     dry = call(server, "reply-on-talk-page", title="Diskussion:IP-Unterschrift", topic="Frage", replyTo="192.0.2.8",
                message="Ich.", dryRun=True)
     assert not dry.is_error and field(dry, "Reply to") == "192.0.2.8, 13:00, 1. Mär. 2026 (UTC)", dry.text
+
+
+def test_talk_summaries_on_a_german_wiki_are_in_german(german_wiki: RealWiki) -> None:
+    """A new topic's summary is the wiki's own message in its language; a reply's, where the wiki
+    has no word for it (DiscussionTools has), the link to its topic alone. The messages are
+    asked for once, not at every write."""
+    server = make_server(german_wiki.env())
+    counter = RequestCounter(server)
+    talk = "Diskussion:Zusammenfassung auf Deutsch"
+    topic = call(server, "add-talk-topic", title=talk, heading="Farbe", message="Rot oder gelb?")
+    assert not topic.is_error, topic.text
+    assert latest_revision(german_wiki, talk)["comment"] == "Neuer Abschnitt /* Farbe */ (via mediawiki-mcp)"
+    more = call(server, "add-talk-topic", title=talk, heading="Größe", message="Groß?")
+    assert not more.is_error, more.text
+    assert latest_revision(german_wiki, talk)["comment"] == "Neuer Abschnitt /* Größe */ (via mediawiki-mcp)"
+    reply = call(server, "reply-on-talk-page", title=talk, topic="Farbe", message="Rot.")
+    assert not reply.is_error, reply.text
+    assert latest_revision(german_wiki, talk)["comment"] == "/* Farbe */ (via mediawiki-mcp)"
+    assert len([url for url in counter.urls if "allmessages" in url]) == 1, counter.urls
 
 
 def test_categories_and_talk_pages_of_a_german_wiki_by_its_own_and_english_names(
@@ -9367,3 +9515,4 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
+
