@@ -6136,7 +6136,10 @@ def get_template_info(
 
 
 def template_param_row(name: str, param: Mapping[str, Any]) -> str:
-    flags = [flag for flag in ("required", "suggested", "deprecated") if param.get(flag)]
+    # TemplateData's deprecated is true or the reason, as text
+    flags = [f"deprecated: {json.dumps(one_line(param[flag]), ensure_ascii=False)}"
+             if flag == "deprecated" and isinstance(param[flag], str) else flag
+             for flag in ("required", "suggested", "deprecated") if param.get(flag)]
     parts = [name, param.get("type") if param.get("type") not in (None, "unknown") else "", ", ".join(flags)]
     parts += [f"{key}: {one_line(param[key]) if key != 'aliases' else ', '.join(param[key])}"
               for key in ("label", "aliases", "default", "example") if param.get(key)]

@@ -2382,6 +2382,14 @@ def test_template_info_reads_templatedata_or_infers_the_parameters(wiki: RealWik
     assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'Template:No such template' not found")
 
 
+def test_template_info_keeps_the_reason_a_parameter_is_deprecated(bot_server: Any) -> None:
+    create(bot_server, "Template:Deprecation reason test", "{{{place|}}}<noinclude><templatedata>"
+           '{"params": {"place": {"type": "string", "deprecated": "Use location instead."}, '
+           '"old": {"deprecated": true}}}</templatedata></noinclude>')
+    info = call(bot_server, "get-template-info", title="Deprecation reason test")
+    assert rows_of(info.blocks[0])[1:] == ['place | string | deprecated: "Use location instead."', "old | deprecated"]
+
+
 # -- search-page in content namespaces ----------------------------------------------------------
 
 def test_search_page_searches_every_content_namespace_by_default(recipes_wiki: RealWiki) -> None:
