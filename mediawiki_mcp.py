@@ -5297,9 +5297,8 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
-    missing titles are listed. One budget of {content_max_bytes:bytes}: the pages that fit whole,
-    then the first that does not, cut at an offset; the rest are named. For HTML or a section, use
-    get-page."""
+    missing titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the
+    first that does not, cut; the rest named. For HTML or a section, use get-page."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5458,19 +5457,20 @@ FIND_SHOWN = 50
 MAX_MATCHES = 10_000
 
 
-@tool("find-in-page", "Find in page", toolset="pages", read_only=True)
+@tool("find-in-page", "Find in page", toolset="pages", read_only=True, continue_from=True)
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext, or with regex a Python regular expression.", max_length=500)],
-    regex: Annotated[bool, Arg("find is a regular expression.")] = False,
+    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500)],
+    regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in one wiki page's wikitext: each match's section, line, byte offset, neighbouring
-    lines and the template, reference or comment it is in; 50 at most. For words across pages, use
+    """Finds text in a wiki page's wikitext: each match's section, line, byte offset, nearby lines
+    and the template, reference or comment it is in; 50 a call. For words across pages, use
     search-page."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
+    first, revisionId = next_matches(ctx, revisionId)
     pattern = None
     if regex:
         try:
@@ -5501,14 +5501,35 @@ def find_in_page(
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
+    if first >= len(spans):
+        raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
+    shown = spans[first:first + FIND_SHOWN]
     # get-page reads the latest revision: an older one's offsets are get-revision's
     reader = f"get-revision {revisionId}" if revisionId else "get-page"
-    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND.format(reader=reader)}):\n"
-              + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
-    if len(spans) > FIND_SHOWN:
-        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "
-                      "such as with more of the text around the one sought.")
+    blocks = [f"{header}\n{count} of {what}{f', from match {first + 1}' if first else ''} "
+              f"({FIND_LEGEND.format(reader=reader)}):\n"
+              + "\n".join(match_rows(ctx, text, shown))]
+    if first + FIND_SHOWN < min(len(spans), MAX_MATCHES):
+        # the next call reads the same revision, so that its matches follow on from these
+        blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
+                                          encode_continuation({"from": first + FIND_SHOWN,
+                                                               "revision": revision["revid"]})))
     return blocks
+
+
+def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | None]:
+    """Where a continued find-in-page starts (the index of its first match) and the revision it
+    reads: the one the first call read."""
+    if not ctx.continue_from:
+        return 0, revision_id
+    fields = continuation(ctx, "from", "revision")
+    if not all(fields.get(key, "").isdigit() for key in ("from", "revision")):
+        raise invalid_input(f"continueFrom {ctx.continue_from!r} is not a continuation find-in-page produced; "
+                            "pass the value from its last 'More results available' marker unchanged.")
+    if revision_id and revision_id != int(fields["revision"]):
+        raise invalid_input(f"continueFrom reads on in revision {fields['revision']}, not {revision_id}; "
+                            "leave revisionId out, or give the one the first call had.")
+    return int(fields["from"]), int(fields["revision"])
 
 
 def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
@@ -6095,9 +6116,8 @@ def get_template_info(
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
     """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
-    default, example, description), its description and format. Without TemplateData, read from
-    {{{{{{name|default}}}}}} in its source, marked inferred. For where a page calls it, use
-    find-in-page."""
+    default, example, description), description and format; without TemplateData, inferred from
+    {{{{{{name|default}}}}}} in its source. For where a page calls it, use find-in-page."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,

@@ -2157,14 +2157,23 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bo
     assert result.blocks[0].split("\n")[2].startswith('60 matches of "needle"')
     rows = [row for row in rows_of(result.blocks[0]) if row.startswith("0 (Lead) | line ")]
     assert len(rows) == 50 and rows[:2] == ["0 (Lead) | line 1 | 15", "0 (Lead) | line 1 | 28 | in a comment"]
-    assert result.blocks[1] == ("Result capped at 50 matches. Additional matches may exist — narrow find, such as "
-                                "with more of the text around the one sought.")
+    assert result.blocks[1].startswith("More results available. Returned 50 matches. To fetch the next segment, "
+                                       "call find-in-page again with continueFrom=")
+    token = next_value(result.blocks[1], "continueFrom")
+    rest = call(bot_server, "find-in-page", title=title, find="needle", continueFrom=token)
+    assert len(rest.blocks) == 1 and rest.blocks[0].split("\n")[2].startswith('60 matches of "needle", from match 51 (')
+    rows = [row for row in rows_of(rest.blocks[0]) if row.startswith("0 (Lead) | line ")]
+    assert len(rows) == 10 and rows[0].startswith("0 (Lead) | line 26 | ") and "line 30" in rows[-1]
     narrowed = call(bot_server, "find-in-page", title=title, find="30 holds a needle")
     assert len(narrowed.blocks) == 1 and "\n1 match of " in narrowed.text and "| line 30 |" in narrowed.text
     editor_edit(wiki, title, "Now the page is about hay.")
     assert "No match" in call(bot_server, "find-in-page", title=title, find="needle").text
     old = call(bot_server, "find-in-page", title=title, find="needle", revisionId=first)
     assert f"\nRevision ID: {first}\n60 matches" in old.text
+    later = call(bot_server, "find-in-page", title=title, find="needle", continueFrom=token)  # the first one's
+    assert f'\nRevision ID: {first}\n60 matches of "needle", from match 51' in later.text and "get-revision" in later.text
+    assert call(bot_server, "find-in-page", title=title, find="needle", continueFrom="from=70&revision="
+                + str(first)).text.startswith("invalid_input: continueFrom starts at match 71, but there are 60")
     other = call(bot_server, "find-in-page", title=RIVER_ARTICLE, find="x", revisionId=first)
     assert other.is_error and other.blocks[0].startswith(f"not_found: Revision {first} is not a revision of Rhine")
     bad = call(bot_server, "find-in-page", title=title, find="(hay", regex=True)
