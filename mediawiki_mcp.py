@@ -2781,6 +2781,29 @@ VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input
 PARAGRAPH_TAGS = frozenset({"p", "table", "blockquote", "pre", "figure", "center", "section"})
 LINE_TAGS = frozenset({"div", "caption", "figcaption", "tr", "li", "dt", "dd", "hr"})
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+#: <sup> and <sub> text as the Unicode characters that write it raised or lowered, where every
+#: character has one; other text is written ^(...) or _(...), as in plain mathematics.
+SUPERSCRIPTS = str.maketrans("0123456789+-\u2212=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ")
+SUBSCRIPTS = str.maketrans("0123456789+-\u2212=()", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎")
+
+
+def scripted(text: str, tag: str) -> str:
+    """``2`` in <sup> as ``²``; ``st`` as ``^st``, ``a b`` as ``^(a b)``; a note mark ``[a]`` as it is."""
+    table, mark = (SUPERSCRIPTS, "^") if tag == "sup" else (SUBSCRIPTS, "_")
+    if text.startswith("[") and text.endswith("]"):
+        return text
+    if all(ord(c) in table for c in text):
+        return text.translate(table)
+    return f"{mark}{text}" if text.isalnum() else f"{mark}({text})"
+
+
+def gallery_file(href: str) -> str:
+    """The file a gallery image links to, without its namespace: from its page's address, or
+    from the upload form's for a missing file."""
+    address = urllib.parse.urlsplit(href)
+    query = urllib.parse.parse_qs(address.query)
+    title = (query.get("wpDestFile") or query.get("title") or [urllib.parse.unquote(address.path)])[0]
+    return title.rpartition("/")[2].rpartition(":")[2].replace("_", " ")
 
 
 @dataclasses.dataclass
@@ -2794,15 +2817,24 @@ class _TextHeading:
 class _Open:
     tag: str
     skip: bool = False
-    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table"
+    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table", ...
+    start: int = 0  # where its text starts in the line, for what closing it rewrites
+
+
+@dataclasses.dataclass
+class _GalleryImage:
+    file: str = ""
+    thumb: list[str] = dataclasses.field(default_factory=list)  # a missing file's name, in 1.39
 
 
 class PlainText(html.parser.HTMLParser):
     """Reads MediaWiki's rendered HTML (action=parse) as plain text: headings as ``== Heading ==``
     lines with the section number the wiki edits them by (from ``sections``: anchor -> index),
     paragraphs apart by blank lines, list items one a line behind wikitext's markers, table
-    rows one a line with their cells apart by " | ", references as ``[1]`` notes. What a reader
-    never sees (TEXT_SKIPPED_CLASSES and _TAGS, display:none) is left out."""
+    rows one a line with their cells apart by " | ", references as ``[1]`` notes, a gallery's
+    images one a line as ``* caption (file)``, <sup> and <sub> as ``km²`` (scripted). What a reader
+    never sees (TEXT_SKIPPED_CLASSES and _TAGS, display:none) is left out; a line of text that reads
+    as a heading (in <pre>) is indented a space, so that only headings start with =."""
 
     def __init__(self, sections: Mapping[str, tuple[str, str]]) -> None:
         super().__init__(convert_charrefs=True)
@@ -2821,12 +2853,15 @@ class PlainText(html.parser.HTMLParser):
         self.ref_labels: dict[str, str] = {}
         self.notes: dict[str, str] = {}  # each reference's note by its label
         self.note = ""  # the label of the note being read
+        self.gallery: _GalleryImage | None = None  # the gallery image being read
 
     def text(self, lines: Sequence[str | _TextHeading]) -> str:
         out: list[str] = []
         for line in lines:
             if isinstance(line, _TextHeading):
                 line = self.heading_line(line)
+            elif line.startswith("="):
+                line = " " + line
             if line or (out and out[-1]):
                 out.append(line)
         return "\n".join(out).strip("\n")
@@ -2886,10 +2921,13 @@ class PlainText(html.parser.HTMLParser):
             return
         if tag in VOID_TAGS:
             return
-        element = _Open(tag)
+        element = _Open(tag, start=len(self.line))
         self.open.append(element)
+        if self.gallery is not None and tag == "a" and not self.gallery.file:
+            self.gallery.file = gallery_file(attributes.get("href", ""))
         if self.skipping or tag in TEXT_SKIPPED_TAGS or classes & TEXT_SKIPPED_CLASSES \
-                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc":
+                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc" \
+                or self.gallery is not None and "thumb" in classes:  # an image: read for its file alone
             element.skip = True
             self.skipping += 1
             return
@@ -2929,8 +2967,13 @@ class PlainText(html.parser.HTMLParser):
             else:
                 marks = "".join(self.lists).replace("ref", "")
                 self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
+            if "gallerybox" in classes:  # its caption's lines on the image's line
+                self.gallery, self.cells, element.action = _GalleryImage(), self.cells + 1, "gallery"
+                element.start = len(self.line)
         elif tag == "sup" and "reference" in classes:
             self.ref, element.action = [], "ref"
+        elif tag in ("sup", "sub"):
+            element.action = "script"
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
@@ -2980,6 +3023,14 @@ class PlainText(html.parser.HTMLParser):
             self.newline()
             self.pre -= 1
             self.newline(blank=True)
+        elif action == "script":
+            self.line[element.start:] = [scripted("".join(self.line[element.start:]).strip(), element.tag)]
+        elif action == "gallery" and self.gallery is not None:
+            file = self.gallery.file or " ".join("".join(self.gallery.thumb).split())
+            caption = " ".join("".join(self.line[element.start:]).split())
+            self.line[element.start:] = [f"{caption} ({file})" if caption and file else caption or file]
+            self.gallery, self.cells = None, self.cells - 1
+            self.newline()
         elif element.tag in PARAGRAPH_TAGS:
             self.newline(blank=True)
         elif element.tag in LINE_TAGS:
@@ -2987,6 +3038,8 @@ class PlainText(html.parser.HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self.skipping:
+            if self.gallery is not None:
+                self.gallery.thumb.append(data)
             return
         self.line.append(data)
         if self.ref is not None:

@@ -3489,6 +3489,19 @@ def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any
         assert field(result, "Size change") == f"{change:+d} bytes ({sizes[before]} to {sizes[after]})", arguments
 
 
+@on_every_version
+def test_plain_text_keeps_pre_galleries_and_raised_and_lowered_text_apart(bot_server: Any) -> None:
+    title = "Plain text gallery test"
+    create(bot_server, title, "Area 5 km<sup>2</sup> of H<sub>2</sub>O; x<sup>n+1</sup>, the 1<sup>st</sup>, "
+                              "a<sub>i,j</sub>, a note<sup>[a]</sup>.\n<pre>\n== Not a heading ==\ncode\n</pre>\n"
+                              "<gallery>\nFile:Red square.png|A red square\nFile:No such picture.png|Missing one\n"
+                              "File:Red square.png\n</gallery>\nAfter the gallery.")
+    text = content_of(call(bot_server, "get-page", title=title, content="text").blocks[0])
+    assert text == ("Area 5 km² of H₂O; xⁿ⁺¹, the 1^st, a_(i,j), a note[a].\n\n == Not a heading ==\ncode\n\n"
+                    "* A red square (Red square.png)\n* Missing one (No such picture.png)\n* Red square.png\n\n"
+                    "After the gallery.")
+
+
 SECTION_TRAPS = "A lead long enough to be cut.\n" * 40 + """== One ==
 Text.<ref>
 == In a reference ==
