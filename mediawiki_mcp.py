@@ -4985,19 +4985,24 @@ def missing_page(ctx: ToolContext, title: str) -> WikiError:
 
 
 def gone(ctx: ToolContext, title: str) -> str | None:
-    """Where a page that is not there went, from the wiki's log: deleted (undelete-page
-    restores it) or moved without a redirect; None when the log does not say."""
-    events = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
-                             "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
-    for event in events or []:
+    """What the wiki says of a page that is not there: that it is protected against creation, and
+    where it went, from the log: deleted (undelete-page restores it) or moved without a redirect.
+    None when it says neither."""
+    query = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                            "leprop": "type|user|timestamp|comment|details", "titles": title,
+                            "prop": "info", "inprop": "protection"}).get("query", {})
+    create = [e for page in query.get("pages") or [] for e in page.get("protection") or []
+              if e.get("type") == "create"]
+    protected = f"It is protected against creation ({protection_text(create)}). " if create else ""
+    for event in query.get("logevents") or []:
         when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
                 + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
         if (event.get("type"), event.get("action")) == ("delete", "delete"):
-            return f"It was deleted{when}; undelete-page restores it."
+            return f"{protected}It was deleted{when}; undelete-page restores it."
         if event.get("type") == "move":
             target = (event.get("params") or {}).get("target_title")
-            return f"It was moved to {target!r}{when}, leaving no redirect; use that title."
-    return None
+            return f"{protected}It was moved to {target!r}{when}, leaving no redirect; use that title."
+    return protected.strip() or None
 
 
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:

@@ -4622,6 +4622,18 @@ def test_protecting_a_missing_title_against_creation(bot_server: Any, wiki: Real
     assert created.is_error and created.blocks[0].startswith("permission_denied: ")
 
 
+def test_reading_a_title_protected_against_creation_says_so(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Create protected read test"
+    assert not call(bot_server, "protect-page", title=title, create="sysop", expiry="1 week", confirm=True).is_error
+    expiry = protection_of(wiki, title)["create"][1]
+    said = f"It is protected against creation (create=sysop until {expiry})."
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}), ("find-in-page", {"find": "x"})):
+        result = call(bot_server, tool, title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' not found on "), result.text
+        assert said in result.text, (tool, result.text)
+    assert "against creation" not in call(bot_server, "get-page", title="Create open read test").text
+
+
 # -- get-watchlist and watch-page ---------------------------------------------------------------
 
 @on_every_version
