@@ -2665,12 +2665,44 @@ def compact_diff(lines: list[DiffLine]) -> str:
         else:
             runs.append([line])
         follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
+    hunks = []
     for run in filter(None, runs):
         removed = [d.text for d in run if d.kind == "-"]
         added = [d.text for d in run if d.kind == "+"]
-        out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
-        out += hunk_lines(removed, added)
+        hunks.append((f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@",
+                      hunk_lines(removed, added)))
+    moved_lines([lines for _, lines in hunks])
+    for header, shown in hunks:
+        out += [header, *shown]
+    if any(line.startswith("~") and ESCAPED_MARKER.search(line) for line in out):
+        out.insert(0, ESCAPE_NOTE)
     return "\n".join(out)
+
+
+#: The most pairs of a removed and an added line moved_lines compares, so that a diff of many
+#: lines stays quick.
+MOVED_PAIRS_MOST = 2500
+
+
+def moved_lines(hunks: list[list[str]]) -> None:
+    """A line removed in one hunk and added, edited, in another (a paragraph moved and changed):
+    where it was added, its word changes (``~``) replace the whole line, as a line changed in place."""
+    removed = [line[1:] for lines in hunks for line in lines if line.startswith("-")]
+    added = [line for lines in hunks for line in lines if line.startswith("+")]
+    if len(hunks) < 2 or not removed or len(removed) * len(added) > MOVED_PAIRS_MOST:
+        return
+    for lines in hunks:  # a line removed in the same hunk had its chance (hunk_lines)
+        for k, line in enumerate(lines):
+            if line.startswith("+"):
+                found = next(((old, words) for old in removed if old not in hunk_removed(lines)
+                              and (words := changed_line(old, line[1:])) is not None), None)
+                if found:
+                    removed.remove(found[0])
+                    lines[k] = f"~{found[1]}"
+
+
+def hunk_removed(lines: list[str]) -> list[str]:
+    return [line[1:] for line in lines if line.startswith("-")]
 
 
 #: How many added lines on from the last pair a removed line looks for the line it became.
@@ -2701,6 +2733,16 @@ WORD_TOKEN = re.compile(r"[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uf900-\ufa
                         r"|\s+|.", re.DOTALL)
 #: Unchanged text a changed line keeps either side of a change; more is cut to "…".
 DIFF_CONTEXT_CHARS = 100
+#: The marks of a word diff, as text may hold them too: there they are written with a backslash
+#: between their two characters (ESCAPE_NOTE says so), so that a mark is always a change.
+WORD_MARKER = re.compile(r"\[-|-\]|\{\+|\+\}")
+ESCAPED_MARKER = re.compile(r"\[\\-|-\\\]|\{\\\+|\+\\\}")
+ESCAPE_NOTE = r"(In ~ lines, [\- -\] {\+ +\} are the text's own [- -] {+ +}.)"
+
+
+def unmarked(text: str) -> str:
+    """``text`` with the word diff's marks it holds written apart (WORD_MARKER)."""
+    return WORD_MARKER.sub(lambda mark: f"{mark.group()[0]}\\{mark.group()[1]}", text)
 
 
 def changed_line(old: str, new: str) -> str | None:
@@ -2725,11 +2767,11 @@ def changed_line(old: str, new: str) -> str | None:
     parts, done = [], 0
     for n, (i1, i2, j1, j2) in enumerate(merged):
         same = "".join(a[done:i1])
-        parts.append(elided(same, first=n == 0, last=False))
-        parts.append((f"[-{''.join(a[i1:i2])}-]" if i2 > i1 else "")
-                     + (f"{{+{''.join(b[j1:j2])}+}}" if j2 > j1 else ""))
+        parts.append(unmarked(elided(same, first=n == 0, last=False)))
+        parts.append((f"[-{unmarked(''.join(a[i1:i2]))}-]" if i2 > i1 else "")
+                     + (f"{{+{unmarked(''.join(b[j1:j2]))}+}}" if j2 > j1 else ""))
         done = i2
-    parts.append(elided("".join(a[done:]), first=False, last=True))
+    parts.append(unmarked(elided("".join(a[done:]), first=False, last=True)))
     return "".join(parts)
 
 

@@ -1616,6 +1616,15 @@ ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit,
     ("a line added at the end",
      lambda text: text + "\nA line added at the end.",
      "@@ -11,0 +12 @@\n+A line added at the end."),
+    ("a paragraph moved and edited",
+     lambda text: text.replace("Third paragraph.\n\n", "") + "\nThird paragraph, moved last.",
+     "@@ -4,2 +3,0 @@\n-\n-Third paragraph.\n@@ -12,0 +11 @@\n~Third paragraph{+, moved last+}."),
+    ("text holding the marks of a word diff",
+     lambda text: text.replace("Fourth paragraph.", "Fourth paragraph, with [-a-] and {+b+} in it."),
+     f"{m.ESCAPE_NOTE}\n@@ -5 +5 @@\n~Fourth paragraph{{+, with [\\-a-\\] and {{\\+b+\\}} in it+}}."),
+    ("a word changed beside the text's own marks",
+     lambda text: text.replace("{+b+} in it.", "{+b+} inside."),
+     f"{m.ESCAPE_NOTE}\n@@ -5 +5 @@\n~Fourth paragraph, with [\\-a-\\] and {{\\+b+\\}} [-in it-]{{+inside+}}."),
 ]
 
 
