@@ -2064,6 +2064,27 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     return Slice(data[start:end].decode("utf-8"), start, end, len(data))
 
 
+def shown_bytes(piece: Slice) -> int:
+    return piece.end - piece.start
+
+
+#: The share of a budget a truncation marker's list of sections may take (1/4): the rest is
+#: content, so that a call always reads on.
+OUTLINE_SHARE = 4
+
+
+def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) -> tuple[Slice, str | None]:
+    """The part of ``text`` from ``offset`` that fits ``budget`` bytes together with its truncation
+    marker (made by ``marker`` for a cut), and that marker; None when the rest of the text fits whole.
+    The marker names the cut, so its length changes with it: a few digits, fitted in a few tries."""
+    piece = slice_content(text, offset, budget)
+    note = marker(piece) if piece.truncated else None
+    while note is not None and shown_bytes(piece) + utf8_len(note) > budget and shown_bytes(piece) > 1:
+        piece = slice_content(text, offset, max(budget - utf8_len(note), 1))
+        note = marker(piece)
+    return piece, note
+
+
 # -- sections: the headings MediaWiki's preprocessor makes sections of ----------
 
 #: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
@@ -2410,6 +2431,16 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
+def fitting_sections(sections: list[tuple[int, str]], room: int | None) -> list[tuple[int, str]]:
+    """The first of ``sections`` whose list (section_list) fits ``room`` bytes (None: all)."""
+    used = 0
+    for count, (number, heading) in enumerate(sections):
+        used += utf8_len(f", {number} ({heading})")
+        if room is not None and used > room:
+            return sections[:count]
+    return sections
+
+
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2418,19 +2449,25 @@ def call_args(**args: Any) -> str:
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
                      again: Mapping[str, Any] | None = None, verb: str = "again with",
                      shown: tuple[int, int] | None = None, left_out: Sequence[str] = (),
-                     batch: Mapping[str, Any] | None = None) -> str:
+                     batch: Mapping[str, Any] | None = None, room: int | None = None,
+                     outline: str | None = None) -> str:
     """The content-truncated marker: where the cut is, and the exact next calls; the sections
-    listed are of the page ``again`` names, if it names one. A batch (get-pages) gives the bytes
-    it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and what
-    else the call that reads those takes (``batch``)."""
+    listed are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then
+    how many more and the call that lists them all (``outline``, if any). A batch (get-pages) gives
+    the bytes it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and
+    what else the call that reads those takes (``batch``)."""
     again = dict(again or {})
     end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
-        parts.append(f"{of}: 0 (Lead), {section_list(numbered)}." if numbered[0][0] != 0
-                     else f"{of}: {section_list(numbered)}.")
+        listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
+        shown_list = fitting_sections(listed, room)
+        parts.append(f"{of}: {section_list(shown_list)}" + (
+            "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
+        if len(shown_list) < len(listed) and outline:
+            parts.append(f"To list every section, call {outline}.")
         before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
     if piece:
@@ -5231,11 +5268,11 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
-    blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
-                            sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
-                            again=again or None)
+    blocks, piece = content_blocks(
+        header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
+        sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
     # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
+    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, shown_bytes(piece),
                             ctx.site.syntax, heading=heading)
     return [note, *blocks] if note else blocks
 
@@ -5268,17 +5305,22 @@ def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any]
     return labelled(*lines)
 
 
+def outline_call(title: str) -> str:
+    """The call that lists every section of a page a marker could list only some of (get-page-sections,
+    offered wherever get-page is: they are of one toolset)."""
+    return f"get-page-sections with {call_args(title=title)}"
+
+
 def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: str, *,
                    sections: list[Section] | list[tuple[int, str]] | None,
-                   again: Mapping[str, Any] | None) -> list[str]:
-    """Header and body as one block, then the truncation marker as its own block."""
-    piece = slice_content(text, offset, budget)
+                   again: Mapping[str, Any] | None, outline: str | None = None) -> tuple[list[str], Slice]:
+    """Header and body as one block, then the truncation marker as its own block; the body and the
+    marker together fit ``budget`` (fitted). Also the part of ``text`` shown."""
+    piece, marker = fitted(text, offset, budget, lambda cut: truncated_marker(
+        cut, tool_name, sections=sections or (), again=again, room=budget // OUTLINE_SHARE, outline=outline))
     if offset:
         header += f"\nOffset: {piece.start} of {piece.total} bytes"
-    blocks = [f"{header}\n\n{piece.text}"]
-    if piece.truncated:
-        blocks.append(truncated_marker(piece, tool_name, sections=sections or (), again=again))
-    return blocks
+    return [f"{header}\n\n{piece.text}", *([marker] if marker else [])], piece
 
 
 def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
@@ -5339,12 +5381,14 @@ def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, se
         page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, shown)
+    blocks, piece = content_blocks(
+        header, body, offset, ctx.budget, "get-page", outline=outline_call(page.get("title") or title),
+        sections=None if number is not None else html_sections(parsed),
+        again={"content": content, **({"section": number} if number is not None else {}),
+               **({} if follow_redirects else {"followRedirects": False})})
     if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-        ctx.reads.rendered(page["title"], body, slice_content(body, offset, ctx.budget).text)
-    return content_blocks(header, body, offset, ctx.budget, "get-page",
-                          sections=None if number is not None else html_sections(parsed),
-                          again={"content": content, **({"section": number} if number is not None else {}),
-                                 **({} if follow_redirects else {"followRedirects": False})})
+        ctx.reads.rendered(page["title"], body, piece.text)
+    return blocks
 
 
 SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of its own text | bytes with its "
@@ -5421,10 +5465,25 @@ def get_pages(
     if content == "none":
         return blocks + list(headers.values()) or ["No pages."]
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
-    whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
-                                   ctx.budget)
-    cut_body = bodies[cut] if cut else None
-    piece = slice_content(cut_body[0], 0, left) if cut_body else None
+    sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
+    text = {"content": "text"} if content == "text" else {}
+    total = sum(size or 0 for size in sizes.values())
+    room, marker = ctx.budget, None
+    while True:  # the pages and the marker together fit the budget: the marker's room is the pages'
+        whole, cut, left = fill_budget(sizes, room)
+        cut_body = bodies[cut] if cut else None
+        piece = slice_content(cut_body[0], 0, left) if cut_body else None
+        if len(whole) == len(bodies):
+            break
+        marker = truncated_marker(
+            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
+            shown=(room - left + (piece.end if piece else 0), total),
+            again={"title": cut, **text} if piece else None, batch=text or None,
+            left_out=[title for title in bodies if title not in whole and title != cut],
+            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None)
+        if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
+            break
+        room = max(ctx.budget - utf8_len(marker), 1)
     notes = []  # that a read could not be recorded yet, once
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
@@ -5433,14 +5492,8 @@ def get_pages(
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
                 notes.append(ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax))
-    if len(whole) < len(bodies):
-        text = {"content": "text"} if content == "text" else {}
-        total = sum(utf8_len(b[0]) for b in bodies.values() if b)
-        blocks.append(truncated_marker(
-            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
-            shown=(ctx.budget - left + (piece.end if piece else 0), total),
-            again={"title": cut, **text} if piece else None, batch=text or None,
-            left_out=[title for title in bodies if title not in whole and title != cut]))
+    if marker and len(whole) < len(bodies):
+        blocks.append(marker)
     return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
 
 
@@ -5833,15 +5886,17 @@ def get_revision(
         if isinstance(section, str):
             section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
-        # a truncated read of an old revision must not be written back either (update-page);
-        # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, offset, ctx.budget, ctx.site.syntax,
-                                latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     header = revision_header(ctx, page, revision, shown)
-    blocks = content_blocks(header, text, offset, ctx.budget, "get-revision",
-                            sections=None if section is not None else sections, again=again or None)
+    # its outline is the revision's: get-page-sections lists the latest one's
+    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-revision",
+                                   sections=None if section is not None else sections, again=again or None)
+    if content == "source":
+        # a truncated read of an old revision must not be written back either (update-page);
+        # a read of the latest one is, like get-page's, the base of the next write
+        note = ctx.reads.record(title, section, revisionId, text, offset, shown_bytes(piece), ctx.site.syntax,
+                                latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
 
@@ -5983,7 +6038,7 @@ def compare_pages(
     if not includeDiff or not (removed or added):
         return [header]
     return content_blocks(header, compact_diff(lines), offset, ctx.budget, "compare-pages",
-                          sections=None, again=None)
+                          sections=None, again=None)[0]
 
 
 def compare_side(side: str, revision: int | None, title: str | None, text: str | None) -> dict[str, Any]:
@@ -6203,7 +6258,7 @@ def parse_wikitext(
                                      else "") for c in parsed.get("categories") or [])),
             ("External links", ", ".join(parsed.get("externallinks") or []))]
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
-                          sections=None, again=None)
+                          sections=None, again=None)[0]
 
 
 TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | aliases | default | example | "
