@@ -2079,9 +2079,11 @@ def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) 
     The marker names the cut, so its length changes with it: a few digits, fitted in a few tries."""
     piece = slice_content(text, offset, budget)
     note = marker(piece) if piece.truncated else None
-    while note is not None and shown_bytes(piece) + utf8_len(note) > budget and shown_bytes(piece) > 1:
-        piece = slice_content(text, offset, max(budget - utf8_len(note), 1))
-        note = marker(piece)
+    while note is not None and shown_bytes(piece) + utf8_len(note) > budget:
+        smaller = slice_content(text, offset, max(budget - utf8_len(note), 1))
+        if shown_bytes(smaller) >= shown_bytes(piece):
+            break  # a budget the marker alone overruns: a character still, so that a call reads on
+        piece, note = smaller, marker(smaller)
     return piece, note
 
 

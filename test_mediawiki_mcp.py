@@ -381,6 +381,17 @@ def test_truncation_marker_names_sections_and_both_remedies() -> None:
     assert "section=N" not in single and single.endswith("call get-page again with section=2 and offset=50000.")
 
 
+def test_the_content_and_its_marker_fit_the_budget_and_a_tiny_budget_still_reads_on() -> None:
+    text = "Lead.\n" + "".join(f"== Heading {n} ==\nText.\n" for n in range(1, 301))
+    sections = [(s.number, s.heading) for s in m.wikitext_sections(text)]
+    piece, marker = m.fitted(text, 0, 1000, lambda cut: m.truncated_marker(cut, "get-page", sections=sections,
+                                                                           room=250, outline="get-page-sections"))
+    assert marker and 990 < len(piece.text.encode()) + len(marker.encode()) <= 1000
+    assert re.search(r", and \d+ more\. To list every section, call get-page-sections\.", marker), marker
+    piece, marker = m.fitted("日本語" * 100, 0, 50, lambda cut: m.truncated_marker(cut, "get-page"))
+    assert piece.text == "日" and marker == "Content truncated at 3 of 900 bytes. To read on, call get-page again with offset=3."
+
+
 @pytest.mark.parametrize("code, category", [
     ("missingtitle", "not_found"), ("nosuchrevid", "not_found"), ("protectedpage", "permission_denied"),
     ("badtags", "permission_denied"), ("editconflict", "conflict"), ("articleexists", "conflict"),
