@@ -2730,18 +2730,15 @@ def moved_lines(hunks: list[list[str]]) -> None:
     added = [line for lines in hunks for line in lines if line.startswith("+")]
     if len(hunks) < 2 or not removed or len(removed) * len(added) > MOVED_PAIRS_MOST:
         return
-    for lines in hunks:  # a line removed in the same hunk had its chance (hunk_lines)
+    for lines in hunks:
+        own = {line[1:] for line in lines if line.startswith("-")}  # they had their chance (hunk_lines)
         for k, line in enumerate(lines):
             if line.startswith("+"):
-                found = next(((old, words) for old in removed if old not in hunk_removed(lines)
+                found = next(((old, words) for old in removed if old not in own
                               and (words := changed_line(old, line[1:])) is not None), None)
                 if found:
                     removed.remove(found[0])
                     lines[k] = f"~{found[1]}"
-
-
-def hunk_removed(lines: list[str]) -> list[str]:
-    return [line[1:] for line in lines if line.startswith("-")]
 
 
 #: How many added lines on from the last pair a removed line looks for the line it became.
