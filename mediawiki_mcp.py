@@ -2092,6 +2092,29 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     return Slice(data[start:end].decode("utf-8"), start, end, len(data))
 
 
+def shown_bytes(piece: Slice) -> int:
+    return piece.end - piece.start
+
+
+#: The share of a budget a truncation marker's list of sections may take (1/4): the rest is
+#: content, so that a call always reads on.
+OUTLINE_SHARE = 4
+
+
+def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) -> tuple[Slice, str | None]:
+    """The part of ``text`` from ``offset`` that fits ``budget`` bytes together with its truncation
+    marker (made by ``marker`` for a cut), and that marker; None when the rest of the text fits whole.
+    The marker names the cut, so its length changes with it: a few digits, fitted in a few tries."""
+    piece = slice_content(text, offset, budget)
+    note = marker(piece) if piece.truncated else None
+    while note is not None and shown_bytes(piece) + utf8_len(note) > budget:
+        smaller = slice_content(text, offset, max(budget - utf8_len(note), 1))
+        if shown_bytes(smaller) >= shown_bytes(piece):
+            break  # a budget the marker alone overruns: a character still, so that a call reads on
+        piece, note = smaller, marker(smaller)
+    return piece, note
+
+
 # -- sections: the headings MediaWiki's preprocessor makes sections of ----------
 
 #: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
@@ -2438,6 +2461,16 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
+def fitting_sections(sections: list[tuple[int, str]], room: int | None) -> list[tuple[int, str]]:
+    """The first of ``sections`` whose list (section_list) fits ``room`` bytes (None: all)."""
+    used = 0
+    for count, (number, heading) in enumerate(sections):
+        used += utf8_len(f", {number} ({heading})")
+        if room is not None and used > room:
+            return sections[:count]
+    return sections
+
+
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2446,19 +2479,25 @@ def call_args(**args: Any) -> str:
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
                      again: Mapping[str, Any] | None = None, verb: str = "again with",
                      shown: tuple[int, int] | None = None, left_out: Sequence[str] = (),
-                     batch: Mapping[str, Any] | None = None) -> str:
+                     batch: Mapping[str, Any] | None = None, room: int | None = None,
+                     outline: str | None = None) -> str:
     """The content-truncated marker: where the cut is, and the exact next calls; the sections
-    listed are of the page ``again`` names, if it names one. A batch (get-pages) gives the bytes
-    it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and what
-    else the call that reads those takes (``batch``)."""
+    listed are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then
+    how many more and the call that lists them all (``outline``, if any). A batch (get-pages) gives
+    the bytes it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and
+    what else the call that reads those takes (``batch``)."""
     again = dict(again or {})
     end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
-        parts.append(f"{of}: 0 (Lead), {section_list(numbered)}." if numbered[0][0] != 0
-                     else f"{of}: {section_list(numbered)}.")
+        listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
+        shown_list = fitting_sections(listed, room)
+        parts.append(f"{of}: {section_list(shown_list)}" + (
+            "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
+        if len(shown_list) < len(listed) and outline:
+            parts.append(f"To list every section, call {outline}.")
         before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
     if piece:
@@ -2693,12 +2732,41 @@ def compact_diff(lines: list[DiffLine]) -> str:
         else:
             runs.append([line])
         follows = (line.old + (line.kind == "-"), line.new + (line.kind == "+"))
+    hunks = []
     for run in filter(None, runs):
         removed = [d.text for d in run if d.kind == "-"]
         added = [d.text for d in run if d.kind == "+"]
-        out.append(f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@")
-        out += hunk_lines(removed, added)
+        hunks.append((f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@",
+                      hunk_lines(removed, added)))
+    moved_lines([lines for _, lines in hunks])
+    for header, shown in hunks:
+        out += [header, *shown]
+    if any(line.startswith("~") and ESCAPED_MARKER.search(line) for line in out):
+        out.insert(0, ESCAPE_NOTE)
     return "\n".join(out)
+
+
+#: The most pairs of a removed and an added line moved_lines compares, so that a diff of many
+#: lines stays quick.
+MOVED_PAIRS_MOST = 2500
+
+
+def moved_lines(hunks: list[list[str]]) -> None:
+    """A line removed in one hunk and added, edited, in another (a paragraph moved and changed):
+    where it was added, its word changes (``~``) replace the whole line, as a line changed in place."""
+    removed = [line[1:] for lines in hunks for line in lines if line.startswith("-")]
+    added = [line for lines in hunks for line in lines if line.startswith("+")]
+    if len(hunks) < 2 or not removed or len(removed) * len(added) > MOVED_PAIRS_MOST:
+        return
+    for lines in hunks:
+        own = {line[1:] for line in lines if line.startswith("-")}  # they had their chance (hunk_lines)
+        for k, line in enumerate(lines):
+            if line.startswith("+"):
+                found = next(((old, words) for old in removed if old not in own
+                              and (words := changed_line(old, line[1:])) is not None), None)
+                if found:
+                    removed.remove(found[0])
+                    lines[k] = f"~{found[1]}"
 
 
 #: How many added lines on from the last pair a removed line looks for the line it became.
@@ -2729,6 +2797,16 @@ WORD_TOKEN = re.compile(r"[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uf900-\ufa
                         r"|\s+|.", re.DOTALL)
 #: Unchanged text a changed line keeps either side of a change; more is cut to "…".
 DIFF_CONTEXT_CHARS = 100
+#: The marks of a word diff, as text may hold them too: there they are written with a backslash
+#: between their two characters (ESCAPE_NOTE says so), so that a mark is always a change.
+WORD_MARKER = re.compile(r"\[-|-\]|\{\+|\+\}")
+ESCAPED_MARKER = re.compile(r"\[\\-|-\\\]|\{\\\+|\+\\\}")
+ESCAPE_NOTE = r"(In ~ lines, [\- -\] {\+ +\} are the text's own [- -] {+ +}.)"
+
+
+def unmarked(text: str) -> str:
+    """``text`` with the word diff's marks it holds written apart (WORD_MARKER)."""
+    return WORD_MARKER.sub(lambda mark: f"{mark.group()[0]}\\{mark.group()[1]}", text)
 
 
 def changed_line(old: str, new: str) -> str | None:
@@ -2753,11 +2831,11 @@ def changed_line(old: str, new: str) -> str | None:
     parts, done = [], 0
     for n, (i1, i2, j1, j2) in enumerate(merged):
         same = "".join(a[done:i1])
-        parts.append(elided(same, first=n == 0, last=False))
-        parts.append((f"[-{''.join(a[i1:i2])}-]" if i2 > i1 else "")
-                     + (f"{{+{''.join(b[j1:j2])}+}}" if j2 > j1 else ""))
+        parts.append(unmarked(elided(same, first=n == 0, last=False)))
+        parts.append((f"[-{unmarked(''.join(a[i1:i2]))}-]" if i2 > i1 else "")
+                     + (f"{{+{unmarked(''.join(b[j1:j2]))}+}}" if j2 > j1 else ""))
         done = i2
-    parts.append(elided("".join(a[done:]), first=False, last=True))
+    parts.append(unmarked(elided("".join(a[done:]), first=False, last=True)))
     return "".join(parts)
 
 
@@ -2809,6 +2887,29 @@ VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input
 PARAGRAPH_TAGS = frozenset({"p", "table", "blockquote", "pre", "figure", "center", "section"})
 LINE_TAGS = frozenset({"div", "caption", "figcaption", "tr", "li", "dt", "dd", "hr"})
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+#: <sup> and <sub> text as the Unicode characters that write it raised or lowered, where every
+#: character has one; other text is written ^(...) or _(...), as in plain mathematics.
+SUPERSCRIPTS = str.maketrans("0123456789+-\u2212=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ")
+SUBSCRIPTS = str.maketrans("0123456789+-\u2212=()", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎")
+
+
+def scripted(text: str, tag: str) -> str:
+    """``2`` in <sup> as ``²``; ``st`` as ``^st``, ``a b`` as ``^(a b)``; a note mark ``[a]`` as it is."""
+    table, mark = (SUPERSCRIPTS, "^") if tag == "sup" else (SUBSCRIPTS, "_")
+    if text.startswith("[") and text.endswith("]"):
+        return text
+    if all(ord(c) in table for c in text):
+        return text.translate(table)
+    return f"{mark}{text}" if text.isalnum() else f"{mark}({text})"
+
+
+def gallery_file(href: str) -> str:
+    """The file a gallery image links to, without its namespace: from its page's address, or
+    from the upload form's for a missing file."""
+    address = urllib.parse.urlsplit(href)
+    query = urllib.parse.parse_qs(address.query)
+    title = (query.get("wpDestFile") or query.get("title") or [urllib.parse.unquote(address.path)])[0]
+    return title.rpartition("/")[2].rpartition(":")[2].replace("_", " ")
 
 
 @dataclasses.dataclass
@@ -2822,15 +2923,24 @@ class _TextHeading:
 class _Open:
     tag: str
     skip: bool = False
-    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table"
+    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table", ...
+    start: int = 0  # where its text starts in the line, for what closing it rewrites
+
+
+@dataclasses.dataclass
+class _GalleryImage:
+    file: str = ""
+    thumb: list[str] = dataclasses.field(default_factory=list)  # a missing file's name, in 1.39
 
 
 class PlainText(html.parser.HTMLParser):
     """Reads MediaWiki's rendered HTML (action=parse) as plain text: headings as ``== Heading ==``
     lines with the section number the wiki edits them by (from ``sections``: anchor -> index),
     paragraphs apart by blank lines, list items one a line behind wikitext's markers, table
-    rows one a line with their cells apart by " | ", references as ``[1]`` notes. What a reader
-    never sees (TEXT_SKIPPED_CLASSES and _TAGS, display:none) is left out."""
+    rows one a line with their cells apart by " | ", references as ``[1]`` notes, a gallery's
+    images one a line as ``* caption (file)``, <sup> and <sub> as ``km²`` (scripted). What a reader
+    never sees (TEXT_SKIPPED_CLASSES and _TAGS, display:none) is left out; a line of text that reads
+    as a heading (in <pre>) is indented a space, so that only headings start with =."""
 
     def __init__(self, sections: Mapping[str, tuple[str, str]]) -> None:
         super().__init__(convert_charrefs=True)
@@ -2849,12 +2959,15 @@ class PlainText(html.parser.HTMLParser):
         self.ref_labels: dict[str, str] = {}
         self.notes: dict[str, str] = {}  # each reference's note by its label
         self.note = ""  # the label of the note being read
+        self.gallery: _GalleryImage | None = None  # the gallery image being read
 
     def text(self, lines: Sequence[str | _TextHeading]) -> str:
         out: list[str] = []
         for line in lines:
             if isinstance(line, _TextHeading):
                 line = self.heading_line(line)
+            elif line.startswith("="):
+                line = " " + line
             if line or (out and out[-1]):
                 out.append(line)
         return "\n".join(out).strip("\n")
@@ -2914,10 +3027,13 @@ class PlainText(html.parser.HTMLParser):
             return
         if tag in VOID_TAGS:
             return
-        element = _Open(tag)
+        element = _Open(tag, start=len(self.line))
         self.open.append(element)
+        if self.gallery is not None and tag == "a" and not self.gallery.file:
+            self.gallery.file = gallery_file(attributes.get("href", ""))
         if self.skipping or tag in TEXT_SKIPPED_TAGS or classes & TEXT_SKIPPED_CLASSES \
-                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc":
+                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc" \
+                or self.gallery is not None and "thumb" in classes:  # an image: read for its file alone
             element.skip = True
             self.skipping += 1
             return
@@ -2957,8 +3073,13 @@ class PlainText(html.parser.HTMLParser):
             else:
                 marks = "".join(self.lists).replace("ref", "")
                 self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
+            if "gallerybox" in classes:  # its caption's lines on the image's line
+                self.gallery, self.cells, element.action = _GalleryImage(), self.cells + 1, "gallery"
+                element.start = len(self.line)
         elif tag == "sup" and "reference" in classes:
             self.ref, element.action = [], "ref"
+        elif tag in ("sup", "sub"):
+            element.action = "script"
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
@@ -3008,6 +3129,14 @@ class PlainText(html.parser.HTMLParser):
             self.newline()
             self.pre -= 1
             self.newline(blank=True)
+        elif action == "script":
+            self.line[element.start:] = [scripted("".join(self.line[element.start:]).strip(), element.tag)]
+        elif action == "gallery" and self.gallery is not None:
+            file = self.gallery.file or " ".join("".join(self.gallery.thumb).split())
+            caption = " ".join("".join(self.line[element.start:]).split())
+            self.line[element.start:] = [f"{caption} ({file})" if caption and file else caption or file]
+            self.gallery, self.cells = None, self.cells - 1
+            self.newline()
         elif element.tag in PARAGRAPH_TAGS:
             self.newline(blank=True)
         elif element.tag in LINE_TAGS:
@@ -3015,6 +3144,8 @@ class PlainText(html.parser.HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self.skipping:
+            if self.gallery is not None:
+                self.gallery.thumb.append(data)
             return
         self.line.append(data)
         if self.ref is not None:
@@ -4986,19 +5117,24 @@ def missing_page(ctx: ToolContext, title: str) -> WikiError:
 
 
 def gone(ctx: ToolContext, title: str) -> str | None:
-    """Where a page that is not there went, from the wiki's log: deleted (undelete-page
-    restores it) or moved without a redirect; None when the log does not say."""
-    events = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
-                             "leprop": "type|user|timestamp|comment|details"}).get("query", {}).get("logevents")
-    for event in events or []:
+    """What the wiki says of a page that is not there: that it is protected against creation, and
+    where it went, from the log: deleted (undelete-page restores it) or moved without a redirect.
+    None when it says neither."""
+    query = ctx.client.get({"action": "query", "list": "logevents", "letitle": title, "lelimit": 5,
+                            "leprop": "type|user|timestamp|comment|details", "titles": title,
+                            "prop": "info", "inprop": "protection"}).get("query", {})
+    create = [e for page in query.get("pages") or [] for e in page.get("protection") or []
+              if e.get("type") == "create"]
+    protected = f"It is protected against creation ({protection_text(create)}). " if create else ""
+    for event in query.get("logevents") or []:
         when = (f" on {event.get('timestamp')} by {event.get('user', 'a hidden user')}"
                 + (f" ({one_line(event['comment'])})" if event.get("comment") else ""))
         if (event.get("type"), event.get("action")) == ("delete", "delete"):
-            return f"It was deleted{when}; undelete-page restores it."
+            return f"{protected}It was deleted{when}; undelete-page restores it."
         if event.get("type") == "move":
             target = (event.get("params") or {}).get("target_title")
-            return f"It was moved to {target!r}{when}, leaving no redirect; use that title."
-    return None
+            return f"{protected}It was moved to {target!r}{when}, leaving no redirect; use that title."
+    return protected.strip() or None
 
 
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
@@ -5185,11 +5321,11 @@ def get_page(
     header = page_header(ctx, page, revision, redirected, metadata, shown)
     again = {**({"section": section} if section is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
-    blocks = content_blocks(header, text, offset, ctx.budget, "get-page",
-                            sections=None if section is not None else wikitext_sections(text, ctx.site.syntax),
-                            again=again or None)
+    blocks, piece = content_blocks(
+        header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
+        sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
     # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, ctx.budget,
+    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, shown_bytes(piece),
                             ctx.site.syntax, heading=heading)
     return [note, *blocks] if note else blocks
 
@@ -5222,17 +5358,22 @@ def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any]
     return labelled(*lines)
 
 
+def outline_call(title: str) -> str:
+    """The call that lists every section of a page a marker could list only some of (get-page-sections,
+    offered wherever get-page is: they are of one toolset)."""
+    return f"get-page-sections with {call_args(title=title)}"
+
+
 def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: str, *,
                    sections: list[Section] | list[tuple[int, str]] | None,
-                   again: Mapping[str, Any] | None) -> list[str]:
-    """Header and body as one block, then the truncation marker as its own block."""
-    piece = slice_content(text, offset, budget)
+                   again: Mapping[str, Any] | None, outline: str | None = None) -> tuple[list[str], Slice]:
+    """Header and body as one block, then the truncation marker as its own block; the body and the
+    marker together fit ``budget`` (fitted). Also the part of ``text`` shown."""
+    piece, marker = fitted(text, offset, budget, lambda cut: truncated_marker(
+        cut, tool_name, sections=sections or (), again=again, room=budget // OUTLINE_SHARE, outline=outline))
     if offset:
         header += f"\nOffset: {piece.start} of {piece.total} bytes"
-    blocks = [f"{header}\n\n{piece.text}"]
-    if piece.truncated:
-        blocks.append(truncated_marker(piece, tool_name, sections=sections or (), again=again))
-    return blocks
+    return [f"{header}\n\n{piece.text}", *([marker] if marker else [])], piece
 
 
 def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
@@ -5293,12 +5434,14 @@ def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, se
         page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
         revision = revision_of(page)
     header = page_header(ctx, page, revision, redirected, metadata, shown)
+    blocks, piece = content_blocks(
+        header, body, offset, ctx.budget, "get-page", outline=outline_call(page.get("title") or title),
+        sections=None if number is not None else html_sections(parsed),
+        again={"content": content, **({"section": number} if number is not None else {}),
+               **({} if follow_redirects else {"followRedirects": False})})
     if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-        ctx.reads.rendered(page["title"], body, slice_content(body, offset, ctx.budget).text)
-    return content_blocks(header, body, offset, ctx.budget, "get-page",
-                          sections=None if number is not None else html_sections(parsed),
-                          again={"content": content, **({"section": number} if number is not None else {}),
-                                 **({} if follow_redirects else {"followRedirects": False})})
+        ctx.reads.rendered(page["title"], body, piece.text)
+    return blocks
 
 
 SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of its own text | bytes with its "
@@ -5351,9 +5494,8 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
-    missing titles are listed. One budget of {content_max_bytes:bytes}: the pages that fit whole,
-    then the first that does not, cut at an offset; the rest are named. For HTML or a section, use
-    get-page."""
+    missing titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the
+    first that does not, cut; the rest named. For HTML or a section, use get-page."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5376,10 +5518,25 @@ def get_pages(
     if content == "none":
         return blocks + list(headers.values()) or ["No pages."]
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
-    whole, cut, left = fill_budget({title: utf8_len(b[0]) if b else None for title, b in bodies.items()},
-                                   ctx.budget)
-    cut_body = bodies[cut] if cut else None
-    piece = slice_content(cut_body[0], 0, left) if cut_body else None
+    sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
+    text = {"content": "text"} if content == "text" else {}
+    total = sum(size or 0 for size in sizes.values())
+    room, marker = ctx.budget, None
+    while True:  # the pages and the marker together fit the budget: the marker's room is the pages'
+        whole, cut, left = fill_budget(sizes, room)
+        cut_body = bodies[cut] if cut else None
+        piece = slice_content(cut_body[0], 0, left) if cut_body else None
+        if len(whole) == len(bodies):
+            break
+        marker = truncated_marker(
+            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
+            shown=(room - left + (piece.end if piece else 0), total),
+            again={"title": cut, **text} if piece else None, batch=text or None,
+            left_out=[title for title in bodies if title not in whole and title != cut],
+            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None)
+        if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
+            break
+        room = max(ctx.budget - utf8_len(marker), 1)
     notes = []  # that a read could not be recorded yet, once
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
@@ -5388,14 +5545,8 @@ def get_pages(
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
                 notes.append(ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax))
-    if len(whole) < len(bodies):
-        text = {"content": "text"} if content == "text" else {}
-        total = sum(utf8_len(b[0]) for b in bodies.values() if b)
-        blocks.append(truncated_marker(
-            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
-            shown=(ctx.budget - left + (piece.end if piece else 0), total),
-            again={"title": cut, **text} if piece else None, batch=text or None,
-            left_out=[title for title in bodies if title not in whole and title != cut]))
+    if marker and len(whole) < len(bodies):
+        blocks.append(marker)
     return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
 
 
@@ -5512,19 +5663,20 @@ FIND_SHOWN = 50
 MAX_MATCHES = 10_000
 
 
-@tool("find-in-page", "Find in page", toolset="pages", read_only=True)
+@tool("find-in-page", "Find in page", toolset="pages", read_only=True, continue_from=True)
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext, or with regex a Python regular expression.", max_length=500)],
-    regex: Annotated[bool, Arg("find is a regular expression.")] = False,
+    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500)],
+    regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in one wiki page's wikitext: each match's section, line, byte offset, neighbouring
-    lines and the template, reference or comment it is in; 50 at most. For words across pages, use
+    """Finds text in a wiki page's wikitext: each match's section, line, byte offset, nearby lines
+    and the template, reference or comment it is in; 50 a call. For words across pages, use
     search-page."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
+    first, revisionId = next_matches(ctx, revisionId)
     pattern = None
     if regex:
         try:
@@ -5555,14 +5707,35 @@ def find_in_page(
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
+    if first >= len(spans):
+        raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
+    shown = spans[first:first + FIND_SHOWN]
     # get-page reads the latest revision: an older one's offsets are get-revision's
     reader = f"get-revision {revisionId}" if revisionId else "get-page"
-    blocks = [f"{header}\n{count} of {what} ({FIND_LEGEND.format(reader=reader)}):\n"
-              + "\n".join(match_rows(ctx, text, spans[:FIND_SHOWN]))]
-    if len(spans) > FIND_SHOWN:
-        blocks.append(f"Result capped at {FIND_SHOWN} matches. Additional matches may exist — narrow find, "
-                      "such as with more of the text around the one sought.")
+    blocks = [f"{header}\n{count} of {what}{f', from match {first + 1}' if first else ''} "
+              f"({FIND_LEGEND.format(reader=reader)}):\n"
+              + "\n".join(match_rows(ctx, text, shown))]
+    if first + FIND_SHOWN < min(len(spans), MAX_MATCHES):
+        # the next call reads the same revision, so that its matches follow on from these
+        blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
+                                          encode_continuation({"from": first + FIND_SHOWN,
+                                                               "revision": revision["revid"]})))
     return blocks
+
+
+def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | None]:
+    """Where a continued find-in-page starts (the index of its first match) and the revision it
+    reads: the one the first call read."""
+    if not ctx.continue_from:
+        return 0, revision_id
+    fields = continuation(ctx, "from", "revision")
+    if not all(fields.get(key, "").isdigit() for key in ("from", "revision")):
+        raise invalid_input(f"continueFrom {ctx.continue_from!r} is not a continuation find-in-page produced; "
+                            "pass the value from its last 'More results available' marker unchanged.")
+    if revision_id and revision_id != int(fields["revision"]):
+        raise invalid_input(f"continueFrom reads on in revision {fields['revision']}, not {revision_id}; "
+                            "leave revisionId out, or give the one the first call had.")
+    return int(fields["from"]), int(fields["revision"])
 
 
 def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
@@ -5766,15 +5939,17 @@ def get_revision(
         if isinstance(section, str):
             section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
-        # a truncated read of an old revision must not be written back either (update-page);
-        # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, offset, ctx.budget, ctx.site.syntax,
-                                latest=revisionId == page.get("lastrevid"))
     if section is not None:
         again["section"] = section
     header = revision_header(ctx, page, revision, shown)
-    blocks = content_blocks(header, text, offset, ctx.budget, "get-revision",
-                            sections=None if section is not None else sections, again=again or None)
+    # its outline is the revision's: get-page-sections lists the latest one's
+    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-revision",
+                                   sections=None if section is not None else sections, again=again or None)
+    if content == "source":
+        # a truncated read of an old revision must not be written back either (update-page);
+        # a read of the latest one is, like get-page's, the base of the next write
+        note = ctx.reads.record(title, section, revisionId, text, offset, shown_bytes(piece), ctx.site.syntax,
+                                latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
 
@@ -5916,7 +6091,7 @@ def compare_pages(
     if not includeDiff or not (removed or added):
         return [header]
     return content_blocks(header, compact_diff(lines), offset, ctx.budget, "compare-pages",
-                          sections=None, again=None)
+                          sections=None, again=None)[0]
 
 
 def compare_side(side: str, revision: int | None, title: str | None, text: str | None) -> dict[str, Any]:
@@ -6136,7 +6311,7 @@ def parse_wikitext(
                                      else "") for c in parsed.get("categories") or [])),
             ("External links", ", ".join(parsed.get("externallinks") or []))]
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
-                          sections=None, again=None)
+                          sections=None, again=None)[0]
 
 
 TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | aliases | default | example | "
@@ -6149,9 +6324,8 @@ def get_template_info(
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
     """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
-    default, example, description), its description and format. Without TemplateData, read from
-    {{{{{{name|default}}}}}} in its source, marked inferred. For where a page calls it, use
-    find-in-page."""
+    default, example, description), description and format; without TemplateData, inferred from
+    {{{{{{name|default}}}}}} in its source. For where a page calls it, use find-in-page."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -6190,7 +6364,10 @@ def get_template_info(
 
 
 def template_param_row(name: str, param: Mapping[str, Any]) -> str:
-    flags = [flag for flag in ("required", "suggested", "deprecated") if param.get(flag)]
+    # TemplateData's deprecated is true or the reason, as text
+    flags = [f"deprecated: {json.dumps(one_line(param[flag]), ensure_ascii=False)}"
+             if flag == "deprecated" and isinstance(param[flag], str) else flag
+             for flag in ("required", "suggested", "deprecated") if param.get(flag)]
     parts = [name, param.get("type") if param.get("type") not in (None, "unknown") else "", ", ".join(flags)]
     parts += [f"{key}: {one_line(param[key]) if key != 'aliases' else ', '.join(param[key])}"
               for key in ("label", "aliases", "default", "example") if param.get(key)]
