@@ -5156,24 +5156,48 @@ def outline_list(outline: Sequence[Heading]) -> str:
                                      for n, level, heading, _ in outline if n is not None])
 
 
-#: A section as a heading names it: (number, level, heading as it reads, the page it comes
-#: from when a template brings it, which gives it no number here).
-Heading = tuple[int | None, int, str, str]
+class Heading(typing.NamedTuple):
+    """A section as a heading names it; ``source``: the page a template brings it from, which
+    gives it no ``number`` here."""
+    number: int | None
+    level: int
+    text: str  # as it reads
+    source: str = ""
 
 
-def section_by_heading(ctx: ToolContext, text: str, wanted: str, title: str,
-                       revid: int | None) -> tuple[int, str, str]:
-    """The number of the section of wikitext ``text`` headed ``wanted``, how a header shows it,
-    and its text as the wiki gives it (rvsection)."""
+class AskedSection(typing.NamedTuple):
+    """A section asked for by number or heading: its number (None: the whole page), how a header
+    shows it (``2 (History)`` for a heading), and the text read, cut to that section when its
+    heading was looked up in that text."""
+    number: int | None
+    shown: int | str | None
+    text: str = ""
+
+
+def asked_section(ctx: ToolContext, title: str, section: int | str | None, *, text: str = "",
+                  parsed: Mapping[str, Any] | None = None, revid: int | None = None) -> AskedSection:
+    """The section ``section`` names: a number as it is; a heading (pick_section) looked up in the
+    wikitext ``text`` of revision ``revid`` (its rendered outline fetched only if needed), or in an
+    action=parse result ``parsed`` with prop=sections|wikitext."""
+    if not isinstance(section, str):
+        return AskedSection(section, section, text)
     syntax = ctx.site.syntax
-    outline = [(s.number, s.level, heading_plain(s.heading), "") for s in wikitext_sections(text, syntax)]
-    as_rendered = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
-    number, heading = pick_section(ctx, outline, wanted, title, as_rendered,
-                                   lambda: source_headings(text, syntax) + as_rendered())
+    with_templates: Callable[[], list[Heading]]
+    if parsed is None:
+        outline = [Heading(s.number, s.level, heading_plain(s.heading)) for s in wikitext_sections(text, syntax)]
+        with_templates = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    else:
+        outline = outline_of(parsed)
+        text, with_templates = str(parsed.get("wikitext", "")), lambda: outline
+    number, heading = pick_section(ctx, outline, section, title, with_templates,
+                                   lambda: source_headings(text, syntax) + with_templates())
+    shown = f"{number} ({heading})" if heading else number
+    if parsed is not None:
+        return AskedSection(number, shown)
     span = section_span(text, number, syntax)
     if span is None:
         raise no_such_section(ctx, title, number, revid)
-    return number, f"{number} ({heading})" if heading else str(number), section_text(text, span)
+    return AskedSection(number, shown, section_text(text, span))
 
 
 def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Heading]:
@@ -5182,25 +5206,25 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
     return outline_of(parse_page(ctx, title, None, prop="sections", **params))
 
 
-def outline_of(parsed: dict[str, Any]) -> list[Heading]:
-    return [(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-             strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-             else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
+def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
+    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+                    strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
-                 with_templates: Callable[[], list[Heading]] | None = None,
-                 aliases: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
+                 with_templates: Callable[[], list[Heading]],
+                 aliases: Callable[[], list[Heading]]) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
-    the headings (a heading a template brings, from ``with_templates`` when the outline has
-    none of those, is named with its page); headed more than once: invalid_input, listing
-    those sections. Digits that head nothing are taken as the section number. ``aliases``:
-    the same sections' other names (as rendered, as written), tried when no heading matches, so
-    that a section is found by the name get-page-sections shows and by its source alike."""
+    the headings (a heading a template brings, from ``with_templates``, is named with its page);
+    headed more than once: invalid_input, listing those sections. Digits that head nothing are
+    taken as the section number. ``aliases``: the same sections' other names (as rendered, as
+    written), tried when no heading matches, so that a section is found by the name
+    get-page-sections shows and by its source alike."""
     key = heading_key(wanted)
     own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h) == key]
-    if not own and aliases and not wanted.strip().isdigit():
+    if not own and not wanted.strip().isdigit():
         numbered = {n: h for n, _, h, _ in outline if n is not None}
         own = [(n, numbered[n]) for n in dict.fromkeys(
             n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
@@ -5214,8 +5238,7 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
             + ". Give the one meant by its number: section=N.")
     if wanted.strip().isdigit():
         return int(wanted), ""
-    brought = [src for n, _, h, src in (with_templates() if with_templates else outline)
-               if n is None and heading_key(h) == key]
+    brought = [src for n, _, h, src in with_templates() if n is None and heading_key(h) == key]
     if brought:
         raise not_found(f"The section headed {wanted!r} in {title} comes from the page {brought[0]}, which "
                         f"{title} transcludes, so it is read and changed there: call again with "
@@ -5228,8 +5251,8 @@ def source_headings(text: str, syntax: Syntax) -> list[Heading]:
     """The numbered headings of wikitext as written (templates, tags and all) and as they read
     without markup: the names a section may be asked for besides the rendered one."""
     sections = wikitext_sections(text, syntax)
-    written: list[Heading] = [(s.number, s.level, s.heading, "") for s in sections]
-    return written + [(s.number, s.level, heading_plain(s.heading), "") for s in sections]
+    return ([Heading(s.number, s.level, s.heading) for s in sections]
+            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
 
 
 def heading_key(heading: str) -> str:
@@ -5313,9 +5336,8 @@ def get_page(
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown = slot_text(ctx, revision, number, page["title"]), section
-    if isinstance(section, str):
-        section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
+    section, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
+                                         text=slot_text(ctx, revision, number, page["title"]))
     # noted under its heading too, by which a write may name it once a section above renumbered it
     heading = section_heading(text, 1, ctx.site.syntax) if section else None
     header = page_header(ctx, page, revision, redirected, metadata, shown)
@@ -5389,31 +5411,32 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         raise
 
 
-def rendered(ctx: ToolContext, title: str, content: str, section: int | str | None,
-             **params: Any) -> tuple[dict[str, Any], str, int | None, int | str | None]:
+class Rendered(typing.NamedTuple):
+    """A page or revision rendered (rendered): the action=parse result, the HTML or plain text
+    shown, and the section asked for (AskedSection)."""
+    parsed: dict[str, Any]
+    body: str
+    number: int | None
+    shown: int | str | None
+
+
+def rendered(ctx: ToolContext, title: str, content: str, section: int | str | None, **params: Any) -> Rendered:
     """A page (page=) or revision (oldid=) rendered, whole or one section (by number or heading),
-    as HTML or plain text: the parse, the body, the section number and how a header shows it.
-    Plain text is read from the whole page, so that a section's references are the page's; an
-    HTML section by heading costs a request more, for the numbers of the headings."""
-    number, shown = (None if isinstance(section, str) else section), section
+    as HTML or plain text. Plain text is read from the whole page, so that a section's references
+    are the page's; an HTML section by heading costs a request more, for the numbers of the headings."""
     by_name = isinstance(section, str)  # then the source too, for the headings as written
+    parsed: dict[str, Any] = {}
+    if content == "text" or by_name:
+        props = ("text|sections|revid" if content == "text" else "sections") + "|wikitext" * by_name
+        parsed = parse_page(ctx, title, None, prop=props, **params)
+    number, shown, _ = asked_section(ctx, title, section, parsed=parsed)
     if content == "text":
-        parsed = parse_page(ctx, title, None, prop="text|sections|revid" + "|wikitext" * by_name, **params)
-        if isinstance(section, str):
-            number, heading = pick_section(ctx, outline_of(parsed), section, title, aliases=lambda: (
-                source_headings(parsed.get("wikitext", ""), ctx.site.syntax)))
-            shown = f"{number} ({heading})" if heading else number
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
-        return parsed, body, number, shown
-    if isinstance(section, str):
-        sections = parse_page(ctx, title, None, prop="sections|wikitext", **params)
-        number, heading = pick_section(ctx, outline_of(sections), section, title, aliases=lambda: (
-            source_headings(sections.get("wikitext", ""), ctx.site.syntax)))
-        shown = f"{number} ({heading})" if heading else number
+        return Rendered(parsed, body, number, shown)
     parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
-    return parsed, parsed.get("text", ""), number, shown
+    return Rendered(parsed, parsed.get("text", ""), number, shown)
 
 
 def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -5935,9 +5958,9 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text, shown = {}, slot_text(ctx, revision, number, title), section
-        if isinstance(section, str):
-            section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
+        again = {}
+        section, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
+                                             revid=revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
     if section is not None:
         again["section"] = section
@@ -6967,7 +6990,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     latest: int = current.get("revid", 0)
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
-    number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
+    number = asked_section(ctx, title, section, text=now, revid=latest).number
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
         if from_read and not latest_id else None
@@ -6980,8 +7003,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     pin = latest_id or read_base or (latest if pinned and latest else None)
     base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
     seen = now if on_now else base
-    if heading is not None and seen is not now:
-        number = section_by_heading(ctx, seen, heading, title, pin)[0]
+    if heading is not None and seen is not now:  # numbered anew: a section above may have come or gone since
+        number = asked_section(ctx, title, heading, text=seen, revid=pin).number
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
