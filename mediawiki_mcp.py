@@ -3031,65 +3031,84 @@ class PlainText(html.parser.HTMLParser):
         self.open.append(element)
         if self.gallery is not None and tag == "a" and not self.gallery.file:
             self.gallery.file = gallery_file(attributes.get("href", ""))
-        if self.skipping or tag in TEXT_SKIPPED_TAGS or classes & TEXT_SKIPPED_CLASSES \
-                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc" \
-                or self.gallery is not None and "thumb" in classes:  # an image: read for its file alone
+        if self.skipping or self.unseen(tag, attributes, classes):
             element.skip = True
             self.skipping += 1
-            return
-        anchor = attributes.get("id", "")
+        else:
+            element.action = self.started(element, attributes, classes)
+
+    def unseen(self, tag: str, attributes: Mapping[str, str], classes: set[str]) -> bool:
+        """Whether an element is one a reader never sees, or a gallery's image, read for its file alone."""
+        return (tag in TEXT_SKIPPED_TAGS or bool(classes & TEXT_SKIPPED_CLASSES) or attributes.get("id") == "toc"
+                or bool(HIDDEN_STYLE.search(attributes.get("style", "")))
+                or self.gallery is not None and "thumb" in classes)
+
+    def started(self, element: _Open, attributes: Mapping[str, str], classes: set[str]) -> str:
+        """Starts an element that is seen; what closing it does (_Open.action)."""
+        tag = element.tag
         if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.newline(blank=True)
-            self.heading, element.action = _TextHeading(int(tag[1]), anchor), "heading"
+            self.heading = _TextHeading(int(tag[1]), attributes.get("id", ""))
             self.lines.append(self.heading)
-        elif "mw-headline" in classes and self.heading is not None:
-            self.heading.anchor = anchor or self.heading.anchor
-        elif tag in ("td", "th"):
-            if self.rows and self.rows[-1]:
-                self.line.append(" | ")
-            if self.rows:
-                self.rows[-1] += 1
-            self.cells += 1
-            element.action = "cell"
-        elif tag == "tr":
-            self.newline()
-            if self.rows:
-                self.rows[-1] = 0
-        elif tag == "table":
-            self.newline(blank=True)
-            self.rows.append(0)
-            element.action = "table"
-        elif tag in ("ul", "ol", "dl"):
-            if not self.lists:
-                self.newline(blank=True)
-            self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
-            element.action = "list"
-        elif tag in ("li", "dt", "dd") and self.lists:
-            self.newline()
-            if self.lists[-1] == "ref":
-                label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
-                self.line.append(f"[{label}] ")
-                self.notes[label], self.note, element.action = "", label, "note"
-            else:
-                marks = "".join(self.lists).replace("ref", "")
-                self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
-            if "gallerybox" in classes:  # its caption's lines on the image's line
-                self.gallery, self.cells, element.action = _GalleryImage(), self.cells + 1, "gallery"
-                element.start = len(self.line)
+            return "heading"
+        if "mw-headline" in classes and self.heading is not None:
+            self.heading.anchor = attributes.get("id") or self.heading.anchor
+        elif tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
+            return self.structure_started(element, attributes.get("id", ""), classes)
         elif tag == "sup" and "reference" in classes:
-            self.ref, element.action = [], "ref"
+            self.ref = []
+            return "ref"
         elif tag in ("sup", "sub"):
-            element.action = "script"
+            return "script"
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
             self.newline(blank=True)
             self.pre += 1
-            element.action = "pre"
+            return "pre"
         elif tag in PARAGRAPH_TAGS:
             self.newline(blank=True)
         elif tag in LINE_TAGS:
             self.newline()
+        return ""
+
+    def structure_started(self, element: _Open, anchor: str, classes: set[str]) -> str:
+        """Starts a table, a row, a cell, a list or a list item; what closing it does."""
+        tag = element.tag
+        if tag in ("td", "th"):
+            if self.rows and self.rows[-1]:
+                self.line.append(" | ")
+            if self.rows:
+                self.rows[-1] += 1
+            self.cells += 1
+            return "cell"
+        if tag == "tr":
+            self.newline()
+            if self.rows:
+                self.rows[-1] = 0
+            return ""
+        if tag == "table":
+            self.newline(blank=True)
+            self.rows.append(0)
+            return "table"
+        if tag in ("ul", "ol", "dl"):
+            if not self.lists:
+                self.newline(blank=True)
+            self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
+            return "list"
+        self.newline()
+        action = ""
+        if self.lists[-1] == "ref":
+            label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
+            self.line.append(f"[{label}] ")
+            self.notes[label], self.note, action = "", label, "note"
+        else:
+            marks = "".join(self.lists).replace("ref", "")
+            self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
+        if "gallerybox" in classes:  # its caption's lines on the image's line
+            self.gallery, self.cells, action = _GalleryImage(), self.cells + 1, "gallery"
+            element.start = len(self.line)
+        return action
 
     def handle_endtag(self, tag: str) -> None:
         if not any(element.tag == tag for element in self.open):
@@ -3361,54 +3380,50 @@ def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], s
     each run of changes moves back while the line before it equals its last, merging with
     runs before; then forward as far as it goes, merging with runs after; then, if it merged
     with none, back to where it lines up with a run of changes on the other side."""
-    def own(k: int) -> bool:
-        return changed[k + 1]
-
-    def theirs(k: int) -> bool:
-        return other[k + 1]
-    i = j = 0
-    end = len(lines)
+    i = j = 0  # j: the line of the other side that lines up with line i
     while True:
-        while i < end and not own(i):
-            while theirs(j):
-                j += 1
-            i, j = i + 1, j + 1
-        if i == end:
+        while i < len(lines) and not changed[i + 1]:
+            i, j = i + 1, unchanged_from(other, j) + 1
+        if i == len(lines):
             return
-        start, i = i, i + 1
-        while own(i):
-            i += 1
-        while theirs(j):
-            j += 1
-        while True:
-            run = i - start
-            while start and lines[start - 1] == lines[i - 1]:
-                start, i = start - 1, i - 1
-                changed[start + 1], changed[i + 1] = True, False
-                while own(start - 1):
-                    start -= 1
-                j -= 1
-                while theirs(j):
-                    j -= 1
-            # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
-            # a run back wherever the other side goes on, not only by a run of changes there
-            corresponding = i if (j < len(other) - 2 if shown else theirs(j - 1)) else end
-            while i != end and lines[start] == lines[i]:
-                changed[start + 1], changed[i + 1] = False, True
-                start, i = start + 1, i + 1
-                while own(i):
-                    i += 1
-                j += 1
-                while theirs(j):
-                    corresponding, j = i, j + 1
-            if run == i - start:
-                break
-        while corresponding < i:
+        i, j = shift_run(lines, changed, other, i, unchanged_from(other, j), shown)
+
+
+def unchanged_from(flags: list[bool], k: int, step: int = 1) -> int:
+    """The first line from line ``k`` on (``step`` -1: back) that ``flags`` do not mark changed."""
+    while flags[k + 1]:
+        k += step
+    return k
+
+
+def shift_run(lines: list[str], changed: list[bool], other: list[bool], start: int, j: int,
+              shown: bool) -> tuple[int, int]:
+    """Slides the run of changes that starts at line ``start`` (shift_boundaries), ``j`` the line of
+    the other side that lines up with it; where the run ends then, and the other side's line there."""
+    end, i = len(lines), unchanged_from(changed, start + 1)
+    while True:
+        run = i - start
+        while start and lines[start - 1] == lines[i - 1]:
             start, i = start - 1, i - 1
             changed[start + 1], changed[i + 1] = True, False
-            j -= 1
-            while theirs(j):
-                j -= 1
+            start = unchanged_from(changed, start - 1, -1) + 1
+            j = unchanged_from(other, j - 1, -1)
+        # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
+        # a run back wherever the other side goes on, not only by a run of changes there
+        corresponding = i if (j < len(other) - 2 if shown else other[j]) else end
+        while i != end and lines[start] == lines[i]:
+            changed[start + 1], changed[i + 1] = False, True
+            start, i = start + 1, unchanged_from(changed, i + 1)
+            if other[j + 2]:
+                corresponding = i
+            j = unchanged_from(other, j + 1)
+        if run == i - start:
+            break
+    while corresponding < i:
+        start, i = start - 1, i - 1
+        changed[start + 1], changed[i + 1] = True, False
+        j = unchanged_from(other, j - 1, -1)
+    return i, j
 
 
 def merge3(base: str, mine: str, theirs: str) -> str | None:
