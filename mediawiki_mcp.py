@@ -1941,9 +1941,8 @@ def run_secret_command(spec: Any, path: str, timeout: float = EXEC_SECRET_TIMEOU
     return secret
 
 
-def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
-    """Reads the configuration file (the TypeScript server's config.json shape). Every
-    problem is a ConfigError naming the field."""
+def json_object(path: str) -> dict[str, Any]:
+    """The JSON object a configuration file holds."""
     try:
         with open(path, encoding="utf-8") as file:
             raw = json.load(file)
@@ -1955,6 +1954,13 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
         raise ConfigError(f"configuration file {path} is not valid JSON: {error}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"configuration file {path} must hold a JSON object, not {json_kind(raw)}")
+    return raw
+
+
+def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
+    """Reads the configuration file (the TypeScript server's config.json shape). Every
+    problem is a ConfigError naming the field."""
+    raw = json_object(path)
     for name, kinds in TOP_FIELD_TYPES.items():
         if name in raw:
             check_type(name, raw[name], kinds)
@@ -1997,37 +2003,13 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
                           "(no spaces, no /, not starting with mcp://)")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
-    fields: dict[str, Any] = {}
-    for name, value in entry.items():
-        path = f"{where}.{name}"
-        if name in SECRET_FIELDS:
-            value = file_credential(value, env, path, header=name == "token")
-        elif name in WIKI_FIELD_TYPES:
-            check_type(path, value, WIKI_FIELD_TYPES[name])
-            if name == "server":
-                value = substitute_address(value, env, path)
-            elif isinstance(value, str):
-                value = substitute(value, env, path, False)
-            elif isinstance(value, list):
-                value = [substitute(v, env, path, False) for v in value]
-            if name in IGNORED_WIKI_FIELDS and value is not None:
-                ignored.add(name)
-        else:
-            log.warning("%s is not a field of the configuration format; ignored", path)
-        fields[name] = value
+    fields = {name: wiki_field(where, name, value, env, ignored) for name, value in entry.items()}
     if not fields.get("server"):
         raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
     username, password, token = (fields.get(n) for n in SECRET_FIELDS)
     url = wiki_address(fields["server"], f"{where}.server", f"{where}.token" if token else "")
-    parts, script_path = urllib.parse.urlsplit(url), fields.get("scriptpath")
-    if isinstance(script_path, str) and not parts.path.endswith("api.php"):
-        directory = script_path.strip().strip("/")
-        if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
-            raise ConfigError(f"{where}.scriptpath must be a path such as /w (the directory of api.php), "
-                              f"not {script_path!r}")
-        # As MediaWiki's $wgScriptPath it counts from the origin, so server may be a page URL too.
-        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"),
-                                       "", ""))
+    if isinstance(fields.get("scriptpath"), str):
+        url = with_script_path(url, fields["scriptpath"], f"{where}.scriptpath")
     if bool(username) != bool(password):
         raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
     if username and token:
@@ -2046,6 +2028,37 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
         read_only=fields.get("readOnly", not (username or token)),
         private=private, tags=tags,
         attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
+
+
+def wiki_field(where: str, name: str, value: Any, env: Mapping[str, str], ignored: set[str]) -> Any:
+    """A field of the wiki at ``where`` in the configuration file, its type checked and ``${VAR}``
+    substituted; ``ignored`` gains the name of a field set that this server ignores."""
+    path = f"{where}.{name}"
+    if name in SECRET_FIELDS:
+        return file_credential(value, env, path, header=name == "token")
+    if name not in WIKI_FIELD_TYPES:
+        log.warning("%s is not a field of the configuration format; ignored", path)
+        return value
+    check_type(path, value, WIKI_FIELD_TYPES[name])
+    if name in IGNORED_WIKI_FIELDS and value is not None:
+        ignored.add(name)
+    if name == "server":
+        return substitute_address(value, env, path)
+    if isinstance(value, list):
+        return [substitute(v, env, path, False) for v in value]
+    return substitute(value, env, path, False) if isinstance(value, str) else value
+
+
+def with_script_path(url: str, script_path: str, path: str) -> str:
+    """The api.php address in the directory ``script_path`` (scriptpath, as MediaWiki's $wgScriptPath,
+    from the origin, so that server may be a page URL too), unless ``url`` is one already."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.path.endswith("api.php"):
+        return url
+    directory = script_path.strip().strip("/")
+    if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
+        raise ConfigError(f"{path} must be a path such as /w (the directory of api.php), not {script_path!r}")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"), "", ""))
 
 
 # ---------------------------------------------------------------------------
