@@ -315,9 +315,9 @@ MW_NEXT_STEP = {
 # ---------------------------------------------------------------------------
 
 class WikiError(Exception):
-    """The one exception of this module: a failure the caller is told about, made by the
-    factory of its category below. ``str(error)`` is the text the model receives:
-    ``category: message``. Code that handles one branches on ``category`` or ``code``,
+    """A failure a tool's caller is told about (configuration that cannot work is a ConfigError,
+    at start), made by the factory of its category below. ``str(error)`` is the text the model
+    receives: ``category: message``. Code that handles one branches on ``category`` or ``code``,
     never on the message."""
 
     def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
@@ -575,11 +575,19 @@ class RetryPolicy:
         return True
 
 
+class Learnt(typing.NamedTuple):
+    """What a client has learnt of its wiki so far (MediaWikiClient.learnt): None, not yet."""
+    site: SiteInfo | None
+    api_url: str | None
+
+
 class MediaWikiClient:
     """The API of one wiki, shared by every tool call on worker threads.
 
-    Reads are GETs; writes and long inputs are POSTs. Login, site info and the API address
-    (discover_api) are learnt on first use and cached, behind one lock.
+    Reads are GETs; writes and long inputs are POSTs. What it learns of the wiki is fetched on
+    first use and cached: the session, API address (discover_api), login, site info and tokens
+    behind one lock; the account, extensions and messages without it, as two calls fetching
+    them at once only fetch them twice.
     """
 
     def __init__(
@@ -753,9 +761,9 @@ class MediaWikiClient:
         return self._api_url
 
     @property
-    def known(self) -> tuple[SiteInfo | None, str | None]:
+    def learnt(self) -> Learnt:
         """Site info and API address as far as learnt so far, without any request."""
-        return self._site, self._api_url
+        return Learnt(self._site, self._api_url)
 
     def session_for(self, url: str) -> requests.Session:
         """The session for a request to ``url`` (fetch_file): the wiki's own, with its cookies and
@@ -1401,8 +1409,9 @@ class ConfigError(Exception):
 
 # -- reading a setting: each parser takes the variable's name and text, and says what is wrong --
 
-def checked(convert: Callable[[str], Any], ok: Callable[[str], bool], wanted: str) -> Callable[[str, str], Any]:
-    """A parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
+def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],
+                   wanted: str) -> Callable[[str, str], Any]:
+    """The parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
     ConfigError saying that the variable must be ``wanted``."""
     def parse(name: str, value: str) -> Any:
         if not ok(value.strip()):
@@ -1411,10 +1420,10 @@ def checked(convert: Callable[[str], Any], ok: Callable[[str], bool], wanted: st
     return parse
 
 
-parse_bool = checked(lambda text: text.lower() in TRUE_WORDS, lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS,
-                     "true or false")
-byte_count = checked(int, lambda text: whole_number(text) and int(text) >= 1000,
-                     "a whole number of bytes, at least 1000")
+parse_bool = setting_parser(lambda text: text.lower() in TRUE_WORDS,
+                            lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS, "true or false")
+byte_count = setting_parser(int, lambda text: whole_number(text) and int(text) >= 1000,
+                            "a whole number of bytes, at least 1000")
 
 
 def nonblank(name: str, value: str) -> str:
@@ -1642,7 +1651,7 @@ SETTINGS = {row.variable: row for row in (
             "default: true without credentials", parse=parse_bool, field="wikis.*.readOnly"),
     Setting("MEDIAWIKI_USER_AGENT", "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)': Wikimedia "
             "throttles clients without contact details", "",
-            checked(str, printable_ascii, "printable ASCII, as it travels in an HTTP header")),
+            setting_parser(str, printable_ascii, "printable ASCII, as it travels in an HTTP header")),
     Setting("CONFIG", "JSON file naming several wikis (as --config); MEDIAWIKI_URL, the credentials and "
             "MEDIAWIKI_READ_ONLY are then ignored", empty_is_default=False),
     Setting("MCP_TRUSTED_HOSTS", "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
@@ -1657,12 +1666,12 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
-            checked(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
+            setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
-            "stdio", checked(str.lower, lambda text: text.lower() in ("stdio", "http"), "stdio or http")),
+            "stdio", setting_parser(str.lower, lambda text: text.lower() in ("stdio", "http"), "stdio or http")),
     Setting("MCP_BIND", f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST}); or --host", DEFAULT_HTTP_HOST),
     Setting("PORT", f"HTTP: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one); or --port", DEFAULT_HTTP_PORT,
-            checked(int, whole_number, "a port number")),
+            setting_parser(int, whole_number, "a port number")),
     Setting("MCP_ALLOWED_HOSTS", "HTTP: Host headers accepted, comma-separated, name:* for any port (default: the "
             "loopback names when listening on loopback, else unchecked)", [],
             functools.partial(host_list, header=True)),
@@ -1681,8 +1690,9 @@ SETTINGS = {row.variable: row for row in (
             parse_bool),
     Setting("MCP_SHUTDOWN_GRACE_SECONDS", "HTTP: seconds the tool calls in flight get to finish after SIGTERM "
             f"(default {SHUTDOWN_GRACE_SECONDS:g}); those still running are then answered with what is known",
-            SHUTDOWN_GRACE_SECONDS, checked(float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
-                                            and float(text) <= 3600, "a number of seconds up to 3600")),
+            SHUTDOWN_GRACE_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and float(text) <= 3600,
+                "a number of seconds up to 3600")),
     Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
             "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
             "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
@@ -2062,7 +2072,7 @@ def with_script_path(url: str, script_path: str, path: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Text helpers: pure functions that shape what the model reads
+# Text helpers: what the model reads, and the wikitext it writes, shaped as the wiki does
 # ---------------------------------------------------------------------------
 
 def utf8_len(text: str) -> int:
@@ -2144,6 +2154,15 @@ class Section:
     start: int = 0  # byte offset of the heading line in the text
 
 
+class HeadingNode(typing.NamedTuple):
+    """A heading as the preprocessor finds it, in characters: the section number it takes, its
+    level, and where its line starts and its closing equals signs end."""
+    number: int
+    level: int
+    start: int
+    end: int
+
+
 class _Part:
     """One part of an open bracket (its text up to a pipe): where it starts, the headings found
     in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
@@ -2151,7 +2170,7 @@ class _Part:
 
     def __init__(self, start: int = 0) -> None:
         self.start = start
-        self.headings: list[tuple[int, int, int, int]] = []
+        self.headings: list[HeadingNode] = []
         self.eqpos = False
         self.comment_end = -1
         self.visual_end = -1
@@ -2169,7 +2188,7 @@ class _Piece:
         pipe = self.open not in ("\n", "[")
         return pipe, pipe and len(self.parts) > 1 and not self.parts[-1].eqpos, self.open == "\n"
 
-    def broken(self) -> list[tuple[int, int, int, int]]:
+    def broken(self) -> list[HeadingNode]:
         return [h for part in self.parts for h in part.headings]
 
 
@@ -2228,25 +2247,24 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
+def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[HeadingNode]:
     """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
-    sections of, as (index, level, start, end of the heading text) in characters, in text order.
-    Comments, <includeonly> and the wiki's tags hide a heading; so does a template call around
-    it, yet that heading still takes an index, which is why section numbers can skip one. A
-    port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
-    section the wiki edits."""
+    sections of, in text order. Comments, <includeonly> and the wiki's tags hide a heading; so
+    does a template call around it, yet that heading still takes an index, which is why section
+    numbers can skip one. A port of buildDomTreeArrayFromText as far as headings go, so that
+    section=N here is the section the wiki edits."""
     return preprocess(text, syntax)[0]
 
 
 def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
-               ) -> tuple[list[tuple[int, int, int, int]], list[Node]]:
+               ) -> tuple[list[HeadingNode], list[Node]]:
     """The headings (heading_nodes) and the other nodes (Node) of wikitext, as MediaWiki's
     preprocessor finds them; ``inclusion``: as a page transcluding it reads it (<noinclude> parts
     left out, <includeonly> parts in), where no heading makes a section."""
     ignored = ("includeonly", "/includeonly") if inclusion else ("noinclude", "/noinclude")
     element_pattern = _element_pattern(syntax.tags | ({"/includeonly"} if inclusion else set()))
     nodes: list[Node] = []
-    root: list[tuple[int, int, int, int]] = []
+    root: list[HeadingNode] = []
     stack: list[_Piece] = []
     accum = root
     find_pipe = find_equals = in_heading = False
@@ -2254,7 +2272,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
     no_more_gt, no_closing = False, set()
     fake_line_start = True
 
-    def refresh() -> list[tuple[int, int, int, int]]:
+    def refresh() -> list[HeadingNode]:
         nonlocal find_pipe, find_equals, in_heading
         if stack:
             find_pipe, find_equals, in_heading = stack[-1].flags()
@@ -2376,7 +2394,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             stack.pop()
             accum = refresh()
             if level:
-                accum.append((index, level, piece.start, search_start))
+                accum.append(HeadingNode(index, level, piece.start, search_start))
                 index += 1
             else:
                 accum.extend(piece.broken())
@@ -2443,7 +2461,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
         root.extend(piece.broken())
-    return sorted(root, key=lambda h: h[2]), nodes
+    return sorted(root, key=lambda h: h.start), nodes
 
 
 def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
@@ -2564,7 +2582,7 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
 NEVER = ("infinite", "infinity", "indefinite", "never", "")
 
 
-def until(expiry: Any) -> str:
+def until_clause(expiry: Any) -> str:
     """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
     return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
 
@@ -2575,7 +2593,7 @@ def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
     those another page's cascading protection imposes (prop=info names it as their source)."""
     levels = [e for e in entries if e.get("level")]
     own = [e for e in levels if not e.get("source")]
-    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in own)
+    text = ", ".join(f"{e.get('type')}={e['level']}{until_clause(e.get('expiry'))}" for e in own)
     text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
     for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
         imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
@@ -7871,7 +7889,7 @@ def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
 
 def level_text(entry: Mapping[str, Any] | None) -> str:
     """``sysop until 1 week``: one kind's protection level, or none."""
-    return f"{entry['level']}{until(entry.get('expiry'))}" if entry and entry.get("level") else "none"
+    return f"{entry['level']}{until_clause(entry.get('expiry'))}" if entry and entry.get("level") else "none"
 
 
 @tool("watch-page", "Watch page", toolset="changes", read_only=False, destructive=True, idempotent=True,
@@ -7908,7 +7926,7 @@ def watch_page(
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
     shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
-    expires = entry.get("expiry") if until(entry.get("expiry")) else None
+    expires = entry.get("expiry") if until_clause(entry.get("expiry")) else None
     return status + "\n" + labelled(("Title", shown), ("Until", expires))
 
 
@@ -9061,7 +9079,7 @@ def managing_wikis(state: ServerState) -> bool:
 def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     """A wiki's public facts (never a credential); ``contact`` fetches site info if not known."""
     wiki, client = state.wiki_and_client(key)
-    site, api = client.known
+    site, api = client.learnt
     problem = None
     if contact and site is None:
         try:
@@ -9121,7 +9139,7 @@ def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
 def registered_as(state: ServerState, key: str) -> str | None:
     """The key under which a wiki with this server name is configured, if it is."""
     for other, wiki, client in state.entries():
-        site = client.known[0]
+        site = client.learnt[0]
         if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
             return other
     return None
@@ -9157,14 +9175,14 @@ def add_wiki(
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
                  if k not in state.wikis and serves_url(w.url, None, url)), None)
-    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.known[0], url)), None)
+    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.learnt[0], url)), None)
     if known:
         raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
                        "to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
-        known = next((k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        known = next((k for k, c in state.clients.items() if c.learnt[1] == client.api_url), None)
         if known:
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")
