@@ -575,6 +575,16 @@ class RetryPolicy:
         return True
 
 
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """Whom a client signs in as: a bot password (username, password) or an OAuth token; and
+    the user name and password of HTTP basic auth, for the web server in front of the wiki."""
+    username: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    token: str | None = dataclasses.field(default=None, repr=False)
+    basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+
+
 class Learnt(typing.NamedTuple):
     """What a client has learnt of its wiki so far (MediaWikiClient.learnt): None, not yet."""
     site: SiteInfo | None
@@ -590,29 +600,17 @@ class MediaWikiClient:
     them at once only fetch them twice.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        username: str | None = None,
-        password: str | None = None,
-        token: str | None = None,
-        user_agent_prefix: str = "",
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        pool_size: int = MAX_CALLS_PER_WIKI,
-        guard: AddressGuard | None = None,
-        basic_auth: tuple[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, credentials: Credentials = Credentials(), *, user_agent_prefix: str = "",
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 guard: AddressGuard | None = None) -> None:
         self.url, userinfo = split_userinfo(url)
-        self._basic_auth = basic_auth or userinfo
-        self.username = username
-        self._password = password
-        self._token = token
+        self._basic_auth = credentials.basic_auth or userinfo
+        self.username = credentials.username
+        self._password = credentials.password
+        self._token = credentials.token
         self.user_agent_prefix = user_agent_prefix
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
-        self.pool_size = pool_size
         #: None: the operator chose this wiki. A guard: its URL came from a model, so every
         #: request passes the address guard and is pinned.
         self.guard = guard
@@ -770,7 +768,7 @@ class MediaWikiClient:
         token, for the origin of its API; for any other, one without them."""
         home = origin_of(url) == origin_of(self.api_url)
         with self._lock:
-            self._plain = self._plain or pinnable_session(self.user_agent_prefix, self.pool_size)
+            self._plain = self._plain or pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
             return self._session if home and self._session else self._plain
 
     def close(self) -> None:
@@ -801,7 +799,7 @@ class MediaWikiClient:
 
     def _new_session(self) -> requests.Session:
         rq = _requests()
-        session = pinnable_session(self.user_agent_prefix, self.pool_size)
+        session = pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
         session.headers["Accept-Encoding"] = "gzip"
         # requests reads proxy, CA bundle and netrc settings from the environment again on
         # every request (about a millisecond each time); the wiki is fixed, so read them once.
@@ -1727,8 +1725,8 @@ class WikiConfig:
         object.__setattr__(self, "basic_auth", self.basic_auth or userinfo)
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
-        return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
-                               basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
+        credentials = Credentials(self.username, self.password, self.token, self.basic_auth)
+        return MediaWikiClient(self.url, credentials, user_agent_prefix=user_agent_prefix, **options)
 
 
 def from_setting(variable: str) -> Any:
@@ -2507,18 +2505,25 @@ def call_args(**args: Any) -> str:
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
 
 
+class Batch(typing.NamedTuple):
+    """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
+    it shows of all the pages and their total, the pages it left out, and the other arguments
+    of the call that reads those."""
+    shown: tuple[int, int]
+    left_out: Sequence[str]
+    fields: Mapping[str, Any]
+
+
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
-                     again: Mapping[str, Any] | None = None, verb: str = "again with",
-                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = (),
-                     batch: Mapping[str, Any] | None = None, room: int | None = None,
-                     outline: str | None = None) -> str:
-    """The content-truncated marker: where the cut is, and the exact next calls; the sections
-    listed are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then
-    how many more and the call that lists them all (``outline``, if any). A batch (get-pages) gives
-    the bytes it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and
-    what else the call that reads those takes (``batch``)."""
+                     again: Mapping[str, Any] | None = None, room: int | None = None,
+                     outline: str | None = None, batch: Batch | None = None) -> str:
+    """The content-truncated marker: where the cut is, and the exact next calls: ``tool`` again, or
+    for a batch, which names a tool other than the one called, ``tool`` with. The sections listed
+    are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then how many
+    more and the call that lists them all (``outline``, if any)."""
     again = dict(again or {})
-    end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
+    verb = "with" if batch else "again with"
+    end, total = batch.shown if batch else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
@@ -2533,9 +2538,9 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
     if piece:
         parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
-    if left_out:
-        parts.append(f"Not included: {', '.join(left_out)}. To read them, call get-pages again with "
-                     f"{call_args(titles=list(left_out), **(batch or {}))}.")
+    if batch and batch.left_out:
+        parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
+                     f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
     return " ".join(parts)
 
 
@@ -5598,11 +5603,11 @@ def get_pages(
         if len(whole) == len(bodies):
             break
         marker = truncated_marker(
-            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
-            shown=(room - left + (piece.end if piece else 0), total),
-            again={"title": cut, **text} if piece else None, batch=text or None,
-            left_out=[title for title in bodies if title not in whole and title != cut],
-            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None)
+            piece, "get-page", sections=cut_body[1]() if cut_body else (),
+            again={"title": cut, **text} if piece else None,
+            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None,
+            batch=Batch((room - left + (piece.end if piece else 0), total),
+                        [title for title in bodies if title not in whole and title != cut], text))
         if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
             break
         room = max(ctx.budget - utf8_len(marker), 1)
