@@ -644,7 +644,7 @@ class MediaWikiClient:
         """A read: a GET (a POST when its parameters are too long for a URL), retried on
         transient failures within the retry budget."""
         self._ensure_ready()
-        return self._call("GET", params, retry_transient=True)
+        return self._call("GET", params)
 
     def token(self, kind: str = "csrf", refresh: bool = False) -> str:
         """A token of one of TOKEN_TYPES, fetched once per session with the others and cached."""
@@ -786,15 +786,14 @@ class MediaWikiClient:
                 self._session = self._new_session()
             if self._api_url is None:
                 self._api_url, query = discover_api(
-                    self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, retry_transient=True,
-                                                           url=candidate, auth=False),
+                    self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, url=candidate, auth=False),
                     self._session, self.guard, self.timeout)
                 if query is not None:
                     self._site = SiteInfo.from_api(query, self._api_url)
             if self.username and not self._logged_in:
                 self._login()
             if self._site is None:  # learnt with the wiki's own credentials: private wikis work
-                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
+                data = self._call("GET", SITEINFO_PARAMS)
                 self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
@@ -818,8 +817,7 @@ class MediaWikiClient:
 
     def _login(self) -> None:
         """Bot-password login (action=login); anything but Success is refused."""
-        token = self._call("GET", {"action": "query", "meta": "tokens", "type": "login"},
-                           retry_transient=True, auth=False)
+        token = self._call("GET", {"action": "query", "meta": "tokens", "type": "login"}, auth=False)
         login_token = token.get("query", {}).get("tokens", {}).get("logintoken", "")
         data = self._call("POST", {"action": "login", "lgname": self.username,
                                    "lgpassword": self._password or "", "lgtoken": login_token},
@@ -839,9 +837,11 @@ class MediaWikiClient:
     # -- the request path: send (and follow), retry, read the answer --------------
 
     def _call(self, method: str, params: Mapping[str, Any], *, files: Mapping[str, Any] | None = None,
-              retry_transient: bool = False, url: str | None = None, auth: bool = True,
-              relogin: bool = True, write: bool = False) -> dict[str, Any]:
-        target = url or self._api_url
+              url: str | None = None, auth: bool = True, relogin: bool = True,
+              write: bool = False) -> dict[str, Any]:
+        """A request to the API, sent again as the retry policy says (a read, asked as a GET, after
+        transient failures too), its answer read (_answer); an expired session is logged into again once."""
+        read, target = method == "GET", url or self._api_url
         assert target is not None
         fields = encode_params(params)
         # errorlang: the wiki's messages come inside this server's English sentences, whatever
@@ -863,13 +863,13 @@ class MediaWikiClient:
                 if write and not never_connected(exc):  # else nothing was sent: a plain failure
                     lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
                     raise ResponseLost(f"The wiki at {self.name} {lost} while writing.") from None
-                if self.retry.pause(attempt, started, transient=retry_transient and not timed_out):
+                if self.retry.pause(attempt, started, transient=read and not timed_out):
                     continue
                 raise upstream_failure(f"The wiki at {self.name} {problem}. " + RETRY_LATER) from None
             data = parse_json(response)
             code = api_error_code(data)
             if self.retry.pause(attempt, started, f"{self.name} answered {response.status_code}"
-                                + (f" ({code})" if code else ""), transient=retry_transient,
+                                + (f" ({code})" if code else ""), transient=read,
                                 status=response.status_code, code=code,
                                 retry_after=response.headers.get("Retry-After")):
                 continue
@@ -887,8 +887,7 @@ class MediaWikiClient:
             with self._lock:  # the session expired: log in again once, then retry
                 self._logged_in = False
                 self._login()
-            return self._call(method, params, files=files, retry_transient=retry_transient,
-                              url=url, auth=auth, relogin=False, write=write)
+            return self._call(method, params, files=files, url=url, auth=auth, relogin=False, write=write)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -1525,10 +1524,12 @@ def state_address(name: str, value: str) -> str:
         raise ConfigError(f"{name}: the database, the path after the host, must be a number such as /0 "
                           "(the value given is not shown: it may hold a password)")
     for option, text in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if not number_as(STATE_OPTION_TYPES.get(option), text):
+        try:
+            STATE_OPTION_TYPES.get(option, str)(text)
+        except ValueError:
             raise ConfigError(f"{name}: the option {option!r} of the address must be a "
                               f"{'whole ' if STATE_OPTION_TYPES[option] is int else ''}number "
-                              "(the value given is not shown: it may hold a password)")
+                              "(the value given is not shown: it may hold a password)") from None
     return value
 
 
@@ -1536,15 +1537,6 @@ def state_address(name: str, value: str) -> str:
 STATE_OPTION_TYPES: dict[str, type[int | float]] = {
     "db": int, "socket_timeout": float, "socket_connect_timeout": float, "socket_read_size": int,
     "max_connections": int, "health_check_interval": int, "timeout": float, "protocol": int}
-
-
-def number_as(kind: type[int | float] | None, text: str) -> bool:
-    """Whether text reads as a number of that kind; any text when there is no kind."""
-    try:
-        kind(text) if kind else None
-    except ValueError:
-        return False
-    return True
 
 
 def shown_address(url: str) -> str:
@@ -2474,15 +2466,26 @@ def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     return found
 
 
-def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
-    """Where each section (0 = lead) ends, in bytes: at the next heading of the same
-    or a higher level, so a section's end includes its subsections."""
+def section_spans(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, tuple[int, int]]:
+    """Where each section (0 = lead) lies, in bytes: from its heading to the next heading of the
+    same or a higher level, so that it holds its subsections."""
     sections = wikitext_sections(text, syntax)
     total = utf8_len(text)
-    ends = {0: sections[0].start if sections else total}
+    spans = {0: (0, sections[0].start if sections else total)}
     for i, section in enumerate(sections):
-        ends[section.number] = next((s.start for s in sections[i + 1:] if s.level <= section.level), total)
-    return ends
+        spans[section.number] = (section.start, next((s.start for s in sections[i + 1:]
+                                                      if s.level <= section.level), total))
+    return spans
+
+
+def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
+    """Where section ``section`` lies in ``text`` (section_spans); None when there is none."""
+    return section_spans(text, syntax).get(section)
+
+
+def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
+    """Where each section (0 = lead) ends, in bytes (section_spans)."""
+    return {number: end for number, (_, end) in section_spans(text, syntax).items()}
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -3237,19 +3240,6 @@ def as_saved(text: str) -> str:
     """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
     signatures and subst: are left as they are)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
-
-
-def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
-    """Where section ``section`` (with its subsections) lies in ``text``, in bytes; None
-    when there is no such section."""
-    sections = wikitext_sections(text, syntax)
-    if section == 0:
-        return 0, sections[0].start if sections else utf8_len(text)
-    found = [i for i, s in enumerate(sections) if s.number == section]
-    if not found:
-        return None
-    own = sections[found[0]]
-    return own.start, next((s.start for s in sections[found[0] + 1:] if s.level <= own.level), utf8_len(text))
 
 
 def section_text(text: str, span: tuple[int, int]) -> str:
