@@ -2058,7 +2058,8 @@ def with_script_path(url: str, script_path: str, path: str) -> str:
     directory = script_path.strip().strip("/")
     if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
         raise ConfigError(f"{path} must be a path such as /w (the directory of api.php), not {script_path!r}")
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"), "", ""))
+    api = f"/{directory}/api.php".replace("//", "/")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, api, "", ""))
 
 
 # ---------------------------------------------------------------------------
@@ -3078,8 +3079,8 @@ class PlainText(html.parser.HTMLParser):
 
     def unseen(self, tag: str, attributes: Mapping[str, str], classes: set[str]) -> bool:
         """Whether an element is one a reader never sees, or a gallery's image, read for its file alone."""
-        return (tag in TEXT_SKIPPED_TAGS or bool(classes & TEXT_SKIPPED_CLASSES) or attributes.get("id") == "toc"
-                or bool(HIDDEN_STYLE.search(attributes.get("style", "")))
+        return (tag in TEXT_SKIPPED_TAGS or bool(classes & TEXT_SKIPPED_CLASSES)
+                or attributes.get("id") == "toc" or bool(HIDDEN_STYLE.search(attributes.get("style", "")))
                 or self.gallery is not None and "thumb" in classes)
 
     def started(self, element: _Open, attributes: Mapping[str, str], classes: set[str]) -> str:
