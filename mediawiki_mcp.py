@@ -876,11 +876,6 @@ class MediaWikiClient:
             try:
                 return self._answer(response, data, target, fields, write)
             except WikiError as error:
-                if self._token and error.code in TOKEN_REFUSED:  # a token has no session to expire
-                    raise authentication(
-                        f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
-                        "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
-                        "OAuth extension. Tell the user; no retry by the model changes this.", error.code) from None
                 if not (relogin and self.username and error.code in ("assertuserfailed",
                                                                      "assertnameduserfailed")):
                     raise
@@ -923,6 +918,11 @@ class MediaWikiClient:
             if code == "readapidenied" and not self.authenticated:
                 raise authentication(f"{self.name} is a private wiki: reading needs "
                                      "an account. Configure a bot password or token for it.", code)
+            if self._token and code in TOKEN_REFUSED:  # a token has no session to expire
+                raise authentication(
+                    f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
+                    "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
+                    "OAuth extension. Tell the user; no retry by the model changes this.", code)
             raise error_from_api(code, api_error_text(data), self.name)
         if status == 429:
             raise rate_limited(f"{self.name} is throttling requests (HTTP 429). " + NEXT_STEP["rate_limited"])
