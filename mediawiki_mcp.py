@@ -2238,20 +2238,14 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[HeadingNode]:
-    """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
-    sections of, in text order. Comments, <includeonly> and the wiki's tags hide a heading; so
-    does a template call around it, yet that heading still takes an index, which is why section
-    numbers can skip one. A port of buildDomTreeArrayFromText as far as headings go, so that
-    section=N here is the section the wiki edits."""
-    return preprocess(text, syntax)[0]
-
-
 def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                ) -> tuple[list[HeadingNode], list[Node]]:
-    """The headings (heading_nodes) and the other nodes (Node) of wikitext, as MediaWiki's
-    preprocessor finds them; ``inclusion``: as a page transcluding it reads it (<noinclude> parts
-    left out, <includeonly> parts in), where no heading makes a section."""
+    """The headings and the other nodes (Node) of wikitext, as MediaWiki's preprocessor
+    (Preprocessor_Hash, a port of buildDomTreeArrayFromText) finds them; ``inclusion``: as a page
+    transcluding it reads it (<noinclude> parts left out, <includeonly> parts in), where no heading
+    makes a section. The headings come in text order, those that make sections: comments,
+    <includeonly> and the wiki's tags hide a heading; so does a template call around it, yet that
+    heading still takes a number, which is why section numbers can skip one."""
     ignored = ("includeonly", "/includeonly") if inclusion else ("noinclude", "/noinclude")
     element_pattern = _element_pattern(syntax.tags | ({"/includeonly"} if inclusion else set()))
     nodes: list[Node] = []
@@ -2456,10 +2450,10 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
 
 
 def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
-    """The sections of wikitext as MediaWiki numbers them for section=N editing."""
+    """The sections of wikitext as MediaWiki numbers them for section=N editing (preprocess)."""
     found: list[Section] = []
     position = offset = 0
-    for number, level, start, end in heading_nodes(text, syntax):
+    for number, level, start, end in preprocess(text, syntax)[0]:
         offset += utf8_len(text[position:start])
         position = start
         heading = re.sub(r"<!--.*?(?:-->|$)", "", text[start + level:end - level], flags=re.DOTALL)
