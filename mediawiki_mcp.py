@@ -596,8 +596,8 @@ class MediaWikiClient:
 
     Reads are GETs; writes and long inputs are POSTs. What it learns of the wiki is fetched on
     first use and cached: the session, API address (discover_api), login, site info and tokens
-    behind one lock; the account, extensions and messages without it, as two calls fetching
-    them at once only fetch them twice.
+    behind one lock; the account, the groups' rights, extensions and messages without it, as two
+    calls fetching them at once only fetch them twice.
     """
 
     def __init__(self, url: str, credentials: Credentials = Credentials(), *, user_agent_prefix: str = "",
