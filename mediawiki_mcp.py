@@ -998,11 +998,14 @@ def redirect_target(response: requests.Response) -> str:
     return urllib.parse.urljoin(response.url, response.headers["Location"])
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def origin_of(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
     try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        port = parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:  # not a number: no origin anything else has
         port = -1
     return scheme, (parts.hostname or "").lower(), port
@@ -1130,7 +1133,7 @@ def address_problem(address: str) -> str | None:
 
 def host_port(url: str) -> tuple[str, int]:
     parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+    return (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
 
 
 def guard_target(url: str) -> tuple[str, int]:
@@ -1774,7 +1777,7 @@ class Config:
 def wiki_key(url: str) -> str:
     """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
-    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    default = DEFAULT_PORTS.get(parts.scheme.lower())
     return (parts.hostname or "") + (f":{parts.port}" if parts.port and parts.port != default else "")
 
 
