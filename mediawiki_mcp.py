@@ -315,9 +315,9 @@ MW_NEXT_STEP = {
 # ---------------------------------------------------------------------------
 
 class WikiError(Exception):
-    """The one exception of this module: a failure the caller is told about, made by the
-    factory of its category below. ``str(error)`` is the text the model receives:
-    ``category: message``. Code that handles one branches on ``category`` or ``code``,
+    """A failure a tool's caller is told about (configuration that cannot work is a ConfigError,
+    at start), made by the factory of its category below. ``str(error)`` is the text the model
+    receives: ``category: message``. Code that handles one branches on ``category`` or ``code``,
     never on the message."""
 
     def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
@@ -575,36 +575,42 @@ class RetryPolicy:
         return True
 
 
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """Whom a client signs in as: a bot password (username, password) or an OAuth token; and
+    the user name and password of HTTP basic auth, for the web server in front of the wiki."""
+    username: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    token: str | None = dataclasses.field(default=None, repr=False)
+    basic_auth: tuple[str, str] | None = dataclasses.field(default=None, repr=False)
+
+
+class Learnt(typing.NamedTuple):
+    """What a client has learnt of its wiki so far (MediaWikiClient.learnt): None, not yet."""
+    site: SiteInfo | None
+    api_url: str | None
+
+
 class MediaWikiClient:
     """The API of one wiki, shared by every tool call on worker threads.
 
-    Reads are GETs; writes and long inputs are POSTs. Login, site info and the API address
-    (discover_api) are learnt on first use and cached, behind one lock.
+    Reads are GETs; writes and long inputs are POSTs. What it learns of the wiki is fetched on
+    first use and cached: the session, API address (discover_api), login, site info and tokens
+    behind one lock; the account, the groups' rights, extensions and messages without it, as two
+    calls fetching them at once only fetch them twice.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        username: str | None = None,
-        password: str | None = None,
-        token: str | None = None,
-        user_agent_prefix: str = "",
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        pool_size: int = MAX_CALLS_PER_WIKI,
-        guard: AddressGuard | None = None,
-        basic_auth: tuple[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, credentials: Credentials = Credentials(), *, user_agent_prefix: str = "",
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 guard: AddressGuard | None = None) -> None:
         self.url, userinfo = split_userinfo(url)
-        self._basic_auth = basic_auth or userinfo
-        self.username = username
-        self._password = password
-        self._token = token
+        self._basic_auth = credentials.basic_auth or userinfo
+        self.username = credentials.username
+        self._password = credentials.password
+        self._token = credentials.token
         self.user_agent_prefix = user_agent_prefix
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
-        self.pool_size = pool_size
         #: None: the operator chose this wiki. A guard: its URL came from a model, so every
         #: request passes the address guard and is pinned.
         self.guard = guard
@@ -638,7 +644,7 @@ class MediaWikiClient:
         """A read: a GET (a POST when its parameters are too long for a URL), retried on
         transient failures within the retry budget."""
         self._ensure_ready()
-        return self._call("GET", params, retry_transient=True)
+        return self._call("GET", params)
 
     def token(self, kind: str = "csrf", refresh: bool = False) -> str:
         """A token of one of TOKEN_TYPES, fetched once per session with the others and cached."""
@@ -753,16 +759,16 @@ class MediaWikiClient:
         return self._api_url
 
     @property
-    def known(self) -> tuple[SiteInfo | None, str | None]:
+    def learnt(self) -> Learnt:
         """Site info and API address as far as learnt so far, without any request."""
-        return self._site, self._api_url
+        return Learnt(self._site, self._api_url)
 
     def session_for(self, url: str) -> requests.Session:
         """The session for a request to ``url`` (fetch_file): the wiki's own, with its cookies and
         token, for the origin of its API; for any other, one without them."""
         home = origin_of(url) == origin_of(self.api_url)
         with self._lock:
-            self._plain = self._plain or pinnable_session(self.user_agent_prefix, self.pool_size)
+            self._plain = self._plain or pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
             return self._session if home and self._session else self._plain
 
     def close(self) -> None:
@@ -780,20 +786,19 @@ class MediaWikiClient:
                 self._session = self._new_session()
             if self._api_url is None:
                 self._api_url, query = discover_api(
-                    self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, retry_transient=True,
-                                                           url=candidate, auth=False),
+                    self.url, lambda candidate: self._call("GET", SITEINFO_PARAMS, url=candidate, auth=False),
                     self._session, self.guard, self.timeout)
                 if query is not None:
                     self._site = SiteInfo.from_api(query, self._api_url)
             if self.username and not self._logged_in:
                 self._login()
             if self._site is None:  # learnt with the wiki's own credentials: private wikis work
-                data = self._call("GET", SITEINFO_PARAMS, retry_transient=True)
+                data = self._call("GET", SITEINFO_PARAMS)
                 self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
         rq = _requests()
-        session = pinnable_session(self.user_agent_prefix, self.pool_size)
+        session = pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
         session.headers["Accept-Encoding"] = "gzip"
         # requests reads proxy, CA bundle and netrc settings from the environment again on
         # every request (about a millisecond each time); the wiki is fixed, so read them once.
@@ -812,8 +817,7 @@ class MediaWikiClient:
 
     def _login(self) -> None:
         """Bot-password login (action=login); anything but Success is refused."""
-        token = self._call("GET", {"action": "query", "meta": "tokens", "type": "login"},
-                           retry_transient=True, auth=False)
+        token = self._call("GET", {"action": "query", "meta": "tokens", "type": "login"}, auth=False)
         login_token = token.get("query", {}).get("tokens", {}).get("logintoken", "")
         data = self._call("POST", {"action": "login", "lgname": self.username,
                                    "lgpassword": self._password or "", "lgtoken": login_token},
@@ -833,9 +837,11 @@ class MediaWikiClient:
     # -- the request path: send (and follow), retry, read the answer --------------
 
     def _call(self, method: str, params: Mapping[str, Any], *, files: Mapping[str, Any] | None = None,
-              retry_transient: bool = False, url: str | None = None, auth: bool = True,
-              relogin: bool = True, write: bool = False) -> dict[str, Any]:
-        target = url or self._api_url
+              url: str | None = None, auth: bool = True, relogin: bool = True,
+              write: bool = False) -> dict[str, Any]:
+        """A request to the API, sent again as the retry policy says (a read, asked as a GET, after
+        transient failures too), its answer read (_answer); an expired session is logged into again once."""
+        read, target = method == "GET", url or self._api_url
         assert target is not None
         fields = encode_params(params)
         # errorlang: the wiki's messages come inside this server's English sentences, whatever
@@ -857,32 +863,26 @@ class MediaWikiClient:
                 if write and not never_connected(exc):  # else nothing was sent: a plain failure
                     lost = problem if timed_out else f"dropped the connection ({type(exc).__name__})"
                     raise ResponseLost(f"The wiki at {self.name} {lost} while writing.") from None
-                if self.retry.pause(attempt, started, transient=retry_transient and not timed_out):
+                if self.retry.pause(attempt, started, transient=read and not timed_out):
                     continue
                 raise upstream_failure(f"The wiki at {self.name} {problem}. " + RETRY_LATER) from None
             data = parse_json(response)
             code = api_error_code(data)
             if self.retry.pause(attempt, started, f"{self.name} answered {response.status_code}"
-                                + (f" ({code})" if code else ""), transient=retry_transient,
+                                + (f" ({code})" if code else ""), transient=read,
                                 status=response.status_code, code=code,
                                 retry_after=response.headers.get("Retry-After")):
                 continue
             try:
                 return self._answer(response, data, target, fields, write)
             except WikiError as error:
-                if self._token and error.code in TOKEN_REFUSED:  # a token has no session to expire
-                    raise authentication(
-                        f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
-                        "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
-                        "OAuth extension. Tell the user; no retry by the model changes this.", error.code) from None
                 if not (relogin and self.username and error.code in ("assertuserfailed",
                                                                      "assertnameduserfailed")):
                     raise
             with self._lock:  # the session expired: log in again once, then retry
                 self._logged_in = False
                 self._login()
-            return self._call(method, params, files=files, retry_transient=retry_transient,
-                              url=url, auth=auth, relogin=False, write=write)
+            return self._call(method, params, files=files, url=url, auth=auth, relogin=False, write=write)
 
     def _send(self, method: str, url: str, fields: dict[str, str],
               files: Mapping[str, Any] | None) -> requests.Response:
@@ -918,6 +918,11 @@ class MediaWikiClient:
             if code == "readapidenied" and not self.authenticated:
                 raise authentication(f"{self.name} is a private wiki: reading needs "
                                      "an account. Configure a bot password or token for it.", code)
+            if self._token and code in TOKEN_REFUSED:  # a token has no session to expire
+                raise authentication(
+                    f"{self.name} did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the "
+                    "configuration file): it is mistyped, expired or revoked, or the wiki lacks the "
+                    "OAuth extension. Tell the user; no retry by the model changes this.", code)
             raise error_from_api(code, api_error_text(data), self.name)
         if status == 429:
             raise rate_limited(f"{self.name} is throttling requests (HTTP 429). " + NEXT_STEP["rate_limited"])
@@ -993,11 +998,14 @@ def redirect_target(response: requests.Response) -> str:
     return urllib.parse.urljoin(response.url, response.headers["Location"])
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def origin_of(url: str) -> tuple[str, str, int | None]:
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
     try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        port = parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:  # not a number: no origin anything else has
         port = -1
     return scheme, (parts.hostname or "").lower(), port
@@ -1125,7 +1133,7 @@ def address_problem(address: str) -> str | None:
 
 def host_port(url: str) -> tuple[str, int]:
     parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+    return (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
 
 
 def guard_target(url: str) -> tuple[str, int]:
@@ -1401,8 +1409,9 @@ class ConfigError(Exception):
 
 # -- reading a setting: each parser takes the variable's name and text, and says what is wrong --
 
-def checked(convert: Callable[[str], Any], ok: Callable[[str], bool], wanted: str) -> Callable[[str, str], Any]:
-    """A parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
+def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],
+                   wanted: str) -> Callable[[str, str], Any]:
+    """The parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
     ConfigError saying that the variable must be ``wanted``."""
     def parse(name: str, value: str) -> Any:
         if not ok(value.strip()):
@@ -1411,10 +1420,10 @@ def checked(convert: Callable[[str], Any], ok: Callable[[str], bool], wanted: st
     return parse
 
 
-parse_bool = checked(lambda text: text.lower() in TRUE_WORDS, lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS,
-                     "true or false")
-byte_count = checked(int, lambda text: whole_number(text) and int(text) >= 1000,
-                     "a whole number of bytes, at least 1000")
+parse_bool = setting_parser(lambda text: text.lower() in TRUE_WORDS,
+                            lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS, "true or false")
+byte_count = setting_parser(int, lambda text: whole_number(text) and int(text) >= 1000,
+                            "a whole number of bytes, at least 1000")
 
 
 def nonblank(name: str, value: str) -> str:
@@ -1518,10 +1527,12 @@ def state_address(name: str, value: str) -> str:
         raise ConfigError(f"{name}: the database, the path after the host, must be a number such as /0 "
                           "(the value given is not shown: it may hold a password)")
     for option, text in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if not number_as(STATE_OPTION_TYPES.get(option), text):
+        try:
+            STATE_OPTION_TYPES.get(option, str)(text)
+        except ValueError:
             raise ConfigError(f"{name}: the option {option!r} of the address must be a "
                               f"{'whole ' if STATE_OPTION_TYPES[option] is int else ''}number "
-                              "(the value given is not shown: it may hold a password)")
+                              "(the value given is not shown: it may hold a password)") from None
     return value
 
 
@@ -1529,15 +1540,6 @@ def state_address(name: str, value: str) -> str:
 STATE_OPTION_TYPES: dict[str, type[int | float]] = {
     "db": int, "socket_timeout": float, "socket_connect_timeout": float, "socket_read_size": int,
     "max_connections": int, "health_check_interval": int, "timeout": float, "protocol": int}
-
-
-def number_as(kind: type[int | float] | None, text: str) -> bool:
-    """Whether text reads as a number of that kind; any text when there is no kind."""
-    try:
-        kind(text) if kind else None
-    except ValueError:
-        return False
-    return True
 
 
 def shown_address(url: str) -> str:
@@ -1642,7 +1644,7 @@ SETTINGS = {row.variable: row for row in (
             "default: true without credentials", parse=parse_bool, field="wikis.*.readOnly"),
     Setting("MEDIAWIKI_USER_AGENT", "your part of the User-Agent, such as 'MyBot/1.0 (me@example.org)': Wikimedia "
             "throttles clients without contact details", "",
-            checked(str, printable_ascii, "printable ASCII, as it travels in an HTTP header")),
+            setting_parser(str, printable_ascii, "printable ASCII, as it travels in an HTTP header")),
     Setting("CONFIG", "JSON file naming several wikis (as --config); MEDIAWIKI_URL, the credentials and "
             "MEDIAWIKI_READ_ONLY are then ignored", empty_is_default=False),
     Setting("MCP_TRUSTED_HOSTS", "comma-separated hosts (host or host:port) that add-wiki and URL uploads may "
@@ -1657,12 +1659,12 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
-            checked(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
+            setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
-            "stdio", checked(str.lower, lambda text: text.lower() in ("stdio", "http"), "stdio or http")),
+            "stdio", setting_parser(str.lower, lambda text: text.lower() in ("stdio", "http"), "stdio or http")),
     Setting("MCP_BIND", f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST}); or --host", DEFAULT_HTTP_HOST),
     Setting("PORT", f"HTTP: port (default {DEFAULT_HTTP_PORT}; 0 picks a free one); or --port", DEFAULT_HTTP_PORT,
-            checked(int, whole_number, "a port number")),
+            setting_parser(int, whole_number, "a port number")),
     Setting("MCP_ALLOWED_HOSTS", "HTTP: Host headers accepted, comma-separated, name:* for any port (default: the "
             "loopback names when listening on loopback, else unchecked)", [],
             functools.partial(host_list, header=True)),
@@ -1681,8 +1683,9 @@ SETTINGS = {row.variable: row for row in (
             parse_bool),
     Setting("MCP_SHUTDOWN_GRACE_SECONDS", "HTTP: seconds the tool calls in flight get to finish after SIGTERM "
             f"(default {SHUTDOWN_GRACE_SECONDS:g}); those still running are then answered with what is known",
-            SHUTDOWN_GRACE_SECONDS, checked(float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
-                                            and float(text) <= 3600, "a number of seconds up to 3600")),
+            SHUTDOWN_GRACE_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and float(text) <= 3600,
+                "a number of seconds up to 3600")),
     Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
             "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
             "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
@@ -1717,8 +1720,8 @@ class WikiConfig:
         object.__setattr__(self, "basic_auth", self.basic_auth or userinfo)
 
     def client(self, user_agent_prefix: str = "", **options: Any) -> MediaWikiClient:
-        return MediaWikiClient(self.url, username=self.username, password=self.password, token=self.token,
-                               basic_auth=self.basic_auth, user_agent_prefix=user_agent_prefix, **options)
+        credentials = Credentials(self.username, self.password, self.token, self.basic_auth)
+        return MediaWikiClient(self.url, credentials, user_agent_prefix=user_agent_prefix, **options)
 
 
 def from_setting(variable: str) -> Any:
@@ -1774,7 +1777,7 @@ class Config:
 def wiki_key(url: str) -> str:
     """A wiki's key is its server name (with the port when it is not the scheme's own)."""
     parts = urllib.parse.urlsplit(url)
-    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    default = DEFAULT_PORTS.get(parts.scheme.lower())
     return (parts.hostname or "") + (f":{parts.port}" if parts.port and parts.port != default else "")
 
 
@@ -1941,9 +1944,8 @@ def run_secret_command(spec: Any, path: str, timeout: float = EXEC_SECRET_TIMEOU
     return secret
 
 
-def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
-    """Reads the configuration file (the TypeScript server's config.json shape). Every
-    problem is a ConfigError naming the field."""
+def json_object(path: str) -> dict[str, Any]:
+    """The JSON object a configuration file holds."""
     try:
         with open(path, encoding="utf-8") as file:
             raw = json.load(file)
@@ -1955,6 +1957,13 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
         raise ConfigError(f"configuration file {path} is not valid JSON: {error}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"configuration file {path} must hold a JSON object, not {json_kind(raw)}")
+    return raw
+
+
+def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]) -> Config:
+    """Reads the configuration file (the TypeScript server's config.json shape). Every
+    problem is a ConfigError naming the field."""
+    raw = json_object(path)
     for name, kinds in TOP_FIELD_TYPES.items():
         if name in raw:
             check_type(name, raw[name], kinds)
@@ -1997,37 +2006,13 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
                           "(no spaces, no /, not starting with mcp://)")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
-    fields: dict[str, Any] = {}
-    for name, value in entry.items():
-        path = f"{where}.{name}"
-        if name in SECRET_FIELDS:
-            value = file_credential(value, env, path, header=name == "token")
-        elif name in WIKI_FIELD_TYPES:
-            check_type(path, value, WIKI_FIELD_TYPES[name])
-            if name == "server":
-                value = substitute_address(value, env, path)
-            elif isinstance(value, str):
-                value = substitute(value, env, path, False)
-            elif isinstance(value, list):
-                value = [substitute(v, env, path, False) for v in value]
-            if name in IGNORED_WIKI_FIELDS and value is not None:
-                ignored.add(name)
-        else:
-            log.warning("%s is not a field of the configuration format; ignored", path)
-        fields[name] = value
+    fields = {name: wiki_field(where, name, value, env, ignored) for name, value in entry.items()}
     if not fields.get("server"):
         raise ConfigError(f"{where}.server is required: the wiki's address, such as https://{key}")
     username, password, token = (fields.get(n) for n in SECRET_FIELDS)
     url = wiki_address(fields["server"], f"{where}.server", f"{where}.token" if token else "")
-    parts, script_path = urllib.parse.urlsplit(url), fields.get("scriptpath")
-    if isinstance(script_path, str) and not parts.path.endswith("api.php"):
-        directory = script_path.strip().strip("/")
-        if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
-            raise ConfigError(f"{where}.scriptpath must be a path such as /w (the directory of api.php), "
-                              f"not {script_path!r}")
-        # As MediaWiki's $wgScriptPath it counts from the origin, so server may be a page URL too.
-        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{directory}/api.php".replace("//", "/"),
-                                       "", ""))
+    if isinstance(fields.get("scriptpath"), str):
+        url = with_script_path(url, fields["scriptpath"], f"{where}.scriptpath")
     if bool(username) != bool(password):
         raise ConfigError(f"{where}: username and password go together (a bot password); set both or neither")
     if username and token:
@@ -2048,8 +2033,40 @@ def wiki_from_file(key: str, entry: Any, env: Mapping[str, str], ignored: set[st
         attribute_edits=fields.get("attributeEdits", True), sitename=fields.get("sitename") or "")
 
 
+def wiki_field(where: str, name: str, value: Any, env: Mapping[str, str], ignored: set[str]) -> Any:
+    """A field of the wiki at ``where`` in the configuration file, its type checked and ``${VAR}``
+    substituted; ``ignored`` gains the name of a field set that this server ignores."""
+    path = f"{where}.{name}"
+    if name in SECRET_FIELDS:
+        return file_credential(value, env, path, header=name == "token")
+    if name not in WIKI_FIELD_TYPES:
+        log.warning("%s is not a field of the configuration format; ignored", path)
+        return value
+    check_type(path, value, WIKI_FIELD_TYPES[name])
+    if name in IGNORED_WIKI_FIELDS and value is not None:
+        ignored.add(name)
+    if name == "server":
+        return substitute_address(value, env, path)
+    if isinstance(value, list):
+        return [substitute(v, env, path, False) for v in value]
+    return substitute(value, env, path, False) if isinstance(value, str) else value
+
+
+def with_script_path(url: str, script_path: str, path: str) -> str:
+    """The api.php address in the directory ``script_path`` (scriptpath, as MediaWiki's $wgScriptPath,
+    from the origin, so that server may be a page URL too), unless ``url`` is one already."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.path.endswith("api.php"):
+        return url
+    directory = script_path.strip().strip("/")
+    if re.search(r"[\s?#:]", directory) or directory.endswith("api.php"):
+        raise ConfigError(f"{path} must be a path such as /w (the directory of api.php), not {script_path!r}")
+    api = f"/{directory}/api.php".replace("//", "/")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, api, "", ""))
+
+
 # ---------------------------------------------------------------------------
-# Text helpers: pure functions that shape what the model reads
+# Text helpers: what the model reads, and the wikitext it writes, shaped as the wiki does
 # ---------------------------------------------------------------------------
 
 def utf8_len(text: str) -> int:
@@ -2131,6 +2148,15 @@ class Section:
     start: int = 0  # byte offset of the heading line in the text
 
 
+class HeadingNode(typing.NamedTuple):
+    """A heading as the preprocessor finds it, in characters: the section number it takes, its
+    level, and where its line starts and its closing equals signs end."""
+    number: int
+    level: int
+    start: int
+    end: int
+
+
 class _Part:
     """One part of an open bracket (its text up to a pipe): where it starts, the headings found
     in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
@@ -2138,7 +2164,7 @@ class _Part:
 
     def __init__(self, start: int = 0) -> None:
         self.start = start
-        self.headings: list[tuple[int, int, int, int]] = []
+        self.headings: list[HeadingNode] = []
         self.eqpos = False
         self.comment_end = -1
         self.visual_end = -1
@@ -2156,7 +2182,7 @@ class _Piece:
         pipe = self.open not in ("\n", "[")
         return pipe, pipe and len(self.parts) > 1 and not self.parts[-1].eqpos, self.open == "\n"
 
-    def broken(self) -> list[tuple[int, int, int, int]]:
+    def broken(self) -> list[HeadingNode]:
         return [h for part in self.parts for h in part.headings]
 
 
@@ -2215,25 +2241,18 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def heading_nodes(text: str, syntax: Syntax = CORE_SYNTAX) -> list[tuple[int, int, int, int]]:
-    """The headings MediaWiki's preprocessor (Preprocessor_Hash, not for inclusion) makes
-    sections of, as (index, level, start, end of the heading text) in characters, in text order.
-    Comments, <includeonly> and the wiki's tags hide a heading; so does a template call around
-    it, yet that heading still takes an index, which is why section numbers can skip one. A
-    port of buildDomTreeArrayFromText as far as headings go, so that section=N here is the
-    section the wiki edits."""
-    return preprocess(text, syntax)[0]
-
-
 def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
-               ) -> tuple[list[tuple[int, int, int, int]], list[Node]]:
-    """The headings (heading_nodes) and the other nodes (Node) of wikitext, as MediaWiki's
-    preprocessor finds them; ``inclusion``: as a page transcluding it reads it (<noinclude> parts
-    left out, <includeonly> parts in), where no heading makes a section."""
+               ) -> tuple[list[HeadingNode], list[Node]]:
+    """The headings and the other nodes (Node) of wikitext, as MediaWiki's preprocessor
+    (Preprocessor_Hash, a port of buildDomTreeArrayFromText) finds them; ``inclusion``: as a page
+    transcluding it reads it (<noinclude> parts left out, <includeonly> parts in), where no heading
+    makes a section. The headings come in text order, those that make sections: comments,
+    <includeonly> and the wiki's tags hide a heading; so does a template call around it, yet that
+    heading still takes a number, which is why section numbers can skip one."""
     ignored = ("includeonly", "/includeonly") if inclusion else ("noinclude", "/noinclude")
     element_pattern = _element_pattern(syntax.tags | ({"/includeonly"} if inclusion else set()))
     nodes: list[Node] = []
-    root: list[tuple[int, int, int, int]] = []
+    root: list[HeadingNode] = []
     stack: list[_Piece] = []
     accum = root
     find_pipe = find_equals = in_heading = False
@@ -2241,7 +2260,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
     no_more_gt, no_closing = False, set()
     fake_line_start = True
 
-    def refresh() -> list[tuple[int, int, int, int]]:
+    def refresh() -> list[HeadingNode]:
         nonlocal find_pipe, find_equals, in_heading
         if stack:
             find_pipe, find_equals, in_heading = stack[-1].flags()
@@ -2363,7 +2382,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             stack.pop()
             accum = refresh()
             if level:
-                accum.append((index, level, piece.start, search_start))
+                accum.append(HeadingNode(index, level, piece.start, search_start))
                 index += 1
             else:
                 accum.extend(piece.broken())
@@ -2430,14 +2449,14 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
         root.extend(piece.broken())
-    return sorted(root, key=lambda h: h[2]), nodes
+    return sorted(root, key=lambda h: h.start), nodes
 
 
 def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
-    """The sections of wikitext as MediaWiki numbers them for section=N editing."""
+    """The sections of wikitext as MediaWiki numbers them for section=N editing (preprocess)."""
     found: list[Section] = []
     position = offset = 0
-    for number, level, start, end in heading_nodes(text, syntax):
+    for number, level, start, end in preprocess(text, syntax)[0]:
         offset += utf8_len(text[position:start])
         position = start
         heading = re.sub(r"<!--.*?(?:-->|$)", "", text[start + level:end - level], flags=re.DOTALL)
@@ -2445,15 +2464,26 @@ def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     return found
 
 
-def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
-    """Where each section (0 = lead) ends, in bytes: at the next heading of the same
-    or a higher level, so a section's end includes its subsections."""
+def section_spans(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, tuple[int, int]]:
+    """Where each section (0 = lead) lies, in bytes: from its heading to the next heading of the
+    same or a higher level, so that it holds its subsections."""
     sections = wikitext_sections(text, syntax)
     total = utf8_len(text)
-    ends = {0: sections[0].start if sections else total}
+    spans = {0: (0, sections[0].start if sections else total)}
     for i, section in enumerate(sections):
-        ends[section.number] = next((s.start for s in sections[i + 1:] if s.level <= section.level), total)
-    return ends
+        spans[section.number] = (section.start, next((s.start for s in sections[i + 1:]
+                                                      if s.level <= section.level), total))
+    return spans
+
+
+def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
+    """Where section ``section`` lies in ``text`` (section_spans); None when there is none."""
+    return section_spans(text, syntax).get(section)
+
+
+def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
+    """Where each section (0 = lead) ends, in bytes (section_spans)."""
+    return {number: end for number, (_, end) in section_spans(text, syntax).items()}
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -2476,18 +2506,25 @@ def call_args(**args: Any) -> str:
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
 
 
+class Batch(typing.NamedTuple):
+    """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
+    it shows of all the pages and their total, the pages it left out, and the other arguments
+    of the call that reads those."""
+    shown: tuple[int, int]
+    left_out: Sequence[str]
+    fields: Mapping[str, Any]
+
+
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
-                     again: Mapping[str, Any] | None = None, verb: str = "again with",
-                     shown: tuple[int, int] | None = None, left_out: Sequence[str] = (),
-                     batch: Mapping[str, Any] | None = None, room: int | None = None,
-                     outline: str | None = None) -> str:
-    """The content-truncated marker: where the cut is, and the exact next calls; the sections
-    listed are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then
-    how many more and the call that lists them all (``outline``, if any). A batch (get-pages) gives
-    the bytes it ``shown`` of all its pages, the page it cut, if any, the pages it ``left_out``, and
-    what else the call that reads those takes (``batch``)."""
+                     again: Mapping[str, Any] | None = None, room: int | None = None,
+                     outline: str | None = None, batch: Batch | None = None) -> str:
+    """The content-truncated marker: where the cut is, and the exact next calls: ``tool`` again, or
+    for a batch, which names a tool other than the one called, ``tool`` with. The sections listed
+    are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then how many
+    more and the call that lists them all (``outline``, if any)."""
     again = dict(again or {})
-    end, total = shown if shown else (piece.end, piece.total) if piece else (0, 0)
+    verb = "with" if batch else "again with"
+    end, total = batch.shown if batch else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
@@ -2502,9 +2539,9 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
         parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
     if piece:
         parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
-    if left_out:
-        parts.append(f"Not included: {', '.join(left_out)}. To read them, call get-pages again with "
-                     f"{call_args(titles=list(left_out), **(batch or {}))}.")
+    if batch and batch.left_out:
+        parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
+                     f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
     return " ".join(parts)
 
 
@@ -2551,7 +2588,7 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
 NEVER = ("infinite", "infinity", "indefinite", "never", "")
 
 
-def until(expiry: Any) -> str:
+def until_clause(expiry: Any) -> str:
     """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
     return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
 
@@ -2562,7 +2599,7 @@ def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
     those another page's cascading protection imposes (prop=info names it as their source)."""
     levels = [e for e in entries if e.get("level")]
     own = [e for e in levels if not e.get("source")]
-    text = ", ".join(f"{e.get('type')}={e['level']}{until(e.get('expiry'))}" for e in own)
+    text = ", ".join(f"{e.get('type')}={e['level']}{until_clause(e.get('expiry'))}" for e in own)
     text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
     for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
         imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
@@ -3031,65 +3068,84 @@ class PlainText(html.parser.HTMLParser):
         self.open.append(element)
         if self.gallery is not None and tag == "a" and not self.gallery.file:
             self.gallery.file = gallery_file(attributes.get("href", ""))
-        if self.skipping or tag in TEXT_SKIPPED_TAGS or classes & TEXT_SKIPPED_CLASSES \
-                or HIDDEN_STYLE.search(attributes.get("style", "")) or attributes.get("id") == "toc" \
-                or self.gallery is not None and "thumb" in classes:  # an image: read for its file alone
+        if self.skipping or self.unseen(tag, attributes, classes):
             element.skip = True
             self.skipping += 1
-            return
-        anchor = attributes.get("id", "")
+        else:
+            element.action = self.started(element, attributes, classes)
+
+    def unseen(self, tag: str, attributes: Mapping[str, str], classes: set[str]) -> bool:
+        """Whether an element is one a reader never sees, or a gallery's image, read for its file alone."""
+        return (tag in TEXT_SKIPPED_TAGS or bool(classes & TEXT_SKIPPED_CLASSES)
+                or attributes.get("id") == "toc" or bool(HIDDEN_STYLE.search(attributes.get("style", "")))
+                or self.gallery is not None and "thumb" in classes)
+
+    def started(self, element: _Open, attributes: Mapping[str, str], classes: set[str]) -> str:
+        """Starts an element that is seen; what closing it does (_Open.action)."""
+        tag = element.tag
         if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.newline(blank=True)
-            self.heading, element.action = _TextHeading(int(tag[1]), anchor), "heading"
+            self.heading = _TextHeading(int(tag[1]), attributes.get("id", ""))
             self.lines.append(self.heading)
-        elif "mw-headline" in classes and self.heading is not None:
-            self.heading.anchor = anchor or self.heading.anchor
-        elif tag in ("td", "th"):
-            if self.rows and self.rows[-1]:
-                self.line.append(" | ")
-            if self.rows:
-                self.rows[-1] += 1
-            self.cells += 1
-            element.action = "cell"
-        elif tag == "tr":
-            self.newline()
-            if self.rows:
-                self.rows[-1] = 0
-        elif tag == "table":
-            self.newline(blank=True)
-            self.rows.append(0)
-            element.action = "table"
-        elif tag in ("ul", "ol", "dl"):
-            if not self.lists:
-                self.newline(blank=True)
-            self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
-            element.action = "list"
-        elif tag in ("li", "dt", "dd") and self.lists:
-            self.newline()
-            if self.lists[-1] == "ref":
-                label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
-                self.line.append(f"[{label}] ")
-                self.notes[label], self.note, element.action = "", label, "note"
-            else:
-                marks = "".join(self.lists).replace("ref", "")
-                self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
-            if "gallerybox" in classes:  # its caption's lines on the image's line
-                self.gallery, self.cells, element.action = _GalleryImage(), self.cells + 1, "gallery"
-                element.start = len(self.line)
+            return "heading"
+        if "mw-headline" in classes and self.heading is not None:
+            self.heading.anchor = attributes.get("id") or self.heading.anchor
+        elif tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
+            return self.structure_started(element, attributes.get("id", ""), classes)
         elif tag == "sup" and "reference" in classes:
-            self.ref, element.action = [], "ref"
+            self.ref = []
+            return "ref"
         elif tag in ("sup", "sub"):
-            element.action = "script"
+            return "script"
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
             self.newline(blank=True)
             self.pre += 1
-            element.action = "pre"
+            return "pre"
         elif tag in PARAGRAPH_TAGS:
             self.newline(blank=True)
         elif tag in LINE_TAGS:
             self.newline()
+        return ""
+
+    def structure_started(self, element: _Open, anchor: str, classes: set[str]) -> str:
+        """Starts a table, a row, a cell, a list or a list item; what closing it does."""
+        tag = element.tag
+        if tag in ("td", "th"):
+            if self.rows and self.rows[-1]:
+                self.line.append(" | ")
+            if self.rows:
+                self.rows[-1] += 1
+            self.cells += 1
+            return "cell"
+        if tag == "tr":
+            self.newline()
+            if self.rows:
+                self.rows[-1] = 0
+            return ""
+        if tag == "table":
+            self.newline(blank=True)
+            self.rows.append(0)
+            return "table"
+        if tag in ("ul", "ol", "dl"):
+            if not self.lists:
+                self.newline(blank=True)
+            self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
+            return "list"
+        self.newline()
+        action = ""
+        if self.lists[-1] == "ref":
+            label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
+            self.line.append(f"[{label}] ")
+            self.notes[label], self.note, action = "", label, "note"
+        else:
+            marks = "".join(self.lists).replace("ref", "")
+            self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
+        if "gallerybox" in classes:  # its caption's lines on the image's line
+            self.gallery, self.cells, action = _GalleryImage(), self.cells + 1, "gallery"
+            element.start = len(self.line)
+        return action
 
     def handle_endtag(self, tag: str) -> None:
         if not any(element.tag == tag for element in self.open):
@@ -3182,19 +3238,6 @@ def as_saved(text: str) -> str:
     """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
     signatures and subst: are left as they are)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
-
-
-def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple[int, int] | None:
-    """Where section ``section`` (with its subsections) lies in ``text``, in bytes; None
-    when there is no such section."""
-    sections = wikitext_sections(text, syntax)
-    if section == 0:
-        return 0, sections[0].start if sections else utf8_len(text)
-    found = [i for i, s in enumerate(sections) if s.number == section]
-    if not found:
-        return None
-    own = sections[found[0]]
-    return own.start, next((s.start for s in sections[found[0] + 1:] if s.level <= own.level), utf8_len(text))
 
 
 def section_text(text: str, span: tuple[int, int]) -> str:
@@ -3361,54 +3404,50 @@ def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], s
     each run of changes moves back while the line before it equals its last, merging with
     runs before; then forward as far as it goes, merging with runs after; then, if it merged
     with none, back to where it lines up with a run of changes on the other side."""
-    def own(k: int) -> bool:
-        return changed[k + 1]
-
-    def theirs(k: int) -> bool:
-        return other[k + 1]
-    i = j = 0
-    end = len(lines)
+    i = j = 0  # j: the line of the other side that lines up with line i
     while True:
-        while i < end and not own(i):
-            while theirs(j):
-                j += 1
-            i, j = i + 1, j + 1
-        if i == end:
+        while i < len(lines) and not changed[i + 1]:
+            i, j = i + 1, unchanged_from(other, j) + 1
+        if i == len(lines):
             return
-        start, i = i, i + 1
-        while own(i):
-            i += 1
-        while theirs(j):
-            j += 1
-        while True:
-            run = i - start
-            while start and lines[start - 1] == lines[i - 1]:
-                start, i = start - 1, i - 1
-                changed[start + 1], changed[i + 1] = True, False
-                while own(start - 1):
-                    start -= 1
-                j -= 1
-                while theirs(j):
-                    j -= 1
-            # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
-            # a run back wherever the other side goes on, not only by a run of changes there
-            corresponding = i if (j < len(other) - 2 if shown else theirs(j - 1)) else end
-            while i != end and lines[start] == lines[i]:
-                changed[start + 1], changed[i + 1] = False, True
-                start, i = start + 1, i + 1
-                while own(i):
-                    i += 1
-                j += 1
-                while theirs(j):
-                    corresponding, j = i, j + 1
-            if run == i - start:
-                break
-        while corresponding < i:
+        i, j = shift_run(lines, changed, other, i, unchanged_from(other, j), shown)
+
+
+def unchanged_from(flags: list[bool], k: int, step: int = 1) -> int:
+    """The first line from line ``k`` on (``step`` -1: back) that ``flags`` do not mark changed."""
+    while flags[k + 1]:
+        k += step
+    return k
+
+
+def shift_run(lines: list[str], changed: list[bool], other: list[bool], start: int, j: int,
+              shown: bool) -> tuple[int, int]:
+    """Slides the run of changes that starts at line ``start`` (shift_boundaries), ``j`` the line of
+    the other side that lines up with it; where the run ends then, and the other side's line there."""
+    end, i = len(lines), unchanged_from(changed, start + 1)
+    while True:
+        run = i - start
+        while start and lines[start - 1] == lines[i - 1]:
             start, i = start - 1, i - 1
             changed[start + 1], changed[i + 1] = True, False
-            j -= 1
-            while theirs(j):
-                j -= 1
+            start = unchanged_from(changed, start - 1, -1) + 1
+            j = unchanged_from(other, j - 1, -1)
+        # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
+        # a run back wherever the other side goes on, not only by a run of changes there
+        corresponding = i if (j < len(other) - 2 if shown else other[j]) else end
+        while i != end and lines[start] == lines[i]:
+            changed[start + 1], changed[i + 1] = False, True
+            start, i = start + 1, unchanged_from(changed, i + 1)
+            if other[j + 2]:
+                corresponding = i
+            j = unchanged_from(other, j + 1)
+        if run == i - start:
+            break
+    while corresponding < i:
+        start, i = start - 1, i - 1
+        changed[start + 1], changed[i + 1] = True, False
+        j = unchanged_from(other, j - 1, -1)
+    return i, j
 
 
 def merge3(base: str, mine: str, theirs: str) -> str | None:
@@ -5156,24 +5195,48 @@ def outline_list(outline: Sequence[Heading]) -> str:
                                      for n, level, heading, _ in outline if n is not None])
 
 
-#: A section as a heading names it: (number, level, heading as it reads, the page it comes
-#: from when a template brings it, which gives it no number here).
-Heading = tuple[int | None, int, str, str]
+class Heading(typing.NamedTuple):
+    """A section as a heading names it; ``source``: the page a template brings it from, which
+    gives it no ``number`` here."""
+    number: int | None
+    level: int
+    text: str  # as it reads
+    source: str = ""
 
 
-def section_by_heading(ctx: ToolContext, text: str, wanted: str, title: str,
-                       revid: int | None) -> tuple[int, str, str]:
-    """The number of the section of wikitext ``text`` headed ``wanted``, how a header shows it,
-    and its text as the wiki gives it (rvsection)."""
+class AskedSection(typing.NamedTuple):
+    """A section asked for by number or heading: its number (None: the whole page), how a header
+    shows it (``2 (History)`` for a heading), and the text read, cut to that section when its
+    heading was looked up in that text."""
+    number: int | None
+    shown: int | str | None
+    text: str = ""
+
+
+def asked_section(ctx: ToolContext, title: str, section: int | str | None, *, text: str = "",
+                  parsed: Mapping[str, Any] | None = None, revid: int | None = None) -> AskedSection:
+    """The section ``section`` names: a number as it is; a heading (pick_section) looked up in the
+    wikitext ``text`` of revision ``revid`` (its rendered outline fetched only if needed), or in an
+    action=parse result ``parsed`` with prop=sections|wikitext."""
+    if not isinstance(section, str):
+        return AskedSection(section, section, text)
     syntax = ctx.site.syntax
-    outline = [(s.number, s.level, heading_plain(s.heading), "") for s in wikitext_sections(text, syntax)]
-    as_rendered = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
-    number, heading = pick_section(ctx, outline, wanted, title, as_rendered,
-                                   lambda: source_headings(text, syntax) + as_rendered())
+    with_templates: Callable[[], list[Heading]]
+    if parsed is None:
+        outline = [Heading(s.number, s.level, heading_plain(s.heading)) for s in wikitext_sections(text, syntax)]
+        with_templates = functools.cache(lambda: rendered_outline(ctx, title, **of_page(title, revid)))
+    else:
+        outline = outline_of(parsed)
+        text, with_templates = str(parsed.get("wikitext", "")), lambda: outline
+    number, heading = pick_section(ctx, outline, section, title, with_templates,
+                                   lambda: source_headings(text, syntax) + with_templates())
+    shown = f"{number} ({heading})" if heading else number
+    if parsed is not None:
+        return AskedSection(number, shown)
     span = section_span(text, number, syntax)
     if span is None:
         raise no_such_section(ctx, title, number, revid)
-    return number, f"{number} ({heading})" if heading else str(number), section_text(text, span)
+    return AskedSection(number, shown, section_text(text, span))
 
 
 def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Heading]:
@@ -5182,25 +5245,25 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
     return outline_of(parse_page(ctx, title, None, prop="sections", **params))
 
 
-def outline_of(parsed: dict[str, Any]) -> list[Heading]:
-    return [(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-             strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-             else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
+def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
+    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+                    strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
-                 with_templates: Callable[[], list[Heading]] | None = None,
-                 aliases: Callable[[], list[Heading]] | None = None) -> tuple[int, str]:
+                 with_templates: Callable[[], list[Heading]],
+                 aliases: Callable[[], list[Heading]]) -> tuple[int, str]:
     """The number and heading of the one section of ``outline`` headed ``wanted``, matched
     without regard to case, surrounding space or markup. Headed nowhere: not_found, listing
-    the headings (a heading a template brings, from ``with_templates`` when the outline has
-    none of those, is named with its page); headed more than once: invalid_input, listing
-    those sections. Digits that head nothing are taken as the section number. ``aliases``:
-    the same sections' other names (as rendered, as written), tried when no heading matches, so
-    that a section is found by the name get-page-sections shows and by its source alike."""
+    the headings (a heading a template brings, from ``with_templates``, is named with its page);
+    headed more than once: invalid_input, listing those sections. Digits that head nothing are
+    taken as the section number. ``aliases``: the same sections' other names (as rendered, as
+    written), tried when no heading matches, so that a section is found by the name
+    get-page-sections shows and by its source alike."""
     key = heading_key(wanted)
     own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h) == key]
-    if not own and aliases and not wanted.strip().isdigit():
+    if not own and not wanted.strip().isdigit():
         numbered = {n: h for n, _, h, _ in outline if n is not None}
         own = [(n, numbered[n]) for n in dict.fromkeys(
             n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
@@ -5214,8 +5277,7 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
             + ". Give the one meant by its number: section=N.")
     if wanted.strip().isdigit():
         return int(wanted), ""
-    brought = [src for n, _, h, src in (with_templates() if with_templates else outline)
-               if n is None and heading_key(h) == key]
+    brought = [src for n, _, h, src in with_templates() if n is None and heading_key(h) == key]
     if brought:
         raise not_found(f"The section headed {wanted!r} in {title} comes from the page {brought[0]}, which "
                         f"{title} transcludes, so it is read and changed there: call again with "
@@ -5228,8 +5290,8 @@ def source_headings(text: str, syntax: Syntax) -> list[Heading]:
     """The numbered headings of wikitext as written (templates, tags and all) and as they read
     without markup: the names a section may be asked for besides the rendered one."""
     sections = wikitext_sections(text, syntax)
-    written: list[Heading] = [(s.number, s.level, s.heading, "") for s in sections]
-    return written + [(s.number, s.level, heading_plain(s.heading), "") for s in sections]
+    return ([Heading(s.number, s.level, s.heading) for s in sections]
+            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
 
 
 def heading_key(heading: str) -> str:
@@ -5313,9 +5375,8 @@ def get_page(
     revision = revision_of(page)
     if content == "none":
         return [page_header(ctx, page, revision, redirected, metadata, section)]
-    text, shown = slot_text(ctx, revision, number, page["title"]), section
-    if isinstance(section, str):
-        section, shown, text = section_by_heading(ctx, text, section, page["title"], revision.get("revid"))
+    section, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
+                                         text=slot_text(ctx, revision, number, page["title"]))
     # noted under its heading too, by which a write may name it once a section above renumbered it
     heading = section_heading(text, 1, ctx.site.syntax) if section else None
     header = page_header(ctx, page, revision, redirected, metadata, shown)
@@ -5389,31 +5450,32 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         raise
 
 
-def rendered(ctx: ToolContext, title: str, content: str, section: int | str | None,
-             **params: Any) -> tuple[dict[str, Any], str, int | None, int | str | None]:
+class Rendered(typing.NamedTuple):
+    """A page or revision rendered (rendered): the action=parse result, the HTML or plain text
+    shown, and the section asked for (AskedSection)."""
+    parsed: dict[str, Any]
+    body: str
+    number: int | None
+    shown: int | str | None
+
+
+def rendered(ctx: ToolContext, title: str, content: str, section: int | str | None, **params: Any) -> Rendered:
     """A page (page=) or revision (oldid=) rendered, whole or one section (by number or heading),
-    as HTML or plain text: the parse, the body, the section number and how a header shows it.
-    Plain text is read from the whole page, so that a section's references are the page's; an
-    HTML section by heading costs a request more, for the numbers of the headings."""
-    number, shown = (None if isinstance(section, str) else section), section
+    as HTML or plain text. Plain text is read from the whole page, so that a section's references
+    are the page's; an HTML section by heading costs a request more, for the numbers of the headings."""
     by_name = isinstance(section, str)  # then the source too, for the headings as written
+    parsed: dict[str, Any] = {}
+    if content == "text" or by_name:
+        props = ("text|sections|revid" if content == "text" else "sections") + "|wikitext" * by_name
+        parsed = parse_page(ctx, title, None, prop=props, **params)
+    number, shown, _ = asked_section(ctx, title, section, parsed=parsed)
     if content == "text":
-        parsed = parse_page(ctx, title, None, prop="text|sections|revid" + "|wikitext" * by_name, **params)
-        if isinstance(section, str):
-            number, heading = pick_section(ctx, outline_of(parsed), section, title, aliases=lambda: (
-                source_headings(parsed.get("wikitext", ""), ctx.site.syntax)))
-            shown = f"{number} ({heading})" if heading else number
         body = plain_text(parsed.get("text", ""), text_sections(parsed), number)
         if body is None:
             raise no_such_section(ctx, title, number, params.get("oldid"))
-        return parsed, body, number, shown
-    if isinstance(section, str):
-        sections = parse_page(ctx, title, None, prop="sections|wikitext", **params)
-        number, heading = pick_section(ctx, outline_of(sections), section, title, aliases=lambda: (
-            source_headings(sections.get("wikitext", ""), ctx.site.syntax)))
-        shown = f"{number} ({heading})" if heading else number
+        return Rendered(parsed, body, number, shown)
     parsed = parse_page(ctx, title, number, prop="text|sections|revid", **params)
-    return parsed, parsed.get("text", ""), number, shown
+    return Rendered(parsed, parsed.get("text", ""), number, shown)
 
 
 def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -5529,11 +5591,11 @@ def get_pages(
         if len(whole) == len(bodies):
             break
         marker = truncated_marker(
-            piece, "get-page", sections=cut_body[1]() if cut_body else (), verb="with",
-            shown=(room - left + (piece.end if piece else 0), total),
-            again={"title": cut, **text} if piece else None, batch=text or None,
-            left_out=[title for title in bodies if title not in whole and title != cut],
-            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None)
+            piece, "get-page", sections=cut_body[1]() if cut_body else (),
+            again={"title": cut, **text} if piece else None,
+            room=ctx.budget // OUTLINE_SHARE, outline=outline_call(cut) if cut else None,
+            batch=Batch((room - left + (piece.end if piece else 0), total),
+                        [title for title in bodies if title not in whole and title != cut], text))
         if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
             break
         room = max(ctx.budget - utf8_len(marker), 1)
@@ -5935,9 +5997,9 @@ def get_revision(
         if "texthidden" in slot or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again, text, shown = {}, slot_text(ctx, revision, number, title), section
-        if isinstance(section, str):
-            section, shown, text = section_by_heading(ctx, text, section, title, revisionId)
+        again = {}
+        section, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
+                                             revid=revisionId)
         sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
     if section is not None:
         again["section"] = section
@@ -6967,7 +7029,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     latest: int = current.get("revid", 0)
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
-    number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
+    number = asked_section(ctx, title, section, text=now, revid=latest).number
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
         if from_read and not latest_id else None
@@ -6980,8 +7042,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     pin = latest_id or read_base or (latest if pinned and latest else None)
     base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
     seen = now if on_now else base
-    if heading is not None and seen is not now:
-        number = section_by_heading(ctx, seen, heading, title, pin)[0]
+    if heading is not None and seen is not now:  # numbered anew: a section above may have come or gone since
+        number = asked_section(ctx, title, heading, text=seen, revid=pin).number
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
@@ -7820,7 +7882,7 @@ def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
 
 def level_text(entry: Mapping[str, Any] | None) -> str:
     """``sysop until 1 week``: one kind's protection level, or none."""
-    return f"{entry['level']}{until(entry.get('expiry'))}" if entry and entry.get("level") else "none"
+    return f"{entry['level']}{until_clause(entry.get('expiry'))}" if entry and entry.get("level") else "none"
 
 
 @tool("watch-page", "Watch page", toolset="changes", read_only=False, destructive=True, idempotent=True,
@@ -7857,7 +7919,7 @@ def watch_page(
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
     shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
-    expires = entry.get("expiry") if until(entry.get("expiry")) else None
+    expires = entry.get("expiry") if until_clause(entry.get("expiry")) else None
     return status + "\n" + labelled(("Title", shown), ("Until", expires))
 
 
@@ -9010,7 +9072,7 @@ def managing_wikis(state: ServerState) -> bool:
 def wiki_facts(state: ServerState, key: str, contact: bool) -> dict[str, Any]:
     """A wiki's public facts (never a credential); ``contact`` fetches site info if not known."""
     wiki, client = state.wiki_and_client(key)
-    site, api = client.known
+    site, api = client.learnt
     problem = None
     if contact and site is None:
         try:
@@ -9070,7 +9132,7 @@ def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
 def registered_as(state: ServerState, key: str) -> str | None:
     """The key under which a wiki with this server name is configured, if it is."""
     for other, wiki, client in state.entries():
-        site = client.known[0]
+        site = client.learnt[0]
         if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
             return other
     return None
@@ -9106,14 +9168,14 @@ def add_wiki(
     options = {"user_agent_prefix": state.config.user_agent, **state.client_options}
     wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
                  if k not in state.wikis and serves_url(w.url, None, url)), None)
-    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.known[0], url)), None)
+    known = next((k for k, w, c in state.entries() if serves_url(w.url, c.learnt[0], url)), None)
     if known:
         raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
                        "to other tools.")
     if wiki is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
-        known = next((k for k, c in state.clients.items() if c.known[1] == client.api_url), None)
+        known = next((k for k, c in state.clients.items() if c.learnt[1] == client.api_url), None)
         if known:
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")

@@ -3097,7 +3097,7 @@ def test_a_lost_write_not_in_the_history_is_reported_unconfirmed_and_not_resent(
 
 def test_a_write_that_never_reached_the_wiki_is_no_lost_answer(fake: FakeWiki) -> None:
     """A refused connection proves the wiki never saw the write: a plain failure, not a lost answer."""
-    client = m.MediaWikiClient(fake.api, token="tok-never-sent", retry=m.RetryPolicy(sleep=lambda s: None))
+    client = m.MediaWikiClient(fake.api, m.Credentials(token="tok-never-sent"), retry=m.RetryPolicy(sleep=lambda s: None))
     assert client.site.name == "Fake"
     client._tokens = {"csrf": "+\\"}
     fake.close()  # nothing listens there any more
@@ -3408,7 +3408,7 @@ def test_bot_flag_needs_the_bot_right(bot_server: Any, wiki: RealWiki) -> None:
 def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
     title = "Write protected test"
     create(bot_server_for(wiki), title, "Protected text.")
-    client = m.MediaWikiClient(wiki.api, username=wiki.bot_user, password=wiki.bot_password)
+    client = m.MediaWikiClient(wiki.api, m.Credentials(wiki.bot_user, wiki.bot_password))
     client.write({"action": "protect", "title": title, "protections": "edit=sysop"})
     anonymous = make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"})
     result = call(anonymous, "update-page", title=title, source="Vandalism.")
