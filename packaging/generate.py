@@ -14,6 +14,7 @@ test_generated_packaging_files_are_current checks that the committed files are w
 """
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -174,7 +175,11 @@ def as_json(value: Any) -> str:
 
 def main(argv: list[str]) -> int:
     """Writes packaging_files() under the directory argv names (default: the checkout)."""
-    directory = Path(argv[0]) if argv else CHECKOUT
+    parser = argparse.ArgumentParser(description="Writes server.json, bundle/, .claude-plugin/ and the "
+                                     "generated tables of README.md and docs/ from the module.")
+    parser.add_argument("directory", nargs="?", type=Path, default=CHECKOUT,
+                        help="the checkout to write into (default: this one)")
+    directory = parser.parse_args(argv).directory
     for path, text in packaging_files().items():
         target = directory / path
         target.parent.mkdir(parents=True, exist_ok=True)
