@@ -3723,11 +3723,12 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
                 raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
             values[name] = p.default
             continue
-        values[name] = check_value(spec.name, p, value)
+        values[name] = check_value(p, value)
     return values
 
 
-def check_value(tool_name: str, p: Param, value: Any) -> Any:
+def check_value(p: Param, value: Any) -> Any:
+    """``value`` as the tool gets it, once it is what ``p`` takes; else an invalid_input error."""
     name = p.name
     if isinstance(p.kind, frozenset):  # int | str: the value's own type says which it is
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -3735,47 +3736,52 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         if kind not in p.kind:
             kinds = " or ".join(sorted(JSON_TYPES[k] for k in p.kind))
             raise invalid_input(f"Argument {name!r} must be {kinds}, got {json_type(value)}.")
-        return check_value(tool_name, dataclasses.replace(p, kind=kind), value)
-    if p.kind is list:
-        if not isinstance(value, list):
-            raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
-        if not value and p.required:
-            raise invalid_input(f"Argument {name!r} must not be empty.")
-        if p.arg.max_items and len(value) > p.arg.max_items:
-            raise invalid_input(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
-                                f"split the call.")
-        item = Param(f"{name}[{{}}]", p.item_kind, None, p.arg, True, None)
-        return [check_value(tool_name, dataclasses.replace(item, name=f"{name}[{i}]"), v)
-                for i, v in enumerate(value)]
+        return check_value(dataclasses.replace(p, kind=kind), value)
     if isinstance(p.kind, tuple):
         if value not in p.kind:
             raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
         return value
-    if p.kind is bool:
-        if not isinstance(value, bool):
-            raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
-        return value
-    if p.kind is int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise invalid_input(f"Argument {name!r} must be an integer, got {json_type(value)}.")
-        if p.arg.minimum is not None and value < p.arg.minimum:
-            raise invalid_input(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
-        if p.arg.maximum is not None and value > p.arg.maximum:
-            raise invalid_input(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
-        return value
+    if p.kind is bool and not isinstance(value, bool):
+        raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
+    return {list: check_list, int: check_int, str: check_text}.get(p.kind, lambda p, value: value)(p, value)
+
+
+def check_list(p: Param, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise invalid_input(f"Argument {p.name!r} must be an array, got {json_type(value)}.")
+    if not value and p.required:
+        raise invalid_input(f"Argument {p.name!r} must not be empty.")
+    if p.arg.max_items and len(value) > p.arg.max_items:
+        raise invalid_input(f"Argument {p.name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
+                            f"split the call.")
+    return [check_value(Param(f"{p.name}[{i}]", p.item_kind, None, p.arg, True, None), v)
+            for i, v in enumerate(value)]
+
+
+def check_int(p: Param, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid_input(f"Argument {p.name!r} must be an integer, got {json_type(value)}.")
+    if p.arg.minimum is not None and value < p.arg.minimum:
+        raise invalid_input(f"Argument {p.name!r} must be at least {p.arg.minimum}, got {value}.")
+    if p.arg.maximum is not None and value > p.arg.maximum:
+        raise invalid_input(f"Argument {p.name!r} must be at most {p.arg.maximum}, got {value}.")
+    return value
+
+
+def check_text(p: Param, value: Any) -> str:
     if not isinstance(value, str):
-        raise invalid_input(f"Argument {name!r} must be a string, got {json_type(value)}.")
+        raise invalid_input(f"Argument {p.name!r} must be a string, got {json_type(value)}.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise invalid_input(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
+        raise invalid_input(f"Argument {p.name!r} contains invalid Unicode (an unpaired surrogate).") from None
     if p.arg.title:
         value = value.strip()
-        check_title_text(name, value)
+        check_title_text(p.name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
-        raise invalid_input(f"Argument {name!r} is {len(value)} characters long; at most "
+        raise invalid_input(f"Argument {p.name!r} is {len(value)} characters long; at most "
                             f"{p.arg.max_length} are accepted.")
     return value
 
@@ -5083,7 +5089,7 @@ FileTitleArg = Arg("File title; File: optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
 OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
-NamespacesArg = Arg("Namespace IDs; default: all.", max_items=50)
+Namespaces = Annotated[list[int] | None, Arg("Namespace IDs; default: all.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
@@ -6140,7 +6146,7 @@ def get_category_members(
     category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
     types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
         'Member types; default: all.', max_items=3)] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns a category's members after its page, subcategory and file counts, subcategories and
@@ -6180,7 +6186,7 @@ def get_links_here(
     title: Annotated[str, TitleArg],
     types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
         'Default: all that apply.', max_items=3)] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
     """Returns pages that link to, transclude or (files) show a wiki page, marked as transclusion,
@@ -6218,61 +6224,66 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-StartArg = Arg("Oldest time, ISO 8601.")
-EndArg = Arg("Newest time, ISO 8601.")
-ChangeTypesArg = Arg("Default: edit, new, log.", max_items=4)
-ChangeUserArg = Arg("Only this account's.")
-ExcludeUserArg = Arg("Not this account's.")
-ChangeLimitArg = Arg("Most changes.", minimum=1, maximum=500)
+Start = Annotated[str | None, Arg("Oldest time, ISO 8601.")]
+End = Annotated[str | None, Arg("Newest time, ISO 8601.")]
+ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
+                        Arg("Default: edit, new, log.", max_items=4)]
+ChangeUser = Annotated[str | None, Arg("Only this account's.")]
+ExcludeUser = Annotated[str | None, Arg("Not this account's.")]
+ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 
 
 @tool("get-recent-changes", "Get recent changes", toolset="changes", read_only=True, continue_from=True,
       see={"for one page": "get-page-history"})
 def get_recent_changes(
-    ctx: ToolContext,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
-    user: Annotated[str | None, ChangeUserArg] = None,
-    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
+    types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
     tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
-    limit: Annotated[int, ChangeLimitArg] = 50,
+    limit: ChangeLimit = 50,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
     size change, then flags, tags and summary."""
-    return listed_changes(ctx, "recentchanges", "rc", {"rctag": tag}, change_filters(
-        "rc", start, end, namespaces, types, user, excludeUser, hide, limit), "Recent changes", "changes",
-        "get-recent-changes")
+    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
+    return listed_changes(ctx, "recentchanges", {"rctag": tag, **filters.params("rc")}, "Recent changes",
+                          "changes", "get-recent-changes")
 
 
-def listed_changes(ctx: ToolContext, module: str, prefix: str, params: Mapping[str, Any],
-                   filters: Mapping[str, Any], heading: str, what: str, tool_name: str) -> list[str]:
-    """One page of list=recentchanges or list=watchlist (``prefix``: rc or wl), a row each."""
-    data = ctx.client.get({"action": "query", "list": module, **params, **filters,
-                           **continuation(ctx, f"{prefix}continue")})
+def listed_changes(ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
+                   tool_name: str) -> list[str]:
+    """One page of list=recentchanges or list=watchlist, a row each."""
+    prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
+    data = ctx.client.get({"action": "query", "list": module, **params, **continuation(ctx, f"{prefix}continue")})
     rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
     blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
     return with_more(blocks, data, len(rows), "change", tool_name)
 
 
-def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
-                   types: Sequence[str] | None, user: str | None, exclude_user: str | None,
-                   hide: Sequence[str] | None, limit: int) -> dict[str, Any]:
-    """The filters that list=recentchanges and list=watchlist share, as the API parameters of
-    the one ``prefix`` gives, newest first."""
-    if user and exclude_user:
-        raise invalid_input("Give user or excludeUser, not both.")
-    if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
-    oldest, newest = time_window(start, end)
-    return {f"{prefix}{name}": value for name, value in (
-        ("dir", "older"), ("start", newest), ("end", oldest),
-        ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", namespaces),
-        ("type", types or ["edit", "new", "log"]), ("user", user), ("excludeuser", exclude_user),
-        ("show", [RC_HIDE[h] for h in hide or []] or None), ("limit", limit))}
+class ChangeFilters(typing.NamedTuple):
+    """The filters that get-recent-changes and get-watchlist share, as the call gives them."""
+    start: str | None
+    end: str | None
+    namespaces: list[int] | None
+    types: Sequence[str] | None
+    user: str | None
+    exclude_user: str | None
+    hide: Sequence[str] | None
+    limit: int
+
+    def params(self, prefix: str) -> dict[str, Any]:
+        """As the API parameters of list=recentchanges or list=watchlist (``prefix``: rc or wl),
+        newest first."""
+        if self.user and self.exclude_user:
+            raise invalid_input("Give user or excludeUser, not both.")
+        if self.hide and {"anonymous", "registered"} <= set(self.hide):
+            raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
+        oldest, newest = time_window(self.start, self.end)
+        return {f"{prefix}{name}": value for name, value in (
+            ("dir", "older"), ("start", newest), ("end", oldest),
+            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", self.namespaces),
+            ("type", self.types or ["edit", "new", "log"]), ("user", self.user), ("excludeuser", self.exclude_user),
+            ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))}
 
 
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
@@ -6415,9 +6426,9 @@ CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, min
 def get_user_contributions(
     ctx: ToolContext,
     user: Annotated[str, Arg("Account, IP address or CIDR range.")],
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
+    namespaces: Namespaces = None,
+    start: Start = None,
+    end: End = None,
     oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
     limit: Annotated[int, Arg("Most edits.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
@@ -6490,8 +6501,8 @@ def get_log_events(
     type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
+    start: Start = None,
+    end: End = None,
     limit: Annotated[int, Arg("Most events.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
@@ -6551,21 +6562,16 @@ def log_details(event: dict[str, Any]) -> str:
       read_only=True, continue_from=True, rights=("viewmywatchlist",),
       offered=has_account)
 def get_watchlist(
-    ctx: ToolContext,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
-    user: Annotated[str | None, ChangeUserArg] = None,
-    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
+    types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered"]] | None, Arg(
         "Changes to leave out.", max_items=4)] = None,
-    limit: Annotated[int, ChangeLimitArg] = 50,
+    limit: ChangeLimit = 50,
 ) -> list[str]:
     """Returns recent changes to the pages the account watches, newest first, with recent changes' rows and filters, tag aside."""
-    return listed_changes(ctx, "watchlist", "wl", {"wlallrev": True}, change_filters(
-        "wl", start, end, namespaces, types, user, excludeUser, hide, limit), "Changes to watched pages",
-        "changes to watched pages", "get-watchlist")
+    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
+    return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
+                          "Changes to watched pages", "changes to watched pages", "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
@@ -6931,7 +6937,7 @@ class EditTarget:
     latest: int             # the latest revision; 0 when the page does not exist
     now: str                # the latest revision's text
     pin: int | None         # the base revision, sent as baserevid; None: unpinned (an addition)
-    base: str               # the base revision's text, which MediaWiki splices a section into
+    base_text: str          # the base revision's text, which MediaWiki splices a section into
     section: int | None     # the section changed, numbered as in the text it is made on
     old: str                # that section's text (or the page's), in the text the change is made on
     from_read: bool = False  # the base is this client's last read, not a latestId given
@@ -6961,36 +6967,50 @@ Composer = Callable[[EditTarget], "Composed | str"]
 
 def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
               **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, with ``reading``), composes the change, and dry-runs or
-    saves it (finish_edit)."""
-    target = read_for_edit(ctx, title, section, **reading)
+    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change, and
+    dry-runs or saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, Reading(**reading))
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
 
 
-def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None, *,
-                  latest_id: int | None = None, from_read: bool = False, pinned: bool = True,
-                  on_now: bool = False, must_exist: bool = True, follow: bool = False,
-                  own_text: bool = False, whole: bool = False, read: bool = True, props: Sequence[str] = (),
-                  **params: Any) -> EditTarget:
-    """The page and the base of a change, read once. The base is ``latest_id``, else
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else
     (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
     (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
     change ``on_now`` (an addition) is made on the page now, any other on its base, whose
     section numbers are the ones the model read. ``own_text``: the model writes this page's
     text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
     text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
-    ``read``: a new page, read only for a dry run."""
-    if not read:  # a new page's save: createonly has the wiki refuse a title that exists
+    ``read``: a new page, read only for a dry run. ``props`` and ``params``: what else the
+    page's query asks."""
+    latest_id: int | None = None
+    from_read: bool = False
+    pinned: bool = True
+    on_now: bool = False
+    must_exist: bool = True
+    follow: bool = False
+    own_text: bool = False
+    whole: bool = False
+    read: bool = True
+    props: Sequence[str] = ()
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:
+    """The page and the base of a change, read once, as ``how`` says."""
+    latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
+    if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
         return EditTarget({}, title, 0, "", None, "", None, "")
-    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None,
-                                 **params})
+    page, _ = query_page(ctx, **{**text_fields(ctx, *how.props), "titles": title,
+                                 "redirects": how.follow or None, **how.params})
     title = page.get("title", title)
-    if page.get("missing") and must_exist:
+    if page.get("missing") and how.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
                         + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
                            "existing titles."))
-    check_page(ctx, page, title, must_exist or not page.get("missing") or page.get("special", False))
+    check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)
@@ -7000,14 +7020,14 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     number = section_by_heading(ctx, now, section, title, latest)[0] if isinstance(section, str) else section
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
-        if from_read and not latest_id else None
+        if how.from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
         raise foreign_base(latest_id, title, latest)
-    pin = latest_id or read_base or (latest if pinned and latest else None)
+    pin = latest_id or read_base or (latest if how.pinned and latest else None)
     base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
     seen = now if on_now else base
     if heading is not None and seen is not now:
@@ -7015,7 +7035,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
-    if whole:
+    if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
@@ -7068,11 +7088,11 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     """The page text a save of ``new`` (the text of ``section``, or of the page) leaves, made as
     MediaWiki makes it: the section spliced into the base revision, and that merged into the
     latest when the base is older (a conflict when they overlap)."""
-    span = None if section is None else section_span(target.base, section, ctx.site.syntax)
-    mine = new if section is None else replace_section(target.base, span, new) if span else target.base
+    span = None if section is None else section_span(target.base_text, section, ctx.site.syntax)
+    mine = new if section is None else replace_section(target.base_text, span, new) if span else target.base_text
     if not target.pin or target.pin == target.latest:
         return mine
-    merged = merge3(target.base, mine, target.now)
+    merged = merge3(target.base_text, mine, target.now)
     if merged is None:
         raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
                        f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
@@ -7141,7 +7161,7 @@ def create_page(
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
     return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
-                     intestactions="create" if ctx.dry_run else None)
+                     params={"intestactions": "create" if ctx.dry_run else None})
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -7204,11 +7224,7 @@ def update_page(
         made = functools.partial(Composed, summary=edit_summary(ctx, comment))
         fields = {"minor": minor, "bot": bot}
         if find is not None:
-            where = f"section {target.section} of {target.title!r}" if target.section is not None else \
-                repr(target.title)
-            return made(replace_found(where, target.old, find, replace or "", replaceAll,
-                                      target.pin or target.latest, target.latest, target.base, target.now),
-                        fields=fields)
+            return made(replace_found(target, find, replace or "", replaceAll), fields=fields)
         if mode == "replace":
             return made(text, fields=fields, given=allow)
         refuse_rendered_text(target.title, text)
@@ -7247,16 +7263,17 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
                         "itself, first read it with get-page and followRedirects=false.")
 
 
-def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
-                  base_text: str, latest_text: str) -> str:
-    """``old`` (of revision ``base``) with ``find`` replaced, once (it must occur once) or
-    everywhere. A find that was in the base revision but is gone from the latest was changed
-    since: a conflict, showing the change."""
+def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> str:
+    """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
+    find that was in the base revision but is gone from the latest was changed since: a
+    conflict, showing the change."""
+    old, base, latest, latest_text = target.old, target.pin or target.latest, target.latest, target.now
+    where = repr(target.title) if target.section is None else f"section {target.section} of {target.title!r}"
     count = old.count(find)
     if count and base != latest and find not in latest_text:
         raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
                        f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
-                       f"since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                       f"since revision {base}:\n{line_diff(target.base_text, latest_text)[:2000]}\n"
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
@@ -8331,17 +8348,18 @@ def update_page_categories(
 
     def compose(target: EditTarget) -> Composed | str:
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
-        new, outcome = recategorised(site, target.base, adding, removing, placed,
+        new, outcome = recategorised(site, target.base_text, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
         # get-page showed the target's text under this title
-        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base)):
+        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base_text)):
             outcome += (f"\nRedirect: {target.title} is a redirect to {redirect.group(1).strip()}; these are the "
                         "categories of the redirect page itself, not of the page it leads to")
-        if new == target.base:
+        if new == target.base_text:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"), cllimit="max")
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"),
+                     params={"cllimit": "max"})
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -8629,9 +8647,8 @@ def comment_start(lines: list[str], start: int, signed: int) -> int:
     return first
 
 
-@tool("reply-on-talk-page", "Reply on talk page", toolset="talk",
-      read_only=False, destructive=False, idempotent=False,
-      dry_run=True, idempotency_key=True, rights=("edit",),
+@tool("reply-on-talk-page", "Reply on talk page", toolset="talk", read_only=False, destructive=False,
+      idempotent=False, dry_run=True, idempotency_key=True, rights=("edit",),
       see={"to start a topic": "add-talk-topic"})
 def reply_on_talk_page(
     ctx: ToolContext,
