@@ -5130,10 +5130,10 @@ def invalid_reason(page: dict[str, Any]) -> str:
 
 def missing_page(ctx: ToolContext, title: str) -> WikiError:
     return not_found(f"Page {title!r} not found on {ctx.wiki.key}. " + (
-        gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
+        why_missing(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
 
 
-def gone(ctx: ToolContext, title: str) -> str | None:
+def why_missing(ctx: ToolContext, title: str) -> str | None:
     """What the wiki says of a page that is not there: that it is protected against creation, and
     where it went, from the log: deleted (undelete-page restores it) or moved without a redirect.
     None when it says neither."""
@@ -7008,7 +7008,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     title = page.get("title", title)
     if page.get("missing") and how.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
-                        + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
+                        + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
                            "existing titles."))
     check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
@@ -8314,7 +8314,8 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file. Over
-    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails if the file does not exist."""
+    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails
+    if the file does not exist."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
