@@ -3501,29 +3501,54 @@ class Quoted:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Flags:
-    """What ``@tool`` says of a tool besides its name, title and toolset (see Registry.tool)."""
+    """What ``@tool`` says of a tool besides its name, title and toolset. A ``read_only`` tool is
+    not destructive and is idempotent; any other states ``destructive`` and ``idempotent``, never
+    guessed. ``open_world``: it reaches beyond this server. Each other flag gives an argument or
+    a gate:
+
+    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
+      read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
+    - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
+      raises a Preview of what it would do instead of doing it.
+    - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
+      tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
+      is true unless the call passes false (a tool whose save should follow a preview).
+    - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
+      same key and arguments returns its result, marked as a repeat, and runs nothing.
+    - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
+      ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
+    - ``needs_extension``: refused on a wiki without that extension (site info's name), naming
+      wikis with it.
+    - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
+      use of ``ctx.client``, before anything is sent (a read-only tool's too).
+    - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
+    - ``offered(state)``: listed only while it holds.
+    - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
+      read "For several pages, use get-pages."; a clause whose tool (the value's first word)
+      is not offered is left out."""
     read_only: bool
     destructive: bool | None = None
     idempotent: bool | None = None
-    open_world: bool = True              # it reaches beyond this server
-    scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
-    guarded: bool = False                # takes confirm; without it, the call answers a Preview
-    continue_from: bool = False          # takes continueFrom
-    dry_run: bool = False                # takes dryRun
-    dry_run_default: bool = False        # dryRun is true unless the call says false
-    idempotency_key: bool = False        # takes idempotencyKey
-    watch: bool = False                  # takes watch (the written page's place on the watchlist)
-    needs_extension: str | None = None   # the extension the wiki must have (site info name)
-    rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
-    needs_upload_dirs: bool = False      # reads files from the operator's upload directories
+    open_world: bool = True
+    scoped: bool = True
+    guarded: bool = False
+    continue_from: bool = False
+    dry_run: bool = False
+    dry_run_default: bool = False
+    idempotency_key: bool = False
+    watch: bool = False
+    needs_extension: str | None = None
+    rights: tuple[str, ...] = ()
+    needs_upload_dirs: bool = False
     offered: Callable[[ServerState], bool] | None = None
-    see: Mapping[str, str] = dataclasses.field(default_factory=dict)  # routing: when -> tool
+    see: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problem(self, name: str) -> str | None:
         """What the flags contradict, if anything: a write's hints are stated, never guessed."""
         if self.read_only and (self.destructive or self.idempotent is False or self.dry_run
                                or self.idempotency_key or self.watch or self.guarded):
-            return f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey, watch or confirm"
+            return (f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey, watch or "
+                    "confirm")
         if self.dry_run_default and not self.dry_run:
             return f"{name}: dry_run_default needs dry_run"
         if not self.read_only and (self.destructive is None or self.idempotent is None):
@@ -3556,7 +3581,8 @@ class ToolSpec(Flags):
         its routing sentence (``see``) to the tools not ``absent`` from the list."""
         text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
                                     for f in dataclasses.fields(Config)})
-        routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items() if to.split()[0] not in absent)
+        routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items()
+                           if to.split()[0] not in absent)
         return f"{text} {routes[:1].upper()}{routes[1:]}." if routes else text
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
@@ -3589,34 +3615,12 @@ class Registry:
     is given its own, as a test does."""
     tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
-    def tool(self, name: str, title: str, *, toolset: str, **flags: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def tool(self, name: str, title: str, *, toolset: str,
+             **flags: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
         ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
-        arguments, each ``Annotated[type, Arg(...)]``. The ``flags`` are Flags' fields. A
-        ``read_only`` tool is not destructive and is idempotent; any other states ``destructive``
-        and ``idempotent``, never guessed. ``open_world``: it reaches beyond this server.
-        ``toolset``: its group (TOOLSETS); it is offered only when the operator offers that group.
-        Each other flag gives an argument or a gate:
-
-        - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
-          read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
-        - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
-          raises a Preview of what it would do instead of doing it.
-        - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
-          is true unless the call passes false (a tool whose save should follow a preview).
-        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
-          same key and arguments returns its result, marked as a repeat, and runs nothing.
-        - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
-          ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
-        - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
-        - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-          use of ``ctx.client``, before anything is sent (a read-only tool's too).
-        - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
-        - ``offered(state)``: listed only while it holds.
-        - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
-          read "For several pages, use get-pages."; a clause whose tool (the value's first word)
-          is not offered is left out."""
+        arguments, each ``Annotated[type, Arg(...)]``. ``toolset``: its group (TOOLSETS); it is
+        offered only when the operator offers that group. ``flags``: the fields of Flags."""
         given = Flags(**flags)
         if problem := given.problem(name):
             raise TypeError(problem)
@@ -3776,7 +3780,8 @@ def check_text(p: Param, value: Any) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise invalid_input(f"Argument {p.name!r} contains invalid Unicode (an unpaired surrogate).") from None
+        raise invalid_input(f"Argument {p.name!r} contains invalid Unicode (an unpaired surrogate)."
+                            ) from None
     if p.arg.title:
         value = value.strip()
         check_title_text(p.name, value)
@@ -6254,7 +6259,8 @@ def listed_changes(ctx: ToolContext, module: str, params: Mapping[str, Any], hea
                    tool_name: str) -> list[str]:
     """One page of list=recentchanges or list=watchlist, a row each."""
     prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
-    data = ctx.client.get({"action": "query", "list": module, **params, **continuation(ctx, f"{prefix}continue")})
+    data = ctx.client.get({"action": "query", "list": module, **params,
+                           **continuation(ctx, f"{prefix}continue")})
     rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
     blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
     return with_more(blocks, data, len(rows), "change", tool_name)
@@ -6281,8 +6287,9 @@ class ChangeFilters(typing.NamedTuple):
         oldest, newest = time_window(self.start, self.end)
         return {f"{prefix}{name}": value for name, value in (
             ("dir", "older"), ("start", newest), ("end", oldest),
-            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", self.namespaces),
-            ("type", self.types or ["edit", "new", "log"]), ("user", self.user), ("excludeuser", self.exclude_user),
+            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
+            ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
+            ("user", self.user), ("excludeuser", self.exclude_user),
             ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))}
 
 
@@ -6568,7 +6575,8 @@ def get_watchlist(
         "Changes to leave out.", max_items=4)] = None,
     limit: ChangeLimit = 50,
 ) -> list[str]:
-    """Returns recent changes to the pages the account watches, newest first, with recent changes' rows and filters, tag aside."""
+    """Returns recent changes to the pages the account watches, newest first, with recent changes'
+    rows and filters, tag aside."""
     filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
     return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
                           "Changes to watched pages", "changes to watched pages", "get-watchlist")
@@ -7008,8 +7016,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     title = page.get("title", title)
     if page.get("missing") and how.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
-                        + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
-                           "existing titles."))
+                        + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix "
+                           "finds existing titles."))
     check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
@@ -7089,7 +7097,8 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     MediaWiki makes it: the section spliced into the base revision, and that merged into the
     latest when the base is older (a conflict when they overlap)."""
     span = None if section is None else section_span(target.base_text, section, ctx.site.syntax)
-    mine = new if section is None else replace_section(target.base_text, span, new) if span else target.base_text
+    base = target.base_text
+    mine = new if section is None else replace_section(base, span, new) if span else base
     if not target.pin or target.pin == target.latest:
         return mine
     merged = merge3(target.base_text, mine, target.now)
@@ -7665,8 +7674,8 @@ def rollback_edits(
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
         ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
-        raise Preview("Nothing was rolled back.", f"revert {run.edits}, returning it to revision {run.target} "
-                      f"by {run.target_user}.")
+        raise Preview("Nothing was rolled back.", f"revert {run.edits}, returning it to revision "
+                      f"{run.target} by {run.target_user}.")
     previewed = (ctx.reads.preview(run.title, f"rollback|{name}") or (None, None))[0]
     if previewed and previewed != run.latest:
         raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest "
@@ -7679,7 +7688,8 @@ def rollback_edits(
               "tags": change_tags(ctx), "watchlist": ctx.watch}
     try:
         answer, shown = settle_write(
-            lambda: ctx.client.write(params, token="rollback"), lambda: rollback_as_shown(ctx, run.title, name),
+            lambda: ctx.client.write(params, token="rollback"),
+            lambda: rollback_as_shown(ctx, run.title, name),
             what="the rollback was saved", look="check get-page-history", absent=f"The wiki shows the latest "
             f"edit still by {name}, so nothing was rolled back. Call again to retry.")
     except WikiError as error:
@@ -7818,6 +7828,7 @@ def protect_page(
     params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
               "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
               "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
+
     def protection_as_shown() -> list[dict[str, Any]] | None:
         shown = query_page(ctx, titles=title, prop="info", inprop="protection")[0].get("protection") or []
         if {p["type"]: p["level"] for p in shown} != {k: p["level"] for k, p in new.items() if p["level"]}:
@@ -7825,13 +7836,14 @@ def protect_page(
         return [p for p in shown if not p.get("source")]
     answer, shown = settle_write(
         lambda: ctx.client.write(params), protection_as_shown, what="the protection was changed",
-        look="read it with get-page", absent=f"The wiki shows the protection of {title!r} unchanged, so nothing "
-        "was changed. Call again to retry.")
+        look="read it with get-page", absent=f"The wiki shows the protection of {title!r} unchanged, so "
+        "nothing was changed. Call again to retry.")
     done = answer.get("protect", {})
-    result = shown or [{"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": done.get("cascade")}
-                       for entry in done.get("protections") or [] for kind, level in entry.items() if kind != "expiry"]
-    status = after_lost_answer("Protection changed.", "the wiki shows the new protection") if shown \
-        else "Protection changed."
+    result = shown if shown is not None else [
+        {"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": done.get("cascade")}
+        for entry in done.get("protections") or [] for kind, level in entry.items() if kind != "expiry"]
+    status = "Protection changed." if shown is None else \
+        after_lost_answer("Protection changed.", "the wiki shows the new protection")
     return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
 
@@ -7883,22 +7895,27 @@ def watch_page(
         raise invalid_input(f"{ctx.wiki.key} keeps watchlist entries without expiry; nothing was changed. "
                             "Call again without expiry to watch the page until it is unwatched.")
     done = "unwatched" if unwatch else "watched"
+
     def watch_as_shown() -> dict[str, Any] | None:
         entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
-        return None if bool(entry.get("watched")) == unwatch else {**entry, "expiry": entry.get("watchlistexpiry")}
+        if bool(entry.get("watched")) == unwatch:
+            return None
+        return {**entry, "expiry": entry.get("watchlistexpiry")}
     answer, shown = settle_write(
         lambda: ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
                                  token="watch"), watch_as_shown, what=f"the page was {done}",
-        look="read the watchlist", absent=f"The wiki shows {title!r} still {'watched' if unwatch else 'unwatched'}, "
-        "so nothing was changed. Call again to retry.")
+        look="read the watchlist", absent=f"The wiki shows {title!r} still "
+        f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call again to retry.")
     entry: dict[str, Any] = shown or next(iter(answer.get("watch") or []), {})
-    status = after_lost_answer(f"{done.title()}.", f"the wiki shows the page {done}") if shown else f"{done.title()}."
+    status = f"{done.title()}."
+    if shown:
+        status = after_lost_answer(status, f"the wiki shows the page {done}")
     check_page(ctx, entry, title, must_exist=False)
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
-    shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
+    listed = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
     expires = entry.get("expiry") if until(entry.get("expiry")) else None
-    return status + "\n" + labelled(("Title", shown), ("Until", expires))
+    return status + "\n" + labelled(("Title", listed), ("Until", expires))
 
 
 def keeps_watch_expiries(ctx: ToolContext) -> bool:
@@ -9182,7 +9199,8 @@ def remove_wiki(
     wiki: Annotated[str, Arg("Key of the wiki to remove.",
                              max_length=300)],
 ) -> str:
-    """Removes a wiki from this server, added or configured (never the default wiki). Nothing changes on the wiki itself."""
+    """Removes a wiki from this server, added or configured (never the default wiki). Nothing
+    changes on the wiki itself."""
     if not wiki.strip():
         raise invalid_input("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)
