@@ -3679,35 +3679,22 @@ JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array"}
 
 
 def param_schema(p: Param) -> dict[str, Any]:
-    schema: dict[str, Any]
-    if isinstance(p.kind, tuple):
-        schema = {"type": "string", "enum": list(p.kind)}
-    elif isinstance(p.kind, frozenset):
-        schema = {"type": sorted(JSON_TYPES[k] for k in p.kind)}
-    else:
-        schema = {"type": JSON_TYPES[p.kind]}
+    """The JSON schema of one argument, stating only what narrows it (a flag is off unless set)."""
+    schema = kind_schema(p.kind)
     if p.kind is list:
-        item = p.item_kind
-        schema["items"] = ({"type": "string", "enum": list(item)} if isinstance(item, tuple)
-                           else {"type": JSON_TYPES[item]})
-        if p.arg.title:
-            schema["items"]["minLength"] = 1
-        if p.arg.max_items:
-            schema["maxItems"] = p.arg.max_items
-        if p.required:
-            schema["minItems"] = 1
+        schema.update(items={**kind_schema(p.item_kind), **({"minLength": 1} if p.arg.title else {})},
+                      maxItems=p.arg.max_items or None, minItems=1 if p.required else None)
     elif p.arg.title:
         schema["minLength"] = 1
-    if p.arg.max_length:
-        schema["maxLength"] = p.arg.max_length
-    if p.arg.minimum is not None:
-        schema["minimum"] = p.arg.minimum
-    if p.arg.maximum is not None:
-        schema["maximum"] = p.arg.maximum
-    if p.default is not None and p.default is not False:  # a flag is off unless set: no need to say
-        schema["default"] = p.default
-    schema["description"] = p.arg.description
-    return schema
+    schema.update(maxLength=p.arg.max_length or None, minimum=p.arg.minimum, maximum=p.arg.maximum,
+                  default=None if p.default is False else p.default, description=p.arg.description)
+    return {key: value for key, value in schema.items() if value is not None}
+
+
+def kind_schema(kind: Any) -> dict[str, Any]:
+    if isinstance(kind, tuple):
+        return {"type": "string", "enum": list(kind)}
+    return {"type": sorted(JSON_TYPES[k] for k in kind) if isinstance(kind, frozenset) else JSON_TYPES[kind]}
 
 
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
