@@ -5700,9 +5700,8 @@ def find_in_page(
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
     except WikiError as error:
-        if error.code in ("badid_rvstartid", "badid_rvendid"):
-            raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
-                            "get-page-history lists a page's revision IDs.") from None
+        if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
+            raise no_such_revision(ctx, revisionId) from None
         raise
     check_page(ctx, page, title)
     revisions = page.get("revisions") or []
@@ -6165,11 +6164,16 @@ def get_category_members(
     return with_more(blocks, data, len(rows), "member", "get-category-members")
 
 
-LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
-    "wikilinks": ("backlinks", "bl", "", True),
-    "transclusions": ("embeddedin", "ei", "transclusion", False),
-    "fileusage": ("imageusage", "iu", "file link", True),
-}
+class LinkKind(typing.NamedTuple):
+    module: str         # the list module
+    prefix: str         # its parameters'
+    note: str           # how a row says it
+    redirects: bool     # whether it follows redirects
+
+
+LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
+              "transclusions": LinkKind("embeddedin", "ei", "transclusion", False),
+              "fileusage": LinkKind("imageusage", "iu", "file link", True)}
 
 
 @tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True)
@@ -6187,9 +6191,9 @@ def get_links_here(
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
-    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds], "titles": title}
-    for kind in kinds:
-        _, prefix, _, redirects = LINK_KINDS[kind]
+    params: dict[str, Any] = {"action": "query", "titles": title,
+                              "list": [LINK_KINDS[k].module for k in kinds]}
+    for prefix, redirects in ((LINK_KINDS[k].prefix, LINK_KINDS[k].redirects) for k in kinds):
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
     data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
@@ -6200,7 +6204,7 @@ def get_links_here(
         title = page.get("title", title)
     rows = []
     for kind in kinds:
-        module, _, how, _ = LINK_KINDS[kind]
+        module, how = LINK_KINDS[kind].module, LINK_KINDS[kind].note
         for link in query.get(module) or []:
             notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
             rows.append(" | ".join([link["title"], *notes]))
