@@ -3732,9 +3732,11 @@ def check_value(p: Param, value: Any) -> Any:
         if value not in p.kind:
             raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
         return value
-    if p.kind is bool and not isinstance(value, bool):
-        raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
-    return {list: check_list, int: check_int, str: check_text}.get(p.kind, lambda p, value: value)(p, value)
+    if p.kind is bool:
+        if not isinstance(value, bool):
+            raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
+        return value
+    return {list: check_list, int: check_int}.get(p.kind, check_text)(p, value)
 
 
 def check_list(p: Param, value: Any) -> list[Any]:
