@@ -7089,12 +7089,12 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     """The page text a save of ``new`` (the text of ``section``, or of the page) leaves, made as
     MediaWiki makes it: the section spliced into the base revision, and that merged into the
     latest when the base is older (a conflict when they overlap)."""
-    span = None if section is None else section_span(target.base_text, section, ctx.site.syntax)
-    base = target.base_text
-    mine = new if section is None else replace_section(base, span, new) if span else base
+    old = target.base_text
+    span = None if section is None else section_span(old, section, ctx.site.syntax)
+    mine = new if section is None else replace_section(old, span, new) if span else old
     if not target.pin or target.pin == target.latest:
         return mine
-    merged = merge3(target.base_text, mine, target.now)
+    merged = merge3(old, mine, target.now)
     if merged is None:
         raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
                        f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
