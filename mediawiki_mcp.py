@@ -6986,17 +6986,17 @@ class Reading:
     text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
     ``read``: a new page, read only for a dry run. ``props`` and ``params``: what else the
     page's query asks."""
-    latest_id: int | None = None
-    from_read: bool = False
-    pinned: bool = True
-    on_now: bool = False
-    must_exist: bool = True
-    follow: bool = False
-    own_text: bool = False
-    whole: bool = False
     read: bool = True
     props: Sequence[str] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    follow: bool = False
+    must_exist: bool = True
+    from_read: bool = False
+    latest_id: int | None = None
+    own_text: bool = False
+    pinned: bool = True
+    on_now: bool = False
+    whole: bool = False
 
 
 def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:

@@ -619,9 +619,9 @@ def test_a_guarded_tool_previews_until_confirmed_and_routes_only_to_tools_offere
         return "dropped"
     state = m.ServerState.from_config(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}),
                                       registry=registry)
-    assert m.run_tool(state, "test-drop", {}) == ([
+    assert m.run_tool(state, "test-drop", {}) == ([(
         "invalid_input: Nothing was dropped. test-drop would drop everything on 127.0.0.1:9. Ask the user to "
-        "confirm, then call test-drop again with confirm=true."], True)
+        "confirm, then call test-drop again with confirm=true.")], True)
     assert m.run_tool(state, "test-drop", {"confirm": True}) == (["dropped"], False)
     assert registry.tools["test-drop"].schema()["properties"]["confirm"] == {
         "type": "boolean", "description": "true once the user confirmed."}
