@@ -3511,9 +3511,10 @@ class Param:
 #: What a page write may do to the page's place on the account's watchlist (MediaWiki's watchlist).
 WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 
-#: The arguments the registry adds to a tool's own, from its flags (continue_from, dry_run,
+#: The arguments the registry adds to a tool's own, from its flags (guarded, continue_from, dry_run,
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
+    Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
     Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
     Param("idempotencyKey", str, None, Arg("Same on retry: a repeat writes nothing.",
@@ -3537,34 +3538,77 @@ class Quoted:
         return text + (" by default" if self.value == self.default else "")
 
 
-@dataclasses.dataclass
-class ToolSpec:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Flags:
+    """What ``@tool`` says of a tool besides its name, title and toolset. A ``read_only`` tool is
+    not destructive and is idempotent; any other states ``destructive`` and ``idempotent``, never
+    guessed. ``open_world``: it reaches beyond this server. Each other flag gives an argument or
+    a gate:
+
+    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
+      read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
+    - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
+      raises a Preview of what it would do instead of doing it.
+    - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
+      tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
+      is true unless the call passes false (a tool whose save should follow a preview).
+    - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
+      same key and arguments returns its result, marked as a repeat, and runs nothing.
+    - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
+      ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
+    - ``needs_extension``: refused on a wiki without that extension (site info's name), naming
+      wikis with it.
+    - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
+      use of ``ctx.client``, before anything is sent (a read-only tool's too).
+    - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
+    - ``offered(state)``: listed only while it holds.
+    - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
+      read "For several pages, use get-pages."; a clause whose tool (the value's first word)
+      is not offered is left out."""
+    read_only: bool
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool = True
+    scoped: bool = True
+    guarded: bool = False
+    continue_from: bool = False
+    dry_run: bool = False
+    dry_run_default: bool = False
+    idempotency_key: bool = False
+    watch: bool = False
+    needs_extension: str | None = None
+    rights: tuple[str, ...] = ()
+    needs_upload_dirs: bool = False
+    offered: Callable[[ServerState], bool] | None = None
+    see: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def problem(self, name: str) -> str | None:
+        """What the flags contradict, if anything: a write's hints are stated, never guessed."""
+        if self.read_only and (self.destructive or self.idempotent is False or self.dry_run
+                               or self.idempotency_key or self.watch or self.guarded):
+            return (f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey, watch or "
+                    "confirm")
+        if self.dry_run_default and not self.dry_run:
+            return f"{name}: dry_run_default needs dry_run"
+        if not self.read_only and (self.destructive is None or self.idempotent is None):
+            return f"{name} is not read-only: state destructive= and idempotent="
+        return None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToolSpec(Flags):
     """A registered tool (see Registry.tool): what tools/list shows and what a call runs."""
     name: str
     title: str
+    toolset: str                         # its group (TOOLSETS), offered as the operator chooses
     doc: str             # the description, quoting settings as {field:unit} (Quoted); {{ }} for braces
     fn: Callable[..., Any]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
     params: dict[str, Param]             # the function's own
-    toolset: str                         # its group (TOOLSETS), offered as the operator chooses
-    offered: Callable[[ServerState], bool] | None = None
-    scoped: bool = True                  # acts on one wiki, chosen by the `wiki` argument
-    continue_from: bool = False          # takes continueFrom
-    dry_run: bool = False                # takes dryRun
-    dry_run_default: bool = False        # dryRun is true unless the call says false
-    idempotency_key: bool = False        # takes idempotencyKey
-    watch: bool = False                  # takes watch (the written page's place on the watchlist)
-    needs_extension: str | None = None   # the extension the wiki must have (site info name)
-    rights: tuple[str, ...] = ()         # the account's rights a write needs (``a|b``: either)
-    needs_upload_dirs: bool = False      # reads files from the operator's upload directories
 
     @property
     def arguments(self) -> dict[str, Param]:
         """Every argument the tool takes: its own, then those its flags add."""
-        flags = {"continueFrom": self.continue_from, "dryRun": self.dry_run,
+        flags = {"confirm": self.guarded, "continueFrom": self.continue_from, "dryRun": self.dry_run,
                  "idempotencyKey": self.idempotency_key, "watch": self.watch, "wiki": self.scoped}
         shared = {name: p for name, p in SHARED_PARAMS.items() if flags[name]}
         if self.dry_run_default:
@@ -3572,10 +3616,13 @@ class ToolSpec:
         return {**self.params, **shared}
 
     def description(self, config: Config | None = None, absent: Collection[str] = ()) -> str:
-        """The description, the settings it quotes read from ``config`` (None: the defaults), without
-        the routing to the tools ``absent`` from the list (routed)."""
-        return routed(self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
-                                           for f in dataclasses.fields(Config)}), absent)
+        """The description, the settings it quotes read from ``config`` (None: the defaults), then
+        its routing sentence (``see``) to the tools not ``absent`` from the list."""
+        text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
+                                    for f in dataclasses.fields(Config)})
+        routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items()
+                           if to.split()[0] not in absent)
+        return f"{text} {routes[:1].upper()}{routes[1:]}." if routes else text
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
         """The input schema, leaving out the shared arguments ``unlisted``, which a call may
@@ -3586,24 +3633,18 @@ class ToolSpec:
                 **({"required": required} if required else {}), "additionalProperties": False}
 
 
-def routed(text: str, absent: Collection[str]) -> str:
-    """``text`` without the sentences, or the clauses of a sentence apart by ``; ``, that name a
-    tool ``absent`` from the list: routing is written "For X, use a; for Y, use b." for this."""
-    if not absent:
-        return text
-    names = naming(absent)
-    kept = []
-    for sentence in re.split(r"(?<=\.) (?=[A-Z])", text):
-        if not names.search(sentence):
-            kept.append(sentence)
-        elif left := "; ".join(c for c in sentence.removesuffix(".").split("; ") if not names.search(c)):
-            kept.append(left[:1].upper() + left[1:] + ".")
-    return " ".join(kept)
+class Preview(Exception):
+    """What a guarded tool would do, raised instead of doing it while the call is not confirmed
+    (``ctx.confirmed``). The dispatcher answers it (``answer``); asking the person instead is
+    the one place that would show ``would`` and run the call again, confirmed."""
 
+    def __init__(self, nothing: str, would: str) -> None:
+        super().__init__(nothing, would)
+        self.nothing, self.would = nothing, would  # "Nothing was deleted.", "delete 'X' (...) from w."
 
-def naming(names: Iterable[str]) -> re.Pattern[str]:
-    """Finds any of the tool ``names`` (at least one) in a text, each whole, not inside a longer name."""
-    return re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, names))})(?![\w-])")
+    def answer(self, tool_name: str) -> WikiError:
+        return invalid_input(f"{self.nothing} {tool_name} would {self.would} Ask the user to confirm, then "
+                             f"call {tool_name} again with confirm=true.")
 
 
 @dataclasses.dataclass(eq=False)
@@ -3613,54 +3654,24 @@ class Registry:
     is given its own, as a test does."""
     tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
-    def tool(self, name: str, title: str, *, toolset: str, read_only: bool, destructive: bool | None = None,
-             idempotent: bool | None = None, open_world: bool = True, scoped: bool = True,
-             continue_from: bool = False, dry_run: bool = False, dry_run_default: bool = False,
-             idempotency_key: bool = False, watch: bool = False, needs_extension: str | None = None,
-             rights: tuple[str, ...] = (), needs_upload_dirs: bool = False,
-             offered: Callable[[ServerState], bool] | None = None,
-             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def tool(self, name: str, title: str, *, toolset: str,
+             **flags: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers a tool function. Its docstring is the description (quoting settings as
         ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
-        arguments, each ``Annotated[type, Arg(...)]``. A ``read_only`` tool is not destructive
-        and is idempotent; any other states ``destructive`` and ``idempotent``, never guessed.
-        ``open_world``: it reaches beyond this server. ``toolset``: its group (TOOLSETS); it is
-        offered only when the operator offers that group. Each flag gives an argument or a gate:
-
-        - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
-          read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
-        - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-          tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
-          is true unless the call passes false (a tool whose save should follow a preview).
-        - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
-          same key and arguments returns its result, marked as a repeat, and runs nothing.
-        - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
-          ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
-        - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
-        - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-          use of ``ctx.client``, before anything is sent (a read-only tool's too).
-        - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
-        - ``offered(state)``: listed only while it holds."""
-        if read_only and (destructive or idempotent is False or dry_run or idempotency_key or watch):
-            raise TypeError(f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey "
-                            "or watch")
-        if dry_run_default and not dry_run:
-            raise TypeError(f"{name}: dry_run_default needs dry_run")
-        if not read_only and (destructive is None or idempotent is None):
-            raise TypeError(f"{name} is not read-only: state destructive= and idempotent=")
+        arguments, each ``Annotated[type, Arg(...)]``. ``toolset``: its group (TOOLSETS); it is
+        offered only when the operator offers that group. ``flags``: the fields of Flags."""
+        given = Flags(**flags)
+        if problem := given.problem(name):
+            raise TypeError(problem)
         if toolset not in TOOLSETS:
             raise TypeError(f"{name}: toolset {toolset!r} is not one of {', '.join(TOOLSETS)}")
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            spec = ToolSpec(
-                name=name, title=title, doc=" ".join((fn.__doc__ or "").split()), fn=fn,
-                read_only=read_only, destructive=bool(destructive), idempotent=idempotent is not False,
-                open_world=open_world, params=signature_params(fn), toolset=toolset, offered=offered,
-                scoped=scoped,
-                continue_from=continue_from, dry_run=dry_run, dry_run_default=dry_run_default,
-                idempotency_key=idempotency_key, watch=watch, needs_extension=needs_extension,
-                rights=rights, needs_upload_dirs=needs_upload_dirs)
-            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not scoped else set()):
+            spec = ToolSpec(**{**vars(given), "destructive": bool(given.destructive),
+                               "idempotent": given.idempotent is not False},
+                            name=name, title=title, toolset=toolset, doc=" ".join((fn.__doc__ or "").split()),
+                            fn=fn, params=signature_params(fn))
+            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not spec.scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
             spec.description()  # a setting it names that Config lacks fails here, at import
@@ -3707,35 +3718,22 @@ JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array"}
 
 
 def param_schema(p: Param) -> dict[str, Any]:
-    schema: dict[str, Any]
-    if isinstance(p.kind, tuple):
-        schema = {"type": "string", "enum": list(p.kind)}
-    elif isinstance(p.kind, frozenset):
-        schema = {"type": sorted(JSON_TYPES[k] for k in p.kind)}
-    else:
-        schema = {"type": JSON_TYPES[p.kind]}
+    """The JSON schema of one argument, stating only what narrows it (a flag is off unless set)."""
+    schema = kind_schema(p.kind)
     if p.kind is list:
-        item = p.item_kind
-        schema["items"] = ({"type": "string", "enum": list(item)} if isinstance(item, tuple)
-                           else {"type": JSON_TYPES[item]})
-        if p.arg.title:
-            schema["items"]["minLength"] = 1
-        if p.arg.max_items:
-            schema["maxItems"] = p.arg.max_items
-        if p.required:
-            schema["minItems"] = 1
+        schema.update(items={**kind_schema(p.item_kind), **({"minLength": 1} if p.arg.title else {})},
+                      maxItems=p.arg.max_items or None, minItems=1 if p.required else None)
     elif p.arg.title:
         schema["minLength"] = 1
-    if p.arg.max_length:
-        schema["maxLength"] = p.arg.max_length
-    if p.arg.minimum is not None:
-        schema["minimum"] = p.arg.minimum
-    if p.arg.maximum is not None:
-        schema["maximum"] = p.arg.maximum
-    if p.default is not None and p.default is not False:  # a flag is off unless set: no need to say
-        schema["default"] = p.default
-    schema["description"] = p.arg.description
-    return schema
+    schema.update(maxLength=p.arg.max_length or None, minimum=p.arg.minimum, maximum=p.arg.maximum,
+                  default=None if p.default is False else p.default, description=p.arg.description)
+    return {key: value for key, value in schema.items() if value is not None}
+
+
+def kind_schema(kind: Any) -> dict[str, Any]:
+    if isinstance(kind, tuple):
+        return {"type": "string", "enum": list(kind)}
+    return {"type": sorted(JSON_TYPES[k] for k in kind) if isinstance(kind, frozenset) else JSON_TYPES[kind]}
 
 
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -3755,11 +3753,12 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
                 raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
             values[name] = p.default
             continue
-        values[name] = check_value(spec.name, p, value)
+        values[name] = check_value(p, value)
     return values
 
 
-def check_value(tool_name: str, p: Param, value: Any) -> Any:
+def check_value(p: Param, value: Any) -> Any:
+    """``value`` as the tool gets it, once it is what ``p`` takes; else an invalid_input error."""
     name = p.name
     if isinstance(p.kind, frozenset):  # int | str: the value's own type says which it is
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -3767,18 +3766,7 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         if kind not in p.kind:
             kinds = " or ".join(sorted(JSON_TYPES[k] for k in p.kind))
             raise invalid_input(f"Argument {name!r} must be {kinds}, got {json_type(value)}.")
-        return check_value(tool_name, dataclasses.replace(p, kind=kind), value)
-    if p.kind is list:
-        if not isinstance(value, list):
-            raise invalid_input(f"Argument {name!r} must be an array, got {json_type(value)}.")
-        if not value and p.required:
-            raise invalid_input(f"Argument {name!r} must not be empty.")
-        if p.arg.max_items and len(value) > p.arg.max_items:
-            raise invalid_input(f"Argument {name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
-                                f"split the call.")
-        item = Param(f"{name}[{{}}]", p.item_kind, None, p.arg, True, None)
-        return [check_value(tool_name, dataclasses.replace(item, name=f"{name}[{i}]"), v)
-                for i, v in enumerate(value)]
+        return check_value(dataclasses.replace(p, kind=kind), value)
     if isinstance(p.kind, tuple):
         if value not in p.kind:
             raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
@@ -3787,27 +3775,46 @@ def check_value(tool_name: str, p: Param, value: Any) -> Any:
         if not isinstance(value, bool):
             raise invalid_input(f"Argument {name!r} must be true or false, got {json_type(value)}.")
         return value
-    if p.kind is int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise invalid_input(f"Argument {name!r} must be an integer, got {json_type(value)}.")
-        if p.arg.minimum is not None and value < p.arg.minimum:
-            raise invalid_input(f"Argument {name!r} must be at least {p.arg.minimum}, got {value}.")
-        if p.arg.maximum is not None and value > p.arg.maximum:
-            raise invalid_input(f"Argument {name!r} must be at most {p.arg.maximum}, got {value}.")
-        return value
+    return {list: check_list, int: check_int}.get(p.kind, check_text)(p, value)
+
+
+def check_list(p: Param, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise invalid_input(f"Argument {p.name!r} must be an array, got {json_type(value)}.")
+    if not value and p.required:
+        raise invalid_input(f"Argument {p.name!r} must not be empty.")
+    if p.arg.max_items and len(value) > p.arg.max_items:
+        raise invalid_input(f"Argument {p.name!r} takes at most {p.arg.max_items} items, got {len(value)}; "
+                            f"split the call.")
+    return [check_value(Param(f"{p.name}[{i}]", p.item_kind, None, p.arg, True, None), v)
+            for i, v in enumerate(value)]
+
+
+def check_int(p: Param, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid_input(f"Argument {p.name!r} must be an integer, got {json_type(value)}.")
+    if p.arg.minimum is not None and value < p.arg.minimum:
+        raise invalid_input(f"Argument {p.name!r} must be at least {p.arg.minimum}, got {value}.")
+    if p.arg.maximum is not None and value > p.arg.maximum:
+        raise invalid_input(f"Argument {p.name!r} must be at most {p.arg.maximum}, got {value}.")
+    return value
+
+
+def check_text(p: Param, value: Any) -> str:
     if not isinstance(value, str):
-        raise invalid_input(f"Argument {name!r} must be a string, got {json_type(value)}.")
+        raise invalid_input(f"Argument {p.name!r} must be a string, got {json_type(value)}.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise invalid_input(f"Argument {name!r} contains invalid Unicode (an unpaired surrogate).") from None
+        raise invalid_input(f"Argument {p.name!r} contains invalid Unicode (an unpaired surrogate)."
+                            ) from None
     if p.arg.title:
         value = value.strip()
-        check_title_text(name, value)
+        check_title_text(p.name, value)
     if p.arg.max_length and len(value) > p.arg.max_length:
-        raise invalid_input(f"Argument {name!r} is {len(value)} characters long; at most "
+        raise invalid_input(f"Argument {p.name!r} is {len(value)} characters long; at most "
                             f"{p.arg.max_length} are accepted.")
     return value
 
@@ -4777,8 +4784,8 @@ class ToolContext:
       before it asks the wiki anything, so a call the account cannot make changes nothing (and
       asks no confirmation).
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
-    - ``continue_from``, ``dry_run``, ``watch``: the call's continueFrom, dryRun and watch (see
-      @tool's flags).
+    - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: the call's continueFrom, dryRun,
+      watch and confirm (see @tool's flags).
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -4791,6 +4798,7 @@ class ToolContext:
     continue_from: str | None = None
     dry_run: bool = False
     watch: str | None = None
+    confirmed: bool = False
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
 
     @property
@@ -4881,19 +4889,23 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         ctx = ToolContext(client, wiki, state, progress,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
-                          dry_run=spec.dry_run and values["dryRun"], watch=watch, caller=caller)
+                          dry_run=spec.dry_run and values["dryRun"], watch=watch,
+                          confirmed=spec.guarded and values["confirm"], caller=caller)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
-            fingerprint = json.dumps([name, key, own], sort_keys=True, ensure_ascii=False)
+            asked = {**own, "confirm": ctx.confirmed} if spec.guarded else own
+            fingerprint = json.dumps([name, key, asked], sort_keys=True, ensure_ascii=False)
             result, repeated = state.idempotency.run(
                 idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key, caller)
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
             result = spec.fn(ctx, **own)
+    except Preview as preview:
+        return [str(preview.answer(name))], True
     except WikiError as error:
-        return [unoffered_named(str(error), state, {s.name for s in offered} | {name})], True
+        return [noting_unoffered(str(error), state, {s.name for s in offered} | {name})], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
@@ -4927,14 +4939,13 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
                "written again. Its result:\n")
 
 
-def unoffered_named(text: str, state: ServerState, listed: Collection[str]) -> str:
-    """An error's next step may name a tool this server does not offer (undo of a creation: "use
-    delete-page"); the error then says so, rather than send the model to it. ``listed``: the
-    tools offered, and the one called (its own error says why when it is not offered)."""
-    absent = [spec for spec in state.registry.tools.values() if spec.name not in listed]
-    named = set(naming(spec.name for spec in absent).findall(text)) if absent else set()
+def noting_unoffered(text: str, state: ServerState, listed: Collection[str]) -> str:
+    """An error's text, with a note for each tool it names that this server does not offer (undo
+    of a creation: "use delete-page"), rather than send the model to it. ``listed``: the tools
+    offered, and the one called (its own error says why when it is not offered)."""
+    named = set(re.findall(r"[\w-]+", text)) - set(listed)
     return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec)}."
-                          for spec in absent if spec.name in named)
+                          for spec in state.registry.tools.values() if spec.name in named)
 
 
 def toolset_hint(state: ServerState, spec: ToolSpec) -> str:
@@ -5111,7 +5122,7 @@ FileTitleArg = Arg("File title; File: optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
 OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
-NamespacesArg = Arg("Namespace IDs; default: all.", max_items=50)
+Namespaces = Annotated[list[int] | None, Arg("Namespace IDs; default: all.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
@@ -5152,10 +5163,10 @@ def invalid_reason(page: dict[str, Any]) -> str:
 
 def missing_page(ctx: ToolContext, title: str) -> WikiError:
     return not_found(f"Page {title!r} not found on {ctx.wiki.key}. " + (
-        gone(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
+        why_missing(ctx, title) or "search-page-by-prefix or search-page finds existing titles."))
 
 
-def gone(ctx: ToolContext, title: str) -> str | None:
+def why_missing(ctx: ToolContext, title: str) -> str | None:
     """What the wiki says of a page that is not there: that it is protected against creation, and
     where it went, from the log: deleted (undelete-page restores it) or moved without a redirect.
     None when it says neither."""
@@ -5350,7 +5361,9 @@ def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, to
 
 # -- read tools: pages, search, the wiki and the account ---------------------
 
-@tool("get-page", "Get page", toolset="pages", read_only=True)
+@tool("get-page", "Get page", toolset="pages", read_only=True,
+      see={"for several pages": "get-pages", "for the outline": "get-page-sections",
+           "for an old revision": "get-revision"})
 def get_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -5363,8 +5376,7 @@ def get_page(
 ) -> list[str]:
     """Returns a wiki page's latest revision as wikitext, HTML or plain text, with its
     revision ID (a write's latestId); notes a followed redirect. Truncated at
-    {content_max_bytes:bytes}, the marker naming the next call. For several pages, use get-pages;
-    for the outline, use get-page-sections; for an old revision, use get-revision."""
+    {content_max_bytes:bytes}, the marker naming the next call."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -5510,11 +5522,12 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
                    "subsections (only when it has any)")
 
 
-@tool("get-page-sections", "Get page sections", toolset="pages", read_only=True)
+@tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
+      see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     """Returns a wiki page's outline: each section's number, heading, bytes of its own text and with
     subsections; the page's size and revision ID. A section a template brings has no number: change
-    it on the page named. For a section's text, use get-page with section."""
+    it on the page named."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -5547,7 +5560,8 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(rows)
 
 
-@tool("get-pages", "Get pages", toolset="pages", read_only=True)
+@tool("get-pages", "Get pages", toolset="pages", read_only=True,
+      see={"for HTML or a section": "get-page"})
 def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
@@ -5557,7 +5571,7 @@ def get_pages(
 ) -> list[str]:
     """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
     missing titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the
-    first that does not, cut; the rest named. For HTML or a section, use get-page."""
+    first that does not, cut; the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5667,7 +5681,9 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     return result
 
 
-@tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True)
+@tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True,
+      see={"for titles by their start": "search-page-by-prefix",
+           "for text in one page": "find-in-page"})
 def search_page(
     ctx: ToolContext,
     query: Annotated[str, Arg("Words to find (the wiki's search syntax).",
@@ -5676,8 +5692,7 @@ def search_page(
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
     """Searches the text of wiki pages (by default in the content namespaces); returns titles and
-    snippets, best first. For titles by their start, use search-page-by-prefix; for text in one
-    page, use find-in-page."""
+    snippets, best first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -5693,7 +5708,8 @@ def search_page(
     return with_more(blocks, data, len(rows), "page", "search-page")
 
 
-@tool("search-page-by-prefix", "Search pages by prefix", toolset="pages", read_only=True, continue_from=True)
+@tool("search-page-by-prefix", "Search pages by prefix", toolset="pages", read_only=True, continue_from=True,
+      see={"for words inside pages": "search-page"})
 def search_page_by_prefix(
     ctx: ToolContext,
     prefix: Annotated[str, Arg("Start of the title; a namespace prefix (Category:) selects the namespace.", max_length=255)],
@@ -5701,8 +5717,7 @@ def search_page_by_prefix(
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text. For words inside pages, use
-    search-page."""
+    """Returns the titles of wiki pages that begin with the given text."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -5725,7 +5740,8 @@ FIND_SHOWN = 50
 MAX_MATCHES = 10_000
 
 
-@tool("find-in-page", "Find in page", toolset="pages", read_only=True, continue_from=True)
+@tool("find-in-page", "Find in page", toolset="pages", read_only=True, continue_from=True,
+      see={"for words across pages": "search-page"})
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -5734,8 +5750,7 @@ def find_in_page(
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
     """Finds text in a wiki page's wikitext: each match's section, line, byte offset, nearby lines
-    and the template, reference or comment it is in; 50 a call. For words across pages, use
-    search-page."""
+    and the template, reference or comment it is in; 50 a call."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     first, revisionId = next_matches(ctx, revisionId)
@@ -5749,9 +5764,8 @@ def find_in_page(
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
     except WikiError as error:
-        if error.code in ("badid_rvstartid", "badid_rvendid"):
-            raise not_found(f"Revision {revisionId} not found on {ctx.wiki.key}. "
-                            "get-page-history lists a page's revision IDs.") from None
+        if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
+            raise no_such_revision(ctx, revisionId) from None
         raise
     check_page(ctx, page, title)
     revisions = page.get("revisions") or []
@@ -5962,7 +5976,8 @@ def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
             if str(s.get("index", "")).isdigit()]
 
 
-@tool("get-revision", "Get revision", toolset="history", read_only=True)
+@tool("get-revision", "Get revision", toolset="history", read_only=True,
+      see={"for the latest revision": "get-page"})
 def get_revision(
     ctx: ToolContext,
     revisionId: Annotated[int, Arg("Revision ID (get-page-history lists them).", minimum=1)],
@@ -5972,7 +5987,7 @@ def get_revision(
 ) -> list[str]:
     """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
     time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
-    naming the next call. For the latest revision, use get-page."""
+    naming the next call."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -6038,7 +6053,8 @@ HISTORY_LEGEND = ("revision ID | timestamp | user | size change | minor (only wh
                   "tags (only when any) | edit summary (quoted, only when any)")
 
 
-@tool("get-page-history", "Get page history", toolset="history", read_only=True)
+@tool("get-page-history", "Get page history", toolset="history", read_only=True,
+      see={"for content": "get-revision", "for what an edit changed": "compare-pages"})
 def get_page_history(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -6051,8 +6067,7 @@ def get_page_history(
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
     """Returns a wiki page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; 20 by default, then a marker with the next olderThan. For content, use get-revision;
-    for what an edit changed, use compare-pages."""
+    summary; 20 by default, then a marker with the next olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6186,7 +6201,7 @@ def get_category_members(
     category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
     types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
         'Member types; default: all.', max_items=3)] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns a category's members after its page, subcategory and file counts, subcategories and
@@ -6213,11 +6228,16 @@ def get_category_members(
     return with_more(blocks, data, len(rows), "member", "get-category-members")
 
 
-LINK_KINDS = {  # type -> (list module, parameter prefix, how a row says it, follows redirects)
-    "wikilinks": ("backlinks", "bl", "", True),
-    "transclusions": ("embeddedin", "ei", "transclusion", False),
-    "fileusage": ("imageusage", "iu", "file link", True),
-}
+class LinkKind(typing.NamedTuple):
+    module: str         # the list module
+    prefix: str         # its parameters'
+    note: str           # how a row says it
+    redirects: bool     # whether it follows redirects
+
+
+LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
+              "transclusions": LinkKind("embeddedin", "ei", "transclusion", False),
+              "fileusage": LinkKind("imageusage", "iu", "file link", True)}
 
 
 @tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True)
@@ -6226,7 +6246,7 @@ def get_links_here(
     title: Annotated[str, TitleArg],
     types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
         'Default: all that apply.', max_items=3)] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
     """Returns pages that link to, transclude or (files) show a wiki page, marked as transclusion,
@@ -6235,9 +6255,9 @@ def get_links_here(
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
-    params: dict[str, Any] = {"action": "query", "list": [LINK_KINDS[k][0] for k in kinds], "titles": title}
-    for kind in kinds:
-        _, prefix, _, redirects = LINK_KINDS[kind]
+    params: dict[str, Any] = {"action": "query", "titles": title,
+                              "list": [LINK_KINDS[k].module for k in kinds]}
+    for prefix, redirects in ((LINK_KINDS[k].prefix, LINK_KINDS[k].redirects) for k in kinds):
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
     data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
@@ -6248,7 +6268,7 @@ def get_links_here(
         title = page.get("title", title)
     rows = []
     for kind in kinds:
-        module, _, how, _ = LINK_KINDS[kind]
+        module, how = LINK_KINDS[kind].module, LINK_KINDS[kind].note
         for link in query.get(module) or []:
             notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
             rows.append(" | ".join([link["title"], *notes]))
@@ -6264,60 +6284,68 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-StartArg = Arg("Oldest time, ISO 8601.")
-EndArg = Arg("Newest time, ISO 8601.")
-ChangeTypesArg = Arg("Default: edit, new, log.", max_items=4)
-ChangeUserArg = Arg("Only this account's.")
-ExcludeUserArg = Arg("Not this account's.")
-ChangeLimitArg = Arg("Most changes.", minimum=1, maximum=500)
+Start = Annotated[str | None, Arg("Oldest time, ISO 8601.")]
+End = Annotated[str | None, Arg("Newest time, ISO 8601.")]
+ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
+                        Arg("Default: edit, new, log.", max_items=4)]
+ChangeUser = Annotated[str | None, Arg("Only this account's.")]
+ExcludeUser = Annotated[str | None, Arg("Not this account's.")]
+ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 
 
-@tool("get-recent-changes", "Get recent changes", toolset="changes", read_only=True, continue_from=True)
+@tool("get-recent-changes", "Get recent changes", toolset="changes", read_only=True, continue_from=True,
+      see={"for one page": "get-page-history"})
 def get_recent_changes(
-    ctx: ToolContext,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
-    user: Annotated[str | None, ChangeUserArg] = None,
-    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
+    types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
     tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
-    limit: Annotated[int, ChangeLimitArg] = 50,
+    limit: ChangeLimit = 50,
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
-    size change, then flags, tags and summary. For one page, use get-page-history."""
-    return listed_changes(ctx, "recentchanges", "rc", {"rctag": tag}, change_filters(
-        "rc", start, end, namespaces, types, user, excludeUser, hide, limit), "Recent changes", "changes",
-        "get-recent-changes")
+    size change, then flags, tags and summary."""
+    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
+    return listed_changes(ctx, "recentchanges", {"rctag": tag, **filters.params("rc")}, "Recent changes",
+                          "changes", "get-recent-changes")
 
 
-def listed_changes(ctx: ToolContext, module: str, prefix: str, params: Mapping[str, Any],
-                   filters: Mapping[str, Any], heading: str, what: str, tool_name: str) -> list[str]:
-    """One page of list=recentchanges or list=watchlist (``prefix``: rc or wl), a row each."""
-    data = ctx.client.get({"action": "query", "list": module, **params, **filters,
+def listed_changes(ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
+                   tool_name: str) -> list[str]:
+    """One page of list=recentchanges or list=watchlist, a row each."""
+    prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
+    data = ctx.client.get({"action": "query", "list": module, **params,
                            **continuation(ctx, f"{prefix}continue")})
     rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
     blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
     return with_more(blocks, data, len(rows), "change", tool_name)
 
 
-def change_filters(prefix: str, start: str | None, end: str | None, namespaces: list[int] | None,
-                   types: Sequence[str] | None, user: str | None, exclude_user: str | None,
-                   hide: Sequence[str] | None, limit: int) -> dict[str, Any]:
-    """The filters that list=recentchanges and list=watchlist share, as the API parameters of
-    the one ``prefix`` gives, newest first."""
-    if user and exclude_user:
-        raise invalid_input("Give user or excludeUser, not both.")
-    if hide and {"anonymous", "registered"} <= set(hide):
-        raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
-    oldest, newest = time_window(start, end)
-    return {f"{prefix}{name}": value for name, value in (
-        ("dir", "older"), ("start", newest), ("end", oldest),
-        ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"), ("namespace", namespaces),
-        ("type", types or ["edit", "new", "log"]), ("user", user), ("excludeuser", exclude_user),
-        ("show", [RC_HIDE[h] for h in hide or []] or None), ("limit", limit))}
+class ChangeFilters(typing.NamedTuple):
+    """The filters that get-recent-changes and get-watchlist share, as the call gives them."""
+    start: str | None
+    end: str | None
+    namespaces: list[int] | None
+    types: Sequence[str] | None
+    user: str | None
+    exclude_user: str | None
+    hide: Sequence[str] | None
+    limit: int
+
+    def params(self, prefix: str) -> dict[str, Any]:
+        """As the API parameters of list=recentchanges or list=watchlist (``prefix``: rc or wl),
+        newest first."""
+        if self.user and self.exclude_user:
+            raise invalid_input("Give user or excludeUser, not both.")
+        if self.hide and {"anonymous", "registered"} <= set(self.hide):
+            raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
+        oldest, newest = time_window(self.start, self.end)
+        return {f"{prefix}{name}": value for name, value in (
+            ("dir", "older"), ("start", newest), ("end", oldest),
+            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
+            ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
+            ("user", self.user), ("excludeuser", self.exclude_user),
+            ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))}
 
 
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
@@ -6380,14 +6408,15 @@ TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | al
                    "description (quoted); each only when set")
 
 
-@tool("get-template-info", "Get template info", toolset="pages", read_only=True)
+@tool("get-template-info", "Get template info", toolset="pages", read_only=True,
+      see={"for where a page calls it": "find-in-page"})
 def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
     """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
     default, example, description), description and format; without TemplateData, inferred from
-    {{{{{{name|default}}}}}} in its source. For where a page calls it, use find-in-page."""
+    {{{{{{name|default}}}}}} in its source."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -6454,19 +6483,19 @@ CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, min
 
 
 @tool("get-user-contributions", "Get user contributions", toolset="changes",
-      read_only=True, continue_from=True)
+      read_only=True, continue_from=True,
+      see={"for all users": "get-recent-changes", "for one page": "get-page-history"})
 def get_user_contributions(
     ctx: ToolContext,
     user: Annotated[str, Arg("Account, IP address or CIDR range.")],
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
+    namespaces: Namespaces = None,
+    start: Start = None,
+    end: End = None,
     oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
     limit: Annotated[int, Arg("Most edits.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change, then
-    new, minor, latest, tags and summary. For all users, use get-recent-changes; for one page, use
-    get-page-history."""
+    new, minor, latest, tags and summary."""
     name = user_name(user)
     oldest, newest = time_window(start, end)
     by_range = "/" in name
@@ -6527,18 +6556,19 @@ def contribution_row(edit: dict[str, Any]) -> str:
 LOG_LEGEND = "time | type/action | user | page | details (only when any) | reason (quoted, only when any)"
 
 
-@tool("get-log-events", "Get log events", toolset="changes", read_only=True, continue_from=True)
+@tool("get-log-events", "Get log events", toolset="changes", read_only=True, continue_from=True,
+      see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
     type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
+    start: Start = None,
+    end: End = None,
     limit: Annotated[int, Arg("Most events.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
-    type/action, user, page, then details and reason. For edits, use get-recent-changes."""
+    type/action, user, page, then details and reason."""
     oldest, newest = time_window(start, end)
     name = user_name(user) if user is not None else None
     params: dict[str, Any] = {"action": "query", "list": "logevents", "letype": type, "letitle": title,
@@ -6594,22 +6624,17 @@ def log_details(event: dict[str, Any]) -> str:
       read_only=True, continue_from=True, rights=("viewmywatchlist",),
       offered=has_account)
 def get_watchlist(
-    ctx: ToolContext,
-    start: Annotated[str | None, StartArg] = None,
-    end: Annotated[str | None, EndArg] = None,
-    namespaces: Annotated[list[int] | None, NamespacesArg] = None,
-    types: Annotated[list[Literal["edit", "new", "log", "categorize"]] | None, ChangeTypesArg] = None,
-    user: Annotated[str | None, ChangeUserArg] = None,
-    excludeUser: Annotated[str | None, ExcludeUserArg] = None,
+    ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
+    types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered"]] | None, Arg(
         "Changes to leave out.", max_items=4)] = None,
-    limit: Annotated[int, ChangeLimitArg] = 50,
+    limit: ChangeLimit = 50,
 ) -> list[str]:
-    """Returns recent changes to the pages the account watches, newest first, in get-recent-changes'
-    rows and with its filters, tag aside."""
-    return listed_changes(ctx, "watchlist", "wl", {"wlallrev": True}, change_filters(
-        "wl", start, end, namespaces, types, user, excludeUser, hide, limit), "Changes to watched pages",
-        "changes to watched pages", "get-watchlist")
+    """Returns recent changes to the pages the account watches, newest first, with recent changes'
+    rows and filters, tag aside."""
+    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
+    return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
+                          "Changes to watched pages", "changes to watched pages", "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
@@ -6628,10 +6653,11 @@ def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any
     return page, info, redirected
 
 
-@tool("get-file", "Get file", toolset="files", read_only=True)
+@tool("get-file", "Get file", toolset="files", read_only=True,
+      see={"for the image itself": "get-file-data"})
 def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
     """Returns a file's metadata: URLs, MIME type, size, dimensions, uploader, upload time and comment;
-    notes a followed redirect. For the image itself, use get-file-data."""
+    notes a followed redirect."""
     page, info, redirected = file_info(ctx, title, iiprop="timestamp|user|comment|size|mime|mediatype|url")
     width, height = info.get("width"), info.get("height")
     return labelled(
@@ -6651,7 +6677,8 @@ def is_file_icon(url: str) -> bool:
     return "/file-type-icons/" in urllib.parse.urlsplit(url).path
 
 
-@tool("get-file-data", "Get file data", toolset="files", read_only=True)
+@tool("get-file-data", "Get file data", toolset="files", read_only=True,
+      see={"for metadata and URLs": "get-file"})
 def get_file_data(
     ctx: ToolContext,
     title: Annotated[str, FileTitleArg],
@@ -6659,7 +6686,7 @@ def get_file_data(
 ) -> list[Any]:
     """Returns a file's image as an image block, fetched by the server for clients that cannot reach
     the wiki; scaled to width where the wiki can (PNG, JPEG, GIF, WebP). Capped at
-    {file_data_max_bytes:bytes of base64}. For metadata and URLs, use get-file."""
+    {file_data_max_bytes:bytes of base64}."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
@@ -6731,6 +6758,16 @@ def settle_write(send: Callable[[], dict[str, Any]], check: Callable[[], T | Non
         return {}, found
 
 
+def after_lost_answer(status: str, shown: str) -> str:
+    """``status`` ("Deleted.") of a write whose answer was lost, and what the wiki ``shown`` says
+    it did instead (settle_write)."""
+    return f"{status.rstrip('.')} ({LOST_ANSWER}; {shown})."
+
+
+LOST_ANSWER = "the wiki's answer was lost"
+EDIT_SHOWN_ONCE = "its history shows the edit once"
+
+
 def saved_lines(ctx: ToolContext, title: str, revid: int, parent: int | None, status: str) -> str:
     diff = ctx.site.index_url(diff=revid, oldid=parent) if parent else ctx.site.index_url(oldid=revid)
     return status + "\n" + labelled(("Title", title), ("Revision ID", revid), ("Previous revision ID", parent),
@@ -6763,7 +6800,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         return ("No change: the text is what the page already holds; nothing was saved.\n"
                 + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
     pin, parent = fields.get("baserevid"), edit.get("oldrevid") or None
-    status = ("Saved (the wiki's answer was lost; its history shows the edit once)." if edit.get("lost") else
+    status = (after_lost_answer("Saved.", EDIT_SHOWN_ONCE) if edit.get("lost") else
               "Created." if edit.get("new") else done if not pin or pin == parent else
               f"Saved, merged with the edits made since revision {pin} (this change's base); read the page "
               "again before replacing it whole.")
@@ -6963,7 +7000,7 @@ class EditTarget:
     latest: int             # the latest revision; 0 when the page does not exist
     now: str                # the latest revision's text
     pin: int | None         # the base revision, sent as baserevid; None: unpinned (an addition)
-    base: str               # the base revision's text, which MediaWiki splices a section into
+    base_text: str          # the base revision's text, which MediaWiki splices a section into
     section: int | None     # the section changed, numbered as in the text it is made on
     old: str                # that section's text (or the page's), in the text the change is made on
     from_read: bool = False  # the base is this client's last read, not a latestId given
@@ -6993,36 +7030,50 @@ Composer = Callable[[EditTarget], "Composed | str"]
 
 def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
               **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, with ``reading``), composes the change, and dry-runs or
-    saves it (finish_edit)."""
-    target = read_for_edit(ctx, title, section, **reading)
+    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change, and
+    dry-runs or saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, Reading(**reading))
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
 
 
-def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None, *,
-                  latest_id: int | None = None, from_read: bool = False, pinned: bool = True,
-                  on_now: bool = False, must_exist: bool = True, follow: bool = False,
-                  own_text: bool = False, whole: bool = False, read: bool = True, props: Sequence[str] = (),
-                  **params: Any) -> EditTarget:
-    """The page and the base of a change, read once. The base is ``latest_id``, else
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else
     (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
     (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
     change ``on_now`` (an addition) is made on the page now, any other on its base, whose
     section numbers are the ones the model read. ``own_text``: the model writes this page's
     text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
     text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
-    ``read``: a new page, read only for a dry run."""
-    if not read:  # a new page's save: createonly has the wiki refuse a title that exists
+    ``read``: a new page, read only for a dry run. ``props`` and ``params``: what else the
+    page's query asks."""
+    read: bool = True
+    props: Sequence[str] = ()
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    follow: bool = False
+    must_exist: bool = True
+    from_read: bool = False
+    latest_id: int | None = None
+    own_text: bool = False
+    pinned: bool = True
+    on_now: bool = False
+    whole: bool = False
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:
+    """The page and the base of a change, read once, as ``how`` says."""
+    latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
+    if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
         return EditTarget({}, title, 0, "", None, "", None, "")
-    page, _ = query_page(ctx, **{**text_fields(ctx, *props), "titles": title, "redirects": follow or None,
-                                 **params})
+    page, _ = query_page(ctx, **{**text_fields(ctx, *how.props), "titles": title,
+                                 "redirects": how.follow or None, **how.params})
     title = page.get("title", title)
-    if page.get("missing") and must_exist:
+    if page.get("missing") and how.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
-                        + (gone(ctx, title) or "To make it, use create-page; search-page-by-prefix finds "
-                           "existing titles."))
-    check_page(ctx, page, title, must_exist or not page.get("missing") or page.get("special", False))
+                        + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix "
+                           "finds existing titles."))
+    check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)
@@ -7032,14 +7083,14 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
-        if from_read and not latest_id else None
+        if how.from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
         raise foreign_base(latest_id, title, latest)
-    pin = latest_id or read_base or (latest if pinned and latest else None)
+    pin = latest_id or read_base or (latest if how.pinned and latest else None)
     base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
     seen = now if on_now else base
     if heading is not None and seen is not now:  # numbered anew: a section above may have come or gone since
@@ -7047,7 +7098,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None = None
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
-    if whole:
+    if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
@@ -7100,11 +7151,12 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     """The page text a save of ``new`` (the text of ``section``, or of the page) leaves, made as
     MediaWiki makes it: the section spliced into the base revision, and that merged into the
     latest when the base is older (a conflict when they overlap)."""
-    span = None if section is None else section_span(target.base, section, ctx.site.syntax)
-    mine = new if section is None else replace_section(target.base, span, new) if span else target.base
+    old = target.base_text
+    span = None if section is None else section_span(old, section, ctx.site.syntax)
+    mine = new if section is None else replace_section(old, span, new) if span else old
     if not target.pin or target.pin == target.latest:
         return mine
-    merged = merge3(target.base, mine, target.now)
+    merged = merge3(old, mine, target.now)
     if merged is None:
         raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
                        f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
@@ -7152,7 +7204,9 @@ def content_models(ctx: ToolContext) -> list[str]:
 
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
-      idempotency_key=True, watch=True, rights=("edit", "createpage"))
+      idempotency_key=True, watch=True, rights=("edit", "createpage"),
+      see={"to change a page": "update-page",
+           "for a template's parameters": "get-template-info first"})
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -7162,8 +7216,7 @@ def create_page(
         "Content model (wikitext, json, css...); default: the namespace's.",
         max_length=64)] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; fails if the title exists, never overwriting (to change a page, use
-    update-page). For a template's parameters, use get-template-info first."""
+    """Creates a new wiki page; fails if the title exists."""
     source = as_wiki_receives(source)
 
     def compose(target: EditTarget) -> Composed:
@@ -7172,12 +7225,14 @@ def create_page(
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
     return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
-                     intestactions="create" if ctx.dry_run else None)
+                     params={"intestactions": "create" if ctx.dry_run else None})
 
 
 @tool("update-page", "Update page", toolset="edit",
       read_only=False, destructive=True, idempotent=False, dry_run=True,
-      idempotency_key=True, watch=True, rights=("edit",))
+      idempotency_key=True, watch=True, rights=("edit",),
+      see={"for new pages": "create-page", "for categories": "update-page-categories",
+           "for many pages": "replace-in-pages"})
 def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -7201,8 +7256,7 @@ def update_page(
     """Changes an existing wiki page: the whole text, a section, text added or a passage swapped.
     Based on latestId, else the revision last read here: an overlapping edit since is refused.
     Refuses text read in part or rendered, and, unless a flag allows it, a lost heading or
-    subsections, a blanked page, or one shrunk under half to a section's shape. For new pages,
-    use create-page; for categories, update-page-categories; for many pages, replace-in-pages."""
+    subsections, a blanked page, or one shrunk under half to a section's shape."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -7234,11 +7288,7 @@ def update_page(
         made = functools.partial(Composed, summary=edit_summary(ctx, comment))
         fields = {"minor": minor, "bot": bot}
         if find is not None:
-            where = f"section {target.section} of {target.title!r}" if target.section is not None else \
-                repr(target.title)
-            return made(replace_found(where, target.old, find, replace or "", replaceAll,
-                                      target.pin or target.latest, target.latest, target.base, target.now),
-                        fields=fields)
+            return made(replace_found(target, find, replace or "", replaceAll), fields=fields)
         if mode == "replace":
             return made(text, fields=fields, given=allow)
         refuse_rendered_text(target.title, text)
@@ -7277,16 +7327,17 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
                         "itself, first read it with get-page and followRedirects=false.")
 
 
-def replace_found(where: str, old: str, find: str, replace: str, every: bool, base: int, latest: int,
-                  base_text: str, latest_text: str) -> str:
-    """``old`` (of revision ``base``) with ``find`` replaced, once (it must occur once) or
-    everywhere. A find that was in the base revision but is gone from the latest was changed
-    since: a conflict, showing the change."""
+def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> str:
+    """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
+    find that was in the base revision but is gone from the latest was changed since: a
+    conflict, showing the change."""
+    old, base, latest, latest_text = target.old, target.pin or target.latest, target.latest, target.now
+    where = repr(target.title) if target.section is None else f"section {target.section} of {target.title!r}"
     count = old.count(find)
     if count and base != latest and find not in latest_text:
         raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
                        f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
-                       f"since revision {base}:\n{line_diff(base_text, latest_text)[:2000]}\n"
+                       f"since revision {base}:\n{line_diff(target.base_text, latest_text)[:2000]}\n"
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
@@ -7441,8 +7492,7 @@ def move_page(
             raise missing_page(ctx, fromTitle) from None
         raise
     moved = shown or answer.get("move", {})
-    status = "Moved (the wiki's answer was lost; the wiki shows the page at its new title)." if shown \
-        else "Moved."
+    status = after_lost_answer("Moved.", "the wiki shows the page at its new title") if shown else "Moved."
     to = moved.get("to", toTitle)
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
     source = moved.get("from", fromTitle)
@@ -7513,29 +7563,27 @@ WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 
 
 @tool("delete-page", "Delete page", toolset="admin",
-      read_only=False, destructive=True, idempotent=True, idempotency_key=True,
-      rights=("delete",))
+      read_only=False, destructive=True, idempotent=True, idempotency_key=True, guarded=True,
+      rights=("delete",),
+      see={"to restore it": "undelete-page"})
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
-    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
-    """Deletes a wiki page with its history (undelete-page restores it). Without confirm=true it
+    """Deletes a wiki page with its history. Without confirm=true it
     deletes nothing and fails, showing the latest revision, size and number of revisions to put to
     the user."""
-    if not confirm:
+    if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
         page, _ = resolve_page(query.get("query", {}))
         check_page(ctx, page, title)
         count = len(page.get("revisions") or [])
         revisions = f"more than {count} revisions" if query.get("continue") else counted(count, "revision")
-        raise invalid_input(f"Nothing was deleted. delete-page would delete {page['title']!r} (latest "
-                            f"revision {page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, "
-                            f"{revisions}{', a redirect' if page.get('redirect') else ''}) from "
-                            f"{ctx.wiki.key}. Ask the user to confirm, then call delete-page again with "
-                            "confirm=true.")
+        raise Preview("Nothing was deleted.", f"delete {page['title']!r} (latest revision "
+                      f"{page.get('lastrevid')}, {counted(page.get('length', 0), 'byte')}, {revisions}"
+                      f"{', a redirect' if page.get('redirect') else ''}) from {ctx.wiki.key}.")
     params = {"action": "delete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def gone_as_shown() -> dict[str, Any] | None:
@@ -7551,7 +7599,7 @@ def delete_page(
             raise missing_page(ctx, title) from None
         raise
     deleted = shown or answer.get("delete", {})
-    status = "Deleted (the wiki's answer was lost; the wiki shows the page deleted)." if shown else "Deleted."
+    status = after_lost_answer("Deleted.", "the wiki shows the page deleted") if shown else "Deleted."
     return status + "\n" + labelled(("Title", deleted.get("title", title)), ("Log ID", deleted.get("logid")),
                                    ("Restore with", "undelete-page"))
 
@@ -7575,8 +7623,7 @@ def undelete_page(
         look="read it with get-page", absent="The wiki shows the page still deleted, so it was not restored. "
         "Call again to retry.")
     restored, page = answer.get("undelete", {}), shown or query_page(ctx, titles=title, prop="info")[0]
-    status = "Restored (the wiki's answer was lost; the wiki shows the page restored)." if shown \
-        else "Restored."
+    status = after_lost_answer("Restored.", "the wiki shows the page restored") if shown else "Restored."
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
@@ -7586,7 +7633,8 @@ def undelete_page(
 
 @tool("undo-edit", "Undo edit", toolset="history",
       read_only=False, destructive=True, idempotent=False, dry_run=True,
-      idempotency_key=True, watch=True, rights=("edit",))
+      idempotency_key=True, watch=True, rights=("edit",),
+      see={"to remove a page": "delete-page", "for a user's latest edits": "rollback-edits"})
 def undo_edit(
     ctx: ToolContext,
     revisionId: Annotated[int, Arg("Revision ID to undo; of a run, the latest.", minimum=1)],
@@ -7594,8 +7642,7 @@ def undo_edit(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
     """Undoes an edit of a wiki page, or a run of them, in a new revision that keeps later edits.
-    Fails, saving nothing, if later edits changed the same lines, or for a page's creation. To
-    remove a page, use delete-page; for a user's latest edits, use rollback-edits."""
+    Fails, saving nothing, if later edits changed the same lines, or for a page's creation."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
         raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
@@ -7667,25 +7714,23 @@ def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent
 
 
 @tool("rollback-edits", "Roll back edits", toolset="admin",
-      read_only=False, destructive=True, idempotent=True,
-      idempotency_key=True, watch=True, rights=("rollback",))
+      read_only=False, destructive=True, idempotent=True, guarded=True,
+      idempotency_key=True, watch=True, rights=("rollback",),
+      see={"for an older edit": "undo-edit"})
 def rollback_edits(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
-    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
     """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
-    and fails, showing the edits and the revision it returns to, to put to the user. For an older
-    edit, use undo-edit."""
+    and fails, showing the edits and the revision it returns to, to put to the user."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
-    if not confirm:
+    if not ctx.confirmed:
         ctx.reads.previewed(run.title, f"rollback|{name}", run.latest)
-        raise invalid_input(f"Nothing was rolled back. rollback-edits would revert {run.edits}, returning it "
-                            f"to revision {run.target} by {run.target_user}. Ask the user to confirm, then "
-                            "call rollback-edits again with confirm=true.")
+        raise Preview("Nothing was rolled back.", f"revert {run.edits}, returning it to revision "
+                      f"{run.target} by {run.target_user}.")
     previewed = (ctx.reads.preview(run.title, f"rollback|{name}") or (None, None))[0]
     if previewed and previewed != run.latest:
         raise conflict(f"{run.title!r} was edited since the preview the user confirmed (its latest "
@@ -7697,17 +7742,20 @@ def rollback_edits(
     params = {"action": "rollback", "title": run.title, "user": name, "summary": edit_summary(ctx, comment),
               "tags": change_tags(ctx), "watchlist": ctx.watch}
     try:
-        done = ctx.client.write(params, token="rollback").get("rollback", {})
-        status = f"Rolled back {run.edits}, to revision {done.get('last_revid')}."
-    except ResponseLost as lost:
-        done = rollback_after_lost_answer(ctx, lost, run.title, name)
-        status = f"Rolled back {run.edits} (the wiki's answer was lost; its history shows the rollback)."
+        answer, shown = settle_write(
+            lambda: ctx.client.write(params, token="rollback"),
+            lambda: rollback_as_shown(ctx, run.title, name),
+            what="the rollback was saved", look="check get-page-history", absent=f"The wiki shows the latest "
+            f"edit still by {name}, so nothing was rolled back. Call again to retry.")
     except WikiError as error:
         if error.code == "missingtitle":
             raise missing_page(ctx, title) from None
         if error.code == "alreadyrolled":
             raise not_latest_editor(run.title, name, None) from None
         raise
+    done = shown or answer.get("rollback", {})
+    status = (after_lost_answer(f"Rolled back {run.edits}.", "its history shows the rollback") if shown
+              else f"Rolled back {run.edits}, to revision {done.get('last_revid')}.")
     return saved_lines(ctx, done.get("title", run.title), done["revid"], done.get("old_revid") or None, status)
 
 
@@ -7752,9 +7800,9 @@ def not_latest_editor(title: str, name: str, latest: str | None) -> WikiError:
                     "one.", "alreadyrolled")
 
 
-def rollback_after_lost_answer(ctx: ToolContext, lost: ResponseLost, title: str, name: str) -> dict[str, Any]:
-    """What the wiki shows after a rollback whose answer was lost, as the API answers one: a
-    rollback by this account at the top of the history, over the edits of ``name``."""
+def rollback_as_shown(ctx: ToolContext, title: str, name: str) -> dict[str, Any] | None:
+    """A rollback by this account at the top of the history, over the edits of ``name``, as the
+    API answers one; None while the latest edit is still by ``name``."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
                             "rvprop": "ids|user|tags", "rvlimit": 2}).get("query", {})
     page, _ = resolve_page(query)
@@ -7763,17 +7811,15 @@ def rollback_after_lost_answer(ctx: ToolContext, lost: ResponseLost, title: str,
     if mine and "mw-rollback" in (latest.get("tags") or []) and before.get("user") == name:
         return {"title": page.get("title", title), "revid": latest["revid"], "old_revid": before.get("revid")}
     if latest.get("user") == name:
-        raise upstream_failure(f"{lost.message} The wiki shows the latest edit still by {name}, so nothing "
-                               "was rolled back. Call again to retry.")
-    raise upstream_failure(f"{lost.message} Whether the rollback was saved could not be told: the latest "
-                           f"edit is by {latest.get('user')}. Check get-page-history before calling again.")
+        return None
+    raise upstream_failure(f"the latest edit is by {latest.get('user')}")
 
 
 LevelArg = Arg("As edit.")
 
 
 @tool("protect-page", "Protect page", toolset="admin", read_only=False, destructive=True, idempotent=True,
-      idempotency_key=True, rights=("protect",))
+      idempotency_key=True, guarded=True, rights=("protect",))
 def protect_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -7784,7 +7830,6 @@ def protect_page(
     expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
-    confirm: Annotated[bool, Arg("true once the user confirmed.")] = False,
 ) -> str:
     """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages) protection;
     levels not given stay. Without confirm=true it changes nothing and fails, showing current and
@@ -7825,7 +7870,7 @@ def protect_page(
                                 f"{' or '.join(allowed)}; give edit={allowed[0]} with it. Nothing was "
                                 "changed.")
         cascades = False  # MediaWiki ends cascading when the edit level drops below it
-    if not confirm:
+    if not ctx.confirmed:
         check_expiry(ctx, expiry)
         changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
                    else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
@@ -7833,26 +7878,27 @@ def protect_page(
         if cascades != cascading:
             changes.append(f"cascading: {'on' if cascading else 'off'} -> {'on' if cascades else 'off'}")
         staying = f" It stays protected whatever is set: {protection_text(imposed)}." if imposed else ""
-        raise invalid_input(f"Nothing was changed. protect-page would change the protection of {title!r} on "
-                            f"{ctx.wiki.key}: {'; '.join(changes)}.{staying} Ask the user to confirm, then "
-                            "call protect-page again with confirm=true.")
+        raise Preview("Nothing was changed.", f"change the protection of {title!r} on {ctx.wiki.key}: "
+                      f"{'; '.join(changes)}.{staying}")
     params = {"action": "protect", "title": title, "cascade": cascades, "reason": edit_summary(ctx, comment),
               "protections": [f"{kind}={p['level'] or 'all'}" for kind, p in new.items()],
               "expiry": [p.get("expiry") or "infinite" for p in new.values()], "tags": change_tags(ctx)}
-    status = "Protection changed."
-    try:
-        answer = ctx.client.write(params).get("protect", {})
-        result = [{"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": answer.get("cascade")}
-                  for entry in answer.get("protections") or [] for kind, level in entry.items()
-                  if kind != "expiry"]
-    except ResponseLost as lost:
-        page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
-        result = page.get("protection") or []
-        if {p["type"]: p["level"] for p in result} != {k: p["level"] for k, p in new.items() if p["level"]}:
-            raise upstream_failure(f"{lost.message} The wiki shows the protection of {title!r} unchanged, so "
-                                   "nothing was changed. Call again to retry.") from None
-        status = "Protection changed (the wiki's answer was lost; the wiki shows the new protection)."
-        result = [p for p in result if not p.get("source")]
+
+    def protection_as_shown() -> list[dict[str, Any]] | None:
+        shown = query_page(ctx, titles=title, prop="info", inprop="protection")[0].get("protection") or []
+        if {p["type"]: p["level"] for p in shown} != {k: p["level"] for k, p in new.items() if p["level"]}:
+            return None
+        return [p for p in shown if not p.get("source")]
+    answer, shown = settle_write(
+        lambda: ctx.client.write(params), protection_as_shown, what="the protection was changed",
+        look="read it with get-page", absent=f"The wiki shows the protection of {title!r} unchanged, so "
+        "nothing was changed. Call again to retry.")
+    done = answer.get("protect", {})
+    result = shown if shown is not None else [
+        {"type": kind, "level": level, "expiry": entry.get("expiry"), "cascade": done.get("cascade")}
+        for entry in done.get("protections") or [] for kind, level in entry.items() if kind != "expiry"]
+    status = "Protection changed." if shown is None else \
+        after_lost_answer("Protection changed.", "the wiki shows the new protection")
     return status + "\n" + labelled(("Title", title), ("Protection", protection_text([*result, *imposed])),
                                     ("URL", ctx.site.page_url(title)))
 
@@ -7886,7 +7932,8 @@ def level_text(entry: Mapping[str, Any] | None) -> str:
 
 
 @tool("watch-page", "Watch page", toolset="changes", read_only=False, destructive=True, idempotent=True,
-      rights=("editmywatchlist",), offered=has_account)
+      rights=("editmywatchlist",), offered=has_account,
+      see={"for their changes": "get-watchlist"})
 def watch_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -7894,7 +7941,7 @@ def watch_page(
     expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
 ) -> str:
     """Adds a wiki page, existing or not, to the account's watchlist (until an expiry, if given), or
-    removes it. get-watchlist shows their changes."""
+    removes it."""
     if unwatch and expiry is not None:
         raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
     if expiry is not None and not expiry.strip():
@@ -7902,25 +7949,28 @@ def watch_page(
     if expiry and not keeps_watch_expiries(ctx):
         raise invalid_input(f"{ctx.wiki.key} keeps watchlist entries without expiry; nothing was changed. "
                             "Call again without expiry to watch the page until it is unwatched.")
-    status = "Unwatched." if unwatch else "Watched."
-    try:
-        answer = ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
-                                  token="watch")
-        entry: dict[str, Any] = next(iter(answer.get("watch") or []), {})
-    except ResponseLost as lost:
+    done = "unwatched" if unwatch else "watched"
+
+    def watch_as_shown() -> dict[str, Any] | None:
         entry, _ = query_page(ctx, titles=title, prop="info", inprop="watched")
         if bool(entry.get("watched")) == unwatch:
-            raise upstream_failure(f"{lost.message} The wiki shows {title!r} still "
-                                   f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call "
-                                   "again to retry.") from None
-        entry["expiry"] = entry.get("watchlistexpiry")
-        status = f"{status[:-1]} (the wiki's answer was lost; the wiki shows the page {status[:-1].lower()})."
+            return None
+        return {**entry, "expiry": entry.get("watchlistexpiry")}
+    answer, shown = settle_write(
+        lambda: ctx.client.write({"action": "watch", "titles": title, "unwatch": unwatch, "expiry": expiry},
+                                 token="watch"), watch_as_shown, what=f"the page was {done}",
+        look="read the watchlist", absent=f"The wiki shows {title!r} still "
+        f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call again to retry.")
+    entry: dict[str, Any] = shown or next(iter(answer.get("watch") or []), {})
+    status = f"{done.title()}."
+    if shown:
+        status = after_lost_answer(status, f"the wiki shows the page {done}")
     check_page(ctx, entry, title, must_exist=False)
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
-    shown = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
+    listed = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
     expires = entry.get("expiry") if until_clause(entry.get("expiry")) else None
-    return status + "\n" + labelled(("Title", shown), ("Until", expires))
+    return status + "\n" + labelled(("Title", listed), ("Until", expires))
 
 
 def keeps_watch_expiries(ctx: ToolContext) -> bool:
@@ -8280,7 +8330,7 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
     info = answer.get("imageinfo") or {}
     title = info.get("canonicaltitle") or file_title(ctx, answer.get("filename", name))
     if answer.get("lost"):
-        status = status.rstrip(".") + " (the wiki's answer was lost; the file's history shows the upload)."
+        status = after_lost_answer(status, "the file's history shows the upload")
     ctx.progress(*steps, status)
     return status + "\n" + labelled(
         ("Title", title), ("File URL", info.get("url")), ("Description page", ctx.site.page_url(title)),
@@ -8290,54 +8340,54 @@ def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status
 
 
 @tool("upload-file", "Upload file", toolset="files", read_only=False, destructive=False, idempotent=True,
-      idempotency_key=True, rights=("upload",), needs_upload_dirs=True)
+      idempotency_key=True, rights=("upload",), needs_upload_dirs=True,
+      see={"for a new version": "update-file", "from a URL": "upload-file-from-url"})
 def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 text: Annotated[str | None, UploadTextArg] = None,
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new file. Capped at
-    {upload_max_bytes:MB}. Fails if the title exists: for a new version, use update-file; from a
-    URL, use upload-file-from-url."""
+    {upload_max_bytes:MB}. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file", "Update file", toolset="files", read_only=False, destructive=True, idempotent=True,
-      idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True)
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"), needs_upload_dirs=True,
+      see={"for a new file": "upload-file", "for its description": "update-page"})
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Uploads a file from this server's disk (an upload directory) as a new version of an existing
-    file. Capped at {upload_max_bytes:MB}. Fails if the file does not exist: for a new file, use
-    upload-file; for its description, use update-page."""
+    file. Capped at {upload_max_bytes:MB}. Fails if the file does not exist."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("upload-file-from-url", "Upload file from URL", toolset="files",
       read_only=False, destructive=False, idempotent=True,
-      idempotency_key=True, rights=("upload",))
+      idempotency_key=True, rights=("upload",),
+      see={"for a new version": "update-file-from-url", "from disk": "upload-file"})
 def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          text: Annotated[str | None, UploadTextArg] = None,
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new file. Over {upload_max_bytes:MB}, the wiki fetches it
-    where allowed; private addresses are refused. Fails if the title exists: for a new version, use
-    update-file-from-url; from disk, use upload-file."""
+    where allowed; private addresses are refused. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
 @tool("update-file-from-url", "Update file from URL", toolset="files",
       read_only=False, destructive=True, idempotent=True,
-      idempotency_key=True, rights=("upload", "reupload|reupload-own"))
+      idempotency_key=True, rights=("upload", "reupload|reupload-own"),
+      see={"for a new file": "upload-file-from-url", "from disk": "update-file"})
 def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file. Over
     {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails
-    if the file does not exist: for a new file, use upload-file-from-url; from disk, use
-    update-file."""
+    if the file does not exist."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -8349,7 +8399,8 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 
 @tool("update-page-categories", "Update page categories", toolset="edit",
       read_only=False, destructive=True, idempotent=True,
-      dry_run=True, idempotency_key=True, rights=("edit",))
+      dry_run=True, idempotency_key=True, rights=("edit",),
+      see={"for other changes": "update-page"})
 def update_page_categories(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -8359,7 +8410,7 @@ def update_page_categories(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
     """Adds and removes a wiki page's categories without sending its text; returns them after. One
-    already there, or placed by a template, is left and said so. For other changes, use update-page."""
+    already there, or placed by a template, is left and said so."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
                                                                                        ("remove", remove)))
@@ -8370,17 +8421,18 @@ def update_page_categories(
 
     def compose(target: EditTarget) -> Composed | str:
         placed = [title_text(site, c["title"].partition(":")[2]) for c in target.page.get("categories") or []]
-        new, outcome = recategorised(site, target.base, adding, removing, placed,
+        new, outcome = recategorised(site, target.base_text, adding, removing, placed,
                                      template=site.namespace_of(target.title) == 10)
         # get-page showed the target's text under this title
-        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base)):
+        if target.page.get("redirect") and (redirect := REDIRECT_TEXT.match(target.base_text)):
             outcome += (f"\nRedirect: {target.title} is a redirect to {redirect.group(1).strip()}; these are the "
                         "categories of the redirect page itself, not of the page it leads to")
-        if new == target.base:
+        if new == target.base_text:
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"), cllimit="max")
+    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"),
+                     params={"cllimit": "max"})
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -8537,7 +8589,8 @@ def with_signature(message: str) -> str:
 
 @tool("add-talk-topic", "Add talk topic", toolset="talk",
       read_only=False, destructive=False, idempotent=False, dry_run=True,
-      idempotency_key=True, rights=("edit",))
+      idempotency_key=True, rights=("edit",),
+      see={"to answer a topic": "reply-on-talk-page"})
 def add_talk_topic(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
@@ -8545,7 +8598,7 @@ def add_talk_topic(
     message: Annotated[str, Arg("Wikitext; signed here.")],
 ) -> list[str] | str:
     """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
-    the talk page used. To answer a topic, use reply-on-talk-page."""
+    the talk page used."""
     heading, text = heading_given(heading), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
         raise invalid_input("heading and message must not be empty.")
@@ -8667,9 +8720,9 @@ def comment_start(lines: list[str], start: int, signed: int) -> int:
     return first
 
 
-@tool("reply-on-talk-page", "Reply on talk page", toolset="talk",
-      read_only=False, destructive=False, idempotent=False,
-      dry_run=True, idempotency_key=True, rights=("edit",))
+@tool("reply-on-talk-page", "Reply on talk page", toolset="talk", read_only=False, destructive=False,
+      idempotent=False, dry_run=True, idempotency_key=True, rights=("edit",),
+      see={"to start a topic": "add-talk-topic"})
 def reply_on_talk_page(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
@@ -8679,8 +8732,7 @@ def reply_on_talk_page(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
 ) -> list[str] | str:
     """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one level
-    deeper in the page's style, signed. Edits since are merged, else a conflict. To start a topic,
-    use add-talk-topic."""
+    deeper in the page's style, signed. Edits since are merged, else a conflict."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
     site = ctx.site
@@ -8851,14 +8903,14 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
     if "newrevid" not in answer:
         raise upstream_failure(f"The wiki did not save the reply ({answer or 'no reason'}). "
                                + NEXT_STEP["upstream_failure"])
-    status = "Saved (the wiki's answer was lost; its history shows the edit once)." if answer.get("lost") \
-        else "Saved."
+    status = after_lost_answer("Saved.", EDIT_SHOWN_ONCE) if answer.get("lost") else "Saved."
     return saved_lines(ctx, talk, answer["newrevid"], answer.get("oldrevid") or latest, status)
 
 
 @tool("replace-in-pages", "Replace in pages", toolset="edit",
       read_only=False, destructive=True, idempotent=False,
-      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",))
+      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",),
+      see={"for one page": "update-page"})
 def replace_in_pages(
     ctx: ToolContext,
     find: Annotated[str, Arg("Exact wikitext, or a regular expression.")],
@@ -8870,7 +8922,7 @@ def replace_in_pages(
 ) -> list[str]:
     """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
     dryRun=false saves them, skipping pages changed since the preview, and lists the outcomes;
-    stops early if throttled. For one page, use update-page."""
+    stops early if throttled."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
@@ -9049,7 +9101,7 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                     ctx.reads.previewed(page.title, change, previewed or page.revid, edit["newrevid"])
                 rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
                             f"{page.title} | saved | {edit['newrevid']}" + (
-                                " | the wiki's answer was lost; its history shows the edit once"
+                                f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}"
                                 if edit.get("lost") else f" | merged with the edits made since revision "
                                 f"{page.revid}" if edit.get("oldrevid", page.revid) != page.revid else ""))
         ctx.progress(number, len(pages), rows[-1])
@@ -9195,14 +9247,15 @@ def add_wiki(
 
 @tool("remove-wiki", "Remove wiki", toolset="wikis",
       read_only=False, destructive=True, idempotent=True, open_world=False,
-      scoped=False, offered=lambda state: managing_wikis(state) and len(state.wikis) > 1)
+      scoped=False, offered=lambda state: managing_wikis(state) and len(state.wikis) > 1,
+      see={"to bring it back": "add-wiki"})
 def remove_wiki(
     ctx: ToolContext,
     wiki: Annotated[str, Arg("Key of the wiki to remove.",
                              max_length=300)],
 ) -> str:
     """Removes a wiki from this server, added or configured (never the default wiki). Nothing
-    changes on the wiki itself; add-wiki brings it back."""
+    changes on the wiki itself."""
     if not wiki.strip():
         raise invalid_input("Argument 'wiki' must name the wiki to remove.")
     key = ctx.state.resolve_wiki(wiki)

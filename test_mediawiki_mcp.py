@@ -607,6 +607,31 @@ def test_a_tool_that_writes_must_state_its_hints() -> None:
     assert (spec.read_only, spec.destructive, spec.idempotent, spec.open_world) == (True, False, True, True)
 
 
+def test_a_guarded_tool_previews_until_confirmed_and_routes_only_to_tools_offered() -> None:
+    registry = m.Registry()
+
+    @registry.tool("test-drop", "Test drop", toolset="admin", read_only=False, destructive=True, idempotent=True,
+                   guarded=True, see={"to restore it": "test-restore", "for the list": "list-wikis"})
+    def drop(ctx: m.ToolContext) -> str:
+        """Drops (a test-only tool)."""
+        if not ctx.confirmed:
+            raise m.Preview("Nothing was dropped.", f"drop everything on {ctx.wiki.key}.")
+        return "dropped"
+    state = m.ServerState.from_config(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}),
+                                      registry=registry)
+    assert m.run_tool(state, "test-drop", {}) == ([(
+        "invalid_input: Nothing was dropped. test-drop would drop everything on 127.0.0.1:9. Ask the user to "
+        "confirm, then call test-drop again with confirm=true.")], True)
+    assert m.run_tool(state, "test-drop", {"confirm": True}) == (["dropped"], False)
+    assert registry.tools["test-drop"].schema()["properties"]["confirm"] == {
+        "type": "boolean", "description": "true once the user confirmed."}
+    spec = registry.tools["test-drop"]
+    assert spec.description(absent={"list-wikis"}) == "Drops (a test-only tool). To restore it, use test-restore."
+    assert spec.description(absent={"list-wikis", "test-restore"}) == "Drops (a test-only tool)."
+    with pytest.raises(TypeError, match="read-only"):
+        registry.tool("test-read", "Test read", toolset="pages", read_only=True, guarded=True)(drop)
+
+
 def test_zero_config_offers_no_write_tools() -> None:
     tools = list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all"})))
     # add-wiki changes only the server's own list of wikis, never a wiki
