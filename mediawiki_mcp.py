@@ -123,14 +123,8 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 #: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
 #: recently written forgotten first: the bound of the whole process, beside each client's.
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
-#: A shared store's claim on an idempotency key lapses this long after the replica running its
-#: call stops renewing it (it renews it every third of this), so a replica that dies mid-write
-#: is known to have died within this time.
-STATE_LEASE_SECONDS = 15.0
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
-#: Seconds to connect to the shared store and to wait for each of its answers.
-STATE_TIMEOUT_SECONDS = 2.0
 #: What was noted while a shared store could not be reached is written again this often.
 STATE_RETRY_SECONDS = 1.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
@@ -3811,12 +3805,41 @@ def json_type(value: Any) -> str:
 StateKey = tuple[str, str, str]
 #: The code of the error a shared store that cannot be reached gives.
 STORE_DOWN = "state_store_unreachable"
+#: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
+LOGIN_REFUSED = "AuthenticationError"
+
+
+class StateStore(typing.Protocol):
+    """What the write tools keep (ReadLedger, IdempotencyStore): text entries by StateKey, each
+    expiring ``ttl`` seconds after its last write. MemoryStore keeps them in this process;
+    mediawiki_mcp_redis.RedisStore (MCP_STATE_URL) shares them with every replica, and raises
+    an upstream_failure with the code STORE_DOWN, before anything was written, when it cannot
+    be reached."""
+    name: str
+
+    def get(self, key: StateKey) -> str | None: ...
+    def put(self, key: StateKey, value: str, ttl: float) -> None: ...
+    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+        """Writes ``change(old value)`` unless it is None, with no other write in between."""
+    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
+        """Writes ``value`` unless the entry exists, and holds it until release; whether it did."""
+    def held(self, key: StateKey) -> bool:
+        """Whether a claim on the entry is held, by a call still running (on any replica)."""
+    def release(self, key: StateKey, forget: bool) -> None: ...
+    def forget(self, key: StateKey) -> None: ...
+    def next_order(self) -> int:
+        """A number greater than any it gave before: which of two notes came later."""
+    def wait(self, seconds: float) -> None:
+        """Waits up to ``seconds`` for another write."""
+    def require(self) -> None:
+        """Raises the STORE_DOWN error unless the store answers now."""
+    def problem(self) -> str | None:
+        """Why the store cannot be used now, by the name of the error, or None."""
 
 
 class MemoryStore:
-    """The state the write tools keep (StateStore), in this process: text entries by key, each
-    kind holding at most ``capacity`` (the least recently written forgotten first, never one
-    a running call holds), each expiring ``ttl`` seconds after its last write."""
+    """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
+    recently written forgotten first, never one a running call holds)."""
     name = "memory"
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
@@ -3888,145 +3911,22 @@ class MemoryStore:
         pass
 
 
-class RedisStore:
-    """The state the write tools keep (StateStore), in Valkey or Redis (MCP_STATE_URL), shared by
-    every replica: keys ``mediawiki-mcp:{wiki}:kind:name``, each expiring as in memory. A claim
-    (claim, an atomic SET NX) holds a lease that this process renews while the call runs, so
-    another replica can tell a call still running from one whose replica died. Any failure to
-    reach the store is an upstream_failure with the code STORE_DOWN, raised before anything was
-    written."""
-    # A claim and its lease are set, and let go, together, so that no replica sees one without
-    # the other; only the replica holding the lease lets go of them.
-    CLAIM = ("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-             "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1 end return 0")
-    RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
-               "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
-    RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
-    #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
-    LOGIN_REFUSED = "AuthenticationError"
-
-    def __init__(self, url: str) -> None:
-        import redis  # the optional extra: open_state_store checked that it is installed
-        self.name = shown_address(url)
-        self.errors = redis.RedisError
-        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=STATE_TIMEOUT_SECONDS,
-                                           socket_connect_timeout=STATE_TIMEOUT_SECONDS)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self._claim, self._release, self._renew = (self.client.register_script(s) for s in
-                                                   (self.CLAIM, self.RELEASE, self.RENEW))
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-        self._renewer: threading.Thread | None = None
-
-    def key(self, key: StateKey) -> str:
-        wiki, kind, name = key
-        return f"mediawiki-mcp:{{{wiki}}}:{kind}:{name}"
-
-    def lease(self, key: StateKey) -> str:
-        return self.key((key[0], f"{key[1]}-lease", key[2]))
-
-    @contextlib.contextmanager
-    def reaching(self) -> Iterator[None]:
-        try:
-            yield
-        except self.errors as error:
-            log.warning("state store %s: %s", self.name, error)
-            raise upstream_failure(f"The state store {self.name} cannot be reached ({type(error).__name__}); "
-                                   f"nothing was written. {RETRY_LATER}", STORE_DOWN) from None
-
-    def get(self, key: StateKey) -> str | None:
-        with self.reaching():
-            return typing.cast("str | None", self.client.get(self.key(key)))
-
-    def put(self, key: StateKey, value: str, ttl: float) -> None:
-        with self.reaching():
-            self.client.set(self.key(key), value, px=int(ttl * 1000))
-
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
-        name = self.key(key)
-
-        def attempt(pipe: Any) -> None:  # run again by redis-py if the key changes meanwhile
-            new = change(pipe.get(name))
-            if new is not None:
-                pipe.multi()
-                pipe.set(name, new, px=int(ttl * 1000))
-        with self.reaching():
-            self.client.transaction(attempt, name)
-
-    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
-        lease = self.lease(key)
-        with self.reaching():
-            if not self._claim(keys=[self.key(key), lease],
-                               args=[value, int(ttl * 1000), self.owner, int(STATE_LEASE_SECONDS * 1000)]):
-                return False
-        with self._lock:
-            self._held.add(lease)
-            if self._renewer is None:
-                self._renewer = threading.Thread(target=self._renew_leases, name="mediawiki-mcp leases",
-                                                 daemon=True)
-                self._renewer.start()
-        return True
-
-    def held(self, key: StateKey) -> bool:
-        with self.reaching():
-            return bool(self.client.exists(self.lease(key)))
-
-    def release(self, key: StateKey, forget: bool) -> None:
-        lease = self.lease(key)
-        with self._lock:
-            self._held.discard(lease)
-        with self.reaching():
-            self._release(keys=[self.key(key), lease], args=[self.owner, "1" if forget else "0"])
-
-    def forget(self, key: StateKey) -> None:
-        with self.reaching():
-            self.client.delete(self.key(key))
-
-    def next_order(self) -> int:
-        with self.reaching():
-            return int(self.client.incr("mediawiki-mcp:order"))
-
-    def wait(self, seconds: float) -> None:
-        time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
-
-    def require(self) -> None:
-        """Raises reaching()'s error unless the store answers now."""
-        with self.reaching():
-            self.client.ping()
-
-    def problem(self) -> str | None:
-        """Why the store cannot be used now, by the name of the error (LOGIN_REFUSED: it refuses the
-        address's user name or password), or None."""
-        try:
-            self.client.ping()
-        except self.errors as error:
-            return type(error).__name__
-        return None
-
-    def _renew_leases(self) -> None:
-        while True:
-            time.sleep(STATE_LEASE_SECONDS / 3)
-            with self._lock:
-                held = list(self._held)
-            for lease in held:
-                try:
-                    self._renew(keys=[lease], args=[self.owner, int(STATE_LEASE_SECONDS * 1000)])
-                except self.errors as error:
-                    log.warning("state store %s: cannot renew a claim: %s", self.name, error)
-
-
-#: What ReadLedger and IdempotencyStore keep their entries in.
-StateStore = MemoryStore | RedisStore
-
-
-def open_state_store(url: str) -> RedisStore:
+def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
     try:
-        import redis  # noqa: F401 - only to learn whether it is installed
-    except ImportError:
+        import redis  # noqa: F401 - asked first: the module below may be imported already
+        from mediawiki_mcp_redis import RedisStore
+    except ImportError as error:
+        beside = "" if error.name == "redis" else ", and mediawiki_mcp_redis.py beside mediawiki_mcp.py"
         raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
-                          "pip install 'mediawiki-mcp[redis]'") from None
-    return RedisStore(url)
+                          f"pip install 'mediawiki-mcp[redis]'{beside}") from None
+    name = shown_address(url)
+
+    def unreachable(error: Exception) -> WikiError:
+        log.warning("state store %s: %s", name, error)
+        return upstream_failure(f"The state store {name} cannot be reached ({type(error).__name__}); "
+                                f"nothing was written. {RETRY_LATER}", STORE_DOWN)
+    return RedisStore(url, name, unreachable)
 
 
 def store_problem_at_start(store: StateStore) -> str | None:
@@ -4034,7 +3934,7 @@ def store_problem_at_start(store: StateStore) -> str | None:
     refuses the password is a ConfigError: the setting is wrong, which no wait mends, while an
     unreachable store may come back (writes are refused until it does)."""
     problem = store.problem()
-    if problem == RedisStore.LOGIN_REFUSED:
+    if problem == LOGIN_REFUSED:
         raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
                           "(stateUrl in a configuration file); correct the setting. The value given is not "
                           "shown.")

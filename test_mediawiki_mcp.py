@@ -8641,7 +8641,7 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
     """Two replicas' idempotency stores over one real server: the second waits for the first's
     result while the first runs, and once the first is gone (its lease lapsed, as when its process
     is killed mid-write) answers conflict without running the call."""
-    one, two = (m.IdempotencyStore(store=m.RedisStore(state_server.url)) for _ in range(2))
+    one, two = (m.IdempotencyStore(store=m.open_state_store(state_server.url)) for _ in range(2))
     started, release = threading.Event(), threading.Event()
     runs: list[str] = []
 
@@ -8656,7 +8656,7 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
         second = pool.submit(two.run, "k-wait", "f", lambda: runs.append("two") or ["again"], "w")
         release.set()
         assert first.result(10) == (["saved once"], False) and second.result(10) == (["saved once"], True)
-    died = m.RedisStore(state_server.url)  # a replica that claimed a key, then died before answering
+    died = m.open_state_store(state_server.url)  # a replica that claimed a key, then died before answering
     entry = ("w", "idempotency", "k-died")
     assert died.claim(entry, json.dumps({"fingerprint": "f"}), 3600)
     died._held.clear()  # its renewals stop with it ...
@@ -8671,7 +8671,7 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
 
 
 def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: StateServer) -> None:
-    shared, memory = m.ReadLedger(store=m.RedisStore(state_server.url)), m.ReadLedger()
+    shared, memory = m.ReadLedger(store=m.open_state_store(state_server.url)), m.ReadLedger()
     text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
     wiki = f"ledger-{secrets.token_hex(4)}"
     for ledger in (shared, memory):
@@ -8695,7 +8695,7 @@ def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_sh
     wiki = f"clients-{secrets.token_hex(4)}"
     bounds = [{"capacity": 3}, {"capacity": 100, "max_bytes": 1000}]
     ledgers = [m.ReadLedger(store=store, **bound) for bound in bounds
-               for store in (m.RedisStore(state_server.url), None)]
+               for store in (m.open_state_store(state_server.url), None)]
     for n, ledger in enumerate(ledgers):
         a, b = f"session:a{n}", f"session:b{n}"
         ledger.record(wiki, "Cut", None, 5, text, 0, 1000, caller=a)
