@@ -3915,6 +3915,7 @@ def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
     try:
         import redis  # noqa: F401 - asked first: the module below may be imported already
+
         from mediawiki_mcp_redis import RedisStore
     except ImportError as error:
         beside = "" if error.name == "redis" else ", and mediawiki_mcp_redis.py beside mediawiki_mcp.py"
@@ -4060,20 +4061,13 @@ def rendering_digest(text: str) -> str:
 
 
 class ReadLedger:
-    """Remembers, per wiki and caller (client_entry), page and section, what that caller read:
-    which bytes of which revision, so that writing back text the model only saw in part (a
-    truncated read) is refused; and which latest revision it showed, the base of a write that
-    names no latestId, so that an edit made since is merged or refused, never overwritten. Also
-    the revision each page had when a change across pages was previewed (dry run), so that its
-    save skips a page changed since: the model saw that change's diff only, not the page, so it
-    is no read.
+    """What each caller read and previewed, per wiki (client_entry; ClientReads reads and writes
+    it for one caller): the store of the no-loss checks, kept within its bounds.
 
     A caller's ledger holds at most ``capacity`` entries of each kind (pages and sections read,
     bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first;
     once one was, a page it no longer holds must be read again before a whole-page or section
-    write (forgotten). Callers that cannot be told apart
-    (told_apart) share one ledger, in which no read vouches for another: a revision any of them
-    read in part is never written back whole, and writes name their base (latestId).
+    write (ClientReads.forgotten).
 
     "Here" is this process, or every replica sharing ``store``. What is noted while a shared
     store cannot be reached is kept in this process and written once it is back (the model is
@@ -4087,152 +4081,16 @@ class ReadLedger:
         self._pending_lock = threading.RLock()
         self._flusher: threading.Thread | None = None
 
-    def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True,
-               caller: str = "", heading: str | None = None) -> str | None:
-        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
-        ``latest``: the revision read was the page's latest (not an old one, get-revision);
-        ``heading``: the section was asked for by this heading. Returns a note for the model
-        when the read could not be recorded yet."""
-        piece = slice_content(text, offset, budget)
-        partial = piece.truncated or piece.start > 0
-        starts: dict[int, int] = {}
-        ends: dict[int, int] = {}
-        if section is None and partial:  # where its sections are, to tell which the read showed whole
-            starts, ends = section_starts(text, syntax), section_ends(text, syntax)
-        own = told_apart(caller)  # a shared ledger joins no reads: each may be another client's
+    def of(self, wiki: str, caller: str = "", syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
+        """The ledger as ``caller`` ('' for this whole process) sees it on ``wiki``, whose wikitext
+        has ``syntax()``."""
+        return ClientReads(self, wiki, caller, syntax)
 
-        def after(last_text: str | None, order: int) -> str:
-            last = PageRead.loads(last_text)
-            same = own and last is not None and last.revid == revid
-            ranges = [(piece.start, piece.end), *(last.ranges if same and last else [])]
-            if same and last and last.section_ends:
-                return PageRead(revid, merged_ranges(ranges), piece.total, order, last.section_ends,
-                                (piece.start, piece.end), last.section_starts).dumps()
-            return PageRead(revid, merged_ranges(ranges), piece.total, order, ends, (piece.start, piece.end),
-                            starts).dumps()
-
-        def cut(known: str | None, order: int) -> str | None:
-            """The revisions of the page some read showed in part, with the parts (None: the page,
-            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
-            the page, so that it is dropped from the ledger no sooner than the page's read."""
-            if not partial:
-                return known
-            parts: set[int | None] = {section}
-            parts |= {n for n, end in ends.items() if starts[n] < piece.end and end > piece.start
-                      and not piece.start <= starts[n] <= end <= piece.end}
-            kept = json.loads(known or "[]")
-            parts.update(*(p for r, p in kept if r == revid))
-            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
-            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
-            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
-        name = f"{title}|{section}"
-        changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
-        if latest:
-            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
-                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
-        if not own:
-            changes.append(("cut", title, cut))
-        if self._note(wiki, caller, changes):
-            return None
-        return (f"Note: the state store {self.store.name} cannot be reached, so this read is not on record "
-                "yet for the checks that keep a write from losing text; it is recorded once the store is "
-                "back, and writes are refused until then.")
-
-    def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
-              sent_whole: bool, caller: str = "") -> None:
-        """Notes a save of ``revid`` over ``parent`` by ``caller``. Where its last read of the page,
-        or of the section written, showed ``parent``, it now shows ``revid``: they differ by its
-        own edit. ``sent_whole``: the model sent the text of that page or section itself and
-        nothing was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None) -> EntryChange:
-            def change(known: str | None, order: int) -> str | None:
-                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
-            return change
-        parts = dict.fromkeys([None, section])
-        self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
-
-    def base(self, wiki: str, title: str, section: int | None, caller: str = "",
-             heading: str | None = None) -> int | None:
-        """The latest revision ``caller``'s last read showed of this page (for a section: of the
-        section, of the whole page, or of the section by ``heading``, whichever was read later),
-        if any; none for a caller not told apart, whose reads may be another client's. A section
-        named by heading may have been read under another number: one added above renumbers it."""
-        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
-        found = [self._get(wiki, caller, "base", name)
-                 for name in (*names, *([heading_entry(title, heading)] if heading else []))]
-        if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
-            return None
-        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
-        return last[0] if last else None
-
-    def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None,
-                  caller: str = "") -> None:
-        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
-        or, with ``saved``, the revision that saving that change made."""
-        shown = json.dumps([revid, saved])
-        self._note(wiki, caller, [("preview", self._change(title, change), lambda *_: shown)])
-
-    def preview(self, wiki: str, title: str, change: str, caller: str = "") -> tuple[int, int | None] | None:
-        """The revision the caller's last dry run of ``change`` to this page showed, and the
-        revision its save made, if any."""
-        found = self._get(wiki, caller, "preview", self._change(title, change))
-        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
-
-    def rendered(self, wiki: str, title: str, *texts: str, caller: str = "") -> None:
-        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
-        text written back as wikitext is refused (shows_rendered); the last few are kept."""
-        digests = [rendering_digest(text) for text in texts]
-
-        def after(known: str | None, order: int) -> str:
-            kept = [d for d in json.loads(known or "[]") if d not in digests]
-            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
-        self._note(wiki, caller, [("rendered", title, after)])
-
-    def shows_rendered(self, wiki: str, title: str, text: str, caller: str = "") -> bool:
-        """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
-        return rendering_digest(text) in json.loads(self._get(wiki, caller, "rendered", title) or "[]")
-
-    @staticmethod
-    def _change(title: str, change: str) -> str:
-        return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
-
-    def unseen(self, wiki: str, title: str, section: int | None, caller: str = "") -> PageRead | None:
-        """The caller's last read of this page or section, if it showed it only in part (later
-        reads of the same revision add what they showed; a whole read of the section or of the
-        page clears it). None for a caller not told apart: the last read noted for it may be
-        another client's, so its writes are checked by the revision they name (read_cut)."""
-        if not told_apart(caller):
-            return None
-        reads = [PageRead.loads(self._get(wiki, caller, "read", f"{title}|{part}"))
-                 for part in dict.fromkeys([section, None])]
-        last = max((r for r in reads if r), key=lambda r: r.order, default=None)
-        return None if last is None or last.shows(section) else last
-
-    def read_cut(self, wiki: str, title: str, section: int | None, revid: int, caller: str = "") -> bool:
-        """Whether a read noted for ``caller`` showed revision ``revid`` of this page (None) or
-        section in part, or may have (a revision older than those kept); kept only for callers
-        not told apart, whose reads join none."""
-        kept = json.loads(self._get(wiki, caller, "cut", title) or "[]")
-        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
-            return True
-        return any(r == revid and section in parts for r, parts in kept)
-
-    def forgotten(self, wiki: str, title: str, section: int | None, caller: str = "") -> bool:
-        """Whether ``caller``'s ledger dropped entries to stay within its bounds and holds no read
-        of this page or section now: it may have dropped one that showed it in part."""
-        index = self._get(wiki, caller, "ledger", "")
-        if not (index and json.loads(index)["dropped"]):
-            return False
-        parts = dict.fromkeys([section, None])
-        return all(self._get(wiki, caller, "read", f"{title}|{part}") is None for part in parts)
-
-    def _get(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
+    def entry(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
         self._flush()
         return self.store.get(client_entry(wiki, caller, kind, name))
 
-    def _note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
+    def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
         """Makes ``changes`` to the caller's entries; whether they are written now: while a shared
         store cannot be reached, they are kept in this process and written once it is back."""
         def write() -> None:
@@ -4332,47 +4190,163 @@ class ReadLedger:
 
 @dataclasses.dataclass(frozen=True)
 class ClientReads:
-    """The read ledger as one tool call sees it: one wiki, one caller."""
+    """The read ledger of one caller on one wiki. It remembers, per page and section, what the
+    caller read: which bytes of which revision, so that writing back text the model only saw in
+    part (a truncated read) is refused; and which latest revision it showed, the base of a write
+    that names no latestId, so that an edit made since is merged or refused, never overwritten.
+    Also the revision each page had when a change across pages was previewed (dry run), so that
+    its save skips a page changed since: the model saw that change's diff only, not the page, so
+    it is no read.
+
+    Callers that cannot be told apart (told_apart) share one ledger, in which no read vouches for
+    another: a revision any of them read in part is never written back whole, and writes name
+    their base (latestId)."""
     ledger: ReadLedger
     wiki: str
     caller: str
+    syntax: Callable[[], Syntax]  # the wiki's, asked only when a read's sections are needed
 
     @property
     def told_apart(self) -> bool:
         """Whether this caller is one client, or one of several this server cannot tell apart."""
         return told_apart(self.caller)
 
-    def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
-               syntax: Syntax = CORE_SYNTAX, latest: bool = True, heading: str | None = None) -> str | None:
-        return self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest,
-                                  self.caller, heading)
+    def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
+               latest: bool = True, heading: str | None = None) -> str | None:
+        """Notes a read of ``text`` (a page, or one section) that showed the bytes ``shown``
+        (start, end); ``latest``: the revision read was the page's latest (not an old one,
+        get-revision); ``heading``: the section was asked for by this heading. Returns a note for
+        the model when the read could not be recorded yet."""
+        total = utf8_len(text)
+        start, end = shown[0], min(shown[1], total)
+        partial = start > 0 or end < total
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        if section is None and partial:  # where its sections are, to tell which the read showed whole
+            starts, ends = section_starts(text, self.syntax()), section_ends(text, self.syntax())
+
+        def after(last_text: str | None, order: int) -> str:
+            last = PageRead.loads(last_text)
+            if not (self.told_apart and last and last.revid == revid):  # a shared ledger joins no reads
+                return PageRead(revid, [(start, end)], total, order, ends, (start, end), starts).dumps()
+            return PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
+                            last.section_ends or ends, (start, end),
+                            last.section_starts if last.section_ends else starts).dumps()
+
+        def cut(known: str | None, order: int) -> str | None:
+            """The revisions of the page some read showed in part, with the parts (None: the page,
+            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
+            the page, so that it is dropped from the ledger no sooner than the page's read."""
+            if not partial:
+                return known
+            parts: set[int | None] = {section}
+            parts |= {n for n, last in ends.items() if starts[n] < end and last > start
+                      and not start <= starts[n] <= last <= end}
+            kept = json.loads(known or "[]")
+            parts.update(*(p for r, p in kept if r == revid))
+            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
+            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
+            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
+        name = f"{title}|{section}"
+        changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
+        if latest:
+            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
+                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
+        if not self.told_apart:
+            changes.append(("cut", title, cut))
+        if self._note(changes):
+            return None
+        return (f"Note: the state store {self.ledger.store.name} cannot be reached, so this read is not on "
+                "record yet for the checks that keep a write from losing text; it is recorded once the store "
+                "is back, and writes are refused until then.")
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
-        self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole, self.caller)
+        """Notes a save of ``revid`` over ``parent``. Where the caller's last read of the page, or of
+        the section written, showed ``parent``, it now shows ``revid``: they differ by its own
+        edit. ``sent_whole``: the model sent the text of that page or section itself and nothing
+        was merged in, so it knows ``revid`` even unread."""
+        def after(part: int | None) -> EntryChange:
+            def change(known: str | None, order: int) -> str | None:
+                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+                return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
+            return change
+        self._note([("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
 
     def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
-        return self.ledger.base(self.wiki, title, section, self.caller, heading)
+        """The latest revision the caller's last read showed of this page (for a section: of the
+        section, of the whole page, or of the section by ``heading``, whichever was read later),
+        if any; none for a caller not told apart, whose reads may be another client's. A section
+        named by heading may have been read under another number: one added above renumbers it."""
+        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
+        found = [self._get("base", name) for name in (*names, *([heading_entry(title, heading)] if heading else []))]
+        if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
+            return None
+        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
+        return last[0] if last else None
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
-        self.ledger.previewed(self.wiki, title, change, revid, saved, self.caller)
+        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
+        or, with ``saved``, the revision that saving that change made."""
+        shown = json.dumps([revid, saved])
+        self._note([("preview", preview_entry(title, change), lambda *_: shown)])
 
     def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
-        return self.ledger.preview(self.wiki, title, change, self.caller)
-
-    def unseen(self, title: str, section: int | None) -> PageRead | None:
-        return self.ledger.unseen(self.wiki, title, section, self.caller)
-
-    def read_cut(self, title: str, section: int | None, revid: int) -> bool:
-        return self.ledger.read_cut(self.wiki, title, section, revid, self.caller)
-
-    def forgotten(self, title: str, section: int | None) -> bool:
-        return self.ledger.forgotten(self.wiki, title, section, self.caller)
+        """The revision the caller's last dry run of ``change`` to this page showed, and the
+        revision its save made, if any."""
+        found = self._get("preview", preview_entry(title, change))
+        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
     def rendered(self, title: str, *texts: str) -> None:
-        self.ledger.rendered(self.wiki, title, *texts, caller=self.caller)
+        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
+        text written back as wikitext is refused (shows_rendered); the last few are kept."""
+        digests = [rendering_digest(text) for text in texts]
+
+        def after(known: str | None, order: int) -> str:
+            kept = [d for d in json.loads(known or "[]") if d not in digests]
+            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
+        self._note([("rendered", title, after)])
 
     def shows_rendered(self, title: str, text: str) -> bool:
-        return self.ledger.shows_rendered(self.wiki, title, text, self.caller)
+        """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
+        return rendering_digest(text) in json.loads(self._get("rendered", title) or "[]")
+
+    def unseen(self, title: str, section: int | None) -> PageRead | None:
+        """The caller's last read of this page or section, if it showed it only in part (later
+        reads of the same revision add what they showed; a whole read of the section or of the
+        page clears it). None for a caller not told apart: the last read noted for it may be
+        another client's, so its writes are checked by the revision they name (read_cut)."""
+        if not self.told_apart:
+            return None
+        reads = [PageRead.loads(self._get("read", f"{title}|{part}")) for part in dict.fromkeys([section, None])]
+        last = max((r for r in reads if r), key=lambda r: r.order, default=None)
+        return None if last is None or last.shows(section) else last
+
+    def read_cut(self, title: str, section: int | None, revid: int) -> bool:
+        """Whether a read noted for the caller showed revision ``revid`` of this page (None) or
+        section in part, or may have (a revision older than those kept); kept only for callers
+        not told apart, whose reads join none."""
+        kept = json.loads(self._get("cut", title) or "[]")
+        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
+            return True
+        return any(r == revid and section in parts for r, parts in kept)
+
+    def forgotten(self, title: str, section: int | None) -> bool:
+        """Whether the caller's ledger dropped entries to stay within its bounds and holds no read
+        of this page or section now: it may have dropped one that showed it in part."""
+        index = self._get("ledger", "")
+        if not (index and json.loads(index)["dropped"]):
+            return False
+        return all(self._get("read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
+
+    def _get(self, kind: str, name: str) -> str | None:
+        return self.ledger.entry(self.wiki, self.caller, kind, name)
+
+    def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
+        return self.ledger.note(self.wiki, self.caller, changes)
+
+
+def preview_entry(title: str, change: str) -> str:
+    return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
 
 
 class IdempotencyStore:
@@ -4670,7 +4644,7 @@ class ToolContext:
     @property
     def reads(self) -> ClientReads:
         """What this client read and saved on this wiki (the read ledger, seen from this call)."""
-        return ClientReads(self.state.reads, self.wiki.key, self.caller)
+        return self.state.reads.of(self.wiki.key, self.caller, lambda: self.site.syntax)
 
     @property
     def site(self) -> SiteInfo:
@@ -5225,8 +5199,8 @@ def get_page(
         header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
         sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
     # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, shown_bytes(piece),
-                            ctx.site.syntax, heading=heading)
+    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, (piece.start, piece.end),
+                            heading=heading)
     return [note, *blocks] if note else blocks
 
 
@@ -5444,7 +5418,7 @@ def get_pages(
             blocks.append(f"{headers[title]}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
-                notes.append(ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax))
+                notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
     return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
@@ -5848,7 +5822,7 @@ def get_revision(
     if content == "source":
         # a truncated read of an old revision must not be written back either (update-page);
         # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, offset, shown_bytes(piece), ctx.site.syntax,
+        note = ctx.reads.record(title, section, revisionId, text, (piece.start, piece.end),
                                 latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
