@@ -4398,40 +4398,29 @@ class IdempotencyStore:
 
 
 async def on_own_thread(fn: Callable[[], Any]) -> Any:
-    """Runs ``fn`` on a thread of its own and waits for it without holding up the event loop
-    (asyncio's, which the SDK and uvicorn run on). A caller that stops waiting (cancelled, or
-    cut short at shutdown) leaves the thread behind: unlike anyio's worker threads it is a
-    daemon, so a wiki that never answers holds up neither a shared pool nor the process's exit."""
+    """``fn()``, run on a thread of its own and awaited without holding up the event loop. A
+    caller that stops waiting (cancelled, or cut short at shutdown) leaves the thread behind.
+    Not anyio.to_thread: its worker threads are no daemons, so the interpreter's exit would wait
+    for a wiki that never answers, and an abandoned call would hold a worker of its shared pool."""
     import asyncio
-    loop = asyncio.get_running_loop()
-    settled: asyncio.Future[tuple[Any, BaseException | None]] = loop.create_future()
-
-    def settle(outcome: tuple[Any, BaseException | None]) -> None:
-        if not settled.done():  # else the caller stopped waiting
-            settled.set_result(outcome)
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def work() -> None:
+        if not done.set_running_or_notify_cancel():  # the caller stopped waiting already
+            return
         try:
-            outcome: tuple[Any, BaseException | None] = (fn(), None)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller, on the event loop
-            outcome = (None, error)
-        try:
-            loop.call_soon_threadsafe(settle, outcome)
-        except RuntimeError:  # the event loop has ended: nobody is waiting any more
-            pass
+            done.set_result(fn())
+        except BaseException as error:  # noqa: BLE001 - raised again for the caller, on the event loop
+            done.set_exception(error)
     threading.Thread(target=work, name="mediawiki-mcp call", daemon=True).start()
-    value, error = await settled
-    if error is not None:
-        raise error
-    return value
+    return await asyncio.wrap_future(done)
 
 
 @dataclasses.dataclass(eq=False)
 class RunningCall:
     """A tool call in flight, as ToolCalls tracks it."""
-    scope: Any                 # the anyio.CancelScope its caller waits in
+    scope: Any                 # the anyio.CancelScope its caller waits in, cancelled when the server stops
     started: bool = False      # it got its turn and began
-    abandoned: bool = False    # the server stopped waiting for it
     sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
 
 
@@ -4443,15 +4432,15 @@ RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVa
 class ToolCalls:
     """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
     once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
-    each call still running is answered with what is known of it."""
+    each call still running is answered with what is known of it. A turn is taken on the call's
+    thread, so a call its caller stopped waiting for keeps it until the wiki answers."""
 
     def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
-        self.per_wiki = per_wiki
         self.stopping = False
-        self._turns: dict[str, threading.BoundedSemaphore] = {}
+        self._turns: collections.defaultdict[str, threading.BoundedSemaphore] = collections.defaultdict(
+            lambda: threading.BoundedSemaphore(per_wiki))  # used on the event loop only
         self._running: set[RunningCall] = set()
         self._lock = threading.Lock()
-        self._idle: Any = None  # an anyio.Event while stopping
 
     async def run(self, wiki: str, job: Callable[[], Any], write: bool) -> Any:
         """``job``'s result, run in ``wiki``'s turn ('' for calls on no wiki); a WikiError
@@ -4460,14 +4449,12 @@ class ToolCalls:
         if self.stopping:
             raise upstream_failure("This server is shutting down; nothing was done. Call "
                                    "again once it is back.")
-        with self._lock:
-            turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
-        call = RunningCall(anyio.CancelScope())
+        turns, call = self._turns[wiki], RunningCall(anyio.CancelScope())
 
         def in_turn() -> Any:
             with turns:
                 with self._lock:
-                    if call.abandoned:  # answered already: it must not begin now
+                    if call.scope.cancel_called:  # answered already: it must not begin now
                         return None
                     call.started = True
                 RUNNING_CALL.set(call)  # this thread is the call's own (on_own_thread)
@@ -4478,8 +4465,6 @@ class ToolCalls:
                 return await on_own_thread(in_turn)
         finally:
             self._running.discard(call)
-            if self._idle is not None and not self._running:
-                self._idle.set()
         if not call.started:
             raise upstream_failure("This server stopped before the call began; nothing was "
                                    "done. Call again once the server is back.")
@@ -4495,16 +4480,13 @@ class ToolCalls:
         still running is answered (run raises), its thread left behind."""
         import anyio
         self.stopping = True
-        if self._running:
-            count = len(self._running)
-            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count,
-                     "" if count == 1 else "s", grace)
-            self._idle = anyio.Event()
-            with anyio.move_on_after(grace):
-                await self._idle.wait()
+        if count := len(self._running):
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count, "s" * (count > 1), grace)
+        with anyio.move_on_after(grace):
+            while self._running:
+                await anyio.sleep(0.05)
         with self._lock:
             for call in self._running:
-                call.abandoned = True
                 call.scope.cancel()
 
 
