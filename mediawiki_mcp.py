@@ -4784,11 +4784,9 @@ def wiki_server_class() -> Any:
 def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
     """Builds the MCP server for a configuration (default: from the environment), or for a
     server state; ``server.state`` is that state."""
-    import asyncio
-
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
+    from mcp.server.subscriptions import InMemorySubscriptionBus
     from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
@@ -4797,6 +4795,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
             "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
             f"the default wiki is {state.config.default_wiki}."))
+    changes = ListChanges(state, bus)
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
@@ -4805,82 +4804,28 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
-        listening(ctx)
-        offered, unlisted = offered_tools(state), unlisted_arguments(state)
-        absent = state.registry.tools.keys() - {spec.name for spec in offered}
-        return mt.ListToolsResult(tools=[
-            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered])
-
-    def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return tuple(state.wikis), tuple(spec.name for spec in offered_tools(state))
-
-    # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
-    # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
-    # own streams. The SDK keeps no list of those, so each connection that asks for a list
-    # is noted here, weakly (it is forgotten when it closes).
-    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def listening(ctx: Any) -> None:
-        connection = ctx.session._connection  # private: the SDK offers no public way to it
-        if connection.has_standalone_channel:
-            listeners.add(connection)
-
-    async def announce(before: tuple[tuple[str, ...], ...], after: tuple[tuple[str, ...], ...]) -> None:
-        for changed, event, send in (
-                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
-            if changed:
-                await bus.publish(event)
-                for connection in list(listeners):
-                    try:
-                        await getattr(connection, send)()
-                    except Exception:  # advisory: a lost notification must not fail the call
-                        log.debug("could not announce a list change", exc_info=True)
+        changes.listening(ctx)
+        return mt.ListToolsResult(tools=listed_tools(state))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
-        listening(ctx)
-        before = catalogue()
-
-        # Progress (notifications/progress) must go out on this request's session, which
-        # lives on the event loop; the tool runs on a thread. So the tool gets a plain
-        # function that carries each report back onto the loop and waits for it.
-        # report_progress sends nothing unless the client gave a progressToken, and a report
-        # that cannot be sent is dropped: progress is advisory.
-        loop = asyncio.get_running_loop()
-
-        def progress(done: float, total: float | None, message: str) -> None:
-            try:
-                report = ctx.session.report_progress(done, total, message)
-                asyncio.run_coroutine_threadsafe(report, loop).result()
-            except Exception:
-                log.debug("could not report progress", exc_info=True)
-
-        spec = state.registry.tools.get(params.name)
-        try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
-            wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
-        except WikiError:
-            wiki = ""
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress, caller_of(ctx))
+        changes.listening(ctx)
+        before = changes.lists()
+        wiki, write = turn_of(state, params.name, params.arguments)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
+                                caller_of(ctx))
         try:
-            blocks, is_error = await state.calls.run(
-                wiki, job,
-                write=bool(spec and spec.scoped and not spec.read_only))
+            blocks, is_error = await state.calls.run(wiki, job, write=write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
-        await announce(before, catalogue())
+        await changes.announce(before)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
-        listening(ctx)
+        changes.listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
@@ -4919,6 +4864,83 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
+
+
+def listed_tools(state: ServerState) -> list[Any]:
+    """tools/list's answer: the tools offered, each as this configuration describes it."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state), unlisted_arguments(state)
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
+    """The wiki whose turn a tools/call waits for ('' for a call on none, or a bad one), and
+    whether the call may change it."""
+    spec = state.registry.tools.get(name)
+    if spec is None or not spec.scoped:
+        return "", False
+    try:
+        return state.resolve_wiki((arguments or {}).get("wiki")), not spec.read_only
+    except WikiError:
+        return "", not spec.read_only
+
+
+def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
+    """What a tool running on a thread reports its progress with (ToolContext.progress): each
+    report is carried onto the event loop, where the request's session lives, and waited for.
+    The session sends nothing unless the client gave a progressToken, and a report that cannot
+    be sent is dropped: progress is advisory."""
+    import asyncio
+    loop = asyncio.get_running_loop()
+
+    def progress(done: float, total: float | None, message: str) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(ctx.session.report_progress(done, total, message), loop).result()
+        except Exception:
+            log.debug("could not report progress", exc_info=True)
+    return progress
+
+
+class ListChanges:
+    """Tells every session that can hear it when the lists of wikis and tools change (add-wiki,
+    remove-wiki): 2026-era subscriptions/listen streams through the bus, handshake-era sessions
+    on their own streams. The SDK keeps no list of those, so each connection that asks for a
+    list is noted here, weakly (it is forgotten when it closes)."""
+
+    def __init__(self, state: ServerState, bus: Any) -> None:
+        self.state, self.bus = state, bus
+        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(self, ctx: Any) -> None:
+        connection = ctx.session._connection  # private: the SDK offers no public way to it
+        if connection.has_standalone_channel:
+            self.listeners.add(connection)
+
+    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The wikis and the tools offered now."""
+        return tuple(self.state.wikis), tuple(spec.name for spec in offered_tools(self.state))
+
+    async def announce(self, before: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        """Announces the lists that differ from ``before``."""
+        from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
+        after = self.lists()
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                await self.bus.publish(event)
+                for connection in list(self.listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
 
 
 # -- parameters many tools share ---------------------------------------------
