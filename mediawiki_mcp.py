@@ -2050,14 +2050,6 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def char_start(data: bytes, position: int) -> int:
-    """Moves a byte position back to the start of the UTF-8 character it falls in."""
-    position = max(0, min(position, len(data)))
-    while 0 < position < len(data) and (data[position] & 0xC0) == 0x80:
-        position -= 1
-    return position
-
-
 @dataclasses.dataclass(frozen=True)
 class Slice:
     """A window of a content body, in UTF-8 bytes."""
@@ -2073,17 +2065,17 @@ class Slice:
 
 def slice_content(text: str, offset: int, budget: int) -> Slice:
     """The part of ``text`` from byte ``offset`` that fits ``budget`` bytes, cut on
-    character boundaries (an offset inside a character starts at that character)."""
+    character boundaries (an offset inside a character starts at that character; a budget
+    smaller than the first character still shows it)."""
     data = text.encode("utf-8")
     if offset > len(data):
         raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
-    start = char_start(data, offset)
-    end = char_start(data, start + budget)
-    if end == start and start < len(data):  # a budget smaller than one character
-        end = start + 1
-        while end < len(data) and (data[end] & 0xC0) == 0x80:
-            end += 1
-    return Slice(data[start:end].decode("utf-8"), start, end, len(data))
+    start = max(offset, 0)
+    while 0 < start < len(data) and data[start] & 0xC0 == 0x80:  # a continuation byte
+        start -= 1
+    shown = (data[start:start + budget].decode("utf-8", "ignore")  # drops a character cut at the end
+             or data[start:start + 4].decode("utf-8", "ignore")[:1])
+    return Slice(shown, start, start + utf8_len(shown), len(data))
 
 
 def shown_bytes(piece: Slice) -> int:
