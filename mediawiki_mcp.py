@@ -9463,8 +9463,10 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
-    # The SDK's own Host/Origin check is off: it cannot leave Host unchecked while checking
-    # Origin (a non-loopback bind), and on loopback it would refuse MCP_ALLOWED_HOSTS.
+    # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
+    # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
+    # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
+    # text after "name:" for a port; and its plain-text refusals name no setting to change.
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
@@ -9515,6 +9517,9 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
 
     calls = server.state.calls
 
+    # uvicorn's own timeout_graceful_shutdown cancels the requests still running when it ends,
+    # which answers their calls with nothing; here the calls get the grace time first, and
+    # those still running then are answered (ToolCalls.stop) before uvicorn shuts down.
     class GracefulServer(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for listening in self.servers:  # no new connections while the calls finish
@@ -9540,7 +9545,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
     # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
-    # off the answers of the calls still in flight; GracefulServer lets them finish instead.
+    # off the answers of the calls still in flight.
     AppStatus.disable_automatic_graceful_drain()
     log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
              "stateless; " if options.stateless else "", HEALTH_PATH)
