@@ -4123,34 +4123,29 @@ class ReadLedger:
 
     def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
         """Keeps the caller's ledger within its bounds, after ``sizes`` were written: its index
-        (kind ``ledger``) holds its entries (``kind|name``) by last write with their sizes, the
-        count of each kind and the bytes of all, and whether any was dropped, the least recently
-        written first."""
+        (kind ``ledger``) holds its entries (``kind|name``) with their sizes, the least recently
+        written first, and whether any was dropped."""
         dropped: list[str] = []
 
         def bounded(old: str | None) -> str:
-            index: dict[str, Any] = json.loads(old) if old else {"entries": {}, "kinds": {}, "bytes": 0}
-            entries, kinds = index["entries"], collections.Counter(index["kinds"])
-            for key, size in sizes:
-                entry = f"{key[1]}|{key[2]}"
-                if entry in entries:
-                    kinds[key[1]] -= 1
-                    index["bytes"] -= entries.pop(entry)
-                entries[entry] = size
-                kinds[key[1]] += 1
-                index["bytes"] += size
+            index: dict[str, Any] = json.loads(old) if old else {"entries": {}}
+            entries: dict[str, int] = index["entries"]
+            for key, size in sizes:  # to the end
+                entries.pop(f"{key[1]}|{key[2]}", None)
+                entries[f"{key[1]}|{key[2]}"] = size
+            kinds = collections.Counter(entry.partition("|")[0] for entry in entries)
+            total = sum(entries.values())
             dropped[:] = []
             for entry in list(entries)[:-len(sizes)]:
                 kind = entry.partition("|")[0]
-                if index["bytes"] <= self.max_bytes and kinds[kind] <= self.capacity:
-                    if all(count <= self.capacity for count in kinds.values()):
+                if total <= self.max_bytes and kinds[kind] <= self.capacity:
+                    if max(kinds.values()) <= self.capacity:
                         break
                     continue  # another kind is over its count: its oldest goes
                 dropped.append(entry)
                 kinds[kind] -= 1
-                index["bytes"] -= entries.pop(entry)
-            index["kinds"], index["dropped"] = kinds, index.get("dropped") or bool(dropped)
-            return json.dumps(index)
+                total -= entries.pop(entry)
+            return json.dumps({"entries": entries, "dropped": bool(index.get("dropped") or dropped)})
         self.store.update(client_entry(wiki, caller, "ledger", ""), bounded, READ_LEDGER_TTL_SECONDS)
         for entry in dropped:
             kind, _, name = entry.partition("|")
