@@ -3836,19 +3836,20 @@ class MemoryStore:
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
-        self._kinds: dict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = {}
+        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
+            collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
-        self._order = 0
+        self._order = itertools.count(1)
         self._changed = threading.Condition(threading.RLock())
 
     def get(self, key: StateKey) -> str | None:
         with self._changed:
-            entry = self._kinds[key[1]].get(key) if key[1] in self._kinds else None
+            entry = self._kinds[key[1]].get(key)
             return entry[0] if entry and entry[1] > self.clock() else None
 
     def put(self, key: StateKey, value: str, ttl: float) -> None:
         with self._changed:
-            entries = self._kinds.setdefault(key[1], collections.OrderedDict())
+            entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
             entries.move_to_end(key)
             while len(entries) > self.capacity:
@@ -3878,19 +3879,17 @@ class MemoryStore:
     def release(self, key: StateKey, forget: bool) -> None:
         with self._changed:
             self._held.discard(key)
-            if forget and key in self._kinds.get(key[1], ()):
-                del self._kinds[key[1]][key]
+            if forget:
+                self.forget(key)
             self._changed.notify_all()
 
     def forget(self, key: StateKey) -> None:
         with self._changed:
-            if key in self._kinds.get(key[1], ()):
-                del self._kinds[key[1]][key]
+            self._kinds[key[1]].pop(key, None)
 
     def next_order(self) -> int:
         with self._changed:
-            self._order += 1
-            return self._order
+            return next(self._order)
 
     def wait(self, seconds: float) -> None:
         with self._changed:
