@@ -4072,7 +4072,8 @@ class ReadLedger:
         self._pending_lock = threading.RLock()
         self._flusher: threading.Thread | None = None
 
-    def of(self, wiki: str, caller: str = "", syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
+    def of(self, wiki: str, caller: str = "",
+           syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
         """The ledger as ``caller`` ('' for this whole process) sees it on ``wiki``, whose wikitext
         has ``syntax()``."""
         return ClientReads(self, wiki, caller, syntax)
@@ -4246,7 +4247,8 @@ class ClientReads:
                 "record yet for the checks that keep a write from losing text; it is recorded once the store "
                 "is back, and writes are refused until then.")
 
-    def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
+    def saved(self, title: str, section: int | None, parent: int | None, revid: int,
+              sent_whole: bool) -> None:
         """Notes a save of ``revid`` over ``parent``. Where the caller's last read of the page, or of
         the section written, showed ``parent``, it now shows ``revid``: they differ by its own
         edit. ``sent_whole``: the model sent the text of that page or section itself and nothing
@@ -4254,7 +4256,8 @@ class ClientReads:
         def after(part: int | None) -> EntryChange:
             def change(known: str | None, order: int) -> str | None:
                 showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
+                known_now = (sent_whole and part == section) or showed_parent
+                return json.dumps([revid, order]) if known_now else None
             return change
         self._note([("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
 
@@ -4264,7 +4267,7 @@ class ClientReads:
         if any; none for a caller not told apart, whose reads may be another client's. A section
         named by heading may have been read under another number: one added above renumbers it."""
         names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
-        found = [self._get("base", name) for name in (*names, *([heading_entry(title, heading)] if heading else []))]
+        found = [self._get("base", name) for name in names + ([heading_entry(title, heading)] if heading else [])]
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
@@ -4303,7 +4306,8 @@ class ClientReads:
         another client's, so its writes are checked by the revision they name (read_cut)."""
         if not self.told_apart:
             return None
-        reads = [PageRead.loads(self._get("read", f"{title}|{part}")) for part in dict.fromkeys([section, None])]
+        reads = [PageRead.loads(self._get("read", f"{title}|{part}"))
+                 for part in dict.fromkeys([section, None])]
         last = max((r for r in reads if r), key=lambda r: r.order, default=None)
         return None if last is None or last.shows(section) else last
 
@@ -4467,7 +4471,8 @@ class ToolCalls:
         import anyio
         self.stopping = True
         if count := len(self._running):
-            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count, "s" * (count > 1), grace)
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish",
+                     count, "s" * (count > 1), grace)
         with anyio.move_on_after(grace):
             while self._running:
                 await anyio.sleep(0.05)

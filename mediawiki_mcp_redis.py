@@ -43,7 +43,8 @@ class RedisStore:
              "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1 end return 0")
     RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
                "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
-    RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+    RENEW = ("if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
+             "return 0")
 
     def __init__(self, url: str, name: str, unreachable: Callable[[Exception], Exception]) -> None:
         self.name, self.unreachable = name, unreachable
