@@ -3909,9 +3909,10 @@ def open_state_store(url: str) -> StateStore:
 
         from mediawiki_mcp_redis import RedisStore
     except ImportError as error:
-        beside = "" if error.name == "redis" else ", and mediawiki_mcp_redis.py beside mediawiki_mcp.py"
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
-                          f"pip install 'mediawiki-mcp[redis]'{beside}") from None
+        missing = ("the Redis client, which is not installed: pip install 'mediawiki-mcp[redis]'"
+                   if error.name == "redis" else "the file mediawiki_mcp_redis.py beside mediawiki_mcp.py "
+                   "(pip install 'mediawiki-mcp[redis]' installs both)")
+        raise ConfigError(f"MCP_STATE_URL (stateUrl) needs {missing}") from None
     name = shown_address(url)
 
     def unreachable(error: Exception) -> WikiError:
