@@ -3989,7 +3989,6 @@ class PageRead:
     total: int
     order: int   # which read came later
     section_ends: dict[int, int]  # of a whole page read in part: where each section ends
-    shown: tuple[int, int] = (0, 0)  # the bytes the last read showed
     section_starts: dict[int, int] = dataclasses.field(default_factory=dict)  # and where each starts
 
     @property
@@ -4013,23 +4012,20 @@ class PageRead:
             return None
         return start, min([end, *(first for first, _ in self.ranges if first > start)])
 
-    def shows(self, section: int | None) -> bool:
-        """Whether the reads showed the whole text (or, of a whole page, that section whole)."""
-        return self.unread(section) is None
-
     def dumps(self) -> str:
+        # [0, 0]: where earlier versions, which replicas may still run, keep the last read's bytes
         return json.dumps([self.revid, self.ranges, self.total, self.order, list(self.section_ends.items()),
-                           self.shown, list(self.section_starts.items())])
+                           [0, 0], list(self.section_starts.items())])
 
     @classmethod
     def loads(cls, text: str | None) -> PageRead | None:
         if text is None:
             return None
-        revid, ranges, total, order, ends, shown, *starts = json.loads(text)
+        revid, ranges, total, order, ends, _, *starts = json.loads(text)
         if isinstance(ranges, int):  # as kept before byte ranges were: read without a gap up to there
             ranges = [(0, ranges)] if ranges else []
         return cls(revid, [tuple(r) for r in ranges], total, order,  # type: ignore[misc]
-                   {int(n): end for n, end in ends}, tuple(shown),  # type: ignore[arg-type]
+                   {int(n): end for n, end in ends},
                    {int(n): start for n, start in (starts[0] if starts else [])})
 
 
@@ -4043,7 +4039,7 @@ def section_starts(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
 EntryChange = Callable[[str | None, int], str | None]
 
 
-#: How many renderings of a page (ReadLedger.rendered) are remembered.
+#: How many renderings of a page (ClientReads.rendered) are remembered.
 RENDERINGS_KEPT = 4
 
 
@@ -4216,10 +4212,9 @@ class ClientReads:
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
             if not (self.told_apart and last and last.revid == revid):  # a shared ledger joins no reads
-                return PageRead(revid, [(start, end)], total, order, ends, (start, end), starts).dumps()
+                return PageRead(revid, [(start, end)], total, order, ends, starts).dumps()
             return PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
-                            last.section_ends or ends, (start, end),
-                            last.section_starts if last.section_ends else starts).dumps()
+                            last.section_ends or ends, last.section_starts if last.section_ends else starts).dumps()
 
         def cut(known: str | None, order: int) -> str | None:
             """The revisions of the page some read showed in part, with the parts (None: the page,
@@ -4310,7 +4305,7 @@ class ClientReads:
         reads = [PageRead.loads(self._get("read", f"{title}|{part}"))
                  for part in dict.fromkeys([section, None])]
         last = max((r for r in reads if r), key=lambda r: r.order, default=None)
-        return None if last is None or last.shows(section) else last
+        return None if last is None or last.unread(section) is None else last
 
     def read_cut(self, title: str, section: int | None, revid: int) -> bool:
         """Whether a read noted for the caller showed revision ``revid`` of this page (None) or
