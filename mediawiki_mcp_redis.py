@@ -13,9 +13,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
+
+if TYPE_CHECKING:  # not at run time: run as a script, mediawiki_mcp is __main__, not this name
+    from mediawiki_mcp import StateKey
 
 log = logging.getLogger("mediawiki_mcp")
 
@@ -25,8 +28,6 @@ log = logging.getLogger("mediawiki_mcp")
 LEASE_SECONDS = 15.0
 #: Seconds to connect to the store and to wait for each of its answers.
 TIMEOUT_SECONDS = 2.0
-
-StateKey = tuple[str, str, str]
 
 
 class RedisStore:
