@@ -123,14 +123,8 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 #: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
 #: recently written forgotten first: the bound of the whole process, beside each client's.
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
-#: A shared store's claim on an idempotency key lapses this long after the replica running its
-#: call stops renewing it (it renews it every third of this), so a replica that dies mid-write
-#: is known to have died within this time.
-STATE_LEASE_SECONDS = 15.0
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
-#: Seconds to connect to the shared store and to wait for each of its answers.
-STATE_TIMEOUT_SECONDS = 2.0
 #: What was noted while a shared store could not be reached is written again this often.
 STATE_RETRY_SECONDS = 1.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
@@ -2073,14 +2067,6 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def char_start(data: bytes, position: int) -> int:
-    """Moves a byte position back to the start of the UTF-8 character it falls in."""
-    position = max(0, min(position, len(data)))
-    while 0 < position < len(data) and (data[position] & 0xC0) == 0x80:
-        position -= 1
-    return position
-
-
 @dataclasses.dataclass(frozen=True)
 class Slice:
     """A window of a content body, in UTF-8 bytes."""
@@ -2096,17 +2082,17 @@ class Slice:
 
 def slice_content(text: str, offset: int, budget: int) -> Slice:
     """The part of ``text`` from byte ``offset`` that fits ``budget`` bytes, cut on
-    character boundaries (an offset inside a character starts at that character)."""
+    character boundaries (an offset inside a character starts at that character; a budget
+    smaller than the first character still shows it)."""
     data = text.encode("utf-8")
     if offset > len(data):
         raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
-    start = char_start(data, offset)
-    end = char_start(data, start + budget)
-    if end == start and start < len(data):  # a budget smaller than one character
-        end = start + 1
-        while end < len(data) and (data[end] & 0xC0) == 0x80:
-            end += 1
-    return Slice(data[start:end].decode("utf-8"), start, end, len(data))
+    start = max(offset, 0)
+    while 0 < start < len(data) and data[start] & 0xC0 == 0x80:  # a continuation byte
+        start -= 1
+    shown = (data[start:start + budget].decode("utf-8", "ignore")  # drops a character cut at the end
+             or data[start:start + 4].decode("utf-8", "ignore")[:1])
+    return Slice(shown, start, start + utf8_len(shown), len(data))
 
 
 def shown_bytes(piece: Slice) -> int:
@@ -3857,29 +3843,59 @@ def json_type(value: Any) -> str:
 StateKey = tuple[str, str, str]
 #: The code of the error a shared store that cannot be reached gives.
 STORE_DOWN = "state_store_unreachable"
+#: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
+LOGIN_REFUSED = "AuthenticationError"
+
+
+class StateStore(typing.Protocol):
+    """What the write tools keep (ReadLedger, IdempotencyStore): text entries by StateKey, each
+    expiring ``ttl`` seconds after its last write. MemoryStore keeps them in this process;
+    mediawiki_mcp_redis.RedisStore (MCP_STATE_URL) shares them with every replica, and raises
+    an upstream_failure with the code STORE_DOWN, before anything was written, when it cannot
+    be reached."""
+    name: str
+
+    def get(self, key: StateKey) -> str | None: ...
+    def put(self, key: StateKey, value: str, ttl: float) -> None: ...
+    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+        """Writes ``change(old value)`` unless it is None, with no other write in between."""
+    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
+        """Writes ``value`` unless the entry exists, and holds it until release; whether it did."""
+    def held(self, key: StateKey) -> bool:
+        """Whether a claim on the entry is held, by a call still running (on any replica)."""
+    def release(self, key: StateKey, forget: bool) -> None: ...
+    def forget(self, key: StateKey) -> None: ...
+    def next_order(self) -> int:
+        """A number greater than any it gave before: which of two notes came later."""
+    def wait(self, seconds: float) -> None:
+        """Waits up to ``seconds`` for another write."""
+    def require(self) -> None:
+        """Raises the STORE_DOWN error unless the store answers now."""
+    def problem(self) -> str | None:
+        """Why the store cannot be used now, by the name of the error, or None."""
 
 
 class MemoryStore:
-    """The state the write tools keep (StateStore), in this process: text entries by key, each
-    kind holding at most ``capacity`` (the least recently written forgotten first, never one
-    a running call holds), each expiring ``ttl`` seconds after its last write."""
+    """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
+    recently written forgotten first, never one a running call holds)."""
     name = "memory"
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
-        self._kinds: dict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = {}
+        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
+            collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
-        self._order = 0
+        self._order = itertools.count(1)
         self._changed = threading.Condition(threading.RLock())
 
     def get(self, key: StateKey) -> str | None:
         with self._changed:
-            entry = self._kinds[key[1]].get(key) if key[1] in self._kinds else None
+            entry = self._kinds[key[1]].get(key)
             return entry[0] if entry and entry[1] > self.clock() else None
 
     def put(self, key: StateKey, value: str, ttl: float) -> None:
         with self._changed:
-            entries = self._kinds.setdefault(key[1], collections.OrderedDict())
+            entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
             entries.move_to_end(key)
             while len(entries) > self.capacity:
@@ -3909,19 +3925,17 @@ class MemoryStore:
     def release(self, key: StateKey, forget: bool) -> None:
         with self._changed:
             self._held.discard(key)
-            if forget and key in self._kinds.get(key[1], ()):
-                del self._kinds[key[1]][key]
+            if forget:
+                self.forget(key)
             self._changed.notify_all()
 
     def forget(self, key: StateKey) -> None:
         with self._changed:
-            if key in self._kinds.get(key[1], ()):
-                del self._kinds[key[1]][key]
+            self._kinds[key[1]].pop(key, None)
 
     def next_order(self) -> int:
         with self._changed:
-            self._order += 1
-            return self._order
+            return next(self._order)
 
     def wait(self, seconds: float) -> None:
         with self._changed:
@@ -3934,145 +3948,24 @@ class MemoryStore:
         pass
 
 
-class RedisStore:
-    """The state the write tools keep (StateStore), in Valkey or Redis (MCP_STATE_URL), shared by
-    every replica: keys ``mediawiki-mcp:{wiki}:kind:name``, each expiring as in memory. A claim
-    (claim, an atomic SET NX) holds a lease that this process renews while the call runs, so
-    another replica can tell a call still running from one whose replica died. Any failure to
-    reach the store is an upstream_failure with the code STORE_DOWN, raised before anything was
-    written."""
-    # A claim and its lease are set, and let go, together, so that no replica sees one without
-    # the other; only the replica holding the lease lets go of them.
-    CLAIM = ("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-             "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1 end return 0")
-    RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
-               "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
-    RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
-    #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
-    LOGIN_REFUSED = "AuthenticationError"
-
-    def __init__(self, url: str) -> None:
-        import redis  # the optional extra: open_state_store checked that it is installed
-        self.name = shown_address(url)
-        self.errors = redis.RedisError
-        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=STATE_TIMEOUT_SECONDS,
-                                           socket_connect_timeout=STATE_TIMEOUT_SECONDS)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self._claim, self._release, self._renew = (self.client.register_script(s) for s in
-                                                   (self.CLAIM, self.RELEASE, self.RENEW))
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-        self._renewer: threading.Thread | None = None
-
-    def key(self, key: StateKey) -> str:
-        wiki, kind, name = key
-        return f"mediawiki-mcp:{{{wiki}}}:{kind}:{name}"
-
-    def lease(self, key: StateKey) -> str:
-        return self.key((key[0], f"{key[1]}-lease", key[2]))
-
-    @contextlib.contextmanager
-    def reaching(self) -> Iterator[None]:
-        try:
-            yield
-        except self.errors as error:
-            log.warning("state store %s: %s", self.name, error)
-            raise upstream_failure(f"The state store {self.name} cannot be reached ({type(error).__name__}); "
-                                   f"nothing was written. {RETRY_LATER}", STORE_DOWN) from None
-
-    def get(self, key: StateKey) -> str | None:
-        with self.reaching():
-            return typing.cast("str | None", self.client.get(self.key(key)))
-
-    def put(self, key: StateKey, value: str, ttl: float) -> None:
-        with self.reaching():
-            self.client.set(self.key(key), value, px=int(ttl * 1000))
-
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
-        name = self.key(key)
-
-        def attempt(pipe: Any) -> None:  # run again by redis-py if the key changes meanwhile
-            new = change(pipe.get(name))
-            if new is not None:
-                pipe.multi()
-                pipe.set(name, new, px=int(ttl * 1000))
-        with self.reaching():
-            self.client.transaction(attempt, name)
-
-    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
-        lease = self.lease(key)
-        with self.reaching():
-            if not self._claim(keys=[self.key(key), lease],
-                               args=[value, int(ttl * 1000), self.owner, int(STATE_LEASE_SECONDS * 1000)]):
-                return False
-        with self._lock:
-            self._held.add(lease)
-            if self._renewer is None:
-                self._renewer = threading.Thread(target=self._renew_leases, name="mediawiki-mcp leases",
-                                                 daemon=True)
-                self._renewer.start()
-        return True
-
-    def held(self, key: StateKey) -> bool:
-        with self.reaching():
-            return bool(self.client.exists(self.lease(key)))
-
-    def release(self, key: StateKey, forget: bool) -> None:
-        lease = self.lease(key)
-        with self._lock:
-            self._held.discard(lease)
-        with self.reaching():
-            self._release(keys=[self.key(key), lease], args=[self.owner, "1" if forget else "0"])
-
-    def forget(self, key: StateKey) -> None:
-        with self.reaching():
-            self.client.delete(self.key(key))
-
-    def next_order(self) -> int:
-        with self.reaching():
-            return int(self.client.incr("mediawiki-mcp:order"))
-
-    def wait(self, seconds: float) -> None:
-        time.sleep(min(seconds, STATE_POLL_SECONDS))  # another replica's write wakes nobody here
-
-    def require(self) -> None:
-        """Raises reaching()'s error unless the store answers now."""
-        with self.reaching():
-            self.client.ping()
-
-    def problem(self) -> str | None:
-        """Why the store cannot be used now, by the name of the error (LOGIN_REFUSED: it refuses the
-        address's user name or password), or None."""
-        try:
-            self.client.ping()
-        except self.errors as error:
-            return type(error).__name__
-        return None
-
-    def _renew_leases(self) -> None:
-        while True:
-            time.sleep(STATE_LEASE_SECONDS / 3)
-            with self._lock:
-                held = list(self._held)
-            for lease in held:
-                try:
-                    self._renew(keys=[lease], args=[self.owner, int(STATE_LEASE_SECONDS * 1000)])
-                except self.errors as error:
-                    log.warning("state store %s: cannot renew a claim: %s", self.name, error)
-
-
-#: What ReadLedger and IdempotencyStore keep their entries in.
-StateStore = MemoryStore | RedisStore
-
-
-def open_state_store(url: str) -> RedisStore:
+def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
     try:
-        import redis  # noqa: F401 - only to learn whether it is installed
-    except ImportError:
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
-                          "pip install 'mediawiki-mcp[redis]'") from None
-    return RedisStore(url)
+        import redis  # noqa: F401 - asked first: the module below may be imported already
+
+        from mediawiki_mcp_redis import RedisStore
+    except ImportError as error:
+        missing = ("the Redis client, which is not installed: pip install 'mediawiki-mcp[redis]'"
+                   if error.name == "redis" else "the file mediawiki_mcp_redis.py beside mediawiki_mcp.py "
+                   "(pip install 'mediawiki-mcp[redis]' installs both)")
+        raise ConfigError(f"MCP_STATE_URL (stateUrl) needs {missing}") from None
+    name = shown_address(url)
+
+    def unreachable(error: Exception) -> WikiError:
+        log.warning("state store %s: %s", name, error)
+        return upstream_failure(f"The state store {name} cannot be reached ({type(error).__name__}); "
+                                f"nothing was written. {RETRY_LATER}", STORE_DOWN)
+    return RedisStore(url, name, unreachable)
 
 
 def store_problem_at_start(store: StateStore) -> str | None:
@@ -4080,7 +3973,7 @@ def store_problem_at_start(store: StateStore) -> str | None:
     refuses the password is a ConfigError: the setting is wrong, which no wait mends, while an
     unreachable store may come back (writes are refused until it does)."""
     problem = store.problem()
-    if problem == RedisStore.LOGIN_REFUSED:
+    if problem == LOGIN_REFUSED:
         raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
                           "(stateUrl in a configuration file); correct the setting. The value given is not "
                           "shown.")
@@ -4142,7 +4035,6 @@ class PageRead:
     total: int
     order: int   # which read came later
     section_ends: dict[int, int]  # of a whole page read in part: where each section ends
-    shown: tuple[int, int] = (0, 0)  # the bytes the last read showed
     section_starts: dict[int, int] = dataclasses.field(default_factory=dict)  # and where each starts
 
     @property
@@ -4166,23 +4058,20 @@ class PageRead:
             return None
         return start, min([end, *(first for first, _ in self.ranges if first > start)])
 
-    def shows(self, section: int | None) -> bool:
-        """Whether the reads showed the whole text (or, of a whole page, that section whole)."""
-        return self.unread(section) is None
-
     def dumps(self) -> str:
+        # [0, 0]: where earlier versions, which replicas may still run, keep the last read's bytes
         return json.dumps([self.revid, self.ranges, self.total, self.order, list(self.section_ends.items()),
-                           self.shown, list(self.section_starts.items())])
+                           [0, 0], list(self.section_starts.items())])
 
     @classmethod
     def loads(cls, text: str | None) -> PageRead | None:
         if text is None:
             return None
-        revid, ranges, total, order, ends, shown, *starts = json.loads(text)
+        revid, ranges, total, order, ends, _, *starts = json.loads(text)
         if isinstance(ranges, int):  # as kept before byte ranges were: read without a gap up to there
             ranges = [(0, ranges)] if ranges else []
         return cls(revid, [tuple(r) for r in ranges], total, order,  # type: ignore[misc]
-                   {int(n): end for n, end in ends}, tuple(shown),  # type: ignore[arg-type]
+                   {int(n): end for n, end in ends},
                    {int(n): start for n, start in (starts[0] if starts else [])})
 
 
@@ -4196,7 +4085,7 @@ def section_starts(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
 EntryChange = Callable[[str | None, int], str | None]
 
 
-#: How many renderings of a page (ReadLedger.rendered) are remembered.
+#: How many renderings of a page (ClientReads.rendered) are remembered.
 RENDERINGS_KEPT = 4
 
 
@@ -4206,20 +4095,13 @@ def rendering_digest(text: str) -> str:
 
 
 class ReadLedger:
-    """Remembers, per wiki and caller (client_entry), page and section, what that caller read:
-    which bytes of which revision, so that writing back text the model only saw in part (a
-    truncated read) is refused; and which latest revision it showed, the base of a write that
-    names no latestId, so that an edit made since is merged or refused, never overwritten. Also
-    the revision each page had when a change across pages was previewed (dry run), so that its
-    save skips a page changed since: the model saw that change's diff only, not the page, so it
-    is no read.
+    """What each caller read and previewed, per wiki (client_entry; ClientReads reads and writes
+    it for one caller): the store of the no-loss checks, kept within its bounds.
 
     A caller's ledger holds at most ``capacity`` entries of each kind (pages and sections read,
     bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first;
     once one was, a page it no longer holds must be read again before a whole-page or section
-    write (forgotten). Callers that cannot be told apart
-    (told_apart) share one ledger, in which no read vouches for another: a revision any of them
-    read in part is never written back whole, and writes name their base (latestId).
+    write (ClientReads.forgotten).
 
     "Here" is this process, or every replica sharing ``store``. What is noted while a shared
     store cannot be reached is kept in this process and written once it is back (the model is
@@ -4233,152 +4115,17 @@ class ReadLedger:
         self._pending_lock = threading.RLock()
         self._flusher: threading.Thread | None = None
 
-    def record(self, wiki: str, title: str, section: int | None, revid: int, text: str,
-               offset: int, budget: int, syntax: Syntax = CORE_SYNTAX, latest: bool = True,
-               caller: str = "", heading: str | None = None) -> str | None:
-        """Notes a read of ``text`` (a page, or one section) from ``offset`` within ``budget``;
-        ``latest``: the revision read was the page's latest (not an old one, get-revision);
-        ``heading``: the section was asked for by this heading. Returns a note for the model
-        when the read could not be recorded yet."""
-        piece = slice_content(text, offset, budget)
-        partial = piece.truncated or piece.start > 0
-        starts: dict[int, int] = {}
-        ends: dict[int, int] = {}
-        if section is None and partial:  # where its sections are, to tell which the read showed whole
-            starts, ends = section_starts(text, syntax), section_ends(text, syntax)
-        own = told_apart(caller)  # a shared ledger joins no reads: each may be another client's
+    def of(self, wiki: str, caller: str = "",
+           syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
+        """The ledger as ``caller`` ('' for this whole process) sees it on ``wiki``, whose wikitext
+        has ``syntax()``."""
+        return ClientReads(self, wiki, caller, syntax)
 
-        def after(last_text: str | None, order: int) -> str:
-            last = PageRead.loads(last_text)
-            same = own and last is not None and last.revid == revid
-            ranges = [(piece.start, piece.end), *(last.ranges if same and last else [])]
-            if same and last and last.section_ends:
-                return PageRead(revid, merged_ranges(ranges), piece.total, order, last.section_ends,
-                                (piece.start, piece.end), last.section_starts).dumps()
-            return PageRead(revid, merged_ranges(ranges), piece.total, order, ends, (piece.start, piece.end),
-                            starts).dumps()
-
-        def cut(known: str | None, order: int) -> str | None:
-            """The revisions of the page some read showed in part, with the parts (None: the page,
-            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
-            the page, so that it is dropped from the ledger no sooner than the page's read."""
-            if not partial:
-                return known
-            parts: set[int | None] = {section}
-            parts |= {n for n, end in ends.items() if starts[n] < piece.end and end > piece.start
-                      and not piece.start <= starts[n] <= end <= piece.end}
-            kept = json.loads(known or "[]")
-            parts.update(*(p for r, p in kept if r == revid))
-            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
-            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
-            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
-        name = f"{title}|{section}"
-        changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
-        if latest:
-            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
-                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
-        if not own:
-            changes.append(("cut", title, cut))
-        if self._note(wiki, caller, changes):
-            return None
-        return (f"Note: the state store {self.store.name} cannot be reached, so this read is not on record "
-                "yet for the checks that keep a write from losing text; it is recorded once the store is "
-                "back, and writes are refused until then.")
-
-    def saved(self, wiki: str, title: str, section: int | None, parent: int | None, revid: int,
-              sent_whole: bool, caller: str = "") -> None:
-        """Notes a save of ``revid`` over ``parent`` by ``caller``. Where its last read of the page,
-        or of the section written, showed ``parent``, it now shows ``revid``: they differ by its
-        own edit. ``sent_whole``: the model sent the text of that page or section itself and
-        nothing was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None) -> EntryChange:
-            def change(known: str | None, order: int) -> str | None:
-                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                return json.dumps([revid, order]) if (sent_whole and part == section) or showed_parent else None
-            return change
-        parts = dict.fromkeys([None, section])
-        self._note(wiki, caller, [("base", f"{title}|{part}", after(part)) for part in parts])
-
-    def base(self, wiki: str, title: str, section: int | None, caller: str = "",
-             heading: str | None = None) -> int | None:
-        """The latest revision ``caller``'s last read showed of this page (for a section: of the
-        section, of the whole page, or of the section by ``heading``, whichever was read later),
-        if any; none for a caller not told apart, whose reads may be another client's. A section
-        named by heading may have been read under another number: one added above renumbers it."""
-        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
-        found = [self._get(wiki, caller, "base", name)
-                 for name in (*names, *([heading_entry(title, heading)] if heading else []))]
-        if not told_apart(caller):  # asked all the same: a write stops while the store cannot be reached
-            return None
-        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
-        return last[0] if last else None
-
-    def previewed(self, wiki: str, title: str, change: str, revid: int, saved: int | None = None,
-                  caller: str = "") -> None:
-        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
-        or, with ``saved``, the revision that saving that change made."""
-        shown = json.dumps([revid, saved])
-        self._note(wiki, caller, [("preview", self._change(title, change), lambda *_: shown)])
-
-    def preview(self, wiki: str, title: str, change: str, caller: str = "") -> tuple[int, int | None] | None:
-        """The revision the caller's last dry run of ``change`` to this page showed, and the
-        revision its save made, if any."""
-        found = self._get(wiki, caller, "preview", self._change(title, change))
-        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
-
-    def rendered(self, wiki: str, title: str, *texts: str, caller: str = "") -> None:
-        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
-        text written back as wikitext is refused (shows_rendered); the last few are kept."""
-        digests = [rendering_digest(text) for text in texts]
-
-        def after(known: str | None, order: int) -> str:
-            kept = [d for d in json.loads(known or "[]") if d not in digests]
-            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
-        self._note(wiki, caller, [("rendered", title, after)])
-
-    def shows_rendered(self, wiki: str, title: str, text: str, caller: str = "") -> bool:
-        """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
-        return rendering_digest(text) in json.loads(self._get(wiki, caller, "rendered", title) or "[]")
-
-    @staticmethod
-    def _change(title: str, change: str) -> str:
-        return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
-
-    def unseen(self, wiki: str, title: str, section: int | None, caller: str = "") -> PageRead | None:
-        """The caller's last read of this page or section, if it showed it only in part (later
-        reads of the same revision add what they showed; a whole read of the section or of the
-        page clears it). None for a caller not told apart: the last read noted for it may be
-        another client's, so its writes are checked by the revision they name (read_cut)."""
-        if not told_apart(caller):
-            return None
-        reads = [PageRead.loads(self._get(wiki, caller, "read", f"{title}|{part}"))
-                 for part in dict.fromkeys([section, None])]
-        last = max((r for r in reads if r), key=lambda r: r.order, default=None)
-        return None if last is None or last.shows(section) else last
-
-    def read_cut(self, wiki: str, title: str, section: int | None, revid: int, caller: str = "") -> bool:
-        """Whether a read noted for ``caller`` showed revision ``revid`` of this page (None) or
-        section in part, or may have (a revision older than those kept); kept only for callers
-        not told apart, whose reads join none."""
-        kept = json.loads(self._get(wiki, caller, "cut", title) or "[]")
-        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
-            return True
-        return any(r == revid and section in parts for r, parts in kept)
-
-    def forgotten(self, wiki: str, title: str, section: int | None, caller: str = "") -> bool:
-        """Whether ``caller``'s ledger dropped entries to stay within its bounds and holds no read
-        of this page or section now: it may have dropped one that showed it in part."""
-        index = self._get(wiki, caller, "ledger", "")
-        if not (index and json.loads(index)["dropped"]):
-            return False
-        parts = dict.fromkeys([section, None])
-        return all(self._get(wiki, caller, "read", f"{title}|{part}") is None for part in parts)
-
-    def _get(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
+    def entry(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
         self._flush()
         return self.store.get(client_entry(wiki, caller, kind, name))
 
-    def _note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
+    def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
         """Makes ``changes`` to the caller's entries; whether they are written now: while a shared
         store cannot be reached, they are kept in this process and written once it is back."""
         def write() -> None:
@@ -4419,34 +4166,29 @@ class ReadLedger:
 
     def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
         """Keeps the caller's ledger within its bounds, after ``sizes`` were written: its index
-        (kind ``ledger``) holds its entries (``kind|name``) by last write with their sizes, the
-        count of each kind and the bytes of all, and whether any was dropped, the least recently
-        written first."""
+        (kind ``ledger``) holds its entries (``kind|name``) with their sizes, the least recently
+        written first, and whether any was dropped."""
         dropped: list[str] = []
 
         def bounded(old: str | None) -> str:
-            index: dict[str, Any] = json.loads(old) if old else {"entries": {}, "kinds": {}, "bytes": 0}
-            entries, kinds = index["entries"], collections.Counter(index["kinds"])
-            for key, size in sizes:
-                entry = f"{key[1]}|{key[2]}"
-                if entry in entries:
-                    kinds[key[1]] -= 1
-                    index["bytes"] -= entries.pop(entry)
-                entries[entry] = size
-                kinds[key[1]] += 1
-                index["bytes"] += size
+            index: dict[str, Any] = json.loads(old) if old else {"entries": {}}
+            entries: dict[str, int] = index["entries"]
+            for key, size in sizes:  # to the end
+                entries.pop(f"{key[1]}|{key[2]}", None)
+                entries[f"{key[1]}|{key[2]}"] = size
+            kinds = collections.Counter(entry.partition("|")[0] for entry in entries)
+            total = sum(entries.values())
             dropped[:] = []
             for entry in list(entries)[:-len(sizes)]:
                 kind = entry.partition("|")[0]
-                if index["bytes"] <= self.max_bytes and kinds[kind] <= self.capacity:
-                    if all(count <= self.capacity for count in kinds.values()):
+                if total <= self.max_bytes and kinds[kind] <= self.capacity:
+                    if max(kinds.values()) <= self.capacity:
                         break
                     continue  # another kind is over its count: its oldest goes
                 dropped.append(entry)
                 kinds[kind] -= 1
-                index["bytes"] -= entries.pop(entry)
-            index["kinds"], index["dropped"] = kinds, index.get("dropped") or bool(dropped)
-            return json.dumps(index)
+                total -= entries.pop(entry)
+            return json.dumps({"entries": entries, "dropped": bool(index.get("dropped") or dropped)})
         self.store.update(client_entry(wiki, caller, "ledger", ""), bounded, READ_LEDGER_TTL_SECONDS)
         for entry in dropped:
             kind, _, name = entry.partition("|")
@@ -4478,47 +4220,165 @@ class ReadLedger:
 
 @dataclasses.dataclass(frozen=True)
 class ClientReads:
-    """The read ledger as one tool call sees it: one wiki, one caller."""
+    """The read ledger of one caller on one wiki. It remembers, per page and section, what the
+    caller read: which bytes of which revision, so that writing back text the model only saw in
+    part (a truncated read) is refused; and which latest revision it showed, the base of a write
+    that names no latestId, so that an edit made since is merged or refused, never overwritten.
+    Also the revision each page had when a change across pages was previewed (dry run), so that
+    its save skips a page changed since: the model saw that change's diff only, not the page, so
+    it is no read.
+
+    Callers that cannot be told apart (told_apart) share one ledger, in which no read vouches for
+    another: a revision any of them read in part is never written back whole, and writes name
+    their base (latestId)."""
     ledger: ReadLedger
     wiki: str
     caller: str
+    syntax: Callable[[], Syntax]  # the wiki's, asked only when a read's sections are needed
 
     @property
     def told_apart(self) -> bool:
         """Whether this caller is one client, or one of several this server cannot tell apart."""
         return told_apart(self.caller)
 
-    def record(self, title: str, section: int | None, revid: int, text: str, offset: int, budget: int,
-               syntax: Syntax = CORE_SYNTAX, latest: bool = True, heading: str | None = None) -> str | None:
-        return self.ledger.record(self.wiki, title, section, revid, text, offset, budget, syntax, latest,
-                                  self.caller, heading)
+    def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
+               latest: bool = True, heading: str | None = None) -> str | None:
+        """Notes a read of ``text`` (a page, or one section) that showed the bytes ``shown``
+        (start, end); ``latest``: the revision read was the page's latest (not an old one,
+        get-revision); ``heading``: the section was asked for by this heading. Returns a note for
+        the model when the read could not be recorded yet."""
+        total = utf8_len(text)
+        start, end = shown[0], min(shown[1], total)
+        partial = start > 0 or end < total
+        starts: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        if section is None and partial:  # where its sections are, to tell which the read showed whole
+            starts, ends = section_starts(text, self.syntax()), section_ends(text, self.syntax())
 
-    def saved(self, title: str, section: int | None, parent: int | None, revid: int, sent_whole: bool) -> None:
-        self.ledger.saved(self.wiki, title, section, parent, revid, sent_whole, self.caller)
+        def after(last_text: str | None, order: int) -> str:
+            last = PageRead.loads(last_text)
+            if not (self.told_apart and last and last.revid == revid):  # a shared ledger joins no reads
+                return PageRead(revid, [(start, end)], total, order, ends, starts).dumps()
+            return PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
+                            last.section_ends or ends, last.section_starts if last.section_ends else starts).dumps()
+
+        def cut(known: str | None, order: int) -> str | None:
+            """The revisions of the page some read showed in part, with the parts (None: the page,
+            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
+            the page, so that it is dropped from the ledger no sooner than the page's read."""
+            if not partial:
+                return known
+            parts: set[int | None] = {section}
+            parts |= {n for n, last in ends.items() if starts[n] < end and last > start
+                      and not start <= starts[n] <= last <= end}
+            kept = json.loads(known or "[]")
+            parts.update(*(p for r, p in kept if r == revid))
+            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
+            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
+            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
+        name = f"{title}|{section}"
+        changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
+        if latest:
+            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
+                        for part in (name, *([heading_entry(title, heading)] if heading else []))]
+        if not self.told_apart:
+            changes.append(("cut", title, cut))
+        if self._note(changes):
+            return None
+        return (f"Note: the state store {self.ledger.store.name} cannot be reached, so this read is not on "
+                "record yet for the checks that keep a write from losing text; it is recorded once the store "
+                "is back, and writes are refused until then.")
+
+    def saved(self, title: str, section: int | None, parent: int | None, revid: int,
+              sent_whole: bool) -> None:
+        """Notes a save of ``revid`` over ``parent``. Where the caller's last read of the page, or of
+        the section written, showed ``parent``, it now shows ``revid``: they differ by its own
+        edit. ``sent_whole``: the model sent the text of that page or section itself and nothing
+        was merged in, so it knows ``revid`` even unread."""
+        def after(part: int | None) -> EntryChange:
+            def change(known: str | None, order: int) -> str | None:
+                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+                known_now = (sent_whole and part == section) or showed_parent
+                return json.dumps([revid, order]) if known_now else None
+            return change
+        self._note([("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
 
     def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
-        return self.ledger.base(self.wiki, title, section, self.caller, heading)
+        """The latest revision the caller's last read showed of this page (for a section: of the
+        section, of the whole page, or of the section by ``heading``, whichever was read later),
+        if any; none for a caller not told apart, whose reads may be another client's. A section
+        named by heading may have been read under another number: one added above renumbers it."""
+        names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
+        found = [self._get("base", name) for name in names + ([heading_entry(title, heading)] if heading else [])]
+        if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
+            return None
+        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
+        return last[0] if last else None
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
-        self.ledger.previewed(self.wiki, title, change, revid, saved, self.caller)
+        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
+        or, with ``saved``, the revision that saving that change made."""
+        shown = json.dumps([revid, saved])
+        self._note([("preview", preview_entry(title, change), lambda *_: shown)])
 
     def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
-        return self.ledger.preview(self.wiki, title, change, self.caller)
-
-    def unseen(self, title: str, section: int | None) -> PageRead | None:
-        return self.ledger.unseen(self.wiki, title, section, self.caller)
-
-    def read_cut(self, title: str, section: int | None, revid: int) -> bool:
-        return self.ledger.read_cut(self.wiki, title, section, revid, self.caller)
-
-    def forgotten(self, title: str, section: int | None) -> bool:
-        return self.ledger.forgotten(self.wiki, title, section, self.caller)
+        """The revision the caller's last dry run of ``change`` to this page showed, and the
+        revision its save made, if any."""
+        found = self._get("preview", preview_entry(title, change))
+        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
     def rendered(self, title: str, *texts: str) -> None:
-        self.ledger.rendered(self.wiki, title, *texts, caller=self.caller)
+        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
+        text written back as wikitext is refused (shows_rendered); the last few are kept."""
+        digests = [rendering_digest(text) for text in texts]
+
+        def after(known: str | None, order: int) -> str:
+            kept = [d for d in json.loads(known or "[]") if d not in digests]
+            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
+        self._note([("rendered", title, after)])
 
     def shows_rendered(self, title: str, text: str) -> bool:
-        return self.ledger.shows_rendered(self.wiki, title, text, self.caller)
+        """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
+        return rendering_digest(text) in json.loads(self._get("rendered", title) or "[]")
+
+    def unseen(self, title: str, section: int | None) -> PageRead | None:
+        """The caller's last read of this page or section, if it showed it only in part (later
+        reads of the same revision add what they showed; a whole read of the section or of the
+        page clears it). None for a caller not told apart: the last read noted for it may be
+        another client's, so its writes are checked by the revision they name (read_cut)."""
+        if not self.told_apart:
+            return None
+        reads = [PageRead.loads(self._get("read", f"{title}|{part}"))
+                 for part in dict.fromkeys([section, None])]
+        last = max((r for r in reads if r), key=lambda r: r.order, default=None)
+        return None if last is None or last.unread(section) is None else last
+
+    def read_cut(self, title: str, section: int | None, revid: int) -> bool:
+        """Whether a read noted for the caller showed revision ``revid`` of this page (None) or
+        section in part, or may have (a revision older than those kept); kept only for callers
+        not told apart, whose reads join none."""
+        kept = json.loads(self._get("cut", title) or "[]")
+        if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
+            return True
+        return any(r == revid and section in parts for r, parts in kept)
+
+    def forgotten(self, title: str, section: int | None) -> bool:
+        """Whether the caller's ledger dropped entries to stay within its bounds and holds no read
+        of this page or section now: it may have dropped one that showed it in part."""
+        index = self._get("ledger", "")
+        if not (index and json.loads(index)["dropped"]):
+            return False
+        return all(self._get("read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
+
+    def _get(self, kind: str, name: str) -> str | None:
+        return self.ledger.entry(self.wiki, self.caller, kind, name)
+
+    def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
+        return self.ledger.note(self.wiki, self.caller, changes)
+
+
+def preview_entry(title: str, change: str) -> str:
+    return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
 
 
 class IdempotencyStore:
@@ -4570,40 +4430,29 @@ class IdempotencyStore:
 
 
 async def on_own_thread(fn: Callable[[], Any]) -> Any:
-    """Runs ``fn`` on a thread of its own and waits for it without holding up the event loop
-    (asyncio's, which the SDK and uvicorn run on). A caller that stops waiting (cancelled, or
-    cut short at shutdown) leaves the thread behind: unlike anyio's worker threads it is a
-    daemon, so a wiki that never answers holds up neither a shared pool nor the process's exit."""
+    """``fn()``, run on a thread of its own and awaited without holding up the event loop. A
+    caller that stops waiting (cancelled, or cut short at shutdown) leaves the thread behind.
+    Not anyio.to_thread: its worker threads are no daemons, so the interpreter's exit would wait
+    for a wiki that never answers, and an abandoned call would hold a worker of its shared pool."""
     import asyncio
-    loop = asyncio.get_running_loop()
-    settled: asyncio.Future[tuple[Any, BaseException | None]] = loop.create_future()
-
-    def settle(outcome: tuple[Any, BaseException | None]) -> None:
-        if not settled.done():  # else the caller stopped waiting
-            settled.set_result(outcome)
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def work() -> None:
+        if not done.set_running_or_notify_cancel():  # the caller stopped waiting already
+            return
         try:
-            outcome: tuple[Any, BaseException | None] = (fn(), None)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller, on the event loop
-            outcome = (None, error)
-        try:
-            loop.call_soon_threadsafe(settle, outcome)
-        except RuntimeError:  # the event loop has ended: nobody is waiting any more
-            pass
+            done.set_result(fn())
+        except BaseException as error:  # noqa: BLE001 - raised again for the caller, on the event loop
+            done.set_exception(error)
     threading.Thread(target=work, name="mediawiki-mcp call", daemon=True).start()
-    value, error = await settled
-    if error is not None:
-        raise error
-    return value
+    return await asyncio.wrap_future(done)
 
 
 @dataclasses.dataclass(eq=False)
 class RunningCall:
     """A tool call in flight, as ToolCalls tracks it."""
-    scope: Any                 # the anyio.CancelScope its caller waits in
+    scope: Any                 # the anyio.CancelScope its caller waits in, cancelled when the server stops
     started: bool = False      # it got its turn and began
-    abandoned: bool = False    # the server stopped waiting for it
     sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
 
 
@@ -4615,15 +4464,15 @@ RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVa
 class ToolCalls:
     """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
     once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
-    each call still running is answered with what is known of it."""
+    each call still running is answered with what is known of it. A turn is taken on the call's
+    thread, so a call its caller stopped waiting for keeps it until the wiki answers."""
 
     def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
-        self.per_wiki = per_wiki
         self.stopping = False
-        self._turns: dict[str, threading.BoundedSemaphore] = {}
+        self._turns: collections.defaultdict[str, threading.BoundedSemaphore] = collections.defaultdict(
+            lambda: threading.BoundedSemaphore(per_wiki))  # used on the event loop only
         self._running: set[RunningCall] = set()
         self._lock = threading.Lock()
-        self._idle: Any = None  # an anyio.Event while stopping
 
     async def run(self, wiki: str, job: Callable[[], Any], write: bool) -> Any:
         """``job``'s result, run in ``wiki``'s turn ('' for calls on no wiki); a WikiError
@@ -4632,14 +4481,12 @@ class ToolCalls:
         if self.stopping:
             raise upstream_failure("This server is shutting down; nothing was done. Call "
                                    "again once it is back.")
-        with self._lock:
-            turns = self._turns.setdefault(wiki, threading.BoundedSemaphore(self.per_wiki))
-        call = RunningCall(anyio.CancelScope())
+        turns, call = self._turns[wiki], RunningCall(anyio.CancelScope())
 
         def in_turn() -> Any:
             with turns:
                 with self._lock:
-                    if call.abandoned:  # answered already: it must not begin now
+                    if call.scope.cancel_called:  # answered already: it must not begin now
                         return None
                     call.started = True
                 RUNNING_CALL.set(call)  # this thread is the call's own (on_own_thread)
@@ -4650,8 +4497,6 @@ class ToolCalls:
                 return await on_own_thread(in_turn)
         finally:
             self._running.discard(call)
-            if self._idle is not None and not self._running:
-                self._idle.set()
         if not call.started:
             raise upstream_failure("This server stopped before the call began; nothing was "
                                    "done. Call again once the server is back.")
@@ -4667,16 +4512,14 @@ class ToolCalls:
         still running is answered (run raises), its thread left behind."""
         import anyio
         self.stopping = True
-        if self._running:
-            count = len(self._running)
-            log.info("Stopping: %d tool call%s in flight get up to %g s to finish", count,
-                     "" if count == 1 else "s", grace)
-            self._idle = anyio.Event()
-            with anyio.move_on_after(grace):
-                await self._idle.wait()
+        if count := len(self._running):
+            log.info("Stopping: %d tool call%s in flight get up to %g s to finish",
+                     count, "s" * (count > 1), grace)
+        with anyio.move_on_after(grace):
+            while self._running:
+                await anyio.sleep(0.05)
         with self._lock:
             for call in self._running:
-                call.abandoned = True
                 call.scope.cancel()
 
 
@@ -4817,7 +4660,7 @@ class ToolContext:
     @property
     def reads(self) -> ClientReads:
         """What this client read and saved on this wiki (the read ledger, seen from this call)."""
-        return ClientReads(self.state.reads, self.wiki.key, self.caller)
+        return self.state.reads.of(self.wiki.key, self.caller, lambda: self.site.syntax)
 
     @property
     def site(self) -> SiteInfo:
@@ -4978,11 +4821,9 @@ def wiki_server_class() -> Any:
 def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
     """Builds the MCP server for a configuration (default: from the environment), or for a
     server state; ``server.state`` is that state."""
-    import asyncio
-
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ToolsListChanged
+    from mcp.server.subscriptions import InMemorySubscriptionBus
     from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
@@ -4991,6 +4832,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
             "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
             f"the default wiki is {state.config.default_wiki}."))
+    changes = ListChanges(state, bus)
 
     # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
     # failures as "Error executing tool"; the tool contract needs otherwise, so this
@@ -4999,82 +4841,28 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
-        listening(ctx)
-        offered, unlisted = offered_tools(state), unlisted_arguments(state)
-        absent = state.registry.tools.keys() - {spec.name for spec in offered}
-        return mt.ListToolsResult(tools=[
-            mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered])
-
-    def catalogue() -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return tuple(state.wikis), tuple(spec.name for spec in offered_tools(state))
-
-    # When the lists change (add-wiki, remove-wiki), every session that can hear it is told:
-    # 2026-era subscriptions/listen streams through the bus, handshake-era sessions on their
-    # own streams. The SDK keeps no list of those, so each connection that asks for a list
-    # is noted here, weakly (it is forgotten when it closes).
-    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def listening(ctx: Any) -> None:
-        connection = ctx.session._connection  # private: the SDK offers no public way to it
-        if connection.has_standalone_channel:
-            listeners.add(connection)
-
-    async def announce(before: tuple[tuple[str, ...], ...], after: tuple[tuple[str, ...], ...]) -> None:
-        for changed, event, send in (
-                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
-            if changed:
-                await bus.publish(event)
-                for connection in list(listeners):
-                    try:
-                        await getattr(connection, send)()
-                    except Exception:  # advisory: a lost notification must not fail the call
-                        log.debug("could not announce a list change", exc_info=True)
+        changes.listening(ctx)
+        return mt.ListToolsResult(tools=listed_tools(state))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
-        listening(ctx)
-        before = catalogue()
-
-        # Progress (notifications/progress) must go out on this request's session, which
-        # lives on the event loop; the tool runs on a thread. So the tool gets a plain
-        # function that carries each report back onto the loop and waits for it.
-        # report_progress sends nothing unless the client gave a progressToken, and a report
-        # that cannot be sent is dropped: progress is advisory.
-        loop = asyncio.get_running_loop()
-
-        def progress(done: float, total: float | None, message: str) -> None:
-            try:
-                report = ctx.session.report_progress(done, total, message)
-                asyncio.run_coroutine_threadsafe(report, loop).result()
-            except Exception:
-                log.debug("could not report progress", exc_info=True)
-
-        spec = state.registry.tools.get(params.name)
-        try:  # the wiki whose turn the call waits for: '' for a call on none, or a bad one
-            wiki = state.resolve_wiki((params.arguments or {}).get("wiki")) if spec and spec.scoped else ""
-        except WikiError:
-            wiki = ""
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress, caller_of(ctx))
+        changes.listening(ctx)
+        before = changes.lists()
+        wiki, write = turn_of(state, params.name, params.arguments)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
+                                caller_of(ctx))
         try:
-            blocks, is_error = await state.calls.run(
-                wiki, job,
-                write=bool(spec and spec.scoped and not spec.read_only))
+            blocks, is_error = await state.calls.run(wiki, job, write=write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
-        await announce(before, catalogue())
+        await changes.announce(before)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
-        listening(ctx)
+        changes.listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
@@ -5113,6 +4901,83 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
+
+
+def listed_tools(state: ServerState) -> list[Any]:
+    """tools/list's answer: the tools offered, each as this configuration describes it."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state), unlisted_arguments(state)
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
+    """The wiki whose turn a tools/call waits for ('' for a call on none, or a bad one), and
+    whether the call may change it."""
+    spec = state.registry.tools.get(name)
+    if spec is None or not spec.scoped:
+        return "", False
+    try:
+        return state.resolve_wiki((arguments or {}).get("wiki")), not spec.read_only
+    except WikiError:
+        return "", not spec.read_only
+
+
+def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
+    """What a tool running on a thread reports its progress with (ToolContext.progress): each
+    report is carried onto the event loop, where the request's session lives, and waited for.
+    The session sends nothing unless the client gave a progressToken, and a report that cannot
+    be sent is dropped: progress is advisory."""
+    import asyncio
+    loop = asyncio.get_running_loop()
+
+    def progress(done: float, total: float | None, message: str) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(ctx.session.report_progress(done, total, message), loop).result()
+        except Exception:
+            log.debug("could not report progress", exc_info=True)
+    return progress
+
+
+class ListChanges:
+    """Tells every session that can hear it when the lists of wikis and tools change (add-wiki,
+    remove-wiki): 2026-era subscriptions/listen streams through the bus, handshake-era sessions
+    on their own streams. The SDK keeps no list of those, so each connection that asks for a
+    list is noted here, weakly (it is forgotten when it closes)."""
+
+    def __init__(self, state: ServerState, bus: Any) -> None:
+        self.state, self.bus = state, bus
+        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(self, ctx: Any) -> None:
+        connection = ctx.session._connection  # private: the SDK offers no public way to it
+        if connection.has_standalone_channel:
+            self.listeners.add(connection)
+
+    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The wikis and the tools offered now."""
+        return tuple(self.state.wikis), tuple(spec.name for spec in offered_tools(self.state))
+
+    async def announce(self, before: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        """Announces the lists that differ from ``before``."""
+        from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
+        after = self.lists()
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+            if changed:
+                await self.bus.publish(event)
+                for connection in list(self.listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
 
 
 # -- parameters many tools share ---------------------------------------------
@@ -5398,8 +5263,8 @@ def get_page(
         header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
         sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
     # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, offset, shown_bytes(piece),
-                            ctx.site.syntax, heading=heading)
+    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, (piece.start, piece.end),
+                            heading=heading)
     return [note, *blocks] if note else blocks
 
 
@@ -5620,7 +5485,7 @@ def get_pages(
             blocks.append(f"{headers[title]}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
-                notes.append(ctx.reads.record(title, None, revid, body[0], 0, utf8_len(shown), ctx.site.syntax))
+                notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
     return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
@@ -6025,7 +5890,7 @@ def get_revision(
     if content == "source":
         # a truncated read of an old revision must not be written back either (update-page);
         # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, offset, shown_bytes(piece), ctx.site.syntax,
+        note = ctx.reads.record(title, section, revisionId, text, (piece.start, piece.end),
                                 latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
@@ -9708,8 +9573,10 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
-    # The SDK's own Host/Origin check is off: it cannot leave Host unchecked while checking
-    # Origin (a non-loopback bind), and on loopback it would refuse MCP_ALLOWED_HOSTS.
+    # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
+    # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
+    # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
+    # text after "name:" for a port; and its plain-text refusals name no setting to change.
     # guarded() below checks both, and the token, before the SDK sees a request.
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
@@ -9760,6 +9627,9 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
 
     calls = server.state.calls
 
+    # uvicorn's own timeout_graceful_shutdown cancels the requests still running when it ends,
+    # which answers their calls with nothing; here the calls get the grace time first, and
+    # those still running then are answered (ToolCalls.stop) before uvicorn shuts down.
     class GracefulServer(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for listening in self.servers:  # no new connections while the calls finish
@@ -9785,7 +9655,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
     # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
-    # off the answers of the calls still in flight; GracefulServer lets them finish instead.
+    # off the answers of the calls still in flight.
     AppStatus.disable_automatic_graceful_drain()
     log.info("Serving MCP over Streamable HTTP at %s (%shealth check: %s)", options.url,
              "stateless; " if options.stateless else "", HEALTH_PATH)

@@ -4181,34 +4181,34 @@ def test_section_ends_include_subsections_and_count_bytes() -> None:
 
 
 def test_read_ledger_knows_the_revision_each_write_is_based_on() -> None:
-    ledger = m.ReadLedger()
-    ledger.record("w", "P", None, 5, "Lead.\n== A ==\na", 0, 1000)
-    assert ledger.base("w", "P", None) == 5 and ledger.base("w", "P", 1) == 5  # the page shows its sections
-    ledger.record("w", "P", 1, 6, "== A ==\na", 0, 1000)
-    assert ledger.base("w", "P", 1) == 6 and ledger.base("w", "P", None) == 5
-    ledger.record("w", "P", None, 2, "Old.", 0, 1000, latest=False)  # get-revision of an old revision
-    assert ledger.base("w", "P", None) == 5
-    ledger.saved("w", "P", None, 5, 7, sent_whole=False)  # an append here on top of what was read
-    assert ledger.base("w", "P", None) == 7 and ledger.base("w", "P", 1) == 7
-    ledger.saved("w", "P", 2, 9, 10, sent_whole=True)  # merged into an edit made since: only the section
-    assert ledger.base("w", "P", None) == 7 and ledger.base("w", "P", 2) == 10
-    assert ledger.base("w", "Other", None) is None
+    reads = m.ReadLedger().of("w")
+    reads.record("P", None, 5, "Lead.\n== A ==\na", (0, 1000))
+    assert reads.base("P", None) == 5 and reads.base("P", 1) == 5  # the page shows its sections
+    reads.record("P", 1, 6, "== A ==\na", (0, 1000))
+    assert reads.base("P", 1) == 6 and reads.base("P", None) == 5
+    reads.record("P", None, 2, "Old.", (0, 1000), latest=False)  # get-revision of an old revision
+    assert reads.base("P", None) == 5
+    reads.saved("P", None, 5, 7, sent_whole=False)  # an append here on top of what was read
+    assert reads.base("P", None) == 7 and reads.base("P", 1) == 7
+    reads.saved("P", 2, 9, 10, sent_whole=True)  # merged into an edit made since: only the section
+    assert reads.base("P", None) == 7 and reads.base("P", 2) == 10
+    assert reads.base("Other", None) is None
 
 
 def test_read_ledger_remembers_the_last_read_of_each_page_and_section() -> None:
-    ledger = m.ReadLedger()
+    reads = m.ReadLedger().of("w")
     text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
-    ledger.record("w", "P", None, 5, text, 0, 1000)
-    assert ledger.unseen("w", "P", None).seen == 1000
-    assert ledger.unseen("w", "P", 1) is not None and ledger.unseen("w", "P", 2) is not None
-    assert ledger.unseen("w", "Other", None) is None  # never read here: nothing to protect
-    ledger.record("w", "P", 2, 5, "== B ==\nb", 0, 1000)  # a later whole read of section 2
-    assert ledger.unseen("w", "P", 2) is None
-    ledger.record("w", "P", None, 6, text, 1000, 5000)  # the tail of a newer revision: still a gap
-    assert ledger.unseen("w", "P", None).seen == 0
+    reads.record("P", None, 5, text, (0, 1000))
+    assert reads.unseen("P", None).seen == 1000
+    assert reads.unseen("P", 1) is not None and reads.unseen("P", 2) is not None
+    assert reads.unseen("Other", None) is None  # never read here: nothing to protect
+    reads.record("P", 2, 5, "== B ==\nb", (0, 1000))  # a later whole read of section 2
+    assert reads.unseen("P", 2) is None
+    reads.record("P", None, 6, text, (1000, 6000))  # the tail of a newer revision: still a gap
+    assert reads.unseen("P", None).seen == 0
     for offset in (0, 1000, 2000, 3000):
-        ledger.record("w", "P", None, 6, text, offset, 1000)
-    assert ledger.unseen("w", "P", None) is None and ledger.unseen("w", "P", 1) is None
+        reads.record("P", None, 6, text, (offset, offset + 1000))
+    assert reads.unseen("P", None) is None and reads.unseen("P", 1) is None
 
 
 def test_the_read_ledger_keeps_the_latest_reads_up_to_its_size(wiki: RealWiki) -> None:
@@ -8667,7 +8667,7 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
     """Two replicas' idempotency stores over one real server: the second waits for the first's
     result while the first runs, and once the first is gone (its lease lapsed, as when its process
     is killed mid-write) answers conflict without running the call."""
-    one, two = (m.IdempotencyStore(store=m.RedisStore(state_server.url)) for _ in range(2))
+    one, two = (m.IdempotencyStore(store=m.open_state_store(state_server.url)) for _ in range(2))
     started, release = threading.Event(), threading.Event()
     runs: list[str] = []
 
@@ -8682,7 +8682,7 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
         second = pool.submit(two.run, "k-wait", "f", lambda: runs.append("two") or ["again"], "w")
         release.set()
         assert first.result(10) == (["saved once"], False) and second.result(10) == (["saved once"], True)
-    died = m.RedisStore(state_server.url)  # a replica that claimed a key, then died before answering
+    died = m.open_state_store(state_server.url)  # a replica that claimed a key, then died before answering
     entry = ("w", "idempotency", "k-died")
     assert died.claim(entry, json.dumps({"fingerprint": "f"}), 3600)
     died._held.clear()  # its renewals stop with it ...
@@ -8697,17 +8697,17 @@ def test_a_key_claimed_by_a_replica_that_died_is_a_conflict_never_a_second_write
 
 
 def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: StateServer) -> None:
-    shared, memory = m.ReadLedger(store=m.RedisStore(state_server.url)), m.ReadLedger()
+    shared, memory = m.ReadLedger(store=m.open_state_store(state_server.url)), m.ReadLedger()
     text = "Lead.\n== A ==\n" + "a" * 3000 + "\n== B ==\nb"
     wiki = f"ledger-{secrets.token_hex(4)}"
     for ledger in (shared, memory):
-        ledger.record(wiki, "P", None, 5, text, 0, 1000)
-        ledger.saved(wiki, "P", None, 5, 7, sent_whole=False)
-        ledger.previewed(wiki, "P", "find x", 7)
-    unseen = [dataclasses.replace(ledger.unseen(wiki, "P", None), order=0) for ledger in (shared, memory)]
+        ledger.of(wiki).record("P", None, 5, text, (0, 1000))
+        ledger.of(wiki).saved("P", None, 5, 7, sent_whole=False)
+        ledger.of(wiki).previewed("P", "find x", 7)
+    unseen = [dataclasses.replace(ledger.of(wiki).unseen("P", None), order=0) for ledger in (shared, memory)]
     assert unseen[0] == unseen[1] and unseen[0].seen == 1000 and unseen[0].section_ends == {0: 6, 1: 3015, 2: 3024}
     for ledger in (shared, memory):
-        assert (ledger.base(wiki, "P", 1), ledger.preview(wiki, "P", "find x")) == (7, (7, None))
+        assert (ledger.of(wiki).base("P", 1), ledger.of(wiki).preview("P", "find x")) == (7, (7, None))
     ttl = state_server.client().ttl(f"mediawiki-mcp:{{{wiki}}}:read:P|None")
     assert 24 * 3600 - 100 < ttl <= 24 * 3600
 
@@ -8721,19 +8721,19 @@ def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_sh
     wiki = f"clients-{secrets.token_hex(4)}"
     bounds = [{"capacity": 3}, {"capacity": 100, "max_bytes": 1000}]
     ledgers = [m.ReadLedger(store=store, **bound) for bound in bounds
-               for store in (m.RedisStore(state_server.url), None)]
+               for store in (m.open_state_store(state_server.url), None)]
     for n, ledger in enumerate(ledgers):
         a, b = f"session:a{n}", f"session:b{n}"
-        ledger.record(wiki, "Cut", None, 5, text, 0, 1000, caller=a)
-        ledger.record(wiki, "Cut", None, 5, text, 1000, 5000, caller=b)  # b reads the rest, a does not
-        assert ledger.unseen(wiki, "Cut", None, a).ranges == [(0, 1000)]
-        assert ledger.unseen(wiki, "Cut", None, b).ranges == [(1000, len(text))]
-        assert (ledger.base(wiki, "Cut", None, a), ledger.base(wiki, "Cut", None, "session:c")) == (5, None)
+        ledger.of(wiki, a).record("Cut", None, 5, text, (0, 1000))
+        ledger.of(wiki, b).record("Cut", None, 5, text, (1000, 6000))  # b reads the rest, a does not
+        assert ledger.of(wiki, a).unseen("Cut", None).ranges == [(0, 1000)]
+        assert ledger.of(wiki, b).unseen("Cut", None).ranges == [(1000, len(text))]
+        assert (ledger.of(wiki, a).base("Cut", None), ledger.of(wiki, "session:c").base("Cut", None)) == (5, None)
         for page in range(12):
-            ledger.record(wiki, f"P{page}", None, 6, "Short.", 0, 1000, caller=a)
-        assert ledger.unseen(wiki, "Cut", None, a) is None and ledger.forgotten(wiki, "Cut", None, a), n
-        assert not ledger.forgotten(wiki, "P11", None, a) and ledger.base(wiki, "P11", None, a) == 6
-        assert ledger.unseen(wiki, "Cut", None, b) is not None and not ledger.forgotten(wiki, "Cut", None, b)
+            ledger.of(wiki, a).record(f"P{page}", None, 6, "Short.", (0, 1000))
+        assert ledger.of(wiki, a).unseen("Cut", None) is None and ledger.of(wiki, a).forgotten("Cut", None), n
+        assert not ledger.of(wiki, a).forgotten("P11", None) and ledger.of(wiki, a).base("P11", None) == 6
+        assert ledger.of(wiki, b).unseen("Cut", None) is not None and not ledger.of(wiki, b).forgotten("Cut", None)
     kept = {key.split("|")[1] for key in state_server.client().scan_iter(f"mediawiki-mcp:{{{wiki}}}:read:session:a0|*")}
     assert kept == {"P9", "P10", "P11"}
 

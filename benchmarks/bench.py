@@ -501,7 +501,7 @@ def store_times(wiki: Any, appends: int) -> None:
     print(f"\nstate store: {appends} keyed appends each (update-page mode=append with an idempotencyKey)")
     print(f"{'store':<10}{'on store median ms':>20}{'p99 ms':>9}{'whole append median ms':>24}")
     try:
-        for name, shared in (("memory", None), ("redis", m.RedisStore(redis.url))):
+        for name, shared in (("memory", None), ("redis", m.open_state_store(redis.url))):
             spent = [0.0]
             state = m.ServerState.from_config(config)
             ledger: Any = TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent)  # a store alike

@@ -1,0 +1,150 @@
+"""The state store of mediawiki-mcp in Valkey or Redis (MCP_STATE_URL), shared by replicas.
+
+Only ``pip install 'mediawiki-mcp[redis]'`` users need this module; mediawiki_mcp.py runs
+without it when MCP_STATE_URL is unset. It knows nothing of that module: what a failure to
+reach the store turns into is given to RedisStore by mediawiki_mcp.open_state_store.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+import redis
+
+if TYPE_CHECKING:  # not at run time: run as a script, mediawiki_mcp is __main__, not this name
+    from mediawiki_mcp import StateKey
+
+log = logging.getLogger("mediawiki_mcp")
+
+#: A claim on an idempotency key lapses this long after the replica running its call stops
+#: renewing it (it renews it every third of this), so a replica that dies mid-write is known to
+#: have died within this time.
+LEASE_SECONDS = 15.0
+#: Seconds to connect to the store and to wait for each of its answers.
+TIMEOUT_SECONDS = 2.0
+
+
+class RedisStore:
+    """The state the write tools keep (mediawiki_mcp.StateStore), shared by every replica: keys
+    ``mediawiki-mcp:{wiki}:kind:name``, each expiring as in memory. A claim holds a lease that this
+    process renews while the call runs, so another replica can tell a call still running from one
+    whose replica died. A failure to reach the store raises ``unreachable(error)``, before anything
+    was written."""
+    # A claim and its lease are set, and let go, together, so that no replica sees one without the
+    # other, and only the replica holding the lease lets go of them. redis-py's Lock covers the
+    # lease alone: the entry beside it would take a second round trip, and a replica looking in
+    # between would take a running call for one whose replica died.
+    CLAIM = ("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+             "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1 end return 0")
+    RELEASE = ("if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) "
+               "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
+    RENEW = ("if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
+             "return 0")
+
+    def __init__(self, url: str, name: str, unreachable: Callable[[Exception], Exception]) -> None:
+        self.name, self.unreachable = name, unreachable
+        self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=TIMEOUT_SECONDS,
+                                           socket_connect_timeout=TIMEOUT_SECONDS)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._claim, self._release, self._renew = (self.client.register_script(s) for s in
+                                                   (self.CLAIM, self.RELEASE, self.RENEW))
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+
+    def key(self, key: StateKey) -> str:
+        wiki, kind, name = key
+        return f"mediawiki-mcp:{{{wiki}}}:{kind}:{name}"
+
+    def lease(self, key: StateKey) -> str:
+        return self.key((key[0], f"{key[1]}-lease", key[2]))
+
+    @contextlib.contextmanager
+    def reaching(self) -> Iterator[None]:
+        try:
+            yield
+        except redis.RedisError as error:
+            raise self.unreachable(error) from None
+
+    def get(self, key: StateKey) -> str | None:
+        with self.reaching():
+            return cast("str | None", self.client.get(self.key(key)))
+
+    def put(self, key: StateKey, value: str, ttl: float) -> None:
+        with self.reaching():
+            self.client.set(self.key(key), value, px=int(ttl * 1000))
+
+    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+        name = self.key(key)
+
+        def attempt(pipe: Any) -> None:  # run again by redis-py if the key changes meanwhile
+            new = change(pipe.get(name))
+            if new is not None:
+                pipe.multi()
+                pipe.set(name, new, px=int(ttl * 1000))
+        with self.reaching():
+            self.client.transaction(attempt, name)
+
+    def claim(self, key: StateKey, value: str, ttl: float) -> bool:
+        lease = self.lease(key)
+        with self.reaching():
+            if not self._claim(keys=[self.key(key), lease],
+                               args=[value, int(ttl * 1000), self.owner, int(LEASE_SECONDS * 1000)]):
+                return False
+        with self._lock:
+            self._held.add(lease)
+            if self._renewer is None:
+                self._renewer = threading.Thread(target=self._renew_leases, name="mediawiki-mcp leases",
+                                                 daemon=True)
+                self._renewer.start()
+        return True
+
+    def held(self, key: StateKey) -> bool:
+        with self.reaching():
+            return bool(self.client.exists(self.lease(key)))
+
+    def release(self, key: StateKey, forget: bool) -> None:
+        lease = self.lease(key)
+        with self._lock:
+            self._held.discard(lease)
+        with self.reaching():
+            self._release(keys=[self.key(key), lease], args=[self.owner, "1" if forget else "0"])
+
+    def forget(self, key: StateKey) -> None:
+        with self.reaching():
+            self.client.delete(self.key(key))
+
+    def next_order(self) -> int:
+        with self.reaching():
+            return int(cast(int, self.client.incr("mediawiki-mcp:order")))
+
+    def wait(self, seconds: float) -> None:
+        time.sleep(seconds)  # another replica's write wakes nobody here
+
+    def require(self) -> None:
+        with self.reaching():
+            self.client.ping()
+
+    def problem(self) -> str | None:
+        try:
+            self.client.ping()
+        except redis.RedisError as error:
+            return type(error).__name__
+        return None
+
+    def _renew_leases(self) -> None:
+        while True:
+            time.sleep(LEASE_SECONDS / 3)
+            with self._lock:
+                held = list(self._held)
+            for lease in held:
+                try:
+                    self._renew(keys=[lease], args=[self.owner, int(LEASE_SECONDS * 1000)])
+                except redis.RedisError as error:
+                    log.warning("state store %s: cannot renew a claim: %s", self.name, error)
