@@ -5,9 +5,15 @@ installed into a temporary directory and served by ``php -S``: MediaWiki 1.39
 on this machine, and 1.43 (in English, German and Persian) in a Debian 13
 root. Tests marked on_every_version run on both versions (see WIKIS). Faults a
 real wiki cannot produce on demand come from FakeWiki, a small local HTTP
-server. Sections follow the module's: configuration, text helpers, the tool
-contract, the client against faults, the read tools on the real wiki, the
-command line.
+server.
+
+Sections follow the module's order: the client against faults, configuration,
+text helpers, the tools (their contract, the read tools, page writes, the
+safety net, uploads, everyday edits, several wikis, then what holds across
+tools: lean queries, wikis as people keep them, answers that must not mislead),
+the command line, stdio, HTTP, replicas and packaging. Helpers that several
+sections share come first: calling tools, the real wikis, what the tests make
+on them, fake wikis and HTTP.
 
 Run: python -m pytest test_mediawiki_mcp.py
 """
@@ -81,59 +87,6 @@ from realwiki import (
 )
 
 HERE = Path(__file__).resolve().parent
-
-
-# ---------------------------------------------------------------------------
-# The real wikis of a run (realwiki.py), as fixtures
-# ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="session", autouse=True)
-def farm(request: pytest.FixtureRequest) -> Iterator[WikiFarm]:
-    """The run's wikis, and the packages the packaging tests install, made in the background as
-    the run begins, while the tests that need neither run (conftest.py orders them first). Under
-    pytest-xdist its workers share one farm (conftest.py names its directory)."""
-    shared = getattr(request.config, "workerinput", {}).get("wiki_farm")
-    running = WikiFarm(shared=Path(shared) if shared else None)
-    running.prepare(wikis_needed(request.session.items))
-    if any("dists" in getattr(item, "fixturenames", ()) for item in request.session.items):
-        running.prepare_across("dists", build_dists)
-    try:
-        yield running
-    finally:
-        running.close()
-
-
-@pytest.fixture
-def mw_version() -> str:
-    """The MediaWiki version of a test's wiki: the first of VERSIONS, or each in turn for a test
-    marked on_every_version."""
-    return VERSIONS[0]
-
-
-#: Runs a test once on each MediaWiki version of VERSIONS: its wiki, and the fixtures made on
-#: it (bot_server, anon_server, history, http_bot_server), are that version's.
-on_every_version = pytest.mark.parametrize("mw_version", VERSIONS)
-
-
-@pytest.fixture
-def wiki(farm: WikiFarm, mw_version: str) -> RealWiki:
-    return farm.wiki(mw_version)
-
-
-def farm_wiki(fixture: str) -> Any:
-    """The fixture of one more wiki of the farm, as WIKI_FIXTURES names it (WIKIS says what it is)."""
-    @pytest.fixture(name=fixture)
-    def running(farm: WikiFarm) -> RealWiki:
-        return farm.wiki(WIKI_FIXTURES[fixture])
-    return running
-
-
-german_wiki = farm_wiki("german_wiki")      # 1.43 in German: Kategorie:, Datei:, Vorlage:, Diskussion:
-persian_wiki = farm_wiki("persian_wiki")    # 1.43 in Persian, written right to left
-recipes_wiki = farm_wiki("recipes_wiki")    # articles also in a namespace of their own (Recipe:)
-other_wiki = farm_wiki("other_wiki")        # a second, private wiki: reading it needs an account
-third_wiki = farm_wiki("third_wiki")        # a public wiki nobody configured: add-wiki finds it
-spam_wiki = farm_wiki("spam_wiki")          # refuses edits for its own reasons ($wgSpamRegex, SpamBlacklist)
 
 
 # ---------------------------------------------------------------------------
@@ -227,6 +180,921 @@ def shared_bot_server(farm: WikiFarm, wiki: RealWiki) -> Any:
 @pytest.fixture
 def anon_server(farm: WikiFarm, wiki: RealWiki) -> Any:
     return farm.once((wiki.api, "anon_server"), lambda _: make_server({"MEDIAWIKI_URL": wiki.api}))
+
+
+WRITABLE_NOWHERE = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MEDIAWIKI_USERNAME": "Bot@mcp",
+                    "MEDIAWIKI_PASSWORD": "0" * 32}  # write tools listed; tools/list sends no request
+
+
+def content_of(block: str) -> str:
+    """The body of a header-and-body block."""
+    return block.split("\n\n", 1)[1]
+
+
+def rows_of(block: str) -> list[str]:
+    """The rows of a list block (its first line is the header)."""
+    return block.split("\n")[1:]
+
+
+def next_value(marker: str, param: str) -> Any:
+    assert marker.startswith("More results available. "), marker
+    return json.loads(marker.split(f"again with {param}=", 1)[1].removesuffix("."))
+
+
+def follow_markers(server: Any, tool: str, param: str, arguments: dict[str, Any],
+                   most: int = 20) -> list[Result]:
+    """Calls a list tool, then again with the value each 'More results' marker names,
+    until a call has no marker; returns every call's result."""
+    results = [call(server, tool, **arguments)]
+    while len(results[-1].blocks) == 2:
+        assert not results[-1].is_error and len(results) < most, results[-1].text
+        arguments = {**arguments, param: next_value(results[-1].blocks[1], param)}
+        results.append(call(server, tool, **arguments))
+    assert not results[-1].is_error, results[-1].text
+    return results
+
+
+def field(result: Result, label: str) -> str:
+    """The value of a ``Label: value`` line in a result."""
+    for line in result.text.splitlines():
+        if line.startswith(label + ": "):
+            return line[len(label) + 2:]
+    raise AssertionError(f"no {label!r} line in {result.text!r}")
+
+
+def read_whole(server: Any, **arguments: Any) -> str:
+    """Reads a page or section by following the offset markers, as a model would."""
+    parts, offset = [], 0
+    for _ in range(20):
+        result = call(server, "get-page", **arguments, offset=offset)
+        parts.append(content_of(result.blocks[0]))
+        if len(result.blocks) == 1:
+            return "".join(parts)
+        offset = int(result.blocks[-1].rsplit("offset=", 1)[1].rstrip("."))
+    raise AssertionError("never reached the end")
+
+
+_servers: dict[str, Any] = {}
+
+
+def bot_server_for(wiki: RealWiki) -> Any:
+    """A plain bot server for setting pages up (not the one under test)."""
+    if wiki.api not in _servers:
+        _servers[wiki.api] = make_server(wiki.env())
+    return _servers[wiki.api]
+
+
+# ---------------------------------------------------------------------------
+# The real wikis of a run (realwiki.py), as fixtures
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session", autouse=True)
+def farm(request: pytest.FixtureRequest) -> Iterator[WikiFarm]:
+    """The run's wikis, and the packages the packaging tests install, made in the background as
+    the run begins, while the tests that need neither run (conftest.py orders them first). Under
+    pytest-xdist its workers share one farm (conftest.py names its directory)."""
+    shared = getattr(request.config, "workerinput", {}).get("wiki_farm")
+    running = WikiFarm(shared=Path(shared) if shared else None)
+    running.prepare(wikis_needed(request.session.items))
+    if any("dists" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        running.prepare_across("dists", build_dists)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture
+def mw_version() -> str:
+    """The MediaWiki version of a test's wiki: the first of VERSIONS, or each in turn for a test
+    marked on_every_version."""
+    return VERSIONS[0]
+
+
+#: Runs a test once on each MediaWiki version of VERSIONS: its wiki, and the fixtures made on
+#: it (bot_server, anon_server, history, http_bot_server), are that version's.
+on_every_version = pytest.mark.parametrize("mw_version", VERSIONS)
+
+
+@pytest.fixture
+def wiki(farm: WikiFarm, mw_version: str) -> RealWiki:
+    return farm.wiki(mw_version)
+
+
+def farm_wiki(fixture: str) -> Any:
+    """The fixture of one more wiki of the farm, as WIKI_FIXTURES names it (WIKIS says what it is)."""
+    @pytest.fixture(name=fixture)
+    def running(farm: WikiFarm) -> RealWiki:
+        return farm.wiki(WIKI_FIXTURES[fixture])
+    return running
+
+
+german_wiki = farm_wiki("german_wiki")      # 1.43 in German: Kategorie:, Datei:, Vorlage:, Diskussion:
+persian_wiki = farm_wiki("persian_wiki")    # 1.43 in Persian, written right to left
+recipes_wiki = farm_wiki("recipes_wiki")    # articles also in a namespace of their own (Recipe:)
+other_wiki = farm_wiki("other_wiki")        # a second, private wiki: reading it needs an account
+third_wiki = farm_wiki("third_wiki")        # a public wiki nobody configured: add-wiki finds it
+spam_wiki = farm_wiki("spam_wiki")          # refuses edits for its own reasons ($wgSpamRegex, SpamBlacklist)
+
+
+#: Wikis by the diff engine they use: MediaWiki's own PHP engine on 1.39 and on 1.43 (the
+#: Persian wiki), and wikidiff2, Wikipedia's, on 1.43.
+DIFF_ENGINES = {"php-1.39": "1.39", "wikidiff2-1.43": "1.43", "php-1.43": "fa"}
+LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for n in range(60))
+#: It (2.8 KB on one line, as MediaWiki keeps a paragraph) with one word changed, as
+#: compare-pages and a dry run show it.
+ONE_WORD_DIFF = ("~… of sand to the sea. The river carries grain 36 of sand to the sea. The river carries grain 37 "
+                 "of [-sand-]{+silt+} to the sea. The river carries grain 38 of sand to the sea. The river carries "
+                 "grain 39 of sand to …")
+
+
+def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
+    """Two wikis as the TypeScript server's config.json has them; credentials from ${VAR}."""
+    return {
+        "defaultWiki": wiki.key,
+        "allowWikiManagement": True,
+        "wikis": {
+            wiki.key: {"sitename": "Test Wiki", "server": wiki.url, "articlepath": "/wiki",
+                       "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
+                       "token": None, "private": False, "tags": None},
+            "other": {"sitename": "Other Wiki", "server": other.url, "articlepath": "/wiki",
+                      "username": "${B_USER}", "password": "${B_PASS}", "readOnly": True,
+                      "private": True, "oauth2ClientId": "client-key", "oauth2CallbackPort": 53117},
+        },
+        **extra,
+    }
+
+
+def config_env(tmp_path: Path, config: dict[str, Any], wiki: RealWiki, other: RealWiki,
+               **extra: str) -> dict[str, str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password,
+            "B_USER": other.bot_user, "B_PASS": other.bot_password, **extra}
+
+
+def build_dists(out: Path) -> Path:
+    """The sdist and the wheel, built by `python -m build` (the wheel from the sdist) into ``out``."""
+    done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# What the tests make on the real wikis: pages, histories, accounts, files
+# ---------------------------------------------------------------------------
+
+def revision_ids(wiki: RealWiki, title: str) -> list[int]:
+    """Every revision ID of a page, newest first (empty when it does not exist)."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids",
+                        rvlimit="max")["query"]["pages"][0]
+    return [r["revid"] for r in page.get("revisions", [])]
+
+
+def latest_revision(wiki: RealWiki, title: str) -> dict[str, Any]:
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids|user|comment|tags",
+                        rvslots="main")["query"]["pages"][0]
+    return page["revisions"][0]
+
+
+def as_editor(wiki: RealWiki) -> tuple[requests.Session, str]:
+    """A bare API session of the SECOND account (Editor), with its edit token."""
+    session = requests.Session()
+    login_token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
+                                                "format": "json"}).json()["query"]["tokens"]["logintoken"]
+    done = session.post(wiki.api, data={"action": "login", "lgname": wiki.editor_user, "format": "json",
+                                        "lgpassword": wiki.editor_password, "lgtoken": login_token}).json()
+    assert done["login"]["result"] == "Success", done
+    token = session.get(wiki.api, params={"action": "query", "meta": "tokens",
+                                          "format": "json"}).json()["query"]["tokens"]["csrftoken"]
+    return session, token
+
+
+def editor_edit(wiki: RealWiki, title: str, text: str) -> None:
+    session, token = as_editor(wiki)
+    done = session.post(wiki.api, data={"action": "edit", "title": title, "text": text, "token": token,
+                                        "format": "json", "formatversion": "2"}).json()
+    assert done["edit"]["result"] == "Success", done
+
+
+def create(server: Any, title: str, text: str) -> int:
+    result = call(server, "create-page", title=title, source=text)
+    assert not result.is_error, result.text
+    return int(field(result, "Revision ID"))
+
+
+def big_section_page() -> str:
+    sentences = "".join(f"Sentence {n:03d} of the big section.\n" for n in range(120))  # ~4 KB
+    return (f"Lead text.\n== Small ==\nA small section.\n== Big ==\n{sentences}"
+            "The very last line of the big section.\n== After ==\nThe end.")
+
+
+def good_then_bad(server: Any, wiki: RealWiki, title: str, bad: int) -> tuple[int, list[int]]:
+    """A page made by the bot ("Good text."), then edited ``bad`` times by Editor: its first revision
+    and Editor's, newest first."""
+    base = create(server, title, "Good text.")
+    for n in range(bad):
+        editor_edit(wiki, title, f"Bad text {n}.")
+    return base, revision_ids(wiki, title)[:bad]
+
+
+def unique_png(seed: str) -> bytes:
+    """A small PNG of a colour taken from ``seed``: each test uploads its own content, so the
+    shared wiki never sees one test's file as a duplicate of another's."""
+    colour = hashlib.sha1(seed.encode()).digest()
+    return png_bytes(3 + colour[3] % 5, 2 + colour[4] % 5, (colour[0], colour[1], colour[2]))
+
+
+def file_versions(wiki: RealWiki, title: str) -> list[dict[str, Any]]:
+    """Every version of a file on the wiki, newest first (empty when there is no file)."""
+    page = wiki.raw_get(action="query", titles=title, prop="imageinfo", iilimit="max",
+                        iiprop="sha1|url|user|comment|size")["query"]["pages"][0]
+    return page.get("imageinfo", [])
+
+
+def sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+def uploads_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "uploads"
+    directory.mkdir()
+    return directory
+
+
+def upload_server(wiki: RealWiki, directory: Path, **env: str) -> Any:
+    return make_server(wiki.env(MCP_UPLOAD_DIRS=str(directory), **env))
+
+
+def signature(user: str, time: str) -> str:
+    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) {time}, 1 March 2026 (UTC)"
+
+
+def threaded_talk(style: str) -> str:
+    """A topic of three comments, the second with a reply already, in list style ``style``."""
+    return (f"Intro of the talk page.\n\n== Plans ==\nWe should plan the picnic. {signature('Alice', '10:00')}\n"
+            f"{style}I agree; Saturday? {signature('Bob', '11:00')}\n"
+            f"{style}{style}Saturday works for me. {signature('Carol', '12:00')}\n"
+            f"{style}Sunday is better for me. {signature('Dave', '13:00')}\n\n"
+            f"== Other ==\nSomething else. {signature('Eve', '14:00')}")
+
+
+@dataclasses.dataclass
+class Accounts:
+    """Two more ways into the test wiki, for what an account may not do."""
+    plain: dict[str, str]    # a server acting as Plain: the user group only, language German
+    limited: dict[str, str]  # a server acting as Admin through a bot password granted basic, editpage
+
+
+@pytest.fixture
+def accounts(farm: WikiFarm, wiki: RealWiki) -> Accounts:
+    return farm.across(f"accounts-{wiki.key}", lambda _: make_accounts(wiki))
+
+
+def make_accounts(wiki: RealWiki) -> Accounts:
+    main_password = "Plain-" + secrets.token_hex(12)
+    plain_password, limited_password = secrets.token_hex(16), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "Plain", main_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Plain", plain_password)
+    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=limited", "--grants=basic,editpage",
+        "Admin", limited_password)
+    session, token = bare_login(wiki, "Plain", main_password)  # preferences need the main password
+    done = session.post(wiki.api, timeout=30, data={"action": "options", "change": "language=de",
+                                                     "token": token, "format": "json"}).json()
+    assert done.get("options") == "success", done
+    return Accounts(plain=wiki.env(MEDIAWIKI_USERNAME="Plain@mcp", MEDIAWIKI_PASSWORD=plain_password),
+                    limited=wiki.env(MEDIAWIKI_USERNAME="Admin@limited", MEDIAWIKI_PASSWORD=limited_password))
+
+
+# -- a page with a history of its own, made through the bare API ---------------
+
+HISTORY_TITLE = "History page"
+HISTORY_LINES = 10
+
+
+@dataclasses.dataclass
+class History:
+    revisions: list[int]            # oldest first
+    texts: dict[int, str]
+    users: dict[int, str]
+    minor: set[int]
+    redirect_revision: int           # tagged mw-new-redirect
+    started: str                     # timestamps bracketing the edits
+    finished: str
+
+
+def history_text(step: int) -> str:
+    return "\n".join(f"Line {n}" + (f" edit {step}" if step and n == (step - 1) % HISTORY_LINES + 1 else "")
+                     for n in range(1, HISTORY_LINES + 1))
+
+
+def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
+    session = requests.Session()
+    api = {"format": "json", "formatversion": "2"}
+    token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
+                        timeout=30).json()["query"]["tokens"]["logintoken"]
+    login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
+                                              lgtoken=token), timeout=30).json()
+    assert login["login"]["result"] == "Success", login
+    csrf = session.get(wiki.api, params=dict(api, action="query", meta="tokens"),
+                       timeout=30).json()["query"]["tokens"]["csrftoken"]
+    return session, csrf
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@pytest.fixture
+def history(farm: WikiFarm, wiki: RealWiki) -> History:
+    return farm.across(f"history-{wiki.key}", lambda _: make_history(wiki))
+
+
+def make_history(wiki: RealWiki) -> History:
+    """Ten revisions of one page by two accounts: minor edits, one redirect (tagged)."""
+    accounts = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
+                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
+    started = utc_now()
+    result = History([], {}, {}, set(), 0, started, "")
+    for step in range(10):
+        user = "Editor" if step % 3 == 1 else "Admin"
+        text = "#REDIRECT [[Apple]]" if step == 8 else history_text(step)
+        minor = step in (2, 5)
+        session, token = accounts[user]
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": HISTORY_TITLE, "text": text, "summary": f"Step {step}",
+            "minor" if minor else "notminor": "1", "token": token,
+            "format": "json", "formatversion": "2"}).json()["edit"]
+        assert edit["result"] == "Success", edit
+        revision = edit["newrevid"]
+        result.revisions.append(revision)
+        result.texts[revision], result.users[revision] = text, user
+        if minor:
+            result.minor.add(revision)
+        if step == 8:
+            result.redirect_revision = revision
+    result.finished = utc_now()
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Fake wikis and proxies: the faults a real wiki will not make on demand
+# ---------------------------------------------------------------------------
+
+SITEINFO = {"batchcomplete": True, "query": {
+    "general": {"sitename": "Fake", "generator": "MediaWiki 1.39.0", "server": "//127.0.0.1",
+                "articlepath": "/wiki/$1", "scriptpath": "/w", "lang": "en", "mainpage": "Main Page"},
+    "namespaces": {"0": {"id": 0, "name": ""}}, "namespacealiases": []}}
+#: The account of a fake wiki (anonymous, as its tests run without credentials) may do anything.
+USERINFO = {"batchcomplete": True, "query": {"userinfo": {
+    "id": 0, "name": "127.0.0.1", "anon": True, "groups": ["*"],
+    "rights": ["read", "edit", "createpage", "move", "move-subpages", "suppressredirect", "delete",
+               "undelete", "upload", "reupload", "upload_by_url"]}}}
+PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
+        "lastrevid": 7, "revisions": [{"revid": 7, "slots": {"main": {"content": "Fake page text."}}}]}]}}
+
+
+@dataclasses.dataclass
+class Reply:
+    status: int = 200   # 0: no answer at all, the connection is closed
+    body: Any = dataclasses.field(default_factory=lambda: PAGE)
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    delay: float = 0.0
+
+
+def serve_locally(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.ThreadingHTTPServer:
+    """A test's own HTTP server on a free loopback port, serving from a daemon thread."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    return server
+
+
+def relay(handler: http.server.BaseHTTPRequestHandler, answer: requests.Response) -> None:
+    """Passes a wiki's answer on, as a proxy in front of it does: status, type, cookies, body."""
+    handler.send_response(answer.status_code)
+    handler.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+    for cookie in answer.raw.headers.getlist("Set-Cookie"):
+        handler.send_header("Set-Cookie", cookie)
+    handler.send_header("Content-Length", str(len(answer.content)))
+    handler.end_headers()
+    handler.wfile.write(answer.content)
+
+
+class FakeWiki:
+    """A local HTTP server answering with scripted replies; site info and the account's
+    rights are automatic."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.replies: list[Reply] = []
+        self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
+        self.seen: list[dict[str, Any]] = []
+        self.siteinfo_path: str | None = None  # set: site info answers only there
+        self.release = threading.Event()
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.answer()
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.answer(self.rfile.read(length).decode())
+
+            def answer(self, body: str = "") -> None:
+                url = urllib.parse.urlsplit(self.path)
+                params = dict(urllib.parse.parse_qsl(url.query or body))
+                fake.seen.append({"path": url.path, "params": params, "headers": dict(self.headers)})
+                if url.path in fake.files:
+                    body, kind = fake.files[url.path]
+                    self.send_response(200)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client may stop early
+                        self.wfile.write(body)
+                    return
+                if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
+                    reply = Reply(body=SITEINFO)
+                elif is_rights_query(params):
+                    reply = Reply(body=USERINFO)
+                else:
+                    reply = fake.replies.pop(0) if fake.replies else Reply()
+                if reply.delay:
+                    fake.release.wait(reply.delay)
+                if not reply.status:
+                    self.close_connection = True
+                    return
+                payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                content_type = "text/html" if isinstance(reply.body, bytes) else "application/json"
+                self.send_header("Content-Type", reply.headers.pop("Content-Type", content_type))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(payload)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
+        # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
+        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
+
+    def requests_to_api(self) -> list[dict[str, Any]]:
+        return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def is_rights_query(params: dict[str, str]) -> bool:
+    return params.get("meta") == "userinfo" and params.get("uiprop") == "groups|rights"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeWiki]:
+    server = FakeWiki()
+    yield server
+    server.close()
+
+
+def fake_server(fake: FakeWiki, sleeps: list[float] | None = None, **env: str) -> Any:
+    return make_server({"MEDIAWIKI_URL": fake.api, **env},
+                       retry=m.RetryPolicy(sleep=sleeps.append if sleeps is not None else (lambda s: None)),
+                       timeout=(2.0, 0.5))
+
+
+def is_edit(body: bytes) -> bool:
+    return urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == ["edit"]
+
+
+def posts(action: str) -> Callable[[bytes], bool]:
+    """Picks the POST of one API action (for DroppingProxy)."""
+    return lambda body: urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == [action]
+
+
+class DroppingProxy:
+    """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
+    picks (an edit by default; the wiki saves it) closes the connection without answering:
+    the answer is lost. With ``gateway_page`` (content type, body), it answers that POST as a
+    failing gateway does instead: HTTP 502 with that body. With ``gate`` (a user name and
+    password) it asks for HTTP basic auth, as a web server in front of a wiki can: a request
+    without them gets HTTP 401."""
+
+    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
+                 gateway_page: tuple[str, bytes] | None = None, gate: tuple[str, str] | None = None) -> None:
+        self.drops_left = 1
+        proxy = self
+        expected = "Basic " + base64.b64encode(":".join(gate).encode()).decode() if gate else None
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.admitted():
+                    answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
+                    proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
+                    relay(self, answer)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.admitted():
+                    return
+                headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
+                answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
+                if proxy.drops_left and drops(body):
+                    proxy.drops_left -= 1
+                    if gateway_page:  # the wiki has saved; the gateway answers with its own page
+                        self.send_response(502)
+                        self.send_header("Content-Type", gateway_page[0])
+                        self.send_header("Content-Length", str(len(gateway_page[1])))
+                        self.end_headers()
+                        self.wfile.write(gateway_page[1])
+                    self.close_connection = True  # the wiki has saved; its answer goes nowhere
+                    return
+                proxy.hold(body)
+                relay(self, answer)
+
+            def admitted(self) -> bool:
+                if expected is None or self.headers.get("Authorization") == expected:
+                    return True
+                page = b"<html><body><h1>401 Authorization Required</h1></body></html>"
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="wiki"')
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return False
+
+            def forwarded(self) -> dict[str, str]:
+                return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
+
+
+        self.server = serve_locally(Handler)
+        self.port = self.server.server_address[1]
+        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
+
+    def hold(self, request: bytes) -> None:
+        """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
+        before the answer is passed on (see HoldingProxy)."""
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class HoldingProxy(DroppingProxy):
+    """Forwards every request to the real wiki at once, but holds back the wiki's answer to a
+    request that contains one of ``markers`` until the test releases that marker."""
+
+    def __init__(self, target: str, *markers: bytes) -> None:
+        self.arrived = {marker: threading.Event() for marker in markers}
+        self.released = {marker: threading.Event() for marker in markers}
+        super().__init__(target, drops=lambda body: False)
+
+    def hold(self, request: bytes) -> None:
+        for marker, released in self.released.items():
+            if marker in request:
+                self.arrived[marker].set()
+                released.wait(60)
+
+    def close(self) -> None:
+        for released in self.released.values():
+            released.set()
+        super().close()
+
+
+# ---------------------------------------------------------------------------
+# The server over HTTP, and the module run as a program
+# ---------------------------------------------------------------------------
+
+def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env}, check=False)
+
+
+INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}
+
+
+class HttpServer:
+    """A `mediawiki-mcp --transport http --port 0` process; its stderr is collected
+    all along (so the server never blocks on a full pipe)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        # The console script beside this interpreter first: the venv's, even when not activated.
+        script = (shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent))
+                  or shutil.which("mediawiki-mcp"))
+        assert script, "the console script is not installed: pip install -e '.[test]'"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+        self.process = subprocess.Popen([script, "--transport", "http", "--port", "0", *args],
+                                        env={**clean, **env}, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.url = ""  # http://127.0.0.1:PORT/mcp, once it serves
+        self.started = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if "Serving MCP over Streamable HTTP at " in line:
+                self.url = line.split(" at ", 1)[1].split()[0]
+                self.started.set()
+        self.started.set()
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_started(self) -> HttpServer:
+        self.started.wait(60)
+        assert self.url, "the HTTP server did not start: " + self.log
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Sends the signal and returns the exit code once the process and its stderr end."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=30)
+        self.reader.join(timeout=10)
+        return code
+
+
+@contextlib.contextmanager
+def http_servers(*specs: tuple[dict[str, str], tuple[str, ...]]) -> Iterator[list[HttpServer]]:
+    """Starts servers (environment, extra arguments) side by side; stops them at the end."""
+    servers = [HttpServer(env, *args) for env, args in specs]
+    try:
+        yield [server.wait_started() for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def post_rpc(url: str, method: str, params: dict[str, Any] | None = None, *, rpc_id: int | None = 1,
+             session: str | None = None, headers: dict[str, str] | None = None) -> requests.Response:
+    """One JSON-RPC message POSTed as a Streamable HTTP client does."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if rpc_id is not None:
+        body["id"] = rpc_id
+    if params is not None:
+        body["params"] = params
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if method != "initialize":
+        sent["MCP-Protocol-Version"] = INIT_PARAMS["protocolVersion"]
+    if session:
+        sent["Mcp-Session-Id"] = session
+    return requests.post(url, data=json.dumps(body), headers={**sent, **(headers or {})}, timeout=60)
+
+
+def rpc_result(response: requests.Response) -> dict[str, Any]:
+    """The result of a JSON-RPC response sent as JSON or as a server-sent event."""
+    assert response.status_code == 200, (response.status_code, response.text)
+    if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        message = next(e for e in events if "id" in e)
+    else:
+        message = response.json()
+    assert "result" in message, message
+    return message["result"]
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    assert not result.get("isError"), result
+    return "\n".join(block["text"] for block in result["content"])
+
+
+@functools.cache
+def generator() -> ModuleType:
+    """packaging/generate.py, which makes the generated files: a script beside the module, not
+    part of the package (a directory named packaging must not shadow the library of that name)."""
+    spec = importlib.util.spec_from_file_location("generate", HERE / "packaging" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------
+# The client against faults: a fake wiki for what a real one will not do
+# ---------------------------------------------------------------------------
+
+def test_the_retry_policy_waits_as_asked_within_its_attempts_and_budget() -> None:
+    slept: list[float] = []
+    now = [100.0]
+    policy = m.RetryPolicy(budget=30.0, attempts=4, sleep=slept.append, clock=lambda: now[0])
+    read = {"transient": True}
+    assert policy.pause(1, 100.0, status=503, retry_after="3", **read) and slept == [3.0]
+    assert [policy.wait(n, 100.0, status=502, **read) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]  # no Retry-After
+    assert policy.wait(1, 100.0, status=None, **read) == 0.5  # no answer at all: a connection failure
+    assert policy.wait(1, 100.0, status=429, retry_after="Wed, 21 Oct 2026 07:28:00 GMT", **read) == 0.5
+    assert policy.wait(1, 100.0, status=503, retry_after="-4", **read) == 0.0
+    # a Retry-After longer than a person waits, the attempts used up, the budget spent: no more
+    assert policy.wait(1, 100.0, status=503, retry_after="3600", **read) is None
+    assert policy.wait(4, 100.0, status=503, **read) is None
+    now[0] = 128.0
+    assert policy.wait(1, 100.0, status=503, retry_after="3", **read) is None
+    assert policy.wait(1, 100.0, status=503, retry_after="2", **read) == 2.0
+    # a write is sent again only after answers that prove nothing was written
+    write = {"transient": False}
+    assert policy.wait(1, 128.0, status=503, **write) is None and policy.wait(1, 128.0, **write) is None
+    assert policy.wait(1, 128.0, status=200, code="maxlag", retry_after="5", **write) == 5.0
+    assert policy.wait(1, 128.0, status=200, code="ratelimited", retry_after="1", **write) == 1.0
+    assert policy.wait(1, 128.0, status=200, code="ratelimited", **write) is None  # no Retry-After: not soon
+    assert policy.wait(1, 128.0, status=404, code="missingtitle", **read) is None
+    assert not policy.pause(4, 128.0, status=503, **read) and slept == [3.0]  # giving up waits for nothing
+
+
+def test_503_is_retried_after_the_time_retry_after_asks(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    fake.replies = [Reply(503, b"<html>busy</html>", {"Retry-After": "3"}), Reply()]
+    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
+    assert not result.is_error and "Fake page text." in result.text
+    assert sleeps == [3.0] and len(fake.requests_to_api()) == 2
+
+
+def test_maxlag_is_retried_then_reported_as_rate_limited(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    maxlag = Reply(200, {"errors": [{"code": "maxlag", "text": "Waiting for a database server: 7 seconds lagged."}]},
+                   {"Retry-After": "5"})
+    fake.replies = [maxlag, Reply()]
+    assert "Fake page text." in call(fake_server(fake, sleeps), "get-page", title="Main Page").text
+    assert sleeps == [5.0]
+    fake.replies = [dataclasses.replace(maxlag, headers={"Retry-After": "5"}) for _ in range(m.MAX_ATTEMPTS)]
+    result = call(fake_server(fake), "get-page", title="Main Page")
+    assert result.is_error and result.blocks[0].startswith("rate_limited: Waiting for a database server")
+
+
+def test_a_long_retry_after_is_not_waited_out(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    fake.replies = [Reply(503, b"<html>down</html>", {"Retry-After": "3600"})]
+    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
+    assert sleeps == [] and result.is_error
+    assert result.blocks[0] == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} answered HTTP 503 with "
+                                "text/html instead of API JSON. Retry later; tell the user if it persists.")
+
+
+def test_a_timeout_is_upstream_failure(fake: FakeWiki) -> None:
+    fake.replies = [Reply(delay=5.0)]
+    result = call(fake_server(fake), "get-page", title="Main Page")
+    assert result.is_error
+    assert result.blocks[0].startswith(f"upstream_failure: The wiki at 127.0.0.1:{fake.port} timed out after 0.5 s")
+
+
+def test_an_html_error_page_is_reported_without_its_html(fake: FakeWiki) -> None:
+    fake.replies = [Reply(500, b"<html><body><h1>Fatal exception of type Foo</h1></body></html>")
+                    for _ in range(m.MAX_ATTEMPTS)]
+    result = call(fake_server(fake), "get-page", title="Main Page")
+    assert result.is_error and "HTTP 500 with text/html" in result.text and "<h1>" not in result.text
+
+
+def test_a_server_error_is_retried_within_bounds(fake: FakeWiki) -> None:
+    sleeps: list[float] = []
+    fake.replies = [Reply(502, b"bad gateway") for _ in range(10)]
+    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
+    assert result.is_error and len(fake.requests_to_api()) == m.MAX_ATTEMPTS
+    assert len(sleeps) == m.MAX_ATTEMPTS - 1
+
+
+def test_persistent_429_is_rate_limited(fake: FakeWiki) -> None:
+    fake.replies = [Reply(429, {"x": 1}, {"Retry-After": "1"}) for _ in range(m.MAX_ATTEMPTS)]
+    result = call(fake_server(fake), "get-page", title="Main Page")
+    assert result.is_error and result.blocks[0].startswith("rate_limited: ")
+
+
+def test_cross_host_redirect_is_not_followed_with_credentials(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php?action=query"})]
+        server = fake_server(fake, MEDIAWIKI_TOKEN="tok-secret-1234")
+        result = call(server, "get-page", title="Main Page")
+        assert result.is_error and result.blocks[0].startswith("upstream_failure: The wiki at 127.0.0.1")
+        assert "another host (localhost)" in result.text and "tok-secret" not in result.text
+        assert other.seen == []
+    finally:
+        other.close()
+
+
+def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
+        result = call(fake_server(fake), "get-page", title="Main Page")
+        assert not result.is_error and "Fake page text." in result.text
+        assert len(other.seen) == 1
+    finally:
+        other.close()
+
+
+def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
+        fake: FakeWiki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wiki that moved to https answers its old http address with a redirect: reads follow it,
+    and from then on every request, writes included (a POST is never redirected), goes to https."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    secure = FakeWiki(tls)
+    try:
+        fake.siteinfo_path = "/nowhere"  # the http address answers everything with the redirect
+        fake.replies = [Reply(301, b"", {"Location": secure.api}) for _ in range(10)]
+        page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
+        saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
+        secure.replies = [Reply(body=page), Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}),
+                          Reply(body=saved)]
+        server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
+        assert f"API: {secure.api}" in call(server, "get-site-info").text
+        result = call(server, "update-page", title="Main Page", source="new")
+        assert not result.is_error and field(result, "Revision ID") == "8", result.text
+        assert len(fake.seen) == 1 and secure.api.startswith("https://")
+        assert "edit" in [s["params"].get("action") for s in secure.requests_to_api()]  # the write too
+    finally:
+        secure.close()
+
+
+def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
+    other = FakeWiki()
+    try:
+        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
+        result = call(fake_server(fake, MEDIAWIKI_URL=f"http://gate:s3cret-gate@127.0.0.1:{fake.port}/w/api.php"),
+                      "get-page", title="Main Page")
+        assert not result.is_error and "Fake page text." in result.text
+        basic = "Basic " + base64.b64encode(b"gate:s3cret-gate").decode()
+        assert fake.seen and all(s["headers"].get("Authorization") == basic for s in fake.seen)
+        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
+    finally:
+        other.close()
+
+
+def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
+    result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-abc-123"), "get-page", title="Main Page")
+    assert not result.is_error
+    assert all(s["headers"].get("Authorization") == "Bearer tok-abc-123" for s in fake.seen)
+    assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
+
+
+def test_a_token_the_wiki_does_not_accept_is_named_so_not_a_lost_login(wiki: RealWiki, fake: FakeWiki) -> None:
+    """A wiki without OAuth (the test wikis) ignores a bearer token and serves the request as
+    anonymous, so assert=user fails; a wiki with OAuth refuses the token itself (the fake serves
+    that). Either way it is the token, and no session expired."""
+    refused = ("did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the configuration file): it is "
+               "mistyped, expired or revoked, or the wiki lacks the OAuth extension. Tell the user; no retry "
+               "by the model changes this.")
+    read = call(make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_TOKEN": "bogus-token-123"}), "get-page",
+                title="Apple")
+    assert read.is_error and read.text == f"authentication: {wiki.key} {refused}"
+    fake.replies = [Reply(body={"errors": [{"code": "mwoauth-invalid-authorization",
+                                            "text": "The authorization headers in your request are not valid"}]})]
+    who = call(fake_server(fake, MEDIAWIKI_TOKEN="bogus-token-456"), "whoami")
+    assert who.is_error and who.text == f"authentication: 127.0.0.1:{fake.port} {refused}"
+    assert "bogus-token" not in read.text + who.text
+
+
+def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"},
+                         retry=m.RetryPolicy(sleep=lambda s: None))
+    result = call(server, "get-page", title="Main Page")
+    assert not result.is_error and "Fake page text." in result.text
+    assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
+
+
+def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
+    call(fake_server(fake, MEDIAWIKI_USER_AGENT="ReleaseBot/1.0 (ana@example.org)"), "get-page", title="X")
+    agent = fake.seen[0]["headers"]["User-Agent"]
+    assert agent.startswith("ReleaseBot/1.0 (ana@example.org) mediawiki-mcp/" + m.__version__ + " requests/")
+
+
+def test_wikimedia_without_contact_details_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+    client = m.MediaWikiClient("https://en.wikipedia.org/w/api.php")
+    with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
+        for _ in range(2):  # a second session, as after a lost one
+            client._new_session()
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "MEDIAWIKI_USER_AGENT" in caplog.records[0].message
 
 
 # ---------------------------------------------------------------------------
@@ -466,9 +1334,6 @@ def test_a_parameter_hint_in_optional_as_python_3_10_gives_it_is_read() -> None:
     assert (param.name, param.kind, param.arg.minimum, param.required, param.default) == ("section", int, 0,
                                                                                        False, None)
 
-WRITABLE_NOWHERE = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MEDIAWIKI_USERNAME": "Bot@mcp",
-                    "MEDIAWIKI_PASSWORD": "0" * 32}  # write tools listed; tools/list sends no request
-
 
 def descriptions(env: dict[str, str]) -> dict[str, str]:
     return {t.name: t.description for t in list_tools(m.create_server(m.Config.from_env({"MCP_TOOLSETS": "all",
@@ -678,351 +1543,8 @@ def test_unknown_tool_is_invalid_input() -> None:
 
 
 # ---------------------------------------------------------------------------
-# The client against faults: a fake wiki for what a real one will not do
-# ---------------------------------------------------------------------------
-
-SITEINFO = {"batchcomplete": True, "query": {
-    "general": {"sitename": "Fake", "generator": "MediaWiki 1.39.0", "server": "//127.0.0.1",
-                "articlepath": "/wiki/$1", "scriptpath": "/w", "lang": "en", "mainpage": "Main Page"},
-    "namespaces": {"0": {"id": 0, "name": ""}}, "namespacealiases": []}}
-#: The account of a fake wiki (anonymous, as its tests run without credentials) may do anything.
-USERINFO = {"batchcomplete": True, "query": {"userinfo": {
-    "id": 0, "name": "127.0.0.1", "anon": True, "groups": ["*"],
-    "rights": ["read", "edit", "createpage", "move", "move-subpages", "suppressredirect", "delete",
-               "undelete", "upload", "reupload", "upload_by_url"]}}}
-PAGE = {"batchcomplete": True, "query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page",
-        "lastrevid": 7, "revisions": [{"revid": 7, "slots": {"main": {"content": "Fake page text."}}}]}]}}
-
-
-@dataclasses.dataclass
-class Reply:
-    status: int = 200   # 0: no answer at all, the connection is closed
-    body: Any = dataclasses.field(default_factory=lambda: PAGE)
-    headers: dict[str, str] = dataclasses.field(default_factory=dict)
-    delay: float = 0.0
-
-
-def serve_locally(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.ThreadingHTTPServer:
-    """A test's own HTTP server on a free loopback port, serving from a daemon thread."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    return server
-
-
-def relay(handler: http.server.BaseHTTPRequestHandler, answer: requests.Response) -> None:
-    """Passes a wiki's answer on, as a proxy in front of it does: status, type, cookies, body."""
-    handler.send_response(answer.status_code)
-    handler.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
-    for cookie in answer.raw.headers.getlist("Set-Cookie"):
-        handler.send_header("Set-Cookie", cookie)
-    handler.send_header("Content-Length", str(len(answer.content)))
-    handler.end_headers()
-    handler.wfile.write(answer.content)
-
-
-class FakeWiki:
-    """A local HTTP server answering with scripted replies; site info and the account's
-    rights are automatic."""
-
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
-        self.replies: list[Reply] = []
-        self.files: dict[str, tuple[bytes, str]] = {}  # path -> (body, content type), served as is
-        self.seen: list[dict[str, Any]] = []
-        self.siteinfo_path: str | None = None  # set: site info answers only there
-        self.release = threading.Event()
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self.answer()
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                self.answer(self.rfile.read(length).decode())
-
-            def answer(self, body: str = "") -> None:
-                url = urllib.parse.urlsplit(self.path)
-                params = dict(urllib.parse.parse_qsl(url.query or body))
-                fake.seen.append({"path": url.path, "params": params, "headers": dict(self.headers)})
-                if url.path in fake.files:
-                    body, kind = fake.files[url.path]
-                    self.send_response(200)
-                    self.send_header("Content-Type", kind)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client may stop early
-                        self.wfile.write(body)
-                    return
-                if params.get("meta") == "siteinfo" and fake.siteinfo_path in (None, url.path):
-                    reply = Reply(body=SITEINFO)
-                elif is_rights_query(params):
-                    reply = Reply(body=USERINFO)
-                else:
-                    reply = fake.replies.pop(0) if fake.replies else Reply()
-                if reply.delay:
-                    fake.release.wait(reply.delay)
-                if not reply.status:
-                    self.close_connection = True
-                    return
-                payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                content_type = "text/html" if isinstance(reply.body, bytes) else "application/json"
-                self.send_header("Content-Type", reply.headers.pop("Content-Type", content_type))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(payload)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self.api = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/w/api.php"
-        # a short poll: shutdown() waits for the loop to look, 0.5 s by default, at every close
-        threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True).start()
-
-    def requests_to_api(self) -> list[dict[str, Any]]:
-        return [s for s in self.seen if s["params"].get("meta") != "siteinfo" and not is_rights_query(s["params"])]
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def is_rights_query(params: dict[str, str]) -> bool:
-    return params.get("meta") == "userinfo" and params.get("uiprop") == "groups|rights"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeWiki]:
-    server = FakeWiki()
-    yield server
-    server.close()
-
-
-def fake_server(fake: FakeWiki, sleeps: list[float] | None = None, **env: str) -> Any:
-    return make_server({"MEDIAWIKI_URL": fake.api, **env},
-                       retry=m.RetryPolicy(sleep=sleeps.append if sleeps is not None else (lambda s: None)),
-                       timeout=(2.0, 0.5))
-
-
-def test_the_retry_policy_waits_as_asked_within_its_attempts_and_budget() -> None:
-    slept: list[float] = []
-    now = [100.0]
-    policy = m.RetryPolicy(budget=30.0, attempts=4, sleep=slept.append, clock=lambda: now[0])
-    read = {"transient": True}
-    assert policy.pause(1, 100.0, status=503, retry_after="3", **read) and slept == [3.0]
-    assert [policy.wait(n, 100.0, status=502, **read) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]  # no Retry-After
-    assert policy.wait(1, 100.0, status=None, **read) == 0.5  # no answer at all: a connection failure
-    assert policy.wait(1, 100.0, status=429, retry_after="Wed, 21 Oct 2026 07:28:00 GMT", **read) == 0.5
-    assert policy.wait(1, 100.0, status=503, retry_after="-4", **read) == 0.0
-    # a Retry-After longer than a person waits, the attempts used up, the budget spent: no more
-    assert policy.wait(1, 100.0, status=503, retry_after="3600", **read) is None
-    assert policy.wait(4, 100.0, status=503, **read) is None
-    now[0] = 128.0
-    assert policy.wait(1, 100.0, status=503, retry_after="3", **read) is None
-    assert policy.wait(1, 100.0, status=503, retry_after="2", **read) == 2.0
-    # a write is sent again only after answers that prove nothing was written
-    write = {"transient": False}
-    assert policy.wait(1, 128.0, status=503, **write) is None and policy.wait(1, 128.0, **write) is None
-    assert policy.wait(1, 128.0, status=200, code="maxlag", retry_after="5", **write) == 5.0
-    assert policy.wait(1, 128.0, status=200, code="ratelimited", retry_after="1", **write) == 1.0
-    assert policy.wait(1, 128.0, status=200, code="ratelimited", **write) is None  # no Retry-After: not soon
-    assert policy.wait(1, 128.0, status=404, code="missingtitle", **read) is None
-    assert not policy.pause(4, 128.0, status=503, **read) and slept == [3.0]  # giving up waits for nothing
-
-
-def test_503_is_retried_after_the_time_retry_after_asks(fake: FakeWiki) -> None:
-    sleeps: list[float] = []
-    fake.replies = [Reply(503, b"<html>busy</html>", {"Retry-After": "3"}), Reply()]
-    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
-    assert not result.is_error and "Fake page text." in result.text
-    assert sleeps == [3.0] and len(fake.requests_to_api()) == 2
-
-
-def test_maxlag_is_retried_then_reported_as_rate_limited(fake: FakeWiki) -> None:
-    sleeps: list[float] = []
-    maxlag = Reply(200, {"errors": [{"code": "maxlag", "text": "Waiting for a database server: 7 seconds lagged."}]},
-                   {"Retry-After": "5"})
-    fake.replies = [maxlag, Reply()]
-    assert "Fake page text." in call(fake_server(fake, sleeps), "get-page", title="Main Page").text
-    assert sleeps == [5.0]
-    fake.replies = [dataclasses.replace(maxlag, headers={"Retry-After": "5"}) for _ in range(m.MAX_ATTEMPTS)]
-    result = call(fake_server(fake), "get-page", title="Main Page")
-    assert result.is_error and result.blocks[0].startswith("rate_limited: Waiting for a database server")
-
-
-def test_a_long_retry_after_is_not_waited_out(fake: FakeWiki) -> None:
-    sleeps: list[float] = []
-    fake.replies = [Reply(503, b"<html>down</html>", {"Retry-After": "3600"})]
-    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
-    assert sleeps == [] and result.is_error
-    assert result.blocks[0] == (f"upstream_failure: The wiki at 127.0.0.1:{fake.port} answered HTTP 503 with "
-                                "text/html instead of API JSON. Retry later; tell the user if it persists.")
-
-
-def test_a_timeout_is_upstream_failure(fake: FakeWiki) -> None:
-    fake.replies = [Reply(delay=5.0)]
-    result = call(fake_server(fake), "get-page", title="Main Page")
-    assert result.is_error
-    assert result.blocks[0].startswith(f"upstream_failure: The wiki at 127.0.0.1:{fake.port} timed out after 0.5 s")
-
-
-def test_an_html_error_page_is_reported_without_its_html(fake: FakeWiki) -> None:
-    fake.replies = [Reply(500, b"<html><body><h1>Fatal exception of type Foo</h1></body></html>")
-                    for _ in range(m.MAX_ATTEMPTS)]
-    result = call(fake_server(fake), "get-page", title="Main Page")
-    assert result.is_error and "HTTP 500 with text/html" in result.text and "<h1>" not in result.text
-
-
-def test_a_server_error_is_retried_within_bounds(fake: FakeWiki) -> None:
-    sleeps: list[float] = []
-    fake.replies = [Reply(502, b"bad gateway") for _ in range(10)]
-    result = call(fake_server(fake, sleeps), "get-page", title="Main Page")
-    assert result.is_error and len(fake.requests_to_api()) == m.MAX_ATTEMPTS
-    assert len(sleeps) == m.MAX_ATTEMPTS - 1
-
-
-def test_persistent_429_is_rate_limited(fake: FakeWiki) -> None:
-    fake.replies = [Reply(429, {"x": 1}, {"Retry-After": "1"}) for _ in range(m.MAX_ATTEMPTS)]
-    result = call(fake_server(fake), "get-page", title="Main Page")
-    assert result.is_error and result.blocks[0].startswith("rate_limited: ")
-
-
-def test_cross_host_redirect_is_not_followed_with_credentials(fake: FakeWiki) -> None:
-    other = FakeWiki()
-    try:
-        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php?action=query"})]
-        server = fake_server(fake, MEDIAWIKI_TOKEN="tok-secret-1234")
-        result = call(server, "get-page", title="Main Page")
-        assert result.is_error and result.blocks[0].startswith("upstream_failure: The wiki at 127.0.0.1")
-        assert "another host (localhost)" in result.text and "tok-secret" not in result.text
-        assert other.seen == []
-    finally:
-        other.close()
-
-
-def test_cross_host_redirect_is_followed_without_credentials(fake: FakeWiki) -> None:
-    other = FakeWiki()
-    try:
-        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
-        result = call(fake_server(fake), "get-page", title="Main Page")
-        assert not result.is_error and "Fake page text." in result.text
-        assert len(other.seen) == 1
-    finally:
-        other.close()
-
-
-def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
-        fake: FakeWiki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A wiki that moved to https answers its old http address with a redirect: reads follow it,
-    and from then on every request, writes included (a POST is never redirected), goes to https."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
-    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(cert, key)
-    secure = FakeWiki(tls)
-    try:
-        fake.siteinfo_path = "/nowhere"  # the http address answers everything with the redirect
-        fake.replies = [Reply(301, b"", {"Location": secure.api}) for _ in range(10)]
-        page = {"query": {"pages": [{"pageid": 1, "ns": 0, "title": "Main Page", "revisions": [{"revid": 7}]}]}}
-        saved = {"edit": {"result": "Success", "title": "Main Page", "pageid": 1, "oldrevid": 7, "newrevid": 8}}
-        secure.replies = [Reply(body=page), Reply(body={"query": {"tokens": {"csrftoken": "+\\"}}}),
-                          Reply(body=saved)]
-        server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
-        assert f"API: {secure.api}" in call(server, "get-site-info").text
-        result = call(server, "update-page", title="Main Page", source="new")
-        assert not result.is_error and field(result, "Revision ID") == "8", result.text
-        assert len(fake.seen) == 1 and secure.api.startswith("https://")
-        assert "edit" in [s["params"].get("action") for s in secure.requests_to_api()]  # the write too
-    finally:
-        secure.close()
-
-
-def test_basic_auth_from_the_address_goes_to_the_wikis_origin_only(fake: FakeWiki) -> None:
-    other = FakeWiki()
-    try:
-        fake.replies = [Reply(302, {}, {"Location": f"http://localhost:{other.port}/w/api.php"})]
-        result = call(fake_server(fake, MEDIAWIKI_URL=f"http://gate:s3cret-gate@127.0.0.1:{fake.port}/w/api.php"),
-                      "get-page", title="Main Page")
-        assert not result.is_error and "Fake page text." in result.text
-        basic = "Basic " + base64.b64encode(b"gate:s3cret-gate").decode()
-        assert fake.seen and all(s["headers"].get("Authorization") == basic for s in fake.seen)
-        assert len(other.seen) == 1 and "Authorization" not in other.seen[0]["headers"]
-    finally:
-        other.close()
-
-
-def test_oauth_token_is_sent_as_a_bearer_header(fake: FakeWiki) -> None:
-    result = call(fake_server(fake, MEDIAWIKI_TOKEN="tok-abc-123"), "get-page", title="Main Page")
-    assert not result.is_error
-    assert all(s["headers"].get("Authorization") == "Bearer tok-abc-123" for s in fake.seen)
-    assert all(s["params"].get("assert") == "user" for s in fake.requests_to_api())
-
-
-def test_a_token_the_wiki_does_not_accept_is_named_so_not_a_lost_login(wiki: RealWiki, fake: FakeWiki) -> None:
-    """A wiki without OAuth (the test wikis) ignores a bearer token and serves the request as
-    anonymous, so assert=user fails; a wiki with OAuth refuses the token itself (the fake serves
-    that). Either way it is the token, and no session expired."""
-    refused = ("did not accept the OAuth token (MEDIAWIKI_TOKEN, or token in the configuration file): it is "
-               "mistyped, expired or revoked, or the wiki lacks the OAuth extension. Tell the user; no retry "
-               "by the model changes this.")
-    read = call(make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_TOKEN": "bogus-token-123"}), "get-page",
-                title="Apple")
-    assert read.is_error and read.text == f"authentication: {wiki.key} {refused}"
-    fake.replies = [Reply(body={"errors": [{"code": "mwoauth-invalid-authorization",
-                                            "text": "The authorization headers in your request are not valid"}]})]
-    who = call(fake_server(fake, MEDIAWIKI_TOKEN="bogus-token-456"), "whoami")
-    assert who.is_error and who.text == f"authentication: 127.0.0.1:{fake.port} {refused}"
-    assert "bogus-token" not in read.text + who.text
-
-
-def test_an_http_proxy_from_the_environment_is_used(fake: FakeWiki, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    server = make_server({"MEDIAWIKI_URL": "http://wiki.invalid/w/api.php"},
-                         retry=m.RetryPolicy(sleep=lambda s: None))
-    result = call(server, "get-page", title="Main Page")
-    assert not result.is_error and "Fake page text." in result.text
-    assert fake.seen and all(s["headers"]["Host"] == "wiki.invalid" for s in fake.seen)
-
-
-def test_user_agent_carries_the_operators_part(fake: FakeWiki) -> None:
-    call(fake_server(fake, MEDIAWIKI_USER_AGENT="ReleaseBot/1.0 (ana@example.org)"), "get-page", title="X")
-    agent = fake.seen[0]["headers"]["User-Agent"]
-    assert agent.startswith("ReleaseBot/1.0 (ana@example.org) mediawiki-mcp/" + m.__version__ + " requests/")
-
-
-def test_wikimedia_without_contact_details_warns_once(caplog: pytest.LogCaptureFixture) -> None:
-    client = m.MediaWikiClient("https://en.wikipedia.org/w/api.php")
-    with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
-        for _ in range(2):  # a second session, as after a lost one
-            client._new_session()
-    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
-    assert "MEDIAWIKI_USER_AGENT" in caplog.records[0].message
-
-
-# ---------------------------------------------------------------------------
 # Read tools on the real wiki
 # ---------------------------------------------------------------------------
-
-def content_of(block: str) -> str:
-    """The body of a header-and-body block."""
-    return block.split("\n\n", 1)[1]
-
 
 @on_every_version
 def test_get_page_truncates_the_long_page_with_sections_and_remedies(bot_server: Any, wiki: RealWiki) -> None:
@@ -1326,100 +1848,6 @@ def test_raster_images_are_recognised_by_their_bytes() -> None:
     assert m.raster_type(b"<svg xmlns='http://www.w3.org/2000/svg'/>") is None
 
 
-# -- a page with a history of its own, made through the bare API ---------------
-
-HISTORY_TITLE = "History page"
-HISTORY_LINES = 10
-
-
-@dataclasses.dataclass
-class History:
-    revisions: list[int]            # oldest first
-    texts: dict[int, str]
-    users: dict[int, str]
-    minor: set[int]
-    redirect_revision: int           # tagged mw-new-redirect
-    started: str                     # timestamps bracketing the edits
-    finished: str
-
-
-def history_text(step: int) -> str:
-    return "\n".join(f"Line {n}" + (f" edit {step}" if step and n == (step - 1) % HISTORY_LINES + 1 else "")
-                     for n in range(1, HISTORY_LINES + 1))
-
-
-def bare_login(wiki: RealWiki, user: str, password: str) -> tuple[requests.Session, str]:
-    session = requests.Session()
-    api = {"format": "json", "formatversion": "2"}
-    token = session.get(wiki.api, params=dict(api, action="query", meta="tokens", type="login"),
-                        timeout=30).json()["query"]["tokens"]["logintoken"]
-    login = session.post(wiki.api, data=dict(api, action="login", lgname=user, lgpassword=password,
-                                              lgtoken=token), timeout=30).json()
-    assert login["login"]["result"] == "Success", login
-    csrf = session.get(wiki.api, params=dict(api, action="query", meta="tokens"),
-                       timeout=30).json()["query"]["tokens"]["csrftoken"]
-    return session, csrf
-
-
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-@pytest.fixture
-def history(farm: WikiFarm, wiki: RealWiki) -> History:
-    return farm.across(f"history-{wiki.key}", lambda _: make_history(wiki))
-
-
-def make_history(wiki: RealWiki) -> History:
-    """Ten revisions of one page by two accounts: minor edits, one redirect (tagged)."""
-    accounts = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
-                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
-    started = utc_now()
-    result = History([], {}, {}, set(), 0, started, "")
-    for step in range(10):
-        user = "Editor" if step % 3 == 1 else "Admin"
-        text = "#REDIRECT [[Apple]]" if step == 8 else history_text(step)
-        minor = step in (2, 5)
-        session, token = accounts[user]
-        edit = session.post(wiki.api, timeout=30, data={
-            "action": "edit", "title": HISTORY_TITLE, "text": text, "summary": f"Step {step}",
-            "minor" if minor else "notminor": "1", "token": token,
-            "format": "json", "formatversion": "2"}).json()["edit"]
-        assert edit["result"] == "Success", edit
-        revision = edit["newrevid"]
-        result.revisions.append(revision)
-        result.texts[revision], result.users[revision] = text, user
-        if minor:
-            result.minor.add(revision)
-        if step == 8:
-            result.redirect_revision = revision
-    result.finished = utc_now()
-    return result
-
-
-def rows_of(block: str) -> list[str]:
-    """The rows of a list block (its first line is the header)."""
-    return block.split("\n")[1:]
-
-
-def next_value(marker: str, param: str) -> Any:
-    assert marker.startswith("More results available. "), marker
-    return json.loads(marker.split(f"again with {param}=", 1)[1].removesuffix("."))
-
-
-def follow_markers(server: Any, tool: str, param: str, arguments: dict[str, Any],
-                   most: int = 20) -> list[Result]:
-    """Calls a list tool, then again with the value each 'More results' marker names,
-    until a call has no marker; returns every call's result."""
-    results = [call(server, tool, **arguments)]
-    while len(results[-1].blocks) == 2:
-        assert not results[-1].is_error and len(results) < most, results[-1].text
-        arguments = {**arguments, param: next_value(results[-1].blocks[1], param)}
-        results.append(call(server, tool, **arguments))
-    assert not results[-1].is_error, results[-1].text
-    return results
-
-
 # -- get-revision ----------------------------------------------------------------
 
 @on_every_version
@@ -1656,15 +2084,6 @@ def test_compare_missing_sides_are_not_found(bot_server: Any) -> None:
     assert revision.is_error and revision.blocks[0].startswith("not_found: ") and "987654321" in revision.text
 
 
-#: Wikis by the diff engine they use: MediaWiki's own PHP engine on 1.39 and on 1.43 (the
-#: Persian wiki), and wikidiff2, Wikipedia's, on 1.43.
-DIFF_ENGINES = {"php-1.39": "1.39", "wikidiff2-1.43": "1.43", "php-1.43": "fa"}
-LONG_PARAGRAPH = " ".join(f"The river carries grain {n} of sand to the sea." for n in range(60))
-#: It (2.8 KB on one line, as MediaWiki keeps a paragraph) with one word changed, as
-#: compare-pages and a dry run show it.
-ONE_WORD_DIFF = ("~… of sand to the sea. The river carries grain 36 of sand to the sea. The river carries grain 37 "
-                 "of [-sand-]{+silt+} to the sea. The river carries grain 38 of sand to the sea. The river carries "
-                 "grain 39 of sand to …")
 ENGINE_TEXT = (f"Opening paragraph.\n\nA paragraph that moves.\n\n{LONG_PARAGRAPH}\n\n"
                "Third paragraph.\n\nFourth paragraph.\n\nClosing paragraph.")
 ENGINE_EDITS: list[tuple[str, Callable[[str], str], str]] = [  # what, the edit, the diff it shows
@@ -2005,6 +2424,69 @@ def test_new_tools_list_entries_stay_small() -> None:
 # plain text, templates, budgets filled, word-level diffs
 # ---------------------------------------------------------------------------
 
+def latest_revid(wiki: RealWiki, title: str) -> int:
+    return int(wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"])
+
+
+#: What a reference-heavy article transcludes, made as English Wikipedia's are: citations
+#: rendered as its Citation Style 1 renders them, navigation boxes, hidden maintenance templates.
+REFERENCE_HEAVY_TEMPLATES = {
+    "Template:Cite web (test)": (
+        '<span class="citation">{{{last}}}, {{{first}}} ({{{date}}}). "[{{{url}}} {{{title}}}]". '
+        "''{{{website}}}''. {{{publisher}}}. {{#if:{{{archive-url|}}}|[{{{archive-url}}} Archived] from the "
+        "original on {{{archive-date}}}.}} Retrieved {{{access-date}}}.</span>"),
+    "Template:Navbox rivers (test)": ('<div class="navbox" role="navigation">Rivers of Europe: [[Rhine]] · '
+                                      "[[Danube]] · [[Elbe]] · [[Moselle]]</div>"),
+    "Template:Authority control (test)": '<div class="navbox authority-control">Authority control: {{{1|}}}</div>',
+    "Template:Short description (test)": '<div class="shortdescription" style="display:none">{{{1}}}</div>',
+    "Template:Use dmy dates (test)": "[[Category:Use dmy dates from {{{date}}}]]",
+}
+REFERENCE_HEAVY = "Reference-heavy test"
+
+
+def reference_heavy_article() -> str:
+    """An article shaped like English Wikipedia's: hidden maintenance templates and an editor's
+    comment at the top, an infobox, piped links, a captioned image and three full web citations per
+    section and a reused one, navigation boxes and categories at the bottom."""
+    parts = [("{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
+              "<!-- Keep the infobox in step with the survey figures below. -->"),
+             ("{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
+              "| source = Col de Bussang\n| type = tributary\n}}")]
+    for n, town in enumerate(["Basel", "Strasbourg", "Mannheim", "Mainz", "Koblenz", "Bonn", "Cologne",
+                              "Düsseldorf"], 1):
+        sentences = []
+        for k in range(1, 4):
+            url = f"https://www.example.org/rivers/moselle/{town.lower()}/report-{k}.html"
+            sentences.append(
+                f"At [[{town}|the town of {town}]] the river is {100 + 10 * k} metres wide in part {k} of the "
+                f'survey, and [[barge]]s pass it daily.<ref name="r{n}-{k}">{{{{Cite web (test)|url={url}'
+                f"|title=River report on {town}, part {k}|last=Author{k}|first=Anna|date={k} March 200{n}"
+                f"|website=Rivers of Europe|publisher=Test Press|language=en|access-date={k} May 2020"
+                f"|archive-url=https://web.archive.example.org/web/2020050{k}000000/{url}"
+                f"|archive-date={k} June 2020|url-status=live}}}}</ref>")
+        parts.append(f"== {town} ==\n[[File:Red square.png|thumb|upright=0.8|alt=A red square standing for the "
+                     f"river at {town}|The river at {town}]]\n" + " ".join(sentences)
+                     + f' Earlier surveys agree.<ref name="r{n}-1" />')
+    parts.append("== References ==\n<references />\n\n{{Navbox rivers (test)}}\n"
+                 "{{Authority control (test)|VIAF: 000000}}\n\n{{DEFAULTSORT:Moselle}}\n"
+                 + "\n".join(f"[[Category:{c}]]" for c in ("Rivers of Europe", "Tributaries of the Rhine",
+                                                             "Rivers of France", "Rivers of Germany",
+                                                             "Rivers of Luxembourg", "International rivers of Europe")))
+    return "\n\n".join(parts)
+
+
+def ensure_page(server: Any, title: str, text: str) -> None:
+    """Makes a page that several tests read, once."""
+    result = call(server, "create-page", title=title, source=text)
+    assert not result.is_error or result.blocks[0].startswith("conflict: "), result.text
+
+
+def reference_heavy_page(server: Any) -> None:
+    for title, text in REFERENCE_HEAVY_TEMPLATES.items():
+        ensure_page(server, title, text)
+    ensure_page(server, REFERENCE_HEAVY, reference_heavy_article())
+
+
 # -- word-level diffs ---------------------------------------------------------------
 
 def test_a_changed_line_shows_its_changed_words_once() -> None:
@@ -2069,10 +2551,6 @@ def test_get_page_sections_gives_the_outline_and_sizes_in_one_request(wiki: Real
     assert redirect.text.startswith("Title: Target page\nRedirected from: Redirect page\n")
     missing = call(server, "get-page-sections", title="No such page here")
     assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'No such page here' not found")
-
-
-def latest_revid(wiki: RealWiki, title: str) -> int:
-    return int(wiki.raw_get(action="query", titles=title, prop="info")["query"]["pages"][0]["lastrevid"])
 
 
 # -- sections by heading -----------------------------------------------------------------
@@ -2569,65 +3047,6 @@ def test_the_editors_tools_stay_small_in_tools_list() -> None:
     print(sizes)
     assert all(size <= 950 for size in sizes.values()) and sum(sizes.values()) <= 3 * 850, sizes
 
-
-#: What a reference-heavy article transcludes, made as English Wikipedia's are: citations
-#: rendered as its Citation Style 1 renders them, navigation boxes, hidden maintenance templates.
-REFERENCE_HEAVY_TEMPLATES = {
-    "Template:Cite web (test)": (
-        '<span class="citation">{{{last}}}, {{{first}}} ({{{date}}}). "[{{{url}}} {{{title}}}]". '
-        "''{{{website}}}''. {{{publisher}}}. {{#if:{{{archive-url|}}}|[{{{archive-url}}} Archived] from the "
-        "original on {{{archive-date}}}.}} Retrieved {{{access-date}}}.</span>"),
-    "Template:Navbox rivers (test)": ('<div class="navbox" role="navigation">Rivers of Europe: [[Rhine]] · '
-                                      "[[Danube]] · [[Elbe]] · [[Moselle]]</div>"),
-    "Template:Authority control (test)": '<div class="navbox authority-control">Authority control: {{{1|}}}</div>',
-    "Template:Short description (test)": '<div class="shortdescription" style="display:none">{{{1}}}</div>',
-    "Template:Use dmy dates (test)": "[[Category:Use dmy dates from {{{date}}}]]",
-}
-REFERENCE_HEAVY = "Reference-heavy test"
-
-
-def reference_heavy_article() -> str:
-    """An article shaped like English Wikipedia's: hidden maintenance templates and an editor's
-    comment at the top, an infobox, piped links, a captioned image and three full web citations per
-    section and a reused one, navigation boxes and categories at the bottom."""
-    parts = [("{{Short description (test)|River in western Europe}}\n{{Use dmy dates (test)|date=May 2020}}\n"
-              "<!-- Keep the infobox in step with the survey figures below. -->"),
-             ("{{Infobox river\n| name = Moselle\n| length = {{#invoke:Length|km|544}}\n"
-              "| source = Col de Bussang\n| type = tributary\n}}")]
-    for n, town in enumerate(["Basel", "Strasbourg", "Mannheim", "Mainz", "Koblenz", "Bonn", "Cologne",
-                              "Düsseldorf"], 1):
-        sentences = []
-        for k in range(1, 4):
-            url = f"https://www.example.org/rivers/moselle/{town.lower()}/report-{k}.html"
-            sentences.append(
-                f"At [[{town}|the town of {town}]] the river is {100 + 10 * k} metres wide in part {k} of the "
-                f'survey, and [[barge]]s pass it daily.<ref name="r{n}-{k}">{{{{Cite web (test)|url={url}'
-                f"|title=River report on {town}, part {k}|last=Author{k}|first=Anna|date={k} March 200{n}"
-                f"|website=Rivers of Europe|publisher=Test Press|language=en|access-date={k} May 2020"
-                f"|archive-url=https://web.archive.example.org/web/2020050{k}000000/{url}"
-                f"|archive-date={k} June 2020|url-status=live}}}}</ref>")
-        parts.append(f"== {town} ==\n[[File:Red square.png|thumb|upright=0.8|alt=A red square standing for the "
-                     f"river at {town}|The river at {town}]]\n" + " ".join(sentences)
-                     + f' Earlier surveys agree.<ref name="r{n}-1" />')
-    parts.append("== References ==\n<references />\n\n{{Navbox rivers (test)}}\n"
-                 "{{Authority control (test)|VIAF: 000000}}\n\n{{DEFAULTSORT:Moselle}}\n"
-                 + "\n".join(f"[[Category:{c}]]" for c in ("Rivers of Europe", "Tributaries of the Rhine",
-                                                             "Rivers of France", "Rivers of Germany",
-                                                             "Rivers of Luxembourg", "International rivers of Europe")))
-    return "\n\n".join(parts)
-
-
-def ensure_page(server: Any, title: str, text: str) -> None:
-    """Makes a page that several tests read, once."""
-    result = call(server, "create-page", title=title, source=text)
-    assert not result.is_error or result.blocks[0].startswith("conflict: "), result.text
-
-
-def reference_heavy_page(server: Any) -> None:
-    for title, text in REFERENCE_HEAVY_TEMPLATES.items():
-        ensure_page(server, title, text)
-    ensure_page(server, REFERENCE_HEAVY, reference_heavy_article())
-
 # ---------------------------------------------------------------------------
 # Page writes on the real wiki
 # ---------------------------------------------------------------------------
@@ -2635,51 +3054,9 @@ def reference_heavy_page(server: Any) -> None:
 WRITE_TOOLS = ("create-page", "update-page", "move-page", "delete-page", "undelete-page")
 
 
-def revision_ids(wiki: RealWiki, title: str) -> list[int]:
-    """Every revision ID of a page, newest first (empty when it does not exist)."""
-    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids",
-                        rvlimit="max")["query"]["pages"][0]
-    return [r["revid"] for r in page.get("revisions", [])]
-
-
-def latest_revision(wiki: RealWiki, title: str) -> dict[str, Any]:
-    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="ids|user|comment|tags",
-                        rvslots="main")["query"]["pages"][0]
-    return page["revisions"][0]
-
-
-def field(result: Result, label: str) -> str:
-    """The value of a ``Label: value`` line in a result."""
-    for line in result.text.splitlines():
-        if line.startswith(label + ": "):
-            return line[len(label) + 2:]
-    raise AssertionError(f"no {label!r} line in {result.text!r}")
-
-
-def as_editor(wiki: RealWiki) -> tuple[requests.Session, str]:
-    """A bare API session of the SECOND account (Editor), with its edit token."""
-    session = requests.Session()
-    login_token = session.get(wiki.api, params={"action": "query", "meta": "tokens", "type": "login",
-                                                "format": "json"}).json()["query"]["tokens"]["logintoken"]
-    done = session.post(wiki.api, data={"action": "login", "lgname": wiki.editor_user, "format": "json",
-                                        "lgpassword": wiki.editor_password, "lgtoken": login_token}).json()
-    assert done["login"]["result"] == "Success", done
-    token = session.get(wiki.api, params={"action": "query", "meta": "tokens",
-                                          "format": "json"}).json()["query"]["tokens"]["csrftoken"]
-    return session, token
-
-
-def editor_edit(wiki: RealWiki, title: str, text: str) -> None:
-    session, token = as_editor(wiki)
-    done = session.post(wiki.api, data={"action": "edit", "title": title, "text": text, "token": token,
-                                        "format": "json", "formatversion": "2"}).json()
-    assert done["edit"]["result"] == "Success", done
-
-
-def create(server: Any, title: str, text: str) -> int:
-    result = call(server, "create-page", title=title, source=text)
-    assert not result.is_error, result.text
-    return int(field(result, "Revision ID"))
+FORGOTTEN_READ = ("invalid_input: Nothing was saved: the record of this client's reads is full and no longer "
+                  "holds its read of {title}, so whether it was read whole is not known. Read it again (get-page), "
+                  "then write it with the latestId that read returns.")
 
 
 def test_write_tools_are_annotated_by_what_they_do(bot_server: Any) -> None:
@@ -2747,24 +3124,6 @@ def test_latest_id_of_another_page_is_refused(bot_server: Any, wiki: RealWiki) -
     result = call(bot_server, "update-page", title=title, source="New.", latestId=other)
     assert result.is_error and result.blocks[0].startswith(f"invalid_input: latestId {other} is not a revision")
     assert revision_ids(wiki, title) == [revid]
-
-
-def big_section_page() -> str:
-    sentences = "".join(f"Sentence {n:03d} of the big section.\n" for n in range(120))  # ~4 KB
-    return (f"Lead text.\n== Small ==\nA small section.\n== Big ==\n{sentences}"
-            "The very last line of the big section.\n== After ==\nThe end.")
-
-
-def read_whole(server: Any, **arguments: Any) -> str:
-    """Reads a page or section by following the offset markers, as a model would."""
-    parts, offset = [], 0
-    for _ in range(20):
-        result = call(server, "get-page", **arguments, offset=offset)
-        parts.append(content_of(result.blocks[0]))
-        if len(result.blocks) == 1:
-            return "".join(parts)
-        offset = int(result.blocks[-1].rsplit("offset=", 1)[1].rstrip("."))
-    raise AssertionError("never reached the end")
 
 
 @on_every_version
@@ -2850,111 +3209,9 @@ def test_an_append_sent_twice_with_one_idempotency_key_lands_once(bot_server: An
     assert wiki.wikitext(title) == "Log:\n* entry one"
 
 
-def is_edit(body: bytes) -> bool:
-    return urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == ["edit"]
-
-
-def posts(action: str) -> Callable[[bytes], bool]:
-    """Picks the POST of one API action (for DroppingProxy)."""
-    return lambda body: urllib.parse.parse_qs(body.decode(errors="replace")).get("action") == [action]
-
-
 #: What failing gateways answer (content type and body): their own page, or JSON without an API answer.
 GATEWAY_PAGES = {"html": ("text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
                  "json": ("application/json", b'{"message": "Bad Gateway"}')}
-
-
-class DroppingProxy:
-    """Forwards requests to the real wiki, but after forwarding the first POST that ``drops``
-    picks (an edit by default; the wiki saves it) closes the connection without answering:
-    the answer is lost. With ``gateway_page`` (content type, body), it answers that POST as a
-    failing gateway does instead: HTTP 502 with that body. With ``gate`` (a user name and
-    password) it asks for HTTP basic auth, as a web server in front of a wiki can: a request
-    without them gets HTTP 401."""
-
-    def __init__(self, target: str, drops: Callable[[bytes], bool] = is_edit,
-                 gateway_page: tuple[str, bytes] | None = None, gate: tuple[str, str] | None = None) -> None:
-        self.drops_left = 1
-        proxy = self
-        expected = "Basic " + base64.b64encode(":".join(gate).encode()).decode() if gate else None
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.admitted():
-                    answer = requests.get(target + self.path, headers=self.forwarded(), timeout=30)
-                    proxy.hold(urllib.parse.urlsplit(self.path).query.encode())
-                    relay(self, answer)
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if not self.admitted():
-                    return
-                headers = {**self.forwarded(), "Content-Type": self.headers.get("Content-Type", "")}
-                answer = requests.post(target + self.path, data=body, headers=headers, timeout=30)
-                if proxy.drops_left and drops(body):
-                    proxy.drops_left -= 1
-                    if gateway_page:  # the wiki has saved; the gateway answers with its own page
-                        self.send_response(502)
-                        self.send_header("Content-Type", gateway_page[0])
-                        self.send_header("Content-Length", str(len(gateway_page[1])))
-                        self.end_headers()
-                        self.wfile.write(gateway_page[1])
-                    self.close_connection = True  # the wiki has saved; its answer goes nowhere
-                    return
-                proxy.hold(body)
-                relay(self, answer)
-
-            def admitted(self) -> bool:
-                if expected is None or self.headers.get("Authorization") == expected:
-                    return True
-                page = b"<html><body><h1>401 Authorization Required</h1></body></html>"
-                self.send_response(401)
-                self.send_header("WWW-Authenticate", 'Basic realm="wiki"')
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(page)))
-                self.end_headers()
-                self.wfile.write(page)
-                return False
-
-            def forwarded(self) -> dict[str, str]:
-                return {"Cookie": self.headers.get("Cookie", ""), "User-Agent": self.headers.get("User-Agent", "")}
-
-
-        self.server = serve_locally(Handler)
-        self.port = self.server.server_address[1]
-        self.api = f"http://127.0.0.1:{self.port}/w/api.php"
-
-    def hold(self, request: bytes) -> None:
-        """Called with each request (a GET's query, a POST's body) once the wiki has answered it,
-        before the answer is passed on (see HoldingProxy)."""
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class HoldingProxy(DroppingProxy):
-    """Forwards every request to the real wiki at once, but holds back the wiki's answer to a
-    request that contains one of ``markers`` until the test releases that marker."""
-
-    def __init__(self, target: str, *markers: bytes) -> None:
-        self.arrived = {marker: threading.Event() for marker in markers}
-        self.released = {marker: threading.Event() for marker in markers}
-        super().__init__(target, drops=lambda body: False)
-
-    def hold(self, request: bytes) -> None:
-        for marker, released in self.released.items():
-            if marker in request:
-                self.arrived[marker].set()
-                released.wait(60)
-
-    def close(self) -> None:
-        for released in self.released.values():
-            released.set()
-        super().close()
 
 
 @pytest.mark.parametrize("kind", ["append", "create"])
@@ -2980,16 +3237,6 @@ def test_a_write_whose_answer_is_lost_is_reported_saved_and_not_repeated(
         assert len(after) == len(before) + 1 and int(field(result, "Revision ID")) == after[0]
     finally:
         proxy.close()
-
-
-_servers: dict[str, Any] = {}
-
-
-def bot_server_for(wiki: RealWiki) -> Any:
-    """A plain bot server for setting pages up (not the one under test)."""
-    if wiki.api not in _servers:
-        _servers[wiki.api] = make_server(wiki.env())
-    return _servers[wiki.api]
 
 
 @pytest.mark.parametrize("comment", [unicodedata.normalize("NFD", "Résumé, café und Änderung"), "Long. " * 83])
@@ -3868,11 +4115,6 @@ def test_a_section_read_whole_through_an_offset_read_may_be_written_and_only_wha
     assert after_start > offset and wiki.wikitext(title) == big_section_page()
 
 
-FORGOTTEN_READ = ("invalid_input: Nothing was saved: the record of this client's reads is full and no longer "
-                  "holds its read of {title}, so whether it was read whole is not known. Read it again (get-page), "
-                  "then write it with the latestId that read returns.")
-
-
 def test_a_forgotten_read_past_the_ledgers_byte_bound_is_read_again_before_a_whole_write(wiki: RealWiki) -> None:
     """MCP_READ_LEDGER_MAX_BYTES bounds what one client's ledger keeps; once a truncated read is
     dropped, writing that page whole waits for a new read, which is truncated again."""
@@ -4474,15 +4716,6 @@ def test_undo_edit_refuses_a_pages_creation_and_runs_not_of_one_page(bot_server:
 
 # -- rollback-edits -----------------------------------------------------------------------
 
-def good_then_bad(server: Any, wiki: RealWiki, title: str, bad: int) -> tuple[int, list[int]]:
-    """A page made by the bot ("Good text."), then edited ``bad`` times by Editor: its first revision
-    and Editor's, newest first."""
-    base = create(server, title, "Good text.")
-    for n in range(bad):
-        editor_edit(wiki, title, f"Bad text {n}.")
-    return base, revision_ids(wiki, title)[:bad]
-
-
 @on_every_version
 def test_rollback_reverts_three_edits_by_the_last_editor_once_confirmed(bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety rollback test"
@@ -4937,34 +5170,6 @@ def test_a_lost_answer_to_an_undo_rollback_protection_or_watch_reports_what_the_
 # ---------------------------------------------------------------------------
 
 UPLOAD_TOOLS = ("upload-file", "update-file", "upload-file-from-url", "update-file-from-url")
-
-
-def unique_png(seed: str) -> bytes:
-    """A small PNG of a colour taken from ``seed``: each test uploads its own content, so the
-    shared wiki never sees one test's file as a duplicate of another's."""
-    colour = hashlib.sha1(seed.encode()).digest()
-    return png_bytes(3 + colour[3] % 5, 2 + colour[4] % 5, (colour[0], colour[1], colour[2]))
-
-
-def file_versions(wiki: RealWiki, title: str) -> list[dict[str, Any]]:
-    """Every version of a file on the wiki, newest first (empty when there is no file)."""
-    page = wiki.raw_get(action="query", titles=title, prop="imageinfo", iilimit="max",
-                        iiprop="sha1|url|user|comment|size")["query"]["pages"][0]
-    return page.get("imageinfo", [])
-
-
-def sha1(data: bytes) -> str:
-    return hashlib.sha1(data).hexdigest()
-
-
-def uploads_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "uploads"
-    directory.mkdir()
-    return directory
-
-
-def upload_server(wiki: RealWiki, directory: Path, **env: str) -> Any:
-    return make_server(wiki.env(MCP_UPLOAD_DIRS=str(directory), **env))
 
 
 def test_upload_tools_are_paired_annotated_and_name_the_file_title(bot_server: Any) -> None:
@@ -5675,19 +5880,6 @@ def test_categories_change_on_the_base_revision_and_merge_edits_made_since(bot_s
 
 # -- talk pages --------------------------------------------------------------------------
 
-def signature(user: str, time: str) -> str:
-    return f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) {time}, 1 March 2026 (UTC)"
-
-
-def threaded_talk(style: str) -> str:
-    """A topic of three comments, the second with a reply already, in list style ``style``."""
-    return (f"Intro of the talk page.\n\n== Plans ==\nWe should plan the picnic. {signature('Alice', '10:00')}\n"
-            f"{style}I agree; Saturday? {signature('Bob', '11:00')}\n"
-            f"{style}{style}Saturday works for me. {signature('Carol', '12:00')}\n"
-            f"{style}Sunday is better for me. {signature('Dave', '13:00')}\n\n"
-            f"== Other ==\nSomething else. {signature('Eve', '14:00')}")
-
-
 @on_every_version
 @pytest.mark.parametrize("style", [":", "*"])
 def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: Any, wiki: RealWiki,
@@ -6122,744 +6314,8 @@ def test_steady_state_requests_per_everyday_edit_tool(wiki: RealWiki) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Lean queries: each tool asks the wiki only for what its answer shows
-# ---------------------------------------------------------------------------
-
-def sent_queries(server: Any, tool: str, **arguments: Any) -> tuple[Result, list[dict[str, str]]]:
-    """A call, and the API parameters of each GET it sent to the wiki (after site info and login)."""
-    counter = RequestCounter(server)
-    start = len(counter.urls)
-    result = call(server, tool, **arguments)
-    return result, [dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) for url in counter.urls[start:]]
-
-
-def values(query: Mapping[str, str], name: str) -> set[str]:
-    return set(query.get(name, "").split("|")) - {""}
-
-
-def test_get_page_without_metadata_asks_for_no_page_info_and_no_last_edit(wiki: RealWiki) -> None:
-    """prop=info and the revision's user and comment cost the wiki time (a join each) and show nothing
-    without metadata."""
-    server = make_server(wiki.env())
-    revid = wiki.raw_get(action="query", titles="Apple", prop="info")["query"]["pages"][0]["lastrevid"]
-    for content, body in (("source", "\n\nAn apple is a fruit.\n[[Category:Fruits]]"), ("none", "")):
-        result, sent = sent_queries(server, "get-page", title="Apple", content=content)
-        assert result.blocks == [f"Title: Apple\nRevision ID: {revid}{body}"], result.text
-        assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
-        assert values(sent[0], "rvprop") == {"ids"} | ({"content"} if content == "source" else set()), sent
-        assert "inprop" not in sent[0], sent
-
-
-def test_get_page_with_metadata_still_shows_the_page_and_its_last_edit(wiki: RealWiki) -> None:
-    server = make_server(wiki.env())
-    page = wiki.raw_get(action="query", titles="Apple", prop="info|revisions",
-                        rvprop="timestamp|user|comment")["query"]["pages"][0]
-    last = page["revisions"][0]
-    header = (f"Title: Apple\nRevision ID: {page['lastrevid']}\nPage ID: {page['pageid']}\nContent model: wikitext\n"
-              f"Size: {page['length']} bytes\nLast edited: {last['timestamp']} by {last['user']}\n"
-              + (f"Edit summary: {last['comment']}\n" if last["comment"] else "") + f"URL: {wiki.url}/wiki/Apple")
-    for content, body in (("source", "\n\nAn apple is a fruit.\n[[Category:Fruits]]"), ("none", "")):
-        result, sent = sent_queries(server, "get-page", title="Apple", content=content, metadata=True)
-        assert result.blocks == [header + body], result.text
-        assert len(sent) == 1 and {"info", "revisions"} <= values(sent[0], "prop"), sent
-    rendered, sent = sent_queries(server, "get-page", title="Apple", content="html", metadata=True)
-    assert rendered.blocks[0].startswith(header), rendered.text
-    assert len(sent) == 2 and "size" not in values(sent[1], "rvprop"), sent  # prop=info gives the length
-
-
-def test_get_pages_asks_for_the_last_edit_only_with_metadata(wiki: RealWiki) -> None:
-    server = make_server(wiki.env())
-    result, sent = sent_queries(server, "get-pages", titles=["Apple", "Banana"])
-    assert [b.split("\n", 1)[0] for b in result.blocks] == ["Title: Apple", "Title: Banana"]
-    assert all(b.split("\n")[1].startswith("Revision ID: ") and b.split("\n")[2] == "" for b in result.blocks)
-    assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
-    assert values(sent[0], "rvprop") == {"ids", "content"}, sent
-    described, sent = sent_queries(server, "get-pages", titles=["Apple"], content="none", metadata=True)
-    assert "\nContent model: wikitext\nSize: " in described.text and "\nLast edited: " in described.text
-    assert len(sent) == 1 and values(sent[0], "rvprop") == {"ids", "timestamp", "user"}, sent
-
-
-def test_get_pages_names_the_pages_whose_text_the_wiki_held_back(wiki: RealWiki) -> None:
-    """MediaWiki answers at most 8 MB ($wgAPIMaxResultSize): the revisions of pages past that come empty."""
-    token = secrets.token_hex(4)
-    titles = [f"Held back {token} {n}" for n in range(5)]
-    (directory := wiki.directory / f"held-back-{token}").mkdir()
-    for n, title in enumerate(titles):
-        (directory / f"{title}.txt").write_text(f"heldback{token}{n} " * 110_000)  # about 2 MB each
-    seen = install_holding(wiki.directory).seen
-    php(wiki.directory, "maintenance/importTextFiles.php", "--bot",
-        *[str(seen(directory / f"{title}.txt")) for title in titles])
-    result = call(make_server(wiki.env()), "get-pages", titles=[*titles, "Apple"])
-    assert not result.is_error, result.text
-    assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == [f"Title: {titles[0]}", "Title: Apple"]
-    marker = result.blocks[-1]
-    shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
-    assert marker.startswith(f"Content truncated at {shown} of "), marker
-    assert 49_990 < shown + len(marker.encode()) <= 50_000
-    assert f"Not included: {', '.join(titles[1:])}." in marker, marker
-
-
-@pytest.mark.parametrize("tool, arguments, check", [
-    # titles= alone tells whether the page is missing, or not a valid title
-    ("get-links-here", {"title": "Apple"}, lambda q: "prop" not in q),
-    # rows show the size change, not the size
-    ("get-user-contributions", {"user": "Admin", "limit": 5},
-     lambda q: "size" not in values(q, "ucprop") and "sizediff" in values(q, "ucprop")),
-    # past the first call, parse-wikitext shows only the rest of the HTML
-    ("parse-wikitext", {"wikitext": "[[Apple]] " * 20, "offset": 40}, lambda q: values(q, "prop") == {"text"}),
-    # the dry run of a replace reads the pages' text; prop=info shows nothing there
-    ("replace-in-pages", {"find": "apple", "replace": "pear", "titles": ["Apple", "Banana"]},
-     lambda q: "info" not in values(q, "prop")),
-])
-def test_other_tools_ask_only_for_what_they_show(wiki: RealWiki, tool: str, arguments: dict[str, Any],
-                                                  check: Callable[[Mapping[str, str]], bool]) -> None:
-    server = make_server(wiki.env())
-    call(server, tool, **arguments)  # the account's rights, checked once, are not what is measured
-    result, sent = sent_queries(server, tool, **arguments)
-    assert not result.is_error, result.text
-    assert len(sent) == 1 and check(sent[0]), sent
-
-
-def test_write_tools_read_the_page_without_page_info_where_they_show_none(wiki: RealWiki) -> None:
-    server = make_server(wiki.env())
-    title = f"Lean pre-read {secrets.token_hex(4)}"
-    first = create(server, title, "First line.\n\nSecond line.\n\nThird line.")
-    call(server, "update-page", title=title, source="First line, changed.\n\nSecond line.\n\nThird line.")
-    # a latestId that is not the latest is checked to be this page's: its page ID comes without prop=info
-    based, sent = sent_queries(server, "update-page-categories", title=title, add=["Lean"], latestId=first,
-                               dryRun=True)
-    assert not based.is_error and "+[[Category:Lean]]" in based.text, based.text
-    assert [values(q, "prop") for q in sent if q.get("revids") == str(first)] == [set(), {"revisions"}], sent
-    saved, sent = sent_queries(server, "update-page-categories", title=title, add=["Lean"])
-    assert not saved.is_error and "[[Category:Lean]]" in wiki.wikitext(title), saved.text
-    # info: its redirect flag, since a redirect's categories are said to be the redirect page's own
-    assert next(values(q, "prop") for q in sent if "titles" in q) == {"revisions", "categories", "info"}, sent
-    preview, sent = sent_queries(server, "rollback-edits", title=title, user="Admin")
-    assert preview.is_error and "nothing was changed" in preview.text, preview.text
-    assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
-
-
-# ---------------------------------------------------------------------------
-# Wikis as people keep them: templates, references, Lua, big pages, other languages
-# ---------------------------------------------------------------------------
-
-# -- pages like the ones people keep (river_pages) -----------------------------------
-
-@on_every_version
-def test_an_article_of_templates_references_a_table_and_lua_renders_whole(bot_server: Any) -> None:
-    result = call(bot_server, "get-page", title=RIVER_ARTICLE, content="html")
-    assert not result.is_error and len(result.blocks) == 1
-    html = content_of(result.blocks[0])
-    assert 'class="infobox"' in html and "Lake Toma" in html
-    assert "1230 km (764 mi)" in html  # Lua, through #invoke in an infobox argument
-    assert "Main river" in html  # #switch, in a template inside a template
-    assert 'class="wikitable"' in html and "Rotterdam" in html
-    assert "A river drains its basin into the sea." in html and "Not transcluded." not in html
-    assert '<ol class="references">' in html and "<i>Rivers of Europe</i>, Test Press, 2001." in html
-    assert "Script error" not in html and "scribunto-error" not in html
-
-
-@on_every_version
-def test_sections_are_numbered_by_the_page_itself_not_by_what_it_transcludes(wiki: RealWiki) -> None:
-    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
-    html = call(server, "get-page", title=RIVER_ARTICLE, content="html")
-    assert "A river drains its basin" in read_whole(server, title=RIVER_ARTICLE, content="html")
-    # the transcluded Basin heading is River facts' section, not one of this page
-    assert "Available sections: 0 (Lead), 1 (Course), 2 (References). " in html.blocks[-1]
-    course = call(server, "get-page", title=RIVER_ARTICLE, content="html", section=1)
-    assert "\nSection: 1\n" in course.text and 'class="wikitable"' in course.text
-    assert "Lake Toma" not in course.text
-
-
-@on_every_version
-def test_parse_wikitext_renders_nested_templates_parser_functions_refs_and_lua(bot_server: Any) -> None:
-    result = call(bot_server, "parse-wikitext", title="Elbe", wikitext=(
-        "{{Infobox river|length={{#invoke:Length|km|1094}}|type=tributary}}\n"
-        "The Elbe.<ref>{{Cite note|title=Elbe facts|year=1999}}</ref> "
-        "{{#if:{{{unset|}}}|set|unset}} {{#switch:b|a=first|b=second}}\n<references />"))
-    assert not result.is_error and len(result.blocks) == 1
-    header, html = result.blocks[0].split("\n\n", 1)
-    assert "\nTemplates: Template:Infobox river, Template:Infobox row, Template:River type, " \
-           "Template:Cite note, Module:Length" in header
-    assert "<th colspan=\"2\">Elbe\n</th>" in html  # {{PAGENAME}}, the default of a template argument
-    assert "1094 km (680 mi)" in html and "Tributary" in html and "unset second" in html
-    assert "<i>Elbe facts</i>, 1999." in html
-
-
-def test_get_pages_gives_templates_modules_and_articles_as_written(bot_server: Any, wiki: RealWiki) -> None:
-    titles = [RIVER_ARTICLE, INFOBOX, "Module:Length", REPEATED_HEADINGS_PAGE]
-    result = call(bot_server, "get-pages", titles=titles, metadata=True)
-    assert not result.is_error and len(result.blocks) == 4
-    for title, block in zip(titles, result.blocks):
-        header, body = block.split("\n\n", 1)
-        assert header.startswith(f"Title: {title}\n") and body == wiki.wikitext(title)
-    assert "<templatedata>" in result.blocks[1] and "Content model: wikitext" in result.blocks[1]
-    assert "Content model: Scribunto" in result.blocks[2]
-
-
-def test_find_replace_inside_a_template_argument(bot_server: Any, wiki: RealWiki) -> None:
-    title = "Rhine find replace test"
-    create(bot_server, title, RHINE)
-    twice = call(bot_server, "update-page", title=title, find="{{Cite note|title=", replace="{{Cite note|title=A ")
-    assert twice.is_error and twice.blocks[0].startswith("invalid_input: The text to find occurs 2 times")
-    for find, replace in (("| source = Lake Toma", "| source = Lake Toma, in the Alps"),
-                          ("{{#invoke:Length|km|1230}}", "{{#invoke:Length|km|1233}}"),
-                          ("|year=2001}}", "|year=2002}}")):
-        result = call(bot_server, "update-page", title=title, find=find, replace=replace)
-        assert not result.is_error, result.text
-    assert wiki.wikitext(title) == RHINE.replace("Lake Toma", "Lake Toma, in the Alps").replace(
-        "km|1230", "km|1233").replace("year=2001", "year=2002")
-    html = call(bot_server, "get-page", title=title, content="html").text
-    assert "Lake Toma, in the Alps" in html and "1233 km (766 mi)" in html and "Test Press, 2002." in html
-
-
-def test_a_300_kb_page_reads_whole_by_offsets_and_by_sections(bot_server: Any, wiki: RealWiki) -> None:
-    expected = wiki.wikitext(ALMANAC)
-    assert 290_000 < len(expected.encode()) < 320_000
-    first = call(bot_server, "get-page", title=ALMANAC)
-    assert first.blocks[1].startswith(f"Content truncated at {len(content_of(first.blocks[0]).encode())} of "
-                                      f"{len(expected.encode())} bytes. Available sections: 0 (Lead), 1 (Day 1), ")
-    assert ", 63 (Day 63), 64 (Day 64). To read a specific section," in first.blocks[1]
-    assert read_whole(bot_server, title=ALMANAC) == expected
-    for number in (0, 1, 61, ALMANAC_SECTIONS):  # a section fits: read whole, no marker
-        result = call(bot_server, "get-page", title=ALMANAC, section=number)
-        assert len(result.blocks) == 1 and content_of(result.blocks[0]) == wiki.raw_get(
-            action="query", prop="revisions", titles=ALMANAC, rvprop="content", rvslots="main",
-            rvsection=number)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
-    assert content_of(result.blocks[0]).startswith(f"== Day {ALMANAC_SECTIONS} ==\n")
-    batch = call(bot_server, "get-pages", titles=[ALMANAC, RIVER_ARTICLE])
-    assert "Available sections of River almanac: 0 (Lead), 1 (Day 1), " in batch.blocks[-1]
-    assert content_of(batch.blocks[1]) == wiki.wikitext(RIVER_ARTICLE)  # it fits beside the cut almanac
-    assert "Not included" not in batch.blocks[-1]
-
-
-@on_every_version
-def test_sections_that_repeat_a_heading_are_told_apart_by_number(bot_server: Any, wiki: RealWiki) -> None:
-    assert content_of(call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section=4).blocks[0]) == (
-        "=== Notes ===\nGeography notes.")
-    html = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, content="html", section=4).text
-    assert "Geography notes." in html and "History notes." not in html
-    title, text = "Danube section test", "A long lead. " * 100 + DANUBE
-    create(bot_server, title, text)
-    small = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
-    marker = call(small, "get-page", title=title).blocks[-1]
-    assert "Available sections: 0 (Lead), 1 (History), 2 (Notes), 3 (Geography), 4 (Notes), 5 (Notes)." in marker
-    assert read_whole(small, title=title, section=4) == "=== Notes ===\nGeography notes."
-    saved = call(small, "update-page", title=title, section=4, source="=== Notes ===\nRevised geography notes.")
-    assert not saved.is_error, saved.text
-    assert wiki.wikitext(title) == text.replace("Geography notes.", "Revised geography notes.")
-
-
-# -- a wiki in German --------------------------------------------------------------
-
-def test_german_categories_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
-    server = shared_bot_server(farm, german_wiki)
-    for name in ("Obst", "Kategorie:Obst", "Category:Obst", "kategorie:Obst"):
-        result = call(server, "get-category-members", category=name)
-        assert not result.is_error and result.blocks[0].split("\n") == [
-            "Kategorie:Obst (pages: 2, subcategories: 0, files: 1):", "Apfel", "Birne",
-            "Datei:Rotes Quadrat.png | file"], name
-    for prefix in ("Kategorie:Ob", "Category:Ob"):
-        assert call(server, "search-page-by-prefix", prefix=prefix).blocks == ["Kategorie:Obst"]
-
-
-def test_german_files_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki,
-                                                       tmp_path: Path) -> None:
-    server = shared_bot_server(farm, german_wiki)
-    png = png_bytes(40, 30)
-    for name in ("Rotes Quadrat.png", "Datei:Rotes Quadrat.png", "File:Rotes Quadrat.png", "Bild:Rotes Quadrat.png"):
-        result = call(server, "get-file", title=name)
-        assert not result.is_error and result.text.startswith("Title: Datei:Rotes Quadrat.png\n"), name
-        image = call(server, "get-file-data", title=name).images
-        assert base64.b64decode(image[0].data) == png, name
-    for name in ("Datei:Rotes Quadrat.png", "File:Rotes Quadrat.png"):
-        links = call(server, "get-links-here", title=name)  # file links: a File page, by either name
-        assert links.blocks == ["Pages that link to Datei:Rotes Quadrat.png:\nObstschale | file link"]
-    directory = uploads_dir(tmp_path)
-    (directory / "blau.png").write_bytes(unique_png("German upload"))
-    (directory / "blau2.png").write_bytes(unique_png("German upload, second version"))
-    uploads = upload_server(german_wiki, directory)
-    new = call(uploads, "upload-file", filepath=str(directory / "blau.png"), title="File:Blaues Quadrat.png")
-    assert not new.is_error and new.blocks[0].startswith("Uploaded.\nTitle: Datei:Blaues Quadrat.png\n")
-    again = call(uploads, "upload-file", filepath=str(directory / "blau.png"), title="Datei:Blaues Quadrat.png")
-    assert again.is_error and again.blocks[0].startswith("conflict: ") and "Datei:Blaues Quadrat.png" in again.text
-    newer = call(uploads, "update-file", filepath=str(directory / "blau2.png"), title="Datei:Blaues Quadrat.png")
-    assert not newer.is_error, newer.text
-    assert [v["sha1"] for v in file_versions(german_wiki, "File:Blaues Quadrat.png")] == [
-        sha1(unique_png("German upload, second version")), sha1(unique_png("German upload"))]
-
-
-def test_german_templates_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
-    server = shared_bot_server(farm, german_wiki)
-    for name in ("Vorlage:Obstkasten", "Template:Obstkasten"):
-        links = call(server, "get-links-here", title=name)
-        assert links.blocks == ["Pages that link to Vorlage:Obstkasten:\nObstschale | transclusion"], name
-        page = call(server, "get-page", title=name)
-        assert page.blocks[0].startswith("Title: Vorlage:Obstkasten\n") and "obstkasten" in page.text
-    parsed = call(server, "parse-wikitext", wikitext="{{Template:Obstkasten|Birne}} {{Vorlage:Obstkasten|Kiwi}}")
-    assert "\nTemplates: Vorlage:Obstkasten\n" in parsed.blocks[0]
-    assert "Obst: Birne" in parsed.text and "Obst: Kiwi" in parsed.text
-
-
-def test_german_talk_pages_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
-    server = shared_bot_server(farm, german_wiki)
-    for name in ("Diskussion:Apfel", "Talk:Apfel"):
-        page = call(server, "get-page", title=name)
-        assert page.blocks[0].startswith("Title: Diskussion:Apfel\n") and "Ist der Apfel rot?" in page.text
-    create(server, "Pflaume", "Eine Pflaume ist Obst.")
-    create(server, "Talk:Pflaume", "Blau oder gelb?")
-    assert german_wiki.wikitext("Diskussion:Pflaume") == "Blau oder gelb?"
-    edited = call(server, "update-page", title="Diskussion:Pflaume", mode="append", source="\nBlau.")
-    assert not edited.is_error and german_wiki.wikitext("Talk:Pflaume") == "Blau oder gelb?\nBlau."
-    moved = call(server, "move-page", fromTitle="Pflaume", toTitle="Zwetschge")
-    assert not moved.is_error, moved.text
-    assert "\nTalk page moved: Diskussion:Pflaume -> Diskussion:Zwetschge\n" in moved.blocks[0]
-    assert german_wiki.wikitext("Diskussion:Zwetschge") == "Blau oder gelb?\nBlau."
-
-
-# -- a wiki written right to left -------------------------------------------------------
-
-def test_a_right_to_left_wiki_reads_its_pages(farm: WikiFarm, persian_wiki: RealWiki) -> None:
-    server = shared_bot_server(farm, persian_wiki)
-    text = persian_wiki.wikitext(PERSIAN_TITLE)
-    page = call(server, "get-page", title=PERSIAN_TITLE, metadata=True)
-    assert not page.is_error and content_of(page.blocks[0]) == text
-    url = persian_wiki.url + "/wiki/" + urllib.parse.quote(PERSIAN_TITLE.replace(" ", "_"))
-    assert page.blocks[0].startswith(f"Title: {PERSIAN_TITLE}\n") and f"\nURL: {url}\n" in page.text + "\n"
-    html = call(server, "get-page", title=PERSIAN_TITLE, content="html").text
-    assert 'dir="rtl"' in html and "پرآب‌ترین" in html  # the zero-width non-joiner kept
-    section = call(server, "get-page", title=PERSIAN_TITLE, section=1)
-    assert content_of(section.blocks[0]).startswith("== مسیر ==\n" + PERSIAN_LINES[0])
-    small = make_server(persian_wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
-    assert "Available sections: 0 (Lead), 1 (مسیر). " in call(small, "get-page", title=PERSIAN_TITLE).blocks[-1]
-    pages = call(server, "get-pages", titles=[PERSIAN_TITLE, "Talk:" + PERSIAN_TITLE])
-    assert [b.split("\n", 1)[0] for b in pages.blocks] == [f"Title: {PERSIAN_TITLE}", f"Title: بحث:{PERSIAN_TITLE}"]
-
-
-def test_a_right_to_left_wiki_diffs_by_line_numbers_in_its_own_digits(farm: WikiFarm,
-                                                                      persian_wiki: RealWiki) -> None:
-    server = shared_bot_server(farm, persian_wiki)
-    title = "آزمون تفاوت"
-    lines = PERSIAN_LINES + [f"سطر افزوده {n}" for n in range(1, 9)]
-    before = create(server, title, "\n".join(lines))
-    new = "\n".join([lines[0], "سطر تازه", *lines[1:14], lines[14] + " (ویرایش)", *lines[15:]])
-    expected = f"@@ -1,0 +2 @@\n+سطر تازه\n@@ -15 +16 @@\n~{lines[14]}{{+ (ویرایش)+}}"
-    dry = call(server, "update-page", title=title, source=new, dryRun=True)
-    assert content_of(dry.blocks[0]) == expected
-    after = int(field(call(server, "update-page", title=title, source=new), "Revision ID"))
-    table = persian_wiki.raw_get(action="compare", fromrev=before, torev=after)["compare"]["body"]
-    assert "خط ۱۴:" in table  # the wiki numbers lines in Persian digits
-    diff = call(server, "compare-pages", fromRevision=before, toRevision=after)
-    assert content_of(diff.blocks[0]) == expected
-
-
-# ---------------------------------------------------------------------------
-# Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
-# ---------------------------------------------------------------------------
-
-@dataclasses.dataclass
-class Accounts:
-    """Two more ways into the test wiki, for what an account may not do."""
-    plain: dict[str, str]    # a server acting as Plain: the user group only, language German
-    limited: dict[str, str]  # a server acting as Admin through a bot password granted basic, editpage
-
-
-@pytest.fixture
-def accounts(farm: WikiFarm, wiki: RealWiki) -> Accounts:
-    return farm.across(f"accounts-{wiki.key}", lambda _: make_accounts(wiki))
-
-
-def make_accounts(wiki: RealWiki) -> Accounts:
-    main_password = "Plain-" + secrets.token_hex(12)
-    plain_password, limited_password = secrets.token_hex(16), secrets.token_hex(16)
-    php(wiki.directory, "maintenance/createAndPromote.php", "Plain", main_password)
-    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
-        "Plain", plain_password)
-    php(wiki.directory, "maintenance/createBotPassword.php", "--appid=limited", "--grants=basic,editpage",
-        "Admin", limited_password)
-    session, token = bare_login(wiki, "Plain", main_password)  # preferences need the main password
-    done = session.post(wiki.api, timeout=30, data={"action": "options", "change": "language=de",
-                                                     "token": token, "format": "json"}).json()
-    assert done.get("options") == "success", done
-    return Accounts(plain=wiki.env(MEDIAWIKI_USERNAME="Plain@mcp", MEDIAWIKI_PASSWORD=plain_password),
-                    limited=wiki.env(MEDIAWIKI_USERNAME="Admin@limited", MEDIAWIKI_PASSWORD=limited_password))
-
-
-NAMESPACES_OF_THE_TEST_WIKI = "0 (Main), 1 Talk, 2 User, 3 User talk, 4 Test Wiki"
-
-
-@pytest.mark.parametrize("tool, arguments, namespace", [
-    ("search-page-by-prefix", {"prefix": "Fru", "namespace": 9999}, "9999"),
-    ("get-recent-changes", {"namespaces": [9999]}, "9999"),
-    ("get-category-members", {"category": "Fruits", "namespaces": [0, 9999]}, "9999"),
-    ("get-links-here", {"title": "Apple", "namespaces": [9999]}, "9999"),
-    ("search-page", {"query": "fruit", "namespaces": [-1]}, "-1"),
-])
-@on_every_version
-def test_an_unknown_namespace_is_refused_naming_the_wikis_namespaces(
-        bot_server: Any, wiki: RealWiki, tool: str, arguments: dict[str, Any], namespace: str) -> None:
-    """MediaWiki drops a namespace it does not know with a warning and answers unfiltered."""
-    result = call(bot_server, tool, **arguments)
-    assert result.is_error and len(result.blocks) == 1, result.text
-    assert result.blocks[0].startswith(f"invalid_input: {wiki.key} has no namespace {namespace} to use here. "
-                                       f"Its namespaces: {NAMESPACES_OF_THE_TEST_WIKI}"), result.text
-    assert "14 Category, 15 Category talk" in result.text
-
-
-def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_refused(bot_server: Any) -> None:
-    """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
-    result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
-    assert result.is_error and result.blocks == [
-        ("invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
-         "(Template). Give the namespace once: in the prefix or as namespace.")]
-    agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
-    assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
-
-
-def test_a_request_the_wiki_answers_only_in_part_fails_and_a_deprecation_is_only_logged(
-        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
-    client = m.MediaWikiClient(wiki.api)
-    with pytest.raises(m.WikiError) as ignored:
-        client.get({"action": "query", "titles": "Apple", "prop": "info", "bogusparam": "1"})
-    assert ignored.value.category == "upstream_failure" and ignored.value.code == "unrecognizedparams"
-    assert "bogusparam" in ignored.value.message and "retry" not in ignored.value.message.lower()
-    with pytest.raises(m.WikiError) as value:
-        client.get({"action": "query", "list": "recentchanges", "rcprop": "title|bogusvalue"})
-    assert value.value.category == "invalid_input" and "bogusvalue" in value.value.message
-    with caplog.at_level(logging.DEBUG, logger="mediawiki_mcp"):
-        found = client.get({"action": "query", "list": "search", "srsearch": "fruit", "srprop": "score"})
-    assert found["query"]["search"]  # a deprecated value still works: the warning is only logged
-    assert any("deprecation" in record.getMessage() for record in caplog.records)
-
-
-@pytest.mark.parametrize("code, category", [
-    ("pagecannotexist", "invalid_input"), ("invalid-json-data", "invalid_input"),
-    ("mycustomjsprotected", "permission_denied"), ("customjsprotected", "permission_denied"),
-    ("nonfile-cannot-move-to-file", "invalid_input"), ("filetypemismatch", "invalid_input"),
-    ("nosuchsection", "not_found"), ("immobile-target-namespace", "invalid_input"),
-    ("cantchangecontentmodel", "permission_denied"), ("concurrency-limit", "rate_limited"),
-    ("verification-error", "invalid_input"), ("missingcommenttext", "invalid_input"),
-    ("hookaborted", "permission_denied"), ("spamdetected", "permission_denied"),
-    ("fileexists-forbidden", "conflict"), ("mustbeloggedin", "authentication"),
-])
-def test_mediawiki_error_codes_get_their_true_category(code: str, category: str) -> None:
-    error = m.error_from_api(code, "MediaWiki's own words.", "wiki.example.org")
-    assert error.category == category and error.code == code
-    assert "retry later" not in str(error).lower()
-
-
-def test_only_failures_a_later_retry_can_fix_say_retry_later() -> None:
-    for code, category in m.MW_ERROR_CATEGORIES.items():
-        text = str(m.error_from_api(code, "Words.")).lower()
-        assert "retry later" not in text and ("before retrying" in text) == (category == "rate_limited"), code
-    for code in ("readonly", "internal_api_error_DBQueryError", "backend-fail-internal"):
-        assert "retry later" in str(m.error_from_api(code, "Words.")).lower(), code
-    unknown = str(m.error_from_api("weird-new-code", "Something odd happened."))
-    assert unknown.startswith("upstream_failure: MediaWiki error weird-new-code") and "retry" not in unknown.lower()
-
-
-def no_retry(result: Result) -> bool:
-    return result.is_error and len(result.blocks) == 1 and "retry later" not in result.text.lower()
-
-
-def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
-    special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
-    assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
-    json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
-    assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
-    assert revision_ids(wiki, "Errors test data") == []
-    own_js = call(bot_server, "create-page", title="User:Admin/common.js", source="var a;")
-    assert no_retry(own_js) and own_js.text.startswith("permission_denied: ")
-    create(bot_server, "Errors test move source", "Stays.")
-    to_file = call(bot_server, "move-page", fromTitle="Errors test move source", toTitle="File:Errors test.png")
-    assert no_retry(to_file) and to_file.text.startswith("invalid_input: Cannot move non-file to file namespace.")
-    retyped = call(bot_server, "move-page", fromTitle="File:Red square.png", toTitle="File:Red square.jpg")
-    assert no_retry(retyped) and retyped.text.startswith("invalid_input: The new file extension does not match")
-    assert "give the new title the file's extension" in retyped.text
-    assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
-
-
-def test_a_missing_section_lists_the_pages_sections_with_levels(bot_server: Any, wiki: RealWiki) -> None:
-    title = "Errors test sections"
-    create(bot_server, title, "Lead.\n== One ==\nA.\n=== One and a half ===\nB.\n== Two ==\nC.\n")
-    listed = "Its sections: 0 (Lead), 1 (== One ==), 2 (=== One and a half ===), 3 (== Two ==)."
-    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
-                            ("update-page", {"source": "New."})):
-        result = call(bot_server, tool, title=title, section=99, **arguments)
-        assert result.is_error and result.blocks[0].startswith(
-            f"not_found: There is no section 99 in {title} on {wiki.key}. {listed}"), (tool, result.text)
-        assert "search-page" not in result.text
-    assert wiki.wikitext(title).startswith("Lead.")
-
-
-def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
-    """What a page URL with a scriptpath builds: an address that answers HTML."""
-    server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
-    result = call(server, "get-page", title="Apple")
-    assert no_retry(result) and result.text.startswith(
-        f"upstream_failure: {wiki.url}/wiki/Main_Page/w/api.php answered HTTP 404 with text/html, not "
-        "MediaWiki API JSON: it is not the wiki's api.php."), result.text
-
-
-def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(wiki: RealWiki) -> None:
-    def unknown(host: str, port: int) -> list[str]:
-        raise OSError("Name or service not known")
-    server = make_server(wiki.env(), resolve=unknown)
-    words = call(server, "add-wiki", wikiUrl="not a url at all")
-    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
-    nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
-    assert nowhere.is_error and nowhere.blocks == [
-        ("invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
-         "resolved; check the URL.")]
-
-
-def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
-        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
-    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki,
-                                    B_PASS="0" * 32))
-    listed = call(server, "list-wikis").text.splitlines()
-    assert listed[1].startswith("other: Other Wiki, ") and "(read-only; private; no access: Login to " in listed[1]
-    assert "unreachable" not in listed[1]
-
-    async def read() -> str:
-        async with Client(server) as client:
-            return (await client.read_resource("mcp://wikis/other")).contents[0].text
-    text = anyio.run(read)
-    assert "No access: Login to " in text and "Unreachable" not in text and "0" * 32 not in text
-
-
-def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accounts) -> None:
-    """Plain's language is German: the wiki would answer in German unless asked for English."""
-    server = make_server(accounts.plain)
-    result = call(server, "create-page", title="Special:Mcp test", source="x")
-    assert result.is_error and result.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
-    assert "[pagecannotexist] Pages in this namespace (such as Special:) cannot be created" in result.text
-
-
-# -- titles -----------------------------------------------------------------------------
-
-def test_markers_write_titles_as_the_wiki_does(bot_server: Any) -> None:
-    title = "Überlänge Ünïcödé"
-    create(bot_server, title, long_page_text())
-    marker = call(bot_server, "get-pages", titles=[title, "Apple"]).blocks[-1]
-    assert f'call get-page with title="{title}" and section=N' in marker
-    assert f'call get-page with title="{title}" and offset=' in marker and "\\u" not in marker
-    html = call(bot_server, "get-page", title=title, content="html").blocks[-1]
-    assert 'To read a specific section, call get-page again with content="html" and section=N.' in html
-
-
-def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any, wiki: RealWiki) -> None:
-    name = "Ä" * 127 + "x"  # 255 bytes, MediaWiki's limit for the title without its namespace
-    created = call(bot_server, "create-page", title=f"Talk:{name}", source="At the limit.")
-    assert not created.is_error, created.text
-    assert content_of(call(bot_server, "get-page", title=f"Talk:{name}").blocks[0]) == "At the limit."
-    over = call(bot_server, "get-page", title=f"Talk:{name}x")
-    assert over.is_error and over.text.startswith("invalid_input: Argument 'title' is 256 bytes long after its "
-                                                  "namespace prefix; a page title has at most 255.")
-
-
-def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
-    result = call(bot_server, "get-page", title="Fruit%20salad")
-    assert result.is_error and result.blocks == [
-        ("invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
-         "them: 'Fruit salad'.")]
-
-
-def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
-    result = call(bot_server, "get-page", title="Target page#Details")
-    assert result.is_error and result.blocks == [
-        ("invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
-         "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
-
-
-# -- rows of history and recent changes ---------------------------------------------------
-
-def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
-    title = "Rows test page"
-    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
-    edits = [("First.", "", False), ("Second.", "minor", False), ("Third.", "", True),
-             ("Fourth.", 'a | b "quoted" | c', True)]
-    for text, summary, minor in edits:
-        done = session.post(wiki.api, timeout=30, data={
-            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
-            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()
-        assert done["edit"]["result"] == "Success", done
-    server = make_server(wiki.env())
-    history = call(server, "get-page-history", title=title)
-    assert history.blocks[0].startswith(f"Revisions of {title}, newest first (revision ID | timestamp | user | "
-                                        "size change | minor (only when minor) | tags (only when any) | edit "
-                                        "summary (quoted, only when any)):\n")
-    rows = rows_of(history.blocks[0])
-    created = ['"Created page with \\"First.\\""']  # MediaWiki's own summary of a new page
-    assert [row.split(" | ", 4)[4:] for row in rows] == [
-        ['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
-    assert [row.split(" | ")[3] for row in rows] == ["+1", "-1", "+1", "+6"]
-    recent = call(server, "get-recent-changes", limit=20).blocks[0]
-    assert recent.startswith("Recent changes, newest first (time | page | change | user | size change | flags "
-                             "(minor, bot; only when any) | tags (only when any) | edit summary (quoted, only "
-                             "when any)):\n")
-    mine = [row.split(" | ", 5)[5:] for row in rows_of(recent) if row.split(" | ")[1] == title]
-    assert mine == [['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
-
-
-# -- moves ----------------------------------------------------------------------------------
-
-def test_a_move_reports_each_subpage_moved_or_not_and_why(bot_server: Any, wiki: RealWiki) -> None:
-    for title in ("Help:Move report", "Help:Move report/A", "Help:Move report/B", "Help talk:Move report/A",
-                  "Help:Move report 2/B"):
-        create(bot_server, title, f"Text of {title}.")
-    moved = call(bot_server, "move-page", fromTitle="Help:Move report", toTitle="Help:Move report 2",
-                 moveSubpages=True)
-    assert not moved.is_error, moved.text
-    assert field(moved, "Subpages moved") == ("Help:Move report/A -> Help:Move report 2/A, "
-                                              "Help talk:Move report/A -> Help talk:Move report 2/A")
-    assert field(moved, "Subpages not moved") == (
-        "Help:Move report/B (A page already exists at Help:Move report 2/B, or the page name you have "
-        "chosen is not valid. Please choose another name.)")
-    assert wiki.wikitext("Help:Move report/B") == "Text of Help:Move report/B."
-    # the main namespace has no subpages: the talk subpage moves, the others stay, each named
-    into_main = call(bot_server, "move-page", fromTitle="Help:Move report 2", toTitle="Move report main",
-                     moveSubpages=True)
-    assert not into_main.is_error, into_main.text
-    assert field(into_main, "Subpages moved") == "Help talk:Move report 2/A -> Talk:Move report main/A"
-    assert field(into_main, "Subpages not moved") == (
-        "Help:Move report 2/A, Help:Move report 2/B (the namespace of Move report main has no subpages)")
-    assert wiki.wikitext("Help:Move report 2/A") == "Text of Help:Move report/A."
-
-
-def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_moves(
-        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
-    create(bot_server, "Move refused source", "Stays here.")
-    server = make_server(accounts.plain)
-    result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
-                  leaveRedirect=False)
-    assert result.is_error and result.blocks == [
-        (f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
-         "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
-         "again without leaveRedirect=false to leave a redirect.")]
-    assert wiki.wikitext("Move refused source") == "Stays here."
-    assert revision_ids(wiki, "Move refused target") == []
-
-
-# -- rights, uploads, deletions and other smaller statements -------------------------------
-
-def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_confirm(
-        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
-    create(bot_server, "Delete refused page", "Stays.")
-    plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
-    assert plain.is_error and plain.blocks == [
-        (f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
-         "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
-         "account changes nothing.")]
-    limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
-    assert limited.is_error and limited.blocks == [
-        (f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
-         "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
-         "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
-         "user; retrying as the same account changes nothing.")]
-    assert wiki.wikitext("Delete refused page") == "Stays."
-
-
-def test_an_upload_refused_for_a_missing_grant_names_the_grant(
-        accounts: Accounts, wiki: RealWiki, tmp_path: Path) -> None:
-    directory = uploads_dir(tmp_path)
-    (directory / "granted.png").write_bytes(unique_png("granted"))
-    server = make_server({**accounts.limited, "MCP_UPLOAD_DIRS": str(directory)})
-    result = call(server, "upload-file", filepath=str(directory / "granted.png"), title="Grant test.png")
-    assert result.is_error and result.text.startswith(
-        f"permission_denied: The account Admin cannot upload files on {wiki.key}: the bot password "
-        "Admin@limited lacks the grant 'Upload new files', which the user can add at Special:BotPasswords")
-    assert "group" not in result.text and file_versions(wiki, "File:Grant test.png") == []
-
-
-def test_check_lists_only_the_tools_the_account_can_use(accounts: Accounts) -> None:
-    done = run_script("--check", env={k: v for k, v in accounts.plain.items()} | {"MCP_UPLOAD_DIRS": ""})
-    assert done.returncode == 0, done.stdout + done.stderr
-    tools = done.stdout.splitlines()[2].removeprefix("  Tools: ").split(", ")
-    assert {"get-page", "create-page", "update-page", "move-page", "upload-file-from-url"} <= set(tools)
-    assert not {"delete-page", "undelete-page", "upload-file", "update-file"} & set(tools)
-
-
-def test_upload_warnings_name_files_in_the_wikis_own_file_namespace() -> None:
-    said = m.explain_warnings({"duplicate": ["Rot.png"], "exists-normalized": "Rot.PNG",
-                               "badfilename": "Rot_quadrat.png"}, file_namespace="Datei")
-    assert said == ["the same content is already on the wiki as Datei:Rot.png",
-                    "a file with a similar name exists: Datei:Rot.PNG",
-                    "the title is not a valid file name; the wiki would save it as Datei:Rot quadrat.png"]
-
-
-def test_a_deleted_page_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
-    title = "Deleted page test"
-    create(bot_server, title, "Soon gone.")
-    assert not call(bot_server, "delete-page", title=title, confirm=True, comment="Test").is_error
-    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
-                            ("delete-page", {}), ("delete-page", {"confirm": True}),
-                            ("get-page-history", {}), ("update-page", {"source": "x"})):
-        result = call(bot_server, tool, title=title, **arguments)
-        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' "), (tool, result.text)
-        assert "was deleted" in result.text and "undelete-page restores it" in result.text, (tool, result.text)
-        assert "create-page" not in result.text and "search" not in result.text, (tool, result.text)
-    never = call(bot_server, "get-page", title="Never existed here")
-    assert "search-page-by-prefix" in never.text and "deleted" not in never.text
-
-
-def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
-    result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
-    assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
-
-
-@on_every_version
-def test_get_pages_says_why_a_title_has_no_page(bot_server: Any, wiki: RealWiki) -> None:
-    result = call(bot_server, "get-pages", titles=["Apple", "Special:Version", "Talk:", "Nope Nope"])
-    # MediaWiki's own reason, which 1.43 words otherwise ("... contains only a namespace prefix.")
-    reason = wiki.raw_get(action="query", titles="Talk:")["query"]["pages"][0]["invalidreason"]
-    assert reason.startswith("The requested page title is empty or contains only ")
-    assert result.blocks[:3] == [
-        "Missing pages: Nope Nope", f"Not valid page titles: Talk: ({reason})",
-        "Special pages, which have no content: Special:Version"]
-    assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
-
-
-def test_counts_read_as_english(bot_server: Any, history: History) -> None:
-    assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
-    marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
-    assert marker.startswith("More results available. Returned 1 revision. ")
-
-
-def test_a_marker_names_every_section() -> None:
-    sections = [(n, f"Part {n}") for n in range(1, 81)]
-    listed = m.section_list(sections)
-    assert listed.endswith("79 (Part 79), 80 (Part 80)") and "more" not in listed
-
-
-# ---------------------------------------------------------------------------
 # Several wikis, the configuration file, add-wiki and remove-wiki
 # ---------------------------------------------------------------------------
-
-def two_wiki_config(wiki: RealWiki, other: RealWiki, **extra: Any) -> dict[str, Any]:
-    """Two wikis as the TypeScript server's config.json has them; credentials from ${VAR}."""
-    return {
-        "defaultWiki": wiki.key,
-        "allowWikiManagement": True,
-        "wikis": {
-            wiki.key: {"sitename": "Test Wiki", "server": wiki.url, "articlepath": "/wiki",
-                       "scriptpath": "/w", "username": "${A_USER}", "password": "${A_PASS}",
-                       "token": None, "private": False, "tags": None},
-            "other": {"sitename": "Other Wiki", "server": other.url, "articlepath": "/wiki",
-                      "username": "${B_USER}", "password": "${B_PASS}", "readOnly": True,
-                      "private": True, "oauth2ClientId": "client-key", "oauth2CallbackPort": 53117},
-        },
-        **extra,
-    }
-
-
-def config_env(tmp_path: Path, config: dict[str, Any], wiki: RealWiki, other: RealWiki,
-               **extra: str) -> dict[str, str]:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return {"CONFIG": str(path), "A_USER": wiki.bot_user, "A_PASS": wiki.bot_password,
-            "B_USER": other.bot_user, "B_PASS": other.bot_password, **extra}
-
 
 def registry_of(tools: dict[str, dict[str, Any]]) -> m.Registry:
     """A registry of a test's own (the module's stays as it is): a tiny tool per name,
@@ -7030,11 +6486,6 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     assert call(server, "test-echo", text="bug").blocks == [
         "upstream_failure: test-echo failed unexpectedly (ValueError); the server log has the details."]
     assert call(server, "get-page", title="Apple").blocks[0].startswith("invalid_input: Unknown tool 'get-page'")
-
-
-def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
 def test_a_configured_change_tag_the_wiki_lacks_is_the_operators_to_fix(wiki: RealWiki, tmp_path: Path) -> None:
@@ -7619,6 +7070,1089 @@ def test_configuration_file_settings_and_shared_environment_names(tmp_path: Path
 
 
 # ---------------------------------------------------------------------------
+# Lean queries: each tool asks the wiki only for what its answer shows
+# ---------------------------------------------------------------------------
+
+def sent_queries(server: Any, tool: str, **arguments: Any) -> tuple[Result, list[dict[str, str]]]:
+    """A call, and the API parameters of each GET it sent to the wiki (after site info and login)."""
+    counter = RequestCounter(server)
+    start = len(counter.urls)
+    result = call(server, tool, **arguments)
+    return result, [dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)) for url in counter.urls[start:]]
+
+
+def values(query: Mapping[str, str], name: str) -> set[str]:
+    return set(query.get(name, "").split("|")) - {""}
+
+
+def test_get_page_without_metadata_asks_for_no_page_info_and_no_last_edit(wiki: RealWiki) -> None:
+    """prop=info and the revision's user and comment cost the wiki time (a join each) and show nothing
+    without metadata."""
+    server = make_server(wiki.env())
+    revid = wiki.raw_get(action="query", titles="Apple", prop="info")["query"]["pages"][0]["lastrevid"]
+    for content, body in (("source", "\n\nAn apple is a fruit.\n[[Category:Fruits]]"), ("none", "")):
+        result, sent = sent_queries(server, "get-page", title="Apple", content=content)
+        assert result.blocks == [f"Title: Apple\nRevision ID: {revid}{body}"], result.text
+        assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
+        assert values(sent[0], "rvprop") == {"ids"} | ({"content"} if content == "source" else set()), sent
+        assert "inprop" not in sent[0], sent
+
+
+def test_get_page_with_metadata_still_shows_the_page_and_its_last_edit(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    page = wiki.raw_get(action="query", titles="Apple", prop="info|revisions",
+                        rvprop="timestamp|user|comment")["query"]["pages"][0]
+    last = page["revisions"][0]
+    header = (f"Title: Apple\nRevision ID: {page['lastrevid']}\nPage ID: {page['pageid']}\nContent model: wikitext\n"
+              f"Size: {page['length']} bytes\nLast edited: {last['timestamp']} by {last['user']}\n"
+              + (f"Edit summary: {last['comment']}\n" if last["comment"] else "") + f"URL: {wiki.url}/wiki/Apple")
+    for content, body in (("source", "\n\nAn apple is a fruit.\n[[Category:Fruits]]"), ("none", "")):
+        result, sent = sent_queries(server, "get-page", title="Apple", content=content, metadata=True)
+        assert result.blocks == [header + body], result.text
+        assert len(sent) == 1 and {"info", "revisions"} <= values(sent[0], "prop"), sent
+    rendered, sent = sent_queries(server, "get-page", title="Apple", content="html", metadata=True)
+    assert rendered.blocks[0].startswith(header), rendered.text
+    assert len(sent) == 2 and "size" not in values(sent[1], "rvprop"), sent  # prop=info gives the length
+
+
+def test_get_pages_asks_for_the_last_edit_only_with_metadata(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    result, sent = sent_queries(server, "get-pages", titles=["Apple", "Banana"])
+    assert [b.split("\n", 1)[0] for b in result.blocks] == ["Title: Apple", "Title: Banana"]
+    assert all(b.split("\n")[1].startswith("Revision ID: ") and b.split("\n")[2] == "" for b in result.blocks)
+    assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
+    assert values(sent[0], "rvprop") == {"ids", "content"}, sent
+    described, sent = sent_queries(server, "get-pages", titles=["Apple"], content="none", metadata=True)
+    assert "\nContent model: wikitext\nSize: " in described.text and "\nLast edited: " in described.text
+    assert len(sent) == 1 and values(sent[0], "rvprop") == {"ids", "timestamp", "user"}, sent
+
+
+def test_get_pages_names_the_pages_whose_text_the_wiki_held_back(wiki: RealWiki) -> None:
+    """MediaWiki answers at most 8 MB ($wgAPIMaxResultSize): the revisions of pages past that come empty."""
+    token = secrets.token_hex(4)
+    titles = [f"Held back {token} {n}" for n in range(5)]
+    (directory := wiki.directory / f"held-back-{token}").mkdir()
+    for n, title in enumerate(titles):
+        (directory / f"{title}.txt").write_text(f"heldback{token}{n} " * 110_000)  # about 2 MB each
+    seen = install_holding(wiki.directory).seen
+    php(wiki.directory, "maintenance/importTextFiles.php", "--bot",
+        *[str(seen(directory / f"{title}.txt")) for title in titles])
+    result = call(make_server(wiki.env()), "get-pages", titles=[*titles, "Apple"])
+    assert not result.is_error, result.text
+    assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == [f"Title: {titles[0]}", "Title: Apple"]
+    marker = result.blocks[-1]
+    shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
+    assert marker.startswith(f"Content truncated at {shown} of "), marker
+    assert 49_990 < shown + len(marker.encode()) <= 50_000
+    assert f"Not included: {', '.join(titles[1:])}." in marker, marker
+
+
+@pytest.mark.parametrize("tool, arguments, check", [
+    # titles= alone tells whether the page is missing, or not a valid title
+    ("get-links-here", {"title": "Apple"}, lambda q: "prop" not in q),
+    # rows show the size change, not the size
+    ("get-user-contributions", {"user": "Admin", "limit": 5},
+     lambda q: "size" not in values(q, "ucprop") and "sizediff" in values(q, "ucprop")),
+    # past the first call, parse-wikitext shows only the rest of the HTML
+    ("parse-wikitext", {"wikitext": "[[Apple]] " * 20, "offset": 40}, lambda q: values(q, "prop") == {"text"}),
+    # the dry run of a replace reads the pages' text; prop=info shows nothing there
+    ("replace-in-pages", {"find": "apple", "replace": "pear", "titles": ["Apple", "Banana"]},
+     lambda q: "info" not in values(q, "prop")),
+])
+def test_other_tools_ask_only_for_what_they_show(wiki: RealWiki, tool: str, arguments: dict[str, Any],
+                                                  check: Callable[[Mapping[str, str]], bool]) -> None:
+    server = make_server(wiki.env())
+    call(server, tool, **arguments)  # the account's rights, checked once, are not what is measured
+    result, sent = sent_queries(server, tool, **arguments)
+    assert not result.is_error, result.text
+    assert len(sent) == 1 and check(sent[0]), sent
+
+
+def test_write_tools_read_the_page_without_page_info_where_they_show_none(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = f"Lean pre-read {secrets.token_hex(4)}"
+    first = create(server, title, "First line.\n\nSecond line.\n\nThird line.")
+    call(server, "update-page", title=title, source="First line, changed.\n\nSecond line.\n\nThird line.")
+    # a latestId that is not the latest is checked to be this page's: its page ID comes without prop=info
+    based, sent = sent_queries(server, "update-page-categories", title=title, add=["Lean"], latestId=first,
+                               dryRun=True)
+    assert not based.is_error and "+[[Category:Lean]]" in based.text, based.text
+    assert [values(q, "prop") for q in sent if q.get("revids") == str(first)] == [set(), {"revisions"}], sent
+    saved, sent = sent_queries(server, "update-page-categories", title=title, add=["Lean"])
+    assert not saved.is_error and "[[Category:Lean]]" in wiki.wikitext(title), saved.text
+    # info: its redirect flag, since a redirect's categories are said to be the redirect page's own
+    assert next(values(q, "prop") for q in sent if "titles" in q) == {"revisions", "categories", "info"}, sent
+    preview, sent = sent_queries(server, "rollback-edits", title=title, user="Admin")
+    assert preview.is_error and "nothing was changed" in preview.text, preview.text
+    assert len(sent) == 1 and values(sent[0], "prop") == {"revisions"}, sent
+
+
+# ---------------------------------------------------------------------------
+# Wikis as people keep them: templates, references, Lua, big pages, other languages
+# ---------------------------------------------------------------------------
+
+# -- pages like the ones people keep (river_pages) -----------------------------------
+
+@on_every_version
+def test_an_article_of_templates_references_a_table_and_lua_renders_whole(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title=RIVER_ARTICLE, content="html")
+    assert not result.is_error and len(result.blocks) == 1
+    html = content_of(result.blocks[0])
+    assert 'class="infobox"' in html and "Lake Toma" in html
+    assert "1230 km (764 mi)" in html  # Lua, through #invoke in an infobox argument
+    assert "Main river" in html  # #switch, in a template inside a template
+    assert 'class="wikitable"' in html and "Rotterdam" in html
+    assert "A river drains its basin into the sea." in html and "Not transcluded." not in html
+    assert '<ol class="references">' in html and "<i>Rivers of Europe</i>, Test Press, 2001." in html
+    assert "Script error" not in html and "scribunto-error" not in html
+
+
+@on_every_version
+def test_sections_are_numbered_by_the_page_itself_not_by_what_it_transcludes(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    html = call(server, "get-page", title=RIVER_ARTICLE, content="html")
+    assert "A river drains its basin" in read_whole(server, title=RIVER_ARTICLE, content="html")
+    # the transcluded Basin heading is River facts' section, not one of this page
+    assert "Available sections: 0 (Lead), 1 (Course), 2 (References). " in html.blocks[-1]
+    course = call(server, "get-page", title=RIVER_ARTICLE, content="html", section=1)
+    assert "\nSection: 1\n" in course.text and 'class="wikitable"' in course.text
+    assert "Lake Toma" not in course.text
+
+
+@on_every_version
+def test_parse_wikitext_renders_nested_templates_parser_functions_refs_and_lua(bot_server: Any) -> None:
+    result = call(bot_server, "parse-wikitext", title="Elbe", wikitext=(
+        "{{Infobox river|length={{#invoke:Length|km|1094}}|type=tributary}}\n"
+        "The Elbe.<ref>{{Cite note|title=Elbe facts|year=1999}}</ref> "
+        "{{#if:{{{unset|}}}|set|unset}} {{#switch:b|a=first|b=second}}\n<references />"))
+    assert not result.is_error and len(result.blocks) == 1
+    header, html = result.blocks[0].split("\n\n", 1)
+    assert "\nTemplates: Template:Infobox river, Template:Infobox row, Template:River type, " \
+           "Template:Cite note, Module:Length" in header
+    assert "<th colspan=\"2\">Elbe\n</th>" in html  # {{PAGENAME}}, the default of a template argument
+    assert "1094 km (680 mi)" in html and "Tributary" in html and "unset second" in html
+    assert "<i>Elbe facts</i>, 1999." in html
+
+
+def test_get_pages_gives_templates_modules_and_articles_as_written(bot_server: Any, wiki: RealWiki) -> None:
+    titles = [RIVER_ARTICLE, INFOBOX, "Module:Length", REPEATED_HEADINGS_PAGE]
+    result = call(bot_server, "get-pages", titles=titles, metadata=True)
+    assert not result.is_error and len(result.blocks) == 4
+    for title, block in zip(titles, result.blocks):
+        header, body = block.split("\n\n", 1)
+        assert header.startswith(f"Title: {title}\n") and body == wiki.wikitext(title)
+    assert "<templatedata>" in result.blocks[1] and "Content model: wikitext" in result.blocks[1]
+    assert "Content model: Scribunto" in result.blocks[2]
+
+
+def test_find_replace_inside_a_template_argument(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Rhine find replace test"
+    create(bot_server, title, RHINE)
+    twice = call(bot_server, "update-page", title=title, find="{{Cite note|title=", replace="{{Cite note|title=A ")
+    assert twice.is_error and twice.blocks[0].startswith("invalid_input: The text to find occurs 2 times")
+    for find, replace in (("| source = Lake Toma", "| source = Lake Toma, in the Alps"),
+                          ("{{#invoke:Length|km|1230}}", "{{#invoke:Length|km|1233}}"),
+                          ("|year=2001}}", "|year=2002}}")):
+        result = call(bot_server, "update-page", title=title, find=find, replace=replace)
+        assert not result.is_error, result.text
+    assert wiki.wikitext(title) == RHINE.replace("Lake Toma", "Lake Toma, in the Alps").replace(
+        "km|1230", "km|1233").replace("year=2001", "year=2002")
+    html = call(bot_server, "get-page", title=title, content="html").text
+    assert "Lake Toma, in the Alps" in html and "1233 km (766 mi)" in html and "Test Press, 2002." in html
+
+
+def test_a_300_kb_page_reads_whole_by_offsets_and_by_sections(bot_server: Any, wiki: RealWiki) -> None:
+    expected = wiki.wikitext(ALMANAC)
+    assert 290_000 < len(expected.encode()) < 320_000
+    first = call(bot_server, "get-page", title=ALMANAC)
+    assert first.blocks[1].startswith(f"Content truncated at {len(content_of(first.blocks[0]).encode())} of "
+                                      f"{len(expected.encode())} bytes. Available sections: 0 (Lead), 1 (Day 1), ")
+    assert ", 63 (Day 63), 64 (Day 64). To read a specific section," in first.blocks[1]
+    assert read_whole(bot_server, title=ALMANAC) == expected
+    for number in (0, 1, 61, ALMANAC_SECTIONS):  # a section fits: read whole, no marker
+        result = call(bot_server, "get-page", title=ALMANAC, section=number)
+        assert len(result.blocks) == 1 and content_of(result.blocks[0]) == wiki.raw_get(
+            action="query", prop="revisions", titles=ALMANAC, rvprop="content", rvslots="main",
+            rvsection=number)["query"]["pages"][0]["revisions"][0]["slots"]["main"]["content"]
+    assert content_of(result.blocks[0]).startswith(f"== Day {ALMANAC_SECTIONS} ==\n")
+    batch = call(bot_server, "get-pages", titles=[ALMANAC, RIVER_ARTICLE])
+    assert "Available sections of River almanac: 0 (Lead), 1 (Day 1), " in batch.blocks[-1]
+    assert content_of(batch.blocks[1]) == wiki.wikitext(RIVER_ARTICLE)  # it fits beside the cut almanac
+    assert "Not included" not in batch.blocks[-1]
+
+
+@on_every_version
+def test_sections_that_repeat_a_heading_are_told_apart_by_number(bot_server: Any, wiki: RealWiki) -> None:
+    assert content_of(call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, section=4).blocks[0]) == (
+        "=== Notes ===\nGeography notes.")
+    html = call(bot_server, "get-page", title=REPEATED_HEADINGS_PAGE, content="html", section=4).text
+    assert "Geography notes." in html and "History notes." not in html
+    title, text = "Danube section test", "A long lead. " * 100 + DANUBE
+    create(bot_server, title, text)
+    small = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    marker = call(small, "get-page", title=title).blocks[-1]
+    assert "Available sections: 0 (Lead), 1 (History), 2 (Notes), 3 (Geography), 4 (Notes), 5 (Notes)." in marker
+    assert read_whole(small, title=title, section=4) == "=== Notes ===\nGeography notes."
+    saved = call(small, "update-page", title=title, section=4, source="=== Notes ===\nRevised geography notes.")
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == text.replace("Geography notes.", "Revised geography notes.")
+
+
+# -- a wiki in German --------------------------------------------------------------
+
+def test_german_categories_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    for name in ("Obst", "Kategorie:Obst", "Category:Obst", "kategorie:Obst"):
+        result = call(server, "get-category-members", category=name)
+        assert not result.is_error and result.blocks[0].split("\n") == [
+            "Kategorie:Obst (pages: 2, subcategories: 0, files: 1):", "Apfel", "Birne",
+            "Datei:Rotes Quadrat.png | file"], name
+    for prefix in ("Kategorie:Ob", "Category:Ob"):
+        assert call(server, "search-page-by-prefix", prefix=prefix).blocks == ["Kategorie:Obst"]
+
+
+def test_german_files_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki,
+                                                       tmp_path: Path) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    png = png_bytes(40, 30)
+    for name in ("Rotes Quadrat.png", "Datei:Rotes Quadrat.png", "File:Rotes Quadrat.png", "Bild:Rotes Quadrat.png"):
+        result = call(server, "get-file", title=name)
+        assert not result.is_error and result.text.startswith("Title: Datei:Rotes Quadrat.png\n"), name
+        image = call(server, "get-file-data", title=name).images
+        assert base64.b64decode(image[0].data) == png, name
+    for name in ("Datei:Rotes Quadrat.png", "File:Rotes Quadrat.png"):
+        links = call(server, "get-links-here", title=name)  # file links: a File page, by either name
+        assert links.blocks == ["Pages that link to Datei:Rotes Quadrat.png:\nObstschale | file link"]
+    directory = uploads_dir(tmp_path)
+    (directory / "blau.png").write_bytes(unique_png("German upload"))
+    (directory / "blau2.png").write_bytes(unique_png("German upload, second version"))
+    uploads = upload_server(german_wiki, directory)
+    new = call(uploads, "upload-file", filepath=str(directory / "blau.png"), title="File:Blaues Quadrat.png")
+    assert not new.is_error and new.blocks[0].startswith("Uploaded.\nTitle: Datei:Blaues Quadrat.png\n")
+    again = call(uploads, "upload-file", filepath=str(directory / "blau.png"), title="Datei:Blaues Quadrat.png")
+    assert again.is_error and again.blocks[0].startswith("conflict: ") and "Datei:Blaues Quadrat.png" in again.text
+    newer = call(uploads, "update-file", filepath=str(directory / "blau2.png"), title="Datei:Blaues Quadrat.png")
+    assert not newer.is_error, newer.text
+    assert [v["sha1"] for v in file_versions(german_wiki, "File:Blaues Quadrat.png")] == [
+        sha1(unique_png("German upload, second version")), sha1(unique_png("German upload"))]
+
+
+def test_german_templates_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    for name in ("Vorlage:Obstkasten", "Template:Obstkasten"):
+        links = call(server, "get-links-here", title=name)
+        assert links.blocks == ["Pages that link to Vorlage:Obstkasten:\nObstschale | transclusion"], name
+        page = call(server, "get-page", title=name)
+        assert page.blocks[0].startswith("Title: Vorlage:Obstkasten\n") and "obstkasten" in page.text
+    parsed = call(server, "parse-wikitext", wikitext="{{Template:Obstkasten|Birne}} {{Vorlage:Obstkasten|Kiwi}}")
+    assert "\nTemplates: Vorlage:Obstkasten\n" in parsed.blocks[0]
+    assert "Obst: Birne" in parsed.text and "Obst: Kiwi" in parsed.text
+
+
+def test_german_talk_pages_by_their_local_and_english_names(farm: WikiFarm, german_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, german_wiki)
+    for name in ("Diskussion:Apfel", "Talk:Apfel"):
+        page = call(server, "get-page", title=name)
+        assert page.blocks[0].startswith("Title: Diskussion:Apfel\n") and "Ist der Apfel rot?" in page.text
+    create(server, "Pflaume", "Eine Pflaume ist Obst.")
+    create(server, "Talk:Pflaume", "Blau oder gelb?")
+    assert german_wiki.wikitext("Diskussion:Pflaume") == "Blau oder gelb?"
+    edited = call(server, "update-page", title="Diskussion:Pflaume", mode="append", source="\nBlau.")
+    assert not edited.is_error and german_wiki.wikitext("Talk:Pflaume") == "Blau oder gelb?\nBlau."
+    moved = call(server, "move-page", fromTitle="Pflaume", toTitle="Zwetschge")
+    assert not moved.is_error, moved.text
+    assert "\nTalk page moved: Diskussion:Pflaume -> Diskussion:Zwetschge\n" in moved.blocks[0]
+    assert german_wiki.wikitext("Diskussion:Zwetschge") == "Blau oder gelb?\nBlau."
+
+
+# -- a wiki written right to left -------------------------------------------------------
+
+def test_a_right_to_left_wiki_reads_its_pages(farm: WikiFarm, persian_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, persian_wiki)
+    text = persian_wiki.wikitext(PERSIAN_TITLE)
+    page = call(server, "get-page", title=PERSIAN_TITLE, metadata=True)
+    assert not page.is_error and content_of(page.blocks[0]) == text
+    url = persian_wiki.url + "/wiki/" + urllib.parse.quote(PERSIAN_TITLE.replace(" ", "_"))
+    assert page.blocks[0].startswith(f"Title: {PERSIAN_TITLE}\n") and f"\nURL: {url}\n" in page.text + "\n"
+    html = call(server, "get-page", title=PERSIAN_TITLE, content="html").text
+    assert 'dir="rtl"' in html and "پرآب‌ترین" in html  # the zero-width non-joiner kept
+    section = call(server, "get-page", title=PERSIAN_TITLE, section=1)
+    assert content_of(section.blocks[0]).startswith("== مسیر ==\n" + PERSIAN_LINES[0])
+    small = make_server(persian_wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    assert "Available sections: 0 (Lead), 1 (مسیر). " in call(small, "get-page", title=PERSIAN_TITLE).blocks[-1]
+    pages = call(server, "get-pages", titles=[PERSIAN_TITLE, "Talk:" + PERSIAN_TITLE])
+    assert [b.split("\n", 1)[0] for b in pages.blocks] == [f"Title: {PERSIAN_TITLE}", f"Title: بحث:{PERSIAN_TITLE}"]
+
+
+def test_a_right_to_left_wiki_diffs_by_line_numbers_in_its_own_digits(farm: WikiFarm,
+                                                                      persian_wiki: RealWiki) -> None:
+    server = shared_bot_server(farm, persian_wiki)
+    title = "آزمون تفاوت"
+    lines = PERSIAN_LINES + [f"سطر افزوده {n}" for n in range(1, 9)]
+    before = create(server, title, "\n".join(lines))
+    new = "\n".join([lines[0], "سطر تازه", *lines[1:14], lines[14] + " (ویرایش)", *lines[15:]])
+    expected = f"@@ -1,0 +2 @@\n+سطر تازه\n@@ -15 +16 @@\n~{lines[14]}{{+ (ویرایش)+}}"
+    dry = call(server, "update-page", title=title, source=new, dryRun=True)
+    assert content_of(dry.blocks[0]) == expected
+    after = int(field(call(server, "update-page", title=title, source=new), "Revision ID"))
+    table = persian_wiki.raw_get(action="compare", fromrev=before, torev=after)["compare"]["body"]
+    assert "خط ۱۴:" in table  # the wiki numbers lines in Persian digits
+    diff = call(server, "compare-pages", fromRevision=before, toRevision=after)
+    assert content_of(diff.blocks[0]) == expected
+
+
+# ---------------------------------------------------------------------------
+# Answers that must not mislead: warnings, error codes, titles, rows, moves, rights
+# ---------------------------------------------------------------------------
+
+NAMESPACES_OF_THE_TEST_WIKI = "0 (Main), 1 Talk, 2 User, 3 User talk, 4 Test Wiki"
+
+
+@pytest.mark.parametrize("tool, arguments, namespace", [
+    ("search-page-by-prefix", {"prefix": "Fru", "namespace": 9999}, "9999"),
+    ("get-recent-changes", {"namespaces": [9999]}, "9999"),
+    ("get-category-members", {"category": "Fruits", "namespaces": [0, 9999]}, "9999"),
+    ("get-links-here", {"title": "Apple", "namespaces": [9999]}, "9999"),
+    ("search-page", {"query": "fruit", "namespaces": [-1]}, "-1"),
+])
+@on_every_version
+def test_an_unknown_namespace_is_refused_naming_the_wikis_namespaces(
+        bot_server: Any, wiki: RealWiki, tool: str, arguments: dict[str, Any], namespace: str) -> None:
+    """MediaWiki drops a namespace it does not know with a warning and answers unfiltered."""
+    result = call(bot_server, tool, **arguments)
+    assert result.is_error and len(result.blocks) == 1, result.text
+    assert result.blocks[0].startswith(f"invalid_input: {wiki.key} has no namespace {namespace} to use here. "
+                                       f"Its namespaces: {NAMESPACES_OF_THE_TEST_WIKI}"), result.text
+    assert "14 Category, 15 Category talk" in result.text
+
+
+def test_a_prefix_in_one_namespace_and_a_namespace_argument_naming_another_are_refused(bot_server: Any) -> None:
+    """With a namespace prefix in the text, MediaWiki's prefix search ignores its namespace parameter."""
+    result = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=10)
+    assert result.is_error and result.blocks == [
+        ("invalid_input: The prefix 'Category:Fru' is in namespace 14 (Category), but namespace is 10 "
+         "(Template). Give the namespace once: in the prefix or as namespace.")]
+    agreeing = call(bot_server, "search-page-by-prefix", prefix="Category:Fru", namespace=14)
+    assert not agreeing.is_error and agreeing.blocks == ["Category:Fruits"]
+
+
+def test_a_request_the_wiki_answers_only_in_part_fails_and_a_deprecation_is_only_logged(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    client = m.MediaWikiClient(wiki.api)
+    with pytest.raises(m.WikiError) as ignored:
+        client.get({"action": "query", "titles": "Apple", "prop": "info", "bogusparam": "1"})
+    assert ignored.value.category == "upstream_failure" and ignored.value.code == "unrecognizedparams"
+    assert "bogusparam" in ignored.value.message and "retry" not in ignored.value.message.lower()
+    with pytest.raises(m.WikiError) as value:
+        client.get({"action": "query", "list": "recentchanges", "rcprop": "title|bogusvalue"})
+    assert value.value.category == "invalid_input" and "bogusvalue" in value.value.message
+    with caplog.at_level(logging.DEBUG, logger="mediawiki_mcp"):
+        found = client.get({"action": "query", "list": "search", "srsearch": "fruit", "srprop": "score"})
+    assert found["query"]["search"]  # a deprecated value still works: the warning is only logged
+    assert any("deprecation" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("code, category", [
+    ("pagecannotexist", "invalid_input"), ("invalid-json-data", "invalid_input"),
+    ("mycustomjsprotected", "permission_denied"), ("customjsprotected", "permission_denied"),
+    ("nonfile-cannot-move-to-file", "invalid_input"), ("filetypemismatch", "invalid_input"),
+    ("nosuchsection", "not_found"), ("immobile-target-namespace", "invalid_input"),
+    ("cantchangecontentmodel", "permission_denied"), ("concurrency-limit", "rate_limited"),
+    ("verification-error", "invalid_input"), ("missingcommenttext", "invalid_input"),
+    ("hookaborted", "permission_denied"), ("spamdetected", "permission_denied"),
+    ("fileexists-forbidden", "conflict"), ("mustbeloggedin", "authentication"),
+])
+def test_mediawiki_error_codes_get_their_true_category(code: str, category: str) -> None:
+    error = m.error_from_api(code, "MediaWiki's own words.", "wiki.example.org")
+    assert error.category == category and error.code == code
+    assert "retry later" not in str(error).lower()
+
+
+def test_only_failures_a_later_retry_can_fix_say_retry_later() -> None:
+    for code, category in m.MW_ERROR_CATEGORIES.items():
+        text = str(m.error_from_api(code, "Words.")).lower()
+        assert "retry later" not in text and ("before retrying" in text) == (category == "rate_limited"), code
+    for code in ("readonly", "internal_api_error_DBQueryError", "backend-fail-internal"):
+        assert "retry later" in str(m.error_from_api(code, "Words.")).lower(), code
+    unknown = str(m.error_from_api("weird-new-code", "Something odd happened."))
+    assert unknown.startswith("upstream_failure: MediaWiki error weird-new-code") and "retry" not in unknown.lower()
+
+
+def no_retry(result: Result) -> bool:
+    return result.is_error and len(result.blocks) == 1 and "retry later" not in result.text.lower()
+
+
+def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
+    special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
+    assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
+    assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
+    assert revision_ids(wiki, "Errors test data") == []
+    own_js = call(bot_server, "create-page", title="User:Admin/common.js", source="var a;")
+    assert no_retry(own_js) and own_js.text.startswith("permission_denied: ")
+    create(bot_server, "Errors test move source", "Stays.")
+    to_file = call(bot_server, "move-page", fromTitle="Errors test move source", toTitle="File:Errors test.png")
+    assert no_retry(to_file) and to_file.text.startswith("invalid_input: Cannot move non-file to file namespace.")
+    retyped = call(bot_server, "move-page", fromTitle="File:Red square.png", toTitle="File:Red square.jpg")
+    assert no_retry(retyped) and retyped.text.startswith("invalid_input: The new file extension does not match")
+    assert "give the new title the file's extension" in retyped.text
+    assert wiki.wikitext("Errors test move source") == "Stays." and file_versions(wiki, "File:Red square.png")
+
+
+def test_a_missing_section_lists_the_pages_sections_with_levels(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Errors test sections"
+    create(bot_server, title, "Lead.\n== One ==\nA.\n=== One and a half ===\nB.\n== Two ==\nC.\n")
+    listed = "Its sections: 0 (Lead), 1 (== One ==), 2 (=== One and a half ===), 3 (== Two ==)."
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("update-page", {"source": "New."})):
+        result = call(bot_server, tool, title=title, section=99, **arguments)
+        assert result.is_error and result.blocks[0].startswith(
+            f"not_found: There is no section 99 in {title} on {wiki.key}. {listed}"), (tool, result.text)
+        assert "search-page" not in result.text
+    assert wiki.wikitext(title).startswith("Lead.")
+
+
+def test_an_address_that_is_no_api_is_not_called_a_passing_failure(wiki: RealWiki) -> None:
+    """What a page URL with a scriptpath builds: an address that answers HTML."""
+    server = make_server({"MEDIAWIKI_URL": f"{wiki.url}/wiki/Main_Page/w/api.php"})
+    result = call(server, "get-page", title="Apple")
+    assert no_retry(result) and result.text.startswith(
+        f"upstream_failure: {wiki.url}/wiki/Main_Page/w/api.php answered HTTP 404 with text/html, not "
+        "MediaWiki API JSON: it is not the wiki's api.php."), result.text
+
+
+def test_add_wiki_of_no_url_or_an_unknown_host_says_so_once(wiki: RealWiki) -> None:
+    def unknown(host: str, port: int) -> list[str]:
+        raise OSError("Name or service not known")
+    server = make_server(wiki.env(), resolve=unknown)
+    words = call(server, "add-wiki", wikiUrl="not a url at all")
+    assert words.is_error and words.blocks == ["invalid_input: 'not a url at all' is not an http(s) URL of a wiki."]
+    nowhere = call(server, "add-wiki", wikiUrl="https://wiki.nowhere.example/wiki/Main_Page")
+    assert nowhere.is_error and nowhere.blocks == [
+        ("invalid_input: The host wiki.nowhere.example of https://wiki.nowhere.example/w/api.php could not be "
+         "resolved; check the URL.")]
+
+
+def test_a_wrong_password_is_authentication_in_list_wikis_and_the_resource(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki,
+                                    B_PASS="0" * 32))
+    listed = call(server, "list-wikis").text.splitlines()
+    assert listed[1].startswith("other: Other Wiki, ") and "(read-only; private; no access: Login to " in listed[1]
+    assert "unreachable" not in listed[1]
+
+    async def read() -> str:
+        async with Client(server) as client:
+            return (await client.read_resource("mcp://wikis/other")).contents[0].text
+    text = anyio.run(read)
+    assert "No access: Login to " in text and "Unreachable" not in text and "0" * 32 not in text
+
+
+def test_the_wikis_own_messages_come_in_english_with_a_next_step(accounts: Accounts) -> None:
+    """Plain's language is German: the wiki would answer in German unless asked for English."""
+    server = make_server(accounts.plain)
+    result = call(server, "create-page", title="Special:Mcp test", source="x")
+    assert result.is_error and result.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    assert "[pagecannotexist] Pages in this namespace (such as Special:) cannot be created" in result.text
+
+
+# -- titles -----------------------------------------------------------------------------
+
+def test_markers_write_titles_as_the_wiki_does(bot_server: Any) -> None:
+    title = "Überlänge Ünïcödé"
+    create(bot_server, title, long_page_text())
+    marker = call(bot_server, "get-pages", titles=[title, "Apple"]).blocks[-1]
+    assert f'call get-page with title="{title}" and section=N' in marker
+    assert f'call get-page with title="{title}" and offset=' in marker and "\\u" not in marker
+    html = call(bot_server, "get-page", title=title, content="html").blocks[-1]
+    assert 'To read a specific section, call get-page again with content="html" and section=N.' in html
+
+
+def test_the_title_length_limit_leaves_out_the_namespace_prefix(bot_server: Any, wiki: RealWiki) -> None:
+    name = "Ä" * 127 + "x"  # 255 bytes, MediaWiki's limit for the title without its namespace
+    created = call(bot_server, "create-page", title=f"Talk:{name}", source="At the limit.")
+    assert not created.is_error, created.text
+    assert content_of(call(bot_server, "get-page", title=f"Talk:{name}").blocks[0]) == "At the limit."
+    over = call(bot_server, "get-page", title=f"Talk:{name}x")
+    assert over.is_error and over.text.startswith("invalid_input: Argument 'title' is 256 bytes long after its "
+                                                  "namespace prefix; a page title has at most 255.")
+
+
+def test_a_percent_encoded_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Fruit%20salad")
+    assert result.is_error and result.blocks == [
+        ("invalid_input: Argument 'title' is percent-encoded (%20); page titles are written as the wiki shows "
+         "them: 'Fruit salad'.")]
+
+
+def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
+    result = call(bot_server, "get-page", title="Target page#Details")
+    assert result.is_error and result.blocks == [
+        ("invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
+         "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
+
+
+# -- rows of history and recent changes ---------------------------------------------------
+
+def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
+    title = "Rows test page"
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    edits = [("First.", "", False), ("Second.", "minor", False), ("Third.", "", True),
+             ("Fourth.", 'a | b "quoted" | c', True)]
+    for text, summary, minor in edits:
+        done = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": summary, "token": token,
+            "minor" if minor else "notminor": "1", "format": "json", "formatversion": "2"}).json()
+        assert done["edit"]["result"] == "Success", done
+    server = make_server(wiki.env())
+    history = call(server, "get-page-history", title=title)
+    assert history.blocks[0].startswith(f"Revisions of {title}, newest first (revision ID | timestamp | user | "
+                                        "size change | minor (only when minor) | tags (only when any) | edit "
+                                        "summary (quoted, only when any)):\n")
+    rows = rows_of(history.blocks[0])
+    created = ['"Created page with \\"First.\\""']  # MediaWiki's own summary of a new page
+    assert [row.split(" | ", 4)[4:] for row in rows] == [
+        ['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+    assert [row.split(" | ")[3] for row in rows] == ["+1", "-1", "+1", "+6"]
+    recent = call(server, "get-recent-changes", limit=20).blocks[0]
+    assert recent.startswith("Recent changes, newest first (time | page | change | user | size change | flags "
+                             "(minor, bot; only when any) | tags (only when any) | edit summary (quoted, only "
+                             "when any)):\n")
+    mine = [row.split(" | ", 5)[5:] for row in rows_of(recent) if row.split(" | ")[1] == title]
+    assert mine == [['minor | "a | b \\"quoted\\" | c"'], ["minor"], ['"minor"'], created]
+
+
+# -- moves ----------------------------------------------------------------------------------
+
+def test_a_move_reports_each_subpage_moved_or_not_and_why(bot_server: Any, wiki: RealWiki) -> None:
+    for title in ("Help:Move report", "Help:Move report/A", "Help:Move report/B", "Help talk:Move report/A",
+                  "Help:Move report 2/B"):
+        create(bot_server, title, f"Text of {title}.")
+    moved = call(bot_server, "move-page", fromTitle="Help:Move report", toTitle="Help:Move report 2",
+                 moveSubpages=True)
+    assert not moved.is_error, moved.text
+    assert field(moved, "Subpages moved") == ("Help:Move report/A -> Help:Move report 2/A, "
+                                              "Help talk:Move report/A -> Help talk:Move report 2/A")
+    assert field(moved, "Subpages not moved") == (
+        "Help:Move report/B (A page already exists at Help:Move report 2/B, or the page name you have "
+        "chosen is not valid. Please choose another name.)")
+    assert wiki.wikitext("Help:Move report/B") == "Text of Help:Move report/B."
+    # the main namespace has no subpages: the talk subpage moves, the others stay, each named
+    into_main = call(bot_server, "move-page", fromTitle="Help:Move report 2", toTitle="Move report main",
+                     moveSubpages=True)
+    assert not into_main.is_error, into_main.text
+    assert field(into_main, "Subpages moved") == "Help talk:Move report 2/A -> Talk:Move report main/A"
+    assert field(into_main, "Subpages not moved") == (
+        "Help:Move report 2/A, Help:Move report 2/B (the namespace of Move report main has no subpages)")
+    assert wiki.wikitext("Help:Move report 2/A") == "Text of Help:Move report/A."
+
+
+def test_a_move_the_account_cannot_make_as_asked_is_refused_before_anything_moves(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Move refused source", "Stays here.")
+    server = make_server(accounts.plain)
+    result = call(server, "move-page", fromTitle="Move refused source", toTitle="Move refused target",
+                  leaveRedirect=False)
+    assert result.is_error and result.blocks == [
+        (f"invalid_input: The account Plain cannot move pages without leaving a redirect on {wiki.key}: it "
+         "lacks the 'suppressredirect' right, which the wiki gives to: bot, sysop. Nothing was moved. Call "
+         "again without leaveRedirect=false to leave a redirect.")]
+    assert wiki.wikitext("Move refused source") == "Stays here."
+    assert revision_ids(wiki, "Move refused target") == []
+
+
+# -- rights, uploads, deletions and other smaller statements -------------------------------
+
+def test_delete_page_refuses_an_account_that_cannot_delete_before_asking_to_confirm(
+        accounts: Accounts, bot_server: Any, wiki: RealWiki) -> None:
+    create(bot_server, "Delete refused page", "Stays.")
+    plain = call(make_server(accounts.plain), "delete-page", title="Delete refused page")
+    assert plain.is_error and plain.blocks == [
+        (f"permission_denied: The account Plain cannot delete pages on {wiki.key}: it lacks the 'delete' "
+         "right, which the wiki gives to: sysop. Nothing was changed. Tell the user; retrying as the same "
+         "account changes nothing.")]
+    limited = call(make_server(accounts.limited), "delete-page", title="Delete refused page", confirm=True)
+    assert limited.is_error and limited.blocks == [
+        (f"permission_denied: The account Admin cannot delete pages on {wiki.key}: the bot password "
+         "Admin@limited lacks the grant 'Delete pages, revisions, and log entries', which the user can add "
+         "at Special:BotPasswords (the account itself has the 'delete' right). Nothing was changed. Tell the "
+         "user; retrying as the same account changes nothing.")]
+    assert wiki.wikitext("Delete refused page") == "Stays."
+
+
+def test_an_upload_refused_for_a_missing_grant_names_the_grant(
+        accounts: Accounts, wiki: RealWiki, tmp_path: Path) -> None:
+    directory = uploads_dir(tmp_path)
+    (directory / "granted.png").write_bytes(unique_png("granted"))
+    server = make_server({**accounts.limited, "MCP_UPLOAD_DIRS": str(directory)})
+    result = call(server, "upload-file", filepath=str(directory / "granted.png"), title="Grant test.png")
+    assert result.is_error and result.text.startswith(
+        f"permission_denied: The account Admin cannot upload files on {wiki.key}: the bot password "
+        "Admin@limited lacks the grant 'Upload new files', which the user can add at Special:BotPasswords")
+    assert "group" not in result.text and file_versions(wiki, "File:Grant test.png") == []
+
+
+def test_check_lists_only_the_tools_the_account_can_use(accounts: Accounts) -> None:
+    done = run_script("--check", env={k: v for k, v in accounts.plain.items()} | {"MCP_UPLOAD_DIRS": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    tools = done.stdout.splitlines()[2].removeprefix("  Tools: ").split(", ")
+    assert {"get-page", "create-page", "update-page", "move-page", "upload-file-from-url"} <= set(tools)
+    assert not {"delete-page", "undelete-page", "upload-file", "update-file"} & set(tools)
+
+
+def test_upload_warnings_name_files_in_the_wikis_own_file_namespace() -> None:
+    said = m.explain_warnings({"duplicate": ["Rot.png"], "exists-normalized": "Rot.PNG",
+                               "badfilename": "Rot_quadrat.png"}, file_namespace="Datei")
+    assert said == ["the same content is already on the wiki as Datei:Rot.png",
+                    "a file with a similar name exists: Datei:Rot.PNG",
+                    "the title is not a valid file name; the wiki would save it as Datei:Rot quadrat.png"]
+
+
+def test_a_deleted_page_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    title = "Deleted page test"
+    create(bot_server, title, "Soon gone.")
+    assert not call(bot_server, "delete-page", title=title, confirm=True, comment="Test").is_error
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "html"}),
+                            ("delete-page", {}), ("delete-page", {"confirm": True}),
+                            ("get-page-history", {}), ("update-page", {"source": "x"})):
+        result = call(bot_server, tool, title=title, **arguments)
+        assert result.is_error and result.blocks[0].startswith(f"not_found: Page '{title}' "), (tool, result.text)
+        assert "was deleted" in result.text and "undelete-page restores it" in result.text, (tool, result.text)
+        assert "create-page" not in result.text and "search" not in result.text, (tool, result.text)
+    never = call(bot_server, "get-page", title="Never existed here")
+    assert "search-page-by-prefix" in never.text and "deleted" not in never.text
+
+
+def test_a_bad_revision_id_points_to_the_history(bot_server: Any) -> None:
+    result = call(bot_server, "compare-pages", fromRevision=987654321, toTitle="Apple")
+    assert result.is_error and result.text.startswith("not_found: ") and "get-page-history" in result.text
+
+
+@on_every_version
+def test_get_pages_says_why_a_title_has_no_page(bot_server: Any, wiki: RealWiki) -> None:
+    result = call(bot_server, "get-pages", titles=["Apple", "Special:Version", "Talk:", "Nope Nope"])
+    # MediaWiki's own reason, which 1.43 words otherwise ("... contains only a namespace prefix.")
+    reason = wiki.raw_get(action="query", titles="Talk:")["query"]["pages"][0]["invalidreason"]
+    assert reason.startswith("The requested page title is empty or contains only ")
+    assert result.blocks[:3] == [
+        "Missing pages: Nope Nope", f"Not valid page titles: Talk: ({reason})",
+        "Special pages, which have no content: Special:Version"]
+    assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
+
+
+def test_counts_read_as_english(bot_server: Any, history: History) -> None:
+    assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
+    marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
+    assert marker.startswith("More results available. Returned 1 revision. ")
+
+
+def test_a_marker_names_every_section() -> None:
+    sections = [(n, f"Part {n}") for n in range(1, 81)]
+    listed = m.section_list(sections)
+    assert listed.endswith("79 (Part 79), 80 (Part 80)") and "more" not in listed
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+def test_the_configuration_doc_lists_every_setting_as_the_settings_table_does() -> None:
+    assert generator().settings_table() in (HERE / "docs" / "configuration.md").read_text(), (
+        "the table of settings differs from SETTINGS: run python packaging/generate.py")
+
+
+def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> None:
+    """A newcomer follows the README: its first test command is CI's own script, its second the
+    test command that script runs; the apt line of the development notes installs what CI installs."""
+    def sh_blocks(path: str, heading: str) -> list[str]:
+        """The sh code blocks of a document's section ``## heading``."""
+        found = re.search(rf"^## {heading}\n(.*?)(?=^## |\Z)", (HERE / path).read_text(), re.DOTALL | re.MULTILINE)
+        assert found, f"{path} has no section {heading}"
+        return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", found.group(1),
+                                                      re.DOTALL | re.MULTILINE)]
+    commands = sh_blocks("README.md", "Test")
+    assert commands[:2] == ["bash .ci/run", ". .venv/bin/activate\npython -m pytest"], commands
+    ci = (HERE / ".ci" / "run").read_text()
+    assert re.search(r"^python -m pytest$", ci, re.MULTILINE), "CI must run the README's test command"
+
+    def packages(text: str) -> list[str]:
+        found = re.findall(r"^apt-get install ([^\n>]*)", text, re.MULTILINE)
+        assert found, text[:200]
+        return sorted(word for word in found[0].split() if not word.startswith("-"))
+    assert packages(sh_blocks("docs/development.md", "Tests")[0]) == packages(ci)
+
+
+def outside_code(markdown: str) -> str:
+    """A Markdown document without its fenced code blocks."""
+    return re.sub(r"^```.*?^```$", "", markdown, flags=re.DOTALL | re.MULTILINE)
+
+
+def anchors(document: Path) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation but hyphens and
+    underscores dropped, spaces as hyphens; a repeated one gets -1, -2, ..."""
+    seen: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.*)$", outside_code(document.read_text()), re.MULTILINE):
+        anchor = base = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = 0
+        while anchor in seen:
+            count += 1
+            anchor = f"{base}-{count}"
+        seen.add(anchor)
+    return seen
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    """A newcomer follows the README into docs/: every relative link names a file that exists
+    and, with #anchor, a heading of it."""
+    documents = [HERE / "README.md", *sorted((HERE / "docs").glob("*.md"))]
+    assert len(documents) > 1, "the reference lives in docs/"
+    followed, dead = 0, []
+    for document in documents:
+        for target in re.findall(r"\]\(([^)\s]+)\)", outside_code(document.read_text())):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            followed += 1
+            if not linked.is_file() or (anchor and anchor not in anchors(linked)):
+                dead.append(f"{document.relative_to(HERE)}: {target}")
+    assert not dead, dead
+    assert followed >= len(documents)  # each document links somewhere: the check ran
+
+
+def test_the_readme_reads_in_five_minutes() -> None:
+    """The README gives install, the client lines, the first call and the tables; the reference
+    lives in docs/ (PyPI shows the README as the long description)."""
+    assert len((HERE / "README.md").read_bytes()) <= 20_000
+
+
+def test_help_lists_every_environment_variable() -> None:
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0
+    for name in m.SETTINGS:
+        assert name in done.stdout
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "FOO"},
+     "MEDIAWIKI_MCP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'FOO'"),
+    ({"MEDIAWIKI_MCP_LOG_LEVEL": "", "MEDIAWIKI_READ_ONLY": "maybe"},  # empty: the default level, no crash
+     "MEDIAWIKI_READ_ONLY must be true or false, not 'maybe'"),
+    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT must be printable ASCII"),
+    ({"MCP_TRANSPORT": "http", "MCP_AUTH_TOKEN": " "}, "MCP_AUTH_TOKEN is set but empty"),
+    ({"MCP_TRANSPORT": "http", "MCP_BIND": "not a host"},
+     "The address to listen on (--host or MCP_BIND) must be an IP address or a host name, not 'not a host'"),
+    ({"MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS takes hosts such as"),
+])
+def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env: dict[str, str],
+                                                                            message: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
+    assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_version() -> None:
+    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--version"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}"
+
+
+def test_import_does_no_io_and_starts_nothing() -> None:
+    code = ("import sys, threading, mediawiki_mcp; "
+            "assert 'requests' not in sys.modules, 'requests imported at start'; "
+            "assert threading.active_count() == 1; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
+                          check=False)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> None:
+    """The installed console script, driven the way many clients still speak."""
+    script = shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    env = dict(os.environ, **wiki.env())
+    process = subprocess.Popen([script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env, text=True)
+    assert process.stdin and process.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+
+    def receive() -> dict[str, Any]:
+        line = process.stdout.readline()
+        assert line, process.stderr.read() if process.stderr else ""
+        return json.loads(line)
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}})
+        init = receive()
+        assert init["result"]["protocolVersion"] == "2025-06-18"
+        assert init["result"]["serverInfo"]["name"] == "mediawiki-mcp"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = receive()["result"]["tools"]
+        assert "get-page" in {t["name"] for t in tools}
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "get-page", "arguments": {"title": "Long page"}}})
+        result = receive()["result"]
+        assert result.get("isError") in (None, False)
+        assert [c["type"] for c in result["content"]] == ["text", "text"]
+        assert result["content"][1]["text"].startswith("Content truncated at ")
+        assert "structuredContent" not in result
+        send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+              "params": {"name": "get-page", "arguments": {"title": "Nope Nope"}}})
+        missing = receive()["result"]
+        assert missing["isError"] is True and len(missing["content"]) == 1
+        assert missing["content"][0]["text"].startswith("not_found: ")
+    finally:
+        process.stdin.close()
+        process.wait(timeout=20)
+    stderr = process.stderr.read() if process.stderr else ""
+    assert wiki.bot_password not in stderr
+
+
+def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
+        wiki: RealWiki, fake: FakeWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Every tool, on a wiki behind HTTP basic auth whose bot password comes from an exec source,
+    beside a wiki with a token and one whose gate password is wrong: each answer, resource,
+    --check line and log line (in process, of --check, of an HTTP server with a token) is
+    searched for every secret of the configuration and for any address with a user name."""
+    gate, wrong, token, http_token = (f"{kind}-{secrets.token_hex(8)}" for kind in ("gate", "wrong", "tok", "http"))
+    held = (gate, wrong, token, http_token, wiki.bot_password)
+    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", gate))
+    uploads = uploads_dir(tmp_path)
+    (uploads / "secrets.txt").write_text(f"Uploaded by the secrets test {secrets.token_hex(4)}.\n")
+    fake.files["/secrets.png"] = (unique_png(f"secrets test {secrets.token_hex(4)}"), "image/png")
+    exec_password = {"exec": {"command": sys.executable, "args": ["-c", f"print({wiki.bot_password!r})"]}}
+    (tmp_path / "config.json").write_text(json.dumps({"defaultWiki": "gated", "uploadDirs": [str(uploads)], "wikis": {
+        "gated": {"server": f"http://gate:${{GATE}}@127.0.0.1:{proxy.port}", "scriptpath": "/w",
+                  "username": "${A_USER}", "password": exec_password},
+        "tokened": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w", "token": "${TOKEN}"},
+        "locked": {"server": f"http://gate:${{WRONG}}@127.0.0.1:{proxy.port}/wiki/Main_Page"}}}))
+    env = {"CONFIG": str(tmp_path / "config.json"), "GATE": gate, "WRONG": wrong, "TOKEN": token,
+           "A_USER": wiki.bot_user, "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"}
+    title = f"Secrets test {secrets.token_hex(4)}"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get-page", {"title": "Apple"}), ("get-page", {"title": "Apple", "content": "html", "metadata": True}),
+        ("get-page", {"title": "Secrets test missing page"}),
+        ("get-pages", {"titles": ["Apple", "Banana", "Secrets test missing page"]}),
+        ("search-page", {"query": "fruit"}), ("search-page-by-prefix", {"prefix": "Ba"}),
+        ("get-site-info", {}), ("get-site-info", {"wiki": "tokened"}), ("get-site-info", {"wiki": "locked"}),
+        ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
+        ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
+        ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
+        ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
+        ("get-user-contributions", {"user": "Admin", "limit": 5}), ("get-log-events", {"limit": 5}),
+        ("get-watchlist", {"limit": 5}),
+        ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
+        ("create-page", {"title": title, "source": "Made by the secrets test."}),
+        ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
+        ("get-page-sections", {"title": title}), ("find-in-page", {"title": title, "find": "More"}),
+        ("get-template-info", {"title": "Infobox river"}),
+        ("update-page-categories", {"title": title, "add": ["Secrets test"]}),
+        ("add-talk-topic", {"title": title, "heading": "Secrets", "message": "Hello."}),
+        ("reply-on-talk-page", {"title": title, "topic": "Secrets", "message": "Hello again."}),
+        ("replace-in-pages", {"titles": [title], "find": "More.", "replace": "More!"}),
+        ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
+        ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
+        ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
+        ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
+        ("undelete-page", {"title": f"{title} moved"}),
+        ("upload-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("update-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
+        ("upload-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("update-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
+        ("list-wikis", {}), ("add-wiki", {"wikiUrl": f"http://127.0.0.1:{fake.port}/"}),
+        ("remove-wiki", {"wiki": "locked"}),
+    ]
+
+    async def run(server: Any) -> list[tuple[str, bool, str]]:
+        seen = []
+        async with Client(server) as client:
+            for resource in (await client.list_resources()).resources:
+                read = await client.read_resource(str(resource.uri))
+                seen.append(("resource", False, resource.model_dump_json() + "\n" + read.contents[0].text))
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                seen.append((name, bool(result.is_error), "\n".join(b.text for b in result.content if b.type == "text")))
+        return seen
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            server = make_server(env)
+            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.state)}
+            answers = anyio.run(run, server)
+        check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
+        with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
+            bearer = {"Authorization": f"Bearer {http_token}"}
+            session = post_rpc(http.url, "initialize", INIT_PARAMS, headers=bearer).headers["Mcp-Session-Id"]
+            post_rpc(http.url, "notifications/initialized", rpc_id=None, session=session, headers=bearer)
+            listed = post_rpc(http.url, "tools/call", {"name": "list-wikis", "arguments": {}}, rpc_id=2,
+                              session=session, headers=bearer)
+            unauthorised = post_rpc(http.url, "tools/call", {"name": "whoami", "arguments": {}}, rpc_id=3, session=session)
+    finally:
+        proxy.close()
+    results = {name: (is_error, text) for name, is_error, text in answers}
+    assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
+    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
+                 "get-user-contributions", "get-log-events", "get-watchlist", "watch-page", "get-page-sections",
+                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages"):
+        assert not results[name][0], (name, results[name][1])
+    assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
+    assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
+    assert "locked: FAILED: authentication: " in check.stdout, check.stdout
+    assert listed.status_code == 200 and "gated: Test Wiki" in listed.text and unauthorised.status_code == 401
+    outputs = {"answers": "\n".join(text for _, _, text in answers), "log": caplog.text,
+               "--check": check.stdout + check.stderr, "HTTP": listed.text + unauthorised.text + http.log}
+    for where, text in outputs.items():
+        for secret in held:
+            assert secret not in text, (where, secret)
+        assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
+
+
+# ---------------------------------------------------------------------------
+# Every line answered: bad JSON, bad UTF-8 and lone surrogates over stdio and HTTP
+# ---------------------------------------------------------------------------
+
+def raw_call(rpc_id: int, name: str, arguments: str) -> bytes:
+    """A tools/call line exactly as written: JSON escapes such as a lone \\ud800 stay as they are."""
+    return (f'{{"jsonrpc":"2.0","id":{rpc_id},"method":"tools/call",'
+            f'"params":{{"name":"{name}","arguments":{arguments}}}}}').encode()
+
+
+#: (line, answer): a JSON-RPC error code, or the category of a tool's error; and the answer's id.
+BAD_LINES: list[tuple[bytes, tuple[int | str, int | None]]] = [
+    (b"not json", (-32700, None)),
+    (b'{"jsonrpc":"2.0","id":3,"method":"ping"', (-32700, None)),  # cut short
+    (b'\xff\xfe{"jsonrpc":"2.0","id":4,"method":"ping"}', (-32700, None)),
+    # Latin-1 inside a readable request: refused, never read as U+FFFD and saved so
+    (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-page","arguments":{"title":"Caf\xe9"}}}',
+     (-32700, 5)),
+    (raw_call(6, "get-page", '{"title":"\\ud800"}'), ("invalid_input", 6)),  # a lone surrogate in an argument
+    (raw_call(7, "get-pages", '{"titles":["Apple","x\\udc00"]}'), ("invalid_input", 7)),
+    (raw_call(8, "get-page", '{"ti\\ud800tle":"Apple"}'), (-32700, 8)),  # in an argument's name
+    (b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"x":"\\ud800"}}}', (-32700, 9)),
+    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', (-32700, None)),  # in the id itself
+    (b'{"jsonrpc":"2.0","method":"notifications/\\ud800"}', (-32700, None)),
+    (b"[1,2]", (-32600, None)),
+    (b'{"jsonrpc":"2.0","id":12,"method":7}', (-32600, 12)),  # JSON, but no JSON-RPC request
+    (b'{"jsonrpc":"2.0","id":12}', (-32600, None)),  # nor a response: its id is no request's of ours
+]
+
+
+def check_bad_line_answer(answer: dict[str, Any], expected: tuple[int | str, int | None]) -> None:
+    code, rpc_id = expected
+    assert answer.get("id") == rpc_id, answer
+    if isinstance(code, int):
+        assert answer["error"]["code"] == code and answer["error"]["message"], answer
+    else:
+        result = answer["result"]
+        assert result["isError"] is True and len(result["content"]) == 1, result
+        assert result["content"][0]["text"].startswith(f"{code}: "), result
+        assert "surrogate" in result["content"][0]["text"], result
+
+
+def test_every_bad_line_on_stdin_is_answered_and_the_next_line_served(wiki: RealWiki) -> None:
+    script = shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    process = subprocess.Popen([script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(os.environ, **wiki.env()))
+    assert process.stdin and process.stdout
+    answers: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [answers.put(line) for line in process.stdout], daemon=True).start()
+
+    def send(line: bytes) -> None:
+        assert process.stdin
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+
+    def exchange(line: bytes) -> dict[str, Any]:
+        send(line)
+        try:
+            return json.loads(answers.get(timeout=30))
+        except queue.Empty:
+            raise AssertionError(f"no answer to {line!r}") from None
+
+    try:
+        assert exchange(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                    "params": INIT_PARAMS}).encode())["id"] == 1
+        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for line, expected in BAD_LINES:
+            check_bad_line_answer(exchange(line), expected)
+        send(b"")  # a blank line is no message: nothing to answer (the next answer would show it)
+        pair = exchange(raw_call(13, "get-page", '{"title":"Grinning \\ud83d\\ude00"}'))  # one character
+        assert pair["id"] == 13 and pair["result"]["content"][0]["text"].startswith("not_found: "), pair
+        apple = exchange(raw_call(14, "get-page", '{"title":"Apple"}'))
+        assert apple["id"] == 14 and not apple["result"].get("isError"), apple
+        assert "Apple" in apple["result"]["content"][0]["text"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+#: Bodies of a POST to /mcp that no JSON-RPC message can be read from.
+BAD_BODIES = [b"not json", b'{"jsonrpc":"2.0","id":3,"method":"ping"', b'\xff\xfe{"jsonrpc":"2.0","id":4}',
+              b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-page","arguments":{"title":"Caf\xe9"}}}',
+              b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"x":"\\ud800"}}}',
+              b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', b""]
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+def test_every_bad_body_over_http_is_answered_400_and_the_next_request_served(wiki: RealWiki,
+                                                                              stateless: bool) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    with http_servers((wiki.env(), ("--stateless",) if stateless else ())) as (server,):
+        for body in BAD_BODIES:  # as the first message, before any session
+            refused = requests.post(server.url, data=body, headers=headers, timeout=30)
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, (body, refused.text)
+        session = post_rpc(server.url, "initialize", INIT_PARAMS).headers.get("Mcp-Session-Id")
+        sent = {**headers, "MCP-Protocol-Version": INIT_PARAMS["protocolVersion"],
+                **({"Mcp-Session-Id": session} if session else {})}
+        post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
+        for body in BAD_BODIES + [raw_call(6, "get-page", '{"title":"\\ud800"}')]:  # within the session
+            refused = requests.post(server.url, data=body, headers=sent, timeout=30)
+            assert refused.status_code == 400, (body, refused.status_code, refused.text)
+            error = refused.json()
+            assert error["jsonrpc"] == "2.0" and error["id"] is None and error["error"]["code"] == -32700, error
+        served = post_rpc(server.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
+                          rpc_id=7, session=session)
+        assert "Apple" in tool_text(rpc_result(served))
+        assert server.process.poll() is None and "Traceback" not in server.log, server.log
+
+
+def test_a_lone_surrogate_in_a_tool_argument_of_a_2026_request_is_invalid_input(wiki: RealWiki) -> None:
+    """Requests of protocol 2026-07-28 stand alone (no session): the SDK reads them with Python's
+    JSON reader, which keeps a lone surrogate, so the tool's argument check refuses it, as over stdio."""
+    version = "2026-07-28"
+    meta = {"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": version, "Mcp-Method": "tools/call", "Mcp-Name": "get-page"}
+
+    def call(title: str) -> requests.Response:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "get-page", "arguments": {"title": title}, "_meta": meta}}
+        return requests.post(server.url, data=json.dumps(body), headers=headers, timeout=30)
+
+    with http_servers((wiki.env(), ())) as (server,):
+        for body in BAD_BODIES[:4]:
+            refused = requests.post(server.url, data=body, headers=headers, timeout=30)
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, (body, refused.text)
+        refused = rpc_result(call("\ud800"))  # json.dumps writes it as the escape \ud800
+        assert refused["isError"] is True and refused["content"][0]["text"].startswith("invalid_input: ")
+        assert "Apple" in tool_text(rpc_result(call("Apple")))
+        assert server.process.poll() is None and "Traceback" not in server.log, server.log
+
+
+# ---------------------------------------------------------------------------
 # Streamable HTTP transport
 # ---------------------------------------------------------------------------
 
@@ -7626,65 +8160,6 @@ CONFORMANCE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"
 #: The official suite's server scenarios that apply to this server (the others call
 #: the suite's own test tools, prompts and resources, which this server does not have).
 CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
-INIT_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}
-
-
-class HttpServer:
-    """A `mediawiki-mcp --transport http --port 0` process; its stderr is collected
-    all along (so the server never blocks on a full pipe)."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        # The console script beside this interpreter first: the venv's, even when not activated.
-        script = (shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent))
-                  or shutil.which("mediawiki-mcp"))
-        assert script, "the console script is not installed: pip install -e '.[test]'"
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
-        self.process = subprocess.Popen([script, "--transport", "http", "--port", "0", *args],
-                                        env={**clean, **env}, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""  # http://127.0.0.1:PORT/mcp, once it serves
-        self.started = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr
-        for line in self.process.stderr:
-            self.lines.append(line)
-            if "Serving MCP over Streamable HTTP at " in line:
-                self.url = line.split(" at ", 1)[1].split()[0]
-                self.started.set()
-        self.started.set()
-
-    @property
-    def log(self) -> str:
-        return "".join(self.lines)
-
-    def wait_started(self) -> HttpServer:
-        self.started.wait(60)
-        assert self.url, "the HTTP server did not start: " + self.log
-        return self
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        """Sends the signal and returns the exit code once the process and its stderr end."""
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        code = self.process.wait(timeout=30)
-        self.reader.join(timeout=10)
-        return code
-
-
-@contextlib.contextmanager
-def http_servers(*specs: tuple[dict[str, str], tuple[str, ...]]) -> Iterator[list[HttpServer]]:
-    """Starts servers (environment, extra arguments) side by side; stops them at the end."""
-    servers = [HttpServer(env, *args) for env, args in specs]
-    try:
-        yield [server.wait_started() for server in servers]
-    finally:
-        for server in servers:
-            server.stop()
 
 
 @contextlib.contextmanager
@@ -7704,39 +8179,6 @@ def serve_in_thread(server: Any, options: m.HttpOptions) -> Iterator[str]:
     finally:
         uv.should_exit = True
         thread.join(timeout=30)
-
-
-def post_rpc(url: str, method: str, params: dict[str, Any] | None = None, *, rpc_id: int | None = 1,
-             session: str | None = None, headers: dict[str, str] | None = None) -> requests.Response:
-    """One JSON-RPC message POSTed as a Streamable HTTP client does."""
-    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if rpc_id is not None:
-        body["id"] = rpc_id
-    if params is not None:
-        body["params"] = params
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if method != "initialize":
-        sent["MCP-Protocol-Version"] = INIT_PARAMS["protocolVersion"]
-    if session:
-        sent["Mcp-Session-Id"] = session
-    return requests.post(url, data=json.dumps(body), headers={**sent, **(headers or {})}, timeout=60)
-
-
-def rpc_result(response: requests.Response) -> dict[str, Any]:
-    """The result of a JSON-RPC response sent as JSON or as a server-sent event."""
-    assert response.status_code == 200, (response.status_code, response.text)
-    if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
-        message = next(e for e in events if "id" in e)
-    else:
-        message = response.json()
-    assert "result" in message, message
-    return message["result"]
-
-
-def tool_text(result: dict[str, Any]) -> str:
-    assert not result.get("isError"), result
-    return "\n".join(block["text"] for block in result["content"])
 
 
 @pytest.fixture
@@ -8818,423 +9260,12 @@ def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
 
 
 # ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-def test_the_configuration_doc_lists_every_setting_as_the_settings_table_does() -> None:
-    assert generator().settings_table() in (HERE / "docs" / "configuration.md").read_text(), (
-        "the table of settings differs from SETTINGS: run python packaging/generate.py")
-
-
-def test_the_readmes_test_section_gives_the_commands_and_packages_ci_runs() -> None:
-    """A newcomer follows the README: its first test command is CI's own script, its second the
-    test command that script runs; the apt line of the development notes installs what CI installs."""
-    def sh_blocks(path: str, heading: str) -> list[str]:
-        """The sh code blocks of a document's section ``## heading``."""
-        found = re.search(rf"^## {heading}\n(.*?)(?=^## |\Z)", (HERE / path).read_text(), re.DOTALL | re.MULTILINE)
-        assert found, f"{path} has no section {heading}"
-        return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", found.group(1),
-                                                      re.DOTALL | re.MULTILINE)]
-    commands = sh_blocks("README.md", "Test")
-    assert commands[:2] == ["bash .ci/run", ". .venv/bin/activate\npython -m pytest"], commands
-    ci = (HERE / ".ci" / "run").read_text()
-    assert re.search(r"^python -m pytest$", ci, re.MULTILINE), "CI must run the README's test command"
-
-    def packages(text: str) -> list[str]:
-        found = re.findall(r"^apt-get install ([^\n>]*)", text, re.MULTILINE)
-        assert found, text[:200]
-        return sorted(word for word in found[0].split() if not word.startswith("-"))
-    assert packages(sh_blocks("docs/development.md", "Tests")[0]) == packages(ci)
-
-
-def outside_code(markdown: str) -> str:
-    """A Markdown document without its fenced code blocks."""
-    return re.sub(r"^```.*?^```$", "", markdown, flags=re.DOTALL | re.MULTILINE)
-
-
-def anchors(document: Path) -> set[str]:
-    """The anchors GitHub gives a document's headings: lower case, punctuation but hyphens and
-    underscores dropped, spaces as hyphens; a repeated one gets -1, -2, ..."""
-    seen: set[str] = set()
-    for heading in re.findall(r"^#{1,6} (.*)$", outside_code(document.read_text()), re.MULTILINE):
-        anchor = base = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        count = 0
-        while anchor in seen:
-            count += 1
-            anchor = f"{base}-{count}"
-        seen.add(anchor)
-    return seen
-
-
-def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
-    """A newcomer follows the README into docs/: every relative link names a file that exists
-    and, with #anchor, a heading of it."""
-    documents = [HERE / "README.md", *sorted((HERE / "docs").glob("*.md"))]
-    assert len(documents) > 1, "the reference lives in docs/"
-    followed, dead = 0, []
-    for document in documents:
-        for target in re.findall(r"\]\(([^)\s]+)\)", outside_code(document.read_text())):
-            if re.match(r"[a-z]+:", target):  # https:, mailto:
-                continue
-            path, _, anchor = target.partition("#")
-            linked = (document.parent / path).resolve() if path else document
-            followed += 1
-            if not linked.is_file() or (anchor and anchor not in anchors(linked)):
-                dead.append(f"{document.relative_to(HERE)}: {target}")
-    assert not dead, dead
-    assert followed >= len(documents)  # each document links somewhere: the check ran
-
-
-def test_the_readme_reads_in_five_minutes() -> None:
-    """The README gives install, the client lines, the first call and the tables; the reference
-    lives in docs/ (PyPI shows the README as the long description)."""
-    assert len((HERE / "README.md").read_bytes()) <= 20_000
-
-
-def test_help_lists_every_environment_variable() -> None:
-    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--help"],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0
-    for name in m.SETTINGS:
-        assert name in done.stdout
-
-
-@pytest.mark.parametrize("env, message", [
-    ({"MEDIAWIKI_MCP_LOG_LEVEL": "FOO"},
-     "MEDIAWIKI_MCP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'FOO'"),
-    ({"MEDIAWIKI_MCP_LOG_LEVEL": "", "MEDIAWIKI_READ_ONLY": "maybe"},  # empty: the default level, no crash
-     "MEDIAWIKI_READ_ONLY must be true or false, not 'maybe'"),
-    ({"MEDIAWIKI_USER_AGENT": "Bötli/1.0 (bo@example.org)"}, "MEDIAWIKI_USER_AGENT must be printable ASCII"),
-    ({"MCP_TRANSPORT": "http", "MCP_AUTH_TOKEN": " "}, "MCP_AUTH_TOKEN is set but empty"),
-    ({"MCP_TRANSPORT": "http", "MCP_BIND": "not a host"},
-     "The address to listen on (--host or MCP_BIND) must be an IP address or a host name, not 'not a host'"),
-    ({"MCP_TRANSPORT": "http", "MCP_ALLOWED_HOSTS": "*"}, "MCP_ALLOWED_HOSTS takes hosts such as"),
-])
-def test_bad_settings_stop_the_console_script_with_exit_status_2_naming_them(env: dict[str, str],
-                                                                            message: str) -> None:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_")) and k != "PORT"}
-    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], env={**clean, **env}, text=True,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
-    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
-    assert f"mediawiki-mcp: {message}" in done.stderr and "Traceback" not in done.stderr, done.stderr
-
-
-def test_version() -> None:
-    done = subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), "--version"],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.stdout.strip() == f"mediawiki-mcp {m.__version__}"
-
-
-def test_import_does_no_io_and_starts_nothing() -> None:
-    code = ("import sys, threading, mediawiki_mcp; "
-            "assert 'requests' not in sys.modules, 'requests imported at start'; "
-            "assert threading.active_count() == 1; print('ok')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE, timeout=60,
-                          check=False)
-    assert done.stdout.strip() == "ok", done.stderr
-
-
-def test_console_script_over_stdio_at_protocol_2025_06_18(wiki: RealWiki) -> None:
-    """The installed console script, driven the way many clients still speak."""
-    script = shutil.which("mediawiki-mcp")
-    assert script, "the console script is not installed: pip install -e '.[test]'"
-    env = dict(os.environ, **wiki.env())
-    process = subprocess.Popen([script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env, text=True)
-    assert process.stdin and process.stdout
-
-    def send(message: dict[str, Any]) -> None:
-        process.stdin.write(json.dumps(message) + "\n")
-        process.stdin.flush()
-
-    def receive() -> dict[str, Any]:
-        line = process.stdout.readline()
-        assert line, process.stderr.read() if process.stderr else ""
-        return json.loads(line)
-
-    try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}})
-        init = receive()
-        assert init["result"]["protocolVersion"] == "2025-06-18"
-        assert init["result"]["serverInfo"]["name"] == "mediawiki-mcp"
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        tools = receive()["result"]["tools"]
-        assert "get-page" in {t["name"] for t in tools}
-        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-              "params": {"name": "get-page", "arguments": {"title": "Long page"}}})
-        result = receive()["result"]
-        assert result.get("isError") in (None, False)
-        assert [c["type"] for c in result["content"]] == ["text", "text"]
-        assert result["content"][1]["text"].startswith("Content truncated at ")
-        assert "structuredContent" not in result
-        send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-              "params": {"name": "get-page", "arguments": {"title": "Nope Nope"}}})
-        missing = receive()["result"]
-        assert missing["isError"] is True and len(missing["content"]) == 1
-        assert missing["content"][0]["text"].startswith("not_found: ")
-    finally:
-        process.stdin.close()
-        process.wait(timeout=20)
-    stderr = process.stderr.read() if process.stderr else ""
-    assert wiki.bot_password not in stderr
-
-
-def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
-        wiki: RealWiki, fake: FakeWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Every tool, on a wiki behind HTTP basic auth whose bot password comes from an exec source,
-    beside a wiki with a token and one whose gate password is wrong: each answer, resource,
-    --check line and log line (in process, of --check, of an HTTP server with a token) is
-    searched for every secret of the configuration and for any address with a user name."""
-    gate, wrong, token, http_token = (f"{kind}-{secrets.token_hex(8)}" for kind in ("gate", "wrong", "tok", "http"))
-    held = (gate, wrong, token, http_token, wiki.bot_password)
-    proxy = DroppingProxy(wiki.url, drops=lambda body: False, gate=("gate", gate))
-    uploads = uploads_dir(tmp_path)
-    (uploads / "secrets.txt").write_text(f"Uploaded by the secrets test {secrets.token_hex(4)}.\n")
-    fake.files["/secrets.png"] = (unique_png(f"secrets test {secrets.token_hex(4)}"), "image/png")
-    exec_password = {"exec": {"command": sys.executable, "args": ["-c", f"print({wiki.bot_password!r})"]}}
-    (tmp_path / "config.json").write_text(json.dumps({"defaultWiki": "gated", "uploadDirs": [str(uploads)], "wikis": {
-        "gated": {"server": f"http://gate:${{GATE}}@127.0.0.1:{proxy.port}", "scriptpath": "/w",
-                  "username": "${A_USER}", "password": exec_password},
-        "tokened": {"server": f"http://127.0.0.1:{fake.port}", "scriptpath": "/w", "token": "${TOKEN}"},
-        "locked": {"server": f"http://gate:${{WRONG}}@127.0.0.1:{proxy.port}/wiki/Main_Page"}}}))
-    env = {"CONFIG": str(tmp_path / "config.json"), "GATE": gate, "WRONG": wrong, "TOKEN": token,
-           "A_USER": wiki.bot_user, "MCP_TRUSTED_HOSTS": f"127.0.0.1:{fake.port}"}
-    title = f"Secrets test {secrets.token_hex(4)}"
-    calls: list[tuple[str, dict[str, Any]]] = [
-        ("get-page", {"title": "Apple"}), ("get-page", {"title": "Apple", "content": "html", "metadata": True}),
-        ("get-page", {"title": "Secrets test missing page"}),
-        ("get-pages", {"titles": ["Apple", "Banana", "Secrets test missing page"]}),
-        ("search-page", {"query": "fruit"}), ("search-page-by-prefix", {"prefix": "Ba"}),
-        ("get-site-info", {}), ("get-site-info", {"wiki": "tokened"}), ("get-site-info", {"wiki": "locked"}),
-        ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
-        ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
-        ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
-        ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
-        ("get-user-contributions", {"user": "Admin", "limit": 5}), ("get-log-events", {"limit": 5}),
-        ("get-watchlist", {"limit": 5}),
-        ("get-file", {"title": "Red square.png"}), ("get-file-data", {"title": "Red square.png"}),
-        ("create-page", {"title": title, "source": "Made by the secrets test."}),
-        ("update-page", {"title": title, "mode": "append", "source": "\nMore."}),
-        ("get-page-sections", {"title": title}), ("find-in-page", {"title": title, "find": "More"}),
-        ("get-template-info", {"title": "Infobox river"}),
-        ("update-page-categories", {"title": title, "add": ["Secrets test"]}),
-        ("add-talk-topic", {"title": title, "heading": "Secrets", "message": "Hello."}),
-        ("reply-on-talk-page", {"title": title, "topic": "Secrets", "message": "Hello again."}),
-        ("replace-in-pages", {"titles": [title], "find": "More.", "replace": "More!"}),
-        ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
-        ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
-        ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
-        ("delete-page", {"title": f"{title} moved"}), ("delete-page", {"title": f"{title} moved", "confirm": True}),
-        ("undelete-page", {"title": f"{title} moved"}),
-        ("upload-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
-        ("update-file", {"filepath": str(uploads / "secrets.txt"), "title": f"{title} notes.txt"}),
-        ("upload-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
-        ("update-file-from-url", {"url": f"http://127.0.0.1:{fake.port}/secrets.png", "title": f"{title} picture.png"}),
-        ("list-wikis", {}), ("add-wiki", {"wikiUrl": f"http://127.0.0.1:{fake.port}/"}),
-        ("remove-wiki", {"wiki": "locked"}),
-    ]
-
-    async def run(server: Any) -> list[tuple[str, bool, str]]:
-        seen = []
-        async with Client(server) as client:
-            for resource in (await client.list_resources()).resources:
-                read = await client.read_resource(str(resource.uri))
-                seen.append(("resource", False, resource.model_dump_json() + "\n" + read.contents[0].text))
-            for name, arguments in calls:
-                result = await client.call_tool(name, arguments)
-                seen.append((name, bool(result.is_error), "\n".join(b.text for b in result.content if b.type == "text")))
-        return seen
-
-    try:
-        with caplog.at_level(logging.DEBUG):
-            server = make_server(env)
-            assert {name for name, _ in calls} == {spec.name for spec in m.offered_tools(server.state)}
-            answers = anyio.run(run, server)
-        check = run_script("--check", env={**env, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"})
-        with http_servers(({**env, "MCP_AUTH_TOKEN": http_token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as (http,):
-            bearer = {"Authorization": f"Bearer {http_token}"}
-            session = post_rpc(http.url, "initialize", INIT_PARAMS, headers=bearer).headers["Mcp-Session-Id"]
-            post_rpc(http.url, "notifications/initialized", rpc_id=None, session=session, headers=bearer)
-            listed = post_rpc(http.url, "tools/call", {"name": "list-wikis", "arguments": {}}, rpc_id=2,
-                              session=session, headers=bearer)
-            unauthorised = post_rpc(http.url, "tools/call", {"name": "whoami", "arguments": {}}, rpc_id=3, session=session)
-    finally:
-        proxy.close()
-    results = {name: (is_error, text) for name, is_error, text in answers}
-    assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
-    for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
-                 "get-user-contributions", "get-log-events", "get-watchlist", "watch-page", "get-page-sections",
-                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages"):
-        assert not results[name][0], (name, results[name][1])
-    assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
-    assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
-    assert "locked: FAILED: authentication: " in check.stdout, check.stdout
-    assert listed.status_code == 200 and "gated: Test Wiki" in listed.text and unauthorised.status_code == 401
-    outputs = {"answers": "\n".join(text for _, _, text in answers), "log": caplog.text,
-               "--check": check.stdout + check.stderr, "HTTP": listed.text + unauthorised.text + http.log}
-    for where, text in outputs.items():
-        for secret in held:
-            assert secret not in text, (where, secret)
-        assert not re.search(r"//[^/\s]*@", text), (where, re.search(r".{80}//[^/\s]*@.{20}", text))
-
-
-# ---------------------------------------------------------------------------
-# Every line answered: bad JSON, bad UTF-8 and lone surrogates over stdio and HTTP
-# ---------------------------------------------------------------------------
-
-def raw_call(rpc_id: int, name: str, arguments: str) -> bytes:
-    """A tools/call line exactly as written: JSON escapes such as a lone \\ud800 stay as they are."""
-    return (f'{{"jsonrpc":"2.0","id":{rpc_id},"method":"tools/call",'
-            f'"params":{{"name":"{name}","arguments":{arguments}}}}}').encode()
-
-
-#: (line, answer): a JSON-RPC error code, or the category of a tool's error; and the answer's id.
-BAD_LINES: list[tuple[bytes, tuple[int | str, int | None]]] = [
-    (b"not json", (-32700, None)),
-    (b'{"jsonrpc":"2.0","id":3,"method":"ping"', (-32700, None)),  # cut short
-    (b'\xff\xfe{"jsonrpc":"2.0","id":4,"method":"ping"}', (-32700, None)),
-    # Latin-1 inside a readable request: refused, never read as U+FFFD and saved so
-    (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-page","arguments":{"title":"Caf\xe9"}}}',
-     (-32700, 5)),
-    (raw_call(6, "get-page", '{"title":"\\ud800"}'), ("invalid_input", 6)),  # a lone surrogate in an argument
-    (raw_call(7, "get-pages", '{"titles":["Apple","x\\udc00"]}'), ("invalid_input", 7)),
-    (raw_call(8, "get-page", '{"ti\\ud800tle":"Apple"}'), (-32700, 8)),  # in an argument's name
-    (b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"x":"\\ud800"}}}', (-32700, 9)),
-    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', (-32700, None)),  # in the id itself
-    (b'{"jsonrpc":"2.0","method":"notifications/\\ud800"}', (-32700, None)),
-    (b"[1,2]", (-32600, None)),
-    (b'{"jsonrpc":"2.0","id":12,"method":7}', (-32600, 12)),  # JSON, but no JSON-RPC request
-    (b'{"jsonrpc":"2.0","id":12}', (-32600, None)),  # nor a response: its id is no request's of ours
-]
-
-
-def check_bad_line_answer(answer: dict[str, Any], expected: tuple[int | str, int | None]) -> None:
-    code, rpc_id = expected
-    assert answer.get("id") == rpc_id, answer
-    if isinstance(code, int):
-        assert answer["error"]["code"] == code and answer["error"]["message"], answer
-    else:
-        result = answer["result"]
-        assert result["isError"] is True and len(result["content"]) == 1, result
-        assert result["content"][0]["text"].startswith(f"{code}: "), result
-        assert "surrogate" in result["content"][0]["text"], result
-
-
-def test_every_bad_line_on_stdin_is_answered_and_the_next_line_served(wiki: RealWiki) -> None:
-    script = shutil.which("mediawiki-mcp")
-    assert script, "the console script is not installed: pip install -e '.[test]'"
-    process = subprocess.Popen([script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=dict(os.environ, **wiki.env()))
-    assert process.stdin and process.stdout
-    answers: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: [answers.put(line) for line in process.stdout], daemon=True).start()
-
-    def send(line: bytes) -> None:
-        assert process.stdin
-        process.stdin.write(line + b"\n")
-        process.stdin.flush()
-
-    def exchange(line: bytes) -> dict[str, Any]:
-        send(line)
-        try:
-            return json.loads(answers.get(timeout=30))
-        except queue.Empty:
-            raise AssertionError(f"no answer to {line!r}") from None
-
-    try:
-        assert exchange(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                    "params": INIT_PARAMS}).encode())["id"] == 1
-        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-        for line, expected in BAD_LINES:
-            check_bad_line_answer(exchange(line), expected)
-        send(b"")  # a blank line is no message: nothing to answer (the next answer would show it)
-        pair = exchange(raw_call(13, "get-page", '{"title":"Grinning \\ud83d\\ude00"}'))  # one character
-        assert pair["id"] == 13 and pair["result"]["content"][0]["text"].startswith("not_found: "), pair
-        apple = exchange(raw_call(14, "get-page", '{"title":"Apple"}'))
-        assert apple["id"] == 14 and not apple["result"].get("isError"), apple
-        assert "Apple" in apple["result"]["content"][0]["text"]
-    finally:
-        process.stdin.close()
-        process.wait(timeout=60)
-    stderr = process.stderr.read().decode() if process.stderr else ""
-    assert process.returncode == 0 and "Traceback" not in stderr, stderr
-
-
-#: Bodies of a POST to /mcp that no JSON-RPC message can be read from.
-BAD_BODIES = [b"not json", b'{"jsonrpc":"2.0","id":3,"method":"ping"', b'\xff\xfe{"jsonrpc":"2.0","id":4}',
-              b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-page","arguments":{"title":"Caf\xe9"}}}',
-              b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"x":"\\ud800"}}}',
-              b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', b""]
-
-
-@pytest.mark.parametrize("stateless", [False, True])
-def test_every_bad_body_over_http_is_answered_400_and_the_next_request_served(wiki: RealWiki,
-                                                                              stateless: bool) -> None:
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    with http_servers((wiki.env(), ("--stateless",) if stateless else ())) as (server,):
-        for body in BAD_BODIES:  # as the first message, before any session
-            refused = requests.post(server.url, data=body, headers=headers, timeout=30)
-            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, (body, refused.text)
-        session = post_rpc(server.url, "initialize", INIT_PARAMS).headers.get("Mcp-Session-Id")
-        sent = {**headers, "MCP-Protocol-Version": INIT_PARAMS["protocolVersion"],
-                **({"Mcp-Session-Id": session} if session else {})}
-        post_rpc(server.url, "notifications/initialized", rpc_id=None, session=session)
-        for body in BAD_BODIES + [raw_call(6, "get-page", '{"title":"\\ud800"}')]:  # within the session
-            refused = requests.post(server.url, data=body, headers=sent, timeout=30)
-            assert refused.status_code == 400, (body, refused.status_code, refused.text)
-            error = refused.json()
-            assert error["jsonrpc"] == "2.0" and error["id"] is None and error["error"]["code"] == -32700, error
-        served = post_rpc(server.url, "tools/call", {"name": "get-page", "arguments": {"title": "Apple"}},
-                          rpc_id=7, session=session)
-        assert "Apple" in tool_text(rpc_result(served))
-        assert server.process.poll() is None and "Traceback" not in server.log, server.log
-
-
-def test_a_lone_surrogate_in_a_tool_argument_of_a_2026_request_is_invalid_input(wiki: RealWiki) -> None:
-    """Requests of protocol 2026-07-28 stand alone (no session): the SDK reads them with Python's
-    JSON reader, which keeps a lone surrogate, so the tool's argument check refuses it, as over stdio."""
-    version = "2026-07-28"
-    meta = {"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": version, "Mcp-Method": "tools/call", "Mcp-Name": "get-page"}
-
-    def call(title: str) -> requests.Response:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "get-page", "arguments": {"title": title}, "_meta": meta}}
-        return requests.post(server.url, data=json.dumps(body), headers=headers, timeout=30)
-
-    with http_servers((wiki.env(), ())) as (server,):
-        for body in BAD_BODIES[:4]:
-            refused = requests.post(server.url, data=body, headers=headers, timeout=30)
-            assert refused.status_code == 400 and refused.json()["error"]["code"] == -32700, (body, refused.text)
-        refused = rpc_result(call("\ud800"))  # json.dumps writes it as the escape \ud800
-        assert refused["isError"] is True and refused["content"][0]["text"].startswith("invalid_input: ")
-        assert "Apple" in tool_text(rpc_result(call("Apple")))
-        assert server.process.poll() is None and "Traceback" not in server.log, server.log
-
-
-# ---------------------------------------------------------------------------
 # Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
 # ---------------------------------------------------------------------------
 
 NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
 GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
              ".claude-plugin/marketplace.json", "README.md", "docs/configuration.md")
-
-
-@functools.cache
-def generator() -> ModuleType:
-    """packaging/generate.py, which makes the generated files: a script beside the module, not
-    part of the package (a directory named packaging must not shadow the library of that name)."""
-    spec = importlib.util.spec_from_file_location("generate", HERE / "packaging" / "generate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def pyproject() -> dict[str, Any]:
@@ -9304,14 +9335,6 @@ class StdioSession:
 def dists(farm: WikiFarm) -> Path:
     """The sdist and the wheel, built once a run (the farm starts it early)."""
     return farm.across("dists", build_dists)
-
-
-def build_dists(out: Path) -> Path:
-    """The sdist and the wheel, built by `python -m build` (the wheel from the sdist) into ``out``."""
-    done = subprocess.run([sys.executable, "-m", "build", "--installer", "uv", "--outdir", str(out), str(HERE)],
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -9632,4 +9655,3 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
-
