@@ -4562,6 +4562,30 @@ def test_idempotency_store_runs_concurrent_repeats_once() -> None:
     assert runs == [1] and sorted(results, key=lambda r: r[1]) == [(["saved"], False), (["saved"], True)]
 
 
+def test_a_repeat_that_looks_while_the_first_call_finishes_gets_its_result_not_a_conflict() -> None:
+    """Replicas share the store: a repeat reads the claim (no result yet), and the first call
+    saves its result and lets go before the repeat asks whether the claim is still held."""
+    first_done = threading.Event()
+
+    class FinishingMeanwhile(m.MemoryStore):
+        def held(self, key: Any) -> bool:
+            release.set()
+            first_done.wait(10)  # the first call put its result and let go in between
+            return super().held(key)
+    store = m.IdempotencyStore(store=FinishingMeanwhile(100))
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> list[str]:
+        started.set()
+        release.wait(10)
+        return ["saved"]
+    first = threading.Thread(target=lambda: (store.run("k", "f", slow), first_done.set()))
+    first.start()
+    started.wait(10)
+    assert store.run("k", "f", lambda: ["second run"]) == (["saved"], True)
+    first.join(10)
+
+
 # ---------------------------------------------------------------------------
 # The editor's safety net on the real wiki: undo, rollback, contributions, logs,
 # protection and the watchlist
