@@ -4761,7 +4761,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
-            final = "" if spec.toolset in loadable_now(state, session) else "; no retry by the model changes it"
+            loadable = spec.toolset in loadable_now(state, session)
+            final = "" if loadable else "; no retry by the model changes it"
             raise permission_denied(f"The tool {name} is not offered with this server's configuration"
                                     f"{toolset_hint(state, spec, session)}{final}. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
@@ -5003,9 +5004,10 @@ def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
 
 class ListChanges:
     """Tells every session that can hear it when the lists of wikis and tools change (add-wiki,
-    remove-wiki), and one session when its own tools do (load-toolset): 2026-era subscriptions/listen streams through the bus, handshake-era sessions
-    on their own streams. The SDK keeps no list of those, so each connection that asks for a
-    list is noted here, weakly (it is forgotten when it closes)."""
+    remove-wiki), and one session when its own tools do (load-toolset): 2026-era
+    subscriptions/listen streams through the bus, handshake-era sessions on their own streams.
+    The SDK keeps no list of those, so each connection that asks for a list is noted here,
+    weakly (it is forgotten when it closes)."""
 
     def __init__(self, state: ServerState, bus: Any) -> None:
         self.state, self.bus = state, bus
