@@ -9243,7 +9243,7 @@ def load_toolset(
         rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
                 for name in choices if (tools := toolset_tools(state, session, name))]
         barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
-        return "\n".join(rows or ["Every toolset this server lets a session load is loaded."]) + (
+        return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
     name = toolset.strip().lower()
     if name not in TOOLSETS:
