@@ -1574,6 +1574,9 @@ TOOLSETS = {
     "wikis": "add and remove wikis (list-wikis, in pages, lists them)",
 }
 DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
+#: What a session may load with load-toolset unless the operator says otherwise: all but the
+#: toolsets of rights most accounts lack and of the server's own wikis.
+DEFAULT_LOADABLE_TOOLSETS = frozenset(TOOLSETS) - {"admin", "wikis"}
 
 
 def toolset_names(name: str, value: str) -> frozenset[str]:
@@ -1587,6 +1590,11 @@ def toolset_names(name: str, value: str) -> frozenset[str]:
     if not chosen:
         raise ConfigError(f"{name} names no toolset; the toolsets are {', '.join(TOOLSETS)}, all and default")
     return frozenset(chosen)
+
+
+def loadable_toolsets(name: str, value: str) -> frozenset[str]:
+    """Toolsets as toolset_names reads them, where an empty value names none."""
+    return toolset_names(name, value) if value.strip() else frozenset()
 
 
 # -- the settings: one row each -----------------------------------------------------------
@@ -1669,6 +1677,10 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
+    Setting("MCP_LOADABLE_TOOLSETS", "comma-separated toolsets a client may load for its session with "
+            f"load-toolset (default: {', '.join(t for t in TOOLSETS if t in DEFAULT_LOADABLE_TOOLSETS)}); "
+            "empty: none, and load-toolset is not offered", DEFAULT_LOADABLE_TOOLSETS, loadable_toolsets,
+            field="loadableToolsets", empty_is_default=False),
     Setting("MCP_READ_LEDGER_MAX_BYTES", "bytes of what each client read that the server keeps for the no-loss "
             f"checks of writes (default {DEFAULT_READ_LEDGER_MAX_BYTES}, and at most {READ_LEDGER_MAX_ENTRIES} "
             "pages and sections); past it the oldest is dropped, and such a page must be read again before "
@@ -1736,6 +1748,7 @@ class Config:
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
     trusted_hosts: tuple[str, ...] = from_setting("MCP_TRUSTED_HOSTS")
     toolsets: frozenset[str] = from_setting("MCP_TOOLSETS")
+    loadable_toolsets: frozenset[str] = from_setting("MCP_LOADABLE_TOOLSETS")
     read_ledger_max_bytes: int = from_setting("MCP_READ_LEDGER_MAX_BYTES")
     state_url: str | None = dataclasses.field(default=None, repr=False, metadata={"setting": "MCP_STATE_URL"})
     allow_wiki_management: bool = True
@@ -1828,6 +1841,7 @@ IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPo
 TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
     "uploadDirs": ("array of strings",), "toolsets": ("array of strings", "string"), "stateUrl": ("string",),
+    "loadableToolsets": ("array of strings", "string"),
 }
 EXEC_SECRET_TIMEOUT_SECONDS = 30
 VARIABLE = re.compile(r"\$\{([^}]+)\}")
@@ -1987,6 +2001,10 @@ def config_from_file(path: str, env: Mapping[str, str], settings: dict[str, Any]
         toolsets = raw["toolsets"]
         settings["toolsets"] = toolset_names("toolsets", toolsets if isinstance(toolsets, str) else ",".join(toolsets))
         settings["toolsets_from"] = f"toolsets in {path}"
+    if "loadableToolsets" in raw:
+        loadable = raw["loadableToolsets"]
+        settings["loadable_toolsets"] = loadable_toolsets(
+            "loadableToolsets", loadable if isinstance(loadable, str) else ",".join(loadable))
     if raw.get("stateUrl"):  # the file's choice over the environment's too
         settings["state_url"] = state_address("stateUrl", substitute_address(raw["stateUrl"], env, "stateUrl"))
     return Config(wikis=wikis, default_wiki=default,
@@ -3548,6 +3566,7 @@ class Flags:
       use of ``ctx.client``, before anything is sent (a read-only tool's too).
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
+    - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
     - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
       read "For several pages, use get-pages."; a clause whose tool (the value's first word)
       is not offered is left out."""
@@ -3566,6 +3585,7 @@ class Flags:
     rights: tuple[str, ...] = ()
     needs_upload_dirs: bool = False
     offered: Callable[[ServerState], bool] | None = None
+    in_session: bool = False
     see: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problem(self, name: str) -> str | None:
@@ -4635,7 +4655,8 @@ class ToolContext:
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
-    - ``state``: the server's state (its configuration, what writes remember, the other wikis)."""
+    - ``state``: the server's state (its configuration, what writes remember, the other wikis).
+    - ``session``: the caller's MCP session (Session), None where there is none."""
     _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
@@ -4646,6 +4667,7 @@ class ToolContext:
     watch: str | None = None
     confirmed: bool = False
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
+    session: Session | None = None
 
     @property
     def client(self) -> MediaWikiClient:
@@ -4670,20 +4692,43 @@ class ToolContext:
         return self._client.site
 
 
-def unlisted_arguments(state: ServerState) -> set[str]:
+@dataclasses.dataclass(eq=False)
+class Session:
+    """What the server keeps of one MCP session while its connection lasts (session_of), and
+    what each session sees differently: the toolsets it loaded (load-toolset) on top of the
+    operator's. A tools/list and a tools/call of the session both read it."""
+    loaded: frozenset[str] = frozenset()  # replaced whole, as tool threads and the loop share it
+
+
+def session_of(ctx: Any) -> Session | None:
+    """The Session of a request's MCP session: Streamable HTTP's, or a handshake-era connection
+    that serves several calls (caller_of); None where no requests share one (stateless HTTP, the
+    2026 protocol)."""
+    if not caller_of(ctx).startswith(("session:", "connection:")):
+        return None
+    return ctx.session._connection.state.setdefault("mediawiki-mcp session", Session())
+
+
+def toolsets_of(state: ServerState, session: Session | None) -> frozenset[str]:
+    """The toolsets a session has: the operator's, and those it loaded."""
+    return state.config.toolsets | (session.loaded if session else frozenset())
+
+
+def unlisted_arguments(state: ServerState, session: Session | None = None) -> set[str]:
     """The shared arguments tools/list leaves out: ``wiki`` with one wiki (adding a second one
     changes the list, and clients are told), and ``watch`` without the toolset of the watchlist."""
     return {name for name, unused in (("wiki", len(state.wikis) < 2),
-                                      ("watch", "changes" not in state.config.toolsets)) if unused}
+                                      ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
-def offered_tools(state: ServerState) -> list[ToolSpec]:
-    """The tools this configuration offers: those of the toolsets it names, tools that write to
-    a wiki only when a wiki is writable, and each tool only where its ``offered`` condition holds."""
-    writable = state.any_writable()
+def offered_tools(state: ServerState, session: Session | None = None) -> list[ToolSpec]:
+    """The tools this configuration offers a session (None: a caller without one): those of its
+    toolsets, tools that write to a wiki only when a wiki is writable, and each tool only where
+    its ``offered`` condition holds."""
+    writable, toolsets = state.any_writable(), toolsets_of(state, session)
     return [spec for spec in state.registry.tools.values()
-            if spec.toolset in state.config.toolsets and (spec.read_only or not spec.scoped or writable)
-            and (spec.offered is None or spec.offered(state))]
+            if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
+            and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)]
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
@@ -4705,19 +4750,21 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: str = "") -> tuple[list[Any], bool]:
+             caller: str = "", session: Session | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
-    process). Returns content blocks and is_error; never raises, so nothing but
-    ``category: message`` reaches the model."""
+    process) in ``session`` (session_of). Returns content blocks and is_error; never raises, so
+    nothing but ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
-    offered = offered_tools(state)
+    offered = offered_tools(state, session)
     try:
         available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}. {available}")
         if spec not in offered:
+            loadable = spec.toolset in loadable_now(state, session)
+            final = "" if loadable else "; no retry by the model changes it"
             raise permission_denied(f"The tool {name} is not offered with this server's configuration"
-                                    f"{toolset_hint(state, spec)}; no retry by the model changes it. {available}")
+                                    f"{toolset_hint(state, spec, session)}{final}. {available}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -4736,7 +4783,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
-                          confirmed=spec.guarded and values["confirm"], caller=caller)
+                          confirmed=spec.guarded and values["confirm"], caller=caller, session=session)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
@@ -4751,7 +4798,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     except Preview as preview:
         return [str(preview.answer(name))], True
     except WikiError as error:
-        return [noting_unoffered(str(error), state, {s.name for s in offered} | {name})], True
+        return [noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
@@ -4785,19 +4832,23 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
                "written again. Its result:\n")
 
 
-def noting_unoffered(text: str, state: ServerState, listed: Collection[str]) -> str:
+def noting_unoffered(text: str, state: ServerState, listed: Collection[str],
+                     session: Session | None = None) -> str:
     """An error's text, with a note for each tool it names that this server does not offer (undo
     of a creation: "use delete-page"), rather than send the model to it. ``listed``: the tools
     offered, and the one called (its own error says why when it is not offered)."""
     named = set(re.findall(r"[\w-]+", text)) - set(listed)
-    return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec)}."
+    return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
                           for spec in state.registry.tools.values() if spec.name in named)
 
 
-def toolset_hint(state: ServerState, spec: ToolSpec) -> str:
-    """Why a tool is not offered, when it is its toolset's doing."""
-    return ("" if spec.toolset in state.config.toolsets else
-            f" (it is in the toolset {spec.toolset}, which the operator can add to MCP_TOOLSETS)")
+def toolset_hint(state: ServerState, spec: ToolSpec, session: Session | None = None) -> str:
+    """Why a tool is not offered, when it is its toolset's doing, and how it comes."""
+    if spec.toolset in toolsets_of(state, session):
+        return ""
+    if spec.toolset in loadable_now(state, session):
+        return f" (it is in the toolset {spec.toolset}, which load-toolset loads)"
+    return f" (it is in the toolset {spec.toolset}, which the operator can add to MCP_TOOLSETS)"
 
 
 def as_blocks(result: list[Any] | str) -> list[Any]:
@@ -4845,21 +4896,24 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        return mt.ListToolsResult(tools=listed_tools(state))
+        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        before = changes.lists()
+        session = session_of(ctx)
+        before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
-                                caller_of(ctx))
+                                caller_of(ctx), session)
         try:
             blocks, is_error = await state.calls.run(wiki, job, write=write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
+        if session and session.loaded != loaded:
+            await changes.announce_to(ctx)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
@@ -4906,11 +4960,11 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState) -> list[Any]:
-    """tools/list's answer: the tools offered, each as this configuration describes it."""
+def listed_tools(state: ServerState, session: Session | None = None) -> list[Any]:
+    """tools/list's answer: the tools offered to a session, each as this configuration describes it."""
     import mcp_types as mt
 
-    offered, unlisted = offered_tools(state), unlisted_arguments(state)
+    offered, unlisted = offered_tools(state, session), unlisted_arguments(state, session)
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
     return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
                     input_schema=spec.schema(unlisted),
@@ -4950,9 +5004,10 @@ def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
 
 class ListChanges:
     """Tells every session that can hear it when the lists of wikis and tools change (add-wiki,
-    remove-wiki): 2026-era subscriptions/listen streams through the bus, handshake-era sessions
-    on their own streams. The SDK keeps no list of those, so each connection that asks for a
-    list is noted here, weakly (it is forgotten when it closes)."""
+    remove-wiki), and one session when its own tools do (load-toolset): 2026-era
+    subscriptions/listen streams through the bus, handshake-era sessions on their own streams.
+    The SDK keeps no list of those, so each connection that asks for a list is noted here,
+    weakly (it is forgotten when it closes)."""
 
     def __init__(self, state: ServerState, bus: Any) -> None:
         self.state, self.bus = state, bus
@@ -4981,6 +5036,13 @@ class ListChanges:
                         await getattr(connection, send)()
                     except Exception:  # advisory: a lost notification must not fail the call
                         log.debug("could not announce a list change", exc_info=True)
+
+    async def announce_to(self, ctx: Any) -> None:
+        """Tells one session that its own list of tools changed (load-toolset)."""
+        try:
+            await ctx.session._connection.send_tool_list_changed()  # private: see listening
+        except Exception:  # advisory, as above
+            log.debug("could not announce a list change", exc_info=True)
 
 
 # -- parameters many tools share ---------------------------------------------
@@ -9148,6 +9210,55 @@ def list_wikis(ctx: ToolContext) -> str:
             facts["name"], facts["server"], f"API {facts['api']}" if facts["api"] else None) if v)
             + (f" ({'; '.join(marks)})" if marks else ""))
     return "\n".join(rows)
+
+
+def loadable_now(state: ServerState, session: Session | None) -> list[str]:
+    """The toolsets a session may still load (load-toolset), in TOOLSETS' order: those the
+    operator allows (MCP_LOADABLE_TOOLSETS) that it lacks, where the loader is offered to it."""
+    if not any(spec.name == "load-toolset" for spec in offered_tools(state, session)):
+        return []
+    have = toolsets_of(state, session)
+    return [name for name in TOOLSETS if name in state.config.loadable_toolsets and name not in have]
+
+
+def toolset_tools(state: ServerState, session: Session | None, name: str) -> list[str]:
+    """The tools a toolset would add for a session, as offered_tools offers them (a read-only
+    server offers no tool that writes)."""
+    with_it = Session(toolsets_of(state, session) | {name})
+    return [spec.name for spec in offered_tools(state, with_it) if spec.toolset == name]
+
+
+@tool("load-toolset", "Load toolset", toolset="pages", read_only=True, open_world=False, scoped=False,
+      in_session=True, offered=lambda state: bool(state.config.loadable_toolsets - state.config.toolsets))
+def load_toolset(
+    ctx: ToolContext,
+    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50)] = None,
+) -> str:
+    """More tools for this session (recent changes, contributions, logs, files, talk pages...):
+    lists the toolsets not loaded (name, use, tools), or loads one."""
+    state, session = ctx.state, ctx.session
+    assert session is not None  # in_session: offered to sessions only
+    choices = loadable_now(state, session)
+    if toolset is None:
+        rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
+                for name in choices if (tools := toolset_tools(state, session, name))]
+        barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
+        return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
+            f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
+    name = toolset.strip().lower()
+    if name not in TOOLSETS:
+        raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}.")
+    if name in toolsets_of(state, session):
+        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name))}."
+    if name not in choices:
+        raise permission_denied(f"The operator does not let a session load the toolset {name} "
+                                "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
+    tools = toolset_tools(state, session, name)
+    if not tools:
+        raise permission_denied(f"The toolset {name} offers no tool with this server's configuration (on "
+                                "read-only wikis, none that writes).")
+    session.loaded |= {name}
+    return f"Loaded the toolset {name} for this session; the tool list now has {', '.join(tools)}."
 
 
 # ---------------------------------------------------------------------------

@@ -1396,7 +1396,8 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_byt
     undo = next(t for t in tools if t.name == "undo-edit")
     assert "delete-page" not in undo.description and "rollback-edits" not in undo.description
     everything = list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})))
-    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki"}
+    # load-toolset is listed to sessions only, and with every toolset on it has nothing to load
+    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki", "load-toolset"}
     undo = next(t for t in everything if t.name == "undo-edit")
     assert "To remove a page, use delete-page; for a user's latest edits, use rollback-edits." in undo.description
     assert "watch" in undo.input_schema["properties"]
@@ -1414,7 +1415,7 @@ def test_mcp_toolsets_chooses_the_groups_of_tools_offered(tmp_path: Path, toolse
     names = {t.name for t in list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE,
                                                                              "MCP_TOOLSETS": toolsets})))}
     default = {spec.name for spec in m.REGISTRY.tools.values() if spec.toolset in m.DEFAULT_TOOLSETS} - {
-        "list-wikis"}
+        "list-wikis", "load-toolset"}  # load-toolset: to a session only (this client speaks without one)
     assert names == offered | (default if "default" in toolsets.lower() else set())
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"toolsets": [t.strip() for t in toolsets.split(",")], "wikis": {
@@ -6924,6 +6925,132 @@ def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki:
     assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
 
 
+def list_changes_heard(heard: list[str]) -> Callable[[Any], Awaitable[None]]:
+    """A client's message handler that notes each notification's method in ``heard``."""
+    async def handler(message: Any) -> None:
+        heard.append(getattr(message, "method", type(message).__name__))
+    return handler
+
+
+LIST_CHANGED = "notifications/tools/list_changed"
+CHANGES_ROW = ("changes: recent changes, contributions, logs and the watchlist (and watch on page writes); tools: "
+               "get-recent-changes, get-user-contributions, get-log-events, get-watchlist, watch-page")
+
+
+def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_is_told(wiki: RealWiki) -> None:
+    """The installed console script with the default toolsets: a request for recent changes
+    finds its tool by loading the toolset, and the client hears that its list changed."""
+    from mcp.client.stdio import StdioServerParameters
+    script = shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent)) or shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_"))}
+    heard: list[str] = []
+
+    async def go() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        process = StdioServerParameters(command=script, env={**clean, **wiki.env(MCP_TOOLSETS="default")})
+        async with Client(process, mode="legacy", message_handler=list_changes_heard(heard)) as client:
+            seen["capabilities"] = client.session.server_capabilities
+            seen["before"] = (await client.list_tools()).tools
+            seen["refused"] = await client.call_tool("get-recent-changes", {})
+            seen["listing"] = await client.call_tool("load-toolset", {})
+            seen["heard before"] = list(heard)
+            seen["loaded"] = await client.call_tool("load-toolset", {"toolset": " Changes "})
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard:
+                    await anyio.sleep(0.02)  # polling for the notification
+            seen["after"] = (await client.list_tools()).tools
+            seen["changes"] = await client.call_tool("get-recent-changes", {"limit": 1})
+            seen["again"] = await client.call_tool("load-toolset", {"toolset": "changes"})
+            seen["admin"] = await client.call_tool("load-toolset", {"toolset": "admin"})
+            seen["unknown"] = await client.call_tool("load-toolset", {"toolset": "everything"})
+        return seen
+
+    seen = anyio.run(go)
+    assert seen["capabilities"].tools.list_changed
+    before, after = ({t.name: t for t in seen[k]} for k in ("before", "after"))
+    assert "load-toolset" in before and "get-recent-changes" not in before
+    sizes = tools_list_bytes(seen["before"])
+    assert sizes["load-toolset"] <= 500, sizes["load-toolset"]
+    print(f"default tools/list over stdio with load-toolset: {sum(sizes.values())} bytes for {len(sizes)} tools")
+    refused = seen["refused"]
+    assert refused.is_error and refused.content[0].text.startswith(
+        "permission_denied: The tool get-recent-changes is not offered with this server's configuration (it is "
+        "in the toolset changes, which load-toolset loads). Available tools: ")
+    assert seen["listing"].content[0].text.splitlines() == [
+        "talk: start and answer talk page discussions; tools: add-talk-topic, reply-on-talk-page", CHANGES_ROW,
+        ("files: read, upload and update files; tools: get-file, get-file-data, upload-file, update-file, "
+         "upload-file-from-url, update-file-from-url"),
+        "Not loadable (the operator's choice): admin, wikis."]
+    assert seen["heard before"] == []  # listing changes nothing
+    assert seen["loaded"].content[0].text == (
+        "Loaded the toolset changes for this session; the tool list now has get-recent-changes, "
+        "get-user-contributions, get-log-events, get-watchlist, watch-page.")
+    assert heard == [LIST_CHANGED]
+    assert set(after) - set(before) == {"get-recent-changes", "get-user-contributions", "get-log-events",
+                                        "get-watchlist", "watch-page"}
+    assert "watch" in after["update-page"].input_schema["properties"]  # the page writes take watch now
+    assert not seen["changes"].is_error and seen["changes"].content[0].text
+    assert seen["again"].content[0].text.startswith("The toolset changes is already loaded: get-recent-changes")
+    assert seen["admin"].is_error and seen["admin"].content[0].text == (
+        "permission_denied: The operator does not let a session load the toolset admin (MCP_LOADABLE_TOOLSETS); "
+        "no retry by the model changes it.")
+    assert seen["unknown"].is_error and seen["unknown"].content[0].text.startswith(
+        "invalid_input: There is no toolset 'everything'; the toolsets are pages, edit, history, talk,")
+    assert heard == [LIST_CHANGED]  # what changed nothing announced nothing
+
+
+def session_tools(server: Any, *calls: tuple[str, dict[str, Any]],
+                  mode: str = "legacy") -> tuple[set[str], list[str]]:
+    """In one session (an in-memory client, handshake-era unless ``mode`` says): the texts of the
+    calls, made in turn, and then the names in tools/list."""
+    async def go() -> tuple[set[str], list[str]]:
+        async with Client(server, mode=mode) as client:
+            texts = [(await client.call_tool(name, arguments)).content[0].text for name, arguments in calls]
+            return {t.name for t in (await client.list_tools()).tools}, texts
+    return anyio.run(go)
+
+
+def test_load_toolset_loads_only_what_the_operator_allows(wiki: RealWiki, tmp_path: Path) -> None:
+    only_talk = make_server(wiki.env(MCP_TOOLSETS="default", MCP_LOADABLE_TOOLSETS="talk"))
+    names, (listing, refused, loaded) = session_tools(only_talk, ("load-toolset", {}), (
+        "load-toolset", {"toolset": "changes"}), ("load-toolset", {"toolset": "talk"}))
+    assert listing.splitlines() == [
+        "talk: start and answer talk page discussions; tools: add-talk-topic, reply-on-talk-page",
+        "Not loadable (the operator's choice): changes, files, admin, wikis."]
+    assert refused == ("permission_denied: The operator does not let a session load the toolset changes "
+                       "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
+    assert loaded.startswith("Loaded the toolset talk") and {"add-talk-topic", "reply-on-talk-page"} <= names
+    for env in (wiki.env(MCP_TOOLSETS="default", MCP_LOADABLE_TOOLSETS=""), wiki.env(),  # none; all already
+                wiki.env(MCP_TOOLSETS="default", MCP_LOADABLE_TOOLSETS="pages,edit")):
+        names, (refused,) = session_tools(make_server(env), ("load-toolset", {}))
+        assert "load-toolset" not in names and refused.startswith(
+            "permission_denied: The tool load-toolset is not offered with this server's configuration")
+    # the configuration file's loadableToolsets, over MCP_LOADABLE_TOOLSETS
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"wikis": {wiki.key: {"server": wiki.url}},
+                                "loadableToolsets": ["files", "admin"]}))
+    read_only = m.create_server(m.Config.from_env({"CONFIG": str(path), "MCP_LOADABLE_TOOLSETS": "talk"}))
+    names, (listing, admin) = session_tools(read_only, ("load-toolset", {}),
+                                            ("load-toolset", {"toolset": "admin"}))
+    assert listing.splitlines() == [  # a read-only wiki: only the files tools that read, and no admin
+        "files: read, upload and update files; tools: get-file, get-file-data",
+        "Not loadable (the operator's choice): talk, changes, wikis."]
+    assert admin == ("permission_denied: The toolset admin offers no tool with this server's configuration (on "
+                     "read-only wikis, none that writes).")
+    with pytest.raises(m.ConfigError, match="MCP_LOADABLE_TOOLSETS names no toolset 'everything'"):
+        m.Config.from_env(wiki.env(MCP_LOADABLE_TOOLSETS="everything"))
+
+
+def test_load_toolset_is_not_offered_where_calls_share_no_session(wiki: RealWiki) -> None:
+    """The 2026 protocol has no sessions: nothing a call loads could last for the next."""
+    server = make_server(wiki.env(MCP_TOOLSETS="default"))
+    names, (refused,) = session_tools(server, ("load-toolset", {"toolset": "talk"}), mode="auto")
+    assert "load-toolset" not in names and "add-talk-topic" not in names
+    assert refused.startswith(
+        "permission_denied: The tool load-toolset is not offered with this server's configuration; no retry")
+
+
 def test_reading_an_unknown_wiki_resource_is_an_error(wiki: RealWiki) -> None:
     async def go() -> Any:
         async with Client(make_server(wiki.env())) as client:
@@ -8684,6 +8811,52 @@ def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki,
         before, added, tools = anyio.run(main, url)
     assert sorted(added) == sorted(changes) and sorted(heard) == sorted([*changes, *changes])
     assert "list-wikis" not in before and "list-wikis" in tools
+
+
+def test_a_toolset_loaded_in_one_http_session_is_that_sessions_alone(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_TOOLSETS="default"))
+    heard_one: list[str] = []
+    heard_other: list[str] = []
+
+    async def main(url: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with (Client(url, mode="legacy", message_handler=list_changes_heard(heard_one)) as one,
+                    Client(url, mode="legacy", message_handler=list_changes_heard(heard_other)) as other):
+            seen["loaded"] = (await one.call_tool("load-toolset", {"toolset": "files"})).content[0].text
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard_one:
+                    await anyio.sleep(0.02)  # polling for the notification
+            seen["one"] = {t.name for t in (await one.list_tools()).tools}
+            seen["file"] = await one.call_tool("get-file", {"title": "File:Nowhere-29d.png"})
+            seen["other"] = {t.name for t in (await other.list_tools()).tools}
+            seen["other file"] = await other.call_tool("get-file", {"title": "File:Nowhere-29d.png"})
+            seen["other listing"] = (await other.call_tool("load-toolset", {})).content[0].text
+        return seen
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        seen = anyio.run(main, url)
+    assert seen["loaded"].startswith("Loaded the toolset files for this session; the tool list now has get-file,")
+    assert {"get-file", "upload-file"} <= seen["one"] and "get-file" not in seen["other"]
+    assert seen["file"].content[0].text.startswith("not_found: ")  # the tool ran, on the wiki
+    assert seen["other file"].is_error and "which load-toolset loads" in seen["other file"].content[0].text
+    assert "files: read, upload and update files" in seen["other listing"]
+    assert heard_one == [LIST_CHANGED] and heard_other == []
+
+
+def test_stateless_http_does_not_offer_load_toolset(wiki: RealWiki) -> None:
+    config = m.Config.from_env(wiki.env(MCP_TOOLSETS="default"))
+    server = m.create_server(state=m.ServerState.from_config(config, stateless=True))
+
+    async def main(url: str) -> tuple[set[str], Any]:
+        async with Client(url, mode="legacy") as client:
+            return ({t.name for t in (await client.list_tools()).tools},
+                    await client.call_tool("load-toolset", {"toolset": "talk"}))
+
+    with serve_in_thread(server, m.HttpOptions(stateless=True)) as url:
+        names, refused = anyio.run(main, url)
+    assert "get-page" in names and "load-toolset" not in names
+    assert refused.is_error and refused.content[0].text.startswith(
+        "permission_denied: The tool load-toolset is not offered with this server's configuration")
 
 
 def test_idle_http_sessions_are_closed(wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
