@@ -521,8 +521,8 @@ WITHOUT_RIGHT = {
 #: Arguments whose values the wiki defines, as the API module and parameter that take them (paraminfo).
 #: A wiki may add its own values (an extension's log type, content model): checked before a call sends.
 CHOICES = {"content model": ("edit", "contentmodel"), "log type": ("query+logevents", "type")}
-#: MediaWiki's own values of CHOICES' arguments, which every wiki takes: named in the tools' schemas,
-#: and sent unchecked.
+#: MediaWiki's own values of CHOICES' arguments, which every wiki takes: sent unchecked, and named in
+#: the tools' schemas (the log types most asked for: the first seven).
 STANDARD_CHOICES = {
     "content model": ("wikitext", "javascript", "css", "json", "text"),
     "log type": ("delete", "move", "protect", "upload", "block", "rights", "newusers", "create", "merge",
@@ -6198,7 +6198,7 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-Start = Annotated[str | None, Arg("Oldest: ISO 8601 (UTC) or 3 days ago.")]
+Start = Annotated[str | None, Arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
 End = Annotated[str | None, Arg("Newest.")]
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
@@ -6474,7 +6474,7 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, Arg(", ".join(STANDARD_CHOICES["log type"][:8]) + ", ...")] = None,
+    type: Annotated[str | None, Arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
     start: Start = None,
@@ -7117,7 +7117,7 @@ def create_page(
     source: Annotated[str, Arg("Content, usually wikitext.")],
     comment: Annotated[str | None, CommentArg] = None,
     contentModel: Annotated[str | None, Arg(
-        ", ".join(STANDARD_CHOICES["content model"]) + ", ...; default: the namespace's.",
+        ", ".join(STANDARD_CHOICES["content model"]) + "...; default: by namespace.",
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; fails if the title exists."""
@@ -7729,7 +7729,7 @@ LevelArg = Arg("As edit.")
 def protect_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    edit: Annotated[str | None, Arg("autoconfirmed, sysop, ...; all lifts it.")] = None,
+    edit: Annotated[str | None, Arg("autoconfirmed, sysop; all lifts it.")] = None,
     move: Annotated[str | None, LevelArg] = None,
     upload: Annotated[str | None, LevelArg] = None,
     create: Annotated[str | None, LevelArg] = None,

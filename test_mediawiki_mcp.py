@@ -5028,10 +5028,10 @@ def test_closed_sets_are_named_in_the_schema_and_checked_against_the_wikis_own_l
         ("protect-page", "edit"), ("get-log-events", "type"), ("create-page", "contentModel"),
         ("get-recent-changes", "start"))}
     assert [s["description"] for s in said.values()] == [
-        "autoconfirmed, sysop, ...; all lifts it.",
-        "delete, move, protect, upload, block, rights, newusers, create, ...",
-        "wikitext, javascript, css, json, text, ...; default: the namespace's.",
-        "Oldest: ISO 8601 (UTC) or 3 days ago."]
+        "autoconfirmed, sysop; all lifts it.",
+        "delete, move, protect, upload, block, rights, newusers, ...",
+        "wikitext, javascript, css, json, text...; default: by namespace.",
+        "Oldest: ISO 8601 (UTC), 3 days ago."]
     assert not any("enum" in json.dumps(s) for s in said.values())
 
 
