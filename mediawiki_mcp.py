@@ -717,10 +717,14 @@ class MediaWikiClient:
         types), by kind; fetched once, in one request."""
         if self._choices is None:
             data = self.get({"action": "paraminfo", "modules": [m for m, _ in CHOICES.values()]})
-            modules = {m.get("path"): m.get("parameters") or [] for m in data.get("paraminfo", {}).get("modules") or []}
-            self._choices = {kind: tuple(v for p in modules.get(module) or [] if p.get("name") == name
-                                         for v in p.get("type") or [] if v and isinstance(p["type"], list))
-                             for kind, (module, name) in CHOICES.items()}
+            modules = data.get("paraminfo", {}).get("modules") or []
+            types = {(m.get("path"), p.get("name")): p.get("type")
+                     for m in modules for p in m.get("parameters") or []}
+            choices = {}
+            for kind, parameter in CHOICES.items():
+                values = types.get(parameter)  # a type name, not a list, where any string goes
+                choices[kind] = tuple(v for v in values if v) if isinstance(values, list) else ()
+            self._choices = choices
         return self._choices
 
     @property
@@ -7096,11 +7100,12 @@ def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
 
 def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
     """Refuses, before anything is sent, a value of one of CHOICES' arguments that the wiki does not
-    take, naming those it does; ``before`` opens the message. MediaWiki's own pass unasked."""
-    if value is None or value in STANDARD_CHOICES[kind]:
+    take, naming those it does; ``before`` opens the message. MediaWiki's own pass unasked, and
+    so does any value when the wiki lists none (it judges them itself)."""
+    if not value or value in STANDARD_CHOICES[kind]:
         return
     known = ctx.client.choices[kind]
-    if value not in known:
+    if known and value not in known:
         raise invalid_input(f"{before}{ctx.wiki.key} knows no {kind} {value!r} (its {kind}s: "
                             f"{', '.join(known)}).")
 
