@@ -2633,20 +2633,21 @@ def signed(number: int) -> str:
 AGE_UNITS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 
 
-def wiki_timestamp(value: str, name: str) -> str:
-    """A time as a person says it, in MediaWiki's UTC form 2026-11-29T15:00:00Z: an ISO 8601 date
-    or time (UTC when it names no zone), an age (24 hours ago, 1 week ago), today or yesterday
-    (their first moment, UTC)."""
+def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
+    """A time as a person says it, in MediaWiki's UTC form 2026-11-29T15:00:00Z: an ISO 8601 time
+    (UTC when it names no zone), an age (24 hours ago, 1 week ago), or a day (an ISO 8601 date,
+    today, yesterday; UTC): its first moment, or with ``day_end`` its last, as an end means it."""
     text = " ".join(value.lower().split())
     now = datetime.datetime.now(datetime.timezone.utc)
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
+    day = day_named(text, now.date())
     moment: datetime.datetime | None
     if age:
         count = int(age[1]) if age[1].isdigit() else 1
         moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
-    elif text in ("today", "yesterday"):
-        moment = midnight - datetime.timedelta(days=1 if text == "yesterday" else 0)
+    elif day:
+        moment = datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc)
+        moment += datetime.timedelta(days=1, seconds=-1) if day_end else datetime.timedelta()
     else:
         moment = iso_moment(value)
     if moment is None:
@@ -2654,6 +2655,17 @@ def wiki_timestamp(value: str, name: str) -> str:
                             "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
                             f"ago or 3 days ago, today or yesterday; got {value!r}.")
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def day_named(text: str, today: datetime.date) -> datetime.date | None:
+    """The day that ``text`` names: today, yesterday or an ISO 8601 date (2026-11-29); None for
+    anything else."""
+    if text in ("today", "yesterday"):
+        return today - datetime.timedelta(days=1 if text == "yesterday" else 0)
+    try:
+        return datetime.date.fromisoformat(text) if len(text) == 10 else None
+    except ValueError:
+        return None
 
 
 def iso_moment(value: str) -> datetime.datetime | None:
@@ -6269,7 +6281,7 @@ class ChangeFilters(typing.NamedTuple):
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
     """The oldest and newest time asked for, in MediaWiki's form; a start after the end is refused."""
     oldest = wiki_timestamp(start, "start") if start else None
-    newest = wiki_timestamp(end, "end") if end else None
+    newest = wiki_timestamp(end, "end", day_end=True) if end else None
     if newest and oldest and oldest > newest:
         raise invalid_input(f"start ({oldest}) is after end ({newest}).")
     return oldest, newest

@@ -1832,8 +1832,12 @@ def test_times_a_person_says_are_read_as_utc_timestamps() -> None:
         moment = datetime.datetime.fromisoformat(m.wiki_timestamp(said, "start").replace("Z", "+00:00"))
         assert abs(moment - before) < datetime.timedelta(seconds=5), said
     today = datetime.datetime.now(datetime.timezone.utc).date()
-    assert m.wiki_timestamp("today", "end") == f"{today}T00:00:00Z"
-    assert m.wiki_timestamp("Yesterday", "end") == f"{today - day}T00:00:00Z"
+    assert m.wiki_timestamp("today", "start") == f"{today}T00:00:00Z"
+    assert m.wiki_timestamp("Yesterday", "start") == f"{today - day}T00:00:00Z"
+    # a day as an end is the whole day: its last second
+    assert m.wiki_timestamp("yesterday", "end", day_end=True) == f"{today - day}T23:59:59Z"
+    assert m.wiki_timestamp("2026-11-29", "end", day_end=True) == "2026-11-29T23:59:59Z"
+    assert m.wiki_timestamp("2026-11-29T15:00", "end", day_end=True) == "2026-11-29T15:00:00Z"
     for bad in ("last tuesday", "2026-13-01", "", "29/11/2026", "3 months ago", "99999 weeks ago", "-1 days ago"):
         with pytest.raises(m.WikiError) as refused:
             m.wiki_timestamp(bad, "start")
@@ -5141,8 +5145,11 @@ def test_times_a_person_says_find_an_edit_made_now_in_every_list(wiki: RealWiki)
                 assert [r[1:4] for r in rows] == [["create/create", "Admin", title]], (start, rows)
             else:
                 assert any(r[page] == title and str(revid) in " | ".join(r) for r in rows), (tool, start, rows)
-    before = call(server, "get-recent-changes", start="3 days ago", end="2 hours ago", limit=500)
-    assert not before.is_error and title not in before.text, before.text
+    today = call(server, "get-recent-changes", start="today", end="today", limit=500)
+    assert f"revision {revid}" in today.text, today.text  # the end of a day is the day's last second
+    for end in ("2 hours ago", "yesterday"):
+        before = call(server, "get-recent-changes", start="1 week ago", end=end, limit=500)
+        assert not before.is_error and title not in before.text, (end, before.text)
     counter = RequestCounter(server)
     for tool, arguments, *_ in lists:
         with counter.counting() as sent:
