@@ -518,6 +518,16 @@ WITHOUT_RIGHT = {
 }
 
 
+#: Arguments whose values the wiki defines, as the API module and parameter that take them (paraminfo).
+#: A wiki may add its own values (an extension's log type, content model): checked before a call sends.
+CHOICES = {"content model": ("edit", "contentmodel"), "log type": ("query+logevents", "type")}
+#: MediaWiki's own values of CHOICES' arguments, which every wiki takes: sent unchecked, and named in
+#: the tools' schemas (the log types most asked for: the first seven).
+STANDARD_CHOICES = {
+    "content model": ("wikitext", "javascript", "css", "json", "text"),
+    "log type": ("delete", "move", "protect", "upload", "block", "rights", "newusers", "create", "merge",
+                 "import", "patrol", "tag", "managetags", "contentmodel", "suppress")}
+
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
                             "specialpagealiases"}
@@ -618,6 +628,7 @@ class MediaWikiClient:
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
+        self._choices: dict[str, tuple[str, ...]] | None = None
         self._summaries: dict[str, str] | None = None
         self._logged_in = False
         self._tokens: dict[str, str] = {}
@@ -699,6 +710,22 @@ class MediaWikiClient:
             data = self.get({"action": "query", "meta": "siteinfo", "siprop": "extensions"})
             self._extensions = extension_names(data.get("query", {}))
         return self._extensions
+
+    @property
+    def choices(self) -> Mapping[str, tuple[str, ...]]:
+        """The values the wiki takes for each of CHOICES' arguments (its content models, its log
+        types), by kind; fetched once, in one request."""
+        if self._choices is None:
+            data = self.get({"action": "paraminfo", "modules": [m for m, _ in CHOICES.values()]})
+            modules = data.get("paraminfo", {}).get("modules") or []
+            types = {(m.get("path"), p.get("name")): p.get("type")
+                     for m in modules for p in m.get("parameters") or []}
+            choices = {}
+            for kind, parameter in CHOICES.items():
+                values = types.get(parameter)  # a type name, not a list, where any string goes
+                choices[kind] = tuple(v for v in values if v) if isinstance(values, list) else ()
+            self._choices = choices
+        return self._choices
 
     @property
     def summaries(self) -> dict[str, str]:
@@ -2620,20 +2647,55 @@ def signed(number: int) -> str:
     return f"{number:+d}" if number else "0"
 
 
-def iso_timestamp(value: str, name: str) -> str:
-    """Normalises an ISO 8601 date or time to MediaWiki's UTC form, 2026-11-29T15:00:00Z.
-    A time without a zone is taken as UTC."""
+#: The units of an age a person says ("3 days ago"), in seconds.
+AGE_UNITS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+
+
+def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
+    """A time as a person says it, in MediaWiki's UTC form 2026-11-29T15:00:00Z: an ISO 8601 time
+    (UTC when it names no zone), an age (24 hours ago, 1 week ago), or a day (an ISO 8601 date,
+    today, yesterday; UTC): its first moment, or with ``day_end`` its last, as an end means it."""
+    text = " ".join(value.lower().split())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
+    day = day_named(text, now.date())
+    moment: datetime.datetime | None
+    if age:
+        count = int(age[1]) if age[1].isdigit() else 1
+        moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
+    elif day:
+        moment = datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc)
+        moment += datetime.timedelta(days=1, seconds=-1) if day_end else datetime.timedelta()
+    else:
+        moment = iso_moment(value)
+    if moment is None:
+        raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
+                            "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
+                            f"ago or 3 days ago, today or yesterday; got {value!r}.")
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def day_named(text: str, today: datetime.date) -> datetime.date | None:
+    """The day that ``text`` names: today, yesterday or an ISO 8601 date (2026-11-29); None for
+    anything else."""
+    if text in ("today", "yesterday"):
+        return today - datetime.timedelta(days=1 if text == "yesterday" else 0)
+    try:
+        return datetime.date.fromisoformat(text) if len(text) == 10 else None
+    except ValueError:
+        return None
+
+
+def iso_moment(value: str) -> datetime.datetime | None:
+    """An ISO 8601 date or time as an aware datetime (UTC when it names no zone); None if it is not one."""
     text = value.strip()
     if text[-1:] in ("Z", "z"):
         text = text[:-1] + "+00:00"
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
-        raise invalid_input(f"Argument {name!r} must be an ISO 8601 timestamp such as "
-                            f"2026-11-29T15:00:00Z, got {value!r}.") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
@@ -6214,8 +6276,8 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-Start = Annotated[str | None, Arg("Oldest time, ISO 8601.")]
-End = Annotated[str | None, Arg("Newest time, ISO 8601.")]
+Start = Annotated[str | None, Arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
+End = Annotated[str | None, Arg("Newest.")]
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
 ChangeUser = Annotated[str | None, Arg("Only this account's.")]
@@ -6280,8 +6342,8 @@ class ChangeFilters(typing.NamedTuple):
 
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
     """The oldest and newest time asked for, in MediaWiki's form; a start after the end is refused."""
-    oldest = iso_timestamp(start, "start") if start else None
-    newest = iso_timestamp(end, "end") if end else None
+    oldest = wiki_timestamp(start, "start") if start else None
+    newest = wiki_timestamp(end, "end", day_end=True) if end else None
     if newest and oldest and oldest > newest:
         raise invalid_input(f"start ({oldest}) is after end ({newest}).")
     return oldest, newest
@@ -6490,7 +6552,7 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, Arg("Log type (delete, move, protect, upload, block, ...).")] = None,
+    type: Annotated[str | None, Arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
     start: Start = None,
@@ -6500,6 +6562,7 @@ def get_log_events(
     """Returns log events (deletions, moves, protections, uploads, blocks, ...), newest first: time,
     type/action, user, page, then details and reason."""
     oldest, newest = time_window(start, end)
+    refuse_unknown_choice(ctx, "log type", type, "")
     name = user_name(user) if user is not None else None
     params: dict[str, Any] = {"action": "query", "list": "logevents", "letype": type, "letitle": title,
                               "leuser": name, "lestart": newest, "leend": oldest, "lelimit": limit,
@@ -6507,13 +6570,7 @@ def get_log_events(
                               **continuation(ctx, "lecontinue")}
     if name and not ctx.continue_from:  # whether the account exists, in the same request
         params.update(list=["logevents", "users"], ususers=name)
-    try:
-        data = ctx.client.get(params)
-    except WikiError as error:
-        if error.code == "badvalue" and type:
-            raise invalid_input(f"{ctx.wiki.key} has no log type {type!r}. Its log types: "
-                                f"{', '.join(log_types(ctx))}.", error.code) from None
-        raise
+    data = ctx.client.get(params)
     query = data.get("query", {})
     if name:
         refuse_missing_user(ctx, query, name)
@@ -6521,12 +6578,6 @@ def get_log_events(
     blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
               else "No log events match."]
     return with_more(blocks, data, len(rows), "event", "get-log-events")
-
-
-def log_types(ctx: ToolContext) -> list[str]:
-    info = ctx.client.get({"action": "paraminfo", "modules": "query+logevents"}).get("paraminfo", {})
-    params = (info.get("modules") or [{}])[0].get("parameters") or []
-    return [t for p in params if p.get("name") == "type" for t in p.get("type") or [] if t]
 
 
 def log_row(event: dict[str, Any]) -> str:
@@ -7106,10 +7157,8 @@ def refuse_unsaveable(ctx: ToolContext, title: str, text: str, model: str | None
 def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
                asked: str | None = None) -> str | None:
     """Why the wiki would refuse to save ``text`` on a page of content ``model``, if it would: a
-    content model ``asked`` that it does not know, JSON that does not parse on a JSON page, a
-    text over its maximum page size."""
-    if asked is not None and asked not in (known := content_models(ctx)):
-        return f"{ctx.wiki.key} knows no content model {asked!r} (its content models: {', '.join(known)})"
+    JSON that does not parse on a JSON page (or one ``asked`` to be JSON), a text over its
+    maximum page size."""
     if (asked or model) == "json":
         try:
             json.loads(text)
@@ -7123,12 +7172,16 @@ def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
     return None
 
 
-def content_models(ctx: ToolContext) -> list[str]:
-    """The content models the wiki knows: those its action=edit takes."""
-    info = ctx.client.get({"action": "paraminfo", "modules": "edit"}).get("paraminfo", {})
-    modules: list[dict[str, Any]] = info.get("modules") or [{}]
-    parameters: list[dict[str, Any]] = modules[0].get("parameters") or []
-    return list(next((p.get("type") for p in parameters if p.get("name") == "contentmodel"), None) or [])
+def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
+    """Refuses, before anything is sent, a value of one of CHOICES' arguments that the wiki does not
+    take, naming those it does; ``before`` opens the message. MediaWiki's own pass unasked, and
+    so does any value when the wiki lists none (it judges them itself)."""
+    if not value or value in STANDARD_CHOICES[kind]:
+        return
+    known = ctx.client.choices[kind]
+    if known and value not in known:
+        raise invalid_input(f"{before}{ctx.wiki.key} knows no {kind} {value!r} (its {kind}s: "
+                            f"{', '.join(known)}).")
 
 
 
@@ -7143,11 +7196,13 @@ def create_page(
     source: Annotated[str, Arg("Content, usually wikitext.")],
     comment: Annotated[str | None, CommentArg] = None,
     contentModel: Annotated[str | None, Arg(
-        "Content model (wikitext, json, css...); default: the namespace's.",
+        ", ".join(STANDARD_CHOICES["content model"]) + "...; default: by namespace.",
         max_length=64)] = None,
 ) -> list[str] | str:
     """Creates a new wiki page; fails if the title exists."""
     source = as_wiki_receives(source)
+    refuse_unknown_choice(ctx, "content model", contentModel,
+                          f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: ")
 
     def compose(target: EditTarget) -> Composed:
         if target.latest:  # read in a dry run only: a save's createonly has the wiki refuse it
@@ -7753,7 +7808,7 @@ LevelArg = Arg("As edit.")
 def protect_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    edit: Annotated[str | None, Arg("Level such as sysop; 'all' lifts it.")] = None,
+    edit: Annotated[str | None, Arg("autoconfirmed, sysop; all lifts it.")] = None,
     move: Annotated[str | None, LevelArg] = None,
     upload: Annotated[str | None, LevelArg] = None,
     create: Annotated[str | None, LevelArg] = None,

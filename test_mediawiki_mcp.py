@@ -23,6 +23,7 @@ import base64
 import concurrent.futures
 import contextlib
 import dataclasses
+import datetime
 import functools
 import hashlib
 import http.server
@@ -1820,13 +1821,30 @@ def test_diff_cells_give_back_the_spaces_mediawiki_made_visible() -> None:
     assert m.diff_cell_text("<br/>") == ""
 
 
-def test_timestamps_are_validated_and_normalised_to_utc() -> None:
-    assert m.iso_timestamp("2026-11-29T15:00:00Z", "start") == "2026-11-29T15:00:00Z"
-    assert m.iso_timestamp("2026-11-29T16:30:00+01:30", "start") == "2026-11-29T15:00:00Z"
-    assert m.iso_timestamp("2026-11-29", "start") == "2026-11-29T00:00:00Z"
-    for bad in ("yesterday", "2026-13-01", "", "29/11/2026"):
-        with pytest.raises(m.WikiError, match="^invalid_input: Argument 'start' must be an ISO 8601"):
-            m.iso_timestamp(bad, "start")
+def test_times_a_person_says_are_read_as_utc_timestamps() -> None:
+    assert m.wiki_timestamp("2026-11-29T15:00:00Z", "start") == "2026-11-29T15:00:00Z"
+    assert m.wiki_timestamp("2026-11-29T16:30:00+01:30", "start") == "2026-11-29T15:00:00Z"
+    assert m.wiki_timestamp("2026-11-29T15:00", "start") == "2026-11-29T15:00:00Z"  # no zone: UTC
+    assert m.wiki_timestamp("2026-11-29", "start") == "2026-11-29T00:00:00Z"
+    day = datetime.timedelta(days=1)
+    for said, ago in (("24 hours ago", day), ("3 days ago", 3 * day), ("1 week ago", 7 * day),
+                      ("an hour ago", day / 24), (" 2  Minutes  ago ", datetime.timedelta(minutes=2))):
+        before = datetime.datetime.now(datetime.timezone.utc) - ago
+        moment = datetime.datetime.fromisoformat(m.wiki_timestamp(said, "start").replace("Z", "+00:00"))
+        assert abs(moment - before) < datetime.timedelta(seconds=5), said
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    assert m.wiki_timestamp("today", "start") == f"{today}T00:00:00Z"
+    assert m.wiki_timestamp("Yesterday", "start") == f"{today - day}T00:00:00Z"
+    # a day as an end is the whole day: its last second
+    assert m.wiki_timestamp("yesterday", "end", day_end=True) == f"{today - day}T23:59:59Z"
+    assert m.wiki_timestamp("2026-11-29", "end", day_end=True) == "2026-11-29T23:59:59Z"
+    assert m.wiki_timestamp("2026-11-29T15:00", "end", day_end=True) == "2026-11-29T15:00:00Z"
+    for bad in ("last tuesday", "2026-13-01", "", "29/11/2026", "3 months ago", "99999 weeks ago", "-1 days ago"):
+        with pytest.raises(m.WikiError) as refused:
+            m.wiki_timestamp(bad, "start")
+        assert str(refused.value) == (
+            "invalid_input: Argument 'start' must be a date or time in ISO 8601 (2026-11-29, 2026-11-29T15:00:00Z; "
+            f"UTC when no zone is given), an age such as 24 hours ago or 3 days ago, today or yesterday; got {bad!r}.")
 
 
 def test_namespace_prefixes_follow_the_wikis_own_names() -> None:
@@ -2249,8 +2267,8 @@ def test_recent_changes_continue(bot_server: Any, history: History) -> None:
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"start": "last tuesday"}, "Argument 'start' must be an ISO 8601 timestamp"),
-    ({"end": "2026-02-30"}, "Argument 'end' must be an ISO 8601 timestamp"),
+    ({"start": "last tuesday"}, "Argument 'start' must be a date or time in ISO 8601"),
+    ({"end": "2026-02-30"}, "Argument 'end' must be a date or time in ISO 8601"),
     ({"start": "2026-02-01", "end": "2026-01-01"}, "start (2026-02-01T00:00:00Z) is after end"),
     ({"user": "Admin", "excludeUser": "Editor"}, "Give user or excludeUser, not both."),
     ({"hide": ["anonymous", "registered"]}, "Hiding both anonymous and registered users"),
@@ -5007,6 +5025,56 @@ def test_protect_page_refuses_levels_and_kinds_the_page_cannot_have(
     assert protection_of(wiki, title) == {}
 
 
+def test_closed_sets_are_named_in_the_schema_and_checked_against_the_wikis_own_lists() -> None:
+    """MediaWiki's own protection levels, log types and content models are named in tools/list, which
+    sends no request (the wiki here is unreachable); no enum, so a wiki's own value can pass."""
+    schemas = {t.name: t.input_schema["properties"] for t in list_tools(make_server(WRITABLE_NOWHERE))}
+    said = {(tool, arg): schemas[tool][arg] for tool, arg in (
+        ("protect-page", "edit"), ("get-log-events", "type"), ("create-page", "contentModel"),
+        ("get-recent-changes", "start"))}
+    assert [s["description"] for s in said.values()] == [
+        "autoconfirmed, sysop; all lifts it.",
+        "delete, move, protect, upload, block, rights, newusers, ...",
+        "wikitext, javascript, css, json, text...; default: by namespace.",
+        "Oldest: ISO 8601 (UTC), 3 days ago."]
+    assert not any("enum" in json.dumps(s) for s in said.values())
+
+
+@on_every_version
+def test_a_value_the_wiki_does_not_take_is_refused_with_its_list_before_sending(
+        wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    title = f"Safety choices test {secrets.token_hex(4)}"
+    create(server, title, "Text.")
+    def takes(module: str, name: str) -> str:  # the values the wiki's paraminfo lists
+        info = wiki.raw_get(action="paraminfo", modules=module)["paraminfo"]["modules"][0]
+        return ", ".join(v for p in info["parameters"] if p["name"] == name for v in p["type"] if v)
+    log_types, content_models = takes("query+logevents", "type"), takes("edit", "contentmodel")
+    refusals = [
+        ("protect-page", {"title": title, "edit": "semi", "confirm": True},
+         (f"Argument 'edit' must be a protection level of {wiki.key}: autoconfirmed, sysop, or all to lift it; "
+          "got 'semi'.")),
+        ("get-log-events", {"type": "deletion"},
+         f"{wiki.key} knows no log type 'deletion' (its log types: {log_types})."),
+        ("create-page", {"title": f"Module:{title}", "source": "return {}", "contentModel": "lua"},
+         f"Nothing was saved: {wiki.key} knows no content model 'lua' (its content models: {content_models}).")]
+    assert "Scribunto" in content_models and "protect, " in log_types
+    for tool, arguments, message in refusals:
+        call(server, tool, **arguments)  # the wiki's lists, once
+        with counter.counting() as sent:
+            refused = call(server, tool, **arguments)
+        assert refused.blocks == [f"invalid_input: {message}"] and sent == [0], (tool, refused.text, sent)
+    assert protection_of(wiki, title) == {} and revision_ids(wiki, f"Module:{title}") == []
+    with counter.counting() as sent:  # MediaWiki's own value: sent as it is
+        deleted = call(server, "get-log-events", type="create", title=title)
+    assert sent == [1] and rows_of(deleted.blocks[0])[0].split(" | ")[1:4] == ["create/create", "Admin", title]
+    module = call(server, "create-page", title=f"Module:{title}", source="return {}", contentModel="Scribunto")
+    assert not module.is_error, module.text  # the wiki's own content model
+    page = wiki.raw_get(action="query", prop="info", titles=f"Module:{title}")["query"]["pages"][0]
+    assert page["contentmodel"] == "Scribunto"
+
+
 def test_protecting_a_missing_title_against_creation(bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety protect missing title test"
     done = call(bot_server, "protect-page", title=title, create="sysop", confirm=True)
@@ -5051,6 +5119,46 @@ def test_a_watched_pages_edit_is_in_the_watchlist(wiki: RealWiki) -> None:
     assert until.blocks[0].startswith(f"Watched.\nTitle: {title}\nUntil: ") and field(until, "Until") > utc_now()
     missing = call(server, "watch-page", title="Safety watched missing page")
     assert missing.blocks == ["Watched.\nTitle: Safety watched missing page (does not exist yet)"]
+
+
+@on_every_version
+def test_times_a_person_says_find_an_edit_made_now_in_every_list(wiki: RealWiki) -> None:
+    """start and end as a person says them (an age, a day, a time without a zone) in the four lists
+    that take them; every row's time is UTC and says so."""
+    server = make_server(wiki.env())
+    title = f"Safety times test {secrets.token_hex(4)}"
+    create(server, title, "Made now.")
+    assert not call(server, "watch-page", title=title).is_error
+    editor_edit(wiki, title, "Edited now.")
+    revid = revision_ids(wiki, title)[0]
+    hour_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1))
+    # each list, its arguments, and the columns of its rows that hold the time and the title
+    lists = [("get-recent-changes", {"limit": 500}, 0, 1), ("get-watchlist", {"limit": 500}, 0, 1),
+             ("get-user-contributions", {"user": "Editor"}, 1, 2), ("get-log-events", {"title": title}, 0, 3)]
+    for start in ("24 hours ago", "1 week ago", "yesterday", hour_ago.strftime("%Y-%m-%dT%H:%M"),
+                  hour_ago.strftime("%Y-%m-%d")):
+        for tool, arguments, when, page in lists:
+            result = call(server, tool, start=start, **arguments)
+            assert not result.is_error, (tool, start, result.text)
+            rows = [row.split(" | ") for row in rows_of(result.blocks[0])]
+            assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r[when]) for r in rows), (tool, rows)
+            if tool == "get-log-events":  # the page's creation is logged
+                assert [r[1:4] for r in rows] == [["create/create", "Admin", title]], (start, rows)
+            else:
+                assert any(r[page] == title and str(revid) in " | ".join(r) for r in rows), (tool, start, rows)
+    today = call(server, "get-recent-changes", start="today", end="today", limit=500)
+    assert f"revision {revid}" in today.text, today.text  # the end of a day is the day's last second
+    for end in ("2 hours ago", "yesterday"):
+        before = call(server, "get-recent-changes", start="1 week ago", end=end, limit=500)
+        assert not before.is_error and title not in before.text, (end, before.text)
+    counter = RequestCounter(server)
+    for tool, arguments, *_ in lists:
+        with counter.counting() as sent:
+            refused = call(server, tool, end="last tuesday", **arguments)
+        assert refused.blocks == [(
+            "invalid_input: Argument 'end' must be a date or time in ISO 8601 (2026-11-29, 2026-11-29T15:00:00Z; "
+            "UTC when no zone is given), an age such as 24 hours ago or 3 days ago, today or yesterday; got "
+            "'last tuesday'.")] and sent == [0], (tool, refused.text)
 
 
 def test_page_writes_watch_or_unwatch_as_asked(wiki: RealWiki, accounts: Accounts) -> None:
@@ -5139,7 +5247,7 @@ SAFETY_BAD_ARGUMENTS = [
     ("protect-page", {"title": "Apple", "edit": "sysop", "expiry": ""}, "'expiry' must not be empty"),
     ("get-user-contributions", {"user": "Admin|Editor"}, "one user"),
     ("get-user-contributions", {"user": "Admin", "start": "2026-02-01", "end": "2026-01-01"}, "is after end"),
-    ("get-log-events", {"start": "yesterday"}, "Argument 'start' must be an ISO 8601 timestamp"),
+    ("get-log-events", {"start": "last tuesday"}, "Argument 'start' must be a date or time in ISO 8601"),
     ("get-watchlist", {"hide": ["redirects"]}, "must be one of minor, bot, anonymous, registered"),
     ("watch-page", {"title": "Apple", "unwatch": True, "expiry": "1 week"}, "expiry goes with watching"),
     ("update-page", {"title": "Apple", "source": "x", "watch": "yes"}, "must be one of watch, unwatch"),
@@ -9852,3 +9960,4 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
+
