@@ -5146,9 +5146,14 @@ def test_times_a_person_says_find_an_edit_made_now_in_every_list(wiki: RealWiki)
                 assert [r[1:4] for r in rows] == [["create/create", "Admin", title]], (start, rows)
             else:
                 assert any(r[page] == title and str(revid) in " | ".join(r) for r in rows), (tool, start, rows)
-    today = call(server, "get-recent-changes", start="today", end="today", limit=500)
+    # Named days are the edit's own, also when the run crosses midnight (UTC) after the edit.
+    edited = datetime.date.fromisoformat(wiki.raw_get(action="query", prop="revisions", revids=revid)
+                                         ["query"]["pages"][0]["revisions"][0]["timestamp"][:10])
+    same_day = edited == datetime.datetime.now(datetime.timezone.utc).date()
+    day, day_before = ("today", "yesterday") if same_day else (str(edited), str(edited - datetime.timedelta(1)))
+    today = call(server, "get-recent-changes", start=day, end=day, limit=500)
     assert f"revision {revid}" in today.text, today.text  # the end of a day is the day's last second
-    for end in ("2 hours ago", "yesterday"):
+    for end in ("2 hours ago", day_before):
         before = call(server, "get-recent-changes", start="1 week ago", end=end, limit=500)
         assert not before.is_error and title not in before.text, (end, before.text)
     counter = RequestCounter(server)
