@@ -6108,7 +6108,8 @@ LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
               "fileusage": LinkKind("imageusage", "iu", "file link", True)}
 
 
-@tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True)
+@tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True,
+      see={"for what a page uses": "get-page-links"})
 def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -6146,6 +6147,38 @@ def get_links_here(
     blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
               else f"No pages link to {title}{missing}."]
     return with_more(blocks, data, len(rows), "page", "get-links-here")
+
+
+class UseKind(typing.NamedTuple):
+    prop: str           # the prop module
+    prefix: str         # its parameters'
+    note: str           # how a row says it
+
+
+#: What a page links to and uses, in the order a get-page-links answer lists them.
+PAGE_USES = (UseKind("links", "pl", "link"), UseKind("templates", "tl", "template"),
+             UseKind("categories", "cl", "category"), UseKind("images", "im", "file"))
+#: Rows of each kind a get-page-links call returns before its continueFrom marker.
+PAGE_USES_CAP = 100
+
+
+@tool("get-page-links", "Get page links", toolset="pages", read_only=True, continue_from=True,
+      see={"for pages linking to it": "get-links-here"})
+def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
+    """Returns the links, templates, categories and files a page uses, a redirect followed. At
+    most 100 of each a call (PAGE_USES_CAP)."""
+    params = {f"{kind.prefix}limit": PAGE_USES_CAP for kind in PAGE_USES}
+    data = ctx.client.get({"action": "query", "titles": title, "redirects": True, **params,
+                           "prop": "|".join(kind.prop for kind in PAGE_USES), "clprop": "hidden",
+                           **continuation(ctx, *(f"{kind.prefix}continue" for kind in PAGE_USES))})
+    page, redirected = resolve_page(data.get("query", {}))
+    check_page(ctx, page, title)
+    rows = [f"{used['title']} | {kind.note}" + (", hidden" if used.get("hidden") else "")
+            for kind in PAGE_USES for used in page.get(kind.prop) or []]
+    name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
+    blocks = [f"{name} uses:\n" + "\n".join(rows) if rows
+              else f"{name} has no links, templates, categories or files."]
+    return with_more(blocks, data, len(rows), "row", "get-page-links")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
