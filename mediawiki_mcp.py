@@ -24,7 +24,6 @@ import contextlib
 import contextvars
 import dataclasses
 import datetime
-import difflib
 import functools
 import hashlib
 import html
@@ -3338,6 +3337,7 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
         suf += 1
     steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
     if steps is None:  # too far apart to search: difflib's matching will do
+        import difflib  # seldom needed: left out of the start
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
         return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
     changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
@@ -3589,7 +3589,13 @@ class ToolSpec(Flags):
     toolset: str                         # its group (TOOLSETS), offered as the operator chooses
     doc: str             # the description, quoting settings as {field:unit} (Quoted); {{ }} for braces
     fn: Callable[..., Any]
-    params: dict[str, Param]             # the function's own
+
+    @functools.cached_property
+    def params(self) -> dict[str, Param]:
+        """The function's own arguments, read from its annotations when first needed (the first
+        tools/list or call) rather than at import, where evaluating every tool's annotations would
+        be a good part of the time a server takes to start."""
+        return signature_params(self.fn)
 
     @property
     def arguments(self) -> dict[str, Param]:
@@ -3656,8 +3662,9 @@ class Registry:
             spec = ToolSpec(**{**vars(given), "destructive": bool(given.destructive),
                                "idempotent": given.idempotent is not False},
                             name=name, title=title, toolset=toolset, doc=" ".join((fn.__doc__ or "").split()),
-                            fn=fn, params=signature_params(fn))
-            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not spec.scoped else set()):
+                            fn=fn)
+            own = list(inspect.signature(fn).parameters)[1:]  # after the ToolContext
+            if clash := set(own) & SHARED_PARAMS.keys() - ({"wiki"} if not spec.scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
             spec.description()  # a setting it names that Config lacks fails here, at import
