@@ -6165,7 +6165,7 @@ class UseKind(typing.NamedTuple):
 #: What a page links to and uses, in the order a get-page-links answer lists them.
 PAGE_USES = (UseKind("links", "pl", "link"), UseKind("templates", "tl", "template"),
              UseKind("categories", "cl", "category"), UseKind("images", "im", "file"))
-#: Rows of each kind a get-page-links call returns before its continueFrom marker.
+#: Rows of each kind a get-page-links call returns before its continueFrom marker (its description says it).
 PAGE_USES_CAP = 100
 
 
@@ -6173,7 +6173,7 @@ PAGE_USES_CAP = 100
       see={"for pages linking to it": "get-links-here"})
 def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns the links, templates, categories and files a page uses, a redirect followed. At
-    most 100 of each a call (PAGE_USES_CAP)."""
+    most 100 of each a call."""
     params = {f"{kind.prefix}limit": PAGE_USES_CAP for kind in PAGE_USES}
     data = ctx.client.get({"action": "query", "titles": title, "redirects": True, **params,
                            "prop": "|".join(kind.prop for kind in PAGE_USES), "clprop": "hidden",

@@ -2243,6 +2243,7 @@ def test_page_links_and_links_here_name_each_other() -> None:
     assert "For what a page uses, use get-page-links." in tools["get-links-here"].description
     assert "For pages linking to it, use get-links-here." in tools["get-page-links"].description
     assert "templates" in tools["get-page-links"].description
+    assert f"At most {m.PAGE_USES_CAP} of each a call." in tools["get-page-links"].description
 
 
 # -- get-recent-changes ----------------------------------------------------------------
