@@ -24,7 +24,6 @@ import contextlib
 import contextvars
 import dataclasses
 import datetime
-import difflib
 import functools
 import hashlib
 import html
@@ -3418,6 +3417,7 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
         suf += 1
     steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
     if steps is None:  # too far apart to search: difflib's matching will do
+        import difflib  # seldom needed: left out of the start
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
         return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
     changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
@@ -3671,7 +3671,13 @@ class ToolSpec(Flags):
     toolset: str                         # its group (TOOLSETS), offered as the operator chooses
     doc: str             # the description, quoting settings as {field:unit} (Quoted); {{ }} for braces
     fn: Callable[..., Any]
-    params: dict[str, Param]             # the function's own
+
+    @functools.cached_property
+    def params(self) -> dict[str, Param]:
+        """The function's own arguments, read from its annotations when first needed (the first
+        tools/list or call) rather than at import, where evaluating every tool's annotations would
+        be a good part of the time a server takes to start."""
+        return signature_params(self.fn)
 
     @property
     def arguments(self) -> dict[str, Param]:
@@ -3738,8 +3744,9 @@ class Registry:
             spec = ToolSpec(**{**vars(given), "destructive": bool(given.destructive),
                                "idempotent": given.idempotent is not False},
                             name=name, title=title, toolset=toolset, doc=" ".join((fn.__doc__ or "").split()),
-                            fn=fn, params=signature_params(fn))
-            if clash := spec.params.keys() & SHARED_PARAMS.keys() - ({"wiki"} if not spec.scoped else set()):
+                            fn=fn)
+            own = list(inspect.signature(fn).parameters)[1:]  # after the ToolContext
+            if clash := set(own) & SHARED_PARAMS.keys() - ({"wiki"} if not spec.scoped else set()):
                 raise TypeError(f"{name}: {', '.join(sorted(clash))} come from the flags of @tool, not from "
                                 "the function's parameters")
             spec.description()  # a setting it names that Config lacks fails here, at import
@@ -6232,7 +6239,8 @@ LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
               "fileusage": LinkKind("imageusage", "iu", "file link", True)}
 
 
-@tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True)
+@tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True,
+      see={"for what a page uses": "get-page-links"})
 def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -6270,6 +6278,38 @@ def get_links_here(
     blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
               else f"No pages link to {title}{missing}."]
     return with_more(blocks, data, len(rows), "page", "get-links-here")
+
+
+class UseKind(typing.NamedTuple):
+    prop: str           # the prop module
+    prefix: str         # its parameters'
+    note: str           # how a row says it
+
+
+#: What a page links to and uses, in the order a get-page-links answer lists them.
+PAGE_USES = (UseKind("links", "pl", "link"), UseKind("templates", "tl", "template"),
+             UseKind("categories", "cl", "category"), UseKind("images", "im", "file"))
+#: Rows of each kind a get-page-links call returns before its continueFrom marker (its description says it).
+PAGE_USES_CAP = 100
+
+
+@tool("get-page-links", "Get page links", toolset="pages", read_only=True, continue_from=True,
+      see={"for pages linking to it": "get-links-here"})
+def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
+    """Returns the links, templates, categories and files a page uses, a redirect followed. At
+    most 100 of each a call."""
+    params = {f"{kind.prefix}limit": PAGE_USES_CAP for kind in PAGE_USES}
+    data = ctx.client.get({"action": "query", "titles": title, "redirects": True, **params,
+                           "prop": "|".join(kind.prop for kind in PAGE_USES), "clprop": "hidden",
+                           **continuation(ctx, *(f"{kind.prefix}continue" for kind in PAGE_USES))})
+    page, redirected = resolve_page(data.get("query", {}))
+    check_page(ctx, page, title)
+    rows = [f"{used['title']} | {kind.note}" + (", hidden" if used.get("hidden") else "")
+            for kind in PAGE_USES for used in page.get(kind.prop) or []]
+    name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
+    blocks = [f"{name} uses:\n" + "\n".join(rows) if rows
+              else f"{name} has no links, templates, categories or files."]
+    return with_more(blocks, data, len(rows), "row", "get-page-links")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",

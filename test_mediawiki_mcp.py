@@ -1386,7 +1386,7 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_byt
     tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))
     assert {t.name for t in tools} == {
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
-        "get-site-info", "whoami", "get-category-members", "get-links-here", "parse-wikitext",
+        "get-site-info", "whoami", "get-category-members", "get-links-here", "get-page-links", "parse-wikitext",
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
         "update-page", "move-page", "update-page-categories", "replace-in-pages"}
     sizes = tools_list_bytes(tools)
@@ -1748,6 +1748,7 @@ def test_steady_state_requests_per_tool(wiki: RealWiki, history: History) -> Non
         ("compare-pages", {"fromTitle": "Apple", "toText": "x" * 5000}, 1),  # by POST
         ("get-category-members", {"category": "Fruits"}, 1),
         ("get-links-here", {"title": "Apple"}, 1),
+        ("get-page-links", {"title": "Fruit bowl"}, 1),  # links, templates, categories and files at once
         ("get-recent-changes", {}, 1),
         ("parse-wikitext", {"wikitext": "[[Apple]] {{Fruitbox}}"}, 1),
         ("get-file", {"title": "Red square.png"}, 1),
@@ -2220,6 +2221,48 @@ def test_links_here_continues_to_the_end(bot_server: Any) -> None:
     whole = set(rows_of(call(bot_server, "get-links-here", title="Apple").blocks[0]))
     results = follow_markers(bot_server, "get-links-here", "continueFrom", {"title": "Apple", "limit": 1})
     assert len(results) > 3 and {row for r in results for row in rows_of(r.blocks[0])} == whole
+
+
+# -- get-page-links --------------------------------------------------------------------
+
+@on_every_version
+def test_page_links_shows_what_a_page_uses_in_one_answer(bot_server: Any) -> None:
+    hidden, title = f"Category:Hidden {secrets.token_hex(4)}", f"Page uses {secrets.token_hex(4)}"
+    create(bot_server, hidden, "__HIDDENCAT__")
+    create(bot_server, title, f"{{{{Fruitbox|Apple}}}} [[Pear]] and [[Apple]]. [[File:Red square.png]]\n"
+                              f"[[Category:Fruits]] [[{hidden}]]")
+    result = call(bot_server, "get-page-links", title=title)
+    assert result.blocks == [f"{title} uses:\nApple | link\nPear | link\nTemplate:Fruitbox | template\n"
+                             + "\n".join(sorted([f"{hidden} | category, hidden", "Category:Fruits | category"]))
+                             + "\nFile:Red square.png | file"]
+    redirect = call(bot_server, "get-page-links", title="Apple redirect")
+    assert redirect.blocks == ["Apple (redirected from Apple redirect) uses:\nCategory:Fruits | category"]
+    assert call(bot_server, "get-page-links", title="Lemon").blocks == [
+        "Lemon uses:\nCategory:Citrus | category"]
+    missing = call(bot_server, "get-page-links", title="Pear")
+    assert missing.is_error and missing.blocks[0].startswith("not_found: Page 'Pear' not found on ")
+
+
+def test_page_links_continues_past_its_cap_without_repeating_a_row(bot_server: Any) -> None:
+    title, targets = f"Many links {secrets.token_hex(4)}", [f"Link target {n:03d}" for n in range(150)]
+    create(bot_server, title, "{{Fruitbox}} " + " ".join(f"[[{t}]]" for t in targets) + " [[Category:Fruits]]")
+    results = follow_markers(bot_server, "get-page-links", "continueFrom", {"title": title})
+    assert len(results) == 2 and "Returned 102 rows." in results[0].blocks[1]
+    rows = [row for r in results for row in rows_of(r.blocks[0])]
+    assert rows == [f"{t} | link" for t in targets[:100]] + ["Template:Fruitbox | template",
+                                                             "Category:Fruits | category"] + [
+        f"{t} | link" for t in targets[100:]]
+    forged = call(bot_server, "get-page-links", title=title, continueFrom="action=delete")
+    assert forged.is_error and forged.blocks[0].startswith("invalid_input: continueFrom")
+
+
+def test_page_links_and_links_here_name_each_other() -> None:
+    """"Which templates does a page use, and which pages link to it?": each tool routes to the other."""
+    tools = {t.name: t for t in list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))}
+    assert "For what a page uses, use get-page-links." in tools["get-links-here"].description
+    assert "For pages linking to it, use get-links-here." in tools["get-page-links"].description
+    assert "templates" in tools["get-page-links"].description
+    assert f"At most {m.PAGE_USES_CAP} of each a call." in tools["get-page-links"].description
 
 
 # -- get-recent-changes ----------------------------------------------------------------
