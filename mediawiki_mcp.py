@@ -3503,7 +3503,7 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
     Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
-    Param("idempotencyKey", str, None, Arg("Same on retry: a repeat writes nothing.",
+    Param("idempotencyKey", str, None, Arg("Same on retry: writes once.",
                                            max_length=200), False, None),
     Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: preferences."),
           False, None),
@@ -3612,11 +3612,12 @@ class ToolSpec(Flags):
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
         """The input schema, leaving out the shared arguments ``unlisted``, which a call may
-        still pass (listed_arguments)."""
+        still pass (listed_arguments). It is open (no ``additionalProperties: false``), to spare
+        29 bytes a tool on every turn: check_arguments refuses unknown arguments, naming these."""
         arguments = {name: p for name, p in self.arguments.items() if name not in unlisted}
         required = [name for name, p in arguments.items() if p.required]
         return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
-                **({"required": required} if required else {}), "additionalProperties": False}
+                **({"required": required} if required else {})}
 
 
 class Preview(Exception):
@@ -3706,11 +3707,11 @@ JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array"}
 def param_schema(p: Param) -> dict[str, Any]:
     """The JSON schema of one argument, stating only what narrows it (a flag is off unless set)."""
     schema = kind_schema(p.kind)
+    # A title's bounds (not empty, at most 255 bytes) are check_text's alone: no model needs them
+    # to write a title, and tools/list is paid on every turn.
     if p.kind is list:
-        schema.update(items={**kind_schema(p.item_kind), **({"minLength": 1} if p.arg.title else {})},
-                      maxItems=p.arg.max_items or None, minItems=1 if p.required else None)
-    elif p.arg.title:
-        schema["minLength"] = 1
+        schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items or None,
+                      minItems=1 if p.required else None)
     schema.update(maxLength=p.arg.max_length or None, minimum=p.arg.minimum, maximum=p.arg.maximum,
                   default=None if p.default is False else p.default, description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
@@ -4985,14 +4986,14 @@ class ListChanges:
 
 # -- parameters many tools share ---------------------------------------------
 
-TitleArg = Arg("Wiki page title.", title=True)
+TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
-OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
+OffsetArg = Arg("From a truncation marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs; default: all.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500)
-TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
+TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 
