@@ -3505,7 +3505,7 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
     Param("idempotencyKey", str, None, Arg("Same on retry: writes once.",
                                            max_length=200), False, None),
-    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: preferences."),
+    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
           False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
@@ -4991,7 +4991,7 @@ FileTitleArg = Arg("File title; File: optional.", title=True)
 ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
 OffsetArg = Arg("From a truncation marker.", minimum=0)
-Namespaces = Annotated[list[int] | None, Arg("Namespace IDs; default: all.", max_items=50)]
+Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500)
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
@@ -5243,9 +5243,9 @@ def get_page(
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
 ) -> list[str]:
-    """Returns a wiki page's latest revision as wikitext, HTML or plain text, with its
-    revision ID (a write's latestId); notes a followed redirect. Truncated at
-    {content_max_bytes:bytes}, the marker naming the next call."""
+    """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
+    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the marker
+    naming the next call."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -5394,9 +5394,9 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a wiki page's outline: each section's number, heading, bytes of its own text and with
-    subsections; the page's size and revision ID. A section a template brings has no number: change
-    it on the page named."""
+    """Returns a page's outline: each section's number, heading, bytes of its own text and with
+    subsections; the page's size and revision ID. A section a template brings has no number: change it
+    on the page named."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -5438,9 +5438,9 @@ def get_pages(
         "'source': wikitext; 'text': plain text; 'none': revision IDs only.")] = "source",
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
-    missing titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the
-    first that does not, cut; the rest named."""
+    """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
+    titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the first
+    that does not, cut; the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5854,9 +5854,9 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
-    time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
-    naming the next call."""
+    """Returns one revision by ID as wikitext, HTML or plain text, with its page, time, user,
+    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker naming
+    the next call."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -5935,8 +5935,8 @@ def get_page_history(
     tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a wiki page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; 20 by default, then a marker with the next olderThan."""
+    """Returns a page's revisions, newest first: ID, time, user, size change, then minor, tags and
+    summary; then a marker with the next olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6013,9 +6013,8 @@ def compare_pages(
     offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
 ) -> list[str]:
     """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
-    changed lines in @@ hunks, a changed line as ~ with [-old-]{{+new+}} words, a removed or added
-    one as - or +; with both sizes. Truncated at {content_max_bytes:bytes} (offset continues). Use
-    it rather than diffing fetched texts."""
+    changed lines in @@ hunks, changed words as [-old-]{{+new+}}; with both sizes. Truncated at
+    {content_max_bytes:bytes} (offset continues)."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -6069,11 +6068,11 @@ def get_category_members(
     ctx: ToolContext,
     category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
     types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
-        'Member types; default: all.', max_items=3)] = None,
+        'Member types.', max_items=3)] = None,
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's members after its page, subcategory and file counts, subcategories and
+    """Returns a category's page, subcategory and file counts, then its members, subcategories and
     files marked. Fails when the category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
@@ -6114,12 +6113,12 @@ def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
-        'Default: all that apply.', max_items=3)] = None,
+        'Link kinds.', max_items=3)] = None,
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns pages that link to, transclude or (files) show a wiki page, marked as transclusion,
-    file link, redirect or via a redirect. Works for missing pages too."""
+    """Returns pages that link to, transclude or (files) show a page, marked as transclusion, file
+    link, redirect or via a redirect. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -6283,9 +6282,9 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
-    default, example, description), description and format; without TemplateData, inferred from
-    {{{{{{name|default}}}}}} in its source."""
+    """Returns a template's description, format and parameters from its TemplateData (name, type,
+    required, aliases, default, description...); without it, inferred from {{{{{{name|default}}}}}}
+    in its source."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -6553,9 +6552,8 @@ def get_file_data(
     title: Annotated[str, FileTitleArg],
     width: Annotated[int, Arg("Largest width, in pixels.", minimum=16, maximum=4000)] = 1024,
 ) -> list[Any]:
-    """Returns a file's image as an image block, fetched by the server for clients that cannot reach
-    the wiki; scaled to width where the wiki can (PNG, JPEG, GIF, WebP). Capped at
-    {file_data_max_bytes:bytes of base64}."""
+    """Returns a file's image as an image block, for clients that cannot reach the wiki; scaled to
+    width (PNG, JPEG, GIF, WebP). Capped at {file_data_max_bytes:bytes of base64}."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
@@ -7122,10 +7120,10 @@ def update_page(
     removeHeading: Annotated[bool, Arg("Lets a section lose its heading.")] = False,
     blank: Annotated[bool, Arg("Lets the page be emptied.")] = False,
 ) -> list[str] | str:
-    """Changes an existing wiki page: the whole text, a section, text added or a passage swapped.
-    Based on latestId, else the revision last read here: an overlapping edit since is refused.
-    Refuses text read in part or rendered, and, unless a flag allows it, a lost heading or
-    subsections, a blanked page, or one shrunk under half to a section's shape."""
+    """Changes an existing page: the whole text, a section, text added or a passage swapped. Refuses
+    an overlapping edit since latestId (else the last read here), text read in part or rendered,
+    and, unless a flag allows it, a lost heading or subsections, a blanked page, or one shrunk to a
+    section."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -7341,8 +7339,8 @@ def move_page(
     leaveRedirect: Annotated[bool, Arg(
         'Redirect at the old title; false needs suppressredirect.')] = True,
 ) -> str:
-    """Renames a wiki page, by default with its talk page; reports what moved or stayed, and why. Fails
-    if the new title exists, and before moving anything if the account cannot move as asked."""
+    """Renames a page, by default with its talk page; reports what moved or stayed, and why. Fails
+    if the new title exists, or, moving nothing, if the account cannot move as asked."""
     if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
         raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
                             "redirect.")
@@ -7440,9 +7438,8 @@ def delete_page(
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
-    """Deletes a wiki page with its history. Without confirm=true it
-    deletes nothing and fails, showing the latest revision, size and number of revisions to put to
-    the user."""
+    """Deletes a page with its history. Without confirm=true it deletes nothing and fails, showing
+    the latest revision, size and revision count to put to the user."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -7480,8 +7477,7 @@ def undelete_page(
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
-    """Restores a deleted wiki page with all its deleted revisions. Fails if the title has no deleted
-    revisions."""
+    """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def page_as_shown() -> dict[str, Any] | None:
@@ -7510,8 +7506,8 @@ def undo_edit(
     oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Undoes an edit of a wiki page, or a run of them, in a new revision that keeps later edits.
-    Fails, saving nothing, if later edits changed the same lines, or for a page's creation."""
+    """Undoes an edit, or a run of them, in a new revision that keeps later edits. Fails, saving
+    nothing, if later edits changed the same lines, or for a page's creation."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
         raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
@@ -7592,8 +7588,8 @@ def rollback_edits(
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
-    and fails, showing the edits and the revision it returns to, to put to the user."""
+    """Reverts a page's latest edits by its last editor. Without confirm=true it changes nothing and
+    fails, showing the edits and the revision it returns to, to put to the user."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -7700,7 +7696,7 @@ def protect_page(
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
-    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages) protection;
+    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
     levels not given stay. Without confirm=true it changes nothing and fails, showing current and
     new levels to put to the user."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
@@ -7809,7 +7805,7 @@ def watch_page(
     unwatch: Annotated[bool, Arg("Removes it instead.")] = False,
     expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
 ) -> str:
-    """Adds a wiki page, existing or not, to the account's watchlist (until an expiry, if given), or
+    """Adds a page, existing or not, to the account's watchlist (until an expiry, if given), or
     removes it."""
     if unwatch and expiry is not None:
         raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
@@ -7862,7 +7858,7 @@ FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096)
 FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
 UploadCommentArg = Arg("Upload summary.", max_length=500)
 UploadTextArg = Arg("Description page wikitext; default: the comment.")
-IgnoreWarningsArg = Arg("Upload despite warnings (a duplicate, say).")
+IgnoreWarningsArg = Arg("Upload despite warnings.")
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
 UPLOAD_FETCH_SECONDS = 120.0
 UPLOAD_FETCH_CHUNK = 64 * 1024
@@ -8278,7 +8274,7 @@ def update_page_categories(
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Adds and removes a wiki page's categories without sending its text; returns them after. One
+    """Adds and removes a page's categories without sending its text; returns them after. One
     already there, or placed by a template, is left and said so."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
@@ -8466,7 +8462,7 @@ def add_talk_topic(
     heading: Annotated[str, Arg("Heading.", max_length=255)],
     message: Annotated[str, Arg("Wikitext; signed here.")],
 ) -> list[str] | str:
-    """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
+    """Starts a topic at the end of a page's talk page (made if missing); returns the revision and
     the talk page used."""
     heading, text = heading_given(heading), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
@@ -8600,8 +8596,8 @@ def reply_on_talk_page(
     replyTo: Annotated[str | None, Arg(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
 ) -> list[str] | str:
-    """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one level
-    deeper in the page's style, signed. Edits since are merged, else a conflict."""
+    """Replies in a topic of a page's talk page, after the answered comment's replies, one level
+    deeper, signed. Edits since are merged, else a conflict."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
     site = ctx.site
@@ -8789,9 +8785,9 @@ def replace_in_pages(
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
-    """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
-    dryRun=false saves them, skipping pages changed since the preview, and lists the outcomes;
-    stops early if throttled."""
+    """Replaces find in up to 50 pages; by default a dry run showing each page's diff. dryRun=false
+    saves them, skipping pages changed since the preview, and lists the outcomes; stops early if
+    throttled."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
