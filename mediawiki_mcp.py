@@ -3479,6 +3479,9 @@ class Arg:
     minimum: int | None = None
     maximum: int | None = None
     max_length: int | None = None
+    # False: max_length is a sanity cap no model meets writing the value (a key, a path, a URL, a
+    # whole text), which check_text enforces and tools/list, paid on every turn, leaves out.
+    max_length_listed: bool = True
     max_items: int | None = None
     title: bool = False  # a page title: non-empty, at most 255 bytes
 
@@ -3503,8 +3506,8 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
     Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
-    Param("idempotencyKey", str, None, Arg("Same on retry: writes once.",
-                                           max_length=200), False, None),
+    Param("idempotencyKey", str, None, Arg("Same on retry: writes once.", max_length=200,
+                                           max_length_listed=False), False, None),
     Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
           False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
@@ -3712,7 +3715,7 @@ def param_schema(p: Param) -> dict[str, Any]:
     if p.kind is list:
         schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items or None,
                       minItems=1 if p.required else None)
-    schema.update(maxLength=p.arg.max_length or None, minimum=p.arg.minimum, maximum=p.arg.maximum,
+    schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None, minimum=p.arg.minimum, maximum=p.arg.maximum,
                   default=None if p.default is False else p.default, description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
 
@@ -4988,7 +4991,7 @@ class ListChanges:
 
 TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
-ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
+ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
 OffsetArg = Arg("From a truncation marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
@@ -5435,7 +5438,7 @@ def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
-        "'source': wikitext; 'text': plain text; 'none': revision IDs only.")] = "source",
+        "source: wikitext; text: plain text; none: revision IDs only.")] = "source",
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
@@ -6005,12 +6008,14 @@ def compare_pages(
     ctx: ToolContext,
     fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
     fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
-    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS,
+                                                max_length_listed=False)] = None,
     toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
     toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
-    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS,
+                                              max_length_listed=False)] = None,
     includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
-    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
     changed lines in @@ hunks, changed words as [-old-]{{+new+}}; with both sizes. Truncated at
@@ -6241,10 +6246,11 @@ def change_row(change: dict[str, Any]) -> str:
 @tool("parse-wikitext", "Preview wikitext", toolset="pages", read_only=True)
 def parse_wikitext(
     ctx: ToolContext,
-    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS,
+                                      max_length_listed=False)],
     title: Annotated[str | None, Arg("Title to render as ({{PAGENAME}}); default: API.",
                                      title=True)] = None,
-    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Renders wikitext without saving (signatures, subst: expanded): HTML, warnings, links, templates
     (missing ones marked), categories, external links; to check an edit. HTML truncated at
@@ -6362,8 +6368,8 @@ def get_user_contributions(
     oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
     limit: Annotated[int, Arg("Most edits.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change, then
-    new, minor, latest, tags and summary."""
+    """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change,
+    then new, minor, latest, tags and summary."""
     name = user_name(user)
     oldest, newest = time_window(start, end)
     by_range = "/" in name
@@ -6498,8 +6504,8 @@ def get_watchlist(
         "Changes to leave out.", max_items=4)] = None,
     limit: ChangeLimit = 50,
 ) -> list[str]:
-    """Returns recent changes to the pages the account watches, newest first, with recent changes'
-    rows and filters, tag aside."""
+    """Returns recent changes to the pages the account watches, newest first, as get-recent-changes
+    does, tag aside."""
     filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
     return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
                           "Changes to watched pages", "changes to watched pages", "get-watchlist")
@@ -7083,7 +7089,7 @@ def create_page(
         "Content model (wikitext, json, css...); default: the namespace's.",
         max_length=64)] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; fails if the title exists."""
+    """Creates a page; fails if the title exists."""
     source = as_wiki_receives(source)
 
     def compose(target: EditTarget) -> Composed:
@@ -7438,8 +7444,8 @@ def delete_page(
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
-    """Deletes a page with its history. Without confirm=true it deletes nothing and fails, showing
-    the latest revision, size and revision count to put to the user."""
+    """Deletes a page with its history. Unconfirmed, it deletes nothing and fails, showing the
+    latest revision, size and revision count to put to the user."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -7588,8 +7594,8 @@ def rollback_edits(
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a page's latest edits by its last editor. Without confirm=true it changes nothing and
-    fails, showing the edits and the revision it returns to, to put to the user."""
+    """Reverts a page's latest edits by its last editor. Unconfirmed, it changes nothing and fails,
+    showing the edits and the revision it returns to, to put to the user."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -7697,8 +7703,8 @@ def protect_page(
     comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
 ) -> str:
     """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
-    levels not given stay. Without confirm=true it changes nothing and fails, showing current and
-    new levels to put to the user."""
+    levels not given stay. Unconfirmed, it changes nothing and fails, showing current and new levels
+    to put to the user."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:
@@ -7854,8 +7860,8 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
 # upload stash, the warnings are sorted here, and only then is the stashed file published
 # with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
 
-FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096)
-FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
+FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096, max_length_listed=False)
+FileUrlArg = Arg("http(s) URL of the file.", max_length=2000, max_length_listed=False)
 UploadCommentArg = Arg("Upload summary.", max_length=500)
 UploadTextArg = Arg("Description page wikitext; default: the comment.")
 IgnoreWarningsArg = Arg("Upload despite warnings.")
@@ -8211,7 +8217,7 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
                 text: Annotated[str | None, UploadTextArg] = None,
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new file. Capped at
+    """Uploads a file from an upload directory on this server's disk as a new file. Capped at
     {upload_max_bytes:MB}. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
@@ -8223,8 +8229,8 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new version of an existing
-    file. Capped at {upload_max_bytes:MB}. Fails if the file does not exist."""
+    """Uploads a file from an upload directory on this server's disk as a new version of an existing
+    file. Capped at {upload_max_bytes:MB}."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -8251,8 +8257,7 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file. Over
-    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails
-    if the file does not exist."""
+    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -9069,7 +9074,7 @@ def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
 def add_wiki(
     ctx: ToolContext,
     wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or api.php.",
-                                max_length=2000)],
+                                max_length=2000, max_length_listed=False)],
 ) -> str:
     """Adds a wiki to this server until it stops, from any URL of it, keyed by its server name (e.g.
     en.wikipedia.org) for the wiki argument. Anonymous and read-only unless the configuration has
