@@ -4716,12 +4716,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     spec = state.registry.tools.get(name)
     offered = offered_tools(state)
     try:
-        available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
-            raise invalid_input(f"Unknown tool {name!r}. {available}")
-        if spec not in offered:
+            raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
+        if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
             raise permission_denied(f"The tool {name} is not offered with this server's configuration"
-                                    f"{toolset_hint(state, spec)}; no retry by the model changes it. {available}")
+                                    f"{toolset_hint(state, spec)}; no retry by the model changes it.")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -4761,6 +4760,12 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
+    """A guess at the tool an unknown name means, short: the list itself is tools/list's."""
+    near = difflib.get_close_matches(name, [spec.name for spec in offered], n=1)
+    return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
 def caller_of(ctx: Any) -> str:

@@ -1433,12 +1433,12 @@ def test_an_unknown_toolset_stops_the_server_naming_the_toolsets(toolsets: str) 
     assert "the toolsets are pages, edit, history, talk, changes, files, admin, wikis, all and default" in done.stderr
 
 
-def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it() -> None:
+def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it_and_stops() -> None:
     server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "pages"}))
     result = call(server, "delete-page", title="Apple", confirm=True)
-    assert result.is_error and result.blocks[0].startswith(
+    assert result.is_error and result.blocks == [  # the toolset, not every tool offered
         "permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
-        "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")
+        "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it."]
 
 
 def test_an_error_naming_a_tool_outside_the_toolsets_says_it_is_not_offered(wiki: RealWiki) -> None:
@@ -1537,9 +1537,13 @@ def test_get_pages_refuses_more_than_fifty_titles() -> None:
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'titles' takes at most 50")
 
 
-def test_unknown_tool_is_invalid_input() -> None:
-    result = call(m.create_server(m.Config.from_env({})), "delete-everything")
-    assert result.is_error and result.blocks[0].startswith("invalid_input: Unknown tool 'delete-everything'")
+def test_unknown_tool_is_invalid_input_in_one_short_line() -> None:
+    server = m.create_server(m.Config.from_env({}))
+    result = call(server, "delete-everything")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Unknown tool 'delete-everything'. tools/list names the tools offered."]
+    assert call(server, "get_page", title="Apple").blocks == [
+        "invalid_input: Unknown tool 'get_page'. Did you mean get-page?"]
 
 
 # ---------------------------------------------------------------------------
