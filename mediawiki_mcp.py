@@ -4751,6 +4751,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
             result = spec.fn(ctx, **own)
+        result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         return [str(preview.answer(name))], True
     except WikiError as error:
@@ -4760,6 +4761,17 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
+    """An answer whose first line names the wiki it came from, when there are several to tell
+    apart; a block that is not text (an image) gets a text block of its own before it."""
+    line = f"Wiki: {key}"
+    if len(state.wikis) < 2 or blocks and isinstance(blocks[0], str) and blocks[0].startswith(line + "\n"):
+        return blocks
+    if blocks and isinstance(blocks[0], str):
+        return [f"{line}\n{blocks[0]}", *blocks[1:]]
+    return [line, *blocks]
 
 
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
@@ -4973,8 +4985,10 @@ class ListChanges:
             self.listeners.add(connection)
 
     def lists(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The wikis and the tools offered now."""
-        return tuple(self.state.wikis), tuple(spec.name for spec in offered_tools(self.state))
+        """The wikis, and the tools offered now with the shared arguments they leave out (a
+        second wiki adds ``wiki`` to every tool)."""
+        return tuple(self.state.wikis), (*(spec.name for spec in offered_tools(self.state)),
+                                         *sorted(unlisted_arguments(self.state)))
 
     async def announce(self, before: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
         """Announces the lists that differ from ``before``."""
@@ -5806,10 +5820,11 @@ def argument_name(argument: str) -> str | None:
     return named.group(1).strip() if named else None
 
 
-@tool("get-site-info", "Get site info", toolset="pages", read_only=True)
+@tool("get-site-info", "Get site info", toolset="pages", read_only=True,
+      see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only state,
-    namespaces and their IDs, and extensions."""
+    """Returns which wiki this is (key, name, address), its MediaWiki version, language, main page,
+    read-only state, namespaces and their IDs, and extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -9082,8 +9097,9 @@ def add_wiki(
                                 max_length=2000, max_length_listed=False)],
 ) -> str:
     """Adds a wiki to this server until it stops, from any URL of it, keyed by its server name (e.g.
-    en.wikipedia.org) for the wiki argument. Anonymous and read-only unless the configuration has
-    credentials for it. Fails for private addresses and for a wiki already configured."""
+    en.wikipedia.org); then every tool takes a wiki argument, and the client is told the tool list
+    changed. Anonymous and read-only unless the configuration has credentials for it. Fails for
+    private addresses and for a wiki already configured."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)

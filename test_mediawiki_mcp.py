@@ -6372,7 +6372,7 @@ def test_typescript_config_file_serves_two_wikis(
     assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
     assert "User: Admin\n" in call(server, "whoami", wiki="mcp://wikis/other").text
     page = call(server, "get-page", wiki="other", title="Main Page")
-    assert not page.is_error and page.blocks[0].startswith("Title: Main Page")
+    assert not page.is_error and page.blocks[0].startswith("Wiki: other\nTitle: Main Page")
     assert "An apple is a fruit." in call(server, "get-page", title="Apple").text
     assert call(server, "get-page", wiki="other", title="Apple").blocks[0].startswith("not_found: ")
     listed = call(server, "list-wikis").text.splitlines()
@@ -6393,7 +6393,7 @@ def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: Re
     blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
     assert is_error and blocks == [("permission_denied: The wiki other is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")]
-    assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-write", {}) == ([f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
 
 
 def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
@@ -6422,7 +6422,7 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
     registry = registry_of({"test-cite": {"read_only": True, "needs_extension": "Cite"},
                             "test-cargo": {"read_only": True, "needs_extension": "Cargo"}})
     state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
-    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
     assert m.run_tool(state, "test-cite", {}) == ([
         (f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
          f"Wikis that have it: {wiki.key}; pass one as wiki.")], True)
@@ -6483,13 +6483,15 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     searched = next(t for t in list_tools(bot_server) if t.name == "search-page").input_schema["properties"]
     assert next(t for t in list_tools(server) if t.name == "test-list").input_schema["properties"] == {
         "continueFrom": searched["continueFrom"], "wiki": wiki_argument}
-    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["from sroffset=10"]
+    # two wikis: each answer's first line names the one it came from
+    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["Wiki: main\nfrom sroffset=10"]
 
-    assert call(server, "test-echo", text="hi").blocks == ["Test Wiki main: hi"]
-    assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Test Wiki main: hi (dry run)"]
+    assert call(server, "test-echo", text="hi").blocks == ["Wiki: main\nTest Wiki main: hi"]
+    assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Wiki: main\nTest Wiki main: hi (dry run)"]
     first = call(server, "test-echo", text="once", idempotencyKey="k1")
     again = call(server, "test-echo", text="once", idempotencyKey="k1")
-    assert ran.count("once") == 1 and again.blocks == [m.REPEAT_NOTE + first.blocks[0]]
+    assert first.blocks == ["Wiki: main\nTest Wiki main: once"]
+    assert ran.count("once") == 1 and again.blocks == ["Wiki: main\n" + m.REPEAT_NOTE + "Test Wiki main: once"]
     assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [(
         "permission_denied: The wiki frozen is configured read-only; the operator decides this, and no "
         "retry by the model changes it.")]
@@ -6908,6 +6910,46 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
     assert after_read == after_add  # a call that changes no list announces nothing
     assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
     assert last == first
+
+
+def test_with_one_wiki_the_list_says_which_wiki_and_how_another_becomes_reachable(
+        wiki: RealWiki, third_wiki: RealWiki) -> None:
+    """A model asked about a page on another wiki, or which wikis it can use, finds the answer in
+    tools/list; once a wiki is added, every tool takes wiki, and the client is told."""
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+
+    async def go() -> tuple[Any, ...]:
+        async with Client(server, mode="legacy") as client:
+            before = {t.name: t for t in (await client.list_tools()).tools}
+            site = await client.call_tool("get-site-info", {})
+            await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            after = {t.name: t for t in (await client.list_tools()).tools}
+            page = await client.call_tool("get-page", {"title": "Main Page", "wiki": third_wiki.key})
+            return before, site.content[0].text, after, page.content[0].text
+
+    before, site, after, page = anyio.run(go)
+    assert "wiki" not in before["get-page"].input_schema["properties"]
+    assert before["get-site-info"].description.startswith("Returns which wiki this is (key, name, address)")
+    assert before["get-site-info"].description.endswith("To reach another wiki, use add-wiki.")
+    assert "then every tool takes a wiki argument, and the client is told the tool list changed" in before[
+        "add-wiki"].description
+    assert site.startswith(f"Wiki: {wiki.key}\nName: Test Wiki\n")
+    assert "wiki" in after["get-page"].input_schema["properties"] and "list-wikis" in after
+    assert after["get-site-info"].description.endswith(
+        "For every wiki, use list-wikis; to reach another wiki, use add-wiki.")
+    assert page.startswith(f"Wiki: {third_wiki.key}\nTitle: Main Page\n")
+
+
+def test_with_several_wikis_every_answer_names_the_wiki_it_came_from(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    one = call(make_server(wiki.env()), "get-page", title="Apple")
+    assert one.blocks[0].startswith("Title: Apple\n")  # one wiki: nothing to tell apart
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    assert call(server, "get-page", title="Apple").blocks[0].startswith(f"Wiki: {wiki.key}\nTitle: Apple\n")
+    other = call(server, "search-page-by-prefix", wiki="other", prefix="Main")
+    assert other.blocks[0].startswith("Wiki: other\nMain Page")
+    site = call(server, "get-site-info", wiki="other").text
+    assert site.startswith("Wiki: other\nName: Other Wiki") and site.splitlines().count("Wiki: other") == 1
 
 
 def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
