@@ -3479,8 +3479,8 @@ class Arg:
     minimum: int | None = None
     maximum: int | None = None
     max_length: int | None = None
-    # False: max_length is a sanity cap no model meets writing the value (a key, a path, a URL, a
-    # whole text), which check_text enforces and tools/list, paid on every turn, leaves out.
+    # False: max_length is a cap a model does not write near (a key, a path, a URL, a whole text,
+    # a summary), which check_text enforces and tools/list, paid on every turn, leaves out.
     max_length_listed: bool = True
     max_items: int | None = None
     title: bool = False  # a page title: non-empty, at most 255 bytes
@@ -3715,7 +3715,8 @@ def param_schema(p: Param) -> dict[str, Any]:
     if p.kind is list:
         schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items or None,
                       minItems=1 if p.required else None)
-    schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None, minimum=p.arg.minimum, maximum=p.arg.maximum,
+    schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None,
+                  minimum=p.arg.minimum, maximum=p.arg.maximum,
                   default=None if p.default is False else p.default, description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
 
@@ -5014,7 +5015,8 @@ ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
 OffsetArg = Arg("From a truncation marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
-CommentArg = Arg("Edit summary.", max_length=500)
+CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
+ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
@@ -5582,8 +5584,8 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches the text of wiki pages (by default in the content namespaces); returns titles and
-    snippets, best first."""
+    """Searches pages' text (by default in the content namespaces); returns titles and snippets,
+    best first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -7359,7 +7361,7 @@ def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current title.", title=True)],
     toTitle: Annotated[str, Arg("New title; must not exist.", title=True)],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
     moveTalk: Annotated[bool, Arg("Also the talk page.")] = True,
     moveSubpages: Annotated[bool, Arg("Also subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
@@ -7462,7 +7464,7 @@ WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
     """Deletes a page with its history. Unconfirmed, it deletes nothing and fails, showing the
     latest revision, size and revision count to put to the user."""
@@ -7501,7 +7503,7 @@ def delete_page(
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
     """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
@@ -7720,7 +7722,7 @@ def protect_page(
     create: Annotated[str | None, LevelArg] = None,
     expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
     """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
     levels not given stay. Unconfirmed, it changes nothing and fails, showing current and new levels
@@ -7882,7 +7884,7 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
 
 FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096, max_length_listed=False)
 FileUrlArg = Arg("http(s) URL of the file.", max_length=2000, max_length_listed=False)
-UploadCommentArg = Arg("Upload summary.", max_length=500)
+UploadCommentArg = Arg("Upload summary.", max_length=500, max_length_listed=False)
 UploadTextArg = Arg("Description page wikitext; default: the comment.")
 IgnoreWarningsArg = Arg("Upload despite warnings.")
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.

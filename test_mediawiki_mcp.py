@@ -1381,7 +1381,7 @@ def tools_list_bytes(tools: list[Any]) -> dict[str, int]:
                                    separators=(",", ":"), ensure_ascii=False).encode()) for t in tools}
 
 
-def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_bytes() -> None:
+def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_bytes() -> None:
     tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))
     assert {t.name for t in tools} == {
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
@@ -1389,7 +1389,7 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_byt
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
         "update-page", "move-page", "update-page-categories", "replace-in-pages"}
     sizes = tools_list_bytes(tools)
-    assert sum(sizes.values()) <= 20000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
     # one wiki: no wiki argument; no watchlist toolset: no watch argument, though a call may pass both
     assert all("wiki" not in t.input_schema["properties"] and "watch" not in t.input_schema["properties"]
                for t in tools)
@@ -1437,8 +1437,8 @@ def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it_and_stops
     server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "pages"}))
     result = call(server, "delete-page", title="Apple", confirm=True)
     assert result.is_error and result.blocks == [  # the toolset, not every tool offered
-        "permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
-        "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it."]
+        ("permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
+         "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")]
 
 
 def test_an_error_naming_a_tool_outside_the_toolsets_says_it_is_not_offered(wiki: RealWiki) -> None:
@@ -6422,7 +6422,8 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
     registry = registry_of({"test-cite": {"read_only": True, "needs_extension": "Cite"},
                             "test-cargo": {"read_only": True, "needs_extension": "Cargo"}})
     state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
-    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == (
+        [f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
     assert m.run_tool(state, "test-cite", {}) == ([
         (f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
          f"Wikis that have it: {wiki.key}; pass one as wiki.")], True)
@@ -6487,11 +6488,13 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["Wiki: main\nfrom sroffset=10"]
 
     assert call(server, "test-echo", text="hi").blocks == ["Wiki: main\nTest Wiki main: hi"]
-    assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Wiki: main\nTest Wiki main: hi (dry run)"]
+    assert call(server, "test-echo", text="hi", dryRun=True).blocks == [
+        "Wiki: main\nTest Wiki main: hi (dry run)"]
     first = call(server, "test-echo", text="once", idempotencyKey="k1")
     again = call(server, "test-echo", text="once", idempotencyKey="k1")
     assert first.blocks == ["Wiki: main\nTest Wiki main: once"]
-    assert ran.count("once") == 1 and again.blocks == ["Wiki: main\n" + m.REPEAT_NOTE + "Test Wiki main: once"]
+    assert ran.count("once") == 1
+    assert again.blocks == ["Wiki: main\n" + m.REPEAT_NOTE + "Test Wiki main: once"]
     assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [(
         "permission_denied: The wiki frozen is configured read-only; the operator decides this, and no "
         "retry by the model changes it.")]
