@@ -5610,7 +5610,7 @@ def search_page_by_prefix(
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text."""
+    """Returns page titles that begin with the given text."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -5642,8 +5642,8 @@ def find_in_page(
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in a wiki page's wikitext: each match's section, line, byte offset, nearby lines
-    and the template, reference or comment it is in; 50 a call."""
+    """Finds text in a page's wikitext: each match's section, line, byte offset, nearby lines and
+    the template, reference or comment it is in; 50 a call."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     first, revisionId = next_matches(ctx, revisionId)
@@ -6310,9 +6310,9 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's description, format and parameters from its TemplateData (name, type,
-    required, aliases, default, description...); without it, inferred from {{{{{{name|default}}}}}}
-    in its source."""
+    """Returns a template's description, format and parameters (name, type, required, aliases,
+    default, description...) from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
+    its source."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -8239,7 +8239,7 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
                 text: Annotated[str | None, UploadTextArg] = None,
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from an upload directory on this server's disk as a new file. Capped at
+    """Uploads a file from this server's upload directories as a new file. Capped at
     {upload_max_bytes:MB}. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
@@ -8251,8 +8251,8 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from an upload directory on this server's disk as a new version of an existing
-    file. Capped at {upload_max_bytes:MB}."""
+    """Uploads a file from this server's upload directories as a new version of an existing file.
+    Capped at {upload_max_bytes:MB}."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -9098,10 +9098,10 @@ def add_wiki(
     wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or api.php.",
                                 max_length=2000, max_length_listed=False)],
 ) -> str:
-    """Adds a wiki to this server until it stops, from any URL of it, keyed by its server name (e.g.
+    """Adds a wiki until the server stops, from any URL of it, keyed by its server name (e.g.
     en.wikipedia.org); then every tool takes a wiki argument, and the client is told the tool list
-    changed. Anonymous and read-only unless the configuration has credentials for it. Fails for
-    private addresses and for a wiki already configured."""
+    changed. Anonymous and read-only unless configured with credentials. Fails for private addresses
+    and for a wiki already configured."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)
