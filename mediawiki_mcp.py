@@ -4716,6 +4716,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state)
+    source = ""  # the wiki an error comes from: none until the arguments are good
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
@@ -4727,6 +4728,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         arguments = dict(arguments or {})
         key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
+        source = key if spec.scoped else ""
         wiki, client = state.wiki_and_client(key)
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
@@ -4756,7 +4758,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     except Preview as preview:
         return [str(preview.answer(name))], True
     except WikiError as error:
-        return [noting_unoffered(str(error), state, {s.name for s in offered} | {name})], True
+        text = noting_unoffered(str(error), state, {s.name for s in offered} | {name})
+        return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
@@ -4773,6 +4776,15 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
     if blocks and isinstance(blocks[0], str):
         return [f"{line}\n{blocks[0]}", *blocks[1:]]
     return [line, *blocks]
+
+
+def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
+    """An error (``category: message``) that names the wiki it came from, when there are several
+    and the message does not name it already."""
+    if len(state.wikis) < 2 or not key or re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-]|\.\w)", text):
+        return text
+    category, _, message = text.partition(": ")
+    return f"{category}: On the wiki {key}: {message}"
 
 
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:

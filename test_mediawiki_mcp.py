@@ -6953,6 +6953,14 @@ def test_with_several_wikis_every_answer_names_the_wiki_it_came_from(
     assert other.blocks[0].startswith("Wiki: other\nMain Page")
     site = call(server, "get-site-info", wiki="other").text
     assert site.startswith("Wiki: other\nName: Other Wiki") and site.splitlines().count("Wiki: other") == 1
+    missing = call(server, "compare-pages", wiki="other", fromRevision=1, toRevision=987654321)
+    assert missing.blocks[0].startswith("not_found: On the wiki other: There is no revision with ID 987654321.")
+    named = call(server, "get-page", wiki="other", title="No page of that name here")
+    assert named.blocks[0].startswith("not_found: Page 'No page of that name here' not found on other.")
+    refused = call(server, "create-page", wiki="other", title="Never written here", source="x")
+    assert refused.blocks == [  # it names the wiki already: once is enough
+        ("permission_denied: The wiki other is configured read-only; the operator decides this, and no retry "
+         "by the model changes it.")]
 
 
 def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
