@@ -3559,6 +3559,9 @@ class Arg:
     minimum: int | None = None
     maximum: int | None = None
     max_length: int | None = None
+    # False: max_length is a cap a model does not write near (a key, a path, a URL, a whole text,
+    # a summary), which check_text enforces and tools/list, paid on every turn, leaves out.
+    max_length_listed: bool = True
     max_items: int | None = None
     title: bool = False  # a page title: non-empty, at most 255 bytes
 
@@ -3583,9 +3586,9 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
     Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
     Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
-    Param("idempotencyKey", str, None, Arg("Same on retry: a repeat writes nothing.",
-                                           max_length=200), False, None),
-    Param("watch", WATCH_CHOICES, None, Arg("Watchlist change; default: preferences."),
+    Param("idempotencyKey", str, None, Arg("Same on retry: writes once.", max_length=200,
+                                           max_length_listed=False), False, None),
+    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
           False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
@@ -3700,11 +3703,12 @@ class ToolSpec(Flags):
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
         """The input schema, leaving out the shared arguments ``unlisted``, which a call may
-        still pass (listed_arguments)."""
+        still pass (listed_arguments). It is open (no ``additionalProperties: false``), to spare
+        29 bytes a tool on every turn: check_arguments refuses unknown arguments, naming these."""
         arguments = {name: p for name, p in self.arguments.items() if name not in unlisted}
         required = [name for name, p in arguments.items() if p.required]
         return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
-                **({"required": required} if required else {}), "additionalProperties": False}
+                **({"required": required} if required else {})}
 
 
 class Preview(Exception):
@@ -3795,12 +3799,13 @@ JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array"}
 def param_schema(p: Param) -> dict[str, Any]:
     """The JSON schema of one argument, stating only what narrows it (a flag is off unless set)."""
     schema = kind_schema(p.kind)
+    # A title's bounds (not empty, at most 255 bytes) are check_text's alone: no model needs them
+    # to write a title, and tools/list is paid on every turn.
     if p.kind is list:
-        schema.update(items={**kind_schema(p.item_kind), **({"minLength": 1} if p.arg.title else {})},
-                      maxItems=p.arg.max_items or None, minItems=1 if p.required else None)
-    elif p.arg.title:
-        schema["minLength"] = 1
-    schema.update(maxLength=p.arg.max_length or None, minimum=p.arg.minimum, maximum=p.arg.maximum,
+        schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items or None,
+                      minItems=1 if p.required else None)
+    schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None,
+                  minimum=p.arg.minimum, maximum=p.arg.maximum,
                   default=None if p.default is False else p.default, description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
 
@@ -4825,20 +4830,21 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     nothing but ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session)
+    source = ""  # the wiki an error comes from: none until the arguments are good
     try:
-        available = f"Available tools: {', '.join(s.name for s in offered)}."
         if spec is None:
-            raise invalid_input(f"Unknown tool {name!r}. {available}")
-        if spec not in offered:
+            raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
+        if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
             loadable = spec.toolset in loadable_now(state, session)
             final = "" if loadable else "; no retry by the model changes it"
             raise permission_denied(f"The tool {name} is not offered with this server's configuration"
-                                    f"{toolset_hint(state, spec, session)}{final}. {available}")
+                                    f"{toolset_hint(state, spec, session)}{final}.")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
         key = state.resolve_wiki(arguments.get("wiki") if spec.scoped else None)
         values = check_arguments(spec, arguments)
+        source = key if spec.scoped else ""
         wiki, client = state.wiki_and_client(key)
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
@@ -4864,15 +4870,44 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
             result = spec.fn(ctx, **own)
+        result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         return [str(preview.answer(name))], True
     except WikiError as error:
-        return [noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)], True
+        text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
+        return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
+    """An answer whose first line names the wiki it came from, when there are several to tell
+    apart; a block that is not text (an image) gets a text block of its own before it."""
+    line = f"Wiki: {key}"
+    if len(state.wikis) < 2 or blocks and isinstance(blocks[0], str) and blocks[0].startswith(line + "\n"):
+        return blocks
+    if blocks and isinstance(blocks[0], str):
+        return [f"{line}\n{blocks[0]}", *blocks[1:]]
+    return [line, *blocks]
+
+
+def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
+    """An error (``category: message``) that names the wiki it came from, when there are several
+    and the message does not name it already."""
+    if len(state.wikis) < 2 or not key or re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-]|\.\w)", text):
+        return text
+    category, _, message = text.partition(": ")
+    return f"{category}: On the wiki {key}: {message}"
+
+
+def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
+    """A guess at the tool an unknown name means, short: the list itself is tools/list's."""
+    import difflib  # seldom needed: left out of the start
+    near = difflib.get_close_matches(name, [spec.name for spec in offered], n=1)
+    return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
 def caller_of(ctx: Any) -> str:
@@ -5088,8 +5123,10 @@ class ListChanges:
             self.listeners.add(connection)
 
     def lists(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The wikis and the tools offered now."""
-        return tuple(self.state.wikis), tuple(spec.name for spec in offered_tools(self.state))
+        """The wikis, and the tools offered now with the shared arguments they leave out (a
+        second wiki adds ``wiki`` to every tool)."""
+        return tuple(self.state.wikis), (*(spec.name for spec in offered_tools(self.state)),
+                                         *sorted(unlisted_arguments(self.state)))
 
     async def announce(self, before: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
         """Announces the lists that differ from ``before``."""
@@ -5116,14 +5153,15 @@ class ListChanges:
 
 # -- parameters many tools share ---------------------------------------------
 
-TitleArg = Arg("Wiki page title.", title=True)
+TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
-ContentArg = Arg("'source': wikitext; 'html'; 'text': plain text; 'none': metadata only.")
+ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
 SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
-OffsetArg = Arg("Byte offset, from a truncation marker.", minimum=0)
-Namespaces = Annotated[list[int] | None, Arg("Namespace IDs; default: all.", max_items=50)]
-CommentArg = Arg("Edit summary.", max_length=500)
-TitlesArg = Arg("Wiki page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
+OffsetArg = Arg("From a truncation marker.", minimum=0)
+Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
+CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
+ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
+TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 
@@ -5373,9 +5411,9 @@ def get_page(
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
 ) -> list[str]:
-    """Returns a wiki page's latest revision as wikitext, HTML or plain text, with its
-    revision ID (a write's latestId); notes a followed redirect. Truncated at
-    {content_max_bytes:bytes}, the marker naming the next call."""
+    """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
+    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the marker
+    naming the next call."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -5524,9 +5562,9 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a wiki page's outline: each section's number, heading, bytes of its own text and with
-    subsections; the page's size and revision ID. A section a template brings has no number: change
-    it on the page named."""
+    """Returns a page's outline: each section's number, heading, bytes of its own text and with
+    subsections; the page's size and revision ID. A section a template brings has no number: change it
+    on the page named."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -5565,12 +5603,12 @@ def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
-        "'source': wikitext; 'text': plain text; 'none': revision IDs only.")] = "source",
+        "source: wikitext; text: plain text; none: revision IDs only.")] = "source",
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 wiki pages' wikitext or plain text with revision IDs, in the order asked;
-    missing titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the
-    first that does not, cut; the rest named."""
+    """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
+    titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the first
+    that does not, cut; the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5690,8 +5728,8 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches the text of wiki pages (by default in the content namespaces); returns titles and
-    snippets, best first."""
+    """Searches pages' text (by default in the content namespaces); returns titles and snippets,
+    best first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -5716,7 +5754,7 @@ def search_page_by_prefix(
                                          minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns the titles of wiki pages that begin with the given text."""
+    """Returns page titles that begin with the given text."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -5748,8 +5786,8 @@ def find_in_page(
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in a wiki page's wikitext: each match's section, line, byte offset, nearby lines
-    and the template, reference or comment it is in; 50 a call."""
+    """Finds text in a page's wikitext: each match's section, line, byte offset, nearby lines and
+    the template, reference or comment it is in; 50 a call."""
     if not find:
         raise invalid_input("Argument 'find' must not be empty.")
     first, revisionId = next_matches(ctx, revisionId)
@@ -5928,10 +5966,11 @@ def argument_name(argument: str) -> str | None:
     return named.group(1).strip() if named else None
 
 
-@tool("get-site-info", "Get site info", toolset="pages", read_only=True)
+@tool("get-site-info", "Get site info", toolset="pages", read_only=True,
+      see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns the wiki's name, MediaWiki version, language, main page, address, read-only state,
-    namespaces and their IDs, and extensions."""
+    """Returns which wiki this is (key, name, address), its MediaWiki version, language, main page,
+    read-only state, namespaces and their IDs, and extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -5984,9 +6023,9 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision by revision ID as wikitext, HTML or plain text, with its page,
-    time, user, summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker
-    naming the next call."""
+    """Returns one revision by ID as wikitext, HTML or plain text, with its page, time, user,
+    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker naming
+    the next call."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -6065,8 +6104,8 @@ def get_page_history(
     tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a wiki page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; 20 by default, then a marker with the next olderThan."""
+    """Returns a page's revisions, newest first: ID, time, user, size change, then minor, tags and
+    summary; then a marker with the next olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6135,17 +6174,18 @@ def compare_pages(
     ctx: ToolContext,
     fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
     fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
-    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS,
+                                                max_length_listed=False)] = None,
     toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
     toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
-    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS)] = None,
+    toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS,
+                                              max_length_listed=False)] = None,
     includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
-    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
-    changed lines in @@ hunks, a changed line as ~ with [-old-]{{+new+}} words, a removed or added
-    one as - or +; with both sizes. Truncated at {content_max_bytes:bytes} (offset continues). Use
-    it rather than diffing fetched texts."""
+    changed lines in @@ hunks, changed words as [-old-]{{+new+}}; with both sizes. Truncated at
+    {content_max_bytes:bytes} (offset continues)."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -6199,11 +6239,11 @@ def get_category_members(
     ctx: ToolContext,
     category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
     types: Annotated[list[Literal["page", "subcat", "file"]] | None, Arg(
-        'Member types; default: all.', max_items=3)] = None,
+        'Member types.', max_items=3)] = None,
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's members after its page, subcategory and file counts, subcategories and
+    """Returns a category's page, subcategory and file counts, then its members, subcategories and
     files marked. Fails when the category has no page and no members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
@@ -6245,12 +6285,12 @@ def get_links_here(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     types: Annotated[list[Literal["wikilinks", "transclusions", "fileusage"]] | None, Arg(
-        'Default: all that apply.', max_items=3)] = None,
+        'Link kinds.', max_items=3)] = None,
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns pages that link to, transclude or (files) show a wiki page, marked as transclusion,
-    file link, redirect or via a redirect. Works for missing pages too."""
+    """Returns pages that link to, transclude or (files) show a page, marked as transclusion, file
+    link, redirect or via a redirect. Works for missing pages too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -6405,10 +6445,11 @@ def change_row(change: dict[str, Any]) -> str:
 @tool("parse-wikitext", "Preview wikitext", toolset="pages", read_only=True)
 def parse_wikitext(
     ctx: ToolContext,
-    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS)],
+    wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS,
+                                      max_length_listed=False)],
     title: Annotated[str | None, Arg("Title to render as ({{PAGENAME}}); default: API.",
                                      title=True)] = None,
-    offset: Annotated[int, Arg("Byte offset, from a truncation marker.", minimum=0)] = 0,
+    offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Renders wikitext without saving (signatures, subst: expanded): HTML, warnings, links, templates
     (missing ones marked), categories, external links; to check an edit. HTML truncated at
@@ -6446,9 +6487,9 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's parameters from its TemplateData (name, type, required, label, aliases,
-    default, example, description), description and format; without TemplateData, inferred from
-    {{{{{{name|default}}}}}} in its source."""
+    """Returns a template's description, format and parameters (name, type, required, aliases,
+    default, description...) from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
+    its source."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -6526,8 +6567,8 @@ def get_user_contributions(
     oldestFirst: Annotated[bool, Arg("Oldest first.")] = False,
     limit: Annotated[int, Arg("Most edits.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change, then
-    new, minor, latest, tags and summary."""
+    """Returns a user's (or IP range's) edits, newest first: revision ID, time, page, size change,
+    then new, minor, latest, tags and summary."""
     name = user_name(user)
     oldest, newest = time_window(start, end)
     by_range = "/" in name
@@ -6651,8 +6692,8 @@ def get_watchlist(
         "Changes to leave out.", max_items=4)] = None,
     limit: ChangeLimit = 50,
 ) -> list[str]:
-    """Returns recent changes to the pages the account watches, newest first, with recent changes'
-    rows and filters, tag aside."""
+    """Returns recent changes to the pages the account watches, newest first, as get-recent-changes
+    does, tag aside."""
     filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
     return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
                           "Changes to watched pages", "changes to watched pages", "get-watchlist")
@@ -6705,9 +6746,8 @@ def get_file_data(
     title: Annotated[str, FileTitleArg],
     width: Annotated[int, Arg("Largest width, in pixels.", minimum=16, maximum=4000)] = 1024,
 ) -> list[Any]:
-    """Returns a file's image as an image block, fetched by the server for clients that cannot reach
-    the wiki; scaled to width where the wiki can (PNG, JPEG, GIF, WebP). Capped at
-    {file_data_max_bytes:bytes of base64}."""
+    """Returns a file's image as an image block, for clients that cannot reach the wiki; scaled to
+    width (PNG, JPEG, GIF, WebP). Capped at {file_data_max_bytes:bytes of base64}."""
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
@@ -7239,7 +7279,7 @@ def create_page(
         ", ".join(STANDARD_CHOICES["content model"]) + "...; default: by namespace.",
         max_length=64)] = None,
 ) -> list[str] | str:
-    """Creates a new wiki page; fails if the title exists."""
+    """Creates a page; fails if the title exists."""
     source = as_wiki_receives(source)
     refuse_unknown_choice(ctx, "content model", contentModel,
                           f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: ")
@@ -7278,10 +7318,10 @@ def update_page(
     removeHeading: Annotated[bool, Arg("Lets a section lose its heading.")] = False,
     blank: Annotated[bool, Arg("Lets the page be emptied.")] = False,
 ) -> list[str] | str:
-    """Changes an existing wiki page: the whole text, a section, text added or a passage swapped.
-    Based on latestId, else the revision last read here: an overlapping edit since is refused.
-    Refuses text read in part or rendered, and, unless a flag allows it, a lost heading or
-    subsections, a blanked page, or one shrunk under half to a section's shape."""
+    """Changes an existing page: the whole text, a section, text added or a passage swapped. Refuses
+    an overlapping edit since latestId (else the last read here), text read in part or rendered,
+    and, unless a flag allows it, a lost heading or subsections, a blanked page, or one shrunk to a
+    section."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -7491,14 +7531,14 @@ def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current title.", title=True)],
     toTitle: Annotated[str, Arg("New title; must not exist.", title=True)],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
     moveTalk: Annotated[bool, Arg("Also the talk page.")] = True,
     moveSubpages: Annotated[bool, Arg("Also subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
         'Redirect at the old title; false needs suppressredirect.')] = True,
 ) -> str:
-    """Renames a wiki page, by default with its talk page; reports what moved or stayed, and why. Fails
-    if the new title exists, and before moving anything if the account cannot move as asked."""
+    """Renames a page, by default with its talk page; reports what moved or stayed, and why. Fails
+    if the new title exists, or, moving nothing, if the account cannot move as asked."""
     if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
         raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
                             "redirect.")
@@ -7594,11 +7634,10 @@ WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Deletes a wiki page with its history. Without confirm=true it
-    deletes nothing and fails, showing the latest revision, size and number of revisions to put to
-    the user."""
+    """Deletes a page with its history. Unconfirmed, it deletes nothing and fails, showing the
+    latest revision, size and revision count to put to the user."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -7634,10 +7673,9 @@ def delete_page(
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Restores a deleted wiki page with all its deleted revisions. Fails if the title has no deleted
-    revisions."""
+    """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def page_as_shown() -> dict[str, Any] | None:
@@ -7666,8 +7704,8 @@ def undo_edit(
     oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Undoes an edit of a wiki page, or a run of them, in a new revision that keeps later edits.
-    Fails, saving nothing, if later edits changed the same lines, or for a page's creation."""
+    """Undoes an edit, or a run of them, in a new revision that keeps later edits. Fails, saving
+    nothing, if later edits changed the same lines, or for a page's creation."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
         raise invalid_input(f"oldestRevisionId ({oldest}) is newer than revisionId ({revisionId}): give the "
@@ -7748,8 +7786,8 @@ def rollback_edits(
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a wiki page's latest edits by its last editor. Without confirm=true it changes nothing
-    and fails, showing the edits and the revision it returns to, to put to the user."""
+    """Reverts a page's latest edits by its last editor. Unconfirmed, it changes nothing and fails,
+    showing the edits and the revision it returns to, to put to the user."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -7854,11 +7892,11 @@ def protect_page(
     create: Annotated[str | None, LevelArg] = None,
     expiry: Annotated[str | None, Arg("Of the levels given: 1 week, ISO 8601 or infinite (default).")] = None,
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
-    comment: Annotated[str | None, Arg("Reason.", max_length=500)] = None,
+    comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Sets or lifts a wiki page's edit, move, upload (files) and create (missing pages) protection;
-    levels not given stay. Without confirm=true it changes nothing and fails, showing current and
-    new levels to put to the user."""
+    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
+    levels not given stay. Unconfirmed, it changes nothing and fails, showing current and new levels
+    to put to the user."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:
@@ -7965,7 +8003,7 @@ def watch_page(
     unwatch: Annotated[bool, Arg("Removes it instead.")] = False,
     expiry: Annotated[str | None, Arg("Until: 1 week or ISO 8601; default: for good.")] = None,
 ) -> str:
-    """Adds a wiki page, existing or not, to the account's watchlist (until an expiry, if given), or
+    """Adds a page, existing or not, to the account's watchlist (until an expiry, if given), or
     removes it."""
     if unwatch and expiry is not None:
         raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
@@ -8014,11 +8052,11 @@ def keeps_watch_expiries(ctx: ToolContext) -> bool:
 # upload stash, the warnings are sorted here, and only then is the stashed file published
 # with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
 
-FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096)
-FileUrlArg = Arg("http(s) URL of the file.", max_length=2000)
-UploadCommentArg = Arg("Upload summary.", max_length=500)
+FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096, max_length_listed=False)
+FileUrlArg = Arg("http(s) URL of the file.", max_length=2000, max_length_listed=False)
+UploadCommentArg = Arg("Upload summary.", max_length=500, max_length_listed=False)
 UploadTextArg = Arg("Description page wikitext; default: the comment.")
-IgnoreWarningsArg = Arg("Upload despite warnings (a duplicate, say).")
+IgnoreWarningsArg = Arg("Upload despite warnings.")
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
 UPLOAD_FETCH_SECONDS = 120.0
 UPLOAD_FETCH_CHUNK = 64 * 1024
@@ -8371,7 +8409,7 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
                 text: Annotated[str | None, UploadTextArg] = None,
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new file. Capped at
+    """Uploads a file from this server's upload directories as a new file. Capped at
     {upload_max_bytes:MB}. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
@@ -8383,8 +8421,8 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's disk (an upload directory) as a new version of an existing
-    file. Capped at {upload_max_bytes:MB}. Fails if the file does not exist."""
+    """Uploads a file from this server's upload directories as a new version of an existing file.
+    Capped at {upload_max_bytes:MB}."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -8411,8 +8449,7 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
     """Fetches a URL here and uploads it as a new version of an existing file. Over
-    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused. Fails
-    if the file does not exist."""
+    {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -8434,7 +8471,7 @@ def update_page_categories(
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Adds and removes a wiki page's categories without sending its text; returns them after. One
+    """Adds and removes a page's categories without sending its text; returns them after. One
     already there, or placed by a template, is left and said so."""
     site = ctx.site
     adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
@@ -8622,7 +8659,7 @@ def add_talk_topic(
     heading: Annotated[str, Arg("Heading.", max_length=255)],
     message: Annotated[str, Arg("Wikitext; signed here.")],
 ) -> list[str] | str:
-    """Starts a topic at the end of a wiki page's talk page (made if missing); returns the revision and
+    """Starts a topic at the end of a page's talk page (made if missing); returns the revision and
     the talk page used."""
     heading, text = heading_given(heading), with_signature(as_wiki_receives(message))
     if not heading or not message.strip():
@@ -8756,8 +8793,8 @@ def reply_on_talk_page(
     replyTo: Annotated[str | None, Arg(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
 ) -> list[str] | str:
-    """Replies in a topic of a wiki page's talk page, after the answered comment's replies, one level
-    deeper in the page's style, signed. Edits since are merged, else a conflict."""
+    """Replies in a topic of a page's talk page, after the answered comment's replies, one level
+    deeper, signed. Edits since are merged, else a conflict."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
     site = ctx.site
@@ -8945,9 +8982,9 @@ def replace_in_pages(
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
-    """Replaces find in up to 50 wiki pages; by default a dry run showing each page's diff.
-    dryRun=false saves them, skipping pages changed since the preview, and lists the outcomes;
-    stops early if throttled."""
+    """Replaces find in up to 50 pages; by default a dry run showing each page's diff. dryRun=false
+    saves them, skipping pages changed since the preview, and lists the outcomes; stops early if
+    throttled."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
@@ -9229,11 +9266,12 @@ def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
 def add_wiki(
     ctx: ToolContext,
     wikiUrl: Annotated[str, Arg("Any URL of the wiki: a page, its address or api.php.",
-                                max_length=2000)],
+                                max_length=2000, max_length_listed=False)],
 ) -> str:
-    """Adds a wiki to this server until it stops, from any URL of it, keyed by its server name (e.g.
-    en.wikipedia.org) for the wiki argument. Anonymous and read-only unless the configuration has
-    credentials for it. Fails for private addresses and for a wiki already configured."""
+    """Adds a wiki until the server stops, from any URL of it, keyed by its server name (e.g.
+    en.wikipedia.org); then every tool takes a wiki argument, and the client is told the tool list
+    changed. Anonymous and read-only unless configured with credentials. Fails for private addresses
+    and for a wiki already configured."""
     state = ctx.state
     try:
         url = normalise_server(wikiUrl)

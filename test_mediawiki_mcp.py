@@ -1313,7 +1313,7 @@ def test_every_tool_is_described_annotated_and_closed(tmp_path: Path) -> None:
         assert None not in (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
         assert not t.description.lower().startswith(("this tool", "you "))
         schema = t.input_schema
-        assert schema["additionalProperties"] is False
+        assert "additionalProperties" not in schema  # 29 bytes a tool; check_arguments refuses unknown ones
         # with two wikis, every tool that acts on a wiki takes `wiki`; add-wiki and the like act on none
         assert "wiki" in schema["properties"] or not m.REGISTRY.tools[t.name].scoped
         for name, prop in schema["properties"].items():
@@ -1382,7 +1382,7 @@ def tools_list_bytes(tools: list[Any]) -> dict[str, int]:
                                    separators=(",", ":"), ensure_ascii=False).encode()) for t in tools}
 
 
-def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_bytes() -> None:
+def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_bytes() -> None:
     tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))
     assert {t.name for t in tools} == {
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
@@ -1390,7 +1390,7 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_20000_byt
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
         "update-page", "move-page", "update-page-categories", "replace-in-pages"}
     sizes = tools_list_bytes(tools)
-    assert sum(sizes.values()) <= 20000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
     # one wiki: no wiki argument; no watchlist toolset: no watch argument, though a call may pass both
     assert all("wiki" not in t.input_schema["properties"] and "watch" not in t.input_schema["properties"]
                for t in tools)
@@ -1435,12 +1435,12 @@ def test_an_unknown_toolset_stops_the_server_naming_the_toolsets(toolsets: str) 
     assert "the toolsets are pages, edit, history, talk, changes, files, admin, wikis, all and default" in done.stderr
 
 
-def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it() -> None:
+def test_a_tool_outside_the_toolsets_says_which_toolset_would_offer_it_and_stops() -> None:
     server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "pages"}))
     result = call(server, "delete-page", title="Apple", confirm=True)
-    assert result.is_error and result.blocks[0].startswith(
-        "permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
-        "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")
+    assert result.is_error and result.blocks == [  # the toolset, not every tool offered
+        ("permission_denied: The tool delete-page is not offered with this server's configuration (it is in the "
+         "toolset admin, which the operator can add to MCP_TOOLSETS); no retry by the model changes it.")]
 
 
 def test_an_error_naming_a_tool_outside_the_toolsets_says_it_is_not_offered(wiki: RealWiki) -> None:
@@ -1539,9 +1539,13 @@ def test_get_pages_refuses_more_than_fifty_titles() -> None:
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'titles' takes at most 50")
 
 
-def test_unknown_tool_is_invalid_input() -> None:
-    result = call(m.create_server(m.Config.from_env({})), "delete-everything")
-    assert result.is_error and result.blocks[0].startswith("invalid_input: Unknown tool 'delete-everything'")
+def test_unknown_tool_is_invalid_input_in_one_short_line() -> None:
+    server = m.create_server(m.Config.from_env({}))
+    result = call(server, "delete-everything")
+    assert result.is_error and result.blocks == [
+        "invalid_input: Unknown tool 'delete-everything'. tools/list names the tools offered."]
+    assert call(server, "get_page", title="Apple").blocks == [
+        "invalid_input: Unknown tool 'get_page'. Did you mean get-page?"]
 
 
 # ---------------------------------------------------------------------------
@@ -6525,7 +6529,7 @@ def test_typescript_config_file_serves_two_wikis(
     assert not other.is_error and "Name: Other Wiki" in other.text and f"API: {other_wiki.api}" in other.text
     assert "User: Admin\n" in call(server, "whoami", wiki="mcp://wikis/other").text
     page = call(server, "get-page", wiki="other", title="Main Page")
-    assert not page.is_error and page.blocks[0].startswith("Title: Main Page")
+    assert not page.is_error and page.blocks[0].startswith("Wiki: other\nTitle: Main Page")
     assert "An apple is a fruit." in call(server, "get-page", title="Apple").text
     assert call(server, "get-page", wiki="other", title="Apple").blocks[0].startswith("not_found: ")
     listed = call(server, "list-wikis").text.splitlines()
@@ -6546,7 +6550,7 @@ def test_writes_to_the_read_only_wiki_are_refused(wiki: RealWiki, other_wiki: Re
     blocks, is_error = m.run_tool(state, "test-write", {"wiki": "other"})
     assert is_error and blocks == [("permission_denied: The wiki other is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")]
-    assert m.run_tool(state, "test-write", {}) == ([f"ran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-write", {}) == ([f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
 
 
 def test_write_tools_reach_the_writable_wiki_and_are_refused_on_the_read_only_one(
@@ -6575,7 +6579,8 @@ def test_a_tool_needing_an_extension_names_the_wikis_that_have_it(wiki: RealWiki
     registry = registry_of({"test-cite": {"read_only": True, "needs_extension": "Cite"},
                             "test-cargo": {"read_only": True, "needs_extension": "Cargo"}})
     state = m.ServerState.from_config(m.Config.from_env({"CONFIG": str(tmp_path / "c.json")}), registry=registry)
-    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == ([f"ran on {wiki.key}"], False)
+    assert m.run_tool(state, "test-cite", {"wiki": wiki.key}) == (
+        [f"Wiki: {wiki.key}\nran on {wiki.key}"], False)
     assert m.run_tool(state, "test-cite", {}) == ([
         (f"invalid_input: test-cite needs the Cite extension, which the wiki fake does not have. "
          f"Wikis that have it: {wiki.key}; pass one as wiki.")], True)
@@ -6636,13 +6641,17 @@ def test_a_tool_gets_the_shared_arguments_gates_and_errors_from_its_flags(
     searched = next(t for t in list_tools(bot_server) if t.name == "search-page").input_schema["properties"]
     assert next(t for t in list_tools(server) if t.name == "test-list").input_schema["properties"] == {
         "continueFrom": searched["continueFrom"], "wiki": wiki_argument}
-    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["from sroffset=10"]
+    # two wikis: each answer's first line names the one it came from
+    assert call(server, "test-list", continueFrom="sroffset=10").blocks == ["Wiki: main\nfrom sroffset=10"]
 
-    assert call(server, "test-echo", text="hi").blocks == ["Test Wiki main: hi"]
-    assert call(server, "test-echo", text="hi", dryRun=True).blocks == ["Test Wiki main: hi (dry run)"]
+    assert call(server, "test-echo", text="hi").blocks == ["Wiki: main\nTest Wiki main: hi"]
+    assert call(server, "test-echo", text="hi", dryRun=True).blocks == [
+        "Wiki: main\nTest Wiki main: hi (dry run)"]
     first = call(server, "test-echo", text="once", idempotencyKey="k1")
     again = call(server, "test-echo", text="once", idempotencyKey="k1")
-    assert ran.count("once") == 1 and again.blocks == [m.REPEAT_NOTE + first.blocks[0]]
+    assert first.blocks == ["Wiki: main\nTest Wiki main: once"]
+    assert ran.count("once") == 1
+    assert again.blocks == ["Wiki: main\n" + m.REPEAT_NOTE + "Test Wiki main: once"]
     assert call(server, "test-echo", text="hi", wiki="frozen").blocks == [(
         "permission_denied: The wiki frozen is configured read-only; the operator decides this, and no "
         "retry by the model changes it.")]
@@ -7063,6 +7072,54 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
     assert last == first
 
 
+def test_with_one_wiki_the_list_says_which_wiki_and_how_another_becomes_reachable(
+        wiki: RealWiki, third_wiki: RealWiki) -> None:
+    """A model asked about a page on another wiki, or which wikis it can use, finds the answer in
+    tools/list; once a wiki is added, every tool takes wiki, and the client is told."""
+    server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
+
+    async def go() -> tuple[Any, ...]:
+        async with Client(server, mode="legacy") as client:
+            before = {t.name: t for t in (await client.list_tools()).tools}
+            site = await client.call_tool("get-site-info", {})
+            await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
+            after = {t.name: t for t in (await client.list_tools()).tools}
+            page = await client.call_tool("get-page", {"title": "Main Page", "wiki": third_wiki.key})
+            return before, site.content[0].text, after, page.content[0].text
+
+    before, site, after, page = anyio.run(go)
+    assert "wiki" not in before["get-page"].input_schema["properties"]
+    assert before["get-site-info"].description.startswith("Returns which wiki this is (key, name, address)")
+    assert before["get-site-info"].description.endswith("To reach another wiki, use add-wiki.")
+    assert "then every tool takes a wiki argument, and the client is told the tool list changed" in before[
+        "add-wiki"].description
+    assert site.startswith(f"Wiki: {wiki.key}\nName: Test Wiki\n")
+    assert "wiki" in after["get-page"].input_schema["properties"] and "list-wikis" in after
+    assert after["get-site-info"].description.endswith(
+        "For every wiki, use list-wikis; to reach another wiki, use add-wiki.")
+    assert page.startswith(f"Wiki: {third_wiki.key}\nTitle: Main Page\n")
+
+
+def test_with_several_wikis_every_answer_names_the_wiki_it_came_from(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    one = call(make_server(wiki.env()), "get-page", title="Apple")
+    assert one.blocks[0].startswith("Title: Apple\n")  # one wiki: nothing to tell apart
+    server = make_server(config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki))
+    assert call(server, "get-page", title="Apple").blocks[0].startswith(f"Wiki: {wiki.key}\nTitle: Apple\n")
+    other = call(server, "search-page-by-prefix", wiki="other", prefix="Main")
+    assert other.blocks[0].startswith("Wiki: other\nMain Page")
+    site = call(server, "get-site-info", wiki="other").text
+    assert site.startswith("Wiki: other\nName: Other Wiki") and site.splitlines().count("Wiki: other") == 1
+    missing = call(server, "compare-pages", wiki="other", fromRevision=1, toRevision=987654321)
+    assert missing.blocks[0].startswith("not_found: On the wiki other: There is no revision with ID 987654321.")
+    named = call(server, "get-page", wiki="other", title="No page of that name here")
+    assert named.blocks[0].startswith("not_found: Page 'No page of that name here' not found on other.")
+    refused = call(server, "create-page", wiki="other", title="Never written here", source="x")
+    assert refused.blocks == [  # it names the wiki already: once is enough
+        ("permission_denied: The wiki other is configured read-only; the operator decides this, and no retry "
+         "by the model changes it.")]
+
+
 def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
 
@@ -7130,9 +7187,9 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
     assert sizes["load-toolset"] <= 500, sizes["load-toolset"]
     print(f"default tools/list over stdio with load-toolset: {sum(sizes.values())} bytes for {len(sizes)} tools")
     refused = seen["refused"]
-    assert refused.is_error and refused.content[0].text.startswith(
+    assert refused.is_error and [block.text for block in refused.content] == [
         "permission_denied: The tool get-recent-changes is not offered with this server's configuration (it is "
-        "in the toolset changes, which load-toolset loads). Available tools: ")
+        "in the toolset changes, which load-toolset loads)."]
     assert seen["listing"].content[0].text.splitlines() == [
         "talk: start and answer talk page discussions; tools: add-talk-topic, reply-on-talk-page", CHANGES_ROW,
         ("files: read, upload and update files; tools: get-file, get-file-data, upload-file, update-file, "
