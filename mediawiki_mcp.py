@@ -3584,9 +3584,9 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
-    Param("continueFrom", str, None, Arg("From a 'More results' marker."), False, None),
-    Param("dryRun", bool, None, Arg("Saves nothing; returns the diff."), False, False),
-    Param("idempotencyKey", str, None, Arg("Same on retry: writes once.", max_length=200,
+    Param("continueFrom", str, None, Arg("From the last marker."), False, None),
+    Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
+    Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
     Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
           False, None),
@@ -5156,8 +5156,8 @@ class ListChanges:
 TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
 ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
-SectionArg = Arg("Section number (0 = lead) or heading.", minimum=0, max_length=255)
-OffsetArg = Arg("From a truncation marker.", minimum=0)
+SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255)
+OffsetArg = Arg("From the marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
 ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
@@ -5412,8 +5412,8 @@ def get_page(
     followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
-    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the marker
-    naming the next call."""
+    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the
+    marker says how to read on."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -5970,7 +5970,7 @@ def argument_name(argument: str) -> str | None:
       see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
     """Returns which wiki this is (key, name, address), its MediaWiki version, language, main page,
-    read-only state, namespaces and their IDs, and extensions."""
+    read-only state, namespace IDs, extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -6024,8 +6024,8 @@ def get_revision(
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns one revision by ID as wikitext, HTML or plain text, with its page, time, user,
-    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker naming
-    the next call."""
+    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker says
+    how to read on."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -9367,8 +9367,8 @@ def load_toolset(
     ctx: ToolContext,
     toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50)] = None,
 ) -> str:
-    """More tools for this session (recent changes, contributions, logs, files, talk pages...):
-    lists the toolsets not loaded (name, use, tools), or loads one."""
+    """Lists the toolsets not loaded (recent changes, contributions, logs, files, talk...) or loads
+    one for this session."""
     state, session = ctx.state, ctx.session
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)

@@ -245,6 +245,12 @@ def bot_server_for(wiki: RealWiki) -> Any:
     return _servers[wiki.api]
 
 
+def tools_list_bytes(tools: list[Any]) -> dict[str, int]:
+    """Each tool's bytes in tools/list, as compact JSON."""
+    return {t.name: len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True),
+                                   separators=(",", ":"), ensure_ascii=False).encode()) for t in tools}
+
+
 # ---------------------------------------------------------------------------
 # The real wikis of a run (realwiki.py), as fixtures
 # ---------------------------------------------------------------------------
@@ -538,6 +544,16 @@ def make_history(wiki: RealWiki) -> History:
             result.redirect_revision = revision
     result.finished = utc_now()
     return result
+
+
+def list_changes_heard(heard: list[str]) -> Callable[[Any], Awaitable[None]]:
+    """A client's message handler that notes each notification's method in ``heard``."""
+    async def handler(message: Any) -> None:
+        heard.append(getattr(message, "method", type(message).__name__))
+    return handler
+
+
+LIST_CHANGED = "notifications/tools/list_changed"
 
 
 # ---------------------------------------------------------------------------
@@ -1350,7 +1366,7 @@ def test_descriptions_quote_the_configured_caps() -> None:
     assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
     configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
                                "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
-    assert "Truncated at 20000 bytes, the marker" in configured["get-revision"]
+    assert "Truncated at 20000 bytes, the marker says how to read on." in configured["get-revision"]
     assert "HTML truncated at 20000 bytes (offset continues)" in configured["parse-wikitext"]
     assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
     assert "Capped at 5 MB." in configured["update-file"]
@@ -1374,12 +1390,6 @@ def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
             texts = [t.description, *(p["description"] for p in t.input_schema["properties"].values())]
             named = {n for n in absent for text in texts if re.search(rf"(?<![\w-]){n}(?![\w-])", text)}
             assert not named, f"{t.name} names {named}, which this list does not offer"
-
-
-def tools_list_bytes(tools: list[Any]) -> dict[str, int]:
-    """Each tool's bytes in tools/list, as compact JSON."""
-    return {t.name: len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True),
-                                   separators=(",", ":"), ensure_ascii=False).encode()) for t in tools}
 
 
 def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_bytes() -> None:
@@ -7138,14 +7148,6 @@ def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki:
     assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
 
 
-def list_changes_heard(heard: list[str]) -> Callable[[Any], Awaitable[None]]:
-    """A client's message handler that notes each notification's method in ``heard``."""
-    async def handler(message: Any) -> None:
-        heard.append(getattr(message, "method", type(message).__name__))
-    return handler
-
-
-LIST_CHANGED = "notifications/tools/list_changed"
 CHANGES_ROW = ("changes: recent changes, contributions, logs and the watchlist (and watch on page writes); tools: "
                "get-recent-changes, get-user-contributions, get-log-events, get-watchlist, watch-page")
 
@@ -7187,9 +7189,9 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
     assert sizes["load-toolset"] <= 500, sizes["load-toolset"]
     print(f"default tools/list over stdio with load-toolset: {sum(sizes.values())} bytes for {len(sizes)} tools")
     refused = seen["refused"]
-    assert refused.is_error and [block.text for block in refused.content] == [
+    assert refused.is_error and [block.text for block in refused.content] == [(
         "permission_denied: The tool get-recent-changes is not offered with this server's configuration (it is "
-        "in the toolset changes, which load-toolset loads)."]
+        "in the toolset changes, which load-toolset loads).")]
     assert seen["listing"].content[0].text.splitlines() == [
         "talk: start and answer talk page discussions; tools: add-talk-topic, reply-on-talk-page", CHANGES_ROW,
         ("files: read, upload and update files; tools: get-file, get-file-data, upload-file, update-file, "
@@ -8311,6 +8313,7 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
         ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
         ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
+        ("get-page-links", {"title": "Apple"}),
         ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
         ("get-user-contributions", {"user": "Admin", "limit": 5}), ("get-log-events", {"limit": 5}),
         ("get-watchlist", {"limit": 5}),
@@ -10065,4 +10068,3 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
-
