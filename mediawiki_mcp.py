@@ -3802,7 +3802,9 @@ def param_schema(p: Param) -> dict[str, Any]:
     # A title's bounds (not empty, at most 255 bytes) are check_text's alone: no model needs them
     # to write a title, and tools/list is paid on every turn.
     if p.kind is list:
-        schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items or None,
+        # A list of choices holds each at most once: its cap says nothing the choices do not.
+        capped = p.arg.max_items and not (isinstance(p.item_kind, tuple) and p.arg.max_items >= len(p.item_kind))
+        schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items if capped else None,
                       minItems=1 if p.required else None)
     schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None,
                   minimum=p.arg.minimum, maximum=p.arg.maximum,
@@ -5607,8 +5609,8 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
-    titles listed. One budget of {content_max_bytes:bytes}: pages that fit whole, then the first
-    that does not, cut; the rest named."""
+    titles listed. {content_max_bytes:bytes} in all: whole pages, then the first that does not
+    fit, cut; the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5728,8 +5730,8 @@ def search_page(
     namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches pages' text (by default in the content namespaces); returns titles and snippets,
-    best first."""
+    """Searches pages' text (content namespaces by default); returns titles and snippets, best
+    first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -5986,8 +5988,7 @@ def get_site_info(ctx: ToolContext) -> str:
 
 @tool("whoami", "Who am I", toolset="pages", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as (or that it is anonymous), its groups and rights: what a
-    write may do."""
+    """Returns the account this server acts as (or that it is anonymous), its groups and rights."""
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -6105,7 +6106,7 @@ def get_page_history(
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
     """Returns a page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; then a marker with the next olderThan."""
+    summary; a marker gives the next olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6244,7 +6245,7 @@ def get_category_members(
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
     """Returns a category's page, subcategory and file counts, then its members, subcategories and
-    files marked. Fails when the category has no page and no members."""
+    files marked. Fails for a category with neither page nor members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -6487,8 +6488,8 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's description, format and parameters (name, type, required, aliases,
-    default, description...) from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
+    """Returns a template's description, format and parameters (name, type, required, default...)
+    from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
     its source."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
@@ -8421,7 +8422,7 @@ def upload_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: 
 def update_file(ctx: ToolContext, filepath: Annotated[str, FilePathArg], title: Annotated[str, FileTitleArg],
                 comment: Annotated[str | None, UploadCommentArg] = None,
                 ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Uploads a file from this server's upload directories as a new version of an existing file.
+    """Uploads a file from this server's upload directories as a new version of a file.
     Capped at {upload_max_bytes:MB}."""
     return upload_file_to_wiki(ctx, title, read_upload_file(ctx, filepath), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
@@ -8448,7 +8449,7 @@ def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Fetches a URL here and uploads it as a new version of an existing file. Over
+    """Fetches a URL here and uploads it as a new version of a file. Over
     {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)

@@ -120,9 +120,11 @@ def calls_at_once(server: Any, tool: str, calls: list[dict[str, Any]]) -> list[R
         return list(pool.map(lambda arguments: call(server, tool, **arguments), calls))
 
 
-def list_tools(server: Any) -> list[Any]:
+def list_tools(server: Any, session: bool = False) -> list[Any]:
+    """The tools/list a client sees; ``session``: one speaking a protocol version with sessions (as
+    clients over stdio do today), which is offered the tools listed to sessions alone."""
     async def go() -> Any:
-        async with Client(server) as client:
+        async with Client(server, **({"mode": "legacy"} if session else {})) as client:
             return (await client.list_tools()).tools
     return anyio.run(go)
 
@@ -1338,6 +1340,17 @@ def test_every_tool_is_described_annotated_and_closed(tmp_path: Path) -> None:
         assert t.output_schema is None
 
 
+def test_a_list_of_choices_lists_no_cap_and_the_server_still_holds_it() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+    changes = next(t for t in list_tools(server) if t.name == "get-recent-changes").input_schema["properties"]
+    assert "maxItems" not in changes["types"] and changes["types"]["items"]["enum"] == ["edit", "new", "log",
+                                                                                         "categorize"]
+    assert changes["namespaces"]["maxItems"] == 50  # a list of any values keeps its cap in the schema
+    refused = call(server, "get-recent-changes", types=["edit"] * 5)
+    assert refused.is_error and refused.text == ("invalid_input: Argument 'types' takes at most 4 items, got 5; "
+                                                 "split the call.")
+
+
 def test_a_parameter_hint_in_optional_as_python_3_10_gives_it_is_read() -> None:
     """Python 3.10's get_type_hints wraps Optional[] around the hint of a parameter whose
     default is None; the registry reads the Annotated inside, or the module fails to import."""
@@ -1360,7 +1373,7 @@ def descriptions(env: dict[str, str]) -> dict[str, str]:
 def test_descriptions_quote_the_configured_caps() -> None:
     default = descriptions(WRITABLE_NOWHERE)
     assert "Truncated at 50000 bytes by default, the marker" in default["get-page"]
-    assert "One budget of 50000 bytes by default:" in default["get-pages"]
+    assert "50000 bytes by default in all: whole pages" in default["get-pages"]
     assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
     assert "Capped at 100 MB by default." in default["upload-file"]
     assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
@@ -1393,14 +1406,19 @@ def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
 
 
 def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_bytes() -> None:
-    tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)))
+    """Measured as a client with a session sees the list, load-toolset in it; with every toolset
+    on, at most 850 bytes a tool."""
+    tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)), session=True)
     assert {t.name for t in tools} == {
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
         "get-site-info", "whoami", "get-category-members", "get-links-here", "get-page-links", "parse-wikitext",
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
-        "update-page", "move-page", "update-page-categories", "replace-in-pages"}
+        "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset"}
     sizes = tools_list_bytes(tools)
     assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    every = tools_list_bytes(list_tools(m.create_server(m.Config.from_env(
+        {**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})), session=True))
+    assert sum(every.values()) <= 850 * len(every), (sum(every.values()), len(every))
     # one wiki: no wiki argument; no watchlist toolset: no watch argument, though a call may pass both
     assert all("wiki" not in t.input_schema["properties"] and "watch" not in t.input_schema["properties"]
                for t in tools)
