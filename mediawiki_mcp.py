@@ -520,6 +520,8 @@ WITHOUT_RIGHT = {
 #: Arguments whose values the wiki defines, as the API module and parameter that take them (paraminfo).
 #: A wiki may add its own values (an extension's log type, content model): checked before a call sends.
 CHOICES = {"content model": ("edit", "contentmodel"), "log type": ("query+logevents", "type")}
+#: A parameter whose presence says what the wiki does: watch's expiry ($wgWatchlistExpiry).
+WATCH_EXPIRY = ("watch", "expiry")
 #: MediaWiki's own values of CHOICES' arguments, which every wiki takes: sent unchecked, and named in
 #: the tools' schemas (the log types most asked for: the first seven).
 STANDARD_CHOICES = {
@@ -627,7 +629,7 @@ class MediaWikiClient:
         self._plain: requests.Session | None = None
         self._site: SiteInfo | None = None
         self._extensions: frozenset[str] | None = None
-        self._choices: dict[str, tuple[str, ...]] | None = None
+        self._parameters: dict[tuple[str, str], Any] | None = None
         self._summaries: dict[str, str] | None = None
         self._logged_in = False
         self._tokens: dict[str, str] = {}
@@ -711,20 +713,25 @@ class MediaWikiClient:
         return self._extensions
 
     @property
+    def parameters(self) -> Mapping[tuple[str, str], Any]:
+        """The types of the API parameters CHOICES and WATCH_EXPIRY name, by (module, name), as
+        the wiki has them (a parameter it lacks is absent); fetched once, in one request."""
+        if self._parameters is None:
+            wanted = {module for module, _ in (*CHOICES.values(), WATCH_EXPIRY)}
+            data = self.get({"action": "paraminfo", "modules": sorted(wanted)})
+            self._parameters = {(m.get("path"), p.get("name")): p.get("type")
+                                for m in data.get("paraminfo", {}).get("modules") or []
+                                for p in m.get("parameters") or []}
+        return self._parameters
+
+    @property
     def choices(self) -> Mapping[str, tuple[str, ...]]:
         """The values the wiki takes for each of CHOICES' arguments (its content models, its log
-        types), by kind; fetched once, in one request."""
-        if self._choices is None:
-            data = self.get({"action": "paraminfo", "modules": [m for m, _ in CHOICES.values()]})
-            modules = data.get("paraminfo", {}).get("modules") or []
-            types = {(m.get("path"), p.get("name")): p.get("type")
-                     for m in modules for p in m.get("parameters") or []}
-            choices = {}
-            for kind, parameter in CHOICES.items():
-                values = types.get(parameter)  # a type name, not a list, where any string goes
-                choices[kind] = tuple(v for v in values if v) if isinstance(values, list) else ()
-            self._choices = choices
-        return self._choices
+        types), by kind."""
+        types = {kind: self.parameters.get(parameter) for kind, parameter in CHOICES.items()}
+        # a type name, not a list, where any string goes
+        return {kind: tuple(v for v in values if v) if isinstance(values, list) else ()
+                for kind, values in types.items()}
 
     @property
     def summaries(self) -> dict[str, str]:
@@ -8010,7 +8017,7 @@ def watch_page(
         raise invalid_input("expiry goes with watching: give unwatch or expiry, not both.")
     if expiry is not None and not expiry.strip():
         raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week.")
-    if expiry and not keeps_watch_expiries(ctx):
+    if expiry and WATCH_EXPIRY not in ctx.client.parameters:  # MediaWiki would watch it for good
         raise invalid_input(f"{ctx.wiki.key} keeps watchlist entries without expiry; nothing was changed. "
                             "Call again without expiry to watch the page until it is unwatched.")
     done = "unwatched" if unwatch else "watched"
@@ -8035,14 +8042,6 @@ def watch_page(
     listed = entry.get("title", title) + (" (does not exist yet)" if entry.get("missing") else "")
     expires = entry.get("expiry") if until_clause(entry.get("expiry")) else None
     return status + "\n" + labelled(("Title", listed), ("Until", expires))
-
-
-def keeps_watch_expiries(ctx: ToolContext) -> bool:
-    """Whether the wiki's watchlist takes an expiry ($wgWatchlistExpiry): without, MediaWiki
-    ignores one and watches the page for good."""
-    info = ctx.client.get({"action": "paraminfo", "modules": "watch"}).get("paraminfo", {})
-    params = (info.get("modules") or [{}])[0].get("parameters") or []
-    return any(p.get("name") == "expiry" for p in params)
 
 
 # -- write tools: files ------------------------------------------------------
