@@ -7272,7 +7272,6 @@ def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before
                             f"{', '.join(known)}).")
 
 
-
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit", "createpage"),
