@@ -4629,6 +4629,46 @@ class ToolCalls:
                 call.scope.cancel()
 
 
+@dataclasses.dataclass(frozen=True)
+class Person:
+    """Someone who signed in to this server (a token of MCP_AUTH_TOKENS, or MCP_AUTH=login). On each
+    wiki of ``accounts`` the server acts as them, never as that wiki's configured account."""
+    id: str  # stable and not secret: the caller (caller_of) whose reads and idempotency keys are theirs
+    name: str  # what the operator's log calls them: their wiki user name, never a secret
+    accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
+
+
+class People:
+    """Who a bearer token stands for (``person``, asking each source in turn: the token file, the
+    sign-ins), and one client per person and wiki, logged in as them."""
+
+    def __init__(self) -> None:
+        self.sources: list[Callable[[str], Person | None]] = []
+        self._clients: dict[tuple[str, str], MediaWikiClient] = {}
+        self._lock = threading.Lock()
+
+    def person(self, token: str) -> Person | None:
+        """The person a bearer token stands for, or None (the token is nobody's: the shared one)."""
+        return next((found for source in self.sources if (found := source(token))), None) if token else None
+
+    def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
+               ) -> MediaWikiClient:
+        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials)."""
+        account = person.accounts[wiki.key]
+        with self._lock:
+            client = self._clients.get((person.id, wiki.key))
+            if client is None:
+                client = self._clients[person.id, wiki.key] = make(dataclasses.replace(
+                    wiki, username=account.username, password=account.password, token=account.token))
+            return client
+
+    def forget(self, person_id: str) -> list[MediaWikiClient]:
+        """Drops a person's clients (sign-out), returning them so their wiki sessions can be ended."""
+        with self._lock:
+            gone = [key for key in self._clients if key[0] == person_id]
+            return [self._clients.pop(key) for key in gone]
+
+
 @dataclasses.dataclass
 class ServerState:
     """Everything one server instance holds: its configuration, the wikis it serves now (at first
@@ -4654,6 +4694,7 @@ class ServerState:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: tuple[threading.Lock, ...] = dataclasses.field(
         default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
+    people: People = dataclasses.field(default_factory=People)  # who signed in, and their clients
 
     @classmethod
     def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
