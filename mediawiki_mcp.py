@@ -84,6 +84,11 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
+#: How HTTP callers prove who they are (MCP_AUTH): a bearer token, shared or a person's own
+#: (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS), or a person's sign-in with their wiki account.
+AUTH_MODES = ("token", "login")
+#: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
+MIN_PERSON_TOKEN_CHARS = 16
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -1707,6 +1712,11 @@ SETTINGS = {row.variable: row for row in (
             "https://app.example.org (default: the loopback names when listening on loopback)", [], origin_list),
     Setting("MCP_AUTH_TOKEN", "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
             parse=functools.partial(credential, header=True), secret=True, empty_is_default=False),
+    Setting("MCP_AUTH_TOKENS", "HTTP: JSON file giving each person a token of their own and their wiki accounts, "
+            "so that each edits as themselves (docs/people.md)", empty_is_default=False),
+    Setting("MCP_AUTH", "HTTP: how callers prove who they are: token (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS; the default "
+            "when either is set) or login (each person signs in with their own wiki account)",
+            parse=setting_parser(str.lower, lambda text: text.lower() in AUTH_MODES, " or ".join(AUTH_MODES))),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
@@ -4669,6 +4679,123 @@ class People:
             return [self._clients.pop(key) for key in gone]
 
 
+#: The fields of a person in MCP_AUTH_TOKENS; each of their wikis takes those of SECRET_FIELDS.
+PERSON_FIELDS = ("name", "token", "tokenSha256", "wikis")
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenTable:
+    """The people of MCP_AUTH_TOKENS by the SHA-256 of their bearer tokens (never the tokens):
+    a source of People, ``person(token)``."""
+    path: str
+    people: Mapping[bytes, Person] = dataclasses.field(repr=False)
+
+    def person(self, token: str) -> Person | None:
+        # Looked up by digest: the lookup's timing tells a guesser at most how near their guess's
+        # digest is to a real one's, which brings them no nearer a token.
+        return self.people.get(token_digest(token))
+
+
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def token_table(path: str, env: Mapping[str, str], wikis: Mapping[str, WikiConfig],
+                shared_token: str | None = None) -> TokenTable:
+    """Reads MCP_AUTH_TOKENS (docs/people.md). Every mistake is a ConfigError naming the field,
+    never showing a secret; ``shared_token`` (MCP_AUTH_TOKEN) may be no person's token."""
+    raw = json_object(path)
+    if unknown := sorted(set(raw) - {"people"}):
+        raise ConfigError(f"{path}: {unknown[0]} is not a field of the token file; it holds people")
+    entries = raw.get("people")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: people must be an array of at least one person, such as "
+                          '[{"name": "Ana", "token": "${ANA_TOKEN}", "wikis": {"<wiki key>": '
+                          '{"username": "Ana@mcp", "password": "${ANA_BOT_PASSWORD}"}}}]')
+    people: dict[bytes, Person] = {}
+    given = {token_digest(shared_token): "MCP_AUTH_TOKEN"} if shared_token else {}
+    names: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        where = f"{path}: people[{index}]"
+        digest, person = person_from_file(where, entry, env, wikis)
+        if digest in given:
+            raise ConfigError(f"{where} has the same token as {given[digest]}; each person needs a token "
+                              "of their own")
+        if person.name.casefold() in names:
+            raise ConfigError(f"{where}.name {person.name!r} is also {names[person.name.casefold()]}'s; "
+                              "the log names people by it, so each needs a name of their own")
+        given[digest], names[person.name.casefold()], people[digest] = f"people[{index}]", f"people[{index}]", person
+    return TokenTable(path, people)
+
+
+def person_from_file(where: str, entry: Any, env: Mapping[str, str], wikis: Mapping[str, WikiConfig]
+                     ) -> tuple[bytes, Person]:
+    """One person of the token file: the digest of their token, and who they are on which wikis."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
+    if unknown := [name for name in entry if name not in PERSON_FIELDS]:
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of a person; they are {', '.join(PERSON_FIELDS)}")
+    digest = person_token(where, entry, env)
+    accounts = entry.get("wikis")
+    if not isinstance(accounts, dict) or not accounts:
+        raise ConfigError(f"{where}.wikis must name at least one wiki and the person's account there: "
+                          '{"<wiki key>": {"username": "Ana@mcp", "password": "${ANA_BOT_PASSWORD}"}}')
+    credentials = {key: account_from_file(f"{where}.wikis.{key}", key, account, env, wikis)
+                   for key, account in accounts.items()}
+    name = entry.get("name")
+    if name is None:  # the wiki user name of the first account, without the bot password's app
+        name = next((c.username.partition("@")[0] for c in credentials.values() if c.username), None)
+        if name is None:
+            raise ConfigError(f"{where}.name is required where no account has a username")
+    check_type(f"{where}.name", name, ("string",))
+    if not name.strip() or not name.isprintable():
+        raise ConfigError(f"{where}.name must be a name the log can show, such as the person's wiki user name")
+    person_id = hashlib.sha256(name.strip().encode()).hexdigest()[:16]
+    return digest, Person(id=person_id, name=name.strip(), accounts=credentials)
+
+
+def person_token(where: str, entry: Mapping[str, Any], env: Mapping[str, str]) -> bytes:
+    """The SHA-256 of a person's bearer token: given itself (token: text, ${VAR} or an exec
+    source), or only as its digest (tokenSha256), so that the file holds no token at all."""
+    if ("token" in entry) == ("tokenSha256" in entry):
+        raise ConfigError(f"{where} needs either token or tokenSha256 (the token's SHA-256 in hex), "
+                          "and only one of them")
+    if "tokenSha256" in entry:
+        check_type(f"{where}.tokenSha256", entry["tokenSha256"], ("string",))
+        hexdigest = substitute(entry["tokenSha256"], env, f"{where}.tokenSha256", True).strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", hexdigest):
+            raise ConfigError(f"{where}.tokenSha256 must be 64 hexadecimal digits, as sha256sum prints "
+                              "them for the token; check it (it is not shown)")
+        return bytes.fromhex(hexdigest)
+    token = file_credential(entry["token"], env, f"{where}.token", header=True)
+    if token is None:
+        raise ConfigError(f"{where}.token is empty: give the person's token, or tokenSha256")
+    if len(token) < MIN_PERSON_TOKEN_CHARS:
+        raise ConfigError(f"{where}.token is shorter than {MIN_PERSON_TOKEN_CHARS} characters, which is "
+                          "guessable; make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return token_digest(token)
+
+
+def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str],
+                      wikis: Mapping[str, WikiConfig]) -> Credentials:
+    """A person's account on one configured wiki: a bot password of their own, or an OAuth token."""
+    if key not in wikis:
+        raise ConfigError(f"{where}: {key!r} is not a configured wiki; they are {', '.join(wikis)}")
+    if not isinstance(account, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(account)}")
+    if unknown := [name for name in account if name not in SECRET_FIELDS]:
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are {', '.join(SECRET_FIELDS)}")
+    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}", header=name == "token")
+                                 for name in SECRET_FIELDS)
+    if username and not password or password and not username:
+        raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
+                          "(Special:BotPasswords) is a username such as Ana@mcp and its password")
+    if not (username or token) or username and token:
+        raise ConfigError(f"{where} needs either username and password (a bot password of the person's own) "
+                          "or token (an OAuth access token of theirs)")
+    return Credentials(username, password, token)
+
+
 @dataclasses.dataclass
 class ServerState:
     """Everything one server instance holds: its configuration, the wikis it serves now (at first
@@ -4974,8 +5101,7 @@ def caller_of(ctx: Any) -> str:
     if connection.session_id:
         return f"session:{connection.session_id}"
     if ctx.request is not None:  # HTTP without a session: nothing tells one client from another
-        scheme, _, token = ctx.request.headers.get("authorization", "").strip().partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else ""
+        token = bearer_token(ctx.request.headers.get("authorization", ""))
         return f"{SHARED_CALLER}:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else SHARED_CALLER
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return ""
@@ -9529,7 +9655,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Config.from_env(env, config_path=args.config)
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
-        http = http_options(args, env)
+        http = http_options(args, env, config)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
         problem = store_problem_at_start(state.reads.store)
     except ConfigError as error:
@@ -9686,6 +9812,8 @@ class HttpOptions:
     allowed_hosts: list[str] = dataclasses.field(default_factory=list)
     allowed_origins: list[str] = dataclasses.field(default_factory=list)
     auth_token: str | None = dataclasses.field(default=None, repr=False)
+    auth: str | None = None  # MCP_AUTH: one of AUTH_MODES, None for no check of who calls
+    tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
     stateless: bool = False
     session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
@@ -9717,9 +9845,11 @@ class HttpOptions:
         return f"http://{host}:{self.port}{MCP_PATH}"
 
 
-def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HttpOptions | None:
+def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
+                 config: Config | None = None) -> HttpOptions | None:
     """The HTTP transport's options, from the command line, else the environment;
-    None when the transport is stdio."""
+    None when the transport is stdio. ``config`` (default: the environment's) names the wikis
+    the people of MCP_AUTH_TOKENS have accounts on."""
     env = os.environ if environ is None else environ
     if (args.transport or setting(env, "MCP_TRANSPORT")) == "stdio":
         return None
@@ -9730,9 +9860,15 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if not valid_host(host):
         raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
                           f"name, not {host!r}")
+    token, tokens_path = setting(env, "MCP_AUTH_TOKEN"), setting(env, "MCP_AUTH_TOKENS")
+    auth = setting(env, "MCP_AUTH") or ("token" if token or tokens_path else None)
+    if auth == "token" and not (token or tokens_path):
+        raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
+                          "(a file of people and their tokens)")
+    tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
-                       auth_token=setting(env, "MCP_AUTH_TOKEN"),
+                       auth_token=token, auth=auth, tokens=tokens or None,
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
                        shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
 
@@ -9749,14 +9885,17 @@ def header_allowed(value: str | None, patterns: list[str]) -> bool:
     return False
 
 
+def bearer_token(authorization: str) -> str:
+    """The token of an Authorization header ('Bearer <token>'), or '' for none."""
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
 def bearer_matches(authorization: str, token: str) -> bool:
     """Whether an Authorization header carries the token, compared in constant time."""
-    import hashlib
     import hmac
-    scheme, _, supplied = authorization.strip().partition(" ")
-    digest = hashlib.sha256  # equal lengths: the comparison reveals nothing, not even the length
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        digest(supplied.strip().encode()).digest(), digest(token.encode()).digest())
+    supplied = bearer_token(authorization)  # digests of equal lengths: the comparison reveals nothing
+    return bool(supplied) and hmac.compare_digest(token_digest(supplied), token_digest(token))
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int, str] | None:
@@ -9769,9 +9908,15 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int,
     origin = headers.get("origin")
     if origin is not None and not header_allowed(origin, options.origin_patterns):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
-    if options.auth_token and not bearer_matches(headers.get("authorization", ""), options.auth_token):
-        return 401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN)."
-    return None
+    if not (options.auth_token or options.tokens):
+        return None
+    authorization = headers.get("authorization", "")
+    if options.auth_token and bearer_matches(authorization, options.auth_token):
+        return None
+    if options.tokens and options.tokens.person(bearer_token(authorization)):
+        return None
+    return 401, ("This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN"
+                 + (", or a person's own of MCP_AUTH_TOKENS)." if options.tokens else ")."))
 
 
 class WikiProbe:
@@ -9860,6 +10005,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
+    if options.tokens and options.tokens.person not in server.state.people.sources:
+        server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
     # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
@@ -9890,7 +10037,7 @@ def http_warnings(options: HttpOptions, blank: Collection[str] = ()) -> list[str
     settings that were set but empty, which --empty-means-unset reads as not given."""
     warnings = [f"{name} is set but empty, and --empty-means-unset reads it as not set"
                 + (f": {BLANK_MEANS[name]}." if name in BLANK_MEANS else ".") for name in sorted(blank)]
-    if options.auth_token:
+    if options.auth_token or options.tokens:
         return warnings
     if options.loopback:
         return [*warnings, (f"Listening on {options.host} without MCP_AUTH_TOKEN: any program or user on "
