@@ -4834,6 +4834,10 @@ class ServerState:
                    reads=ReadLedger(store=shared, max_bytes=config.read_ledger_max_bytes),
                    idempotency=IdempotencyStore(store=shared))
 
+    def make_client(self, wiki: WikiConfig) -> MediaWikiClient:
+        """A new client of ``wiki`` as this server makes them (its user agent and client options)."""
+        return wiki.client(self.config.user_agent, **self.client_options)
+
     @property
     def guard(self) -> AddressGuard:
         """The address guard of URLs a model gives (add-wiki, uploads from a URL)."""
@@ -4972,14 +4976,33 @@ def unlisted_arguments(state: ServerState, session: Session | None = None) -> se
                                       ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
-def offered_tools(state: ServerState, session: Session | None = None) -> list[ToolSpec]:
-    """The tools this configuration offers a session (None: a caller without one): those of its
-    toolsets, tools that write to a wiki only when a wiki is writable, and each tool only where
-    its ``offered`` condition holds."""
+def offered_tools(state: ServerState, session: Session | None = None,
+                  person: Person | None = None) -> list[ToolSpec]:
+    """The tools this configuration offers a session (None: a caller without one) of a person
+    (None: the configured accounts act): those of its toolsets, tools that write to a wiki only
+    when a wiki is writable (for a person: one where their account has the tool's rights), and
+    each tool only where its ``offered`` condition holds. A person's rights may need a login:
+    run it off the event loop."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
-            and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)]
+            and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
+            and (person is None or spec.read_only or not spec.scoped or may_write_somewhere(state, person, spec))]
+
+
+def may_write_somewhere(state: ServerState, person: Person, spec: ToolSpec) -> bool:
+    """Whether a person's account on some writable wiki has the rights of a write tool. One whose
+    login fails may: the call then tells them why (authentication), which hiding the tool would not."""
+    for key, wiki, _ in state.entries():
+        if key not in person.accounts or wiki.read_only:
+            continue
+        try:
+            account = state.people.client(person, wiki, state.make_client).account
+        except WikiError:
+            return True
+        if all(account.can(right) for right in spec.rights):
+            return True
+    return False
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
@@ -5001,16 +5024,24 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: str = "", session: Session | None = None) -> tuple[list[Any], bool]:
+             caller: str = "", session: Session | None = None,
+             person: Person | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
-    process) in ``session`` (session_of). Returns content blocks and is_error; never raises, so
-    nothing but ``category: message`` reaches the model."""
+    process) in ``session`` (session_of), as ``person`` where one signed in (person_of). Returns
+    content blocks and is_error; never raises, so nothing but ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
-    offered = offered_tools(state, session)
+    offered = offered_tools(state, session, person)
+    write = None  # what a person's write is about, for the operator's log
+    as_person = False  # the call acts through the person's own account
     source = ""  # the wiki an error comes from: none until the arguments are good
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
+        if spec not in offered and person and spec in offered_tools(state, session):
+            raise permission_denied(
+                f"The tool {name} is not offered to {person.name}: their account lacks the right "
+                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the wiki's "
+                "administrators can give it; no retry by the model changes it.")
         if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
             loadable = spec.toolset in loadable_now(state, session)
             final = "" if loadable else "; no retry by the model changes it"
@@ -5026,6 +5057,10 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
+        if person is not None and spec.scoped:
+            client, as_person = persons_client(state, person, spec, wiki, client), key in person.accounts
+            write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
+                name, key, values.get("title") or values.get("fromTitle"))
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
@@ -5052,12 +5087,41 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [str(preview.answer(name))], True
     except WikiError as error:
         text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
+        if write and person:
+            log_persons_write(person, write, error.category)
+        if as_person and person and error.category == "authentication":
+            text += (f" Nothing was done as another account. {person.name} needs a working bot password of "
+                     "their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign in again.")
         return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
+    if write and person:
+        log_persons_write(person, write, "done")
     return as_blocks(result), False
+
+
+def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: WikiConfig,
+                   configured: MediaWikiClient) -> MediaWikiClient:
+    """The client a person's call acts through on ``wiki``: their own account's where they have
+    one, never the configured one (a failed login is theirs to fix); elsewhere the configured
+    account reads for them, unless the wiki is private, and nothing writes."""
+    if wiki.key in person.accounts:
+        return state.people.client(person, wiki, state.make_client)
+    if wiki.private or not spec.read_only:
+        doing = "read the private wiki" if spec.read_only else f"use {spec.name} on the wiki"
+        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server does "
+                             f"not {doing} {wiki.key} for them (never as its own account); nothing was changed. "
+                             "To get one, ask this server's operator to add the wiki to your entry "
+                             "(MCP_AUTH_TOKENS), or sign in to it.")
+    return configured
+
+
+def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
+    """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
+    name, key, page = write
+    log.info("write by %s: %s on %s%s: %s", person.name, name, key, f", page {page!r}" if page else "", outcome)
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -5087,16 +5151,24 @@ def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
-def caller_of(ctx: Any) -> str:
+def person_of(state: ServerState, ctx: Any) -> Person | None:
+    """The person whose bearer token a request (a ServerRequestContext) carries, or None."""
+    if ctx.request is None:
+        return None
+    return state.people.person(bearer_token(ctx.request.headers.get("authorization", "")))
+
+
+def caller_of(ctx: Any, person: Person | None = None) -> str:
     """Who makes a tools/call (a ServerRequestContext), the scope of what the read ledger and
-    idempotency keys vouch for: the MCP session (Streamable HTTP's, or a connection that serves
+    idempotency keys vouch for: the person (person_of), whichever session they call from; the MCP session (Streamable HTTP's, or a connection that serves
     several calls, as stdio's and an in-memory client's with the initialize handshake); over HTTP
     without one, every client alike (SHARED_CALLER, told apart by the bearer token alone, hashed);
     otherwise, a connection made for each call (the 2026 protocol over stdio or in memory), this
     whole process (''), whose one client is the process that started it."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    # A person signed in, once the server learns one, is the caller before all of these.
+    if person is not None:
+        return f"person:{person.id}"
     connection = ctx.session._connection  # private: the SDK offers no public way to it
     if connection.session_id:
         return f"session:{connection.session_id}"
@@ -5176,17 +5248,21 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx)))
+        session, person = session_of(ctx), person_of(state, ctx)
+        if person is None:
+            return mt.ListToolsResult(tools=listed_tools(state, session))
+        # a person's rights decide their tools, which may take a login to their wikis
+        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        session = session_of(ctx)
+        session, person = session_of(ctx), person_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
-                                caller_of(ctx), session)
+                                caller_of(ctx, person), session, person)
         try:
             blocks, is_error = await state.calls.run(wiki, job, write=write)
         except WikiError as error:  # the server is stopping
@@ -5240,11 +5316,12 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState, session: Session | None = None) -> list[Any]:
-    """tools/list's answer: the tools offered to a session, each as this configuration describes it."""
+def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None) -> list[Any]:
+    """tools/list's answer: the tools offered to a session (of a person), each as this configuration
+    describes it."""
     import mcp_types as mt
 
-    offered, unlisted = offered_tools(state, session), unlisted_arguments(state, session)
+    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
     return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
                     input_schema=spec.schema(unlisted),
@@ -6172,13 +6249,21 @@ def whoami(ctx: ToolContext) -> str:
     return labelled(
         ("Wiki", ctx.wiki.key),
         ("User", f"anonymous (IP {info.get('name')})" if anonymous else info.get("name")),
-        ("Login", f"{ctx.client.username} (bot password)" if ctx.client.username else
-         "OAuth 2 access token" if ctx.wiki.token else None),
+        login_line(ctx.client.username, bool(ctx.wiki.token)),
         ("User ID", None if anonymous else info.get("id")),
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
         ("Edit count", None if anonymous else info.get("editcount")),
         ("Rights", ", ".join(rights)),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"))
+
+
+def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
+    """whoami's line on how the server logs in: a bot password (User@app) logs in as User, so
+    its app is named apart."""
+    user, at, app = (username or "").partition("@")
+    if at:
+        return "App", f"{app} (bot password of {user})"
+    return "Login", f"{username} (password)" if username else "OAuth 2 access token" if token else None
 
 
 # -- read tools: revisions, history and diffs --------------------------------
