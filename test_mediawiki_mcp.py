@@ -8582,14 +8582,15 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     options = m.http_options(parse([]), env)
     assert options == m.HttpOptions(host="0.0.0.0", port=8080, allowed_hosts=["mcp.example.org", "localhost:*"],
                                     allowed_origins=["https://app.example.org"], auth_token="s3cret",
-                                    stateless=True, shutdown_grace_seconds=30.0)
+                                    auth="token", stateless=True, shutdown_grace_seconds=30.0)
     assert "s3cret" not in repr(options)
     flags = m.http_options(parse(["--transport", "http", "--host", "::1", "--port", "9000", "--stateless"]),
                            {"MCP_BIND": "0.0.0.0", "PORT": "8080"})
     assert (flags.host, flags.port, flags.stateless, flags.loopback) == ("::1", 9000, True, True)
     assert flags.url == "http://[::1]:9000/mcp"
     default = m.http_options(parse(["--transport", "http"]), {})
-    assert (default.host, default.port, default.stateless, default.auth_token) == ("127.0.0.1", 3000, False, None)
+    assert (default.host, default.port, default.stateless, default.auth_token, default.auth) == (
+        "127.0.0.1", 3000, False, None, None)
     assert default.shutdown_grace_seconds == 5.0
 
 
