@@ -9886,6 +9886,39 @@ def test_clients_without_sessions_are_kept_under_a_hash_of_their_token_never_the
     assert not [key for key in keys if token in key] and wiki.wikitext(title) == big_section_page()
 
 
+def test_a_person_is_one_client_across_replicas_and_two_people_are_two(
+        wiki: RealWiki, state_server: StateServer, tmp_path: Path) -> None:
+    """Through two stateless replicas sharing a store, a person's reads vouch for their own whole-page
+    write whichever replica served them (without sessions, a shared token could not: it needs
+    latestId), and never for another person's; each edit is signed by its person."""
+    title = f"People replicas test {state_server.kind} {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, big_section_page())
+    env, admin, member = people_file(tmp_path / "people.json", wiki, wiki.key)
+    replica = replica_env(wiki, state_server, MCP_CONTENT_MAX_BYTES="1000", MCP_AUTH_TOKENS=str(tmp_path / "people.json"),
+                          MEDIAWIKI_USERNAME=wiki.editor_user, MEDIAWIKI_PASSWORD=wiki.editor_password, **env)
+
+    def call_as(token: str, server: HttpServer, tool: str, **arguments: Any) -> dict[str, Any]:
+        return rpc_result(post_rpc(server.url, "tools/call", {"name": tool, "arguments": arguments},
+                                   headers={"Authorization": f"Bearer {token}"}))
+    with http_servers(*[(replica, ("--stateless",))] * 2) as (one, two):
+        seen = content_of(tool_text(call_as(member, one, "get-page", title=title)))
+        for offset in range(500, 5000, 500):
+            call_as(admin, two, "get-page", title=title, offset=offset)
+        refused = call_as(member, one, "update-page", title=title, source=seen)
+        tool_text(call_as(admin, one, "get-page", title=title))  # the rest of what Admin read on the other
+        saved = call_as(admin, one, "update-page", title=title, source=big_section_page() + "\nMore by Admin.")
+        logs = one.log + two.log
+    assert re.match(rf"invalid_input: Nothing was saved: Page {re.escape(repr(title))} was not read whole",
+                    error_text(refused))
+    assert tool_text(saved).startswith("Saved."), saved
+    assert wiki.wikitext(title) == big_section_page() + "\nMore by Admin."
+    assert revision_users(wiki, title)[0] == "Admin" and "Editor" not in revision_users(wiki, title)
+    assert f"write by Member: update-page on {wiki.key}, page {title!r}: invalid_input" in logs
+    assert f"write by Admin: update-page on {wiki.key}, page {title!r}: done" in logs
+    for secret in (admin, member, wiki.plain_password, wiki.bot_password, wiki.editor_password):
+        assert secret not in logs
+
+
 def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
     for value in ("http://cache:6379", "cache:6379", "redis://", "redis://:pw@cache:99999"):
         with pytest.raises(m.ConfigError, match="MCP_STATE_URL takes a redis:// or rediss:// address") as caught:
