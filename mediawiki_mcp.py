@@ -6260,9 +6260,9 @@ def whoami(ctx: ToolContext) -> str:
 def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
     """whoami's line on how the server logs in: a bot password (User@app) logs in as User, so
     its app is named apart."""
-    user, at, app = (username or "").partition("@")
+    _, at, app = (username or "").partition("@")
     if at:
-        return "App", f"{app} (bot password of {user})"
+        return "App", f"{app} (bot password)"
     return "Login", f"{username} (password)" if username else "OAuth 2 access token" if token else None
 
 
