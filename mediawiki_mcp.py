@@ -1712,10 +1712,10 @@ SETTINGS = {row.variable: row for row in (
             "https://app.example.org (default: the loopback names when listening on loopback)", [], origin_list),
     Setting("MCP_AUTH_TOKEN", "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
             parse=functools.partial(credential, header=True), secret=True, empty_is_default=False),
-    Setting("MCP_AUTH_TOKENS", "HTTP: JSON file giving each person a token of their own and their wiki accounts, "
-            "so that each edits as themselves (docs/people.md)", empty_is_default=False),
-    Setting("MCP_AUTH", "HTTP: how callers prove who they are: token (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS; the default "
-            "when either is set) or login (each person signs in with their own wiki account)",
+    Setting("MCP_AUTH_TOKENS", "HTTP: JSON file giving each person a token of their own and their wiki "
+            "accounts, so that each edits as themselves (docs/people.md)", empty_is_default=False),
+    Setting("MCP_AUTH", "HTTP: how callers prove who they are: token (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS; the "
+            "default when either is set) or login (each person signs in with their own wiki account)",
             parse=setting_parser(str.lower, lambda text: text.lower() in AUTH_MODES, " or ".join(AUTH_MODES))),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
@@ -4724,7 +4724,8 @@ def token_table(path: str, env: Mapping[str, str], wikis: Mapping[str, WikiConfi
         if person.name.casefold() in names:
             raise ConfigError(f"{where}.name {person.name!r} is also {names[person.name.casefold()]}'s; "
                               "the log names people by it, so each needs a name of their own")
-        given[digest], names[person.name.casefold()], people[digest] = f"people[{index}]", f"people[{index}]", person
+        given[digest] = names[person.name.casefold()] = f"people[{index}]"
+        people[digest] = person
     return TokenTable(path, people)
 
 
@@ -4734,7 +4735,8 @@ def person_from_file(where: str, entry: Any, env: Mapping[str, str], wikis: Mapp
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
     if unknown := [name for name in entry if name not in PERSON_FIELDS]:
-        raise ConfigError(f"{where}.{unknown[0]} is not a field of a person; they are {', '.join(PERSON_FIELDS)}")
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of a person; they are "
+                          f"{', '.join(PERSON_FIELDS)}")
     digest = person_token(where, entry, env)
     accounts = entry.get("wikis")
     if not isinstance(accounts, dict) or not accounts:
@@ -4772,7 +4774,8 @@ def person_token(where: str, entry: Mapping[str, Any], env: Mapping[str, str]) -
         raise ConfigError(f"{where}.token is empty: give the person's token, or tokenSha256")
     if len(token) < MIN_PERSON_TOKEN_CHARS:
         raise ConfigError(f"{where}.token is shorter than {MIN_PERSON_TOKEN_CHARS} characters, which is "
-                          "guessable; make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+                          "guessable; make one with: "
+                          "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
     return token_digest(token)
 
 
@@ -4784,9 +4787,10 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
     if not isinstance(account, dict):
         raise ConfigError(f"{where} must be an object, not {json_kind(account)}")
     if unknown := [name for name in account if name not in SECRET_FIELDS]:
-        raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are {', '.join(SECRET_FIELDS)}")
-    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}", header=name == "token")
-                                 for name in SECRET_FIELDS)
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are "
+                          f"{', '.join(SECRET_FIELDS)}")
+    username, password, token = (
+        file_credential(account.get(name), env, f"{where}.{name}", header=name == "token") for name in SECRET_FIELDS)
     if username and not password or password and not username:
         raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
                           "(Special:BotPasswords) is a username such as Ana@mcp and its password")
@@ -4987,7 +4991,8 @@ def offered_tools(state: ServerState, session: Session | None = None,
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
-            and (person is None or spec.read_only or not spec.scoped or may_write_somewhere(state, person, spec))]
+            and (person is None or spec.read_only or not spec.scoped
+                 or may_write_somewhere(state, person, spec))]
 
 
 def may_write_somewhere(state: ServerState, person: Person, spec: ToolSpec) -> bool:
@@ -5040,8 +5045,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec not in offered and person and spec in offered_tools(state, session):
             raise permission_denied(
                 f"The tool {name} is not offered to {person.name}: their account lacks the right "
-                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the wiki's "
-                "administrators can give it; no retry by the model changes it.")
+                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
+                "wiki's administrators can give it; no retry by the model changes it.")
         if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
             loadable = spec.toolset in loadable_now(state, session)
             final = "" if loadable else "; no retry by the model changes it"
@@ -5090,8 +5095,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if write and person:
             log_persons_write(person, write, error.category)
         if as_person and person and error.category == "authentication":
-            text += (f" Nothing was done as another account. {person.name} needs a working bot password of "
-                     "their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign in again.")
+            text += (f" Nothing was done as another account. {person.name} needs a working bot password "
+                     "of their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign "
+                     "in again.")
         return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
@@ -5111,9 +5117,9 @@ def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: Wik
         return state.people.client(person, wiki, state.make_client)
     if wiki.private or not spec.read_only:
         doing = "read the private wiki" if spec.read_only else f"use {spec.name} on the wiki"
-        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server does "
-                             f"not {doing} {wiki.key} for them (never as its own account); nothing was changed. "
-                             "To get one, ask this server's operator to add the wiki to your entry "
+        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                             f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
+                             "changed. To get one, ask this server's operator to add the wiki to your entry "
                              "(MCP_AUTH_TOKENS), or sign in to it.")
     return configured
 
@@ -5121,7 +5127,8 @@ def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: Wik
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", person.name, name, key, f", page {page!r}" if page else "", outcome)
+    log.info("write by %s: %s on %s%s: %s", person.name, name, key,
+             f", page {page!r}" if page else "", outcome)
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -5160,8 +5167,9 @@ def person_of(state: ServerState, ctx: Any) -> Person | None:
 
 def caller_of(ctx: Any, person: Person | None = None) -> str:
     """Who makes a tools/call (a ServerRequestContext), the scope of what the read ledger and
-    idempotency keys vouch for: the person (person_of), whichever session they call from; the MCP session (Streamable HTTP's, or a connection that serves
-    several calls, as stdio's and an in-memory client's with the initialize handshake); over HTTP
+    idempotency keys vouch for: the person (person_of), whichever session they call from; else the
+    MCP session (Streamable HTTP's, or a connection that serves several calls, as stdio's and an
+    in-memory client's with the initialize handshake); over HTTP
     without one, every client alike (SHARED_CALLER, told apart by the bearer token alone, hashed);
     otherwise, a connection made for each call (the 2026 protocol over stdio or in memory), this
     whole process (''), whose one client is the process that started it."""
@@ -5316,7 +5324,8 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None) -> list[Any]:
+def listed_tools(state: ServerState, session: Session | None = None,
+                 person: Person | None = None) -> list[Any]:
     """tools/list's answer: the tools offered to a session (of a person), each as this configuration
     describes it."""
     import mcp_types as mt
