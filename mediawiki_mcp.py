@@ -4988,26 +4988,25 @@ def offered_tools(state: ServerState, session: Session | None = None,
     each tool only where its ``offered`` condition holds. A person's rights may need a login:
     run it off the event loop."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
+    accounts = writing_accounts(state, person) if person else []
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
             and (person is None or spec.read_only or not spec.scoped
-                 or may_write_somewhere(state, person, spec))]
+                 or any(account is None or all(account.can(r) for r in spec.rights) for account in accounts))]
 
 
-def may_write_somewhere(state: ServerState, person: Person, spec: ToolSpec) -> bool:
-    """Whether a person's account on some writable wiki has the rights of a write tool. One whose
-    login fails may: the call then tells them why (authentication), which hiding the tool would not."""
+def writing_accounts(state: ServerState, person: Person) -> list[Account | None]:
+    """A person's account on each writable wiki where they have one; None where their login fails,
+    which may use any write tool: its call then tells them why (authentication), as hiding it would not."""
+    accounts: list[Account | None] = []
     for key, wiki, _ in state.entries():
-        if key not in person.accounts or wiki.read_only:
-            continue
-        try:
-            account = state.people.client(person, wiki, state.make_client).account
-        except WikiError:
-            return True
-        if all(account.can(right) for right in spec.rights):
-            return True
-    return False
+        if key in person.accounts and not wiki.read_only:
+            try:
+                accounts.append(state.people.client(person, wiki, state.make_client).account)
+            except WikiError:
+                accounts.append(None)
+    return accounts
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
