@@ -4789,8 +4789,8 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
     if unknown := [name for name in account if name not in SECRET_FIELDS]:
         raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are "
                           f"{', '.join(SECRET_FIELDS)}")
-    username, password, token = (
-        file_credential(account.get(name), env, f"{where}.{name}", header=name == "token") for name in SECRET_FIELDS)
+    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}",
+                                                 header=name == "token") for name in SECRET_FIELDS)
     if username and not password or password and not username:
         raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
                           "(Special:BotPasswords) is a username such as Ana@mcp and its password")
