@@ -5118,7 +5118,7 @@ def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: Wik
         doing = "read the private wiki" if spec.read_only else f"use {spec.name} on the wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
-                             "changed. To get one, ask this server's operator to add the wiki to your entry "
+                             "changed. To get one, ask this server's operator to add the wiki to their entry "
                              "(MCP_AUTH_TOKENS), or sign in to it.")
     return configured
 

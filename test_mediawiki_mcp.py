@@ -8928,7 +8928,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
-        "server's operator to add the wiki to your entry (MCP_AUTH_TOKENS), or sign in to it.")
+        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS), or sign in to it.")
     assert revision_ids(third_wiki, title) == []
     assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
                                           "server does not read the private wiki other for them")
