@@ -84,6 +84,11 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
+#: How HTTP callers prove who they are (MCP_AUTH): a bearer token, shared or a person's own
+#: (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS), or a person's sign-in with their wiki account.
+AUTH_MODES = ("token", "login")
+#: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
+MIN_PERSON_TOKEN_CHARS = 16
 
 #: (connect, read) seconds for every request to a wiki.
 DEFAULT_TIMEOUT = (10.0, 30.0)
@@ -1707,6 +1712,11 @@ SETTINGS = {row.variable: row for row in (
             "https://app.example.org (default: the loopback names when listening on loopback)", [], origin_list),
     Setting("MCP_AUTH_TOKEN", "HTTP: token every request to /mcp must send as 'Authorization: Bearer'",
             parse=functools.partial(credential, header=True), secret=True, empty_is_default=False),
+    Setting("MCP_AUTH_TOKENS", "HTTP: JSON file giving each person a token of their own and their wiki "
+            "accounts, so that each edits as themselves (docs/people.md)", empty_is_default=False),
+    Setting("MCP_AUTH", "HTTP: how callers prove who they are: token (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS; the "
+            "default when either is set) or login (each person signs in with their own wiki account)",
+            parse=setting_parser(str.lower, lambda text: text.lower() in AUTH_MODES, " or ".join(AUTH_MODES))),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
@@ -4669,6 +4679,127 @@ class People:
             return [self._clients.pop(key) for key in gone]
 
 
+#: The fields of a person in MCP_AUTH_TOKENS; each of their wikis takes those of SECRET_FIELDS.
+PERSON_FIELDS = ("name", "token", "tokenSha256", "wikis")
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenTable:
+    """The people of MCP_AUTH_TOKENS by the SHA-256 of their bearer tokens (never the tokens):
+    a source of People, ``person(token)``."""
+    path: str
+    people: Mapping[bytes, Person] = dataclasses.field(repr=False)
+
+    def person(self, token: str) -> Person | None:
+        # Looked up by digest: the lookup's timing tells a guesser at most how near their guess's
+        # digest is to a real one's, which brings them no nearer a token.
+        return self.people.get(token_digest(token))
+
+
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def token_table(path: str, env: Mapping[str, str], wikis: Mapping[str, WikiConfig],
+                shared_token: str | None = None) -> TokenTable:
+    """Reads MCP_AUTH_TOKENS (docs/people.md). Every mistake is a ConfigError naming the field,
+    never showing a secret; ``shared_token`` (MCP_AUTH_TOKEN) may be no person's token."""
+    raw = json_object(path)
+    if unknown := sorted(set(raw) - {"people"}):
+        raise ConfigError(f"{path}: {unknown[0]} is not a field of the token file; it holds people")
+    entries = raw.get("people")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: people must be an array of at least one person, such as "
+                          '[{"name": "Ana", "token": "${ANA_TOKEN}", "wikis": {"<wiki key>": '
+                          '{"username": "Ana@mcp", "password": "${ANA_BOT_PASSWORD}"}}}]')
+    people: dict[bytes, Person] = {}
+    given = {token_digest(shared_token): "MCP_AUTH_TOKEN"} if shared_token else {}
+    names: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        where = f"{path}: people[{index}]"
+        digest, person = person_from_file(where, entry, env, wikis)
+        if digest in given:
+            raise ConfigError(f"{where} has the same token as {given[digest]}; each person needs a token "
+                              "of their own")
+        if person.name.casefold() in names:
+            raise ConfigError(f"{where}.name {person.name!r} is also {names[person.name.casefold()]}'s; "
+                              "the log names people by it, so each needs a name of their own")
+        given[digest] = names[person.name.casefold()] = f"people[{index}]"
+        people[digest] = person
+    return TokenTable(path, people)
+
+
+def person_from_file(where: str, entry: Any, env: Mapping[str, str], wikis: Mapping[str, WikiConfig]
+                     ) -> tuple[bytes, Person]:
+    """One person of the token file: the digest of their token, and who they are on which wikis."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(entry)}")
+    if unknown := [name for name in entry if name not in PERSON_FIELDS]:
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of a person; they are "
+                          f"{', '.join(PERSON_FIELDS)}")
+    digest = person_token(where, entry, env)
+    accounts = entry.get("wikis")
+    if not isinstance(accounts, dict) or not accounts:
+        raise ConfigError(f"{where}.wikis must name at least one wiki and the person's account there: "
+                          '{"<wiki key>": {"username": "Ana@mcp", "password": "${ANA_BOT_PASSWORD}"}}')
+    credentials = {key: account_from_file(f"{where}.wikis.{key}", key, account, env, wikis)
+                   for key, account in accounts.items()}
+    name = entry.get("name")
+    if name is None:  # the wiki user name of the first account, without the bot password's app
+        name = next((c.username.partition("@")[0] for c in credentials.values() if c.username), None)
+        if name is None:
+            raise ConfigError(f"{where}.name is required where no account has a username")
+    check_type(f"{where}.name", name, ("string",))
+    if not name.strip() or not name.isprintable():
+        raise ConfigError(f"{where}.name must be a name the log can show, such as the person's wiki user name")
+    person_id = hashlib.sha256(name.strip().encode()).hexdigest()[:16]
+    return digest, Person(id=person_id, name=name.strip(), accounts=credentials)
+
+
+def person_token(where: str, entry: Mapping[str, Any], env: Mapping[str, str]) -> bytes:
+    """The SHA-256 of a person's bearer token: given itself (token: text, ${VAR} or an exec
+    source), or only as its digest (tokenSha256), so that the file holds no token at all."""
+    if ("token" in entry) == ("tokenSha256" in entry):
+        raise ConfigError(f"{where} needs either token or tokenSha256 (the token's SHA-256 in hex), "
+                          "and only one of them")
+    if "tokenSha256" in entry:
+        check_type(f"{where}.tokenSha256", entry["tokenSha256"], ("string",))
+        hexdigest = substitute(entry["tokenSha256"], env, f"{where}.tokenSha256", True).strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", hexdigest):
+            raise ConfigError(f"{where}.tokenSha256 must be 64 hexadecimal digits, as sha256sum prints "
+                              "them for the token; check it (it is not shown)")
+        return bytes.fromhex(hexdigest)
+    token = file_credential(entry["token"], env, f"{where}.token", header=True)
+    if token is None:
+        raise ConfigError(f"{where}.token is empty: give the person's token, or tokenSha256")
+    if len(token) < MIN_PERSON_TOKEN_CHARS:
+        raise ConfigError(f"{where}.token is shorter than {MIN_PERSON_TOKEN_CHARS} characters, which is "
+                          "guessable; make one with: "
+                          "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return token_digest(token)
+
+
+def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str],
+                      wikis: Mapping[str, WikiConfig]) -> Credentials:
+    """A person's account on one configured wiki: a bot password of their own, or an OAuth token."""
+    if key not in wikis:
+        raise ConfigError(f"{where}: {key!r} is not a configured wiki; they are {', '.join(wikis)}")
+    if not isinstance(account, dict):
+        raise ConfigError(f"{where} must be an object, not {json_kind(account)}")
+    if unknown := [name for name in account if name not in SECRET_FIELDS]:
+        raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are "
+                          f"{', '.join(SECRET_FIELDS)}")
+    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}",
+                                                 header=name == "token") for name in SECRET_FIELDS)
+    if username and not password or password and not username:
+        raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
+                          "(Special:BotPasswords) is a username such as Ana@mcp and its password")
+    if not (username or token) or username and token:
+        raise ConfigError(f"{where} needs either username and password (a bot password of the person's own) "
+                          "or token (an OAuth access token of theirs)")
+    return Credentials(username, password, token)
+
+
 @dataclasses.dataclass
 class ServerState:
     """Everything one server instance holds: its configuration, the wikis it serves now (at first
@@ -4706,6 +4837,10 @@ class ServerState:
                    stateless=stateless, client_options=client_options, resolve=resolve,
                    reads=ReadLedger(store=shared, max_bytes=config.read_ledger_max_bytes),
                    idempotency=IdempotencyStore(store=shared))
+
+    def make_client(self, wiki: WikiConfig) -> MediaWikiClient:
+        """A new client of ``wiki`` as this server makes them (its user agent and client options)."""
+        return wiki.client(self.config.user_agent, **self.client_options)
 
     @property
     def guard(self) -> AddressGuard:
@@ -4845,14 +4980,33 @@ def unlisted_arguments(state: ServerState, session: Session | None = None) -> se
                                       ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
-def offered_tools(state: ServerState, session: Session | None = None) -> list[ToolSpec]:
-    """The tools this configuration offers a session (None: a caller without one): those of its
-    toolsets, tools that write to a wiki only when a wiki is writable, and each tool only where
-    its ``offered`` condition holds."""
+def offered_tools(state: ServerState, session: Session | None = None,
+                  person: Person | None = None) -> list[ToolSpec]:
+    """The tools this configuration offers a session (None: a caller without one) of a person
+    (None: the configured accounts act): those of its toolsets, tools that write to a wiki only
+    when a wiki is writable (for a person: one where their account has the tool's rights), and
+    each tool only where its ``offered`` condition holds. A person's rights may need a login:
+    run it off the event loop."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
+    accounts = writing_accounts(state, person) if person else []
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
-            and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)]
+            and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
+            and (person is None or spec.read_only or not spec.scoped
+                 or any(account is None or all(account.can(r) for r in spec.rights) for account in accounts))]
+
+
+def writing_accounts(state: ServerState, person: Person) -> list[Account | None]:
+    """A person's account on each writable wiki where they have one; None where their login fails,
+    which may use any write tool: its call then tells them why (authentication), as hiding it would not."""
+    accounts: list[Account | None] = []
+    for key, wiki, _ in state.entries():
+        if key in person.accounts and not wiki.read_only:
+            try:
+                accounts.append(state.people.client(person, wiki, state.make_client).account)
+            except WikiError:
+                accounts.append(None)
+    return accounts
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
@@ -4874,16 +5028,24 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: str = "", session: Session | None = None) -> tuple[list[Any], bool]:
+             caller: str = "", session: Session | None = None,
+             person: Person | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
-    process) in ``session`` (session_of). Returns content blocks and is_error; never raises, so
-    nothing but ``category: message`` reaches the model."""
+    process) in ``session`` (session_of), as ``person`` where one signed in (person_of). Returns
+    content blocks and is_error; never raises, so nothing but ``category: message`` reaches the model."""
     spec = state.registry.tools.get(name)
-    offered = offered_tools(state, session)
+    offered = offered_tools(state, session, person)
+    write = None  # what a person's write is about, for the operator's log
+    as_person = False  # the call acts through the person's own account
     source = ""  # the wiki an error comes from: none until the arguments are good
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
+        if spec not in offered and person and spec in offered_tools(state, session):
+            raise permission_denied(
+                f"The tool {name} is not offered to {person.name}: their account lacks the right "
+                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
+                "wiki's administrators can give it; no retry by the model changes it.")
         if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
             loadable = spec.toolset in loadable_now(state, session)
             final = "" if loadable else "; no retry by the model changes it"
@@ -4899,6 +5061,10 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
+        if person is not None and spec.scoped:
+            client, as_person = persons_client(state, person, spec, wiki, client), key in person.accounts
+            write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
+                name, key, values.get("title") or values.get("fromTitle"))
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
@@ -4925,12 +5091,43 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [str(preview.answer(name))], True
     except WikiError as error:
         text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
+        if write and person:
+            log_persons_write(person, write, error.category)
+        if as_person and person and error.category == "authentication":
+            text += (f" Nothing was done as another account. {person.name} needs a working bot password "
+                     "of their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign "
+                     "in again.")
         return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
+    if write and person:
+        log_persons_write(person, write, "done")
     return as_blocks(result), False
+
+
+def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: WikiConfig,
+                   configured: MediaWikiClient) -> MediaWikiClient:
+    """The client a person's call acts through on ``wiki``: their own account's where they have
+    one, never the configured one (a failed login is theirs to fix); elsewhere the configured
+    account reads for them, unless the wiki is private, and nothing writes."""
+    if wiki.key in person.accounts:
+        return state.people.client(person, wiki, state.make_client)
+    if wiki.private or not spec.read_only:
+        doing = "read the private wiki" if spec.read_only else f"use {spec.name} on the wiki"
+        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                             f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
+                             "changed. To get one, ask this server's operator to add the wiki to their entry "
+                             "(MCP_AUTH_TOKENS), or sign in to it.")
+    return configured
+
+
+def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
+    """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
+    name, key, page = write
+    log.info("write by %s: %s on %s%s: %s", person.name, name, key,
+             f", page {page!r}" if page else "", outcome)
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -4960,22 +5157,30 @@ def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
-def caller_of(ctx: Any) -> str:
+def person_of(state: ServerState, ctx: Any) -> Person | None:
+    """The person whose bearer token a request (a ServerRequestContext) carries, or None."""
+    if ctx.request is None:
+        return None
+    return state.people.person(bearer_token(ctx.request.headers.get("authorization", "")))
+
+
+def caller_of(ctx: Any, person: Person | None = None) -> str:
     """Who makes a tools/call (a ServerRequestContext), the scope of what the read ledger and
-    idempotency keys vouch for: the MCP session (Streamable HTTP's, or a connection that serves
-    several calls, as stdio's and an in-memory client's with the initialize handshake); over HTTP
+    idempotency keys vouch for: the person (person_of), whichever session they call from; else the
+    MCP session (Streamable HTTP's, or a connection that serves several calls, as stdio's and an
+    in-memory client's with the initialize handshake); over HTTP
     without one, every client alike (SHARED_CALLER, told apart by the bearer token alone, hashed);
     otherwise, a connection made for each call (the 2026 protocol over stdio or in memory), this
     whole process (''), whose one client is the process that started it."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    # A person signed in, once the server learns one, is the caller before all of these.
+    if person is not None:
+        return f"person:{person.id}"
     connection = ctx.session._connection  # private: the SDK offers no public way to it
     if connection.session_id:
         return f"session:{connection.session_id}"
     if ctx.request is not None:  # HTTP without a session: nothing tells one client from another
-        scheme, _, token = ctx.request.headers.get("authorization", "").strip().partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else ""
+        token = bearer_token(ctx.request.headers.get("authorization", ""))
         return f"{SHARED_CALLER}:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else SHARED_CALLER
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return ""
@@ -5050,17 +5255,21 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx)))
+        session, person = session_of(ctx), person_of(state, ctx)
+        if person is None:
+            return mt.ListToolsResult(tools=listed_tools(state, session))
+        # a person's rights decide their tools, which may take a login to their wikis
+        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        session = session_of(ctx)
+        session, person = session_of(ctx), person_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
-                                caller_of(ctx), session)
+                                caller_of(ctx, person), session, person)
         try:
             blocks, is_error = await state.calls.run(wiki, job, write=write)
         except WikiError as error:  # the server is stopping
@@ -5114,11 +5323,13 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState, session: Session | None = None) -> list[Any]:
-    """tools/list's answer: the tools offered to a session, each as this configuration describes it."""
+def listed_tools(state: ServerState, session: Session | None = None,
+                 person: Person | None = None) -> list[Any]:
+    """tools/list's answer: the tools offered to a session (of a person), each as this configuration
+    describes it."""
     import mcp_types as mt
 
-    offered, unlisted = offered_tools(state, session), unlisted_arguments(state, session)
+    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
     return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
                     input_schema=spec.schema(unlisted),
@@ -6046,13 +6257,21 @@ def whoami(ctx: ToolContext) -> str:
     return labelled(
         ("Wiki", ctx.wiki.key),
         ("User", f"anonymous (IP {info.get('name')})" if anonymous else info.get("name")),
-        ("Login", f"{ctx.client.username} (bot password)" if ctx.client.username else
-         "OAuth 2 access token" if ctx.wiki.token else None),
+        login_line(ctx.client.username, bool(ctx.wiki.token)),
         ("User ID", None if anonymous else info.get("id")),
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
         ("Edit count", None if anonymous else info.get("editcount")),
         ("Rights", ", ".join(rights)),
         ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"))
+
+
+def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
+    """whoami's line on how the server logs in: a bot password (User@app) logs in as User, so
+    its app is named apart."""
+    _, at, app = (username or "").partition("@")
+    if at:
+        return "App", f"{app} (bot password)"
+    return "Login", f"{username} (password)" if username else "OAuth 2 access token" if token else None
 
 
 # -- read tools: revisions, history and diffs --------------------------------
@@ -9529,7 +9748,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Config.from_env(env, config_path=args.config)
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
-        http = http_options(args, env)
+        http = http_options(args, env, config)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
         problem = store_problem_at_start(state.reads.store)
     except ConfigError as error:
@@ -9686,6 +9905,8 @@ class HttpOptions:
     allowed_hosts: list[str] = dataclasses.field(default_factory=list)
     allowed_origins: list[str] = dataclasses.field(default_factory=list)
     auth_token: str | None = dataclasses.field(default=None, repr=False)
+    auth: str | None = None  # MCP_AUTH: one of AUTH_MODES, None for no check of who calls
+    tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
     stateless: bool = False
     session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
@@ -9717,9 +9938,11 @@ class HttpOptions:
         return f"http://{host}:{self.port}{MCP_PATH}"
 
 
-def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> HttpOptions | None:
+def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
+                 config: Config | None = None) -> HttpOptions | None:
     """The HTTP transport's options, from the command line, else the environment;
-    None when the transport is stdio."""
+    None when the transport is stdio. ``config`` (default: the environment's) names the wikis
+    the people of MCP_AUTH_TOKENS have accounts on."""
     env = os.environ if environ is None else environ
     if (args.transport or setting(env, "MCP_TRANSPORT")) == "stdio":
         return None
@@ -9730,9 +9953,15 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if not valid_host(host):
         raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
                           f"name, not {host!r}")
+    token, tokens_path = setting(env, "MCP_AUTH_TOKEN"), setting(env, "MCP_AUTH_TOKENS")
+    auth = setting(env, "MCP_AUTH") or ("token" if token or tokens_path else None)
+    if auth == "token" and not (token or tokens_path):
+        raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
+                          "(a file of people and their tokens)")
+    tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
-                       auth_token=setting(env, "MCP_AUTH_TOKEN"),
+                       auth_token=token, auth=auth, tokens=tokens or None,
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
                        shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
 
@@ -9749,14 +9978,17 @@ def header_allowed(value: str | None, patterns: list[str]) -> bool:
     return False
 
 
+def bearer_token(authorization: str) -> str:
+    """The token of an Authorization header ('Bearer <token>'), or '' for none."""
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
 def bearer_matches(authorization: str, token: str) -> bool:
     """Whether an Authorization header carries the token, compared in constant time."""
-    import hashlib
     import hmac
-    scheme, _, supplied = authorization.strip().partition(" ")
-    digest = hashlib.sha256  # equal lengths: the comparison reveals nothing, not even the length
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        digest(supplied.strip().encode()).digest(), digest(token.encode()).digest())
+    supplied = bearer_token(authorization)  # digests of equal lengths: the comparison reveals nothing
+    return bool(supplied) and hmac.compare_digest(token_digest(supplied), token_digest(token))
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int, str] | None:
@@ -9769,9 +10001,15 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions) -> tuple[int,
     origin = headers.get("origin")
     if origin is not None and not header_allowed(origin, options.origin_patterns):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
-    if options.auth_token and not bearer_matches(headers.get("authorization", ""), options.auth_token):
-        return 401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN)."
-    return None
+    if not (options.auth_token or options.tokens):
+        return None
+    authorization = headers.get("authorization", "")
+    if options.auth_token and bearer_matches(authorization, options.auth_token):
+        return None
+    if options.tokens and options.tokens.person(bearer_token(authorization)):
+        return None
+    return 401, ("This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN"
+                 + (", or a person's own of MCP_AUTH_TOKENS)." if options.tokens else ")."))
 
 
 class WikiProbe:
@@ -9860,6 +10098,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
+    if options.tokens and options.tokens.person not in server.state.people.sources:
+        server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
     # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
@@ -9890,7 +10130,7 @@ def http_warnings(options: HttpOptions, blank: Collection[str] = ()) -> list[str
     settings that were set but empty, which --empty-means-unset reads as not given."""
     warnings = [f"{name} is set but empty, and --empty-means-unset reads it as not set"
                 + (f": {BLANK_MEANS[name]}." if name in BLANK_MEANS else ".") for name in sorted(blank)]
-    if options.auth_token:
+    if options.auth_token or options.tokens:
         return warnings
     if options.loopback:
         return [*warnings, (f"Listening on {options.host} without MCP_AUTH_TOKEN: any program or user on "

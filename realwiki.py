@@ -311,6 +311,8 @@ class RealWiki:
     editor_user: str
     editor_password: str
     admin_password: str
+    plain_user: str      # a bot password of Member, an account in no group of its own (no sysop)
+    plain_password: str
     install: MediaWikiInstall = MEDIAWIKI_1_39
 
     @property
@@ -478,6 +480,10 @@ $wgEnableBotPasswords = true;
     editor_bot_password = secrets.token_hex(16)
     php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
         "Editor", editor_bot_password)
+    php(directory, "maintenance/createAndPromote.php", "Member", "Member-" + secrets.token_hex(12))
+    plain_bot_password = secrets.token_hex(16)
+    php(directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
+        "Member", plain_bot_password)
     content = english_seed() if seed is True else seed or None
     if content:
         pages_dir = directory / "seed"
@@ -506,7 +512,8 @@ $wgEnableBotPasswords = true;
             env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     wiki = RealWiki(url=origin, api=f"{origin}/w/api.php", directory=directory, process=process,
                     bot_user="Admin@mcp", bot_password=bot_password, editor_user="Editor@mcp",
-                    editor_password=editor_bot_password, admin_password=admin_password, install=install)
+                    editor_password=editor_bot_password, admin_password=admin_password,
+                    plain_user="Member@mcp", plain_password=plain_bot_password, install=install)
     deadline = time.monotonic() + 30
     while True:
         try:

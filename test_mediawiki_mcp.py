@@ -1723,7 +1723,7 @@ def test_get_site_info_names_the_wiki(bot_server: Any, wiki: RealWiki) -> None:
 @on_every_version
 def test_whoami_names_the_bot_account(bot_server: Any, anon_server: Any) -> None:
     text = call(bot_server, "whoami").text
-    assert "User: Admin\n" in text and "Login: Admin@mcp (bot password)" in text and "sysop" in text
+    assert "User: Admin\n" in text and "App: mcp (bot password)" in text and "sysop" in text
     assert call(anon_server, "whoami").text.splitlines()[1].startswith("User: anonymous")
 
 
@@ -8582,14 +8582,15 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     options = m.http_options(parse([]), env)
     assert options == m.HttpOptions(host="0.0.0.0", port=8080, allowed_hosts=["mcp.example.org", "localhost:*"],
                                     allowed_origins=["https://app.example.org"], auth_token="s3cret",
-                                    stateless=True, shutdown_grace_seconds=30.0)
+                                    auth="token", stateless=True, shutdown_grace_seconds=30.0)
     assert "s3cret" not in repr(options)
     flags = m.http_options(parse(["--transport", "http", "--host", "::1", "--port", "9000", "--stateless"]),
                            {"MCP_BIND": "0.0.0.0", "PORT": "8080"})
     assert (flags.host, flags.port, flags.stateless, flags.loopback) == ("::1", 9000, True, True)
     assert flags.url == "http://[::1]:9000/mcp"
     default = m.http_options(parse(["--transport", "http"]), {})
-    assert (default.host, default.port, default.stateless, default.auth_token) == ("127.0.0.1", 3000, False, None)
+    assert (default.host, default.port, default.stateless, default.auth_token, default.auth) == (
+        "127.0.0.1", 3000, False, None, None)
     assert default.shutdown_grace_seconds == 5.0
 
 
@@ -8801,6 +8802,258 @@ def test_an_idempotency_key_is_each_sessions_own(wiki: RealWiki) -> None:
         first, other, again = in_two_sessions(server.url, steps)
     assert first.startswith("Saved.") and other.startswith("Saved.") and again.startswith("Repeat: ")
     assert wiki.wikitext(title).count("* entry") == 2  # how the two join is the append's own rule
+
+
+# -- people over HTTP: each acts as themselves (MCP_AUTH_TOKENS) ---------------
+
+def people_file(path: Path, wiki: RealWiki, key: str, member_password: str | None = None,
+                **admin_elsewhere: dict[str, str]) -> tuple[dict[str, str], str, str]:
+    """Writes a token file of the two people of the tests: Admin and Member, each with a bot password
+    of their own on the wiki ``key`` (Admin also on ``admin_elsewhere``'s wikis). Returns the
+    environment it refers to and the two people's tokens."""
+    admin, member = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    env = {"ADMIN_TOKEN": admin, "ADMIN_BOT_PASSWORD": wiki.bot_password}
+    path.write_text(json.dumps({"people": [
+        {"token": "${ADMIN_TOKEN}",
+         "wikis": {key: {"username": wiki.bot_user, "password": "${ADMIN_BOT_PASSWORD}"}, **admin_elsewhere}},
+        {"name": "Member", "tokenSha256": hashlib.sha256(member.encode()).hexdigest(),
+         "wikis": {key: {"username": wiki.plain_user, "password": {"exec": {
+             "command": "printf", "args": ["%s", member_password or wiki.plain_password]}}}}}]}))
+    return env, admin, member
+
+
+@contextlib.contextmanager
+def serving_people(server: Any, path: Path, env: dict[str, str], **options: Any) -> Iterator[str]:
+    """Serves ``server`` over HTTP in this process to the people of the token file at ``path``."""
+    tokens = m.token_table(str(path), env, server.state.config.wikis, options.get("auth_token"))
+    with serve_in_thread(server, m.HttpOptions(auth="token", tokens=tokens, **options)) as url:
+        yield url
+
+
+class PersonSession:
+    """One MCP session over HTTP with a person's bearer token on every request."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.headers = url, {"Authorization": f"Bearer {token}"}
+        self.session = post_rpc(url, "initialize", INIT_PARAMS, headers=self.headers).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=self.session, headers=self.headers)
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        return rpc_result(post_rpc(self.url, "tools/call", {"name": tool, "arguments": arguments}, rpc_id=2,
+                                   session=self.session, headers=self.headers))
+
+    def tools(self) -> set[str]:
+        listed = rpc_result(post_rpc(self.url, "tools/list", {}, rpc_id=3, session=self.session, headers=self.headers))
+        return {tool["name"] for tool in listed["tools"]}
+
+
+def revision_users(wiki: RealWiki, title: str) -> list[str]:
+    """Who saved each revision of a page, newest first."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="user", rvlimit="max",
+                        formatversion="2")["query"]["pages"][0]
+    return [r["user"] for r in page.get("revisions", [])]
+
+
+def editor_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
+    """The wiki with the Editor as the configured account, which no person of people_file is."""
+    return wiki.env(MEDIAWIKI_USERNAME=wiki.editor_user, MEDIAWIKI_PASSWORD=wiki.editor_password, **extra)
+
+
+def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
+        wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Admin and Member call one server at once, each with their token: each edit is in the wiki's
+    history under its person's name, never the configured account's (Editor); whoami names each;
+    Member, without the delete right, is not offered delete-page and is refused it, while Admin
+    deletes; the operator's log names each write's person, and no secret is in any answer or log."""
+    title, doomed = f"People test {secrets.token_hex(4)}", f"People delete test {secrets.token_hex(4)}"
+    server = make_server(editor_env(wiki))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    with caplog.at_level(logging.INFO), serving_people(server, tmp_path / "people.json", env) as url:
+        admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
+        tool_text(admin.call("create-page", title=title, source="Started by Admin."))
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            added = list(pool.map(lambda who: who[0].call("update-page", title=title, mode="append",
+                                                            source=f"* a line by {who[1]}"),
+                                  [(admin, "Admin"), (member, "Member")]))
+        whoami = {"Admin": tool_text(admin.call("whoami")), "Member": tool_text(member.call("whoami"))}
+        tools = {"Admin": admin.tools(), "Member": member.tools()}
+        tool_text(admin.call("create-page", title=doomed, source="To be deleted."))
+        refused = member.call("delete-page", title=doomed, confirm=True)
+        assert wiki.raw_get(action="query", titles=doomed)["query"]["pages"][0].get("missing") is None
+        deleted = tool_text(admin.call("delete-page", title=doomed, confirm=True))
+        stranger = post_rpc(url, "tools/call", {"name": "whoami", "arguments": {}}, session=member.session,
+                            headers={"Authorization": f"Bearer {secrets.token_urlsafe(24)}"})
+    assert all(tool_text(answer).startswith("Saved.") for answer in added), added
+    assert sorted(revision_users(wiki, title)) == ["Admin", "Admin", "Member"]
+    assert "* a line by Admin" in wiki.wikitext(title) and "* a line by Member" in wiki.wikitext(title)
+    assert "User: Admin\n" in whoami["Admin"] and "App: mcp (bot password)" in whoami["Admin"]
+    assert "User: Member\n" in whoami["Member"] and "App: mcp (bot password)" in whoami["Member"]
+    assert "sysop" in whoami["Admin"] and "sysop" not in whoami["Member"]
+    assert "delete-page" in tools["Admin"] and "delete-page" not in tools["Member"]
+    assert {"create-page", "update-page"} <= tools["Member"]
+    assert error_text(refused) == ("permission_denied: The tool delete-page is not offered to Member: their account "
+                                   "lacks the right 'delete' on every wiki where they may write. Only the wiki's "
+                                   "administrators can give it; no retry by the model changes it.")
+    assert deleted.startswith("Deleted") and revision_ids(wiki, doomed) == []
+    assert stranger.status_code == 401
+    assert f"write by Member: update-page on {wiki.key}, page {title!r}: done" in caplog.text
+    assert f"write by Admin: delete-page on {wiki.key}, page {doomed!r}: done" in caplog.text
+    shown = caplog.text + "".join(whoami.values()) + json.dumps(added) + json.dumps(refused)
+    for secret in (admin_token, member_token, wiki.bot_password, wiki.plain_password, wiki.editor_password):
+        assert secret not in shown
+
+
+def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes_nothing_there(
+        wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path) -> None:
+    """On a public wiki where Member has no account, reads go through the configured account and
+    writes are refused naming what to do, the wiki unchanged; on a private one reads are refused
+    too, while Admin, who has an account there, reads it."""
+    title = f"No account test {secrets.token_hex(4)}"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"defaultWiki": "main", "wikis": {
+        "main": {"server": wiki.api, "username": wiki.editor_user, "password": wiki.editor_password},
+        "other": {"server": other_wiki.api, "username": other_wiki.bot_user, "password": other_wiki.bot_password,
+                  "private": True},
+        "third": {"server": third_wiki.api, "username": third_wiki.bot_user, "password": third_wiki.bot_password}}}))
+    server = make_server({"CONFIG": str(config)})
+    elsewhere = {"other": {"username": other_wiki.bot_user, "password": other_wiki.bot_password}}
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, "main", **elsewhere)
+    with serving_people(server, tmp_path / "people.json", env) as url:
+        admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
+        read = member.call("get-page", title="Main Page", wiki="third")
+        written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
+        private = member.call("get-site-info", wiki="other")
+        admins = admin.call("get-site-info", wiki="other")
+    assert tool_text(read).startswith("Wiki: third\n")
+    assert error_text(written) == (
+        "authentication: Member has no account of their own on third, so this server does not use create-page "
+        "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
+        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS), or sign in to it.")
+    assert revision_ids(third_wiki, title) == []
+    assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
+                                          "server does not read the private wiki other for them")
+    assert "Name: Other Wiki" in tool_text(admins)
+
+
+def test_a_persons_wrong_bot_password_is_theirs_to_fix_and_nothing_is_done_as_the_configured_account(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    title = f"Wrong password test {secrets.token_hex(4)}"
+    server = make_server(editor_env(wiki))
+    env, _, member_token = people_file(tmp_path / "people.json", wiki, wiki.key, secrets.token_hex(16))
+    with serving_people(server, tmp_path / "people.json", env) as url:
+        member = PersonSession(url, member_token)
+        offered = member.tools()
+        refused = member.call("create-page", title=title, source="Not to be saved.")
+        whoami = member.call("whoami")
+    assert "create-page" in offered  # its call, not the list, says what is wrong
+    for answer in (refused, whoami):
+        text = error_text(answer)
+        assert text.startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} as Member@mcp "
+                               "failed: "), text
+        assert text.endswith("Nothing was done as another account. Member needs a working bot password of their "
+                             "own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign in again.")
+    assert revision_ids(wiki, title) == []
+
+
+def test_a_persons_reads_vouch_for_their_own_writes_in_any_session_and_never_for_anothers(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    """Admin reads a page cut short; Member reads the rest: Admin's cut text written back whole is
+    refused. Admin's second session reads the rest: now the first session's write goes through.
+    An idempotency key is each person's: Member's call with Admin's key writes again."""
+    title, log_title = f"People ledger test {secrets.token_hex(4)}", f"People key test {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, big_section_page())
+    create(bot_server_for(wiki), log_title, "Log:")
+    server = make_server(editor_env(wiki, MCP_CONTENT_MAX_BYTES="1000"))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    append = {"title": log_title, "mode": "append", "source": "* entry", "idempotencyKey": "people-request-1"}
+    with serving_people(server, tmp_path / "people.json", env) as url:
+        admin, again, member = (PersonSession(url, token) for token in (admin_token, admin_token, member_token))
+        seen = content_of(tool_text(admin.call("get-page", title=title)))
+        for offset in range(500, 5000, 500):
+            member.call("get-page", title=title, offset=offset)
+        refused = admin.call("update-page", title=title, source=seen)
+        for offset in range(500, 5000, 500):
+            again.call("get-page", title=title, offset=offset)
+        vouched = admin.call("update-page", title=title, source=big_section_page() + "\nMore.", dryRun=True)
+        keyed = [tool_text(who.call("update-page", **append)) for who in (admin, member, again)]
+    assert re.match(rf"invalid_input: Nothing was saved: Page {re.escape(repr(title))} was not read whole",
+                    error_text(refused))
+    assert tool_text(vouched).startswith("Dry run: nothing was saved.")
+    assert wiki.wikitext(title) == big_section_page()
+    assert keyed[0].startswith("Saved.") and keyed[1].startswith("Saved.") and keyed[2].startswith("Repeat: ")
+    assert wiki.wikitext(log_title).count("* entry") == 2 and revision_users(wiki, log_title)[:2] == ["Member", "Admin"]
+
+
+BAD_TOKEN_FILES = [
+    ({"people": [{"token": "${T1}", "wikis": {"nowhere": {"username": "A@mcp", "password": "${P}"}}}]},
+     "people.json: people[0].wikis.nowhere: 'nowhere' is not a configured wiki; they are main"),
+    ({"people": [{"token": "${T1}", "wikis": {"main": {"username": "A@mcp", "password": "${P}"}}},
+                 {"name": "B", "token": "${T1}", "wikis": {"main": {"username": "B@mcp", "password": "${P}"}}}]},
+     "people.json: people[1] has the same token as people[0]; each person needs a token of their own"),
+    ({"people": [{"token": "${SHARED}", "wikis": {"main": {"username": "A@mcp", "password": "${P}"}}}]},
+     "people.json: people[0] has the same token as MCP_AUTH_TOKEN"),
+    ({"people": [{"token": "${T1}", "wikis": {"main": {"username": "A@mcp"}}}]},
+     "people.json: people[0].wikis.main.password is missing"),
+    ({"people": [{"token": "${SHORT}", "wikis": {"main": {"username": "A@mcp", "password": "${P}"}}}]},
+     "people.json: people[0].token is shorter than 16 characters"),
+    ({"people": [{"token": "${T1}", "tokenSha256": "ab" * 32, "wikis": {}}]},
+     "people.json: people[0] needs either token or tokenSha256"),
+    ({"people": [{"tokenSha256": "${P}", "wikis": {}}]},
+     "people.json: people[0].tokenSha256 must be 64 hexadecimal digits"),
+    ({"people": [{"tokn": "${T1}", "wikis": {}}]},
+     "people.json: people[0].tokn is not a field of a person"),
+    ({"people": [{"token": "${UNSET}", "wikis": {}}]},
+     "people.json: people[0].token refers to ${UNSET}, which is not set"),
+    ({"people": [{"token": "${T1}", "wikis": {"main": {"username": "A@mcp", "password": "${P}", "pasword": "x"}}}]},
+     "people.json: people[0].wikis.main.pasword is not a field of an account"),
+    ({"people": [{"token": "${T1}", "wikis": {"main": {"username": "A@mcp", "password": "${P}"}}},
+                 {"token": "${T2}", "wikis": {"main": {"username": "a@other", "password": "${P}"}}}]},
+     "people.json: people[1].name 'a' is also people[0]'s"),
+    ({"people": []}, "people.json: people must be an array of at least one person"),
+]
+
+
+@pytest.mark.parametrize(("content", "message"), BAD_TOKEN_FILES)
+def test_a_bad_token_file_fails_at_start_naming_the_field_and_no_secret(
+        tmp_path: Path, content: dict[str, Any], message: str) -> None:
+    path = tmp_path / "people.json"
+    path.write_text(json.dumps(content))
+    secrets_ = {"T1": secrets.token_urlsafe(24), "T2": secrets.token_urlsafe(24), "P": "bot-" + secrets.token_hex(16),
+                "SHORT": "short-tok3n"}
+    env = {**secrets_, "SHARED": secrets_["T1"], "MCP_TRANSPORT": "http", "MCP_AUTH_TOKENS": str(path),
+           "MCP_AUTH_TOKEN": secrets_["T1"] if "SHARED" in json.dumps(content) else secrets.token_urlsafe(24),
+           "MEDIAWIKI_URL": "https://wiki.example.org/w/api.php"}
+    config = m.Config.from_env(env)
+    config = dataclasses.replace(config, wikis={"main": dataclasses.replace(config.wikis[config.default_wiki],
+                                                                              key="main")}, default_wiki="main")
+    with pytest.raises(m.ConfigError) as caught:
+        m.http_options(m.argument_parser().parse_args([]), env, config)
+    assert str(caught.value).startswith(f"{tmp_path}/{message}"), str(caught.value)
+    assert not any(secret in str(caught.value) for secret in secrets_.values())
+
+
+def test_the_auth_settings_are_checked_at_start(wiki: RealWiki, tmp_path: Path) -> None:
+    """MCP_AUTH takes token or login; token needs a token or a token file; the console script stops
+    on a bad token file naming its field, and MCP_AUTH_TOKENS alone makes the server ask for tokens."""
+    args = m.argument_parser().parse_args(["--transport", "http"])
+    with pytest.raises(m.ConfigError, match="MCP_AUTH must be token or login, not 'oauth'"):
+        m.http_options(args, {"MCP_AUTH": "oauth"})
+    with pytest.raises(m.ConfigError, match="MCP_AUTH=token needs MCP_AUTH_TOKEN"):
+        m.http_options(args, {"MCP_AUTH": "token"})
+    assert m.http_options(args, {"MCP_AUTH": "LOGIN"}).auth == "login"  # type: ignore[union-attr]
+    assert m.http_options(args, {"MCP_AUTH_TOKEN": "t" * 32}).auth == "token"  # type: ignore[union-attr]
+    path = tmp_path / "people.json"
+    path.write_text(json.dumps({"people": [{"token": "x" * 20, "wikis": {"nowhere": {"username": "A@b",
+                                                                                     "password": "p" * 32}}}]}))
+    done = run_script("--transport", "http", env={**wiki.env(), "MCP_AUTH_TOKENS": str(path)})
+    assert done.returncode == 2 and f"{path}: people[0].wikis.nowhere: 'nowhere' is not a configured wiki" in done.stderr
+    assert "p" * 32 not in done.stderr and "x" * 20 not in done.stderr
+    path.write_text(json.dumps({"people": [{"tokenSha256": "ab" * 32, "wikis": {wiki.key: {
+        "username": wiki.plain_user, "password": "${MEMBER_PASSWORD}"}}}]}))
+    options = m.http_options(args, {**wiki.env(), "MCP_AUTH_TOKENS": str(path), "MEMBER_PASSWORD": "p" * 32})
+    assert options is not None and options.auth == "token" and m.http_warnings(options) == []
+    assert m.http_refusal({"host": "127.0.0.1:3000"}, options) == (
+        401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN, or a person's own of MCP_AUTH_TOKENS).")
 
 
 def test_twenty_http_sessions_wait_on_a_slow_wiki_at_once(fake: FakeWiki) -> None:
@@ -9631,6 +9884,39 @@ def test_clients_without_sessions_are_kept_under_a_hash_of_their_token_never_the
     hashed = hashlib.sha256(token.encode()).hexdigest()[:16]
     assert f"mediawiki-mcp:{{{wiki.key}}}:read:shared:{hashed}|{title}|None" in keys
     assert not [key for key in keys if token in key] and wiki.wikitext(title) == big_section_page()
+
+
+def test_a_person_is_one_client_across_replicas_and_two_people_are_two(
+        wiki: RealWiki, state_server: StateServer, tmp_path: Path) -> None:
+    """Through two stateless replicas sharing a store, a person's reads vouch for their own whole-page
+    write whichever replica served them (without sessions, a shared token could not: it needs
+    latestId), and never for another person's; each edit is signed by its person."""
+    title = f"People replicas test {state_server.kind} {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, big_section_page())
+    env, admin, member = people_file(tmp_path / "people.json", wiki, wiki.key)
+    replica = replica_env(wiki, state_server, MCP_CONTENT_MAX_BYTES="1000", MCP_AUTH_TOKENS=str(tmp_path / "people.json"),
+                          MEDIAWIKI_USERNAME=wiki.editor_user, MEDIAWIKI_PASSWORD=wiki.editor_password, **env)
+
+    def call_as(token: str, server: HttpServer, tool: str, **arguments: Any) -> dict[str, Any]:
+        return rpc_result(post_rpc(server.url, "tools/call", {"name": tool, "arguments": arguments},
+                                   headers={"Authorization": f"Bearer {token}"}))
+    with http_servers(*[(replica, ("--stateless",))] * 2) as (one, two):
+        seen = content_of(tool_text(call_as(member, one, "get-page", title=title)))
+        for offset in range(500, 5000, 500):
+            call_as(admin, two, "get-page", title=title, offset=offset)
+        refused = call_as(member, one, "update-page", title=title, source=seen)
+        tool_text(call_as(admin, one, "get-page", title=title))  # the rest of what Admin read on the other
+        saved = call_as(admin, one, "update-page", title=title, source=big_section_page() + "\nMore by Admin.")
+        logs = one.log + two.log
+    assert re.match(rf"invalid_input: Nothing was saved: Page {re.escape(repr(title))} was not read whole",
+                    error_text(refused))
+    assert tool_text(saved).startswith("Saved."), saved
+    assert wiki.wikitext(title) == big_section_page() + "\nMore by Admin."
+    assert revision_users(wiki, title)[0] == "Admin" and "Editor" not in revision_users(wiki, title)
+    assert f"write by Member: update-page on {wiki.key}, page {title!r}: invalid_input" in logs
+    assert f"write by Admin: update-page on {wiki.key}, page {title!r}: done" in logs
+    for secret in (admin, member, wiki.plain_password, wiki.bot_password, wiki.editor_password):
+        assert secret not in logs
 
 
 def test_the_state_store_setting_is_checked_and_its_password_never_shown(tmp_path: Path) -> None:
