@@ -1598,7 +1598,7 @@ def upload_directories(entries: Iterable[str], source: str) -> tuple[str, ...]:
 #: The groups of tools an operator may offer (MCP_TOOLSETS); each tool names its own (@tool).
 TOOLSETS = {
     "pages": "read and search pages, categories, links, templates; site info and the account",
-    "edit": "create, change and move pages; categories; a replace across pages",
+    "edit": "create, change, move and copy pages (from another wiki); categories; a replace across pages",
     "history": "revisions, page history, diffs and undo",
     "talk": "start and answer talk page discussions",
     "changes": "recent changes, contributions, logs and the watchlist (and watch on page writes)",
@@ -9214,6 +9214,187 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         head = (f"Stopped early: {stopped}\n{head} Not saved: {', '.join(left)}. To save them, wait a "
                 f"minute, then call replace-in-pages again with {call_args(titles=left)} and dryRun=false.")
     return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
+
+
+# -- copying a page between wikis ----------------------------------------------------
+# copy-page reads the source wiki in one request (the page, its /doc, the templates they
+# use), asks the target which of those it has, then creates each page through edit_page, so
+# a copy meets every guard an edit meets. The summary credits the source page and revision,
+# as licences such as CC BY-SA require of a copy.
+
+@dataclasses.dataclass(frozen=True)
+class SourcePage:
+    """A page of the source wiki as a copy reads it, and the title it takes on the target
+    (None where the target has no such namespace)."""
+    title: str
+    revid: int
+    text: str
+    target: str | None
+
+
+def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
+    """The wiki a copy reads from, and the client it reads with: the one place a tool reads a
+    wiki other than its call's."""
+    return ctx.state.wiki_and_client(key)
+
+
+def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
+    """Refuses a copy that would publish a private wiki's page on a wiki that is not private."""
+    if source.private and not target.private:
+        raise permission_denied(f"The wiki {source.key} is private and {target.key} is not: a copy would "
+                                "publish its page there; nothing was copied. The operator marks wikis "
+                                "private, and no retry by the model changes it.")
+
+
+def on_target(ctx: ToolContext, page: Mapping[str, Any]) -> str | None:
+    """A source page's title on the target: the same name in the same namespace, as the target
+    names it; None when the target lacks that namespace (a Module: without Scribunto)."""
+    namespace = int(page.get("ns", 0))
+    name = page["title"].partition(":")[2] if namespace else page["title"]
+    if namespace not in ctx.site.namespaces:
+        return None
+    return f"{ctx.site.namespaces[namespace]}:{name}" if namespace else name
+
+
+def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
+    """The source's pages of ``titles`` with their latest revision's text, by the title asked ({}
+    for one the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most
+    accounts)."""
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(titles), MAX_PAGES_PER_CALL):
+        asked = list(titles[start:start + MAX_PAGES_PER_CALL])
+        query = client.get({"action": "query", "titles": asked, "prop": "revisions", "rvprop": "ids|content",
+                            "rvslots": "main", **params}).get("query", {})
+        renamed = {n["from"]: n["to"] for n in query.get("normalized") or []}
+        pages = {page.get("title"): page for page in query.get("pages") or []}
+        found |= {t: pages.get(renamed.get(t, t)) or {} for t in asked}
+    return found
+
+
+def existing_titles(ctx: ToolContext, titles: Collection[str]) -> dict[str, int]:
+    """Those of ``titles`` that exist on the target, with their latest revision ID (one request
+    each 50 titles)."""
+    wanted, found = list(titles), {}
+    for start in range(0, len(wanted), MAX_PAGES_PER_CALL):
+        query = ctx.client.get({"action": "query", "titles": wanted[start:start + MAX_PAGES_PER_CALL],
+                                "prop": "info"}).get("query", {})
+        renamed = {n["to"]: n["from"] for n in query.get("normalized") or []}
+        for page in query.get("pages") or []:
+            if not page.get("missing") and not page.get("invalid"):
+                found[renamed.get(page["title"], page["title"])] = page.get("lastrevid", 0)
+    return found
+
+
+@tool("copy-page", "Copy page", toolset="edit",
+      read_only=False, destructive=True, idempotent=True, dry_run=True, idempotency_key=True,
+      rights=("edit", "createpage"), offered=lambda state: len(state.wikis) > 1)
+def copy_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    fromWiki: Annotated[str, Arg("Wiki key to copy from; wiki is the target.", max_length=300,
+                                 max_length_listed=False)],
+    newTitle: Annotated[str | None, Arg("Title on the target; default: title.", title=True)] = None,
+    withTemplates: Annotated[bool, Arg("Also its /doc, the templates it uses, their modules.")] = False,
+    overwrite: Annotated[bool, Arg("Replace the page and /doc where they exist.")] = False,
+) -> str:
+    """Copies a page's current wikitext from another configured wiki, the edit summary crediting
+    the source page and revision. An existing page is left alone unless overwrite=true; the
+    target's own templates always are. Lists what was created, left alone, and the templates the
+    target lacks. A private wiki's pages go to private wikis only."""
+    key = ctx.state.resolve_wiki(fromWiki)
+    if key == ctx.wiki.key:
+        raise invalid_input(f"fromWiki and wiki both name {key}: copy-page copies from one wiki to another "
+                            "(wiki is the target).")
+    source, client = source_client(ctx, key)
+    refuse_leak(source, ctx.wiki)
+    nothing = f"Nothing was copied{' (dry run)' if ctx.dry_run else ''}"
+    read = source_pages(client, [title, f"{title}/doc"] if withTemplates else [title],
+                        prop="revisions|templates", tllimit="max")
+    first = read[title]
+    if first.get("invalid"):
+        raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
+    if first.get("missing") or not first:
+        raise not_found(f"Page {title!r} does not exist on {key}; {nothing.lower()}. search-page-by-prefix "
+                        f"with wiki={key} finds its titles.")
+    pages = [page for page in read.values() if page and not page.get("missing")]  # the page, then its /doc
+    named = {page["title"] for page in pages}
+    used = {t["title"]: t for page in pages for t in page.get("templates") or [] if t["title"] not in named}
+    if withTemplates and used:
+        pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
+    copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
+                         main_slot(revision_of(page)).get("content", ""), on_target(ctx, page)) for page in pages]
+    if newTitle:
+        copies[0] = dataclasses.replace(copies[0], target=newTitle)
+        if len(named) > 1:
+            copies[1] = dataclasses.replace(copies[1], target=f"{newTitle}/doc")
+    elsewhere = [] if withTemplates else [on_target(ctx, t) or t["title"] for t in used.values()]
+    exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
+    replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
+    plan = CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
+    return copy_answer(ctx, plan, nothing)
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyPlan:
+    """What a copy found: the source's pages to copy (the page first, then its /doc, then the
+    templates), the target's existing ones among their titles (with their latest revision), those
+    an overwrite replaces, and templates the page uses that the target lacks and this copy leaves."""
+    source: str
+    site: SiteInfo
+    copies: list[SourcePage]
+    exists: Mapping[str, int]
+    replaced: Collection[str | None]
+    lacking: list[str]
+
+
+def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
+    """Copies each page of the plan that it copies (a dry run only says which), the first one's
+    error being the call's; the answer says what was created, left alone and still lacking."""
+    lacking = plan.lacking + [f"{c.title} (the target has no namespace for it)" for c in plan.copies
+                              if c.target is None]
+    kept = [c.target for c in plan.copies if c.target and c.target in plan.exists and c.target not in plan.replaced]
+    going = [(c, c.target) for c in plan.copies if c.target and c.target not in kept]
+    blocks: list[str] = []
+    failed: list[str] = []
+    for number, (copy, target) in enumerate(going):
+        replacing = target in plan.exists
+        if ctx.dry_run:
+            blocks.append(f"Would {'replace' if replacing else 'create'}: {target}, from revision {copy.revid} "
+                          f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
+            continue
+        try:
+            blocks.append(copy_one(ctx, copy, target, attribution(ctx, plan, copy), replacing))
+        except WikiError as error:
+            if error.code == "articleexists":  # made since the target was asked
+                kept.append(target)
+                continue
+            if not number:
+                raise
+            failed.append(f"{target} ({one_line(str(error))})")
+    done = len(blocks)
+    head = (f"{nothing}. copy-page would copy {counted(done, 'page')} from {plan.source}." if ctx.dry_run else
+            f"Copied {counted(done, 'page')} from {plan.source}.")
+    notes = [f"{label}: {', '.join(titles)}" for label, titles in (
+        ("Left alone (it exists here; overwrite=true replaces the page and its /doc)", kept),
+        ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
+    apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
+    return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
+
+
+def attribution(ctx: ToolContext, plan: CopyPlan, copy: SourcePage) -> str | None:
+    """The edit summary of a copy: the source wiki, page and revision, and where to read its history."""
+    return edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
+                             f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
+
+
+def copy_one(ctx: ToolContext, copy: SourcePage, target: str, summary: str | None, replacing: bool) -> str:
+    """Creates (createonly) or replaces one page through the edit pipeline; a replacement is
+    pinned to the revision this client last read, else to the latest, so an edit made since is
+    never lost."""
+    def compose(page: EditTarget) -> Composed:
+        return Composed(copy.text, summary=summary)
+    return "\n".join(as_blocks(edit_page(ctx, target, compose, must_exist=False, read=replacing,
+                                         from_read=replacing, props=("info",))))
 
 
 # -- wikis: listing, adding, removing -------------------------------------------

@@ -1425,8 +1425,10 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_byt
     undo = next(t for t in tools if t.name == "undo-edit")
     assert "delete-page" not in undo.description and "rollback-edits" not in undo.description
     everything = list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})))
-    # load-toolset is listed to sessions only, and with every toolset on it has nothing to load
-    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki", "load-toolset"}
+    # load-toolset is listed to sessions only, and with every toolset on it has nothing to load;
+    # copy-page needs a second wiki to copy from
+    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki", "load-toolset",
+                                                                    "copy-page"}
     undo = next(t for t in everything if t.name == "undo-edit")
     assert "To remove a page, use delete-page; for a user's latest edits, use rollback-edits." in undo.description
     assert "watch" in undo.input_schema["properties"]
@@ -1444,7 +1446,8 @@ def test_mcp_toolsets_chooses_the_groups_of_tools_offered(tmp_path: Path, toolse
     names = {t.name for t in list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE,
                                                                              "MCP_TOOLSETS": toolsets})))}
     default = {spec.name for spec in m.REGISTRY.tools.values() if spec.toolset in m.DEFAULT_TOOLSETS} - {
-        "list-wikis", "load-toolset"}  # load-toolset: to a session only (this client speaks without one)
+        "list-wikis", "load-toolset", "copy-page"}  # load-toolset: to a session only (this client speaks without
+    # one); copy-page: with two wikis only
     assert names == offered | (default if "default" in toolsets.lower() else set())
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"toolsets": [t.strip() for t in toolsets.split(",")], "wikis": {
@@ -6843,6 +6846,144 @@ def test_servers_written_oddly_are_normalised() -> None:
         m.normalise_server("ftp://wiki.example.org")
     site = m.SiteInfo.from_api({"general": {"server": "//w.example.org"}}, "http://w.example.org/w/api.php")
     assert site.server == "http://w.example.org"
+
+
+# -- copy-page: a page, its /doc and its templates from one wiki to another --------------------
+
+@pytest.fixture
+def the_other_version(farm: WikiFarm, mw_version: str) -> RealWiki:
+    """The test wiki of the version of VERSIONS that the test's wiki is not: 1.43 beside 1.39."""
+    return farm.wiki(next(v for v in VERSIONS if v != mw_version))
+
+
+def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False) -> Any:
+    """A server with two writable wikis, ``target`` the default and ``source`` (private if asked)."""
+    config = {"defaultWiki": "target", "wikis": {
+        "target": {"server": target.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${T_USER}", "password": "${T_PASS}"},
+        "source": {"server": source.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${S_USER}", "password": "${S_PASS}", "private": private}}}
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(config))
+    return make_server({"CONFIG": str(path), "T_USER": target.bot_user, "T_PASS": target.bot_password,
+                        "S_USER": source.bot_user, "S_PASS": source.bot_password})
+
+
+def template_family(server: Any, name: str) -> dict[str, str]:
+    """A template that shows its /doc and uses another template (which uses none), made through
+    ``server``: each page's wikitext by title."""
+    pages = {f"Template:{name}-inner": "<span>inner part</span>",
+             f"Template:{name}": f"<div>{{{{{name}-inner}}}}</div><noinclude>{{{{Template:{name}/doc}}}}</noinclude>",
+             f"Template:{name}/doc": "How to use the box."}
+    for title, text in pages.items():
+        create(server, title, text)
+    return pages
+
+
+def page_exists(wiki: RealWiki, title: str) -> bool:
+    return not wiki.raw_get(action="query", titles=title)["query"]["pages"][0].get("missing")
+
+
+@on_every_version
+def test_copy_page_brings_a_template_with_its_doc_and_the_templates_it_uses(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    name = f"Box {secrets.token_hex(4)}"
+    pages = template_family(bot_server_for(wiki), name)
+    server = copy_server(tmp_path, wiki, the_other_version)
+
+    preview = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True,
+                   dryRun=True)
+    assert not preview.is_error, preview.text
+    assert "Nothing was copied (dry run). copy-page would copy 3 pages from source." in preview.text
+    for title, text in pages.items():
+        assert f"Would create: {title}, from revision {revision_ids(wiki, title)[0]}" in preview.text
+        assert not page_exists(the_other_version, title)
+
+    copied = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True)
+    assert not copied.is_error, copied.text
+    assert copied.text.startswith("Wiki: target\nCopied 3 pages from source."), copied.text
+    for title, text in pages.items():
+        assert the_other_version.wikitext(title) == text
+        summary = latest_revision(the_other_version, title)["comment"]
+        revision = revision_ids(wiki, title)[0]
+        assert summary.startswith(f"Copied from {title!r} on source, revision {revision} ({wiki.url}/"), summary
+        assert f"oldid={revision}" in summary and summary.endswith(" (via mediawiki-mcp)"), summary
+
+
+@on_every_version
+def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_asked_and_pinned(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title, inner = f"Copied {secrets.token_hex(4)}", f"Template:Missing {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), inner, "A template the target lacks.")
+    create(bot_server_for(wiki), title, f"Source text.\n{{{{{inner.removeprefix('Template:')}}}}}")
+    create(bot_server_for(the_other_version), title, "The target's own text.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+
+    kept = call(server, "copy-page", title=title, fromWiki="source")
+    assert not kept.is_error, kept.text
+    assert kept.text == (f"Wiki: target\nCopied 0 pages from source.\nLeft alone (it exists here; overwrite=true "
+                         f"replaces the page and its /doc): {title}\nTemplates this wiki still lacks: {inner}")
+    assert the_other_version.wikitext(title) == "The target's own text."
+
+    # read here, then changed by someone else on the same line: the overwrite, pinned to the
+    # read, is refused rather than lose that edit
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(the_other_version, title, "The target's text, edited since.")
+    refused = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert refused.is_error and refused.text.startswith("conflict: "), refused.text
+    assert the_other_version.wikitext(title) == "The target's text, edited since."
+
+    assert not call(server, "get-page", title=title).is_error
+    replaced = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert not replaced.is_error, replaced.text
+    assert "Copied 1 page from source." in replaced.text and "Saved." in replaced.text
+    assert the_other_version.wikitext(title) == wiki.wikitext(title)
+    assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
+
+
+def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Text to copy.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    first = call(server, "copy-page", title=title, fromWiki="mcp://wikis/source", newTitle=new,
+                 idempotencyKey="copy-1")
+    assert not first.is_error and "Created." in first.text, first.text
+    assert the_other_version.wikitext(new) == "Text to copy." and not page_exists(the_other_version, title)
+    repeat = call(server, "copy-page", title=title, fromWiki="mcp://wikis/source", newTitle=new,
+                  idempotencyKey="copy-1")
+    assert repeat.text.startswith("Wiki: target\n" + m.REPEAT_NOTE) and "Created." in repeat.text, repeat.text
+    again = call(server, "copy-page", title=title, fromWiki="source", newTitle=new)
+    assert f"Copied 0 pages from source.\nLeft alone (it exists here; overwrite=true replaces the page and its " \
+           f"/doc): {new}" in again.text, again.text
+    assert len(revision_ids(the_other_version, new)) == 1
+
+
+def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    title = f"Secret {secrets.token_hex(4)}"
+    server = copy_server(tmp_path, other_wiki, wiki, private=True)
+    refused = call(server, "copy-page", title=title, fromWiki="source")
+    assert refused.is_error and refused.text.startswith(
+        "permission_denied: The wiki source is private and target is not: a copy would publish its page there"), refused.text
+    assert not page_exists(wiki, title)
+
+
+def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert call(server, "copy-page", title="X").text.startswith("invalid_input: ")  # no fromWiki
+    unknown = call(server, "copy-page", title="X", fromWiki="nowhere")
+    assert unknown.is_error and "Unknown wiki 'nowhere'. Configured wikis: target, source." in unknown.text
+    itself = call(server, "copy-page", title="X", fromWiki="target")
+    assert itself.text == ("invalid_input: fromWiki and wiki both name target: copy-page "
+                           "copies from one wiki to another (wiki is the target).")
+    missing = call(server, "copy-page", title=f"Absent {secrets.token_hex(4)}", fromWiki="source")
+    assert missing.is_error and missing.text.startswith("not_found: ") and "does not exist on source" in missing.text
+    bad = call(server, "copy-page", title="A|B", fromWiki="source")
+    assert bad.is_error and bad.text.startswith("invalid_input: "), bad.text
+    assert "copy-page" in {t.name for t in list_tools(server)}
+    assert "copy-page" not in {t.name for t in list_tools(make_server(wiki.env()))}
 
 
 # -- the address guard --
