@@ -56,6 +56,7 @@ import anyio.lowlevel
 import pytest
 import requests
 from mcp import Client, MCPError
+from mcp.types import PromptReference, ResourceTemplateReference
 
 import mediawiki_mcp as m
 from realwiki import (
@@ -556,6 +557,7 @@ def list_changes_heard(heard: list[str]) -> Callable[[Any], Awaitable[None]]:
 
 
 LIST_CHANGED = "notifications/tools/list_changed"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
 
 
 # ---------------------------------------------------------------------------
@@ -6986,6 +6988,126 @@ def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
     assert "copy-page" not in {t.name for t in list_tools(make_server(wiki.env()))}
 
 
+# -- prompts, and completion of their arguments ----------------------------------------------
+
+def prompt_session(server: Any, work: Callable[[Any], Awaitable[Any]], session: bool = False) -> Any:
+    """What ``work(client)`` returns, with a client of ``server`` (``session``: one with a session)."""
+    async def go() -> Any:
+        async with Client(server, **({"mode": "legacy"} if session else {})) as client:
+            return await work(client)
+    return anyio.run(go)
+
+
+def prompt_error(server: Any, name: str, arguments: dict[str, str] | None = None) -> str:
+    """The MCP error of a prompts/get."""
+    async def work(client: Any) -> str:
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt(name, arguments)
+        return str(raised.value)
+    return prompt_session(server, work)
+
+
+def test_prompts_are_listed_with_their_arguments_and_rendered_naming_their_tools() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+
+    async def work(client: Any) -> tuple[Any, ...]:
+        listed = (await client.list_prompts()).prompts
+        fix = await client.get_prompt("fix-section", {"title": "Almanac", "section": "History"})
+        review = await client.get_prompt("review-recent-changes", {"since": "2 hours ago"})
+        return listed, fix, review, client.session.server_capabilities
+
+    listed, fix, review, capabilities = prompt_session(server, work)
+    assert capabilities.prompts is not None and capabilities.completions is not None
+    prompts = {p.name: p for p in listed}
+    assert list(prompts) == ["review-recent-changes", "fix-section", "summarise-talk-page", "check-references",
+                             "survey-category"]
+    assert [(a.name, a.required) for a in prompts["fix-section"].arguments] == [("title", True), ("section", True)]
+    assert prompts["summarise-talk-page"].title == "Summarise a talk page"
+    assert [message.role for message in fix.messages] == ["user"]
+    text = fix.messages[0].content.text
+    assert text.startswith("Help me fix the section History of the page \"Almanac\" on the wiki 127.0.0.1:9.\n")
+    assert 'Call get-page-sections with title="Almanac"' in text and "dryRun=true" in text
+    assert all(tool in text for tool in m.PROMPTS["fix-section"].tools)
+    assert 'Call get-recent-changes with start="2 hours ago"' in review.messages[0].content.text
+    assert all(tool in review.messages[0].content.text for tool in m.PROMPTS["review-recent-changes"].tools)
+    assert all(m.REGISTRY.tools[tool] for prompt in m.PROMPTS.values() for tool in prompt.tools)
+
+
+def test_a_prompt_whose_tools_are_not_offered_is_not_listed_until_they_are() -> None:
+    default = m.create_server(m.Config.from_env(WRITABLE_NOWHERE))  # no toolset of recent changes
+
+    async def work(client: Any) -> tuple[list[str], list[str]]:
+        before = [p.name for p in (await client.list_prompts()).prompts]
+        assert not (await client.call_tool("load-toolset", {"toolset": "changes"})).is_error
+        return before, [p.name for p in (await client.list_prompts()).prompts]
+
+    before, after = prompt_session(default, work, session=True)
+    assert "review-recent-changes" not in before and "fix-section" in before
+    assert "review-recent-changes" in after
+    assert prompt_error(default, "review-recent-changes", {"since": "today"}) == (
+        "invalid_input: The prompt 'review-recent-changes' is not offered with this server's configuration; the "
+        "prompts listed are: fix-section, summarise-talk-page, check-references, survey-category.")
+    read_only = m.create_server(m.Config.from_env({"MEDIAWIKI_URL": WRITABLE_NOWHERE["MEDIAWIKI_URL"]}))
+    listed = prompt_session(read_only, lambda client: client.list_prompts()).prompts
+    assert [p.name for p in listed] == ["summarise-talk-page", "check-references", "survey-category"]
+
+
+def test_prompts_get_refuses_bad_or_missing_arguments_and_unknown_prompts() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+    assert prompt_error(server, "fix-section", {"title": "Almanac"}) == "invalid_input: The prompt fix-section needs section."
+    assert prompt_error(server, "check-references", {"title": " "}) == (
+        "invalid_input: The prompt check-references needs title.")
+    assert prompt_error(server, "check-references", {"title": "A", "page": "B"}) == (
+        "invalid_input: The prompt check-references takes no argument 'page'; its arguments: title.")
+    assert prompt_error(server, "review-recent-changes", {"since": "last Tuesday"}).startswith(
+        "invalid_input: Argument 'since' must be a date or time in ISO 8601")
+    assert prompt_error(server, "write-an-essay") == (
+        "invalid_input: The prompt 'write-an-essay' does not exist; the prompts listed are: review-recent-changes, "
+        "fix-section, summarise-talk-page, check-references, survey-category.")
+
+
+def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    prefix = f"Completion {secrets.token_hex(3)}"
+    for n in (1, 2, 3):
+        create(bot_server_for(wiki), f"{prefix} page {n}", f"Text {n}. [[Category:{prefix} fruit]]")
+    server = copy_server(tmp_path, the_other_version, wiki)  # titles come from the default wiki, target
+
+    async def work(client: Any) -> dict[str, Any]:
+        fix = PromptReference(name="fix-section")
+        wikis = ResourceTemplateReference(uri="mcp://wikis/{key}")
+        return {
+            "titles": await client.complete(fix, {"name": "title", "value": prefix}),
+            "none": await client.complete(fix, {"name": "title", "value": f"{prefix} nothing"}),
+            "section": await client.complete(fix, {"name": "section", "value": "Hi"}),
+            "category": await client.complete(PromptReference(name="survey-category"),
+                                              {"name": "category", "value": f"Category:{prefix}"}),
+            "wiki": await client.complete(fix, {"name": "wiki", "value": "s"}),
+            "keys": await client.complete(wikis, {"name": "key", "value": ""}),
+            "listed": (await client.list_prompts()).prompts,
+            "unknown": await refused(client.complete(PromptReference(name="nope"), {"name": "title", "value": "A"})),
+            "template": await refused(client.complete(ResourceTemplateReference(uri="mcp://pages/{title}"),
+                                                      {"name": "title", "value": "A"})),
+        }
+
+    async def refused(request: Awaitable[Any]) -> str:
+        with pytest.raises(MCPError) as raised:
+            await request
+        return str(raised.value)
+
+    seen = prompt_session(server, work)
+    assert seen["titles"].completion.values == [f"{prefix} page {n}" for n in (1, 2, 3)]
+    assert seen["none"].completion.values == [] and seen["section"].completion.values == []
+    assert seen["category"].completion.values == [f"Category:{prefix} fruit"]
+    assert seen["wiki"].completion.values == ["source"]
+    assert seen["keys"].completion.values == ["target", "source"]
+    assert [a.name for a in seen["listed"][1].arguments] == ["title", "section", "wiki"]  # two wikis: wiki too
+    assert seen["unknown"] == ("invalid_input: The prompt 'nope' does not exist; the prompts listed are: "
+                               "review-recent-changes, fix-section, summarise-talk-page, check-references, "
+                               "survey-category.")
+    assert seen["template"] == "Unknown resource template mcp://pages/{title}; the one there is is mcp://wikis/{key}."
+
+
 # -- the address guard --
 
 @pytest.mark.parametrize("address, problem", [
@@ -7206,8 +7328,9 @@ def test_wiki_management_can_be_switched_off(wiki: RealWiki, other_wiki: RealWik
 
 
 def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: RealWiki) -> None:
-    """A handshake-era client gets notifications/resources/list_changed and, as the tools
-    change too, notifications/tools/list_changed on its session."""
+    """A handshake-era client gets notifications/resources/list_changed and, as the tools and
+    prompts change too (a second wiki adds their wiki argument), notifications/tools/list_changed
+    and notifications/prompts/list_changed on its session."""
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
     seen: list[str] = []
 
@@ -7229,15 +7352,17 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
             return capabilities, first, added, after_add, resources, read, after_read, last
 
     capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
-    assert capabilities.resources.list_changed and capabilities.tools.list_changed
+    assert capabilities.resources.list_changed and capabilities.tools.list_changed and capabilities.prompts.list_changed
     assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
-    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed",
+                         PROMPTS_CHANGED]
     assert resources[f"mcp://wikis/{third_wiki.key}"].title == "Third Wiki"
     assert read.contents[0].text == "\n".join([
         f"Wiki: {third_wiki.key}", "Name: Third Wiki", f"Server: {third_wiki.url}",
         f"API: {third_wiki.api}", "Read-only: yes"])
     assert after_read == after_add  # a call that changes no list announces nothing
-    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed",
+                                     PROMPTS_CHANGED]
     assert last == first
 
 
@@ -7360,7 +7485,7 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
     assert seen["loaded"].content[0].text == (
         "Loaded the toolset changes for this session; the tool list now has get-recent-changes, "
         "get-user-contributions, get-log-events, get-watchlist, watch-page.")
-    assert heard == [LIST_CHANGED]
+    assert heard == [LIST_CHANGED, PROMPTS_CHANGED]  # review-recent-changes comes with get-recent-changes
     assert set(after) - set(before) == {"get-recent-changes", "get-user-contributions", "get-log-events",
                                         "get-watchlist", "watch-page"}
     assert "watch" in after["update-page"].input_schema["properties"]  # the page writes take watch now
@@ -7371,7 +7496,7 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
         "no retry by the model changes it.")
     assert seen["unknown"].is_error and seen["unknown"].content[0].text.startswith(
         "invalid_input: There is no toolset 'everything'; the toolsets are pages, edit, history, talk,")
-    assert heard == [LIST_CHANGED]  # what changed nothing announced nothing
+    assert heard == [LIST_CHANGED, PROMPTS_CHANGED]  # what changed nothing announced nothing
 
 
 def session_tools(server: Any, *calls: tuple[str, dict[str, Any]],
@@ -9160,7 +9285,7 @@ def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, 
 def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
     heard: list[str] = []
-    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed"}
+    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed", PROMPTS_CHANGED}
 
     async def main(url: str) -> tuple[set[str], list[str], set[str]]:
         both = anyio.Event()
