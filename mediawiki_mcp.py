@@ -5108,10 +5108,11 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     async def complete(ctx: Any, params: mt.CompleteRequestParams) -> mt.CompleteResult:
         kind = completed_kind(state, params.ref, params.argument.name, session_of(ctx))
-        context = params.context.arguments if params.context else None
-        job = functools.partial(completion_values, state, kind, params.argument.value, context)
+        named = (params.context.arguments or {}).get("wiki") if params.context else None
         try:
-            values, more = await state.calls.run("", job, write=False)
+            key = state.resolve_wiki(named) if kind in ("page", "category") else ""
+            job = functools.partial(completion_values, state, kind, params.argument.value, key)
+            values, more = await state.calls.run(key, job, write=False)
         except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
             log.info("no completion for %s: %s", params.argument.name, error)
             values, more = [], False
@@ -9359,10 +9360,10 @@ def copy_page(
     withTemplates: Annotated[bool, Arg("Also its /doc, the templates it uses, their modules.")] = False,
     overwrite: Annotated[bool, Arg("Replace the page and /doc where they exist.")] = False,
 ) -> str:
-    """Copies a page's current wikitext from another configured wiki, the edit summary crediting
-    the source page and revision. An existing page is left alone unless overwrite=true; the
-    target's own templates always are. Lists what was created, left alone, and the templates the
-    target lacks. A private wiki's pages go to private wikis only."""
+    """Copies a page's wikitext from another configured wiki, the summary crediting the source page
+    and revision. Leaves an existing page alone unless overwrite=true (the target's own templates
+    always); dryRun lists what would be created. Answers with what was created, left alone, and
+    the templates still missing. A private wiki's pages go to private wikis only."""
     key = ctx.state.resolve_wiki(fromWiki)
     if key == ctx.wiki.key:
         raise invalid_input(f"fromWiki and wiki both name {key}: copy-page copies from one wiki to another "
@@ -9821,18 +9822,17 @@ def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | No
 COMPLETION_MAX_VALUES = 100
 
 
-def completion_values(state: ServerState, kind: str | None, value: str,
-                      context: Mapping[str, str] | None) -> tuple[list[str], bool]:
+def completion_values(state: ServerState, kind: str | None, value: str, key: str) -> tuple[list[str], bool]:
     """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
     ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
-    configuration, pages and categories from one prefix search on the wiki (the one that
-    ``context`` names, else the default)."""
+    configuration, pages and categories from one prefix search on the wiki ``key`` (the one
+    the prompt's wiki argument names, else the default)."""
     if kind == "wiki":
         keys = [key for key in state.wikis if key.startswith(value)]
         return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
     if kind not in ("page", "category"):
         return [], False
-    _, client = state.wiki_and_client(state.resolve_wiki((context or {}).get("wiki")))
+    _, client = state.wiki_and_client(key)
     if kind == "page":
         data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
                            "pslimit": COMPLETION_MAX_VALUES})

@@ -7071,6 +7071,7 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
     prefix = f"Completion {secrets.token_hex(3)}"
     for n in (1, 2, 3):
         create(bot_server_for(wiki), f"{prefix} page {n}", f"Text {n}. [[Category:{prefix} fruit]]")
+    create(bot_server_for(wiki), f"Template:{prefix} box", "A box.")
     server = copy_server(tmp_path, the_other_version, wiki)  # titles come from the default wiki, target
 
     async def work(client: Any) -> dict[str, Any]:
@@ -7079,6 +7080,7 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
         return {
             "titles": await client.complete(fix, {"name": "title", "value": prefix}),
             "none": await client.complete(fix, {"name": "title", "value": f"{prefix} nothing"}),
+            "template": await client.complete(fix, {"name": "title", "value": f"Template:{prefix}"}),
             "section": await client.complete(fix, {"name": "section", "value": "Hi"}),
             "category": await client.complete(PromptReference(name="survey-category"),
                                               {"name": "category", "value": f"Category:{prefix}"}),
@@ -7086,7 +7088,7 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
             "keys": await client.complete(wikis, {"name": "key", "value": ""}),
             "listed": (await client.list_prompts()).prompts,
             "unknown": await refused(client.complete(PromptReference(name="nope"), {"name": "title", "value": "A"})),
-            "template": await refused(client.complete(ResourceTemplateReference(uri="mcp://pages/{title}"),
+            "other template": await refused(client.complete(ResourceTemplateReference(uri="mcp://pages/{title}"),
                                                       {"name": "title", "value": "A"})),
         }
 
@@ -7098,6 +7100,7 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
     seen = prompt_session(server, work)
     assert seen["titles"].completion.values == [f"{prefix} page {n}" for n in (1, 2, 3)]
     assert seen["none"].completion.values == [] and seen["section"].completion.values == []
+    assert seen["template"].completion.values == [f"Template:{prefix} box"]
     assert seen["category"].completion.values == [f"Category:{prefix} fruit"]
     assert seen["wiki"].completion.values == ["source"]
     assert seen["keys"].completion.values == ["target", "source"]
@@ -7105,7 +7108,7 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
     assert seen["unknown"] == ("invalid_input: The prompt 'nope' does not exist; the prompts listed are: "
                                "review-recent-changes, fix-section, summarise-talk-page, check-references, "
                                "survey-category.")
-    assert seen["template"] == "Unknown resource template mcp://pages/{title}; the one there is is mcp://wikis/{key}."
+    assert seen["other template"] == "Unknown resource template mcp://pages/{title}; the one there is is mcp://wikis/{key}."
 
 
 # -- the address guard --
