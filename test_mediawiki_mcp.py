@@ -6901,8 +6901,13 @@ def test_copy_page_brings_a_template_with_its_doc_and_the_templates_it_uses(
         assert f"Would create: {title}, from revision {revision_ids(wiki, title)[0]}" in preview.text
         assert not page_exists(the_other_version, title)
 
-    copied = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True)
+    counter = RequestCounter(server)
+    with counter.counting() as sent:
+        copied = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True)
     assert not copied.is_error, copied.text
+    # the source's page and /doc with the templates they use, then those templates; the titles the
+    # target has; the edit token (this server's first write); then each page's edit and sizes
+    assert sent[0] == 2 + 1 + 1 + 3 * 2, counter.urls[-sent[0]:]
     assert copied.text.startswith("Wiki: target\nCopied 3 pages from source."), copied.text
     for title, text in pages.items():
         assert the_other_version.wikitext(title) == text
