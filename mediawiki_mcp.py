@@ -9309,14 +9309,15 @@ def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
                                 "private, and no retry by the model changes it.")
 
 
-def on_target(ctx: ToolContext, page: Mapping[str, Any]) -> str | None:
-    """A source page's title on the target: the same name in the same namespace, as the target
-    names it; None when the target lacks that namespace (a Module: without Scribunto)."""
+def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
+    """A source page's title on the target wiki (``site``): the same name in the same namespace,
+    as the target names it; None when the target lacks that namespace (a Module: without
+    Scribunto)."""
     namespace = int(page.get("ns", 0))
     name = page["title"].partition(":")[2] if namespace else page["title"]
-    if namespace not in ctx.site.namespaces:
+    if namespace not in site.namespaces:
         return None
-    return f"{ctx.site.namespaces[namespace]}:{name}" if namespace else name
+    return f"{site.namespaces[namespace]}:{name}" if namespace else name
 
 
 def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
@@ -9371,7 +9372,17 @@ def copy_page(
     source, client = source_client(ctx, key)
     refuse_leak(source, ctx.wiki)
     nothing = f"Nothing was copied{' (dry run)' if ctx.dry_run else ''}"
-    read = source_pages(client, [title, f"{title}/doc"] if withTemplates else [title],
+    plan = copy_plan(ctx, key, client, title, newTitle, withTemplates, overwrite, nothing)
+    return copy_answer(ctx, plan, nothing)
+
+
+def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, new_title: str | None,
+              templates: bool, overwrite: bool, nothing: str) -> CopyPlan:
+    """What a copy of ``title`` from the wiki ``key`` would do here: the source read (the page,
+    with ``templates`` its /doc and the templates they use), and the target asked which of
+    their titles it has."""
+    here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
+    read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
                         prop="revisions|templates", tllimit="max")
     first = read[title]
     if first.get("invalid"):
@@ -9382,19 +9393,19 @@ def copy_page(
     pages = [page for page in read.values() if page and not page.get("missing")]  # the page, then its /doc
     named = {page["title"] for page in pages}
     used = {t["title"]: t for page in pages for t in page.get("templates") or [] if t["title"] not in named}
-    if withTemplates and used:
+    if templates and used:
         pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
     copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
-                         main_slot(revision_of(page)).get("content", ""), on_target(ctx, page)) for page in pages]
-    if newTitle:
-        copies[0] = dataclasses.replace(copies[0], target=newTitle)
+                         main_slot(revision_of(page)).get("content", ""), on_target(here, page))
+              for page in pages]
+    if new_title:
+        copies[0] = dataclasses.replace(copies[0], target=new_title)
         if len(named) > 1:
-            copies[1] = dataclasses.replace(copies[1], target=f"{newTitle}/doc")
-    elsewhere = [] if withTemplates else [on_target(ctx, t) or t["title"] for t in used.values()]
+            copies[1] = dataclasses.replace(copies[1], target=f"{new_title}/doc")
+    elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
     exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
-    plan = CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
-    return copy_answer(ctx, plan, nothing)
+    return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -9415,7 +9426,8 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
     error being the call's; the answer says what was created, left alone and still lacking."""
     lacking = plan.lacking + [f"{c.title} (the target has no namespace for it)" for c in plan.copies
                               if c.target is None]
-    kept = [c.target for c in plan.copies if c.target and c.target in plan.exists and c.target not in plan.replaced]
+    kept = [c.target for c in plan.copies
+            if c.target and c.target in plan.exists and c.target not in plan.replaced]
     going = [(c, c.target) for c in plan.copies if c.target and c.target not in kept]
     blocks: list[str] = []
     failed: list[str] = []
