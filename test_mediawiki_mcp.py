@@ -6858,11 +6858,13 @@ def the_other_version(farm: WikiFarm, mw_version: str) -> RealWiki:
     return farm.wiki(next(v for v in VERSIONS if v != mw_version))
 
 
-def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False) -> Any:
-    """A server with two writable wikis, ``target`` the default and ``source`` (private if asked)."""
+def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False,
+                private_target: bool = False) -> Any:
+    """A server with two writable wikis, ``target`` the default and ``source``, each configured
+    private if asked."""
     config = {"defaultWiki": "target", "wikis": {
         "target": {"server": target.url, "scriptpath": "/w", "articlepath": "/wiki",
-                   "username": "${T_USER}", "password": "${T_PASS}"},
+                   "username": "${T_USER}", "password": "${T_PASS}", "private": private_target},
         "source": {"server": source.url, "scriptpath": "/w", "articlepath": "/wiki",
                    "username": "${S_USER}", "password": "${S_PASS}", "private": private}}}
     path = tmp_path / "copy.json"
@@ -6966,7 +6968,7 @@ def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
     assert len(revision_ids(the_other_version, new)) == 1
 
 
-def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one(
+def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one_and_copies_it_to_a_private_one(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     title = f"Secret {secrets.token_hex(4)}"
     server = copy_server(tmp_path, other_wiki, wiki, private=True)
@@ -6974,6 +6976,19 @@ def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one(
     assert refused.is_error and refused.text.startswith(
         "permission_denied: The wiki source is private and target is not: a copy would publish its page there"), refused.text
     assert not page_exists(wiki, title)
+    to_private = copy_server(tmp_path, other_wiki, wiki, private=True, private_target=True)
+    copied = call(to_private, "copy-page", title="Main Page", fromWiki="source", newTitle=title)
+    assert not copied.is_error and "Created." in copied.text, copied.text
+    assert wiki.wikitext(title) == other_wiki_text(other_wiki, "Main Page")
+
+
+def other_wiki_text(wiki: RealWiki, title: str) -> str:
+    """A page's wikitext on a wiki that only its accounts may read."""
+    session, _ = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    page = session.get(wiki.api, timeout=30, params={
+        "action": "query", "prop": "revisions", "titles": title, "rvprop": "content", "rvslots": "main",
+        "format": "json", "formatversion": "2"}).json()["query"]["pages"][0]
+    return page["revisions"][0]["slots"]["main"]["content"]
 
 
 def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
