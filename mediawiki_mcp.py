@@ -5135,8 +5135,8 @@ def create_server(config: Config | None = None, state: ServerState | None = None
                          experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                          extensions: dict[str, dict[str, Any]] | None = None, *,
                          protocol_version: str | None = None) -> mt.ServerCapabilities:
-        return capabilities(NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True),
-                            experimental_capabilities, extensions, protocol_version=protocol_version)
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
 
     lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
@@ -5175,8 +5175,8 @@ def completed_kind(state: ServerState, ref: Any, argument: str, session: Session
 
     if isinstance(ref, mt.ResourceTemplateReference):
         if ref.uri != WIKI_RESOURCE_TEMPLATE:
-            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; the one "
-                           f"there is is {WIKI_RESOURCE_TEMPLATE}.")
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; this server's "
+                           f"is {WIKI_RESOURCE_TEMPLATE}.")
         return "wiki" if argument == "key" else None
     try:
         prompt = listed_prompt(state, ref.name, session)
@@ -5233,7 +5233,8 @@ class ListChanges:
         """The wikis, the tools offered now with the shared arguments they leave out (a second
         wiki adds ``wiki`` to every tool), and the prompts those tools offer (with ``wiki`` too)."""
         tools = (*(spec.name for spec in offered_tools(self.state)), *sorted(unlisted_arguments(self.state)))
-        prompts = (*(prompt.name for prompt in offered_prompts(self.state)), f"wiki: {len(self.state.wikis) > 1}")
+        prompts = (*(prompt.name for prompt in offered_prompts(self.state)),
+                   f"wiki argument: {len(self.state.wikis) > 1}")
         return tuple(self.state.wikis), tools, prompts
 
     async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:

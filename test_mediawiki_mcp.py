@@ -6877,7 +6877,8 @@ def template_family(server: Any, name: str) -> dict[str, str]:
     """A template that shows its /doc and uses another template (which uses none), made through
     ``server``: each page's wikitext by title."""
     pages = {f"Template:{name}-inner": "<span>inner part</span>",
-             f"Template:{name}": f"<div>{{{{{name}-inner}}}}</div><noinclude>{{{{Template:{name}/doc}}}}</noinclude>",
+             f"Template:{name}": (f"<div>{{{{{name}-inner}}}}</div>"
+                                  f"<noinclude>{{{{Template:{name}/doc}}}}</noinclude>"),
              f"Template:{name}/doc": "How to use the box."}
     for title, text in pages.items():
         create(server, title, text)
@@ -6974,7 +6975,8 @@ def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one_and_copies_it_t
     server = copy_server(tmp_path, other_wiki, wiki, private=True)
     refused = call(server, "copy-page", title=title, fromWiki="source")
     assert refused.is_error and refused.text.startswith(
-        "permission_denied: The wiki source is private and target is not: a copy would publish its page there"), refused.text
+        "permission_denied: The wiki source is private and target is not: a copy would publish its page there"
+    ), refused.text
     assert not page_exists(wiki, title)
     to_private = copy_server(tmp_path, other_wiki, wiki, private=True, private_target=True)
     copied = call(to_private, "copy-page", title="Main Page", fromWiki="source", newTitle=title)
@@ -7074,7 +7076,8 @@ def test_a_prompt_whose_tools_are_not_offered_is_not_listed_until_they_are() -> 
 
 def test_prompts_get_refuses_bad_or_missing_arguments_and_unknown_prompts() -> None:
     server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
-    assert prompt_error(server, "fix-section", {"title": "Almanac"}) == "invalid_input: The prompt fix-section needs section."
+    assert prompt_error(server, "fix-section", {"title": "Almanac"}) == (
+        "invalid_input: The prompt fix-section needs section.")
     assert prompt_error(server, "check-references", {"title": " "}) == (
         "invalid_input: The prompt check-references needs title.")
     assert prompt_error(server, "check-references", {"title": "A", "page": "B"}) == (
@@ -7107,7 +7110,8 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
             "wiki": await client.complete(fix, {"name": "wiki", "value": "s"}),
             "keys": await client.complete(wikis, {"name": "key", "value": ""}),
             "listed": (await client.list_prompts()).prompts,
-            "unknown": await refused(client.complete(PromptReference(name="nope"), {"name": "title", "value": "A"})),
+            "unknown": await refused(client.complete(PromptReference(name="nope"),
+                                                     {"name": "title", "value": "A"})),
             "other template": await refused(client.complete(ResourceTemplateReference(uri="mcp://pages/{title}"),
                                                       {"name": "title", "value": "A"})),
         }
@@ -7128,7 +7132,8 @@ def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
     assert seen["unknown"] == ("invalid_input: The prompt 'nope' does not exist; the prompts listed are: "
                                "review-recent-changes, fix-section, summarise-talk-page, check-references, "
                                "survey-category.")
-    assert seen["other template"] == "Unknown resource template mcp://pages/{title}; the one there is is mcp://wikis/{key}."
+    assert seen["other template"] == ("Unknown resource template mcp://pages/{title}; this server's is "
+                                      "mcp://wikis/{key}.")
 
 
 # -- the address guard --
@@ -7375,7 +7380,8 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
             return capabilities, first, added, after_add, resources, read, after_read, last
 
     capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
-    assert capabilities.resources.list_changed and capabilities.tools.list_changed and capabilities.prompts.list_changed
+    assert capabilities.resources.list_changed and capabilities.tools.list_changed
+    assert capabilities.prompts.list_changed
     assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
     assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed",
                          PROMPTS_CHANGED]
