@@ -8639,6 +8639,7 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("add-talk-topic", {"title": title, "heading": "Secrets", "message": "Hello."}),
         ("reply-on-talk-page", {"title": title, "topic": "Secrets", "message": "Hello again."}),
         ("replace-in-pages", {"titles": [title], "find": "More.", "replace": "More!"}),
+        ("copy-page", {"title": "Main Page", "fromWiki": "tokened", "newTitle": f"{title} copy"}),
         ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
         ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
         ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
@@ -8682,7 +8683,8 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
     assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
     for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
                  "get-user-contributions", "get-log-events", "get-watchlist", "watch-page", "get-page-sections",
-                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages"):
+                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages",
+                 "copy-page"):
         assert not results[name][0], (name, results[name][1])
     assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
     assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
