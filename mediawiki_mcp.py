@@ -1603,7 +1603,7 @@ def upload_directories(entries: Iterable[str], source: str) -> tuple[str, ...]:
 #: The groups of tools an operator may offer (MCP_TOOLSETS); each tool names its own (@tool).
 TOOLSETS = {
     "pages": "read and search pages, categories, links, templates; site info and the account",
-    "edit": "create, change and move pages; categories; a replace across pages",
+    "edit": "create, change, move and copy pages (from another wiki); categories; a replace across pages",
     "history": "revisions, page history, diffs and undo",
     "talk": "start and answer talk page discussions",
     "changes": "recent changes, contributions, logs and the watchlist (and watch on page writes)",
@@ -5252,7 +5252,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # one place serves tools/list and tools/call from the tool registry instead.
     # It also serves resources/list and resources/read from the wiki registry, because
     # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
-    # for tools and resources, since the lists change when wikis come and go.
+    # for tools, resources and prompts, since the lists change when wikis and toolsets come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
         session, person = session_of(ctx), person_of(state, ctx)
@@ -5275,8 +5275,8 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
-        if session and session.loaded != loaded:
-            await changes.announce_to(ctx)
+        if session and loaded is not None and session.loaded != loaded:
+            await changes.announce_to(ctx, loaded)
         return mt.CallToolResult(content=[
             mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
             is_error=is_error)
@@ -5287,7 +5287,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
         return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
-            uri_template="mcp://wikis/{key}", name="wiki", mime_type="text/plain",
+            uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
             description="A configured wiki: its name, public address, API address and access.")])
 
     async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
@@ -5302,12 +5302,40 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
         return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
 
+    # Prompts and completion come from PROMPTS, listed as offered_prompts allows each session.
+    async def list_prompts(ctx: Any, params: Any) -> mt.ListPromptsResult:
+        changes.listening(ctx)
+        return mt.ListPromptsResult(prompts=listed_prompts(state, session_of(ctx)))
+
+    async def get_prompt(ctx: Any, params: mt.GetPromptRequestParams) -> mt.GetPromptResult:
+        try:
+            prompt, text = prompt_text(state, params.name, params.arguments, session_of(ctx))
+        except WikiError as error:
+            raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+        return mt.GetPromptResult(description=prompt.description, messages=[
+            mt.PromptMessage(role="user", content=mt.TextContent(type="text", text=text))])
+
+    async def complete(ctx: Any, params: mt.CompleteRequestParams) -> mt.CompleteResult:
+        kind = completed_kind(state, params.ref, params.argument.name, session_of(ctx))
+        named = (params.context.arguments or {}).get("wiki") if params.context else None
+        try:
+            key = state.resolve_wiki(named) if kind in ("page", "category") else ""
+            job = functools.partial(completion_values, state, kind, params.argument.value, key)
+            values, more = await state.calls.run(key, job, write=False)
+        except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
+            log.info("no completion for %s: %s", params.argument.name, error)
+            values, more = [], False
+        return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
+
     lowlevel = server._lowlevel_server  # private: see the comment above
     lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
     lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
     lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
     lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
     lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
+    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
+    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
     # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
     # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
     capabilities = lowlevel.get_capabilities
@@ -5316,8 +5344,8 @@ def create_server(config: Config | None = None, state: ServerState | None = None
                          experimental_capabilities: dict[str, dict[str, Any]] | None = None,
                          extensions: dict[str, dict[str, Any]] | None = None, *,
                          protocol_version: str | None = None) -> mt.ServerCapabilities:
-        return capabilities(NotificationOptions(resources_changed=True, tools_changed=True),
-                            experimental_capabilities, extensions, protocol_version=protocol_version)
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
 
     lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
@@ -5337,6 +5365,35 @@ def listed_tools(state: ServerState, session: Session | None = None,
                         read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                         idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
             for spec in offered]
+
+
+def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
+    """prompts/list's answer: the prompts offered to a session (offered_prompts)."""
+    import mcp_types as mt
+
+    return [mt.Prompt(name=prompt.name, title=prompt.title, description=prompt.description,
+                      arguments=[mt.PromptArgument(name=a.name, description=a.description, required=a.required)
+                                 for a in prompt_arguments(state, prompt)])
+            for prompt in offered_prompts(state, session)]
+
+
+def completed_kind(state: ServerState, ref: Any, argument: str, session: Session | None) -> str | None:
+    """What an argument of completion/complete names (PromptArg's ``completes``): a prompt's
+    argument, or the key of the resource template mcp://wikis/{key}; an unknown reference is
+    an MCP error naming those there are."""
+    import mcp_types as mt
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(ref, mt.ResourceTemplateReference):
+        if ref.uri != WIKI_RESOURCE_TEMPLATE:
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; this server's "
+                           f"is {WIKI_RESOURCE_TEMPLATE}.")
+        return "wiki" if argument == "key" else None
+    try:
+        prompt = listed_prompt(state, ref.name, session)
+    except WikiError as error:
+        raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+    return next((a.completes for a in prompt_arguments(state, prompt) if a.name == argument), None)
 
 
 def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
@@ -5383,19 +5440,22 @@ class ListChanges:
         if connection.has_standalone_channel:
             self.listeners.add(connection)
 
-    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The wikis, and the tools offered now with the shared arguments they leave out (a
-        second wiki adds ``wiki`` to every tool)."""
-        return tuple(self.state.wikis), (*(spec.name for spec in offered_tools(self.state)),
-                                         *sorted(unlisted_arguments(self.state)))
+    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The wikis, the tools offered now with the shared arguments they leave out (a second
+        wiki adds ``wiki`` to every tool), and the prompts those tools offer (with ``wiki`` too)."""
+        tools = (*(spec.name for spec in offered_tools(self.state)), *sorted(unlisted_arguments(self.state)))
+        prompts = (*(prompt.name for prompt in offered_prompts(self.state)),
+                   f"wiki argument: {len(self.state.wikis) > 1}")
+        return tuple(self.state.wikis), tools, prompts
 
-    async def announce(self, before: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
         """Announces the lists that differ from ``before``."""
-        from mcp.server.subscriptions import ResourcesListChanged, ToolsListChanged
+        from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
         after = self.lists()
         for changed, event, send in (
                 (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed")):
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed"),
+                (before[2] != after[2], PromptsListChanged(), "send_prompt_list_changed")):
             if changed:
                 await self.bus.publish(event)
                 for connection in list(self.listeners):
@@ -5404,10 +5464,14 @@ class ListChanges:
                     except Exception:  # advisory: a lost notification must not fail the call
                         log.debug("could not announce a list change", exc_info=True)
 
-    async def announce_to(self, ctx: Any) -> None:
-        """Tells one session that its own list of tools changed (load-toolset)."""
+    async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
+        """Tells one session that its own list of tools changed (load-toolset: it had ``loaded``
+        before), and its prompts where they changed with them."""
+        prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
         try:
             await ctx.session._connection.send_tool_list_changed()  # private: see listening
+            if prompts[0] != prompts[1]:
+                await ctx.session._connection.send_prompt_list_changed()
         except Exception:  # advisory, as above
             log.debug("could not announce a list change", exc_info=True)
 
@@ -9435,6 +9499,199 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
 
 
+# -- copying a page between wikis ----------------------------------------------------
+# copy-page reads the source wiki in one request (the page, its /doc, the templates they
+# use), asks the target which of those it has, then creates each page through edit_page, so
+# a copy meets every guard an edit meets. The summary credits the source page and revision,
+# as licences such as CC BY-SA require of a copy.
+
+@dataclasses.dataclass(frozen=True)
+class SourcePage:
+    """A page of the source wiki as a copy reads it, and the title it takes on the target
+    (None where the target has no such namespace)."""
+    title: str
+    revid: int
+    text: str
+    target: str | None
+
+
+def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
+    """The wiki a copy reads from, and the client it reads with: the one place a tool reads a
+    wiki other than its call's."""
+    return ctx.state.wiki_and_client(key)
+
+
+def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
+    """Refuses a copy that would publish a private wiki's page on a wiki that is not private."""
+    if source.private and not target.private:
+        raise permission_denied(f"The wiki {source.key} is private and {target.key} is not: a copy would "
+                                "publish its page there; nothing was copied. The operator marks wikis "
+                                "private, and no retry by the model changes it.")
+
+
+def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
+    """A source page's title on the target wiki (``site``): the same name in the same namespace,
+    as the target names it; None when the target lacks that namespace (a Module: without
+    Scribunto)."""
+    namespace = int(page.get("ns", 0))
+    name = page["title"].partition(":")[2] if namespace else page["title"]
+    if namespace not in site.namespaces:
+        return None
+    return f"{site.namespaces[namespace]}:{name}" if namespace else name
+
+
+def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
+    """The source's pages of ``titles`` with their latest revision's text, by the title asked ({}
+    for one the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most
+    accounts)."""
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(titles), MAX_PAGES_PER_CALL):
+        asked = list(titles[start:start + MAX_PAGES_PER_CALL])
+        query = client.get({"action": "query", "titles": asked, "prop": "revisions", "rvprop": "ids|content",
+                            "rvslots": "main", **params}).get("query", {})
+        renamed = {n["from"]: n["to"] for n in query.get("normalized") or []}
+        pages = {page.get("title"): page for page in query.get("pages") or []}
+        found |= {t: pages.get(renamed.get(t, t)) or {} for t in asked}
+    return found
+
+
+def existing_titles(ctx: ToolContext, titles: Collection[str]) -> dict[str, int]:
+    """Those of ``titles`` that exist on the target, with their latest revision ID (one request
+    each 50 titles)."""
+    wanted, found = list(titles), {}
+    for start in range(0, len(wanted), MAX_PAGES_PER_CALL):
+        query = ctx.client.get({"action": "query", "titles": wanted[start:start + MAX_PAGES_PER_CALL],
+                                "prop": "info"}).get("query", {})
+        renamed = {n["to"]: n["from"] for n in query.get("normalized") or []}
+        for page in query.get("pages") or []:
+            if not page.get("missing") and not page.get("invalid"):
+                found[renamed.get(page["title"], page["title"])] = page.get("lastrevid", 0)
+    return found
+
+
+@tool("copy-page", "Copy page", toolset="edit",
+      read_only=False, destructive=True, idempotent=True, dry_run=True, idempotency_key=True,
+      rights=("edit", "createpage"), offered=lambda state: len(state.wikis) > 1)
+def copy_page(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    fromWiki: Annotated[str, Arg("Wiki key to copy from; wiki is the target.", max_length=300,
+                                 max_length_listed=False)],
+    newTitle: Annotated[str | None, Arg("Title on the target; default: title.", title=True)] = None,
+    withTemplates: Annotated[bool, Arg("Also its /doc, the templates it uses, their modules.")] = False,
+    overwrite: Annotated[bool, Arg("Replace the page and /doc where they exist.")] = False,
+) -> str:
+    """Copies a page's wikitext from another configured wiki, the summary crediting the source page
+    and revision. Leaves an existing page alone unless overwrite=true (the target's own templates
+    always); dryRun lists what would be created. Answers with what was created, left alone, and
+    the templates still missing. A private wiki's pages go to private wikis only."""
+    key = ctx.state.resolve_wiki(fromWiki)
+    if key == ctx.wiki.key:
+        raise invalid_input(f"fromWiki and wiki both name {key}: copy-page copies from one wiki to another "
+                            "(wiki is the target).")
+    source, client = source_client(ctx, key)
+    refuse_leak(source, ctx.wiki)
+    nothing = f"Nothing was copied{' (dry run)' if ctx.dry_run else ''}"
+    plan = copy_plan(ctx, key, client, title, newTitle, withTemplates, overwrite, nothing)
+    return copy_answer(ctx, plan, nothing)
+
+
+def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, new_title: str | None,
+              templates: bool, overwrite: bool, nothing: str) -> CopyPlan:
+    """What a copy of ``title`` from the wiki ``key`` would do here: the source read (the page,
+    with ``templates`` its /doc and the templates they use), and the target asked which of
+    their titles it has."""
+    here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
+    read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
+                        prop="revisions|templates", tllimit="max")
+    first = read[title]
+    if first.get("invalid"):
+        raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
+    if first.get("missing") or not first:
+        raise not_found(f"Page {title!r} does not exist on {key}; {nothing.lower()}. search-page-by-prefix "
+                        f"with wiki={key} finds its titles.")
+    pages = [page for page in read.values() if page and not page.get("missing")]  # the page, then its /doc
+    named = {page["title"] for page in pages}
+    used = {t["title"]: t for page in pages for t in page.get("templates") or [] if t["title"] not in named}
+    if templates and used:
+        pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
+    copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
+                         main_slot(revision_of(page)).get("content", ""), on_target(here, page))
+              for page in pages]
+    if new_title:
+        copies[0] = dataclasses.replace(copies[0], target=new_title)
+        if len(named) > 1:
+            copies[1] = dataclasses.replace(copies[1], target=f"{new_title}/doc")
+    elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
+    exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
+    replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
+    return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyPlan:
+    """What a copy found: the source's pages to copy (the page first, then its /doc, then the
+    templates), the target's existing ones among their titles (with their latest revision), those
+    an overwrite replaces, and templates the page uses that the target lacks and this copy leaves."""
+    source: str
+    site: SiteInfo
+    copies: list[SourcePage]
+    exists: Mapping[str, int]
+    replaced: Collection[str | None]
+    lacking: list[str]
+
+
+def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
+    """Copies each page of the plan that it copies (a dry run only says which), the first one's
+    error being the call's; the answer says what was created, left alone and still lacking."""
+    lacking = plan.lacking + [f"{c.title} (the target has no namespace for it)" for c in plan.copies
+                              if c.target is None]
+    kept = [c.target for c in plan.copies
+            if c.target and c.target in plan.exists and c.target not in plan.replaced]
+    going = [(c, c.target) for c in plan.copies if c.target and c.target not in kept]
+    blocks: list[str] = []
+    failed: list[str] = []
+    for number, (copy, target) in enumerate(going):
+        replacing = target in plan.exists
+        if ctx.dry_run:
+            blocks.append(f"Would {'replace' if replacing else 'create'}: {target}, from revision {copy.revid} "
+                          f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
+            continue
+        try:
+            blocks.append(copy_one(ctx, copy, target, attribution(ctx, plan, copy), replacing))
+        except WikiError as error:
+            if error.code == "articleexists":  # made since the target was asked
+                kept.append(target)
+                continue
+            if not number:
+                raise
+            failed.append(f"{target} ({one_line(str(error))})")
+    done = len(blocks)
+    head = (f"{nothing}. copy-page would copy {counted(done, 'page')} from {plan.source}." if ctx.dry_run else
+            f"Copied {counted(done, 'page')} from {plan.source}.")
+    notes = [f"{label}: {', '.join(titles)}" for label, titles in (
+        ("Left alone (it exists here; overwrite=true replaces the page and its /doc)", kept),
+        ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
+    apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
+    return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
+
+
+def attribution(ctx: ToolContext, plan: CopyPlan, copy: SourcePage) -> str | None:
+    """The edit summary of a copy: the source wiki, page and revision, and where to read its history."""
+    return edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
+                             f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
+
+
+def copy_one(ctx: ToolContext, copy: SourcePage, target: str, summary: str | None, replacing: bool) -> str:
+    """Creates (createonly) or replaces one page through the edit pipeline; a replacement is
+    pinned to the revision this client last read, else to the latest, so an edit made since is
+    never lost."""
+    def compose(page: EditTarget) -> Composed:
+        return Composed(copy.text, summary=summary)
+    return "\n".join(as_blocks(edit_page(ctx, target, compose, must_exist=False, read=replacing,
+                                         from_read=replacing, props=("info",))))
+
+
 # -- wikis: listing, adding, removing -------------------------------------------
 
 def managing_wikis(state: ServerState) -> bool:
@@ -9472,6 +9729,10 @@ def wiki_summary(state: ServerState, key: str) -> str:
                     ("Default", "yes" if facts["default"] else None),
                     ("Private", "yes" if facts["private"] else None),
                     *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
+
+
+#: The resource template of the wikis, whose {key} completion/complete offers.
+WIKI_RESOURCE_TEMPLATE = "mcp://wikis/{key}"
 
 
 def wiki_resources(state: ServerState) -> list[dict[str, Any]]:
@@ -9651,6 +9912,170 @@ def load_toolset(
                                 "read-only wikis, none that writes).")
     session.loaded |= {name}
     return f"Loaded the toolset {name} for this session; the tool list now has {', '.join(tools)}."
+
+
+# -- prompts: the workflows people repeat, and completion of their arguments ---------------
+# A prompt is a user message that walks the model through a job with this server's tools
+# (clients show prompts as commands). Each names the tools it uses, and is listed only while
+# all of them are offered to the session, so no prompt sends the model to a tool it lacks.
+
+@dataclasses.dataclass(frozen=True)
+class PromptArg:
+    """An argument of a prompt. ``completes``: what completion/complete offers for it (a
+    ``page`` or ``category`` of the wiki, by prefix; a configured ``wiki`` key), None: nothing."""
+    name: str
+    description: str
+    required: bool = True
+    completes: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Prompt:
+    """A prompt: its text is the user message, its arguments in braces (``{title}``) and
+    ``{where}`` for the wiki; ``tools``: every tool the text names."""
+    name: str
+    title: str
+    description: str
+    arguments: tuple[PromptArg, ...]
+    tools: tuple[str, ...]
+    text: str
+
+
+TITLE_PROMPT_ARG = PromptArg("title", "Page title.", completes="page")
+#: Listed only where there are several wikis, as tools list their wiki argument.
+WIKI_PROMPT_ARG = PromptArg("wiki", "Wiki key; omitted: the default wiki.", required=False, completes="wiki")
+
+PROMPTS = {prompt.name: prompt for prompt in (
+    Prompt("review-recent-changes", "Review recent changes",
+           "Patrols what changed since a time: flags likely vandalism and suggests undoing it.",
+           (PromptArg("since", "From when: an ISO 8601 time, 2 hours ago, yesterday."),),
+           ("get-recent-changes", "compare-pages", "undo-edit"),
+           "Review the changes made {where} since {since}, as a patroller would.\n"
+           "1. Call get-recent-changes with start={since_arg} to list them; follow its continueFrom marker "
+           "until the list ends.\n"
+           "2. For each change that looks doubtful (an anonymous or new account, a large removal, blanking, "
+           "insults, spam links, an odd summary), call compare-pages with toRevision (its revision ID) and "
+           "fromRevision (the revision before it) to read the diff.\n"
+           "3. Flag likely vandalism and say why. For each, suggest undo-edit with its revision ID, but undo "
+           "nothing before I confirm.\n"
+           "Answer with a table: page | revision ID | user | verdict (fine, doubtful, vandalism) | suggested "
+           "action."),
+    Prompt("fix-section", "Fix a section",
+           "Reads a page's outline and one section, then proposes a corrected section as a dry-run edit.",
+           (TITLE_PROMPT_ARG, PromptArg("section", "Section number or heading.")),
+           ("get-page-sections", "get-page", "update-page"),
+           "Help me fix the section {section} of the page {title_arg} {where}.\n"
+           "1. Call get-page-sections with title={title_arg} to read the page's outline and find that section.\n"
+           "2. Call get-page with title={title_arg} and its section to read the section's wikitext whole.\n"
+           "3. Say what is wrong with it (facts, wording, formatting, broken markup, claims without a "
+           "reference) and write the corrected wikitext.\n"
+           "4. Call update-page with title={title_arg}, that section, the corrected text as source and "
+           "dryRun=true, and show me the diff. Save it (dryRun=false, with an edit summary) only after I "
+           "confirm."),
+    Prompt("summarise-talk-page", "Summarise a talk page",
+           "Summarises a talk page: its topics, who said what, and the questions still open.",
+           (PromptArg("title", "The talk page, or the page it discusses.", completes="page"),),
+           ("get-page-sections", "get-page"),
+           "Summarise the talk page of {title_arg} {where} (the page itself if it is a talk page, else its "
+           "talk page: Talk:, User talk:, and so on).\n"
+           "1. Call get-page-sections with the talk page's title to list its topics.\n"
+           "2. Call get-page with that title (a section at a time when the page is long) to read them.\n"
+           "3. For each topic: what it is about, who said what (by their signatures), what was agreed, and "
+           "what is still open.\n"
+           "End with the open questions that need an answer, and who asked them."),
+    Prompt("check-references", "Check a page's references",
+           "Checks a page's references: incomplete or duplicated ones, and claims that lack one.",
+           (TITLE_PROMPT_ARG,),
+           ("find-in-page", "get-page"),
+           "Check the references of the page {title_arg} {where}.\n"
+           "1. Call find-in-page with title={title_arg} and find=\"<ref\" to locate every reference, then "
+           "get-page with title={title_arg} to read the text they support.\n"
+           "2. For each reference: is it complete (author or publisher, title, date, a URL where there is "
+           "one), is it a duplicate that should be one named reference, is it still in the right place? "
+           "Note each claim that needs a reference and has none.\n"
+           "3. List the problems as: section | reference or claim | problem | fix, and propose the "
+           "corrected wikitext. Change nothing on the wiki."),
+    Prompt("survey-category", "Survey a category",
+           "Reads a category's members and finds those that look out of place in it.",
+           (PromptArg("category", "Category name, with or without its prefix.", completes="category"),),
+           ("get-category-members", "get-pages"),
+           "Survey the category {category_arg} {where}.\n"
+           "1. Call get-category-members with category={category_arg}; follow its continueFrom marker until "
+           "the list ends.\n"
+           "2. Call get-pages with up to 50 of its pages at a time to read their leads.\n"
+           "3. Say what the category is for, list the pages that look out of place in it (and why), and the "
+           "subcategories that overlap."),
+)}
+
+
+def offered_prompts(state: ServerState, session: Session | None = None) -> list[Prompt]:
+    """The prompts listed to a session: those whose every tool it is offered."""
+    offered = {spec.name for spec in offered_tools(state, session)}
+    return [prompt for prompt in PROMPTS.values() if offered.issuperset(prompt.tools)]
+
+
+def prompt_arguments(state: ServerState, prompt: Prompt) -> tuple[PromptArg, ...]:
+    """A prompt's arguments as listed: ``wiki`` too where there are several wikis."""
+    return prompt.arguments + ((WIKI_PROMPT_ARG,) if len(state.wikis) > 1 else ())
+
+
+def listed_prompt(state: ServerState, name: str, session: Session | None) -> Prompt:
+    """The prompt of that name, refused (invalid_input) unless it is listed to the session."""
+    listed = offered_prompts(state, session)
+    prompt = next((p for p in listed if p.name == name), None)
+    if prompt is None:
+        names = ", ".join(p.name for p in listed) or "none"
+        why = "is not offered with this server's configuration" if name in PROMPTS else "does not exist"
+        raise invalid_input(f"The prompt {name!r} {why}; the prompts listed are: {names}.")
+    return prompt
+
+
+def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | None,
+                session: Session | None = None) -> tuple[Prompt, str]:
+    """A listed prompt and its user message, the arguments checked and filled in."""
+    prompt = listed_prompt(state, name, session)
+    accepted = prompt_arguments(state, prompt)
+    given = {k: v.strip() for k, v in (arguments or {}).items()}
+    if unknown := sorted(given.keys() - {a.name for a in accepted}):
+        raise invalid_input(f"The prompt {name} takes no argument {', '.join(map(repr, unknown))}; its "
+                            f"arguments: {', '.join(a.name for a in accepted)}.")
+    if missing := [a.name for a in accepted if a.required and not given.get(a.name)]:
+        raise invalid_input(f"The prompt {name} needs {', '.join(missing)}.")
+    if "since" in given:
+        wiki_timestamp(given["since"], "since")  # refused here as get-recent-changes would refuse it
+    key = state.resolve_wiki(given.get("wiki"))
+    where = f"on the wiki {key}" + (f" (pass wiki={json.dumps(key)} to every tool)" if len(state.wikis) > 1
+                                    else "")
+    quoted = {f"{k}_arg": json.dumps(v, ensure_ascii=False) for k, v in given.items()}
+    return prompt, prompt.text.format_map({**given, **quoted, "where": where})
+
+
+#: The most values one completion answers with (the MCP limit).
+COMPLETION_MAX_VALUES = 100
+
+
+def completion_values(state: ServerState, kind: str | None, value: str, key: str) -> tuple[list[str], bool]:
+    """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
+    ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
+    configuration, pages and categories from one prefix search on the wiki ``key`` (the one
+    the prompt's wiki argument names, else the default)."""
+    if kind == "wiki":
+        keys = [key for key in state.wikis if key.startswith(value)]
+        return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
+    if kind not in ("page", "category"):
+        return [], False
+    _, client = state.wiki_and_client(key)
+    if kind == "page":
+        data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
+                           "pslimit": COMPLETION_MAX_VALUES})
+        found = [page["title"] for page in data.get("query", {}).get("prefixsearch") or []]
+    else:
+        prefix = value.partition(":")[2] if client.site.namespace_of(value) == 14 else value
+        data = client.get({"action": "query", "list": "allcategories", "acprefix": prefix.lstrip(),
+                           "aclimit": COMPLETION_MAX_VALUES})
+        lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
+        found = [lead + c.get("category", "") for c in data.get("query", {}).get("allcategories") or []]
+    return found, "continue" in data
 
 
 # ---------------------------------------------------------------------------

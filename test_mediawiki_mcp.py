@@ -56,6 +56,7 @@ import anyio.lowlevel
 import pytest
 import requests
 from mcp import Client, MCPError
+from mcp.types import PromptReference, ResourceTemplateReference
 
 import mediawiki_mcp as m
 from realwiki import (
@@ -556,6 +557,7 @@ def list_changes_heard(heard: list[str]) -> Callable[[Any], Awaitable[None]]:
 
 
 LIST_CHANGED = "notifications/tools/list_changed"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
 
 
 # ---------------------------------------------------------------------------
@@ -1425,8 +1427,10 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_byt
     undo = next(t for t in tools if t.name == "undo-edit")
     assert "delete-page" not in undo.description and "rollback-edits" not in undo.description
     everything = list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})))
-    # load-toolset is listed to sessions only, and with every toolset on it has nothing to load
-    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki", "load-toolset"}
+    # load-toolset is listed to sessions only, and with every toolset on it has nothing to load;
+    # copy-page needs a second wiki to copy from
+    assert {t.name for t in everything} == set(m.REGISTRY.tools) - {"list-wikis", "remove-wiki", "load-toolset",
+                                                                    "copy-page"}
     undo = next(t for t in everything if t.name == "undo-edit")
     assert "To remove a page, use delete-page; for a user's latest edits, use rollback-edits." in undo.description
     assert "watch" in undo.input_schema["properties"]
@@ -1444,7 +1448,8 @@ def test_mcp_toolsets_chooses_the_groups_of_tools_offered(tmp_path: Path, toolse
     names = {t.name for t in list_tools(m.create_server(m.Config.from_env({**WRITABLE_NOWHERE,
                                                                              "MCP_TOOLSETS": toolsets})))}
     default = {spec.name for spec in m.REGISTRY.tools.values() if spec.toolset in m.DEFAULT_TOOLSETS} - {
-        "list-wikis", "load-toolset"}  # load-toolset: to a session only (this client speaks without one)
+        "list-wikis", "load-toolset", "copy-page"}  # load-toolset: to a session only (this client speaks without
+    # one); copy-page: with two wikis only
     assert names == offered | (default if "default" in toolsets.lower() else set())
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"toolsets": [t.strip() for t in toolsets.split(",")], "wikis": {
@@ -6845,6 +6850,292 @@ def test_servers_written_oddly_are_normalised() -> None:
     assert site.server == "http://w.example.org"
 
 
+# -- copy-page: a page, its /doc and its templates from one wiki to another --------------------
+
+@pytest.fixture
+def the_other_version(farm: WikiFarm, mw_version: str) -> RealWiki:
+    """The test wiki of the version of VERSIONS that the test's wiki is not: 1.43 beside 1.39."""
+    return farm.wiki(next(v for v in VERSIONS if v != mw_version))
+
+
+def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False,
+                private_target: bool = False) -> Any:
+    """A server with two writable wikis, ``target`` the default and ``source``, each configured
+    private if asked."""
+    config = {"defaultWiki": "target", "wikis": {
+        "target": {"server": target.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${T_USER}", "password": "${T_PASS}", "private": private_target},
+        "source": {"server": source.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${S_USER}", "password": "${S_PASS}", "private": private}}}
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(config))
+    return make_server({"CONFIG": str(path), "T_USER": target.bot_user, "T_PASS": target.bot_password,
+                        "S_USER": source.bot_user, "S_PASS": source.bot_password})
+
+
+def template_family(server: Any, name: str) -> dict[str, str]:
+    """A template that shows its /doc and uses another template (which uses none), made through
+    ``server``: each page's wikitext by title."""
+    pages = {f"Template:{name}-inner": "<span>inner part</span>",
+             f"Template:{name}": (f"<div>{{{{{name}-inner}}}}</div>"
+                                  f"<noinclude>{{{{Template:{name}/doc}}}}</noinclude>"),
+             f"Template:{name}/doc": "How to use the box."}
+    for title, text in pages.items():
+        create(server, title, text)
+    return pages
+
+
+def page_exists(wiki: RealWiki, title: str) -> bool:
+    return not wiki.raw_get(action="query", titles=title)["query"]["pages"][0].get("missing")
+
+
+@on_every_version
+def test_copy_page_brings_a_template_with_its_doc_and_the_templates_it_uses(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    name = f"Box {secrets.token_hex(4)}"
+    pages = template_family(bot_server_for(wiki), name)
+    server = copy_server(tmp_path, wiki, the_other_version)
+
+    preview = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True,
+                   dryRun=True)
+    assert not preview.is_error, preview.text
+    assert "Nothing was copied (dry run). copy-page would copy 3 pages from source." in preview.text
+    for title, text in pages.items():
+        assert f"Would create: {title}, from revision {revision_ids(wiki, title)[0]}" in preview.text
+        assert not page_exists(the_other_version, title)
+
+    counter = RequestCounter(server)
+    with counter.counting() as sent:
+        copied = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True)
+    assert not copied.is_error, copied.text
+    # the source's page and /doc with the templates they use, then those templates; the titles the
+    # target has; the edit token (this server's first write); then each page's edit and sizes
+    assert sent[0] == 2 + 1 + 1 + 3 * 2, counter.urls[-sent[0]:]
+    assert copied.text.startswith("Wiki: target\nCopied 3 pages from source."), copied.text
+    for title, text in pages.items():
+        assert the_other_version.wikitext(title) == text
+        summary = latest_revision(the_other_version, title)["comment"]
+        revision = revision_ids(wiki, title)[0]
+        assert summary.startswith(f"Copied from {title!r} on source, revision {revision} ({wiki.url}/"), summary
+        assert f"oldid={revision}" in summary and summary.endswith(" (via mediawiki-mcp)"), summary
+
+
+@on_every_version
+def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_asked_and_pinned(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title, inner = f"Copied {secrets.token_hex(4)}", f"Template:Missing {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), inner, "A template the target lacks.")
+    create(bot_server_for(wiki), title, f"Source text.\n{{{{{inner.removeprefix('Template:')}}}}}")
+    create(bot_server_for(the_other_version), title, "The target's own text.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+
+    kept = call(server, "copy-page", title=title, fromWiki="source")
+    assert not kept.is_error, kept.text
+    assert kept.text == (f"Wiki: target\nCopied 0 pages from source.\nLeft alone (it exists here; overwrite=true "
+                         f"replaces the page and its /doc): {title}\nTemplates this wiki still lacks: {inner}")
+    assert the_other_version.wikitext(title) == "The target's own text."
+
+    # read here, then changed by someone else on the same line: the overwrite, pinned to the
+    # read, is refused rather than lose that edit
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(the_other_version, title, "The target's text, edited since.")
+    refused = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert refused.is_error and refused.text.startswith("conflict: "), refused.text
+    assert the_other_version.wikitext(title) == "The target's text, edited since."
+
+    assert not call(server, "get-page", title=title).is_error
+    replaced = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert not replaced.is_error, replaced.text
+    assert "Copied 1 page from source." in replaced.text and "Saved." in replaced.text
+    assert the_other_version.wikitext(title) == wiki.wikitext(title)
+    assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
+
+
+def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Text to copy.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    first = call(server, "copy-page", title=title, fromWiki="mcp://wikis/source", newTitle=new,
+                 idempotencyKey="copy-1")
+    assert not first.is_error and "Created." in first.text, first.text
+    assert the_other_version.wikitext(new) == "Text to copy." and not page_exists(the_other_version, title)
+    repeat = call(server, "copy-page", title=title, fromWiki="mcp://wikis/source", newTitle=new,
+                  idempotencyKey="copy-1")
+    assert repeat.text.startswith("Wiki: target\n" + m.REPEAT_NOTE) and "Created." in repeat.text, repeat.text
+    again = call(server, "copy-page", title=title, fromWiki="source", newTitle=new)
+    assert f"Copied 0 pages from source.\nLeft alone (it exists here; overwrite=true replaces the page and its " \
+           f"/doc): {new}" in again.text, again.text
+    assert len(revision_ids(the_other_version, new)) == 1
+
+
+def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one_and_copies_it_to_a_private_one(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    title = f"Secret {secrets.token_hex(4)}"
+    server = copy_server(tmp_path, other_wiki, wiki, private=True)
+    refused = call(server, "copy-page", title=title, fromWiki="source")
+    assert refused.is_error and refused.text.startswith(
+        "permission_denied: The wiki source is private and target is not: a copy would publish its page there"
+    ), refused.text
+    assert not page_exists(wiki, title)
+    to_private = copy_server(tmp_path, other_wiki, wiki, private=True, private_target=True)
+    copied = call(to_private, "copy-page", title="Main Page", fromWiki="source", newTitle=title)
+    assert not copied.is_error and "Created." in copied.text, copied.text
+    assert wiki.wikitext(title) == other_wiki_text(other_wiki, "Main Page")
+
+
+def other_wiki_text(wiki: RealWiki, title: str) -> str:
+    """A page's wikitext on a wiki that only its accounts may read."""
+    session, _ = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    page = session.get(wiki.api, timeout=30, params={
+        "action": "query", "prop": "revisions", "titles": title, "rvprop": "content", "rvslots": "main",
+        "format": "json", "formatversion": "2"}).json()["query"]["pages"][0]
+    return page["revisions"][0]["slots"]["main"]["content"]
+
+
+def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert call(server, "copy-page", title="X").text.startswith("invalid_input: ")  # no fromWiki
+    unknown = call(server, "copy-page", title="X", fromWiki="nowhere")
+    assert unknown.is_error and "Unknown wiki 'nowhere'. Configured wikis: target, source." in unknown.text
+    itself = call(server, "copy-page", title="X", fromWiki="target")
+    assert itself.text == ("invalid_input: fromWiki and wiki both name target: copy-page "
+                           "copies from one wiki to another (wiki is the target).")
+    missing = call(server, "copy-page", title=f"Absent {secrets.token_hex(4)}", fromWiki="source")
+    assert missing.is_error and missing.text.startswith("not_found: ") and "does not exist on source" in missing.text
+    bad = call(server, "copy-page", title="A|B", fromWiki="source")
+    assert bad.is_error and bad.text.startswith("invalid_input: "), bad.text
+    assert "copy-page" in {t.name for t in list_tools(server)}
+    assert "copy-page" not in {t.name for t in list_tools(make_server(wiki.env()))}
+
+
+# -- prompts, and completion of their arguments ----------------------------------------------
+
+def prompt_session(server: Any, work: Callable[[Any], Awaitable[Any]], session: bool = False) -> Any:
+    """What ``work(client)`` returns, with a client of ``server`` (``session``: one with a session)."""
+    async def go() -> Any:
+        async with Client(server, **({"mode": "legacy"} if session else {})) as client:
+            return await work(client)
+    return anyio.run(go)
+
+
+def prompt_error(server: Any, name: str, arguments: dict[str, str] | None = None) -> str:
+    """The MCP error of a prompts/get."""
+    async def work(client: Any) -> str:
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt(name, arguments)
+        return str(raised.value)
+    return prompt_session(server, work)
+
+
+def test_prompts_are_listed_with_their_arguments_and_rendered_naming_their_tools() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+
+    async def work(client: Any) -> tuple[Any, ...]:
+        listed = (await client.list_prompts()).prompts
+        fix = await client.get_prompt("fix-section", {"title": "Almanac", "section": "History"})
+        review = await client.get_prompt("review-recent-changes", {"since": "2 hours ago"})
+        return listed, fix, review, client.session.server_capabilities
+
+    listed, fix, review, capabilities = prompt_session(server, work)
+    assert capabilities.prompts is not None and capabilities.completions is not None
+    prompts = {p.name: p for p in listed}
+    assert list(prompts) == ["review-recent-changes", "fix-section", "summarise-talk-page", "check-references",
+                             "survey-category"]
+    assert [(a.name, a.required) for a in prompts["fix-section"].arguments] == [("title", True), ("section", True)]
+    assert prompts["summarise-talk-page"].title == "Summarise a talk page"
+    assert [message.role for message in fix.messages] == ["user"]
+    text = fix.messages[0].content.text
+    assert text.startswith("Help me fix the section History of the page \"Almanac\" on the wiki 127.0.0.1:9.\n")
+    assert 'Call get-page-sections with title="Almanac"' in text and "dryRun=true" in text
+    assert all(tool in text for tool in m.PROMPTS["fix-section"].tools)
+    assert 'Call get-recent-changes with start="2 hours ago"' in review.messages[0].content.text
+    assert all(tool in review.messages[0].content.text for tool in m.PROMPTS["review-recent-changes"].tools)
+    assert all(m.REGISTRY.tools[tool] for prompt in m.PROMPTS.values() for tool in prompt.tools)
+
+
+def test_a_prompt_whose_tools_are_not_offered_is_not_listed_until_they_are() -> None:
+    default = m.create_server(m.Config.from_env(WRITABLE_NOWHERE))  # no toolset of recent changes
+
+    async def work(client: Any) -> tuple[list[str], list[str]]:
+        before = [p.name for p in (await client.list_prompts()).prompts]
+        assert not (await client.call_tool("load-toolset", {"toolset": "changes"})).is_error
+        return before, [p.name for p in (await client.list_prompts()).prompts]
+
+    before, after = prompt_session(default, work, session=True)
+    assert "review-recent-changes" not in before and "fix-section" in before
+    assert "review-recent-changes" in after
+    assert prompt_error(default, "review-recent-changes", {"since": "today"}) == (
+        "invalid_input: The prompt 'review-recent-changes' is not offered with this server's configuration; the "
+        "prompts listed are: fix-section, summarise-talk-page, check-references, survey-category.")
+    read_only = m.create_server(m.Config.from_env({"MEDIAWIKI_URL": WRITABLE_NOWHERE["MEDIAWIKI_URL"]}))
+    listed = prompt_session(read_only, lambda client: client.list_prompts()).prompts
+    assert [p.name for p in listed] == ["summarise-talk-page", "check-references", "survey-category"]
+
+
+def test_prompts_get_refuses_bad_or_missing_arguments_and_unknown_prompts() -> None:
+    server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+    assert prompt_error(server, "fix-section", {"title": "Almanac"}) == (
+        "invalid_input: The prompt fix-section needs section.")
+    assert prompt_error(server, "check-references", {"title": " "}) == (
+        "invalid_input: The prompt check-references needs title.")
+    assert prompt_error(server, "check-references", {"title": "A", "page": "B"}) == (
+        "invalid_input: The prompt check-references takes no argument 'page'; its arguments: title.")
+    assert prompt_error(server, "review-recent-changes", {"since": "last Tuesday"}).startswith(
+        "invalid_input: Argument 'since' must be a date or time in ISO 8601")
+    assert prompt_error(server, "write-an-essay") == (
+        "invalid_input: The prompt 'write-an-essay' does not exist; the prompts listed are: review-recent-changes, "
+        "fix-section, summarise-talk-page, check-references, survey-category.")
+
+
+def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    prefix = f"Completion {secrets.token_hex(3)}"
+    for n in (1, 2, 3):
+        create(bot_server_for(wiki), f"{prefix} page {n}", f"Text {n}. [[Category:{prefix} fruit]]")
+    create(bot_server_for(wiki), f"Template:{prefix} box", "A box.")
+    server = copy_server(tmp_path, the_other_version, wiki)  # titles come from the default wiki, target
+
+    async def work(client: Any) -> dict[str, Any]:
+        fix = PromptReference(name="fix-section")
+        wikis = ResourceTemplateReference(uri="mcp://wikis/{key}")
+        return {
+            "titles": await client.complete(fix, {"name": "title", "value": prefix}),
+            "none": await client.complete(fix, {"name": "title", "value": f"{prefix} nothing"}),
+            "template": await client.complete(fix, {"name": "title", "value": f"Template:{prefix}"}),
+            "section": await client.complete(fix, {"name": "section", "value": "Hi"}),
+            "category": await client.complete(PromptReference(name="survey-category"),
+                                              {"name": "category", "value": f"Category:{prefix}"}),
+            "wiki": await client.complete(fix, {"name": "wiki", "value": "s"}),
+            "keys": await client.complete(wikis, {"name": "key", "value": ""}),
+            "listed": (await client.list_prompts()).prompts,
+            "unknown": await refused(client.complete(PromptReference(name="nope"),
+                                                     {"name": "title", "value": "A"})),
+            "other template": await refused(client.complete(ResourceTemplateReference(uri="mcp://pages/{title}"),
+                                                      {"name": "title", "value": "A"})),
+        }
+
+    async def refused(request: Awaitable[Any]) -> str:
+        with pytest.raises(MCPError) as raised:
+            await request
+        return str(raised.value)
+
+    seen = prompt_session(server, work)
+    assert seen["titles"].completion.values == [f"{prefix} page {n}" for n in (1, 2, 3)]
+    assert seen["none"].completion.values == [] and seen["section"].completion.values == []
+    assert seen["template"].completion.values == [f"Template:{prefix} box"]
+    assert seen["category"].completion.values == [f"Category:{prefix} fruit"]
+    assert seen["wiki"].completion.values == ["source"]
+    assert seen["keys"].completion.values == ["target", "source"]
+    assert [a.name for a in seen["listed"][1].arguments] == ["title", "section", "wiki"]  # two wikis: wiki too
+    assert seen["unknown"] == ("invalid_input: The prompt 'nope' does not exist; the prompts listed are: "
+                               "review-recent-changes, fix-section, summarise-talk-page, check-references, "
+                               "survey-category.")
+    assert seen["other template"] == ("Unknown resource template mcp://pages/{title}; this server's is "
+                                      "mcp://wikis/{key}.")
+
+
 # -- the address guard --
 
 @pytest.mark.parametrize("address, problem", [
@@ -7065,8 +7356,9 @@ def test_wiki_management_can_be_switched_off(wiki: RealWiki, other_wiki: RealWik
 
 
 def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: RealWiki) -> None:
-    """A handshake-era client gets notifications/resources/list_changed and, as the tools
-    change too, notifications/tools/list_changed on its session."""
+    """A handshake-era client gets notifications/resources/list_changed and, as the tools and
+    prompts change too (a second wiki adds their wiki argument), notifications/tools/list_changed
+    and notifications/prompts/list_changed on its session."""
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
     seen: list[str] = []
 
@@ -7089,14 +7381,17 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
 
     capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
     assert capabilities.resources.list_changed and capabilities.tools.list_changed
+    assert capabilities.prompts.list_changed
     assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
-    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed",
+                         PROMPTS_CHANGED]
     assert resources[f"mcp://wikis/{third_wiki.key}"].title == "Third Wiki"
     assert read.contents[0].text == "\n".join([
         f"Wiki: {third_wiki.key}", "Name: Third Wiki", f"Server: {third_wiki.url}",
         f"API: {third_wiki.api}", "Read-only: yes"])
     assert after_read == after_add  # a call that changes no list announces nothing
-    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    assert seen[len(after_add):] == ["notifications/resources/list_changed", "notifications/tools/list_changed",
+                                     PROMPTS_CHANGED]
     assert last == first
 
 
@@ -7219,7 +7514,7 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
     assert seen["loaded"].content[0].text == (
         "Loaded the toolset changes for this session; the tool list now has get-recent-changes, "
         "get-user-contributions, get-log-events, get-watchlist, watch-page.")
-    assert heard == [LIST_CHANGED]
+    assert heard == [LIST_CHANGED, PROMPTS_CHANGED]  # review-recent-changes comes with get-recent-changes
     assert set(after) - set(before) == {"get-recent-changes", "get-user-contributions", "get-log-events",
                                         "get-watchlist", "watch-page"}
     assert "watch" in after["update-page"].input_schema["properties"]  # the page writes take watch now
@@ -7230,7 +7525,7 @@ def test_load_toolset_over_stdio_loads_a_toolset_for_the_session_and_the_client_
         "no retry by the model changes it.")
     assert seen["unknown"].is_error and seen["unknown"].content[0].text.startswith(
         "invalid_input: There is no toolset 'everything'; the toolsets are pages, edit, history, talk,")
-    assert heard == [LIST_CHANGED]  # what changed nothing announced nothing
+    assert heard == [LIST_CHANGED, PROMPTS_CHANGED]  # what changed nothing announced nothing
 
 
 def session_tools(server: Any, *calls: tuple[str, dict[str, Any]],
@@ -8344,6 +8639,7 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("add-talk-topic", {"title": title, "heading": "Secrets", "message": "Hello."}),
         ("reply-on-talk-page", {"title": title, "topic": "Secrets", "message": "Hello again."}),
         ("replace-in-pages", {"titles": [title], "find": "More.", "replace": "More!"}),
+        ("copy-page", {"title": "Main Page", "fromWiki": "tokened", "newTitle": f"{title} copy"}),
         ("undo-edit", {"revisionId": 1, "dryRun": True}), ("rollback-edits", {"title": title, "user": "Admin"}),
         ("protect-page", {"title": title, "edit": "sysop"}), ("watch-page", {"title": title}),
         ("move-page", {"fromTitle": title, "toTitle": f"{title} moved"}),
@@ -8387,7 +8683,8 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
     assert not results["whoami"][0] and "User: Admin\n" in results["whoami"][1]  # through the gate, logged in
     for name in ("create-page", "update-page", "move-page", "undelete-page", "upload-file", "upload-file-from-url",
                  "get-user-contributions", "get-log-events", "get-watchlist", "watch-page", "get-page-sections",
-                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages"):
+                 "find-in-page", "update-page-categories", "add-talk-topic", "reply-on-talk-page", "replace-in-pages",
+                 "copy-page"):
         assert not results[name][0], (name, results[name][1])
     assert results["get-site-info"][1].startswith("authentication: ")  # the last one: the locked wiki
     assert check.returncode == 1 and "gated (default): Test Wiki" in check.stdout
@@ -9272,7 +9569,7 @@ def test_a_slow_wiki_starves_neither_health_nor_the_other_wikis(wiki: RealWiki, 
 def test_every_http_session_hears_when_another_changes_the_wikis(wiki: RealWiki, third_wiki: RealWiki) -> None:
     server = make_server(wiki.env(MCP_TRUSTED_HOSTS=third_wiki.key))
     heard: list[str] = []
-    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed"}
+    changes = {"notifications/resources/list_changed", "notifications/tools/list_changed", PROMPTS_CHANGED}
 
     async def main(url: str) -> tuple[set[str], list[str], set[str]]:
         both = anyio.Event()
