@@ -4927,6 +4927,7 @@ class ToolContext:
     confirmed: bool = False
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
     session: Session | None = None
+    person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
 
     @property
     def client(self) -> MediaWikiClient:
@@ -5062,7 +5063,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
         if person is not None and spec.scoped:
-            client, as_person = persons_client(state, person, spec, wiki, client), key in person.accounts
+            client = persons_client(state, person, wiki, client, "" if spec.read_only else name)
+            as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("title") or values.get("fromTitle"))
         if spec.needs_extension:
@@ -5074,7 +5076,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
-                          confirmed=spec.guarded and values["confirm"], caller=caller, session=session)
+                          confirmed=spec.guarded and values["confirm"], caller=caller, session=session,
+                          person=person)
         own = {arg: values[arg] for arg in spec.params}
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:
@@ -5107,15 +5110,16 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     return as_blocks(result), False
 
 
-def persons_client(state: ServerState, person: Person, spec: ToolSpec, wiki: WikiConfig,
-                   configured: MediaWikiClient) -> MediaWikiClient:
-    """The client a person's call acts through on ``wiki``: their own account's where they have
-    one, never the configured one (a failed login is theirs to fix); elsewhere the configured
-    account reads for them, unless the wiki is private, and nothing writes."""
+def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
+                   writer: str = "") -> MediaWikiClient:
+    """The client a person's call acts through on ``wiki`` (``writer``: the tool, for a call that
+    may write): their own account's where they have one, never the configured one (a failed login
+    is theirs to fix); elsewhere the configured account reads for them, unless the wiki is private,
+    and nothing writes."""
     if wiki.key in person.accounts:
         return state.people.client(person, wiki, state.make_client)
-    if wiki.private or not spec.read_only:
-        doing = "read the private wiki" if spec.read_only else f"use {spec.name} on the wiki"
+    if wiki.private or writer:
+        doing = f"use {writer} on the wiki" if writer else "read the private wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
                              "changed. To get one, ask this server's operator to add the wiki to their entry "
@@ -5320,7 +5324,8 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         named = (params.context.arguments or {}).get("wiki") if params.context else None
         try:
             key = state.resolve_wiki(named) if kind in ("page", "category") else ""
-            job = functools.partial(completion_values, state, kind, params.argument.value, key)
+            job = functools.partial(completion_values, state, kind, params.argument.value, key,
+                                    person_of(state, ctx))
             values, more = await state.calls.run(key, job, write=False)
         except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
             log.info("no completion for %s: %s", params.argument.name, error)
@@ -9516,9 +9521,10 @@ class SourcePage:
 
 
 def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
-    """The wiki a copy reads from, and the client it reads with: the one place a tool reads a
-    wiki other than its call's."""
-    return ctx.state.wiki_and_client(key)
+    """The wiki a copy reads from, and the client it reads with (a signed-in person's own, as
+    persons_client chooses): the one place a tool reads a wiki other than its call's."""
+    wiki, client = ctx.state.wiki_and_client(key)
+    return wiki, persons_client(ctx.state, ctx.person, wiki, client) if ctx.person else client
 
 
 def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
@@ -10054,17 +10060,19 @@ def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | No
 COMPLETION_MAX_VALUES = 100
 
 
-def completion_values(state: ServerState, kind: str | None, value: str, key: str) -> tuple[list[str], bool]:
+def completion_values(state: ServerState, kind: str | None, value: str, key: str,
+                      person: Person | None = None) -> tuple[list[str], bool]:
     """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
     ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
     configuration, pages and categories from one prefix search on the wiki ``key`` (the one
-    the prompt's wiki argument names, else the default)."""
+    the prompt's wiki argument names, else the default), as ``person`` reads it if one signed in."""
     if kind == "wiki":
         keys = [key for key in state.wikis if key.startswith(value)]
         return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
     if kind not in ("page", "category"):
         return [], False
-    _, client = state.wiki_and_client(key)
+    wiki, client = state.wiki_and_client(key)
+    client = persons_client(state, person, wiki, client) if person else client
     if kind == "page":
         data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
                            "pslimit": COMPLETION_MAX_VALUES})

@@ -9221,7 +9221,10 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
         written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
         private = member.call("get-site-info", wiki="other")
         admins = admin.call("get-site-info", wiki="other")
+        copied = member.call("copy-page", title="Main Page", fromWiki="third", newTitle=title)
     assert tool_text(read).startswith("Wiki: third\n")
+    # the copy reads third as configured, and writes to main as Member, never as the Editor
+    assert "Created." in tool_text(copied) and revision_users(wiki, title) == ["Member"]
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
