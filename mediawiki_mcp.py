@@ -124,6 +124,13 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
+#: Who confirms a guarded action (MCP_CONFIRM): the person where the client can be asked, else the
+#: model's confirm=true; the person always (refused where the client cannot ask); the model always.
+CONFIRM_CHOICES = ("auto", "person", "model")
+#: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
+DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
+#: While the person decides, the call reports progress this often, so that clients keep waiting.
+CONFIRM_PROGRESS_SECONDS = 10.0
 #: What was noted while a shared store could not be reached is written again this often.
 STATE_RETRY_SECONDS = 1.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
@@ -1693,6 +1700,15 @@ SETTINGS = {row.variable: row for row in (
             DEFAULT_CONTENT_MAX_BYTES, byte_count),
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
+    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback): auto (default: the person, "
+            "asked through the client where it can ask, else the model's confirm=true), person (refused where "
+            "the client cannot ask) or model (never asks the person)", "auto",
+            setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES, " or ".join(CONFIRM_CHOICES))),
+    Setting("MCP_CONFIRM_TIMEOUT_SECONDS", "seconds the person has to answer a confirmation question "
+            f"(default {DEFAULT_CONFIRM_TIMEOUT_SECONDS:g}); no answer is a decline",
+            DEFAULT_CONFIRM_TIMEOUT_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and 0 < float(text) <= 86400,
+                "a number of seconds above 0, up to 86400")),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
             setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
@@ -1776,6 +1792,8 @@ class Config:
     default_wiki: str
     content_max_bytes: int = from_setting("MCP_CONTENT_MAX_BYTES")
     file_data_max_bytes: int = from_setting("MCP_FILE_DATA_MAX_BYTES")
+    confirm: str = from_setting("MCP_CONFIRM")
+    confirm_timeout_seconds: float = from_setting("MCP_CONFIRM_TIMEOUT_SECONDS")
     user_agent: str = from_setting("MEDIAWIKI_USER_AGENT")
     upload_max_bytes: int = from_setting("MCP_UPLOAD_MAX_BYTES")
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
@@ -3624,7 +3642,8 @@ class Flags:
     - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
       read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
     - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
-      raises a Preview of what it would do instead of doing it.
+      raises a Preview of what it would do instead of doing it, which the person confirms where
+      the client can ask them (run_guarded), else the model by calling again with confirm=true.
     - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
       tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
       is true unless the call passes false (a tool whose save should follow a preview).
@@ -3720,12 +3739,14 @@ class ToolSpec(Flags):
 
 class Preview(Exception):
     """What a guarded tool would do, raised instead of doing it while the call is not confirmed
-    (``ctx.confirmed``). The dispatcher answers it (``answer``); asking the person instead is
-    the one place that would show ``would`` and run the call again, confirmed."""
+    (``ctx.confirmed``). The dispatcher answers it to the model (``answer``), or puts ``would`` to
+    the person (run_guarded) and, once they accept, runs the call again pinned to it (as_shown).
+    ``wiki`` and ``account``: where and as whom, which run_tool adds for the person's question."""
 
     def __init__(self, nothing: str, would: str) -> None:
         super().__init__(nothing, would)
         self.nothing, self.would = nothing, would  # "Nothing was deleted.", "delete 'X' (...) from w."
+        self.wiki = self.account = ""
 
     def answer(self, tool_name: str) -> WikiError:
         return invalid_input(f"{self.nothing} {tool_name} would {self.would} Ask the user to confirm, then "
@@ -4874,10 +4895,14 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: str = "", session: Session | None = None) -> tuple[list[Any], bool]:
+             caller: str = "", session: Session | None = None,
+             person_confirms: bool = False, shown: str | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
     process) in ``session`` (session_of). Returns content blocks and is_error; never raises, so
-    nothing but ``category: message`` reaches the model."""
+    nothing but ``category: message`` reaches the model. ``person_confirms`` (run_guarded): the
+    model's confirm counts for nothing, and a guarded tool's Preview comes back as the one block,
+    for the person to be asked; ``shown``: what the person accepted (Preview.would), done now
+    unless what the call would do changed since (as_shown)."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session)
     source = ""  # the wiki an error comes from: none until the arguments are good
@@ -4908,20 +4933,26 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
-                          confirmed=spec.guarded and values["confirm"], caller=caller, session=session)
+                          confirmed=spec.guarded and values["confirm"] and not person_confirms,
+                          caller=caller, session=session)
         own = {arg: values[arg] for arg in spec.params}
+
+        def act() -> list[Any]:
+            return as_blocks(spec.fn(ctx, **own) if shown is None else as_shown(spec, ctx, own, shown))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
-        if idempotency_key:
-            asked = {**own, "confirm": ctx.confirmed} if spec.guarded else own
+        if idempotency_key:  # a question to the person and its answer are one confirmed call
+            asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
             fingerprint = json.dumps([name, key, asked], sort_keys=True, ensure_ascii=False)
-            result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key, caller)
+            result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, caller)
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
-            result = spec.fn(ctx, **own)
+            result = act()
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
+        if person_confirms:
+            preview.wiki, preview.account = key, account_name(client)
+            return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
         text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
@@ -4931,6 +4962,31 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: str) -> Any:
+    """Runs a guarded call the person accepted, having been shown that it ``would`` do ``shown``:
+    unconfirmed first, to learn what it would do now, which must be what they were shown (a
+    page edited since the question is a conflict, and nothing is done); then confirmed. A call
+    that no longer needs confirming has run by then."""
+    try:
+        return spec.fn(ctx, **own)
+    except Preview as preview:
+        if preview.would != shown:
+            raise conflict(f"What {spec.name} would do changed while the person was being asked, so it was "
+                           f"not done: they accepted that it would {shown} Now it would {preview.would} "
+                           f"{preview.nothing} Call {spec.name} again to ask them about this.") from None
+    ctx.confirmed = True
+    return spec.fn(ctx, **own)
+
+
+def account_name(client: MediaWikiClient) -> str:
+    """The name of the account a client acts as, for a question to the person (a guarded tool
+    has checked its rights, so it is known); '' where the wiki cannot say."""
+    try:
+        return client.account.name
+    except WikiError:
+        return ""
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -5062,7 +5118,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
                                 caller_of(ctx), session)
         try:
-            blocks, is_error = await state.calls.run(wiki, job, write=write)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
@@ -5154,6 +5210,105 @@ def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
         except Exception:
             log.debug("could not report progress", exc_info=True)
     return progress
+
+
+async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
+                      wiki: str, write: bool) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool with its arguments) in the wiki's call slot
+    (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's confirm counts
+    for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
+    must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
+    spec, asking, confirm = state.registry.tools.get(name), can_ask(ctx), state.config.confirm
+    person = bool(spec and spec.guarded) and (confirm == "person" or confirm == "auto" and asking)
+    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
+    if not (blocks and isinstance(blocks[0], Preview)):
+        return blocks, is_error
+    preview = blocks[0]
+    refusal = await ask_person(state, ctx, name, preview) if asking else cannot_ask(name, preview)
+    if refusal:
+        return [error_naming_the_wiki(state, preview.wiki, str(refusal))], True
+    return await state.calls.run(wiki, functools.partial(job, person_confirms=True, shown=preview.would),
+                                 write=write)
+
+
+def can_ask(ctx: Any) -> bool:
+    """Whether the person behind a tools/call can be asked (elicitation/create) while it waits: the
+    client declared form elicitation, and the call's connection carries a request back to it (one
+    with the handshake over stdio or in memory, or a Streamable HTTP session; not stateless HTTP,
+    where the answer would reach another transport, nor the 2026 protocol, whose calls cannot)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities else None
+    form = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    return (form and stateful and ctx.session.can_send_request
+            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+
+
+#: The question's one field: the specification allows only flat fields of primitive types.
+CONFIRM_SCHEMA = {"type": "object", "required": ["allow"], "properties": {"allow": {
+    "type": "boolean", "title": "Allow it", "default": False,
+    "description": "Yes does it; no, declining or no answer does nothing."}}}
+
+
+async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError | None:
+    """Puts a guarded action's preview to the person (elicitation/create, on the call's own
+    stream) and waits for the answer, reporting progress meanwhile so that the client keeps
+    waiting for the call; None once they allow it, else the error saying why nothing was done.
+    No answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    timeout = state.config.confirm_timeout_seconds
+    question = "\n".join(line for line in (
+        f"{name} would {preview.would}", f"Wiki: {preview.wiki}",
+        f"Account: {preview.account}" if preview.account else "", "Nothing is done unless you allow it.") if line)
+
+    async def keep_waiting() -> None:
+        start = anyio.current_time()
+        while True:
+            try:
+                await ctx.session.report_progress(anyio.current_time() - start, timeout,
+                                                  "Waiting for the person to answer in the client")
+            except Exception:  # advisory, as in progress_reporter
+                log.debug("could not report progress", exc_info=True)
+            await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
+
+    declined = f"{preview.nothing} Do not call {name} again for this unless the person asks for it."
+    async with anyio.create_task_group() as waiting:
+        waiting.start_soon(keep_waiting)
+        try:
+            with anyio.fail_after(timeout):
+                answer = await ctx.session.elicit_form(question, CONFIRM_SCHEMA, related_request_id=ctx.request_id)
+        except TimeoutError:
+            return permission_denied(f"The person did not answer the question to let {name} {preview.would} "
+                                     f"within {timeout:g} seconds (MCP_CONFIRM_TIMEOUT_SECONDS), which counts as "
+                                     f"declined. {declined}")
+        except (MCPError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+            # the client claimed it could ask, then failed (an error answer, a malformed one, a
+            # lost connection): nobody said yes
+            log.info("asking the person to confirm %s failed: %s", name, error)
+            return permission_denied(f"The client could not put the question to let {name} {preview.would} to "
+                                     f"the person ({type(error).__name__}), so it counts as declined. {declined}")
+        finally:
+            waiting.cancel_scope.cancel()
+    if answer.action == "accept" and (answer.content or {}).get("allow") is True:
+        return None
+    how = "dismissed the question" if answer.action == "cancel" else "declined"
+    return permission_denied(f"The person {how} in the client (declined: {name} may not {preview.would}) "
+                             f"{declined}")
+
+
+def cannot_ask(name: str, preview: Preview) -> WikiError:
+    """The refusal of a guarded action where the operator wants the person to confirm it
+    (MCP_CONFIRM=person) and the client cannot ask them (can_ask)."""
+    return permission_denied(
+        f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
+        "client (MCP_CONFIRM=person), and this client cannot ask them: it did not declare MCP elicitation, or "
+        "its connection cannot carry a question (stateless HTTP, the 2026-07-28 protocol). Clients that "
+        "ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a Streamable HTTP "
+        "session. No retry by the model changes this.")
 
 
 class ListChanges:

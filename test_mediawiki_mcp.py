@@ -5379,6 +5379,208 @@ def test_a_lost_answer_to_an_undo_rollback_protection_or_watch_reports_what_the_
 
 
 # ---------------------------------------------------------------------------
+# Guarded actions the person confirms: questions through MCP elicitation
+# ---------------------------------------------------------------------------
+
+#: What a client's elicitation callback answers: the person allowed it, said no, or dismissed it.
+ALLOW = {"action": "accept", "content": {"allow": True}}
+
+
+def asking_client(server: Any, answers: list[dict[str, Any]], questions: list[Any],
+                  before_answer: Callable[[], None] = lambda: None, delay: float = 0) -> Any:
+    """An SDK client with the handshake whose person answers each question (elicitation/create)
+    with the next of ``answers``, after ``before_answer`` and ``delay`` seconds; ``questions``
+    collects the questions' parameters."""
+    import mcp_types as mt
+
+    async def elicit(context: Any, params: Any) -> Any:
+        questions.append(params)
+        await anyio.to_thread.run_sync(before_answer)
+        await anyio.sleep(delay)
+        return mt.ElicitResult(**answers[len(questions) - 1])
+    return Client(server, mode="legacy", elicitation_callback=elicit)
+
+
+def call_asking(server: Any, tool: str, answers: list[dict[str, Any]], **arguments: Any) -> tuple[Result, list[Any]]:
+    """A call from a client that can ask the person, who gives ``answers``; its result and the questions."""
+    questions: list[Any] = []
+
+    async def go() -> Any:
+        async with asking_client(server, answers, questions) as client:
+            return await client.call_tool(tool, arguments)
+    result = anyio.run(go)
+    return Result([b.text for b in result.content if b.type == "text"], bool(result.is_error)), questions
+
+
+def deletable(wiki: RealWiki, name: str) -> tuple[str, int]:
+    """A new page of two revisions to delete: its title and latest revision ID."""
+    title = f"Confirm {name} {secrets.token_hex(3)}"
+    create(bot_server_for(wiki), title, "To be deleted.")
+    assert not call(bot_server_for(wiki), "update-page", title=title, source="To be deleted, twice.").is_error
+    return title, revision_ids(wiki, title)[0]
+
+
+def test_the_person_allows_a_delete_in_the_client_and_the_page_is_deleted(bot_server: Any, wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "allow")
+    result, questions = call_asking(bot_server, "delete-page", [ALLOW], title=title)
+    assert not result.is_error and result.blocks[0].startswith(f"Deleted.\nTitle: {title}\nLog ID: "), result.text
+    assert [q.message for q in questions] == [(
+        f"delete-page would delete {title!r} (latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key}.\n"
+        f"Wiki: {wiki.key}\nAccount: {wiki.bot_user.split('@')[0]}\nNothing is done unless you allow it.")]
+    assert questions[0].requested_schema == m.CONFIRM_SCHEMA  # one flat boolean, as the specification allows
+    assert revision_ids(wiki, title) == []
+
+
+@pytest.mark.parametrize("answer, how", [({"action": "decline"}, "declined"),
+                                         ({"action": "cancel"}, "dismissed the question"),
+                                         ({"action": "accept", "content": {"allow": False}}, "declined")])
+def test_a_person_who_declines_or_dismisses_the_question_keeps_the_page(
+        bot_server: Any, wiki: RealWiki, answer: dict[str, Any], how: str) -> None:
+    title, latest = deletable(wiki, "decline")
+    result, questions = call_asking(bot_server, "delete-page", [answer], title=title, confirm=True)
+    assert len(questions) == 1  # the model's confirm=true does not skip the person
+    assert result.is_error and result.blocks == [(
+        f"permission_denied: The person {how} in the client (declined: delete-page may not delete {title!r} "
+        f"(latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key}.) Nothing was deleted. Do not call "
+        "delete-page again for this unless the person asks for it.")]
+    assert revision_ids(wiki, title)[0] == latest
+
+
+def test_a_client_that_cannot_ask_keeps_the_preview_and_confirm_contract(wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "no capability")
+    server = make_server(wiki.env())
+    for client in ({"mode": "legacy"}, {}):  # no elicitation declared; the 2026 protocol, which cannot ask
+        async def go(options: dict[str, Any] = client) -> Any:
+            async with Client(server, **options) as session:
+                return await session.call_tool("delete-page", {"title": title})
+        asked = anyio.run(go)
+        assert asked.is_error and asked.content[0].text == (
+            f"invalid_input: Nothing was deleted. delete-page would delete {title!r} (latest revision {latest}, "
+            f"21 bytes, 2 revisions) from {wiki.key}. Ask the user to confirm, then call delete-page again with "
+            "confirm=true.")
+    assert revision_ids(wiki, title)[0] == latest
+    assert not call(server, "delete-page", title=title, confirm=True).is_error
+    assert revision_ids(wiki, title) == []
+
+
+def test_with_mcp_confirm_person_a_client_that_cannot_ask_is_refused(wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "person")
+    server = make_server(wiki.env(MCP_CONFIRM="person"))
+    refused = call(server, "delete-page", title=title, confirm=True)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"permission_denied: Nothing was deleted. delete-page would delete {title!r} (latest revision {latest}, "
+        f"21 bytes, 2 revisions) from {wiki.key}. This server requires the person to confirm it in the client "
+        "(MCP_CONFIRM=person), and this client cannot ask them"), refused.text
+    assert "Claude Code, VS Code and the MCP Inspector" in refused.text
+    assert revision_ids(wiki, title)[0] == latest
+    result, questions = call_asking(server, "delete-page", [ALLOW], title=title)
+    assert not result.is_error and len(questions) == 1 and revision_ids(wiki, title) == []
+
+
+def test_with_mcp_confirm_model_the_person_is_never_asked(wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "model")
+    server = make_server(wiki.env(MCP_CONFIRM="model"))
+    preview, questions = call_asking(server, "delete-page", [ALLOW], title=title)
+    assert preview.is_error and preview.blocks[0].startswith("invalid_input: Nothing was deleted.")
+    assert revision_ids(wiki, title)[0] == latest
+    done, questions = call_asking(server, "delete-page", [ALLOW], title=title, confirm=True)
+    assert not done.is_error and questions == [] and revision_ids(wiki, title) == []
+
+
+def test_a_page_edited_while_the_person_decides_is_a_conflict_and_is_not_deleted(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "changed")
+    questions: list[Any] = []
+
+    async def go() -> Any:
+        edit = functools.partial(editor_edit, wiki, title, "Edited while the person was being asked.")
+        async with asking_client(bot_server, [ALLOW], questions, before_answer=edit) as client:
+            return await client.call_tool("delete-page", {"title": title})
+    result = anyio.run(go)
+    now = revision_ids(wiki, title)[0]
+    assert result.is_error and result.content[0].text.startswith(
+        f"conflict: What delete-page would do changed while the person was being asked, so it was not done: they "
+        f"accepted that it would delete {title!r} (latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key}. "
+        f"Now it would delete {title!r} (latest revision {now}, "), result.content[0].text
+    assert now != latest and wiki.wikitext(title) == "Edited while the person was being asked."
+
+
+def test_no_answer_within_the_timeout_is_a_decline_and_progress_keeps_the_call_alive(wiki: RealWiki) -> None:
+    title, latest = deletable(wiki, "timeout")
+    server = make_server(wiki.env(MCP_CONFIRM_TIMEOUT_SECONDS="1.5"))
+    questions: list[Any] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def go() -> Any:
+        async with asking_client(server, [ALLOW], questions, delay=4) as client:
+            return await client.call_tool("delete-page", {"title": title}, progress_callback=heard)
+    result = anyio.run(go)
+    assert result.is_error and result.content[0].text.startswith(
+        f"permission_denied: The person did not answer the question to let delete-page delete {title!r} (latest "
+        f"revision {latest}, 21 bytes, 2 revisions) from {wiki.key}. within 1.5 seconds "
+        "(MCP_CONFIRM_TIMEOUT_SECONDS), which counts as declined. Nothing was deleted."), result.content[0].text
+    assert progress and progress[0][1:] == (1.5, "Waiting for the person to answer in the client")
+    assert revision_ids(wiki, title)[0] == latest
+
+
+def test_an_allowed_delete_with_an_idempotency_key_is_not_asked_or_done_twice(bot_server: Any, wiki: RealWiki) -> None:
+    title, _ = deletable(wiki, "key")
+    questions: list[Any] = []
+
+    async def go() -> list[Any]:
+        async with asking_client(bot_server, [ALLOW, ALLOW], questions) as client:  # keys are a client's own
+            return [await client.call_tool("delete-page", {"title": title, "idempotencyKey": "confirm-key"})
+                    for _ in range(2)]
+    first, again = anyio.run(go)
+    assert not first.is_error and first.content[0].text.startswith("Deleted."), first.content[0].text
+    assert not again.is_error and again.content[0].text.startswith(m.REPEAT_NOTE + "Deleted.")
+    assert len(questions) == 1 and revision_ids(wiki, title) == []
+
+
+def test_the_person_confirms_a_protection_and_a_rollback(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Confirm protect {secrets.token_hex(3)}"
+    create(bot_server, title, "Protect me.")
+    protected, questions = call_asking(bot_server, "protect-page", [ALLOW], title=title, edit="sysop")
+    assert not protected.is_error, protected.text
+    assert questions[0].message.startswith(f"protect-page would change the protection of {title!r} on {wiki.key}: "
+                                           "edit: none -> sysop.\nWiki: "), questions[0].message
+    page = wiki.raw_get(action="query", titles=title, prop="info", inprop="protection")["query"]["pages"][0]
+    assert [(p["type"], p["level"]) for p in page["protection"]] == [("edit", "sysop")]
+    editor_edit(wiki, title, "An edit to roll back.")
+    declined, questions = call_asking(bot_server, "rollback-edits", [{"action": "decline"}], title=title,
+                                      user="Editor")
+    assert declined.is_error and declined.blocks[0].startswith("permission_denied: The person declined")
+    assert "revert the latest edit to" in questions[0].message and wiki.wikitext(title) == "An edit to roll back."
+    done, _ = call_asking(bot_server, "rollback-edits", [ALLOW], title=title, user="Editor")
+    assert not done.is_error and wiki.wikitext(title) == "Protect me.", done.text
+
+
+def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
+    """The installed console script over real stdio, and over Streamable HTTP in a session."""
+    from mcp.client.stdio import StdioServerParameters
+    script = shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent)) or shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_"))}
+    with http_servers((wiki.env(), ())) as (http,):
+        for target in (StdioServerParameters(command=script, env={**clean, **wiki.env()}), http.url):
+            title, latest = deletable(wiki, "transport")
+            questions: list[Any] = []
+
+            async def go(target: Any = target, title: str = title, questions: list[Any] = questions) -> list[Any]:
+                async with asking_client(target, [{"action": "decline"}, ALLOW], questions) as client:
+                    declined = await client.call_tool("delete-page", {"title": title})
+                    kept = revision_ids(wiki, title)
+                    return [declined, kept, await client.call_tool("delete-page", {"title": title})]
+            declined, kept, deleted = anyio.run(go)
+            assert declined.is_error and declined.content[0].text.startswith("permission_denied: The person declined")
+            assert kept[0] == latest and len(questions) == 2
+            assert not deleted.is_error and revision_ids(wiki, title) == [], deleted.content[0].text
+
+
+# ---------------------------------------------------------------------------
 # File uploads on the real wiki
 # ---------------------------------------------------------------------------
 
