@@ -5106,7 +5106,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools and resources, since the lists change when wikis come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx)))
+        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx), person_confirms(state, ctx)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
@@ -5170,11 +5170,13 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState, session: Session | None = None) -> list[Any]:
-    """tools/list's answer: the tools offered to a session, each as this configuration describes it."""
+def listed_tools(state: ServerState, session: Session | None = None, person: bool = False) -> list[Any]:
+    """tools/list's answer: the tools offered to a session, each as this configuration describes it;
+    without ``confirm`` where the ``person`` confirms guarded actions (person_confirms)."""
     import mcp_types as mt
 
     offered, unlisted = offered_tools(state, session), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if person else set()
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
     return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
                     input_schema=spec.schema(unlisted),
@@ -5218,17 +5220,23 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's confirm counts
     for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
     must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
-    spec, asking, confirm = state.registry.tools.get(name), can_ask(ctx), state.config.confirm
-    person = bool(spec and spec.guarded) and (confirm == "person" or confirm == "auto" and asking)
+    spec = state.registry.tools.get(name)
+    person = bool(spec and spec.guarded) and person_confirms(state, ctx)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
-    refusal = await ask_person(state, ctx, name, preview) if asking else cannot_ask(name, preview)
+    refusal = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
     if refusal:
         return [error_naming_the_wiki(state, preview.wiki, str(refusal))], True
     return await state.calls.run(wiki, functools.partial(job, person_confirms=True, shown=preview.would),
                                  write=write)
+
+
+def person_confirms(state: ServerState, ctx: Any) -> bool:
+    """Whether the person confirms the guarded actions of a request's client, rather than the
+    model's confirm=true (MCP_CONFIRM): always with person, with auto where the client can ask."""
+    return state.config.confirm == "person" or state.config.confirm == "auto" and can_ask(ctx)
 
 
 def can_ask(ctx: Any) -> bool:
@@ -7839,8 +7847,8 @@ def delete_page(
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Deletes a page with its history. Unconfirmed, it deletes nothing and fails, showing the
-    latest revision, size and revision count to put to the user."""
+    """Deletes a page with its history once the user confirms (their client may ask); until then
+    it fails, showing the latest revision, size and revision count."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -7989,8 +7997,8 @@ def rollback_edits(
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a page's latest edits by its last editor. Unconfirmed, it changes nothing and fails,
-    showing the edits and the revision it returns to, to put to the user."""
+    """Reverts a page's latest edits by its last editor once the user confirms (their client may
+    ask); until then it fails, showing the edits and the revision it returns to."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -8097,9 +8105,9 @@ def protect_page(
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
-    levels not given stay. Unconfirmed, it changes nothing and fails, showing current and new levels
-    to put to the user."""
+    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection once
+    the user confirms (their client may ask); levels not given stay. Until then it fails, showing old
+    and new levels."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:

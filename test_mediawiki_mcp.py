@@ -5420,6 +5420,30 @@ def deletable(wiki: RealWiki, name: str) -> tuple[str, int]:
     return title, revision_ids(wiki, title)[0]
 
 
+def test_guarded_tools_are_listed_without_confirm_where_the_person_confirms() -> None:
+    """A client that can ask is not offered confirm (the person answers instead), nor one that
+    MCP_CONFIRM=person refuses; the others keep it, and every guarded tool says the client may ask."""
+    def listed(env: dict[str, str], asking: bool) -> dict[str, Any]:
+        server = make_server({**WRITABLE_NOWHERE, **env})
+
+        async def go() -> Any:
+            async with (asking_client(server, [], []) if asking else Client(server, mode="legacy")) as client:
+                return (await client.list_tools()).tools
+        return {t.name: t for t in anyio.run(go)}
+    guarded = {"delete-page", "protect-page", "rollback-edits"}
+    assert {name for name, spec in m.REGISTRY.tools.items() if spec.guarded} == guarded
+    for env, asking, offered in (({}, True, False), ({}, False, True), ({"MCP_CONFIRM": "person"}, False, False),
+                                 ({"MCP_CONFIRM": "model"}, True, True)):
+        tools = listed(env, asking)
+        for name in guarded:
+            assert ("confirm" in tools[name].input_schema["properties"]) == offered, (env, asking, name)
+            assert "once the user confirms (their client may ask)" in tools[name].description
+    saved = sum(tools_list_bytes(list(listed({}, False).values())).values()) - sum(
+        tools_list_bytes(list(listed({}, True).values())).values())
+    print(f"every toolset listed to a client that can ask: {saved} bytes fewer")
+    assert saved > 0
+
+
 def test_the_person_allows_a_delete_in_the_client_and_the_page_is_deleted(bot_server: Any, wiki: RealWiki) -> None:
     title, latest = deletable(wiki, "allow")
     result, questions = call_asking(bot_server, "delete-page", [ALLOW], title=title)
