@@ -1700,9 +1700,10 @@ SETTINGS = {row.variable: row for row in (
             DEFAULT_CONTENT_MAX_BYTES, byte_count),
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
-    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback): auto (default: the person, "
-            "asked through the client where it can ask, else the model's confirm=true), person (refused where "
-            "the client cannot ask) or model (never asks the person)", "auto",
+    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, an "
+            "undo of other people's edits): auto (default: the person, asked through the client where it can "
+            "ask, else the model: confirm=true, dryRun=false), person (refused where the client cannot ask) or "
+            "model (never asks the person)", "auto",
             setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES, " or ".join(CONFIRM_CHOICES))),
     Setting("MCP_CONFIRM_TIMEOUT_SECONDS", "seconds the person has to answer a confirmation question "
             f"(default {DEFAULT_CONFIRM_TIMEOUT_SECONDS:g}); no answer is a decline",
@@ -3644,6 +3645,9 @@ class Flags:
     - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
       raises a Preview of what it would do instead of doing it, which the person confirms where
       the client can ask them (run_guarded), else the model by calling again with confirm=true.
+    - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
+      people's edits), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
+      the call is not confirmed, the tool raises a Preview of one; elsewhere its own guard holds.
     - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
       tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
       is true unless the call passes false (a tool whose save should follow a preview).
@@ -3667,6 +3671,7 @@ class Flags:
     open_world: bool = True
     scoped: bool = True
     guarded: bool = False
+    asks: bool = False
     continue_from: bool = False
     dry_run: bool = False
     dry_run_default: bool = False
@@ -3682,7 +3687,7 @@ class Flags:
     def problem(self, name: str) -> str | None:
         """What the flags contradict, if anything: a write's hints are stated, never guessed."""
         if self.read_only and (self.destructive or self.idempotent is False or self.dry_run
-                               or self.idempotency_key or self.watch or self.guarded):
+                               or self.idempotency_key or self.watch or self.guarded or self.asks):
             return (f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey, watch or "
                     "confirm")
         if self.dry_run_default and not self.dry_run:
@@ -3741,11 +3746,13 @@ class Preview(Exception):
     """What a guarded tool would do, raised instead of doing it while the call is not confirmed
     (``ctx.confirmed``). The dispatcher answers it to the model (``answer``), or puts ``would`` to
     the person (run_guarded) and, once they accept, runs the call again pinned to it (as_shown).
-    ``wiki`` and ``account``: where and as whom, which run_tool adds for the person's question."""
+    ``choices``: the parts of it the person may pick from (pages to save), each their own yes or
+    no; ``wiki`` and ``account``: where and as whom, which run_tool adds for the person's question."""
 
-    def __init__(self, nothing: str, would: str) -> None:
+    def __init__(self, nothing: str, would: str, choices: Sequence[str] = ()) -> None:
         super().__init__(nothing, would)
         self.nothing, self.would = nothing, would  # "Nothing was deleted.", "delete 'X' (...) from w."
+        self.choices = tuple(choices)
         self.wiki = self.account = ""
 
     def answer(self, tool_name: str) -> WikiError:
@@ -4797,6 +4804,8 @@ class ToolContext:
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
     - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: the call's continueFrom, dryRun,
       watch and confirm (see @tool's flags).
+    - ``asks``: the person confirms this call's guarded actions (run_guarded); ``picked``: the
+      choices of its Preview they picked, once they accepted one that offered some.
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -4811,6 +4820,8 @@ class ToolContext:
     dry_run: bool = False
     watch: str | None = None
     confirmed: bool = False
+    asks: bool = False
+    picked: frozenset[str] | None = None
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
     session: Session | None = None
 
@@ -4896,13 +4907,13 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
              caller: str = "", session: Session | None = None,
-             person_confirms: bool = False, shown: str | None = None) -> tuple[list[Any], bool]:
+             person_confirms: bool = False, accepted: Accepted | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
     process) in ``session`` (session_of). Returns content blocks and is_error; never raises, so
     nothing but ``category: message`` reaches the model. ``person_confirms`` (run_guarded): the
-    model's confirm counts for nothing, and a guarded tool's Preview comes back as the one block,
-    for the person to be asked; ``shown``: what the person accepted (Preview.would), done now
-    unless what the call would do changed since (as_shown)."""
+    model's confirm counts for nothing, and a guarded action's Preview comes back as the one block,
+    for the person to be asked; ``accepted``: what they accepted, done now unless what the call
+    would do changed since (as_shown)."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session)
     source = ""  # the wiki an error comes from: none until the arguments are good
@@ -4934,11 +4945,12 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
+                          asks=person_confirms, picked=accepted.picked if accepted else None,
                           caller=caller, session=session)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
-            return as_blocks(spec.fn(ctx, **own) if shown is None else as_shown(spec, ctx, own, shown))
+            return as_blocks(spec.fn(ctx, **own) if accepted is None else as_shown(spec, ctx, own, accepted.would))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:  # a question to the person and its answer are one confirmed call
             asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
@@ -4962,6 +4974,14 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
                  "the details.")], True
     return as_blocks(result), False
+
+
+@dataclasses.dataclass(frozen=True)
+class Accepted:
+    """What the person accepted (run_guarded): that the call would do ``would`` (Preview.would),
+    and which of the Preview's choices they picked (None where it offered none)."""
+    would: str
+    picked: frozenset[str] | None = None
 
 
 def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: str) -> Any:
@@ -5221,16 +5241,15 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
     must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
-    person = bool(spec and spec.guarded) and person_confirms(state, ctx)
+    person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
-    refusal = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
-    if refusal:
-        return [error_naming_the_wiki(state, preview.wiki, str(refusal))], True
-    return await state.calls.run(wiki, functools.partial(job, person_confirms=True, shown=preview.would),
-                                 write=write)
+    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
+    if isinstance(answer, WikiError):
+        return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+    return await state.calls.run(wiki, functools.partial(job, person_confirms=True, accepted=answer), write=write)
 
 
 def person_confirms(state: ServerState, ctx: Any) -> bool:
@@ -5260,18 +5279,29 @@ CONFIRM_SCHEMA = {"type": "object", "required": ["allow"], "properties": {"allow
     "description": "Yes does it; no, declining or no answer does nothing."}}}
 
 
-async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError | None:
+def question_schema(preview: Preview) -> dict[str, Any]:
+    """The fields of the question about a Preview: allow it or not (CONFIRM_SCHEMA), or one yes
+    or no for each of its choices (``choice1``, ...), titled with the choice."""
+    if not preview.choices:
+        return CONFIRM_SCHEMA
+    return {"type": "object", "properties": {f"choice{number}": {"type": "boolean", "title": choice, "default": True}
+                                             for number, choice in enumerate(preview.choices, 1)}}
+
+
+async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> Accepted | WikiError:
     """Puts a guarded action's preview to the person (elicitation/create, on the call's own
     stream) and waits for the answer, reporting progress meanwhile so that the client keeps
-    waiting for the call; None once they allow it, else the error saying why nothing was done.
-    No answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline."""
+    waiting for the call: what they accepted, else the error saying why nothing was done. No
+    answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline, as is picking none of the choices."""
     import anyio
     from mcp.shared.exceptions import MCPError
 
     timeout = state.config.confirm_timeout_seconds
     question = "\n".join(line for line in (
         f"{name} would {preview.would}", f"Wiki: {preview.wiki}",
-        f"Account: {preview.account}" if preview.account else "", "Nothing is done unless you allow it.") if line)
+        f"Account: {preview.account}" if preview.account else "",
+        "Pick what to do; nothing else is done." if preview.choices else "Nothing is done unless you allow it.")
+        if line)
 
     async def keep_waiting() -> None:
         start = anyio.current_time()
@@ -5288,7 +5318,8 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
         waiting.start_soon(keep_waiting)
         try:
             with anyio.fail_after(timeout):
-                answer = await ctx.session.elicit_form(question, CONFIRM_SCHEMA, related_request_id=ctx.request_id)
+                answer = await ctx.session.elicit_form(question, question_schema(preview),
+                                                       related_request_id=ctx.request_id)
         except TimeoutError:
             return permission_denied(f"The person did not answer the question to let {name} {preview.would} "
                                      f"within {timeout:g} seconds (MCP_CONFIRM_TIMEOUT_SECONDS), which counts as "
@@ -5301,8 +5332,10 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
                                      f"the person ({type(error).__name__}), so it counts as declined. {declined}")
         finally:
             waiting.cancel_scope.cancel()
-    if answer.action == "accept" and (answer.content or {}).get("allow") is True:
-        return None
+    said = answer.content or {}
+    picked = frozenset(choice for number, choice in enumerate(preview.choices, 1) if said.get(f"choice{number}") is True)
+    if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
+        return Accepted(preview.would, picked if preview.choices else None)
     how = "dismissed the question" if answer.action == "cancel" else "declined"
     return permission_denied(f"The person {how} in the client (declined: {name} may not {preview.would}) "
                              f"{declined}")
@@ -7906,7 +7939,7 @@ def undelete_page(
 # -- write tools: undo, rollback, protection, the watchlist --------------------
 
 @tool("undo-edit", "Undo edit", toolset="history",
-      read_only=False, destructive=True, idempotent=False, dry_run=True,
+      read_only=False, destructive=True, idempotent=False, dry_run=True, asks=True,
       idempotency_key=True, watch=True, rights=("edit",),
       see={"to remove a page": "delete-page", "for a user's latest edits": "rollback-edits"})
 def undo_edit(
@@ -7937,9 +7970,11 @@ def undo_edit(
     if not parent:
         raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
                             "nothing was saved. To remove the page, use delete-page.")
-    # a run may hold other people's good edits: the answer, the dry run and the summary name them all
-    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
-            else f"revisions {oldest} to {revisionId} by {run_authors(ctx, title, oldest, revisionId)}")
+    # a run may hold other people's good edits: the answer, the dry run and the summary name them all,
+    # and the person confirms undoing them where they are asked
+    authors = [revision_user(newest)] if oldest == revisionId else run_authors(ctx, title, oldest, revisionId)
+    what = (f"revision {revisionId} by {authors[0]}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId} by {names_text(authors)}")
     if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
         refuse_forbidden_dry_run(ctx, page, "edit")
         texts = revision_texts(ctx, latest, revisionId, parent)
@@ -7950,6 +7985,9 @@ def undo_edit(
         refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
         preview = dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
         return preview if oldest == revisionId else [f"This would undo {what}.", *preview]
+    if ctx.asks and not ctx.confirmed and len(authors) > 1:
+        raise Preview("Nothing was saved.", f"undo {what} of {title!r} on {ctx.wiki.key}, whose latest revision "
+                      f"is {latest}: the edits of {len(authors)} people.")
     done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
     # MediaWiki writes its own summary for one revision, none for a run
     summary = comment or (None if oldest == revisionId else f"Undo {what}")
@@ -7962,15 +8000,19 @@ def undo_edit(
         raise
 
 
-def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> str:
+def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> list[str]:
     """Who made the revisions oldest to newest of a page, each once, in the order of their
-    first edit in the run: 'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    first edit in the run, and 'others' for a run longer than one answer."""
     data = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
                            "rvdir": "newer", "rvstartid": oldest, "rvendid": newest, "rvlimit": "max"})
     page, _ = resolve_page(data.get("query", {}))
-    names = list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or []))
-    more = " and others" if "continue" in data else ""  # a run longer than one answer
-    return (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)) + more
+    return list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or [])) + ["others"] * (
+        "continue" in data)
+
+
+def names_text(names: list[str]) -> str:
+    """'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
@@ -9174,7 +9216,7 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
 
 @tool("replace-in-pages", "Replace in pages", toolset="edit",
       read_only=False, destructive=True, idempotent=False,
-      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",),
+      dry_run=True, dry_run_default=True, idempotency_key=True, asks=True, rights=("edit",),
       see={"for one page": "update-page"})
 def replace_in_pages(
     ctx: ToolContext,
@@ -9198,7 +9240,12 @@ def replace_in_pages(
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
-    return save_replacements(ctx, pages, change, edit_summary(ctx, comment))
+    changing = [page for page in pages if page.changes]
+    if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
+        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
+        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{' (a regular expression)' * regex}"
+                      f" in {counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
+    return save_replacements(ctx, pages, change, edit_summary(ctx, comment), ctx.picked)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -9324,10 +9371,11 @@ STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
 
 
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
-                      summary: str | None) -> list[str]:
+                      summary: str | None, picked: frozenset[str] | None = None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
     page changed since its preview is skipped, as is one this change saved before (unless
-    previewed again since), and a wiki that throttles stops it."""
+    previewed again since), one the person did not pick (``picked``: those they did, where they
+    were asked), and a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
     left: list[str] = []
@@ -9340,6 +9388,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             left.append(page.title)
         elif page.page is None:
             rows.append(f"{page.title} | skipped | {page.why}")
+        elif picked is not None and page.changes and page.title not in picked:
+            rows.append(f"{page.title} | skipped | not picked by the person; nothing was saved")
         elif saved_as == page.revid:
             rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
         elif saved_as:

@@ -5582,6 +5582,52 @@ def test_the_person_confirms_a_protection_and_a_rollback(bot_server: Any, wiki: 
     assert not done.is_error and wiki.wikitext(title) == "Protect me.", done.text
 
 
+def test_the_person_picks_the_pages_a_replace_across_pages_saves(bot_server: Any, wiki: RealWiki) -> None:
+    titles = [f"Confirm replace {letter} {secrets.token_hex(3)}" for letter in "ABC"]
+    for title in titles:
+        create(bot_server, title, "Carp swim here.")
+    revids = [revision_ids(wiki, title)[0] for title in titles]
+    arguments = {"titles": titles, "find": "Carp", "replace": "Pike"}
+    dry, questions = call_asking(bot_server, "replace-in-pages", [], **arguments)  # a dry run asks nothing
+    assert not dry.is_error and "3 of 3 pages would change" in dry.text and questions == []
+    picked = {"action": "accept", "content": {"choice1": True, "choice2": False, "choice3": True}}
+    saved, questions = call_asking(bot_server, "replace-in-pages", [picked], **arguments, dryRun=False)
+    rows = "; ".join(f"{title} (1 replacement, revision {revid})" for title, revid in zip(titles, revids))
+    assert questions[0].message == (f"replace-in-pages would replace 'Carp' with 'Pike' in 3 pages on {wiki.key}: "
+                                    f"{rows}.\nWiki: {wiki.key}\nAccount: Admin\nPick what to do; nothing else is done.")
+    assert [field["title"] for field in questions[0].requested_schema["properties"].values()] == titles
+    assert not saved.is_error and saved.blocks[0].startswith("Saved 2 of 3 pages."), saved.text
+    assert f"{titles[1]} | skipped | not picked by the person; nothing was saved" in saved.text
+    assert [wiki.wikitext(title) for title in titles] == ["Pike swim here.", "Carp swim here.", "Pike swim here."]
+    declined, _ = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], **arguments, dryRun=False)
+    assert declined.is_error and declined.blocks[0].startswith("permission_denied: The person declined")
+    none, _ = call_asking(bot_server, "replace-in-pages", [{"action": "accept", "content": {"choice1": False}}],
+                          **arguments, dryRun=False)
+    assert none.is_error and none.blocks[0].startswith("permission_denied: The person declined")
+    assert wiki.wikitext(titles[1]) == "Carp swim here."
+    assert not call(bot_server, "replace-in-pages", **arguments, dryRun=False).is_error  # no question: as today
+    assert wiki.wikitext(titles[1]) == "Pike swim here."
+
+
+def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Confirm undo run {secrets.token_hex(3)}"
+    create(bot_server, title, "One.\nTwo.\nThree.")
+    assert not call(bot_server, "update-page", title=title, find="One.", replace="One!").is_error
+    editor_edit(wiki, title, "One!\nTwo, a good edit.\nThree.")
+    newest, oldest = revision_ids(wiki, title)[:2]
+    alone, questions = call_asking(bot_server, "undo-edit", [], revisionId=newest)  # one person's edit: no question
+    assert not alone.is_error and questions == [] and wiki.wikitext(title) == "One!\nTwo.\nThree."
+    undone = revision_ids(wiki, title)[0]
+    kept, questions = call_asking(bot_server, "undo-edit", [{"action": "decline"}], revisionId=undone,
+                                  oldestRevisionId=oldest)
+    assert questions[0].message.startswith(
+        f"undo-edit would undo revisions {oldest} to {undone} by Admin and Editor of {title!r} on {wiki.key}, whose "
+        f"latest revision is {undone}: the edits of 2 people.\n"), questions[0].message
+    assert kept.is_error and revision_ids(wiki, title)[0] == undone
+    done, _ = call_asking(bot_server, "undo-edit", [ALLOW], revisionId=undone, oldestRevisionId=oldest)
+    assert not done.is_error and wiki.wikitext(title) == "One.\nTwo.\nThree.", done.text
+
+
 def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
     """The installed console script over real stdio, and over Streamable HTTP in a session."""
     from mcp.client.stdio import StdioServerParameters
