@@ -5649,6 +5649,28 @@ def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
             assert kept[0] == latest and len(questions) == 2
             assert not deleted.is_error and revision_ids(wiki, title) == [], deleted.content[0].text
 
+def test_the_inspector_cli_cannot_be_asked_so_it_gets_the_preview_and_confirm(wiki: RealWiki, tmp_path: Path) -> None:
+    """The MCP Inspector's command line (2.12) declares no elicitation (its CLI builds its client
+    with elicit: false): a guarded action answers it with the preview, and confirm=true does it."""
+    title, latest = deletable(wiki, "inspector")
+    script = shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent)) or shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"wiki": {"command": script, "env": wiki.env()}}}))
+
+    def inspector(*tool_args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([node_tool("mcp-inspector"), "--cli", "--config", str(tmp_path / "mcp.json"), "--server",
+                               "wiki", "--protocol-era", "legacy", "--method", "tools/call", "--tool-name",
+                               "delete-page", "--tool-arg", f"title={title}", *tool_args], capture_output=True,
+                              text=True, timeout=300, env=with_node_path() | {"MCP_INSPECTOR_SECRET_STORE": "memory"},
+                              check=False, stdin=subprocess.DEVNULL)
+    asked = inspector()
+    assert json.loads(asked.stdout)["content"][0]["text"].startswith(
+        f"invalid_input: Nothing was deleted. delete-page would delete {title!r} (latest revision {latest}, "), asked.stdout
+    assert revision_ids(wiki, title)[0] == latest
+    done = inspector("confirm=true")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(done.stdout)["content"][0]["text"].startswith("Deleted.") and revision_ids(wiki, title) == []
+
 
 # ---------------------------------------------------------------------------
 # File uploads on the real wiki
