@@ -1704,12 +1704,13 @@ SETTINGS = {row.variable: row for row in (
             "undo of other people's edits): auto (default: the person, asked through the client where it can "
             "ask, else the model: confirm=true, dryRun=false), person (refused where the client cannot ask) or "
             "model (never asks the person)", "auto",
-            setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES, " or ".join(CONFIRM_CHOICES))),
+            setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES,
+                           " or ".join(CONFIRM_CHOICES))),
     Setting("MCP_CONFIRM_TIMEOUT_SECONDS", "seconds the person has to answer a confirmation question "
             f"(default {DEFAULT_CONFIRM_TIMEOUT_SECONDS:g}); no answer is a decline",
             DEFAULT_CONFIRM_TIMEOUT_SECONDS, setting_parser(
-                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and 0 < float(text) <= 86400,
-                "a number of seconds above 0, up to 86400")),
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
+                and 0 < float(text) <= 86400, "a number of seconds above 0, up to 86400")),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
             setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
@@ -4950,7 +4951,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
-            return as_blocks(spec.fn(ctx, **own) if accepted is None else as_shown(spec, ctx, own, accepted.would))
+            if accepted is None:
+                return as_blocks(spec.fn(ctx, **own))
+            return as_blocks(as_shown(spec, ctx, own, accepted.would))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:  # a question to the person and its answer are one confirmed call
             asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
@@ -5249,7 +5252,8 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
-    return await state.calls.run(wiki, functools.partial(job, person_confirms=True, accepted=answer), write=write)
+    confirmed = functools.partial(job, person_confirms=True, accepted=answer)
+    return await state.calls.run(wiki, confirmed, write=write)
 
 
 def person_confirms(state: ServerState, ctx: Any) -> bool:
@@ -5284,8 +5288,9 @@ def question_schema(preview: Preview) -> dict[str, Any]:
     or no for each of its choices (``choice1``, ...), titled with the choice."""
     if not preview.choices:
         return CONFIRM_SCHEMA
-    return {"type": "object", "properties": {f"choice{number}": {"type": "boolean", "title": choice, "default": True}
-                                             for number, choice in enumerate(preview.choices, 1)}}
+    return {"type": "object", "properties": {
+        f"choice{number}": {"type": "boolean", "title": choice, "default": True}
+        for number, choice in enumerate(preview.choices, 1)}}
 
 
 async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> Accepted | WikiError:
@@ -5313,7 +5318,12 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
 
-    declined = f"{preview.nothing} Do not call {name} again for this unless the person asks for it."
+    action = f"to let {name} {preview.would.rstrip('.')}"
+
+    def declined(why: str) -> WikiError:
+        log.info("the person was asked %s on %s, and did not allow it", name, preview.wiki)
+        return permission_denied(f"{why} {preview.nothing} Do not call {name} again for this unless the person "
+                                 "asks for it.")
     async with anyio.create_task_group() as waiting:
         waiting.start_soon(keep_waiting)
         try:
@@ -5321,24 +5331,25 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
                 answer = await ctx.session.elicit_form(question, question_schema(preview),
                                                        related_request_id=ctx.request_id)
         except TimeoutError:
-            return permission_denied(f"The person did not answer the question to let {name} {preview.would} "
-                                     f"within {timeout:g} seconds (MCP_CONFIRM_TIMEOUT_SECONDS), which counts as "
-                                     f"declined. {declined}")
+            return declined(f"The person did not answer within {timeout:g} seconds (MCP_CONFIRM_TIMEOUT_SECONDS) "
+                            f"the question {action}, which counts as declined.")
         except (MCPError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
             # the client claimed it could ask, then failed (an error answer, a malformed one, a
             # lost connection): nobody said yes
             log.info("asking the person to confirm %s failed: %s", name, error)
-            return permission_denied(f"The client could not put the question to let {name} {preview.would} to "
-                                     f"the person ({type(error).__name__}), so it counts as declined. {declined}")
+            return declined(f"The client could not put the question {action} to the person "
+                            f"({type(error).__name__}), which counts as declined.")
         finally:
             waiting.cancel_scope.cancel()
     said = answer.content or {}
-    picked = frozenset(choice for number, choice in enumerate(preview.choices, 1) if said.get(f"choice{number}") is True)
+    picked = frozenset(choice for number, choice in enumerate(preview.choices, 1)
+                       if said.get(f"choice{number}") is True)
     if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
+        log.info("the person was asked %s on %s, and allowed it", name, preview.wiki)
         return Accepted(preview.would, picked if preview.choices else None)
-    how = "dismissed the question" if answer.action == "cancel" else "declined"
-    return permission_denied(f"The person {how} in the client (declined: {name} may not {preview.would}) "
-                             f"{declined}")
+    if answer.action == "cancel":
+        return declined(f"The person dismissed the question {action}, which counts as declined.")
+    return declined(f"The person declined, in the client, {action}.")
 
 
 def cannot_ask(name: str, preview: Preview) -> WikiError:
@@ -9243,8 +9254,9 @@ def replace_in_pages(
     changing = [page for page in pages if page.changes]
     if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
         rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
-        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{' (a regular expression)' * regex}"
-                      f" in {counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
+        how = " (a regular expression)" if regex else ""
+        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{how} in "
+                      f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
     return save_replacements(ctx, pages, change, edit_summary(ctx, comment), ctx.picked)
 
 

@@ -5384,6 +5384,7 @@ def test_a_lost_answer_to_an_undo_rollback_protection_or_watch_reports_what_the_
 
 #: What a client's elicitation callback answers: the person allowed it, said no, or dismissed it.
 ALLOW = {"action": "accept", "content": {"allow": True}}
+DECLINED = "permission_denied: The person declined, in the client, to let"
 
 
 def asking_client(server: Any, answers: list[dict[str, Any]], questions: list[Any],
@@ -5455,18 +5456,20 @@ def test_the_person_allows_a_delete_in_the_client_and_the_page_is_deleted(bot_se
     assert revision_ids(wiki, title) == []
 
 
-@pytest.mark.parametrize("answer, how", [({"action": "decline"}, "declined"),
-                                         ({"action": "cancel"}, "dismissed the question"),
-                                         ({"action": "accept", "content": {"allow": False}}, "declined")])
+@pytest.mark.parametrize("answer, how", [
+    ({"action": "decline"}, DECLINED),
+    ({"action": "cancel"}, "permission_denied: The person dismissed the question to let"),
+    ({"action": "accept", "content": {"allow": False}}, DECLINED)])
 def test_a_person_who_declines_or_dismisses_the_question_keeps_the_page(
         bot_server: Any, wiki: RealWiki, answer: dict[str, Any], how: str) -> None:
     title, latest = deletable(wiki, "decline")
     result, questions = call_asking(bot_server, "delete-page", [answer], title=title, confirm=True)
     assert len(questions) == 1  # the model's confirm=true does not skip the person
+    counts = ", which counts as declined" if "dismissed" in how else ""
     assert result.is_error and result.blocks == [(
-        f"permission_denied: The person {how} in the client (declined: delete-page may not delete {title!r} "
-        f"(latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key}.) Nothing was deleted. Do not call "
-        "delete-page again for this unless the person asks for it.")]
+        f"{how} delete-page delete {title!r} (latest revision {latest}, 21 bytes, 2 revisions) "
+        f"from {wiki.key}{counts}. Nothing was deleted. Do not call delete-page again for this unless the person "
+        "asks for it.")]
     assert revision_ids(wiki, title)[0] == latest
 
 
@@ -5543,9 +5546,9 @@ def test_no_answer_within_the_timeout_is_a_decline_and_progress_keeps_the_call_a
             return await client.call_tool("delete-page", {"title": title}, progress_callback=heard)
     result = anyio.run(go)
     assert result.is_error and result.content[0].text.startswith(
-        f"permission_denied: The person did not answer the question to let delete-page delete {title!r} (latest "
-        f"revision {latest}, 21 bytes, 2 revisions) from {wiki.key}. within 1.5 seconds "
-        "(MCP_CONFIRM_TIMEOUT_SECONDS), which counts as declined. Nothing was deleted."), result.content[0].text
+        "permission_denied: The person did not answer within 1.5 seconds (MCP_CONFIRM_TIMEOUT_SECONDS) the question "
+        f"to let delete-page delete {title!r} (latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key}, "
+        "which counts as declined. Nothing was deleted."), result.content[0].text
     assert progress and progress[0][1:] == (1.5, "Waiting for the person to answer in the client")
     assert revision_ids(wiki, title)[0] == latest
 
@@ -5576,7 +5579,7 @@ def test_the_person_confirms_a_protection_and_a_rollback(bot_server: Any, wiki: 
     editor_edit(wiki, title, "An edit to roll back.")
     declined, questions = call_asking(bot_server, "rollback-edits", [{"action": "decline"}], title=title,
                                       user="Editor")
-    assert declined.is_error and declined.blocks[0].startswith("permission_denied: The person declined")
+    assert declined.is_error and declined.blocks[0].startswith(DECLINED)
     assert "revert the latest edit to" in questions[0].message and wiki.wikitext(title) == "An edit to roll back."
     done, _ = call_asking(bot_server, "rollback-edits", [ALLOW], title=title, user="Editor")
     assert not done.is_error and wiki.wikitext(title) == "Protect me.", done.text
@@ -5600,10 +5603,10 @@ def test_the_person_picks_the_pages_a_replace_across_pages_saves(bot_server: Any
     assert f"{titles[1]} | skipped | not picked by the person; nothing was saved" in saved.text
     assert [wiki.wikitext(title) for title in titles] == ["Pike swim here.", "Carp swim here.", "Pike swim here."]
     declined, _ = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], **arguments, dryRun=False)
-    assert declined.is_error and declined.blocks[0].startswith("permission_denied: The person declined")
+    assert declined.is_error and declined.blocks[0].startswith(DECLINED)
     none, _ = call_asking(bot_server, "replace-in-pages", [{"action": "accept", "content": {"choice1": False}}],
                           **arguments, dryRun=False)
-    assert none.is_error and none.blocks[0].startswith("permission_denied: The person declined")
+    assert none.is_error and none.blocks[0].startswith(DECLINED)
     assert wiki.wikitext(titles[1]) == "Carp swim here."
     assert not call(bot_server, "replace-in-pages", **arguments, dryRun=False).is_error  # no question: as today
     assert wiki.wikitext(titles[1]) == "Pike swim here."
@@ -5645,7 +5648,7 @@ def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
                     kept = revision_ids(wiki, title)
                     return [declined, kept, await client.call_tool("delete-page", {"title": title})]
             declined, kept, deleted = anyio.run(go)
-            assert declined.is_error and declined.content[0].text.startswith("permission_denied: The person declined")
+            assert declined.is_error and declined.content[0].text.startswith(DECLINED)
             assert kept[0] == latest and len(questions) == 2
             assert not deleted.is_error and revision_ids(wiki, title) == [], deleted.content[0].text
 
