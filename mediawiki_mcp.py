@@ -1701,7 +1701,7 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
     Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, an "
-            "undo of other people's edits): auto (default: the person, asked through the client where it can "
+            "undo of other people's edits, a move with subpages, an undelete of many revisions): auto (default: the person, asked through the client where it can "
             "ask, else the model: confirm=true, dryRun=false), person (refused where the client cannot ask) or "
             "model (never asks the person)", "auto",
             setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES,
@@ -7780,7 +7780,7 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
 
 
 @tool("move-page", "Move page", toolset="edit",
-      read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      read_only=False, destructive=True, idempotent=True, idempotency_key=True, asks=True,
       watch=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
@@ -7799,6 +7799,11 @@ def move_page(
                             "redirect.")
     if moveSubpages and (why := ctx.client.cannot("move-subpages")):
         raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
+    if moveSubpages and ctx.asks and not ctx.confirmed and (subpages := subpages_of(ctx, fromTitle)):
+        named = ", ".join(subpages[:MOVE_SUBPAGES_NAMED]) + (
+            f" and {len(subpages) - MOVE_SUBPAGES_NAMED} more" if len(subpages) > MOVE_SUBPAGES_NAMED else "")
+        raise Preview("Nothing was moved.", f"move {fromTitle!r} to {toTitle!r} on {ctx.wiki.key} with its "
+                      f"{counted(len(subpages), 'subpage')}: {named}.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx), "watchlist": ctx.watch}
@@ -7828,6 +7833,10 @@ def move_page(
         ("Talk page not moved", "; ".join(talk_errors)),
         ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
         ("URL", ctx.site.page_url(to)))
+
+
+#: The subpages a question about a move names; the rest are counted.
+MOVE_SUBPAGES_NAMED = 20
 
 
 def moved_as_shown(ctx: ToolContext, from_title: str, to_title: str) -> dict[str, Any] | None:
@@ -7924,13 +7933,21 @@ def delete_page(
 
 
 @tool("undelete-page", "Undelete page", toolset="admin", read_only=False, destructive=False, idempotent=True,
-      idempotency_key=True, rights=("undelete",))
+      idempotency_key=True, asks=True, rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
     """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
+    if ctx.asks and not ctx.confirmed:
+        deleted = deleted_revisions(ctx, title)
+        if len(deleted) >= UNDELETE_ASKS_FROM:
+            authors = list(dict.fromkeys(revision_user(r) for r in deleted))
+            by = names_text(authors[:5] + ["others"] * (len(authors) > 5))
+            raise Preview("Nothing was restored.", f"restore {counted(len(deleted), 'deleted revision')} of "
+                          f"{title!r} on {ctx.wiki.key} (revisions {deleted[-1].get('revid')} to "
+                          f"{deleted[0].get('revid')}, by {by}).")
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def page_as_shown() -> dict[str, Any] | None:
@@ -7945,6 +7962,16 @@ def undelete_page(
     title = page.get("title", restored.get("title", title))
     return status + "\n" + labelled(("Title", title), ("Revisions restored", restored.get("revisions")),
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
+
+
+#: An undelete of this many revisions or more asks the person first, where they confirm.
+UNDELETE_ASKS_FROM = 10
+
+
+def deleted_revisions(ctx: ToolContext, title: str) -> list[dict[str, Any]]:
+    """The deleted revisions of a title, newest first (the first answer's: at most 500)."""
+    page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
+    return page.get("deletedrevisions") or []
 
 
 # -- write tools: undo, rollback, protection, the watchlist --------------------

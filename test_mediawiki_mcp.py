@@ -5631,6 +5631,39 @@ def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot
     assert not done.is_error and wiki.wikitext(title) == "One.\nTwo.\nThree.", done.text
 
 
+def test_the_person_confirms_a_move_with_subpages_and_an_undelete_of_many_revisions(
+        bot_server: Any, wiki: RealWiki) -> None:
+    parent = f"Help:Confirm move {secrets.token_hex(3)}"
+    create(bot_server, parent, "Parent.")
+    alone, questions = call_asking(bot_server, "move-page", [], fromTitle=parent, toTitle=parent + " alone",
+                                   moveSubpages=True)  # no subpages: nothing to ask
+    assert not alone.is_error and questions == [], alone.text
+    parent += " alone"
+    create(bot_server, f"{parent}/Child", "Child.")
+    kept, questions = call_asking(bot_server, "move-page", [{"action": "decline"}], fromTitle=parent,
+                                  toTitle=parent + " moved", moveSubpages=True)
+    assert questions[0].message.startswith(f"move-page would move {parent!r} to {parent + ' moved'!r} on {wiki.key} "
+                                           f"with its 1 subpage: {parent}/Child.\n"), questions[0].message
+    assert kept.is_error and wiki.wikitext(parent) == "Parent." and wiki.wikitext(f"{parent}/Child") == "Child."
+    moved, _ = call_asking(bot_server, "move-page", [ALLOW], fromTitle=parent, toTitle=parent + " moved",
+                           moveSubpages=True)
+    assert not moved.is_error and wiki.wikitext(f"{parent} moved/Child") == "Child.", moved.text
+
+    title = f"Confirm undelete {secrets.token_hex(3)}"
+    create(bot_server, title, "Revision 0.")
+    for number in range(1, m.UNDELETE_ASKS_FROM):
+        assert not call(bot_server, "update-page", title=title, source=f"Revision {number}.").is_error
+    revids = revision_ids(wiki, title)
+    assert not call(bot_server, "delete-page", title=title, confirm=True).is_error
+    kept, questions = call_asking(bot_server, "undelete-page", [{"action": "cancel"}], title=title)
+    assert questions[0].message.startswith(
+        f"undelete-page would restore {m.UNDELETE_ASKS_FROM} deleted revisions of {title!r} on {wiki.key} (revisions "
+        f"{revids[-1]} to {revids[0]}, by Admin).\n"), questions[0].message
+    assert kept.is_error and "Nothing was restored." in kept.text and revision_ids(wiki, title) == []
+    restored, _ = call_asking(bot_server, "undelete-page", [ALLOW], title=title)
+    assert not restored.is_error and revision_ids(wiki, title) == revids, restored.text
+
+
 def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
     """The installed console script over real stdio, and over Streamable HTTP in a session."""
     from mcp.client.stdio import StdioServerParameters
