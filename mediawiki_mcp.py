@@ -1701,7 +1701,8 @@ SETTINGS = {row.variable: row for row in (
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
     Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, an "
-            "undo of other people's edits, a move with subpages, an undelete of many revisions): auto (default: the person, asked through the client where it can "
+            "undo of other people's edits, a move with subpages, an undelete of many revisions, a page "
+            "emptied or shrunk by update-page's removeSections or blank): auto (default: the person, asked through the client where it can "
             "ask, else the model: confirm=true, dryRun=false), person (refused where the client cannot ask) or "
             "model (never asks the person)", "auto",
             setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES,
@@ -7430,6 +7431,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
         if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
+        if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
+            ask_before_overriding(ctx, target, change.text)
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
@@ -7444,6 +7447,18 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+def ask_before_overriding(ctx: ToolContext, target: EditTarget, new: str) -> None:
+    """Puts to the person (a Preview), where they confirm, a whole-page write that the no-loss
+    rules let through only because the call says so (blank, removeSections)."""
+    try:
+        refuse_lossy_write(target.title, None, target.old, new, ctx.site.syntax)
+    except WikiError:
+        what = "empty it" if not new.strip() else "drop the rest of its text"
+        raise Preview("Nothing was saved.", f"replace all of {target.title!r} on {ctx.wiki.key} (revision "
+                      f"{target.latest}, {counted(utf8_len(target.old), 'byte')}) with "
+                      f"{counted(utf8_len(new), 'byte')} of new text, which would {what}.") from None
 
 
 def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any], change: Composed) -> str:
@@ -7549,7 +7564,7 @@ def create_page(
 
 
 @tool("update-page", "Update page", toolset="edit",
-      read_only=False, destructive=True, idempotent=False, dry_run=True,
+      read_only=False, destructive=True, idempotent=False, dry_run=True, asks=True,
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})

@@ -5664,6 +5664,29 @@ def test_the_person_confirms_a_move_with_subpages_and_an_undelete_of_many_revisi
     assert not restored.is_error and revision_ids(wiki, title) == revids, restored.text
 
 
+def test_the_person_confirms_a_whole_page_write_that_the_shrink_guard_lets_through_only_when_told(
+        bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Confirm shrink {secrets.token_hex(3)}"
+    text = "Lead.\n\n== One ==\nFirst section.\n\n== Two ==\nSecond section."
+    create(bot_server, title, text)
+    latest = revision_ids(wiki, title)[0]
+    grown, questions = call_asking(bot_server, "update-page", [], title=title, source=text + "\nMore.",
+                                   removeSections=True)  # the guard would let it through anyway: no question
+    assert not grown.is_error and questions == [], grown.text
+    latest = revision_ids(wiki, title)[0]
+    for answer, arguments in (({"action": "decline"}, {"source": "== Two ==\nSecond section.", "removeSections": True}),
+                              ({"action": "decline"}, {"source": "", "blank": True})):
+        kept, questions = call_asking(bot_server, "update-page", [answer], title=title, **arguments)
+        what = "empty it" if arguments.get("blank") else "drop the rest of its text"
+        assert questions[0].message.startswith(
+            f"update-page would replace all of {title!r} on {wiki.key} (revision {latest}, {len(text) + 6} bytes) with "
+            f"{len(arguments['source'])} bytes of new text, which would {what}.\n"), questions[0].message
+        assert kept.is_error and kept.blocks[0].startswith(DECLINED) and revision_ids(wiki, title)[0] == latest
+    done, _ = call_asking(bot_server, "update-page", [ALLOW], title=title, source="== Two ==\nSecond section.",
+                          removeSections=True)
+    assert not done.is_error and wiki.wikitext(title) == "== Two ==\nSecond section.", done.text
+
+
 def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
     """The installed console script over real stdio, and over Streamable HTTP in a session."""
     from mcp.client.stdio import StdioServerParameters
