@@ -1700,11 +1700,11 @@ SETTINGS = {row.variable: row for row in (
             DEFAULT_CONTENT_MAX_BYTES, byte_count),
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
-    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, an "
-            "undo of other people's edits, a move with subpages, an undelete of many revisions, a page "
-            "emptied or shrunk by update-page's removeSections or blank): auto (default: the person, asked through the client where it can "
-            "ask, else the model: confirm=true, dryRun=false), person (refused where the client cannot ask) or "
-            "model (never asks the person)", "auto",
+    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, "
+            "an undo of other people's edits, a move with subpages, an undelete of many revisions, a page "
+            "emptied or shrunk by update-page's removeSections or blank): auto (default: the person, asked "
+            "through the client where it can ask, else the model: confirm=true, dryRun=false), person (refused "
+            "where the client cannot ask) or model (never asks the person)", "auto",
             setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES,
                            " or ".join(CONFIRM_CHOICES))),
     Setting("MCP_CONFIRM_TIMEOUT_SECONDS", "seconds the person has to answer a confirmation question "
@@ -3648,7 +3648,8 @@ class Flags:
       raises a Preview of what it would do instead of doing it, which the person confirms where
       the client can ask them (run_guarded), else the model by calling again with confirm=true.
     - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
-      people's edits), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
+      people's edits, a move with subpages, an undelete of many revisions, an override of the
+      no-loss rules), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
       the call is not confirmed, the tool raises a Preview of one; elsewhere its own guard holds.
     - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
       tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
