@@ -5708,6 +5708,34 @@ def test_the_person_is_asked_over_stdio_and_over_http(wiki: RealWiki) -> None:
             assert kept[0] == latest and len(questions) == 2
             assert not deleted.is_error and revision_ids(wiki, title) == [], deleted.content[0].text
 
+def test_a_client_over_stateless_http_is_not_asked_and_keeps_the_preview_and_confirm(wiki: RealWiki) -> None:
+    """Without a session, the answer to a question could reach another replica: no question."""
+    title, latest = deletable(wiki, "stateless")
+    kept: list[int] = []
+    questions: list[Any] = []
+    with http_servers((wiki.env(), ("--stateless",))) as (http,):
+        async def go() -> list[Any]:
+            async with asking_client(http.url, [ALLOW], questions) as client:
+                asked = await client.call_tool("delete-page", {"title": title})
+                kept.extend(revision_ids(wiki, title))
+                return [asked, await client.call_tool("delete-page", {"title": title, "confirm": True})]
+        asked, done = anyio.run(go)
+    assert asked.is_error and asked.content[0].text.startswith("invalid_input: Nothing was deleted."), asked.content
+    assert kept[0] == latest and questions == []
+    assert not done.is_error and revision_ids(wiki, title) == [], done.content
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("MCP_CONFIRM", "always", "MCP_CONFIRM must be auto or person or model, not 'always'"),
+    ("MCP_CONFIRM_TIMEOUT_SECONDS", "0", "MCP_CONFIRM_TIMEOUT_SECONDS must be a number of seconds above 0"),
+    ("MCP_CONFIRM_TIMEOUT_SECONDS", "5m", "MCP_CONFIRM_TIMEOUT_SECONDS must be a number of seconds above 0")])
+def test_the_confirm_settings_refuse_what_they_cannot_read(variable: str, value: str, message: str) -> None:
+    with pytest.raises(m.ConfigError, match=re.escape(message)):
+        m.Config.from_env({**WRITABLE_NOWHERE, variable: value})
+    assert m.Config.from_env({**WRITABLE_NOWHERE, "MCP_CONFIRM": " Person ",
+                              "MCP_CONFIRM_TIMEOUT_SECONDS": "90"}).confirm_timeout_seconds == 90
+
+
 def test_the_inspector_cli_cannot_be_asked_so_it_gets_the_preview_and_confirm(wiki: RealWiki, tmp_path: Path) -> None:
     """The MCP Inspector's command line (2.12) declares no elicitation (its CLI builds its client
     with elicit: false): a guarded action answers it with the preview, and confirm=true does it."""
