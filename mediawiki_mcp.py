@@ -129,6 +129,13 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
+#: Who confirms a guarded action (MCP_CONFIRM): the person where the client can be asked, else the
+#: model's confirm=true; the person always (refused where the client cannot ask); the model always.
+CONFIRM_CHOICES = ("auto", "person", "model")
+#: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
+DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
+#: While the person decides, the call reports progress this often, so that clients keep waiting.
+CONFIRM_PROGRESS_SECONDS = 10.0
 #: What was noted while a shared store could not be reached is written again this often.
 STATE_RETRY_SECONDS = 1.0
 #: Appended to edit summaries unless a wiki's attributeEdits is false.
@@ -1698,6 +1705,18 @@ SETTINGS = {row.variable: row for row in (
             DEFAULT_CONTENT_MAX_BYTES, byte_count),
     Setting("MCP_FILE_DATA_MAX_BYTES", "largest image get-file-data returns, in bytes of base64 "
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
+    Setting("MCP_CONFIRM", "who confirms a guarded action (delete, protect, rollback, a replace across pages, "
+            "an undo of other people's edits, a move with subpages, an undelete of many revisions, a page "
+            "emptied or shrunk by update-page's removeSections or blank): auto (default: the person, asked "
+            "through the client where it can ask, else the model: confirm=true, dryRun=false), person (refused "
+            "where the client cannot ask) or model (never asks the person)", "auto",
+            setting_parser(str.lower, lambda text: text.lower() in CONFIRM_CHOICES,
+                           " or ".join(CONFIRM_CHOICES))),
+    Setting("MCP_CONFIRM_TIMEOUT_SECONDS", "seconds the person has to answer a confirmation question "
+            f"(default {DEFAULT_CONFIRM_TIMEOUT_SECONDS:g}); no answer is a decline",
+            DEFAULT_CONFIRM_TIMEOUT_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
+                and 0 < float(text) <= 86400, "a number of seconds above 0, up to 86400")),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
             setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
@@ -1786,6 +1805,8 @@ class Config:
     default_wiki: str
     content_max_bytes: int = from_setting("MCP_CONTENT_MAX_BYTES")
     file_data_max_bytes: int = from_setting("MCP_FILE_DATA_MAX_BYTES")
+    confirm: str = from_setting("MCP_CONFIRM")
+    confirm_timeout_seconds: float = from_setting("MCP_CONFIRM_TIMEOUT_SECONDS")
     user_agent: str = from_setting("MEDIAWIKI_USER_AGENT")
     upload_max_bytes: int = from_setting("MCP_UPLOAD_MAX_BYTES")
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
@@ -3634,7 +3655,12 @@ class Flags:
     - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
       read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
     - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
-      raises a Preview of what it would do instead of doing it.
+      raises a Preview of what it would do instead of doing it, which the person confirms where
+      the client can ask them (run_guarded), else the model by calling again with confirm=true.
+    - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
+      people's edits, a move with subpages, an undelete of many revisions, an override of the
+      no-loss rules), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
+      the call is not confirmed, the tool raises a Preview of one; elsewhere its own guard holds.
     - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
       tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
       is true unless the call passes false (a tool whose save should follow a preview).
@@ -3658,6 +3684,7 @@ class Flags:
     open_world: bool = True
     scoped: bool = True
     guarded: bool = False
+    asks: bool = False
     continue_from: bool = False
     dry_run: bool = False
     dry_run_default: bool = False
@@ -3673,7 +3700,7 @@ class Flags:
     def problem(self, name: str) -> str | None:
         """What the flags contradict, if anything: a write's hints are stated, never guessed."""
         if self.read_only and (self.destructive or self.idempotent is False or self.dry_run
-                               or self.idempotency_key or self.watch or self.guarded):
+                               or self.idempotency_key or self.watch or self.guarded or self.asks):
             return (f"{name} is read-only: not destructive, idempotent, no dryRun, idempotencyKey, watch or "
                     "confirm")
         if self.dry_run_default and not self.dry_run:
@@ -3730,12 +3757,16 @@ class ToolSpec(Flags):
 
 class Preview(Exception):
     """What a guarded tool would do, raised instead of doing it while the call is not confirmed
-    (``ctx.confirmed``). The dispatcher answers it (``answer``); asking the person instead is
-    the one place that would show ``would`` and run the call again, confirmed."""
+    (``ctx.confirmed``). The dispatcher answers it to the model (``answer``), or puts ``would`` to
+    the person (run_guarded) and, once they accept, runs the call again pinned to it (as_shown).
+    ``choices``: the parts of it the person may pick from (pages to save), each their own yes or
+    no; ``wiki`` and ``account``: where and as whom, which run_tool adds for the person's question."""
 
-    def __init__(self, nothing: str, would: str) -> None:
+    def __init__(self, nothing: str, would: str, choices: Sequence[str] = ()) -> None:
         super().__init__(nothing, would)
         self.nothing, self.would = nothing, would  # "Nothing was deleted.", "delete 'X' (...) from w."
+        self.choices = tuple(choices)
+        self.wiki = self.account = ""
 
     def answer(self, tool_name: str) -> WikiError:
         return invalid_input(f"{self.nothing} {tool_name} would {self.would} Ask the user to confirm, then "
@@ -4911,6 +4942,8 @@ class ToolContext:
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
     - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: the call's continueFrom, dryRun,
       watch and confirm (see @tool's flags).
+    - ``asks``: the person confirms this call's guarded actions (run_guarded); ``picked``: the
+      choices of its Preview they picked, once they accepted one that offered some.
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
       nothing unless the client asked for progress, and it never fails the call.
@@ -4925,6 +4958,8 @@ class ToolContext:
     dry_run: bool = False
     watch: str | None = None
     confirmed: bool = False
+    asks: bool = False
+    picked: frozenset[str] | None = None
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
     session: Session | None = None
     person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
@@ -5030,10 +5065,14 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
              caller: str = "", session: Session | None = None,
-             person: Person | None = None) -> tuple[list[Any], bool]:
+             person: Person | None = None, person_confirms: bool = False,
+             accepted: Accepted | None = None) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
     process) in ``session`` (session_of), as ``person`` where one signed in (person_of). Returns
-    content blocks and is_error; never raises, so nothing but ``category: message`` reaches the model."""
+    content blocks and is_error; never raises, so nothing but ``category: message`` reaches the
+    model. ``person_confirms`` (run_guarded): the model's confirm counts for nothing, and a guarded
+    action's Preview comes back as the one block, for the person to be asked; ``accepted``: what
+    they accepted, done now unless what the call would do changed since (as_shown)."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
     write = None  # what a person's write is about, for the operator's log
@@ -5076,21 +5115,29 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           spec.rights + (("editmywatchlist",) if watch in ("watch", "unwatch") else ()),
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
-                          confirmed=spec.guarded and values["confirm"], caller=caller, session=session,
-                          person=person)
+                          confirmed=spec.guarded and values["confirm"] and not person_confirms,
+                          asks=person_confirms, picked=accepted.picked if accepted else None,
+                          caller=caller, session=session, person=person)
         own = {arg: values[arg] for arg in spec.params}
+
+        def act() -> list[Any]:
+            if accepted is None:
+                return as_blocks(spec.fn(ctx, **own))
+            return as_blocks(as_shown(spec, ctx, own, accepted.would))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
-        if idempotency_key:
-            asked = {**own, "confirm": ctx.confirmed} if spec.guarded else own
+        if idempotency_key:  # a question to the person and its answer are one confirmed call
+            asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
             fingerprint = json.dumps([name, key, asked], sort_keys=True, ensure_ascii=False)
-            result, repeated = state.idempotency.run(
-                idempotency_key, fingerprint, lambda: as_blocks(spec.fn(ctx, **own)), key, caller)
+            result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, caller)
             if repeated:
                 result = [REPEAT_NOTE + result[0], *result[1:]]
         else:
-            result = spec.fn(ctx, **own)
+            result = act()
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
+        if person_confirms:
+            preview.wiki, preview.account = key, account_name(client)
+            return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
         text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
@@ -5132,6 +5179,39 @@ def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str)
     name, key, page = write
     log.info("write by %s: %s on %s%s: %s", person.name, name, key,
              f", page {page!r}" if page else "", outcome)
+
+
+@dataclasses.dataclass(frozen=True)
+class Accepted:
+    """What the person accepted (run_guarded): that the call would do ``would`` (Preview.would),
+    and which of the Preview's choices they picked (None where it offered none)."""
+    would: str
+    picked: frozenset[str] | None = None
+
+
+def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: str) -> Any:
+    """Runs a guarded call the person accepted, having been shown that it ``would`` do ``shown``:
+    unconfirmed first, to learn what it would do now, which must be what they were shown (a
+    page edited since the question is a conflict, and nothing is done); then confirmed. A call
+    that no longer needs confirming has run by then."""
+    try:
+        return spec.fn(ctx, **own)
+    except Preview as preview:
+        if preview.would != shown:
+            raise conflict(f"What {spec.name} would do changed while the person was being asked, so it was "
+                           f"not done: they accepted that it would {shown} Now it would {preview.would} "
+                           f"{preview.nothing} Call {spec.name} again to ask them about this.") from None
+    ctx.confirmed = True
+    return spec.fn(ctx, **own)
+
+
+def account_name(client: MediaWikiClient) -> str:
+    """The name of the account a client acts as, for a question to the person (a guarded tool
+    has checked its rights, so it is known); '' where the wiki cannot say."""
+    try:
+        return client.account.name
+    except WikiError:
+        return ""
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -5259,11 +5339,11 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # for tools, resources and prompts, since the lists change when wikis and toolsets come and go.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person = session_of(ctx), person_of(state, ctx)
+        session, person, confirms = session_of(ctx), person_of(state, ctx), person_confirms(state, ctx)
         if person is None:
-            return mt.ListToolsResult(tools=listed_tools(state, session))
+            return mt.ListToolsResult(tools=listed_tools(state, session, confirms=confirms))
         # a person's rights decide their tools, which may take a login to their wikis
-        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person)))
+        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
@@ -5275,7 +5355,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
                                 caller_of(ctx, person), session, person)
         try:
-            blocks, is_error = await state.calls.run(wiki, job, write=write)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
@@ -5356,13 +5436,14 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
-def listed_tools(state: ServerState, session: Session | None = None,
-                 person: Person | None = None) -> list[Any]:
+def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
+                 confirms: bool = False) -> list[Any]:
     """tools/list's answer: the tools offered to a session (of a person), each as this configuration
-    describes it."""
+    describes it; without ``confirm`` where the person ``confirms`` guarded actions (person_confirms)."""
     import mcp_types as mt
 
     offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirms else set()
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
     return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
                     input_schema=spec.schema(unlisted),
@@ -5427,6 +5508,132 @@ def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
         except Exception:
             log.debug("could not report progress", exc_info=True)
     return progress
+
+
+async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
+                      wiki: str, write: bool) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool with its arguments) in the wiki's call slot
+    (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's confirm counts
+    for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
+    must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
+    spec = state.registry.tools.get(name)
+    person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
+    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
+    if not (blocks and isinstance(blocks[0], Preview)):
+        return blocks, is_error
+    preview = blocks[0]
+    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
+    if isinstance(answer, WikiError):
+        return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+    confirmed = functools.partial(job, person_confirms=True, accepted=answer)
+    return await state.calls.run(wiki, confirmed, write=write)
+
+
+def person_confirms(state: ServerState, ctx: Any) -> bool:
+    """Whether the person confirms the guarded actions of a request's client, rather than the
+    model's confirm=true (MCP_CONFIRM): always with person, with auto where the client can ask."""
+    return state.config.confirm == "person" or state.config.confirm == "auto" and can_ask(ctx)
+
+
+def can_ask(ctx: Any) -> bool:
+    """Whether the person behind a tools/call can be asked (elicitation/create) while it waits: the
+    client declared form elicitation, and the call's connection carries a request back to it (one
+    with the handshake over stdio or in memory, or a Streamable HTTP session; not stateless HTTP,
+    where the answer would reach another transport, nor the 2026 protocol, whose calls cannot)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities else None
+    form = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    return (form and stateful and ctx.session.can_send_request
+            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+
+
+#: The question's one field: the specification allows only flat fields of primitive types.
+CONFIRM_SCHEMA = {"type": "object", "required": ["allow"], "properties": {"allow": {
+    "type": "boolean", "title": "Allow it", "default": False,
+    "description": "Yes does it; no, declining or no answer does nothing."}}}
+
+
+def question_schema(preview: Preview) -> dict[str, Any]:
+    """The fields of the question about a Preview: allow it or not (CONFIRM_SCHEMA), or one yes
+    or no for each of its choices (``choice1``, ...), titled with the choice."""
+    if not preview.choices:
+        return CONFIRM_SCHEMA
+    return {"type": "object", "properties": {
+        f"choice{number}": {"type": "boolean", "title": choice, "default": True}
+        for number, choice in enumerate(preview.choices, 1)}}
+
+
+async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> Accepted | WikiError:
+    """Puts a guarded action's preview to the person (elicitation/create, on the call's own
+    stream) and waits for the answer, reporting progress meanwhile so that the client keeps
+    waiting for the call: what they accepted, else the error saying why nothing was done. No
+    answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline, as is picking none of the choices."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    timeout = state.config.confirm_timeout_seconds
+    question = "\n".join(line for line in (
+        f"{name} would {preview.would}", f"Wiki: {preview.wiki}",
+        f"Account: {preview.account}" if preview.account else "",
+        "Pick what to do; nothing else is done." if preview.choices else "Nothing is done unless you allow it.")
+        if line)
+
+    async def keep_waiting() -> None:
+        start = anyio.current_time()
+        while True:
+            try:
+                await ctx.session.report_progress(anyio.current_time() - start, timeout,
+                                                  "Waiting for the person to answer in the client")
+            except Exception:  # advisory, as in progress_reporter
+                log.debug("could not report progress", exc_info=True)
+            await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
+
+    action = f"to let {name} {preview.would.rstrip('.')}"
+
+    def declined(why: str) -> WikiError:
+        log.info("the person was asked %s on %s, and did not allow it", name, preview.wiki)
+        return permission_denied(f"{why} {preview.nothing} Do not call {name} again for this unless the person "
+                                 "asks for it.")
+    async with anyio.create_task_group() as waiting:
+        waiting.start_soon(keep_waiting)
+        try:
+            with anyio.fail_after(timeout):
+                answer = await ctx.session.elicit_form(question, question_schema(preview),
+                                                       related_request_id=ctx.request_id)
+        except TimeoutError:
+            return declined(f"The person did not answer within {timeout:g} seconds (MCP_CONFIRM_TIMEOUT_SECONDS) "
+                            f"the question {action}, which counts as declined.")
+        except (MCPError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+            # the client claimed it could ask, then failed (an error answer, a malformed one, a
+            # lost connection): nobody said yes
+            log.info("asking the person to confirm %s failed: %s", name, error)
+            return declined(f"The client could not put the question {action} to the person "
+                            f"({type(error).__name__}), which counts as declined.")
+        finally:
+            waiting.cancel_scope.cancel()
+    said = answer.content or {}
+    picked = frozenset(choice for number, choice in enumerate(preview.choices, 1)
+                       if said.get(f"choice{number}") is True)
+    if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
+        log.info("the person was asked %s on %s, and allowed it", name, preview.wiki)
+        return Accepted(preview.would, picked if preview.choices else None)
+    if answer.action == "cancel":
+        return declined(f"The person dismissed the question {action}, which counts as declined.")
+    return declined(f"The person declined, in the client, {action}.")
+
+
+def cannot_ask(name: str, preview: Preview) -> WikiError:
+    """The refusal of a guarded action where the operator wants the person to confirm it
+    (MCP_CONFIRM=person) and the client cannot ask them (can_ask)."""
+    return permission_denied(
+        f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
+        "client (MCP_CONFIRM=person), and this client cannot ask them: it did not declare MCP elicitation, or "
+        "its connection cannot carry a question (stateless HTTP, the 2026-07-28 protocol). Clients that "
+        "ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a Streamable HTTP "
+        "session. No retry by the model changes this.")
 
 
 class ListChanges:
@@ -7511,6 +7718,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
         if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
+        if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
+            ask_before_overriding(ctx, target, change.text)
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
@@ -7525,6 +7734,18 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+def ask_before_overriding(ctx: ToolContext, target: EditTarget, new: str) -> None:
+    """Puts to the person (a Preview), where they confirm, a whole-page write that the no-loss
+    rules let through only because the call says so (blank, removeSections)."""
+    try:
+        refuse_lossy_write(target.title, None, target.old, new, ctx.site.syntax)
+    except WikiError:
+        what = "empty it" if not new.strip() else "drop the rest of its text"
+        raise Preview("Nothing was saved.", f"replace all of {target.title!r} on {ctx.wiki.key} (revision "
+                      f"{target.latest}, {counted(utf8_len(target.old), 'byte')}) with "
+                      f"{counted(utf8_len(new), 'byte')} of new text, which would {what}.") from None
 
 
 def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any], change: Composed) -> str:
@@ -7630,7 +7851,7 @@ def create_page(
 
 
 @tool("update-page", "Update page", toolset="edit",
-      read_only=False, destructive=True, idempotent=False, dry_run=True,
+      read_only=False, destructive=True, idempotent=False, dry_run=True, asks=True,
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})
@@ -7861,7 +8082,7 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
 
 
 @tool("move-page", "Move page", toolset="edit",
-      read_only=False, destructive=True, idempotent=True, idempotency_key=True,
+      read_only=False, destructive=True, idempotent=True, idempotency_key=True, asks=True,
       watch=True, rights=("move",))
 def move_page(
     ctx: ToolContext,
@@ -7880,6 +8101,11 @@ def move_page(
                             "redirect.")
     if moveSubpages and (why := ctx.client.cannot("move-subpages")):
         raise invalid_input(f"{why} Nothing was moved. Call again without moveSubpages to move the page alone.")
+    if moveSubpages and ctx.asks and not ctx.confirmed and (subpages := subpages_of(ctx, fromTitle)):
+        named = ", ".join(subpages[:MOVE_SUBPAGES_NAMED]) + (
+            f" and {len(subpages) - MOVE_SUBPAGES_NAMED} more" if len(subpages) > MOVE_SUBPAGES_NAMED else "")
+        raise Preview("Nothing was moved.", f"move {fromTitle!r} to {toTitle!r} on {ctx.wiki.key} with its "
+                      f"{counted(len(subpages), 'subpage')}: {named}.")
     params = {"action": "move", "from": fromTitle, "to": toTitle, "reason": edit_summary(ctx, comment),
               "movetalk": moveTalk, "movesubpages": moveSubpages, "noredirect": not leaveRedirect,
               "tags": change_tags(ctx), "watchlist": ctx.watch}
@@ -7909,6 +8135,10 @@ def move_page(
         ("Talk page not moved", "; ".join(talk_errors)),
         ("Subpages moved", ", ".join(subpages_moved)), ("Subpages not moved", "; ".join(subpages_kept)),
         ("URL", ctx.site.page_url(to)))
+
+
+#: The subpages a question about a move names; the rest are counted.
+MOVE_SUBPAGES_NAMED = 20
 
 
 def moved_as_shown(ctx: ToolContext, from_title: str, to_title: str) -> dict[str, Any] | None:
@@ -7972,8 +8202,8 @@ def delete_page(
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Deletes a page with its history. Unconfirmed, it deletes nothing and fails, showing the
-    latest revision, size and revision count to put to the user."""
+    """Deletes a page with its history once the user confirms (their client may ask); until then
+    it fails, showing the latest revision, size and revision count."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -8005,13 +8235,21 @@ def delete_page(
 
 
 @tool("undelete-page", "Undelete page", toolset="admin", read_only=False, destructive=False, idempotent=True,
-      idempotency_key=True, rights=("undelete",))
+      idempotency_key=True, asks=True, rights=("undelete",))
 def undelete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
     """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
+    if ctx.asks and not ctx.confirmed:
+        deleted = deleted_revisions(ctx, title)
+        if len(deleted) >= UNDELETE_ASKS_FROM:
+            authors = list(dict.fromkeys(revision_user(r) for r in deleted))
+            by = names_text(authors[:5] + ["others"] * (len(authors) > 5))
+            raise Preview("Nothing was restored.", f"restore {counted(len(deleted), 'deleted revision')} of "
+                          f"{title!r} on {ctx.wiki.key} (revisions {deleted[-1].get('revid')} to "
+                          f"{deleted[0].get('revid')}, by {by}).")
     params = {"action": "undelete", "title": title, "reason": edit_summary(ctx, comment),
               "tags": change_tags(ctx)}
     def page_as_shown() -> dict[str, Any] | None:
@@ -8028,10 +8266,20 @@ def undelete_page(
                                     ("Revision ID", page.get("lastrevid")), ("URL", ctx.site.page_url(title)))
 
 
+#: An undelete of this many revisions or more asks the person first, where they confirm.
+UNDELETE_ASKS_FROM = 10
+
+
+def deleted_revisions(ctx: ToolContext, title: str) -> list[dict[str, Any]]:
+    """The deleted revisions of a title, newest first (the first answer's: at most 500)."""
+    page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
+    return page.get("deletedrevisions") or []
+
+
 # -- write tools: undo, rollback, protection, the watchlist --------------------
 
 @tool("undo-edit", "Undo edit", toolset="history",
-      read_only=False, destructive=True, idempotent=False, dry_run=True,
+      read_only=False, destructive=True, idempotent=False, dry_run=True, asks=True,
       idempotency_key=True, watch=True, rights=("edit",),
       see={"to remove a page": "delete-page", "for a user's latest edits": "rollback-edits"})
 def undo_edit(
@@ -8062,9 +8310,11 @@ def undo_edit(
     if not parent:
         raise invalid_input(f"Revision {oldest} created {title!r}, so undoing it would leave nothing; "
                             "nothing was saved. To remove the page, use delete-page.")
-    # a run may hold other people's good edits: the answer, the dry run and the summary name them all
-    what = (f"revision {revisionId} by {revision_user(newest)}" if oldest == revisionId
-            else f"revisions {oldest} to {revisionId} by {run_authors(ctx, title, oldest, revisionId)}")
+    # a run may hold other people's good edits: the answer, the dry run and the summary name them all,
+    # and the person confirms undoing them where they are asked
+    authors = [revision_user(newest)] if oldest == revisionId else run_authors(ctx, title, oldest, revisionId)
+    what = (f"revision {revisionId} by {authors[0]}" if oldest == revisionId
+            else f"revisions {oldest} to {revisionId} by {names_text(authors)}")
     if ctx.dry_run:  # the text MediaWiki's undo makes (ContentHandler::getUndoContent)
         refuse_forbidden_dry_run(ctx, page, "edit")
         texts = revision_texts(ctx, latest, revisionId, parent)
@@ -8075,6 +8325,9 @@ def undo_edit(
         refuse_unsaveable(ctx, title, new, page.get("contentmodel"))
         preview = dry_run_result(title, latest, None, now, as_saved(new), ctx.budget)
         return preview if oldest == revisionId else [f"This would undo {what}.", *preview]
+    if ctx.asks and not ctx.confirmed and len(authors) > 1:
+        raise Preview("Nothing was saved.", f"undo {what} of {title!r} on {ctx.wiki.key}, whose latest revision "
+                      f"is {latest}: the edits of {len(authors)} people.")
     done = f"Undid {what}" + ("; the edits made since are kept." if latest != revisionId else ".")
     # MediaWiki writes its own summary for one revision, none for a run
     summary = comment or (None if oldest == revisionId else f"Undo {what}")
@@ -8087,15 +8340,19 @@ def undo_edit(
         raise
 
 
-def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> str:
+def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> list[str]:
     """Who made the revisions oldest to newest of a page, each once, in the order of their
-    first edit in the run: 'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    first edit in the run, and 'others' for a run longer than one answer."""
     data = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "rvprop": "ids|user",
                            "rvdir": "newer", "rvstartid": oldest, "rvendid": newest, "rvlimit": "max"})
     page, _ = resolve_page(data.get("query", {}))
-    names = list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or []))
-    more = " and others" if "continue" in data else ""  # a run longer than one answer
-    return (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)) + more
+    return list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or [])) + ["others"] * (
+        "continue" in data)
+
+
+def names_text(names: list[str]) -> str:
+    """'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
@@ -8122,8 +8379,8 @@ def rollback_edits(
     user: Annotated[str, Arg("The latest editor.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a page's latest edits by its last editor. Unconfirmed, it changes nothing and fails,
-    showing the edits and the revision it returns to, to put to the user."""
+    """Reverts a page's latest edits by its last editor once the user confirms (their client may
+    ask); until then it fails, showing the edits and the revision it returns to."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -8230,9 +8487,9 @@ def protect_page(
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
-    levels not given stay. Unconfirmed, it changes nothing and fails, showing current and new levels
-    to put to the user."""
+    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection once
+    the user confirms (their client may ask); levels not given stay. Until then it fails, showing old
+    and new levels."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:
@@ -9299,7 +9556,7 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
 
 @tool("replace-in-pages", "Replace in pages", toolset="edit",
       read_only=False, destructive=True, idempotent=False,
-      dry_run=True, dry_run_default=True, idempotency_key=True, rights=("edit",),
+      dry_run=True, dry_run_default=True, idempotency_key=True, asks=True, rights=("edit",),
       see={"for one page": "update-page"})
 def replace_in_pages(
     ctx: ToolContext,
@@ -9323,7 +9580,13 @@ def replace_in_pages(
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
-    return save_replacements(ctx, pages, change, edit_summary(ctx, comment))
+    changing = [page for page in pages if page.changes]
+    if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
+        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
+        how = " (a regular expression)" if regex else ""
+        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{how} in "
+                      f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
+    return save_replacements(ctx, pages, change, edit_summary(ctx, comment), ctx.picked)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -9449,10 +9712,11 @@ STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
 
 
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
-                      summary: str | None) -> list[str]:
+                      summary: str | None, picked: frozenset[str] | None = None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
     page changed since its preview is skipped, as is one this change saved before (unless
-    previewed again since), and a wiki that throttles stops it."""
+    previewed again since), one the person did not pick (``picked``: those they did, where they
+    were asked), and a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
     left: list[str] = []
@@ -9465,6 +9729,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             left.append(page.title)
         elif page.page is None:
             rows.append(f"{page.title} | skipped | {page.why}")
+        elif picked is not None and page.changes and page.title not in picked:
+            rows.append(f"{page.title} | skipped | not picked by the person; nothing was saved")
         elif saved_as == page.revid:
             rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
         elif saved_as:
