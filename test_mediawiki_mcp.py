@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import html
 import http.server
 import importlib.util
 import io
@@ -8548,10 +8549,11 @@ CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebindi
 
 
 @contextlib.contextmanager
-def serve_in_thread(server: Any, options: m.HttpOptions) -> Iterator[str]:
-    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic)."""
+def serve_in_thread(server: Any, options: m.HttpOptions, port: int = 0) -> Iterator[str]:
+    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic), on ``port``
+    (0: a free one)."""
     import uvicorn
-    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=0,
+    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=port,
                                        log_config=None))
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
@@ -9294,6 +9296,149 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
     checks = [c for f in tmp_path.glob("*/checks.json") for c in json.loads(f.read_text())]
     assert checks and all(c["status"] == "SUCCESS" for c in checks), (done.stdout, done.stderr, checks)
     assert done.returncode == 0, (done.stdout, done.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Sign-in over HTTP (MCP_AUTH=login): the MCP authorization flow
+# ---------------------------------------------------------------------------
+
+#: Where the test's OAuth clients say they wait for the code (nothing listens: the test reads it).
+CALLBACK = "http://127.0.0.1:8976/callback"
+
+
+def login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
+    """A server where people sign in to ``wiki``. It has no account of its own there, so that nothing
+    a signed-in person does can pass for the configured account's."""
+    from cryptography.fernet import Fernet
+    return {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false", "MCP_TOOLSETS": "all", "MCP_AUTH": "login",
+            "MCP_AUTH_SECRET": Fernet.generate_key().decode(), **extra}
+
+
+@contextlib.contextmanager
+def login_server(env: dict[str, str]) -> Iterator[tuple[Any, str]]:
+    """A server with MCP_AUTH=login served in this process: (the server, its /mcp address)."""
+    server = make_server(env)
+    port = free_port()
+    options = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
+    with serve_in_thread(server, options, port) as url:
+        yield server, url
+
+
+def form_fields(page: str) -> dict[str, str]:
+    """What a browser sends of a sign-in form besides what the person types: its hidden fields and
+    the wiki chosen."""
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    if chosen := re.search(r'<option value="([^"]*)" selected', page):
+        fields["wiki"] = chosen[1]
+    return {name: html.unescape(value) for name, value in fields.items()}
+
+
+@dataclasses.dataclass
+class Browser:
+    """A person's browser on the sign-in page: opens the link, fills in the form and sends it;
+    ``change`` is what the test does to the form's fields before they go."""
+    username: str
+    password: str
+    change: Callable[[dict[str, str]], dict[str, str]] = lambda fields: fields
+    session: requests.Session = dataclasses.field(default_factory=requests.Session)
+    pages: list[requests.Response] = dataclasses.field(default_factory=list)
+
+    def sign_in(self, url: str) -> str:
+        """Where the server sends the browser after the form ('' when it shows a page instead)."""
+        form = self.session.get(url, timeout=60)
+        self.pages.append(form)
+        fields = {**form_fields(form.text), "username": self.username, "password": self.password}
+        answer = self.session.post(urllib.parse.urljoin(form.url, m.SIGN_IN_PATH), data=self.change(fields),
+                                   allow_redirects=False, timeout=60)
+        self.pages.append(answer)
+        return answer.headers.get("location", "")
+
+
+class TokenMemory:
+    """Where an OAuth client of the SDK keeps its registration and tokens (TokenStorage)."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client_info = client_info
+
+
+def signed_in_calls(url: str, browser: Browser, calls: list[tuple[str, dict[str, Any]]],
+                    storage: TokenMemory | None = None) -> list[Result]:
+    """Tool calls through the SDK's own OAuth client, which signs in with ``browser`` when it has
+    no token (or one that no longer works)."""
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+    landed: list[str] = []
+
+    async def redirect(authorization_url: str) -> None:
+        landed.append(await anyio.to_thread.run_sync(browser.sign_in, authorization_url))
+
+    async def callback() -> AuthorizationCodeResult:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(landed[-1]).query)
+        assert "code" in query, browser.pages[-1].text
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
+                                       iss=query.get("iss", [None])[0])
+
+    metadata = OAuthClientMetadata(client_name="Test client", redirect_uris=[CALLBACK],
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"])
+    auth = OAuthClientProvider(url, metadata, storage or TokenMemory(), redirect, callback)
+
+    async def go() -> list[Any]:
+        async with httpx2.AsyncClient(auth=auth, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            return [await client.call_tool(tool, arguments) for tool, arguments in calls]
+    return [Result([b.text for b in r.content if b.type == "text"], bool(r.is_error)) for r in anyio.run(go)]
+
+
+def stored_values(server: Any) -> str:
+    """Everything the server keeps in its (in-memory) state store, as one text."""
+    store = server.state.reads.store
+    return "\n".join(f"{key} {value}" for kind in store._kinds.values() for key, (value, _) in kind.items())
+
+
+def issued(server: Any) -> list[str]:
+    """The codes and tokens the server holds (their hashes)."""
+    store = server.state.reads.store
+    return [key[2] for kind in ("code", "access", "refresh") for key in store._kinds[kind]
+            if key[0] == m.SIGN_IN_SPACE]
+
+
+@on_every_version
+def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with login_server(login_env(wiki)) as (server, url):
+        for user, password in ((wiki.bot_user, wiki.bot_password), (wiki.editor_user, wiki.editor_password)):
+            browser, storage = Browser(user, password), TokenMemory()
+            [read] = signed_in_calls(url, browser, [("get-page", {"title": RIVER_ARTICLE})], storage)
+            assert not read.is_error and "Rhine" in read.text, read.text
+            form = browser.pages[0].text
+            site = wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"]
+            assert f"Sign in to {site}" in form and wiki.url in form and url.removesuffix("/mcp") in form
+            assert re.search(r'class="consent"><b>Test client</b>.*?<b>127\.0\.0\.1:8976</b>', form, re.DOTALL), form
+            assert "Special:BotPasswords" in form and "Edit existing pages" in form
+            assert browser.pages[1].status_code == 303
+            secrets_given = (password, storage.tokens.access_token, storage.tokens.refresh_token)
+            assert not any(secret in stored_values(server) for secret in secrets_given)
+            assert not any(secret in caplog.text for secret in secrets_given)
+            person = server.state.people.person(storage.tokens.access_token)
+            assert person.name == user.split("@")[0] and person.accounts[wiki.key].password == password
+        health = requests.get(url.removesuffix("/mcp") + "/health", timeout=30)
+        assert health.status_code == 200 and "token" not in health.text.lower()
 
 
 # ---------------------------------------------------------------------------
