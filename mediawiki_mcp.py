@@ -1734,7 +1734,8 @@ SETTINGS = {row.variable: row for row in (
             "(each person signs in with a bot password of their own; docs/sign-in.md)", "token",
             setting_parser(str.lower, lambda text: text.lower() in ("token", "login"), "token or login")),
     Setting("MCP_PUBLIC_URL", "HTTP with MCP_AUTH=login: the origin clients reach this server at, such as "
-            "https://mcp.example.org behind a TLS proxy (default: the address it listens on)", parse=public_origin),
+            "https://mcp.example.org behind a TLS proxy (default: the address it listens on)",
+            parse=public_origin),
     Setting("MCP_AUTH_SECRET", "HTTP with MCP_AUTH=login: comma-separated Fernet keys that encrypt the bot "
             "passwords people sign in with; the first encrypts, all decrypt (to rotate, put a new key first)",
             parse=secret_list, secret=True, empty_is_default=False),
@@ -9803,7 +9804,8 @@ def bearer_matches(authorization: str, token: str) -> bool:
         digest(supplied.strip().encode()).digest(), digest(token.encode()).digest())
 
 
-def http_refusal(headers: Mapping[str, str], options: HttpOptions, path: str = MCP_PATH) -> tuple[int, str] | None:
+def http_refusal(headers: Mapping[str, str], options: HttpOptions,
+                 path: str = MCP_PATH) -> tuple[int, str] | None:
     """Why a request to ``path`` is refused, as (HTTP status, reason), or None.
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
@@ -9815,7 +9817,8 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions, path: str = M
     if (origin is not None and not header_allowed(origin, [*options.origin_patterns, options.public_url])
             and not (options.sign_in and path in OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
-    if options.auth_token and not options.sign_in and not bearer_matches(headers.get("authorization", ""), options.auth_token):
+    if (options.auth_token and not options.sign_in
+            and not bearer_matches(headers.get("authorization", ""), options.auth_token)):
         return 401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN)."
     return None
 
@@ -10047,6 +10050,7 @@ SIGN_IN_WINDOW_SECONDS = 15 * 60
 CSRF_COOKIE = "mediawiki_mcp_csrf"
 #: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
 TOKENS_PER_PERSON = 100
+MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -10069,9 +10073,9 @@ class SignInOptions:
         try:
             return MultiFernet([Fernet(key) for key in self.keys])
         except ValueError:
-            raise ConfigError("MCP_AUTH_SECRET must hold Fernet keys (32 bytes in URL-safe base64), comma-separated; "
-                              "make one with: python -c 'from cryptography.fernet import Fernet; "
-                              "print(Fernet.generate_key().decode())'. The value given is not shown.") from None
+            raise ConfigError("MCP_AUTH_SECRET must hold Fernet keys (32 bytes in URL-safe base64), "
+                              f"comma-separated; make one with: {MAKE_FERNET_KEY}. The value given is not "
+                              "shown.") from None
 
 
 def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions | None:
@@ -10080,12 +10084,11 @@ def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions | N
         return None
     keys, public_url = setting(env, "MCP_AUTH_SECRET"), setting(env, "MCP_PUBLIC_URL")
     if not keys:
-        raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords people "
-                          "sign in with: make one with python -c 'from cryptography.fernet import Fernet; "
-                          "print(Fernet.generate_key().decode())'")
+        raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords "
+                          f"people sign in with: make one with {MAKE_FERNET_KEY}")
     if not public_url and not loopback:
-        raise ConfigError("MCP_AUTH=login beyond this machine needs MCP_PUBLIC_URL, the https:// origin clients "
-                          "reach this server at (through a TLS proxy): OAuth accepts no other")
+        raise ConfigError("MCP_AUTH=login beyond this machine needs MCP_PUBLIC_URL, the https:// origin "
+                          "clients reach this server at (through a TLS proxy): OAuth accepts no other")
     options = SignInOptions(keys, public_url or "", setting(env, "MCP_ACCESS_TOKEN_SECONDS"),
                             setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
     options.cipher()
@@ -10170,8 +10173,9 @@ password.</li></ol>
 
 def message_page(title: str, text: str) -> str:
     """A page that only says something (an expired sign-in, a refused form)."""
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>'
-            f'<body><h1>{html.escape(title)}</h1><p class="error">{html.escape(text)}</p></body></html>\n')
+    title, text = html.escape(title), html.escape(text)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>'
+            f'<body><h1>{title}</h1><p class="error">{text}</p></body></html>\n')
 
 
 class SignIns:
@@ -10189,7 +10193,7 @@ class SignIns:
         self.cipher = options.cipher()
         from pydantic import AnyHttpUrl
         self.issuer = public_url
-        self.issuer_url = AnyHttpUrl(public_url)  # as the metadata writes it, which the redirect's iss must match
+        self.issuer_url = AnyHttpUrl(public_url)  # as the metadata writes it: the redirect's iss must match
         self.resource = public_url + MCP_PATH
 
     # -- the store ---------------------------------------------------------------
@@ -10220,8 +10224,9 @@ class SignIns:
         return registered_client_class().model_validate_json(found) if found else None
 
     async def register_client(self, client_info: Any) -> None:
+        registration = client_info.model_dump_json()
         await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
-                                                   client_info.model_dump_json(), self.options.refresh_seconds))
+                                                   registration, self.options.refresh_seconds))
 
     async def authorize(self, client: Any, params: Any) -> str:
         from mcp.server.auth.provider import AuthorizeError
@@ -10293,10 +10298,10 @@ class SignIns:
         pair = [secret_hash(access), secret_hash(refresh)]
         grant = {"client_id": client_id, "scopes": scopes, "resource": resource, "subject": person_id}
         now, options = int(time.time()), self.options
-        self._put("access", pair[0], {**grant, "expires_at": now + options.access_seconds, "refresh": pair[1]},
-                  options.access_seconds)
-        self._put("refresh", pair[1], {**grant, "expires_at": now + options.refresh_seconds, "access": pair[0]},
-                  options.refresh_seconds)
+        self._put("access", pair[0], {**grant, "expires_at": now + options.access_seconds,
+                                      "refresh": pair[1]}, options.access_seconds)
+        self._put("refresh", pair[1], {**grant, "expires_at": now + options.refresh_seconds,
+                                       "access": pair[0]}, options.refresh_seconds)
 
         def noted(old: str | None) -> str:
             person = json.loads(old or "{}")
@@ -10331,7 +10336,8 @@ class SignIns:
             log.warning("the wiki account of %s cannot be decrypted with the keys of MCP_AUTH_SECRET",
                         found["name"])
             return None
-        return Person(access["subject"], found["name"], {found["wiki"]: Credentials(found["username"], password)})
+        account = Credentials(found["username"], password)
+        return Person(access["subject"], found["name"], {found["wiki"]: account})
 
     # -- the sign-in page ---------------------------------------------------------------
 
@@ -10357,15 +10363,16 @@ class SignIns:
         pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
         if pending is None:
             return HTMLResponse(message_page("This sign-in has ended", "The link is unknown or older than "
-                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. Start again from your MCP "
-                                             "client."), status_code=400)
+                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. Start again from your "
+                                             "MCP client."), status_code=400)
         if request.method == "POST":
             csrf = str(form.get("csrf") or "")
             if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(CSRF_COOKIE) != csrf:
                 log.warning("sign-in refused: a form without its CSRF token")
-                return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this server "
-                                                 "sent it (its CSRF token is missing or wrong), so nothing was "
-                                                 "signed in. Open the sign-in link again."), status_code=403)
+                return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
+                                                 "server sent it (its CSRF token is missing or wrong), so "
+                                                 "nothing was signed in. Open the sign-in link again."),
+                                    status_code=403)
             return await self._signed_in(request, form, given, pending)
         return await self._form(given, pending)
 
@@ -10376,7 +10383,8 @@ class SignIns:
         csrf = secrets.token_urlsafe(32)
 
         def renew() -> list[tuple[str, str, str, str]]:
-            self._put("request", secret_hash(request), {**pending, "csrf": secret_hash(csrf)}, SIGN_IN_FORM_SECONDS)
+            self._put("request", secret_hash(request), {**pending, "csrf": secret_hash(csrf)},
+                      SIGN_IN_FORM_SECONDS)
             return self._wikis()
         wikis = await on_own_thread(renew)
         redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
@@ -10390,7 +10398,8 @@ class SignIns:
                             samesite="lax", secure=self.issuer.startswith("https:"))
         return response
 
-    async def _signed_in(self, request: Any, form: dict[str, Any], given: str, pending: dict[str, Any]) -> Any:
+    async def _signed_in(self, request: Any, form: dict[str, Any], given: str,
+                         pending: dict[str, Any]) -> Any:
         """Checks the user name and bot password by logging in to the wiki; the code, or the form again."""
         from mcp.server.auth.provider import construct_redirect_uri
         from starlette.responses import RedirectResponse
@@ -10412,14 +10421,15 @@ class SignIns:
         params = pending["params"]
         grant = {"client_id": pending["client"], "scopes": params.get("scopes") or [],
                  "expires_at": time.time() + AUTH_CODE_SECONDS, "code_challenge": params["code_challenge"],
-                 "redirect_uri": params["redirect_uri"], "resource": params.get("resource"), "subject": person,
-                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"]}
+                 "redirect_uri": params["redirect_uri"], "resource": params.get("resource"),
+                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"],
+                 "subject": person}
 
         def issue() -> None:
             self._put("code", secret_hash(code), grant, AUTH_CODE_SECONDS)
             self._forget("request", secret_hash(given))
         await on_own_thread(issue)
-        log.info("signed in: %s on %s", person, wiki)
+        log.info("signed in: %s", person)
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
                                         iss=str(self.issuer_url))
         response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
@@ -10431,7 +10441,8 @@ class SignIns:
         counts against both."""
         throttled = [(f"name:{username.split('@')[0].lower()}", SIGN_IN_FAILURES_PER_NAME),
                      (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
-        if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit for name, limit in throttled):
+        if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
+               for name, limit in throttled):
             raise rate_limited("Too many failed sign-ins with this user name or from this address: try again "
                                f"in {SIGN_IN_WINDOW_SECONDS // 60} minutes.")
         try:
@@ -10459,8 +10470,8 @@ class SignIns:
         person_id = f"{wiki_key}:{account.name}"
         record = {"name": account.name, "wiki": wiki_key, "username": username,
                   "password": self.cipher.encrypt(password.encode()).decode()}
-        self.store.update((SIGN_IN_SPACE, "person", person_id),
-                          lambda old: json.dumps({**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
+        self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
+            {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
         return person_id
 
     async def sign_out(self, request: Any) -> Any:
@@ -10470,8 +10481,8 @@ class SignIns:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         access = await self.load_access_token(token.strip()) if scheme.lower() == "bearer" else None
         if access is None:
-            return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to sign "
-                                 "out as 'Authorization: Bearer'."}, status_code=401,
+            return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
+                                 "sign out as 'Authorization: Bearer'."}, status_code=401,
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         person_id = access.subject
 
@@ -10500,8 +10511,9 @@ class SignIns:
         from pydantic import AnyHttpUrl
         from starlette.applications import Starlette
         from starlette.routing import Route
-        routes = [*create_auth_routes(self, self.issuer_url, client_registration_options=ClientRegistrationOptions(
-                      enabled=True), revocation_options=RevocationOptions(enabled=True)),
+        registration, revocation = ClientRegistrationOptions(enabled=True), RevocationOptions(enabled=True)
+        routes = [*create_auth_routes(self, self.issuer_url, client_registration_options=registration,
+                                      revocation_options=revocation),
                   *create_protected_resource_routes(AnyHttpUrl(self.resource), [self.issuer_url],
                                                     resource_name="mediawiki-mcp"),
                   Route(SIGN_IN_PATH, self.page, methods=["GET", "POST"]),
