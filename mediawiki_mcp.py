@@ -10405,8 +10405,9 @@ class SignIns:
         from starlette.responses import RedirectResponse
         wiki = str(form.get("wiki") or self.state.config.default_wiki)
         username, password = str(form.get("username") or "").strip(), str(form.get("password") or "").strip()
-        again = functools.partial(self._form, given, pending, wiki=wiki, username=username)
-        if wiki not in self.state.wikis:
+        known = wiki in self.state.wikis
+        again = functools.partial(self._form, given, pending, wiki=wiki if known else "", username=username)
+        if not known:
             return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
         if not username or not password:
             return await again(error="Give both your user name and your bot password.", status=400)

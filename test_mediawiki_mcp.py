@@ -9633,6 +9633,27 @@ def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: Re
         assert app.code(Browser(wiki.bot_user, wiki.bot_password), challenge)  # another name is let in
 
 
+def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with login_server(env) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        unknown = Browser(other_wiki.editor_user, other_wiki.editor_password,
+                          lambda fields: {**fields, "wiki": "elsewhere"})
+        assert unknown.sign_in(app.authorize_url(challenge)) == "" and unknown.pages[-1].status_code == 400
+        assert "Choose one of the wikis listed" in unknown.pages[-1].text and not issued(server, "code")
+        browser = Browser(other_wiki.editor_user, other_wiki.editor_password,
+                          lambda fields: {**fields, "wiki": "other"})
+        tokens = app.tokens(browser)
+        form = browser.pages[0].text
+        assert re.findall(r'<option value="([^"]*)"( selected)?', form) == [(wiki.key, " selected"), ("other", "")]
+        assert other_wiki.url in form and form.count("Special:BotPasswords</a>") == 2
+        person = server.state.people.person(tokens["access_token"])
+        assert (person.name, list(person.accounts)) == ("Editor", ["other"])
+
+
 @pytest.mark.xfail(strict=True, reason="needs issue-28a: run_tool acting as state.people.person(token)")
 @on_every_version
 def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWiki) -> None:
