@@ -9532,6 +9532,10 @@ def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(w
         app = OAuthApp.register(url)
         first, second = (app.tokens(Browser(wiki.editor_user, wiki.editor_password)) for _ in range(2))
         other = app.tokens(Browser(wiki.bot_user, wiki.bot_password))
+        person = server.state.people.person(first["access_token"])
+        client = server.state.people.client(person, server.state.wikis[wiki.key], lambda config: config.client())
+        assert client.account.name == "Editor"
+        session = client.session_for(wiki.api).cookies.copy()  # the person's wiki session, as a browser has it
         assert requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30).status_code == 401
         out = requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30,
                             headers={"Authorization": f"Bearer {first['access_token']}"})
@@ -9540,6 +9544,9 @@ def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(w
             assert initialize_status(url, tokens["access_token"]) == 401
             assert app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]).status_code == 400
         assert initialize_status(url, other["access_token"]) == 200  # someone else stays signed in
+        ended = requests.get(wiki.api, params={"action": "query", "meta": "userinfo", "format": "json"},
+                             cookies=session, timeout=30).json()["query"]["userinfo"]
+        assert "anon" in ended, ended
         assert [person.rpartition(":")[2] for person in issued(server, "person")] == ["Admin"]
 
 
@@ -9575,6 +9582,9 @@ def test_a_redirect_uri_must_be_registered_but_a_loopback_one_may_change_its_por
             refused = requests.get(app.authorize_url(challenge, unregistered), allow_redirects=False, timeout=30)
             assert refused.status_code == 400 and "not registered" in refused.text, refused.text
         assert not issued(server, "request")
+        elsewhere = requests.get(app.authorize_url(challenge) + "&resource=https%3A%2F%2Fother.example%2Fmcp",
+                                 allow_redirects=False, timeout=30)
+        assert "error=invalid_target" in elsewhere.headers["location"] and not issued(server, "request")
         other_port = "http://127.0.0.1:9123/callback"
         code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge, other_port)
         answer = app.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=other_port)
@@ -9679,6 +9689,17 @@ def test_sign_in_settings_that_cannot_work_stop_the_server_naming_them(env: dict
     with pytest.raises(m.ConfigError, match=named) as refused:
         m.http_options(m.argument_parser().parse_args(["--transport", "http"]), {"MCP_AUTH": "login", **key, **env})
     assert "not-a-fernet-key" not in str(refused.value)
+
+
+def test_without_the_login_extra_the_server_stops_naming_it() -> None:
+    from cryptography.fernet import Fernet
+    env = {"MCP_AUTH": "login", "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
+    without = ("import sys; sys.modules['cryptography'] = None; import mediawiki_mcp; "
+               "raise SystemExit(mediawiki_mcp.main(['--transport', 'http']))")
+    done = subprocess.run([sys.executable, "-c", without], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env}, cwd=HERE, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'mediawiki-mcp[login]'" in done.stderr and env["MCP_AUTH_SECRET"] not in done.stderr
 
 
 def test_sign_in_options_come_from_the_settings_and_keys_rotate() -> None:
