@@ -10050,6 +10050,11 @@ SIGN_IN_WINDOW_SECONDS = 15 * 60
 CSRF_COOKIE = "mediawiki_mcp_csrf"
 #: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
 TOKENS_PER_PERSON = 100
+#: The sign-in page is shown in no other site's frame, where a person could be tricked into
+#: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
+#: would apply it to the redirect back to the client too.
+SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                   "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
 MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
 
 
@@ -10393,7 +10398,7 @@ class SignIns:
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
                             client=name, redirect_host=redirect.netloc, request=request, csrf=csrf,
                             username=username, error=error)
-        response = HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store"})
+        response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
         response.set_cookie(CSRF_COOKIE, csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
                             samesite="lax", secure=self.issuer.startswith("https:"))
         return response

@@ -9430,6 +9430,7 @@ def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
             assert f"Sign in to {site}" in form and wiki.url in form and url.removesuffix("/mcp") in form
             assert re.search(r'class="consent"><b>Test client</b>.*?<b>127\.0\.0\.1:8976</b>', form, re.DOTALL), form
             assert "Special:BotPasswords" in form and "Edit existing pages" in form
+            assert browser.pages[0].headers["X-Frame-Options"] == "DENY"  # in no other site's frame
             assert browser.pages[1].status_code == 303
             secrets_given = (password, storage.tokens.access_token, storage.tokens.refresh_token)
             assert not any(secret in stored_values(server) for secret in secrets_given)
