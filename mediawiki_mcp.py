@@ -10053,8 +10053,8 @@ TOKENS_PER_PERSON = 100
 #: The sign-in page is shown in no other site's frame, where a person could be tricked into
 #: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
 #: would apply it to the redirect back to the client too.
-SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY",
-                   "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
+SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Content-Security-Policy":
+                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
 MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
 
 
