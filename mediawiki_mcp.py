@@ -10361,7 +10361,17 @@ class SignIns:
         return shown
 
     async def page(self, request: Any) -> Any:
-        """GET and POST /sign-in: the form, then the check of what the person gave."""
+        """GET and POST /sign-in: the form, then the check of what the person gave; while the shared
+        store cannot be reached, a page saying so (nothing was signed in)."""
+        from starlette.responses import HTMLResponse
+        try:
+            return await self._page(request)
+        except WikiError as error:
+            if error.code != STORE_DOWN:
+                raise
+            return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503)
+
+    async def _page(self, request: Any) -> Any:
         from starlette.responses import HTMLResponse
         form = dict(await request.form()) if request.method == "POST" else {}
         given = str(form.get("request") or request.query_params.get("request") or "")

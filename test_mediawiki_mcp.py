@@ -10133,6 +10133,20 @@ def test_a_person_signed_in_through_one_replica_is_let_in_by_the_other(
         assert secret not in values and secret not in logs
 
 
+def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
+    store = StateServer("valkey")  # one of its own, to stop
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            app = OAuthApp.register(url)
+            link = requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).headers["location"]
+            store.stop()
+            page = requests.get(link, timeout=30)
+            assert page.status_code == 503 and "cannot be reached" in page.text, page.text
+            assert STORE_PASSWORD not in page.text
+    finally:
+        store.stop()
+
+
 # ---------------------------------------------------------------------------
 # Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
 # ---------------------------------------------------------------------------
