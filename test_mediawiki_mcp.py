@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import html
 import http.server
 import importlib.util
 import io
@@ -9226,10 +9227,11 @@ CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebindi
 
 
 @contextlib.contextmanager
-def serve_in_thread(server: Any, options: m.HttpOptions) -> Iterator[str]:
-    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic)."""
+def serve_in_thread(server: Any, options: m.HttpOptions, port: int = 0) -> Iterator[str]:
+    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic), on ``port``
+    (0: a free one)."""
     import uvicorn
-    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=0,
+    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=port,
                                        log_config=None))
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
@@ -10231,6 +10233,424 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
 
 
 # ---------------------------------------------------------------------------
+# Sign-in over HTTP (MCP_AUTH=login): the MCP authorization flow
+# ---------------------------------------------------------------------------
+
+#: Where the test's OAuth clients say they wait for the code (nothing listens: the test reads it).
+CALLBACK = "http://127.0.0.1:8976/callback"
+
+
+def login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
+    """A server where people sign in to ``wiki``. It has no account of its own there, so that nothing
+    a signed-in person does can pass for the configured account's."""
+    from cryptography.fernet import Fernet
+    return {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false", "MCP_TOOLSETS": "all", "MCP_AUTH": "login",
+            "MCP_AUTH_SECRET": Fernet.generate_key().decode(), **extra}
+
+
+@contextlib.contextmanager
+def login_server(env: dict[str, str]) -> Iterator[tuple[Any, str]]:
+    """A server with MCP_AUTH=login served in this process: (the server, its /mcp address)."""
+    server = make_server(env)
+    port = free_port()
+    options = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
+    with serve_in_thread(server, options, port) as url:
+        yield server, url
+
+
+def form_fields(page: str) -> dict[str, str]:
+    """What a browser sends of a sign-in form besides what the person types: its hidden fields and
+    the wiki chosen."""
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    if chosen := re.search(r'<option value="([^"]*)" selected', page):
+        fields["wiki"] = chosen[1]
+    return {name: html.unescape(value) for name, value in fields.items()}
+
+
+@dataclasses.dataclass
+class Browser:
+    """A person's browser on the sign-in page: opens the link, fills in the form and sends it;
+    ``change`` is what the test does to the form's fields before they go."""
+    username: str
+    password: str
+    change: Callable[[dict[str, str]], dict[str, str]] = lambda fields: fields
+    session: requests.Session = dataclasses.field(default_factory=requests.Session)
+    pages: list[requests.Response] = dataclasses.field(default_factory=list)
+
+    def sign_in(self, url: str) -> str:
+        """Where the server sends the browser after the form ('' when it shows a page instead)."""
+        form = self.session.get(url, timeout=60)
+        self.pages.append(form)
+        fields = {**form_fields(form.text), "username": self.username, "password": self.password}
+        answer = self.session.post(urllib.parse.urljoin(form.url, m.SIGN_IN_PATH), data=self.change(fields),
+                                   allow_redirects=False, timeout=60)
+        self.pages.append(answer)
+        return answer.headers.get("location", "")
+
+
+class TokenMemory:
+    """Where an OAuth client of the SDK keeps its registration and tokens (TokenStorage)."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client_info = client_info
+
+
+def signed_in_calls(url: str, browser: Browser, calls: list[tuple[str, dict[str, Any]]],
+                    storage: TokenMemory | None = None) -> list[Result]:
+    """Tool calls through the SDK's own OAuth client, which signs in with ``browser`` when it has
+    no token (or one that no longer works)."""
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+    landed: list[str] = []
+
+    async def redirect(authorization_url: str) -> None:
+        landed.append(await anyio.to_thread.run_sync(browser.sign_in, authorization_url))
+
+    async def callback() -> AuthorizationCodeResult:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(landed[-1]).query)
+        assert "code" in query, browser.pages[-1].text
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
+                                       iss=query.get("iss", [None])[0])
+
+    metadata = OAuthClientMetadata(client_name="Test client", redirect_uris=[CALLBACK],
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"])
+    auth = OAuthClientProvider(url, metadata, storage or TokenMemory(), redirect, callback)
+
+    async def go() -> list[Any]:
+        async with httpx2.AsyncClient(auth=auth, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            return [await client.call_tool(tool, arguments) for tool, arguments in calls]
+    return [Result([b.text for b in r.content if b.type == "text"], bool(r.is_error)) for r in anyio.run(go)]
+
+
+def stored_values(server: Any) -> str:
+    """Everything the server keeps in its (in-memory) state store, as one text."""
+    store = server.state.reads.store
+    return "\n".join(f"{key} {value}" for kind in store._kinds.values() for key, (value, _) in kind.items())
+
+
+def issued(server: Any, kind: str) -> list[str]:
+    """What the server holds of a kind of the sign-in's entries (code, access, refresh, person, request)."""
+    store = server.state.reads.store
+    return [key[2] for key in store._kinds[kind] if key[0] == m.SIGN_IN_SPACE and store.get(key)]
+
+
+@on_every_version
+def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with login_server(login_env(wiki)) as (server, url):
+        for user, password in ((wiki.bot_user, wiki.bot_password), (wiki.editor_user, wiki.editor_password)):
+            browser, storage = Browser(user, password), TokenMemory()
+            [read] = signed_in_calls(url, browser, [("get-page", {"title": RIVER_ARTICLE})], storage)
+            assert not read.is_error and "Rhine" in read.text, read.text
+            form = browser.pages[0].text
+            site = wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"]
+            assert f"Sign in to {site}" in form and wiki.url in form and url.removesuffix("/mcp") in form
+            assert re.search(r'class="consent"><b>Test client</b>.*?<b>127\.0\.0\.1:8976</b>', form, re.DOTALL), form
+            assert "Special:BotPasswords" in form and "Edit existing pages" in form
+            assert browser.pages[0].headers["X-Frame-Options"] == "DENY"  # in no other site's frame
+            assert browser.pages[1].status_code == 303
+            secrets_given = (password, storage.tokens.access_token, storage.tokens.refresh_token)
+            assert not any(secret in stored_values(server) for secret in secrets_given)
+            assert not any(secret in caplog.text for secret in secrets_given)
+            person = server.state.people.person(storage.tokens.access_token)
+            assert person.name == user.split("@")[0] and person.accounts[wiki.key].password == password
+        health = requests.get(url.removesuffix("/mcp") + "/health", timeout=30)
+        assert health.status_code == 200 and "token" not in health.text.lower()
+
+
+def pkce() -> tuple[str, str]:
+    """A PKCE verifier and its S256 challenge."""
+    verifier = secrets.token_urlsafe(48)
+    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+
+
+@dataclasses.dataclass
+class OAuthApp:
+    """A client registered by hand, to send the flow's requests one at a time as a client would."""
+    base: str  # the server's origin
+    client_id: str
+    client_secret: str
+    redirect_uri: str = CALLBACK
+
+    @classmethod
+    def register(cls, mcp_url: str, redirect_uri: str = CALLBACK) -> OAuthApp:
+        base = mcp_url.removesuffix("/mcp")
+        answer = requests.post(base + "/register", json={
+            "client_name": "Test client", "redirect_uris": [redirect_uri], "response_types": ["code"],
+            "grant_types": ["authorization_code", "refresh_token"]}, timeout=30)
+        assert answer.status_code == 201, answer.text
+        return cls(base, answer.json()["client_id"], answer.json()["client_secret"], redirect_uri)
+
+    def authorize_url(self, challenge: str, redirect_uri: str = "") -> str:
+        return self.base + "/authorize?" + urllib.parse.urlencode({
+            "response_type": "code", "client_id": self.client_id, "redirect_uri": redirect_uri or self.redirect_uri,
+            "code_challenge": challenge, "code_challenge_method": "S256", "state": "s1"})
+
+    def code(self, browser: Browser, challenge: str, redirect_uri: str = "") -> str:
+        """The code the server sends to the redirect URI once ``browser`` signed in."""
+        location = browser.sign_in(self.authorize_url(challenge, redirect_uri))
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
+        assert location.startswith(redirect_uri or self.redirect_uri) and query["state"] == ["s1"], location
+        return query["code"][0]
+
+    def token(self, **fields: str) -> requests.Response:
+        return requests.post(self.base + "/token", data={"client_id": self.client_id,
+                                                         "client_secret": self.client_secret, **fields}, timeout=30)
+
+    def tokens(self, browser: Browser) -> dict[str, Any]:
+        verifier, challenge = pkce()
+        answer = self.token(grant_type="authorization_code", code=self.code(browser, challenge),
+                            code_verifier=verifier, redirect_uri=self.redirect_uri)
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+
+def initialize_status(url: str, token: str) -> int:
+    """The HTTP status of an initialize sent with ``token``."""
+    return post_rpc(url, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url), login_server(login_env(wiki)) as (_, other_url):
+        base = url.removesuffix("/mcp")
+        bare = post_rpc(url, "initialize", INIT_PARAMS)
+        assert bare.status_code == 401
+        metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+        assert f'resource_metadata="{metadata_url}"' in bare.headers["WWW-Authenticate"]
+        resource = requests.get(metadata_url, timeout=30).json()
+        assert resource["resource"] == url and resource["authorization_servers"] == [base + "/"]
+        issuer = requests.get(base + "/.well-known/oauth-authorization-server", timeout=30).json()
+        assert issuer["code_challenge_methods_supported"] == ["S256"]
+        assert (issuer["registration_endpoint"], issuer["revocation_endpoint"]) == (base + "/register",
+                                                                                     base + "/revoke")
+        assert initialize_status(url, secrets.token_urlsafe(32)) == 401
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert initialize_status(url, tokens["access_token"]) == 200
+        assert initialize_status(other_url, tokens["access_token"]) == 401  # another server's token
+        # Expired: the entry as the store holds it an hour on, when its time has passed.
+        store, key = server.state.reads.store, (m.SIGN_IN_SPACE, "access", m.secret_hash(tokens["access_token"]))
+        entry = json.loads(store.get(key))
+        store.put(key, json.dumps({**entry, "expires_at": time.time() - 1}), 60)
+        assert initialize_status(url, tokens["access_token"]) == 401
+        assert server.state.people.person(tokens["access_token"]) is None
+        # Revoked by the client: the access token and its refresh token stop working.
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        revoked = requests.post(base + "/revoke", data={"token": tokens["access_token"], "client_id": app.client_id,
+                                                        "client_secret": app.client_secret}, timeout=30)
+        assert revoked.status_code == 200, revoked.text
+        assert initialize_status(url, tokens["access_token"]) == 401
+        refreshed = app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+        assert requests.get(base + "/health", timeout=30).status_code == 200  # open to load balancers
+
+
+def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        first, second = (app.tokens(Browser(wiki.editor_user, wiki.editor_password)) for _ in range(2))
+        other = app.tokens(Browser(wiki.bot_user, wiki.bot_password))
+        person = server.state.people.person(first["access_token"])
+        client = server.state.people.client(person, server.state.wikis[wiki.key], lambda config: config.client())
+        assert client.account.name == "Editor"
+        session = client.session_for(wiki.api).cookies.copy()  # the person's wiki session, as a browser has it
+        assert requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30).status_code == 401
+        out = requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30,
+                            headers={"Authorization": f"Bearer {first['access_token']}"})
+        assert out.status_code == 200 and out.json() == {"signedOut": True}
+        for tokens in (first, second):
+            assert initialize_status(url, tokens["access_token"]) == 401
+            assert app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]).status_code == 400
+        assert initialize_status(url, other["access_token"]) == 200  # someone else stays signed in
+        ended = requests.get(wiki.api, params={"action": "query", "meta": "userinfo", "format": "json"},
+                             cookies=session, timeout=30).json()["query"]["userinfo"]
+        assert "anon" in ended, ended
+        assert [person.rpartition(":")[2] for person in issued(server, "person")] == ["Admin"]
+
+
+def test_a_code_works_once_with_its_verifier_and_a_refresh_token_once(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        verifier, challenge = pkce()
+        code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+        wrong = app.token(grant_type="authorization_code", code=code, code_verifier=pkce()[0],
+                          redirect_uri=CALLBACK)
+        assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant", wrong.text
+        assert all(not issued(server, kind) for kind in ("access", "refresh"))
+        right = app.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=CALLBACK)
+        assert right.status_code == 200, right.text
+        again = app.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=CALLBACK)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant", again.text
+        assert len(issued(server, "access")) == 1
+        refresh = right.json()["refresh_token"]
+        renewed = app.token(grant_type="refresh_token", refresh_token=refresh)
+        assert renewed.status_code == 200, renewed.text
+        assert initialize_status(url, renewed.json()["access_token"]) == 200
+        assert initialize_status(url, right.json()["access_token"]) == 401  # the old pair is gone
+        reused = app.token(grant_type="refresh_token", refresh_token=refresh)
+        assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant", reused.text
+
+
+def test_a_redirect_uri_must_be_registered_but_a_loopback_one_may_change_its_port(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        verifier, challenge = pkce()
+        for unregistered in ("http://attacker.example/callback", "http://127.0.0.1:8976/elsewhere",
+                             "https://127.0.0.1:8976/callback"):
+            refused = requests.get(app.authorize_url(challenge, unregistered), allow_redirects=False, timeout=30)
+            assert refused.status_code == 400 and "not registered" in refused.text, refused.text
+        assert not issued(server, "request")
+        elsewhere = requests.get(app.authorize_url(challenge) + "&resource=https%3A%2F%2Fother.example%2Fmcp",
+                                 allow_redirects=False, timeout=30)
+        assert "error=invalid_target" in elsewhere.headers["location"] and not issued(server, "request")
+        other_port = "http://127.0.0.1:9123/callback"
+        code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge, other_port)
+        answer = app.token(grant_type="authorization_code", code=code, code_verifier=verifier, redirect_uri=other_port)
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        changes: list[Callable[[dict[str, str]], dict[str, str]]] = [
+            lambda fields: {k: v for k, v in fields.items() if k != "csrf"},
+            lambda fields: {**fields, "csrf": secrets.token_urlsafe(32)}]
+        for change in changes:
+            browser = Browser(wiki.editor_user, wiki.editor_password, change)
+            assert browser.sign_in(app.authorize_url(challenge)) == ""
+            assert browser.pages[-1].status_code == 403 and "CSRF" in browser.pages[-1].text
+        # The right field from another browser, which lacks the cookie that came with the form.
+        form = requests.get(app.authorize_url(challenge), timeout=30)
+        posted = requests.post(form.url.split("?")[0], data={**form_fields(form.text), "username": wiki.editor_user,
+                                                             "password": wiki.editor_password},
+                               allow_redirects=False, timeout=30)
+        assert posted.status_code == 403 and "location" not in posted.headers
+        assert not issued(server, "code") and not issued(server, "person")
+
+
+def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        browser = Browser(wiki.editor_user, "not-the-password")
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        again = browser.pages[-1]
+        error = re.search(r'<p class="error"[^>]*>(.*?)</p>', again.text, re.DOTALL)
+        assert again.status_code == 401 and error, again.text
+        assert "Incorrect username or password" in html.unescape(error[1]), error[1]
+        assert form_fields(again.text)["csrf"] and f'value="{wiki.editor_user}"' in again.text
+        assert not issued(server, "code") and not issued(server, "person")
+        # The form shown again works: the right password signs in.
+        browser.password = wiki.editor_password
+        fields = {**form_fields(again.text), "username": wiki.editor_user, "password": wiki.editor_password}
+        answer = browser.session.post(again.url, data=fields, allow_redirects=False, timeout=30)
+        assert answer.status_code == 303 and "code=" in answer.headers["location"]
+
+
+def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        for _ in range(m.SIGN_IN_FAILURES_PER_NAME):
+            assert Browser(wiki.editor_user, "wrong").sign_in(app.authorize_url(challenge)) == ""
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        assert browser.pages[-1].status_code == 429 and "Too many failed sign-ins" in browser.pages[-1].text
+        assert not issued(server, "code")
+        assert app.code(Browser(wiki.bot_user, wiki.bot_password), challenge)  # another name is let in
+
+
+def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with login_server(env) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        unknown = Browser(other_wiki.editor_user, other_wiki.editor_password,
+                          lambda fields: {**fields, "wiki": "elsewhere"})
+        assert unknown.sign_in(app.authorize_url(challenge)) == "" and unknown.pages[-1].status_code == 400
+        assert "Choose one of the wikis listed" in unknown.pages[-1].text and not issued(server, "code")
+        browser = Browser(other_wiki.editor_user, other_wiki.editor_password,
+                          lambda fields: {**fields, "wiki": "other"})
+        tokens = app.tokens(browser)
+        form = browser.pages[0].text
+        assert re.findall(r'<option value="([^"]*)"( selected)?', form) == [(wiki.key, " selected"), ("other", "")]
+        assert other_wiki.url in form and form.count("Special:BotPasswords</a>") == 2
+        person = server.state.people.person(tokens["access_token"])
+        assert (person.name, list(person.accounts)) == ("Editor", ["other"])
+
+
+@on_every_version
+def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        for user, password in ((wiki.editor_user, wiki.editor_password), (wiki.bot_user, wiki.bot_password)):
+            title = f"Signed in as {user.split('@')[0]} {secrets.token_hex(4)}"
+            [made] = signed_in_calls(url, Browser(user, password),
+                                     [("create-page", {"title": title, "source": "Made by a person."})])
+            assert not made.is_error, made.text
+            assert latest_revision(wiki, title)["user"] == user.split("@")[0]
+
+
+@pytest.mark.parametrize("env, named", [
+    ({}, "needs MCP_AUTH_SECRET"),
+    ({"MCP_AUTH_SECRET": "not-a-fernet-key"}, "MCP_AUTH_SECRET must hold Fernet keys"),
+    ({"MCP_PUBLIC_URL": "http://mcp.example.org"}, "MCP_PUBLIC_URL takes an origin"),
+    ({"MCP_PUBLIC_URL": "https://mcp.example.org/mcp"}, "MCP_PUBLIC_URL takes an origin"),
+    ({"MCP_BIND": "0.0.0.0"}, "needs MCP_PUBLIC_URL"),
+])
+def test_sign_in_settings_that_cannot_work_stop_the_server_naming_them(env: dict[str, str], named: str) -> None:
+    from cryptography.fernet import Fernet
+    key = {"MCP_AUTH_SECRET": Fernet.generate_key().decode()} if env and "MCP_AUTH_SECRET" not in env else {}
+    with pytest.raises(m.ConfigError, match=named) as refused:
+        m.http_options(m.argument_parser().parse_args(["--transport", "http"]), {"MCP_AUTH": "login", **key, **env})
+    assert "not-a-fernet-key" not in str(refused.value)
+
+
+def test_without_the_login_extra_the_server_stops_naming_it() -> None:
+    from cryptography.fernet import Fernet
+    env = {"MCP_AUTH": "login", "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
+    without = ("import sys; sys.modules['cryptography'] = None; import mediawiki_mcp; "
+               "raise SystemExit(mediawiki_mcp.main(['--transport', 'http']))")
+    done = subprocess.run([sys.executable, "-c", without], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env}, cwd=HERE, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'mediawiki-mcp[login]'" in done.stderr and env["MCP_AUTH_SECRET"] not in done.stderr
+
+
+def test_sign_in_options_come_from_the_settings_and_keys_rotate() -> None:
+    from cryptography.fernet import Fernet
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    env = {"MCP_AUTH": "login", "MCP_AUTH_SECRET": f"{new}, {old}", "MCP_PUBLIC_URL": "https://MCP.example.org/",
+           "MCP_BIND": "0.0.0.0", "MCP_ACCESS_TOKEN_SECONDS": "600"}
+    options = m.http_options(m.argument_parser().parse_args(["--transport", "http"]), env)
+    assert options.public_url == "https://mcp.example.org" and options.sign_in.access_seconds == 600
+    assert options.sign_in.refresh_seconds == 30 * 24 * 3600 and new not in repr(options)
+    cipher = options.sign_in.cipher()
+    assert cipher.decrypt(Fernet(old).encrypt(b"kept")) == b"kept"  # stored before the new key came first
+    assert Fernet(new).decrypt(cipher.encrypt(b"new")) == b"new"
+    assert m.http_warnings(options) == []  # people sign in: nothing is open to anyone
+
+
+# ---------------------------------------------------------------------------
 # Replicas that share state through Valkey or Redis
 # ---------------------------------------------------------------------------
 
@@ -10655,6 +11075,42 @@ def test_the_state_store_without_its_client_stops_the_server_naming_the_extra(
     assert "pip install 'mediawiki-mcp[redis]'" in err and "pw" not in err
     header = (HERE / "mediawiki_mcp.py").read_text().split("# ///", 2)[1]
     assert 'dependencies = ["mcp>=2.3,<3", "requests"]' in header  # the single file needs nothing more
+
+
+def test_a_person_signed_in_through_one_replica_is_let_in_by_the_other(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    import redis
+    env = {**login_env(wiki), "MCP_STATE_URL": state_server.url}
+    with http_servers((env, ("--stateless",)), (env, ("--stateless",))) as (one, other):
+        storage = TokenMemory()
+        [read] = signed_in_calls(one.url, Browser(wiki.editor_user, wiki.editor_password),
+                                 [("get-page", {"title": RIVER_ARTICLE})], storage)
+        assert not read.is_error, read.text
+        arguments = {"name": "get-page", "arguments": {"title": RIVER_ARTICLE}}
+        token = storage.tokens.access_token
+        answer = post_rpc(other.url, "tools/call", arguments, headers={"Authorization": f"Bearer {token}"})
+        assert "The '''Rhine'''" in tool_text(rpc_result(answer))
+        assert post_rpc(other.url, "tools/call", arguments).status_code == 401
+        logs = one.log + other.log
+    store = redis.Redis.from_url(state_server.url, decode_responses=True)
+    values = "\n".join(str(store.get(key)) for key in store.keys("mediawiki-mcp:{sign-in}:*"))
+    assert '"username": "Editor@mcp"' in values  # the account is there, its password encrypted
+    for secret in (wiki.editor_password, token, storage.tokens.refresh_token):
+        assert secret not in values and secret not in logs
+
+
+def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
+    store = StateServer("valkey")  # one of its own, to stop
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            app = OAuthApp.register(url)
+            link = requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).headers["location"]
+            store.stop()
+            page = requests.get(link, timeout=30)
+            assert page.status_code == 503 and "cannot be reached" in page.text, page.text
+            assert STORE_PASSWORD not in page.text
+    finally:
+        store.stop()
 
 
 # ---------------------------------------------------------------------------
