@@ -9723,7 +9723,10 @@ def test_the_auth_settings_are_checked_at_start(wiki: RealWiki, tmp_path: Path) 
         m.http_options(args, {"MCP_AUTH": "oauth"})
     with pytest.raises(m.ConfigError, match="MCP_AUTH=token needs MCP_AUTH_TOKEN"):
         m.http_options(args, {"MCP_AUTH": "token"})
-    assert m.http_options(args, {"MCP_AUTH": "LOGIN"}).auth == "login"  # type: ignore[union-attr]
+    from cryptography.fernet import Fernet
+    login = {"MCP_AUTH": "LOGIN", "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
+    signing_in = m.http_options(args, login)
+    assert signing_in is not None and signing_in.auth == "login" and signing_in.sign_in is not None
     assert m.http_options(args, {"MCP_AUTH_TOKEN": "t" * 32}).auth == "token"  # type: ignore[union-attr]
     path = tmp_path / "people.json"
     path.write_text(json.dumps({"people": [{"token": "x" * 20, "wikis": {"nowhere": {"username": "A@b",
@@ -9735,6 +9738,8 @@ def test_the_auth_settings_are_checked_at_start(wiki: RealWiki, tmp_path: Path) 
         "username": wiki.plain_user, "password": "${MEMBER_PASSWORD}"}}}]}))
     options = m.http_options(args, {**wiki.env(), "MCP_AUTH_TOKENS": str(path), "MEMBER_PASSWORD": "p" * 32})
     assert options is not None and options.auth == "token" and m.http_warnings(options) == []
+    with pytest.raises(m.ConfigError, match="MCP_AUTH_TOKENS is for MCP_AUTH=token; with MCP_AUTH=login"):
+        m.http_options(args, {**wiki.env(), **login, "MCP_AUTH_TOKENS": str(path), "MEMBER_PASSWORD": "p" * 32})
     assert m.http_refusal({"host": "127.0.0.1:3000"}, options) == (
         401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN, or a person's own of MCP_AUTH_TOKENS).")
 
