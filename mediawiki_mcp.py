@@ -10991,7 +10991,9 @@ CSRF_COOKIE = "mediawiki_mcp_csrf"
 TOKENS_PER_PERSON = 100
 #: The sign-in page is shown in no other site's frame, where a person could be tricked into
 #: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
-#: would apply it to the redirect back to the client too.
+#: would apply it to the redirect back to the client too. Its referrer policy (same-origin, in
+#: the page) keeps the sign-in's address from the wiki's links; no-referrer would make browsers
+#: send its form with "Origin: null", which the Origin check refuses.
 SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Content-Security-Policy":
                    "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
 MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
@@ -11086,7 +11088,7 @@ def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server:
                   for _, site, _, special in wikis)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<meta name="referrer" content="no-referrer"><title>Sign in to {e(name)}</title>
+<meta name="referrer" content="same-origin"><title>Sign in to {e(name)}</title>
 <style>body{{font:16px sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}
 label{{display:block;margin:.5em 0}}input[type=text],input[type=password],select{{width:100%}}
 .error{{color:#b00;font-weight:bold}}.consent{{background:#eef;padding:.5em}}</style></head>
@@ -11371,7 +11373,9 @@ class SignIns:
         except WikiError as error:
             log.warning("sign-in to %s as %s failed: %s", wiki, username.split("@")[0], error.category)
             status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
-            return await again(error=error.message, status=status)
+            # a person reads this page, not a model: the advice to the model stays out of it
+            return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",
+                               status=status)
         code = secrets.token_urlsafe(32)
         params = pending["params"]
         grant = {"client_id": pending["client"], "scopes": params.get("scopes") or [],

@@ -10570,6 +10570,85 @@ def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealW
         assert answer.status_code == 303 and "code=" in answer.headers["location"]
 
 
+#: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
+#: downloads nothing.
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    """A headless Chromium that Selenium drives (as root, Chromium runs only without its sandbox)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(path)]
+    assert not missing, f"{', '.join(missing)} missing: apt-get install chromium chromium-driver (.ci/run does)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=800,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@on_every_version
+def test_a_person_signs_in_from_chromium_after_a_wrong_password_shows_the_wikis_reason(
+        wiki: RealWiki, chromium: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    arrived: list[str] = []
+
+    class Callback(http.server.BaseHTTPRequestHandler):  # the client's loopback redirect
+        def do_GET(self) -> None:
+            arrived.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"Signed in; you may close this window.")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    callback = serve_locally(Callback)
+    site = wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"]
+    try:
+        with login_server(login_env(wiki)) as (server, url):
+            app = OAuthApp.register(url, f"http://127.0.0.1:{callback.server_port}/callback")
+            verifier, challenge = pkce()
+            chromium.get(app.authorize_url(challenge))
+            assert chromium.title == f"Sign in to {site}"
+            assert wiki.url in chromium.find_element(By.TAG_NAME, "body").text
+            chromium.find_element(By.NAME, "username").send_keys(wiki.editor_user)
+            chromium.find_element(By.NAME, "password").send_keys("0" * 32)
+            chromium.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            error = chromium.find_element(By.CLASS_NAME, "error").text
+            assert "Incorrect username or password" in error, error  # the wiki's own words
+            assert "model" not in error, error  # a person reads it
+            assert chromium.find_element(By.NAME, "username").get_attribute("value") == wiki.editor_user
+            shot = tmp_path / "sign-in.png"
+            assert chromium.save_screenshot(str(shot)) and shot.read_bytes().startswith(b"\x89PNG")
+            assert not arrived and not issued(server, "code")
+            chromium.find_element(By.NAME, "password").send_keys(wiki.editor_password)
+            chromium.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            WebDriverWait(chromium, 30).until(lambda _: arrived)
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(arrived[0]).query)
+            answer = app.token(grant_type="authorization_code", code=query["code"][0], code_verifier=verifier,
+                               redirect_uri=app.redirect_uri)
+            assert answer.status_code == 200, answer.text
+            token = answer.json()["access_token"]
+            headers = {"Authorization": f"Bearer {token}"}
+            session = post_rpc(url, "initialize", INIT_PARAMS, headers=headers).headers["mcp-session-id"]
+            post_rpc(url, "notifications/initialized", rpc_id=None, session=session, headers=headers)
+            who = tool_text(rpc_result(post_rpc(url, "tools/call", {"name": "whoami", "arguments": {}},
+                                                session=session, headers=headers)))
+            assert "User: Editor" in who, who
+    finally:
+        callback.shutdown()
+
+
 def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
