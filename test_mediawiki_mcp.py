@@ -9,11 +9,12 @@ server.
 
 Sections follow the module's order: the client against faults, configuration,
 text helpers, the tools (their contract, the read tools, page writes, the
-safety net, uploads, everyday edits, several wikis, then what holds across
-tools: lean queries, wikis as people keep them, answers that must not mislead),
-the command line, stdio, HTTP, replicas and packaging. Helpers that several
-sections share come first: calling tools, the real wikis, what the tests make
-on them, fake wikis and HTTP.
+safety net, guarded actions the person confirms, uploads, everyday edits,
+several wikis, then what holds across tools: lean queries, wikis as people keep
+them, answers that must not mislead), the command line, stdio, HTTP, sign-in
+over HTTP, replicas and packaging. Helpers that several sections share come
+first: calling tools, the real wikis, what the tests make on them, fake wikis
+and HTTP.
 
 Run: python -m pytest test_mediawiki_mcp.py
 """
@@ -913,6 +914,219 @@ def generator() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def serve_in_thread(server: Any, options: m.HttpOptions, port: int = 0) -> Iterator[str]:
+    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic), on ``port``
+    (0: a free one)."""
+    import uvicorn
+    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=port,
+                                       log_config=None))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:  # polling for the server to come up
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{uv.servers[0].sockets[0].getsockname()[1]}/mcp"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+
+
+def people_file(path: Path, wiki: RealWiki, key: str, member_password: str | None = None,
+                **admin_elsewhere: dict[str, str]) -> tuple[dict[str, str], str, str]:
+    """Writes a token file of the two people of the tests: Admin and Member, each with a bot password
+    of their own on the wiki ``key`` (Admin also on ``admin_elsewhere``'s wikis). Returns the
+    environment it refers to and the two people's tokens."""
+    admin, member = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    env = {"ADMIN_TOKEN": admin, "ADMIN_BOT_PASSWORD": wiki.bot_password}
+    path.write_text(json.dumps({"people": [
+        {"token": "${ADMIN_TOKEN}",
+         "wikis": {key: {"username": wiki.bot_user, "password": "${ADMIN_BOT_PASSWORD}"}, **admin_elsewhere}},
+        {"name": "Member", "tokenSha256": hashlib.sha256(member.encode()).hexdigest(),
+         "wikis": {key: {"username": wiki.plain_user, "password": {"exec": {
+             "command": "printf", "args": ["%s", member_password or wiki.plain_password]}}}}}]}))
+    return env, admin, member
+
+
+def revision_users(wiki: RealWiki, title: str) -> list[str]:
+    """Who saved each revision of a page, newest first."""
+    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="user", rvlimit="max",
+                        formatversion="2")["query"]["pages"][0]
+    return [r["user"] for r in page.get("revisions", [])]
+
+
+#: Where the test's OAuth clients say they wait for the code (nothing listens: the test reads it).
+CALLBACK = "http://127.0.0.1:8976/callback"
+
+
+def login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
+    """A server where people sign in to ``wiki``. It has no account of its own there, so that nothing
+    a signed-in person does can pass for the configured account's."""
+    from cryptography.fernet import Fernet
+    return {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false", "MCP_TOOLSETS": "all", "MCP_AUTH": "login",
+            "MCP_AUTH_SECRET": Fernet.generate_key().decode(), **extra}
+
+
+@contextlib.contextmanager
+def login_server(env: dict[str, str]) -> Iterator[tuple[Any, str]]:
+    """A server with MCP_AUTH=login served in this process: (the server, its /mcp address)."""
+    server = make_server(env)
+    port = free_port()
+    options = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
+    with serve_in_thread(server, options, port) as url:
+        yield server, url
+
+
+def form_fields(page: str) -> dict[str, str]:
+    """What a browser sends of a sign-in form besides what the person types: its hidden fields and
+    the wiki chosen."""
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
+    if chosen := re.search(r'<option value="([^"]*)" selected', page):
+        fields["wiki"] = chosen[1]
+    return {name: html.unescape(value) for name, value in fields.items()}
+
+
+@dataclasses.dataclass
+class Browser:
+    """A person's browser on the sign-in page: opens the link, fills in the form and sends it;
+    ``change`` is what the test does to the form's fields before they go."""
+    username: str
+    password: str
+    change: Callable[[dict[str, str]], dict[str, str]] = lambda fields: fields
+    session: requests.Session = dataclasses.field(default_factory=requests.Session)
+    pages: list[requests.Response] = dataclasses.field(default_factory=list)
+
+    def sign_in(self, url: str) -> str:
+        """Where the server sends the browser after the form ('' when it shows a page instead)."""
+        form = self.session.get(url, timeout=60)
+        self.pages.append(form)
+        fields = {**form_fields(form.text), "username": self.username, "password": self.password}
+        answer = self.session.post(urllib.parse.urljoin(form.url, m.SIGN_IN_PATH), data=self.change(fields),
+                                   allow_redirects=False, timeout=60)
+        self.pages.append(answer)
+        return answer.headers.get("location", "")
+
+
+class TokenMemory:
+    """Where an OAuth client of the SDK keeps its registration and tokens (TokenStorage)."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client_info = client_info
+
+
+def signed_in_calls(url: str, browser: Browser, calls: list[tuple[str, dict[str, Any]]],
+                    storage: TokenMemory | None = None) -> list[Result]:
+    """Tool calls through the SDK's own OAuth client, which signs in with ``browser`` when it has
+    no token (or one that no longer works)."""
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+    landed: list[str] = []
+
+    async def redirect(authorization_url: str) -> None:
+        landed.append(await anyio.to_thread.run_sync(browser.sign_in, authorization_url))
+
+    async def callback() -> AuthorizationCodeResult:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(landed[-1]).query)
+        assert "code" in query, browser.pages[-1].text
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
+                                       iss=query.get("iss", [None])[0])
+
+    metadata = OAuthClientMetadata(client_name="Test client", redirect_uris=[CALLBACK],
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"])
+    auth = OAuthClientProvider(url, metadata, storage or TokenMemory(), redirect, callback)
+
+    async def go() -> list[Any]:
+        async with httpx2.AsyncClient(auth=auth, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            return [await client.call_tool(tool, arguments) for tool, arguments in calls]
+    return [Result([b.text for b in r.content if b.type == "text"], bool(r.is_error)) for r in anyio.run(go)]
+
+
+def pkce() -> tuple[str, str]:
+    """A PKCE verifier and its S256 challenge."""
+    verifier = secrets.token_urlsafe(48)
+    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+
+
+@dataclasses.dataclass
+class OAuthApp:
+    """A client registered by hand, to send the flow's requests one at a time as a client would."""
+    base: str  # the server's origin
+    client_id: str
+    client_secret: str
+    redirect_uri: str = CALLBACK
+
+    @classmethod
+    def register(cls, mcp_url: str, redirect_uri: str = CALLBACK) -> OAuthApp:
+        base = mcp_url.removesuffix("/mcp")
+        answer = requests.post(base + "/register", json={
+            "client_name": "Test client", "redirect_uris": [redirect_uri], "response_types": ["code"],
+            "grant_types": ["authorization_code", "refresh_token"]}, timeout=30)
+        assert answer.status_code == 201, answer.text
+        return cls(base, answer.json()["client_id"], answer.json()["client_secret"], redirect_uri)
+
+    def authorize_url(self, challenge: str, redirect_uri: str = "") -> str:
+        return self.base + "/authorize?" + urllib.parse.urlencode({
+            "response_type": "code", "client_id": self.client_id, "redirect_uri": redirect_uri or self.redirect_uri,
+            "code_challenge": challenge, "code_challenge_method": "S256", "state": "s1"})
+
+    def code(self, browser: Browser, challenge: str, redirect_uri: str = "") -> str:
+        """The code the server sends to the redirect URI once ``browser`` signed in."""
+        location = browser.sign_in(self.authorize_url(challenge, redirect_uri))
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
+        assert location.startswith(redirect_uri or self.redirect_uri) and query["state"] == ["s1"], location
+        return query["code"][0]
+
+    def token(self, **fields: str) -> requests.Response:
+        return requests.post(self.base + "/token", data={"client_id": self.client_id,
+                                                         "client_secret": self.client_secret, **fields}, timeout=30)
+
+    def tokens(self, browser: Browser) -> dict[str, Any]:
+        verifier, challenge = pkce()
+        answer = self.token(grant_type="authorization_code", code=self.code(browser, challenge),
+                            code_verifier=verifier, redirect_uri=self.redirect_uri)
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+
+def error_text(result: dict[str, Any]) -> str:
+    assert result.get("isError") and len(result["content"]) == 1, result
+    return str(result["content"][0]["text"])
+
+
+NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
+
+
+def node_tool(name: str) -> str:
+    path = NODE_BIN / name
+    assert path.exists(), f"{name} is not installed: npm install --prefix .ci/node ... (as .ci/run does)"
+    return str(path)
+
+
+def with_node_path(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment with the Node 22 of .ci/node first on PATH (the npm tools need it)."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = f"{NODE_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
 
 
 # ---------------------------------------------------------------------------
@@ -6932,6 +7146,27 @@ def registry_of(tools: dict[str, dict[str, Any]]) -> m.Registry:
 WRITES = {"read_only": False, "destructive": False, "idempotent": True}
 
 
+@pytest.fixture
+def the_other_version(farm: WikiFarm, mw_version: str) -> RealWiki:
+    """The test wiki of the version of VERSIONS that the test's wiki is not: 1.43 beside 1.39."""
+    return farm.wiki(next(v for v in VERSIONS if v != mw_version))
+
+
+def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False,
+                private_target: bool = False) -> Any:
+    """A server with two writable wikis, ``target`` the default and ``source``, each configured
+    private if asked."""
+    config = {"defaultWiki": "target", "wikis": {
+        "target": {"server": target.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${T_USER}", "password": "${T_PASS}", "private": private_target},
+        "source": {"server": source.url, "scriptpath": "/w", "articlepath": "/wiki",
+                   "username": "${S_USER}", "password": "${S_PASS}", "private": private}}}
+    path = tmp_path / "copy.json"
+    path.write_text(json.dumps(config))
+    return make_server({"CONFIG": str(path), "T_USER": target.bot_user, "T_PASS": target.bot_password,
+                        "S_USER": source.bot_user, "S_PASS": source.bot_password})
+
+
 def test_typescript_config_file_serves_two_wikis(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="mediawiki_mcp"):
@@ -7233,27 +7468,6 @@ def test_servers_written_oddly_are_normalised() -> None:
 
 
 # -- copy-page: a page, its /doc and its templates from one wiki to another --------------------
-
-@pytest.fixture
-def the_other_version(farm: WikiFarm, mw_version: str) -> RealWiki:
-    """The test wiki of the version of VERSIONS that the test's wiki is not: 1.43 beside 1.39."""
-    return farm.wiki(next(v for v in VERSIONS if v != mw_version))
-
-
-def copy_server(tmp_path: Path, source: RealWiki, target: RealWiki, *, private: bool = False,
-                private_target: bool = False) -> Any:
-    """A server with two writable wikis, ``target`` the default and ``source``, each configured
-    private if asked."""
-    config = {"defaultWiki": "target", "wikis": {
-        "target": {"server": target.url, "scriptpath": "/w", "articlepath": "/wiki",
-                   "username": "${T_USER}", "password": "${T_PASS}", "private": private_target},
-        "source": {"server": source.url, "scriptpath": "/w", "articlepath": "/wiki",
-                   "username": "${S_USER}", "password": "${S_PASS}", "private": private}}}
-    path = tmp_path / "copy.json"
-    path.write_text(json.dumps(config))
-    return make_server({"CONFIG": str(path), "T_USER": target.bot_user, "T_PASS": target.bot_password,
-                        "S_USER": source.bot_user, "S_PASS": source.bot_password})
-
 
 def template_family(server: Any, name: str) -> dict[str, str]:
     """A template that shows its /doc and uses another template (which uses none), made through
@@ -9226,26 +9440,6 @@ CONFORMANCE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"
 CONFORMANCE_SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"]
 
 
-@contextlib.contextmanager
-def serve_in_thread(server: Any, options: m.HttpOptions, port: int = 0) -> Iterator[str]:
-    """Serves m.http_app in this process (so RequestCounter sees the wiki traffic), on ``port``
-    (0: a free one)."""
-    import uvicorn
-    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=port,
-                                       log_config=None))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:  # polling for the server to come up
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{uv.servers[0].sockets[0].getsockname()[1]}/mcp"
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=30)
-
-
 @pytest.fixture
 def http_bot_server(farm: WikiFarm, wiki: RealWiki) -> HttpServer:
     return farm.once((wiki.api, "http_bot_server"),
@@ -9486,22 +9680,6 @@ def test_an_idempotency_key_is_each_sessions_own(wiki: RealWiki) -> None:
 
 # -- people over HTTP: each acts as themselves (MCP_AUTH_TOKENS) ---------------
 
-def people_file(path: Path, wiki: RealWiki, key: str, member_password: str | None = None,
-                **admin_elsewhere: dict[str, str]) -> tuple[dict[str, str], str, str]:
-    """Writes a token file of the two people of the tests: Admin and Member, each with a bot password
-    of their own on the wiki ``key`` (Admin also on ``admin_elsewhere``'s wikis). Returns the
-    environment it refers to and the two people's tokens."""
-    admin, member = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    env = {"ADMIN_TOKEN": admin, "ADMIN_BOT_PASSWORD": wiki.bot_password}
-    path.write_text(json.dumps({"people": [
-        {"token": "${ADMIN_TOKEN}",
-         "wikis": {key: {"username": wiki.bot_user, "password": "${ADMIN_BOT_PASSWORD}"}, **admin_elsewhere}},
-        {"name": "Member", "tokenSha256": hashlib.sha256(member.encode()).hexdigest(),
-         "wikis": {key: {"username": wiki.plain_user, "password": {"exec": {
-             "command": "printf", "args": ["%s", member_password or wiki.plain_password]}}}}}]}))
-    return env, admin, member
-
-
 @contextlib.contextmanager
 def serving_people(server: Any, path: Path, env: dict[str, str], **options: Any) -> Iterator[str]:
     """Serves ``server`` over HTTP in this process to the people of the token file at ``path``."""
@@ -9525,13 +9703,6 @@ class PersonSession:
     def tools(self) -> set[str]:
         listed = rpc_result(post_rpc(self.url, "tools/list", {}, rpc_id=3, session=self.session, headers=self.headers))
         return {tool["name"] for tool in listed["tools"]}
-
-
-def revision_users(wiki: RealWiki, title: str) -> list[str]:
-    """Who saved each revision of a page, newest first."""
-    page = wiki.raw_get(action="query", prop="revisions", titles=title, rvprop="user", rvlimit="max",
-                        formatversion="2")["query"]["pages"][0]
-    return [r["user"] for r in page.get("revisions", [])]
 
 
 def editor_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
@@ -10241,108 +10412,6 @@ def test_official_conformance_scenario(http_bot_server: HttpServer, scenario: st
 # Sign-in over HTTP (MCP_AUTH=login): the MCP authorization flow
 # ---------------------------------------------------------------------------
 
-#: Where the test's OAuth clients say they wait for the code (nothing listens: the test reads it).
-CALLBACK = "http://127.0.0.1:8976/callback"
-
-
-def login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
-    """A server where people sign in to ``wiki``. It has no account of its own there, so that nothing
-    a signed-in person does can pass for the configured account's."""
-    from cryptography.fernet import Fernet
-    return {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false", "MCP_TOOLSETS": "all", "MCP_AUTH": "login",
-            "MCP_AUTH_SECRET": Fernet.generate_key().decode(), **extra}
-
-
-@contextlib.contextmanager
-def login_server(env: dict[str, str]) -> Iterator[tuple[Any, str]]:
-    """A server with MCP_AUTH=login served in this process: (the server, its /mcp address)."""
-    server = make_server(env)
-    port = free_port()
-    options = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
-    with serve_in_thread(server, options, port) as url:
-        yield server, url
-
-
-def form_fields(page: str) -> dict[str, str]:
-    """What a browser sends of a sign-in form besides what the person types: its hidden fields and
-    the wiki chosen."""
-    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
-    if chosen := re.search(r'<option value="([^"]*)" selected', page):
-        fields["wiki"] = chosen[1]
-    return {name: html.unescape(value) for name, value in fields.items()}
-
-
-@dataclasses.dataclass
-class Browser:
-    """A person's browser on the sign-in page: opens the link, fills in the form and sends it;
-    ``change`` is what the test does to the form's fields before they go."""
-    username: str
-    password: str
-    change: Callable[[dict[str, str]], dict[str, str]] = lambda fields: fields
-    session: requests.Session = dataclasses.field(default_factory=requests.Session)
-    pages: list[requests.Response] = dataclasses.field(default_factory=list)
-
-    def sign_in(self, url: str) -> str:
-        """Where the server sends the browser after the form ('' when it shows a page instead)."""
-        form = self.session.get(url, timeout=60)
-        self.pages.append(form)
-        fields = {**form_fields(form.text), "username": self.username, "password": self.password}
-        answer = self.session.post(urllib.parse.urljoin(form.url, m.SIGN_IN_PATH), data=self.change(fields),
-                                   allow_redirects=False, timeout=60)
-        self.pages.append(answer)
-        return answer.headers.get("location", "")
-
-
-class TokenMemory:
-    """Where an OAuth client of the SDK keeps its registration and tokens (TokenStorage)."""
-
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client_info: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client_info
-
-    async def set_client_info(self, client_info: Any) -> None:
-        self.client_info = client_info
-
-
-def signed_in_calls(url: str, browser: Browser, calls: list[tuple[str, dict[str, Any]]],
-                    storage: TokenMemory | None = None) -> list[Result]:
-    """Tool calls through the SDK's own OAuth client, which signs in with ``browser`` when it has
-    no token (or one that no longer works)."""
-    import httpx2
-    from mcp.client.auth import OAuthClientProvider
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
-    landed: list[str] = []
-
-    async def redirect(authorization_url: str) -> None:
-        landed.append(await anyio.to_thread.run_sync(browser.sign_in, authorization_url))
-
-    async def callback() -> AuthorizationCodeResult:
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(landed[-1]).query)
-        assert "code" in query, browser.pages[-1].text
-        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
-                                       iss=query.get("iss", [None])[0])
-
-    metadata = OAuthClientMetadata(client_name="Test client", redirect_uris=[CALLBACK],
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"])
-    auth = OAuthClientProvider(url, metadata, storage or TokenMemory(), redirect, callback)
-
-    async def go() -> list[Any]:
-        async with httpx2.AsyncClient(auth=auth, timeout=60) as http, \
-                Client(streamable_http_client(url, http_client=http)) as client:
-            return [await client.call_tool(tool, arguments) for tool, arguments in calls]
-    return [Result([b.text for b in r.content if b.type == "text"], bool(r.is_error)) for r in anyio.run(go)]
-
-
 def stored_values(server: Any) -> str:
     """Everything the server keeps in its (in-memory) state store, as one text."""
     store = server.state.reads.store
@@ -10378,53 +10447,6 @@ def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
             assert person.name == user.split("@")[0] and person.accounts[wiki.key].password == password
         health = requests.get(url.removesuffix("/mcp") + "/health", timeout=30)
         assert health.status_code == 200 and "token" not in health.text.lower()
-
-
-def pkce() -> tuple[str, str]:
-    """A PKCE verifier and its S256 challenge."""
-    verifier = secrets.token_urlsafe(48)
-    return verifier, base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-
-
-@dataclasses.dataclass
-class OAuthApp:
-    """A client registered by hand, to send the flow's requests one at a time as a client would."""
-    base: str  # the server's origin
-    client_id: str
-    client_secret: str
-    redirect_uri: str = CALLBACK
-
-    @classmethod
-    def register(cls, mcp_url: str, redirect_uri: str = CALLBACK) -> OAuthApp:
-        base = mcp_url.removesuffix("/mcp")
-        answer = requests.post(base + "/register", json={
-            "client_name": "Test client", "redirect_uris": [redirect_uri], "response_types": ["code"],
-            "grant_types": ["authorization_code", "refresh_token"]}, timeout=30)
-        assert answer.status_code == 201, answer.text
-        return cls(base, answer.json()["client_id"], answer.json()["client_secret"], redirect_uri)
-
-    def authorize_url(self, challenge: str, redirect_uri: str = "") -> str:
-        return self.base + "/authorize?" + urllib.parse.urlencode({
-            "response_type": "code", "client_id": self.client_id, "redirect_uri": redirect_uri or self.redirect_uri,
-            "code_challenge": challenge, "code_challenge_method": "S256", "state": "s1"})
-
-    def code(self, browser: Browser, challenge: str, redirect_uri: str = "") -> str:
-        """The code the server sends to the redirect URI once ``browser`` signed in."""
-        location = browser.sign_in(self.authorize_url(challenge, redirect_uri))
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
-        assert location.startswith(redirect_uri or self.redirect_uri) and query["state"] == ["s1"], location
-        return query["code"][0]
-
-    def token(self, **fields: str) -> requests.Response:
-        return requests.post(self.base + "/token", data={"client_id": self.client_id,
-                                                         "client_secret": self.client_secret, **fields}, timeout=30)
-
-    def tokens(self, browser: Browser) -> dict[str, Any]:
-        verifier, challenge = pkce()
-        answer = self.token(grant_type="authorization_code", code=self.code(browser, challenge),
-                            code_verifier=verifier, redirect_uri=self.redirect_uri)
-        assert answer.status_code == 200, answer.text
-        return dict(answer.json())
 
 
 def initialize_status(url: str, token: str) -> int:
@@ -10752,11 +10774,6 @@ def replica_env(wiki: RealWiki, store: StateServer, **extra: str) -> dict[str, s
 def http_call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
     """One tools/call to a stateless replica; the result as JSON-RPC gives it."""
     return rpc_result(post_rpc(url, "tools/call", {"name": tool, "arguments": arguments}))
-
-
-def error_text(result: dict[str, Any]) -> str:
-    assert result.get("isError") and len(result["content"]) == 1, result
-    return str(result["content"][0]["text"])
 
 
 def test_one_append_sent_through_two_replicas_with_one_key_lands_once(
@@ -11201,7 +11218,6 @@ def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wi
 # Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
 # ---------------------------------------------------------------------------
 
-NODE_BIN = HERE / ".ci" / "node" / "node_modules" / ".bin"  # .ci/run installs the npm tools here
 GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
              ".claude-plugin/marketplace.json", "README.md", "docs/configuration.md")
 
@@ -11209,19 +11225,6 @@ GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".c
 def pyproject() -> dict[str, Any]:
     import tomllib
     return tomllib.loads((HERE / "pyproject.toml").read_text())["project"]
-
-
-def node_tool(name: str) -> str:
-    path = NODE_BIN / name
-    assert path.exists(), f"{name} is not installed: npm install --prefix .ci/node ... (as .ci/run does)"
-    return str(path)
-
-
-def with_node_path(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment with the Node 22 of .ci/node first on PATH (the npm tools need it)."""
-    env = dict(os.environ if env is None else env)
-    env["PATH"] = f"{NODE_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
 
 
 class StdioSession:
