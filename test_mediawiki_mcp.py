@@ -10714,6 +10714,12 @@ def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWik
                                      [("create-page", {"title": title, "source": "Made by a person."})])
             assert not made.is_error, made.text
             assert latest_revision(wiki, title)["user"] == user.split("@")[0]
+        # a person without the right to delete is refused it, on a page the admin could delete
+        [refused] = signed_in_calls(url, Browser(wiki.plain_user, wiki.plain_password),
+                                    [("delete-page", {"title": title, "confirm": True})])
+        assert refused.is_error and refused.text.startswith(
+            "permission_denied: The tool delete-page is not offered to Member"), refused.text
+        assert latest_revision(wiki, title)["user"] == "Admin"
 
 
 @pytest.mark.parametrize("env, named", [
