@@ -2183,6 +2183,137 @@ def test_every_diff_engine_and_a_dry_run_show_the_same_lines(farm: WikiFarm, eng
     assert ("mw-diff-movedpara-left" in table) == engine.startswith("wikidiff2")  # the engine it says
 
 
+# -- find-text-origin -------------------------------------------------------------------
+
+def saved_history(wiki: RealWiki, title: str, steps: list[tuple[str, str]]) -> list[int]:
+    """Saves each (account, text) of ``steps`` as the next revision of ``title``, through the bare API
+    as Admin (the bot) or Editor (the second account); their revision IDs, oldest first."""
+    sessions = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
+                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
+    revisions = []
+    for n, (user, text) in enumerate(steps):
+        session, token = sessions[user]
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": f"Step {n}", "token": token,
+            "format": "json", "formatversion": "2"}).json()["edit"]
+        assert edit["result"] == "Success" and "nochange" not in edit, edit
+        revisions.append(edit["newrevid"])
+    return revisions
+
+
+def river_log(day: int, *extra: str) -> str:
+    """A page of a river's log on ``day``: a line that changes every day, then ``extra`` lines."""
+    return "\n".join([f"The river log, day {day}.", "The gauge stands at the bridge.", *extra])
+
+
+ORIGIN_SENTENCE = "The ferry was built in 1873."
+
+
+@on_every_version
+def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(wiki: RealWiki,
+                                                                                 bot_server: Any) -> None:
+    """Twelve revisions, the sentence added by the second account in the eighth; then the ones after
+    it change another line. Bisection finds it in a handful of reads, with the line it added."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(7)]
+    steps += [("Editor", river_log(7, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE, f"Note {day}.")) for day in range(8, 12)]
+    revisions = saved_history(wiki, title, steps)
+    result = call(bot_server, "find-text-origin", title=title, text="ferry was built")
+    assert not result.is_error and len(result.blocks) == 1, result.text
+    assert field(result, "Added in revision") == str(revisions[7])
+    assert field(result, "User") == "Editor" and field(result, "Edit summary") == "Step 7"
+    assert field(result, "Found").startswith(f'its latest addition: "ferry was built" is in revision '
+                                             f"{revisions[7]} and each one read after it, not in revision "
+                                             f"{revisions[6]} before it")
+    assert f"diff={revisions[7]}&oldid={revisions[6]}" in field(result, "Diff")
+    # the lines of the sentence, not the day's line that the edit changed too
+    assert result.text.split("\nDiff line that added it:\n", 1)[1] == f"@@ -2,0 +3 @@\n+{ORIGIN_SENTENCE}"
+    reads = int(field(result, "Revisions read").split()[0])
+    assert reads <= 8 and field(result, "Revisions read").endswith("of 12 in the history")
+    assert "Earlier:" not in result.text and "History gaps" not in result.text
+    regex = call(bot_server, "find-text-origin", title=title, text=r"built in \d{4}", regex=True)
+    assert field(regex, "Added in revision") == str(revisions[7]), regex.text
+
+
+@on_every_version
+def test_find_text_origin_finds_the_latest_addition_and_says_it_was_there_before(wiki: RealWiki,
+                                                                                bot_server: Any) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(0, ORIGIN_SENTENCE))]                                   # there from the start
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(1, 3)]
+    steps += [("Admin", river_log(day)) for day in range(3, 6)]                          # removed
+    steps += [("Editor", river_log(6, "Some say: " + ORIGIN_SENTENCE))]                  # added again
+    steps += [("Admin", river_log(day, "Some say: " + ORIGIN_SENTENCE)) for day in range(7, 9)]
+    revisions = saved_history(wiki, title, steps)
+    result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert field(result, "Added in revision") == str(revisions[6]) and field(result, "User") == "Editor"
+    assert field(result, "Found").startswith("its latest addition:")
+    assert field(result, "Earlier").startswith(f"it was also in revision {revisions[0]} "), result.text
+    assert "removed and added again" in field(result, "Earlier")
+    assert f"+Some say: {ORIGIN_SENTENCE}" in result.text
+
+
+@on_every_version
+def test_find_text_origin_says_when_the_text_is_not_on_the_page(wiki: RealWiki, bot_server: Any) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    revisions = saved_history(wiki, title, [("Admin", river_log(0, ORIGIN_SENTENCE)), ("Editor", river_log(1))])
+    with RequestCounter(bot_server).counting() as n:
+        result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not result.is_error and result.blocks == [(
+        f"Title: {title}\nNo match of {json.dumps(ORIGIN_SENTENCE)} in the page's current revision "
+        f"({revisions[1]}), so there is no addition to trace. To trace a text since removed, call "
+        "find-text-origin again with the revisionId of a revision that has it (get-page-history lists them).")]
+    assert n[0] == 2  # the history, then the one revision's text
+    older = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE, revisionId=revisions[0])
+    assert field(older, "Added in revision") == str(revisions[0])
+    assert field(older, "Found").startswith("the page's first revision:")
+    assert f"+{ORIGIN_SENTENCE}" in older.text and field(older, "User") == "Admin"
+
+
+@on_every_version
+def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealWiki) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(4, 16)]
+    revisions = saved_history(wiki, title, steps)
+    server = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="3"))
+    tool = next(t for t in list_tools(server) if t.name == "find-text-origin")
+    assert "Reads at most 3 revisions, then names the next call." in tool.description
+    arguments: dict[str, Any] = {"title": title, "text": ORIGIN_SENTENCE}
+    calls = [call(server, "find-text-origin", **arguments)]
+    while len(calls[-1].blocks) == 2:
+        assert len(calls) < 10 and not calls[-1].is_error, calls[-1].text
+        marker = calls[-1].blocks[1]
+        assert marker.startswith("Result capped at 3 revision reads. To read on, call find-text-origin again "
+                                 "with revisionId="), marker
+        arguments["revisionId"] = int(marker.rsplit("=", 1)[1].rstrip("."))
+        assert revisions[3] <= arguments["revisionId"] < revisions[-1]
+        assert f"is in revision {arguments['revisionId']} (" in calls[-1].blocks[0]
+        calls.append(call(server, "find-text-origin", **arguments))
+    assert len(calls) > 1 and field(calls[-1], "Added in revision") == str(revisions[3]), calls[-1].text
+    assert field(calls[-1], "User") == "Editor"
+
+
+def test_find_text_origin_refuses_bad_arguments_and_changes_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    before = revision_ids(wiki, "Apple")
+    cases = [
+        ({"title": "Apple", "text": ""}, "invalid_input: Argument 'text' must not be empty."),
+        ({"title": "Apple", "text": "(fruit", "regex": True}, "invalid_input: text is not a valid regular expression"),
+        ({"title": "Apple", "text": "fruit", "revisionId": 0}, "invalid_input: "),
+        ({"title": "Apple", "text": "fruit", "revisionId": 987654321}, "not_found: Revision 987654321 not found"),
+        ({"title": "Apple", "text": "fruit", "revisionId": latest_revision(wiki, "Banana")["revid"]},
+         "not_found: Revision "),
+        ({"title": "No such page here", "text": "fruit"}, "not_found: Page 'No such page here' not found"),
+        ({"title": "Apple", "text": "fruit", "since": "2020"}, "invalid_input: "),
+        ({"title": "Apple", "find": "fruit"}, "invalid_input: "),
+    ]
+    for arguments, start in cases:
+        result = call(bot_server, "find-text-origin", **arguments)
+        assert result.is_error and len(result.blocks) == 1 and result.text.startswith(start), (arguments, result.text)
+    assert revision_ids(wiki, "Apple") == before
+
+
 # -- get-category-members ------------------------------------------------------------
 
 FRUITS = ["Apple", "Banana", "Category:Citrus | subcat", "Cherry", "File:Notes.txt | file",
