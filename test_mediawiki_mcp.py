@@ -2351,6 +2351,91 @@ def test_category_member_errors(bot_server: Any) -> None:
     assert bad_type.is_error and "must be one of page, subcat, file" in bad_type.text
 
 
+# -- get-category-tree ------------------------------------------------------------------
+
+def category_tree(server: Any, name: str) -> dict[str, str]:
+    """A tree of categories of its own, named after ``name``: the root holds a page and A and C; A holds
+    B, B holds A (a cycle); C holds D, D holds E and a page. Their full titles by letter ("" for the root)."""
+    titles = {letter: f"Category:{name}{' ' + letter if letter else ''}" for letter in ("", "A", "B", "C", "D", "E")}
+    parents = {"A": "", "B": "A", "C": "", "D": "C", "E": "D"}
+    for letter, parent in parents.items():
+        create(server, titles[letter], f"[[{titles[parent]}]]" + ("\n[[" + titles["B"] + "]]" if letter == "A" else ""))
+    create(server, titles[""], "The root of a tree.")
+    create(server, f"{name} page", f"A page in the root. [[{titles['']}]]")
+    create(server, f"{name} deep page", f"A page in D. [[{titles['D']}]]")
+    return titles
+
+
+TREE_LEGEND = "each under its parent with its counts (0 left out)"
+
+
+@on_every_version
+def test_get_category_tree_shows_depth_counts_pages_and_names_a_cycle(bot_server: Any) -> None:
+    name = f"Tree {secrets.token_hex(3)}"
+    t = category_tree(bot_server, name)
+    counter = RequestCounter(bot_server)
+    with counter.counting() as n:
+        two = call(bot_server, "get-category-tree", category=name)
+    assert not two.is_error and two.blocks == [(
+        f"Subcategories of {t['']} to depth 2, {TREE_LEGEND}:\n"
+        f"{t['']} (pages: 1, subcategories: 2)\n"
+        f"  {t['A']} (subcategories: 1)\n"
+        f"    {t['B']} (subcategories: 1)\n"
+        f"  {t['C']} (subcategories: 1)\n"
+        f"    {t['D']} (pages: 1, subcategories: 1)")], two.text
+    assert n[0] == 4  # the root's counts, then the members of the root, A and C
+    one = call(bot_server, "get-category-tree", category=t[""], depth=1, pages=True)
+    assert one.blocks == [(
+        f"Subcategories of {t['']} to depth 1, {TREE_LEGEND}; its pages and files as '- ' rows:\n"
+        f"{t['']} (pages: 1, subcategories: 2)\n"
+        f"  - {name} page\n"
+        f"  {t['A']} (subcategories: 1)\n"
+        f"  {t['C']} (subcategories: 1)")], one.text
+    cycle = call(bot_server, "get-category-tree", category=t["A"], depth=3)
+    assert cycle.blocks == [(
+        f"Subcategories of {t['A']} to depth 3, {TREE_LEGEND}:\n"
+        f"{t['A']} (subcategories: 1)\n"
+        f"  {t['B']} (subcategories: 1)\n"
+        f"    {t['A']} (subcategories: 1, cycle: {t['A']} → {t['B']} → {t['A']})")], cycle.text
+    with counter.counting() as n:
+        deep = call(bot_server, "get-category-tree", category=t["C"], depth=2, pages=True)
+    assert deep.blocks[0].split("\n", 1)[1] == (f"{t['C']} (subcategories: 1)\n  {t['D']} (pages: 1, subcategories: 1)\n"
+                                                f"    - {name} deep page\n    {t['E']}")
+    assert n[0] == 3  # C's counts, C's members, D's (E has none)
+    deepest = call(bot_server, "get-category-tree", category=name, depth=5)
+    assert deepest.text.endswith(f"\n  {t['C']} (subcategories: 1)\n    {t['D']} (pages: 1, subcategories: 1)\n"
+                                 f"      {t['E']}")
+
+
+def test_get_category_tree_caps_its_answer_naming_the_next_call(wiki: RealWiki) -> None:
+    name = f"Wide tree {secrets.token_hex(3)}"
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    subcategories = [f"Category:{name} with a long name for a subcategory, number {n:02d}" for n in range(16)]
+    for title in subcategories:
+        create(bot_server_for(wiki), title, f"[[Category:{name}]]")
+    result = call(server, "get-category-tree", category=name, depth=1)
+    assert not result.is_error and len(result.blocks) == 2, result.text
+    rows = rows_of(result.blocks[0])
+    assert m.utf8_len(result.blocks[0]) <= 1000 and rows[1:] == [f"  {t}" for t in subcategories[:len(rows) - 1]]
+    assert result.blocks[1] == (
+        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
+        f"get-category-tree again with category={json.dumps(subcategories[len(rows) - 1])}.")
+
+
+def test_get_category_tree_refuses_bad_arguments(bot_server: Any) -> None:
+    cases = [
+        ({"category": "Fruits", "depth": 0}, "invalid_input: "),
+        ({"category": "Fruits", "depth": 6}, "invalid_input: "),
+        ({"category": "Fruits", "pages": "yes"}, "invalid_input: "),
+        ({"category": "Fruits", "types": ["page"]}, "invalid_input: "),
+        ({"category": ""}, "invalid_input: "),
+        ({"category": "No such category here"}, "not_found: Category:No such category here has no page and no members"),
+    ]
+    for arguments, start in cases:
+        result = call(bot_server, "get-category-tree", **arguments)
+        assert result.is_error and len(result.blocks) == 1 and result.text.startswith(start), (arguments, result.text)
+
+
 # -- get-links-here --------------------------------------------------------------------
 
 @on_every_version
