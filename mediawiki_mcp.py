@@ -3604,7 +3604,7 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
-    Param("continueFrom", str, None, Arg("From the last marker."), False, None),
+    Param("continueFrom", str, None, Arg("From the marker."), False, None),
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
@@ -3826,9 +3826,12 @@ def param_schema(p: Param) -> dict[str, Any]:
         capped = p.arg.max_items and not (isinstance(p.item_kind, tuple) and p.arg.max_items >= len(p.item_kind))
         schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items if capped else None,
                       minItems=1 if p.required else None)
+    # A floor of 0 or 1 (an ID's, an offset's, a count's) is check_int's alone: no model writes below
+    # it. A default of false or 0 (an offset's) is where a flag or a reading starts, unless set.
     schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None,
-                  minimum=p.arg.minimum, maximum=p.arg.maximum,
-                  default=None if p.default is False else p.default, description=p.arg.description)
+                  minimum=p.arg.minimum if (p.arg.minimum or 0) > 1 else None, maximum=p.arg.maximum,
+                  default=None if p.default is False or p.default == 0 else p.default,
+                  description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
 
 
@@ -5218,8 +5221,8 @@ class ListChanges:
 
 TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
-ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
-SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255)
+ContentArg = Arg("none: metadata only.")
+SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255, max_length_listed=False)
 OffsetArg = Arg("From the marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
@@ -5469,14 +5472,13 @@ def get_page(
     title: Annotated[str, TitleArg],
     content: Annotated[Literal["source", "html", "text", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
-        'Adds page ID, content model, size, last edit, protection, URL.')] = False,
+        'Adds ID, content model, size, last edit, protection, URL.')] = False,
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
-    followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
+    followRedirects: Annotated[bool, Arg("false: the redirect itself.")] = True,
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
-    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the
-    marker says how to read on."""
+    write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -5625,9 +5627,8 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a page's outline: each section's number, heading, bytes of its own text and with
-    subsections; the page's size and revision ID. A section a template brings has no number: change it
-    on the page named."""
+    """Returns a page's outline: each section's number, heading, bytes alone and with subsections;
+    its revision ID. Sections from templates have no number."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -5666,12 +5667,11 @@ def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
-        "source: wikitext; text: plain text; none: revision IDs only.")] = "source",
-    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
+        "none: revision IDs only.")] = "source",
+    metadata: Annotated[bool, Arg("Adds ID, content model, size, last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
-    titles listed. {content_max_bytes:bytes} in all: whole pages, then the first that does not
-    fit, cut; the rest named."""
+    """Returns up to 50 pages' wikitext or plain text with revision IDs; missing ones listed.
+    {content_max_bytes:bytes} in all: whole pages, then one cut, the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -5782,17 +5782,16 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
 
 
 @tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True,
-      see={"for titles by their start": "search-page-by-prefix",
+      see={"for titles by prefix": "search-page-by-prefix",
            "for text in one page": "find-in-page"})
 def search_page(
     ctx: ToolContext,
-    query: Annotated[str, Arg("Words to find (the wiki's search syntax).",
-                              max_length=300)],
-    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
+    query: Annotated[str, Arg("Search words (the wiki's syntax).", max_length=300,
+                              max_length_listed=False)],
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches pages' text (content namespaces by default); returns titles and snippets, best
-    first."""
+    """Searches page text (content namespaces by default): titles and snippets, best first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -5812,12 +5811,12 @@ def search_page(
       see={"for words inside pages": "search-page"})
 def search_page_by_prefix(
     ctx: ToolContext,
-    prefix: Annotated[str, Arg("Start of the title; a namespace prefix (Category:) selects the namespace.", max_length=255)],
-    namespace: Annotated[int | None, Arg("Namespace ID, instead of a prefix.",
-                                         minimum=0)] = None,
+    prefix: Annotated[str, Arg("Title start; Category: and such pick the namespace.", max_length=255,
+                               max_length_listed=False)],
+    namespace: Annotated[int | None, Arg("Namespace ID.", minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns page titles that begin with the given text."""
+    """Returns titles starting with the prefix."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -5845,12 +5844,13 @@ MAX_MATCHES = 10_000
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500)],
+    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
+                             max_length_listed=False)],
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in a page's wikitext: each match's section, line, byte offset, nearby lines and
-    the template, reference or comment it is in; 50 a call."""
+    """Finds text in a page's wikitext: each match's section, line, byte offset, context and
+    enclosing template, reference or comment; 50 a call."""
     pattern = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
@@ -6042,8 +6042,8 @@ def argument_name(argument: str) -> str | None:
 @tool("get-site-info", "Get site info", toolset="pages", read_only=True,
       see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns which wiki this is (key, name, address), its MediaWiki version, language, main page,
-    read-only state, namespace IDs, extensions."""
+    """Returns which wiki this is (key, name, address), its version, language, main page, read-only
+    state, namespaces, extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -6059,7 +6059,7 @@ def get_site_info(ctx: ToolContext) -> str:
 
 @tool("whoami", "Who am I", toolset="pages", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as (or that it is anonymous), its groups and rights."""
+    """Returns the account this server acts as (or anonymous), its groups and rights."""
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -6095,9 +6095,8 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision by ID as wikitext, HTML or plain text, with its page, time, user,
-    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker says
-    how to read on."""
+    """Returns a revision as wikitext, HTML or plain text, with its page, time, user, summary, tags,
+    parent. Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -6169,15 +6168,13 @@ def get_page_history(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     limit: Annotated[int, Arg("Most revisions.", minimum=1, maximum=50)] = 20,
-    olderThan: Annotated[int | None, Arg("Only revisions older than this ID.",
-                                         minimum=1)] = None,
-    newerThan: Annotated[int | None, Arg("Only revisions newer than this ID.",
-                                         minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
+    olderThan: Annotated[int | None, Arg("Older than this revision ID.", minimum=1)] = None,
+    newerThan: Annotated[int | None, Arg("Newer than this revision ID.", minimum=1)] = None,
+    tag: Annotated[str | None, Arg("Only this change tag.")] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; a marker gives the next olderThan."""
+    """Returns a page's revisions, newest first: ID, time, user, size change, minor, tags, summary;
+    more with olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6245,19 +6242,19 @@ def row_summary(row: Mapping[str, Any]) -> str:
 def compare_pages(
     ctx: ToolContext,
     fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
-    fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest).", title=True)] = None,
     fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS,
                                                 max_length_listed=False)] = None,
     toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
-    toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest).", title=True)] = None,
     toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS,
                                               max_length_listed=False)] = None,
-    includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
+    includeDiff: Annotated[bool, Arg("false: counts only.")] = True,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
-    changed lines in @@ hunks, changed words as [-old-]{{+new+}}; with both sizes. Truncated at
-    {content_max_bytes:bytes} (offset continues)."""
+    """Diffs two versions, each a revision, a page (latest) or wikitext (not both text): changed
+    lines in @@ hunks, changed words as [-old-]{{+new+}}. Truncated at {content_max_bytes:bytes}
+    (offset continues)."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -6319,13 +6316,13 @@ ORIGIN_LINE_CHARS = 3 * DIFF_CONTEXT_CHARS
 def find_text_origin(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    text: Annotated[str, Arg("Wikitext to trace; with regex, a Python regex.", max_length=500)],
+    text: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
+                             max_length_listed=False)],
     regex: Annotated[bool, Arg("text is a regex.")] = False,
-    revisionId: Annotated[int | None, Arg("Newest revision to search; default: the latest.", minimum=1)] = None,
+    revisionId: Annotated[int | None, Arg("Revision to search back from.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds who added a text to a page, and when, by bisecting its history: the revision of its
-    latest addition, user, time, summary and diff line. Reads at most {text_origin_max_reads:revisions},
-    then names the next call."""
+    """Finds who last added a text to a page and when, bisecting its history. Reads at most
+    {text_origin_max_reads:revisions}."""
     pattern = find_pattern(text, regex, "text")
     page, redirected, history, complete = origin_history(ctx, title, revisionId)
     trail = TextTrail(ctx, pattern, text, [r for r in history if not r.get("sha1hidden")],
@@ -6560,8 +6557,7 @@ def get_category_members(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's page, subcategory and file counts, then its members, subcategories and
-    files marked. Fails for a category with neither page nor members."""
+    """Returns a category's counts, then its members (subcategories and files marked)."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -6589,16 +6585,14 @@ def get_category_members(
 CATEGORY_TREE_REQUESTS = 50
 
 
-@tool("get-category-tree", "Get category tree", toolset="pages", read_only=True,
-      see={"for one category's members": "get-category-members"})
+@tool("get-category-tree", "Get category tree", toolset="pages", read_only=True)
 def get_category_tree(
     ctx: ToolContext,
     category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
-    depth: Annotated[int, Arg("Levels of subcategories.", minimum=1, maximum=5)] = 2,
-    pages: Annotated[bool, Arg("Also each category's pages and files.")] = False,
+    depth: Annotated[int, Arg("Subcategory levels.", minimum=1, maximum=5)] = 2,
+    pages: Annotated[bool, Arg("Also list pages and files.")] = False,
 ) -> list[str]:
-    """Returns a category's subcategories to a depth, each with its page, subcategory and file counts;
-    names cycles."""
+    """Returns a category's subcategories to a depth with member counts; names cycles."""
     title = title_in_namespace(ctx.site, category, 14)
     page, _ = query_page(ctx, titles=title, prop="categoryinfo")
     check_page(ctx, page, category, must_exist=False)
@@ -6725,8 +6719,8 @@ def get_links_here(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns pages that link to, transclude or (files) show a page, marked as transclusion, file
-    link, redirect or via a redirect. Works for missing pages too."""
+    """Returns pages that link to, transclude or (files) show a page, marked by how; missing pages
+    too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -6883,12 +6877,12 @@ def parse_wikitext(
     ctx: ToolContext,
     wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS,
                                       max_length_listed=False)],
-    title: Annotated[str | None, Arg("Title to render as ({{PAGENAME}}); default: API.",
+    title: Annotated[str | None, Arg("Page to render as; default: API.",
                                      title=True)] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Renders wikitext without saving (signatures, subst: expanded): HTML, warnings, links, templates
-    (missing ones marked), categories, external links; to check an edit. HTML truncated at
+    """Renders wikitext unsaved (signatures, subst: expanded): HTML, warnings, links, templates
+    (missing marked), categories. HTML truncated at
     {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
@@ -6923,9 +6917,8 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's description, format and parameters (name, type, required, default...)
-    from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
-    its source."""
+    """Returns a template's parameters (type, required, default...) and description from TemplateData,
+    else from its {{{{{{name|default}}}}}} uses."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -8139,7 +8132,7 @@ def undo_edit(
     oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Undoes an edit, or a run of them, in a new revision that keeps later edits. Fails, saving
+    """Undoes an edit, or a run of them, in a new revision keeping later edits. Fails, saving
     nothing, if later edits changed the same lines, or for a page's creation."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
@@ -9792,10 +9785,11 @@ def toolset_tools(state: ServerState, session: Session | None, name: str) -> lis
       in_session=True, offered=lambda state: bool(state.config.loadable_toolsets - state.config.toolsets))
 def load_toolset(
     ctx: ToolContext,
-    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50)] = None,
+    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50,
+                                       max_length_listed=False)] = None,
 ) -> str:
-    """Lists the toolsets not loaded (recent changes, contributions, logs, files, talk...) or loads
-    one for this session."""
+    """Lists toolsets not loaded (changes, contributions, logs, files, talk...) or loads one for the
+    session."""
     state, session = ctx.state, ctx.session
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)

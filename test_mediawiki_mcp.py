@@ -1377,12 +1377,15 @@ def test_descriptions_quote_the_configured_caps() -> None:
     assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
     assert "Capped at 100 MB by default." in default["upload-file"]
     assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
+    assert "Reads at most 30 revisions by default." in default["find-text-origin"]
     configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
                                "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
     assert "Truncated at 20000 bytes, the marker says how to read on." in configured["get-revision"]
     assert "HTML truncated at 20000 bytes (offset continues)" in configured["parse-wikitext"]
     assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
     assert "Capped at 5 MB." in configured["update-file"]
+    assert "Reads at most 12 revisions." in descriptions({**WRITABLE_NOWHERE, "MCP_TEXT_ORIGIN_MAX_READS": "12"}
+                                                         )["find-text-origin"]
     assert "Over 5 MB, the wiki fetches it" in configured["upload-file-from-url"]
     assert "Capped at 123456 bytes." in descriptions({**WRITABLE_NOWHERE, "MCP_UPLOAD_MAX_BYTES": "123456"}
                                                       )["upload-file"]
@@ -1413,7 +1416,8 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_byt
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
         "get-site-info", "whoami", "get-category-members", "get-links-here", "get-page-links", "parse-wikitext",
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
-        "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset"}
+        "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset",
+        "find-text-origin", "get-category-tree"}
     sizes = tools_list_bytes(tools)
     assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
     every = tools_list_bytes(list_tools(m.create_server(m.Config.from_env(
@@ -2279,7 +2283,7 @@ def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealW
     revisions = saved_history(wiki, title, steps)
     server = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="3"))
     tool = next(t for t in list_tools(server) if t.name == "find-text-origin")
-    assert "Reads at most 3 revisions, then names the next call." in tool.description
+    assert "Reads at most 3 revisions." in tool.description
     arguments: dict[str, Any] = {"title": title, "text": ORIGIN_SENTENCE}
     calls = [call(server, "find-text-origin", **arguments)]
     while len(calls[-1].blocks) == 2:
