@@ -2316,6 +2316,9 @@ def test_find_text_origin_refuses_bad_arguments_and_changes_nothing(bot_server: 
         result = call(bot_server, "find-text-origin", **arguments)
         assert result.is_error and len(result.blocks) == 1 and result.text.startswith(start), (arguments, result.text)
     assert revision_ids(wiki, "Apple") == before
+    for value in ("1", "thirty", "-3"):  # the setting: at least 2, or no call could go on
+        with pytest.raises(m.ConfigError, match="MCP_TEXT_ORIGIN_MAX_READS must be a whole number, at least 2"):
+            m.Config.from_env({"MCP_TEXT_ORIGIN_MAX_READS": value})
 
 
 # -- get-category-members ------------------------------------------------------------
