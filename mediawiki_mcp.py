@@ -6494,6 +6494,7 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
     else:
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
+    earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
     lines = [labelled(
         ("Added in revision", added["revid"]), ("Found", found), ("Timestamp", added.get("timestamp")),
         ("User", revision_user(added)),
@@ -6505,7 +6506,7 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
     key = trail.key(trail.present)
     old = trail.texts.get(trail.key(trail.absent), "") if trail.absent is not None else ""
     lines.append("Diff line that added it:\n" + adding_lines(old, trail.texts[key], trail.spans[key]))
-    lines += filter(None, [earlier_evidence(trail, added), history_gaps(history, complete, added, before)])
+    lines += filter(None, [earlier, history_gaps(history, complete, added, before)])
     return "\n".join(lines)
 
 

@@ -2223,7 +2223,8 @@ def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(w
     steps += [("Editor", river_log(7, ORIGIN_SENTENCE))]
     steps += [("Admin", river_log(day, ORIGIN_SENTENCE, f"Note {day}.")) for day in range(8, 12)]
     revisions = saved_history(wiki, title, steps)
-    result = call(bot_server, "find-text-origin", title=title, text="ferry was built")
+    with RequestCounter(bot_server).counting() as n:
+        result = call(bot_server, "find-text-origin", title=title, text="ferry was built")
     assert not result.is_error and len(result.blocks) == 1, result.text
     assert field(result, "Added in revision") == str(revisions[7])
     assert field(result, "User") == "Editor" and field(result, "Edit summary") == "Step 7"
@@ -2235,6 +2236,7 @@ def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(w
     assert result.text.split("\nDiff line that added it:\n", 1)[1] == f"@@ -2,0 +3 @@\n+{ORIGIN_SENTENCE}"
     reads = int(field(result, "Revisions read").split()[0])
     assert reads <= 8 and field(result, "Revisions read").endswith("of 12 in the history")
+    assert n[0] == 1 + reads  # the history in one request, then one a revision read
     assert "Earlier:" not in result.text and "History gaps" not in result.text
     regex = call(bot_server, "find-text-origin", title=title, text=r"built in \d{4}", regex=True)
     assert field(regex, "Added in revision") == str(revisions[7]), regex.text
