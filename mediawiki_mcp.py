@@ -6462,6 +6462,11 @@ def origin_stopped(trail: TextTrail) -> str:
             f"again with revisionId={have}.")
 
 
+def few(items: list[str], most: int = 5) -> str:
+    """The first ``most`` items, comma-separated, and "and more" when there are more."""
+    return ", ".join(items[:most]) + (" and more" if len(items) > most else "")
+
+
 def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
     """The changes from ``old`` to ``new`` on the lines of ``new`` that ``span`` (the text found) is
     on, as compare-pages shows them; a long line cut around the text."""
@@ -6535,13 +6540,13 @@ def history_gaps(history: list[dict[str, Any]], complete: bool, added: dict[str,
     before them (deleted revisions, out of reach)."""
     hidden = [str(r["revid"]) for r in history if r.get("sha1hidden")]
     follows = [r["revid"] for r in history[1:]] + ([0] if complete else [])
-    orphans = [f"{r['revid']} (parent {r.get('parentid')})" for r, parent in zip(history, follows)
+    orphans = [f"{r['revid']} ({r.get('parentid')})" for r, parent in zip(history, follows)
                if r.get("parentid") != parent]
     if not hidden and not orphans:
         return None
-    parts = [f"hidden text in {', '.join(hidden[:5])}{' and more' if len(hidden) > 5 else ''}" if hidden else "",
-             f"parents deleted before {', '.join(orphans[:5])}{' and more' if len(orphans) > 5 else ''}"
-             if orphans else ""]
+    parts = [f"the text of {few(hidden)} is hidden" if hidden else "",
+             f"the parent{'s' if len(orphans) > 1 else ''} of {few(orphans)} "
+             f"{'are' if len(orphans) > 1 else 'is'} deleted" if orphans else ""]
     between = added.get("parentid") != (before["revid"] if before else 0)
     return ("History gaps: " + "; ".join(filter(None, parts)) + ". Those revisions are out of reach"
             + (f"; one of them, before revision {added['revid']}, may have added it." if between else "."))

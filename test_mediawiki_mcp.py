@@ -80,6 +80,8 @@ from realwiki import (
     StateServer,
     WikiFarm,
     free_port,
+    import_page,
+    imported_at,
     install_holding,
     long_page_text,
     php,
@@ -2299,6 +2301,41 @@ def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealW
         calls.append(call(server, "find-text-origin", **arguments))
     assert len(calls) > 1 and field(calls[-1], "Added in revision") == str(revisions[3]), calls[-1].text
     assert field(calls[-1], "User") == "Editor"
+
+
+@on_every_version
+def test_find_text_origin_names_the_gaps_in_the_history(wiki: RealWiki, bot_server: Any) -> None:
+    """A revision deleted with its page and left out when the page was restored is out of reach:
+    the revision after it names a parent the history lacks, and as that gap lies right before the
+    revision found, the answer says the text may have come in it."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(4, 6)]
+    import_page(wiki, title, [(user, f"Step {n}", text) for n, (user, text) in enumerate(steps)])
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    for action, fields in (("delete", {}), ("undelete", {"timestamps": "|".join(
+            imported_at(n) for n in range(len(steps)) if n != 2)})):
+        done = session.post(wiki.api, timeout=30, data={"action": action, "title": title, "token": token,
+                                                        "format": "json", "formatversion": "2", **fields}).json()
+        assert action in done, done
+    revisions = revision_ids(wiki, title)[::-1]
+    assert len(revisions) == len(steps) - 1
+    result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    added, parent = revisions[2], parent_of(wiki, revisions[2])
+    assert field(result, "Added in revision") == str(added) and field(result, "User") == "Editor"
+    assert f"not in revision {revisions[1]} before it" in field(result, "Found")
+    assert parent not in revisions and field(result, "History gaps") == (
+        f"the parent of {added} ({parent}) is deleted. Those revisions are out of reach; one of them, before "
+        f"revision {added}, may have added it.")
+    whole = call(bot_server, "find-text-origin", title=title, text="The river log, day 5.")
+    assert field(whole, "Added in revision") == str(revisions[-1])
+    assert field(whole, "History gaps").endswith(" is deleted. Those revisions are out of reach.")
+
+
+def parent_of(wiki: RealWiki, revision: int) -> int:
+    """The parent revision ID a revision names."""
+    return wiki.raw_get(action="query", revids=revision, prop="revisions", rvprop="ids")["query"]["pages"][0][
+        "revisions"][0]["parentid"]
 
 
 def test_find_text_origin_refuses_bad_arguments_and_changes_nothing(bot_server: Any, wiki: RealWiki) -> None:

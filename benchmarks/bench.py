@@ -31,7 +31,6 @@ and the budgets of issue 8, each met or not. Never part of the test run.
 from __future__ import annotations
 
 import argparse
-import datetime
 import http.server
 import json
 import os
@@ -45,7 +44,6 @@ import time
 import urllib.parse
 from pathlib import Path
 from typing import Any, NamedTuple
-from xml.sax.saxutils import escape
 
 import anyio
 import requests
@@ -58,7 +56,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import mediawiki_mcp as m
-from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, php, start_test_wiki
+from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, import_page, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -524,33 +522,18 @@ ORIGIN_REVISIONS = 200
 ORIGIN_CASES = {"The old mill was built in 1722.": 57, "The new bridge opened in 2019.": 190}
 
 
-def origin_dump() -> str:
-    """The page as Special:Export writes it: one revision a minute, by two accounts in turn."""
-    revisions = []
-    for n in range(1, ORIGIN_REVISIONS + 1):
-        lines = [f"The river log, entry {n}.", "The gauge stands at the bridge."]
-        lines += [sentence for sentence, at in ORIGIN_CASES.items() if n >= at]
-        minute = datetime.datetime(2020, 1, 1) + datetime.timedelta(minutes=n)
-        revisions.append(f"""    <revision>
-      <timestamp>{minute:%Y-%m-%dT%H:%M:%SZ}</timestamp>
-      <contributor><username>{"Editor" if n % 3 == 0 else "Admin"}</username></contributor>
-      <comment>Entry {n}</comment>
-      <model>wikitext</model>
-      <format>text/x-wiki</format>
-      <text xml:space="preserve">{escape(chr(10).join(lines))}</text>
-    </revision>""")
-    return (f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">\n'
-            f"  <page>\n    <title>{ORIGIN_TITLE}</title>\n    <ns>0</ns>\n" + "\n".join(revisions)
-            + "\n  </page>\n</mediawiki>\n")
+def origin_revision(n: int) -> tuple[str, str, str]:
+    """Revision ``n`` of find-text-origin's page: its user (two accounts in turn), summary and text."""
+    lines = [f"The river log, entry {n}.", "The gauge stands at the bridge."]
+    lines += [sentence for sentence, at in ORIGIN_CASES.items() if n >= at]
+    return "Editor" if n % 3 == 0 else "Admin", f"Entry {n}", "\n".join(lines)
 
 
 def text_origin(wiki: Any, calls: int) -> None:
     """find-text-origin on a page of ORIGIN_REVISIONS revisions, imported from an XML dump (faster than
     as many edits): the HTTP requests of a call (counted at a proxy, after a first call), its median
     time through the MCP client over stdio, and the revisions it read."""
-    dump = Path(wiki.directory) / "origin.xml"
-    dump.write_text(origin_dump(), encoding="utf-8")
-    php(wiki.directory, "maintenance/importDump.php", str(dump))
+    import_page(wiki, ORIGIN_TITLE, map(origin_revision, range(1, ORIGIN_REVISIONS + 1)))
     wiki_port = int(urllib.parse.urlsplit(wiki.api).port or 80)
     proxy = CountingProxy(wiki_port)
     env = dict(bench_env(), MEDIAWIKI_URL=f"http://127.0.0.1:{proxy.port}/w/api.php")
