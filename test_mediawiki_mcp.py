@@ -2338,6 +2338,32 @@ def parent_of(wiki: RealWiki, revision: int) -> int:
         "revisions"][0]["parentid"]
 
 
+def test_find_text_origin_skips_revisions_whose_text_is_hidden(fake: FakeWiki) -> None:
+    """A revision whose text an administrator hid (revision deletion, which the test wikis' accounts may
+    not do) is never read: the bisection goes round it, and the answer says it may hold the addition."""
+    def revision(revid: int, parent: int, sha1: str | None) -> dict[str, Any]:
+        return {"revid": revid, "parentid": parent, "user": "Ann", "timestamp": f"2026-03-0{revid}T00:00:00Z",
+                "comment": f"Edit {revid}", **({"sha1": sha1} if sha1 else {"sha1hidden": True})}
+
+    def page(*revisions: dict[str, Any]) -> Reply:
+        return Reply(body={"batchcomplete": True, "query": {"pages": [
+            {"pageid": 1, "ns": 0, "title": "Main Page", "revisions": list(revisions)}]}})
+
+    def text(revid: int, content: str) -> Reply:
+        return page({"revid": revid, "slots": {"main": {"contentmodel": "wikitext", "content": content}}})
+    fake.replies = [page(revision(5, 4, "e"), revision(4, 3, "d"), revision(3, 2, None), revision(2, 1, "b"),
+                         revision(1, 0, "a")),
+                    text(5, "Old line.\nThe ferry.\nMore."), text(4, "Old line.\nThe ferry."),
+                    text(1, "Old line."), text(2, "Old line.")]
+    result = call(fake_server(fake), "find-text-origin", title="Main Page", text="The ferry.")
+    assert field(result, "Added in revision") == "4" and field(result, "Revisions read") == "4 of 5 in the history"
+    assert field(result, "Found").endswith("not in revision 2 before it")
+    assert field(result, "History gaps") == ("the text of 3 is hidden. Those revisions are out of reach; one of "
+                                             "them, before revision 4, may have added it.")
+    reads = [r["params"].get("revids") for r in fake.requests_to_api()][1:]
+    assert reads == ["5", "4", "1", "2"]  # never 3
+
+
 def test_find_text_origin_refuses_bad_arguments_and_changes_nothing(bot_server: Any, wiki: RealWiki) -> None:
     before = revision_ids(wiki, "Apple")
     cases = [
