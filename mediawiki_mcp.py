@@ -6649,7 +6649,7 @@ class CategoryNode:
             if name in path:
                 child.note = "cycle: " + " → ".join((*path[path.index(name):], name))
             elif name in seen:
-                child.note = "shown above"
+                child.note = "shown elsewhere in this tree"
             seen.add(name)
             self.children.append(child)
 

@@ -2427,11 +2427,13 @@ def test_category_member_errors(bot_server: Any) -> None:
 
 def category_tree(server: Any, name: str) -> dict[str, str]:
     """A tree of categories of its own, named after ``name``: the root holds a page and A and C; A holds
-    B, B holds A (a cycle); C holds D, D holds E and a page. Their full titles by letter ("" for the root)."""
+    B, B holds A (a cycle); C holds D and E, D holds E and a page. Their full titles by letter ("" for the
+    root)."""
     titles = {letter: f"Category:{name}{' ' + letter if letter else ''}" for letter in ("", "A", "B", "C", "D", "E")}
     parents = {"A": "", "B": "A", "C": "", "D": "C", "E": "D"}
     for letter, parent in parents.items():
-        create(server, titles[letter], f"[[{titles[parent]}]]" + ("\n[[" + titles["B"] + "]]" if letter == "A" else ""))
+        also = {"A": "B", "E": "C"}.get(letter)  # A is in B too (a cycle), E in C too (met twice)
+        create(server, titles[letter], f"[[{titles[parent]}]]" + (f"\n[[{titles[also]}]]" if also else ""))
     create(server, titles[""], "The root of a tree.")
     create(server, f"{name} page", f"A page in the root. [[{titles['']}]]")
     create(server, f"{name} deep page", f"A page in D. [[{titles['D']}]]")
@@ -2453,8 +2455,9 @@ def test_get_category_tree_shows_depth_counts_pages_and_names_a_cycle(bot_server
         f"{t['']} (pages: 1, subcategories: 2)\n"
         f"  {t['A']} (subcategories: 1)\n"
         f"    {t['B']} (subcategories: 1)\n"
-        f"  {t['C']} (subcategories: 1)\n"
-        f"    {t['D']} (pages: 1, subcategories: 1)")], two.text
+        f"  {t['C']} (subcategories: 2)\n"
+        f"    {t['D']} (pages: 1, subcategories: 1)\n"
+        f"    {t['E']}")], two.text
     assert n[0] == 4  # the root's counts, then the members of the root, A and C
     one = call(bot_server, "get-category-tree", category=t[""], depth=1, pages=True)
     assert one.blocks == [(
@@ -2462,7 +2465,7 @@ def test_get_category_tree_shows_depth_counts_pages_and_names_a_cycle(bot_server
         f"{t['']} (pages: 1, subcategories: 2)\n"
         f"  - {name} page\n"
         f"  {t['A']} (subcategories: 1)\n"
-        f"  {t['C']} (subcategories: 1)")], one.text
+        f"  {t['C']} (subcategories: 2)")], one.text
     cycle = call(bot_server, "get-category-tree", category=t["A"], depth=3)
     assert cycle.blocks == [(
         f"Subcategories of {t['A']} to depth 3, {TREE_LEGEND}:\n"
@@ -2471,12 +2474,13 @@ def test_get_category_tree_shows_depth_counts_pages_and_names_a_cycle(bot_server
         f"    {t['A']} (subcategories: 1, cycle: {t['A']} → {t['B']} → {t['A']})")], cycle.text
     with counter.counting() as n:
         deep = call(bot_server, "get-category-tree", category=t["C"], depth=2, pages=True)
-    assert deep.blocks[0].split("\n", 1)[1] == (f"{t['C']} (subcategories: 1)\n  {t['D']} (pages: 1, subcategories: 1)\n"
-                                                f"    - {name} deep page\n    {t['E']}")
+    assert deep.blocks[0].split("\n", 1)[1] == (  # E twice: under D, met again, not followed
+        f"{t['C']} (subcategories: 2)\n  {t['D']} (pages: 1, subcategories: 1)\n    - {name} deep page\n"
+        f"    {t['E']} (shown elsewhere in this tree)\n  {t['E']}")
     assert n[0] == 3  # C's counts, C's members, D's (E has none)
     deepest = call(bot_server, "get-category-tree", category=name, depth=5)
-    assert deepest.text.endswith(f"\n  {t['C']} (subcategories: 1)\n    {t['D']} (pages: 1, subcategories: 1)\n"
-                                 f"      {t['E']}")
+    assert deepest.text.endswith(f"\n  {t['C']} (subcategories: 2)\n    {t['D']} (pages: 1, subcategories: 1)\n"
+                                 f"      {t['E']} (shown elsewhere in this tree)\n    {t['E']}")
 
 
 def test_get_category_tree_caps_its_answer_naming_the_next_call(wiki: RealWiki) -> None:
