@@ -6310,6 +6310,8 @@ ORIGIN_HISTORY_REQUESTS = 10
 REVERT_TAGS = ("mw-undo", "mw-rollback", "mw-manual-revert")
 #: The longest line of the diff find-text-origin shows whole; a longer one is cut around the text.
 ORIGIN_LINE_CHARS = 3 * DIFF_CONTEXT_CHARS
+#: The most lines of the text find-text-origin shows in its diff (a regular expression may span many).
+ORIGIN_DIFF_LINES = 10
 
 
 @tool("find-text-origin", "Find text origin", toolset="history", read_only=True)
@@ -6471,9 +6473,12 @@ def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
     """The changes from ``old`` to ``new`` on the lines of ``new`` that ``span`` (the text found) is
     on, as compare-pages shows them; a long line cut around the text."""
     a, b = old.splitlines(), new.splitlines()
-    first, last = new.count("\n", 0, span[0]), new.count("\n", 0, max(span[1] - 1, span[0]))
-    touching = [(i1, i2, j1, j2) for i1, i2, j1, j2 in line_changes(a, b, shown=True)
-                if (j1 <= last and j2 > first if j2 > j1 else first < j1 <= last)]
+    first = new.count("\n", 0, span[0])
+    last = min(new.count("\n", 0, max(span[1] - 1, span[0])), first + ORIGIN_DIFF_LINES - 1)
+    blocks = line_changes(a, b, shown=True)
+    touching = [(i1, i2, j1, j2) for i1, i2, j1, j2 in blocks
+                if (j1 <= last and j2 > first if j2 > j1 else first < j1 <= last)] or blocks[:1]
+    touching = [within_lines(block, first, last) for block in touching]
     column = span[0] - (new.rfind("\n", 0, span[0]) + 1)
     shown = []
     for line in compact_diff(diff_lines(a, b, touching)).split("\n"):
@@ -6483,6 +6488,16 @@ def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
                     else line[:ORIGIN_LINE_CHARS] + "…")
         shown.append(line)
     return "\n".join(shown)
+
+
+def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tuple[int, int, int, int]:
+    """A changed block (line_changes) whose new side is longer than lines ``first`` to ``last`` (a page
+    made, a passage pasted with the text) cut to those: added after the old line they follow."""
+    i1, i2, j1, j2 = block
+    if j2 - j1 <= last - first + 1:
+        return block
+    at = min(i1 + max(first - j1, 0), i2)
+    return at, at, max(j1, first), min(j2, last + 1)
 
 
 def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any]], complete: bool,

@@ -2215,6 +2215,26 @@ def river_log(day: int, *extra: str) -> str:
 ORIGIN_SENTENCE = "The ferry was built in 1873."
 
 
+def added_lines(old: str, new: str, text: str) -> str:
+    start = new.index(text)
+    return m.adding_lines(old, new, (start, start + len(text)))
+
+
+def test_the_diff_line_of_an_addition_is_the_text_s_own_cut_to_size() -> None:
+    """find-text-origin shows the lines the text is on as compare-pages shows them, not a whole page
+    made or passage pasted with it, and a long line cut around the text."""
+    long_line = " ".join(["word"] * 120 + [ORIGIN_SENTENCE] + ["more"] * 120)
+    assert added_lines("Intro.\nOther.", f"Intro changed.\n{long_line}\nOther.", ORIGIN_SENTENCE) == (
+        "@@ -1,0 +2 @@\n+…" + "word " * 19 + ORIGIN_SENTENCE + " more" * 19 + "…")
+    lines = [f"Line {n}." for n in range(60)]
+    assert added_lines("", "\n".join([*lines, f"Then: {ORIGIN_SENTENCE}", "End."]), ORIGIN_SENTENCE) == (
+        f"@@ -0,0 +61 @@\n+Then: {ORIGIN_SENTENCE}")  # the page made with it: its line alone
+    pasted = "\n".join(["Intro.", *lines, f"Then: {ORIGIN_SENTENCE}", "Other."])
+    assert added_lines("Intro.\nOther.", pasted, ORIGIN_SENTENCE) == f"@@ -1,0 +62 @@\n+Then: {ORIGIN_SENTENCE}"
+    spanning = added_lines("Intro.\nOther.", pasted, "\n".join(lines[3:40]))  # ten lines of it at most
+    assert spanning == "@@ -1,0 +5,10 @@\n" + "\n".join(f"+{line}" for line in lines[3:13])
+
+
 @on_every_version
 def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(wiki: RealWiki,
                                                                                  bot_server: Any) -> None:
