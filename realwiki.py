@@ -466,6 +466,17 @@ def import_page(wiki: RealWiki, title: str, revisions: Iterable[tuple[str, str, 
     php(wiki.directory, "maintenance/importDump.php", str(install_holding(wiki.directory).seen(dump)))
 
 
+def import_pages(wiki: RealWiki, pages: Mapping[str, str]) -> None:
+    """Makes many pages at once, each its title's text, with importTextFiles.php (as the seed)."""
+    directory = wiki.directory / f"pages-{secrets.token_hex(6)}"
+    directory.mkdir()
+    files = []
+    for title, text in pages.items():
+        (directory / f"{title}.txt").write_text(text, encoding="utf-8")
+        files.append(str(install_holding(wiki.directory).seen(directory / f"{title}.txt")))
+    php(wiki.directory, "maintenance/importTextFiles.php", "--bot", *files)
+
+
 def start_test_wiki(directory: Path, name: str = "Test Wiki", seed: bool | Seed = True,
                     extra_settings: str = "", language: str = "en") -> RealWiki:
     """Installs a MediaWiki into ``directory`` and serves it; see real-mediawiki.md. The

@@ -81,6 +81,7 @@ from realwiki import (
     WikiFarm,
     free_port,
     import_page,
+    import_pages,
     imported_at,
     install_holding,
     long_page_text,
@@ -2516,6 +2517,30 @@ def test_get_category_tree_caps_its_answer_naming_the_next_call(wiki: RealWiki) 
     assert result.blocks[1] == (
         f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
         f"get-category-tree again with category={json.dumps(subcategories[len(rows) - 1])}.")
+
+
+def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: RealWiki) -> None:
+    """A category of more subcategories, each with one of its own, than one call lists (the cap of
+    requests): the rest are shown unlisted, and the marker names the first of them."""
+    name = f"Broad tree {secrets.token_hex(3)}"
+    children = [f"Category:{name} {n:02d}" for n in range(m.CATEGORY_TREE_REQUESTS + 1)]
+    import_pages(wiki, {**{child: f"[[Category:{name}]]" for child in children},
+                        **{f"{child} inner": f"[[{child}]]" for child in children}})
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        result = call(server, "get-category-tree", category=name)
+    assert n[0] == m.CATEGORY_TREE_REQUESTS and len(result.blocks) == 2, result.text
+    listed = m.CATEGORY_TREE_REQUESTS - 2  # after the root's counts and members, one a subcategory
+    rows = rows_of(result.blocks[0])
+    assert rows[1 + 2 * listed:] == [f"  {child} (subcategories: 1)" for child in children[listed:]]
+    assert rows[2 * listed - 1:2 * listed + 1] == [f"  {children[listed - 1]} (subcategories: 1)",
+                                                   f"    {children[listed - 1]} inner"]
+    assert result.blocks[1] == (
+        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
+        f"get-category-tree again with category={json.dumps(children[listed])}.")
+    rest = call(server, "get-category-tree", category=children[listed], depth=1)
+    assert rows_of(rest.blocks[0]) == [f"{children[listed]} (subcategories: 1)", f"  {children[listed]} inner"]
 
 
 def test_get_category_tree_refuses_bad_arguments(bot_server: Any) -> None:
