@@ -1698,8 +1698,8 @@ SETTINGS = {row.variable: row for row in (
             f"(default {DEFAULT_FILE_DATA_MAX_BYTES})", DEFAULT_FILE_DATA_MAX_BYTES, byte_count),
     Setting("MCP_TEXT_ORIGIN_MAX_READS", "most revisions find-text-origin reads the text of in one call "
             f"(default {DEFAULT_TEXT_ORIGIN_MAX_READS}, at least 2); it then names the call that goes on",
-            DEFAULT_TEXT_ORIGIN_MAX_READS, setting_parser(int, lambda text: whole_number(text) and int(text) >= 2,
-                                                          "a whole number, at least 2")),
+            DEFAULT_TEXT_ORIGIN_MAX_READS,
+            setting_parser(int, lambda text: whole_number(text) and int(text) >= 2, "a whole number, at least 2")),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
             setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
@@ -5919,7 +5919,8 @@ def find_pattern(find: str, regex: bool, name: str) -> re.Pattern[str] | None:
         raise invalid_input(f"{name} is not a valid regular expression: {error}.") from None
 
 
-def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str, text: str) -> list[tuple[int, int]]:
+def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
+                text: str) -> list[tuple[int, int]]:
     """Where ``find`` (plain text) or ``pattern`` matches in ``text``."""
     return regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
 
@@ -6511,10 +6512,13 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
                  f"not in revision {before['revid']} before it")
     elif complete and added is history[-1]:
         found = f"the page's first revision: {what} is in it and in each one read after it"
+    elif complete:
+        found = f"the oldest revision whose text is not hidden: {what} is in it and in each one read after it"
     else:
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
     earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
+    read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
     lines = [labelled(
         ("Added in revision", added["revid"]), ("Found", found), ("Timestamp", added.get("timestamp")),
         ("User", revision_user(added)),
@@ -6522,7 +6526,7 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
         ("Tags", ", ".join(added.get("tags") or [])),
         ("Diff", ctx.site.index_url(diff=added["revid"], oldid=before["revid"]) if before
          else ctx.site.index_url(oldid=added["revid"])),
-        ("Revisions read", f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"))]
+        ("Revisions read", read))]
     key = trail.key(trail.present)
     old = trail.texts.get(trail.key(trail.absent), "") if trail.absent is not None else ""
     lines.append("Diff line that added it:\n" + adding_lines(old, trail.texts[key], trail.spans[key]))
@@ -6545,7 +6549,8 @@ def earlier_evidence(trail: TextTrail, added: dict[str, Any]) -> str | None:
                         f"{revision_user(revision)}): it was removed and added again since.")
     reverts = [tag for tag in added.get("tags") or [] if tag in REVERT_TAGS]
     if reverts:
-        return f"Earlier: the revision that added it is a revert ({', '.join(reverts)}), which restores older text."
+        return (f"Earlier: the revision that added it is a revert ({', '.join(reverts)}), which restores "
+                "older text.")
     return None
 
 
@@ -6669,7 +6674,8 @@ class CategoryNode:
             self.children.append(child)
 
 
-def category_members(ctx: ToolContext, title: str, pages: bool, last: bool) -> tuple[list[dict[str, Any]], bool]:
+def category_members(ctx: ToolContext, title: str, pages: bool,
+                     last: bool) -> tuple[list[dict[str, Any]], bool]:
     """A category's subcategories (at the ``last`` level none) and, if ``pages``, its pages and files,
     each subcategory with its counts: one request; and whether that was all of them."""
     kinds = ["page", "file"] if pages else []

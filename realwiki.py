@@ -438,6 +438,8 @@ def php(directory: Path, *args: str, config: bool = True) -> str:
     return done.stdout
 
 
+#: The XML namespace of Special:Export's dumps, as importDump.php reads them.
+EXPORT_SCHEMA = "http://www.mediawiki.org/xml/export-0.10/"
 #: When an imported page's revisions were made: one a minute from here on.
 IMPORTED_FROM = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -460,7 +462,7 @@ def import_page(wiki: RealWiki, title: str, revisions: Iterable[tuple[str, str, 
       <text xml:space="preserve">{escape(text)}</text>
     </revision>""" for n, (user, comment, text) in enumerate(revisions)]
     dump = wiki.directory / f"import-{secrets.token_hex(6)}.xml"
-    dump.write_text('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">\n'
+    dump.write_text(f'<mediawiki xmlns="{EXPORT_SCHEMA}" version="0.10" xml:lang="en">\n'
                     f"  <page>\n    <title>{escape(title)}</title>\n" + "\n".join(parts)
                     + "\n  </page>\n</mediawiki>\n", encoding="utf-8")
     php(wiki.directory, "maintenance/importDump.php", str(install_holding(wiki.directory).seen(dump)))

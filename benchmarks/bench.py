@@ -541,7 +541,8 @@ def text_origin(wiki: Any, calls: int) -> None:
     counting = StdioProcess(server_command(), env)
     counting.initialize()
     print(f"\nfind-text-origin on a page of {ORIGIN_REVISIONS} revisions (imported from an XML dump):")
-    print(f"  {'sentence added in revision':<28}{'found':>7}{'read':>6}{'requests':>10}{'median ms':>11}{'p90 ms':>9}")
+    print(f"  {'sentence added in revision':<28}{'found':>7}{'read':>6}{'requests':>10}{'median ms':>11}"
+          f"{'p90 ms':>9}")
     rows = []
     for tool, arguments in cases:
         counting.request("tools/call", {"name": tool, "arguments": arguments})  # warm: site info, connection
@@ -554,8 +555,8 @@ def text_origin(wiki: Any, calls: int) -> None:
     counting.close()
     params = StdioServerParameters(command=server_command()[0], args=server_command()[1:], env=env)
     timings = timed_calls(params, cases, calls)
-    history: dict[str, Any] = {"action": "query", "prop": "revisions", "titles": ORIGIN_TITLE, "rvprop": "ids",
-                               "rvlimit": "max", "format": "json", "formatversion": 2}
+    history: dict[str, Any] = {"action": "query", "prop": "revisions", "titles": ORIGIN_TITLE,
+                               "rvprop": "ids", "rvlimit": "max", "format": "json", "formatversion": 2}
     oldest = min(int(r["revid"]) for r in requests.get(wiki.api, params=history, timeout=30).json()[
         "query"]["pages"][0]["revisions"])
     for (sentence, at), (count, found, read), samples in zip(ORIGIN_CASES.items(), rows, timings):
