@@ -71,6 +71,9 @@ DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
 #: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
 DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
+#: find-text-origin's cap on the revisions whose text one call reads (a bisection of 30 spans
+#: a billion revisions; a cap reached names the call that goes on).
+DEFAULT_TEXT_ORIGIN_MAX_READS = 30
 #: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
 MAX_GET_PARAMS_BYTES = 4000
 #: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
@@ -1740,6 +1743,10 @@ SETTINGS = {row.variable: row for row in (
             DEFAULT_CONFIRM_TIMEOUT_SECONDS, setting_parser(
                 float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
                 and 0 < float(text) <= 86400, "a number of seconds above 0, up to 86400")),
+    Setting("MCP_TEXT_ORIGIN_MAX_READS", "most revisions find-text-origin reads the text of in one call "
+            f"(default {DEFAULT_TEXT_ORIGIN_MAX_READS}, at least 2); it then names the call that goes on",
+            DEFAULT_TEXT_ORIGIN_MAX_READS,
+            setting_parser(int, lambda text: whole_number(text) and int(text) >= 2, "a whole number, at least 2")),
     Setting("MEDIAWIKI_MCP_LOG_LEVEL", f"log level on stderr: {', '.join(LOG_LEVELS)} (default INFO)", "INFO",
             setting_parser(str.upper, lambda text: text.upper() in LOG_LEVELS, f"one of {', '.join(LOG_LEVELS)}")),
     Setting("MCP_TRANSPORT", "the transport: stdio (default) or http (Streamable HTTP at /mcp); or --transport",
@@ -1843,6 +1850,7 @@ class Config:
     file_data_max_bytes: int = from_setting("MCP_FILE_DATA_MAX_BYTES")
     confirm: str = from_setting("MCP_CONFIRM")
     confirm_timeout_seconds: float = from_setting("MCP_CONFIRM_TIMEOUT_SECONDS")
+    text_origin_max_reads: int = from_setting("MCP_TEXT_ORIGIN_MAX_READS")
     user_agent: str = from_setting("MEDIAWIKI_USER_AGENT")
     upload_max_bytes: int = from_setting("MCP_UPLOAD_MAX_BYTES")
     upload_dirs: tuple[str, ...] = from_setting("MCP_UPLOAD_DIRS")
@@ -3041,12 +3049,17 @@ def line_diff(old: str, new: str) -> str:
     dry run shows is what compare-pages would show after the save, the changes found and placed
     as MediaWiki's engines find and place them (line_changes)."""
     a, b = old.splitlines(), new.splitlines()
+    return compact_diff(diff_lines(a, b, line_changes(a, b, shown=True)))
+
+
+def diff_lines(a: list[str], b: list[str], blocks: Iterable[tuple[int, int, int, int]]) -> list[DiffLine]:
+    """The DiffLines of changed ``blocks`` (line_changes) between the lines ``a`` and ``b``."""
     lines: list[DiffLine] = []
-    for i1, i2, j1, j2 in line_changes(a, b, shown=True):
+    for i1, i2, j1, j2 in blocks:
         lines.append(DiffLine(" ", i1, j1, ""))  # the unchanged line before: separates runs of changes
         lines += [DiffLine("-", i1 + k + 1, j1 + 1, a[i1 + k]) for k in range(i2 - i1)]
         lines += [DiffLine("+", i2 + 1, j1 + k + 1, b[j1 + k]) for k in range(j2 - j1)]
-    return compact_diff(lines)
+    return lines
 
 
 # -- plain text: a rendered page as a reader reads it ---------------------------
@@ -3658,7 +3671,7 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
-    Param("continueFrom", str, None, Arg("From the last marker."), False, None),
+    Param("continueFrom", str, None, Arg("From the marker."), False, None),
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
@@ -3890,9 +3903,12 @@ def param_schema(p: Param) -> dict[str, Any]:
         capped = p.arg.max_items and not (isinstance(p.item_kind, tuple) and p.arg.max_items >= len(p.item_kind))
         schema.update(items=kind_schema(p.item_kind), maxItems=p.arg.max_items if capped else None,
                       minItems=1 if p.required else None)
+    # A floor of 0 or 1 (an ID's, an offset's, a count's) is check_int's alone: no model writes below
+    # it. A default of false or 0 (an offset's) is where a flag or a reading starts, unless set.
     schema.update(maxLength=p.arg.max_length if p.arg.max_length_listed else None,
-                  minimum=p.arg.minimum, maximum=p.arg.maximum,
-                  default=None if p.default is False else p.default, description=p.arg.description)
+                  minimum=p.arg.minimum if (p.arg.minimum or 0) > 1 else None, maximum=p.arg.maximum,
+                  default=None if p.default is False or p.default == 0 else p.default,
+                  description=p.arg.description)
     return {key: value for key, value in schema.items() if value is not None}
 
 
@@ -5728,8 +5744,8 @@ class ListChanges:
 
 TitleArg = Arg("Page title.", title=True)
 FileTitleArg = Arg("File title; File: optional.", title=True)
-ContentArg = Arg("source: wikitext; text: plain text; none: metadata only.")
-SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255)
+ContentArg = Arg("none: metadata only.")
+SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255, max_length_listed=False)
 OffsetArg = Arg("From the marker.", minimum=0)
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
@@ -5979,14 +5995,13 @@ def get_page(
     title: Annotated[str, TitleArg],
     content: Annotated[Literal["source", "html", "text", "none"], ContentArg] = "source",
     metadata: Annotated[bool, Arg(
-        'Adds page ID, content model, size, last edit, protection, URL.')] = False,
+        'Adds ID, content model, size, last edit, protection, URL.')] = False,
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
-    followRedirects: Annotated[bool, Arg("false: a redirect's own wikitext.")] = True,
+    followRedirects: Annotated[bool, Arg("false: the redirect itself.")] = True,
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
-    write's latestId); notes a followed redirect. Truncated at {content_max_bytes:bytes}, the
-    marker says how to read on."""
+    write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     if content in ("html", "text"):
         return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
@@ -6135,9 +6150,8 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a page's outline: each section's number, heading, bytes of its own text and with
-    subsections; the page's size and revision ID. A section a template brings has no number: change it
-    on the page named."""
+    """Returns a page's outline: each section's number, heading, bytes alone and with subsections;
+    its revision ID. Sections from templates have no number."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -6176,12 +6190,11 @@ def get_pages(
     ctx: ToolContext,
     titles: Annotated[list[str], TitlesArg],
     content: Annotated[Literal["source", "text", "none"], Arg(
-        "source: wikitext; text: plain text; none: revision IDs only.")] = "source",
-    metadata: Annotated[bool, Arg("Adds page ID, content model, size and last edit.")] = False,
+        "none: revision IDs only.")] = "source",
+    metadata: Annotated[bool, Arg("Adds ID, content model, size, last edit.")] = False,
 ) -> list[str]:
-    """Returns up to 50 pages' wikitext or plain text with revision IDs, in the order asked; missing
-    titles listed. {content_max_bytes:bytes} in all: whole pages, then the first that does not
-    fit, cut; the rest named."""
+    """Returns up to 50 pages' wikitext or plain text with revision IDs; missing ones listed.
+    {content_max_bytes:bytes} in all: whole pages, then one cut, the rest named."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -6292,17 +6305,16 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
 
 
 @tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True,
-      see={"for titles by their start": "search-page-by-prefix",
+      see={"for titles by prefix": "search-page-by-prefix",
            "for text in one page": "find-in-page"})
 def search_page(
     ctx: ToolContext,
-    query: Annotated[str, Arg("Words to find (the wiki's search syntax).",
-                              max_length=300)],
-    namespaces: Annotated[list[int] | None, Arg("Namespace IDs to search.", max_items=50)] = None,
+    query: Annotated[str, Arg("Search words (the wiki's syntax).", max_length=300,
+                              max_length_listed=False)],
+    namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most results.", minimum=1, maximum=50)] = 10,
 ) -> list[str]:
-    """Searches pages' text (content namespaces by default); returns titles and snippets, best
-    first."""
+    """Searches page text (content namespaces by default): titles and snippets, best first."""
     if not query.strip():
         raise invalid_input("Argument 'query' must contain something to search for.")
     data = ctx.client.get({"action": "query", "list": "search", "srsearch": query, "srwhat": "text",
@@ -6322,12 +6334,12 @@ def search_page(
       see={"for words inside pages": "search-page"})
 def search_page_by_prefix(
     ctx: ToolContext,
-    prefix: Annotated[str, Arg("Start of the title; a namespace prefix (Category:) selects the namespace.", max_length=255)],
-    namespace: Annotated[int | None, Arg("Namespace ID, instead of a prefix.",
-                                         minimum=0)] = None,
+    prefix: Annotated[str, Arg("Title start; Category: and such pick the namespace.", max_length=255,
+                               max_length_listed=False)],
+    namespace: Annotated[int | None, Arg("Namespace ID.", minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
 ) -> list[str]:
-    """Returns page titles that begin with the given text."""
+    """Returns titles starting with the prefix."""
     if not prefix.strip():
         raise invalid_input("Argument 'prefix' must not be empty.")
     named = ctx.site.namespace_of(prefix)
@@ -6355,21 +6367,15 @@ MAX_MATCHES = 10_000
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500)],
+    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
+                             max_length_listed=False)],
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in a page's wikitext: each match's section, line, byte offset, nearby lines and
-    the template, reference or comment it is in; 50 a call."""
-    if not find:
-        raise invalid_input("Argument 'find' must not be empty.")
+    """Finds text in a page's wikitext: each match's section, line, byte offset, context and
+    enclosing template, reference or comment; 50 a call."""
+    pattern = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
-    pattern = None
-    if regex:
-        try:
-            pattern = re.compile(find)
-        except re.error as error:
-            raise invalid_input(f"find is not a valid regular expression: {error}.") from None
     try:
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
@@ -6385,7 +6391,7 @@ def find_in_page(
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
                         "get-page-history lists its revision IDs.")
     text = main_slot(revision).get("content", "")
-    spans = regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
+    spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
     what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
@@ -6422,6 +6428,24 @@ def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | 
         raise invalid_input(f"continueFrom reads on in revision {fields['revision']}, not {revision_id}; "
                             "leave revisionId out, or give the one the first call had.")
     return int(fields["from"]), int(fields["revision"])
+
+
+def find_pattern(find: str, regex: bool, name: str) -> re.Pattern[str] | None:
+    """The regular expression a call's ``name`` argument is, when ``regex``; None for plain text."""
+    if not find:
+        raise invalid_input(f"Argument '{name}' must not be empty.")
+    if not regex:
+        return None
+    try:
+        return re.compile(find)
+    except re.error as error:
+        raise invalid_input(f"{name} is not a valid regular expression: {error}.") from None
+
+
+def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
+                text: str) -> list[tuple[int, int]]:
+    """Where ``find`` (plain text) or ``pattern`` matches in ``text``."""
+    return regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
 
 
 def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
@@ -6542,8 +6566,8 @@ def argument_name(argument: str) -> str | None:
 @tool("get-site-info", "Get site info", toolset="pages", read_only=True,
       see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns which wiki this is (key, name, address), its MediaWiki version, language, main page,
-    read-only state, namespace IDs, extensions."""
+    """Returns which wiki this is (key, name, address), its version, language, main page, read-only
+    state, namespaces, extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -6559,7 +6583,7 @@ def get_site_info(ctx: ToolContext) -> str:
 
 @tool("whoami", "Who am I", toolset="pages", read_only=True)
 def whoami(ctx: ToolContext) -> str:
-    """Returns the account this server acts as (or that it is anonymous), its groups and rights."""
+    """Returns the account this server acts as (or anonymous), its groups and rights."""
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -6603,9 +6627,8 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns one revision by ID as wikitext, HTML or plain text, with its page, time, user,
-    summary, size, tags and parent. Truncated at {content_max_bytes:bytes}, the marker says
-    how to read on."""
+    """Returns a revision as wikitext, HTML or plain text, with its page, time, user, summary, tags,
+    parent. Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -6677,15 +6700,13 @@ def get_page_history(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     limit: Annotated[int, Arg("Most revisions.", minimum=1, maximum=50)] = 20,
-    olderThan: Annotated[int | None, Arg("Only revisions older than this ID.",
-                                         minimum=1)] = None,
-    newerThan: Annotated[int | None, Arg("Only revisions newer than this ID.",
-                                         minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
+    olderThan: Annotated[int | None, Arg("Older than this revision ID.", minimum=1)] = None,
+    newerThan: Annotated[int | None, Arg("Newer than this revision ID.", minimum=1)] = None,
+    tag: Annotated[str | None, Arg("Only this change tag.")] = None,
     user: Annotated[str | None, Arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a page's revisions, newest first: ID, time, user, size change, then minor, tags and
-    summary; a marker gives the next olderThan."""
+    """Returns a page's revisions, newest first: ID, time, user, size change, minor, tags, summary;
+    more with olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6753,19 +6774,19 @@ def row_summary(row: Mapping[str, Any]) -> str:
 def compare_pages(
     ctx: ToolContext,
     fromRevision: Annotated[int | None, Arg("Old side: revision ID.", minimum=1)] = None,
-    fromTitle: Annotated[str | None, Arg("Old side: a page's latest revision.", title=True)] = None,
+    fromTitle: Annotated[str | None, Arg("Old side: page title (latest).", title=True)] = None,
     fromText: Annotated[str | None, Arg("Old side: wikitext.", max_length=MAX_TEXT_CHARS,
                                                 max_length_listed=False)] = None,
     toRevision: Annotated[int | None, Arg("New side: revision ID.", minimum=1)] = None,
-    toTitle: Annotated[str | None, Arg("New side: a page's latest revision.", title=True)] = None,
+    toTitle: Annotated[str | None, Arg("New side: page title (latest).", title=True)] = None,
     toText: Annotated[str | None, Arg("New side: wikitext.", max_length=MAX_TEXT_CHARS,
                                               max_length_listed=False)] = None,
-    includeDiff: Annotated[bool, Arg("false: only whether and how much it changed.")] = True,
+    includeDiff: Annotated[bool, Arg("false: counts only.")] = True,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Diffs two versions, each a revision, a page's latest revision or wikitext (not both text):
-    changed lines in @@ hunks, changed words as [-old-]{{+new+}}; with both sizes. Truncated at
-    {content_max_bytes:bytes} (offset continues)."""
+    """Diffs two versions, each a revision, a page (latest) or wikitext (not both text): changed
+    lines in @@ hunks, changed words as [-old-]{{+new+}}. Truncated at {content_max_bytes:bytes}
+    (offset continues)."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -6812,6 +6833,276 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
     return f"{title}, revision {result.get(f'{side}revid')} ({details})"
 
 
+# -- who added a text: a bisection of the page's history ---------------------
+
+#: Requests find-text-origin spends reading a page's history (500 revisions a request, 5000 for a
+#: bot); past them it traces the text within the revisions read and says so.
+ORIGIN_HISTORY_REQUESTS = 10
+#: MediaWiki's change tags of an edit that restored earlier text.
+REVERT_TAGS = ("mw-undo", "mw-rollback", "mw-manual-revert")
+#: The longest line of the diff find-text-origin shows whole; a longer one is cut around the text.
+ORIGIN_LINE_CHARS = 3 * DIFF_CONTEXT_CHARS
+#: The most lines of the text find-text-origin shows in its diff (a regular expression may span many).
+ORIGIN_DIFF_LINES = 10
+
+
+@tool("find-text-origin", "Find text origin", toolset="history", read_only=True)
+def find_text_origin(
+    ctx: ToolContext,
+    title: Annotated[str, TitleArg],
+    text: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
+                             max_length_listed=False)],
+    regex: Annotated[bool, Arg("text is a regex.")] = False,
+    revisionId: Annotated[int | None, Arg("Revision to search back from.", minimum=1)] = None,
+) -> list[str]:
+    """Finds who last added a text to a page and when, bisecting its history. Reads at most
+    {text_origin_max_reads:revisions}."""
+    pattern = find_pattern(text, regex, "text")
+    page, redirected, history, complete = origin_history(ctx, title, revisionId)
+    trail = TextTrail(ctx, pattern, text, [r for r in history if not r.get("sha1hidden")],
+                      ctx.state.config.text_origin_max_reads)
+    what = f"the regular expression {json.dumps(text, ensure_ascii=False)}" if regex \
+        else json.dumps(text, ensure_ascii=False)
+    header = labelled(("Title", page["title"]), ("Redirected from", redirected))
+    start = history[0]["revid"]
+    where = f"revision {start}" if revisionId else f"the page's current revision ({start})"
+    if history[0].get("sha1hidden"):
+        raise permission_denied(f"The text of revision {start} is hidden (revision deletion). "
+                                + NEXT_STEP["permission_denied"])
+    if not trail.has(0):
+        return [(f"{header}\nNo match of {what} in {where}, so there is no addition to trace. To trace a "
+                 "text since removed, call find-text-origin again with the revisionId of a revision that "
+                 "has it (get-page-history lists them).")]
+    try:
+        trail.latest_addition()
+    except ReadsSpent:
+        return [f"{header}\n{origin_progress(trail, what)}", origin_stopped(trail)]
+    return [f"{header}\n{origin_found(ctx, trail, history, complete, what)}"]
+
+
+class ReadsSpent(Exception):
+    """find-text-origin read as many revisions as one call may (Config.text_origin_max_reads)."""
+
+
+@dataclasses.dataclass
+class TextTrail:
+    """find-text-origin's bisection of a page's history: the revisions whose text can be read,
+    newest first, and for each one read, or of the same text as one read (by SHA-1), whether the
+    text is in it. ``present`` and ``absent`` are the positions the search has narrowed to."""
+    ctx: ToolContext
+    pattern: re.Pattern[str] | None
+    find: str
+    revisions: list[dict[str, Any]]
+    most: int
+    reads: int = 0
+    present: int = 0
+    absent: int | None = None
+    known: dict[str, bool] = dataclasses.field(default_factory=dict)  # by SHA-1
+    texts: dict[str, str] = dataclasses.field(default_factory=dict)   # of present and absent, by SHA-1
+    spans: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # the first match in each
+
+    def key(self, position: int) -> str:
+        revision = self.revisions[position]
+        return revision.get("sha1") or f"#{revision['revid']}"
+
+    def has(self, position: int) -> bool:
+        """Whether the text is in the revision at ``position``: read once per distinct text."""
+        key = self.key(position)
+        if key not in self.known:
+            if self.reads >= self.most:
+                raise ReadsSpent
+            revid = self.revisions[position]["revid"]
+            self.ctx.progress(self.reads, self.most, f"reading revision {revid}")
+            query = self.ctx.client.get({"action": "query", "revids": revid, "prop": "revisions",
+                                         "rvprop": "content", "rvslots": "main"}).get("query", {})
+            slot = main_slot(revision_of(next(iter(query.get("pages") or []), {})))
+            self.reads += 1
+            text = slot.get("content", "")  # hidden since the history was read: as if without it
+            spans = match_spans(self.ctx, self.pattern, self.find, text)
+            self.known[key] = bool(spans)
+            self.texts[key] = text
+            if spans:
+                self.spans[key] = spans[0]
+        return self.known[key]
+
+    def latest_addition(self) -> None:
+        """Narrows ``present`` and ``absent`` to the revision that added the text, last, and the one
+        before it: back from the newest in doubling steps until a revision without it, then by
+        halves. ``absent`` stays None when every revision back to the oldest has it."""
+        last = len(self.revisions) - 1
+        step = 1
+        while self.absent is None and self.present < last:
+            probe = min(self.present + step, last)
+            self.found_at(probe)
+            step *= 2
+        while self.absent is not None and self.absent - self.present > 1:
+            self.found_at((self.present + self.absent) // 2)
+
+    def found_at(self, position: int) -> None:
+        if self.has(position):
+            self.present = position
+        else:
+            self.absent = position
+        kept = {self.key(p) for p in (self.present, self.absent) if p is not None}
+        self.texts = {k: v for k, v in self.texts.items() if k in kept}  # a page's text may be large
+
+
+def origin_history(ctx: ToolContext, title: str, start: int | None
+                   ) -> tuple[dict[str, Any], str | None, list[dict[str, Any]], bool]:
+    """A page's revisions, newest first from ``start`` (None: the latest), without their text, as many
+    as ORIGIN_HISTORY_REQUESTS bring; its page, the title it was redirected from, and whether they
+    reach back to its first revision."""
+    params = {"action": "query", "titles": title, "redirects": True, "prop": "revisions", "rvlimit": "max",
+              "rvprop": "ids|timestamp|user|comment|sha1|tags", "rvstartid": start}
+    history: list[dict[str, Any]] = []
+    data: dict[str, Any] = {"continue": {}}
+    page: dict[str, Any] = {}
+    redirected = None
+    for _ in range(ORIGIN_HISTORY_REQUESTS):
+        try:
+            data = ctx.client.get({**params, **data["continue"]})
+        except WikiError as error:
+            if error.code == "badid_rvstartid" and start:
+                raise no_such_revision(ctx, start) from None
+            raise
+        if not history:
+            page, redirected = resolve_page(data.get("query", {}))
+            check_page(ctx, page, title)
+        history += resolve_page(data.get("query", {}))[0].get("revisions") or []
+        if "continue" not in data:
+            break
+    if not history or (start and history[0]["revid"] != start):
+        raise not_found(f"Revision {start} is not a revision of {page.get('title', title)}; "
+                        "get-page-history lists its revision IDs.")
+    return page, redirected, history, "continue" not in data
+
+
+def origin_progress(trail: TextTrail, what: str) -> str:
+    """Where a stopped bisection got to: the oldest revision read with the text, and the newest
+    without it, if one was read."""
+    have = trail.revisions[trail.present]
+    text = f"{what[:1].upper()}{what[1:]} is in revision {have['revid']} ({have.get('timestamp')})"
+    if trail.absent is None:
+        return f"{text}; it came in an older revision, not read yet (revisions read: {trail.reads})."
+    lacks = trail.revisions[trail.absent]
+    return (f"{text} and not in revision {lacks['revid']} ({lacks.get('timestamp')}): one of the "
+            f"{trail.absent - trail.present} revisions from there to {have['revid']} added it "
+            f"(revisions read: {trail.reads}).")
+
+
+def origin_stopped(trail: TextTrail) -> str:
+    have = trail.revisions[trail.present]["revid"]
+    return (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
+            f"again with revisionId={have}.")
+
+
+def few(items: list[str], most: int = 5) -> str:
+    """The first ``most`` items, comma-separated, and "and more" when there are more."""
+    return ", ".join(items[:most]) + (" and more" if len(items) > most else "")
+
+
+def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
+    """The changes from ``old`` to ``new`` on the lines of ``new`` that ``span`` (the text found) is
+    on, as compare-pages shows them; a long line cut around the text."""
+    a, b = old.splitlines(), new.splitlines()
+    first = new.count("\n", 0, span[0])
+    last = min(new.count("\n", 0, max(span[1] - 1, span[0])), first + ORIGIN_DIFF_LINES - 1)
+    blocks = line_changes(a, b, shown=True)
+    touching = [(i1, i2, j1, j2) for i1, i2, j1, j2 in blocks
+                if (j1 <= last and j2 > first if j2 > j1 else first < j1 <= last)] or blocks[:1]
+    touching = [within_lines(block, first, last) for block in touching]
+    column = span[0] - (new.rfind("\n", 0, span[0]) + 1)
+    shown = []
+    for line in compact_diff(diff_lines(a, b, touching)).split("\n"):
+        if len(line) > ORIGIN_LINE_CHARS:
+            own = line[1:] == b[first] if first < len(b) else False
+            line = (line[0] + around(b[first], column, min(column + span[1] - span[0], len(b[first]))) if own
+                    else line[:ORIGIN_LINE_CHARS] + "…")
+        shown.append(line)
+    return "\n".join(shown)
+
+
+def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tuple[int, int, int, int]:
+    """A changed block (line_changes) whose new side is longer than lines ``first`` to ``last`` (a page
+    made, a passage pasted with the text) cut to those: added after the old line they follow."""
+    i1, i2, j1, j2 = block
+    if j2 - j1 <= last - first + 1:
+        return block
+    at = min(i1 + max(first - j1, 0), i2)
+    return at, at, max(j1, first), min(j2, last + 1)
+
+
+def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any]], complete: bool,
+                 what: str) -> str:
+    """The answer of a finished bisection: the revision that added the text, its diff line, what the
+    reads showed of earlier additions, and the gaps in the history."""
+    added = trail.revisions[trail.present]
+    before = trail.revisions[trail.absent] if trail.absent is not None else None
+    if before is not None:
+        found = (f"its latest addition: {what} is in revision {added['revid']} and each one read after it, "
+                 f"not in revision {before['revid']} before it")
+    elif complete and added is history[-1]:
+        found = f"the page's first revision: {what} is in it and in each one read after it"
+    elif complete:
+        found = f"the oldest revision whose text is not hidden: {what} is in it and in each one read after it"
+    else:
+        found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
+                 f"with revisionId={added['revid']} to go on)")
+    earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
+    read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
+    lines = [labelled(
+        ("Added in revision", added["revid"]), ("Found", found), ("Timestamp", added.get("timestamp")),
+        ("User", revision_user(added)),
+        ("Edit summary", "(hidden)" if added.get("commenthidden") else added.get("comment")),
+        ("Tags", ", ".join(added.get("tags") or [])),
+        ("Diff", ctx.site.index_url(diff=added["revid"], oldid=before["revid"]) if before
+         else ctx.site.index_url(oldid=added["revid"])),
+        ("Revisions read", read))]
+    key = trail.key(trail.present)
+    old = trail.texts.get(trail.key(trail.absent), "") if trail.absent is not None else ""
+    lines.append("Diff line that added it:\n" + adding_lines(old, trail.texts[key], trail.spans[key]))
+    lines += filter(None, [earlier, history_gaps(history, complete, added, before)])
+    return "\n".join(lines)
+
+
+def earlier_evidence(trail: TextTrail, added: dict[str, Any]) -> str | None:
+    """What says the text was in the page before its latest addition, found cheaply: an older revision
+    of the same text as one with it (by SHA-1), the page's oldest revision read when reads are left,
+    or a revert tag on the revision that added it."""
+    if trail.absent is not None:
+        last = len(trail.revisions) - 1
+        with contextlib.suppress(ReadsSpent):
+            trail.has(last)
+        for position in range(trail.absent + 1, last + 1):
+            if trail.known.get(trail.key(position)):
+                revision = trail.revisions[position]
+                return (f"Earlier: it was also in revision {revision['revid']} ({revision.get('timestamp')}, "
+                        f"{revision_user(revision)}): it was removed and added again since.")
+    reverts = [tag for tag in added.get("tags") or [] if tag in REVERT_TAGS]
+    if reverts:
+        return (f"Earlier: the revision that added it is a revert ({', '.join(reverts)}), which restores "
+                "older text.")
+    return None
+
+
+def history_gaps(history: list[dict[str, Any]], complete: bool, added: dict[str, Any],
+                 before: dict[str, Any] | None) -> str | None:
+    """The history's gaps: revisions whose text is hidden, and revisions whose parent is not the one
+    before them (deleted revisions, out of reach)."""
+    hidden = [str(r["revid"]) for r in history if r.get("sha1hidden")]
+    follows = [r["revid"] for r in history[1:]] + ([0] if complete else [])
+    orphans = [f"{r['revid']} ({r.get('parentid')})" for r, parent in zip(history, follows)
+               if r.get("parentid") != parent]
+    if not hidden and not orphans:
+        return None
+    parts = [f"the text of {few(hidden)} is hidden" if hidden else "",
+             f"the parent{'s' if len(orphans) > 1 else ''} of {few(orphans)} "
+             f"{'are' if len(orphans) > 1 else 'is'} deleted" if orphans else ""]
+    between = added.get("parentid") != (before["revid"] if before else 0)
+    return ("History gaps: " + "; ".join(filter(None, parts)) + ". Those revisions are out of reach"
+            + (f"; one of them, before revision {added['revid']}, may have added it." if between else "."))
+
+
 # -- read tools: categories, links, recent changes, parsing -----------------
 
 @tool("get-category-members", "Get category members", toolset="pages", read_only=True, continue_from=True)
@@ -6823,8 +7114,7 @@ def get_category_members(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's page, subcategory and file counts, then its members, subcategories and
-    files marked. Fails for a category with neither page nor members."""
+    """Returns a category's counts, then its members (subcategories and files marked)."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -6845,6 +7135,124 @@ def get_category_members(
                  f"files: {info.get('files', 0)})")
     blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
     return with_more(blocks, data, len(rows), "member", "get-category-members")
+
+
+#: The most requests one get-category-tree call sends: one for the category, one for each category
+#: whose members it lists; past them the answer is capped, naming the next call.
+CATEGORY_TREE_REQUESTS = 50
+
+
+@tool("get-category-tree", "Get category tree", toolset="pages", read_only=True)
+def get_category_tree(
+    ctx: ToolContext,
+    category: Annotated[str, Arg("Category name; Category: optional.", title=True)],
+    depth: Annotated[int, Arg("Subcategory levels.", minimum=1, maximum=5)] = 2,
+    pages: Annotated[bool, Arg("Also list pages and files.")] = False,
+) -> list[str]:
+    """Returns a category's subcategories to a depth with member counts; names cycles."""
+    title = title_in_namespace(ctx.site, category, 14)
+    page, _ = query_page(ctx, titles=title, prop="categoryinfo")
+    check_page(ctx, page, category, must_exist=False)
+    root = CategoryNode(page.get("title", title), page.get("categoryinfo") or {}, ())
+    if page.get("missing") and not root.info:
+        raise not_found(f"{root.title} has no page and no members on {ctx.wiki.key}. "
+                        "search-page-by-prefix with namespace=14 finds existing categories.")
+    seen, level, requests = {root.title}, [root], 1
+    for step in range(depth + 1 if pages else depth):
+        last = step == depth  # the categories at the depth asked: their pages only
+        wanted = [node for node in level if node.listed(pages, last)]
+        level = []
+        for node, members in zip(wanted, run_each(
+                functools.partial(category_members, ctx, pages=pages, last=last),
+                [node.title for node in wanted[:CATEGORY_TREE_REQUESTS - requests]])):
+            node.expand(members, seen)
+            level += [child for child in node.children if not child.note]
+        requests += min(len(wanted), CATEGORY_TREE_REQUESTS - requests)
+    return category_tree_blocks(root, depth, pages, ctx.budget)
+
+
+@dataclasses.dataclass(eq=False)
+class CategoryNode:
+    """A category in get-category-tree's answer: its counts (categoryinfo), the categories above it,
+    what its members are once listed, and why it is not listed further (a cycle, a repeat)."""
+    title: str
+    info: Mapping[str, int]
+    above: tuple[str, ...]
+    children: list[CategoryNode] = dataclasses.field(default_factory=list)
+    pages: list[str] = dataclasses.field(default_factory=list)
+    listed_all: bool | None = None  # None: its members were not listed; False: only the first request's
+    note: str = ""
+
+    def listed(self, pages: bool, last: bool) -> bool:
+        """Whether its members are worth a request: it has subcategories to show, or pages asked for."""
+        return not self.note and (bool(self.info.get("subcats")) and not last
+                                  or pages and bool(self.info.get("pages") or self.info.get("files")))
+
+    def expand(self, members: tuple[list[dict[str, Any]], bool], seen: set[str]) -> None:
+        found, self.listed_all = members
+        path = (*self.above, self.title)
+        for member in sorted(found, key=lambda m: m.get("title", "")):
+            name = member.get("title", "")
+            if member.get("ns") != 14:
+                self.pages.append(name)
+                continue
+            child = CategoryNode(name, member.get("categoryinfo") or {}, path)
+            if name in path:
+                child.note = "cycle: " + " → ".join((*path[path.index(name):], name))
+            elif name in seen:
+                child.note = "shown elsewhere in this tree"
+            seen.add(name)
+            self.children.append(child)
+
+
+def category_members(ctx: ToolContext, title: str, pages: bool,
+                     last: bool) -> tuple[list[dict[str, Any]], bool]:
+    """A category's subcategories (at the ``last`` level none) and, if ``pages``, its pages and files,
+    each subcategory with its counts: one request; and whether that was all of them."""
+    kinds = ["page", "file"] if pages else []
+    data = ctx.client.get({"action": "query", "generator": "categorymembers", "gcmtitle": title,
+                           "gcmtype": kinds if last else ["subcat", *kinds], "gcmlimit": "max",
+                           "prop": "categoryinfo"})
+    return (data.get("query") or {}).get("pages") or [], "continue" not in data
+
+
+def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: int) -> list[str]:
+    """The tree as indented rows, within ``budget`` bytes; a marker naming the first category cut or
+    left unlisted (the request cap), if any."""
+    legend = (f"Subcategories of {root.title} to depth {depth}, each under its parent with its counts "
+              "(0 left out)" + ("; its pages and files as '- ' rows" if pages else "") + ":")
+    rows, size, cut, count = [legend], utf8_len(legend), None, 0
+    for node, indent in walk_tree(root):
+        unlisted = node.listed_all is None and node.listed(pages, last=len(node.above) == depth)
+        lines = [f"{'  ' * indent}{node.title}{category_counts(node)}"] + [
+            f"{'  ' * (indent + 1)}- {name}" for name in node.pages]
+        more = utf8_len("\n".join(lines)) + 1
+        if size + more > budget or unlisted:
+            cut = cut or node
+            if size + more > budget:
+                break
+        rows += lines
+        size, count = size + more, count + 1
+    blocks = ["\n".join(rows)]
+    if cut is not None:
+        blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
+                      f"categories may exist — to see them, call get-category-tree again with "
+                      f"category={json.dumps(cut.title, ensure_ascii=False)}.")
+    return blocks
+
+
+def walk_tree(node: CategoryNode, indent: int = 0) -> Iterator[tuple[CategoryNode, int]]:
+    yield node, indent
+    for child in node.children:
+        yield from walk_tree(child, indent + 1)
+
+
+def category_counts(node: CategoryNode) -> str:
+    counts = [f"{label}: {node.info[key]}" for key, label in
+              (("pages", "pages"), ("subcats", "subcategories"), ("files", "files")) if node.info.get(key)]
+    notes = [*counts, node.note, "" if node.listed_all is not False else "first members only"]
+    shown = ", ".join(filter(None, notes))
+    return f" ({shown})" if shown else ""
 
 
 class LinkKind(typing.NamedTuple):
@@ -6869,8 +7277,8 @@ def get_links_here(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns pages that link to, transclude or (files) show a page, marked as transclusion, file
-    link, redirect or via a redirect. Works for missing pages too."""
+    """Returns pages that link to, transclude or (files) show a page, marked by how; missing pages
+    too."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -7027,12 +7435,12 @@ def parse_wikitext(
     ctx: ToolContext,
     wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS,
                                       max_length_listed=False)],
-    title: Annotated[str | None, Arg("Title to render as ({{PAGENAME}}); default: API.",
+    title: Annotated[str | None, Arg("Page to render as; default: API.",
                                      title=True)] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Renders wikitext without saving (signatures, subst: expanded): HTML, warnings, links, templates
-    (missing ones marked), categories, external links; to check an edit. HTML truncated at
+    """Renders wikitext unsaved (signatures, subst: expanded): HTML, warnings, links, templates
+    (missing marked), categories. HTML truncated at
     {content_max_bytes:bytes} (offset continues)."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
@@ -7067,9 +7475,8 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's description, format and parameters (name, type, required, default...)
-    from its TemplateData, else inferred from {{{{{{name|default}}}}}} in
-    its source."""
+    """Returns a template's parameters (type, required, default...) and description from TemplateData,
+    else from its {{{{{{name|default}}}}}} uses."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -8324,7 +8731,7 @@ def undo_edit(
     oldestRevisionId: Annotated[int | None, Arg("A run's first revision ID.", minimum=1)] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Undoes an edit, or a run of them, in a new revision that keeps later edits. Fails, saving
+    """Undoes an edit, or a run of them, in a new revision keeping later edits. Fails, saving
     nothing, if later edits changed the same lines, or for a page's creation."""
     oldest = oldestRevisionId or revisionId
     if oldest > revisionId:
@@ -10193,10 +10600,11 @@ def toolset_tools(state: ServerState, session: Session | None, name: str) -> lis
       in_session=True, offered=lambda state: bool(state.config.loadable_toolsets - state.config.toolsets))
 def load_toolset(
     ctx: ToolContext,
-    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50)] = None,
+    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50,
+                                       max_length_listed=False)] = None,
 ) -> str:
-    """Lists the toolsets not loaded (recent changes, contributions, logs, files, talk...) or loads
-    one for this session."""
+    """Lists toolsets not loaded (changes, contributions, logs, files, talk...) or loads one for the
+    session."""
     state, session = ctx.state, ctx.session
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)

@@ -83,6 +83,9 @@ from realwiki import (
     StateServer,
     WikiFarm,
     free_port,
+    import_page,
+    import_pages,
+    imported_at,
     install_holding,
     long_page_text,
     php,
@@ -1594,12 +1597,15 @@ def test_descriptions_quote_the_configured_caps() -> None:
     assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
     assert "Capped at 100 MB by default." in default["upload-file"]
     assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
+    assert "Reads at most 30 revisions by default." in default["find-text-origin"]
     configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
                                "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
     assert "Truncated at 20000 bytes, the marker says how to read on." in configured["get-revision"]
     assert "HTML truncated at 20000 bytes (offset continues)" in configured["parse-wikitext"]
     assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
     assert "Capped at 5 MB." in configured["update-file"]
+    assert "Reads at most 12 revisions." in descriptions({**WRITABLE_NOWHERE, "MCP_TEXT_ORIGIN_MAX_READS": "12"}
+                                                         )["find-text-origin"]
     assert "Over 5 MB, the wiki fetches it" in configured["upload-file-from-url"]
     assert "Capped at 123456 bytes." in descriptions({**WRITABLE_NOWHERE, "MCP_UPLOAD_MAX_BYTES": "123456"}
                                                       )["upload-file"]
@@ -1630,7 +1636,8 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_byt
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
         "get-site-info", "whoami", "get-category-members", "get-links-here", "get-page-links", "parse-wikitext",
         "get-template-info", "get-revision", "get-page-history", "compare-pages", "undo-edit", "create-page",
-        "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset"}
+        "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset",
+        "find-text-origin", "get-category-tree"}
     sizes = tools_list_bytes(tools)
     assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
     every = tools_list_bytes(list_tools(m.create_server(m.Config.from_env(
@@ -2403,6 +2410,223 @@ def test_every_diff_engine_and_a_dry_run_show_the_same_lines(farm: WikiFarm, eng
     assert ("mw-diff-movedpara-left" in table) == engine.startswith("wikidiff2")  # the engine it says
 
 
+# -- find-text-origin -------------------------------------------------------------------
+
+def saved_history(wiki: RealWiki, title: str, steps: list[tuple[str, str]]) -> list[int]:
+    """Saves each (account, text) of ``steps`` as the next revision of ``title``, through the bare API
+    as Admin (the bot) or Editor (the second account); their revision IDs, oldest first."""
+    sessions = {"Admin": bare_login(wiki, wiki.bot_user, wiki.bot_password),
+                "Editor": bare_login(wiki, wiki.editor_user, wiki.editor_password)}
+    revisions = []
+    for n, (user, text) in enumerate(steps):
+        session, token = sessions[user]
+        edit = session.post(wiki.api, timeout=30, data={
+            "action": "edit", "title": title, "text": text, "summary": f"Step {n}", "token": token,
+            "format": "json", "formatversion": "2"}).json()["edit"]
+        assert edit["result"] == "Success" and "nochange" not in edit, edit
+        revisions.append(edit["newrevid"])
+    return revisions
+
+
+def river_log(day: int, *extra: str) -> str:
+    """A page of a river's log on ``day``: a line that changes every day, then ``extra`` lines."""
+    return "\n".join([f"The river log, day {day}.", "The gauge stands at the bridge.", *extra])
+
+
+ORIGIN_SENTENCE = "The ferry was built in 1873."
+
+
+def added_lines(old: str, new: str, text: str) -> str:
+    start = new.index(text)
+    return m.adding_lines(old, new, (start, start + len(text)))
+
+
+def test_the_diff_line_of_an_addition_is_the_text_s_own_cut_to_size() -> None:
+    """find-text-origin shows the lines the text is on as compare-pages shows them, not a whole page
+    made or passage pasted with it, and a long line cut around the text."""
+    long_line = " ".join(["word"] * 120 + [ORIGIN_SENTENCE] + ["more"] * 120)
+    assert added_lines("Intro.\nOther.", f"Intro changed.\n{long_line}\nOther.", ORIGIN_SENTENCE) == (
+        "@@ -1,0 +2 @@\n+…" + "word " * 19 + ORIGIN_SENTENCE + " more" * 19 + "…")
+    lines = [f"Line {n}." for n in range(60)]
+    assert added_lines("", "\n".join([*lines, f"Then: {ORIGIN_SENTENCE}", "End."]), ORIGIN_SENTENCE) == (
+        f"@@ -0,0 +61 @@\n+Then: {ORIGIN_SENTENCE}")  # the page made with it: its line alone
+    pasted = "\n".join(["Intro.", *lines, f"Then: {ORIGIN_SENTENCE}", "Other."])
+    assert added_lines("Intro.\nOther.", pasted, ORIGIN_SENTENCE) == f"@@ -1,0 +62 @@\n+Then: {ORIGIN_SENTENCE}"
+    spanning = added_lines("Intro.\nOther.", pasted, "\n".join(lines[3:40]))  # ten lines of it at most
+    assert spanning == "@@ -1,0 +5,10 @@\n" + "\n".join(f"+{line}" for line in lines[3:13])
+
+
+@on_every_version
+def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(wiki: RealWiki,
+                                                                                 bot_server: Any) -> None:
+    """Twelve revisions, the sentence added by the second account in the eighth; then the ones after
+    it change another line. Bisection finds it in a handful of reads, with the line it added."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(7)]
+    steps += [("Editor", river_log(7, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE, f"Note {day}.")) for day in range(8, 12)]
+    revisions = saved_history(wiki, title, steps)
+    with RequestCounter(bot_server).counting() as n:
+        result = call(bot_server, "find-text-origin", title=title, text="ferry was built")
+    assert not result.is_error and len(result.blocks) == 1, result.text
+    assert field(result, "Added in revision") == str(revisions[7])
+    assert field(result, "User") == "Editor" and field(result, "Edit summary") == "Step 7"
+    assert field(result, "Found").startswith(f'its latest addition: "ferry was built" is in revision '
+                                             f"{revisions[7]} and each one read after it, not in revision "
+                                             f"{revisions[6]} before it")
+    assert f"diff={revisions[7]}&oldid={revisions[6]}" in field(result, "Diff")
+    # the lines of the sentence, not the day's line that the edit changed too
+    assert result.text.split("\nDiff line that added it:\n", 1)[1] == f"@@ -2,0 +3 @@\n+{ORIGIN_SENTENCE}"
+    reads = int(field(result, "Revisions read").split()[0])
+    assert reads <= 8 and field(result, "Revisions read").endswith("of 12 in the history")
+    assert n[0] == 1 + reads  # the history in one request, then one a revision read
+    assert "Earlier:" not in result.text and "History gaps" not in result.text
+    regex = call(bot_server, "find-text-origin", title=title, text=r"built in \d{4}", regex=True)
+    assert field(regex, "Added in revision") == str(revisions[7]), regex.text
+
+
+@on_every_version
+def test_find_text_origin_finds_the_latest_addition_and_says_it_was_there_before(wiki: RealWiki,
+                                                                                bot_server: Any) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(0, ORIGIN_SENTENCE))]                                   # there from the start
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(1, 3)]
+    steps += [("Admin", river_log(day)) for day in range(3, 6)]                          # removed
+    steps += [("Editor", river_log(6, "Some say: " + ORIGIN_SENTENCE))]                  # added again
+    steps += [("Admin", river_log(day, "Some say: " + ORIGIN_SENTENCE)) for day in range(7, 9)]
+    revisions = saved_history(wiki, title, steps)
+    result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert field(result, "Added in revision") == str(revisions[6]) and field(result, "User") == "Editor"
+    assert field(result, "Found").startswith("its latest addition:")
+    assert field(result, "Earlier").startswith(f"it was also in revision {revisions[0]} "), result.text
+    assert "removed and added again" in field(result, "Earlier")
+    assert f"+Some say: {ORIGIN_SENTENCE}" in result.text
+
+
+@on_every_version
+def test_find_text_origin_says_when_the_text_is_not_on_the_page(wiki: RealWiki, bot_server: Any) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    revisions = saved_history(wiki, title, [("Admin", river_log(0, ORIGIN_SENTENCE)), ("Editor", river_log(1))])
+    with RequestCounter(bot_server).counting() as n:
+        result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not result.is_error and result.blocks == [(
+        f"Title: {title}\nNo match of {json.dumps(ORIGIN_SENTENCE)} in the page's current revision "
+        f"({revisions[1]}), so there is no addition to trace. To trace a text since removed, call "
+        "find-text-origin again with the revisionId of a revision that has it (get-page-history lists them).")]
+    assert n[0] == 2  # the history, then the one revision's text
+    older = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE, revisionId=revisions[0])
+    assert field(older, "Added in revision") == str(revisions[0])
+    assert field(older, "Found").startswith("the page's first revision:")
+    assert f"+{ORIGIN_SENTENCE}" in older.text and field(older, "User") == "Admin"
+
+
+@on_every_version
+def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealWiki) -> None:
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(4, 16)]
+    revisions = saved_history(wiki, title, steps)
+    server = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="3"))
+    tool = next(t for t in list_tools(server) if t.name == "find-text-origin")
+    assert "Reads at most 3 revisions." in tool.description
+    arguments: dict[str, Any] = {"title": title, "text": ORIGIN_SENTENCE}
+    calls = [call(server, "find-text-origin", **arguments)]
+    while len(calls[-1].blocks) == 2:
+        assert len(calls) < 10 and not calls[-1].is_error, calls[-1].text
+        marker = calls[-1].blocks[1]
+        assert marker.startswith("Result capped at 3 revision reads. To read on, call find-text-origin again "
+                                 "with revisionId="), marker
+        arguments["revisionId"] = int(marker.rsplit("=", 1)[1].rstrip("."))
+        assert revisions[3] <= arguments["revisionId"] < revisions[-1]
+        assert f"is in revision {arguments['revisionId']} (" in calls[-1].blocks[0]
+        calls.append(call(server, "find-text-origin", **arguments))
+    assert len(calls) > 1 and field(calls[-1], "Added in revision") == str(revisions[3]), calls[-1].text
+    assert field(calls[-1], "User") == "Editor"
+
+
+@on_every_version
+def test_find_text_origin_names_the_gaps_in_the_history(wiki: RealWiki, bot_server: Any) -> None:
+    """A revision deleted with its page and left out when the page was restored is out of reach:
+    the revision after it names a parent the history lacks, and as that gap lies right before the
+    revision found, the answer says the text may have come in it."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(4, 6)]
+    import_page(wiki, title, [(user, f"Step {n}", text) for n, (user, text) in enumerate(steps)])
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    for action, fields in (("delete", {}), ("undelete", {"timestamps": "|".join(
+            imported_at(n) for n in range(len(steps)) if n != 2)})):
+        done = session.post(wiki.api, timeout=30, data={"action": action, "title": title, "token": token,
+                                                        "format": "json", "formatversion": "2", **fields}).json()
+        assert action in done, done
+    revisions = revision_ids(wiki, title)[::-1]
+    assert len(revisions) == len(steps) - 1
+    result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    added, parent = revisions[2], parent_of(wiki, revisions[2])
+    assert field(result, "Added in revision") == str(added) and field(result, "User") == "Editor"
+    assert f"not in revision {revisions[1]} before it" in field(result, "Found")
+    assert parent not in revisions and field(result, "History gaps") == (
+        f"the parent of {added} ({parent}) is deleted. Those revisions are out of reach; one of them, before "
+        f"revision {added}, may have added it.")
+    whole = call(bot_server, "find-text-origin", title=title, text="The river log, day 5.")
+    assert field(whole, "Added in revision") == str(revisions[-1])
+    assert field(whole, "History gaps").endswith(" is deleted. Those revisions are out of reach.")
+
+
+def parent_of(wiki: RealWiki, revision: int) -> int:
+    """The parent revision ID a revision names."""
+    return wiki.raw_get(action="query", revids=revision, prop="revisions", rvprop="ids")["query"]["pages"][0][
+        "revisions"][0]["parentid"]
+
+
+def test_find_text_origin_skips_revisions_whose_text_is_hidden(fake: FakeWiki) -> None:
+    """A revision whose text an administrator hid (revision deletion, which the test wikis' accounts may
+    not do) is never read: the bisection goes round it, and the answer says it may hold the addition."""
+    def revision(revid: int, parent: int, sha1: str | None) -> dict[str, Any]:
+        return {"revid": revid, "parentid": parent, "user": "Ann", "timestamp": f"2026-03-0{revid}T00:00:00Z",
+                "comment": f"Edit {revid}", **({"sha1": sha1} if sha1 else {"sha1hidden": True})}
+
+    def page(*revisions: dict[str, Any]) -> Reply:
+        return Reply(body={"batchcomplete": True, "query": {"pages": [
+            {"pageid": 1, "ns": 0, "title": "Main Page", "revisions": list(revisions)}]}})
+
+    def text(revid: int, content: str) -> Reply:
+        return page({"revid": revid, "slots": {"main": {"contentmodel": "wikitext", "content": content}}})
+    fake.replies = [page(revision(5, 4, "e"), revision(4, 3, "d"), revision(3, 2, None), revision(2, 1, "b"),
+                         revision(1, 0, "a")),
+                    text(5, "Old line.\nThe ferry.\nMore."), text(4, "Old line.\nThe ferry."),
+                    text(1, "Old line."), text(2, "Old line.")]
+    result = call(fake_server(fake), "find-text-origin", title="Main Page", text="The ferry.")
+    assert field(result, "Added in revision") == "4" and field(result, "Revisions read") == "4 of 5 in the history"
+    assert field(result, "Found").endswith("not in revision 2 before it")
+    assert field(result, "History gaps") == ("the text of 3 is hidden. Those revisions are out of reach; one of "
+                                             "them, before revision 4, may have added it.")
+    reads = [r["params"].get("revids") for r in fake.requests_to_api()][1:]
+    assert reads == ["5", "4", "1", "2"]  # never 3
+
+
+def test_find_text_origin_refuses_bad_arguments_and_changes_nothing(bot_server: Any, wiki: RealWiki) -> None:
+    before = revision_ids(wiki, "Apple")
+    cases = [
+        ({"title": "Apple", "text": ""}, "invalid_input: Argument 'text' must not be empty."),
+        ({"title": "Apple", "text": "(fruit", "regex": True}, "invalid_input: text is not a valid regular expression"),
+        ({"title": "Apple", "text": "fruit", "revisionId": 0}, "invalid_input: "),
+        ({"title": "Apple", "text": "fruit", "revisionId": 987654321}, "not_found: Revision 987654321 not found"),
+        ({"title": "Apple", "text": "fruit", "revisionId": latest_revision(wiki, "Banana")["revid"]},
+         "not_found: Revision "),
+        ({"title": "No such page here", "text": "fruit"}, "not_found: Page 'No such page here' not found"),
+        ({"title": "Apple", "text": "fruit", "since": "2020"}, "invalid_input: "),
+        ({"title": "Apple", "find": "fruit"}, "invalid_input: "),
+    ]
+    for arguments, start in cases:
+        result = call(bot_server, "find-text-origin", **arguments)
+        assert result.is_error and len(result.blocks) == 1 and result.text.startswith(start), (arguments, result.text)
+    assert revision_ids(wiki, "Apple") == before
+    for value in ("1", "thirty", "-3"):  # the setting: at least 2, or no call could go on
+        with pytest.raises(m.ConfigError, match="MCP_TEXT_ORIGIN_MAX_READS must be a whole number, at least 2"):
+            m.Config.from_env({"MCP_TEXT_ORIGIN_MAX_READS": value})
+
+
 # -- get-category-members ------------------------------------------------------------
 
 FRUITS = ["Apple", "Banana", "Category:Citrus | subcat", "Cherry", "File:Notes.txt | file",
@@ -2438,6 +2662,119 @@ def test_category_member_errors(bot_server: Any) -> None:
     assert forged.is_error and forged.blocks[0].startswith("invalid_input: continueFrom")
     bad_type = call(bot_server, "get-category-members", category="Fruits", types=["article"])
     assert bad_type.is_error and "must be one of page, subcat, file" in bad_type.text
+
+
+# -- get-category-tree ------------------------------------------------------------------
+
+def category_tree(server: Any, name: str) -> dict[str, str]:
+    """A tree of categories of its own, named after ``name``: the root holds a page and A and C; A holds
+    B, B holds A (a cycle); C holds D and E, D holds E and a page. Their full titles by letter ("" for the
+    root)."""
+    titles = {letter: f"Category:{name}{' ' + letter if letter else ''}" for letter in ("", "A", "B", "C", "D", "E")}
+    parents = {"A": "", "B": "A", "C": "", "D": "C", "E": "D"}
+    for letter, parent in parents.items():
+        also = {"A": "B", "E": "C"}.get(letter)  # A is in B too (a cycle), E in C too (met twice)
+        create(server, titles[letter], f"[[{titles[parent]}]]" + (f"\n[[{titles[also]}]]" if also else ""))
+    create(server, titles[""], "The root of a tree.")
+    create(server, f"{name} page", f"A page in the root. [[{titles['']}]]")
+    create(server, f"{name} deep page", f"A page in D. [[{titles['D']}]]")
+    return titles
+
+
+TREE_LEGEND = "each under its parent with its counts (0 left out)"
+
+
+@on_every_version
+def test_get_category_tree_shows_depth_counts_pages_and_names_a_cycle(bot_server: Any) -> None:
+    name = f"Tree {secrets.token_hex(3)}"
+    t = category_tree(bot_server, name)
+    counter = RequestCounter(bot_server)
+    with counter.counting() as n:
+        two = call(bot_server, "get-category-tree", category=name)
+    assert not two.is_error and two.blocks == [(
+        f"Subcategories of {t['']} to depth 2, {TREE_LEGEND}:\n"
+        f"{t['']} (pages: 1, subcategories: 2)\n"
+        f"  {t['A']} (subcategories: 1)\n"
+        f"    {t['B']} (subcategories: 1)\n"
+        f"  {t['C']} (subcategories: 2)\n"
+        f"    {t['D']} (pages: 1, subcategories: 1)\n"
+        f"    {t['E']}")], two.text
+    assert n[0] == 4  # the root's counts, then the members of the root, A and C
+    one = call(bot_server, "get-category-tree", category=t[""], depth=1, pages=True)
+    assert one.blocks == [(
+        f"Subcategories of {t['']} to depth 1, {TREE_LEGEND}; its pages and files as '- ' rows:\n"
+        f"{t['']} (pages: 1, subcategories: 2)\n"
+        f"  - {name} page\n"
+        f"  {t['A']} (subcategories: 1)\n"
+        f"  {t['C']} (subcategories: 2)")], one.text
+    cycle = call(bot_server, "get-category-tree", category=t["A"], depth=3)
+    assert cycle.blocks == [(
+        f"Subcategories of {t['A']} to depth 3, {TREE_LEGEND}:\n"
+        f"{t['A']} (subcategories: 1)\n"
+        f"  {t['B']} (subcategories: 1)\n"
+        f"    {t['A']} (subcategories: 1, cycle: {t['A']} → {t['B']} → {t['A']})")], cycle.text
+    with counter.counting() as n:
+        deep = call(bot_server, "get-category-tree", category=t["C"], depth=2, pages=True)
+    assert deep.blocks[0].split("\n", 1)[1] == (  # E twice: under D, met again, not followed
+        f"{t['C']} (subcategories: 2)\n  {t['D']} (pages: 1, subcategories: 1)\n    - {name} deep page\n"
+        f"    {t['E']} (shown elsewhere in this tree)\n  {t['E']}")
+    assert n[0] == 3  # C's counts, C's members, D's (E has none)
+    deepest = call(bot_server, "get-category-tree", category=name, depth=5)
+    assert deepest.text.endswith(f"\n  {t['C']} (subcategories: 2)\n    {t['D']} (pages: 1, subcategories: 1)\n"
+                                 f"      {t['E']} (shown elsewhere in this tree)\n    {t['E']}")
+
+
+def test_get_category_tree_caps_its_answer_naming_the_next_call(wiki: RealWiki) -> None:
+    name = f"Wide tree {secrets.token_hex(3)}"
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    subcategories = [f"Category:{name} with a long name for a subcategory, number {n:02d}" for n in range(16)]
+    for title in subcategories:
+        create(bot_server_for(wiki), title, f"[[Category:{name}]]")
+    result = call(server, "get-category-tree", category=name, depth=1)
+    assert not result.is_error and len(result.blocks) == 2, result.text
+    rows = rows_of(result.blocks[0])
+    assert m.utf8_len(result.blocks[0]) <= 1000 and rows[1:] == [f"  {t}" for t in subcategories[:len(rows) - 1]]
+    assert result.blocks[1] == (
+        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
+        f"get-category-tree again with category={json.dumps(subcategories[len(rows) - 1])}.")
+
+
+def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: RealWiki) -> None:
+    """A category of more subcategories, each with one of its own, than one call lists (the cap of
+    requests): the rest are shown unlisted, and the marker names the first of them."""
+    name = f"Broad tree {secrets.token_hex(3)}"
+    children = [f"Category:{name} {n:02d}" for n in range(m.CATEGORY_TREE_REQUESTS + 1)]
+    import_pages(wiki, {**{child: f"[[Category:{name}]]" for child in children},
+                        **{f"{child} inner": f"[[{child}]]" for child in children}})
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        result = call(server, "get-category-tree", category=name)
+    assert n[0] == m.CATEGORY_TREE_REQUESTS and len(result.blocks) == 2, result.text
+    listed = m.CATEGORY_TREE_REQUESTS - 2  # after the root's counts and members, one a subcategory
+    rows = rows_of(result.blocks[0])
+    assert rows[1 + 2 * listed:] == [f"  {child} (subcategories: 1)" for child in children[listed:]]
+    assert rows[2 * listed - 1:2 * listed + 1] == [f"  {children[listed - 1]} (subcategories: 1)",
+                                                   f"    {children[listed - 1]} inner"]
+    assert result.blocks[1] == (
+        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
+        f"get-category-tree again with category={json.dumps(children[listed])}.")
+    rest = call(server, "get-category-tree", category=children[listed], depth=1)
+    assert rows_of(rest.blocks[0]) == [f"{children[listed]} (subcategories: 1)", f"  {children[listed]} inner"]
+
+
+def test_get_category_tree_refuses_bad_arguments(bot_server: Any) -> None:
+    cases = [
+        ({"category": "Fruits", "depth": 0}, "invalid_input: "),
+        ({"category": "Fruits", "depth": 6}, "invalid_input: "),
+        ({"category": "Fruits", "pages": "yes"}, "invalid_input: "),
+        ({"category": "Fruits", "types": ["page"]}, "invalid_input: "),
+        ({"category": ""}, "invalid_input: "),
+        ({"category": "No such category here"}, "not_found: Category:No such category here has no page and no members"),
+    ]
+    for arguments, start in cases:
+        result = call(bot_server, "get-category-tree", **arguments)
+        assert result.is_error and len(result.blocks) == 1 and result.text.startswith(start), (arguments, result.text)
 
 
 # -- get-links-here --------------------------------------------------------------------

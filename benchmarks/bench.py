@@ -22,6 +22,9 @@ stdio, and prints:
 - resident memory after start and after many calls;
 - the time a keyed append spends on the state store, in memory and in a real
   redis-server (MCP_STATE_URL), median and p99 over --store-appends appends;
+- find-text-origin on a page of 200 revisions (imported from an XML dump): its requests and
+  time, and the revisions it read, for a sentence added long ago and one added lately
+  (--text-origin-only measures that alone);
 - with --load, the load over Streamable HTTP of benchmarks/load.py;
 and the budgets of issue 8, each met or not. Never part of the test run.
 """
@@ -53,7 +56,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import mediawiki_mcp as m
-from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, start_test_wiki
+from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, import_page, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
 CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -318,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the start time, with no wiki (the server asks none before a call)")
     parser.add_argument("--store-appends", type=int, default=200,
                         help="keyed appends timed on each state store (default 200)")
+    parser.add_argument("--text-origin-only", action="store_true",
+                        help="only find-text-origin on a page of 200 revisions")
     parser.add_argument("--load", action="store_true",
                         help="also the load over HTTP of benchmarks/load.py (50 sessions x 20 calls, three set-ups)")
     options = parser.parse_args(argv)
@@ -330,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mw-bench-") as directory:
         wiki = start_test_wiki(Path(directory))
         try:
+            if options.text_origin_only:
+                text_origin(wiki, options.calls)
+                return 0
             return run(wiki, options)
         finally:
             wiki.stop()
@@ -496,6 +504,7 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
                     growth <= 0.10, f"{growth:+.1%}"))
 
     store_times(wiki, options.store_appends)
+    text_origin(wiki, options.calls)
     if options.load:
         from load import run_load
         budgets += run_load(direct_env)
@@ -504,6 +513,56 @@ def run(wiki: Any, options: argparse.Namespace) -> int:
     for name, met, figure in budgets:
         print(f"  [{'met' if met else 'MISSED'}] {name}: {figure}")
     return 0
+
+
+#: find-text-origin's page: ORIGIN_REVISIONS revisions, each changing a line of its own; the sentences
+#: traced come in at the revisions (counted from 1) ORIGIN_CASES names, and stay.
+ORIGIN_TITLE = "Text origin benchmark"
+ORIGIN_REVISIONS = 200
+ORIGIN_CASES = {"The old mill was built in 1722.": 57, "The new bridge opened in 2019.": 190}
+
+
+def origin_revision(n: int) -> tuple[str, str, str]:
+    """Revision ``n`` of find-text-origin's page: its user (two accounts in turn), summary and text."""
+    lines = [f"The river log, entry {n}.", "The gauge stands at the bridge."]
+    lines += [sentence for sentence, at in ORIGIN_CASES.items() if n >= at]
+    return "Editor" if n % 3 == 0 else "Admin", f"Entry {n}", "\n".join(lines)
+
+
+def text_origin(wiki: Any, calls: int) -> None:
+    """find-text-origin on a page of ORIGIN_REVISIONS revisions, imported from an XML dump (faster than
+    as many edits): the HTTP requests of a call (counted at a proxy, after a first call), its median
+    time through the MCP client over stdio, and the revisions it read."""
+    import_page(wiki, ORIGIN_TITLE, map(origin_revision, range(1, ORIGIN_REVISIONS + 1)))
+    wiki_port = int(urllib.parse.urlsplit(wiki.api).port or 80)
+    proxy = CountingProxy(wiki_port)
+    env = dict(bench_env(), MEDIAWIKI_URL=f"http://127.0.0.1:{proxy.port}/w/api.php")
+    cases = [("find-text-origin", {"title": ORIGIN_TITLE, "text": sentence}) for sentence in ORIGIN_CASES]
+    counting = StdioProcess(server_command(), env)
+    counting.initialize()
+    print(f"\nfind-text-origin on a page of {ORIGIN_REVISIONS} revisions (imported from an XML dump):")
+    print(f"  {'sentence added in revision':<28}{'found':>7}{'read':>6}{'requests':>10}{'median ms':>11}"
+          f"{'p90 ms':>9}")
+    rows = []
+    for tool, arguments in cases:
+        counting.request("tools/call", {"name": tool, "arguments": arguments})  # warm: site info, connection
+        before = len(proxy.urls)
+        reply, _ = counting.request("tools/call", {"name": tool, "arguments": arguments})
+        text = "\n".join(c.get("text", "") for c in reply["result"]["content"])
+        fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+        rows.append((len(proxy.urls) - before, fields.get("Added in revision", "?"),
+                     fields.get("Revisions read", "?").split()[0]))
+    counting.close()
+    params = StdioServerParameters(command=server_command()[0], args=server_command()[1:], env=env)
+    timings = timed_calls(params, cases, calls)
+    history: dict[str, Any] = {"action": "query", "prop": "revisions", "titles": ORIGIN_TITLE,
+                               "rvprop": "ids", "rvlimit": "max", "format": "json", "formatversion": 2}
+    oldest = min(int(r["revid"]) for r in requests.get(wiki.api, params=history, timeout=30).json()[
+        "query"]["pages"][0]["revisions"])
+    for (sentence, at), (count, found, read), samples in zip(ORIGIN_CASES.items(), rows, timings):
+        right = "yes" if found == str(oldest + at - 1) else f"NO ({found})"
+        print(f"  {at:<28}{right:>7}{read:>6}{count:>10}{ms(statistics.median(samples)):>11}"
+              f"{ms(percentile(samples, 0.9)):>9}")
 
 
 class TimedStore:
