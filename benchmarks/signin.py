@@ -58,7 +58,7 @@ class WikiRequests:
                 with self.lock:
                     self.count += 1
             return send(session, request, **options)
-        requests.Session.send = counted  # type: ignore[method-assign]
+        requests.Session.send = counted  # type: ignore[method-assign, assignment]
 
 
 def serve(server: Any, options: m.HttpOptions) -> str:
