@@ -8022,6 +8022,7 @@ def test_prompts_get_refuses_bad_or_missing_arguments_and_unknown_prompts() -> N
         "fix-section, summarise-talk-page, check-references, survey-category.")
 
 
+@on_every_version
 def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     prefix = f"Completion {secrets.token_hex(3)}"
@@ -9559,7 +9560,8 @@ def test_no_output_of_a_full_run_shows_a_secret_of_the_configuration(
         ("whoami", {}), ("get-revision", {"revisionId": 1}), ("get-page-history", {"title": "Apple"}),
         ("compare-pages", {"fromTitle": "Apple", "toTitle": "Banana"}),
         ("get-category-members", {"category": "Fruits"}), ("get-links-here", {"title": "Apple"}),
-        ("get-page-links", {"title": "Apple"}),
+        ("get-page-links", {"title": "Apple"}), ("get-category-tree", {"category": "Fruits", "pages": True}),
+        ("find-text-origin", {"title": "Apple", "text": "Apple"}),
         ("get-recent-changes", {"limit": 5}), ("parse-wikitext", {"wikitext": "[[Apple]], [[Nowhere at all]]"}),
         ("get-user-contributions", {"user": "Admin", "limit": 5}), ("get-log-events", {"limit": 5}),
         ("get-watchlist", {"limit": 5}),
