@@ -4737,7 +4737,8 @@ class People:
 
     def __init__(self) -> None:
         self.sources: list[Callable[[str], Person | None]] = []
-        self._clients: dict[tuple[str, str], MediaWikiClient] = {}
+        #: each client with the account it logs in as, which a new sign-in of the person may change
+        self._clients: dict[tuple[str, str], tuple[Credentials, MediaWikiClient]] = {}
         self._lock = threading.Lock()
 
     def person(self, token: str) -> Person | None:
@@ -4746,20 +4747,22 @@ class People:
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
-        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials)."""
+        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials);
+        a new one once they signed in again with another bot password (the old one may be revoked)."""
         account = person.accounts[wiki.key]
         with self._lock:
-            client = self._clients.get((person.id, wiki.key))
-            if client is None:
-                client = self._clients[person.id, wiki.key] = make(dataclasses.replace(
-                    wiki, username=account.username, password=account.password, token=account.token))
+            made, client = self._clients.get((person.id, wiki.key), (None, None))
+            if client is None or made != account:
+                client = make(dataclasses.replace(wiki, username=account.username, password=account.password,
+                                                  token=account.token))
+                self._clients[person.id, wiki.key] = account, client
             return client
 
     def forget(self, person_id: str) -> list[MediaWikiClient]:
         """Drops a person's clients (sign-out), returning them so their wiki sessions can be ended."""
         with self._lock:
             gone = [key for key in self._clients if key[0] == person_id]
-            return [self._clients.pop(key) for key in gone]
+            return [self._clients.pop(key)[1] for key in gone]
 
 
 #: The fields of a person in MCP_AUTH_TOKENS; each of their wikis takes those of SECRET_FIELDS.

@@ -11061,6 +11061,36 @@ def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWik
         assert latest_revision(wiki, title)["user"] == "Admin"
 
 
+def revoke_bot_password(wiki: RealWiki, app_id: str) -> None:
+    """Deletes a bot password, as its owner does at Special:BotPasswords: its sessions end with it."""
+    php(wiki.directory, "maintenance/sql.php", "--query", f"DELETE FROM bot_passwords WHERE bp_app_id = '{app_id}'")
+
+
+def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
+        wiki: RealWiki) -> None:
+    """Member signs in with a bot password of their own, which they then revoke: their calls are
+    refused (authentication), nothing done; signed in again with another one, their calls act as them
+    through it, in the new session and the old one alike."""
+    app_id, password = "revoked" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app_id}", f"--grants={BOT_GRANTS}",
+        "Member", password)
+    title = f"Signed in again {secrets.token_hex(4)}"
+    with login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        first = PersonSession(url, app.tokens(Browser(f"Member@{app_id}", password))["access_token"])
+        assert f"App: {app_id} (bot password)" in tool_text(first.call("whoami"))
+        revoke_bot_password(wiki, app_id)
+        refused = first.call("create-page", title=title, source="Not to be saved.")
+        assert error_text(refused).startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} "
+                                              f"as Member@{app_id} failed"), refused
+        assert revision_ids(wiki, title) == []
+        again = PersonSession(url, app.tokens(Browser(wiki.plain_user, wiki.plain_password))["access_token"])
+        made = again.call("create-page", title=title, source="Made with the new bot password.")
+        assert tool_text(made).startswith("Created."), made
+        assert "App: mcp (bot password)" in tool_text(first.call("whoami"))
+    assert revision_users(wiki, title) == ["Member"]
+
+
 @pytest.mark.parametrize("env, named", [
     ({}, "needs MCP_AUTH_SECRET"),
     ({"MCP_AUTH_SECRET": "not-a-fernet-key"}, "MCP_AUTH_SECRET must hold Fernet keys"),
