@@ -4729,6 +4729,17 @@ class Person:
     id: str  # stable and not secret: the caller (caller_of) whose reads and idempotency keys are theirs
     name: str  # what the operator's log calls them: their wiki user name, never a secret
     accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
+    signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
+
+    def account_fix(self) -> str:
+        """How they change their account on a wiki: they sign in again, or the operator edits the file."""
+        return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
+                if self.signed_in else "ask this server's operator to change it (MCP_AUTH_TOKENS)")
+
+    def account_elsewhere(self, where: str) -> str:
+        """How they get an account on a wiki where they have none (``where``: which wiki, as a phrase)."""
+        return (f"A sign-in acts on one wiki: to act on {where}, sign in again choosing it" if self.signed_in
+                else f"To get one, ask this server's operator to add {where} to their entry (MCP_AUTH_TOKENS)")
 
 
 class People:
@@ -5137,6 +5148,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
         if spec not in offered and person and spec in offered_tools(state, session):
+            if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+                writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
+                raise authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
+                                     f"so it does not use {name} for them (never as its own account); nothing "
+                                     f"was changed. {person.account_elsewhere(writable)}.")
             raise permission_denied(
                 f"The tool {name} is not offered to {person.name}: their account lacks the right "
                 f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
@@ -5200,8 +5216,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             log_persons_write(person, write, error.category)
         if as_person and person and error.category == "authentication":
             text += (f" Nothing was done as another account. {person.name} needs a working bot password "
-                     "of their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign "
-                     "in again.")
+                     f"of their own here: {person.account_fix()}.")
         return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
@@ -5224,8 +5239,7 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
         doing = f"use {writer} on the wiki" if writer else "read the private wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
-                             "changed. To get one, ask this server's operator to add the wiki to their entry "
-                             "(MCP_AUTH_TOKENS), or sign in to it.")
+                             f"changed. {person.account_elsewhere('the wiki')}.")
     return configured
 
 
@@ -11694,7 +11708,7 @@ class SignIns:
                         found["name"])
             return None
         account = Credentials(found["username"], password)
-        return Person(access["subject"], found["name"], {found["wiki"]: account})
+        return Person(access["subject"], found["name"], {found["wiki"]: account}, signed_in=True)
 
     # -- the sign-in page ---------------------------------------------------------------
 

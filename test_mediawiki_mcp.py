@@ -10121,7 +10121,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
-        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS), or sign in to it.")
+        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS).")
     assert revision_ids(third_wiki, title) == []
     assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
                                           "server does not read the private wiki other for them")
@@ -10144,7 +10144,7 @@ def test_a_persons_wrong_bot_password_is_theirs_to_fix_and_nothing_is_done_as_th
         assert text.startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} as Member@mcp "
                                "failed: "), text
         assert text.endswith("Nothing was done as another account. Member needs a working bot password of their "
-                             "own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign in again.")
+                             "own here: ask this server's operator to change it (MCP_AUTH_TOKENS).")
     assert revision_ids(wiki, title) == []
 
 
@@ -11042,6 +11042,14 @@ def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         assert other_wiki.url in form and form.count("Special:BotPasswords</a>") == 2
         person = server.state.people.person(tokens["access_token"])
         assert (person.name, list(person.accounts)) == ("Editor", ["other"])
+        title = f"Signed in elsewhere {secrets.token_hex(4)}"
+        refused = PersonSession(url, tokens["access_token"]).call("create-page", title=title, source="x.",
+                                                                  wiki=wiki.key)
+        assert error_text(refused) == (  # other is read-only: no right is missing, a wiki to write to is
+            "authentication: Editor has no account of their own on a wiki this server writes to, so it does not use "
+            f"create-page for them (never as its own account); nothing was changed. A sign-in acts on one wiki: to "
+            f"act on {wiki.key}, sign in again choosing it."), refused
+        assert revision_ids(wiki, title) == []
 
 
 @on_every_version
@@ -11083,6 +11091,9 @@ def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_
         refused = first.call("create-page", title=title, source="Not to be saved.")
         assert error_text(refused).startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} "
                                               f"as Member@{app_id} failed"), refused
+        assert error_text(refused).endswith(  # what a signed-in person does, not what the token file's people do
+            "Nothing was done as another account. Member needs a working bot password of their own here: sign in "
+            "again with a working one (from the MCP client, authenticate to this server again).")
         assert revision_ids(wiki, title) == []
         again = PersonSession(url, app.tokens(Browser(wiki.plain_user, wiki.plain_password))["access_token"])
         made = again.call("create-page", title=title, source="Made with the new bot password.")
