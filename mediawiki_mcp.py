@@ -11362,6 +11362,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
+    logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
@@ -11464,6 +11465,15 @@ def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions | N
                             setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
     options.cipher()
     return options
+
+
+def hiding_link_secrets(record: logging.LogRecord) -> bool:
+    """uvicorn's access log (at DEBUG) without the secret of a sign-in link (/sign-in?request=...):
+    whoever has it may fill in that person's sign-in form, within its 15 minutes."""
+    if isinstance(record.args, tuple) and len(record.args) > 2 and isinstance(record.args[2], str):
+        path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
+        record.args = (*record.args[:2], path, *record.args[3:])
+    return True
 
 
 def secret_hash(secret: str) -> str:

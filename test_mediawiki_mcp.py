@@ -11074,6 +11074,23 @@ def revoke_bot_password(wiki: RealWiki, app_id: str) -> None:
     php(wiki.directory, "maintenance/sql.php", "--query", f"DELETE FROM bot_passwords WHERE bp_app_id = '{app_id}'")
 
 
+def test_the_debug_log_of_a_served_sign_in_shows_no_secret(wiki: RealWiki) -> None:
+    """At DEBUG, the access log shows each request's path: never the secret of a sign-in link, which
+    opens that person's form, nor a code, token or password."""
+    env = {**login_env(wiki), "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}
+    with http_servers((env, ())) as (http,):
+        app, (verifier, challenge) = OAuthApp.register(http.url), pkce()
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        code = app.code(browser, challenge)
+        tokens = app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                           redirect_uri=CALLBACK).json()
+        assert initialize_status(http.url, tokens["access_token"]) == 200
+        link = urllib.parse.parse_qs(urllib.parse.urlsplit(browser.pages[0].url).query)["request"][0]
+    assert '"GET /sign-in?request=(hidden) HTTP/1.1" 200' in http.log, http.log
+    for secret in (link, code, tokens["access_token"], tokens["refresh_token"], wiki.editor_password):
+        assert secret not in http.log
+
+
 def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
         wiki: RealWiki) -> None:
     """Member signs in with a bot password of their own, which they then revoke: their calls are
