@@ -11779,10 +11779,12 @@ class SignIns:
             return self._wikis()
         wikis = await on_own_thread(renew)
         redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
+        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
+        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
         name = (client.client_name if client and client.client_name else
                 f"An unnamed client ({pending['client']})")
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
-                            client=name, redirect_host=redirect.netloc, request=request, csrf=csrf,
+                            client=name, redirect_host=going_to, request=request, csrf=csrf,
                             username=username, error=error)
         response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
         response.set_cookie(CSRF_COOKIE, csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
@@ -11802,6 +11804,10 @@ class SignIns:
             return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
         if not username or not password:
             return await again(error="Give both your user name and your bot password.", status=400)
+        if "@" not in username:  # a main password would give the server all of the account, not what it needs
+            return await again(error="Give the user name of a bot password, such as "
+                               f"{username.capitalize()}@mcp, and its password: this server does not take "
+                               "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
         address = request.client.host if request.client else ""
         try:
             person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))

@@ -10931,6 +10931,32 @@ def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealW
         assert answer.status_code == 303 and "code=" in answer.headers["location"]
 
 
+def test_the_sign_in_takes_a_bot_password_never_the_wiki_password(wiki: RealWiki) -> None:
+    """A user name without a bot password's app (Admin, not Admin@mcp) is refused before any login:
+    the server would otherwise hold the whole account's password. Nothing is issued or counted."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        browser = Browser("admin", wiki.admin_password)
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        again = browser.pages[-1]
+        error = re.search(r'<p class="error"[^>]*>(.*?)</p>', again.text, re.DOTALL)
+        assert again.status_code == 400 and error, again.text
+        assert html.unescape(error[1]) == ("Give the user name of a bot password, such as Admin@mcp, and its "
+                                           "password: this server does not take your wiki password. Make one at "
+                                           "Special:BotPasswords, as below.")
+        assert not issued(server, "code") and not issued(server, "person") and not issued(server, "failures")
+
+
+def test_the_consent_line_names_where_a_native_apps_own_scheme_goes_back_to(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url, "com.example.app:/oauth2redirect")
+        form = requests.get(app.authorize_url(pkce()[1]), timeout=30)
+        assert form.status_code == 200, form.text
+        assert re.search(r'class="consent"><b>Test client</b>.*?go back\nto it at <b>com\.example\.app:/oauth2redirect'
+                         r'</b>', form.text, re.DOTALL), form.text
+
+
 #: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
 #: downloads nothing.
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
