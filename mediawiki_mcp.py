@@ -11839,7 +11839,9 @@ class SignIns:
     def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
         """_check, unless the user name or the address failed too often lately; a failed login
         counts against both."""
-        throttled = [(f"name:{username.split('@')[0].lower()}", SIGN_IN_FAILURES_PER_NAME),
+        # the wiki's user, as it reads the name: underscores are spaces, runs of them one, none at the ends
+        user = re.sub(r"[\s_]+", " ", username.partition("@")[0]).strip().casefold()
+        throttled = [(f"name:{user}", SIGN_IN_FAILURES_PER_NAME),
                      (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
         if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
                for name, limit in throttled):

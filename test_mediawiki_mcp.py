@@ -11049,6 +11049,21 @@ def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: Re
         assert app.code(Browser(wiki.bot_user, wiki.bot_password), challenge)  # another name is let in
 
 
+def test_every_spelling_of_a_user_name_that_the_wiki_reads_as_one_counts_against_one_throttle(
+        wiki: RealWiki) -> None:
+    """Underscores and spaces around or in a name, and its first letter's case, name one wiki user:
+    guesses spread across such spellings stop as those with one spelling do."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        for name in ("editor_@mcp", "Editor__@other", "_Editor@mcp", " editor _@mcp", "__Editor@x"):
+            assert Browser(name, "wrong").sign_in(app.authorize_url(challenge)) == ""
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        assert browser.pages[-1].status_code == 429 and "Too many failed sign-ins" in browser.pages[-1].text
+        assert not issued(server, "code")
+
+
 def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
