@@ -2004,14 +2004,15 @@ def substitute_address(value: str, env: Mapping[str, str], path: str) -> str:
             + substitute(value[end:], env, path, False))
 
 
-def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool) -> str | None:
+def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool, secret: bool = True) -> str | None:
     """A credential field of the configuration file: null, a string (``${VAR}`` substituted,
     the variable required) or an exec source. A literal empty string is no credential, as null
-    is and as the TypeScript server reads it; one that a variable leaves empty is refused."""
+    is and as the TypeScript server reads it; one that a variable leaves empty is refused.
+    Written out, a ``secret`` gets a warning at start; a user name (not ``secret``) none."""
     if value is None or isinstance(value, str) and not value.strip():
         return None
     if isinstance(value, str):
-        if not VARIABLE.search(value):
+        if secret and not VARIABLE.search(value):
             _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source keeps it out "
                        "of the file.")
         value = substitute(value, env, path, True)
@@ -4886,8 +4887,8 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
     if unknown := [name for name in account if name not in SECRET_FIELDS]:
         raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are "
                           f"{', '.join(SECRET_FIELDS)}")
-    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}",
-                                                 header=name == "token") for name in SECRET_FIELDS)
+    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}", header=name == "token",
+                                                 secret=name != "username") for name in SECRET_FIELDS)
     if username and not password or password and not username:
         raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
                           "(Special:BotPasswords) is a username such as Ana@mcp and its password")

@@ -10177,6 +10177,28 @@ def test_a_persons_reads_vouch_for_their_own_writes_in_any_session_and_never_for
     assert wiki.wikitext(log_title).count("* entry") == 2 and revision_users(wiki, log_title)[:2] == ["Member", "Admin"]
 
 
+def test_the_token_file_of_the_docs_works_as_written_and_warns_of_no_user_name(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/people.md's example (its password manager's command swapped for printf): Ana and Ben,
+    with their accounts; a user name written out is no secret, so nothing warns at start."""
+    example = re.search(r"## The token file\n\n```json\n(.*?)```", (HERE / "docs" / "people.md").read_text(), re.DOTALL)
+    assert example, "docs/people.md has no token file example"
+    path = tmp_path / "people.json"
+    path.write_text(example[1].replace('"command": "pass", "args": ["wiki/ana"]',
+                                       '"command": "printf", "args": ["%s", "docs-password"]'))
+    config = tmp_path / "wikis.json"
+    config.write_text(json.dumps({"defaultWiki": "wiki.example.org", "wikis": {
+        key: {"server": f"https://{key}"} for key in ("wiki.example.org", "docs.example.org")}}))
+    env = {"CONFIG": str(config), "MCP_AUTH_TOKENS": str(path), "ANA_TOKEN": secrets.token_urlsafe(24),
+           "ANA_BOT_PASSWORD": "a" * 32, "BEN_BOT_PASSWORD": "b" * 32}
+    with caplog.at_level(logging.WARNING):
+        options = m.http_options(m.argument_parser().parse_args(["--transport", "http"]), env, m.Config.from_env(env))
+    people = {person.name: person for person in options.tokens.people.values()}
+    assert sorted(people) == ["Ana", "Ben"] and people["Ana"].accounts["docs.example.org"].password == "docs-password"
+    assert people["Ben"].accounts["wiki.example.org"].username == "Ben@mcp"
+    assert "plaintext credential" not in caplog.text, caplog.text
+
+
 BAD_TOKEN_FILES = [
     ({"people": [{"token": "${T1}", "wikis": {"nowhere": {"username": "A@mcp", "password": "${P}"}}}]},
      "people.json: people[0].wikis.nowhere: 'nowhere' is not a configured wiki; they are main"),
