@@ -11813,7 +11813,8 @@ class SignIns:
         try:
             person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
-            log.warning("sign-in to %s as %s failed: %s", wiki, username.split("@")[0], error.category)
+            # as a quoted string: a name is whatever the form was sent with, a line break too
+            log.warning("sign-in to %s as %r failed: %s", wiki, username.split("@")[0], error.category)
             status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
             # a person reads this page, not a model: the advice to the model stays out of it
             return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",

@@ -10979,6 +10979,17 @@ def test_the_consent_line_names_where_a_native_apps_own_scheme_goes_back_to(wiki
                          r'</b>', form.text, re.DOTALL), form.text
 
 
+def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        forged = "Nobody\nINFO mediawiki_mcp: signed in: Admin"
+        assert Browser(forged + "@mcp", "wrong").sign_in(app.authorize_url(pkce()[1])) == ""
+        assert not issued(server, "code")
+    assert "sign-in to" in caplog.text and "'Nobody\\nINFO mediawiki_mcp: signed in: Admin'" in caplog.text
+    assert not any(record.getMessage().count("\n") for record in caplog.records if "sign-in" in record.getMessage())
+
+
 #: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
 #: downloads nothing.
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
