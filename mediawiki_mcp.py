@@ -11412,7 +11412,7 @@ AUTH_CODE_SECONDS = 5 * 60
 SIGN_IN_FAILURES_PER_NAME = 5
 SIGN_IN_FAILURES_PER_ADDRESS = 20
 SIGN_IN_WINDOW_SECONDS = 15 * 60
-#: The cookie that carries the sign-in form's CSRF token beside its hidden field.
+#: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
 CSRF_COOKIE = "mediawiki_mcp_csrf"
 #: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
 TOKENS_PER_PERSON = 100
@@ -11475,6 +11475,12 @@ def hiding_link_secrets(record: logging.LogRecord) -> bool:
         path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
         record.args = (*record.args[:2], path, *record.args[3:])
     return True
+
+
+def csrf_cookie(request: str) -> str:
+    """The name of the CSRF cookie of one pending sign-in: one of its own, so that two sign-ins in
+    one browser at once (two clients, or one that asked twice) do not overwrite each other's."""
+    return f"{CSRF_COOKIE}_{secret_hash(request)[:16]}"
 
 
 def secret_hash(secret: str) -> str:
@@ -11759,7 +11765,7 @@ class SignIns:
                                              "MCP client."), status_code=400)
         if request.method == "POST":
             csrf = str(form.get("csrf") or "")
-            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(CSRF_COOKIE) != csrf:
+            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:
                 log.warning("sign-in refused: a form without its CSRF token")
                 return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
                                                  "server sent it (its CSRF token is missing or wrong), so "
@@ -11788,7 +11794,7 @@ class SignIns:
                             client=name, redirect_host=going_to, request=request, csrf=csrf,
                             username=username, error=error)
         response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
-        response.set_cookie(CSRF_COOKIE, csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
+        response.set_cookie(csrf_cookie(request), csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
                             samesite="lax", secure=self.issuer.startswith("https:"))
         return response
 
@@ -11835,7 +11841,7 @@ class SignIns:
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
                                         iss=str(self.issuer_url))
         response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-        response.delete_cookie(CSRF_COOKIE, path=SIGN_IN_PATH)
+        response.delete_cookie(csrf_cookie(given), path=SIGN_IN_PATH)
         return response
 
     def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:

@@ -10934,6 +10934,20 @@ def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: Real
         assert not issued(server, "code") and not issued(server, "person")
 
 
+def test_two_sign_ins_open_in_one_browser_at_once_each_work(wiki: RealWiki) -> None:
+    """Two clients (or one that asked twice) open the sign-in page in one browser; the form opened
+    first is sent after the second was opened, and both sign in."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        browser = requests.Session()
+        forms = [browser.get(app.authorize_url(pkce()[1]), timeout=30) for _ in range(2)]
+        for form in forms:
+            fields = {**form_fields(form.text), "username": wiki.editor_user, "password": wiki.editor_password}
+            answer = browser.post(form.url.split("?")[0], data=fields, allow_redirects=False, timeout=30)
+            assert answer.status_code == 303 and "code=" in answer.headers["location"], answer.text
+        assert len(issued(server, "code")) == 2
+
+
 def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
