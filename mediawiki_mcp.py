@@ -5177,7 +5177,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             client = persons_client(state, person, wiki, client, "" if spec.read_only else name)
             as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
-                name, key, values.get("title") or values.get("fromTitle"))
+                name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved

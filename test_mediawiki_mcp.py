@@ -10094,7 +10094,8 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
 
 
 def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes_nothing_there(
-        wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path) -> None:
+        wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
     """On a public wiki where Member has no account, reads go through the configured account and
     writes are refused naming what to do, the wiki unchanged; on a private one reads are refused
     too, while Admin, who has an account there, reads it."""
@@ -10108,7 +10109,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     server = make_server({"CONFIG": str(config)})
     elsewhere = {"other": {"username": other_wiki.bot_user, "password": other_wiki.bot_password}}
     env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, "main", **elsewhere)
-    with serving_people(server, tmp_path / "people.json", env) as url:
+    with caplog.at_level(logging.INFO), serving_people(server, tmp_path / "people.json", env) as url:
         admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
         read = member.call("get-page", title="Main Page", wiki="third")
         written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
@@ -10118,6 +10119,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert tool_text(read).startswith("Wiki: third\n")
     # the copy reads third as configured, and writes to main as Member, never as the Editor
     assert "Created." in tool_text(copied) and revision_users(wiki, title) == ["Member"]
+    assert f"write by Member: copy-page on main, page {title!r}: done" in caplog.text  # the page written
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
