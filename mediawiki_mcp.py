@@ -10607,11 +10607,13 @@ def loadable_now(state: ServerState, session: Session | None) -> list[str]:
     return [name for name in TOOLSETS if name in state.config.loadable_toolsets and name not in have]
 
 
-def toolset_tools(state: ServerState, session: Session | None, name: str) -> list[str]:
-    """The tools a toolset would add for a session, as offered_tools offers them (a read-only
-    server offers no tool that writes)."""
+def toolset_tools(state: ServerState, session: Session | None, name: str, person: Person | None = None
+                  ) -> list[str]:
+    """The tools a toolset would add for a session (of ``person``, where one signed in), as
+    offered_tools offers them (a read-only server offers no tool that writes; a person, none
+    their account lacks the rights for)."""
     with_it = Session(toolsets_of(state, session) | {name})
-    return [spec.name for spec in offered_tools(state, with_it) if spec.toolset == name]
+    return [spec.name for spec in offered_tools(state, with_it, person) if spec.toolset == name]
 
 
 @tool("load-toolset", "Load toolset", toolset="pages", read_only=True, open_world=False, scoped=False,
@@ -10623,12 +10625,12 @@ def load_toolset(
 ) -> str:
     """Lists toolsets not loaded (changes, contributions, logs, files, talk...) or loads one for the
     session."""
-    state, session = ctx.state, ctx.session
+    state, session, person = ctx.state, ctx.session, ctx.person
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)
     if toolset is None:
         rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
-                for name in choices if (tools := toolset_tools(state, session, name))]
+                for name in choices if (tools := toolset_tools(state, session, name, person))]
         barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
         return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
@@ -10636,11 +10638,15 @@ def load_toolset(
     if name not in TOOLSETS:
         raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}.")
     if name in toolsets_of(state, session):
-        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name))}."
+        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, person))}."
     if name not in choices:
         raise permission_denied(f"The operator does not let a session load the toolset {name} "
                                 "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
-    tools = toolset_tools(state, session, name)
+    tools = toolset_tools(state, session, name, person)
+    if not tools and person and toolset_tools(state, session, name):
+        raise permission_denied(f"The toolset {name} offers {person.name} no tool: their account lacks the rights "
+                                "of each on every wiki where they may write. Only the wiki's administrators can "
+                                "give them; no retry by the model changes it.")
     if not tools:
         raise permission_denied(f"The toolset {name} offers no tool with this server's configuration (on "
                                 "read-only wikis, none that writes).")

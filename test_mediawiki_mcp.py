@@ -10201,6 +10201,26 @@ def test_the_token_file_of_the_docs_works_as_written_and_warns_of_no_user_name(
     assert "plaintext credential" not in caplog.text, caplog.text
 
 
+def test_a_person_loads_a_toolset_and_is_told_only_the_tools_their_rights_give(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    """load-toolset names, for each person, the tools their tools/list then has: Admin gets the
+    admin toolset's, Member (no delete, protect or rollback) none, and is told why."""
+    server = make_server(editor_env(wiki, MCP_TOOLSETS="default", MCP_LOADABLE_TOOLSETS="admin"))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    with serving_people(server, tmp_path / "people.json", env) as url:
+        admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
+        listed = {"Admin": tool_text(admin.call("load-toolset")), "Member": tool_text(member.call("load-toolset"))}
+        refused, loaded = member.call("load-toolset", toolset="admin"), admin.call("load-toolset", toolset="admin")
+        tools = {"Admin": admin.tools(), "Member": member.tools()}
+    assert "admin: " in listed["Admin"] and "delete-page" in listed["Admin"]
+    assert "delete-page" not in listed["Member"], listed["Member"]
+    assert error_text(refused) == ("permission_denied: The toolset admin offers Member no tool: their account lacks "
+                                   "the rights of each on every wiki where they may write. Only the wiki's "
+                                   "administrators can give them; no retry by the model changes it.")
+    assert "delete-page" in tool_text(loaded) and "delete-page" in tools["Admin"]
+    assert "delete-page" not in tools["Member"]
+
+
 BAD_TOKEN_FILES = [
     ({"people": [{"token": "${T1}", "wikis": {"nowhere": {"username": "A@mcp", "password": "${P}"}}}]},
      "people.json: people[0].wikis.nowhere: 'nowhere' is not a configured wiki; they are main"),
