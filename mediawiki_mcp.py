@@ -11766,9 +11766,10 @@ class SignIns:
         given = str(form.get("request") or request.query_params.get("request") or "")
         pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
         if pending is None:
-            return HTMLResponse(message_page("This sign-in has ended", "The link is unknown or older than "
-                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. Start again from your "
-                                             "MCP client."), status_code=400)
+            return HTMLResponse(message_page("This sign-in has ended", "The link was used to sign in already "
+                                             "(your MCP client has the sign-in), or it is unknown or older than "
+                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. To sign in again, start "
+                                             "again from your MCP client."), status_code=400)
         if request.method == "POST":
             csrf = str(form.get("csrf") or "")
             if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:

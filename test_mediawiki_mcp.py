@@ -10970,6 +10970,23 @@ def test_two_sign_ins_open_in_one_browser_at_once_each_work(wiki: RealWiki) -> N
         assert len(issued(server, "code")) == 2
 
 
+def test_the_sign_in_link_opened_again_after_signing_in_says_it_was_used(wiki: RealWiki) -> None:
+    """The back button, or the form sent twice: nothing more is issued, and the page says the
+    sign-in went through rather than only that the link is unknown."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        assert app.code(browser, pkce()[1])
+        back = browser.session.get(browser.pages[0].url, timeout=30)
+        again = browser.session.post(browser.pages[-1].request.url, data=browser.pages[-1].request.body,
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"},
+                                     allow_redirects=False, timeout=30)
+        for page in (back, again):
+            assert page.status_code == 400 and "location" not in page.headers
+            assert "The link was used to sign in already (your MCP client has the sign-in)" in page.text, page.text
+        assert len(issued(server, "code")) == 1
+
+
 def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
