@@ -2004,14 +2004,15 @@ def substitute_address(value: str, env: Mapping[str, str], path: str) -> str:
             + substitute(value[end:], env, path, False))
 
 
-def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool) -> str | None:
+def file_credential(value: Any, env: Mapping[str, str], path: str, header: bool, secret: bool = True) -> str | None:
     """A credential field of the configuration file: null, a string (``${VAR}`` substituted,
     the variable required) or an exec source. A literal empty string is no credential, as null
-    is and as the TypeScript server reads it; one that a variable leaves empty is refused."""
+    is and as the TypeScript server reads it; one that a variable leaves empty is refused.
+    Written out, a ``secret`` gets a warning at start; a user name (not ``secret``) none."""
     if value is None or isinstance(value, str) and not value.strip():
         return None
     if isinstance(value, str):
-        if not VARIABLE.search(value):
+        if secret and not VARIABLE.search(value):
             _warn_once(f"{path} holds a plaintext credential; ${{VAR}} or an exec source keeps it out "
                        "of the file.")
         value = substitute(value, env, path, True)
@@ -4729,6 +4730,17 @@ class Person:
     id: str  # stable and not secret: the caller (caller_of) whose reads and idempotency keys are theirs
     name: str  # what the operator's log calls them: their wiki user name, never a secret
     accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
+    signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
+
+    def account_fix(self) -> str:
+        """How they change their account on a wiki: they sign in again, or the operator edits the file."""
+        return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
+                if self.signed_in else "ask this server's operator to change it (MCP_AUTH_TOKENS)")
+
+    def account_elsewhere(self, where: str) -> str:
+        """How they get an account on a wiki where they have none (``where``: which wiki, as a phrase)."""
+        return (f"A sign-in acts on one wiki: to act on {where}, sign in again choosing it" if self.signed_in
+                else f"To get one, ask this server's operator to add {where} to their entry (MCP_AUTH_TOKENS)")
 
 
 class People:
@@ -4737,7 +4749,8 @@ class People:
 
     def __init__(self) -> None:
         self.sources: list[Callable[[str], Person | None]] = []
-        self._clients: dict[tuple[str, str], MediaWikiClient] = {}
+        #: each client with the account it logs in as, which a new sign-in of the person may change
+        self._clients: dict[tuple[str, str], tuple[Credentials, MediaWikiClient]] = {}
         self._lock = threading.Lock()
 
     def person(self, token: str) -> Person | None:
@@ -4746,20 +4759,22 @@ class People:
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
-        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials)."""
+        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials);
+        a new one once they signed in again with another bot password (the old one may be revoked)."""
         account = person.accounts[wiki.key]
         with self._lock:
-            client = self._clients.get((person.id, wiki.key))
-            if client is None:
-                client = self._clients[person.id, wiki.key] = make(dataclasses.replace(
-                    wiki, username=account.username, password=account.password, token=account.token))
+            made, client = self._clients.get((person.id, wiki.key), (None, None))
+            if client is None or made != account:
+                client = make(dataclasses.replace(wiki, username=account.username, password=account.password,
+                                                  token=account.token))
+                self._clients[person.id, wiki.key] = account, client
             return client
 
     def forget(self, person_id: str) -> list[MediaWikiClient]:
         """Drops a person's clients (sign-out), returning them so their wiki sessions can be ended."""
         with self._lock:
             gone = [key for key in self._clients if key[0] == person_id]
-            return [self._clients.pop(key) for key in gone]
+            return [self._clients.pop(key)[1] for key in gone]
 
 
 #: The fields of a person in MCP_AUTH_TOKENS; each of their wikis takes those of SECRET_FIELDS.
@@ -4872,8 +4887,8 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
     if unknown := [name for name in account if name not in SECRET_FIELDS]:
         raise ConfigError(f"{where}.{unknown[0]} is not a field of an account; they are "
                           f"{', '.join(SECRET_FIELDS)}")
-    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}",
-                                                 header=name == "token") for name in SECRET_FIELDS)
+    username, password, token = (file_credential(account.get(name), env, f"{where}.{name}", header=name == "token",
+                                                 secret=name != "username") for name in SECRET_FIELDS)
     if username and not password or password and not username:
         raise ConfigError(f"{where}.{'password' if username else 'username'} is missing: a bot password "
                           "(Special:BotPasswords) is a username such as Ana@mcp and its password")
@@ -5134,6 +5149,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
         if spec not in offered and person and spec in offered_tools(state, session):
+            if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+                writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
+                raise authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
+                                     f"so it does not use {name} for them (never as its own account); nothing "
+                                     f"was changed. {person.account_elsewhere(writable)}.")
             raise permission_denied(
                 f"The tool {name} is not offered to {person.name}: their account lacks the right "
                 f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
@@ -5157,7 +5177,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             client = persons_client(state, person, wiki, client, "" if spec.read_only else name)
             as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
-                name, key, values.get("title") or values.get("fromTitle"))
+                name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
         if spec.needs_extension:
             require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
@@ -5197,8 +5217,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             log_persons_write(person, write, error.category)
         if as_person and person and error.category == "authentication":
             text += (f" Nothing was done as another account. {person.name} needs a working bot password "
-                     "of their own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign "
-                     "in again.")
+                     f"of their own here: {person.account_fix()}.")
         return [error_naming_the_wiki(state, source, text)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
@@ -5221,8 +5240,7 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
         doing = f"use {writer} on the wiki" if writer else "read the private wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
-                             "changed. To get one, ask this server's operator to add the wiki to their entry "
-                             "(MCP_AUTH_TOKENS), or sign in to it.")
+                             f"changed. {person.account_elsewhere('the wiki')}.")
     return configured
 
 
@@ -10589,11 +10607,13 @@ def loadable_now(state: ServerState, session: Session | None) -> list[str]:
     return [name for name in TOOLSETS if name in state.config.loadable_toolsets and name not in have]
 
 
-def toolset_tools(state: ServerState, session: Session | None, name: str) -> list[str]:
-    """The tools a toolset would add for a session, as offered_tools offers them (a read-only
-    server offers no tool that writes)."""
+def toolset_tools(state: ServerState, session: Session | None, name: str, person: Person | None = None
+                  ) -> list[str]:
+    """The tools a toolset would add for a session (of ``person``, where one signed in), as
+    offered_tools offers them (a read-only server offers no tool that writes; a person, none
+    their account lacks the rights for)."""
     with_it = Session(toolsets_of(state, session) | {name})
-    return [spec.name for spec in offered_tools(state, with_it) if spec.toolset == name]
+    return [spec.name for spec in offered_tools(state, with_it, person) if spec.toolset == name]
 
 
 @tool("load-toolset", "Load toolset", toolset="pages", read_only=True, open_world=False, scoped=False,
@@ -10605,12 +10625,12 @@ def load_toolset(
 ) -> str:
     """Lists toolsets not loaded (changes, contributions, logs, files, talk...) or loads one for the
     session."""
-    state, session = ctx.state, ctx.session
+    state, session, person = ctx.state, ctx.session, ctx.person
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)
     if toolset is None:
         rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
-                for name in choices if (tools := toolset_tools(state, session, name))]
+                for name in choices if (tools := toolset_tools(state, session, name, person))]
         barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
         return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
@@ -10618,11 +10638,15 @@ def load_toolset(
     if name not in TOOLSETS:
         raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}.")
     if name in toolsets_of(state, session):
-        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name))}."
+        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, person))}."
     if name not in choices:
         raise permission_denied(f"The operator does not let a session load the toolset {name} "
                                 "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
-    tools = toolset_tools(state, session, name)
+    tools = toolset_tools(state, session, name, person)
+    if not tools and person and toolset_tools(state, session, name):
+        raise permission_denied(f"The toolset {name} offers {person.name} no tool: their account lacks the rights "
+                                "of each on every wiki where they may write. Only the wiki's administrators can "
+                                "give them; no retry by the model changes it.")
     if not tools:
         raise permission_denied(f"The toolset {name} offers no tool with this server's configuration (on "
                                 "read-only wikis, none that writes).")
@@ -11345,6 +11369,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
+    logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
@@ -11393,7 +11418,7 @@ AUTH_CODE_SECONDS = 5 * 60
 SIGN_IN_FAILURES_PER_NAME = 5
 SIGN_IN_FAILURES_PER_ADDRESS = 20
 SIGN_IN_WINDOW_SECONDS = 15 * 60
-#: The cookie that carries the sign-in form's CSRF token beside its hidden field.
+#: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
 CSRF_COOKIE = "mediawiki_mcp_csrf"
 #: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
 TOKENS_PER_PERSON = 100
@@ -11447,6 +11472,21 @@ def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions | N
                             setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
     options.cipher()
     return options
+
+
+def hiding_link_secrets(record: logging.LogRecord) -> bool:
+    """uvicorn's access log (at DEBUG) without the secret of a sign-in link (/sign-in?request=...):
+    whoever has it may fill in that person's sign-in form, within its 15 minutes."""
+    if isinstance(record.args, tuple) and len(record.args) > 2 and isinstance(record.args[2], str):
+        path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
+        record.args = (*record.args[:2], path, *record.args[3:])
+    return True
+
+
+def csrf_cookie(request: str) -> str:
+    """The name of the CSRF cookie of one pending sign-in: one of its own, so that two sign-ins in
+    one browser at once (two clients, or one that asked twice) do not overwrite each other's."""
+    return f"{CSRF_COOKIE}_{secret_hash(request)[:16]}"
 
 
 def secret_hash(secret: str) -> str:
@@ -11691,7 +11731,7 @@ class SignIns:
                         found["name"])
             return None
         account = Credentials(found["username"], password)
-        return Person(access["subject"], found["name"], {found["wiki"]: account})
+        return Person(access["subject"], found["name"], {found["wiki"]: account}, signed_in=True)
 
     # -- the sign-in page ---------------------------------------------------------------
 
@@ -11726,12 +11766,13 @@ class SignIns:
         given = str(form.get("request") or request.query_params.get("request") or "")
         pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
         if pending is None:
-            return HTMLResponse(message_page("This sign-in has ended", "The link is unknown or older than "
-                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. Start again from your "
-                                             "MCP client."), status_code=400)
+            return HTMLResponse(message_page("This sign-in has ended", "The link was used to sign in already "
+                                             "(your MCP client has the sign-in), or it is unknown or older than "
+                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. To sign in again, start "
+                                             "again from your MCP client."), status_code=400)
         if request.method == "POST":
             csrf = str(form.get("csrf") or "")
-            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(CSRF_COOKIE) != csrf:
+            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:
                 log.warning("sign-in refused: a form without its CSRF token")
                 return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
                                                  "server sent it (its CSRF token is missing or wrong), so "
@@ -11752,13 +11793,15 @@ class SignIns:
             return self._wikis()
         wikis = await on_own_thread(renew)
         redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
+        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
+        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
         name = (client.client_name if client and client.client_name else
                 f"An unnamed client ({pending['client']})")
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
-                            client=name, redirect_host=redirect.netloc, request=request, csrf=csrf,
+                            client=name, redirect_host=going_to, request=request, csrf=csrf,
                             username=username, error=error)
         response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
-        response.set_cookie(CSRF_COOKIE, csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
+        response.set_cookie(csrf_cookie(request), csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
                             samesite="lax", secure=self.issuer.startswith("https:"))
         return response
 
@@ -11775,11 +11818,16 @@ class SignIns:
             return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
         if not username or not password:
             return await again(error="Give both your user name and your bot password.", status=400)
+        if "@" not in username:  # a main password would give the server all of the account, not what it needs
+            return await again(error="Give the user name of a bot password, such as "
+                               f"{username.capitalize()}@mcp, and its password: this server does not take "
+                               "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
         address = request.client.host if request.client else ""
         try:
             person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
-            log.warning("sign-in to %s as %s failed: %s", wiki, username.split("@")[0], error.category)
+            # as a quoted string: a name is whatever the form was sent with, a line break too
+            log.warning("sign-in to %s as %r failed: %s", wiki, username.split("@")[0], error.category)
             status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
             # a person reads this page, not a model: the advice to the model stays out of it
             return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",
@@ -11800,13 +11848,15 @@ class SignIns:
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
                                         iss=str(self.issuer_url))
         response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-        response.delete_cookie(CSRF_COOKIE, path=SIGN_IN_PATH)
+        response.delete_cookie(csrf_cookie(given), path=SIGN_IN_PATH)
         return response
 
     def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
         """_check, unless the user name or the address failed too often lately; a failed login
         counts against both."""
-        throttled = [(f"name:{username.split('@')[0].lower()}", SIGN_IN_FAILURES_PER_NAME),
+        # the wiki's user, as it reads the name: underscores are spaces, runs of them one, none at the ends
+        user = re.sub(r"[\s_]+", " ", username.partition("@")[0]).strip().casefold()
+        throttled = [(f"name:{user}", SIGN_IN_FAILURES_PER_NAME),
                      (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
         if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
                for name, limit in throttled):

@@ -10094,7 +10094,8 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
 
 
 def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes_nothing_there(
-        wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path) -> None:
+        wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
     """On a public wiki where Member has no account, reads go through the configured account and
     writes are refused naming what to do, the wiki unchanged; on a private one reads are refused
     too, while Admin, who has an account there, reads it."""
@@ -10108,7 +10109,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     server = make_server({"CONFIG": str(config)})
     elsewhere = {"other": {"username": other_wiki.bot_user, "password": other_wiki.bot_password}}
     env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, "main", **elsewhere)
-    with serving_people(server, tmp_path / "people.json", env) as url:
+    with caplog.at_level(logging.INFO), serving_people(server, tmp_path / "people.json", env) as url:
         admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
         read = member.call("get-page", title="Main Page", wiki="third")
         written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
@@ -10118,10 +10119,11 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert tool_text(read).startswith("Wiki: third\n")
     # the copy reads third as configured, and writes to main as Member, never as the Editor
     assert "Created." in tool_text(copied) and revision_users(wiki, title) == ["Member"]
+    assert f"write by Member: copy-page on main, page {title!r}: done" in caplog.text  # the page written
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
-        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS), or sign in to it.")
+        "server's operator to add the wiki to their entry (MCP_AUTH_TOKENS).")
     assert revision_ids(third_wiki, title) == []
     assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
                                           "server does not read the private wiki other for them")
@@ -10144,7 +10146,7 @@ def test_a_persons_wrong_bot_password_is_theirs_to_fix_and_nothing_is_done_as_th
         assert text.startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} as Member@mcp "
                                "failed: "), text
         assert text.endswith("Nothing was done as another account. Member needs a working bot password of their "
-                             "own here: ask this server's operator to change it (MCP_AUTH_TOKENS), or sign in again.")
+                             "own here: ask this server's operator to change it (MCP_AUTH_TOKENS).")
     assert revision_ids(wiki, title) == []
 
 
@@ -10175,6 +10177,48 @@ def test_a_persons_reads_vouch_for_their_own_writes_in_any_session_and_never_for
     assert wiki.wikitext(title) == big_section_page()
     assert keyed[0].startswith("Saved.") and keyed[1].startswith("Saved.") and keyed[2].startswith("Repeat: ")
     assert wiki.wikitext(log_title).count("* entry") == 2 and revision_users(wiki, log_title)[:2] == ["Member", "Admin"]
+
+
+def test_the_token_file_of_the_docs_works_as_written_and_warns_of_no_user_name(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/people.md's example (its password manager's command swapped for printf): Ana and Ben,
+    with their accounts; a user name written out is no secret, so nothing warns at start."""
+    example = re.search(r"## The token file\n\n```json\n(.*?)```", (HERE / "docs" / "people.md").read_text(), re.DOTALL)
+    assert example, "docs/people.md has no token file example"
+    path = tmp_path / "people.json"
+    path.write_text(example[1].replace('"command": "pass", "args": ["wiki/ana"]',
+                                       '"command": "printf", "args": ["%s", "docs-password"]'))
+    config = tmp_path / "wikis.json"
+    config.write_text(json.dumps({"defaultWiki": "wiki.example.org", "wikis": {
+        key: {"server": f"https://{key}"} for key in ("wiki.example.org", "docs.example.org")}}))
+    env = {"CONFIG": str(config), "MCP_AUTH_TOKENS": str(path), "ANA_TOKEN": secrets.token_urlsafe(24),
+           "ANA_BOT_PASSWORD": "a" * 32, "BEN_BOT_PASSWORD": "b" * 32}
+    with caplog.at_level(logging.WARNING):
+        options = m.http_options(m.argument_parser().parse_args(["--transport", "http"]), env, m.Config.from_env(env))
+    people = {person.name: person for person in options.tokens.people.values()}
+    assert sorted(people) == ["Ana", "Ben"] and people["Ana"].accounts["docs.example.org"].password == "docs-password"
+    assert people["Ben"].accounts["wiki.example.org"].username == "Ben@mcp"
+    assert "plaintext credential" not in caplog.text, caplog.text
+
+
+def test_a_person_loads_a_toolset_and_is_told_only_the_tools_their_rights_give(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    """load-toolset names, for each person, the tools their tools/list then has: Admin gets the
+    admin toolset's, Member (no delete, protect or rollback) none, and is told why."""
+    server = make_server(editor_env(wiki, MCP_TOOLSETS="default", MCP_LOADABLE_TOOLSETS="admin"))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    with serving_people(server, tmp_path / "people.json", env) as url:
+        admin, member = PersonSession(url, admin_token), PersonSession(url, member_token)
+        listed = {"Admin": tool_text(admin.call("load-toolset")), "Member": tool_text(member.call("load-toolset"))}
+        refused, loaded = member.call("load-toolset", toolset="admin"), admin.call("load-toolset", toolset="admin")
+        tools = {"Admin": admin.tools(), "Member": member.tools()}
+    assert "admin: " in listed["Admin"] and "delete-page" in listed["Admin"]
+    assert "delete-page" not in listed["Member"], listed["Member"]
+    assert error_text(refused) == ("permission_denied: The toolset admin offers Member no tool: their account lacks "
+                                   "the rights of each on every wiki where they may write. Only the wiki's "
+                                   "administrators can give them; no retry by the model changes it.")
+    assert "delete-page" in tool_text(loaded) and "delete-page" in tools["Admin"]
+    assert "delete-page" not in tools["Member"]
 
 
 BAD_TOKEN_FILES = [
@@ -10912,6 +10956,37 @@ def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: Real
         assert not issued(server, "code") and not issued(server, "person")
 
 
+def test_two_sign_ins_open_in_one_browser_at_once_each_work(wiki: RealWiki) -> None:
+    """Two clients (or one that asked twice) open the sign-in page in one browser; the form opened
+    first is sent after the second was opened, and both sign in."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        browser = requests.Session()
+        forms = [browser.get(app.authorize_url(pkce()[1]), timeout=30) for _ in range(2)]
+        for form in forms:
+            fields = {**form_fields(form.text), "username": wiki.editor_user, "password": wiki.editor_password}
+            answer = browser.post(form.url.split("?")[0], data=fields, allow_redirects=False, timeout=30)
+            assert answer.status_code == 303 and "code=" in answer.headers["location"], answer.text
+        assert len(issued(server, "code")) == 2
+
+
+def test_the_sign_in_link_opened_again_after_signing_in_says_it_was_used(wiki: RealWiki) -> None:
+    """The back button, or the form sent twice: nothing more is issued, and the page says the
+    sign-in went through rather than only that the link is unknown."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        assert app.code(browser, pkce()[1])
+        back = browser.session.get(browser.pages[0].url, timeout=30)
+        again = browser.session.post(browser.pages[-1].request.url, data=browser.pages[-1].request.body,
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"},
+                                     allow_redirects=False, timeout=30)
+        for page in (back, again):
+            assert page.status_code == 400 and "location" not in page.headers
+            assert "The link was used to sign in already (your MCP client has the sign-in)" in page.text, page.text
+        assert len(issued(server, "code")) == 1
+
+
 def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
@@ -10929,6 +11004,43 @@ def test_a_wrong_password_shows_the_form_again_with_the_wikis_reason(wiki: RealW
         fields = {**form_fields(again.text), "username": wiki.editor_user, "password": wiki.editor_password}
         answer = browser.session.post(again.url, data=fields, allow_redirects=False, timeout=30)
         assert answer.status_code == 303 and "code=" in answer.headers["location"]
+
+
+def test_the_sign_in_takes_a_bot_password_never_the_wiki_password(wiki: RealWiki) -> None:
+    """A user name without a bot password's app (Admin, not Admin@mcp) is refused before any login:
+    the server would otherwise hold the whole account's password. Nothing is issued or counted."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        browser = Browser("admin", wiki.admin_password)
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        again = browser.pages[-1]
+        error = re.search(r'<p class="error"[^>]*>(.*?)</p>', again.text, re.DOTALL)
+        assert again.status_code == 400 and error, again.text
+        assert html.unescape(error[1]) == ("Give the user name of a bot password, such as Admin@mcp, and its "
+                                           "password: this server does not take your wiki password. Make one at "
+                                           "Special:BotPasswords, as below.")
+        assert not issued(server, "code") and not issued(server, "person") and not issued(server, "failures")
+
+
+def test_the_consent_line_names_where_a_native_apps_own_scheme_goes_back_to(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url, "com.example.app:/oauth2redirect")
+        form = requests.get(app.authorize_url(pkce()[1]), timeout=30)
+        assert form.status_code == 200, form.text
+        assert re.search(r'class="consent"><b>Test client</b>.*?go back\nto it at <b>com\.example\.app:/oauth2redirect'
+                         r'</b>', form.text, re.DOTALL), form.text
+
+
+def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        forged = "Nobody\nINFO mediawiki_mcp: signed in: Admin"
+        assert Browser(forged + "@mcp", "wrong").sign_in(app.authorize_url(pkce()[1])) == ""
+        assert not issued(server, "code")
+    assert "sign-in to" in caplog.text and "'Nobody\\nINFO mediawiki_mcp: signed in: Admin'" in caplog.text
+    assert not any(record.getMessage().count("\n") for record in caplog.records if "sign-in" in record.getMessage())
 
 
 #: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
@@ -11023,6 +11135,21 @@ def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: Re
         assert app.code(Browser(wiki.bot_user, wiki.bot_password), challenge)  # another name is let in
 
 
+def test_every_spelling_of_a_user_name_that_the_wiki_reads_as_one_counts_against_one_throttle(
+        wiki: RealWiki) -> None:
+    """Underscores and spaces around or in a name, and its first letter's case, name one wiki user:
+    guesses spread across such spellings stop as those with one spelling do."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        _, challenge = pkce()
+        for name in ("editor_@mcp", "Editor__@other", "_Editor@mcp", " editor _@mcp", "__Editor@x"):
+            assert Browser(name, "wrong").sign_in(app.authorize_url(challenge)) == ""
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        assert browser.sign_in(app.authorize_url(challenge)) == ""
+        assert browser.pages[-1].status_code == 429 and "Too many failed sign-ins" in browser.pages[-1].text
+        assert not issued(server, "code")
+
+
 def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
@@ -11042,6 +11169,14 @@ def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         assert other_wiki.url in form and form.count("Special:BotPasswords</a>") == 2
         person = server.state.people.person(tokens["access_token"])
         assert (person.name, list(person.accounts)) == ("Editor", ["other"])
+        title = f"Signed in elsewhere {secrets.token_hex(4)}"
+        refused = PersonSession(url, tokens["access_token"]).call("create-page", title=title, source="x.",
+                                                                  wiki=wiki.key)
+        assert error_text(refused) == (  # other is read-only: no right is missing, a wiki to write to is
+            "authentication: Editor has no account of their own on a wiki this server writes to, so it does not use "
+            f"create-page for them (never as its own account); nothing was changed. A sign-in acts on one wiki: to "
+            f"act on {wiki.key}, sign in again choosing it."), refused
+        assert revision_ids(wiki, title) == []
 
 
 @on_every_version
@@ -11059,6 +11194,56 @@ def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWik
         assert refused.is_error and refused.text.startswith(
             "permission_denied: The tool delete-page is not offered to Member"), refused.text
         assert latest_revision(wiki, title)["user"] == "Admin"
+
+
+def revoke_bot_password(wiki: RealWiki, app_id: str) -> None:
+    """Deletes a bot password, as its owner does at Special:BotPasswords: its sessions end with it."""
+    php(wiki.directory, "maintenance/sql.php", "--query", f"DELETE FROM bot_passwords WHERE bp_app_id = '{app_id}'")
+
+
+def test_the_debug_log_of_a_served_sign_in_shows_no_secret(wiki: RealWiki) -> None:
+    """At DEBUG, the access log shows each request's path: never the secret of a sign-in link, which
+    opens that person's form, nor a code, token or password."""
+    env = {**login_env(wiki), "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}
+    with http_servers((env, ())) as (http,):
+        app, (verifier, challenge) = OAuthApp.register(http.url), pkce()
+        browser = Browser(wiki.editor_user, wiki.editor_password)
+        code = app.code(browser, challenge)
+        tokens = app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                           redirect_uri=CALLBACK).json()
+        assert initialize_status(http.url, tokens["access_token"]) == 200
+        link = urllib.parse.parse_qs(urllib.parse.urlsplit(browser.pages[0].url).query)["request"][0]
+    assert '"GET /sign-in?request=(hidden) HTTP/1.1" 200' in http.log, http.log
+    for secret in (link, code, tokens["access_token"], tokens["refresh_token"], wiki.editor_password):
+        assert secret not in http.log
+
+
+def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
+        wiki: RealWiki) -> None:
+    """Member signs in with a bot password of their own, which they then revoke: their calls are
+    refused (authentication), nothing done; signed in again with another one, their calls act as them
+    through it, in the new session and the old one alike."""
+    app_id, password = "revoked" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app_id}", f"--grants={BOT_GRANTS}",
+        "Member", password)
+    title = f"Signed in again {secrets.token_hex(4)}"
+    with login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        first = PersonSession(url, app.tokens(Browser(f"Member@{app_id}", password))["access_token"])
+        assert f"App: {app_id} (bot password)" in tool_text(first.call("whoami"))
+        revoke_bot_password(wiki, app_id)
+        refused = first.call("create-page", title=title, source="Not to be saved.")
+        assert error_text(refused).startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} "
+                                              f"as Member@{app_id} failed"), refused
+        assert error_text(refused).endswith(  # what a signed-in person does, not what the token file's people do
+            "Nothing was done as another account. Member needs a working bot password of their own here: sign in "
+            "again with a working one (from the MCP client, authenticate to this server again).")
+        assert revision_ids(wiki, title) == []
+        again = PersonSession(url, app.tokens(Browser(wiki.plain_user, wiki.plain_password))["access_token"])
+        made = again.call("create-page", title=title, source="Made with the new bot password.")
+        assert tool_text(made).startswith("Created."), made
+        assert "App: mcp (bot password)" in tool_text(first.call("whoami"))
+    assert revision_users(wiki, title) == ["Member"]
 
 
 @pytest.mark.parametrize("env, named", [
