@@ -895,7 +895,9 @@ def rpc_result(response: requests.Response) -> dict[str, Any]:
     """The result of a JSON-RPC response sent as JSON or as a server-sent event."""
     assert response.status_code == 200, (response.status_code, response.text)
     if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-        events = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        # an event stream names no charset, so requests would read it as Latin-1: it is UTF-8
+        events = [json.loads(line[5:]) for line in response.content.decode().splitlines()
+                  if line.startswith("data:")]
         message = next(e for e in events if "id" in e)
     else:
         message = response.json()
