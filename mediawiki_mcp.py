@@ -10337,6 +10337,9 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
         copies[0] = dataclasses.replace(copies[0], target=new_title)
         if len(named) > 1:
             copies[1] = dataclasses.replace(copies[1], target=f"{new_title}/doc")
+    elif copies[0].target is None:
+        raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
+                            "Pass newTitle, a title in a namespace it has.")
     elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
     exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()

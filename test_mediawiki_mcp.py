@@ -7902,6 +7902,24 @@ def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
     assert len(revision_ids(the_other_version, new)) == 1
 
 
+def test_copy_page_of_a_namespace_the_target_lacks_is_refused_unless_given_a_new_title(
+        recipes_wiki: RealWiki, wiki: RealWiki, tmp_path: Path) -> None:
+    """A Recipe: page copied to a wiki without that namespace: not a "template it lacks", and never
+    "copied 0 pages" as if done; refused, naming newTitle, which copies it."""
+    name = f"Soup {secrets.token_hex(4)}"
+    create(make_server(recipes_wiki.env()), f"Recipe:{name}", "A soup recipe.")
+    server = copy_server(tmp_path, recipes_wiki, wiki)
+    for dry in (True, False):
+        refused = call(server, "copy-page", title=f"Recipe:{name}", fromWiki="source", dryRun=dry)
+        assert refused.is_error and refused.text == (
+            f"invalid_input: target has no namespace for 'Recipe:{name}'; nothing was copied"
+            f"{' (dry run)' if dry else ''}. Pass newTitle, a title in a namespace it has."), refused.text
+    assert not page_exists(wiki, f"Recipe:{name}")
+    copied = call(server, "copy-page", title=f"Recipe:{name}", fromWiki="source", newTitle=f"Project:{name}")
+    assert not copied.is_error and "Created." in copied.text, copied.text
+    assert wiki.wikitext(f"Project:{name}") == "A soup recipe."
+
+
 def test_copy_page_refuses_a_private_wiki_s_page_to_a_public_one_and_copies_it_to_a_private_one(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     title = f"Secret {secrets.token_hex(4)}"
