@@ -7235,9 +7235,11 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
         size, count = size + more, count + 1
     blocks = ["\n".join(rows)]
     if cut is not None:
+        # the levels left below the category cut, and its pages if they were asked for
+        rest = call_args(category=cut.title, depth=max(depth - len(cut.above), 1),
+                         **({"pages": True} if pages else {}))
         blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
-                      f"categories may exist — to see them, call get-category-tree again with "
-                      f"category={json.dumps(cut.title, ensure_ascii=False)}.")
+                      f"categories may exist — to see them, call get-category-tree again with {rest}.")
     return blocks
 
 

@@ -2736,7 +2736,31 @@ def test_get_category_tree_caps_its_answer_naming_the_next_call(wiki: RealWiki) 
     assert m.utf8_len(result.blocks[0]) <= 1000 and rows[1:] == [f"  {t}" for t in subcategories[:len(rows) - 1]]
     assert result.blocks[1] == (
         f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
-        f"get-category-tree again with category={json.dumps(subcategories[len(rows) - 1])}.")
+        f"get-category-tree again with category={json.dumps(subcategories[len(rows) - 1])} and depth=1.")
+
+
+def test_get_category_tree_s_cap_marker_followed_literally_keeps_the_depth_and_pages_asked(wiki: RealWiki) -> None:
+    """Cut within a deep tree asked with pages=true: the call the marker names goes on as deep as the
+    first call was asked to, below the category cut, and lists its pages too."""
+    name = f"Deep tree {secrets.token_hex(3)}"
+    chains = [[f"Category:{name} {n} {level} with a name long enough to fill the budget"
+               for level in ("upper", "middle", "lower", "bottom")] for n in range(4)]
+    import_pages(wiki, {**{title: f"[[{chain[at - 1] if at else 'Category:' + name}]]"
+                           for chain in chains for at, title in enumerate(chain)},
+                        **{f"{name} page {n}": f"[[{chain[-1]}]]" for n, chain in enumerate(chains)}})
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    first = call(server, "get-category-tree", category=name, depth=4, pages=True)
+    assert len(first.blocks) == 2, first.text
+    marker = first.blocks[1]
+    arguments = {key: json.loads(value) for key, value in
+                 (part.split("=", 1) for part in marker.split(" again with ", 1)[1].removesuffix(".").split(" and "))}
+    cut = next(chain for chain in chains if arguments["category"] in chain)
+    assert arguments == {"category": arguments["category"], "depth": 4 - cut.index(arguments["category"]),
+                         "pages": True}, marker
+    rest = call(server, "get-category-tree", **arguments)
+    assert not rest.is_error and len(rest.blocks) == 1, rest.text
+    assert rest.text.endswith(f"{cut[-1]} (pages: 1)\n{'  ' * (4 - cut.index(arguments['category']))}- "
+                              f"{name} page {chains.index(cut)}"), rest.text
 
 
 def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: RealWiki) -> None:
@@ -2758,7 +2782,7 @@ def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: R
                                                    f"    {children[listed - 1]} inner"]
     assert result.blocks[1] == (
         f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
-        f"get-category-tree again with category={json.dumps(children[listed])}.")
+        f"get-category-tree again with category={json.dumps(children[listed])} and depth=1.")
     rest = call(server, "get-category-tree", category=children[listed], depth=1)
     assert rows_of(rest.blocks[0]) == [f"{children[listed]} (subcategories: 1)", f"  {children[listed]} inner"]
 
