@@ -7840,6 +7840,10 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
     return f"{signed(new - old)} bytes ({old} to {new})"
 
 
+#: What an edit that changed nothing answers first.
+UNCHANGED = "No change: the text is what the page already holds; nothing was saved."
+
+
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
               summary: str | None, done: str = "Saved.", composed: bool = False) -> str:
     """Sends one action=edit (send_edit) and describes the saved revision (``done`` says what
@@ -7847,8 +7851,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     edit = send_edit(ctx, title, fields, base, summary, composed)
     title = edit.get("title", title)
     if edit.get("nochange"):
-        return ("No change: the text is what the page already holds; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+        return (UNCHANGED + "\n" + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
     pin, parent = fields.get("baserevid"), edit.get("oldrevid") or None
     status = (after_lost_answer("Saved.", EDIT_SHOWN_ONCE) if edit.get("lost") else
               "Created." if edit.get("new") else done if not pin or pin == parent else
@@ -10386,9 +10389,11 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
             if not number:
                 raise
             failed.append(f"{target} ({one_line(str(error))})")
-    done = len(blocks)
+    same = sum(block.startswith(UNCHANGED) for block in blocks)  # an overwrite with the text it has
+    done = len(blocks) - same
     head = (f"{nothing}. copy-page would copy {counted(done, 'page')} from {plan.source}." if ctx.dry_run else
-            f"Copied {counted(done, 'page')} from {plan.source}.")
+            f"Copied {counted(done, 'page')} from {plan.source}"
+            + (f" ({counted(same, 'page')} here already had the source's text)." if same else "."))
     notes = [f"{label}: {', '.join(titles)}" for label, titles in (
         ("Left alone (it exists here; overwrite=true replaces the page and its /doc)", kept),
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]

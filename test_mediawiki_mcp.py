@@ -7908,6 +7908,20 @@ def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_ask
     assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
 
 
+def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_copied_it(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title = f"Same text {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "The same text on both wikis.")
+    create(bot_server_for(the_other_version), title, "The same text on both wikis.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert not call(server, "get-page", title=title).is_error
+    again = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert not again.is_error and again.text.startswith(
+        "Wiki: target\nCopied 0 pages from source (1 page here already had the source's text).\n\n"
+        f"No change: the text is what the page already holds; nothing was saved.\nTitle: {title}\n"), again.text
+    assert len(revision_ids(the_other_version, title)) == 1
+
+
 def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
