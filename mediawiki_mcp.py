@@ -10793,12 +10793,18 @@ def completion_values(state: ServerState, kind: str | None, value: str, key: str
         return [], False
     wiki, client = state.wiki_and_client(key)
     client = persons_client(state, person, wiki, client) if person else client
-    if kind == "page":
+    namespace = client.site.namespace_of(value)
+    if kind == "page" and not (value.partition(":")[2] if namespace else value).strip():
+        # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
+        data = client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                           "aplimit": COMPLETION_MAX_VALUES})
+        found = [page["title"] for page in data.get("query", {}).get("allpages") or []]
+    elif kind == "page":
         data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
                            "pslimit": COMPLETION_MAX_VALUES})
         found = [page["title"] for page in data.get("query", {}).get("prefixsearch") or []]
     else:
-        prefix = value.partition(":")[2] if client.site.namespace_of(value) == 14 else value
+        prefix = value.partition(":")[2] if namespace == 14 else value
         data = client.get({"action": "query", "list": "allcategories", "acprefix": prefix.lstrip(),
                            "aclimit": COMPLETION_MAX_VALUES})
         lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do

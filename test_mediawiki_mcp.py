@@ -8078,6 +8078,25 @@ def test_prompts_get_refuses_bad_or_missing_arguments_and_unknown_prompts() -> N
         "fix-section, summarise-talk-page, check-references, survey-category.")
 
 
+def test_completion_of_an_empty_title_or_a_namespace_alone_offers_that_namespace_s_pages(wiki: RealWiki) -> None:
+    """What a client asks as soon as the field is focused, or once a namespace is typed: the prefix
+    search finds nothing there, so the first pages of the namespace are offered instead."""
+    name = f"Help talk:Completion {secrets.token_hex(3)}"
+    create(bot_server_for(wiki), name, "A question.")
+    server = make_server(wiki.env())
+
+    async def work(client: Any) -> dict[str, list[str]]:
+        fix = PromptReference(name="fix-section")
+        return {value: (await client.complete(fix, {"name": "title", "value": value})).completion.values
+                for value in ("", " ", "Help talk:", "help_talk: ")}
+
+    seen = prompt_session(server, work)
+    for value in ("", " "):
+        assert seen[value] and not any(t.split(":")[0] in ("Talk", "Help talk", "Template") for t in seen[value])
+    for value in ("Help talk:", "help_talk: "):
+        assert name in seen[value] and all(t.startswith("Help talk:") for t in seen[value]), seen[value]
+
+
 @on_every_version
 def test_completion_answers_titles_and_categories_from_the_wiki_and_wiki_keys(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
