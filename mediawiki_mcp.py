@@ -7023,11 +7023,11 @@ def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
 
 
 def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tuple[int, int, int, int]:
-    """A changed block (line_changes) whose new side is longer than lines ``first`` to ``last`` (a page
+    """A changed block (line_changes) whose new side reaches past lines ``first`` to ``last`` (a page
     made, a passage pasted with the text) cut to those: added after the old line they follow."""
     i1, i2, j1, j2 = block
-    if j2 - j1 <= last - first + 1:
-        return block
+    if j1 >= first and j2 <= last + 1 or i1 < i2 and j2 - j1 <= last - first + 1:
+        return block  # within the text's lines, or lines replaced (their old side shown whole)
     at = min(i1 + max(first - j1, 0), i2)
     return at, at, max(j1, first), min(j2, last + 1)
 

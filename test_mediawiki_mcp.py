@@ -2456,6 +2456,17 @@ def test_the_diff_line_of_an_addition_is_the_text_s_own_cut_to_size() -> None:
     assert spanning == "@@ -1,0 +5,10 @@\n" + "\n".join(f"+{line}" for line in lines[3:13])
 
 
+def test_find_text_origin_shows_only_the_lines_of_a_text_that_spans_lines(wiki: RealWiki, bot_server: Any) -> None:
+    """A text from an old line into the two lines added after it: the diff shows the added line it
+    is on, not the other line the same edit added below it."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    revisions = saved_history(wiki, title, [("Admin", "Line A.\nLine B."),
+                                            ("Editor", "Line A.\nLine B.\nשלום עולם — مرحبا\nLine C.")])
+    result = call(bot_server, "find-text-origin", title=title, text="Line B.\nשלום")
+    assert field(result, "Added in revision") == str(revisions[1]) and field(result, "User") == "Editor"
+    assert result.text.split("\nDiff line that added it:\n", 1)[1] == "@@ -2,0 +3 @@\n+שלום עולם — مرحبا"
+
+
 @on_every_version
 def test_find_text_origin_names_the_revision_and_account_that_added_a_sentence(wiki: RealWiki,
                                                                                  bot_server: Any) -> None:
