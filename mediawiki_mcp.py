@@ -6870,9 +6870,10 @@ def find_text_origin(
         raise permission_denied(f"The text of revision {start} is hidden (revision deletion). "
                                 + NEXT_STEP["permission_denied"])
     if not trail.has(0):
-        return [(f"{header}\nNo match of {what} in {where}, so there is no addition to trace. To trace a "
-                 "text since removed, call find-text-origin again with the revisionId of a revision that "
-                 "has it (get-page-history lists them).")]
+        return [(f"{header}\nNo match of {what} in the wikitext of {where}, so there is no addition to "
+                 "trace. To trace a text since removed, call find-text-origin again with the revisionId of a "
+                 "revision that has it (get-page-history lists them); a text a template shows, with the "
+                 "template's title.")]
     try:
         trail.latest_addition()
     except ReadsSpent:

@@ -2521,14 +2521,29 @@ def test_find_text_origin_says_when_the_text_is_not_on_the_page(wiki: RealWiki, 
     with RequestCounter(bot_server).counting() as n:
         result = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
     assert not result.is_error and result.blocks == [(
-        f"Title: {title}\nNo match of {json.dumps(ORIGIN_SENTENCE)} in the page's current revision "
-        f"({revisions[1]}), so there is no addition to trace. To trace a text since removed, call "
-        "find-text-origin again with the revisionId of a revision that has it (get-page-history lists them).")]
+        f"Title: {title}\nNo match of {json.dumps(ORIGIN_SENTENCE)} in the wikitext of the page's current "
+        f"revision ({revisions[1]}), so there is no addition to trace. To trace a text since removed, call "
+        "find-text-origin again with the revisionId of a revision that has it (get-page-history lists them); a "
+        "text a template shows, with the template's title.")]
     assert n[0] == 2  # the history, then the one revision's text
     older = call(bot_server, "find-text-origin", title=title, text=ORIGIN_SENTENCE, revisionId=revisions[0])
     assert field(older, "Added in revision") == str(revisions[0])
     assert field(older, "Found").startswith("the page's first revision:")
     assert f"+{ORIGIN_SENTENCE}" in older.text and field(older, "User") == "Admin"
+
+
+def test_find_text_origin_of_a_text_a_template_shows_names_the_template_s_page_as_the_way_on(
+        wiki: RealWiki, bot_server: Any) -> None:
+    """The text is on the page as read, but from a template: the answer says it searched the page's
+    wikitext, and the way on is the template's page, not older revisions of this one."""
+    title = f"Fruit stall {secrets.token_hex(4)}"
+    create(bot_server, title, "Today: {{Fruitbox|pears}}")
+    assert "Fruit: pears" in call(bot_server, "get-page", title=title, content="text").text
+    result = call(bot_server, "find-text-origin", title=title, text="Fruit: ")
+    assert not result.is_error and "in the wikitext of the page's current revision" in result.text, result.text
+    assert result.text.endswith("; a text a template shows, with the template's title.")
+    there = call(bot_server, "find-text-origin", title="Template:Fruitbox", text="Fruit: ")
+    assert int(field(there, "Added in revision")) in revision_ids(wiki, "Template:Fruitbox"), there.text
 
 
 @on_every_version
