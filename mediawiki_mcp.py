@@ -10228,11 +10228,13 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
 @dataclasses.dataclass(frozen=True)
 class SourcePage:
     """A page of the source wiki as a copy reads it, and the title it takes on the target
-    (None where the target has no such namespace)."""
+    (None where the target has no such namespace); ``redirect``: the page is one (its text then
+    only leads to another page)."""
     title: str
     revid: int
     text: str
     target: str | None
+    redirect: bool = False
 
 
 def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
@@ -10324,7 +10326,7 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     their titles it has."""
     here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
     read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
-                        prop="revisions|templates", tllimit="max")
+                        prop="revisions|templates|info", tllimit="max")
     first = read[title]
     if first.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
@@ -10337,8 +10339,8 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     if templates and used:
         pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
     copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
-                         main_slot(revision_of(page)).get("content", ""), on_target(here, page))
-              for page in pages]
+                         main_slot(revision_of(page)).get("content", ""), on_target(here, page),
+                         bool(page.get("redirect"))) for page in pages]
     if new_title:
         copies[0] = dataclasses.replace(copies[0], target=new_title)
         if len(named) > 1:
@@ -10395,8 +10397,10 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
     head = (f"{nothing}. copy-page would copy {counted(done, 'page')} from {plan.source}." if ctx.dry_run else
             f"Copied {counted(done, 'page')} from {plan.source}"
             + (f" ({counted(same, 'page')} here already had the source's text)." if same else "."))
+    redirects = [f"{target} (from {copy.title!r})" for copy, target in going if copy.redirect]
     notes = [f"{label}: {', '.join(titles)}" for label, titles in (
         ("Left alone (it exists here; overwrite=true replaces the page and its /doc)", kept),
+        ("A redirect, copied as one (copy the page it leads to as well)", redirects),
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)

@@ -7948,6 +7948,20 @@ def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_
     assert len(revision_ids(the_other_version, title)) == 1
 
 
+def test_copy_page_of_a_redirect_says_it_copied_a_redirect(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """The title given is a redirect on the source: its text is copied as it is (a redirect), and the
+    answer says so, as the page it leads to is what the person may have meant."""
+    title = f"Shortcut {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "#REDIRECT [[Apple]]")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    note = f"A redirect, copied as one (copy the page it leads to as well): {title} (from {title!r})"
+    for dry in (True, False):
+        result = call(server, "copy-page", title=title, fromWiki="source", dryRun=dry)
+        assert not result.is_error and note in result.text.split("\n"), result.text
+    assert the_other_version.wikitext(title) == "#REDIRECT [[Apple]]"
+
+
 def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
