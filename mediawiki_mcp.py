@@ -10761,6 +10761,10 @@ def listed_prompt(state: ServerState, name: str, session: Session | None) -> Pro
     return prompt
 
 
+#: The longest value a prompt's argument takes (a title is at most 255 bytes).
+PROMPT_ARG_MAX_CHARS = 500
+
+
 def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | None,
                 session: Session | None = None) -> tuple[Prompt, str]:
     """A listed prompt and its user message, the arguments checked and filled in."""
@@ -10772,6 +10776,11 @@ def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | No
                             f"arguments: {', '.join(a.name for a in accepted)}.")
     if missing := [a.name for a in accepted if a.required and not given.get(a.name)]:
         raise invalid_input(f"The prompt {name} needs {', '.join(missing)}.")
+    # a value goes into the message as it is: a line break would start steps of its own
+    if odd := [k for k, v in given.items()
+               if len(v) > PROMPT_ARG_MAX_CHARS or re.search(r"[\x00-\x1f\x7f]", v)]:
+        raise invalid_input(f"The prompt {name}'s {', '.join(odd)} must be one line of at most "
+                            f"{PROMPT_ARG_MAX_CHARS} characters.")
     if "since" in given:
         wiki_timestamp(given["since"], "since")  # refused here as get-recent-changes would refuse it
     key = state.resolve_wiki(given.get("wiki"))
