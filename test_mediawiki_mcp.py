@@ -7962,6 +7962,22 @@ def test_copy_page_of_a_redirect_says_it_copied_a_redirect(
     assert the_other_version.wikitext(title) == "#REDIRECT [[Apple]]"
 
 
+def test_copy_page_with_overwrite_does_not_send_the_model_to_overwrite_the_templates_it_left(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """overwrite=true given, the target's own template is still left alone: the answer must not tell
+    the model that overwrite=true would replace it."""
+    name = f"Box {secrets.token_hex(4)}"
+    template_family(bot_server_for(wiki), name)
+    create(bot_server_for(the_other_version), f"Template:{name}-inner", "The target's own inner part.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    result = call(server, "copy-page", title=f"Template:{name}", fromWiki="source", withTemplates=True,
+                  overwrite=True)
+    assert not result.is_error and result.text.startswith(
+        "Wiki: target\nCopied 2 pages from source.\nLeft alone (the target's own templates: overwrite replaces "
+        f"the page and its /doc only): Template:{name}-inner\n"), result.text
+    assert the_other_version.wikitext(f"Template:{name}-inner") == "The target's own inner part."
+
+
 def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
