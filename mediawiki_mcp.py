@@ -7228,6 +7228,9 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
         lines = [f"{'  ' * indent}{node.title}{category_counts(node)}"] + [
             f"{'  ' * (indent + 1)}- {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
+        if size + more > budget and node.pages:  # else a call from this category would be cut here again
+            lines = pages_within(lines, budget - size, node.title, indent)
+            more = utf8_len("\n".join(lines)) + 1
         if size + more > budget or unlisted:
             cut = cut or node
             if size + more > budget:
@@ -7242,6 +7245,20 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
         blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
                       f"categories may exist — to see them, call get-category-tree again with {rest}.")
     return blocks
+
+
+def pages_within(lines: list[str], room: int, title: str, indent: int) -> list[str]:
+    """A category's row and the rows of as many of its pages as fit in ``room`` bytes, then a row
+    naming the call that lists the rest."""
+    def rest(left: int) -> str:
+        return (f"{'  ' * (indent + 1)}- … {left} more: get-category-members with "
+                f"category={json.dumps(title, ensure_ascii=False)} lists them")
+    kept = lines[:1]
+    for line in lines[1:]:
+        if utf8_len("\n".join([*kept, line, rest(len(lines) - len(kept) - 1)])) + 1 > room:
+            break
+        kept.append(line)
+    return [*kept, rest(len(lines) - len(kept))]
 
 
 def walk_tree(node: CategoryNode, indent: int = 0) -> Iterator[tuple[CategoryNode, int]]:

@@ -2789,6 +2789,30 @@ def test_get_category_tree_s_cap_marker_followed_literally_keeps_the_depth_and_p
                               f"{name} page {chains.index(cut)}"), rest.text
 
 
+def test_get_category_tree_with_more_pages_than_fit_shows_those_that_do_and_its_marker_goes_on(
+        wiki: RealWiki) -> None:
+    """A category whose pages alone pass the byte budget: the pages that fit, a row naming the call
+    that lists the rest, and a marker that names a call from further on, never the same call again."""
+    name = f"Full shelf {secrets.token_hex(3)}"
+    shelf = [f"{name} book number {n:02d} with a title long enough" for n in range(40)]
+    import_pages(wiki, {**{title: f"[[Category:{name}]]" for title in shelf},
+                        f"Category:{name} annex": f"[[Category:{name}]]",
+                        **{f"{name} annex book {n}": f"[[Category:{name} annex]]" for n in range(2)}})
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    first = call(server, "get-category-tree", category=name, depth=1, pages=True)
+    assert len(first.blocks) == 2 and m.utf8_len(first.blocks[0]) <= 1000, first.text
+    rows = rows_of(first.blocks[0])
+    shown = [row.removeprefix("  - ") for row in rows[1:-1]]
+    assert rows[0] == f"Category:{name} (pages: 40, subcategories: 1)" and shown == shelf[:len(shown)] and shown
+    assert rows[-1] == (f"  - … {40 - len(shown)} more: get-category-members with "
+                        f"category={json.dumps('Category:' + name)} lists them")
+    assert first.blocks[1].endswith(f'again with category="Category:{name} annex" and depth=1 and pages=true.')
+    annex = call(server, "get-category-tree", category=f"Category:{name} annex", depth=1, pages=True)
+    assert annex.blocks == [f"Subcategories of Category:{name} annex to depth 1, {TREE_LEGEND}; its pages and "
+                            f"files as '- ' rows:\nCategory:{name} annex (pages: 2)\n  - {name} annex book 0\n"
+                            f"  - {name} annex book 1"], annex.text
+
+
 def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: RealWiki) -> None:
     """A category of more subcategories, each with one of its own, than one call lists (the cap of
     requests): the rest are shown unlisted, and the marker names the first of them."""
