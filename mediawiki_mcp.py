@@ -10347,6 +10347,12 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     first = read[title]
     if first.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
+    if first.get("special") or "interwiki" in first:
+        raise invalid_input(f"{title!r} is no page of {key} (a special page, or another wiki's); "
+                            f"{nothing.lower()}.")
+    if new_title and here.namespace_of(new_title) < 0:
+        raise invalid_input(f"newTitle {new_title!r} names a special page, which no one can create; "
+                            f"{nothing.lower()}.")
     if first.get("missing") or not first:
         raise not_found(f"Page {title!r} does not exist on {key}; {nothing.lower()}. search-page-by-prefix "
                         f"with wiki={key} finds its titles.")

@@ -8062,6 +8062,17 @@ def other_wiki_text(wiki: RealWiki, title: str) -> str:
     return page["revisions"][0]["slots"]["main"]["content"]
 
 
+def test_copy_page_refuses_a_special_page_as_source_or_as_new_title_even_in_a_dry_run(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    server = copy_server(tmp_path, wiki, the_other_version)
+    special = call(server, "copy-page", title="Special:Version", fromWiki="source", dryRun=True)
+    assert special.text == ("invalid_input: On the wiki target: 'Special:Version' is no page of source (a special "
+                            "page, or another wiki's); nothing was copied (dry run)."), special.text
+    into = call(server, "copy-page", title="Apple", fromWiki="source", newTitle="Special:Apple copy", dryRun=True)
+    assert into.text == ("invalid_input: On the wiki target: newTitle 'Special:Apple copy' names a special page, which no one can "
+                         "create; nothing was copied (dry run)."), into.text
+
+
 def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     server = copy_server(tmp_path, wiki, the_other_version)
