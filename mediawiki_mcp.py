@@ -10421,11 +10421,13 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
             f"Copied {counted(done, 'page')} from {plan.source}"
             + (f" ({counted(same, 'page')} here already had the source's text)." if same else "."))
     redirects = [f"{target} (from {copy.title!r})" for copy, target in going if copy.redirect]
+    files = [target for _, target in going if ctx.site.namespace_of(target) == 6]
     alone = ("Left alone (the target's own templates: overwrite replaces the page and its /doc only)"
              if plan.replaced else "Left alone (it exists here; overwrite=true replaces the page and its /doc)")
     notes = [f"{label}: {', '.join(titles)}" for label, titles in (
         (alone, kept),
         ("A redirect, copied as one (copy the page it leads to as well)", redirects),
+        ("A file's description page, copied without the file (upload-file uploads it)", files),
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)

@@ -8002,6 +8002,16 @@ def test_copy_page_with_overwrite_does_not_send_the_model_to_overwrite_the_templ
     assert the_other_version.wikitext(f"Template:{name}-inner") == "The target's own inner part."
 
 
+def test_copy_page_of_a_file_page_says_the_file_itself_is_not_copied(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    title = f"File:Copied square {secrets.token_hex(4)}.png"
+    server = copy_server(tmp_path, wiki, the_other_version)
+    result = call(server, "copy-page", title="File:Red square.png", fromWiki="source", newTitle=title)
+    assert not result.is_error and (f"A file's description page, copied without the file (upload-file uploads "
+                                    f"it): {title}") in result.text.split("\n"), result.text
+    assert page_exists(the_other_version, title)
+
+
 def test_copy_page_under_a_new_title_and_a_repeat_leaves_the_copy_alone(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     title, new = f"Original {secrets.token_hex(4)}", f"Renamed {secrets.token_hex(4)}"
