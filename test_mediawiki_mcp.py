@@ -2808,9 +2808,9 @@ def test_get_category_tree_with_more_pages_than_fit_shows_those_that_do_and_its_
                         f"category={json.dumps('Category:' + name)} lists them")
     assert first.blocks[1].endswith(f'again with category="Category:{name} annex" and depth=1 and pages=true.')
     annex = call(server, "get-category-tree", category=f"Category:{name} annex", depth=1, pages=True)
-    assert annex.blocks == [f"Subcategories of Category:{name} annex to depth 1, {TREE_LEGEND}; its pages and "
-                            f"files as '- ' rows:\nCategory:{name} annex (pages: 2)\n  - {name} annex book 0\n"
-                            f"  - {name} annex book 1"], annex.text
+    assert annex.blocks == [(f"Subcategories of Category:{name} annex to depth 1, {TREE_LEGEND}; its pages and "
+                             f"files as '- ' rows:\nCategory:{name} annex (pages: 2)\n  - {name} annex book 0\n"
+                             f"  - {name} annex book 1")], annex.text
 
 
 def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: RealWiki) -> None:
