@@ -6888,9 +6888,10 @@ def find_text_origin(
         raise permission_denied(f"The text of revision {start} is hidden (revision deletion). "
                                 + NEXT_STEP["permission_denied"])
     if not trail.has(0):
-        return [(f"{header}\nNo match of {what} in {where}, so there is no addition to trace. To trace a "
-                 "text since removed, call find-text-origin again with the revisionId of a revision that "
-                 "has it (get-page-history lists them).")]
+        return [(f"{header}\nNo match of {what} in the wikitext of {where}, so there is no addition to "
+                 "trace. To trace a text since removed, call find-text-origin again with the revisionId of a "
+                 "revision that has it (get-page-history lists them); a text a template shows, with the "
+                 "template's title.")]
     try:
         trail.latest_addition()
     except ReadsSpent:
@@ -7041,11 +7042,11 @@ def adding_lines(old: str, new: str, span: tuple[int, int]) -> str:
 
 
 def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tuple[int, int, int, int]:
-    """A changed block (line_changes) whose new side is longer than lines ``first`` to ``last`` (a page
+    """A changed block (line_changes) whose new side reaches past lines ``first`` to ``last`` (a page
     made, a passage pasted with the text) cut to those: added after the old line they follow."""
     i1, i2, j1, j2 = block
-    if j2 - j1 <= last - first + 1:
-        return block
+    if j1 >= first and j2 <= last + 1 or i1 < i2 and j2 - j1 <= last - first + 1:
+        return block  # within the text's lines, or lines replaced (their old side shown whole)
     at = min(i1 + max(first - j1, 0), i2)
     return at, at, max(j1, first), min(j2, last + 1)
 
@@ -7245,6 +7246,9 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
         lines = [f"{'  ' * indent}{node.title}{category_counts(node)}"] + [
             f"{'  ' * (indent + 1)}- {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
+        if size + more > budget and node.pages:  # else a call from this category would be cut here again
+            lines = pages_within(lines, budget - size, node.title, indent)
+            more = utf8_len("\n".join(lines)) + 1
         if size + more > budget or unlisted:
             cut = cut or node
             if size + more > budget:
@@ -7253,10 +7257,26 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
         size, count = size + more, count + 1
     blocks = ["\n".join(rows)]
     if cut is not None:
+        # the levels left below the category cut, and its pages if they were asked for
+        rest = call_args(category=cut.title, depth=max(depth - len(cut.above), 1),
+                         **({"pages": True} if pages else {}))
         blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
-                      f"categories may exist — to see them, call get-category-tree again with "
-                      f"category={json.dumps(cut.title, ensure_ascii=False)}.")
+                      f"categories may exist — to see them, call get-category-tree again with {rest}.")
     return blocks
+
+
+def pages_within(lines: list[str], room: int, title: str, indent: int) -> list[str]:
+    """A category's row and the rows of as many of its pages as fit in ``room`` bytes, then a row
+    naming the call that lists the rest."""
+    def rest(left: int) -> str:
+        return (f"{'  ' * (indent + 1)}- … {left} more: get-category-members with "
+                f"category={json.dumps(title, ensure_ascii=False)} lists them")
+    kept = lines[:1]
+    for line in lines[1:]:
+        if utf8_len("\n".join([*kept, line, rest(len(lines) - len(kept) - 1)])) + 1 > room:
+            break
+        kept.append(line)
+    return [*kept, rest(len(lines) - len(kept))]
 
 
 def walk_tree(node: CategoryNode, indent: int = 0) -> Iterator[tuple[CategoryNode, int]]:
@@ -7856,6 +7876,10 @@ def size_change(ctx: ToolContext, revid: int, parent: int | None) -> str:
     return f"{signed(new - old)} bytes ({old} to {new})"
 
 
+#: What an edit that changed nothing answers first.
+UNCHANGED = "No change: the text is what the page already holds; nothing was saved."
+
+
 def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int | None,
               summary: str | None, done: str = "Saved.", composed: bool = False) -> str:
     """Sends one action=edit (send_edit) and describes the saved revision (``done`` says what
@@ -7863,8 +7887,7 @@ def save_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
     edit = send_edit(ctx, title, fields, base, summary, composed)
     title = edit.get("title", title)
     if edit.get("nochange"):
-        return ("No change: the text is what the page already holds; nothing was saved.\n"
-                + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
+        return (UNCHANGED + "\n" + labelled(("Title", title), ("Revision ID", base), ("URL", ctx.site.page_url(title))))
     pin, parent = fields.get("baserevid"), edit.get("oldrevid") or None
     status = (after_lost_answer("Saved.", EDIT_SHOWN_ONCE) if edit.get("lost") else
               "Created." if edit.get("new") else done if not pin or pin == parent else
@@ -10240,11 +10263,13 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
 @dataclasses.dataclass(frozen=True)
 class SourcePage:
     """A page of the source wiki as a copy reads it, and the title it takes on the target
-    (None where the target has no such namespace)."""
+    (None where the target has no such namespace); ``redirect``: the page is one (its text then
+    only leads to another page)."""
     title: str
     revid: int
     text: str
     target: str | None
+    redirect: bool = False
 
 
 def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
@@ -10336,10 +10361,16 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     their titles it has."""
     here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
     read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
-                        prop="revisions|templates", tllimit="max")
+                        prop="revisions|templates|info", tllimit="max")
     first = read[title]
     if first.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
+    if first.get("special") or "interwiki" in first:
+        raise invalid_input(f"{title!r} is no page of {key} (a special page, or another wiki's); "
+                            f"{nothing.lower()}.")
+    if new_title and here.namespace_of(new_title) < 0:
+        raise invalid_input(f"newTitle {new_title!r} names a special page, which no one can create; "
+                            f"{nothing.lower()}.")
     if first.get("missing") or not first:
         raise not_found(f"Page {title!r} does not exist on {key}; {nothing.lower()}. search-page-by-prefix "
                         f"with wiki={key} finds its titles.")
@@ -10349,12 +10380,15 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     if templates and used:
         pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
     copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
-                         main_slot(revision_of(page)).get("content", ""), on_target(here, page))
-              for page in pages]
+                         main_slot(revision_of(page)).get("content", ""), on_target(here, page),
+                         bool(page.get("redirect"))) for page in pages]
     if new_title:
         copies[0] = dataclasses.replace(copies[0], target=new_title)
         if len(named) > 1:
             copies[1] = dataclasses.replace(copies[1], target=f"{new_title}/doc")
+    elif copies[0].target is None:
+        raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
+                            "Pass newTitle, a title in a namespace it has.")
     elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
     exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
@@ -10399,11 +10433,19 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
             if not number:
                 raise
             failed.append(f"{target} ({one_line(str(error))})")
-    done = len(blocks)
+    same = sum(block.startswith(UNCHANGED) for block in blocks)  # an overwrite with the text it has
+    done = len(blocks) - same
     head = (f"{nothing}. copy-page would copy {counted(done, 'page')} from {plan.source}." if ctx.dry_run else
-            f"Copied {counted(done, 'page')} from {plan.source}.")
+            f"Copied {counted(done, 'page')} from {plan.source}"
+            + (f" ({counted(same, 'page')} here already had the source's text)." if same else "."))
+    redirects = [f"{target} (from {copy.title!r})" for copy, target in going if copy.redirect]
+    files = [target for _, target in going if ctx.site.namespace_of(target) == 6]
+    alone = ("Left alone (the target's own templates: overwrite replaces the page and its /doc only)"
+             if plan.replaced else "Left alone (it exists here; overwrite=true replaces the page and its /doc)")
     notes = [f"{label}: {', '.join(titles)}" for label, titles in (
-        ("Left alone (it exists here; overwrite=true replaces the page and its /doc)", kept),
+        (alone, kept),
+        ("A redirect, copied as one (copy the page it leads to as well)", redirects),
+        ("A file's description page, copied without the file (upload-file uploads it)", files),
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
@@ -10770,6 +10812,10 @@ def listed_prompt(state: ServerState, name: str, session: Session | None) -> Pro
     return prompt
 
 
+#: The longest value a prompt's argument takes (a title is at most 255 bytes).
+PROMPT_ARG_MAX_CHARS = 500
+
+
 def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | None,
                 session: Session | None = None) -> tuple[Prompt, str]:
     """A listed prompt and its user message, the arguments checked and filled in."""
@@ -10781,6 +10827,11 @@ def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | No
                             f"arguments: {', '.join(a.name for a in accepted)}.")
     if missing := [a.name for a in accepted if a.required and not given.get(a.name)]:
         raise invalid_input(f"The prompt {name} needs {', '.join(missing)}.")
+    # a value goes into the message as it is: a line break would start steps of its own
+    if odd := [k for k, v in given.items()
+               if len(v) > PROMPT_ARG_MAX_CHARS or re.search(r"[\x00-\x1f\x7f]", v)]:
+        raise invalid_input(f"The prompt {name}'s {', '.join(odd)} must be one line of at most "
+                            f"{PROMPT_ARG_MAX_CHARS} characters.")
     if "since" in given:
         wiki_timestamp(given["since"], "since")  # refused here as get-recent-changes would refuse it
     key = state.resolve_wiki(given.get("wiki"))
@@ -10807,12 +10858,18 @@ def completion_values(state: ServerState, kind: str | None, value: str, key: str
         return [], False
     wiki, client = state.wiki_and_client(key)
     client = persons_client(state, person, wiki, client) if person else client
-    if kind == "page":
+    namespace = client.site.namespace_of(value)
+    if kind == "page" and not (value.partition(":")[2] if namespace else value).strip():
+        # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
+        data = client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
+                           "aplimit": COMPLETION_MAX_VALUES})
+        found = [page["title"] for page in data.get("query", {}).get("allpages") or []]
+    elif kind == "page":
         data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
                            "pslimit": COMPLETION_MAX_VALUES})
         found = [page["title"] for page in data.get("query", {}).get("prefixsearch") or []]
     else:
-        prefix = value.partition(":")[2] if client.site.namespace_of(value) == 14 else value
+        prefix = value.partition(":")[2] if namespace == 14 else value
         data = client.get({"action": "query", "list": "allcategories", "acprefix": prefix.lstrip(),
                            "aclimit": COMPLETION_MAX_VALUES})
         lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
