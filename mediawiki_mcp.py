@@ -5574,7 +5574,7 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
-    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
+    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(state, ctx, name, preview)
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
     confirmed = functools.partial(job, person_confirms=True, accepted=answer)
@@ -5594,12 +5594,17 @@ def can_ask(ctx: Any) -> bool:
     where the answer would reach another transport, nor the 2026 protocol, whose calls cannot)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    return (asks_in_forms(ctx) and stateful and ctx.session.can_send_request
+            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+
+
+def asks_in_forms(ctx: Any) -> bool:
+    """Whether a request's client declared form elicitation (an empty elicitation capability, as
+    in the 2025-06-18 specification, means forms)."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities else None
-    form = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
-    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
-    return (form and stateful and ctx.session.can_send_request
-            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
 #: The question's one field: the specification allows only flat fields of primitive types.
@@ -5677,15 +5682,32 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
     return declined(f"The person declined, in the client, {action}.")
 
 
-def cannot_ask(name: str, preview: Preview) -> WikiError:
+def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
     """The refusal of a guarded action where the operator wants the person to confirm it
-    (MCP_CONFIRM=person) and the client cannot ask them (can_ask)."""
+    (MCP_CONFIRM=person) and the client cannot ask them (can_ask), saying why (why_cannot_ask)."""
+    why, who = why_cannot_ask(state, ctx)
     return permission_denied(
         f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
-        "client (MCP_CONFIRM=person), and this client cannot ask them: it did not declare MCP elicitation, or "
-        "its connection cannot carry a question (stateless HTTP, the 2026-07-28 protocol). Clients that "
-        "ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a Streamable HTTP "
-        "session. No retry by the model changes this.")
+        f"client (MCP_CONFIRM=person), and {why}. {who} No retry by the model changes this.")
+
+
+def why_cannot_ask(state: ServerState, ctx: Any) -> tuple[str, str]:
+    """Why the person behind a tools/call cannot be asked (can_ask), and who could be: a stateless
+    server asks no one, whatever the client, so only its operator can change that."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if state.stateless:
+        return ("no client can ask them on this server: it serves stateless HTTP (--stateless or "
+                "MCP_STATELESS), where the answer could reach another replica"), (
+                "Only its operator can change this: serve HTTP with sessions, or stdio.")
+    who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
+           "Streamable HTTP session, connecting with the handshake (protocol 2025-06-18 to 2025-11-25).")
+    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return (f"this client cannot ask them: it connected with the {ctx.session.protocol_version} protocol, "
+                "whose calls cannot carry a question"), who
+    if not asks_in_forms(ctx):
+        return "this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected", who
+    return "this client cannot ask them: its connection cannot carry a question", who
 
 
 class ListChanges:

@@ -6061,6 +6061,32 @@ def test_with_mcp_confirm_person_a_client_that_cannot_ask_is_refused(wiki: RealW
     assert not result.is_error and len(questions) == 1 and revision_ids(wiki, title) == []
 
 
+def test_with_mcp_confirm_person_the_refusal_says_why_this_client_or_server_cannot_ask(wiki: RealWiki) -> None:
+    """The client that did not declare elicitation, the 2026 protocol, and a stateless server,
+    where no client can ask and only the operator can change it."""
+    title, latest = deletable(wiki, "why not")
+    server = make_server(wiki.env(MCP_CONFIRM="person"))
+
+    async def go(options: dict[str, Any]) -> str:
+        async with Client(server, **options) as client:
+            return (await client.call_tool("delete-page", {"title": title})).content[0].text
+    refused = [anyio.run(go, {"mode": "legacy"}), anyio.run(go, {"elicitation_callback": lambda *_: None})]
+    with http_servers((wiki.env(MCP_CONFIRM="person"), ("--stateless",))) as (http,):
+        async def stateless() -> Any:
+            async with asking_client(http.url, [ALLOW], []) as client:
+                return await client.call_tool("delete-page", {"title": title})
+        refused.append(anyio.run(stateless).content[0].text)
+    assert "and this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected. " \
+        "Clients that ask" in refused[0], refused[0]
+    assert "and this client cannot ask them: it connected with the 2026-07-28 protocol, whose calls cannot carry " \
+        "a question. Clients that ask" in refused[1], refused[1]
+    assert refused[2].startswith("permission_denied: Nothing was deleted.") and refused[2].endswith(
+        "(MCP_CONFIRM=person), and no client can ask them on this server: it serves stateless HTTP (--stateless or "
+        "MCP_STATELESS), where the answer could reach another replica. Only its operator can change this: serve "
+        "HTTP with sessions, or stdio. No retry by the model changes this."), refused[2]
+    assert revision_ids(wiki, title)[0] == latest
+
+
 def test_with_mcp_confirm_model_the_person_is_never_asked(wiki: RealWiki) -> None:
     title, latest = deletable(wiki, "model")
     server = make_server(wiki.env(MCP_CONFIRM="model"))
