@@ -5672,6 +5672,10 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
         finally:
             waiting.cancel_scope.cancel()
     said = answer.content or {}
+    if answer.action == "accept" and (unread := unanswered_fields(preview, said)):
+        for_what = f" for {', '.join(unread)}" if any(unread) else ""
+        return declined(f"The client accepted the question {action} without a yes or no{for_what}, so the "
+                        "person's answer is not known (the client may not show this form), which counts as declined.")
     picked = frozenset(choice for number, choice in enumerate(preview.choices, 1)
                        if said.get(f"choice{number}") is True)
     if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
@@ -5680,6 +5684,18 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
     if answer.action == "cancel":
         return declined(f"The person dismissed the question {action}, which counts as declined.")
     return declined(f"The person declined, in the client, {action}.")
+
+
+def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | None:
+    """What an accepted answer to the question about a Preview (question_schema) left without a
+    yes or no: the choices whose field is not a boolean (a string "true" is no answer, rather than
+    a page silently skipped; a choice left out is not picked), or [''] where allow is missing or
+    not a boolean; None where it answered every field it holds."""
+    if not preview.choices:
+        return None if isinstance(said.get("allow"), bool) else [""]
+    unread = [choice for number, choice in enumerate(preview.choices, 1)
+              if f"choice{number}" in said and not isinstance(said[f"choice{number}"], bool)]
+    return unread or None
 
 
 def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:

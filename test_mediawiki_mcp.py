@@ -6030,6 +6030,31 @@ def test_a_person_who_declines_or_dismisses_the_question_keeps_the_page(
     assert revision_ids(wiki, title)[0] == latest
 
 
+def test_an_accepted_answer_without_a_yes_or_no_is_a_decline_that_says_so(bot_server: Any, wiki: RealWiki) -> None:
+    """A client whose form sends no boolean (a string "true", nothing) did not carry the person's
+    answer: nothing is done, and the model is not told that the person declined."""
+    title, latest = deletable(wiki, "no answer")
+    for content in ({"allow": "true"}, {}):
+        result, _ = call_asking(bot_server, "delete-page", [{"action": "accept", "content": content}], title=title)
+        assert result.is_error and result.blocks == [(
+            "permission_denied: The client accepted the question to let delete-page delete "
+            f"{title!r} (latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key} without a yes or no, so the "
+            "person's answer is not known (the client may not show this form), which counts as declined. Nothing was "
+            "deleted. Do not call delete-page again for this unless the person asks for it.")], result.text
+    assert revision_ids(wiki, title)[0] == latest
+    titles = [f"Confirm no answer {letter} {secrets.token_hex(3)}" for letter in "AB"]
+    for page in titles:
+        create(bot_server, page, "Carp swim here.")
+    answer = {"action": "accept", "content": {"choice1": "true", "choice2": True}}
+    result, _ = call_asking(bot_server, "replace-in-pages", [answer], titles=titles, find="Carp", replace="Pike",
+                            dryRun=False)
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: The client accepted the question to let replace-in-pages replace 'Carp' with 'Pike' in 2 "
+        f"pages on {wiki.key}: "), result.text
+    assert f"without a yes or no for {titles[0]}, so the person's answer is not known" in result.text
+    assert [wiki.wikitext(page) for page in titles] == ["Carp swim here."] * 2  # not the second page alone
+
+
 def test_a_client_that_cannot_ask_keeps_the_preview_and_confirm_contract(wiki: RealWiki) -> None:
     title, latest = deletable(wiki, "no capability")
     server = make_server(wiki.env())
