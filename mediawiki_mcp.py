@@ -5404,10 +5404,11 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         session, person = session_of(ctx), person_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
+        progress = CallProgress(ctx)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
                                 caller_of(ctx, person), session, person)
         try:
-            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
@@ -5546,37 +5547,60 @@ def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) 
         return "", not spec.read_only
 
 
-def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
+class CallProgress:
+    """The progress a tools/call reports to the client (only where it gave a progressToken),
+    kept rising across the stages of a guarded call, as the specification requires: the preview,
+    the wait for the person (seconds) and the confirmed run each count from 0, so each stage
+    counts on from where the last one ended, and a report that would not rise is left out."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
+
+    def next_stage(self) -> None:
+        self.stage_start = max(self.last, 0.0)
+
+    async def report(self, done: float, total: float | None, message: str) -> None:
+        value = self.stage_start + done
+        if value <= self.last:
+            return
+        self.last = value
+        await self.ctx.session.report_progress(value, None if total is None else self.stage_start + total, message)
+
+
+def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
     """What a tool running on a thread reports its progress with (ToolContext.progress): each
     report is carried onto the event loop, where the request's session lives, and waited for.
-    The session sends nothing unless the client gave a progressToken, and a report that cannot
-    be sent is dropped: progress is advisory."""
+    A report that cannot be sent is dropped: progress is advisory."""
     import asyncio
     loop = asyncio.get_running_loop()
 
-    def progress(done: float, total: float | None, message: str) -> None:
+    def report(done: float, total: float | None, message: str) -> None:
         try:
-            asyncio.run_coroutine_threadsafe(ctx.session.report_progress(done, total, message), loop).result()
+            asyncio.run_coroutine_threadsafe(progress.report(done, total, message), loop).result()
         except Exception:
             log.debug("could not report progress", exc_info=True)
-    return progress
+    return report
 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
-                      wiki: str, write: bool) -> tuple[list[Any], bool]:
-    """Runs a tools/call (``job``: run_tool with its arguments) in the wiki's call slot
-    (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's confirm counts
-    for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
-    must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
+                      wiki: str, write: bool, progress: CallProgress) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool with its arguments, reporting to ``progress``) in the
+    wiki's call slot (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's
+    confirm counts for nothing: a guarded tool's preview is put to the person outside the slot, as
+    their minutes must not hold the wiki, and only their yes runs the call again, pinned to what
+    they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
-    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(state, ctx, name, preview)
+    progress.next_stage()
+    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx)
+              else cannot_ask(state, ctx, name, preview))
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+    progress.next_stage()
     confirmed = functools.partial(job, person_confirms=True, accepted=answer)
     return await state.calls.run(wiki, confirmed, write=write)
 
@@ -5623,7 +5647,8 @@ def question_schema(preview: Preview) -> dict[str, Any]:
         for number, choice in enumerate(preview.choices, 1)}}
 
 
-async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> Accepted | WikiError:
+async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
+                     progress: CallProgress) -> Accepted | WikiError:
     """Puts a guarded action's preview to the person (elicitation/create, on the call's own
     stream) and waits for the answer, reporting progress meanwhile so that the client keeps
     waiting for the call: what they accepted, else the error saying why nothing was done. No
@@ -5642,8 +5667,8 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
         start = anyio.current_time()
         while True:
             try:
-                await ctx.session.report_progress(anyio.current_time() - start, timeout,
-                                                  "Waiting for the person to answer in the client")
+                await progress.report(anyio.current_time() - start, timeout,
+                                      "Waiting for the person to answer in the client")
             except Exception:  # advisory, as in progress_reporter
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)

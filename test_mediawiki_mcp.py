@@ -6161,6 +6161,32 @@ def test_no_answer_within_the_timeout_is_a_decline_and_progress_keeps_the_call_a
     assert revision_ids(wiki, title)[0] == latest
 
 
+def test_progress_keeps_rising_from_the_wait_for_the_person_to_the_saves(bot_server: Any, wiki: RealWiki) -> None:
+    """The specification wants each progress value above the last: the seconds the person took
+    (reported every CONFIRM_PROGRESS_SECONDS) are not followed by the saves counting from 1 again."""
+    titles = [f"Confirm progress {letter} {secrets.token_hex(3)}" for letter in "AB"]
+    for title in titles:
+        create(bot_server, title, "Carp swim here.")
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def go() -> Any:
+        picked = {"action": "accept", "content": {"choice1": True, "choice2": True}}
+        async with asking_client(bot_server, [picked], [], delay=m.CONFIRM_PROGRESS_SECONDS + 0.5) as client:
+            return await client.call_tool("replace-in-pages", {"titles": titles, "find": "Carp", "replace": "Pike",
+                                                               "dryRun": False}, progress_callback=heard)
+    result = anyio.run(go)
+    assert not result.is_error and result.content[0].text.startswith("Saved 2 of 2 pages."), result.content[0].text
+    values = [done for done, _, _ in progress]
+    assert values == sorted(set(values)), progress  # each above the last
+    waited = [p for p in progress if p[2] == "Waiting for the person to answer in the client"]
+    assert len(waited) == 2 and waited[1][0] >= m.CONFIRM_PROGRESS_SECONDS, progress
+    assert progress[-1] == (waited[1][0] + 2, waited[1][0] + 2,  # the saves count on from the wait
+                            f"{titles[1]} | saved | {revision_ids(wiki, titles[1])[0]}"), progress
+
+
 def test_an_allowed_delete_with_an_idempotency_key_is_not_asked_or_done_twice(bot_server: Any, wiki: RealWiki) -> None:
     title, _ = deletable(wiki, "key")
     questions: list[Any] = []
