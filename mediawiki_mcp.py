@@ -5714,13 +5714,13 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
 def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | None:
     """What an accepted answer to the question about a Preview (question_schema) left without a
     yes or no: the choices whose field is not a boolean (a string "true" is no answer, rather than
-    a page silently skipped; a choice left out is not picked), or [''] where allow is missing or
-    not a boolean; None where it answered every field it holds."""
-    if not preview.choices:
-        return None if isinstance(said.get("allow"), bool) else [""]
-    unread = [choice for number, choice in enumerate(preview.choices, 1)
-              if f"choice{number}" in said and not isinstance(said[f"choice{number}"], bool)]
-    return unread or None
+    a page silently skipped; a choice left out is not picked), or [''] where allow, or every
+    choice, is missing or not a boolean; None where it answered every field it holds."""
+    fields = [f"choice{number}" for number in range(1, len(preview.choices) + 1)] or ["allow"]
+    unread = [field for field in fields if not isinstance(said.get(field), bool)]
+    if len(unread) == len(fields):
+        return [""]
+    return [preview.choices[fields.index(field)] for field in unread if field in said] or None
 
 
 def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:

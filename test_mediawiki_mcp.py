@@ -6052,6 +6052,10 @@ def test_an_accepted_answer_without_a_yes_or_no_is_a_decline_that_says_so(bot_se
         "permission_denied: The client accepted the question to let replace-in-pages replace 'Carp' with 'Pike' in 2 "
         f"pages on {wiki.key}: "), result.text
     assert f"without a yes or no for {titles[0]}, so the person's answer is not known" in result.text
+    result, _ = call_asking(bot_server, "replace-in-pages", [{"action": "accept", "content": {"allow": True}}],
+                            titles=titles, find="Carp", replace="Pike", dryRun=False)  # none of the page fields
+    assert result.is_error and (f"revision {revision_ids(wiki, titles[1])[0]}) without a yes or no, so the person's "
+                                "answer is not known") in result.text, result.text
     assert [wiki.wikitext(page) for page in titles] == ["Carp swim here."] * 2  # not the second page alone
 
 
