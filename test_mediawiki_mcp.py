@@ -6191,6 +6191,21 @@ def test_progress_keeps_rising_from_the_wait_for_the_person_to_the_saves(bot_ser
                             f"{titles[1]} | saved | {revision_ids(wiki, titles[1])[0]}"), progress
 
 
+def test_a_client_that_gives_up_on_the_call_while_the_person_decides_gets_nothing_done(wiki: RealWiki) -> None:
+    """A client whose own timeout does not wait for the person (progress does not reset it) cancels
+    the call: the question goes with it, and a yes that comes later does nothing."""
+    title, latest = deletable(wiki, "gives up")
+    questions: list[Any] = []
+
+    async def go() -> None:
+        async with asking_client(make_server(wiki.env()), [ALLOW], questions, delay=2) as client:
+            with pytest.raises(MCPError, match="timed out"):
+                await client.call_tool("delete-page", {"title": title}, read_timeout_seconds=0.5)
+            await anyio.sleep(3)  # past the person's late yes
+    anyio.run(go)
+    assert len(questions) == 1 and revision_ids(wiki, title)[0] == latest
+
+
 def test_an_allowed_delete_with_an_idempotency_key_is_not_asked_or_done_twice(bot_server: Any, wiki: RealWiki) -> None:
     title, _ = deletable(wiki, "key")
     questions: list[Any] = []
