@@ -11408,6 +11408,10 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
+    if options.stateless and server.state.config.confirm == "person":  # why_cannot_ask
+        log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded action "
+                    "(delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is refused. Serve HTTP "
+                    "with sessions, or set MCP_CONFIRM to auto or model.")
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)

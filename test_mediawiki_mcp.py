@@ -6105,6 +6105,7 @@ def test_with_mcp_confirm_person_the_refusal_says_why_this_client_or_server_cann
             async with asking_client(http.url, [ALLOW], []) as client:
                 return await client.call_tool("delete-page", {"title": title})
         refused.append(anyio.run(stateless).content[0].text)
+        assert "MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded action" in http.log
     assert "and this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected. " \
         "Clients that ask" in refused[0], refused[0]
     assert "and this client cannot ask them: it connected with the 2026-07-28 protocol, whose calls cannot carry " \
