@@ -5564,7 +5564,8 @@ class CallProgress:
         if value <= self.last:
             return
         self.last = value
-        await self.ctx.session.report_progress(value, None if total is None else self.stage_start + total, message)
+        until = None if total is None else self.stage_start + total
+        await self.ctx.session.report_progress(value, until, message)
 
 
 def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
@@ -5700,7 +5701,8 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
     if answer.action == "accept" and (unread := unanswered_fields(preview, said)):
         for_what = f" for {', '.join(unread)}" if any(unread) else ""
         return declined(f"The client accepted the question {action} without a yes or no{for_what}, so the "
-                        "person's answer is not known (the client may not show this form), which counts as declined.")
+                        "person's answer is not known (the client may not show this form), which counts as "
+                        "declined.")
     picked = frozenset(choice for number, choice in enumerate(preview.choices, 1)
                        if said.get(f"choice{number}") is True)
     if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
@@ -5747,7 +5749,8 @@ def why_cannot_ask(state: ServerState, ctx: Any) -> tuple[str, str]:
         return (f"this client cannot ask them: it connected with the {ctx.session.protocol_version} protocol, "
                 "whose calls cannot carry a question"), who
     if not asks_in_forms(ctx):
-        return "this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected", who
+        return ("this client cannot ask them: it did not declare MCP elicitation (form mode) when it "
+                "connected"), who
     return "this client cannot ask them: its connection cannot carry a question", who
 
 
@@ -11409,9 +11412,9 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     for warning in http_warnings(options, blank):
         log.warning(warning)
     if options.stateless and server.state.config.confirm == "person":  # why_cannot_ask
-        log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded action "
-                    "(delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is refused. Serve HTTP "
-                    "with sessions, or set MCP_CONFIRM to auto or model.")
+        log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
+                    "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
+                    "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
