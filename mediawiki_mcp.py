@@ -10093,9 +10093,16 @@ def replace_in_pages(
     if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
         rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
         how = " (a regular expression)" if regex else ""
-        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{how} in "
+        raise Preview("Nothing was saved.", f"replace {as_typed(find)} with {as_typed(replace)}{how} in "
                       f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
     return save_replacements(ctx, pages, change, edit_summary(ctx, comment), ctx.picked)
+
+
+def as_typed(text: str) -> str:
+    """``text`` quoted for a person to check, as it was written: repr, but with its backslashes
+    single, so that a regular expression's \\b or a group's \\1 reads as typed (a newline still
+    shows as \\n, which a regular expression reads alike)."""
+    return repr(text).replace("\\\\", "\\")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6266,6 +6266,17 @@ def test_the_person_picks_the_pages_a_replace_across_pages_saves(bot_server: Any
     assert wiki.wikitext(titles[1]) == "Pike swim here."
 
 
+def test_the_person_reads_a_regular_expression_as_it_was_written(bot_server: Any, wiki: RealWiki) -> None:
+    """Not repr's doubled backslashes, which would read as an expression matching a backslash."""
+    title = f"Confirm regex {secrets.token_hex(3)}"
+    create(bot_server, title, "Carp swim here.")
+    declined, questions = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], titles=[title],
+                                      find=r"\b(C)arp\b", replace=r"\1od", regex=True, dryRun=False)
+    assert declined.is_error and questions[0].message.startswith(
+        r"replace-in-pages would replace '\b(C)arp\b' with '\1od' (a regular expression) in 1 page on "), questions
+    assert wiki.wikitext(title) == "Carp swim here."
+
+
 def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot_server: Any, wiki: RealWiki) -> None:
     title = f"Confirm undo run {secrets.token_hex(3)}"
     create(bot_server, title, "One.\nTwo.\nThree.")
