@@ -5422,10 +5422,11 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         session, person = session_of(ctx), person_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(ctx),
+        progress = CallProgress(ctx)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
                                 caller_of(ctx, person), session, person)
         try:
-            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         await changes.announce(before)
@@ -5564,37 +5565,61 @@ def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) 
         return "", not spec.read_only
 
 
-def progress_reporter(ctx: Any) -> Callable[[float, float | None, str], None]:
+class CallProgress:
+    """The progress a tools/call reports to the client (only where it gave a progressToken),
+    kept rising across the stages of a guarded call, as the specification requires: the preview,
+    the wait for the person (seconds) and the confirmed run each count from 0, so each stage
+    counts on from where the last one ended, and a report that would not rise is left out."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
+
+    def next_stage(self) -> None:
+        self.stage_start = max(self.last, 0.0)
+
+    async def report(self, done: float, total: float | None, message: str) -> None:
+        value = self.stage_start + done
+        if value <= self.last:
+            return
+        self.last = value
+        until = None if total is None else self.stage_start + total
+        await self.ctx.session.report_progress(value, until, message)
+
+
+def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
     """What a tool running on a thread reports its progress with (ToolContext.progress): each
     report is carried onto the event loop, where the request's session lives, and waited for.
-    The session sends nothing unless the client gave a progressToken, and a report that cannot
-    be sent is dropped: progress is advisory."""
+    A report that cannot be sent is dropped: progress is advisory."""
     import asyncio
     loop = asyncio.get_running_loop()
 
-    def progress(done: float, total: float | None, message: str) -> None:
+    def report(done: float, total: float | None, message: str) -> None:
         try:
-            asyncio.run_coroutine_threadsafe(ctx.session.report_progress(done, total, message), loop).result()
+            asyncio.run_coroutine_threadsafe(progress.report(done, total, message), loop).result()
         except Exception:
             log.debug("could not report progress", exc_info=True)
-    return progress
+    return report
 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
-                      wiki: str, write: bool) -> tuple[list[Any], bool]:
-    """Runs a tools/call (``job``: run_tool with its arguments) in the wiki's call slot
-    (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's confirm counts
-    for nothing: a guarded tool's preview is put to the person outside the slot, as their minutes
-    must not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
+                      wiki: str, write: bool, progress: CallProgress) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool with its arguments, reporting to ``progress``) in the
+    wiki's call slot (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's
+    confirm counts for nothing: a guarded tool's preview is put to the person outside the slot, as
+    their minutes must not hold the wiki, and only their yes runs the call again, pinned to what
+    they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
-    answer = await ask_person(state, ctx, name, preview) if can_ask(ctx) else cannot_ask(name, preview)
+    progress.next_stage()
+    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx)
+              else cannot_ask(state, ctx, name, preview))
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+    progress.next_stage()
     confirmed = functools.partial(job, person_confirms=True, accepted=answer)
     return await state.calls.run(wiki, confirmed, write=write)
 
@@ -5612,12 +5637,17 @@ def can_ask(ctx: Any) -> bool:
     where the answer would reach another transport, nor the 2026 protocol, whose calls cannot)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    return (asks_in_forms(ctx) and stateful and ctx.session.can_send_request
+            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+
+
+def asks_in_forms(ctx: Any) -> bool:
+    """Whether a request's client declared form elicitation (an empty elicitation capability, as
+    in the 2025-06-18 specification, means forms)."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities else None
-    form = elicitation is not None and (elicitation.form is not None or elicitation.url is None)
-    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
-    return (form and stateful and ctx.session.can_send_request
-            and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
 #: The question's one field: the specification allows only flat fields of primitive types.
@@ -5636,7 +5666,8 @@ def question_schema(preview: Preview) -> dict[str, Any]:
         for number, choice in enumerate(preview.choices, 1)}}
 
 
-async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) -> Accepted | WikiError:
+async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
+                     progress: CallProgress) -> Accepted | WikiError:
     """Puts a guarded action's preview to the person (elicitation/create, on the call's own
     stream) and waits for the answer, reporting progress meanwhile so that the client keeps
     waiting for the call: what they accepted, else the error saying why nothing was done. No
@@ -5655,8 +5686,8 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
         start = anyio.current_time()
         while True:
             try:
-                await ctx.session.report_progress(anyio.current_time() - start, timeout,
-                                                  "Waiting for the person to answer in the client")
+                await progress.report(anyio.current_time() - start, timeout,
+                                      "Waiting for the person to answer in the client")
             except Exception:  # advisory, as in progress_reporter
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
@@ -5685,6 +5716,11 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
         finally:
             waiting.cancel_scope.cancel()
     said = answer.content or {}
+    if answer.action == "accept" and (unread := unanswered_fields(preview, said)):
+        for_what = f" for {', '.join(unread)}" if any(unread) else ""
+        return declined(f"The client accepted the question {action} without a yes or no{for_what}, so the "
+                        "person's answer is not known (the client may not show this form), which counts as "
+                        "declined.")
     picked = frozenset(choice for number, choice in enumerate(preview.choices, 1)
                        if said.get(f"choice{number}") is True)
     if answer.action == "accept" and (picked if preview.choices else said.get("allow") is True):
@@ -5695,15 +5731,45 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview) 
     return declined(f"The person declined, in the client, {action}.")
 
 
-def cannot_ask(name: str, preview: Preview) -> WikiError:
+def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | None:
+    """What an accepted answer to the question about a Preview (question_schema) left without a
+    yes or no: the choices whose field is not a boolean (a string "true" is no answer, rather than
+    a page silently skipped; a choice left out is not picked), or [''] where allow, or every
+    choice, is missing or not a boolean; None where it answered every field it holds."""
+    fields = [f"choice{number}" for number in range(1, len(preview.choices) + 1)] or ["allow"]
+    unread = [field for field in fields if not isinstance(said.get(field), bool)]
+    if len(unread) == len(fields):
+        return [""]
+    return [preview.choices[fields.index(field)] for field in unread if field in said] or None
+
+
+def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
     """The refusal of a guarded action where the operator wants the person to confirm it
-    (MCP_CONFIRM=person) and the client cannot ask them (can_ask)."""
+    (MCP_CONFIRM=person) and the client cannot ask them (can_ask), saying why (why_cannot_ask)."""
+    why, who = why_cannot_ask(state, ctx)
     return permission_denied(
         f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
-        "client (MCP_CONFIRM=person), and this client cannot ask them: it did not declare MCP elicitation, or "
-        "its connection cannot carry a question (stateless HTTP, the 2026-07-28 protocol). Clients that "
-        "ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a Streamable HTTP "
-        "session. No retry by the model changes this.")
+        f"client (MCP_CONFIRM=person), and {why}. {who} No retry by the model changes this.")
+
+
+def why_cannot_ask(state: ServerState, ctx: Any) -> tuple[str, str]:
+    """Why the person behind a tools/call cannot be asked (can_ask), and who could be: a stateless
+    server asks no one, whatever the client, so only its operator can change that."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if state.stateless:
+        return ("no client can ask them on this server: it serves stateless HTTP (--stateless or "
+                "MCP_STATELESS), where the answer could reach another replica"), (
+                "Only its operator can change this: serve HTTP with sessions, or stdio.")
+    who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
+           "Streamable HTTP session, connecting with the handshake (protocol 2025-06-18 to 2025-11-25).")
+    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return (f"this client cannot ask them: it connected with the {ctx.session.protocol_version} protocol, "
+                "whose calls cannot carry a question"), who
+    if not asks_in_forms(ctx):
+        return ("this client cannot ask them: it did not declare MCP elicitation (form mode) when it "
+                "connected"), who
+    return "this client cannot ask them: its connection cannot carry a question", who
 
 
 class ListChanges:
@@ -10068,9 +10134,16 @@ def replace_in_pages(
     if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
         rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
         how = " (a regular expression)" if regex else ""
-        raise Preview("Nothing was saved.", f"replace {find!r} with {replace!r}{how} in "
+        raise Preview("Nothing was saved.", f"replace {as_typed(find)} with {as_typed(replace)}{how} in "
                       f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
     return save_replacements(ctx, pages, change, edit_summary(ctx, comment), ctx.picked)
+
+
+def as_typed(text: str) -> str:
+    """``text`` quoted for a person to check, as it was written: repr, but with its backslashes
+    single, so that a regular expression's \\b or a group's \\1 reads as typed (a newline still
+    shows as \\n, which a regular expression reads alike)."""
+    return repr(text).replace("\\\\", "\\")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -11427,6 +11500,10 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     for warning in http_warnings(options, blank):
         log.warning(warning)
     logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
+    if options.stateless and server.state.config.confirm == "person":  # why_cannot_ask
+        log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
+                    "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
+                    "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
         server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)

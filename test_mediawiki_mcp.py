@@ -1134,6 +1134,23 @@ def with_node_path(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+class PersonSession:
+    """One MCP session over HTTP with a person's bearer token on every request."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.headers = url, {"Authorization": f"Bearer {token}"}
+        self.session = post_rpc(url, "initialize", INIT_PARAMS, headers=self.headers).headers["Mcp-Session-Id"]
+        post_rpc(url, "notifications/initialized", rpc_id=None, session=self.session, headers=self.headers)
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        return rpc_result(post_rpc(self.url, "tools/call", {"name": tool, "arguments": arguments}, rpc_id=2,
+                                   session=self.session, headers=self.headers))
+
+    def tools(self) -> set[str]:
+        listed = rpc_result(post_rpc(self.url, "tools/list", {}, rpc_id=3, session=self.session, headers=self.headers))
+        return {tool["name"] for tool in listed["tools"]}
+
+
 # ---------------------------------------------------------------------------
 # The client against faults: a fake wiki for what a real one will not do
 # ---------------------------------------------------------------------------
@@ -6106,6 +6123,35 @@ def test_a_person_who_declines_or_dismisses_the_question_keeps_the_page(
     assert revision_ids(wiki, title)[0] == latest
 
 
+def test_an_accepted_answer_without_a_yes_or_no_is_a_decline_that_says_so(bot_server: Any, wiki: RealWiki) -> None:
+    """A client whose form sends no boolean (a string "true", nothing) did not carry the person's
+    answer: nothing is done, and the model is not told that the person declined."""
+    title, latest = deletable(wiki, "no answer")
+    for content in ({"allow": "true"}, {}):
+        result, _ = call_asking(bot_server, "delete-page", [{"action": "accept", "content": content}], title=title)
+        assert result.is_error and result.blocks == [(
+            "permission_denied: The client accepted the question to let delete-page delete "
+            f"{title!r} (latest revision {latest}, 21 bytes, 2 revisions) from {wiki.key} without a yes or no, so the "
+            "person's answer is not known (the client may not show this form), which counts as declined. Nothing was "
+            "deleted. Do not call delete-page again for this unless the person asks for it.")], result.text
+    assert revision_ids(wiki, title)[0] == latest
+    titles = [f"Confirm no answer {letter} {secrets.token_hex(3)}" for letter in "AB"]
+    for page in titles:
+        create(bot_server, page, "Carp swim here.")
+    answer = {"action": "accept", "content": {"choice1": "true", "choice2": True}}
+    result, _ = call_asking(bot_server, "replace-in-pages", [answer], titles=titles, find="Carp", replace="Pike",
+                            dryRun=False)
+    assert result.is_error and result.blocks[0].startswith(
+        "permission_denied: The client accepted the question to let replace-in-pages replace 'Carp' with 'Pike' in 2 "
+        f"pages on {wiki.key}: "), result.text
+    assert f"without a yes or no for {titles[0]}, so the person's answer is not known" in result.text
+    result, _ = call_asking(bot_server, "replace-in-pages", [{"action": "accept", "content": {"allow": True}}],
+                            titles=titles, find="Carp", replace="Pike", dryRun=False)  # none of the page fields
+    assert result.is_error and (f"revision {revision_ids(wiki, titles[1])[0]}) without a yes or no, so the person's "
+                                "answer is not known") in result.text, result.text
+    assert [wiki.wikitext(page) for page in titles] == ["Carp swim here."] * 2  # not the second page alone
+
+
 def test_a_client_that_cannot_ask_keeps_the_preview_and_confirm_contract(wiki: RealWiki) -> None:
     title, latest = deletable(wiki, "no capability")
     server = make_server(wiki.env())
@@ -6135,6 +6181,33 @@ def test_with_mcp_confirm_person_a_client_that_cannot_ask_is_refused(wiki: RealW
     assert revision_ids(wiki, title)[0] == latest
     result, questions = call_asking(server, "delete-page", [ALLOW], title=title)
     assert not result.is_error and len(questions) == 1 and revision_ids(wiki, title) == []
+
+
+def test_with_mcp_confirm_person_the_refusal_says_why_this_client_or_server_cannot_ask(wiki: RealWiki) -> None:
+    """The client that did not declare elicitation, the 2026 protocol, and a stateless server,
+    where no client can ask and only the operator can change it."""
+    title, latest = deletable(wiki, "why not")
+    server = make_server(wiki.env(MCP_CONFIRM="person"))
+
+    async def go(options: dict[str, Any]) -> str:
+        async with Client(server, **options) as client:
+            return (await client.call_tool("delete-page", {"title": title})).content[0].text
+    refused = [anyio.run(go, {"mode": "legacy"}), anyio.run(go, {"elicitation_callback": lambda *_: None})]
+    with http_servers((wiki.env(MCP_CONFIRM="person"), ("--stateless",))) as (http,):
+        async def stateless() -> Any:
+            async with asking_client(http.url, [ALLOW], []) as client:
+                return await client.call_tool("delete-page", {"title": title})
+        refused.append(anyio.run(stateless).content[0].text)
+        assert "MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded action" in http.log
+    assert "and this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected. " \
+        "Clients that ask" in refused[0], refused[0]
+    assert "and this client cannot ask them: it connected with the 2026-07-28 protocol, whose calls cannot carry " \
+        "a question. Clients that ask" in refused[1], refused[1]
+    assert refused[2].startswith("permission_denied: Nothing was deleted.") and refused[2].endswith(
+        "(MCP_CONFIRM=person), and no client can ask them on this server: it serves stateless HTTP (--stateless or "
+        "MCP_STATELESS), where the answer could reach another replica. Only its operator can change this: serve "
+        "HTTP with sessions, or stdio. No retry by the model changes this."), refused[2]
+    assert revision_ids(wiki, title)[0] == latest
 
 
 def test_with_mcp_confirm_model_the_person_is_never_asked(wiki: RealWiki) -> None:
@@ -6184,6 +6257,47 @@ def test_no_answer_within_the_timeout_is_a_decline_and_progress_keeps_the_call_a
         "which counts as declined. Nothing was deleted."), result.content[0].text
     assert progress and progress[0][1:] == (1.5, "Waiting for the person to answer in the client")
     assert revision_ids(wiki, title)[0] == latest
+
+
+def test_progress_keeps_rising_from_the_wait_for_the_person_to_the_saves(bot_server: Any, wiki: RealWiki) -> None:
+    """The specification wants each progress value above the last: the seconds the person took
+    (reported every CONFIRM_PROGRESS_SECONDS) are not followed by the saves counting from 1 again."""
+    titles = [f"Confirm progress {letter} {secrets.token_hex(3)}" for letter in "AB"]
+    for title in titles:
+        create(bot_server, title, "Carp swim here.")
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def go() -> Any:
+        picked = {"action": "accept", "content": {"choice1": True, "choice2": True}}
+        async with asking_client(bot_server, [picked], [], delay=m.CONFIRM_PROGRESS_SECONDS + 0.5) as client:
+            return await client.call_tool("replace-in-pages", {"titles": titles, "find": "Carp", "replace": "Pike",
+                                                               "dryRun": False}, progress_callback=heard)
+    result = anyio.run(go)
+    assert not result.is_error and result.content[0].text.startswith("Saved 2 of 2 pages."), result.content[0].text
+    values = [done for done, _, _ in progress]
+    assert values == sorted(set(values)), progress  # each above the last
+    waited = [p for p in progress if p[2] == "Waiting for the person to answer in the client"]
+    assert len(waited) == 2 and waited[1][0] >= m.CONFIRM_PROGRESS_SECONDS, progress
+    assert progress[-1] == (waited[1][0] + 2, waited[1][0] + 2,  # the saves count on from the wait
+                            f"{titles[1]} | saved | {revision_ids(wiki, titles[1])[0]}"), progress
+
+
+def test_a_client_that_gives_up_on_the_call_while_the_person_decides_gets_nothing_done(wiki: RealWiki) -> None:
+    """A client whose own timeout does not wait for the person (progress does not reset it) cancels
+    the call: the question goes with it, and a yes that comes later does nothing."""
+    title, latest = deletable(wiki, "gives up")
+    questions: list[Any] = []
+
+    async def go() -> None:
+        async with asking_client(make_server(wiki.env()), [ALLOW], questions, delay=2) as client:
+            with pytest.raises(MCPError, match="timed out"):
+                await client.call_tool("delete-page", {"title": title}, read_timeout_seconds=0.5)
+            await anyio.sleep(3)  # past the person's late yes
+    anyio.run(go)
+    assert len(questions) == 1 and revision_ids(wiki, title)[0] == latest
 
 
 def test_an_allowed_delete_with_an_idempotency_key_is_not_asked_or_done_twice(bot_server: Any, wiki: RealWiki) -> None:
@@ -6243,6 +6357,17 @@ def test_the_person_picks_the_pages_a_replace_across_pages_saves(bot_server: Any
     assert wiki.wikitext(titles[1]) == "Carp swim here."
     assert not call(bot_server, "replace-in-pages", **arguments, dryRun=False).is_error  # no question: as today
     assert wiki.wikitext(titles[1]) == "Pike swim here."
+
+
+def test_the_person_reads_a_regular_expression_as_it_was_written(bot_server: Any, wiki: RealWiki) -> None:
+    """Not repr's doubled backslashes, which would read as an expression matching a backslash."""
+    title = f"Confirm regex {secrets.token_hex(3)}"
+    create(bot_server, title, "Carp swim here.")
+    declined, questions = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], titles=[title],
+                                      find=r"\b(C)arp\b", replace=r"\1od", regex=True, dryRun=False)
+    assert declined.is_error and questions[0].message.startswith(
+        r"replace-in-pages would replace '\b(C)arp\b' with '\1od' (a regular expression) in 1 page on "), questions
+    assert wiki.wikitext(title) == "Carp swim here."
 
 
 def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot_server: Any, wiki: RealWiki) -> None:
@@ -10215,23 +10340,6 @@ def serving_people(server: Any, path: Path, env: dict[str, str], **options: Any)
     tokens = m.token_table(str(path), env, server.state.config.wikis, options.get("auth_token"))
     with serve_in_thread(server, m.HttpOptions(auth="token", tokens=tokens, **options)) as url:
         yield url
-
-
-class PersonSession:
-    """One MCP session over HTTP with a person's bearer token on every request."""
-
-    def __init__(self, url: str, token: str) -> None:
-        self.url, self.headers = url, {"Authorization": f"Bearer {token}"}
-        self.session = post_rpc(url, "initialize", INIT_PARAMS, headers=self.headers).headers["Mcp-Session-Id"]
-        post_rpc(url, "notifications/initialized", rpc_id=None, session=self.session, headers=self.headers)
-
-    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        return rpc_result(post_rpc(self.url, "tools/call", {"name": tool, "arguments": arguments}, rpc_id=2,
-                                   session=self.session, headers=self.headers))
-
-    def tools(self) -> set[str]:
-        listed = rpc_result(post_rpc(self.url, "tools/list", {}, rpc_id=3, session=self.session, headers=self.headers))
-        return {tool["name"] for tool in listed["tools"]}
 
 
 def editor_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
