@@ -2556,13 +2556,15 @@ def test_find_text_origin_of_a_text_a_template_shows_names_the_template_s_page_a
     """The text is on the page as read, but from a template: the answer says it searched the page's
     wikitext, and the way on is the template's page, not older revisions of this one."""
     title = f"Fruit stall {secrets.token_hex(4)}"
-    create(bot_server, title, "Today: {{Fruitbox|pears}}")
+    template = f"Template:{title} box"  # its own: other tests count the pages that use Fruitbox
+    create(bot_server, template, "Fruit: {{{1}}}")
+    create(bot_server, title, f"Today: {{{{{template.removeprefix('Template:')}|pears}}}}")
     assert "Fruit: pears" in call(bot_server, "get-page", title=title, content="text").text
     result = call(bot_server, "find-text-origin", title=title, text="Fruit: ")
     assert not result.is_error and "in the wikitext of the page's current revision" in result.text, result.text
     assert result.text.endswith("; a text a template shows, with the template's title.")
-    there = call(bot_server, "find-text-origin", title="Template:Fruitbox", text="Fruit: ")
-    assert int(field(there, "Added in revision")) in revision_ids(wiki, "Template:Fruitbox"), there.text
+    there = call(bot_server, "find-text-origin", title=template, text="Fruit: ")
+    assert int(field(there, "Added in revision")) in revision_ids(wiki, template), there.text
 
 
 @on_every_version
@@ -8104,13 +8106,13 @@ def test_copy_page_of_a_redirect_says_it_copied_a_redirect(
     """The title given is a redirect on the source: its text is copied as it is (a redirect), and the
     answer says so, as the page it leads to is what the person may have meant."""
     title = f"Shortcut {secrets.token_hex(4)}"
-    create(bot_server_for(wiki), title, "#REDIRECT [[Apple]]")
+    create(bot_server_for(wiki), title, f"#REDIRECT [[{title} target]]")  # not Apple: others count its links
     server = copy_server(tmp_path, wiki, the_other_version)
     note = f"A redirect, copied as one (copy the page it leads to as well): {title} (from {title!r})"
     for dry in (True, False):
         result = call(server, "copy-page", title=title, fromWiki="source", dryRun=dry)
         assert not result.is_error and note in result.text.split("\n"), result.text
-    assert the_other_version.wikitext(title) == "#REDIRECT [[Apple]]"
+    assert the_other_version.wikitext(title) == f"#REDIRECT [[{title} target]]"
 
 
 def test_copy_page_with_overwrite_does_not_send_the_model_to_overwrite_the_templates_it_left(
