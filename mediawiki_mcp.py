@@ -87,6 +87,9 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
+#: The host names of this machine that OAuth lets be served over plain http (an issuer, a
+#: native app's redirect).
+LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
 #: How HTTP callers prove who they are (MCP_AUTH): a bearer token, shared or a person's own
 #: (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS), or a person's sign-in with their wiki account.
 AUTH_MODES = ("token", "login")
@@ -1559,7 +1562,7 @@ def public_origin(name: str, value: str) -> str:
     """The origin clients reach this server at (MCP_PUBLIC_URL): https, or http on a loopback host,
     as OAuth requires of an issuer; no path, since the sign-in's routes sit at the root."""
     parts = urllib.parse.urlsplit(value.strip())
-    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    loopback = parts.hostname in LOOPBACK_NAMES
     if (parts.scheme not in ("https", "http") or not parts.hostname or parts.scheme == "http" and not loopback
             or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username):
         raise ConfigError(f"{name} takes an origin such as https://mcp.example.org (https, or http on "
@@ -1569,7 +1572,7 @@ def public_origin(name: str, value: str) -> str:
 
 def secret_list(name: str, value: str) -> tuple[str, ...]:
     """Comma-separated secrets (MCP_AUTH_SECRET's keys), never quoted in a message."""
-    keys = tuple(key.strip() for key in value.split(",") if key.strip())
+    keys = tuple(comma_list(value))
     if not keys:
         raise ConfigError(f"{name} is set but empty: give a key, or leave {name} out")
     return keys
@@ -4795,6 +4798,8 @@ class TokenTable:
 
 
 def token_digest(token: str) -> bytes:
+    """How a bearer token, code or CSRF token is kept and compared: its SHA-256, which cannot be
+    turned back into it."""
     return hashlib.sha256(token.encode()).digest()
 
 
@@ -5335,7 +5340,7 @@ def caller_of(ctx: Any, person: Person | None = None) -> str:
         return f"session:{connection.session_id}"
     if ctx.request is not None:  # HTTP without a session: nothing tells one client from another
         token = bearer_token(ctx.request.headers.get("authorization", ""))
-        return f"{SHARED_CALLER}:{hashlib.sha256(token.encode()).hexdigest()[:16]}" if token else SHARED_CALLER
+        return f"{SHARED_CALLER}:{token_digest(token).hex()[:16]}" if token else SHARED_CALLER
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return ""
     return "connection:" + connection.state.setdefault("mediawiki-mcp caller", secrets.token_hex(8))
@@ -5791,9 +5796,9 @@ class ListChanges:
     def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """The wikis, the tools offered now with the shared arguments they leave out (a second
         wiki adds ``wiki`` to every tool), and the prompts those tools offer (with ``wiki`` too)."""
-        tools = (*(spec.name for spec in offered_tools(self.state)), *sorted(unlisted_arguments(self.state)))
-        prompts = (*(prompt.name for prompt in offered_prompts(self.state)),
-                   f"wiki argument: {len(self.state.wikis) > 1}")
+        offered = [spec.name for spec in offered_tools(self.state)]
+        tools = (*offered, *sorted(unlisted_arguments(self.state)))
+        prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
         return tuple(self.state.wikis), tools, prompts
 
     async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
@@ -10380,23 +10385,20 @@ def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) 
         asked = list(titles[start:start + MAX_PAGES_PER_CALL])
         query = client.get({"action": "query", "titles": asked, "prop": "revisions", "rvprop": "ids|content",
                             "rvslots": "main", **params}).get("query", {})
-        renamed = {n["from"]: n["to"] for n in query.get("normalized") or []}
-        pages = {page.get("title"): page for page in query.get("pages") or []}
-        found |= {t: pages.get(renamed.get(t, t)) or {} for t in asked}
+        found |= {title: page or {} for title, (page, _) in batch_pages(query, asked).items()}
     return found
 
 
 def existing_titles(ctx: ToolContext, titles: Collection[str]) -> dict[str, int]:
     """Those of ``titles`` that exist on the target, with their latest revision ID (one request
     each 50 titles)."""
-    wanted, found = list(titles), {}
+    wanted = list(titles)
+    found: dict[str, int] = {}
     for start in range(0, len(wanted), MAX_PAGES_PER_CALL):
-        query = ctx.client.get({"action": "query", "titles": wanted[start:start + MAX_PAGES_PER_CALL],
-                                "prop": "info"}).get("query", {})
-        renamed = {n["to"]: n["from"] for n in query.get("normalized") or []}
-        for page in query.get("pages") or []:
-            if not page.get("missing") and not page.get("invalid"):
-                found[renamed.get(page["title"], page["title"])] = page.get("lastrevid", 0)
+        asked = wanted[start:start + MAX_PAGES_PER_CALL]
+        query = ctx.client.get({"action": "query", "titles": asked, "prop": "info"}).get("query", {})
+        found |= {title: page.get("lastrevid", 0) for title, (page, _) in batch_pages(query, asked).items()
+                  if page and not page.get("missing") and not page.get("invalid")}
     return found
 
 
@@ -10865,7 +10867,12 @@ PROMPTS = {prompt.name: prompt for prompt in (
 
 def offered_prompts(state: ServerState, session: Session | None = None) -> list[Prompt]:
     """The prompts listed to a session: those whose every tool it is offered."""
-    offered = {spec.name for spec in offered_tools(state, session)}
+    return prompts_using(spec.name for spec in offered_tools(state, session))
+
+
+def prompts_using(tools: Iterable[str]) -> list[Prompt]:
+    """The prompts whose every tool is among ``tools``."""
+    offered = set(tools)
     return [prompt for prompt in PROMPTS.values() if offered.issuperset(prompt.tools)]
 
 
@@ -11624,8 +11631,8 @@ def csrf_cookie(request: str) -> str:
 
 
 def secret_hash(secret: str) -> str:
-    """How a token, code or CSRF token is stored: its hash, which cannot be turned back into it."""
-    return hashlib.sha256(secret.encode()).hexdigest()
+    """How a token, code or CSRF token is kept in the state store: its token_digest, as text."""
+    return token_digest(secret).hex()
 
 
 def loopback_port_apart(registered: str, given: str) -> bool:
@@ -11633,7 +11640,7 @@ def loopback_port_apart(registered: str, given: str) -> bool:
     a native app listens on whichever port is free when it asks (RFC 8252, section 7.3)."""
     one, other = urllib.parse.urlsplit(registered), urllib.parse.urlsplit(given)
     return (one.scheme == other.scheme == "http" and one.hostname == other.hostname
-            and one.hostname in ("127.0.0.1", "::1", "localhost")
+            and one.hostname in LOOPBACK_NAMES
             and (one.path, one.query) == (other.path, other.query))
 
 
@@ -11804,10 +11811,13 @@ class SignIns:
 
     async def load_access_token(self, token: str) -> Any:
         from mcp.server.auth.provider import AccessToken
-        found = await on_own_thread(lambda: self._get("access", secret_hash(token)))
-        if not found or found["expires_at"] <= time.time():
-            return None
-        return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"})
+        found = await on_own_thread(lambda: self._access(token))
+        return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"}) if found else None
+
+    def _access(self, token: str) -> dict[str, Any] | None:
+        """What an access token of this server grants, unless it is unknown, revoked or expired."""
+        found = self._get("access", secret_hash(token))
+        return found if found and found["expires_at"] > time.time() else None
 
     async def revoke_token(self, token: Any) -> None:
         from mcp.server.auth.provider import AccessToken
@@ -11851,8 +11861,8 @@ class SignIns:
     def person(self, token: str) -> Person | None:
         """The person an access token of this server stands for, with their wiki account; None for
         any other token, an expired or a revoked one."""
-        access = self._get("access", secret_hash(token))
-        if not access or access["expires_at"] <= time.time():
+        access = self._access(token)
+        if access is None:
             return None
         found = self._get("person", access["subject"])
         if not found or "password" not in found:
@@ -12010,8 +12020,7 @@ class SignIns:
         account noted with the bot password encrypted. A bot password's login is named after
         the wiki user alone (User@app is User)."""
         wiki, _ = self.state.wiki_and_client(wiki_key)
-        client = dataclasses.replace(wiki, username=username, password=password, token=None).client(
-            self.state.config.user_agent, **self.state.client_options)
+        client = self.state.make_client(dataclasses.replace(wiki, username=username, password=password, token=None))
         try:
             account = client.account
         finally:
@@ -12029,8 +12038,8 @@ class SignIns:
         """POST /sign-out with the person's access token: revokes every token of theirs, forgets
         their wiki account and ends their wiki sessions (action=logout)."""
         from starlette.responses import JSONResponse
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        access = await self.load_access_token(token.strip()) if scheme.lower() == "bearer" else None
+        token = bearer_token(request.headers.get("authorization", ""))
+        access = await self.load_access_token(token) if token else None
         if access is None:
             return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
                                  "sign out as 'Authorization: Bearer'."}, status_code=401,
@@ -12083,7 +12092,6 @@ class SignIns:
         required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
         return AuthenticationMiddleware(AuthContextMiddleware(required),
                                         backend=BearerAuthBackend(ProviderTokenVerifier(self)))
-
 
 
 if __name__ == "__main__":
