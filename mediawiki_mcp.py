@@ -87,11 +87,9 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
-#: The host names of this machine that OAuth lets be served over plain http (an issuer, a
-#: native app's redirect).
+#: Host names of this machine, which OAuth lets be served over plain http.
 LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
-#: How HTTP callers prove who they are (MCP_AUTH): a bearer token, shared or a person's own
-#: (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS), or a person's sign-in with their wiki account.
+#: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
 AUTH_MODES = ("token", "login")
 #: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
 MIN_PERSON_TOKEN_CHARS = 16
@@ -124,9 +122,8 @@ IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
 #: A repeat waits at most this long for the first call with its key to finish.
 IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: Page and section reads (and bases, previews) one client's read ledger keeps at most for the
-#: no-silent-loss checks of writes, in memory and in a shared store, and how long each is kept
-#: after its last change.
+#: The reads (and bases, previews) one client's read ledger keeps at most for the no-loss checks
+#: of writes, and how long each is kept after its last change.
 READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
 #: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
@@ -138,8 +135,7 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
-#: Who confirms a guarded action (MCP_CONFIRM): the person where the client can be asked, else the
-#: model's confirm=true; the person always (refused where the client cannot ask); the model always.
+#: Who confirms a guarded action (MCP_CONFIRM; its help says what each means).
 CONFIRM_CHOICES = ("auto", "person", "model")
 #: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
 DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
@@ -267,12 +263,12 @@ NEXT_STEP: dict[ErrorCategory, str] = {
     "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
-#: What to do next for MediaWiki codes whose category alone does not say enough.
 #: The next step when the wiki refuses the change tags of the configuration (WikiConfig.tags).
 TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags), not from the call: tell the "
                   "user that the operator must define them on the wiki (Special:Tags) or take them out of the "
                   "configuration. No call changes this.")
 
+#: What to do next for MediaWiki codes whose category alone does not say enough.
 MW_NEXT_STEP = {
     **dict.fromkeys(("badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
                      "tags-apply-no-permission"), TAGS_NEXT_STEP),
@@ -284,8 +280,8 @@ MW_NEXT_STEP = {
     "pagedeleted": "The page was deleted after it was read; tell the user (undelete-page restores it).",
     "badtoken": "The wiki refused the edit token even after a fresh one; tell the user to check the "
                 "wiki's credentials.",
-    "protectedpage": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
-    "cascadeprotected": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    **dict.fromkeys(("protectedpage", "cascadeprotected"),
+                    "The page is protected; ask a wiki administrator, since this account cannot edit it."),
     "blocked": "The account is blocked from editing; tell the user.",
     "readonly": "The wiki is locked for maintenance; retry later.",
     "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
@@ -458,13 +454,8 @@ class SiteInfo:
     @classmethod
     def from_api(cls, query: dict[str, Any], api_url: str) -> SiteInfo:
         general = query.get("general", {})
-        scheme = urllib.parse.urlsplit(api_url).scheme or "https"
-        server = general.get("server") or ""
-        if server.startswith("//"):  # protocol-relative $wgServer, as on Wikimedia wikis
-            server = f"{scheme}:{server}"
-        if not server:
-            parts = urllib.parse.urlsplit(api_url)
-            server = f"{parts.scheme}://{parts.netloc}"
+        # a protocol-relative $wgServer (as on Wikimedia wikis) takes the API's scheme; none, its origin
+        server = urllib.parse.urljoin(api_url, general.get("server") or "/")
         namespaces: dict[int, str] = {}
         ids: dict[str, int] = {}
         for ns in (query.get("namespaces") or {}).values():
@@ -640,7 +631,6 @@ class MediaWikiClient:
         #: None: the operator chose this wiki. A guard: its URL came from a model, so every
         #: request passes the address guard and is pinned.
         self.guard = guard
-        self._warned_agent = False
         parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
@@ -857,10 +847,9 @@ class MediaWikiClient:
             session.headers["Authorization"] = f"Bearer {self._token}"
         if self._basic_auth:
             session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
-        if not self.user_agent_prefix and is_wikimedia_host(self.host) and not self._warned_agent:
-            self._warned_agent = True  # once per wiki: a new session after a lost one says nothing new
-            log.warning("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
-                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
+        if not self.user_agent_prefix and is_wikimedia_host(self.host):  # the setting is one: said once
+            _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
+                       "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
         return session
 
     def _login(self) -> None:
@@ -1040,12 +1029,6 @@ def never_connected(exc: Exception) -> bool:
     return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
 
 
-def redirect_target(response: requests.Response) -> str:
-    """Where a redirect points, resolved against the URL that answered it (send_once has
-    already refused a Location that does not parse)."""
-    return urllib.parse.urljoin(response.url, response.headers["Location"])
-
-
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -1144,9 +1127,7 @@ def api_error_text(data: dict[str, Any]) -> str:
     return str(error.get("info") or error.get("*") or "")
 
 
-@functools.cache
-def _warn_once(message: str) -> None:
-    log.warning(message)
+_warn_once = functools.cache(log.warning)
 
 
 def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
@@ -1302,7 +1283,7 @@ def follow(session: requests.Session | Callable[[str], requests.Session], method
         if not response.is_redirect:
             return response
         response.close()
-        url = redirect_target(response)
+        url = urllib.parse.urljoin(response.url, response.headers["Location"])  # send_once checked it
         hop(url)
         if urllib.parse.urlsplit(url).query:
             options.pop("params", None)
@@ -1655,15 +1636,13 @@ DEFAULT_LOADABLE_TOOLSETS = frozenset(TOOLSETS) - {"admin", "wikis"}
 
 def toolset_names(name: str, value: str) -> frozenset[str]:
     """Comma-separated toolsets, where ``all`` names every one and ``default`` the default ones."""
-    chosen: set[str] = set()
-    for entry in (e.lower() for e in comma_list(value)):
-        if entry not in (*TOOLSETS, "all", "default"):
-            raise ConfigError(f"{name} names no toolset {entry!r}; the toolsets are {', '.join(TOOLSETS)}, "
-                              "all and default")
-        chosen |= set(TOOLSETS) if entry == "all" else DEFAULT_TOOLSETS if entry == "default" else {entry}
-    if not chosen:
-        raise ConfigError(f"{name} names no toolset; the toolsets are {', '.join(TOOLSETS)}, all and default")
-    return frozenset(chosen)
+    entries = [e.lower() for e in comma_list(value)]
+    unknown = [f" {e!r}" for e in entries if e not in (*TOOLSETS, "all", "default")]
+    if unknown or not entries:
+        raise ConfigError(f"{name} names no toolset{''.join(unknown[:1])}; the toolsets are "
+                          f"{', '.join(TOOLSETS)}, all and default")
+    return frozenset(toolset for entry in entries for toolset in
+                     (TOOLSETS if entry == "all" else DEFAULT_TOOLSETS if entry == "default" else (entry,)))
 
 
 def loadable_toolsets(name: str, value: str) -> frozenset[str]:
