@@ -456,16 +456,9 @@ class SiteInfo:
         general = query.get("general", {})
         # a protocol-relative $wgServer (as on Wikimedia wikis) takes the API's scheme; none, its origin
         server = urllib.parse.urljoin(api_url, general.get("server") or "/")
-        namespaces: dict[int, str] = {}
-        ids: dict[str, int] = {}
-        for ns in (query.get("namespaces") or {}).values():
-            nsid = int(ns["id"])
-            namespaces[nsid] = ns.get("name", "")
-            for name in (ns.get("name"), ns.get("canonical")):
-                if name:
-                    ids[name.lower()] = nsid
-        for alias in query.get("namespacealiases") or []:
-            ids[alias.get("alias", "").lower()] = int(alias["id"])
+        spaces = list((query.get("namespaces") or {}).values())
+        names = [(ns.get(key), int(ns["id"])) for ns in spaces for key in ("name", "canonical")]
+        names += [(alias.get("alias"), int(alias["id"])) for alias in query.get("namespacealiases") or []]
         tags = frozenset(tag.strip("<>").lower() for tag in query.get("extensiontags") or [])
         return cls(
             name=general.get("sitename", ""),
@@ -477,13 +470,12 @@ class SiteInfo:
             main_page=general.get("mainpage", ""),
             read_only=bool(general.get("readonly")),
             read_only_reason=general.get("readonlyreason", ""),
-            namespaces=namespaces,
-            namespace_ids=ids,
+            namespaces={int(ns["id"]): ns.get("name", "") for ns in spaces},
+            namespace_ids={name.lower(): nsid for name, nsid in names if name},
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
             restrictions=query.get("restrictions") or {},
-            content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
-                                            if ns.get("content"))) or (0,),
+            content_namespaces=tuple(sorted(int(ns["id"]) for ns in spaces if ns.get("content"))) or (0,),
             contributions_aliases=tuple(alias for page in query.get("specialpagealiases") or []
                                         if page.get("realname") == "Contributions"
                                         for alias in page.get("aliases") or []),
@@ -549,8 +541,7 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
 #: ("/* $1 */ new section"), DiscussionTools' for a reply ("Reply"; core has none).
 SUMMARY_MESSAGES = ("newsectionsummary", "discussiontools-defaultsummary-reply")
 
-#: The kinds of token the write actions take (rollback and watch have their own), all fetched
-#: in one request.
+#: The kinds of token write actions take (rollback and watch have their own), fetched in one request.
 TOKEN_TYPES = ("csrf", "rollback", "watch")
 
 
@@ -835,13 +826,12 @@ class MediaWikiClient:
                 self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
-        rq = _requests()
         session = pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
         session.headers["Accept-Encoding"] = "gzip"
         # requests reads proxy, CA bundle and netrc settings from the environment again on
         # every request (about a millisecond each time); the wiki is fixed, so read them once.
         session.trust_env = False
-        session.proxies.update(rq.utils.get_environ_proxies(self.url))
+        session.proxies.update(_requests().utils.get_environ_proxies(self.url))
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
@@ -939,8 +929,7 @@ class MediaWikiClient:
             if self._api_url is not None and new_host == self.host:
                 self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
         options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
-        return follow(self._session, method, url, guard=self.guard, hop=hop,
-                      timeout=self.timeout, **options)
+        return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
                 fields: Mapping[str, str], write: bool) -> dict[str, Any]:
@@ -1258,12 +1247,9 @@ def guard_and_pin(session: requests.Session, url: str, guard: AddressGuard) -> N
     """Checks a URL's host with the address guard, once per host and session, and pins the
     session's connections to that host to the checked address."""
     key = guard_target(url)  # first: requests has no adapter for other schemes
-    pins = getattr(session.get_adapter(url), "pins", None)
-    if pins is not None and key in pins:
-        return
-    address = guard.check(url)
-    if pins is not None:
-        pins[key] = address
+    pins = session.get_adapter(url).pins  # type: ignore[attr-defined]  # pinnable_session's adapter
+    if key not in pins:
+        pins[key] = guard.check(url)
 
 
 def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
@@ -1385,8 +1371,7 @@ def api_named_by_page(url: str, session: requests.Session, guard: AddressGuard |
         failures.append(f"{url}: {error.message.split('. ')[0]}")
         return None
     with response:
-        head = read_head(response)
-    found = api_from_html(head, response.url)
+        found = api_from_html(read_head(response), response.url)
     if not found:
         failures.append(f"{url}: its HTML names no API (no <link rel=\"EditURI\">)")
     return found
@@ -1453,6 +1438,7 @@ parse_bool = setting_parser(lambda text: text.lower() in TRUE_WORDS,
                             lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS, "true or false")
 byte_count = setting_parser(int, lambda text: whole_number(text) and int(text) >= 1000,
                             "a whole number of bytes, at least 1000")
+seconds = setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")
 
 
 def nonblank(name: str, value: str) -> str:
@@ -1543,8 +1529,8 @@ def public_origin(name: str, value: str) -> str:
     """The origin clients reach this server at (MCP_PUBLIC_URL): https, or http on a loopback host,
     as OAuth requires of an issuer; no path, since the sign-in's routes sit at the root."""
     parts = urllib.parse.urlsplit(value.strip())
-    loopback = parts.hostname in LOOPBACK_NAMES
-    if (parts.scheme not in ("https", "http") or not parts.hostname or parts.scheme == "http" and not loopback
+    if (parts.scheme not in ("https", "http") or not parts.hostname
+            or parts.scheme == "http" and parts.hostname not in LOOPBACK_NAMES
             or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username):
         raise ConfigError(f"{name} takes an origin such as https://mcp.example.org (https, or http on "
                           f"127.0.0.1 or localhost; no path), not {value.strip()!r}")
@@ -1756,11 +1742,9 @@ SETTINGS = {row.variable: row for row in (
             "passwords people sign in with; the first encrypts, all decrypt (to rotate, put a new key first)",
             parse=secret_list, secret=True, empty_is_default=False),
     Setting("MCP_ACCESS_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long an access token works (default "
-            f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS,
-            setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")),
+            f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS, seconds),
     Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works (default "
-            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS,
-            setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")),
+            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
@@ -1938,17 +1922,11 @@ VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
 
 def json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
     if isinstance(value, list):
         return "array of strings" if all(isinstance(v, str) for v in value) else "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
+    kinds = ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (str, "string"),
+             (dict, "object"))
+    return next((kind for types, kind in kinds if isinstance(value, types)), type(value).__name__)
 
 
 def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
