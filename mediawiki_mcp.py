@@ -71,20 +71,17 @@ DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
 #: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
 DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
-#: find-text-origin's cap on the revisions whose text one call reads (a bisection of 30 spans
-#: a billion revisions; a cap reached names the call that goes on).
+#: MCP_TEXT_ORIGIN_MAX_READS's default: a bisection of 30 reads spans a billion revisions.
 DEFAULT_TEXT_ORIGIN_MAX_READS = 30
 #: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
 MAX_GET_PARAMS_BYTES = 4000
 #: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
 MAX_TEXT_CHARS = 2_000_000
-#: The largest file the server holds in memory to upload (read from disk or fetched from
-#: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
+#: The largest file the server holds in memory to upload (MCP_UPLOAD_MAX_BYTES's default).
 DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 DEFAULT_HTTP_HOST = "127.0.0.1"
-#: After SIGTERM, tool calls in flight get this long to finish by default; those still running
-#: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
+#: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
 #: Host names of this machine, which OAuth lets be served over plain http.
@@ -604,8 +601,8 @@ class MediaWikiClient:
 
     Reads are GETs; writes and long inputs are POSTs. What it learns of the wiki is fetched on
     first use and cached: the session, API address (discover_api), login, site info and tokens
-    behind one lock; the account, the groups' rights, extensions and messages without it, as two
-    calls fetching them at once only fetch them twice.
+    behind one lock; the account, the groups' rights, extensions, API parameters and messages
+    without it, as two calls fetching them at once only fetch them twice.
     """
 
     def __init__(self, url: str, credentials: Credentials = Credentials(), *, user_agent_prefix: str = "",
