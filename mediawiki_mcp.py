@@ -71,27 +71,22 @@ DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
 DEFAULT_CONTENT_MAX_BYTES = 50_000
 #: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
 DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
-#: find-text-origin's cap on the revisions whose text one call reads (a bisection of 30 spans
-#: a billion revisions; a cap reached names the call that goes on).
+#: MCP_TEXT_ORIGIN_MAX_READS's default: a bisection of 30 reads spans a billion revisions.
 DEFAULT_TEXT_ORIGIN_MAX_READS = 30
 #: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
 MAX_GET_PARAMS_BYTES = 4000
 #: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
 MAX_TEXT_CHARS = 2_000_000
-#: The largest file the server holds in memory to upload (read from disk or fetched from
-#: a URL); a URL's file over it is fetched by the wiki itself where the wiki allows that.
+#: The largest file the server holds in memory to upload (MCP_UPLOAD_MAX_BYTES's default).
 DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
 
 DEFAULT_HTTP_HOST = "127.0.0.1"
-#: After SIGTERM, tool calls in flight get this long to finish by default; those still running
-#: then are answered with what is known of them (MCP_SHUTDOWN_GRACE_SECONDS).
+#: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
-#: The host names of this machine that OAuth lets be served over plain http (an issuer, a
-#: native app's redirect).
+#: Host names of this machine, which OAuth lets be served over plain http.
 LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
-#: How HTTP callers prove who they are (MCP_AUTH): a bearer token, shared or a person's own
-#: (MCP_AUTH_TOKEN, MCP_AUTH_TOKENS), or a person's sign-in with their wiki account.
+#: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
 AUTH_MODES = ("token", "login")
 #: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
 MIN_PERSON_TOKEN_CHARS = 16
@@ -124,9 +119,8 @@ IDEMPOTENCY_TTL_SECONDS = 3600.0
 IDEMPOTENCY_MAX_KEYS = 1000
 #: A repeat waits at most this long for the first call with its key to finish.
 IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: Page and section reads (and bases, previews) one client's read ledger keeps at most for the
-#: no-silent-loss checks of writes, in memory and in a shared store, and how long each is kept
-#: after its last change.
+#: The reads (and bases, previews) one client's read ledger keeps at most for the no-loss checks
+#: of writes, and how long each is kept after its last change.
 READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
 #: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
@@ -138,8 +132,7 @@ DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
 #: A call waiting for another replica's call with the same key looks again this often.
 STATE_POLL_SECONDS = 0.05
-#: Who confirms a guarded action (MCP_CONFIRM): the person where the client can be asked, else the
-#: model's confirm=true; the person always (refused where the client cannot ask); the model always.
+#: Who confirms a guarded action (MCP_CONFIRM; its help says what each means).
 CONFIRM_CHOICES = ("auto", "person", "model")
 #: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
 DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
@@ -267,12 +260,12 @@ NEXT_STEP: dict[ErrorCategory, str] = {
     "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
-#: What to do next for MediaWiki codes whose category alone does not say enough.
 #: The next step when the wiki refuses the change tags of the configuration (WikiConfig.tags).
 TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags), not from the call: tell the "
                   "user that the operator must define them on the wiki (Special:Tags) or take them out of the "
                   "configuration. No call changes this.")
 
+#: What to do next for MediaWiki codes whose category alone does not say enough.
 MW_NEXT_STEP = {
     **dict.fromkeys(("badtags", "tags-apply-not-allowed-one", "tags-apply-not-allowed-multi",
                      "tags-apply-no-permission"), TAGS_NEXT_STEP),
@@ -284,8 +277,8 @@ MW_NEXT_STEP = {
     "pagedeleted": "The page was deleted after it was read; tell the user (undelete-page restores it).",
     "badtoken": "The wiki refused the edit token even after a fresh one; tell the user to check the "
                 "wiki's credentials.",
-    "protectedpage": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
-    "cascadeprotected": "The page is protected; ask a wiki administrator, since this account cannot edit it.",
+    **dict.fromkeys(("protectedpage", "cascadeprotected"),
+                    "The page is protected; ask a wiki administrator, since this account cannot edit it."),
     "blocked": "The account is blocked from editing; tell the user.",
     "readonly": "The wiki is locked for maintenance; retry later.",
     "missingtitle": "Check the title; search-page-by-prefix finds existing pages, create-page makes new ones.",
@@ -458,23 +451,11 @@ class SiteInfo:
     @classmethod
     def from_api(cls, query: dict[str, Any], api_url: str) -> SiteInfo:
         general = query.get("general", {})
-        scheme = urllib.parse.urlsplit(api_url).scheme or "https"
-        server = general.get("server") or ""
-        if server.startswith("//"):  # protocol-relative $wgServer, as on Wikimedia wikis
-            server = f"{scheme}:{server}"
-        if not server:
-            parts = urllib.parse.urlsplit(api_url)
-            server = f"{parts.scheme}://{parts.netloc}"
-        namespaces: dict[int, str] = {}
-        ids: dict[str, int] = {}
-        for ns in (query.get("namespaces") or {}).values():
-            nsid = int(ns["id"])
-            namespaces[nsid] = ns.get("name", "")
-            for name in (ns.get("name"), ns.get("canonical")):
-                if name:
-                    ids[name.lower()] = nsid
-        for alias in query.get("namespacealiases") or []:
-            ids[alias.get("alias", "").lower()] = int(alias["id"])
+        # a protocol-relative $wgServer (as on Wikimedia wikis) takes the API's scheme; none, its origin
+        server = urllib.parse.urljoin(api_url, general.get("server") or "/")
+        spaces = list((query.get("namespaces") or {}).values())
+        names = [(ns.get(key), int(ns["id"])) for ns in spaces for key in ("name", "canonical")]
+        names += [(alias.get("alias"), int(alias["id"])) for alias in query.get("namespacealiases") or []]
         tags = frozenset(tag.strip("<>").lower() for tag in query.get("extensiontags") or [])
         return cls(
             name=general.get("sitename", ""),
@@ -486,13 +467,12 @@ class SiteInfo:
             main_page=general.get("mainpage", ""),
             read_only=bool(general.get("readonly")),
             read_only_reason=general.get("readonlyreason", ""),
-            namespaces=namespaces,
-            namespace_ids=ids,
+            namespaces={int(ns["id"]): ns.get("name", "") for ns in spaces},
+            namespace_ids={name.lower(): nsid for name, nsid in names if name},
             raw=general,
             syntax=Syntax(tags or CORE_SYNTAX.tags, general.get("langconversion") is not False),
             restrictions=query.get("restrictions") or {},
-            content_namespaces=tuple(sorted(int(ns["id"]) for ns in (query.get("namespaces") or {}).values()
-                                            if ns.get("content"))) or (0,),
+            content_namespaces=tuple(sorted(int(ns["id"]) for ns in spaces if ns.get("content"))) or (0,),
             contributions_aliases=tuple(alias for page in query.get("specialpagealiases") or []
                                         if page.get("realname") == "Contributions"
                                         for alias in page.get("aliases") or []),
@@ -558,8 +538,7 @@ SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
 #: ("/* $1 */ new section"), DiscussionTools' for a reply ("Reply"; core has none).
 SUMMARY_MESSAGES = ("newsectionsummary", "discussiontools-defaultsummary-reply")
 
-#: The kinds of token the write actions take (rollback and watch have their own), all fetched
-#: in one request.
+#: The kinds of token write actions take (rollback and watch have their own), fetched in one request.
 TOKEN_TYPES = ("csrf", "rollback", "watch")
 
 
@@ -622,8 +601,8 @@ class MediaWikiClient:
 
     Reads are GETs; writes and long inputs are POSTs. What it learns of the wiki is fetched on
     first use and cached: the session, API address (discover_api), login, site info and tokens
-    behind one lock; the account, the groups' rights, extensions and messages without it, as two
-    calls fetching them at once only fetch them twice.
+    behind one lock; the account, the groups' rights, extensions, API parameters and messages
+    without it, as two calls fetching them at once only fetch them twice.
     """
 
     def __init__(self, url: str, credentials: Credentials = Credentials(), *, user_agent_prefix: str = "",
@@ -640,7 +619,6 @@ class MediaWikiClient:
         #: None: the operator chose this wiki. A guard: its URL came from a model, so every
         #: request passes the address guard and is pinned.
         self.guard = guard
-        self._warned_agent = False
         parsed = urllib.parse.urlsplit(self.url)
         self.host = (parsed.hostname or "").lower()
         self.name = parsed.netloc  # how messages name the wiki
@@ -845,22 +823,20 @@ class MediaWikiClient:
                 self._site = SiteInfo.from_api(data.get("query", {}), self._api_url)
 
     def _new_session(self) -> requests.Session:
-        rq = _requests()
         session = pinnable_session(self.user_agent_prefix, MAX_CALLS_PER_WIKI)
         session.headers["Accept-Encoding"] = "gzip"
         # requests reads proxy, CA bundle and netrc settings from the environment again on
         # every request (about a millisecond each time); the wiki is fixed, so read them once.
         session.trust_env = False
-        session.proxies.update(rq.utils.get_environ_proxies(self.url))
+        session.proxies.update(_requests().utils.get_environ_proxies(self.url))
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         if self._token:
             session.headers["Authorization"] = f"Bearer {self._token}"
         if self._basic_auth:
             session.auth = BasicAuth(origin_of(self.url), *self._basic_auth)
-        if not self.user_agent_prefix and is_wikimedia_host(self.host) and not self._warned_agent:
-            self._warned_agent = True  # once per wiki: a new session after a lost one says nothing new
-            log.warning("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
-                        "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
+        if not self.user_agent_prefix and is_wikimedia_host(self.host):  # the setting is one: said once
+            _warn_once("Set MEDIAWIKI_USER_AGENT to a name and contact address, such as "
+                       "'MyTool/1.0 (you@example.org)': Wikimedia throttles clients without one.")
         return session
 
     def _login(self) -> None:
@@ -950,8 +926,7 @@ class MediaWikiClient:
             if self._api_url is not None and new_host == self.host:
                 self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
         options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
-        return follow(self._session, method, url, guard=self.guard, hop=hop,
-                      timeout=self.timeout, **options)
+        return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
                 fields: Mapping[str, str], write: bool) -> dict[str, Any]:
@@ -1038,12 +1013,6 @@ def never_connected(exc: Exception) -> bool:
     import urllib3  # requests' own transport
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
-
-
-def redirect_target(response: requests.Response) -> str:
-    """Where a redirect points, resolved against the URL that answered it (send_once has
-    already refused a Location that does not parse)."""
-    return urllib.parse.urljoin(response.url, response.headers["Location"])
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -1144,9 +1113,7 @@ def api_error_text(data: dict[str, Any]) -> str:
     return str(error.get("info") or error.get("*") or "")
 
 
-@functools.cache
-def _warn_once(message: str) -> None:
-    log.warning(message)
+_warn_once = functools.cache(log.warning)
 
 
 def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
@@ -1277,12 +1244,9 @@ def guard_and_pin(session: requests.Session, url: str, guard: AddressGuard) -> N
     """Checks a URL's host with the address guard, once per host and session, and pins the
     session's connections to that host to the checked address."""
     key = guard_target(url)  # first: requests has no adapter for other schemes
-    pins = getattr(session.get_adapter(url), "pins", None)
-    if pins is not None and key in pins:
-        return
-    address = guard.check(url)
-    if pins is not None:
-        pins[key] = address
+    pins = session.get_adapter(url).pins  # type: ignore[attr-defined]  # pinnable_session's adapter
+    if key not in pins:
+        pins[key] = guard.check(url)
 
 
 def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
@@ -1302,7 +1266,7 @@ def follow(session: requests.Session | Callable[[str], requests.Session], method
         if not response.is_redirect:
             return response
         response.close()
-        url = redirect_target(response)
+        url = urllib.parse.urljoin(response.url, response.headers["Location"])  # send_once checked it
         hop(url)
         if urllib.parse.urlsplit(url).query:
             options.pop("params", None)
@@ -1404,8 +1368,7 @@ def api_named_by_page(url: str, session: requests.Session, guard: AddressGuard |
         failures.append(f"{url}: {error.message.split('. ')[0]}")
         return None
     with response:
-        head = read_head(response)
-    found = api_from_html(head, response.url)
+        found = api_from_html(read_head(response), response.url)
     if not found:
         failures.append(f"{url}: its HTML names no API (no <link rel=\"EditURI\">)")
     return found
@@ -1472,6 +1435,7 @@ parse_bool = setting_parser(lambda text: text.lower() in TRUE_WORDS,
                             lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS, "true or false")
 byte_count = setting_parser(int, lambda text: whole_number(text) and int(text) >= 1000,
                             "a whole number of bytes, at least 1000")
+seconds = setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")
 
 
 def nonblank(name: str, value: str) -> str:
@@ -1562,8 +1526,8 @@ def public_origin(name: str, value: str) -> str:
     """The origin clients reach this server at (MCP_PUBLIC_URL): https, or http on a loopback host,
     as OAuth requires of an issuer; no path, since the sign-in's routes sit at the root."""
     parts = urllib.parse.urlsplit(value.strip())
-    loopback = parts.hostname in LOOPBACK_NAMES
-    if (parts.scheme not in ("https", "http") or not parts.hostname or parts.scheme == "http" and not loopback
+    if (parts.scheme not in ("https", "http") or not parts.hostname
+            or parts.scheme == "http" and parts.hostname not in LOOPBACK_NAMES
             or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username):
         raise ConfigError(f"{name} takes an origin such as https://mcp.example.org (https, or http on "
                           f"127.0.0.1 or localhost; no path), not {value.strip()!r}")
@@ -1655,15 +1619,13 @@ DEFAULT_LOADABLE_TOOLSETS = frozenset(TOOLSETS) - {"admin", "wikis"}
 
 def toolset_names(name: str, value: str) -> frozenset[str]:
     """Comma-separated toolsets, where ``all`` names every one and ``default`` the default ones."""
-    chosen: set[str] = set()
-    for entry in (e.lower() for e in comma_list(value)):
-        if entry not in (*TOOLSETS, "all", "default"):
-            raise ConfigError(f"{name} names no toolset {entry!r}; the toolsets are {', '.join(TOOLSETS)}, "
-                              "all and default")
-        chosen |= set(TOOLSETS) if entry == "all" else DEFAULT_TOOLSETS if entry == "default" else {entry}
-    if not chosen:
-        raise ConfigError(f"{name} names no toolset; the toolsets are {', '.join(TOOLSETS)}, all and default")
-    return frozenset(chosen)
+    entries = [e.lower() for e in comma_list(value)]
+    unknown = [f" {e!r}" for e in entries if e not in (*TOOLSETS, "all", "default")]
+    if unknown or not entries:
+        raise ConfigError(f"{name} names no toolset{''.join(unknown[:1])}; the toolsets are "
+                          f"{', '.join(TOOLSETS)}, all and default")
+    return frozenset(toolset for entry in entries for toolset in
+                     (TOOLSETS if entry == "all" else DEFAULT_TOOLSETS if entry == "default" else (entry,)))
 
 
 def loadable_toolsets(name: str, value: str) -> frozenset[str]:
@@ -1777,11 +1739,9 @@ SETTINGS = {row.variable: row for row in (
             "passwords people sign in with; the first encrypts, all decrypt (to rotate, put a new key first)",
             parse=secret_list, secret=True, empty_is_default=False),
     Setting("MCP_ACCESS_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long an access token works (default "
-            f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS,
-            setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")),
+            f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS, seconds),
     Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works (default "
-            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS,
-            setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")),
+            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
@@ -1959,17 +1919,11 @@ VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
 
 def json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
     if isinstance(value, list):
         return "array of strings" if all(isinstance(v, str) for v in value) else "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
+    kinds = ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (str, "string"),
+             (dict, "object"))
+    return next((kind for types, kind in kinds if isinstance(value, types)), type(value).__name__)
 
 
 def check_type(path: str, value: Any, kinds: tuple[str, ...]) -> None:
