@@ -9614,8 +9614,8 @@ def update_page_categories(
     """Adds and removes a page's categories without sending its text; returns them after. One
     already there, or placed by a template, is left and said so."""
     site = ctx.site
-    adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
-                                                                                       ("remove", remove)))
+    adding = given_categories(site, add or [], "add")
+    removing = given_categories(site, remove or [], "remove")
     if not adding and not removing:
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
@@ -9683,9 +9683,7 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
                       r"(?:\|([^\[\]\n]*))?\]\]", re.IGNORECASE)
-    unparsed = unparsed_spans(text)
-    return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
-            if not any(start <= m.start() < end for start, end in unparsed)]
+    return [(m, title_text(site, m.group(1))) for m in parsed_matches(link, text)]
 
 
 def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
@@ -9725,8 +9723,7 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
-        else None
+    inside = template and added and "inside <noinclude>, so pages using the template are not put in it"
     return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
                           ("Sort key set", ", ".join(f"{prefix}:{n} ({adding[n]})" for n in resorted)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
@@ -9746,17 +9743,17 @@ def in_noinclude(text: str, lines: str) -> str:
     """Template text with ``lines`` (each after a line break) at the end of its last
     <noinclude> part, or in a new one at the end, right after the text so that the template
     gives no new line break."""
-    unparsed = unparsed_spans(text)
-    parts = [m for m in NOINCLUDE.finditer(text)
-             if not any(start <= m.start() < end for start, end in unparsed)]
+    parts = parsed_matches(NOINCLUDE, text)
     if not parts:
         return f"{text}<noinclude>{lines}\n</noinclude>"
     start, end = parts[-1].span(1)
     return text[:start] + text[start:end].rstrip("\n") + lines + "\n" + text[end:]
 
 
-def unparsed_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+def parsed_matches(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """The matches of ``pattern`` in wikitext that start outside comments and unparsed tags."""
+    unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+    return [m for m in pattern.finditer(text) if not any(start <= m.start() < end for start, end in unparsed)]
 
 
 def cut_out(text: str, start: int, end: int) -> str:
@@ -9817,27 +9814,13 @@ def add_talk_topic(
         note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
+        # in the wiki's language, as MediaWiki's own: '/* Plans */ new section', 'Neuer Abschnitt /* Pläne */'
+        summary = ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section").replace("$1", heading)
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
-        return Composed(new, note or "", new_topic_summary(ctx, heading),
+        return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
     return edit_page(ctx, talk, compose, must_exist=False, follow=True)
-
-
-def new_topic_summary(ctx: ToolContext, heading: str) -> str | None:
-    """The summary of a new topic, in the wiki's language as MediaWiki's own: '/* Plans */ new
-    section', 'Neuer Abschnitt /* Pläne */'."""
-    return edit_summary(ctx, ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section")
-                        .replace("$1", heading))
-
-
-def reply_summary(ctx: ToolContext, heading: str) -> str | None:
-    """The summary of a reply: a link to its topic and the word for a reply in the wiki's language,
-    where the wiki has one (DiscussionTools' message; an English wiki's is "reply"), else the
-    link alone, which reads in every language."""
-    english = ctx.site.lang.partition("-")[0] in ("en", "")
-    word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
-    return edit_summary(ctx, f"/* {heading} */ {word}".rstrip())
 
 
 def heading_given(heading: str) -> str:
@@ -9859,17 +9842,6 @@ class TalkComment:
     shown: str = ""  # the name its signature shows, when not the user name ([[User:Dave|Davey]])
 
 
-def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A link to a user's page, talk page or contributions (its user name the first or second
-    group, the name it shows the third), and a signature's time: ``12:34, 5 March 2026 (UTC)``
-    in the wiki's language."""
-    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
-    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
-                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
-                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
-    return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
-
-
 def list_markup(line: str) -> str:
     """The list markup a line starts with: how deep it is indented (':', '*:', '#', ...)."""
     return line[:len(line) - len(line.lstrip(":*#"))]
@@ -9877,7 +9849,13 @@ def list_markup(line: str) -> str:
 
 def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
     """The comments in a topic's lines: each ends on a line signed with a user link and a time."""
-    user, time_pattern = comment_signatures(site)
+    # a link to a user's page, talk page or contributions (its user name the first or second group,
+    # the name it shows the third), and a signature's time: 12:34, 5 March 2026 (UTC) in the wiki's language
+    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
+    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
+    time_pattern = re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
     comments: list[TalkComment] = []
     start = 0
     for number, line in enumerate(lines):
@@ -9950,7 +9928,11 @@ def reply_on_talk_page(
         comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
         body = reply_blocks(talk, as_wiki_receives(message))
-        summary = reply_summary(ctx, section.heading)
+        # a link to the topic and the word for a reply in the wiki's language, where it has one
+        # (DiscussionTools' message; an English wiki's is "reply"), else the link alone
+        english = site.lang.partition("-")[0] in ("en", "")
+        word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
+        summary = edit_summary(ctx, f"/* {section.heading} */ {word}".rstrip())
         reply_to = answered or (comments[0] if comments else None)
 
         def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
@@ -10202,8 +10184,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
         return [(page["title"], page, None) for page in sorted(by_key.values(), key=lambda p: p["title"])]
     found = batch_pages({"normalized": normalized, "pages": list(by_key.values())}, titles or [])
     result: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
-    for asked in titles or []:
-        page, _ = found[asked]
+    for asked, (page, _) in found.items():
         title = page.get("title", asked) if page else asked
         why = ("on another wiki (an interwiki prefix)" if page is None or "interwiki" in page else
                f"not a valid title ({invalid_reason(page)})" if page.get("invalid") else
@@ -10248,14 +10229,10 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
             "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
             + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages if p.page and not p.changes)),
                        ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if not p.page))))
-    shown: list[str] = []
-    used = 0
-    for text in diffs.values():
-        if used + utf8_len(text) > ctx.budget:
-            break
-        shown.append(text)
-        used += utf8_len(text)
-    left = list(diffs)[len(shown):]
+    ends = list(itertools.accumulate(utf8_len(text) for text in diffs.values()))
+    fit = bisect.bisect_right(ends, ctx.budget)  # the diffs that fit whole, in order
+    shown, used = list(diffs.values())[:fit], ends[fit - 1] if fit else 0
+    left = list(diffs)[fit:]
     if left and not shown:  # not even the first diff fits: it is cut, and named with the rest
         piece = slice_content(diffs[left[0]], 0, ctx.budget)
         shown, used = [piece.text], piece.end
@@ -10357,14 +10334,6 @@ def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClie
     return wiki, persons_client(ctx.state, ctx.person, wiki, client) if ctx.person else client
 
 
-def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
-    """Refuses a copy that would publish a private wiki's page on a wiki that is not private."""
-    if source.private and not target.private:
-        raise permission_denied(f"The wiki {source.key} is private and {target.key} is not: a copy would "
-                                "publish its page there; nothing was copied. The operator marks wikis "
-                                "private, and no retry by the model changes it.")
-
-
 def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
     """A source page's title on the target wiki (``site``): the same name in the same namespace,
     as the target names it; None when the target lacks that namespace (a Module: without
@@ -10376,29 +10345,14 @@ def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
     return f"{site.namespaces[namespace]}:{name}" if namespace else name
 
 
-def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
-    """The source's pages of ``titles`` with their latest revision's text, by the title asked ({}
-    for one the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most
-    accounts)."""
+def pages_by_title(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
+    """The pages of ``titles`` as a query with ``params`` answers, by the title asked ({} for one
+    the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most accounts)."""
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(titles), MAX_PAGES_PER_CALL):
         asked = list(titles[start:start + MAX_PAGES_PER_CALL])
-        query = client.get({"action": "query", "titles": asked, "prop": "revisions", "rvprop": "ids|content",
-                            "rvslots": "main", **params}).get("query", {})
+        query = client.get({"action": "query", "titles": asked, **params}).get("query", {})
         found |= {title: page or {} for title, (page, _) in batch_pages(query, asked).items()}
-    return found
-
-
-def existing_titles(ctx: ToolContext, titles: Collection[str]) -> dict[str, int]:
-    """Those of ``titles`` that exist on the target, with their latest revision ID (one request
-    each 50 titles)."""
-    wanted = list(titles)
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), MAX_PAGES_PER_CALL):
-        asked = wanted[start:start + MAX_PAGES_PER_CALL]
-        query = ctx.client.get({"action": "query", "titles": asked, "prop": "info"}).get("query", {})
-        found |= {title: page.get("lastrevid", 0) for title, (page, _) in batch_pages(query, asked).items()
-                  if page and not page.get("missing") and not page.get("invalid")}
     return found
 
 
@@ -10423,7 +10377,10 @@ def copy_page(
         raise invalid_input(f"fromWiki and wiki both name {key}: copy-page copies from one wiki to another "
                             "(wiki is the target).")
     source, client = source_client(ctx, key)
-    refuse_leak(source, ctx.wiki)
+    if source.private and not ctx.wiki.private:
+        raise permission_denied(f"The wiki {key} is private and {ctx.wiki.key} is not: a copy would "
+                                "publish its page there; nothing was copied. The operator marks wikis "
+                                "private, and no retry by the model changes it.")
     nothing = f"Nothing was copied{' (dry run)' if ctx.dry_run else ''}"
     plan = copy_plan(ctx, key, client, title, newTitle, withTemplates, overwrite, nothing)
     return copy_answer(ctx, plan, nothing)
@@ -10435,8 +10392,9 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     with ``templates`` its /doc and the templates they use), and the target asked which of
     their titles it has."""
     here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
-    read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
-                        prop="revisions|templates|info", tllimit="max")
+    texts = {"rvprop": "ids|content", "rvslots": "main"}  # the latest revision's
+    read = pages_by_title(client, [title, f"{title}/doc"] if templates else [title],
+                          prop="revisions|templates|info", tllimit="max", **texts)
     first = read[title]
     if first.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
@@ -10453,7 +10411,8 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     named = {page["title"] for page in pages}
     used = {t["title"]: t for page in pages for t in page.get("templates") or [] if t["title"] not in named}
     if templates and used:
-        pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
+        pages += [p for p in pages_by_title(client, sorted(used), prop="revisions", **texts).values()
+                  if p and not p.get("missing")]
     copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
                          main_slot(revision_of(page)).get("content", ""), on_target(here, page),
                          bool(page.get("redirect"))) for page in pages]
@@ -10465,7 +10424,9 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
         raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
                             "Pass newTitle, a title in a namespace it has.")
     elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
-    exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
+    exists = {target: page.get("lastrevid", 0) for target, page in pages_by_title(
+        ctx.client, [c.target for c in copies if c.target] + elsewhere, prop="info").items()
+        if page and not page.get("missing") and not page.get("invalid")}
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
     return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
 
@@ -10499,8 +10460,14 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
             blocks.append(f"Would {'replace' if replacing else 'create'}: {target}, from revision {copy.revid} "
                           f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
             continue
-        try:
-            blocks.append(copy_one(ctx, copy, target, attribution(ctx, plan, copy), replacing))
+        # crediting the source page and revision, and where to read its history
+        summary = edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
+                                    f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
+        change = Composed(copy.text, summary=summary)
+        try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
+            saved = edit_page(ctx, target, lambda _: change,  # noqa: B023 (called before the loop goes on)
+                              must_exist=False, read=replacing, from_read=replacing, props=("info",))
+            blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
             if error.code == "articleexists":  # made since the target was asked
                 kept.append(target)
@@ -10524,22 +10491,6 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
-
-
-def attribution(ctx: ToolContext, plan: CopyPlan, copy: SourcePage) -> str | None:
-    """The edit summary of a copy: the source wiki, page and revision, and where to read its history."""
-    return edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
-                             f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
-
-
-def copy_one(ctx: ToolContext, copy: SourcePage, target: str, summary: str | None, replacing: bool) -> str:
-    """Creates (createonly) or replaces one page through the edit pipeline; a replacement is
-    pinned to the revision this client last read, else to the latest, so an edit made since is
-    never lost."""
-    def compose(page: EditTarget) -> Composed:
-        return Composed(copy.text, summary=summary)
-    return "\n".join(as_blocks(edit_page(ctx, target, compose, must_exist=False, read=replacing,
-                                         from_read=replacing, props=("info",))))
 
 
 # -- wikis: listing, adding, removing -------------------------------------------
