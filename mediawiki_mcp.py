@@ -9703,12 +9703,15 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     already = [name for name in adding if name not in resorted and (name in linked or name in placed)]
     added = [name for name in adding if name not in already and name not in resorted]
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
+
+    def link(name: str) -> str:  # [[Category:Rivers|Wendle]], or without a sort key [[Category:Rivers]]
+        return f"[[{prefix}:{name}|{adding[name]}]]" if adding[name] else f"[[{prefix}:{name}]]"
     for match, name in reversed(links):
         if name in removed:
             text = cut_out(text, *match.span())
         elif name in resorted:
-            text = text[:match.start()] + category_link(prefix, name, adding[name]) + text[match.end():]
-    new_links = "".join("\n" + category_link(prefix, name, adding[name]) for name in added)
+            text = text[:match.start()] + link(name) + text[match.end():]
+    new_links = "".join("\n" + link(name) for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):
@@ -9728,11 +9731,6 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
                           ("Sort key set", ", ".join(f"{prefix}:{n} ({adding[n]})" for n in resorted)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
-
-
-def category_link(prefix: str, name: str, key: str) -> str:
-    """``[[Category:Rivers|Wendle]]``; without a sort key, ``[[Category:Rivers]]``."""
-    return f"[[{prefix}:{name}|{key}]]" if key else f"[[{prefix}:{name}]]"
 
 
 #: A template's part that pages using it do not get.
@@ -10245,11 +10243,6 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     return blocks
 
 
-#: Failures that stop a replace across pages: the wiki throttles this account, or does not
-#: answer as it should, and the pages after would fare no better.
-STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
-
-
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                       summary: str | None, picked: frozenset[str] | None = None) -> list[str]:
     """Saves each page that changes on its own, pinned to the revision read, one row each: a
@@ -10258,14 +10251,13 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     were asked), and a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
-    left: list[str] = []
+    left: list[str] = []  # the titles not saved from the one it stopped at
     saved = 0
     # Every preview is looked up before the first save: a store that fails later stops nothing midway.
     previews = [ctx.reads.preview(page.title, change) or (None, None) for page in pages]
     for number, (page, (previewed, saved_as)) in enumerate(zip(pages, previews), 1):
         if stopped:
             rows.append(f"{page.title} | not attempted")
-            left.append(page.title)
         elif page.page is None:
             rows.append(f"{page.title} | skipped | {page.why}")
         elif picked is not None and page.changes and page.title not in picked:
@@ -10286,9 +10278,10 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                 fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
                 edit = send_edit(ctx, page.title, fields, page.revid, summary, composed=True)
             except WikiError as error:
-                if error.category in STOPS_A_REPLACE:
-                    stopped = error
-                    left.append(page.title)
+                # the wiki throttles this account, or does not answer as it should: the pages after
+                # would fare no better
+                if error.category in ("rate_limited", "upstream_failure", "authentication"):
+                    stopped, left = error, [p.title for p in pages[number - 1:]]
                 rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
             else:
                 saved += not edit.get("nochange")
@@ -10526,9 +10519,8 @@ def wiki_summary(state: ServerState, key: str) -> str:
     """The text of the resource mcp://wikis/{key}."""
     facts = wiki_facts(state, key, contact=True)
     return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
-                    ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
-                    ("Default", "yes" if facts["default"] else None),
-                    ("Private", "yes" if facts["private"] else None),
+                    ("API", facts["api"]), ("Read-only", facts["read_only"] and "yes"),
+                    ("Default", facts["default"] and "yes"), ("Private", facts["private"] and "yes"),
                     *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
 
 
@@ -10562,23 +10554,6 @@ def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
     if site and wiki_key(site.server) == wiki_key(url):  # its paths are on its own server
         prefixes |= {site.script_path, site.article_path.split("$1")[0]}
     return not path or any(p.strip("/") and f"{path}/".startswith(f"/{p.strip('/')}/") for p in prefixes)
-
-
-def registered_as(state: ServerState, key: str) -> str | None:
-    """The key under which a wiki with this server name is configured, if it is."""
-    for other, wiki, client in state.entries():
-        site = client.learnt[0]
-        if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
-            return other
-    return None
-
-
-def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
-    """A wiki of the configuration at start, since removed, with this server name."""
-    for other, wiki in state.config.wikis.items():
-        if other not in state.wikis and key in (other, wiki_key(wiki.url)):
-            return wiki
-    return None
 
 
 @tool("add-wiki", "Add wiki", toolset="wikis",
@@ -10616,9 +10591,13 @@ def add_wiki(
             raise conflict(f"{url} is the wiki {known}, which is already configured; "
                            "pass it as wiki to other tools.")
         key = wiki_key(site.server) or wiki_key(client.api_url)
-        if registered_as(state, key) or key in state.config.wikis:  # another wiki on this host
+        names = {name for k, w, c in state.entries()
+                 for name in (k, wiki_key(w.url), wiki_key(c.learnt[0].server) if c.learnt[0] else None)}
+        if key in names or key in state.config.wikis:  # another wiki on this host
             key += site.script_path or urllib.parse.urlsplit(client.api_url).path.rpartition("/")[0]
-        wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
+        wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry by this name, removed
+                     if k not in state.wikis and key in (k, wiki_key(w.url))),
+                    WikiConfig(key=key, url=client.api_url, sitename=site.name))
     if wiki.key in state.config.wikis:  # the operator's entry, with its credentials
         client = wiki.client(**options)
         site = client.site
@@ -10890,22 +10869,18 @@ def completion_values(state: ServerState, kind: str | None, value: str, key: str
     wiki, client = state.wiki_and_client(key)
     client = persons_client(state, person, wiki, client) if person else client
     namespace = client.site.namespace_of(value)
-    if kind == "page" and not (value.partition(":")[2] if namespace else value).strip():
+    prefix = value.partition(":")[2] if namespace == 14 else value
+    if kind == "category":
+        query = {"list": "allcategories", "acprefix": prefix.lstrip(), "aclimit": COMPLETION_MAX_VALUES}
+    elif not (value.partition(":")[2] if namespace else value).strip():
         # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
-        data = client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
-                           "aplimit": COMPLETION_MAX_VALUES})
-        found = [page["title"] for page in data.get("query", {}).get("allpages") or []]
-    elif kind == "page":
-        data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
-                           "pslimit": COMPLETION_MAX_VALUES})
-        found = [page["title"] for page in data.get("query", {}).get("prefixsearch") or []]
+        query = {"list": "allpages", "apnamespace": namespace, "aplimit": COMPLETION_MAX_VALUES}
     else:
-        prefix = value.partition(":")[2] if namespace == 14 else value
-        data = client.get({"action": "query", "list": "allcategories", "acprefix": prefix.lstrip(),
-                           "aclimit": COMPLETION_MAX_VALUES})
-        lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
-        found = [lead + c.get("category", "") for c in data.get("query", {}).get("allcategories") or []]
-    return found, "continue" in data
+        query = {"list": "prefixsearch", "pssearch": value, "pslimit": COMPLETION_MAX_VALUES}
+    data = client.get({"action": "query", **query})
+    found = data.get("query", {}).get(query["list"]) or []
+    lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
+    return [lead + c.get("category", "") if kind == "category" else c["title"] for c in found], "continue" in data
 
 
 # ---------------------------------------------------------------------------
