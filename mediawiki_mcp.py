@@ -9812,7 +9812,7 @@ def add_talk_topic(
         note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
-        # in the wiki's language, as MediaWiki's own: '/* Plans */ new section', 'Neuer Abschnitt /* Pläne */'
+        # in the wiki's language, as MediaWiki's: '/* Plans */ new section', 'Neuer Abschnitt /* Pläne */'
         summary = ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section").replace("$1", heading)
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
         return Composed(new, note or "", edit_summary(ctx, summary),
@@ -10205,8 +10205,7 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         except (re.error, IndexError) as error:
             raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
                                 "was changed.") from None
-    refused = count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel"))
-    if refused:
+    if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, None, f"the wiki would not save the change: {refused}")
     return PageChange(title, page, why, text, new, count)
 
@@ -10338,7 +10337,8 @@ def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
     return f"{site.namespaces[namespace]}:{name}" if namespace else name
 
 
-def pages_by_title(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
+def pages_by_title(client: MediaWikiClient, titles: Sequence[str], **params: Any
+                   ) -> dict[str, dict[str, Any]]:
     """The pages of ``titles`` as a query with ``params`` answers, by the title asked ({} for one
     the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most accounts)."""
     found: dict[str, dict[str, Any]] = {}
@@ -10454,8 +10454,9 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                           f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
             continue
         # crediting the source page and revision, and where to read its history
-        summary = edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
-                                    f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
+        source = f"{copy.title!r} on {plan.source}, revision {copy.revid}"
+        summary = edit_summary(ctx, f"Copied from {source} ({plan.site.index_url(oldid=copy.revid)}); its "
+                                    "history names the authors")
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
             saved = edit_page(ctx, target, lambda _: change,  # noqa: B023 (called before the loop goes on)
@@ -10614,8 +10615,7 @@ def add_wiki(
       see={"to bring it back": "add-wiki"})
 def remove_wiki(
     ctx: ToolContext,
-    wiki: Annotated[str, Arg("Key of the wiki to remove.",
-                             max_length=300)],
+    wiki: Annotated[str, Arg("Key of the wiki to remove.", max_length=300)],
 ) -> str:
     """Removes a wiki from this server, added or configured (never the default wiki). Nothing
     changes on the wiki itself."""
@@ -10880,7 +10880,8 @@ def completion_values(state: ServerState, kind: str | None, value: str, key: str
     data = client.get({"action": "query", **query})
     found = data.get("query", {}).get(query["list"]) or []
     lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
-    return [lead + c.get("category", "") if kind == "category" else c["title"] for c in found], "continue" in data
+    values = [lead + c.get("category", "") if kind == "category" else c["title"] for c in found]
+    return values, "continue" in data
 
 
 # ---------------------------------------------------------------------------
