@@ -10244,10 +10244,8 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
 
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                       summary: str | None, picked: frozenset[str] | None = None) -> list[str]:
-    """Saves each page that changes on its own, pinned to the revision read, one row each: a
-    page changed since its preview is skipped, as is one this change saved before (unless
-    previewed again since), one the person did not pick (``picked``: those they did, where they
-    were asked), and a wiki that throttles stops it."""
+    """Saves each page that changes on its own, pinned to the revision read, one row each, but
+    those held_back; a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
     left: list[str] = []  # the titles not saved from the one it stopped at
@@ -10255,42 +10253,27 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     # Every preview is looked up before the first save: a store that fails later stops nothing midway.
     previews = [ctx.reads.preview(page.title, change) or (None, None) for page in pages]
     for number, (page, (previewed, saved_as)) in enumerate(zip(pages, previews), 1):
-        if stopped:
-            rows.append(f"{page.title} | not attempted")
-        elif page.page is None:
-            rows.append(f"{page.title} | skipped | {page.why}")
-        elif picked is not None and page.changes and page.title not in picked:
-            rows.append(f"{page.title} | skipped | not picked by the person; nothing was saved")
-        elif saved_as == page.revid:
-            rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
-        elif saved_as:
-            rows.append(f"{page.title} | skipped | saved by this change before, as revision {saved_as}, and "
-                        f"changed since (now {page.revid}); nothing was saved: preview it again to change it "
-                        "once more")
-        elif previewed and previewed != page.revid:
-            rows.append(f"{page.title} | skipped | changed since the preview (revision {previewed}, now "
-                        f"{page.revid}); nothing was saved: preview it again")
-        elif not page.changes:
-            rows.append(f"{page.title} | unchanged | no match")
-        else:
+        outcome = "not attempted" if stopped else held_back(page, previewed, saved_as, picked)
+        if outcome is None:
+            fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
             try:
-                fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
                 edit = send_edit(ctx, page.title, fields, page.revid, summary, composed=True)
             except WikiError as error:
                 # the wiki throttles this account, or does not answer as it should: the pages after
                 # would fare no better
                 if error.category in ("rate_limited", "upstream_failure", "authentication"):
                     stopped, left = error, [p.title for p in pages[number - 1:]]
-                rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
+                outcome = f"{'failed' if stopped else 'skipped'} | {one_line(str(error))}"
             else:
-                saved += not edit.get("nochange")
-                if not edit.get("nochange"):  # so that the same call again saves nothing twice
+                outcome = "unchanged | no change"
+                if not edit.get("nochange"):  # noted, so that the same call again saves nothing twice
+                    saved += 1
                     ctx.reads.previewed(page.title, change, previewed or page.revid, edit["newrevid"])
-                rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
-                            f"{page.title} | saved | {edit['newrevid']}" + (
-                                f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}"
-                                if edit.get("lost") else f" | merged with the edits made since revision "
-                                f"{page.revid}" if edit.get("oldrevid", page.revid) != page.revid else ""))
+                    merged = edit.get("oldrevid", page.revid) != page.revid
+                    outcome = f"saved | {edit['newrevid']}" + (
+                        f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}" if edit.get("lost") else
+                        f" | merged with the edits made since revision {page.revid}" if merged else "")
+        rows.append(f"{page.title} | {outcome}")
         ctx.progress(number, len(pages), rows[-1])
     if stopped and not saved:
         raise stopped
@@ -10301,9 +10284,30 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
 
 
+def held_back(page: PageChange, previewed: int | None, saved_as: int | None,
+              picked: frozenset[str] | None) -> str | None:
+    """Why a replace does not save ``page``, as its row's outcome (None: it saves it): it cannot be
+    changed, or has no match, or this change saved it before (unless previewed again since), or it
+    changed since its preview, or the person did not pick it (``picked``: those they did, where
+    they were asked)."""
+    if page.page is None:
+        return f"skipped | {page.why}"
+    if picked is not None and page.changes and page.title not in picked:
+        return "skipped | not picked by the person; nothing was saved"
+    if saved_as == page.revid:
+        return f"unchanged | saved by this change before, as revision {saved_as}"
+    if saved_as:
+        return (f"skipped | saved by this change before, as revision {saved_as}, and changed since (now "
+                f"{page.revid}); nothing was saved: preview it again to change it once more")
+    if previewed and previewed != page.revid:
+        return (f"skipped | changed since the preview (revision {previewed}, now {page.revid}); nothing was "
+                "saved: preview it again")
+    return None if page.changes else "unchanged | no match"
+
+
 # -- copying a page between wikis ----------------------------------------------------
-# copy-page reads the source wiki in one request (the page, its /doc, the templates they
-# use), asks the target which of those it has, then creates each page through edit_page, so
+# copy-page reads the source wiki (the page and its /doc, then the templates they use), asks
+# the target which of those it has, then creates each page through edit_page, so
 # a copy meets every guard an edit meets. The summary credits the source page and revision,
 # as licences such as CC BY-SA require of a copy.
 
