@@ -10585,16 +10585,14 @@ def add_wiki(
     wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
                  if k not in state.wikis and serves_url(w.url, None, url)), None)
     known = next((k for k, w, c in state.entries() if serves_url(w.url, c.learnt[0], url)), None)
-    if known:
-        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
-                       "to other tools.")
-    if wiki is None:  # a URL from a model: every request passes the address guard
+    if wiki is None and known is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
         known = next((k for k, c in state.clients.items() if c.learnt[1] == client.api_url), None)
-        if known:
-            raise conflict(f"{url} is the wiki {known}, which is already configured; "
-                           "pass it as wiki to other tools.")
+    if known:
+        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
+                       "to other tools.")
+    if wiki is None:
         key = wiki_key(site.server) or wiki_key(client.api_url)
         names = {name for k, w, c in state.entries()
                  for name in (k, wiki_key(w.url), wiki_key(c.learnt[0].server) if c.learnt[0] else None)}
