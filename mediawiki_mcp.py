@@ -10133,18 +10133,14 @@ def as_typed(text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PageChange:
-    """One page of a replace across pages: the page as read with its latest revision (None when
-    it cannot be changed, for ``why``), its text, the text with the replacements, and how many."""
+    """One page of a replace across pages: why it cannot be changed (None: it can), the latest
+    revision as read, its text, the text with the replacements, and how many."""
     title: str
-    page: dict[str, Any] | None
     why: str | None
+    revid: int = 0
     old: str = ""
     new: str = ""
     count: int = 0
-
-    @property
-    def revid(self) -> int:
-        return int(revision_of(self.page or {}).get("revid", 0))
 
     @property
     def changes(self) -> bool:
@@ -10206,8 +10202,8 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
             raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
                                 "was changed.") from None
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
-        return PageChange(title, None, f"the wiki would not save the change: {refused}")
-    return PageChange(title, page, why, text, new, count)
+        return PageChange(title, f"the wiki would not save the change: {refused}")
+    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
 
 
 def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
@@ -10216,7 +10212,7 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     the rest named; each page's revision is noted, so that the save skips a page changed since."""
     diffs: dict[str, str] = {}
     for page in pages:
-        if page.page is not None:
+        if page.why is None:
             ctx.reads.previewed(page.title, change, page.revid)
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
@@ -10224,8 +10220,9 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     head = (f"Dry run: nothing was saved. {len(diffs)} of {counted(len(pages), 'page')} would change "
             f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
             "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
-            + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages if p.page and not p.changes)),
-                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if not p.page))))
+            + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages
+                                                          if not p.why and not p.changes)),
+                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if p.why))))
     ends = list(itertools.accumulate(utf8_len(text) for text in diffs.values()))
     fit = bisect.bisect_right(ends, ctx.budget)  # the diffs that fit whole, in order
     shown, used = list(diffs.values())[:fit], ends[fit - 1] if fit else 0
@@ -10287,10 +10284,10 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
 def held_back(page: PageChange, previewed: int | None, saved_as: int | None,
               picked: frozenset[str] | None) -> str | None:
     """Why a replace does not save ``page``, as its row's outcome (None: it saves it): it cannot be
-    changed, or has no match, or this change saved it before (unless previewed again since), or it
-    changed since its preview, or the person did not pick it (``picked``: those they did, where
-    they were asked)."""
-    if page.page is None:
+    changed, the person did not pick it (``picked``: those they did, where they were asked), this
+    change saved it before (unless previewed again since), it changed since its preview, or it has
+    no match."""
+    if page.why:
         return f"skipped | {page.why}"
     if picked is not None and page.changes and page.title not in picked:
         return "skipped | not picked by the person; nothing was saved"
