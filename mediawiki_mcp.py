@@ -9568,8 +9568,8 @@ def update_page_categories(
     """Adds and removes a page's categories without sending its text; returns them after. One
     already there, or placed by a template, is left and said so."""
     site = ctx.site
-    adding, removing = (given_categories(site, names or [], name) for name, names in (("add", add),
-                                                                                       ("remove", remove)))
+    adding = given_categories(site, add or [], "add")
+    removing = given_categories(site, remove or [], "remove")
     if not adding and not removing:
         raise invalid_input("Give add or remove: the categories to put the page in or take it out of.")
     if both := [name for name in adding if name in removing]:
@@ -9637,9 +9637,7 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     category's name."""
     link = re.compile(rf"\[\[[ _]*(?:{namespace_names(site, 14)})[ _]*:([^\[\]{{}}|<>\n]+)"
                       r"(?:\|([^\[\]\n]*))?\]\]", re.IGNORECASE)
-    unparsed = unparsed_spans(text)
-    return [(m, title_text(site, m.group(1))) for m in link.finditer(text)
-            if not any(start <= m.start() < end for start, end in unparsed)]
+    return [(m, title_text(site, m.group(1))) for m in parsed_matches(link, text)]
 
 
 def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
@@ -9659,12 +9657,15 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     already = [name for name in adding if name not in resorted and (name in linked or name in placed)]
     added = [name for name in adding if name not in already and name not in resorted]
     prefix = site.namespaces.get(14) or CANONICAL_NAMESPACES[14]
+
+    def link(name: str) -> str:  # [[Category:Rivers|Wendle]], or without a sort key [[Category:Rivers]]
+        return f"[[{prefix}:{name}|{adding[name]}]]" if adding[name] else f"[[{prefix}:{name}]]"
     for match, name in reversed(links):
         if name in removed:
             text = cut_out(text, *match.span())
         elif name in resorted:
-            text = text[:match.start()] + category_link(prefix, name, adding[name]) + text[match.end():]
-    new_links = "".join("\n" + category_link(prefix, name, adding[name]) for name in added)
+            text = text[:match.start()] + link(name) + text[match.end():]
+    new_links = "".join("\n" + link(name) for name in added)
     if new_links and template:
         text = in_noinclude(text, new_links)
     elif new_links and (after := category_links(site, text)):
@@ -9679,17 +9680,11 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
     now = [name for name in dict.fromkeys(placed + added) if name not in removed]
-    inside = "inside <noinclude>, so pages using the template are not put in it" if template and added \
-        else None
+    inside = template and added and "inside <noinclude>, so pages using the template are not put in it"
     return text, labelled(("Added", named(added)), ("Placed", inside), ("Removed", named(removed)),
                           ("Sort key set", ", ".join(f"{prefix}:{n} ({adding[n]})" for n in resorted)),
                           ("Already in", named(already)), ("Not removed", "; ".join(kept)),
                           ("Categories", named(now) or "none"))
-
-
-def category_link(prefix: str, name: str, key: str) -> str:
-    """``[[Category:Rivers|Wendle]]``; without a sort key, ``[[Category:Rivers]]``."""
-    return f"[[{prefix}:{name}|{key}]]" if key else f"[[{prefix}:{name}]]"
 
 
 #: A template's part that pages using it do not get.
@@ -9700,17 +9695,17 @@ def in_noinclude(text: str, lines: str) -> str:
     """Template text with ``lines`` (each after a line break) at the end of its last
     <noinclude> part, or in a new one at the end, right after the text so that the template
     gives no new line break."""
-    unparsed = unparsed_spans(text)
-    parts = [m for m in NOINCLUDE.finditer(text)
-             if not any(start <= m.start() < end for start, end in unparsed)]
+    parts = parsed_matches(NOINCLUDE, text)
     if not parts:
         return f"{text}<noinclude>{lines}\n</noinclude>"
     start, end = parts[-1].span(1)
     return text[:start] + text[start:end].rstrip("\n") + lines + "\n" + text[end:]
 
 
-def unparsed_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+def parsed_matches(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """The matches of ``pattern`` in wikitext that start outside comments and unparsed tags."""
+    unparsed = [m.span() for m in UNPARSED_WIKITEXT.finditer(text)]
+    return [m for m in pattern.finditer(text) if not any(start <= m.start() < end for start, end in unparsed)]
 
 
 def cut_out(text: str, start: int, end: int) -> str:
@@ -9771,27 +9766,13 @@ def add_talk_topic(
         note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
+        # in the wiki's language, as MediaWiki's: '/* Plans */ new section', 'Neuer Abschnitt /* Pläne */'
+        summary = ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section").replace("$1", heading)
         # MediaWiki adds a new section to the page as it then is: no base, and it makes the page.
-        return Composed(new, note or "", new_topic_summary(ctx, heading),
+        return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
     return edit_page(ctx, talk, compose, must_exist=False, follow=True)
-
-
-def new_topic_summary(ctx: ToolContext, heading: str) -> str | None:
-    """The summary of a new topic, in the wiki's language as MediaWiki's own: '/* Plans */ new
-    section', 'Neuer Abschnitt /* Pläne */'."""
-    return edit_summary(ctx, ctx.client.summaries.get("newsectionsummary", "/* $1 */ new section")
-                        .replace("$1", heading))
-
-
-def reply_summary(ctx: ToolContext, heading: str) -> str | None:
-    """The summary of a reply: a link to its topic and the word for a reply in the wiki's language,
-    where the wiki has one (DiscussionTools' message; an English wiki's is "reply"), else the
-    link alone, which reads in every language."""
-    english = ctx.site.lang.partition("-")[0] in ("en", "")
-    word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
-    return edit_summary(ctx, f"/* {heading} */ {word}".rstrip())
 
 
 def heading_given(heading: str) -> str:
@@ -9813,17 +9794,6 @@ class TalkComment:
     shown: str = ""  # the name its signature shows, when not the user name ([[User:Dave|Davey]])
 
 
-def comment_signatures(site: SiteInfo) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A link to a user's page, talk page or contributions (its user name the first or second
-    group, the name it shows the third), and a signature's time: ``12:34, 5 March 2026 (UTC)``
-    in the wiki's language."""
-    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
-    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
-                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
-                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
-    return user, re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
-
-
 def list_markup(line: str) -> str:
     """The list markup a line starts with: how deep it is indented (':', '*:', '#', ...)."""
     return line[:len(line) - len(line.lstrip(":*#"))]
@@ -9831,7 +9801,13 @@ def list_markup(line: str) -> str:
 
 def talk_comments(site: SiteInfo, lines: list[str]) -> list[TalkComment]:
     """The comments in a topic's lines: each ends on a line signed with a user link and a time."""
-    user, time_pattern = comment_signatures(site)
+    # a link to a user's page, talk page or contributions (its user name the first or second group,
+    # the name it shows the third), and a signature's time: 12:34, 5 March 2026 (UTC) in the wiki's language
+    contributions = "|".join(["Contributions", *(re.escape(a) for a in site.contributions_aliases)])
+    user = re.compile(rf"\[\[[ _]*(?:(?:{namespace_names(site, 2, 3)})[ _]*:[ _]*([^\]|/#\n]+?)|"
+                      rf"(?:{namespace_names(site, -1)})[ _]*:[ _]*(?:{contributions})/([^\]|/#\n]+?))[ _]*"
+                      r"(?:[/#][^\]|\n]*)?(?:\|([^\]\n]*))?\]\]", re.IGNORECASE)
+    time_pattern = re.compile(r"\d{1,2}:\d{2}\b[^\n]*?\(\w+\)")
     comments: list[TalkComment] = []
     start = 0
     for number, line in enumerate(lines):
@@ -9904,7 +9880,11 @@ def reply_on_talk_page(
         comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
         body = reply_blocks(talk, as_wiki_receives(message))
-        summary = reply_summary(ctx, section.heading)
+        # a link to the topic and the word for a reply in the wiki's language, where it has one
+        # (DiscussionTools' message; an English wiki's is "reply"), else the link alone
+        english = site.lang.partition("-")[0] in ("en", "")
+        word = ctx.client.summaries.get("discussiontools-defaultsummary-reply", "reply" if english else "")
+        summary = edit_summary(ctx, f"/* {section.heading} */ {word}".rstrip())
         reply_to = answered or (comments[0] if comments else None)
 
         def with_discussion_tools() -> str | None:  # a reply to a named comment, where the wiki has it
@@ -10107,18 +10087,14 @@ def as_typed(text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PageChange:
-    """One page of a replace across pages: the page as read with its latest revision (None when
-    it cannot be changed, for ``why``), its text, the text with the replacements, and how many."""
+    """One page of a replace across pages: why it cannot be changed (None: it can), the latest
+    revision as read, its text, the text with the replacements, and how many."""
     title: str
-    page: dict[str, Any] | None
     why: str | None
+    revid: int = 0
     old: str = ""
     new: str = ""
     count: int = 0
-
-    @property
-    def revid(self) -> int:
-        return int(revision_of(self.page or {}).get("revid", 0))
 
     @property
     def changes(self) -> bool:
@@ -10156,8 +10132,7 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
         return [(page["title"], page, None) for page in sorted(by_key.values(), key=lambda p: p["title"])]
     found = batch_pages({"normalized": normalized, "pages": list(by_key.values())}, titles or [])
     result: dict[str, tuple[str, dict[str, Any] | None, str | None]] = {}
-    for asked in titles or []:
-        page, _ = found[asked]
+    for asked, (page, _) in found.items():
         title = page.get("title", asked) if page else asked
         why = ("on another wiki (an interwiki prefix)" if page is None or "interwiki" in page else
                f"not a valid title ({invalid_reason(page)})" if page.get("invalid") else
@@ -10180,10 +10155,9 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         except (re.error, IndexError) as error:
             raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
                                 "was changed.") from None
-    refused = count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel"))
-    if refused:
-        return PageChange(title, None, f"the wiki would not save the change: {refused}")
-    return PageChange(title, page, why, text, new, count)
+    if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
+        return PageChange(title, f"the wiki would not save the change: {refused}")
+    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
 
 
 def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
@@ -10192,7 +10166,7 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     the rest named; each page's revision is noted, so that the save skips a page changed since."""
     diffs: dict[str, str] = {}
     for page in pages:
-        if page.page is not None:
+        if page.why is None:
             ctx.reads.previewed(page.title, change, page.revid)
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
@@ -10200,16 +10174,13 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     head = (f"Dry run: nothing was saved. {len(diffs)} of {counted(len(pages), 'page')} would change "
             f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
             "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
-            + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages if p.page and not p.changes)),
-                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if not p.page))))
-    shown: list[str] = []
-    used = 0
-    for text in diffs.values():
-        if used + utf8_len(text) > ctx.budget:
-            break
-        shown.append(text)
-        used += utf8_len(text)
-    left = list(diffs)[len(shown):]
+            + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages
+                                                          if not p.why and not p.changes)),
+                       ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if p.why))))
+    ends = list(itertools.accumulate(utf8_len(text) for text in diffs.values()))
+    fit = bisect.bisect_right(ends, ctx.budget)  # the diffs that fit whole, in order
+    shown, used = list(diffs.values())[:fit], ends[fit - 1] if fit else 0
+    left = list(diffs)[fit:]
     if left and not shown:  # not even the first diff fits: it is cut, and named with the rest
         piece = slice_content(diffs[left[0]], 0, ctx.budget)
         shown, used = [piece.text], piece.end
@@ -10222,60 +10193,38 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     return blocks
 
 
-#: Failures that stop a replace across pages: the wiki throttles this account, or does not
-#: answer as it should, and the pages after would fare no better.
-STOPS_A_REPLACE = ("rate_limited", "upstream_failure", "authentication")
-
-
 def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                       summary: str | None, picked: frozenset[str] | None = None) -> list[str]:
-    """Saves each page that changes on its own, pinned to the revision read, one row each: a
-    page changed since its preview is skipped, as is one this change saved before (unless
-    previewed again since), one the person did not pick (``picked``: those they did, where they
-    were asked), and a wiki that throttles stops it."""
+    """Saves each page that changes on its own, pinned to the revision read, one row each, but
+    those held_back; a wiki that throttles stops it."""
     rows: list[str] = []
     stopped: WikiError | None = None
-    left: list[str] = []
+    left: list[str] = []  # the titles not saved from the one it stopped at
     saved = 0
     # Every preview is looked up before the first save: a store that fails later stops nothing midway.
     previews = [ctx.reads.preview(page.title, change) or (None, None) for page in pages]
     for number, (page, (previewed, saved_as)) in enumerate(zip(pages, previews), 1):
-        if stopped:
-            rows.append(f"{page.title} | not attempted")
-            left.append(page.title)
-        elif page.page is None:
-            rows.append(f"{page.title} | skipped | {page.why}")
-        elif picked is not None and page.changes and page.title not in picked:
-            rows.append(f"{page.title} | skipped | not picked by the person; nothing was saved")
-        elif saved_as == page.revid:
-            rows.append(f"{page.title} | unchanged | saved by this change before, as revision {saved_as}")
-        elif saved_as:
-            rows.append(f"{page.title} | skipped | saved by this change before, as revision {saved_as}, and "
-                        f"changed since (now {page.revid}); nothing was saved: preview it again to change it "
-                        "once more")
-        elif previewed and previewed != page.revid:
-            rows.append(f"{page.title} | skipped | changed since the preview (revision {previewed}, now "
-                        f"{page.revid}); nothing was saved: preview it again")
-        elif not page.changes:
-            rows.append(f"{page.title} | unchanged | no match")
-        else:
+        outcome = "not attempted" if stopped else held_back(page, previewed, saved_as, picked)
+        if outcome is None:
+            fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
             try:
-                fields = {"text": page.new, "nocreate": True, "baserevid": page.revid}
                 edit = send_edit(ctx, page.title, fields, page.revid, summary, composed=True)
             except WikiError as error:
-                if error.category in STOPS_A_REPLACE:
-                    stopped = error
-                    left.append(page.title)
-                rows.append(f"{page.title} | {'failed' if stopped else 'skipped'} | {one_line(str(error))}")
+                # the wiki throttles this account, or does not answer as it should: the pages after
+                # would fare no better
+                if error.category in ("rate_limited", "upstream_failure", "authentication"):
+                    stopped, left = error, [p.title for p in pages[number - 1:]]
+                outcome = f"{'failed' if stopped else 'skipped'} | {one_line(str(error))}"
             else:
-                saved += not edit.get("nochange")
-                if not edit.get("nochange"):  # so that the same call again saves nothing twice
+                outcome = "unchanged | no change"
+                if not edit.get("nochange"):  # noted, so that the same call again saves nothing twice
+                    saved += 1
                     ctx.reads.previewed(page.title, change, previewed or page.revid, edit["newrevid"])
-                rows.append(f"{page.title} | unchanged | no change" if edit.get("nochange") else
-                            f"{page.title} | saved | {edit['newrevid']}" + (
-                                f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}"
-                                if edit.get("lost") else f" | merged with the edits made since revision "
-                                f"{page.revid}" if edit.get("oldrevid", page.revid) != page.revid else ""))
+                    merged = edit.get("oldrevid", page.revid) != page.revid
+                    outcome = f"saved | {edit['newrevid']}" + (
+                        f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}" if edit.get("lost") else
+                        f" | merged with the edits made since revision {page.revid}" if merged else "")
+        rows.append(f"{page.title} | {outcome}")
         ctx.progress(number, len(pages), rows[-1])
     if stopped and not saved:
         raise stopped
@@ -10286,9 +10235,30 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
     return [head + "\npage | outcome | revision ID, or why\n" + "\n".join(rows)]
 
 
+def held_back(page: PageChange, previewed: int | None, saved_as: int | None,
+              picked: frozenset[str] | None) -> str | None:
+    """Why a replace does not save ``page``, as its row's outcome (None: it saves it): it cannot be
+    changed, the person did not pick it (``picked``: those they did, where they were asked), this
+    change saved it before (unless previewed again since), it changed since its preview, or it has
+    no match."""
+    if page.why:
+        return f"skipped | {page.why}"
+    if picked is not None and page.changes and page.title not in picked:
+        return "skipped | not picked by the person; nothing was saved"
+    if saved_as == page.revid:
+        return f"unchanged | saved by this change before, as revision {saved_as}"
+    if saved_as:
+        return (f"skipped | saved by this change before, as revision {saved_as}, and changed since (now "
+                f"{page.revid}); nothing was saved: preview it again to change it once more")
+    if previewed and previewed != page.revid:
+        return (f"skipped | changed since the preview (revision {previewed}, now {page.revid}); nothing was "
+                "saved: preview it again")
+    return None if page.changes else "unchanged | no match"
+
+
 # -- copying a page between wikis ----------------------------------------------------
-# copy-page reads the source wiki in one request (the page, its /doc, the templates they
-# use), asks the target which of those it has, then creates each page through edit_page, so
+# copy-page reads the source wiki (the page and its /doc, then the templates they use), asks
+# the target which of those it has, then creates each page through edit_page, so
 # a copy meets every guard an edit meets. The summary credits the source page and revision,
 # as licences such as CC BY-SA require of a copy.
 
@@ -10311,14 +10281,6 @@ def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClie
     return wiki, persons_client(ctx.state, ctx.person, wiki, client) if ctx.person else client
 
 
-def refuse_leak(source: WikiConfig, target: WikiConfig) -> None:
-    """Refuses a copy that would publish a private wiki's page on a wiki that is not private."""
-    if source.private and not target.private:
-        raise permission_denied(f"The wiki {source.key} is private and {target.key} is not: a copy would "
-                                "publish its page there; nothing was copied. The operator marks wikis "
-                                "private, and no retry by the model changes it.")
-
-
 def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
     """A source page's title on the target wiki (``site``): the same name in the same namespace,
     as the target names it; None when the target lacks that namespace (a Module: without
@@ -10330,29 +10292,15 @@ def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
     return f"{site.namespaces[namespace]}:{name}" if namespace else name
 
 
-def source_pages(client: MediaWikiClient, titles: Sequence[str], **params: Any) -> dict[str, dict[str, Any]]:
-    """The source's pages of ``titles`` with their latest revision's text, by the title asked ({}
-    for one the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most
-    accounts)."""
+def pages_by_title(client: MediaWikiClient, titles: Sequence[str], **params: Any
+                   ) -> dict[str, dict[str, Any]]:
+    """The pages of ``titles`` as a query with ``params`` answers, by the title asked ({} for one
+    the wiki does not answer), in one request each 50 titles (MediaWiki's limit for most accounts)."""
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(titles), MAX_PAGES_PER_CALL):
         asked = list(titles[start:start + MAX_PAGES_PER_CALL])
-        query = client.get({"action": "query", "titles": asked, "prop": "revisions", "rvprop": "ids|content",
-                            "rvslots": "main", **params}).get("query", {})
+        query = client.get({"action": "query", "titles": asked, **params}).get("query", {})
         found |= {title: page or {} for title, (page, _) in batch_pages(query, asked).items()}
-    return found
-
-
-def existing_titles(ctx: ToolContext, titles: Collection[str]) -> dict[str, int]:
-    """Those of ``titles`` that exist on the target, with their latest revision ID (one request
-    each 50 titles)."""
-    wanted = list(titles)
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), MAX_PAGES_PER_CALL):
-        asked = wanted[start:start + MAX_PAGES_PER_CALL]
-        query = ctx.client.get({"action": "query", "titles": asked, "prop": "info"}).get("query", {})
-        found |= {title: page.get("lastrevid", 0) for title, (page, _) in batch_pages(query, asked).items()
-                  if page and not page.get("missing") and not page.get("invalid")}
     return found
 
 
@@ -10377,7 +10325,10 @@ def copy_page(
         raise invalid_input(f"fromWiki and wiki both name {key}: copy-page copies from one wiki to another "
                             "(wiki is the target).")
     source, client = source_client(ctx, key)
-    refuse_leak(source, ctx.wiki)
+    if source.private and not ctx.wiki.private:
+        raise permission_denied(f"The wiki {key} is private and {ctx.wiki.key} is not: a copy would "
+                                "publish its page there; nothing was copied. The operator marks wikis "
+                                "private, and no retry by the model changes it.")
     nothing = f"Nothing was copied{' (dry run)' if ctx.dry_run else ''}"
     plan = copy_plan(ctx, key, client, title, newTitle, withTemplates, overwrite, nothing)
     return copy_answer(ctx, plan, nothing)
@@ -10389,8 +10340,9 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     with ``templates`` its /doc and the templates they use), and the target asked which of
     their titles it has."""
     here = ctx.client.site  # the client's first use checks the account's rights, before the source is read
-    read = source_pages(client, [title, f"{title}/doc"] if templates else [title],
-                        prop="revisions|templates|info", tllimit="max")
+    texts = {"rvprop": "ids|content", "rvslots": "main"}  # the latest revision's
+    read = pages_by_title(client, [title, f"{title}/doc"] if templates else [title],
+                          prop="revisions|templates|info", tllimit="max", **texts)
     first = read[title]
     if first.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(first)}")
@@ -10407,7 +10359,8 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     named = {page["title"] for page in pages}
     used = {t["title"]: t for page in pages for t in page.get("templates") or [] if t["title"] not in named}
     if templates and used:
-        pages += [p for p in source_pages(client, sorted(used)).values() if p and not p.get("missing")]
+        pages += [p for p in pages_by_title(client, sorted(used), prop="revisions", **texts).values()
+                  if p and not p.get("missing")]
     copies = [SourcePage(page["title"], revision_of(page).get("revid", 0),
                          main_slot(revision_of(page)).get("content", ""), on_target(here, page),
                          bool(page.get("redirect"))) for page in pages]
@@ -10419,7 +10372,9 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
         raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
                             "Pass newTitle, a title in a namespace it has.")
     elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
-    exists = existing_titles(ctx, [c.target for c in copies if c.target] + elsewhere)
+    exists = {target: page.get("lastrevid", 0) for target, page in pages_by_title(
+        ctx.client, [c.target for c in copies if c.target] + elsewhere, prop="info").items()
+        if page and not page.get("missing") and not page.get("invalid")}
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
     return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
 
@@ -10453,8 +10408,15 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
             blocks.append(f"Would {'replace' if replacing else 'create'}: {target}, from revision {copy.revid} "
                           f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
             continue
-        try:
-            blocks.append(copy_one(ctx, copy, target, attribution(ctx, plan, copy), replacing))
+        # crediting the source page and revision, and where to read its history
+        source = f"{copy.title!r} on {plan.source}, revision {copy.revid}"
+        summary = edit_summary(ctx, f"Copied from {source} ({plan.site.index_url(oldid=copy.revid)}); its "
+                                    "history names the authors")
+        change = Composed(copy.text, summary=summary)
+        try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
+            saved = edit_page(ctx, target, lambda _: change,  # noqa: B023 (called before the loop goes on)
+                              must_exist=False, read=replacing, from_read=replacing, props=("info",))
+            blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
             if error.code == "articleexists":  # made since the target was asked
                 kept.append(target)
@@ -10478,22 +10440,6 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
-
-
-def attribution(ctx: ToolContext, plan: CopyPlan, copy: SourcePage) -> str | None:
-    """The edit summary of a copy: the source wiki, page and revision, and where to read its history."""
-    return edit_summary(ctx, f"Copied from {copy.title!r} on {plan.source}, revision {copy.revid} "
-                             f"({plan.site.index_url(oldid=copy.revid)}); its history names the authors")
-
-
-def copy_one(ctx: ToolContext, copy: SourcePage, target: str, summary: str | None, replacing: bool) -> str:
-    """Creates (createonly) or replaces one page through the edit pipeline; a replacement is
-    pinned to the revision this client last read, else to the latest, so an edit made since is
-    never lost."""
-    def compose(page: EditTarget) -> Composed:
-        return Composed(copy.text, summary=summary)
-    return "\n".join(as_blocks(edit_page(ctx, target, compose, must_exist=False, read=replacing,
-                                         from_read=replacing, props=("info",))))
 
 
 # -- wikis: listing, adding, removing -------------------------------------------
@@ -10529,9 +10475,8 @@ def wiki_summary(state: ServerState, key: str) -> str:
     """The text of the resource mcp://wikis/{key}."""
     facts = wiki_facts(state, key, contact=True)
     return labelled(("Wiki", key), ("Name", facts["name"]), ("Server", facts["server"]),
-                    ("API", facts["api"]), ("Read-only", "yes" if facts["read_only"] else None),
-                    ("Default", "yes" if facts["default"] else None),
-                    ("Private", "yes" if facts["private"] else None),
+                    ("API", facts["api"]), ("Read-only", facts["read_only"] and "yes"),
+                    ("Default", facts["default"] and "yes"), ("Private", facts["private"] and "yes"),
                     *([(facts["problem"][0].capitalize(), facts["problem"][1])] if facts["problem"] else []))
 
 
@@ -10567,23 +10512,6 @@ def serves_url(wiki_url: str, site: SiteInfo | None, url: str) -> bool:
     return not path or any(p.strip("/") and f"{path}/".startswith(f"/{p.strip('/')}/") for p in prefixes)
 
 
-def registered_as(state: ServerState, key: str) -> str | None:
-    """The key under which a wiki with this server name is configured, if it is."""
-    for other, wiki, client in state.entries():
-        site = client.learnt[0]
-        if key in (other, wiki_key(wiki.url), wiki_key(site.server) if site else None):
-            return other
-    return None
-
-
-def configured_entry(state: ServerState, key: str) -> WikiConfig | None:
-    """A wiki of the configuration at start, since removed, with this server name."""
-    for other, wiki in state.config.wikis.items():
-        if other not in state.wikis and key in (other, wiki_key(wiki.url)):
-            return wiki
-    return None
-
-
 @tool("add-wiki", "Add wiki", toolset="wikis",
       read_only=False, destructive=False, idempotent=True, open_world=True,
       scoped=False, offered=managing_wikis)
@@ -10608,20 +10536,22 @@ def add_wiki(
     wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry, since removed
                  if k not in state.wikis and serves_url(w.url, None, url)), None)
     known = next((k for k, w, c in state.entries() if serves_url(w.url, c.learnt[0], url)), None)
-    if known:
-        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
-                       "to other tools.")
-    if wiki is None:  # a URL from a model: every request passes the address guard
+    if wiki is None and known is None:  # a URL from a model: every request passes the address guard
         client = MediaWikiClient(url, guard=state.guard, **options)
         site = client.site
         known = next((k for k, c in state.clients.items() if c.learnt[1] == client.api_url), None)
-        if known:
-            raise conflict(f"{url} is the wiki {known}, which is already configured; "
-                           "pass it as wiki to other tools.")
+    if known:
+        raise conflict(f"{known} is already configured, and {url} is one of its addresses; pass it as wiki "
+                       "to other tools.")
+    if wiki is None:
         key = wiki_key(site.server) or wiki_key(client.api_url)
-        if registered_as(state, key) or key in state.config.wikis:  # another wiki on this host
+        names = {name for k, w, c in state.entries()
+                 for name in (k, wiki_key(w.url), wiki_key(c.learnt[0].server) if c.learnt[0] else None)}
+        if key in names or key in state.config.wikis:  # another wiki on this host
             key += site.script_path or urllib.parse.urlsplit(client.api_url).path.rpartition("/")[0]
-        wiki = configured_entry(state, key) or WikiConfig(key=key, url=client.api_url, sitename=site.name)
+        wiki = next((w for k, w in state.config.wikis.items()  # the operator's entry by this name, removed
+                     if k not in state.wikis and key in (k, wiki_key(w.url))),
+                    WikiConfig(key=key, url=client.api_url, sitename=site.name))
     if wiki.key in state.config.wikis:  # the operator's entry, with its credentials
         client = wiki.client(**options)
         site = client.site
@@ -10638,8 +10568,7 @@ def add_wiki(
       see={"to bring it back": "add-wiki"})
 def remove_wiki(
     ctx: ToolContext,
-    wiki: Annotated[str, Arg("Key of the wiki to remove.",
-                             max_length=300)],
+    wiki: Annotated[str, Arg("Key of the wiki to remove.", max_length=300)],
 ) -> str:
     """Removes a wiki from this server, added or configured (never the default wiki). Nothing
     changes on the wiki itself."""
@@ -10893,22 +10822,19 @@ def completion_values(state: ServerState, kind: str | None, value: str, key: str
     wiki, client = state.wiki_and_client(key)
     client = persons_client(state, person, wiki, client) if person else client
     namespace = client.site.namespace_of(value)
-    if kind == "page" and not (value.partition(":")[2] if namespace else value).strip():
+    prefix = value.partition(":")[2] if namespace == 14 else value
+    if kind == "category":
+        query = {"list": "allcategories", "acprefix": prefix.lstrip(), "aclimit": COMPLETION_MAX_VALUES}
+    elif not (value.partition(":")[2] if namespace else value).strip():
         # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
-        data = client.get({"action": "query", "list": "allpages", "apnamespace": namespace,
-                           "aplimit": COMPLETION_MAX_VALUES})
-        found = [page["title"] for page in data.get("query", {}).get("allpages") or []]
-    elif kind == "page":
-        data = client.get({"action": "query", "list": "prefixsearch", "pssearch": value,
-                           "pslimit": COMPLETION_MAX_VALUES})
-        found = [page["title"] for page in data.get("query", {}).get("prefixsearch") or []]
+        query = {"list": "allpages", "apnamespace": namespace, "aplimit": COMPLETION_MAX_VALUES}
     else:
-        prefix = value.partition(":")[2] if namespace == 14 else value
-        data = client.get({"action": "query", "list": "allcategories", "acprefix": prefix.lstrip(),
-                           "aclimit": COMPLETION_MAX_VALUES})
-        lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
-        found = [lead + c.get("category", "") for c in data.get("query", {}).get("allcategories") or []]
-    return found, "continue" in data
+        query = {"list": "prefixsearch", "pssearch": value, "pslimit": COMPLETION_MAX_VALUES}
+    data = client.get({"action": "query", **query})
+    found = data.get("query", {}).get(query["list"]) or []
+    lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
+    values = [lead + c.get("category", "") if kind == "category" else c["title"] for c in found]
+    return values, "continue" in data
 
 
 # ---------------------------------------------------------------------------
