@@ -6045,8 +6045,7 @@ def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
 
 
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
-    revisions = page.get("revisions") or [{}]
-    return revisions[0]
+    return (page.get("revisions") or [{}])[0]
 
 
 def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
@@ -6066,10 +6065,13 @@ def continuation(ctx: ToolContext, *keys: str) -> dict[str, str]:
     return decode_continuation(ctx.continue_from, keys) if ctx.continue_from else {}
 
 
-def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
-    """Adds the 'More results available' marker when MediaWiki has more to give."""
+def listing(data: dict[str, Any], rows: list[str], head: str | None, empty: str, item: str,
+            tool_name: str) -> list[str]:
+    """``head`` over a row each (``empty`` when there are none), then the 'More results available'
+    marker when MediaWiki has more to give."""
+    blocks = ["\n".join([head, *rows] if head else rows) if rows else empty]
     if data.get("continue"):
-        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
+        blocks.append(more_results_marker(len(rows), item, tool_name, "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -6247,30 +6249,24 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     own = wikitext_sections(text, syntax)
     ends = section_ends(text, syntax)
     starts = [s.start for s in own] + [utf8_len(text)]
-    shown = {n: heading for n, _, heading, _ in outline_of(parsed) if n is not None}
-    rows, done = [f"0 | (Lead) | {ends[0]}"], 0
-
-    def numbered_to(number: float) -> None:
-        nonlocal done
-        while done < len(own) and own[done].number <= number:
-            s = own[done]
-            marks = "=" * s.level
-            size, whole = starts[done + 1] - s.start, ends[s.number] - s.start
-            heading = shown.get(s.number) or heading_plain(s.heading)
-            rows.append(f"{s.number} | {marks} {heading} {marks} | {size}"
-                        + (f" | {whole}" if whole > size else ""))
-            done += 1
-    for number, level, heading, source in outline_of(parsed):
+    outline = outline_of(parsed)
+    shown = {n: heading for n, _, heading, _ in outline if n is not None}
+    rows = [((0, 0), f"0 | (Lead) | {ends[0]}")]  # by the number of the section they follow
+    for s, end in zip(own, starts[1:]):
+        marks, size, whole = "=" * s.level, end - s.start, ends[s.number] - s.start
+        heading = shown.get(s.number) or heading_plain(s.heading)
+        rows.append(((s.number, 0), f"{s.number} | {marks} {heading} {marks} | {size}"
+                     + (f" | {whole}" if whole > size else "")))
+    after = 0  # a heading a template brings comes after the numbered ones before it in the outline
+    for place, (number, level, heading, source) in enumerate(outline, 1):
         if number is None:
-            marks = "=" * level
-            rows.append(f"- | {marks} {heading} {marks} | from {source}")
+            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
         else:
-            numbered_to(number)
-    numbered_to(float("inf"))
+            after = number
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
-        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(rows)
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
 
 
 @tool("get-pages", "Get pages", toolset="pages", read_only=True,
@@ -6415,8 +6411,7 @@ def search_page(
             for h in hits]
     matching = total if total is not None else len(rows)
     head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
-    blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
-    return with_more(blocks, data, len(rows), "page", "search-page")
+    return listing(data, rows, head, f"No pages match {query!r}.", "page", "search-page")
 
 
 @tool("search-page-by-prefix", "Search pages by prefix", toolset="pages", read_only=True, continue_from=True,
@@ -6440,8 +6435,8 @@ def search_page_by_prefix(
     data = ctx.client.get({"action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
                            "psnamespace": namespace, **continuation(ctx, "psoffset")})
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
-    blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
-    return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
+    return listing(data, titles, None, f"No page titles start with {prefix!r}.", "title",
+                   "search-page-by-prefix")
 
 
 FIND_LEGEND = ("section | line | byte offset, {reader}'s offset | what it is in, if a template call, "
@@ -6463,7 +6458,7 @@ def find_in_page(
 ) -> list[str]:
     """Finds text in a page's wikitext: each match's section, line, byte offset, context and
     enclosing template, reference or comment; 50 a call."""
-    pattern = find_pattern(find, regex, "find")
+    pattern, what = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
@@ -6473,18 +6468,14 @@ def find_in_page(
             raise no_such_revision(ctx, revisionId) from None
         raise
     check_page(ctx, page, title)
-    revisions = page.get("revisions") or []
-    revision = next((r for r in revisions if r.get("revid") == revisionId), None) if revisionId else \
-        next(iter(revisions), None)
-    if revision is None:
+    revision = revision_of(page)  # the one asked for, else the latest
+    if "revid" not in revision or revisionId and revision["revid"] != revisionId:
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
                         "get-page-history lists its revision IDs.")
     text = main_slot(revision).get("content", "")
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
-        else json.dumps(find, ensure_ascii=False)
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
@@ -6519,31 +6510,26 @@ def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | 
     return int(fields["from"]), int(fields["revision"])
 
 
-def find_pattern(find: str, regex: bool, name: str) -> re.Pattern[str] | None:
-    """The regular expression a call's ``name`` argument is, when ``regex``; None for plain text."""
+def find_pattern(find: str, regex: bool, name: str) -> tuple[re.Pattern[str] | None, str]:
+    """The regular expression a call's ``name`` argument is, when ``regex`` (None for plain text), and
+    how an answer names what was looked for."""
     if not find:
         raise invalid_input(f"Argument '{name}' must not be empty.")
+    quoted = json.dumps(find, ensure_ascii=False)
     if not regex:
-        return None
+        return None, quoted
     try:
-        return re.compile(find)
+        return re.compile(find), f"the regular expression {quoted}"
     except re.error as error:
         raise invalid_input(f"{name} is not a valid regular expression: {error}.") from None
 
 
 def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
                 text: str) -> list[tuple[int, int]]:
-    """Where ``find`` (plain text) or ``pattern`` matches in ``text``."""
-    return regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
-
-
-def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    start = text.find(find)
-    while start >= 0 and len(spans) <= MAX_MATCHES:
-        spans.append((start, start + len(find)))
-        start = text.find(find, start + len(find))
-    return spans
+    """Where ``find`` (plain text) or ``pattern`` matches in ``text``, up to one past MAX_MATCHES."""
+    if pattern:
+        return regex_spans(pattern, text, ctx.state.regex_seconds)
+    return [found.span() for found in itertools.islice(re.finditer(re.escape(find), text), MAX_MATCHES + 1)]
 
 
 #: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
@@ -6946,12 +6932,10 @@ def find_text_origin(
 ) -> list[str]:
     """Finds who last added a text to a page and when, bisecting its history. Reads at most
     {text_origin_max_reads:revisions}."""
-    pattern = find_pattern(text, regex, "text")
+    pattern, what = find_pattern(text, regex, "text")
     page, redirected, history, complete = origin_history(ctx, title, revisionId)
     trail = TextTrail(ctx, pattern, text, [r for r in history if not r.get("sha1hidden")],
                       ctx.state.config.text_origin_max_reads)
-    what = f"the regular expression {json.dumps(text, ensure_ascii=False)}" if regex \
-        else json.dumps(text, ensure_ascii=False)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected))
     start = history[0]["revid"]
     where = f"revision {start}" if revisionId else f"the page's current revision ({start})"
@@ -6966,7 +6950,9 @@ def find_text_origin(
     try:
         trail.latest_addition()
     except ReadsSpent:
-        return [f"{header}\n{origin_progress(trail, what)}", origin_stopped(trail)]
+        return [f"{header}\n{origin_progress(trail, what)}",
+                (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
+                 f"again with revisionId={trail.revisions[trail.present]['revid']}.")]
     return [f"{header}\n{origin_found(ctx, trail, history, complete, what)}"]
 
 
@@ -7019,11 +7005,9 @@ class TextTrail:
         """Narrows ``present`` and ``absent`` to the revision that added the text, last, and the one
         before it: back from the newest in doubling steps until a revision without it, then by
         halves. ``absent`` stays None when every revision back to the oldest has it."""
-        last = len(self.revisions) - 1
-        step = 1
+        last, step = len(self.revisions) - 1, 1
         while self.absent is None and self.present < last:
-            probe = min(self.present + step, last)
-            self.found_at(probe)
+            self.found_at(min(self.present + step, last))
             step *= 2
         while self.absent is not None and self.absent - self.present > 1:
             self.found_at((self.present + self.absent) // 2)
@@ -7078,12 +7062,6 @@ def origin_progress(trail: TextTrail, what: str) -> str:
     return (f"{text} and not in revision {lacks['revid']} ({lacks.get('timestamp')}): one of the "
             f"{trail.absent - trail.present} revisions from there to {have['revid']} added it "
             f"(revisions read: {trail.reads}).")
-
-
-def origin_stopped(trail: TextTrail) -> str:
-    have = trail.revisions[trail.present]["revid"]
-    return (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
-            f"again with revisionId={have}.")
 
 
 def few(items: list[str], most: int = 5) -> str:
@@ -7223,8 +7201,7 @@ def get_category_members(
     if page is not None and (info := page.get("categoryinfo")):
         head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
                  f"files: {info.get('files', 0)})")
-    blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
-    return with_more(blocks, data, len(rows), "member", "get-category-members")
+    return listing(data, rows, f"{head}:", f"{head}\nNo members match.", "member", "get-category-members")
 
 
 #: The most requests one get-category-tree call sends: one for the category, one for each category
@@ -7364,16 +7341,11 @@ def category_counts(node: CategoryNode) -> str:
     return f" ({shown})" if shown else ""
 
 
-class LinkKind(typing.NamedTuple):
-    module: str         # the list module
-    prefix: str         # its parameters'
-    note: str           # how a row says it
-    redirects: bool     # whether it follows redirects
-
-
-LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
-              "transclusions": LinkKind("embeddedin", "ei", "transclusion", False),
-              "fileusage": LinkKind("imageusage", "iu", "file link", True)}
+#: Each kind of get-links-here: its list module, that module's parameter prefix, how a row says it,
+#: and whether it follows redirects.
+LINK_KINDS = {"wikilinks": ("backlinks", "bl", "", True),
+              "transclusions": ("embeddedin", "ei", "transclusion", False),
+              "fileusage": ("imageusage", "iu", "file link", True)}
 
 
 @tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True,
@@ -7392,9 +7364,9 @@ def get_links_here(
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
-    params: dict[str, Any] = {"action": "query", "titles": title,
-                              "list": [LINK_KINDS[k].module for k in kinds]}
-    for prefix, redirects in ((LINK_KINDS[k].prefix, LINK_KINDS[k].redirects) for k in kinds):
+    used = [LINK_KINDS[k] for k in kinds]
+    params: dict[str, Any] = {"action": "query", "titles": title, "list": [module for module, *_ in used]}
+    for _, prefix, _, redirects in used:
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
     data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
@@ -7404,28 +7376,21 @@ def get_links_here(
         check_page(ctx, page, title, must_exist=False)
         title = page.get("title", title)
     rows = []
-    for kind in kinds:
-        module, how = LINK_KINDS[kind].module, LINK_KINDS[kind].note
+    for module, _, how, _ in used:
         for link in query.get(module) or []:
-            notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
-            rows.append(" | ".join([link["title"], *notes]))
-            rows += [" | ".join([via["title"], *[n for n in (how, f"via {link['title']}") if n]])
+            redirect = "redirect" if link.get("redirect") else ""
+            rows.append(" | ".join(filter(None, [link["title"], how, redirect])))
+            rows += [" | ".join(filter(None, [via["title"], how, f"via {link['title']}"]))
                      for via in link.get("redirlinks") or []]
     missing = " (the page does not exist)" if page and page.get("missing") else ""
-    blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
-              else f"No pages link to {title}{missing}."]
-    return with_more(blocks, data, len(rows), "page", "get-links-here")
+    return listing(data, rows, f"Pages that link to {title}{missing}:", f"No pages link to {title}{missing}.",
+                   "page", "get-links-here")
 
 
-class UseKind(typing.NamedTuple):
-    prop: str           # the prop module
-    prefix: str         # its parameters'
-    note: str           # how a row says it
-
-
-#: What a page links to and uses, in the order a get-page-links answer lists them.
-PAGE_USES = (UseKind("links", "pl", "link"), UseKind("templates", "tl", "template"),
-             UseKind("categories", "cl", "category"), UseKind("images", "im", "file"))
+#: What a page links to and uses, in the order a get-page-links answer lists them: the prop module,
+#: its parameters' prefix, how a row says it.
+PAGE_USES = (("links", "pl", "link"), ("templates", "tl", "template"), ("categories", "cl", "category"),
+             ("images", "im", "file"))
 #: Rows of each kind a get-page-links call returns before its continueFrom marker (its description says it).
 PAGE_USES_CAP = 100
 
@@ -7435,18 +7400,17 @@ PAGE_USES_CAP = 100
 def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns the links, templates, categories and files a page uses, a redirect followed. At
     most 100 of each a call."""
-    params = {f"{kind.prefix}limit": PAGE_USES_CAP for kind in PAGE_USES}
-    data = ctx.client.get({"action": "query", "titles": title, "redirects": True, **params,
-                           "prop": "|".join(kind.prop for kind in PAGE_USES), "clprop": "hidden",
-                           **continuation(ctx, *(f"{kind.prefix}continue" for kind in PAGE_USES))})
+    data = ctx.client.get({"action": "query", "titles": title, "redirects": True,
+                           **{f"{prefix}limit": PAGE_USES_CAP for _, prefix, _ in PAGE_USES},
+                           "prop": "|".join(prop for prop, _, _ in PAGE_USES), "clprop": "hidden",
+                           **continuation(ctx, *(f"{prefix}continue" for _, prefix, _ in PAGE_USES))})
     page, redirected = resolve_page(data.get("query", {}))
     check_page(ctx, page, title)
-    rows = [f"{used['title']} | {kind.note}" + (", hidden" if used.get("hidden") else "")
-            for kind in PAGE_USES for used in page.get(kind.prop) or []]
+    rows = [f"{used['title']} | {note}" + (", hidden" if used.get("hidden") else "")
+            for prop, _, note in PAGE_USES for used in page.get(prop) or []]
     name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
-    blocks = [f"{name} uses:\n" + "\n".join(rows) if rows
-              else f"{name} has no links, templates, categories or files."]
-    return with_more(blocks, data, len(rows), "row", "get-page-links")
+    return listing(data, rows, f"{name} uses:", f"{name} has no links, templates, categories or files.",
+                   "row", "get-page-links")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
@@ -7474,20 +7438,8 @@ def get_recent_changes(
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
     size change, then flags, tags and summary."""
-    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
-    return listed_changes(ctx, "recentchanges", {"rctag": tag, **filters.params("rc")}, "Recent changes",
-                          "changes", "get-recent-changes")
-
-
-def listed_changes(ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
-                   tool_name: str) -> list[str]:
-    """One page of list=recentchanges or list=watchlist, a row each."""
-    prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
-    data = ctx.client.get({"action": "query", "list": module, **params,
-                           **continuation(ctx, f"{prefix}continue")})
-    rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
-    blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
-    return with_more(blocks, data, len(rows), "change", tool_name)
+    return ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit).listed(
+        ctx, "recentchanges", {"rctag": tag}, "Recent changes", "changes", "get-recent-changes")
 
 
 class ChangeFilters(typing.NamedTuple):
@@ -7501,20 +7453,26 @@ class ChangeFilters(typing.NamedTuple):
     hide: Sequence[str] | None
     limit: int
 
-    def params(self, prefix: str) -> dict[str, Any]:
-        """As the API parameters of list=recentchanges or list=watchlist (``prefix``: rc or wl),
-        newest first."""
+    def listed(self, ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
+               tool_name: str) -> list[str]:
+        """One page of list=recentchanges or list=watchlist so filtered, newest first, a row each."""
         if self.user and self.exclude_user:
             raise invalid_input("Give user or excludeUser, not both.")
         if self.hide and {"anonymous", "registered"} <= set(self.hide):
             raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
         oldest, newest = time_window(self.start, self.end)
-        return {f"{prefix}{name}": value for name, value in (
-            ("dir", "older"), ("start", newest), ("end", oldest),
-            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
-            ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
-            ("user", self.user), ("excludeuser", self.exclude_user),
-            ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))}
+        prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
+        data = ctx.client.get({"action": "query", "list": module, **params, **{
+            f"{prefix}{name}": value for name, value in (
+                ("dir", "older"), ("start", newest), ("end", oldest),
+                ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
+                ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
+                ("user", self.user), ("excludeuser", self.exclude_user),
+                ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))},
+            **continuation(ctx, f"{prefix}continue")})
+        rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
+        return listing(data, rows, f"{heading}, newest first ({RC_LEGEND}):", f"No {what} match.", "change",
+                       tool_name)
 
 
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
@@ -7681,9 +7639,8 @@ def get_user_contributions(
     refuse_missing_user(ctx, query, name)
     rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
     order = "oldest" if oldestFirst else "newest"
-    blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
-              else f"No edits by {name} match."]
-    return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+    return listing(data, rows, f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):",
+                   f"No edits by {name} match.", "edit", "get-user-contributions")
 
 
 def refuse_missing_user(ctx: ToolContext, query: dict[str, Any], name: str) -> None:
@@ -7752,9 +7709,8 @@ def get_log_events(
     if name:
         refuse_missing_user(ctx, query, name)
     rows = [log_row(event) for event in query.get("logevents") or []]
-    blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
-              else "No log events match."]
-    return with_more(blocks, data, len(rows), "event", "get-log-events")
+    return listing(data, rows, f"Log events, newest first ({LOG_LEGEND}):", "No log events match.", "event",
+                   "get-log-events")
 
 
 def log_row(event: dict[str, Any]) -> str:
@@ -7790,9 +7746,9 @@ def get_watchlist(
 ) -> list[str]:
     """Returns recent changes to the pages the account watches, newest first, as get-recent-changes
     does, tag aside."""
-    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
-    return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
-                          "Changes to watched pages", "changes to watched pages", "get-watchlist")
+    return ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit).listed(
+        ctx, "watchlist", {"wlallrev": True}, "Changes to watched pages", "changes to watched pages",
+        "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
@@ -7830,11 +7786,6 @@ def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
         ("Repository", "shared (another wiki's file)" if page.get("imagerepository") == "shared" else None))
 
 
-def is_file_icon(url: str) -> bool:
-    """MediaWiki answers a thumbnail request for a file it cannot render with a file-type icon."""
-    return "/file-type-icons/" in urllib.parse.urlsplit(url).path
-
-
 @tool("get-file-data", "Get file data", toolset="files", read_only=True,
       see={"for metadata and URLs": "get-file"})
 def get_file_data(
@@ -7847,7 +7798,8 @@ def get_file_data(
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
-    if thumb and not is_file_icon(thumb):
+    # a thumbnail of a file MediaWiki cannot render is a file-type icon
+    if thumb and "/file-type-icons/" not in urllib.parse.urlsplit(thumb).path:
         url, shown = thumb, (info.get("thumbwidth"), info.get("thumbheight"))
     elif mime.startswith("image/") and info.get("url"):
         url, shown = info["url"], (info.get("width"), info.get("height"))
