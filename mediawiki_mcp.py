@@ -6094,28 +6094,42 @@ def get_page(
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
     write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     if content in ("html", "text"):
-        return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
-    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
-    page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
-                                  **header_fields(metadata, content == "source"),
-                                  rvsection=number if content == "source" else None)
-    check_page(ctx, page, title)
-    revision = revision_of(page)
-    if content == "none":
-        return [page_header(ctx, page, revision, redirected, metadata, section)]
-    section, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
-                                         text=slot_text(ctx, revision, number, page["title"]))
-    # noted under its heading too, by which a write may name it once a section above renumbered it
-    heading = section_heading(text, 1, ctx.site.syntax) if section else None
-    header = page_header(ctx, page, revision, redirected, metadata, shown)
-    again = {**({"section": section} if section is not None else {}),
+        parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
+                                               redirects=followRedirects)
+        page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
+        revision: dict[str, Any] = {"revid": parsed.get("revid")}
+        redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+        if metadata:
+            page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
+            revision = revision_of(page)
+        sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
+    else:
+        number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
+        page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
+                                      **header_fields(metadata, content == "source"),
+                                      rvsection=number if content == "source" else None)
+        check_page(ctx, page, title)
+        revision = revision_of(page)
+        if content == "none":
+            return [page_header(ctx, page, revision, redirected, metadata, section)]
+        number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
+                                            text=slot_text(ctx, revision, number, page["title"]))
+        sections = wikitext_sections(text, ctx.site.syntax)
+    again = {**({} if content == "source" else {"content": content}),
+             **({"section": number} if number is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
     blocks, piece = content_blocks(
-        header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
-        sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
-    # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, (piece.start, piece.end),
-                            heading=heading)
+        page_header(ctx, page, revision, redirected, metadata, shown), text, offset, ctx.budget, "get-page",
+        again=again or None, outline=outline_call(page.get("title") or title),
+        sections=None if number is not None else sections)
+    if content != "source":
+        if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
+            ctx.reads.rendered(page["title"], text, piece.text)
+        return blocks
+    # for update-page: refusing to write back a part, and the revision a write is based on; noted under
+    # its heading too, by which a write may name it once a section above renumbered it
+    note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
+                            heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
 
 
@@ -6154,7 +6168,7 @@ def outline_call(title: str) -> str:
 
 
 def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: str, *,
-                   sections: list[Section] | list[tuple[int, str]] | None,
+                   sections: Sequence[Section | tuple[int, str]] | None,
                    again: Mapping[str, Any] | None, outline: str | None = None) -> tuple[list[str], Slice]:
     """Header and body as one block, then the truncation marker as its own block; the body and the
     marker together fit ``budget`` (fitted). Also the part of ``text`` shown."""
@@ -6211,27 +6225,6 @@ def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
     it comes from (plain_text)."""
     return {s.get("anchor", ""): (str(s["index"]), str(s.get("fromtitle", "")))
             for s in parsed.get("sections") or [] if "index" in s}
-
-
-def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, section: int | str | None,
-                  offset: int, follow_redirects: bool) -> list[str]:
-    parsed, body, number, shown = rendered(ctx, title, content, section, page=title,
-                                          redirects=follow_redirects)
-    page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
-    revision: dict[str, Any] = {"revid": parsed.get("revid")}
-    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
-    if metadata:
-        page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
-        revision = revision_of(page)
-    header = page_header(ctx, page, revision, redirected, metadata, shown)
-    blocks, piece = content_blocks(
-        header, body, offset, ctx.budget, "get-page", outline=outline_call(page.get("title") or title),
-        sections=None if number is not None else html_sections(parsed),
-        again={"content": content, **({"section": number} if number is not None else {}),
-               **({} if follow_redirects else {"followRedirects": False})})
-    if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-        ctx.reads.rendered(page["title"], body, piece.text)
-    return blocks
 
 
 SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of its own text | bytes with its "
@@ -6718,31 +6711,28 @@ def get_revision(
     title = page.get("title", "")
     if content == "none":
         return [revision_header(ctx, page, revision, section)]
-    note = None  # that the read could not be recorded yet
     if content in ("html", "text"):
-        parsed, text, section, shown = rendered(ctx, title, content, section, oldid=revisionId)
-        again: dict[str, Any] = {"content": content}
-        sections = html_sections(parsed)
+        parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
+        sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
     else:
-        slot = main_slot(revision)
-        if "texthidden" in slot or "texthidden" in revision:
+        if "texthidden" in main_slot(revision) or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again = {}
-        section, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
-                                             revid=revisionId)
-        sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
-    if section is not None:
-        again["section"] = section
-    header = revision_header(ctx, page, revision, shown)
+        number, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
+                                            revid=revisionId)
+        sections = wikitext_sections(text, ctx.site.syntax)
+    again = {**({} if content == "source" else {"content": content}),
+             **({"section": number} if number is not None else {})}
     # its outline is the revision's: get-page-sections lists the latest one's
-    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-revision",
-                                   sections=None if section is not None else sections, again=again or None)
-    if content == "source":
-        # a truncated read of an old revision must not be written back either (update-page);
-        # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, (piece.start, piece.end),
-                                latest=revisionId == page.get("lastrevid"))
+    blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
+                                   "get-revision", sections=None if number is not None else sections,
+                                   again=again or None)
+    if content != "source":
+        return blocks
+    # a truncated read of an old revision must not be written back either (update-page); a read of the
+    # latest one is, like get-page's, the base of the next write
+    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end),
+                            latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
 
@@ -6934,8 +6924,8 @@ def find_text_origin(
     {text_origin_max_reads:revisions}."""
     pattern, what = find_pattern(text, regex, "text")
     page, redirected, history, complete = origin_history(ctx, title, revisionId)
-    trail = TextTrail(ctx, pattern, text, [r for r in history if not r.get("sha1hidden")],
-                      ctx.state.config.text_origin_max_reads)
+    trail = TextTrail(ctx, functools.partial(match_spans, ctx, pattern, text),
+                      [r for r in history if not r.get("sha1hidden")], ctx.state.config.text_origin_max_reads)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected))
     start = history[0]["revid"]
     where = f"revision {start}" if revisionId else f"the page's current revision ({start})"
@@ -6966,8 +6956,7 @@ class TextTrail:
     newest first, and for each one read, or of the same text as one read (by SHA-1), whether the
     text is in it. ``present`` and ``absent`` are the positions the search has narrowed to."""
     ctx: ToolContext
-    pattern: re.Pattern[str] | None
-    find: str
+    matches: Callable[[str], list[tuple[int, int]]]  # where the text is in a revision's (match_spans)
     revisions: list[dict[str, Any]]
     most: int
     reads: int = 0
@@ -6994,7 +6983,7 @@ class TextTrail:
             slot = main_slot(revision_of(next(iter(query.get("pages") or []), {})))
             self.reads += 1
             text = slot.get("content", "")  # hidden since the history was read: as if without it
-            spans = match_spans(self.ctx, self.pattern, self.find, text)
+            spans = self.matches(text)
             self.known[key] = bool(spans)
             self.texts[key] = text
             if spans:
@@ -7271,6 +7260,20 @@ class CategoryNode:
             seen.add(name)
             self.children.append(child)
 
+    def walk(self) -> Iterator[CategoryNode]:
+        """It and the categories below it, each before its children."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def row(self) -> str:
+        """Its row in the tree, indented by its depth: its title, counts and notes."""
+        counts = [f"{label}: {self.info[key]}" for key, label in
+                  (("pages", "pages"), ("subcats", "subcategories"), ("files", "files")) if self.info.get(key)]
+        notes = [*counts, self.note, "" if self.listed_all is not False else "first members only"]
+        shown = ", ".join(filter(None, notes))
+        return f"{'  ' * len(self.above)}{self.title}" + (f" ({shown})" if shown else "")
+
 
 def category_members(ctx: ToolContext, title: str, pages: bool,
                      last: bool) -> tuple[list[dict[str, Any]], bool]:
@@ -7289,13 +7292,12 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
     legend = (f"Subcategories of {root.title} to depth {depth}, each under its parent with its counts "
               "(0 left out)" + ("; its pages and files as '- ' rows" if pages else "") + ":")
     rows, size, cut, count = [legend], utf8_len(legend), None, 0
-    for node, indent in walk_tree(root):
+    for node in root.walk():
         unlisted = node.listed_all is None and node.listed(pages, last=len(node.above) == depth)
-        lines = [f"{'  ' * indent}{node.title}{category_counts(node)}"] + [
-            f"{'  ' * (indent + 1)}- {name}" for name in node.pages]
+        lines = [node.row()] + [f"{'  ' * len(node.above)}  - {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
         if size + more > budget and node.pages:  # else a call from this category would be cut here again
-            lines = pages_within(lines, budget - size, node.title, indent)
+            lines = pages_within(lines, budget - size, node)
             more = utf8_len("\n".join(lines)) + 1
         if size + more > budget or unlisted:
             cut = cut or node
@@ -7313,32 +7315,18 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
     return blocks
 
 
-def pages_within(lines: list[str], room: int, title: str, indent: int) -> list[str]:
+def pages_within(lines: list[str], room: int, node: CategoryNode) -> list[str]:
     """A category's row and the rows of as many of its pages as fit in ``room`` bytes, then a row
     naming the call that lists the rest."""
     def rest(left: int) -> str:
-        return (f"{'  ' * (indent + 1)}- … {left} more: get-category-members with "
-                f"category={json.dumps(title, ensure_ascii=False)} lists them")
+        return (f"{'  ' * len(node.above)}  - … {left} more: get-category-members with "
+                f"category={json.dumps(node.title, ensure_ascii=False)} lists them")
     kept = lines[:1]
     for line in lines[1:]:
         if utf8_len("\n".join([*kept, line, rest(len(lines) - len(kept) - 1)])) + 1 > room:
             break
         kept.append(line)
     return [*kept, rest(len(lines) - len(kept))]
-
-
-def walk_tree(node: CategoryNode, indent: int = 0) -> Iterator[tuple[CategoryNode, int]]:
-    yield node, indent
-    for child in node.children:
-        yield from walk_tree(child, indent + 1)
-
-
-def category_counts(node: CategoryNode) -> str:
-    counts = [f"{label}: {node.info[key]}" for key, label in
-              (("pages", "pages"), ("subcats", "subcategories"), ("files", "files")) if node.info.get(key)]
-    notes = [*counts, node.note, "" if node.listed_all is not False else "first members only"]
-    shown = ", ".join(filter(None, notes))
-    return f" ({shown})" if shown else ""
 
 
 #: Each kind of get-links-here: its list module, that module's parameter prefix, how a row says it,
@@ -7632,23 +7620,23 @@ def get_user_contributions(
         "ucstart": oldest if oldestFirst else newest, "ucend": newest if oldestFirst else oldest,
         "ucprop": "ids|title|timestamp|comment|sizediff|flags|tags", "uclimit": limit,
         **continuation(ctx, "uccontinue")}
-    if not ctx.continue_from and not by_range:  # whether the account exists, in the same request
-        params.update(list=["usercontribs", "users"], ususers=name)
-    data = ctx.client.get(params)
-    query = data.get("query", {})
-    refuse_missing_user(ctx, query, name)
-    rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
+    data = user_checked(ctx, params, None if by_range else name)
+    rows = [contribution_row(edit) for edit in data.get("query", {}).get("usercontribs") or []]
     order = "oldest" if oldestFirst else "newest"
     return listing(data, rows, f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):",
                    f"No edits by {name} match.", "edit", "get-user-contributions")
 
 
-def refuse_missing_user(ctx: ToolContext, query: dict[str, Any], name: str) -> None:
-    """Raises not_found when a query asked with list=users found no account called name: an empty
-    listing would otherwise read as "this user did nothing"."""
-    if (query.get("users") or [{}])[0].get("missing"):
+def user_checked(ctx: ToolContext, params: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """The answer to a listing by user ``name``; not_found when there is no such account (asked in the
+    same request, on a first call): an empty listing would otherwise read as "this user did nothing"."""
+    if name and not ctx.continue_from:
+        params = {**params, "list": [params["list"], "users"], "ususers": name}
+    data = ctx.client.get(params)
+    if (data.get("query", {}).get("users") or [{}])[0].get("missing"):
         raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
                         "them, case-sensitive after the first letter.")
+    return data
 
 
 def user_name(text: str) -> str:
@@ -7702,13 +7690,8 @@ def get_log_events(
                               "leuser": name, "lestart": newest, "leend": oldest, "lelimit": limit,
                               "leprop": "title|type|user|timestamp|comment|details",
                               **continuation(ctx, "lecontinue")}
-    if name and not ctx.continue_from:  # whether the account exists, in the same request
-        params.update(list=["logevents", "users"], ususers=name)
-    data = ctx.client.get(params)
-    query = data.get("query", {})
-    if name:
-        refuse_missing_user(ctx, query, name)
-    rows = [log_row(event) for event in query.get("logevents") or []]
+    data = user_checked(ctx, params, name)
+    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
     return listing(data, rows, f"Log events, newest first ({LOG_LEGEND}):", "No log events match.", "event",
                    "get-log-events")
 
