@@ -5842,6 +5842,7 @@ ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
+FindArg = Arg("Exact wikitext; with regex, a Python regex.", max_length=500, max_length_listed=False)
 
 
 # -- shared pieces of the page tools ----------------------------------------
@@ -6444,8 +6445,7 @@ MAX_MATCHES = 10_000
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
-                             max_length_listed=False)],
+    find: Annotated[str, FindArg],
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
@@ -6915,8 +6915,7 @@ ORIGIN_DIFF_LINES = 10
 def find_text_origin(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    text: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
-                             max_length_listed=False)],
+    text: Annotated[str, FindArg],
     regex: Annotated[bool, Arg("text is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Revision to search back from.", minimum=1)] = None,
 ) -> list[str]:
