@@ -6244,7 +6244,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     ends = section_ends(text, syntax)
     starts = [s.start for s in own] + [utf8_len(text)]
     outline = outline_of(parsed)
-    shown = {n: heading for n, _, heading, _ in outline if n is not None}
+    shown = dict(html_sections(parsed))
     rows = [((0, 0), f"0 | (Lead) | {ends[0]}")]  # by the number of the section they follow
     for s, end in zip(own, starts[1:]):
         marks, size, whole = "=" * s.level, end - s.start, ends[s.number] - s.start
@@ -6682,8 +6682,7 @@ def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
 
 def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
     """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
-            if str(s.get("index", "")).isdigit()]
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
 
 
 @tool("get-revision", "Get revision", toolset="history", read_only=True,
