@@ -5796,6 +5796,7 @@ ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
 LatestIdArg = Arg("Base revision ID.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
+FindArg = Arg("Exact wikitext; with regex, a Python regex.", max_length=500, max_length_listed=False)
 
 
 # -- shared pieces of the page tools ----------------------------------------
@@ -5999,8 +6000,7 @@ def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
 
 
 def revision_of(page: dict[str, Any]) -> dict[str, Any]:
-    revisions = page.get("revisions") or [{}]
-    return revisions[0]
+    return (page.get("revisions") or [{}])[0]
 
 
 def main_slot(revision: dict[str, Any]) -> dict[str, Any]:
@@ -6020,10 +6020,13 @@ def continuation(ctx: ToolContext, *keys: str) -> dict[str, str]:
     return decode_continuation(ctx.continue_from, keys) if ctx.continue_from else {}
 
 
-def with_more(blocks: list[str], data: dict[str, Any], count: int, item: str, tool_name: str) -> list[str]:
-    """Adds the 'More results available' marker when MediaWiki has more to give."""
+def listing(data: dict[str, Any], rows: list[str], head: str | None, empty: str, item: str,
+            tool_name: str) -> list[str]:
+    """``head`` over a row each (``empty`` when there are none), then the 'More results available'
+    marker when MediaWiki has more to give."""
+    blocks = ["\n".join([head, *rows] if head else rows) if rows else empty]
     if data.get("continue"):
-        blocks.append(more_results_marker(count, item, tool_name, "continueFrom",
+        blocks.append(more_results_marker(len(rows), item, tool_name, "continueFrom",
                                           encode_continuation(data["continue"])))
     return blocks
 
@@ -6046,28 +6049,42 @@ def get_page(
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
     write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
     if content in ("html", "text"):
-        return rendered_page(ctx, title, content, metadata, section, offset, followRedirects)
-    number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
-    page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
-                                  **header_fields(metadata, content == "source"),
-                                  rvsection=number if content == "source" else None)
-    check_page(ctx, page, title)
-    revision = revision_of(page)
-    if content == "none":
-        return [page_header(ctx, page, revision, redirected, metadata, section)]
-    section, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
-                                         text=slot_text(ctx, revision, number, page["title"]))
-    # noted under its heading too, by which a write may name it once a section above renumbered it
-    heading = section_heading(text, 1, ctx.site.syntax) if section else None
-    header = page_header(ctx, page, revision, redirected, metadata, shown)
-    again = {**({"section": section} if section is not None else {}),
+        parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
+                                               redirects=followRedirects)
+        page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
+        revision: dict[str, Any] = {"revid": parsed.get("revid")}
+        redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+        if metadata:
+            page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
+            revision = revision_of(page)
+        sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
+    else:
+        number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
+        page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
+                                      **header_fields(metadata, content == "source"),
+                                      rvsection=number if content == "source" else None)
+        check_page(ctx, page, title)
+        revision = revision_of(page)
+        if content == "none":
+            return [page_header(ctx, page, revision, redirected, metadata, section)]
+        number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
+                                            text=slot_text(ctx, revision, number, page["title"]))
+        sections = wikitext_sections(text, ctx.site.syntax)
+    again = {**({} if content == "source" else {"content": content}),
+             **({"section": number} if number is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
     blocks, piece = content_blocks(
-        header, text, offset, ctx.budget, "get-page", again=again or None, outline=outline_call(page["title"]),
-        sections=None if section is not None else wikitext_sections(text, ctx.site.syntax))
-    # for update-page: refusing to write back a part, and the revision a write is based on
-    note = ctx.reads.record(page["title"], section, revision.get("revid", 0), text, (piece.start, piece.end),
-                            heading=heading)
+        page_header(ctx, page, revision, redirected, metadata, shown), text, offset, ctx.budget, "get-page",
+        again=again or None, outline=outline_call(page.get("title") or title),
+        sections=None if number is not None else sections)
+    if content != "source":
+        if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
+            ctx.reads.rendered(page["title"], text, piece.text)
+        return blocks
+    # for update-page: refusing to write back a part, and the revision a write is based on; noted under
+    # its heading too, by which a write may name it once a section above renumbered it
+    note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
+                            heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
 
 
@@ -6106,7 +6123,7 @@ def outline_call(title: str) -> str:
 
 
 def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: str, *,
-                   sections: list[Section] | list[tuple[int, str]] | None,
+                   sections: Sequence[Section | tuple[int, str]] | None,
                    again: Mapping[str, Any] | None, outline: str | None = None) -> tuple[list[str], Slice]:
     """Header and body as one block, then the truncation marker as its own block; the body and the
     marker together fit ``budget`` (fitted). Also the part of ``text`` shown."""
@@ -6165,27 +6182,6 @@ def text_sections(parsed: dict[str, Any]) -> dict[str, tuple[str, str]]:
             for s in parsed.get("sections") or [] if "index" in s}
 
 
-def rendered_page(ctx: ToolContext, title: str, content: str, metadata: bool, section: int | str | None,
-                  offset: int, follow_redirects: bool) -> list[str]:
-    parsed, body, number, shown = rendered(ctx, title, content, section, page=title,
-                                          redirects=follow_redirects)
-    page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
-    revision: dict[str, Any] = {"revid": parsed.get("revid")}
-    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
-    if metadata:
-        page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
-        revision = revision_of(page)
-    header = page_header(ctx, page, revision, redirected, metadata, shown)
-    blocks, piece = content_blocks(
-        header, body, offset, ctx.budget, "get-page", outline=outline_call(page.get("title") or title),
-        sections=None if number is not None else html_sections(parsed),
-        again={"content": content, **({"section": number} if number is not None else {}),
-               **({} if follow_redirects else {"followRedirects": False})})
-    if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-        ctx.reads.rendered(page["title"], body, piece.text)
-    return blocks
-
-
 SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of its own text | bytes with its "
                    "subsections (only when it has any)")
 
@@ -6201,30 +6197,24 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     own = wikitext_sections(text, syntax)
     ends = section_ends(text, syntax)
     starts = [s.start for s in own] + [utf8_len(text)]
-    shown = {n: heading for n, _, heading, _ in outline_of(parsed) if n is not None}
-    rows, done = [f"0 | (Lead) | {ends[0]}"], 0
-
-    def numbered_to(number: float) -> None:
-        nonlocal done
-        while done < len(own) and own[done].number <= number:
-            s = own[done]
-            marks = "=" * s.level
-            size, whole = starts[done + 1] - s.start, ends[s.number] - s.start
-            heading = shown.get(s.number) or heading_plain(s.heading)
-            rows.append(f"{s.number} | {marks} {heading} {marks} | {size}"
-                        + (f" | {whole}" if whole > size else ""))
-            done += 1
-    for number, level, heading, source in outline_of(parsed):
+    outline = outline_of(parsed)
+    shown = dict(html_sections(parsed))
+    rows = [((0, 0), f"0 | (Lead) | {ends[0]}")]  # by the number of the section they follow
+    for s, end in zip(own, starts[1:]):
+        marks, size, whole = "=" * s.level, end - s.start, ends[s.number] - s.start
+        heading = shown.get(s.number) or heading_plain(s.heading)
+        rows.append(((s.number, 0), f"{s.number} | {marks} {heading} {marks} | {size}"
+                     + (f" | {whole}" if whole > size else "")))
+    after = 0  # a heading a template brings comes after the numbered ones before it in the outline
+    for place, (number, level, heading, source) in enumerate(outline, 1):
         if number is None:
-            marks = "=" * level
-            rows.append(f"- | {marks} {heading} {marks} | from {source}")
+            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
         else:
-            numbered_to(number)
-    numbered_to(float("inf"))
+            after = number
     redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
-        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(rows)
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
 
 
 @tool("get-pages", "Get pages", toolset="pages", read_only=True,
@@ -6369,8 +6359,7 @@ def search_page(
             for h in hits]
     matching = total if total is not None else len(rows)
     head = f"{counted(matching, 'page')} match{'es' if matching == 1 else ''}."
-    blocks = ["\n".join([head, *rows]) if rows else f"No pages match {query!r}."]
-    return with_more(blocks, data, len(rows), "page", "search-page")
+    return listing(data, rows, head, f"No pages match {query!r}.", "page", "search-page")
 
 
 @tool("search-page-by-prefix", "Search pages by prefix", toolset="pages", read_only=True, continue_from=True,
@@ -6394,8 +6383,8 @@ def search_page_by_prefix(
     data = ctx.client.get({"action": "query", "list": "prefixsearch", "pssearch": prefix, "pslimit": limit,
                            "psnamespace": namespace, **continuation(ctx, "psoffset")})
     titles = [p["title"] for p in data.get("query", {}).get("prefixsearch") or []]
-    blocks = ["\n".join(titles) if titles else f"No page titles start with {prefix!r}."]
-    return with_more(blocks, data, len(titles), "title", "search-page-by-prefix")
+    return listing(data, titles, None, f"No page titles start with {prefix!r}.", "title",
+                   "search-page-by-prefix")
 
 
 FIND_LEGEND = ("section | line | byte offset, {reader}'s offset | what it is in, if a template call, "
@@ -6410,14 +6399,13 @@ MAX_MATCHES = 10_000
 def find_in_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    find: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
-                             max_length_listed=False)],
+    find: Annotated[str, FindArg],
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
     """Finds text in a page's wikitext: each match's section, line, byte offset, context and
     enclosing template, reference or comment; 50 a call."""
-    pattern = find_pattern(find, regex, "find")
+    pattern, what = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
         page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
@@ -6427,18 +6415,14 @@ def find_in_page(
             raise no_such_revision(ctx, revisionId) from None
         raise
     check_page(ctx, page, title)
-    revisions = page.get("revisions") or []
-    revision = next((r for r in revisions if r.get("revid") == revisionId), None) if revisionId else \
-        next(iter(revisions), None)
-    if revision is None:
+    revision = revision_of(page)  # the one asked for, else the latest
+    if "revid" not in revision or revisionId and revision["revid"] != revisionId:
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
                         "get-page-history lists its revision IDs.")
     text = main_slot(revision).get("content", "")
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    what = f"the regular expression {json.dumps(find, ensure_ascii=False)}" if regex \
-        else json.dumps(find, ensure_ascii=False)
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
@@ -6473,31 +6457,26 @@ def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | 
     return int(fields["from"]), int(fields["revision"])
 
 
-def find_pattern(find: str, regex: bool, name: str) -> re.Pattern[str] | None:
-    """The regular expression a call's ``name`` argument is, when ``regex``; None for plain text."""
+def find_pattern(find: str, regex: bool, name: str) -> tuple[re.Pattern[str] | None, str]:
+    """The regular expression a call's ``name`` argument is, when ``regex`` (None for plain text), and
+    how an answer names what was looked for."""
     if not find:
         raise invalid_input(f"Argument '{name}' must not be empty.")
+    quoted = json.dumps(find, ensure_ascii=False)
     if not regex:
-        return None
+        return None, quoted
     try:
-        return re.compile(find)
+        return re.compile(find), f"the regular expression {quoted}"
     except re.error as error:
         raise invalid_input(f"{name} is not a valid regular expression: {error}.") from None
 
 
 def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
                 text: str) -> list[tuple[int, int]]:
-    """Where ``find`` (plain text) or ``pattern`` matches in ``text``."""
-    return regex_spans(pattern, text, ctx.state.regex_seconds) if pattern else plain_spans(find, text)
-
-
-def plain_spans(find: str, text: str) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    start = text.find(find)
-    while start >= 0 and len(spans) <= MAX_MATCHES:
-        spans.append((start, start + len(find)))
-        start = text.find(find, start + len(find))
-    return spans
+    """Where ``find`` (plain text) or ``pattern`` matches in ``text``, up to one past MAX_MATCHES."""
+    if pattern:
+        return regex_spans(pattern, text, ctx.state.regex_seconds)
+    return [found.span() for found in itertools.islice(re.finditer(re.escape(find), text), MAX_MATCHES + 1)]
 
 
 #: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
@@ -6657,8 +6636,7 @@ def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
 
 def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
     """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(int(s["index"]), strip_tags(s.get("line", ""))) for s in parsed.get("sections") or []
-            if str(s.get("index", "")).isdigit()]
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
 
 
 @tool("get-revision", "Get revision", toolset="history", read_only=True,
@@ -6686,31 +6664,28 @@ def get_revision(
     title = page.get("title", "")
     if content == "none":
         return [revision_header(ctx, page, revision, section)]
-    note = None  # that the read could not be recorded yet
     if content in ("html", "text"):
-        parsed, text, section, shown = rendered(ctx, title, content, section, oldid=revisionId)
-        again: dict[str, Any] = {"content": content}
-        sections = html_sections(parsed)
+        parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
+        sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
     else:
-        slot = main_slot(revision)
-        if "texthidden" in slot or "texthidden" in revision:
+        if "texthidden" in main_slot(revision) or "texthidden" in revision:
             raise permission_denied(f"The content of revision {revisionId} is hidden "
                                     "(revision deletion). " + NEXT_STEP["permission_denied"])
-        again = {}
-        section, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
-                                             revid=revisionId)
-        sections = [(s.number, s.heading) for s in wikitext_sections(text, ctx.site.syntax)]
-    if section is not None:
-        again["section"] = section
-    header = revision_header(ctx, page, revision, shown)
+        number, shown, text = asked_section(ctx, title, section, text=slot_text(ctx, revision, number, title),
+                                            revid=revisionId)
+        sections = wikitext_sections(text, ctx.site.syntax)
+    again = {**({} if content == "source" else {"content": content}),
+             **({"section": number} if number is not None else {})}
     # its outline is the revision's: get-page-sections lists the latest one's
-    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-revision",
-                                   sections=None if section is not None else sections, again=again or None)
-    if content == "source":
-        # a truncated read of an old revision must not be written back either (update-page);
-        # a read of the latest one is, like get-page's, the base of the next write
-        note = ctx.reads.record(title, section, revisionId, text, (piece.start, piece.end),
-                                latest=revisionId == page.get("lastrevid"))
+    blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
+                                   "get-revision", sections=None if number is not None else sections,
+                                   again=again or None)
+    if content != "source":
+        return blocks
+    # a truncated read of an old revision must not be written back either (update-page); a read of the
+    # latest one is, like get-page's, the base of the next write
+    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end),
+                            latest=revisionId == page.get("lastrevid"))
     return [note, *blocks] if note else blocks
 
 
@@ -6893,19 +6868,16 @@ ORIGIN_DIFF_LINES = 10
 def find_text_origin(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    text: Annotated[str, Arg("Exact wikitext; with regex, a Python regex.", max_length=500,
-                             max_length_listed=False)],
+    text: Annotated[str, FindArg],
     regex: Annotated[bool, Arg("text is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Revision to search back from.", minimum=1)] = None,
 ) -> list[str]:
     """Finds who last added a text to a page and when, bisecting its history. Reads at most
     {text_origin_max_reads:revisions}."""
-    pattern = find_pattern(text, regex, "text")
+    pattern, what = find_pattern(text, regex, "text")
     page, redirected, history, complete = origin_history(ctx, title, revisionId)
-    trail = TextTrail(ctx, pattern, text, [r for r in history if not r.get("sha1hidden")],
-                      ctx.state.config.text_origin_max_reads)
-    what = f"the regular expression {json.dumps(text, ensure_ascii=False)}" if regex \
-        else json.dumps(text, ensure_ascii=False)
+    trail = TextTrail(ctx, functools.partial(match_spans, ctx, pattern, text),
+                      [r for r in history if not r.get("sha1hidden")], ctx.state.config.text_origin_max_reads)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected))
     start = history[0]["revid"]
     where = f"revision {start}" if revisionId else f"the page's current revision ({start})"
@@ -6920,7 +6892,9 @@ def find_text_origin(
     try:
         trail.latest_addition()
     except ReadsSpent:
-        return [f"{header}\n{origin_progress(trail, what)}", origin_stopped(trail)]
+        return [f"{header}\n{origin_progress(trail, what)}",
+                (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
+                 f"again with revisionId={trail.revisions[trail.present]['revid']}.")]
     return [f"{header}\n{origin_found(ctx, trail, history, complete, what)}"]
 
 
@@ -6934,8 +6908,7 @@ class TextTrail:
     newest first, and for each one read, or of the same text as one read (by SHA-1), whether the
     text is in it. ``present`` and ``absent`` are the positions the search has narrowed to."""
     ctx: ToolContext
-    pattern: re.Pattern[str] | None
-    find: str
+    matches: Callable[[str], list[tuple[int, int]]]  # where the text is in a revision's (match_spans)
     revisions: list[dict[str, Any]]
     most: int
     reads: int = 0
@@ -6962,7 +6935,7 @@ class TextTrail:
             slot = main_slot(revision_of(next(iter(query.get("pages") or []), {})))
             self.reads += 1
             text = slot.get("content", "")  # hidden since the history was read: as if without it
-            spans = match_spans(self.ctx, self.pattern, self.find, text)
+            spans = self.matches(text)
             self.known[key] = bool(spans)
             self.texts[key] = text
             if spans:
@@ -6973,11 +6946,9 @@ class TextTrail:
         """Narrows ``present`` and ``absent`` to the revision that added the text, last, and the one
         before it: back from the newest in doubling steps until a revision without it, then by
         halves. ``absent`` stays None when every revision back to the oldest has it."""
-        last = len(self.revisions) - 1
-        step = 1
+        last, step = len(self.revisions) - 1, 1
         while self.absent is None and self.present < last:
-            probe = min(self.present + step, last)
-            self.found_at(probe)
+            self.found_at(min(self.present + step, last))
             step *= 2
         while self.absent is not None and self.absent - self.present > 1:
             self.found_at((self.present + self.absent) // 2)
@@ -7032,12 +7003,6 @@ def origin_progress(trail: TextTrail, what: str) -> str:
     return (f"{text} and not in revision {lacks['revid']} ({lacks.get('timestamp')}): one of the "
             f"{trail.absent - trail.present} revisions from there to {have['revid']} added it "
             f"(revisions read: {trail.reads}).")
-
-
-def origin_stopped(trail: TextTrail) -> str:
-    have = trail.revisions[trail.present]["revid"]
-    return (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
-            f"again with revisionId={have}.")
 
 
 def few(items: list[str], most: int = 5) -> str:
@@ -7177,8 +7142,7 @@ def get_category_members(
     if page is not None and (info := page.get("categoryinfo")):
         head += (f" (pages: {info.get('pages', 0)}, subcategories: {info.get('subcats', 0)}, "
                  f"files: {info.get('files', 0)})")
-    blocks = ["\n".join([head + (":" if rows else ""), *rows]) if rows else f"{head}\nNo members match."]
-    return with_more(blocks, data, len(rows), "member", "get-category-members")
+    return listing(data, rows, f"{head}:", f"{head}\nNo members match.", "member", "get-category-members")
 
 
 #: The most requests one get-category-tree call sends: one for the category, one for each category
@@ -7248,6 +7212,20 @@ class CategoryNode:
             seen.add(name)
             self.children.append(child)
 
+    def walk(self) -> Iterator[CategoryNode]:
+        """It and the categories below it, each before its children."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def row(self) -> str:
+        """Its row in the tree, indented by its depth: its title, counts and notes."""
+        counts = [f"{label}: {self.info[key]}" for key, label in
+                  (("pages", "pages"), ("subcats", "subcategories"), ("files", "files")) if self.info.get(key)]
+        notes = [*counts, self.note, "" if self.listed_all is not False else "first members only"]
+        shown = ", ".join(filter(None, notes))
+        return f"{'  ' * len(self.above)}{self.title}" + (f" ({shown})" if shown else "")
+
 
 def category_members(ctx: ToolContext, title: str, pages: bool,
                      last: bool) -> tuple[list[dict[str, Any]], bool]:
@@ -7266,13 +7244,12 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
     legend = (f"Subcategories of {root.title} to depth {depth}, each under its parent with its counts "
               "(0 left out)" + ("; its pages and files as '- ' rows" if pages else "") + ":")
     rows, size, cut, count = [legend], utf8_len(legend), None, 0
-    for node, indent in walk_tree(root):
+    for node in root.walk():
         unlisted = node.listed_all is None and node.listed(pages, last=len(node.above) == depth)
-        lines = [f"{'  ' * indent}{node.title}{category_counts(node)}"] + [
-            f"{'  ' * (indent + 1)}- {name}" for name in node.pages]
+        lines = [node.row()] + [f"{'  ' * len(node.above)}  - {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
         if size + more > budget and node.pages:  # else a call from this category would be cut here again
-            lines = pages_within(lines, budget - size, node.title, indent)
+            lines = pages_within(lines, budget - size, node)
             more = utf8_len("\n".join(lines)) + 1
         if size + more > budget or unlisted:
             cut = cut or node
@@ -7290,12 +7267,12 @@ def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: in
     return blocks
 
 
-def pages_within(lines: list[str], room: int, title: str, indent: int) -> list[str]:
+def pages_within(lines: list[str], room: int, node: CategoryNode) -> list[str]:
     """A category's row and the rows of as many of its pages as fit in ``room`` bytes, then a row
     naming the call that lists the rest."""
     def rest(left: int) -> str:
-        return (f"{'  ' * (indent + 1)}- … {left} more: get-category-members with "
-                f"category={json.dumps(title, ensure_ascii=False)} lists them")
+        return (f"{'  ' * len(node.above)}  - … {left} more: get-category-members with "
+                f"category={json.dumps(node.title, ensure_ascii=False)} lists them")
     kept = lines[:1]
     for line in lines[1:]:
         if utf8_len("\n".join([*kept, line, rest(len(lines) - len(kept) - 1)])) + 1 > room:
@@ -7304,30 +7281,11 @@ def pages_within(lines: list[str], room: int, title: str, indent: int) -> list[s
     return [*kept, rest(len(lines) - len(kept))]
 
 
-def walk_tree(node: CategoryNode, indent: int = 0) -> Iterator[tuple[CategoryNode, int]]:
-    yield node, indent
-    for child in node.children:
-        yield from walk_tree(child, indent + 1)
-
-
-def category_counts(node: CategoryNode) -> str:
-    counts = [f"{label}: {node.info[key]}" for key, label in
-              (("pages", "pages"), ("subcats", "subcategories"), ("files", "files")) if node.info.get(key)]
-    notes = [*counts, node.note, "" if node.listed_all is not False else "first members only"]
-    shown = ", ".join(filter(None, notes))
-    return f" ({shown})" if shown else ""
-
-
-class LinkKind(typing.NamedTuple):
-    module: str         # the list module
-    prefix: str         # its parameters'
-    note: str           # how a row says it
-    redirects: bool     # whether it follows redirects
-
-
-LINK_KINDS = {"wikilinks": LinkKind("backlinks", "bl", "", True),
-              "transclusions": LinkKind("embeddedin", "ei", "transclusion", False),
-              "fileusage": LinkKind("imageusage", "iu", "file link", True)}
+#: Each kind of get-links-here: its list module, that module's parameter prefix, how a row says it,
+#: and whether it follows redirects.
+LINK_KINDS = {"wikilinks": ("backlinks", "bl", "", True),
+              "transclusions": ("embeddedin", "ei", "transclusion", False),
+              "fileusage": ("imageusage", "iu", "file link", True)}
 
 
 @tool("get-links-here", "Get links here", toolset="pages", read_only=True, continue_from=True,
@@ -7346,9 +7304,9 @@ def get_links_here(
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
     kinds = list(dict.fromkeys(types)) if types else [k for k in LINK_KINDS if k != "fileusage" or is_file]
-    params: dict[str, Any] = {"action": "query", "titles": title,
-                              "list": [LINK_KINDS[k].module for k in kinds]}
-    for prefix, redirects in ((LINK_KINDS[k].prefix, LINK_KINDS[k].redirects) for k in kinds):
+    used = [LINK_KINDS[k] for k in kinds]
+    params: dict[str, Any] = {"action": "query", "titles": title, "list": [module for module, *_ in used]}
+    for _, prefix, _, redirects in used:
         params.update({f"{prefix}title": title, f"{prefix}limit": limit,
                        f"{prefix}namespace": namespaces, f"{prefix}redirect": redirects})
     data = ctx.client.get({**params, **continuation(ctx, "blcontinue", "eicontinue", "iucontinue")})
@@ -7358,28 +7316,21 @@ def get_links_here(
         check_page(ctx, page, title, must_exist=False)
         title = page.get("title", title)
     rows = []
-    for kind in kinds:
-        module, how = LINK_KINDS[kind].module, LINK_KINDS[kind].note
+    for module, _, how, _ in used:
         for link in query.get(module) or []:
-            notes = [n for n in (how, "redirect" if link.get("redirect") else "") if n]
-            rows.append(" | ".join([link["title"], *notes]))
-            rows += [" | ".join([via["title"], *[n for n in (how, f"via {link['title']}") if n]])
+            redirect = "redirect" if link.get("redirect") else ""
+            rows.append(" | ".join(filter(None, [link["title"], how, redirect])))
+            rows += [" | ".join(filter(None, [via["title"], how, f"via {link['title']}"]))
                      for via in link.get("redirlinks") or []]
     missing = " (the page does not exist)" if page and page.get("missing") else ""
-    blocks = [f"Pages that link to {title}{missing}:\n" + "\n".join(rows) if rows
-              else f"No pages link to {title}{missing}."]
-    return with_more(blocks, data, len(rows), "page", "get-links-here")
+    return listing(data, rows, f"Pages that link to {title}{missing}:", f"No pages link to {title}{missing}.",
+                   "page", "get-links-here")
 
 
-class UseKind(typing.NamedTuple):
-    prop: str           # the prop module
-    prefix: str         # its parameters'
-    note: str           # how a row says it
-
-
-#: What a page links to and uses, in the order a get-page-links answer lists them.
-PAGE_USES = (UseKind("links", "pl", "link"), UseKind("templates", "tl", "template"),
-             UseKind("categories", "cl", "category"), UseKind("images", "im", "file"))
+#: What a page links to and uses, in the order a get-page-links answer lists them: the prop module,
+#: its parameters' prefix, how a row says it.
+PAGE_USES = (("links", "pl", "link"), ("templates", "tl", "template"), ("categories", "cl", "category"),
+             ("images", "im", "file"))
 #: Rows of each kind a get-page-links call returns before its continueFrom marker (its description says it).
 PAGE_USES_CAP = 100
 
@@ -7389,18 +7340,17 @@ PAGE_USES_CAP = 100
 def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns the links, templates, categories and files a page uses, a redirect followed. At
     most 100 of each a call."""
-    params = {f"{kind.prefix}limit": PAGE_USES_CAP for kind in PAGE_USES}
-    data = ctx.client.get({"action": "query", "titles": title, "redirects": True, **params,
-                           "prop": "|".join(kind.prop for kind in PAGE_USES), "clprop": "hidden",
-                           **continuation(ctx, *(f"{kind.prefix}continue" for kind in PAGE_USES))})
+    data = ctx.client.get({"action": "query", "titles": title, "redirects": True,
+                           **{f"{prefix}limit": PAGE_USES_CAP for _, prefix, _ in PAGE_USES},
+                           "prop": "|".join(prop for prop, _, _ in PAGE_USES), "clprop": "hidden",
+                           **continuation(ctx, *(f"{prefix}continue" for _, prefix, _ in PAGE_USES))})
     page, redirected = resolve_page(data.get("query", {}))
     check_page(ctx, page, title)
-    rows = [f"{used['title']} | {kind.note}" + (", hidden" if used.get("hidden") else "")
-            for kind in PAGE_USES for used in page.get(kind.prop) or []]
+    rows = [f"{used['title']} | {note}" + (", hidden" if used.get("hidden") else "")
+            for prop, _, note in PAGE_USES for used in page.get(prop) or []]
     name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
-    blocks = [f"{name} uses:\n" + "\n".join(rows) if rows
-              else f"{name} has no links, templates, categories or files."]
-    return with_more(blocks, data, len(rows), "row", "get-page-links")
+    return listing(data, rows, f"{name} uses:", f"{name} has no links, templates, categories or files.",
+                   "row", "get-page-links")
 
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
@@ -7428,20 +7378,8 @@ def get_recent_changes(
 ) -> list[str]:
     """Returns the wiki's recent changes, newest first: time, page, revision ID or log action, user,
     size change, then flags, tags and summary."""
-    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
-    return listed_changes(ctx, "recentchanges", {"rctag": tag, **filters.params("rc")}, "Recent changes",
-                          "changes", "get-recent-changes")
-
-
-def listed_changes(ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
-                   tool_name: str) -> list[str]:
-    """One page of list=recentchanges or list=watchlist, a row each."""
-    prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
-    data = ctx.client.get({"action": "query", "list": module, **params,
-                           **continuation(ctx, f"{prefix}continue")})
-    rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
-    blocks = [f"{heading}, newest first ({RC_LEGEND}):\n" + "\n".join(rows) if rows else f"No {what} match."]
-    return with_more(blocks, data, len(rows), "change", tool_name)
+    return ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit).listed(
+        ctx, "recentchanges", {"rctag": tag}, "Recent changes", "changes", "get-recent-changes")
 
 
 class ChangeFilters(typing.NamedTuple):
@@ -7455,20 +7393,26 @@ class ChangeFilters(typing.NamedTuple):
     hide: Sequence[str] | None
     limit: int
 
-    def params(self, prefix: str) -> dict[str, Any]:
-        """As the API parameters of list=recentchanges or list=watchlist (``prefix``: rc or wl),
-        newest first."""
+    def listed(self, ctx: ToolContext, module: str, params: Mapping[str, Any], heading: str, what: str,
+               tool_name: str) -> list[str]:
+        """One page of list=recentchanges or list=watchlist so filtered, newest first, a row each."""
         if self.user and self.exclude_user:
             raise invalid_input("Give user or excludeUser, not both.")
         if self.hide and {"anonymous", "registered"} <= set(self.hide):
             raise invalid_input("Hiding both anonymous and registered users leaves no changes; hide one.")
         oldest, newest = time_window(self.start, self.end)
-        return {f"{prefix}{name}": value for name, value in (
-            ("dir", "older"), ("start", newest), ("end", oldest),
-            ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
-            ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
-            ("user", self.user), ("excludeuser", self.exclude_user),
-            ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))}
+        prefix = {"recentchanges": "rc", "watchlist": "wl"}[module]
+        data = ctx.client.get({"action": "query", "list": module, **params, **{
+            f"{prefix}{name}": value for name, value in (
+                ("dir", "older"), ("start", newest), ("end", oldest),
+                ("prop", "title|ids|sizes|flags|user|timestamp|comment|loginfo|tags"),
+                ("namespace", self.namespaces), ("type", self.types or ["edit", "new", "log"]),
+                ("user", self.user), ("excludeuser", self.exclude_user),
+                ("show", [RC_HIDE[h] for h in self.hide or []] or None), ("limit", self.limit))},
+            **continuation(ctx, f"{prefix}continue")})
+        rows = [change_row(c) for c in data.get("query", {}).get(module) or []]
+        return listing(data, rows, f"{heading}, newest first ({RC_LEGEND}):", f"No {what} match.", "change",
+                       tool_name)
 
 
 def time_window(start: str | None, end: str | None) -> tuple[str | None, str | None]:
@@ -7628,24 +7572,23 @@ def get_user_contributions(
         "ucstart": oldest if oldestFirst else newest, "ucend": newest if oldestFirst else oldest,
         "ucprop": "ids|title|timestamp|comment|sizediff|flags|tags", "uclimit": limit,
         **continuation(ctx, "uccontinue")}
-    if not ctx.continue_from and not by_range:  # whether the account exists, in the same request
-        params.update(list=["usercontribs", "users"], ususers=name)
-    data = ctx.client.get(params)
-    query = data.get("query", {})
-    refuse_missing_user(ctx, query, name)
-    rows = [contribution_row(edit) for edit in query.get("usercontribs") or []]
+    data = user_checked(ctx, params, None if by_range else name)
+    rows = [contribution_row(edit) for edit in data.get("query", {}).get("usercontribs") or []]
     order = "oldest" if oldestFirst else "newest"
-    blocks = [f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):\n" + "\n".join(rows) if rows
-              else f"No edits by {name} match."]
-    return with_more(blocks, data, len(rows), "edit", "get-user-contributions")
+    return listing(data, rows, f"Edits by {name}, {order} first ({CONTRIBUTIONS_LEGEND}):",
+                   f"No edits by {name} match.", "edit", "get-user-contributions")
 
 
-def refuse_missing_user(ctx: ToolContext, query: dict[str, Any], name: str) -> None:
-    """Raises not_found when a query asked with list=users found no account called name: an empty
-    listing would otherwise read as "this user did nothing"."""
-    if (query.get("users") or [{}])[0].get("missing"):
+def user_checked(ctx: ToolContext, params: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """The answer to a listing by user ``name``; not_found when there is no such account (asked in the
+    same request, on a first call): an empty listing would otherwise read as "this user did nothing"."""
+    if name and not ctx.continue_from:
+        params = {**params, "list": [params["list"], "users"], "ususers": name}
+    data = ctx.client.get(params)
+    if (data.get("query", {}).get("users") or [{}])[0].get("missing"):
         raise not_found(f"There is no user {name!r} on {ctx.wiki.key}. User names are as the wiki shows "
                         "them, case-sensitive after the first letter.")
+    return data
 
 
 def user_name(text: str) -> str:
@@ -7699,16 +7642,10 @@ def get_log_events(
                               "leuser": name, "lestart": newest, "leend": oldest, "lelimit": limit,
                               "leprop": "title|type|user|timestamp|comment|details",
                               **continuation(ctx, "lecontinue")}
-    if name and not ctx.continue_from:  # whether the account exists, in the same request
-        params.update(list=["logevents", "users"], ususers=name)
-    data = ctx.client.get(params)
-    query = data.get("query", {})
-    if name:
-        refuse_missing_user(ctx, query, name)
-    rows = [log_row(event) for event in query.get("logevents") or []]
-    blocks = [f"Log events, newest first ({LOG_LEGEND}):\n" + "\n".join(rows) if rows
-              else "No log events match."]
-    return with_more(blocks, data, len(rows), "event", "get-log-events")
+    data = user_checked(ctx, params, name)
+    rows = [log_row(event) for event in data.get("query", {}).get("logevents") or []]
+    return listing(data, rows, f"Log events, newest first ({LOG_LEGEND}):", "No log events match.", "event",
+                   "get-log-events")
 
 
 def log_row(event: dict[str, Any]) -> str:
@@ -7744,9 +7681,9 @@ def get_watchlist(
 ) -> list[str]:
     """Returns recent changes to the pages the account watches, newest first, as get-recent-changes
     does, tag aside."""
-    filters = ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit)
-    return listed_changes(ctx, "watchlist", {"wlallrev": True, **filters.params("wl")},
-                          "Changes to watched pages", "changes to watched pages", "get-watchlist")
+    return ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit).listed(
+        ctx, "watchlist", {"wlallrev": True}, "Changes to watched pages", "changes to watched pages",
+        "get-watchlist")
 
 
 # -- read tools: files ---------------------------------------------------------
@@ -7784,11 +7721,6 @@ def get_file(ctx: ToolContext, title: Annotated[str, FileTitleArg]) -> str:
         ("Repository", "shared (another wiki's file)" if page.get("imagerepository") == "shared" else None))
 
 
-def is_file_icon(url: str) -> bool:
-    """MediaWiki answers a thumbnail request for a file it cannot render with a file-type icon."""
-    return "/file-type-icons/" in urllib.parse.urlsplit(url).path
-
-
 @tool("get-file-data", "Get file data", toolset="files", read_only=True,
       see={"for metadata and URLs": "get-file"})
 def get_file_data(
@@ -7801,7 +7733,8 @@ def get_file_data(
     page, info, redirected = file_info(ctx, title, iiprop="size|mime|url", iiurlwidth=width)
     name, mime = page.get("title", title), info.get("mime", "")
     thumb = info.get("thumburl") or ""
-    if thumb and not is_file_icon(thumb):
+    # a thumbnail of a file MediaWiki cannot render is a file-type icon
+    if thumb and "/file-type-icons/" not in urllib.parse.urlsplit(thumb).path:
         url, shown = thumb, (info.get("thumbwidth"), info.get("thumbheight"))
     elif mime.startswith("image/") and info.get("url"):
         url, shown = info["url"], (info.get("width"), info.get("height"))
