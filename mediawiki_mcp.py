@@ -8084,13 +8084,6 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
                                 f"this account cannot {action} it.")
 
 
-def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
-    """The query parameters of a page's latest revision and text (and of ``props``) for an edit
-    composed here; in a dry run, prop=info too, for whether the account may edit it at all."""
-    return {"prop": "|".join(dict.fromkeys(["revisions", *props, *(["info"] if ctx.dry_run else [])])),
-            "rvprop": "ids|content", "rvslots": "main", "intestactions": "edit" if ctx.dry_run else None}
-
-
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
     """Refuses to write back a page or section that this caller's reads of the revision it last
     read did not show whole (a truncated read, and what it read on with offset)."""
@@ -8226,7 +8219,10 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
     if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
         return EditTarget({}, title, 0, "", None, "", None, "")
-    page, _ = query_page(ctx, **{**text_fields(ctx, *how.props), "titles": title,
+    # in a dry run, prop=info too, for whether the account may edit the page at all
+    props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
+    page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content", "rvslots": "main",
+                                 "intestactions": "edit" if ctx.dry_run else None, "titles": title,
                                  "redirects": how.follow or None, **how.params})
     title = page.get("title", title)
     if page.get("missing") and how.must_exist:
@@ -8249,9 +8245,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
-        raise foreign_base(latest_id, title, latest)
+        raise invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
+                            "nothing was saved. Pass the revision ID get-page returned for this page.")
     pin = latest_id or read_base or (latest if how.pinned and latest else None)
-    base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
+    base = (revision_texts(ctx, pin).get(pin, "") if pin and pin != latest and (not on_now or ctx.dry_run)
+            else now)
     seen = now if on_now else base
     if heading is not None and seen is not now:  # numbered anew: a section above may have come or gone since
         number = asked_section(ctx, title, heading, text=seen, revid=pin).number
@@ -8446,13 +8444,11 @@ def update_page(
     elif replace is not None or replaceAll:
         raise invalid_input("replace and replaceAll go with find.")
     replacing = mode == "replace" and find is None
-    if removeSubsections and not (replacing and section is not None):
-        raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
-    if (removeSections or blank) and not (replacing and section is None):
-        raise invalid_input(f"{'blank' if blank else 'removeSections'} applies only to replacing the whole "
-                            "page (source without section).")
-    if removeHeading and not (replacing and section is not None):
-        raise invalid_input("removeHeading applies only to replacing a section (section=N with source).")
+    for flag, given, whole in (("removeSubsections", removeSubsections, False), ("blank", blank, True),
+                               ("removeSections", removeSections, True), ("removeHeading", removeHeading, False)):
+        if given and not (replacing and (section is None) == whole):
+            raise invalid_input(f"{flag} applies only to replacing " + (
+                "the whole page (source without section)." if whole else "a section (section=N with source)."))
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
@@ -8489,11 +8485,6 @@ def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
 
 
-def foreign_base(latest_id: int, title: str, latest: int) -> WikiError:
-    return invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
-                         "nothing was saved. Pass the revision ID get-page returned for this page.")
-
-
 def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
     """Refuses an edit through a redirect page whose own text the model has not seen."""
     query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
@@ -8526,10 +8517,6 @@ def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> s
         raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
                             "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
-
-
-def revision_text(ctx: ToolContext, revid: int) -> str:
-    return revision_texts(ctx, revid).get(revid, "")
 
 
 def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
@@ -8569,8 +8556,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
                             f"heading ({heading}), so saving it would merge the section into the one before. "
                             f"Start source with the heading (get-page with section={section} shows it), or "
                             "set removeHeading=true to drop it.")
-    if section and not allow.remove_subsections:
-        refuse_lost_subsections(title, section, old, new, syntax)
+    if section and not allow.remove_subsections and (lost := lost_subsections(old, new, syntax)):
+        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
+                            "them in source, replace a subsection on its own (section=N), or set "
+                            "removeSubsections=true to delete them.")
 
 
 #: What get-page's rendered content carries and wikitext does not: the plain text's section
@@ -8602,15 +8592,6 @@ def rendered_text(title: str, sign: str) -> WikiError:
     return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
                          f"({sign}), so saving it would drop the page's templates, references and categories. "
                          "Read the wikitext with get-page (content='source', the default) and change that.")
-
-
-def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
-    lost = lost_subsections(old, new, syntax)
-    if lost:
-        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
-                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
-                            "them in source, replace a subsection on its own (section=N), or set "
-                            "removeSubsections=true to delete them.")
 
 
 def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
@@ -8798,7 +8779,8 @@ def undelete_page(
 ) -> str:
     """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
     if ctx.asks and not ctx.confirmed:
-        deleted = deleted_revisions(ctx, title)
+        page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
+        deleted = page.get("deletedrevisions") or []  # newest first; the first answer's, at most 500
         if len(deleted) >= UNDELETE_ASKS_FROM:
             authors = list(dict.fromkeys(revision_user(r) for r in deleted))
             by = names_text(authors[:5] + ["others"] * (len(authors) > 5))
@@ -8823,12 +8805,6 @@ def undelete_page(
 
 #: An undelete of this many revisions or more asks the person first, where they confirm.
 UNDELETE_ASKS_FROM = 10
-
-
-def deleted_revisions(ctx: ToolContext, title: str) -> list[dict[str, Any]]:
-    """The deleted revisions of a title, newest first (the first answer's: at most 500)."""
-    page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
-    return page.get("deletedrevisions") or []
 
 
 # -- write tools: undo, rollback, protection, the watchlist --------------------
@@ -9316,15 +9292,12 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
         raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:
         raise permission_denied(f"{filepath} cannot be read: {error.strerror}.") from None
-    try:
+    with os.fdopen(fd, "rb") as file:  # closes fd
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise invalid_input(f"{filepath} is not a regular file.")
         check_upload_size(ctx, info.st_size, filepath)
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(ctx.state.config.upload_max_bytes + 1)
-    finally:
-        os.close(fd)
+        data = file.read(ctx.state.config.upload_max_bytes + 1)
     check_upload_size(ctx, len(data), filepath)  # it may have grown
     return UploadSource(data)
 
@@ -9345,12 +9318,8 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     address = without_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_input(f"{address!r} is not an http(s) URL of a file.")
-    rq = _requests()
-    config = ctx.state.config
-    cap = config.upload_max_bytes
-    session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
-    host = host_of(url)
-    try:
+    cap = ctx.state.config.upload_max_bytes
+    with pinnable_session(ctx.state.config.user_agent) as session:  # not the wiki's: its cookies stay home
         try:
             # the wiki's timeout, read past the rights check: the fetch asks the wiki nothing
             response = guarded_get(session, url, ctx.state.guard, timeout=ctx._client.timeout, stream=True)
@@ -9369,33 +9338,29 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
                 check_wiki_size(ctx, length_known, address)
-            if length_known is not None and length_known > cap:
-                return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
-                                    f"{cap}-byte cap")
-            chunks: list[bytes] = []
-            got = reported = 0
+                if length_known > cap:
+                    return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
+                                        f"{cap}-byte cap")
+            data = bytearray()
+            reported = 0
             shown = 0.0  # progress must grow with every report
             deadline = time.monotonic() + UPLOAD_FETCH_SECONDS
             try:
                 for chunk in response.iter_content(UPLOAD_FETCH_CHUNK):
-                    chunks.append(chunk)
-                    got += len(chunk)
-                    if got > cap:
+                    data += chunk
+                    if (got := len(data)) > cap:
                         return UploadSource(None, final, f"it is over this server's {cap}-byte cap")
                     if time.monotonic() > deadline:
                         return UploadSource(None, final, f"this server could not fetch it within "
                                             f"{UPLOAD_FETCH_SECONDS:g} s")
                     if got - reported >= PROGRESS_STEP_BYTES and min(got / (length_known or cap), 0.99) > shown:
                         reported, shown = got, min(got / (length_known or cap), 0.99)
-                        ctx.progress(shown, 3, f"Fetched {got} bytes from {host}")
-            except rq.RequestException as exc:
-                return UploadSource(None, final, f"this server's download from {host} broke off "
+                        ctx.progress(shown, 3, f"Fetched {got} bytes from {host_of(url)}")
+            except _requests().RequestException as exc:
+                return UploadSource(None, final, f"this server's download from {host_of(url)} broke off "
                                     f"({type(exc).__name__})")
-    finally:
-        session.close()
-    data = b"".join(chunks)
     check_wiki_size(ctx, len(data), address)
-    return UploadSource(data, final)
+    return UploadSource(bytes(data), final)
 
 
 def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, new: bool,
