@@ -8027,10 +8027,7 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
     holds = sent_text_check(fields) if not undo and (not summary or "text" not in fields) else None
     if holds is None or not candidates:
         return next(iter(candidates), None)
-    texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
-                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
-    held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
-            for r in p.get("revisions") or []}
+    held = revision_texts(ctx, *(r["revid"] for r in candidates))
     return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
 
 
@@ -8113,12 +8110,9 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
 
 
 def require_pinned_base(ctx: ToolContext, title: str, section: int | None, latest_id: int | None) -> None:
-    """Refuses a whole-page or section write that no read of this caller's vouches for. Where the
-    server cannot tell its clients apart (HTTP without sessions), any read noted may be another
-    client's: the write names its base (latestId), and a revision some read showed in part is
-    not written back whole, whoever read the rest. Where the caller's ledger dropped its read
-    of the page to stay within its bounds, that read may have been a truncated one: the page
-    is read again first."""
+    """Refuses a whole-page or section write that no read of this caller's vouches for: without
+    sessions, any read noted may be another client's; a read the full ledger dropped may have
+    been a truncated one."""
     what = f"section {section} of {title!r}" if section is not None else repr(title)
     instead = ("To change part of the page, use update-page with find and replace, or replace one section "
                "(section=N) that get-page showed whole, with latestId.")
@@ -9091,10 +9085,9 @@ def protect_page(
 
 
 def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
-    """Refuses an expiry the wiki would refuse when the protection is set: one it cannot read
-    as a time, or one in the past. The wiki reads it (ParserFunctions' #time reads times as
-    action=protect does, with PHP's strtotime); a wiki without ParserFunctions judges it when
-    the protection is set."""
+    """Refuses an expiry the wiki would refuse: one in the past, or one it cannot read as a time
+    (#time reads it as action=protect does, with PHP's strtotime; without ParserFunctions, the
+    wiki judges it when the protection is set)."""
     if expiry is None or expiry.strip().lower() in NEVER:
         return
     if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
@@ -9150,8 +9143,7 @@ def watch_page(
         f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call again to retry.")
     entry: dict[str, Any] = shown or next(iter(answer.get("watch") or []), {})
     status = f"{done.title()}."
-    if shown:
-        status = after_lost_answer(status, f"the wiki shows the page {done}")
+    status = after_lost_answer(status, f"the wiki shows the page {done}") if shown else status
     check_page(ctx, entry, title, must_exist=False)
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
@@ -9233,12 +9225,6 @@ def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
     return said
 
 
-def file_name(ctx: ToolContext, title: str) -> str:
-    """The file name of a file title, whichever of the wiki's names for the File namespace
-    it starts with, if any."""
-    return title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()
-
-
 def file_title(ctx: ToolContext, name: str) -> str:
     """A file name as the wiki shows its title: ``Datei:Rot.png`` on a German wiki."""
     return f"{file_namespace(ctx)}:{name.replace('_', ' ')}"
@@ -9303,12 +9289,10 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
 
 
 def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
-    """Fetches a URL's file for an upload, through the address guard, with a session of
-    its own (the wiki's cookies and token never go to that host). When the file is over
-    the cap, or its download breaks off, the wiki is asked to fetch it instead: only once
-    every redirect has been followed and checked here, and then from the last address,
-    since the wiki follows redirects without any guard. A URL that this server could not
-    follow to its end is refused."""
+    """Fetches a URL's file for an upload through the address guard, with a session of its own
+    (the wiki's cookies and token never go to that host). A file over the cap, or whose download
+    breaks off, is left to the wiki to fetch from the last address, once every redirect is checked
+    here (the wiki follows them unguarded); a URL not followed to its end is refused."""
     uploads_allowed(ctx)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -9367,7 +9351,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                         text: str | None, comment: str | None, ignore_warnings: bool) -> str:
     """Uploads ``source`` as a new file (``new``) or a new version of an existing one,
     publishing past exactly the warnings that the call allows (see the banner above)."""
-    name = file_name(ctx, title)
+    name = title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()  # under any name of File:
     # the tool to use instead when the title's existence is the other way; a URL was fetched first
     sibling = ("update-file" if new else "upload-file") + ("-from-url" if source.url else "")
     done, total = (1, 3) if source.url else (0, 2)
@@ -9378,9 +9362,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                "text": (text if text is not None else comment or "") if new else None}
     files = {"file": (name, source.data)} if source.data is not None else None
     origin = {} if files else {"url": source.url}
-    sending = (f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
-               else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
-    ctx.progress(done, total, sending)
+    ctx.progress(done, total, f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
+                 else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
     if new and files:  # one request when the wiki has no warning: it publishes at once
         answer = send_upload(ctx, publish, files, name, source.sha1, publishing=True)
     else:  # an update always has a warning (the file exists); a URL for the wiki: learn its SHA-1
@@ -9397,7 +9380,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
     explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
-        return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+        return upload_result(ctx, answer, name, "Uploaded.", source, total)
     if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
         refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
                                 " For a new file, pick another title." if new else "")
@@ -9440,8 +9423,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
-    noted = explained(warnings, ("exists",))
-    return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+    return upload_result(ctx, answer, name, status, source, total, explained(warnings, ("exists",)))
 
 
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
@@ -9477,9 +9459,8 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
             "The file's history shows no upload of these bytes by this account yet. A slow wiki may still "
             "save it: look at the file (get-file) before calling again." if publishing else
             "The wiki was only checking the file, so nothing was published; call again."))
-    if landed is None:
-        return answer
-    return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
+    return answer if landed is None else {"result": "Success", "filename": name, "imageinfo": landed,
+                                          "lost": True}
 
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
@@ -9494,12 +9475,13 @@ def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, An
 
 
 def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status: str,
-                  source: UploadSource, noted: Iterable[str] = (), *, steps: tuple[int, int]) -> str:
+                  source: UploadSource, steps: int, noted: Iterable[str] = ()) -> str:
+    """The answer to an upload, the last of its ``steps`` of progress."""
     info = answer.get("imageinfo") or {}
     title = info.get("canonicaltitle") or file_title(ctx, answer.get("filename", name))
     if answer.get("lost"):
         status = after_lost_answer(status, "the file's history shows the upload")
-    ctx.progress(*steps, status)
+    ctx.progress(steps, steps, status)
     return status + "\n" + labelled(
         ("Title", title), ("File URL", info.get("url")), ("Description page", ctx.site.page_url(title)),
         ("Size", f"{info['size']} bytes" if "size" in info else None), ("MIME type", info.get("mime")),
