@@ -9278,12 +9278,15 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
         raise not_found(f"There is no file {filepath}.") from None
     except OSError as error:
         raise permission_denied(f"{filepath} cannot be read: {error.strerror}.") from None
-    with os.fdopen(fd, "rb") as file:  # closes fd
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise invalid_input(f"{filepath} is not a regular file.")
         check_upload_size(ctx, info.st_size, filepath)
-        data = file.read(ctx.state.config.upload_max_bytes + 1)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(ctx.state.config.upload_max_bytes + 1)
+    finally:
+        os.close(fd)
     check_upload_size(ctx, len(data), filepath)  # it may have grown
     return UploadSource(data)
 
