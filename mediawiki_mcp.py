@@ -7997,13 +7997,10 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
 def settle_edit(ctx: ToolContext, send: Callable[[], dict[str, Any]], title: str, base: int | None,
                 summary: str | None, fields: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """settle_write for an edit: when its answer is lost, the revision the page history shows it
-    saved, as MediaWiki answers an edit (``lost`` set)."""
-    def landed() -> dict[str, Any] | None:
-        found = find_landed_edit(ctx, title, base, summary, fields)
-        return found and {"result": "Success", "title": title, "newrevid": found["revid"],
-                          "oldrevid": found.get("parentid") or None, "lost": True}
+    saved (find_landed_edit)."""
     # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
-    return settle_write(send, landed, what="the edit was saved", look="read the page with get-page",
+    return settle_write(send, lambda: find_landed_edit(ctx, title, base, summary, fields),
+                        what="the edit was saved", look="read the page with get-page",
                         absent="The page's history shows no edit by this account "
                         f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still "
                         "save it: check with get-page-history before calling again.")
@@ -8011,10 +8008,10 @@ def settle_edit(ctx: ToolContext, send: Callable[[], dict[str, Any]], title: str
 
 def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
                      fields: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The revision after ``base`` that this account saved with this summary, if any. Without a
-    summary, or for an edit that adds text (parallel ones by this account may share a summary),
-    it must also hold the text that ``fields`` sent, in its place. An undo sends no text (the
-    wiki makes it): it must carry the wiki's mw-undo tag instead."""
+    """The revision after ``base`` that this account saved with this summary, if any, as MediaWiki
+    answers an edit (``lost`` set). Without a summary, or for an edit that adds text (parallel ones
+    by this account may share a summary), it must also hold the text that ``fields`` sent, in its
+    place. An undo sends no text (the wiki makes it): it must carry the wiki's mw-undo tag instead."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
                             "rvprop": "ids|user|comment|tags", "rvdir": "newer", "rvstartid": base,
                             "rvlimit": 20}).get("query", {})
@@ -8025,10 +8022,12 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
                   and (not summary or stored_as(r.get("comment", ""), summary))
                   and (not undo or "mw-undo" in (r.get("tags") or []))]
     holds = sent_text_check(fields) if not undo and (not summary or "text" not in fields) else None
-    if holds is None or not candidates:
-        return next(iter(candidates), None)
-    held = revision_texts(ctx, *(r["revid"] for r in candidates))
-    return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
+    if holds is not None and candidates:
+        held = revision_texts(ctx, *(r["revid"] for r in candidates))
+        candidates = [r for r in candidates if holds(held.get(r["revid"], ""))]
+    found = next(iter(candidates), None)
+    return found and {"result": "Success", "title": title, "newrevid": found["revid"],
+                      "oldrevid": found.get("parentid") or None, "lost": True}
 
 
 def sent_text_check(fields: Mapping[str, Any]) -> Callable[[str], bool]:
@@ -8100,8 +8099,7 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
         else:
             seen = (f"its reads here showed bytes {shown} of {read.total}, not "
                     + (f"the first {end}" if start == 0 else f"bytes {start} to {end}"))
-        again = {**({"section": section} if section is not None else {}),
-                 **({"offset": start} if start else {})}
+        again = {k: v for k, v in (("section", section), ("offset", start or None)) if v is not None}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
     raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
