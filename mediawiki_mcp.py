@@ -8169,14 +8169,10 @@ class Composed:
     send: Callable[[], str | None] | None = None
 
 
-#: What a composer returns when there is nothing to save: the answer itself.
-Composer = Callable[[EditTarget], "Composed | str"]
-
-
-def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
-              **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change, and
-    dry-runs or saves it (finish_edit)."""
+def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
+              section: int | str | None = None, **reading: Any) -> list[str] | str:
+    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change (or,
+    with nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
     target = read_for_edit(ctx, title, section, Reading(**reading))
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
@@ -8184,15 +8180,12 @@ def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | st
 
 @dataclasses.dataclass(frozen=True)
 class Reading:
-    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else
-    (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
-    (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
-    change ``on_now`` (an addition) is made on the page now, any other on its base, whose
-    section numbers are the ones the model read. ``own_text``: the model writes this page's
-    text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
-    text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
-    ``read``: a new page, read only for a dry run. ``props`` and ``params``: what else the
-    page's query asks."""
+    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else (``from_read``)
+    the revision this client last read, else (``pinned``) the latest, else none: MediaWiki adds an
+    addition to the page as it then is, so parallel ones all land. A change ``on_now`` (an addition)
+    is made on the page now, any other on its base, whose section numbers the model read. ``own_text``:
+    a redirect whose own text the model has not read is refused; ``whole``: the text replaced must
+    have been read whole; ``follow``: edit a redirect's target; not ``read``: a new page."""
     read: bool = True
     props: Sequence[str] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -9212,9 +9205,7 @@ def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
     """MediaWiki's upload warnings as short sentences (unknown ones by their code), files
     named with the wiki's own name of the File namespace."""
     said = []
-    for code, value in warnings.items():
-        if code in skip:
-            continue
+    for code, value in [(code, value) for code, value in warnings.items() if code not in skip]:
         if isinstance(value, list):
             value = (", ".join(f"{file_namespace}:{v}" for v in value) if code == "duplicate"
                      else (value[0] if value else ""))
