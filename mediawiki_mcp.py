@@ -7884,13 +7884,10 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
 def settle_edit(ctx: ToolContext, send: Callable[[], dict[str, Any]], title: str, base: int | None,
                 summary: str | None, fields: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """settle_write for an edit: when its answer is lost, the revision the page history shows it
-    saved, as MediaWiki answers an edit (``lost`` set)."""
-    def landed() -> dict[str, Any] | None:
-        found = find_landed_edit(ctx, title, base, summary, fields)
-        return found and {"result": "Success", "title": title, "newrevid": found["revid"],
-                          "oldrevid": found.get("parentid") or None, "lost": True}
+    saved (find_landed_edit)."""
     # Not finding the edit is no proof it never lands: a slow wiki may still be saving it.
-    return settle_write(send, landed, what="the edit was saved", look="read the page with get-page",
+    return settle_write(send, lambda: find_landed_edit(ctx, title, base, summary, fields),
+                        what="the edit was saved", look="read the page with get-page",
                         absent="The page's history shows no edit by this account "
                         f"{f'after revision {base}' if base else 'creating it'} yet. A slow wiki may still "
                         "save it: check with get-page-history before calling again.")
@@ -7898,10 +7895,10 @@ def settle_edit(ctx: ToolContext, send: Callable[[], dict[str, Any]], title: str
 
 def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: str | None,
                      fields: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The revision after ``base`` that this account saved with this summary, if any. Without a
-    summary, or for an edit that adds text (parallel ones by this account may share a summary),
-    it must also hold the text that ``fields`` sent, in its place. An undo sends no text (the
-    wiki makes it): it must carry the wiki's mw-undo tag instead."""
+    """The revision after ``base`` that this account saved with this summary, if any, as MediaWiki
+    answers an edit (``lost`` set). Without a summary, or for an edit that adds text (parallel ones
+    by this account may share a summary), it must also hold the text that ``fields`` sent, in its
+    place. An undo sends no text (the wiki makes it): it must carry the wiki's mw-undo tag instead."""
     query = ctx.client.get({"action": "query", "titles": title, "prop": "revisions", "meta": "userinfo",
                             "rvprop": "ids|user|comment|tags", "rvdir": "newer", "rvstartid": base,
                             "rvlimit": 20}).get("query", {})
@@ -7912,13 +7909,12 @@ def find_landed_edit(ctx: ToolContext, title: str, base: int | None, summary: st
                   and (not summary or stored_as(r.get("comment", ""), summary))
                   and (not undo or "mw-undo" in (r.get("tags") or []))]
     holds = sent_text_check(fields) if not undo and (not summary or "text" not in fields) else None
-    if holds is None or not candidates:
-        return next(iter(candidates), None)
-    texts = ctx.client.get({"action": "query", "revids": [r["revid"] for r in candidates], "prop": "revisions",
-                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
-    held = {r["revid"]: main_slot(r).get("content", "") for p in texts.get("pages") or []
-            for r in p.get("revisions") or []}
-    return next((r for r in candidates if holds(held.get(r["revid"], ""))), None)
+    if holds is not None and candidates:
+        held = revision_texts(ctx, *(r["revid"] for r in candidates))
+        candidates = [r for r in candidates if holds(held.get(r["revid"], ""))]
+    found = next(iter(candidates), None)
+    return found and {"result": "Success", "title": title, "newrevid": found["revid"],
+                      "oldrevid": found.get("parentid") or None, "lost": True}
 
 
 def sent_text_check(fields: Mapping[str, Any]) -> Callable[[str], bool]:
@@ -7971,13 +7967,6 @@ def refuse_forbidden_dry_run(ctx: ToolContext, page: dict[str, Any], action: str
                                 f"this account cannot {action} it.")
 
 
-def text_fields(ctx: ToolContext, *props: str) -> dict[str, Any]:
-    """The query parameters of a page's latest revision and text (and of ``props``) for an edit
-    composed here; in a dry run, prop=info too, for whether the account may edit it at all."""
-    return {"prop": "|".join(dict.fromkeys(["revisions", *props, *(["info"] if ctx.dry_run else [])])),
-            "rvprop": "ids|content", "rvslots": "main", "intestactions": "edit" if ctx.dry_run else None}
-
-
 def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> None:
     """Refuses to write back a page or section that this caller's reads of the revision it last
     read did not show whole (a truncated read, and what it read on with offset)."""
@@ -7997,8 +7986,7 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
         else:
             seen = (f"its reads here showed bytes {shown} of {read.total}, not "
                     + (f"the first {end}" if start == 0 else f"bytes {start} to {end}"))
-        again = {**({"section": section} if section is not None else {}),
-                 **({"offset": start} if start else {})}
+        again = {k: v for k, v in (("section", section), ("offset", start or None)) if v is not None}
         rest = f"get-page with {call_args(**again)}" if again else "get-page"
         seen += f" (revision {read.revid})"
     raise invalid_input(f"Nothing was saved: {what} was not read whole ({seen}), so writing it back would "
@@ -8007,12 +7995,9 @@ def refuse_partial_write(ctx: ToolContext, title: str, section: int | None) -> N
 
 
 def require_pinned_base(ctx: ToolContext, title: str, section: int | None, latest_id: int | None) -> None:
-    """Refuses a whole-page or section write that no read of this caller's vouches for. Where the
-    server cannot tell its clients apart (HTTP without sessions), any read noted may be another
-    client's: the write names its base (latestId), and a revision some read showed in part is
-    not written back whole, whoever read the rest. Where the caller's ledger dropped its read
-    of the page to stay within its bounds, that read may have been a truncated one: the page
-    is read again first."""
+    """Refuses a whole-page or section write that no read of this caller's vouches for: without
+    sessions, any read noted may be another client's; a read the full ledger dropped may have
+    been a truncated one."""
     what = f"section {section} of {title!r}" if section is not None else repr(title)
     instead = ("To change part of the page, use update-page with find and replace, or replace one section "
                "(section=N) that get-page showed whole, with latestId.")
@@ -8071,14 +8056,10 @@ class Composed:
     send: Callable[[], str | None] | None = None
 
 
-#: What a composer returns when there is nothing to save: the answer itself.
-Composer = Callable[[EditTarget], "Composed | str"]
-
-
-def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | str | None = None,
-              **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change, and
-    dry-runs or saves it (finish_edit)."""
+def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
+              section: int | str | None = None, **reading: Any) -> list[str] | str:
+    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change (or,
+    with nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
     target = read_for_edit(ctx, title, section, Reading(**reading))
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
@@ -8086,15 +8067,12 @@ def edit_page(ctx: ToolContext, title: str, compose: Composer, section: int | st
 
 @dataclasses.dataclass(frozen=True)
 class Reading:
-    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else
-    (``from_read``) the revision this client last read, else the latest; not ``pinned``, none
-    (MediaWiki adds an addition to the page as it then is, so parallel ones all land). A
-    change ``on_now`` (an addition) is made on the page now, any other on its base, whose
-    section numbers are the ones the model read. ``own_text``: the model writes this page's
-    text, so a redirect whose own text it has not read is refused; ``whole``: it replaces the
-    text, which must have been read whole. ``follow``: edit a redirect's target instead. Not
-    ``read``: a new page, read only for a dry run. ``props`` and ``params``: what else the
-    page's query asks."""
+    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else (``from_read``)
+    the revision this client last read, else (``pinned``) the latest, else none: MediaWiki adds an
+    addition to the page as it then is, so parallel ones all land. A change ``on_now`` (an addition)
+    is made on the page now, any other on its base, whose section numbers the model read. ``own_text``:
+    a redirect whose own text the model has not read is refused; ``whole``: the text replaced must
+    have been read whole; ``follow``: edit a redirect's target; not ``read``: a new page."""
     read: bool = True
     props: Sequence[str] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -8113,7 +8091,10 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
     if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
         return EditTarget({}, title, 0, "", None, "", None, "")
-    page, _ = query_page(ctx, **{**text_fields(ctx, *how.props), "titles": title,
+    # in a dry run, prop=info too, for whether the account may edit the page at all
+    props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
+    page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content", "rvslots": "main",
+                                 "intestactions": "edit" if ctx.dry_run else None, "titles": title,
                                  "redirects": how.follow or None, **how.params})
     title = page.get("title", title)
     if page.get("missing") and how.must_exist:
@@ -8136,9 +8117,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
         refuse_redirect_edit(ctx, title)  # get-page showed the target's text, not this page's
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
-        raise foreign_base(latest_id, title, latest)
+        raise invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
+                            "nothing was saved. Pass the revision ID get-page returned for this page.")
     pin = latest_id or read_base or (latest if how.pinned and latest else None)
-    base = revision_text(ctx, pin) if pin and pin != latest and (not on_now or ctx.dry_run) else now
+    base = (revision_texts(ctx, pin).get(pin, "") if pin and pin != latest and (not on_now or ctx.dry_run)
+            else now)
     seen = now if on_now else base
     if heading is not None and seen is not now:  # numbered anew: a section above may have come or gone since
         number = asked_section(ctx, title, heading, text=seen, revid=pin).number
@@ -8333,13 +8316,11 @@ def update_page(
     elif replace is not None or replaceAll:
         raise invalid_input("replace and replaceAll go with find.")
     replacing = mode == "replace" and find is None
-    if removeSubsections and not (replacing and section is not None):
-        raise invalid_input("removeSubsections applies only to replacing a section (section=N with source).")
-    if (removeSections or blank) and not (replacing and section is None):
-        raise invalid_input(f"{'blank' if blank else 'removeSections'} applies only to replacing the whole "
-                            "page (source without section).")
-    if removeHeading and not (replacing and section is not None):
-        raise invalid_input("removeHeading applies only to replacing a section (section=N with source).")
+    for flag, given, whole in (("removeSubsections", removeSubsections, False), ("blank", blank, True),
+                               ("removeSections", removeSections, True), ("removeHeading", removeHeading, False)):
+        if given and not (replacing and (section is None) == whole):
+            raise invalid_input(f"{flag} applies only to replacing " + (
+                "the whole page (source without section)." if whole else "a section (section=N with source)."))
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
@@ -8376,11 +8357,6 @@ def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
     return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
 
 
-def foreign_base(latest_id: int, title: str, latest: int) -> WikiError:
-    return invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
-                         "nothing was saved. Pass the revision ID get-page returned for this page.")
-
-
 def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
     """Refuses an edit through a redirect page whose own text the model has not seen."""
     query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
@@ -8413,10 +8389,6 @@ def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> s
         raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
                             "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
-
-
-def revision_text(ctx: ToolContext, revid: int) -> str:
-    return revision_texts(ctx, revid).get(revid, "")
 
 
 def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
@@ -8456,8 +8428,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
                             f"heading ({heading}), so saving it would merge the section into the one before. "
                             f"Start source with the heading (get-page with section={section} shows it), or "
                             "set removeHeading=true to drop it.")
-    if section and not allow.remove_subsections:
-        refuse_lost_subsections(title, section, old, new, syntax)
+    if section and not allow.remove_subsections and (lost := lost_subsections(old, new, syntax)):
+        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
+                            "them in source, replace a subsection on its own (section=N), or set "
+                            "removeSubsections=true to delete them.")
 
 
 #: What get-page's rendered content carries and wikitext does not: the plain text's section
@@ -8489,15 +8464,6 @@ def rendered_text(title: str, sign: str) -> WikiError:
     return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
                          f"({sign}), so saving it would drop the page's templates, references and categories. "
                          "Read the wikitext with get-page (content='source', the default) and change that.")
-
-
-def refuse_lost_subsections(title: str, section: int, old: str, new: str, syntax: Syntax) -> None:
-    lost = lost_subsections(old, new, syntax)
-    if lost:
-        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
-                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
-                            "them in source, replace a subsection on its own (section=N), or set "
-                            "removeSubsections=true to delete them.")
 
 
 def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
@@ -8685,7 +8651,8 @@ def undelete_page(
 ) -> str:
     """Restores a deleted page with all its deleted revisions. Fails if the title has none."""
     if ctx.asks and not ctx.confirmed:
-        deleted = deleted_revisions(ctx, title)
+        page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
+        deleted = page.get("deletedrevisions") or []  # newest first; the first answer's, at most 500
         if len(deleted) >= UNDELETE_ASKS_FROM:
             authors = list(dict.fromkeys(revision_user(r) for r in deleted))
             by = names_text(authors[:5] + ["others"] * (len(authors) > 5))
@@ -8710,12 +8677,6 @@ def undelete_page(
 
 #: An undelete of this many revisions or more asks the person first, where they confirm.
 UNDELETE_ASKS_FROM = 10
-
-
-def deleted_revisions(ctx: ToolContext, title: str) -> list[dict[str, Any]]:
-    """The deleted revisions of a title, newest first (the first answer's: at most 500)."""
-    page, _ = query_page(ctx, titles=title, prop="deletedrevisions", drvprop="ids|user", drvlimit="max")
-    return page.get("deletedrevisions") or []
 
 
 # -- write tools: undo, rollback, protection, the watchlist --------------------
@@ -9002,10 +8963,9 @@ def protect_page(
 
 
 def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
-    """Refuses an expiry the wiki would refuse when the protection is set: one it cannot read
-    as a time, or one in the past. The wiki reads it (ParserFunctions' #time reads times as
-    action=protect does, with PHP's strtotime); a wiki without ParserFunctions judges it when
-    the protection is set."""
+    """Refuses an expiry the wiki would refuse: one in the past, or one it cannot read as a time
+    (#time reads it as action=protect does, with PHP's strtotime; without ParserFunctions, the
+    wiki judges it when the protection is set)."""
     if expiry is None or expiry.strip().lower() in NEVER:
         return
     if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
@@ -9061,8 +9021,7 @@ def watch_page(
         f"{'watched' if unwatch else 'unwatched'}, so nothing was changed. Call again to retry.")
     entry: dict[str, Any] = shown or next(iter(answer.get("watch") or []), {})
     status = f"{done.title()}."
-    if shown:
-        status = after_lost_answer(status, f"the wiki shows the page {done}")
+    status = after_lost_answer(status, f"the wiki shows the page {done}") if shown else status
     check_page(ctx, entry, title, must_exist=False)
     if entry.get("special"):
         raise invalid_input(f"{entry.get('title', title)!r} is a special page, which cannot be watched.")
@@ -9133,21 +9092,13 @@ def explain_warnings(warnings: Mapping[str, Any], skip: Iterable[str] = (),
     """MediaWiki's upload warnings as short sentences (unknown ones by their code), files
     named with the wiki's own name of the File namespace."""
     said = []
-    for code, value in warnings.items():
-        if code in skip:
-            continue
+    for code, value in [(code, value) for code, value in warnings.items() if code not in skip]:
         if isinstance(value, list):
             value = (", ".join(f"{file_namespace}:{v}" for v in value) if code == "duplicate"
                      else (value[0] if value else ""))
         text = UPLOAD_WARNINGS.get(code, ("", f"{code} ({value})" if isinstance(value, str) else code))[1]
         said.append(text.replace("{v}", str(value).replace("_", " ")).replace("{file}", file_namespace))
     return said
-
-
-def file_name(ctx: ToolContext, title: str) -> str:
-    """The file name of a file title, whichever of the wiki's names for the File namespace
-    it starts with, if any."""
-    return title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()
 
 
 def file_title(ctx: ToolContext, name: str) -> str:
@@ -9217,12 +9168,10 @@ def read_upload_file(ctx: ToolContext, filepath: str) -> UploadSource:
 
 
 def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
-    """Fetches a URL's file for an upload, through the address guard, with a session of
-    its own (the wiki's cookies and token never go to that host). When the file is over
-    the cap, or its download breaks off, the wiki is asked to fetch it instead: only once
-    every redirect has been followed and checked here, and then from the last address,
-    since the wiki follows redirects without any guard. A URL that this server could not
-    follow to its end is refused."""
+    """Fetches a URL's file for an upload through the address guard, with a session of its own
+    (the wiki's cookies and token never go to that host). A file over the cap, or whose download
+    breaks off, is left to the wiki to fetch from the last address, once every redirect is checked
+    here (the wiki follows them unguarded); a URL not followed to its end is refused."""
     uploads_allowed(ctx)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -9232,12 +9181,8 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
     address = without_userinfo(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_input(f"{address!r} is not an http(s) URL of a file.")
-    rq = _requests()
-    config = ctx.state.config
-    cap = config.upload_max_bytes
-    session = pinnable_session(config.user_agent)  # not the wiki's: its cookies stay home
-    host = host_of(url)
-    try:
+    cap = ctx.state.config.upload_max_bytes
+    with pinnable_session(ctx.state.config.user_agent) as session:  # not the wiki's: its cookies stay home
         try:
             # the wiki's timeout, read past the rights check: the fetch asks the wiki nothing
             response = guarded_get(session, url, ctx.state.guard, timeout=ctx._client.timeout, stream=True)
@@ -9256,40 +9201,36 @@ def fetch_upload_url(ctx: ToolContext, url: str) -> UploadSource:
             length_known = int(length) if length.isdigit() else None
             if length_known is not None:
                 check_wiki_size(ctx, length_known, address)
-            if length_known is not None and length_known > cap:
-                return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
-                                    f"{cap}-byte cap")
-            chunks: list[bytes] = []
-            got = reported = 0
+                if length_known > cap:
+                    return UploadSource(None, final, f"it is {length_known} bytes, over this server's "
+                                        f"{cap}-byte cap")
+            data = bytearray()
+            reported = 0
             shown = 0.0  # progress must grow with every report
             deadline = time.monotonic() + UPLOAD_FETCH_SECONDS
             try:
                 for chunk in response.iter_content(UPLOAD_FETCH_CHUNK):
-                    chunks.append(chunk)
-                    got += len(chunk)
-                    if got > cap:
+                    data += chunk
+                    if (got := len(data)) > cap:
                         return UploadSource(None, final, f"it is over this server's {cap}-byte cap")
                     if time.monotonic() > deadline:
                         return UploadSource(None, final, f"this server could not fetch it within "
                                             f"{UPLOAD_FETCH_SECONDS:g} s")
                     if got - reported >= PROGRESS_STEP_BYTES and min(got / (length_known or cap), 0.99) > shown:
                         reported, shown = got, min(got / (length_known or cap), 0.99)
-                        ctx.progress(shown, 3, f"Fetched {got} bytes from {host}")
-            except rq.RequestException as exc:
-                return UploadSource(None, final, f"this server's download from {host} broke off "
+                        ctx.progress(shown, 3, f"Fetched {got} bytes from {host_of(url)}")
+            except _requests().RequestException as exc:
+                return UploadSource(None, final, f"this server's download from {host_of(url)} broke off "
                                     f"({type(exc).__name__})")
-    finally:
-        session.close()
-    data = b"".join(chunks)
     check_wiki_size(ctx, len(data), address)
-    return UploadSource(data, final)
+    return UploadSource(bytes(data), final)
 
 
 def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, new: bool,
                         text: str | None, comment: str | None, ignore_warnings: bool) -> str:
     """Uploads ``source`` as a new file (``new``) or a new version of an existing one,
     publishing past exactly the warnings that the call allows (see the banner above)."""
-    name = file_name(ctx, title)
+    name = title_in_namespace(ctx.site, title, 6).partition(":")[2].strip()  # under any name of File:
     # the tool to use instead when the title's existence is the other way; a URL was fetched first
     sibling = ("update-file" if new else "upload-file") + ("-from-url" if source.url else "")
     done, total = (1, 3) if source.url else (0, 2)
@@ -9300,9 +9241,8 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
                "text": (text if text is not None else comment or "") if new else None}
     files = {"file": (name, source.data)} if source.data is not None else None
     origin = {} if files else {"url": source.url}
-    sending = (f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
-               else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
-    ctx.progress(done, total, sending)
+    ctx.progress(done, total, f"Sending {len(source.data)} bytes to {ctx.wiki.key}" if source.data is not None
+                 else f"Asking {ctx.wiki.key} to fetch {without_userinfo(source.url or '')}")
     if new and files:  # one request when the wiki has no warning: it publishes at once
         answer = send_upload(ctx, publish, files, name, source.sha1, publishing=True)
     else:  # an update always has a warning (the file exists); a URL for the wiki: learn its SHA-1
@@ -9319,7 +9259,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     where = f"{file_title(ctx, name)} on {ctx.wiki.key}"
     explained = functools.partial(explain_warnings, file_namespace=file_namespace(ctx))
     if answer.get("result") == "Success" and "filekey" not in answer:
-        return upload_result(ctx, answer, name, "Uploaded.", source, steps=(total, total))
+        return upload_result(ctx, answer, name, "Uploaded.", source, total)
     if "page-exists" in warnings:  # a description page without a file: a moved file's old title?
         refuse_redirected_title(ctx, name, where, f"use {sibling} with" if new else "call again with",
                                 " For a new file, pick another title." if new else "")
@@ -9362,8 +9302,7 @@ def upload_file_to_wiki(ctx: ToolContext, title: str, source: UploadSource, *, n
     status = ("Uploaded, as a new version: a file with this title appeared between the check and the "
               "upload; its version stays in the file history." if raced
               else "Uploaded." if new else "Uploaded a new version; earlier versions stay in the file history.")
-    noted = explained(warnings, ("exists",))
-    return upload_result(ctx, answer, name, status, source, noted, steps=(total, total))
+    return upload_result(ctx, answer, name, status, source, total, explained(warnings, ("exists",)))
 
 
 def refuse_redirected_title(ctx: ToolContext, name: str, where: str, remedy: str, otherwise: str) -> None:
@@ -9399,9 +9338,8 @@ def send_upload(ctx: ToolContext, params: Mapping[str, Any], files: Mapping[str,
             "The file's history shows no upload of these bytes by this account yet. A slow wiki may still "
             "save it: look at the file (get-file) before calling again." if publishing else
             "The wiki was only checking the file, so nothing was published; call again."))
-    if landed is None:
-        return answer
-    return {"result": "Success", "filename": name, "imageinfo": landed, "lost": True}
+    return answer if landed is None else {"result": "Success", "filename": name, "imageinfo": landed,
+                                          "lost": True}
 
 
 def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, Any] | None:
@@ -9416,12 +9354,13 @@ def landed_upload(ctx: ToolContext, name: str, sha1: str | None) -> dict[str, An
 
 
 def upload_result(ctx: ToolContext, answer: Mapping[str, Any], name: str, status: str,
-                  source: UploadSource, noted: Iterable[str] = (), *, steps: tuple[int, int]) -> str:
+                  source: UploadSource, steps: int, noted: Iterable[str] = ()) -> str:
+    """The answer to an upload, the last of its ``steps`` of progress."""
     info = answer.get("imageinfo") or {}
     title = info.get("canonicaltitle") or file_title(ctx, answer.get("filename", name))
     if answer.get("lost"):
         status = after_lost_answer(status, "the file's history shows the upload")
-    ctx.progress(*steps, status)
+    ctx.progress(steps, steps, status)
     return status + "\n" + labelled(
         ("Title", title), ("File URL", info.get("url")), ("Description page", ctx.site.page_url(title)),
         ("Size", f"{info['size']} bytes" if "size" in info else None), ("MIME type", info.get("mime")),
