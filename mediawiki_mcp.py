@@ -10970,15 +10970,14 @@ def argument_parser() -> argparse.ArgumentParser:
             textwrap.fill(row.described, 100, initial_indent=f"  {row.variable:<24} ", subsequent_indent=" " * 27)
             for row in SETTINGS.values()))
     parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
-    parser.add_argument("--config", metavar="PATH",
-                        help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
     parser.add_argument("--check", action="store_true",
                         help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
-    parser.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or http")
-    parser.add_argument("--host", help=f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST})")
-    parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
-    parser.add_argument("--stateless", action="store_true", default=None,
-                        help="HTTP: keep no state between requests (for replicas behind a load balancer)")
+    # these do what the variable named does (below), and win over it
+    parser.add_argument("--config", metavar="PATH", help="as CONFIG")
+    parser.add_argument("--transport", choices=["stdio", "http"], help="as MCP_TRANSPORT")
+    parser.add_argument("--host", help="as MCP_BIND")
+    parser.add_argument("--port", type=int, help="as PORT")
+    parser.add_argument("--stateless", action="store_true", default=None, help="as MCP_STATELESS")
     parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
                         help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
     parser.add_argument("--empty-means-unset", action="store_true",
@@ -10994,8 +10993,7 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
-    for key, wiki in config.wikis.items():
-        client = state.clients[key]
+    for key, wiki, client in state.entries():
         try:
             site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
@@ -11069,17 +11067,13 @@ def main(argv: list[str] | None = None) -> int:
     if http is not None:
         blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
         return serve_http(server, http, blank if args.empty_means_unset else ())
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.run("stdio")
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
 # -- stdio transport ------------------------------------------------------------
 
-#: JSON-RPC's codes for a line that is no JSON, and for JSON that is no JSON-RPC message.
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 #: A surrogate code point: in a decoded string, the trace of a JSON escape such as \ud800 with no
 #: partner, which is no Unicode character and cannot be written as UTF-8.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -11116,36 +11110,35 @@ def screen_line(line: bytes) -> tuple[Any, Any]:
         return None, mt.JSONRPCError(jsonrpc="2.0", id=rpc_id if readable else None,
                                      error=mt.ErrorData(code=code, message=message))
 
-    def loads(text: str) -> Any:
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            return None
-
     if not line.strip():
         return None, None
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        where = f"byte {line[error.start]:#04x} at offset {error.start}"
-        return refusal(PARSE_ERROR, f"Parse error: the line is not UTF-8 ({where}); send JSON in UTF-8.",
-                       loads(line.decode("utf-8", "replace")))
-    try:
-        value = json.loads(text)
+    value: Any = None
+    unreadable = ""
+    try:  # read as UTF-8 would be, for the request's id when the line is not UTF-8
+        value = json.loads(line.decode("utf-8", "replace"))
         surrogates = list(lone_surrogates(value))
     except (ValueError, RecursionError) as error:
-        return refusal(PARSE_ERROR, f"Parse error: {error}.")
+        unreadable = f"Parse error: {error}."
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"byte {line[error.start]:#04x} at offset {error.start}"
+        return refusal(mt.PARSE_ERROR, f"Parse error: the line is not UTF-8 ({where}); send JSON in UTF-8.",
+                       value)
+    if unreadable:
+        return refusal(mt.PARSE_ERROR, unreadable)
     for path, in_key in surrogates:
         in_arguments = len(path) > 2 and path[:2] == ("params", "arguments") and value.get("method") == "tools/call"
         if in_key or not in_arguments:
             where = ".".join(map(str, path)).encode("utf-8", "backslashreplace").decode() or "the message"
-            return refusal(PARSE_ERROR, f"Parse error: {where} holds a lone surrogate, which is no Unicode "
-                                        "character; send text as UTF-8 or as paired \\u escapes.", value)
+            message = (f"Parse error: {where} holds a lone surrogate, which is no Unicode character; send "
+                       "text as UTF-8 or as paired \\u escapes.")
+            return refusal(mt.PARSE_ERROR, message, value)
     try:
         return mt.jsonrpc_message_adapter.validate_python(value, by_name=False), None
     except (ValidationError, RecursionError):
-        return refusal(INVALID_REQUEST, "Invalid Request: the line is JSON but no JSON-RPC 2.0 request, "
-                                        "notification or response.", value)
+        return refusal(mt.INVALID_REQUEST, "Invalid Request: the line is JSON but no JSON-RPC 2.0 request, "
+                                           "notification or response.", value)
 
 
 async def serve_stdio(server: MCPServer) -> None:
@@ -11221,24 +11214,9 @@ class HttpOptions:
 
     @property
     def loopback(self) -> bool:
-        if self.host.lower() == "localhost":
-            return True
-        try:
+        with contextlib.suppress(ValueError):
             return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
-
-    @property
-    def host_patterns(self) -> list[str] | None:
-        """Accepted Host headers; None when Host is not checked (non-loopback, none configured)."""
-        return self.allowed_hosts or (list(LOOPBACK_HOSTS) if self.loopback else None)
-
-    @property
-    def origin_patterns(self) -> list[str]:
-        """Accepted Origin headers (a request without one is not from a browser page)."""
-        if self.allowed_origins or not self.loopback:
-            return self.allowed_origins
-        return [f"http://{host}" for host in LOOPBACK_HOSTS]
+        return self.host.lower() == "localhost"
 
     @property
     def url(self) -> str:
@@ -11301,16 +11279,12 @@ def login_module() -> Any:
     return mediawiki_mcp_login
 
 
-def header_allowed(value: str | None, patterns: list[str]) -> bool:
+def header_allowed(value: str | None, patterns: Iterable[str]) -> bool:
     """Whether a Host or Origin header matches a pattern: exactly, or ``name:*`` for
     that name with any port (case-insensitive)."""
     value = (value or "").strip().lower()
-    for pattern in (p.lower() for p in patterns):
-        if value == pattern:
-            return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1:].isdigit():
-            return True
-    return False
+    return any(value == pattern or pattern.endswith(":*") and value.startswith(pattern[:-1])
+               and value[len(pattern) - 1:].isdigit() for pattern in map(str.lower, patterns))
 
 
 def bearer_token(authorization: str) -> str:
@@ -11321,9 +11295,8 @@ def bearer_token(authorization: str) -> str:
 
 def bearer_matches(authorization: str, token: str) -> bool:
     """Whether an Authorization header carries the token, compared in constant time."""
-    import hmac
     supplied = bearer_token(authorization)  # digests of equal lengths: the comparison reveals nothing
-    return bool(supplied) and hmac.compare_digest(token_digest(supplied), token_digest(token))
+    return bool(supplied) and secrets.compare_digest(token_digest(supplied), token_digest(token))
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions,
@@ -11332,11 +11305,13 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
     MCP_AUTH=login, the SDK's check of the tokens of sign-ins, SignIns.require_token)."""
-    hosts = options.host_patterns
-    if hosts is not None and not header_allowed(headers.get("host"), hosts):
+    # without MCP_ALLOWED_HOSTS, Host is checked on loopback only
+    hosts = options.allowed_hosts or (LOOPBACK_HOSTS if options.loopback else ())
+    if hosts and not header_allowed(headers.get("host"), hosts):
         return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
-    origin = headers.get("origin")
-    if (origin is not None and not header_allowed(origin, [*options.origin_patterns, options.public_url])
+    origin = headers.get("origin")  # none: the request is not from a browser page
+    origins = options.allowed_origins or [f"http://{host}" for host in LOOPBACK_HOSTS if options.loopback]
+    if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
             and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
     if options.sign_in or not (options.auth_token or options.tokens):
@@ -11353,7 +11328,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
 class WikiProbe:
     """Whether one configured wiki answers a site-info request (``problem``: None, or the error's
     category), asked by a client of its own: short timeouts, no retries, the tools' client
-    untouched. After each failed login in a row it waits twice as long before it asks again."""
+    untouched; after failed logins, less often (HEALTH_LOGIN_BACKOFF_MAX_SECONDS)."""
 
     def __init__(self, client: MediaWikiClient, clock: Callable[[], float]) -> None:
         self.client, self.clock = client, clock
@@ -11388,6 +11363,7 @@ class HealthCheck:
     error category, the keys of the wikis down) reveals nothing of the wikis' content."""
 
     def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
+        import anyio
         config = state.config
         self.store = state.reads.store
         self.wikis = {key: WikiProbe(wiki.client(config.user_agent, timeout=HEALTH_TIMEOUT,
@@ -11397,7 +11373,7 @@ class HealthCheck:
         self.answer: tuple[int, dict[str, Any]] = (503, {"status": "unknown"})
         self.clock = clock
         self.next_probe = float("-inf")
-        self.lock: Any = None
+        self.lock = anyio.Lock()
 
     def probe(self) -> tuple[int, dict[str, Any]]:
         """Asks the store and the wikis due (all at once: a load balancer waits on the slowest)."""
@@ -11417,9 +11393,7 @@ class HealthCheck:
         return 200, {"status": "degraded" if degraded else "ok", **named, **store}
 
     async def endpoint(self, request: Any) -> Any:
-        import anyio
         from starlette.responses import JSONResponse
-        self.lock = self.lock or anyio.Lock()
         async with self.lock:
             if self.clock() >= self.next_probe:
                 self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
@@ -11448,27 +11422,24 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
         session_idle_timeout=options.session_idle_seconds,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
-    sign_ins = None
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
         server.state.people.sources.append(sign_ins.person)
         oauth, signed_in = sign_ins.app(), sign_ins.require_token(app)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        target: Any = app
         if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
             refusal = http_refusal(Headers(scope=scope), options, scope["path"])
             if refusal is not None:
                 status, reason = refusal
                 log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
-                response = JSONResponse(
+                target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
-                await response(scope, receive, send)
-                return
-            if sign_ins:  # /mcp behind their tokens; the OAuth endpoints and the sign-in pages beside it
-                await (signed_in if scope["path"] == MCP_PATH else oauth)(scope, receive, send)
-                return
-        await app(scope, receive, send)
+            elif options.sign_in:  # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
+                target = signed_in if scope["path"] == MCP_PATH else oauth
+        await target(scope, receive, send)
     return guarded
 
 
@@ -11499,8 +11470,6 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     import uvicorn  # HTTP-only imports stay out of importing this module
     from sse_starlette.sse import AppStatus
 
-    calls = server.state.calls
-
     # uvicorn's own timeout_graceful_shutdown cancels the requests still running when it ends,
     # which answers their calls with nothing; here the calls get the grace time first, and
     # those still running then are answered (ToolCalls.stop) before uvicorn shuts down.
@@ -11508,7 +11477,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for listening in self.servers:  # no new connections while the calls finish
                 listening.close()
-            await calls.stop(options.shutdown_grace_seconds)
+            await server.state.calls.stop(options.shutdown_grace_seconds)
             await super().shutdown(sockets)
 
     try:
