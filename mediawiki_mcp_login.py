@@ -26,6 +26,29 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizeError,
+    ProviderTokenVerifier,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.routes import (
+    build_resource_metadata_url,
+    create_auth_routes,
+    create_protected_resource_routes,
+)
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
+from starlette.routing import Route
 
 from mediawiki_mcp import (
     DEFAULT_ACCESS_TOKEN_SECONDS,
@@ -147,20 +170,16 @@ def loopback_port_apart(registered: str, given: str) -> bool:
             and (one.path, one.query) == (other.path, other.query))
 
 
-@functools.cache
-def registered_client_class() -> Any:
-    """The SDK's registered client, but for the port of a loopback redirect (made on first use)."""
-    from mcp.shared.auth import OAuthClientInformationFull
+class RegisteredClient(OAuthClientInformationFull):
+    """The SDK's registered client, but for the port of a loopback redirect: the SDK compares
+    redirect URIs exactly, which would refuse a native app's redirect to a port other than the one
+    it registered with."""
 
-    class RegisteredClient(OAuthClientInformationFull):
-        # The SDK compares redirect URIs exactly, which would refuse a native app's redirect to a
-        # port other than the one it registered with.
-        def validate_redirect_uri(self, redirect_uri: Any) -> Any:
-            if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
-                                                for uri in self.redirect_uris or ()):
-                return redirect_uri
-            return super().validate_redirect_uri(redirect_uri)
-    return RegisteredClient
+    def validate_redirect_uri(self, redirect_uri: Any) -> Any:
+        if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
+                                            for uri in self.redirect_uris or ()):
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
 
 
 def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
@@ -229,7 +248,6 @@ class SignIns:
         self.state, self.options = state, options
         self.store = state.reads.store
         self.cipher = options.cipher()
-        from pydantic import AnyHttpUrl
         self.issuer = public_url
         self.issuer_url = AnyHttpUrl(public_url)  # as the metadata writes it: the redirect's iss must match
         self.resource = public_url + MCP_PATH
@@ -259,7 +277,7 @@ class SignIns:
 
     async def get_client(self, client_id: str) -> Any:
         found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id)))
-        return registered_client_class().model_validate_json(found) if found else None
+        return RegisteredClient.model_validate_json(found) if found else None
 
     async def register_client(self, client_info: Any) -> None:
         registration = client_info.model_dump_json()
@@ -267,7 +285,6 @@ class SignIns:
                                                    registration, self.options.refresh_seconds))
 
     async def authorize(self, client: Any, params: Any) -> str:
-        from mcp.server.auth.provider import AuthorizeError
         if params.resource and params.resource.rstrip("/") != self.resource:
             raise AuthorizeError("invalid_target", f"This server issues tokens for {self.resource} only.")
         request = secrets.token_urlsafe(32)
@@ -276,14 +293,12 @@ class SignIns:
         return f"{self.issuer}{SIGN_IN_PATH}?" + urllib.parse.urlencode({"request": request})
 
     async def load_authorization_code(self, client: Any, authorization_code: str) -> Any:
-        from mcp.server.auth.provider import AuthorizationCode
         found = await on_own_thread(lambda: self._get("code", secret_hash(authorization_code)))
         if not found or found["client_id"] != client.client_id:
             return None
         return AuthorizationCode(code=authorization_code, **found)
 
     async def exchange_authorization_code(self, client: Any, authorization_code: Any) -> Any:
-        from mcp.server.auth.provider import TokenError
         hashed = secret_hash(authorization_code.code)
 
         def exchange() -> Any:
@@ -295,14 +310,12 @@ class SignIns:
         return await on_own_thread(exchange)
 
     async def load_refresh_token(self, client: Any, refresh_token: str) -> Any:
-        from mcp.server.auth.provider import RefreshToken
         found = await on_own_thread(lambda: self._get("refresh", secret_hash(refresh_token)))
         if not found or found["client_id"] != client.client_id:
             return None
         return RefreshToken(token=refresh_token, **{k: v for k, v in found.items() if k != "access"})
 
     async def exchange_refresh_token(self, client: Any, refresh_token: Any, scopes: list[str]) -> Any:
-        from mcp.server.auth.provider import TokenError
         hashed = secret_hash(refresh_token.token)
 
         def exchange() -> Any:  # a refresh token works once: the answer brings the next one
@@ -313,7 +326,6 @@ class SignIns:
         return await on_own_thread(exchange)
 
     async def load_access_token(self, token: str) -> Any:
-        from mcp.server.auth.provider import AccessToken
         found = await on_own_thread(lambda: self._access(token))
         return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"}) if found else None
 
@@ -323,18 +335,15 @@ class SignIns:
         return found if found and found["expires_at"] > time.time() else None
 
     async def revoke_token(self, token: Any) -> None:
-        from mcp.server.auth.provider import AccessToken
         kind = "access" if isinstance(token, AccessToken) else "refresh"
         await on_own_thread(lambda: self._revoke_pair(kind, secret_hash(token.token)))
 
     async def exchange_identity_assertion(self, client: Any, params: Any) -> Any:
-        from mcp.server.auth.provider import TokenError
         raise TokenError("unsupported_grant_type", "People sign in here with a bot password; this server "
                          "takes no identity assertions.")
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None, person_id: str | None) -> Any:
         """A new access token and refresh token for a person, noted for their sign-out."""
-        from mcp.shared.auth import OAuthToken
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         pair = [secret_hash(access), secret_hash(refresh)]
         grant = {"client_id": client_id, "scopes": scopes, "resource": resource, "subject": person_id}
@@ -398,7 +407,6 @@ class SignIns:
     async def page(self, request: Any) -> Any:
         """GET and POST /sign-in: the form, then the check of what the person gave; while the shared
         store cannot be reached, a page saying so (nothing was signed in)."""
-        from starlette.responses import HTMLResponse
         try:
             return await self._page(request)
         except WikiError as error:
@@ -407,7 +415,6 @@ class SignIns:
             return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503)
 
     async def _page(self, request: Any) -> Any:
-        from starlette.responses import HTMLResponse
         form = dict(await request.form()) if request.method == "POST" else {}
         given = str(form.get("request") or request.query_params.get("request") or "")
         pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
@@ -429,7 +436,6 @@ class SignIns:
 
     async def _form(self, request: str, pending: dict[str, Any], *, wiki: str = "", username: str = "",
                     error: str = "", status: int = 200) -> Any:
-        from starlette.responses import HTMLResponse
         client = await self.get_client(pending["client"])
         csrf = secrets.token_urlsafe(32)
 
@@ -454,8 +460,6 @@ class SignIns:
     async def _signed_in(self, request: Any, form: dict[str, Any], given: str,
                          pending: dict[str, Any]) -> Any:
         """Checks the user name and bot password by logging in to the wiki; the code, or the form again."""
-        from mcp.server.auth.provider import construct_redirect_uri
-        from starlette.responses import RedirectResponse
         wiki = str(form.get("wiki") or self.state.config.default_wiki)
         username, password = str(form.get("username") or "").strip(), str(form.get("password") or "").strip()
         known = wiki in self.state.wikis
@@ -539,7 +543,6 @@ class SignIns:
     async def sign_out(self, request: Any) -> Any:
         """POST /sign-out with the person's access token: revokes every token of theirs, forgets
         their wiki account and ends their wiki sessions (action=logout)."""
-        from starlette.responses import JSONResponse
         token = bearer_token(request.headers.get("authorization", ""))
         access = await self.load_access_token(token) if token else None
         if access is None:
@@ -568,11 +571,6 @@ class SignIns:
 
     def app(self) -> Any:
         """The ASGI app of the OAuth endpoints (the SDK's), the metadata and the sign-in pages."""
-        from mcp.server.auth.routes import create_auth_routes, create_protected_resource_routes
-        from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-        from pydantic import AnyHttpUrl
-        from starlette.applications import Starlette
-        from starlette.routing import Route
         registration, revocation = ClientRegistrationOptions(enabled=True), RevocationOptions(enabled=True)
         routes = [*create_auth_routes(self, self.issuer_url, client_registration_options=registration,
                                       revocation_options=revocation),
@@ -586,12 +584,6 @@ class SignIns:
     def require_token(self, app: Any) -> Any:
         """``app`` behind the SDK's bearer check: a request without a valid token of this server is
         answered 401 with WWW-Authenticate naming the protected-resource metadata."""
-        from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-        from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-        from mcp.server.auth.provider import ProviderTokenVerifier
-        from mcp.server.auth.routes import build_resource_metadata_url
-        from pydantic import AnyHttpUrl
-        from starlette.middleware.authentication import AuthenticationMiddleware
         required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
         return AuthenticationMiddleware(AuthContextMiddleware(required),
                                         backend=BearerAuthBackend(ProviderTokenVerifier(self)))
