@@ -11163,12 +11163,11 @@ async def serve_stdio(server: MCPServer) -> None:
             async with messages:
                 async for line in anyio.wrap_file(sys.stdin.buffer):
                     message, refusal = screen_line(line)
-                    if refusal is not None:
-                        log.warning("stdin: %s", refusal.error.message)
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         if message is not None:
                             await messages.send(SessionMessage(message))
                         elif refusal is not None:
+                            log.warning("stdin: %s", refusal.error.message)
                             await write_stream.send(SessionMessage(refusal))
 
         async with anyio.create_task_group() as tasks:
