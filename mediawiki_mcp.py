@@ -11188,8 +11188,6 @@ HEALTH_MIN_INTERVAL_SECONDS = 1.0
 HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
 #: Then the answers get this long to reach their clients before the last streams are cut.
 SHUTDOWN_FLUSH_SECONDS = 1
-#: A session without a request in flight (or an open event stream) this long is closed.
-HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 
 if TYPE_CHECKING:  # imported at run time with MCP_AUTH=login only: see login_module()
@@ -11208,7 +11206,7 @@ class HttpOptions:
     tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
     sign_in: SignInOptions | None = None  # MCP_AUTH=login: people sign in (mediawiki_mcp_login)
     stateless: bool = False
-    session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
+    session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
 
     @property
