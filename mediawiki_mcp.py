@@ -10722,15 +10722,14 @@ def argument_parser() -> argparse.ArgumentParser:
             textwrap.fill(row.described, 100, initial_indent=f"  {row.variable:<24} ", subsequent_indent=" " * 27)
             for row in SETTINGS.values()))
     parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
-    parser.add_argument("--config", metavar="PATH",
-                        help="JSON file naming several wikis (the TypeScript server's config.json shape); env CONFIG")
     parser.add_argument("--check", action="store_true",
                         help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
-    parser.add_argument("--transport", choices=["stdio", "http"], help="stdio (default) or http")
-    parser.add_argument("--host", help=f"HTTP: address to listen on (default {DEFAULT_HTTP_HOST})")
-    parser.add_argument("--port", type=int, help=f"HTTP: port to listen on (default {DEFAULT_HTTP_PORT})")
-    parser.add_argument("--stateless", action="store_true", default=None,
-                        help="HTTP: keep no state between requests (for replicas behind a load balancer)")
+    # these do what the variable named does (below), and win over it
+    parser.add_argument("--config", metavar="PATH", help="as CONFIG")
+    parser.add_argument("--transport", choices=["stdio", "http"], help="as MCP_TRANSPORT")
+    parser.add_argument("--host", help="as MCP_BIND")
+    parser.add_argument("--port", type=int, help="as PORT")
+    parser.add_argument("--stateless", action="store_true", default=None, help="as MCP_STATELESS")
     parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
                         help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
     parser.add_argument("--empty-means-unset", action="store_true",
@@ -10746,8 +10745,7 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
-    for key, wiki in config.wikis.items():
-        client = state.clients[key]
+    for key, wiki, client in state.entries():
         try:
             site, account = client.site, client.account
             tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
@@ -10821,17 +10819,13 @@ def main(argv: list[str] | None = None) -> int:
     if http is not None:
         blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
         return serve_http(server, http, blank if args.empty_means_unset else ())
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.run("stdio")
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
 # -- stdio transport ------------------------------------------------------------
 
-#: JSON-RPC's codes for a line that is no JSON, and for JSON that is no JSON-RPC message.
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 #: A surrogate code point: in a decoded string, the trace of a JSON escape such as \ud800 with no
 #: partner, which is no Unicode character and cannot be written as UTF-8.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -10868,36 +10862,35 @@ def screen_line(line: bytes) -> tuple[Any, Any]:
         return None, mt.JSONRPCError(jsonrpc="2.0", id=rpc_id if readable else None,
                                      error=mt.ErrorData(code=code, message=message))
 
-    def loads(text: str) -> Any:
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            return None
-
     if not line.strip():
         return None, None
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        where = f"byte {line[error.start]:#04x} at offset {error.start}"
-        return refusal(PARSE_ERROR, f"Parse error: the line is not UTF-8 ({where}); send JSON in UTF-8.",
-                       loads(line.decode("utf-8", "replace")))
-    try:
-        value = json.loads(text)
+    value: Any = None
+    unreadable = ""
+    try:  # read as UTF-8 would be, for the request's id when the line is not UTF-8
+        value = json.loads(line.decode("utf-8", "replace"))
         surrogates = list(lone_surrogates(value))
     except (ValueError, RecursionError) as error:
-        return refusal(PARSE_ERROR, f"Parse error: {error}.")
+        unreadable = f"Parse error: {error}."
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"byte {line[error.start]:#04x} at offset {error.start}"
+        return refusal(mt.PARSE_ERROR, f"Parse error: the line is not UTF-8 ({where}); send JSON in UTF-8.",
+                       value)
+    if unreadable:
+        return refusal(mt.PARSE_ERROR, unreadable)
     for path, in_key in surrogates:
         in_arguments = len(path) > 2 and path[:2] == ("params", "arguments") and value.get("method") == "tools/call"
         if in_key or not in_arguments:
             where = ".".join(map(str, path)).encode("utf-8", "backslashreplace").decode() or "the message"
-            return refusal(PARSE_ERROR, f"Parse error: {where} holds a lone surrogate, which is no Unicode "
-                                        "character; send text as UTF-8 or as paired \\u escapes.", value)
+            message = (f"Parse error: {where} holds a lone surrogate, which is no Unicode character; send "
+                       "text as UTF-8 or as paired \\u escapes.")
+            return refusal(mt.PARSE_ERROR, message, value)
     try:
         return mt.jsonrpc_message_adapter.validate_python(value, by_name=False), None
     except (ValidationError, RecursionError):
-        return refusal(INVALID_REQUEST, "Invalid Request: the line is JSON but no JSON-RPC 2.0 request, "
-                                        "notification or response.", value)
+        return refusal(mt.INVALID_REQUEST, "Invalid Request: the line is JSON but no JSON-RPC 2.0 request, "
+                                           "notification or response.", value)
 
 
 async def serve_stdio(server: MCPServer) -> None:
@@ -10922,12 +10915,11 @@ async def serve_stdio(server: MCPServer) -> None:
             async with messages:
                 async for line in anyio.wrap_file(sys.stdin.buffer):
                     message, refusal = screen_line(line)
-                    if refusal is not None:
-                        log.warning("stdin: %s", refusal.error.message)
                     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                         if message is not None:
                             await messages.send(SessionMessage(message))
                         elif refusal is not None:
+                            log.warning("stdin: %s", refusal.error.message)
                             await write_stream.send(SessionMessage(refusal))
 
         async with anyio.create_task_group() as tasks:
@@ -10948,9 +10940,10 @@ HEALTH_MIN_INTERVAL_SECONDS = 1.0
 HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
 #: Then the answers get this long to reach their clients before the last streams are cut.
 SHUTDOWN_FLUSH_SECONDS = 1
-#: A session without a request in flight (or an open event stream) this long is closed.
-HTTP_SESSION_IDLE_SECONDS = 30 * 60
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+
+if TYPE_CHECKING:  # imported at run time with MCP_AUTH=login only: see login_module()
+    from mediawiki_mcp_login import SignInOptions
 
 
 @dataclasses.dataclass
@@ -10963,31 +10956,16 @@ class HttpOptions:
     auth_token: str | None = dataclasses.field(default=None, repr=False)
     auth: str | None = None  # MCP_AUTH: one of AUTH_MODES, None for no check of who calls
     tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
-    sign_in: SignInOptions | None = None  # MCP_AUTH=login: people sign in (SignIns)
+    sign_in: SignInOptions | None = None  # MCP_AUTH=login: people sign in (mediawiki_mcp_login)
     stateless: bool = False
-    session_idle_seconds: float = HTTP_SESSION_IDLE_SECONDS  # a session idle this long is closed
+    session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
 
     @property
     def loopback(self) -> bool:
-        if self.host.lower() == "localhost":
-            return True
-        try:
+        with contextlib.suppress(ValueError):
             return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
-
-    @property
-    def host_patterns(self) -> list[str] | None:
-        """Accepted Host headers; None when Host is not checked (non-loopback, none configured)."""
-        return self.allowed_hosts or (list(LOOPBACK_HOSTS) if self.loopback else None)
-
-    @property
-    def origin_patterns(self) -> list[str]:
-        """Accepted Origin headers (a request without one is not from a browser page)."""
-        if self.allowed_origins or not self.loopback:
-            return self.allowed_origins
-        return [f"http://{host}" for host in LOOPBACK_HOSTS]
+        return self.host.lower() == "localhost"
 
     @property
     def url(self) -> str:
@@ -11025,23 +11003,37 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
                           "only the tokens of their sign-ins are accepted: leave one of the two out")
     tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
     loopback = HttpOptions(host=host).loopback
+    sign_in = login_module().sign_in_options(env, loopback) if auth == "login" else None
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
-                       auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in_options(env, loopback),
+                       auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in,
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
                        shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
 
 
-def header_allowed(value: str | None, patterns: list[str]) -> bool:
+def login_module() -> Any:
+    """mediawiki_mcp_login, the sign-in of MCP_AUTH=login; a ConfigError naming what to install
+    when it or the cryptography package, the extra ``login``, is missing."""
+    # run as a script, this module is __main__: the sign-in module imports it by this name
+    sys.modules.setdefault("mediawiki_mcp", sys.modules[__name__])
+    try:
+        import cryptography.fernet  # noqa: F401 - asked first: the module below may be imported already
+
+        import mediawiki_mcp_login
+    except ImportError as error:
+        missing = ("the file mediawiki_mcp_login.py beside mediawiki_mcp.py (pip install "
+                   "'mediawiki-mcp[login]' installs both)" if error.name == "mediawiki_mcp_login" else
+                   "the cryptography package, which is not installed: pip install 'mediawiki-mcp[login]'")
+        raise ConfigError(f"MCP_AUTH=login needs {missing}") from None
+    return mediawiki_mcp_login
+
+
+def header_allowed(value: str | None, patterns: Iterable[str]) -> bool:
     """Whether a Host or Origin header matches a pattern: exactly, or ``name:*`` for
     that name with any port (case-insensitive)."""
     value = (value or "").strip().lower()
-    for pattern in (p.lower() for p in patterns):
-        if value == pattern:
-            return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1:].isdigit():
-            return True
-    return False
+    return any(value == pattern or pattern.endswith(":*") and value.startswith(pattern[:-1])
+               and value[len(pattern) - 1:].isdigit() for pattern in map(str.lower, patterns))
 
 
 def bearer_token(authorization: str) -> str:
@@ -11052,9 +11044,8 @@ def bearer_token(authorization: str) -> str:
 
 def bearer_matches(authorization: str, token: str) -> bool:
     """Whether an Authorization header carries the token, compared in constant time."""
-    import hmac
     supplied = bearer_token(authorization)  # digests of equal lengths: the comparison reveals nothing
-    return bool(supplied) and hmac.compare_digest(token_digest(supplied), token_digest(token))
+    return bool(supplied) and secrets.compare_digest(token_digest(supplied), token_digest(token))
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions,
@@ -11063,12 +11054,14 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
     MCP_AUTH=login, the SDK's check of the tokens of sign-ins, SignIns.require_token)."""
-    hosts = options.host_patterns
-    if hosts is not None and not header_allowed(headers.get("host"), hosts):
+    # without MCP_ALLOWED_HOSTS, Host is checked on loopback only
+    hosts = options.allowed_hosts or (LOOPBACK_HOSTS if options.loopback else ())
+    if hosts and not header_allowed(headers.get("host"), hosts):
         return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
-    origin = headers.get("origin")
-    if (origin is not None and not header_allowed(origin, [*options.origin_patterns, options.public_url])
-            and not (options.sign_in and path in OAUTH_PATHS)):
+    origin = headers.get("origin")  # none: the request is not from a browser page
+    origins = options.allowed_origins or [f"http://{host}" for host in LOOPBACK_HOSTS if options.loopback]
+    if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
+            and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
     if options.sign_in or not (options.auth_token or options.tokens):
         return None  # with MCP_AUTH=login, SignIns.require_token checks the tokens
@@ -11084,7 +11077,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
 class WikiProbe:
     """Whether one configured wiki answers a site-info request (``problem``: None, or the error's
     category), asked by a client of its own: short timeouts, no retries, the tools' client
-    untouched. After each failed login in a row it waits twice as long before it asks again."""
+    untouched; after failed logins, less often (HEALTH_LOGIN_BACKOFF_MAX_SECONDS)."""
 
     def __init__(self, client: MediaWikiClient, clock: Callable[[], float]) -> None:
         self.client, self.clock = client, clock
@@ -11119,6 +11112,7 @@ class HealthCheck:
     error category, the keys of the wikis down) reveals nothing of the wikis' content."""
 
     def __init__(self, state: ServerState, clock: Callable[[], float] = time.monotonic) -> None:
+        import anyio
         config = state.config
         self.store = state.reads.store
         self.wikis = {key: WikiProbe(wiki.client(config.user_agent, timeout=HEALTH_TIMEOUT,
@@ -11128,7 +11122,7 @@ class HealthCheck:
         self.answer: tuple[int, dict[str, Any]] = (503, {"status": "unknown"})
         self.clock = clock
         self.next_probe = float("-inf")
-        self.lock: Any = None
+        self.lock = anyio.Lock()
 
     def probe(self) -> tuple[int, dict[str, Any]]:
         """Asks the store and the wikis due (all at once: a load balancer waits on the slowest)."""
@@ -11148,9 +11142,7 @@ class HealthCheck:
         return 200, {"status": "degraded" if degraded else "ok", **named, **store}
 
     async def endpoint(self, request: Any) -> Any:
-        import anyio
         from starlette.responses import JSONResponse
-        self.lock = self.lock or anyio.Lock()
         async with self.lock:
             if self.clock() >= self.next_probe:
                 self.answer = await on_own_thread(self.probe)  # never waiting behind tool calls
@@ -11179,29 +11171,24 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
         session_idle_timeout=options.session_idle_seconds,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
-    sign_ins = SignIns(server.state, options.sign_in, options.public_url) if options.sign_in else None
-    if sign_ins:
+    if options.sign_in:
+        sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
         server.state.people.sources.append(sign_ins.person)
         oauth, signed_in = sign_ins.app(), sign_ins.require_token(app)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        target: Any = app
         if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
             refusal = http_refusal(Headers(scope=scope), options, scope["path"])
             if refusal is not None:
                 status, reason = refusal
                 log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
-                response = JSONResponse(
+                target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
-                await response(scope, receive, send)
-                return
-            if sign_ins and scope["path"] in (*OAUTH_PATHS, SIGN_IN_PATH, SIGN_OUT_PATH):
-                await oauth(scope, receive, send)
-                return
-            if sign_ins and scope["path"] == MCP_PATH:
-                await signed_in(scope, receive, send)
-                return
-        await app(scope, receive, send)
+            elif options.sign_in:  # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
+                target = signed_in if scope["path"] == MCP_PATH else oauth
+        await target(scope, receive, send)
     return guarded
 
 
@@ -11232,8 +11219,6 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     import uvicorn  # HTTP-only imports stay out of importing this module
     from sse_starlette.sse import AppStatus
 
-    calls = server.state.calls
-
     # uvicorn's own timeout_graceful_shutdown cancels the requests still running when it ends,
     # which answers their calls with nothing; here the calls get the grace time first, and
     # those still running then are answered (ToolCalls.stop) before uvicorn shuts down.
@@ -11241,7 +11226,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             for listening in self.servers:  # no new connections while the calls finish
                 listening.close()
-            await calls.stop(options.shutdown_grace_seconds)
+            await server.state.calls.stop(options.shutdown_grace_seconds)
             await super().shutdown(sockets)
 
     try:
@@ -11258,7 +11243,6 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
-    logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
     if options.stateless and server.state.config.confirm == "person":  # why_cannot_ask
         log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
                     "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
@@ -11282,568 +11266,6 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
         listener.close()
     log.info("Stopped serving MCP over Streamable HTTP")
     return 0
-
-
-# -- Sign-in over HTTP: the MCP authorization flow (MCP_AUTH=login) ------------
-#
-# The server is its own OAuth authorization server, as the MCP specification's authorization
-# section describes: a client registers itself and sends the person to /authorize, which shows
-# them the sign-in page; they give their wiki user name and a bot password of their own; the
-# server logs in to the wiki with it and, once the wiki lets them in, sends the client a code,
-# which it exchanges for tokens. Each token then stands for that person (People.sources), who
-# acts on the wiki as themselves.
-
-SIGN_IN_PATH = "/sign-in"
-SIGN_OUT_PATH = "/sign-out"
-#: The SDK's OAuth endpoints and metadata. Browser clients (the MCP Inspector) call them from other
-#: origins, which they allow (CORS): none acts for anyone without the secrets in its request.
-OAUTH_PATHS = ("/authorize", "/token", "/register", "/revoke", "/.well-known/oauth-authorization-server",
-               "/.well-known/oauth-protected-resource" + MCP_PATH)
-#: The "wiki" of the state store's entries about sign-ins (StateKey), apart from every wiki's own.
-SIGN_IN_SPACE = "sign-in"
-#: How long a person has to fill in the sign-in form, and a client to exchange its code.
-SIGN_IN_FORM_SECONDS = 15 * 60
-AUTH_CODE_SECONDS = 5 * 60
-#: Failed sign-ins a user name, and an address, may have before the form stops trying them for
-#: SIGN_IN_WINDOW_SECONDS after the last: guessing goes no further, and the wiki's own login
-#: throttle (which would lock the account out of the wiki itself) is never reached. An address is
-#: allowed more, as many people may share one.
-SIGN_IN_FAILURES_PER_NAME = 5
-SIGN_IN_FAILURES_PER_ADDRESS = 20
-SIGN_IN_WINDOW_SECONDS = 15 * 60
-#: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
-CSRF_COOKIE = "mediawiki_mcp_csrf"
-#: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
-TOKENS_PER_PERSON = 100
-#: The sign-in page is shown in no other site's frame, where a person could be tricked into
-#: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
-#: would apply it to the redirect back to the client too. Its referrer policy (same-origin, in
-#: the page) keeps the sign-in's address from the wiki's links; no-referrer would make browsers
-#: send its form with "Origin: null", which the Origin check refuses.
-SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Content-Security-Policy":
-                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
-MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
-
-
-@dataclasses.dataclass(frozen=True)
-class SignInOptions:
-    """How people sign in (MCP_AUTH=login): the origin clients reach this server at ('' for the
-    address it listens on), the keys that encrypt their bot passwords, and how long tokens work."""
-    keys: tuple[str, ...] = dataclasses.field(repr=False)
-    public_url: str = ""
-    access_seconds: int = DEFAULT_ACCESS_TOKEN_SECONDS
-    refresh_seconds: int = DEFAULT_REFRESH_TOKEN_SECONDS
-
-    def cipher(self) -> Any:
-        """The keys as a MultiFernet (the first encrypts, all decrypt); a ConfigError when the
-        cryptography package, the extra ``login``, is missing or a key is no Fernet key."""
-        try:
-            from cryptography.fernet import Fernet, MultiFernet
-        except ImportError:
-            raise ConfigError("MCP_AUTH=login needs the cryptography package, which is not installed: "
-                              "pip install 'mediawiki-mcp[login]'") from None
-        try:
-            return MultiFernet([Fernet(key) for key in self.keys])
-        except ValueError:
-            raise ConfigError("MCP_AUTH_SECRET must hold Fernet keys (32 bytes in URL-safe base64), "
-                              f"comma-separated; make one with: {MAKE_FERNET_KEY}. The value given is not "
-                              "shown.") from None
-
-
-def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions | None:
-    """The sign-in's options with MCP_AUTH=login, checked (its keys decrypt); None otherwise."""
-    if setting(env, "MCP_AUTH") != "login":
-        return None
-    keys, public_url = setting(env, "MCP_AUTH_SECRET"), setting(env, "MCP_PUBLIC_URL")
-    if not keys:
-        raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords "
-                          f"people sign in with: make one with {MAKE_FERNET_KEY}")
-    if not public_url and not loopback:
-        raise ConfigError("MCP_AUTH=login beyond this machine needs MCP_PUBLIC_URL, the https:// origin "
-                          "clients reach this server at (through a TLS proxy): OAuth accepts no other")
-    options = SignInOptions(keys, public_url or "", setting(env, "MCP_ACCESS_TOKEN_SECONDS"),
-                            setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
-    options.cipher()
-    return options
-
-
-def hiding_link_secrets(record: logging.LogRecord) -> bool:
-    """uvicorn's access log (at DEBUG) without the secret of a sign-in link (/sign-in?request=...):
-    whoever has it may fill in that person's sign-in form, within its 15 minutes."""
-    if isinstance(record.args, tuple) and len(record.args) > 2 and isinstance(record.args[2], str):
-        path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
-        record.args = (*record.args[:2], path, *record.args[3:])
-    return True
-
-
-def csrf_cookie(request: str) -> str:
-    """The name of the CSRF cookie of one pending sign-in: one of its own, so that two sign-ins in
-    one browser at once (two clients, or one that asked twice) do not overwrite each other's."""
-    return f"{CSRF_COOKIE}_{secret_hash(request)[:16]}"
-
-
-def secret_hash(secret: str) -> str:
-    """How a token, code or CSRF token is kept in the state store: its token_digest, as text."""
-    return token_digest(secret).hex()
-
-
-def loopback_port_apart(registered: str, given: str) -> bool:
-    """Whether a redirect URI differs from a registered one only in the port of a loopback host:
-    a native app listens on whichever port is free when it asks (RFC 8252, section 7.3)."""
-    one, other = urllib.parse.urlsplit(registered), urllib.parse.urlsplit(given)
-    return (one.scheme == other.scheme == "http" and one.hostname == other.hostname
-            and one.hostname in LOOPBACK_NAMES
-            and (one.path, one.query) == (other.path, other.query))
-
-
-@functools.cache
-def registered_client_class() -> Any:
-    """The SDK's registered client, but for the port of a loopback redirect (made on first use)."""
-    from mcp.shared.auth import OAuthClientInformationFull
-
-    class RegisteredClient(OAuthClientInformationFull):
-        # The SDK compares redirect URIs exactly, which would refuse a native app's redirect to a
-        # port other than the one it registered with.
-        def validate_redirect_uri(self, redirect_uri: Any) -> Any:
-            if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
-                                                for uri in self.redirect_uris or ()):
-                return redirect_uri
-            return super().validate_redirect_uri(redirect_uri)
-    return RegisteredClient
-
-
-def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
-                 redirect_host: str, request: str, csrf: str, username: str = "", error: str = "") -> str:
-    """The sign-in form: plain HTML, no script. ``wikis``: (key, site name, address, address of its
-    Special:BotPasswords) of each wiki a person may sign in to, ``chosen`` preselected."""
-    e = html.escape
-    name = {key: site for key, site, _, _ in wikis}[chosen]
-    grants = sorted({grant for _, grant in RIGHTS.values()})
-    if len(wikis) > 1:
-        options = "".join(f'<option value="{e(key)}"{" selected" * (key == chosen)}>{e(site)} ({e(address)})'
-                          "</option>" for key, site, address, _ in wikis)
-        chooser = f'<p><label>Wiki <select name="wiki">{options}</select></label></p>'
-    else:
-        chooser = f'<input type="hidden" name="wiki" value="{e(chosen)}">'
-    how = "".join(f'<li>On {e(site)}: <a href="{e(special)}">Special:BotPasswords</a></li>'
-                  for _, site, _, special in wikis)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<meta name="referrer" content="same-origin"><title>Sign in to {e(name)}</title>
-<style>body{{font:16px sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}
-label{{display:block;margin:.5em 0}}input[type=text],input[type=password],select{{width:100%}}
-.error{{color:#b00;font-weight:bold}}.consent{{background:#eef;padding:.5em}}</style></head>
-<body><h1>Sign in to {e(name)}</h1>
-<p>Wiki: {"".join(f"<b>{e(site)}</b> ({e(address)}) " for key, site, address, _ in wikis if key == chosen)}
-through the MCP server <b>mediawiki-mcp</b> at {e(server)}.</p>
-<p class="consent"><b>{e(client)}</b> asks to read and edit the wiki as you. After you sign in, you go back
-to it at <b>{e(redirect_host)}</b>.</p>
-{f'<p class="error" role="alert">{e(error)}</p>' if error else ""}
-<form method="post" action="{SIGN_IN_PATH}">
-<input type="hidden" name="request" value="{e(request)}"><input type="hidden" name="csrf" value="{e(csrf)}">
-{chooser}
-<label>User name <input type="text" name="username" value="{e(username)}" autocomplete="username"
-required></label>
-<label>Bot password <input type="password" name="password" autocomplete="current-password" required></label>
-<p><button type="submit">Sign in</button></p></form>
-<h2>Making a bot password</h2>
-<p>Sign in with a bot password of your own, not your wiki password: it can do only what you allow, and you
-can revoke it there at any time.</p>
-<ol><li>Open Special:BotPasswords while logged in to the wiki:<ul>{how}</ul></li>
-<li>Name it, such as <code>mcp</code>, and tick the grants the tools need: {e(", ".join(grants))}
-(basic rights come with every bot password).</li>
-<li>Create it, then give here the user name it shows (such as <code>YourName@mcp</code>) and its
-password.</li></ol>
-</body></html>
-"""
-
-
-def message_page(title: str, text: str) -> str:
-    """A page that only says something (an expired sign-in, a refused form)."""
-    title, text = html.escape(title), html.escape(text)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>'
-            f'<body><h1>{title}</h1><p class="error">{text}</p></body></html>\n')
-
-
-class SignIns:
-    """The authorization server of MCP_AUTH=login (the SDK's OAuthAuthorizationServerProvider), its
-    sign-in and sign-out pages, and the source of the People its access tokens stand for.
-
-    Everything lives in the state store (``state.reads.store``: this process's, or shared by the
-    replicas of MCP_STATE_URL), under SIGN_IN_SPACE: registered clients, pending sign-ins, codes
-    and tokens (each by its hash: a copy of the store lets no one in), and each person's wiki
-    account, the bot password encrypted with MCP_AUTH_SECRET's first key."""
-
-    def __init__(self, state: ServerState, options: SignInOptions, public_url: str) -> None:
-        self.state, self.options = state, options
-        self.store = state.reads.store
-        self.cipher = options.cipher()
-        from pydantic import AnyHttpUrl
-        self.issuer = public_url
-        self.issuer_url = AnyHttpUrl(public_url)  # as the metadata writes it: the redirect's iss must match
-        self.resource = public_url + MCP_PATH
-
-    # -- the store ---------------------------------------------------------------
-
-    def _get(self, kind: str, name: str) -> dict[str, Any] | None:
-        found = self.store.get((SIGN_IN_SPACE, kind, name))
-        return json.loads(found) if found else None
-
-    def _put(self, kind: str, name: str, value: Mapping[str, Any], ttl: float) -> None:
-        self.store.put((SIGN_IN_SPACE, kind, name), json.dumps(value), ttl)
-
-    def _forget(self, kind: str, name: str) -> None:
-        self.store.forget((SIGN_IN_SPACE, kind, name))
-
-    def _first_use(self, kind: str, name: str, ttl: float) -> bool:
-        """Whether this is the first use of a code or refresh token, on any replica: the one check
-        that two uses at once cannot both pass."""
-        key = (SIGN_IN_SPACE, kind, name)
-        if not self.store.claim(key, "used", ttl):
-            return False
-        self.store.release(key, forget=False)
-        return True
-
-    # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
-
-    async def get_client(self, client_id: str) -> Any:
-        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id)))
-        return registered_client_class().model_validate_json(found) if found else None
-
-    async def register_client(self, client_info: Any) -> None:
-        registration = client_info.model_dump_json()
-        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
-                                                   registration, self.options.refresh_seconds))
-
-    async def authorize(self, client: Any, params: Any) -> str:
-        from mcp.server.auth.provider import AuthorizeError
-        if params.resource and params.resource.rstrip("/") != self.resource:
-            raise AuthorizeError("invalid_target", f"This server issues tokens for {self.resource} only.")
-        request = secrets.token_urlsafe(32)
-        pending = {"client": client.client_id, "params": params.model_dump(mode="json"), "csrf": ""}
-        await on_own_thread(lambda: self._put("request", secret_hash(request), pending, SIGN_IN_FORM_SECONDS))
-        return f"{self.issuer}{SIGN_IN_PATH}?" + urllib.parse.urlencode({"request": request})
-
-    async def load_authorization_code(self, client: Any, authorization_code: str) -> Any:
-        from mcp.server.auth.provider import AuthorizationCode
-        found = await on_own_thread(lambda: self._get("code", secret_hash(authorization_code)))
-        if not found or found["client_id"] != client.client_id:
-            return None
-        return AuthorizationCode(code=authorization_code, **found)
-
-    async def exchange_authorization_code(self, client: Any, authorization_code: Any) -> Any:
-        from mcp.server.auth.provider import TokenError
-        hashed = secret_hash(authorization_code.code)
-
-        def exchange() -> Any:
-            if not self._first_use("code-used", hashed, AUTH_CODE_SECONDS):
-                raise TokenError("invalid_grant", "This authorization code was used already.")
-            self._forget("code", hashed)
-            return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
-                               authorization_code.subject)
-        return await on_own_thread(exchange)
-
-    async def load_refresh_token(self, client: Any, refresh_token: str) -> Any:
-        from mcp.server.auth.provider import RefreshToken
-        found = await on_own_thread(lambda: self._get("refresh", secret_hash(refresh_token)))
-        if not found or found["client_id"] != client.client_id:
-            return None
-        return RefreshToken(token=refresh_token, **{k: v for k, v in found.items() if k != "access"})
-
-    async def exchange_refresh_token(self, client: Any, refresh_token: Any, scopes: list[str]) -> Any:
-        from mcp.server.auth.provider import TokenError
-        hashed = secret_hash(refresh_token.token)
-
-        def exchange() -> Any:  # a refresh token works once: the answer brings the next one
-            if not self._first_use("refresh-used", hashed, self.options.refresh_seconds):
-                raise TokenError("invalid_grant", "This refresh token was used already.")
-            self._revoke_pair("refresh", hashed)
-            return self._issue(client.client_id, scopes, refresh_token.resource, refresh_token.subject)
-        return await on_own_thread(exchange)
-
-    async def load_access_token(self, token: str) -> Any:
-        from mcp.server.auth.provider import AccessToken
-        found = await on_own_thread(lambda: self._access(token))
-        return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"}) if found else None
-
-    def _access(self, token: str) -> dict[str, Any] | None:
-        """What an access token of this server grants, unless it is unknown, revoked or expired."""
-        found = self._get("access", secret_hash(token))
-        return found if found and found["expires_at"] > time.time() else None
-
-    async def revoke_token(self, token: Any) -> None:
-        from mcp.server.auth.provider import AccessToken
-        kind = "access" if isinstance(token, AccessToken) else "refresh"
-        await on_own_thread(lambda: self._revoke_pair(kind, secret_hash(token.token)))
-
-    async def exchange_identity_assertion(self, client: Any, params: Any) -> Any:
-        from mcp.server.auth.provider import TokenError
-        raise TokenError("unsupported_grant_type", "People sign in here with a bot password; this server "
-                         "takes no identity assertions.")
-
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None, person_id: str | None) -> Any:
-        """A new access token and refresh token for a person, noted for their sign-out."""
-        from mcp.shared.auth import OAuthToken
-        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        pair = [secret_hash(access), secret_hash(refresh)]
-        grant = {"client_id": client_id, "scopes": scopes, "resource": resource, "subject": person_id}
-        now, options = int(time.time()), self.options
-        self._put("access", pair[0], {**grant, "expires_at": now + options.access_seconds,
-                                      "refresh": pair[1]}, options.access_seconds)
-        self._put("refresh", pair[1], {**grant, "expires_at": now + options.refresh_seconds,
-                                       "access": pair[0]}, options.refresh_seconds)
-
-        def noted(old: str | None) -> str:
-            person = json.loads(old or "{}")
-            return json.dumps({**person, "tokens": [*person.get("tokens", [])[1 - TOKENS_PER_PERSON:], pair]})
-        self.store.update((SIGN_IN_SPACE, "person", person_id or ""), noted, options.refresh_seconds)
-        return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
-                          refresh_token=refresh, scope=" ".join(scopes) or None)
-
-    def _revoke_pair(self, kind: str, hashed: str) -> None:
-        """Revokes a token and the other of its pair (the refresh token of an access token, and back)."""
-        found = self._get(kind, hashed)
-        self._forget(kind, hashed)
-        if found:
-            other = "refresh" if kind == "access" else "access"
-            self._forget(other, found[other])
-
-    # -- who a token stands for (a source of People) ------------------------------------
-
-    def person(self, token: str) -> Person | None:
-        """The person an access token of this server stands for, with their wiki account; None for
-        any other token, an expired or a revoked one."""
-        access = self._access(token)
-        if access is None:
-            return None
-        found = self._get("person", access["subject"])
-        if not found or "password" not in found:
-            return None
-        from cryptography.fernet import InvalidToken
-        try:
-            password = self.cipher.decrypt(found["password"].encode()).decode()
-        except InvalidToken:  # its key was taken out of MCP_AUTH_SECRET: they sign in again
-            log.warning("the wiki account of %s cannot be decrypted with the keys of MCP_AUTH_SECRET",
-                        found["name"])
-            return None
-        account = Credentials(found["username"], password)
-        return Person(access["subject"], found["name"], {found["wiki"]: account}, signed_in=True)
-
-    # -- the sign-in page ---------------------------------------------------------------
-
-    def _wikis(self) -> list[tuple[str, str, str, str]]:
-        """Each wiki a person may sign in to: key, site name, address, its Special:BotPasswords."""
-        shown = []
-        for key, wiki, client in self.state.entries():
-            try:
-                site: SiteInfo | None = client.site
-            except WikiError as error:  # the form still works: the login says what is wrong
-                log.warning("sign-in page: %s", error)
-                site = None
-            address = site.page_url(site.main_page) if site else wiki.url
-            special = site.page_url("Special:BotPasswords") if site else wiki.url
-            shown.append((key, site.name if site else wiki.sitename or key, address, special))
-        return shown
-
-    async def page(self, request: Any) -> Any:
-        """GET and POST /sign-in: the form, then the check of what the person gave; while the shared
-        store cannot be reached, a page saying so (nothing was signed in)."""
-        from starlette.responses import HTMLResponse
-        try:
-            return await self._page(request)
-        except WikiError as error:
-            if error.code != STORE_DOWN:
-                raise
-            return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503)
-
-    async def _page(self, request: Any) -> Any:
-        from starlette.responses import HTMLResponse
-        form = dict(await request.form()) if request.method == "POST" else {}
-        given = str(form.get("request") or request.query_params.get("request") or "")
-        pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
-        if pending is None:
-            return HTMLResponse(message_page("This sign-in has ended", "The link was used to sign in already "
-                                             "(your MCP client has the sign-in), or it is unknown or older than "
-                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. To sign in again, start "
-                                             "again from your MCP client."), status_code=400)
-        if request.method == "POST":
-            csrf = str(form.get("csrf") or "")
-            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:
-                log.warning("sign-in refused: a form without its CSRF token")
-                return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
-                                                 "server sent it (its CSRF token is missing or wrong), so "
-                                                 "nothing was signed in. Open the sign-in link again."),
-                                    status_code=403)
-            return await self._signed_in(request, form, given, pending)
-        return await self._form(given, pending)
-
-    async def _form(self, request: str, pending: dict[str, Any], *, wiki: str = "", username: str = "",
-                    error: str = "", status: int = 200) -> Any:
-        from starlette.responses import HTMLResponse
-        client = await self.get_client(pending["client"])
-        csrf = secrets.token_urlsafe(32)
-
-        def renew() -> list[tuple[str, str, str, str]]:
-            self._put("request", secret_hash(request), {**pending, "csrf": secret_hash(csrf)},
-                      SIGN_IN_FORM_SECONDS)
-            return self._wikis()
-        wikis = await on_own_thread(renew)
-        redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
-        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
-        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
-        name = (client.client_name if client and client.client_name else
-                f"An unnamed client ({pending['client']})")
-        page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
-                            client=name, redirect_host=going_to, request=request, csrf=csrf,
-                            username=username, error=error)
-        response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
-        response.set_cookie(csrf_cookie(request), csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
-                            samesite="lax", secure=self.issuer.startswith("https:"))
-        return response
-
-    async def _signed_in(self, request: Any, form: dict[str, Any], given: str,
-                         pending: dict[str, Any]) -> Any:
-        """Checks the user name and bot password by logging in to the wiki; the code, or the form again."""
-        from mcp.server.auth.provider import construct_redirect_uri
-        from starlette.responses import RedirectResponse
-        wiki = str(form.get("wiki") or self.state.config.default_wiki)
-        username, password = str(form.get("username") or "").strip(), str(form.get("password") or "").strip()
-        known = wiki in self.state.wikis
-        again = functools.partial(self._form, given, pending, wiki=wiki if known else "", username=username)
-        if not known:
-            return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
-        if not username or not password:
-            return await again(error="Give both your user name and your bot password.", status=400)
-        if "@" not in username:  # a main password would give the server all of the account, not what it needs
-            return await again(error="Give the user name of a bot password, such as "
-                               f"{username.capitalize()}@mcp, and its password: this server does not take "
-                               "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
-        address = request.client.host if request.client else ""
-        try:
-            person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
-        except WikiError as error:
-            # as a quoted string: a name is whatever the form was sent with, a line break too
-            log.warning("sign-in to %s as %r failed: %s", wiki, username.split("@")[0], error.category)
-            status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
-            # a person reads this page, not a model: the advice to the model stays out of it
-            return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",
-                               status=status)
-        code = secrets.token_urlsafe(32)
-        params = pending["params"]
-        grant = {"client_id": pending["client"], "scopes": params.get("scopes") or [],
-                 "expires_at": time.time() + AUTH_CODE_SECONDS, "code_challenge": params["code_challenge"],
-                 "redirect_uri": params["redirect_uri"], "resource": params.get("resource"),
-                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"],
-                 "subject": person}
-
-        def issue() -> None:
-            self._put("code", secret_hash(code), grant, AUTH_CODE_SECONDS)
-            self._forget("request", secret_hash(given))
-        await on_own_thread(issue)
-        log.info("signed in: %s", person)
-        target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
-                                        iss=str(self.issuer_url))
-        response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-        response.delete_cookie(csrf_cookie(given), path=SIGN_IN_PATH)
-        return response
-
-    def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
-        """_check, unless the user name or the address failed too often lately; a failed login
-        counts against both."""
-        # the wiki's user, as it reads the name: underscores are spaces, runs of them one, none at the ends
-        user = re.sub(r"[\s_]+", " ", username.partition("@")[0]).strip().casefold()
-        throttled = [(f"name:{user}", SIGN_IN_FAILURES_PER_NAME),
-                     (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
-        if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
-               for name, limit in throttled):
-            raise rate_limited("Too many failed sign-ins with this user name or from this address: try again "
-                               f"in {SIGN_IN_WINDOW_SECONDS // 60} minutes.")
-        try:
-            return self._check(wiki_key, username, password)
-        except WikiError as error:
-            if error.category == "authentication":
-                for name, _ in throttled:
-                    self.store.update((SIGN_IN_SPACE, "failures", name), lambda old: str(int(old or 0) + 1),
-                                      SIGN_IN_WINDOW_SECONDS)
-            raise
-
-    def _check(self, wiki_key: str, username: str, password: str) -> str:
-        """Logs in to the wiki as the person, with a client of its own; their person ID, their
-        account noted with the bot password encrypted. A bot password's login is named after
-        the wiki user alone (User@app is User)."""
-        wiki, _ = self.state.wiki_and_client(wiki_key)
-        client = self.state.make_client(dataclasses.replace(wiki, username=username, password=password, token=None))
-        try:
-            account = client.account
-        finally:
-            client.close()
-        if account.anonymous:
-            raise authentication(f"{wiki.key} took the login but named no user; ask its administrators.")
-        person_id = f"{wiki_key}:{account.name}"
-        record = {"name": account.name, "wiki": wiki_key, "username": username,
-                  "password": self.cipher.encrypt(password.encode()).decode()}
-        self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
-            {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
-        return person_id
-
-    async def sign_out(self, request: Any) -> Any:
-        """POST /sign-out with the person's access token: revokes every token of theirs, forgets
-        their wiki account and ends their wiki sessions (action=logout)."""
-        from starlette.responses import JSONResponse
-        token = bearer_token(request.headers.get("authorization", ""))
-        access = await self.load_access_token(token) if token else None
-        if access is None:
-            return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
-                                 "sign out as 'Authorization: Bearer'."}, status_code=401,
-                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-        person_id = access.subject
-
-        def sign_out() -> None:
-            found = self._get("person", person_id) or {}
-            for pair in found.get("tokens", []):
-                self._forget("access", pair[0])
-                self._forget("refresh", pair[1])
-            self._forget("person", person_id)
-            for client in self.state.people.forget(person_id):
-                try:
-                    client.write({"action": "logout"})
-                except WikiError as error:  # the session ends by itself later
-                    log.warning("sign-out: %s", error)
-                client.close()
-            log.info("signed out: %s", person_id)
-        await on_own_thread(sign_out)
-        return JSONResponse({"signedOut": True}, headers={"Cache-Control": "no-store"})
-
-    # -- serving -----------------------------------------------------------------------
-
-    def app(self) -> Any:
-        """The ASGI app of the OAuth endpoints (the SDK's), the metadata and the sign-in pages."""
-        from mcp.server.auth.routes import create_auth_routes, create_protected_resource_routes
-        from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-        from pydantic import AnyHttpUrl
-        from starlette.applications import Starlette
-        from starlette.routing import Route
-        registration, revocation = ClientRegistrationOptions(enabled=True), RevocationOptions(enabled=True)
-        routes = [*create_auth_routes(self, self.issuer_url, client_registration_options=registration,
-                                      revocation_options=revocation),
-                  *create_protected_resource_routes(AnyHttpUrl(self.resource), [self.issuer_url],
-                                                    resource_name="mediawiki-mcp"),
-                  Route(SIGN_IN_PATH, self.page, methods=["GET", "POST"]),
-                  Route(SIGN_OUT_PATH, self.sign_out, methods=["POST"])]
-        return Starlette(routes=routes)
-
-    def require_token(self, app: Any) -> Any:
-        """``app`` behind the SDK's bearer check: a request without a valid token of this server is
-        answered 401 with WWW-Authenticate naming the protected-resource metadata."""
-        from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-        from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-        from mcp.server.auth.provider import ProviderTokenVerifier
-        from mcp.server.auth.routes import build_resource_metadata_url
-        from pydantic import AnyHttpUrl
-        from starlette.middleware.authentication import AuthenticationMiddleware
-        required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
-        return AuthenticationMiddleware(AuthContextMiddleware(required),
-                                        backend=BearerAuthBackend(ProviderTokenVerifier(self)))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ from mcp import Client, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 import mediawiki_mcp as m
+import mediawiki_mcp_login as signin
 from realwiki import (
     ALMANAC,
     ALMANAC_SECTIONS,
@@ -1010,7 +1011,7 @@ class Browser:
         form = self.session.get(url, timeout=60)
         self.pages.append(form)
         fields = {**form_fields(form.text), "username": self.username, "password": self.password}
-        answer = self.session.post(urllib.parse.urljoin(form.url, m.SIGN_IN_PATH), data=self.change(fields),
+        answer = self.session.post(urllib.parse.urljoin(form.url, signin.SIGN_IN_PATH), data=self.change(fields),
                                    allow_redirects=False, timeout=60)
         self.pages.append(answer)
         return answer.headers.get("location", "")
@@ -11104,7 +11105,7 @@ def stored_values(server: Any) -> str:
 def issued(server: Any, kind: str) -> list[str]:
     """What the server holds of a kind of the sign-in's entries (code, access, refresh, person, request)."""
     store = server.state.reads.store
-    return [key[2] for key in store._kinds[kind] if key[0] == m.SIGN_IN_SPACE and store.get(key)]
+    return [key[2] for key in store._kinds[kind] if key[0] == signin.SIGN_IN_SPACE and store.get(key)]
 
 
 @on_every_version
@@ -11156,7 +11157,8 @@ def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(
         assert initialize_status(url, tokens["access_token"]) == 200
         assert initialize_status(other_url, tokens["access_token"]) == 401  # another server's token
         # Expired: the entry as the store holds it an hour on, when its time has passed.
-        store, key = server.state.reads.store, (m.SIGN_IN_SPACE, "access", m.secret_hash(tokens["access_token"]))
+        store = server.state.reads.store
+        key = (signin.SIGN_IN_SPACE, "access", signin.secret_hash(tokens["access_token"]))
         entry = json.loads(store.get(key))
         store.put(key, json.dumps({**entry, "expires_at": time.time() - 1}), 60)
         assert initialize_status(url, tokens["access_token"]) == 401
@@ -11181,8 +11183,8 @@ def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(w
         client = server.state.people.client(person, server.state.wikis[wiki.key], lambda config: config.client())
         assert client.account.name == "Editor"
         session = client.session_for(wiki.api).cookies.copy()  # the person's wiki session, as a browser has it
-        assert requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30).status_code == 401
-        out = requests.post(url.removesuffix("/mcp") + m.SIGN_OUT_PATH, timeout=30,
+        assert requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30).status_code == 401
+        out = requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30,
                             headers={"Authorization": f"Bearer {first['access_token']}"})
         assert out.status_code == 200 and out.json() == {"signedOut": True}
         for tokens in (first, second):
@@ -11426,7 +11428,7 @@ def test_sign_ins_that_keep_failing_stop_being_tried_for_that_user_name(wiki: Re
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
         _, challenge = pkce()
-        for _ in range(m.SIGN_IN_FAILURES_PER_NAME):
+        for _ in range(signin.SIGN_IN_FAILURES_PER_NAME):
             assert Browser(wiki.editor_user, "wrong").sign_in(app.authorize_url(challenge)) == ""
         browser = Browser(wiki.editor_user, wiki.editor_password)
         assert browser.sign_in(app.authorize_url(challenge)) == ""
@@ -11561,15 +11563,28 @@ def test_sign_in_settings_that_cannot_work_stop_the_server_naming_them(env: dict
     assert "not-a-fernet-key" not in str(refused.value)
 
 
-def test_without_the_login_extra_the_server_stops_naming_it() -> None:
+@pytest.mark.parametrize("missing, named", [
+    ("cryptography", "needs the cryptography package, which is not installed"),
+    ("mediawiki_mcp_login", "needs the file mediawiki_mcp_login.py beside mediawiki_mcp.py"),
+])
+def test_without_the_login_extra_the_server_stops_naming_it(missing: str, named: str) -> None:
     from cryptography.fernet import Fernet
     env = {"MCP_AUTH": "login", "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
-    without = ("import sys; sys.modules['cryptography'] = None; import mediawiki_mcp; "
+    without = (f"import sys; sys.modules[{missing!r}] = None; import mediawiki_mcp; "
                "raise SystemExit(mediawiki_mcp.main(['--transport', 'http']))")
     done = subprocess.run([sys.executable, "-c", without], capture_output=True, text=True, timeout=60,
                           env={**os.environ, **env}, cwd=HERE, check=False)
     assert done.returncode == 2, done.stderr
-    assert "pip install 'mediawiki-mcp[login]'" in done.stderr and env["MCP_AUTH_SECRET"] not in done.stderr
+    assert named in done.stderr and "pip install 'mediawiki-mcp[login]'" in done.stderr
+    assert env["MCP_AUTH_SECRET"] not in done.stderr
+
+
+def test_the_sign_in_module_raises_the_errors_of_the_module_run_as_a_script() -> None:
+    # run as a script, mediawiki_mcp is __main__: a second copy imported by name would raise a
+    # ConfigError main() does not catch
+    done = run_script("--transport", "http", env={"MCP_AUTH": "login", "MCP_AUTH_SECRET": "not-a-fernet-key"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "mediawiki-mcp: MCP_AUTH_SECRET must hold Fernet keys" in done.stderr
 
 
 def test_sign_in_options_come_from_the_settings_and_keys_rotate() -> None:
@@ -12196,8 +12211,8 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "mediawiki_mcp.py" in names and not any(n.startswith(("test_", "benchmarks/", "bundle/", "packaging/", "generate"))
-                                                 for n in names)
+    assert {"mediawiki_mcp.py", "mediawiki_mcp_redis.py", "mediawiki_mcp_login.py"} <= set(names)
+    assert not any(n.startswith(("test_", "benchmarks/", "bundle/", "packaging/", "generate")) for n in names)
     headers = [line.split(": ", 1) for line in metadata.split("\n\n", 1)[0].splitlines() if ": " in line]
     assert ["Version", m.__version__] in headers
     project = pyproject()

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mediawiki_mcp as m
+import mediawiki_mcp_login as login
 from realwiki import start_test_wiki
 
 CALLBACK = "http://127.0.0.1:8976/callback"  # nothing listens: the code is read from the redirect
@@ -84,7 +85,7 @@ def sign_in(base: str, username: str, password: str) -> str:
         "code_challenge": challenge, "code_challenge_method": "S256", "state": "s"}), timeout=30)
     fields = {name: html.unescape(value) for name, value in
               re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form.text)}
-    answer = browser.post(base + m.SIGN_IN_PATH, data={**fields, "username": username, "password": password},
+    answer = browser.post(base + login.SIGN_IN_PATH, data={**fields, "username": username, "password": password},
                           allow_redirects=False, timeout=60)
     code = urllib.parse.parse_qs(urllib.parse.urlsplit(answer.headers["location"]).query)["code"][0]
     tokens = requests.post(base + "/token", data={
@@ -114,7 +115,7 @@ def first_call(base: str, token: str) -> str:
 def store_bytes(server: Any) -> int:
     store = server.state.reads.store
     return sum(len(key[2]) + len(value) for kind in store._kinds.values() for key, (value, _) in kind.items()
-               if key[0] == m.SIGN_IN_SPACE)
+               if key[0] == login.SIGN_IN_SPACE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,589 @@
+"""Sign-in over HTTP for mediawiki-mcp (MCP_AUTH=login): the MCP authorization flow.
+
+The server is its own OAuth authorization server, as the MCP specification's authorization
+section describes: a client registers itself and sends the person to /authorize, which shows
+them the sign-in page; they give their wiki user name and a bot password of their own; the
+server logs in to the wiki with it and, once the wiki lets them in, sends the client a code,
+which it exchanges for tokens. Each token then stands for that person (People.sources), who
+acts on the wiki as themselves.
+
+Only ``pip install 'mediawiki-mcp[login]'`` users need this module (and cryptography, which that
+extra installs); mediawiki_mcp.py imports it when MCP_AUTH=login, by its name even when it runs
+as a script.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import html
+import json
+import logging
+import re
+import secrets
+import time
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizeError,
+    ProviderTokenVerifier,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.routes import (
+    build_resource_metadata_url,
+    create_auth_routes,
+    create_protected_resource_routes,
+)
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
+from starlette.routing import Route
+
+from mediawiki_mcp import (
+    DEFAULT_ACCESS_TOKEN_SECONDS,
+    DEFAULT_REFRESH_TOKEN_SECONDS,
+    LOOPBACK_NAMES,
+    MCP_PATH,
+    RIGHTS,
+    STORE_DOWN,
+    ConfigError,
+    Credentials,
+    Person,
+    ServerState,
+    SiteInfo,
+    WikiError,
+    authentication,
+    bearer_token,
+    on_own_thread,
+    rate_limited,
+    setting,
+    token_digest,
+)
+
+log = logging.getLogger("mediawiki_mcp")
+
+SIGN_IN_PATH = "/sign-in"
+SIGN_OUT_PATH = "/sign-out"
+#: The "wiki" of the state store's entries about sign-ins (StateKey), apart from every wiki's own.
+SIGN_IN_SPACE = "sign-in"
+#: How long a person has to fill in the sign-in form, and a client to exchange its code.
+SIGN_IN_FORM_SECONDS = 15 * 60
+AUTH_CODE_SECONDS = 5 * 60
+#: Failed sign-ins a user name, and an address, may have before the form stops trying them for
+#: SIGN_IN_WINDOW_SECONDS after the last: guessing goes no further, and the wiki's own login
+#: throttle (which would lock the account out of the wiki itself) is never reached. An address is
+#: allowed more, as many people may share one.
+SIGN_IN_FAILURES_PER_NAME = 5
+SIGN_IN_FAILURES_PER_ADDRESS = 20
+SIGN_IN_WINDOW_SECONDS = 15 * 60
+#: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
+CSRF_COOKIE = "mediawiki_mcp_csrf"
+#: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
+TOKENS_PER_PERSON = 100
+#: The sign-in page is shown in no other site's frame, where a person could be tricked into
+#: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
+#: would apply it to the redirect back to the client too. Its referrer policy (same-origin, in
+#: the page) keeps the sign-in's address from the wiki's links; no-referrer would make browsers
+#: send its form with "Origin: null", which the Origin check refuses.
+SIGN_IN_HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Content-Security-Policy":
+                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"}
+MAKE_FERNET_KEY = "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+
+
+@dataclasses.dataclass(frozen=True)
+class SignInOptions:
+    """How people sign in (MCP_AUTH=login): the origin clients reach this server at ('' for the
+    address it listens on), the keys that encrypt their bot passwords, and how long tokens work."""
+    keys: tuple[str, ...] = dataclasses.field(repr=False)
+    public_url: str = ""
+    access_seconds: int = DEFAULT_ACCESS_TOKEN_SECONDS
+    refresh_seconds: int = DEFAULT_REFRESH_TOKEN_SECONDS
+    #: The SDK's OAuth endpoints and metadata. Browser clients (the MCP Inspector) call them from
+    #: other origins, which they allow (CORS): none acts for anyone without the secrets in its request.
+    OAUTH_PATHS: ClassVar[tuple[str, ...]] = (
+        "/authorize", "/token", "/register", "/revoke", "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource" + MCP_PATH)
+
+    def cipher(self) -> MultiFernet:
+        """The keys as a MultiFernet (the first encrypts, all decrypt); a ConfigError when a key is
+        no Fernet key."""
+        try:
+            return MultiFernet([Fernet(key) for key in self.keys])
+        except ValueError:
+            raise ConfigError("MCP_AUTH_SECRET must hold Fernet keys (32 bytes in URL-safe base64), "
+                              f"comma-separated; make one with: {MAKE_FERNET_KEY}. The value given is not "
+                              "shown.") from None
+
+
+def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions:
+    """The sign-in's options of MCP_AUTH=login, checked (its keys decrypt)."""
+    keys, public_url = setting(env, "MCP_AUTH_SECRET"), setting(env, "MCP_PUBLIC_URL")
+    if not keys:
+        raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords "
+                          f"people sign in with: make one with {MAKE_FERNET_KEY}")
+    if not public_url and not loopback:
+        raise ConfigError("MCP_AUTH=login beyond this machine needs MCP_PUBLIC_URL, the https:// origin "
+                          "clients reach this server at (through a TLS proxy): OAuth accepts no other")
+    options = SignInOptions(keys, public_url or "", setting(env, "MCP_ACCESS_TOKEN_SECONDS"),
+                            setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
+    options.cipher()
+    return options
+
+
+def hiding_link_secrets(record: logging.LogRecord) -> bool:
+    """uvicorn's access log (at DEBUG) without the secret of a sign-in link (/sign-in?request=...):
+    whoever has it may fill in that person's sign-in form, within its 15 minutes."""
+    if isinstance(record.args, tuple) and len(record.args) > 2 and isinstance(record.args[2], str):
+        path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
+        record.args = (*record.args[:2], path, *record.args[3:])
+    return True
+
+
+def csrf_cookie(request: str) -> str:
+    """The name of the CSRF cookie of one pending sign-in: one of its own, so that two sign-ins in
+    one browser at once (two clients, or one that asked twice) do not overwrite each other's."""
+    return f"{CSRF_COOKIE}_{secret_hash(request)[:16]}"
+
+
+def secret_hash(secret: str) -> str:
+    """How a token, code or CSRF token is kept in the state store: its token_digest, as text."""
+    return token_digest(secret).hex()
+
+
+def loopback_port_apart(registered: str, given: str) -> bool:
+    """Whether a redirect URI differs from a registered one only in the port of a loopback host:
+    a native app listens on whichever port is free when it asks (RFC 8252, section 7.3)."""
+    one, other = urllib.parse.urlsplit(registered), urllib.parse.urlsplit(given)
+    return (one.scheme == other.scheme == "http" and one.hostname == other.hostname
+            and one.hostname in LOOPBACK_NAMES
+            and (one.path, one.query) == (other.path, other.query))
+
+
+class RegisteredClient(OAuthClientInformationFull):
+    """The SDK's registered client, but for the port of a loopback redirect: the SDK compares
+    redirect URIs exactly, which would refuse a native app's redirect to a port other than the one
+    it registered with."""
+
+    def validate_redirect_uri(self, redirect_uri: Any) -> Any:
+        if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
+                                            for uri in self.redirect_uris or ()):
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
+
+
+def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
+                 redirect_host: str, request: str, csrf: str, username: str = "", error: str = "") -> str:
+    """The sign-in form: plain HTML, no script. ``wikis``: (key, site name, address, address of its
+    Special:BotPasswords) of each wiki a person may sign in to, ``chosen`` preselected."""
+    e = html.escape
+    name = {key: site for key, site, _, _ in wikis}[chosen]
+    grants = sorted({grant for _, grant in RIGHTS.values()})
+    if len(wikis) > 1:
+        options = "".join(f'<option value="{e(key)}"{" selected" * (key == chosen)}>{e(site)} ({e(address)})'
+                          "</option>" for key, site, address, _ in wikis)
+        chooser = f'<p><label>Wiki <select name="wiki">{options}</select></label></p>'
+    else:
+        chooser = f'<input type="hidden" name="wiki" value="{e(chosen)}">'
+    how = "".join(f'<li>On {e(site)}: <a href="{e(special)}">Special:BotPasswords</a></li>'
+                  for _, site, _, special in wikis)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta name="referrer" content="same-origin"><title>Sign in to {e(name)}</title>
+<style>body{{font:16px sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}
+label{{display:block;margin:.5em 0}}input[type=text],input[type=password],select{{width:100%}}
+.error{{color:#b00;font-weight:bold}}.consent{{background:#eef;padding:.5em}}</style></head>
+<body><h1>Sign in to {e(name)}</h1>
+<p>Wiki: {"".join(f"<b>{e(site)}</b> ({e(address)}) " for key, site, address, _ in wikis if key == chosen)}
+through the MCP server <b>mediawiki-mcp</b> at {e(server)}.</p>
+<p class="consent"><b>{e(client)}</b> asks to read and edit the wiki as you. After you sign in, you go back
+to it at <b>{e(redirect_host)}</b>.</p>
+{f'<p class="error" role="alert">{e(error)}</p>' if error else ""}
+<form method="post" action="{SIGN_IN_PATH}">
+<input type="hidden" name="request" value="{e(request)}"><input type="hidden" name="csrf" value="{e(csrf)}">
+{chooser}
+<label>User name <input type="text" name="username" value="{e(username)}" autocomplete="username"
+required></label>
+<label>Bot password <input type="password" name="password" autocomplete="current-password" required></label>
+<p><button type="submit">Sign in</button></p></form>
+<h2>Making a bot password</h2>
+<p>Sign in with a bot password of your own, not your wiki password: it can do only what you allow, and you
+can revoke it there at any time.</p>
+<ol><li>Open Special:BotPasswords while logged in to the wiki:<ul>{how}</ul></li>
+<li>Name it, such as <code>mcp</code>, and tick the grants the tools need: {e(", ".join(grants))}
+(basic rights come with every bot password).</li>
+<li>Create it, then give here the user name it shows (such as <code>YourName@mcp</code>) and its
+password.</li></ol>
+</body></html>
+"""
+
+
+def message_page(title: str, text: str) -> str:
+    """A page that only says something (an expired sign-in, a refused form)."""
+    title, text = html.escape(title), html.escape(text)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>'
+            f'<body><h1>{title}</h1><p class="error">{text}</p></body></html>\n')
+
+
+class SignIns:
+    """The authorization server of MCP_AUTH=login (the SDK's OAuthAuthorizationServerProvider), its
+    sign-in and sign-out pages, and the source of the People its access tokens stand for.
+
+    Everything lives in the state store (``state.reads.store``: this process's, or shared by the
+    replicas of MCP_STATE_URL), under SIGN_IN_SPACE: registered clients, pending sign-ins, codes
+    and tokens (each by its hash: a copy of the store lets no one in), and each person's wiki
+    account, the bot password encrypted with MCP_AUTH_SECRET's first key."""
+
+    def __init__(self, state: ServerState, options: SignInOptions, public_url: str) -> None:
+        self.state, self.options = state, options
+        self.store = state.reads.store
+        self.cipher = options.cipher()
+        self.issuer = public_url
+        self.issuer_url = AnyHttpUrl(public_url)  # as the metadata writes it: the redirect's iss must match
+        self.resource = public_url + MCP_PATH
+
+    # -- the store ---------------------------------------------------------------
+
+    def _get(self, kind: str, name: str) -> dict[str, Any] | None:
+        found = self.store.get((SIGN_IN_SPACE, kind, name))
+        return json.loads(found) if found else None
+
+    def _put(self, kind: str, name: str, value: Mapping[str, Any], ttl: float) -> None:
+        self.store.put((SIGN_IN_SPACE, kind, name), json.dumps(value), ttl)
+
+    def _forget(self, kind: str, name: str) -> None:
+        self.store.forget((SIGN_IN_SPACE, kind, name))
+
+    def _first_use(self, kind: str, name: str, ttl: float) -> bool:
+        """Whether this is the first use of a code or refresh token, on any replica: the one check
+        that two uses at once cannot both pass."""
+        key = (SIGN_IN_SPACE, kind, name)
+        if not self.store.claim(key, "used", ttl):
+            return False
+        self.store.release(key, forget=False)
+        return True
+
+    # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
+
+    async def get_client(self, client_id: str) -> Any:
+        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id)))
+        return RegisteredClient.model_validate_json(found) if found else None
+
+    async def register_client(self, client_info: Any) -> None:
+        registration = client_info.model_dump_json()
+        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
+                                                   registration, self.options.refresh_seconds))
+
+    async def authorize(self, client: Any, params: Any) -> str:
+        if params.resource and params.resource.rstrip("/") != self.resource:
+            raise AuthorizeError("invalid_target", f"This server issues tokens for {self.resource} only.")
+        request = secrets.token_urlsafe(32)
+        pending = {"client": client.client_id, "params": params.model_dump(mode="json"), "csrf": ""}
+        await on_own_thread(lambda: self._put("request", secret_hash(request), pending, SIGN_IN_FORM_SECONDS))
+        return f"{self.issuer}{SIGN_IN_PATH}?" + urllib.parse.urlencode({"request": request})
+
+    async def load_authorization_code(self, client: Any, authorization_code: str) -> Any:
+        found = await on_own_thread(lambda: self._get("code", secret_hash(authorization_code)))
+        if not found or found["client_id"] != client.client_id:
+            return None
+        return AuthorizationCode(code=authorization_code, **found)
+
+    async def exchange_authorization_code(self, client: Any, authorization_code: Any) -> Any:
+        hashed = secret_hash(authorization_code.code)
+
+        def exchange() -> Any:
+            if not self._first_use("code-used", hashed, AUTH_CODE_SECONDS):
+                raise TokenError("invalid_grant", "This authorization code was used already.")
+            self._forget("code", hashed)
+            return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
+                               authorization_code.subject)
+        return await on_own_thread(exchange)
+
+    async def load_refresh_token(self, client: Any, refresh_token: str) -> Any:
+        found = await on_own_thread(lambda: self._get("refresh", secret_hash(refresh_token)))
+        if not found or found["client_id"] != client.client_id:
+            return None
+        return RefreshToken(token=refresh_token, **{k: v for k, v in found.items() if k != "access"})
+
+    async def exchange_refresh_token(self, client: Any, refresh_token: Any, scopes: list[str]) -> Any:
+        hashed = secret_hash(refresh_token.token)
+
+        def exchange() -> Any:  # a refresh token works once: the answer brings the next one
+            if not self._first_use("refresh-used", hashed, self.options.refresh_seconds):
+                raise TokenError("invalid_grant", "This refresh token was used already.")
+            self._revoke_pair("refresh", hashed)
+            return self._issue(client.client_id, scopes, refresh_token.resource, refresh_token.subject)
+        return await on_own_thread(exchange)
+
+    async def load_access_token(self, token: str) -> Any:
+        found = await on_own_thread(lambda: self._access(token))
+        return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"}) if found else None
+
+    def _access(self, token: str) -> dict[str, Any] | None:
+        """What an access token of this server grants, unless it is unknown, revoked or expired."""
+        found = self._get("access", secret_hash(token))
+        return found if found and found["expires_at"] > time.time() else None
+
+    async def revoke_token(self, token: Any) -> None:
+        kind = "access" if isinstance(token, AccessToken) else "refresh"
+        await on_own_thread(lambda: self._revoke_pair(kind, secret_hash(token.token)))
+
+    async def exchange_identity_assertion(self, client: Any, params: Any) -> Any:
+        raise TokenError("unsupported_grant_type", "People sign in here with a bot password; this server "
+                         "takes no identity assertions.")
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, person_id: str | None) -> Any:
+        """A new access token and refresh token for a person, noted for their sign-out."""
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        pair = [secret_hash(access), secret_hash(refresh)]
+        grant = {"client_id": client_id, "scopes": scopes, "resource": resource, "subject": person_id}
+        now, options = int(time.time()), self.options
+        self._put("access", pair[0], {**grant, "expires_at": now + options.access_seconds,
+                                      "refresh": pair[1]}, options.access_seconds)
+        self._put("refresh", pair[1], {**grant, "expires_at": now + options.refresh_seconds,
+                                       "access": pair[0]}, options.refresh_seconds)
+
+        def noted(old: str | None) -> str:
+            person = json.loads(old or "{}")
+            return json.dumps({**person, "tokens": [*person.get("tokens", [])[1 - TOKENS_PER_PERSON:], pair]})
+        self.store.update((SIGN_IN_SPACE, "person", person_id or ""), noted, options.refresh_seconds)
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
+                          refresh_token=refresh, scope=" ".join(scopes) or None)
+
+    def _revoke_pair(self, kind: str, hashed: str) -> None:
+        """Revokes a token and the other of its pair (the refresh token of an access token, and back)."""
+        found = self._get(kind, hashed)
+        self._forget(kind, hashed)
+        if found:
+            other = "refresh" if kind == "access" else "access"
+            self._forget(other, found[other])
+
+    # -- who a token stands for (a source of People) ------------------------------------
+
+    def person(self, token: str) -> Person | None:
+        """The person an access token of this server stands for, with their wiki account; None for
+        any other token, an expired or a revoked one."""
+        access = self._access(token)
+        if access is None:
+            return None
+        found = self._get("person", access["subject"])
+        if not found or "password" not in found:
+            return None
+        try:
+            password = self.cipher.decrypt(found["password"].encode()).decode()
+        except InvalidToken:  # its key was taken out of MCP_AUTH_SECRET: they sign in again
+            log.warning("the wiki account of %s cannot be decrypted with the keys of MCP_AUTH_SECRET",
+                        found["name"])
+            return None
+        account = Credentials(found["username"], password)
+        return Person(access["subject"], found["name"], {found["wiki"]: account}, signed_in=True)
+
+    # -- the sign-in page ---------------------------------------------------------------
+
+    def _wikis(self) -> list[tuple[str, str, str, str]]:
+        """Each wiki a person may sign in to: key, site name, address, its Special:BotPasswords."""
+        shown = []
+        for key, wiki, client in self.state.entries():
+            try:
+                site: SiteInfo | None = client.site
+            except WikiError as error:  # the form still works: the login says what is wrong
+                log.warning("sign-in page: %s", error)
+                site = None
+            address = site.page_url(site.main_page) if site else wiki.url
+            special = site.page_url("Special:BotPasswords") if site else wiki.url
+            shown.append((key, site.name if site else wiki.sitename or key, address, special))
+        return shown
+
+    async def page(self, request: Any) -> Any:
+        """GET and POST /sign-in: the form, then the check of what the person gave; while the shared
+        store cannot be reached, a page saying so (nothing was signed in)."""
+        try:
+            return await self._page(request)
+        except WikiError as error:
+            if error.code != STORE_DOWN:
+                raise
+            return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503)
+
+    async def _page(self, request: Any) -> Any:
+        form = dict(await request.form()) if request.method == "POST" else {}
+        given = str(form.get("request") or request.query_params.get("request") or "")
+        pending = await on_own_thread(lambda: self._get("request", secret_hash(given))) if given else None
+        if pending is None:
+            return HTMLResponse(message_page("This sign-in has ended", "The link was used to sign in already "
+                                             "(your MCP client has the sign-in), or it is unknown or older than "
+                                             f"{SIGN_IN_FORM_SECONDS // 60} minutes. To sign in again, start "
+                                             "again from your MCP client."), status_code=400)
+        if request.method == "POST":
+            csrf = str(form.get("csrf") or "")
+            if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:
+                log.warning("sign-in refused: a form without its CSRF token")
+                return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
+                                                 "server sent it (its CSRF token is missing or wrong), so "
+                                                 "nothing was signed in. Open the sign-in link again."),
+                                    status_code=403)
+            return await self._signed_in(request, form, given, pending)
+        return await self._form(given, pending)
+
+    async def _form(self, request: str, pending: dict[str, Any], *, wiki: str = "", username: str = "",
+                    error: str = "", status: int = 200) -> Any:
+        client = await self.get_client(pending["client"])
+        csrf = secrets.token_urlsafe(32)
+
+        def renew() -> list[tuple[str, str, str, str]]:
+            self._put("request", secret_hash(request), {**pending, "csrf": secret_hash(csrf)},
+                      SIGN_IN_FORM_SECONDS)
+            return self._wikis()
+        wikis = await on_own_thread(renew)
+        redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
+        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
+        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
+        name = (client.client_name if client and client.client_name else
+                f"An unnamed client ({pending['client']})")
+        page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
+                            client=name, redirect_host=going_to, request=request, csrf=csrf,
+                            username=username, error=error)
+        response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
+        response.set_cookie(csrf_cookie(request), csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,
+                            samesite="lax", secure=self.issuer.startswith("https:"))
+        return response
+
+    async def _signed_in(self, request: Any, form: dict[str, Any], given: str,
+                         pending: dict[str, Any]) -> Any:
+        """Checks the user name and bot password by logging in to the wiki; the code, or the form again."""
+        wiki = str(form.get("wiki") or self.state.config.default_wiki)
+        username, password = str(form.get("username") or "").strip(), str(form.get("password") or "").strip()
+        known = wiki in self.state.wikis
+        again = functools.partial(self._form, given, pending, wiki=wiki if known else "", username=username)
+        if not known:
+            return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
+        if not username or not password:
+            return await again(error="Give both your user name and your bot password.", status=400)
+        if "@" not in username:  # a main password would give the server all of the account, not what it needs
+            return await again(error="Give the user name of a bot password, such as "
+                               f"{username.capitalize()}@mcp, and its password: this server does not take "
+                               "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
+        address = request.client.host if request.client else ""
+        try:
+            person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
+        except WikiError as error:
+            # as a quoted string: a name is whatever the form was sent with, a line break too
+            log.warning("sign-in to %s as %r failed: %s", wiki, username.split("@")[0], error.category)
+            status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
+            # a person reads this page, not a model: the advice to the model stays out of it
+            return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",
+                               status=status)
+        code = secrets.token_urlsafe(32)
+        params = pending["params"]
+        grant = {"client_id": pending["client"], "scopes": params.get("scopes") or [],
+                 "expires_at": time.time() + AUTH_CODE_SECONDS, "code_challenge": params["code_challenge"],
+                 "redirect_uri": params["redirect_uri"], "resource": params.get("resource"),
+                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"],
+                 "subject": person}
+
+        def issue() -> None:
+            self._put("code", secret_hash(code), grant, AUTH_CODE_SECONDS)
+            self._forget("request", secret_hash(given))
+        await on_own_thread(issue)
+        log.info("signed in: %s", person)
+        target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
+                                        iss=str(self.issuer_url))
+        response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
+        response.delete_cookie(csrf_cookie(given), path=SIGN_IN_PATH)
+        return response
+
+    def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
+        """_check, unless the user name or the address failed too often lately; a failed login
+        counts against both."""
+        # the wiki's user, as it reads the name: underscores are spaces, runs of them one, none at the ends
+        user = re.sub(r"[\s_]+", " ", username.partition("@")[0]).strip().casefold()
+        throttled = [(f"name:{user}", SIGN_IN_FAILURES_PER_NAME),
+                     (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
+        if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
+               for name, limit in throttled):
+            raise rate_limited("Too many failed sign-ins with this user name or from this address: try again "
+                               f"in {SIGN_IN_WINDOW_SECONDS // 60} minutes.")
+        try:
+            return self._check(wiki_key, username, password)
+        except WikiError as error:
+            if error.category == "authentication":
+                for name, _ in throttled:
+                    self.store.update((SIGN_IN_SPACE, "failures", name), lambda old: str(int(old or 0) + 1),
+                                      SIGN_IN_WINDOW_SECONDS)
+            raise
+
+    def _check(self, wiki_key: str, username: str, password: str) -> str:
+        """Logs in to the wiki as the person, with a client of its own; their person ID, their
+        account noted with the bot password encrypted. A bot password's login is named after
+        the wiki user alone (User@app is User)."""
+        wiki, _ = self.state.wiki_and_client(wiki_key)
+        client = self.state.make_client(dataclasses.replace(wiki, username=username, password=password, token=None))
+        try:
+            account = client.account
+        finally:
+            client.close()
+        if account.anonymous:
+            raise authentication(f"{wiki.key} took the login but named no user; ask its administrators.")
+        person_id = f"{wiki_key}:{account.name}"
+        record = {"name": account.name, "wiki": wiki_key, "username": username,
+                  "password": self.cipher.encrypt(password.encode()).decode()}
+        self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
+            {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
+        return person_id
+
+    async def sign_out(self, request: Any) -> Any:
+        """POST /sign-out with the person's access token: revokes every token of theirs, forgets
+        their wiki account and ends their wiki sessions (action=logout)."""
+        token = bearer_token(request.headers.get("authorization", ""))
+        access = await self.load_access_token(token) if token else None
+        if access is None:
+            return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
+                                 "sign out as 'Authorization: Bearer'."}, status_code=401,
+                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        person_id = access.subject
+
+        def sign_out() -> None:
+            found = self._get("person", person_id) or {}
+            for pair in found.get("tokens", []):
+                self._forget("access", pair[0])
+                self._forget("refresh", pair[1])
+            self._forget("person", person_id)
+            for client in self.state.people.forget(person_id):
+                try:
+                    client.write({"action": "logout"})
+                except WikiError as error:  # the session ends by itself later
+                    log.warning("sign-out: %s", error)
+                client.close()
+            log.info("signed out: %s", person_id)
+        await on_own_thread(sign_out)
+        return JSONResponse({"signedOut": True}, headers={"Cache-Control": "no-store"})
+
+    # -- serving -----------------------------------------------------------------------
+
+    def app(self) -> Any:
+        """The ASGI app of the OAuth endpoints (the SDK's), the metadata and the sign-in pages."""
+        registration, revocation = ClientRegistrationOptions(enabled=True), RevocationOptions(enabled=True)
+        routes = [*create_auth_routes(self, self.issuer_url, client_registration_options=registration,
+                                      revocation_options=revocation),
+                  *create_protected_resource_routes(AnyHttpUrl(self.resource), [self.issuer_url],
+                                                    resource_name="mediawiki-mcp"),
+                  Route(SIGN_IN_PATH, self.page, methods=["GET", "POST"]),
+                  Route(SIGN_OUT_PATH, self.sign_out, methods=["POST"])]
+        logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
+        return Starlette(routes=routes)
+
+    def require_token(self, app: Any) -> Any:
+        """``app`` behind the SDK's bearer check: a request without a valid token of this server is
+        answered 401 with WWW-Authenticate naming the protected-resource metadata."""
+        required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
+        return AuthenticationMiddleware(AuthContextMiddleware(required),
+                                        backend=BearerAuthBackend(ProviderTokenVerifier(self)))
