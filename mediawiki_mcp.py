@@ -2225,10 +2225,6 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     return Slice(shown, start, start + utf8_len(shown), len(data))
 
 
-def shown_bytes(piece: Slice) -> int:
-    return piece.end - piece.start
-
-
 #: The share of a budget a truncation marker's list of sections may take (1/4): the rest is
 #: content, so that a call always reads on.
 OUTLINE_SHARE = 4
@@ -2240,9 +2236,9 @@ def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) 
     The marker names the cut, so its length changes with it: a few digits, fitted in a few tries."""
     piece = slice_content(text, offset, budget)
     note = marker(piece) if piece.truncated else None
-    while note is not None and shown_bytes(piece) + utf8_len(note) > budget:
+    while note is not None and piece.end - piece.start + utf8_len(note) > budget:
         smaller = slice_content(text, offset, max(budget - utf8_len(note), 1))
-        if shown_bytes(smaller) >= shown_bytes(piece):
+        if smaller.end >= piece.end:
             break  # a budget the marker alone overruns: a character still, so that a call reads on
         piece, note = smaller, marker(smaller)
     return piece, note
@@ -2370,21 +2366,15 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
     nodes: list[Node] = []
     root: list[HeadingNode] = []
     stack: list[_Piece] = []
-    accum = root
-    find_pipe = find_equals = in_heading = False
     index, i, length = 1, 0, len(text)
     no_more_gt, no_closing = False, set()
     fake_line_start = True
 
-    def refresh() -> list[HeadingNode]:
-        nonlocal find_pipe, find_equals, in_heading
-        if stack:
-            find_pipe, find_equals, in_heading = stack[-1].flags()
-            return stack[-1].parts[-1].headings
-        find_pipe = find_equals = in_heading = False
-        return root
+    def headings() -> list[HeadingNode]:  # where a heading closed now belongs
+        return stack[-1].parts[-1].headings if stack else root
 
     while True:
+        find_pipe, find_equals, in_heading = stack[-1].flags() if stack else (False, False, False)
         if fake_line_start:
             found, char = "line-start", ""
         else:
@@ -2397,22 +2387,15 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 found, char = "line-end", ""
             else:
                 char, two = text[i], text[i:i + 2]
-                if char == "|":
-                    found = "pipe"
-                elif char == "=":
-                    found = "equals"
-                elif char == "<":
-                    found = "angle"
+                opening = two if two in BRACKETS else char
+                if char in "|=<":
+                    found = {"|": "pipe", "=": "equals", "<": "angle"}[char]
                 elif char == "\n":
                     found = "line-end" if in_heading else "line-start"
-                elif two == closing:
-                    found, char = "close", two
-                elif char == closing:
-                    found = "close"
-                elif two in BRACKETS:
-                    found, char = "open", two
-                elif char in BRACKETS:
-                    found = "open"
+                elif closing in (two, char):
+                    found, char = "close", closing
+                elif opening in BRACKETS:
+                    found, char = "open", opening
                 else:  # a '-' or '}' that opens or closes nothing
                     i += 1
                     continue
@@ -2426,7 +2409,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 if end < 0:
                     i = length
                     continue
-                ws_start = i - _span_back(text, " \t", i) if i else 0
+                ws_start = i - _span_back(text, " \t", i)
                 ws_end = end + 2 + _span(text, " \t", end + 3)
                 while text.startswith("<!--", ws_end + 1):
                     more = text.find("-->", ws_end + 4)
@@ -2448,8 +2431,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 continue
             name = element.group(1)
             lower = name.lower()
-            attr_start = i + len(name) + 1
-            tag_end = -1 if no_more_gt else text.find(">", attr_start)
+            tag_end = -1 if no_more_gt else text.find(">", i + len(name) + 1)
             if tag_end < 0:
                 no_more_gt = True
                 i += 1
@@ -2480,7 +2462,6 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             count = _span(text, "=", i, 6)
             if count > 0 and not (count == 1 and find_equals):
                 stack.append(_Piece("\n", "\n", count, start=i))
-                accum = refresh()
                 i += count
         elif found == "line-end":
             piece = stack[-1]
@@ -2489,50 +2470,39 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             if part.comment_end >= 0 and search_start - 1 == part.comment_end:
                 search_start = part.visual_end - _span_back(text, " \t", part.visual_end)
             equals = _span_back(text, "=", search_start)
-            level = 0
-            if equals:
-                if search_start - equals == piece.start:  # a line of equals signs only
-                    level = 0 if equals < 3 else min(6, (equals - 1) // 2)
-                else:
-                    level = min(equals, piece.count)
+            if search_start - equals == piece.start:  # a line of equals signs only
+                level = min(6, (equals - 1) // 2) if equals >= 3 else 0
+            else:
+                level = min(equals, piece.count)
             stack.pop()
-            accum = refresh()
             if level:
-                accum.append(HeadingNode(index, level, piece.start, search_start))
+                headings().append(HeadingNode(index, level, piece.start, search_start))
                 index += 1
             else:
-                accum.extend(piece.broken())
+                headings().extend(piece.broken())
         elif found == "open":
             plain = PLAIN_BRACKETS.match(text, i)
             if plain:
                 if char == "{":
-                    bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
-                        + [plain.end() - 1]
-                    parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
-                    name = text[parts[0][0]:parts[0][1]].strip()
-                    nodes.append(Node("template", i, plain.end(), name, parts))
+                    pipes = [k for k in range(i + 2, plain.end() - 2) if text[k] == "|"]
+                    parts = tuple(zip([i + 2] + [k + 1 for k in pipes], [*pipes, plain.end() - 2]))
+                    nodes.append(Node("template", i, plain.end(), text[slice(*parts[0])].strip(), parts))
                 i = plain.end()
                 continue
-            close, names = BRACKETS[char]
             count = _span(text, char[-1], i + 1) + 1 if len(char) > 1 else _span(text, char, i)
             prefix = ""
             if char == "-{" and count > 2:  # "-{{": the braces win
-                prefix, char, count = "-", "{", count - 1
-                i += 1
-                close, names = BRACKETS[char]
+                prefix, char, count, i = "-", "{", count - 1, i + 1
+            close, names = BRACKETS[char]
             if count >= min(names):
                 stack.append(_Piece(char, close, count, start=i, prefix=prefix))
-                accum = refresh()
             i += count
         elif found == "close":
             piece = stack[-1]
-            most = piece.count - (1 if piece.close == "}-" and char == "}" else 0)
-            count = len(char) if len(char) > 1 else _span(text, char, i, most)
+            count = len(char) if len(char) > 1 else _span(text, char, i, piece.count)
             names = BRACKETS[piece.open][1]
-            matching = min(count, max(names))
-            while matching > 0 and matching not in names:
-                matching -= 1
-            if matching <= 0:
+            matching = max((n for n in names if n <= count), default=0)
+            if not matching:
                 i += count
                 continue
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
@@ -2543,7 +2513,6 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                                   text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
             stack.pop()
-            accum = refresh()
             if matching < piece.count:
                 piece.count -= matching
                 piece.parts = [_Part(piece.start + piece.count)]
@@ -2552,15 +2521,11 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
                     piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
                     stack.append(piece)
-                accum = refresh()
-            accum.extend(kept)
+            headings().extend(kept)
         elif found == "pipe":
             stack[-1].parts.append(_Part(i + 1))
-            accum = refresh()
-            find_equals = True
             i += 1
         elif found == "equals":
-            find_equals = False
             stack[-1].parts[-1].eqpos = True
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
@@ -3203,11 +3168,6 @@ class PlainText(html.parser.HTMLParser):
         self.line = []
         if blank and self.lines and self.lines[-1] != "" and not isinstance(self.lines[-1], _TextHeading):
             self.lines.append("")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in VOID_TAGS:
-            self.handle_endtag(tag)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {name: value or "" for name, value in attrs}
