@@ -2217,9 +2217,7 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     data = text.encode("utf-8")
     if offset > len(data):
         raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
-    start = max(offset, 0)
-    while 0 < start < len(data) and data[start] & 0xC0 == 0x80:  # a continuation byte
-        start -= 1
+    start = utf8_len(data[:max(offset, 0)].decode("utf-8", "ignore"))  # back to a character's start
     shown = (data[start:start + budget].decode("utf-8", "ignore")  # drops a character cut at the end
              or data[start:start + 4].decode("utf-8", "ignore")[:1])
     return Slice(shown, start, start + utf8_len(shown), len(data))
@@ -2269,17 +2267,15 @@ class HeadingNode(typing.NamedTuple):
     end: int
 
 
+@dataclasses.dataclass(slots=True)
 class _Part:
     """One part of an open bracket (its text up to a pipe): where it starts, the headings found
     in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
-    __slots__ = ("comment_end", "eqpos", "headings", "start", "visual_end")
-
-    def __init__(self, start: int = 0) -> None:
-        self.start = start
-        self.headings: list[HeadingNode] = []
-        self.eqpos = False
-        self.comment_end = -1
-        self.visual_end = -1
+    start: int
+    headings: list[HeadingNode] = dataclasses.field(default_factory=list)
+    eqpos: bool = False
+    comment_end: int = -1
+    visual_end: int = -1
 
 
 class _Piece:
@@ -2411,10 +2407,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                     continue
                 ws_start = i - _span_back(text, " \t", i)
                 ws_end = end + 2 + _span(text, " \t", end + 3)
-                while text.startswith("<!--", ws_end + 1):
-                    more = text.find("-->", ws_end + 4)
-                    if more < 0:
-                        break
+                while text.startswith("<!--", ws_end + 1) and (more := text.find("-->", ws_end + 4)) >= 0:
                     ws_end = more + 2 + _span(text, " \t", more + 3)
                 if ws_start > 0 and text[ws_start - 1] == "\n" and text[ws_end + 1:ws_end + 2] == "\n":
                     end = ws_end + 1
@@ -2440,19 +2433,17 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 i = tag_end + 1
                 continue
             if text[tag_end - 1] == "/":
-                nodes.append(Node("tag", i, tag_end + 1, lower))
-                i = tag_end + 1
-                continue
-            closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
-            if closed:
-                nodes.append(Node("tag", i, closed.end(), lower))
-                i = closed.end()
+                end = tag_end + 1
+            elif name not in no_closing and (closed := _closing_tag(name).search(text, tag_end + 1)):
+                end = closed.end()
             elif name in ("includeonly", "noinclude", "onlyinclude"):
-                nodes.append(Node("tag", i, length, lower))
-                i = length
+                end = length
             else:  # no closing tag: the opening tag is plain text
                 no_closing.add(name)
                 i = tag_end + 1
+                continue
+            nodes.append(Node("tag", i, end, lower))
+            i = end
             continue
         if found == "line-start":
             if fake_line_start:
@@ -2572,16 +2563,6 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
-def fitting_sections(sections: list[tuple[int, str]], room: int | None) -> list[tuple[int, str]]:
-    """The first of ``sections`` whose list (section_list) fits ``room`` bytes (None: all)."""
-    used = 0
-    for count, (number, heading) in enumerate(sections):
-        used += utf8_len(f", {number} ({heading})")
-        if room is not None and used > room:
-            return sections[:count]
-    return sections
-
-
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2611,7 +2592,8 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        shown_list = fitting_sections(listed, room)
+        sizes = itertools.accumulate(utf8_len(f", {n} ({heading})") for n, heading in listed)
+        shown_list = [s for s, size in zip(listed, sizes) if room is None or size <= room]
         parts.append(f"{of}: {section_list(shown_list)}" + (
             "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
         if len(shown_list) < len(listed) and outline:
@@ -2655,10 +2637,9 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     """Parses a continueFrom token back into API fields, accepting only the
     continuation fields this tool's query produces (never other API parameters)."""
     try:
-        pairs = urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True)
+        fields = dict(urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True))
     except ValueError:
-        pairs = []
-    fields = dict(pairs)
+        fields = {}
     if not fields or any(k not in allowed and k != "continue" for k in fields):
         raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
                             "value from the last 'More results available' marker unchanged.")
@@ -2708,32 +2689,23 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
     text = " ".join(value.lower().split())
     now = datetime.datetime.now(datetime.timezone.utc)
     age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
-    day = day_named(text, now.date())
+    days_ago = {"today": 0, "yesterday": 1}.get(text)
     moment: datetime.datetime | None
     if age:
         count = int(age[1]) if age[1].isdigit() else 1
         moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
-    elif day:
-        moment = datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc)
-        moment += datetime.timedelta(days=1, seconds=-1) if day_end else datetime.timedelta()
+    elif days_ago is not None:
+        moment = datetime.datetime.combine(now.date() - datetime.timedelta(days=days_ago), datetime.time(),
+                                           datetime.timezone.utc)
     else:
         moment = iso_moment(value)
     if moment is None:
         raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
                             "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
                             f"ago or 3 days ago, today or yesterday; got {value!r}.")
+    if day_end and (days_ago is not None or len(text) == 10):  # a day (an ISO date is 10 characters)
+        moment += datetime.timedelta(days=1, seconds=-1)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def day_named(text: str, today: datetime.date) -> datetime.date | None:
-    """The day that ``text`` names: today, yesterday or an ISO 8601 date (2026-11-29); None for
-    anything else."""
-    if text in ("today", "yesterday"):
-        return today - datetime.timedelta(days=1 if text == "yesterday" else 0)
-    try:
-        return datetime.date.fromisoformat(text) if len(text) == 10 else None
-    except ValueError:
-        return None
 
 
 def iso_moment(value: str) -> datetime.datetime | None:
@@ -2799,7 +2771,7 @@ def diff_line_number(attributes: str, cell: str) -> int | None:
     for pattern, text in ((LEFT_LINE_ID, attributes), (LINE_COMMENT, cell)):
         if match := pattern.search(text):
             return int(match.group(1))
-    digits = "".join(c for c in html.unescape(re.sub(r"<[^>]*>", "", cell)) if c.isdecimal())
+    digits = "".join(c for c in strip_tags(cell) if c.isdecimal())
     return int(digits) if digits else None
 
 
@@ -2874,7 +2846,6 @@ def hunk_range(start: int, count: int) -> str:
 def compact_diff(lines: list[DiffLine]) -> str:
     """The changed lines only, as unified-diff hunks: each run of changes gets an
     ``@@ -old +new @@`` header with its line numbers, removals before additions."""
-    out: list[str] = []
     runs: list[list[DiffLine]] = []
     follows = (0, 0)  # where a line continuing the current run would stand
     for line in lines:
@@ -2892,8 +2863,7 @@ def compact_diff(lines: list[DiffLine]) -> str:
         hunks.append((f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@",
                       hunk_lines(removed, added)))
     moved_lines([lines for _, lines in hunks])
-    for header, shown in hunks:
-        out += [header, *shown]
+    out = [line for header, shown in hunks for line in (header, *shown)]
     if any(line.startswith("~") and ESCAPED_MARKER.search(line) for line in out):
         out.insert(0, ESCAPE_NOTE)
     return "\n".join(out)
@@ -2983,8 +2953,7 @@ def changed_line(old: str, new: str) -> str | None:
             merged.append([i1, i2, j1, j2])
     parts, done = [], 0
     for n, (i1, i2, j1, j2) in enumerate(merged):
-        same = "".join(a[done:i1])
-        parts.append(unmarked(elided(same, first=n == 0, last=False)))
+        parts.append(unmarked(elided("".join(a[done:i1]), first=n == 0, last=False)))
         parts.append((f"[-{unmarked(''.join(a[i1:i2]))}-]" if i2 > i1 else "")
                      + (f"{{+{unmarked(''.join(b[j1:j2]))}+}}" if j2 > j1 else ""))
         done = i2
@@ -3085,12 +3054,6 @@ class _Open:
     start: int = 0  # where its text starts in the line, for what closing it rewrites
 
 
-@dataclasses.dataclass
-class _GalleryImage:
-    file: str = ""
-    thumb: list[str] = dataclasses.field(default_factory=list)  # a missing file's name, in 1.39
-
-
 class PlainText(html.parser.HTMLParser):
     """Reads MediaWiki's rendered HTML (action=parse) as plain text: headings as ``== Heading ==``
     lines with the section number the wiki edits them by (from ``sections``: anchor -> index),
@@ -3117,7 +3080,8 @@ class PlainText(html.parser.HTMLParser):
         self.ref_labels: dict[str, str] = {}
         self.notes: dict[str, str] = {}  # each reference's note by its label
         self.note = ""  # the label of the note being read
-        self.gallery: _GalleryImage | None = None  # the gallery image being read
+        self.gallery: list[str] | None = None  # the thumb text of the gallery image being read
+        self.gallery_file = ""  # and the file it links to (the thumb text names a missing file, in 1.39)
 
     def text(self, lines: Sequence[str | _TextHeading]) -> str:
         out: list[str] = []
@@ -3182,8 +3146,8 @@ class PlainText(html.parser.HTMLParser):
             return
         element = _Open(tag, start=len(self.line))
         self.open.append(element)
-        if self.gallery is not None and tag == "a" and not self.gallery.file:
-            self.gallery.file = gallery_file(attributes.get("href", ""))
+        if self.gallery is not None and tag == "a" and not self.gallery_file:
+            self.gallery_file = gallery_file(attributes.get("href", ""))
         if self.skipping or self.unseen(tag, attributes, classes):
             element.skip = True
             self.skipping += 1
@@ -3259,7 +3223,7 @@ class PlainText(html.parser.HTMLParser):
             marks = "".join(self.lists).replace("ref", "")
             self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
         if "gallerybox" in classes:  # its caption's lines on the image's line
-            self.gallery, self.cells, action = _GalleryImage(), self.cells + 1, "gallery"
+            self.gallery, self.gallery_file, self.cells, action = [], "", self.cells + 1, "gallery"
             element.start = len(self.line)
         return action
 
@@ -3304,7 +3268,7 @@ class PlainText(html.parser.HTMLParser):
         elif action == "script":
             self.line[element.start:] = [scripted("".join(self.line[element.start:]).strip(), element.tag)]
         elif action == "gallery" and self.gallery is not None:
-            file = self.gallery.file or " ".join("".join(self.gallery.thumb).split())
+            file = self.gallery_file or " ".join("".join(self.gallery).split())
             caption = " ".join("".join(self.line[element.start:]).split())
             self.line[element.start:] = [f"{caption} ({file})" if caption and file else caption or file]
             self.gallery, self.cells = None, self.cells - 1
@@ -3317,7 +3281,7 @@ class PlainText(html.parser.HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.skipping:
             if self.gallery is not None:
-                self.gallery.thumb.append(data)
+                self.gallery.append(data)
             return
         self.line.append(data)
         if self.ref is not None:
@@ -3432,10 +3396,6 @@ def ends_block(text: str) -> bool:
             or (last.startswith("<") and last.endswith(">")))
 
 
-#: The characters a wikitext list line starts with (bullets, numbers, indents, definitions).
-LIST_MARKUP = ("*", "#", ":", ";")
-
-
 def separator(before: str, after: str) -> str:
     """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
     prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
@@ -3446,7 +3406,7 @@ def separator(before: str, after: str) -> str:
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
     # A list item joins the list it follows: decided by the item alone, so that an append made
     # on a read gone stale (appendtext lands on the page as it then is) joins it too.
-    apart = after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before))
+    apart = after.lstrip()[:1] not in ("*", "#", ":", ";") and (starts_heading(after) or ends_block(before))
     wanted = 2 if apart else 1
     return "\n" * max(0, wanted - seam.count("\n"))
 
@@ -3460,12 +3420,8 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
     GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
     each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
     as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
-    pre = 0
-    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
-        suf += 1
+    pre = len(os.path.commonprefix([a, b]))  # of lists of lines as well as of strings
+    suf = len(os.path.commonprefix([a[pre:][::-1], b[pre:][::-1]]))
     steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
     if steps is None:  # too far apart to search: difflib's matching will do
         import difflib  # seldom needed: left out of the start
