@@ -2779,8 +2779,7 @@ def diff_cell_text(cell: str) -> str:
     """The text of one line of a diff table cell: tags (<div>, <ins>, <del>) dropped, entities
     decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
     (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
-    inner = cell.strip()
-    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", cell.strip(), flags=re.DOTALL)
     if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
         return ""  # an empty line, made visible
     text, position = [], 0
@@ -3049,8 +3048,7 @@ class _TextHeading:
 @dataclasses.dataclass
 class _Open:
     tag: str
-    skip: bool = False
-    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table", ...
+    action: str = ""  # what closing it does: "skip", "cell", "list", "heading", "pre", "ref", "table", ...
     start: int = 0  # where its text starts in the line, for what closing it rewrites
 
 
@@ -3149,7 +3147,7 @@ class PlainText(html.parser.HTMLParser):
         if self.gallery is not None and tag == "a" and not self.gallery_file:
             self.gallery_file = gallery_file(attributes.get("href", ""))
         if self.skipping or self.unseen(tag, attributes, classes):
-            element.skip = True
+            element.action = "skip"
             self.skipping += 1
         else:
             element.action = self.started(element, attributes, classes)
@@ -3237,11 +3235,10 @@ class PlainText(html.parser.HTMLParser):
                 return
 
     def closed(self, element: _Open) -> None:
-        if element.skip:
-            self.skipping -= 1
-            return
         action = element.action
-        if action == "heading" and self.heading is not None:
+        if action == "skip":
+            self.skipping -= 1
+        elif action == "heading" and self.heading is not None:
             self.heading.text = " ".join("".join(self.line).split())
             self.line, self.heading = [], None
             self.newline(blank=True)
@@ -3435,10 +3432,7 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
     blocks, i, j = [], 0, 0
     while i < len(a) or j < len(b):
         i1, j1 = i, j
-        while i < len(a) and changed[0][i + 1]:
-            i += 1
-        while j < len(b) and changed[1][j + 1]:
-            j += 1
+        i, j = unchanged_from(changed[0], i), unchanged_from(changed[1], j)  # as many unchanged either side
         if (i, j) == (i1, j1):
             i, j = i + 1, j + 1
         else:
