@@ -2455,7 +2455,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 stack.append(_Piece("\n", "\n", count, start=i))
                 i += count
         elif found == "line-end":
-            piece = stack[-1]
+            piece = stack.pop()
             part = piece.parts[-1]
             search_start = i - _span_back(text, " \t", i)
             if part.comment_end >= 0 and search_start - 1 == part.comment_end:
@@ -2465,7 +2465,6 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 level = min(6, (equals - 1) // 2) if equals >= 3 else 0
             else:
                 level = min(equals, piece.count)
-            stack.pop()
             if level:
                 headings().append(HeadingNode(index, level, piece.start, search_start))
                 index += 1
@@ -2507,10 +2506,9 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             if matching < piece.count:
                 piece.count -= matching
                 piece.parts = [_Part(piece.start + piece.count)]
-                if piece.count >= min(BRACKETS[piece.open][1]):
-                    stack.append(piece)
-                elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
+                if piece.count == 1 and piece.open == "{" and piece.prefix == "-":
                     piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
+                if piece.count >= min(BRACKETS[piece.open][1]):
                     stack.append(piece)
             headings().extend(kept)
         elif found == "pipe":
@@ -2932,10 +2930,9 @@ def unmarked(text: str) -> str:
 
 
 def changed_line(old: str, new: str) -> str | None:
-    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones
-    as ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change
-    cut to "…". None when the two share less than half of the shorter one's words, where both
-    lines whole read better."""
+    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones as
+    ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change cut to
+    "…". None when the two share less than half of the shorter one's words: both whole read better."""
     a, b = WORD_TOKEN.findall(old), WORD_TOKEN.findall(new)
     shorter = min(word_chars(a), word_chars(b))
     shared = collections.Counter(t for t in a if not t.isspace()) & collections.Counter(b)
@@ -3082,15 +3079,9 @@ class PlainText(html.parser.HTMLParser):
         self.gallery_file = ""  # and the file it links to (the thumb text names a missing file, in 1.39)
 
     def text(self, lines: Sequence[str | _TextHeading]) -> str:
-        out: list[str] = []
-        for line in lines:
-            if isinstance(line, _TextHeading):
-                line = self.heading_line(line)
-            elif line.startswith("="):
-                line = " " + line
-            if line or (out and out[-1]):
-                out.append(line)
-        return "\n".join(out).strip("\n")
+        shown = "\n".join(self.heading_line(line) if isinstance(line, _TextHeading)
+                          else f" {line}" if line.startswith("=") else line for line in lines)
+        return re.sub(r"\n{3,}", "\n\n", shown).strip("\n")  # blank lines in a row read as one
 
     def heading_line(self, heading: _TextHeading) -> str:
         marks = "=" * heading.level
@@ -3168,7 +3159,10 @@ class PlainText(html.parser.HTMLParser):
             return "heading"
         if "mw-headline" in classes and self.heading is not None:
             self.heading.anchor = attributes.get("id") or self.heading.anchor
-        elif tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
+            return ""
+        if tag in PARAGRAPH_TAGS or tag in LINE_TAGS:
+            self.newline(blank=tag in PARAGRAPH_TAGS)
+        if tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
             return self.structure_started(element, attributes.get("id", ""), classes)
         elif tag == "sup" and "reference" in classes:
             self.ref = []
@@ -3178,13 +3172,8 @@ class PlainText(html.parser.HTMLParser):
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
-            self.newline(blank=True)
             self.pre += 1
             return "pre"
-        elif tag in PARAGRAPH_TAGS:
-            self.newline(blank=True)
-        elif tag in LINE_TAGS:
-            self.newline()
         return ""
 
     def structure_started(self, element: _Open, anchor: str, classes: set[str]) -> str:
@@ -3198,12 +3187,10 @@ class PlainText(html.parser.HTMLParser):
             self.cells += 1
             return "cell"
         if tag == "tr":
-            self.newline()
             if self.rows:
                 self.rows[-1] = 0
             return ""
         if tag == "table":
-            self.newline(blank=True)
             self.rows.append(0)
             return "table"
         if tag in ("ul", "ol", "dl"):
@@ -3211,7 +3198,6 @@ class PlainText(html.parser.HTMLParser):
                 self.newline(blank=True)
             self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
             return "list"
-        self.newline()
         action = ""
         if self.lists[-1] == "ref":
             label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
@@ -3238,7 +3224,8 @@ class PlainText(html.parser.HTMLParser):
         action = element.action
         if action == "skip":
             self.skipping -= 1
-        elif action == "heading" and self.heading is not None:
+            return
+        if action == "heading" and self.heading is not None:
             self.heading.text = " ".join("".join(self.line).split())
             self.line, self.heading = [], None
             self.newline(blank=True)
@@ -3246,13 +3233,13 @@ class PlainText(html.parser.HTMLParser):
             self.cells -= 1
         elif action == "table":
             self.rows.pop()
-            self.newline(blank=True)
         elif action == "list":
             self.lists.pop()
             self.newline(blank=not self.lists)
         elif action == "note":
             self.newline()
             self.notes[self.note] = str(self.lines[-1])
+            return
         elif action == "ref" and self.ref is not None:
             label = "".join(self.ref).strip().strip("[]")
             if self.ref_target and label:
@@ -3261,7 +3248,6 @@ class PlainText(html.parser.HTMLParser):
         elif action == "pre":
             self.newline()
             self.pre -= 1
-            self.newline(blank=True)
         elif action == "script":
             self.line[element.start:] = [scripted("".join(self.line[element.start:]).strip(), element.tag)]
         elif action == "gallery" and self.gallery is not None:
@@ -3269,11 +3255,8 @@ class PlainText(html.parser.HTMLParser):
             caption = " ".join("".join(self.line[element.start:]).split())
             self.line[element.start:] = [f"{caption} ({file})" if caption and file else caption or file]
             self.gallery, self.cells = None, self.cells - 1
-            self.newline()
-        elif element.tag in PARAGRAPH_TAGS:
-            self.newline(blank=True)
-        elif element.tag in LINE_TAGS:
-            self.newline()
+        if element.tag in PARAGRAPH_TAGS or element.tag in LINE_TAGS:
+            self.newline(blank=element.tag in PARAGRAPH_TAGS)
 
     def handle_data(self, data: str) -> None:
         if self.skipping:
@@ -3331,13 +3314,6 @@ def replace_section(text: str, span: tuple[int, int], new: str) -> str:
             + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
 
 
-def section_outline(sections: list[Section], first: int) -> list[tuple[int, str]]:
-    """The headings of sections[first] and its subsections, as (level, heading) in order."""
-    level = sections[first].level
-    rest = itertools.takewhile(lambda s: s.level > level, sections[first + 1:])
-    return [(s.level, s.heading) for s in (sections[first], *rest)]
-
-
 def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
     """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
     it would shrink the page to that section: ``new`` is under half the size, the page has more
@@ -3350,7 +3326,11 @@ def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int |
         return None  # a page of one section, or a shorter text of the same outline: a rewrite
     if not outline:
         return 0
-    return next((s.number for i, s in enumerate(sections) if section_outline(sections, i) == outline), None)
+    for i, section in enumerate(sections):  # its headings and its subsections'
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level), len(sections))
+        if [(s.level, s.heading) for s in sections[i:end]] == outline:
+            return section.number
+    return None
 
 
 def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
@@ -3395,9 +3375,8 @@ def ends_block(text: str) -> bool:
 
 def separator(before: str, after: str) -> str:
     """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
-    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
-    with a block, except that a list line is never set apart. Line breaks already at the seam
-    count."""
+    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends with a
+    block, except that a list line is never set apart. Line breaks already at the seam count."""
     if not before.strip() or not after.strip():
         return ""
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
