@@ -2409,11 +2409,9 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 ws_end = end + 2 + _span(text, " \t", end + 3)
                 while text.startswith("<!--", ws_end + 1) and (more := text.find("-->", ws_end + 4)) >= 0:
                     ws_end = more + 2 + _span(text, " \t", more + 3)
-                if ws_start > 0 and text[ws_start - 1] == "\n" and text[ws_end + 1:ws_end + 2] == "\n":
-                    end = ws_end + 1
-                    fake_line_start = True
-                else:
-                    end += 2
+                fake_line_start = (ws_start > 0 and text[ws_start - 1] == "\n"
+                                   and text[ws_end + 1:ws_end + 2] == "\n")
+                end = ws_end + 1 if fake_line_start else end + 2
                 if stack:
                     part = stack[-1].parts[-1]
                     if part.comment_end != ws_start - 1:
@@ -2780,20 +2778,13 @@ def diff_cell_text(cell: str) -> str:
     inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", cell.strip(), flags=re.DOTALL)
     if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
         return ""  # an empty line, made visible
-    text, position = [], 0
-    for piece in re.split(r"(<[^>]*>)", inner):
-        start, position = position, position + len(piece)
-        if piece.startswith("<"):
-            continue
 
-        def spaces(match: re.Match[str], start: int = start) -> str:
-            run = match.group(0)
-            if " " not in run or "\u00a0" not in run:
-                return run  # plain spaces, or the text's own no-break spaces
-            added = (start + match.start() == 0) + (start + match.end() == len(inner))
-            return " " * max(len(run) - added, 1)
-        text.append(html.unescape(SPACE_RUN.sub(spaces, piece)))
-    return "".join(text)
+    def spaces(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if " " not in run or "\u00a0" not in run:
+            return run  # plain spaces, or the text's own no-break spaces (or a tag's spaces)
+        return " " * max(len(run) - (match.start() == 0) - (match.end() == len(inner)), 1)
+    return html.unescape(re.sub(r"<[^>]*>", "", SPACE_RUN.sub(spaces, inner)))
 
 
 def parse_diff_table(body: str) -> list[DiffLine]:
@@ -3327,7 +3318,8 @@ def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int |
     if not outline:
         return 0
     for i, section in enumerate(sections):  # its headings and its subsections'
-        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level), len(sections))
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
+                   len(sections))
         if [(s.level, s.heading) for s in sections[i:end]] == outline:
             return section.number
     return None
