@@ -2706,11 +2706,8 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
 
 def iso_moment(value: str) -> datetime.datetime | None:
     """An ISO 8601 date or time as an aware datetime (UTC when it names no zone); None if it is not one."""
-    text = value.strip()
-    if text[-1:] in ("Z", "z"):
-        text = text[:-1] + "+00:00"
     try:
-        moment = datetime.datetime.fromisoformat(text)
+        moment = datetime.datetime.fromisoformat(re.sub("[Zz]$", "+00:00", value.strip()))  # 3.10 reads no Z
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
