@@ -2171,16 +2171,10 @@ def slice_content(text: str, offset: int, budget: int) -> Slice:
     data = text.encode("utf-8")
     if offset > len(data):
         raise invalid_input(f"offset {offset} is past the end of the content ({len(data)} bytes).")
-    start = max(offset, 0)
-    while 0 < start < len(data) and data[start] & 0xC0 == 0x80:  # a continuation byte
-        start -= 1
+    start = utf8_len(data[:max(offset, 0)].decode("utf-8", "ignore"))  # back to a character's start
     shown = (data[start:start + budget].decode("utf-8", "ignore")  # drops a character cut at the end
              or data[start:start + 4].decode("utf-8", "ignore")[:1])
     return Slice(shown, start, start + utf8_len(shown), len(data))
-
-
-def shown_bytes(piece: Slice) -> int:
-    return piece.end - piece.start
 
 
 #: The share of a budget a truncation marker's list of sections may take (1/4): the rest is
@@ -2194,9 +2188,9 @@ def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) 
     The marker names the cut, so its length changes with it: a few digits, fitted in a few tries."""
     piece = slice_content(text, offset, budget)
     note = marker(piece) if piece.truncated else None
-    while note is not None and shown_bytes(piece) + utf8_len(note) > budget:
+    while note is not None and piece.end - piece.start + utf8_len(note) > budget:
         smaller = slice_content(text, offset, max(budget - utf8_len(note), 1))
-        if shown_bytes(smaller) >= shown_bytes(piece):
+        if smaller.end >= piece.end:
             break  # a budget the marker alone overruns: a character still, so that a call reads on
         piece, note = smaller, marker(smaller)
     return piece, note
@@ -2227,17 +2221,15 @@ class HeadingNode(typing.NamedTuple):
     end: int
 
 
+@dataclasses.dataclass(slots=True)
 class _Part:
     """One part of an open bracket (its text up to a pipe): where it starts, the headings found
     in it, and the comment bookkeeping Preprocessor_Hash keeps for heading ends."""
-    __slots__ = ("comment_end", "eqpos", "headings", "start", "visual_end")
-
-    def __init__(self, start: int = 0) -> None:
-        self.start = start
-        self.headings: list[HeadingNode] = []
-        self.eqpos = False
-        self.comment_end = -1
-        self.visual_end = -1
+    start: int
+    headings: list[HeadingNode] = dataclasses.field(default_factory=list)
+    eqpos: bool = False
+    comment_end: int = -1
+    visual_end: int = -1
 
 
 class _Piece:
@@ -2324,21 +2316,15 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
     nodes: list[Node] = []
     root: list[HeadingNode] = []
     stack: list[_Piece] = []
-    accum = root
-    find_pipe = find_equals = in_heading = False
     index, i, length = 1, 0, len(text)
     no_more_gt, no_closing = False, set()
     fake_line_start = True
 
-    def refresh() -> list[HeadingNode]:
-        nonlocal find_pipe, find_equals, in_heading
-        if stack:
-            find_pipe, find_equals, in_heading = stack[-1].flags()
-            return stack[-1].parts[-1].headings
-        find_pipe = find_equals = in_heading = False
-        return root
+    def headings() -> list[HeadingNode]:  # where a heading closed now belongs
+        return stack[-1].parts[-1].headings if stack else root
 
     while True:
+        find_pipe, find_equals, in_heading = stack[-1].flags() if stack else (False, False, False)
         if fake_line_start:
             found, char = "line-start", ""
         else:
@@ -2351,22 +2337,15 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 found, char = "line-end", ""
             else:
                 char, two = text[i], text[i:i + 2]
-                if char == "|":
-                    found = "pipe"
-                elif char == "=":
-                    found = "equals"
-                elif char == "<":
-                    found = "angle"
+                opening = two if two in BRACKETS else char
+                if char in "|=<":
+                    found = {"|": "pipe", "=": "equals", "<": "angle"}[char]
                 elif char == "\n":
                     found = "line-end" if in_heading else "line-start"
-                elif two == closing:
-                    found, char = "close", two
-                elif char == closing:
-                    found = "close"
-                elif two in BRACKETS:
-                    found, char = "open", two
-                elif char in BRACKETS:
-                    found = "open"
+                elif closing in (two, char):
+                    found, char = "close", closing
+                elif opening in BRACKETS:
+                    found, char = "open", opening
                 else:  # a '-' or '}' that opens or closes nothing
                     i += 1
                     continue
@@ -2380,18 +2359,13 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 if end < 0:
                     i = length
                     continue
-                ws_start = i - _span_back(text, " \t", i) if i else 0
+                ws_start = i - _span_back(text, " \t", i)
                 ws_end = end + 2 + _span(text, " \t", end + 3)
-                while text.startswith("<!--", ws_end + 1):
-                    more = text.find("-->", ws_end + 4)
-                    if more < 0:
-                        break
+                while text.startswith("<!--", ws_end + 1) and (more := text.find("-->", ws_end + 4)) >= 0:
                     ws_end = more + 2 + _span(text, " \t", more + 3)
-                if ws_start > 0 and text[ws_start - 1] == "\n" and text[ws_end + 1:ws_end + 2] == "\n":
-                    end = ws_end + 1
-                    fake_line_start = True
-                else:
-                    end += 2
+                fake_line_start = (ws_start > 0 and text[ws_start - 1] == "\n"
+                                   and text[ws_end + 1:ws_end + 2] == "\n")
+                end = ws_end + 1 if fake_line_start else end + 2
                 if stack:
                     part = stack[-1].parts[-1]
                     if part.comment_end != ws_start - 1:
@@ -2402,8 +2376,7 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 continue
             name = element.group(1)
             lower = name.lower()
-            attr_start = i + len(name) + 1
-            tag_end = -1 if no_more_gt else text.find(">", attr_start)
+            tag_end = -1 if no_more_gt else text.find(">", i + len(name) + 1)
             if tag_end < 0:
                 no_more_gt = True
                 i += 1
@@ -2412,19 +2385,17 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                 i = tag_end + 1
                 continue
             if text[tag_end - 1] == "/":
-                nodes.append(Node("tag", i, tag_end + 1, lower))
-                i = tag_end + 1
-                continue
-            closed = None if name in no_closing else _closing_tag(name).search(text, tag_end + 1)
-            if closed:
-                nodes.append(Node("tag", i, closed.end(), lower))
-                i = closed.end()
+                end = tag_end + 1
+            elif name not in no_closing and (closed := _closing_tag(name).search(text, tag_end + 1)):
+                end = closed.end()
             elif name in ("includeonly", "noinclude", "onlyinclude"):
-                nodes.append(Node("tag", i, length, lower))
-                i = length
+                end = length
             else:  # no closing tag: the opening tag is plain text
                 no_closing.add(name)
                 i = tag_end + 1
+                continue
+            nodes.append(Node("tag", i, end, lower))
+            i = end
             continue
         if found == "line-start":
             if fake_line_start:
@@ -2434,59 +2405,46 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
             count = _span(text, "=", i, 6)
             if count > 0 and not (count == 1 and find_equals):
                 stack.append(_Piece("\n", "\n", count, start=i))
-                accum = refresh()
                 i += count
         elif found == "line-end":
-            piece = stack[-1]
+            piece = stack.pop()
             part = piece.parts[-1]
             search_start = i - _span_back(text, " \t", i)
             if part.comment_end >= 0 and search_start - 1 == part.comment_end:
                 search_start = part.visual_end - _span_back(text, " \t", part.visual_end)
             equals = _span_back(text, "=", search_start)
-            level = 0
-            if equals:
-                if search_start - equals == piece.start:  # a line of equals signs only
-                    level = 0 if equals < 3 else min(6, (equals - 1) // 2)
-                else:
-                    level = min(equals, piece.count)
-            stack.pop()
-            accum = refresh()
+            if search_start - equals == piece.start:  # a line of equals signs only
+                level = min(6, (equals - 1) // 2) if equals >= 3 else 0
+            else:
+                level = min(equals, piece.count)
             if level:
-                accum.append(HeadingNode(index, level, piece.start, search_start))
+                headings().append(HeadingNode(index, level, piece.start, search_start))
                 index += 1
             else:
-                accum.extend(piece.broken())
+                headings().extend(piece.broken())
         elif found == "open":
             plain = PLAIN_BRACKETS.match(text, i)
             if plain:
                 if char == "{":
-                    bounds = [i + 2] + [i + 3 + k for k, c in enumerate(plain.group()[2:-2]) if c == "|"] \
-                        + [plain.end() - 1]
-                    parts = tuple((a, b - 1) for a, b in itertools.pairwise(bounds))
-                    name = text[parts[0][0]:parts[0][1]].strip()
-                    nodes.append(Node("template", i, plain.end(), name, parts))
+                    pipes = [k for k in range(i + 2, plain.end() - 2) if text[k] == "|"]
+                    parts = tuple(zip([i + 2] + [k + 1 for k in pipes], [*pipes, plain.end() - 2]))
+                    nodes.append(Node("template", i, plain.end(), text[slice(*parts[0])].strip(), parts))
                 i = plain.end()
                 continue
-            close, names = BRACKETS[char]
             count = _span(text, char[-1], i + 1) + 1 if len(char) > 1 else _span(text, char, i)
             prefix = ""
             if char == "-{" and count > 2:  # "-{{": the braces win
-                prefix, char, count = "-", "{", count - 1
-                i += 1
-                close, names = BRACKETS[char]
+                prefix, char, count, i = "-", "{", count - 1, i + 1
+            close, names = BRACKETS[char]
             if count >= min(names):
                 stack.append(_Piece(char, close, count, start=i, prefix=prefix))
-                accum = refresh()
             i += count
         elif found == "close":
             piece = stack[-1]
-            most = piece.count - (1 if piece.close == "}-" and char == "}" else 0)
-            count = len(char) if len(char) > 1 else _span(text, char, i, most)
+            count = len(char) if len(char) > 1 else _span(text, char, i, piece.count)
             names = BRACKETS[piece.open][1]
-            matching = min(count, max(names))
-            while matching > 0 and matching not in names:
-                matching -= 1
-            if matching <= 0:
+            matching = max((n for n in names if n <= count), default=0)
+            if not matching:
                 i += count
                 continue
             kept = piece.broken() if names[matching] is None else []  # a template hides its headings
@@ -2497,24 +2455,18 @@ def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
                                   text[parts[0][0]:parts[0][1]].strip(), parts))
             i += matching
             stack.pop()
-            accum = refresh()
             if matching < piece.count:
                 piece.count -= matching
                 piece.parts = [_Part(piece.start + piece.count)]
+                if piece.count == 1 and piece.open == "{" and piece.prefix == "-":
+                    piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
                 if piece.count >= min(BRACKETS[piece.open][1]):
                     stack.append(piece)
-                elif piece.count == 1 and piece.open == "{" and piece.prefix == "-":
-                    piece.prefix, piece.open, piece.count, piece.close = "", "-{", 2, "}-"
-                    stack.append(piece)
-                accum = refresh()
-            accum.extend(kept)
+            headings().extend(kept)
         elif found == "pipe":
             stack[-1].parts.append(_Part(i + 1))
-            accum = refresh()
-            find_equals = True
             i += 1
         elif found == "equals":
-            find_equals = False
             stack[-1].parts[-1].eqpos = True
             i += 1
     for piece in stack:  # unclosed brackets are plain text, and headings in them count
@@ -2561,16 +2513,6 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
-def fitting_sections(sections: list[tuple[int, str]], room: int | None) -> list[tuple[int, str]]:
-    """The first of ``sections`` whose list (section_list) fits ``room`` bytes (None: all)."""
-    used = 0
-    for count, (number, heading) in enumerate(sections):
-        used += utf8_len(f", {number} ({heading})")
-        if room is not None and used > room:
-            return sections[:count]
-    return sections
-
-
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2600,7 +2542,8 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        shown_list = fitting_sections(listed, room)
+        sizes = itertools.accumulate(utf8_len(f", {n} ({heading})") for n, heading in listed)
+        shown_list = [s for s, size in zip(listed, sizes) if room is None or size <= room]
         parts.append(f"{of}: {section_list(shown_list)}" + (
             "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
         if len(shown_list) < len(listed) and outline:
@@ -2644,10 +2587,9 @@ def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
     """Parses a continueFrom token back into API fields, accepting only the
     continuation fields this tool's query produces (never other API parameters)."""
     try:
-        pairs = urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True)
+        fields = dict(urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True))
     except ValueError:
-        pairs = []
-    fields = dict(pairs)
+        fields = {}
     if not fields or any(k not in allowed and k != "continue" for k in fields):
         raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
                             "value from the last 'More results available' marker unchanged.")
@@ -2697,41 +2639,29 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
     text = " ".join(value.lower().split())
     now = datetime.datetime.now(datetime.timezone.utc)
     age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
-    day = day_named(text, now.date())
+    days_ago = {"today": 0, "yesterday": 1}.get(text)
     moment: datetime.datetime | None
     if age:
         count = int(age[1]) if age[1].isdigit() else 1
         moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
-    elif day:
-        moment = datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc)
-        moment += datetime.timedelta(days=1, seconds=-1) if day_end else datetime.timedelta()
+    elif days_ago is not None:
+        moment = datetime.datetime.combine(now.date() - datetime.timedelta(days=days_ago), datetime.time(),
+                                           datetime.timezone.utc)
     else:
         moment = iso_moment(value)
     if moment is None:
         raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
                             "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
                             f"ago or 3 days ago, today or yesterday; got {value!r}.")
+    if day_end and (days_ago is not None or len(text) == 10):  # a day (an ISO date is 10 characters)
+        moment += datetime.timedelta(days=1, seconds=-1)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def day_named(text: str, today: datetime.date) -> datetime.date | None:
-    """The day that ``text`` names: today, yesterday or an ISO 8601 date (2026-11-29); None for
-    anything else."""
-    if text in ("today", "yesterday"):
-        return today - datetime.timedelta(days=1 if text == "yesterday" else 0)
-    try:
-        return datetime.date.fromisoformat(text) if len(text) == 10 else None
-    except ValueError:
-        return None
 
 
 def iso_moment(value: str) -> datetime.datetime | None:
     """An ISO 8601 date or time as an aware datetime (UTC when it names no zone); None if it is not one."""
-    text = value.strip()
-    if text[-1:] in ("Z", "z"):
-        text = text[:-1] + "+00:00"
     try:
-        moment = datetime.datetime.fromisoformat(text)
+        moment = datetime.datetime.fromisoformat(re.sub("[Zz]$", "+00:00", value.strip()))  # 3.10 reads no Z
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
@@ -2788,7 +2718,7 @@ def diff_line_number(attributes: str, cell: str) -> int | None:
     for pattern, text in ((LEFT_LINE_ID, attributes), (LINE_COMMENT, cell)):
         if match := pattern.search(text):
             return int(match.group(1))
-    digits = "".join(c for c in html.unescape(re.sub(r"<[^>]*>", "", cell)) if c.isdecimal())
+    digits = "".join(c for c in strip_tags(cell) if c.isdecimal())
     return int(digits) if digits else None
 
 
@@ -2796,24 +2726,16 @@ def diff_cell_text(cell: str) -> str:
     """The text of one line of a diff table cell: tags (<div>, <ins>, <del>) dropped, entities
     decoded, and the spaces MediaWiki turned into no-break spaces to keep them visible given back
     (a leading space became NBSP+space, a trailing one space+NBSP, a double one NBSP+space)."""
-    inner = cell.strip()
-    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", inner, flags=re.DOTALL)
+    inner = re.sub(r"^<div\b[^>]*>(.*)</div>$", r"\1", cell.strip(), flags=re.DOTALL)
     if inner == "\u00a0" or re.fullmatch(r"<br\s*/?>", inner):
         return ""  # an empty line, made visible
-    text, position = [], 0
-    for piece in re.split(r"(<[^>]*>)", inner):
-        start, position = position, position + len(piece)
-        if piece.startswith("<"):
-            continue
 
-        def spaces(match: re.Match[str], start: int = start) -> str:
-            run = match.group(0)
-            if " " not in run or "\u00a0" not in run:
-                return run  # plain spaces, or the text's own no-break spaces
-            added = (start + match.start() == 0) + (start + match.end() == len(inner))
-            return " " * max(len(run) - added, 1)
-        text.append(html.unescape(SPACE_RUN.sub(spaces, piece)))
-    return "".join(text)
+    def spaces(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if " " not in run or "\u00a0" not in run:
+            return run  # plain spaces, or the text's own no-break spaces (or a tag's spaces)
+        return " " * max(len(run) - (match.start() == 0) - (match.end() == len(inner)), 1)
+    return html.unescape(re.sub(r"<[^>]*>", "", SPACE_RUN.sub(spaces, inner)))
 
 
 def parse_diff_table(body: str) -> list[DiffLine]:
@@ -2863,7 +2785,6 @@ def hunk_range(start: int, count: int) -> str:
 def compact_diff(lines: list[DiffLine]) -> str:
     """The changed lines only, as unified-diff hunks: each run of changes gets an
     ``@@ -old +new @@`` header with its line numbers, removals before additions."""
-    out: list[str] = []
     runs: list[list[DiffLine]] = []
     follows = (0, 0)  # where a line continuing the current run would stand
     for line in lines:
@@ -2881,8 +2802,7 @@ def compact_diff(lines: list[DiffLine]) -> str:
         hunks.append((f"@@ -{hunk_range(run[0].old, len(removed))} +{hunk_range(run[0].new, len(added))} @@",
                       hunk_lines(removed, added)))
     moved_lines([lines for _, lines in hunks])
-    for header, shown in hunks:
-        out += [header, *shown]
+    out = [line for header, shown in hunks for line in (header, *shown)]
     if any(line.startswith("~") and ESCAPED_MARKER.search(line) for line in out):
         out.insert(0, ESCAPE_NOTE)
     return "\n".join(out)
@@ -2952,10 +2872,9 @@ def unmarked(text: str) -> str:
 
 
 def changed_line(old: str, new: str) -> str | None:
-    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones
-    as ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change
-    cut to "…". None when the two share less than half of the shorter one's words, where both
-    lines whole read better."""
+    """Line ``old`` as it became ``new``, in one copy: removed words as ``[-words-]``, added ones as
+    ``{+words+}``, unchanged stretches longer than DIFF_CONTEXT_CHARS either side of a change cut to
+    "…". None when the two share less than half of the shorter one's words: both whole read better."""
     a, b = WORD_TOKEN.findall(old), WORD_TOKEN.findall(new)
     shorter = min(word_chars(a), word_chars(b))
     shared = collections.Counter(t for t in a if not t.isspace()) & collections.Counter(b)
@@ -2972,8 +2891,7 @@ def changed_line(old: str, new: str) -> str | None:
             merged.append([i1, i2, j1, j2])
     parts, done = [], 0
     for n, (i1, i2, j1, j2) in enumerate(merged):
-        same = "".join(a[done:i1])
-        parts.append(unmarked(elided(same, first=n == 0, last=False)))
+        parts.append(unmarked(elided("".join(a[done:i1]), first=n == 0, last=False)))
         parts.append((f"[-{unmarked(''.join(a[i1:i2]))}-]" if i2 > i1 else "")
                      + (f"{{+{unmarked(''.join(b[j1:j2]))}+}}" if j2 > j1 else ""))
         done = i2
@@ -3069,15 +2987,8 @@ class _TextHeading:
 @dataclasses.dataclass
 class _Open:
     tag: str
-    skip: bool = False
-    action: str = ""  # what closing it does: "cell", "list", "heading", "pre", "ref", "table", ...
+    action: str = ""  # what closing it does: "skip", "cell", "list", "heading", "pre", "ref", "table", ...
     start: int = 0  # where its text starts in the line, for what closing it rewrites
-
-
-@dataclasses.dataclass
-class _GalleryImage:
-    file: str = ""
-    thumb: list[str] = dataclasses.field(default_factory=list)  # a missing file's name, in 1.39
 
 
 class PlainText(html.parser.HTMLParser):
@@ -3106,18 +3017,13 @@ class PlainText(html.parser.HTMLParser):
         self.ref_labels: dict[str, str] = {}
         self.notes: dict[str, str] = {}  # each reference's note by its label
         self.note = ""  # the label of the note being read
-        self.gallery: _GalleryImage | None = None  # the gallery image being read
+        self.gallery: list[str] | None = None  # the thumb text of the gallery image being read
+        self.gallery_file = ""  # and the file it links to (the thumb text names a missing file, in 1.39)
 
     def text(self, lines: Sequence[str | _TextHeading]) -> str:
-        out: list[str] = []
-        for line in lines:
-            if isinstance(line, _TextHeading):
-                line = self.heading_line(line)
-            elif line.startswith("="):
-                line = " " + line
-            if line or (out and out[-1]):
-                out.append(line)
-        return "\n".join(out).strip("\n")
+        shown = "\n".join(self.heading_line(line) if isinstance(line, _TextHeading)
+                          else f" {line}" if line.startswith("=") else line for line in lines)
+        return re.sub(r"\n{3,}", "\n\n", shown).strip("\n")  # blank lines in a row read as one
 
     def heading_line(self, heading: _TextHeading) -> str:
         marks = "=" * heading.level
@@ -3158,11 +3064,6 @@ class PlainText(html.parser.HTMLParser):
         if blank and self.lines and self.lines[-1] != "" and not isinstance(self.lines[-1], _TextHeading):
             self.lines.append("")
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in VOID_TAGS:
-            self.handle_endtag(tag)
-
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {name: value or "" for name, value in attrs}
         classes = set(attributes.get("class", "").split())
@@ -3176,10 +3077,10 @@ class PlainText(html.parser.HTMLParser):
             return
         element = _Open(tag, start=len(self.line))
         self.open.append(element)
-        if self.gallery is not None and tag == "a" and not self.gallery.file:
-            self.gallery.file = gallery_file(attributes.get("href", ""))
+        if self.gallery is not None and tag == "a" and not self.gallery_file:
+            self.gallery_file = gallery_file(attributes.get("href", ""))
         if self.skipping or self.unseen(tag, attributes, classes):
-            element.skip = True
+            element.action = "skip"
             self.skipping += 1
         else:
             element.action = self.started(element, attributes, classes)
@@ -3200,7 +3101,10 @@ class PlainText(html.parser.HTMLParser):
             return "heading"
         if "mw-headline" in classes and self.heading is not None:
             self.heading.anchor = attributes.get("id") or self.heading.anchor
-        elif tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
+            return ""
+        if tag in PARAGRAPH_TAGS or tag in LINE_TAGS:
+            self.newline(blank=tag in PARAGRAPH_TAGS)
+        if tag in ("td", "th", "tr", "table", "ul", "ol", "dl") or tag in ("li", "dt", "dd") and self.lists:
             return self.structure_started(element, attributes.get("id", ""), classes)
         elif tag == "sup" and "reference" in classes:
             self.ref = []
@@ -3210,13 +3114,8 @@ class PlainText(html.parser.HTMLParser):
         elif tag == "a" and self.ref is not None:
             self.ref_target = attributes.get("href", "").partition("#cite_note-")[2]
         elif tag == "pre":
-            self.newline(blank=True)
             self.pre += 1
             return "pre"
-        elif tag in PARAGRAPH_TAGS:
-            self.newline(blank=True)
-        elif tag in LINE_TAGS:
-            self.newline()
         return ""
 
     def structure_started(self, element: _Open, anchor: str, classes: set[str]) -> str:
@@ -3230,12 +3129,10 @@ class PlainText(html.parser.HTMLParser):
             self.cells += 1
             return "cell"
         if tag == "tr":
-            self.newline()
             if self.rows:
                 self.rows[-1] = 0
             return ""
         if tag == "table":
-            self.newline(blank=True)
             self.rows.append(0)
             return "table"
         if tag in ("ul", "ol", "dl"):
@@ -3243,7 +3140,6 @@ class PlainText(html.parser.HTMLParser):
                 self.newline(blank=True)
             self.lists.append("ref" if "references" in classes else {"ul": "*", "ol": "#", "dl": ":"}[tag])
             return "list"
-        self.newline()
         action = ""
         if self.lists[-1] == "ref":
             label = self.ref_labels.get(anchor.removeprefix("cite_note-"), str(len(self.notes) + 1))
@@ -3253,7 +3149,7 @@ class PlainText(html.parser.HTMLParser):
             marks = "".join(self.lists).replace("ref", "")
             self.line.append((marks[:-1] + ";" if tag == "dt" else marks) + " ")
         if "gallerybox" in classes:  # its caption's lines on the image's line
-            self.gallery, self.cells, action = _GalleryImage(), self.cells + 1, "gallery"
+            self.gallery, self.gallery_file, self.cells, action = [], "", self.cells + 1, "gallery"
             element.start = len(self.line)
         return action
 
@@ -3267,10 +3163,10 @@ class PlainText(html.parser.HTMLParser):
                 return
 
     def closed(self, element: _Open) -> None:
-        if element.skip:
+        action = element.action
+        if action == "skip":
             self.skipping -= 1
             return
-        action = element.action
         if action == "heading" and self.heading is not None:
             self.heading.text = " ".join("".join(self.line).split())
             self.line, self.heading = [], None
@@ -3279,13 +3175,13 @@ class PlainText(html.parser.HTMLParser):
             self.cells -= 1
         elif action == "table":
             self.rows.pop()
-            self.newline(blank=True)
         elif action == "list":
             self.lists.pop()
             self.newline(blank=not self.lists)
         elif action == "note":
             self.newline()
             self.notes[self.note] = str(self.lines[-1])
+            return
         elif action == "ref" and self.ref is not None:
             label = "".join(self.ref).strip().strip("[]")
             if self.ref_target and label:
@@ -3294,24 +3190,20 @@ class PlainText(html.parser.HTMLParser):
         elif action == "pre":
             self.newline()
             self.pre -= 1
-            self.newline(blank=True)
         elif action == "script":
             self.line[element.start:] = [scripted("".join(self.line[element.start:]).strip(), element.tag)]
         elif action == "gallery" and self.gallery is not None:
-            file = self.gallery.file or " ".join("".join(self.gallery.thumb).split())
+            file = self.gallery_file or " ".join("".join(self.gallery).split())
             caption = " ".join("".join(self.line[element.start:]).split())
             self.line[element.start:] = [f"{caption} ({file})" if caption and file else caption or file]
             self.gallery, self.cells = None, self.cells - 1
-            self.newline()
-        elif element.tag in PARAGRAPH_TAGS:
-            self.newline(blank=True)
-        elif element.tag in LINE_TAGS:
-            self.newline()
+        if element.tag in PARAGRAPH_TAGS or element.tag in LINE_TAGS:
+            self.newline(blank=element.tag in PARAGRAPH_TAGS)
 
     def handle_data(self, data: str) -> None:
         if self.skipping:
             if self.gallery is not None:
-                self.gallery.thumb.append(data)
+                self.gallery.append(data)
             return
         self.line.append(data)
         if self.ref is not None:
@@ -3364,13 +3256,6 @@ def replace_section(text: str, span: tuple[int, int], new: str) -> str:
             + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
 
 
-def section_outline(sections: list[Section], first: int) -> list[tuple[int, str]]:
-    """The headings of sections[first] and its subsections, as (level, heading) in order."""
-    level = sections[first].level
-    rest = itertools.takewhile(lambda s: s.level > level, sections[first + 1:])
-    return [(s.level, s.heading) for s in (sections[first], *rest)]
-
-
 def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
     """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
     it would shrink the page to that section: ``new`` is under half the size, the page has more
@@ -3383,7 +3268,12 @@ def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int |
         return None  # a page of one section, or a shorter text of the same outline: a rewrite
     if not outline:
         return 0
-    return next((s.number for i, s in enumerate(sections) if section_outline(sections, i) == outline), None)
+    for i, section in enumerate(sections):  # its headings and its subsections'
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
+                   len(sections))
+        if [(s.level, s.heading) for s in sections[i:end]] == outline:
+            return section.number
+    return None
 
 
 def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
@@ -3426,21 +3316,16 @@ def ends_block(text: str) -> bool:
             or (last.startswith("<") and last.endswith(">")))
 
 
-#: The characters a wikitext list line starts with (bullets, numbers, indents, definitions).
-LIST_MARKUP = ("*", "#", ":", ";")
-
-
 def separator(before: str, after: str) -> str:
     """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
-    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends
-    with a block, except that a list line is never set apart. Line breaks already at the seam
-    count."""
+    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends with a
+    block, except that a list line is never set apart. Line breaks already at the seam count."""
     if not before.strip() or not after.strip():
         return ""
     seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
     # A list item joins the list it follows: decided by the item alone, so that an append made
     # on a read gone stale (appendtext lands on the page as it then is) joins it too.
-    apart = after.lstrip()[:1] not in LIST_MARKUP and (starts_heading(after) or ends_block(before))
+    apart = after.lstrip()[:1] not in ("*", "#", ":", ";") and (starts_heading(after) or ends_block(before))
     wanted = 2 if apart else 1
     return "\n" * max(0, wanted - seam.count("\n"))
 
@@ -3454,12 +3339,8 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
     GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
     each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
     as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
-    pre = 0
-    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
-        suf += 1
+    pre = len(os.path.commonprefix([a, b]))  # of lists of lines as well as of strings
+    suf = len(os.path.commonprefix([a[pre:][::-1], b[pre:][::-1]]))
     steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
     if steps is None:  # too far apart to search: difflib's matching will do
         import difflib  # seldom needed: left out of the start
@@ -3473,10 +3354,7 @@ def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tup
     blocks, i, j = [], 0, 0
     while i < len(a) or j < len(b):
         i1, j1 = i, j
-        while i < len(a) and changed[0][i + 1]:
-            i += 1
-        while j < len(b) and changed[1][j + 1]:
-            j += 1
+        i, j = unchanged_from(changed[0], i), unchanged_from(changed[1], j)  # as many unchanged either side
         if (i, j) == (i1, j1):
             i, j = i + 1, j + 1
         else:
