@@ -5138,7 +5138,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
-            return as_blocks(as_shown(spec, ctx, own, accepted.would) if accepted else spec.fn(ctx, **own))
+            if accepted is None:
+                return as_blocks(spec.fn(ctx, **own))
+            return as_blocks(as_shown(spec, ctx, own, accepted.would))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
         if idempotency_key:  # a question to the person and its answer are one confirmed call
             asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
