@@ -3679,8 +3679,7 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
-    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
-          False, None),
+    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."), False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
 
@@ -3705,26 +3704,23 @@ class Flags:
     guessed. ``open_world``: it reaches beyond this server. Each other flag gives an argument or
     a gate:
 
-    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
-      read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
-    - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
-      raises a Preview of what it would do instead of doing it, which the person confirms where
-      the client can ask them (run_guarded), else the model by calling again with confirm=true.
+    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a write is refused on a
+      wiki configured read-only. Off: it acts on no one wiki.
+    - ``guarded``: a ``confirm`` argument (``ctx.confirmed``); unconfirmed, the tool raises a
+      Preview instead of acting, which the person confirms where the client can ask them
+      (run_guarded), else the model by calling again with confirm=true.
     - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
-      people's edits, a move with subpages, an undelete of many revisions, an override of the
-      no-loss rules), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
-      the call is not confirmed, the tool raises a Preview of one; elsewhere its own guard holds.
-    - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-      tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
-      is true unless the call passes false (a tool whose save should follow a preview).
+      people's edits...), with no ``confirm`` argument: while the person confirms (``ctx.asks``),
+      the tool raises a Preview of one; elsewhere its own guard holds.
+    - ``continue_from``, ``dry_run``: that argument, read as ``ctx.continue_from`` or
+      ``ctx.dry_run``; ``dry_run_default``: dryRun unless the call passes false.
     - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
       same key and arguments returns its result, marked as a repeat, and runs nothing.
-    - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
-      ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
-    - ``needs_extension``: refused on a wiki without that extension (site info's name), naming
-      wikis with it.
+    - ``watch``: a ``watch`` argument, passed to MediaWiki as ``watchlist=ctx.watch``; watching
+      or unwatching adds the editmywatchlist right.
+    - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
     - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-      use of ``ctx.client``, before anything is sent (a read-only tool's too).
+      use of ``ctx.client``, before anything is sent.
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
     - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
@@ -4227,15 +4223,10 @@ class PageRead:
         """The bytes read without a gap from the start."""
         return self.ranges[0][1] if self.ranges and self.ranges[0][0] == 0 else 0
 
-    def span(self, section: int | None) -> tuple[int, int]:
-        """The bytes of the text read that a write of ``section`` (None: all of it) replaces."""
-        if section is None or section not in self.section_ends:
-            return 0, self.total
-        return self.section_starts.get(section, 0), self.section_ends[section]
-
     def unread(self, section: int | None) -> tuple[int, int] | None:
-        """The first bytes of ``section`` (None: the whole text) not read, if any."""
-        start, end = self.span(section)
+        """The first bytes of ``section`` (None, or one not located: the whole text) not read, if any."""
+        start, end = ((self.section_starts.get(section, 0), self.section_ends[section])
+                      if section in self.section_ends else (0, self.total))
         for first, last in self.ranges:
             if first <= start < last:
                 start = last
@@ -4461,13 +4452,12 @@ class ClientReads:
         """Notes a save of ``revid`` over ``parent``: a read that showed ``parent`` now shows ``revid``,
         as they differ by the caller's own edit. ``sent_whole``: the model sent the whole text and
         nothing was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None) -> EntryChange:
-            def change(known: str | None, order: int) -> str | None:
-                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                known_now = (sent_whole and part == section) or showed_parent
-                return json.dumps([revid, order]) if known_now else None
-            return change
-        self._note([("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
+        def after(part: int | None, known: str | None, order: int) -> str | None:
+            showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+            known_now = (sent_whole and part == section) or showed_parent
+            return json.dumps([revid, order]) if known_now else None
+        self._note([("base", f"{title}|{part}", functools.partial(after, part))
+                    for part in dict.fromkeys([None, section])])
 
     def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
         """The latest revision the caller's last read of this page or section showed (also by
