@@ -3864,8 +3864,7 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
         base, arg = typing.get_args(hint)[:2]
         kind, item_kind = type_kind(base)
         required = parameter.default is inspect.Parameter.empty
-        params[name] = Param(name, kind, item_kind, arg, required,
-                             None if required else parameter.default)
+        params[name] = Param(name, kind, item_kind, arg, required, None if required else parameter.default)
     return params
 
 
@@ -4409,10 +4408,9 @@ class ClientReads:
         total = utf8_len(text)
         start, end = shown[0], min(shown[1], total)
         partial = start > 0 or end < total
-        starts: dict[int, int] = {}
-        ends: dict[int, int] = {}
-        if section is None and partial:  # where its sections are, to tell which the read showed whole
-            starts, ends = section_starts(text, self.syntax()), section_ends(text, self.syntax())
+        # where a page's sections are, to tell which a read in part showed whole
+        starts, ends = ((section_starts(text, self.syntax()), section_ends(text, self.syntax()))
+                        if section is None and partial else ({}, {}))
 
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
