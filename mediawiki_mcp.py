@@ -4388,9 +4388,9 @@ class ClientReads:
     revision it read, so that text seen only in part is not written back whole; the latest revision
     it showed, the base of a write without latestId, so that an edit made since is merged or
     refused; and the revision of each page a dry run across pages saw, so that its save skips a
-    page changed since. Callers not told apart share one ledger in which no read vouches for
-    another: a revision any of them read in part is never written back whole, and writes name
-    their base."""
+    page changed since (the model saw a diff, not the page). Callers not told apart share one
+    ledger in which no read vouches for another: a revision any of them read in part is never
+    written back whole, and writes name their base."""
     ledger: ReadLedger
     wiki: str
     caller: str
