@@ -5417,12 +5417,15 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
     # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
     capabilities = lowlevel.get_capabilities
-    changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
 
-    def get_capabilities(_: Any = None, *args: Any, **kwargs: Any) -> mt.ServerCapabilities:
-        return capabilities(changed, *args, **kwargs)
+    def get_capabilities(notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> mt.ServerCapabilities:
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
 
-    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign,assignment]  # the SDK gap above
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
 
 
