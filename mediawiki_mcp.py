@@ -5047,9 +5047,9 @@ def writing_accounts(state: ServerState, person: Person) -> list[Account | None]
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
-    """Refuses a tool on a wiki without the extension it needs, naming the wikis that have it."""
+    """Refuses a tool on a wiki without the extension it needs, if any, naming the wikis that have it."""
     needed = (spec.needs_extension or "").lower()
-    if needed in client.extensions:
+    if not needed or needed in client.extensions:
         return
     others = []
     for other, other_client in state.clients.items():
@@ -5081,21 +5081,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
-        if spec not in offered and person and spec in offered_tools(state, session):
-            if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
-                writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
-                raise authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
-                                     f"so it does not use {name} for them (never as its own account); nothing "
-                                     f"was changed. {person.account_elsewhere(writable)}.")
-            raise permission_denied(
-                f"The tool {name} is not offered to {person.name}: their account lacks the right "
-                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
-                "wiki's administrators can give it; no retry by the model changes it.")
-        if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
-            loadable = spec.toolset in loadable_now(state, session)
-            final = "" if loadable else "; no retry by the model changes it"
-            raise permission_denied(f"The tool {name} is not offered with this server's configuration"
-                                    f"{toolset_hint(state, spec, session)}{final}.")
+        if spec not in offered:
+            raise unoffered_error(state, spec, session, person)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -5111,8 +5098,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
-        if spec.needs_extension:
-            require_extension(state, spec, key, client)
+        require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
             state.reads.store.require()  # so none goes on while the store is down, with a key or not
         watch = values["watch"] if spec.watch else None
@@ -5126,18 +5112,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
-            if accepted is None:
-                return as_blocks(spec.fn(ctx, **own))
-            return as_blocks(as_shown(spec, ctx, own, accepted.would))
+            return as_blocks(as_shown(spec, ctx, own, accepted.would) if accepted else spec.fn(ctx, **own))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
-        if idempotency_key:  # a question to the person and its answer are one confirmed call
-            asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
-            fingerprint = json.dumps([name, key, asked], sort_keys=True, ensure_ascii=False)
-            result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, caller)
-            if repeated:
-                result = [REPEAT_NOTE + result[0], *result[1:]]
-        else:
-            result = act()
+        result = once_per_key(state, spec, key, ctx, own, idempotency_key, act) if idempotency_key else act()
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         if person_confirms:
@@ -5159,6 +5136,36 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     if write and person:
         log_persons_write(person, write, "done")
     return as_blocks(result), False
+
+
+def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
+                    person: Person | None) -> WikiError:
+    """Why a tool the caller is not offered is refused: a person's missing account or right, where
+    the configured accounts would be offered it; else its toolset (tools/list lists those offered)."""
+    name = spec.name
+    if person and spec in offered_tools(state, session):
+        if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+            writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
+            return authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
+                                  f"so it does not use {name} for them (never as its own account); nothing "
+                                  f"was changed. {person.account_elsewhere(writable)}.")
+        return permission_denied(
+            f"The tool {name} is not offered to {person.name}: their account lacks the right "
+            f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
+            "wiki's administrators can give it; no retry by the model changes it.")
+    final = "" if spec.toolset in loadable_now(state, session) else "; no retry by the model changes it"
+    return permission_denied(f"The tool {name} is not offered with this server's configuration"
+                             f"{toolset_hint(state, spec, session)}{final}.")
+
+
+def once_per_key(state: ServerState, spec: ToolSpec, key: str, ctx: ToolContext, own: Mapping[str, Any],
+                 idempotency_key: str, act: Callable[[], list[Any]]) -> list[Any]:
+    """``act()`` run once per idempotencyKey of the caller on wiki ``key``; a repeat answers the first
+    result, marked. A question to the person and its answer are one confirmed call."""
+    asked = {**own, "confirm": ctx.confirmed or ctx.asks} if spec.guarded else own
+    fingerprint = json.dumps([spec.name, key, asked], sort_keys=True, ensure_ascii=False)
+    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller)
+    return [REPEAT_NOTE + result[0], *result[1:]] if repeated else result
 
 
 def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
@@ -5332,10 +5339,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
         session, person, confirms = session_of(ctx), person_of(state, ctx), person_confirms(state, ctx)
-        if person is None:
-            return mt.ListToolsResult(tools=listed_tools(state, session, confirms=confirms))
         # a person's rights decide their tools, which may take a login to their wikis
-        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        tools = (listed_tools(state, session, confirms=confirms) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        return mt.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
@@ -5361,11 +5368,6 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
         changes.listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
-
-    async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
-        return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
-            uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
-            description="A configured wiki: its name, public address, API address and access.")])
 
     async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
         uri = str(params.uri)
@@ -5427,6 +5429,15 @@ def create_server(config: Config | None = None, state: ServerState | None = None
 
     lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
     return server
+
+
+async def list_resource_templates(ctx: Any, params: Any) -> Any:
+    """resources/templates/list's answer, the same for every server."""
+    import mcp_types as mt
+
+    return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+        uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
+        description="A configured wiki: its name, public address, API address and access.")])
 
 
 def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
