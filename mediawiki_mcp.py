@@ -3511,8 +3511,7 @@ SHARED_PARAMS = {p.name: p for p in (
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
-    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."),
-          False, None),
+    Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."), False, None),
     Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
 
 
@@ -3537,26 +3536,23 @@ class Flags:
     guessed. ``open_world``: it reaches beyond this server. Each other flag gives an argument or
     a gate:
 
-    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a tool that is not
-      read-only is refused on a wiki configured read-only. Off: it acts on no one wiki.
-    - ``guarded``: a ``confirm`` argument, read as ``ctx.confirmed``; unconfirmed, the tool
-      raises a Preview of what it would do instead of doing it, which the person confirms where
-      the client can ask them (run_guarded), else the model by calling again with confirm=true.
+    - ``scoped`` (the default): a ``wiki`` argument picks the wiki, and a write is refused on a
+      wiki configured read-only. Off: it acts on no one wiki.
+    - ``guarded``: a ``confirm`` argument (``ctx.confirmed``); unconfirmed, the tool raises a
+      Preview instead of acting, which the person confirms where the client can ask them
+      (run_guarded), else the model by calling again with confirm=true.
     - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
-      people's edits, a move with subpages, an undelete of many revisions, an override of the
-      no-loss rules), with no ``confirm`` argument: while the person confirms (``ctx.asks``) and
-      the call is not confirmed, the tool raises a Preview of one; elsewhere its own guard holds.
-    - ``continue_from``, ``dry_run``: a ``continueFrom`` or ``dryRun`` argument, which the
-      tool reads as ``ctx.continue_from`` or ``ctx.dry_run``. ``dry_run_default``: dryRun
-      is true unless the call passes false (a tool whose save should follow a preview).
+      people's edits...), with no ``confirm`` argument: while the person confirms (``ctx.asks``),
+      the tool raises a Preview of one; elsewhere its own guard holds.
+    - ``continue_from``, ``dry_run``: that argument, read as ``ctx.continue_from`` or
+      ``ctx.dry_run``; ``dry_run_default``: dryRun unless the call passes false.
     - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the
       same key and arguments returns its result, marked as a repeat, and runs nothing.
-    - ``watch``: a ``watch`` argument (WATCH_CHOICES), which the tool passes to MediaWiki as
-      ``watchlist=ctx.watch``; watching or unwatching adds the editmywatchlist right.
-    - ``needs_extension``: refused on a wiki without that extension (site info's name), naming
-      wikis with it.
+    - ``watch``: a ``watch`` argument, passed to MediaWiki as ``watchlist=ctx.watch``; watching
+      or unwatching adds the editmywatchlist right.
+    - ``needs_extension``: refused on a wiki without that extension, naming wikis with it.
     - ``rights``: refused for an account without them (``a|b``: either) at the tool's first
-      use of ``ctx.client``, before anything is sent (a read-only tool's too).
+      use of ``ctx.client``, before anything is sent.
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
     - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
@@ -3606,9 +3602,8 @@ class ToolSpec(Flags):
 
     @functools.cached_property
     def params(self) -> dict[str, Param]:
-        """The function's own arguments, read from its annotations when first needed (the first
-        tools/list or call) rather than at import, where evaluating every tool's annotations would
-        be a good part of the time a server takes to start."""
+        """The function's own arguments, read when first needed: evaluating every tool's annotations
+        at import would be a good part of the time a server takes to start."""
         return signature_params(self.fn)
 
     @property
@@ -3622,8 +3617,7 @@ class ToolSpec(Flags):
         return {**self.params, **shared}
 
     def description(self, config: Config | None = None, absent: Collection[str] = ()) -> str:
-        """The description, the settings it quotes read from ``config`` (None: the defaults), then
-        its routing sentence (``see``) to the tools not ``absent`` from the list."""
+        """The description quoting ``config`` (None: defaults), routing (see) to tools not ``absent``."""
         text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
                                     for f in dataclasses.fields(Config)})
         routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items()
@@ -3631,9 +3625,9 @@ class ToolSpec(Flags):
         return f"{text} {routes[:1].upper()}{routes[1:]}." if routes else text
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
-        """The input schema, leaving out the shared arguments ``unlisted``, which a call may
-        still pass (listed_arguments). It is open (no ``additionalProperties: false``), to spare
-        29 bytes a tool on every turn: check_arguments refuses unknown arguments, naming these."""
+        """The input schema without the shared arguments ``unlisted`` (which a call may still pass).
+        Open (no ``additionalProperties: false``) to spare 29 bytes a tool on every turn:
+        check_arguments refuses unknown arguments."""
         arguments = {name: p for name, p in self.arguments.items() if name not in unlisted}
         required = [name for name, p in arguments.items() if p.required]
         return {"type": "object", "properties": {name: param_schema(p) for name, p in arguments.items()},
@@ -3641,11 +3635,9 @@ class ToolSpec(Flags):
 
 
 class Preview(Exception):
-    """What a guarded tool would do, raised instead of doing it while the call is not confirmed
-    (``ctx.confirmed``). The dispatcher answers it to the model (``answer``), or puts ``would`` to
-    the person (run_guarded) and, once they accept, runs the call again pinned to it (as_shown).
-    ``choices``: the parts of it the person may pick from (pages to save), each their own yes or
-    no; ``wiki`` and ``account``: where and as whom, which run_tool adds for the person's question."""
+    """What a guarded tool would do, raised instead while the call is not confirmed: answered to the
+    model, or put to the person (run_guarded). ``choices``: parts the person may pick (pages to
+    save); ``wiki`` and ``account``: where and as whom, which run_tool adds for the question."""
 
     def __init__(self, nothing: str, would: str, choices: Sequence[str] = ()) -> None:
         super().__init__(nothing, would)
@@ -3660,17 +3652,13 @@ class Preview(Exception):
 
 @dataclasses.dataclass(eq=False)
 class Registry:
-    """Tools by name, in the order tools/list shows them. A server serves one registry
-    (ServerState.registry): REGISTRY, whose ``tool`` decorates every tool below, unless it
-    is given its own, as a test does."""
+    """Tools by name, in tools/list's order: REGISTRY, unless a server (a test's) is given its own."""
     tools: dict[str, ToolSpec] = dataclasses.field(default_factory=dict)
 
     def tool(self, name: str, title: str, *, toolset: str,
              **flags: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Registers a tool function. Its docstring is the description (quoting settings as
-        ``{field:unit}``: see Quoted); its parameters after the ToolContext are the tool's own
-        arguments, each ``Annotated[type, Arg(...)]``. ``toolset``: its group (TOOLSETS); it is
-        offered only when the operator offers that group. ``flags``: the fields of Flags."""
+        """Registers a tool function: its docstring is the description (quoting settings: Quoted), its
+        parameters after the ToolContext its own arguments, each ``Annotated[type, Arg(...)]``."""
         given = Flags(**flags)
         if problem := given.problem(name):
             raise TypeError(problem)
@@ -3708,8 +3696,7 @@ def signature_params(fn: Callable[..., Any]) -> dict[str, Param]:
         base, arg = typing.get_args(hint)[:2]
         kind, item_kind = type_kind(base)
         required = parameter.default is inspect.Parameter.empty
-        params[name] = Param(name, kind, item_kind, arg, required,
-                             None if required else parameter.default)
+        params[name] = Param(name, kind, item_kind, arg, required, None if required else parameter.default)
     return params
 
 
@@ -3755,8 +3742,7 @@ def kind_schema(kind: Any) -> dict[str, Any]:
 
 
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Validates a call's arguments against the tool's parameters. Every problem is
-    an invalid_input error naming the argument, never a silent drop or a crash."""
+    """A call's arguments as the tool takes them; any problem is an invalid_input naming the argument."""
     accepted = spec.arguments
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
@@ -3765,13 +3751,12 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, A
                             f"Accepted arguments: {', '.join(accepted)}.")
     values: dict[str, Any] = {}
     for name, p in accepted.items():
-        value = arguments.get(name)
-        if value is None:
-            if p.required:
-                raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
+        if arguments.get(name) is not None:
+            values[name] = check_value(p, arguments[name])
+        elif p.required:
+            raise invalid_input(f"Missing required argument {name!r} for {spec.name}: {p.arg.description}")
+        else:
             values[name] = p.default
-            continue
-        values[name] = check_value(p, value)
     return values
 
 
@@ -3880,11 +3865,9 @@ LOGIN_REFUSED = "AuthenticationError"
 
 
 class StateStore(typing.Protocol):
-    """What the write tools keep (ReadLedger, IdempotencyStore): text entries by StateKey, each
-    expiring ``ttl`` seconds after its last write. MemoryStore keeps them in this process;
-    mediawiki_mcp_redis.RedisStore (MCP_STATE_URL) shares them with every replica, and raises
-    an upstream_failure with the code STORE_DOWN, before anything was written, when it cannot
-    be reached."""
+    """Text entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in
+    this process, or mediawiki_mcp_redis.RedisStore (MCP_STATE_URL) shared by replicas, which raises
+    the STORE_DOWN error, before anything was written, when it cannot be reached."""
     name: str
 
     def get(self, key: StateKey) -> str | None: ...
@@ -4001,9 +3984,8 @@ def open_state_store(url: str) -> StateStore:
 
 
 def store_problem_at_start(store: StateStore) -> str | None:
-    """Why the shared store cannot be reached at start, or None (also without one). A store that
-    refuses the password is a ConfigError: the setting is wrong, which no wait mends, while an
-    unreachable store may come back (writes are refused until it does)."""
+    """Why the shared store cannot be reached at start, or None. A refused password is a
+    ConfigError, which no wait mends; an unreachable store may come back."""
     problem = store.problem()
     if problem == LOGIN_REFUSED:
         raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
@@ -4014,8 +3996,8 @@ def store_problem_at_start(store: StateStore) -> str | None:
 
 @contextlib.contextmanager
 def unless_store_down(what: str) -> Iterator[None]:
-    """Goes on when the shared store cannot be reached, with a warning: for what is noted after
-    the fact (a read served, a write saved), which must not turn into a failure of its own."""
+    """Goes on, with a warning, when the shared store cannot be reached: for what is noted after
+    the fact, which must not turn into a failure of its own."""
     try:
         yield
     except WikiError as error:
@@ -4036,15 +4018,13 @@ def told_apart(caller: str) -> bool:
 
 
 def heading_entry(title: str, heading: str) -> str:
-    """The read ledger's name for a section of ``title`` asked for by ``heading`` (as headings
-    are matched: case and space aside); no section number looks like it."""
+    """The read ledger's name for a section asked for by ``heading``, case and space aside."""
     return f"{title}|#{' '.join(heading.split()).casefold()}"
 
 
 def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
-    """The entry of a state store that holds ``name`` of ``kind`` for one caller on one wiki: the
-    one place entries are named, so every kind (reads, bases, previews, idempotency keys, and any
-    added later) is kept per caller, and one client's entries never answer for another's."""
+    """The one place entries are named: every kind is kept per caller, so that one client's
+    entries never answer for another's."""
     return (wiki, kind, f"{caller}|{name}" if caller else name)
 
 
@@ -4074,15 +4054,10 @@ class PageRead:
         """The bytes read without a gap from the start."""
         return self.ranges[0][1] if self.ranges and self.ranges[0][0] == 0 else 0
 
-    def span(self, section: int | None) -> tuple[int, int]:
-        """The bytes of the text read that a write of ``section`` (None: all of it) replaces."""
-        if section is None or section not in self.section_ends:
-            return 0, self.total
-        return self.section_starts.get(section, 0), self.section_ends[section]
-
     def unread(self, section: int | None) -> tuple[int, int] | None:
-        """The first bytes of ``section`` (None: the whole text) not read, if any."""
-        start, end = self.span(section)
+        """The first bytes of ``section`` (None, or one not located: the whole text) not read, if any."""
+        start, end = ((self.section_starts.get(section, 0), self.section_ends[section])
+                      if section in self.section_ends else (0, self.total))
         for first, last in self.ranges:
             if first <= start < last:
                 start = last
@@ -4127,17 +4102,11 @@ def rendering_digest(text: str) -> str:
 
 
 class ReadLedger:
-    """What each caller read and previewed, per wiki (client_entry; ClientReads reads and writes
-    it for one caller): the store of the no-loss checks, kept within its bounds.
-
-    A caller's ledger holds at most ``capacity`` entries of each kind (pages and sections read,
-    bases, previews) and ``max_bytes`` bytes in all, the least recently written dropped first;
-    once one was, a page it no longer holds must be read again before a whole-page or section
-    write (ClientReads.forgotten).
-
-    "Here" is this process, or every replica sharing ``store``. What is noted while a shared
-    store cannot be reached is kept in this process and written once it is back (the model is
-    told); what is asked fails then (a write stops before it is sent)."""
+    """What each caller read and previewed, per wiki (ClientReads: one caller's): the store of the
+    no-loss checks. A caller's ledger holds at most ``capacity`` entries of each kind and
+    ``max_bytes`` bytes in all, the least recently written dropped first (ClientReads.forgotten).
+    What is noted while a shared store cannot be reached is kept here and written once it is
+    back; what is asked fails then, so a write stops before it is sent."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES, store: StateStore | None = None,
                  max_bytes: int = DEFAULT_READ_LEDGER_MAX_BYTES) -> None:
@@ -4149,8 +4118,6 @@ class ReadLedger:
 
     def of(self, wiki: str, caller: str = "",
            syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
-        """The ledger as ``caller`` ('' for this whole process) sees it on ``wiki``, whose wikitext
-        has ``syntax()``."""
         return ClientReads(self, wiki, caller, syntax)
 
     def entry(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
@@ -4158,8 +4125,7 @@ class ReadLedger:
         return self.store.get(client_entry(wiki, caller, kind, name))
 
     def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
-        """Makes ``changes`` to the caller's entries; whether they are written now: while a shared
-        store cannot be reached, they are kept in this process and written once it is back."""
+        """Makes ``changes`` to the caller's entries; whether they are written now, not kept for later."""
         def write() -> None:
             order = self.store.next_order()
             sizes = []
@@ -4197,9 +4163,8 @@ class ReadLedger:
         return written[0]
 
     def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
-        """Keeps the caller's ledger within its bounds, after ``sizes`` were written: its index
-        (kind ``ledger``) holds its entries (``kind|name``) with their sizes, the least recently
-        written first, and whether any was dropped."""
+        """Keeps the caller's ledger within its bounds: its index (kind ``ledger``) holds its entries
+        (``kind|name``) with their sizes, the least recently written first, and whether any was dropped."""
         dropped: list[str] = []
 
         def bounded(old: str | None) -> str:
@@ -4227,8 +4192,7 @@ class ReadLedger:
             self.store.forget((wiki, kind, name))
 
     def _flush(self) -> None:
-        """Writes what was noted while the store could not be reached, oldest first; raises while
-        it still cannot be reached."""
+        """Writes what was noted while the store could not be reached; raises while it still cannot."""
         with self._pending_lock:
             while self._pending:
                 self._pending[0]()
@@ -4252,17 +4216,13 @@ class ReadLedger:
 
 @dataclasses.dataclass(frozen=True)
 class ClientReads:
-    """The read ledger of one caller on one wiki. It remembers, per page and section, what the
-    caller read: which bytes of which revision, so that writing back text the model only saw in
-    part (a truncated read) is refused; and which latest revision it showed, the base of a write
-    that names no latestId, so that an edit made since is merged or refused, never overwritten.
-    Also the revision each page had when a change across pages was previewed (dry run), so that
-    its save skips a page changed since: the model saw that change's diff only, not the page, so
-    it is no read.
-
-    Callers that cannot be told apart (told_apart) share one ledger, in which no read vouches for
-    another: a revision any of them read in part is never written back whole, and writes name
-    their base (latestId)."""
+    """The read ledger of one caller on one wiki, per page and section: which bytes of which
+    revision it read, so that text seen only in part is not written back whole; the latest revision
+    it showed, the base of a write without latestId, so that an edit made since is merged or
+    refused; and the revision of each page a dry run across pages saw, so that its save skips a
+    page changed since (the model saw a diff, not the page). Callers not told apart share one
+    ledger in which no read vouches for another: a revision any of them read in part is never
+    written back whole, and writes name their base."""
     ledger: ReadLedger
     wiki: str
     caller: str
@@ -4270,22 +4230,19 @@ class ClientReads:
 
     @property
     def told_apart(self) -> bool:
-        """Whether this caller is one client, or one of several this server cannot tell apart."""
         return told_apart(self.caller)
 
     def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
                latest: bool = True, heading: str | None = None) -> str | None:
-        """Notes a read of ``text`` (a page, or one section) that showed the bytes ``shown``
-        (start, end); ``latest``: the revision read was the page's latest (not an old one,
-        get-revision); ``heading``: the section was asked for by this heading. Returns a note for
-        the model when the read could not be recorded yet."""
+        """Notes a read of ``text`` (a page or one section) that showed the bytes ``shown``; ``latest``:
+        of the page's latest revision; ``heading``: the section was asked for by it. Returns a note
+        for the model when the read could not be recorded yet."""
         total = utf8_len(text)
         start, end = shown[0], min(shown[1], total)
         partial = start > 0 or end < total
-        starts: dict[int, int] = {}
-        ends: dict[int, int] = {}
-        if section is None and partial:  # where its sections are, to tell which the read showed whole
-            starts, ends = section_starts(text, self.syntax()), section_ends(text, self.syntax())
+        # where a page's sections are, to tell which a read in part showed whole
+        starts, ends = ((section_starts(text, self.syntax()), section_ends(text, self.syntax()))
+                        if section is None and partial else ({}, {}))
 
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
@@ -4295,9 +4252,8 @@ class ClientReads:
                             last.section_ends or ends, last.section_starts if last.section_ends else starts).dumps()
 
         def cut(known: str | None, order: int) -> str | None:
-            """The revisions of the page some read showed in part, with the parts (None: the page,
-            or a section number) it cut, the latest CUT_REVISIONS_KEPT; rewritten by every read of
-            the page, so that it is dropped from the ledger no sooner than the page's read."""
+            """The latest CUT_REVISIONS_KEPT revisions some read showed in part, with the parts it cut;
+            rewritten by every read, so that it is dropped no sooner than the page's read."""
             if not partial:
                 return known
             parts: set[int | None] = {section}
@@ -4323,23 +4279,20 @@ class ClientReads:
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int,
               sent_whole: bool) -> None:
-        """Notes a save of ``revid`` over ``parent``. Where the caller's last read of the page, or of
-        the section written, showed ``parent``, it now shows ``revid``: they differ by its own
-        edit. ``sent_whole``: the model sent the text of that page or section itself and nothing
-        was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None) -> EntryChange:
-            def change(known: str | None, order: int) -> str | None:
-                showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-                known_now = (sent_whole and part == section) or showed_parent
-                return json.dumps([revid, order]) if known_now else None
-            return change
-        self._note([("base", f"{title}|{part}", after(part)) for part in dict.fromkeys([None, section])])
+        """Notes a save of ``revid`` over ``parent``: a read that showed ``parent`` now shows ``revid``,
+        as they differ by the caller's own edit. ``sent_whole``: the model sent the whole text and
+        nothing was merged in, so it knows ``revid`` even unread."""
+        def after(part: int | None, known: str | None, order: int) -> str | None:
+            showed_parent = bool(known and parent and json.loads(known)[0] == parent)
+            known_now = (sent_whole and part == section) or showed_parent
+            return json.dumps([revid, order]) if known_now else None
+        self._note([("base", f"{title}|{part}", functools.partial(after, part))
+                    for part in dict.fromkeys([None, section])])
 
     def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
-        """The latest revision the caller's last read showed of this page (for a section: of the
-        section, of the whole page, or of the section by ``heading``, whichever was read later),
-        if any; none for a caller not told apart, whose reads may be another client's. A section
-        named by heading may have been read under another number: one added above renumbers it."""
+        """The latest revision the caller's last read of this page or section showed (also by
+        ``heading``, as one added above renumbers it), if any; none for a caller not told apart,
+        whose reads may be another client's."""
         names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
         found = [self._get("base", name) for name in names + ([heading_entry(title, heading)] if heading else [])]
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
@@ -4348,20 +4301,17 @@ class ClientReads:
         return last[0] if last else None
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
-        """Notes a dry run of ``change`` (what it does, as text) to a page at revision ``revid``;
-        or, with ``saved``, the revision that saving that change made."""
+        """Notes a dry run of ``change`` to a page at ``revid`` (``saved``: the revision its save made)."""
         shown = json.dumps([revid, saved])
         self._note([("preview", preview_entry(title, change), lambda *_: shown)])
 
     def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
-        """The revision the caller's last dry run of ``change`` to this page showed, and the
-        revision its save made, if any."""
+        """The revision the caller's last dry run of ``change`` showed, and the one its save made, if any."""
         found = self._get("preview", preview_entry(title, change))
         return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
 
     def rendered(self, title: str, *texts: str) -> None:
-        """Notes rendered text (plain text or HTML) of a page shown to the caller, so that the same
-        text written back as wikitext is refused (shows_rendered); the last few are kept."""
+        """Notes rendered text of a page shown to the caller: it is refused as wikitext (shows_rendered)."""
         digests = [rendering_digest(text) for text in texts]
 
         def after(known: str | None, order: int) -> str:
@@ -4374,10 +4324,9 @@ class ClientReads:
         return rendering_digest(text) in json.loads(self._get("rendered", title) or "[]")
 
     def unseen(self, title: str, section: int | None) -> PageRead | None:
-        """The caller's last read of this page or section, if it showed it only in part (later
-        reads of the same revision add what they showed; a whole read of the section or of the
-        page clears it). None for a caller not told apart: the last read noted for it may be
-        another client's, so its writes are checked by the revision they name (read_cut)."""
+        """The caller's last read of this page or section, if it showed it only in part (later reads
+        of the same revision add to it). None for a caller not told apart, as it may be another
+        client's: their writes are checked by the revision they name (read_cut)."""
         if not self.told_apart:
             return None
         reads = [PageRead.loads(self._get("read", f"{title}|{part}"))
@@ -4386,17 +4335,16 @@ class ClientReads:
         return None if last is None or last.unread(section) is None else last
 
     def read_cut(self, title: str, section: int | None, revid: int) -> bool:
-        """Whether a read noted for the caller showed revision ``revid`` of this page (None) or
-        section in part, or may have (a revision older than those kept); kept only for callers
-        not told apart, whose reads join none."""
+        """Whether a read by callers not told apart showed revision ``revid`` of this page or section
+        in part, or may have (a revision older than those kept)."""
         kept = json.loads(self._get("cut", title) or "[]")
         if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
             return True
         return any(r == revid and section in parts for r, parts in kept)
 
     def forgotten(self, title: str, section: int | None) -> bool:
-        """Whether the caller's ledger dropped entries to stay within its bounds and holds no read
-        of this page or section now: it may have dropped one that showed it in part."""
+        """Whether the caller's ledger dropped entries and holds no read of this page or section now:
+        it may have dropped one that showed it in part."""
         index = self._get("ledger", "")
         if not (index and json.loads(index)["dropped"]):
             return False
@@ -4414,10 +4362,9 @@ def preview_entry(title: str, change: str) -> str:
 
 
 class IdempotencyStore:
-    """Results of write calls by wiki, caller and idempotencyKey, for an hour (in memory, at most
-    ``capacity``): the same key with the same arguments returns the first result without
-    running again. With a shared store, on any replica: one that finds the key claimed by a
-    call still running elsewhere waits for its result."""
+    """Results of write calls by wiki, caller and idempotencyKey, for an hour: the same key with the
+    same arguments returns the first result without running again, on any replica sharing the
+    store (one that finds the key claimed by a call still running waits for its result)."""
 
     def __init__(self, ttl: float = IDEMPOTENCY_TTL_SECONDS, capacity: int = IDEMPOTENCY_MAX_KEYS,
                  clock: Callable[[], float] = time.monotonic, store: StateStore | None = None) -> None:
@@ -4426,8 +4373,8 @@ class IdempotencyStore:
 
     def run(self, key: str, fingerprint: str, action: Callable[[], list[Any]],
             wiki: str = "", caller: str = "") -> tuple[list[Any], bool]:
-        """Runs ``action`` once per key of ``caller``; returns its result and whether this call is
-        a repeat. A failed first call keeps nothing, so a retry runs again."""
+        """``action()`` run once per key of ``caller``, and whether this call is a repeat. A failed
+        call keeps nothing, so a retry runs again."""
         entry = client_entry(wiki, caller, "idempotency", key)
         until = time.monotonic() + IDEMPOTENCY_WAIT_SECONDS
         while not self.store.claim(entry, json.dumps({"fingerprint": fingerprint}), self.ttl):
@@ -4497,10 +4444,9 @@ RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVa
 
 
 class ToolCalls:
-    """Runs tool calls on threads of their own, taking turns per wiki (MAX_CALLS_PER_WIKI at
-    once), and lets a shutdown wait for the calls in flight: up to a grace time, after which
-    each call still running is answered with what is known of it. A turn is taken on the call's
-    thread, so a call its caller stopped waiting for keeps it until the wiki answers."""
+    """Runs tool calls on threads of their own, MAX_CALLS_PER_WIKI at once per wiki, and lets a
+    shutdown wait up to a grace time for those in flight, then answer each with what is known of
+    it. A turn is taken on the call's thread, so an abandoned call keeps it until the wiki answers."""
 
     def __init__(self, per_wiki: int = MAX_CALLS_PER_WIKI) -> None:
         self.stopping = False
@@ -4543,8 +4489,8 @@ class ToolCalls:
                                "changed. Call again once the server is back.")
 
     async def stop(self, grace: float) -> None:
-        """Takes no more calls and gives those in flight up to ``grace`` seconds; then each one
-        still running is answered (run raises), its thread left behind."""
+        """Takes no more calls and gives those in flight ``grace`` seconds; then each is answered (run
+        raises), its thread left behind."""
         import anyio
         self.stopping = True
         if count := len(self._running):
@@ -4568,19 +4514,18 @@ class Person:
     signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
 
     def account_fix(self) -> str:
-        """How they change their account on a wiki: they sign in again, or the operator edits the file."""
         return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
                 if self.signed_in else "ask this server's operator to change it (MCP_AUTH_TOKENS)")
 
     def account_elsewhere(self, where: str) -> str:
-        """How they get an account on a wiki where they have none (``where``: which wiki, as a phrase)."""
+        """How they get an account on ``where`` (a phrase naming a wiki)."""
         return (f"A sign-in acts on one wiki: to act on {where}, sign in again choosing it" if self.signed_in
                 else f"To get one, ask this server's operator to add {where} to their entry (MCP_AUTH_TOKENS)")
 
 
 class People:
-    """Who a bearer token stands for (``person``, asking each source in turn: the token file, the
-    sign-ins), and one client per person and wiki, logged in as them."""
+    """Who a bearer token stands for (asking each source in turn: the token file, the sign-ins),
+    and one client per person and wiki, logged in as them."""
 
     def __init__(self) -> None:
         self.sources: list[Callable[[str], Person | None]] = []
@@ -4589,13 +4534,12 @@ class People:
         self._lock = threading.Lock()
 
     def person(self, token: str) -> Person | None:
-        """The person a bearer token stands for, or None (the token is nobody's: the shared one)."""
         return next((found for source in self.sources if (found := source(token))), None) if token else None
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
-        """``person``'s client on ``wiki`` (made by ``make`` from the wiki with their credentials);
-        a new one once they signed in again with another bot password (the old one may be revoked)."""
+        """``person``'s client on ``wiki``, made anew once they sign in with another bot password
+        (the old one may be revoked)."""
         account = person.accounts[wiki.key]
         with self._lock:
             made, client = self._clients.get((person.id, wiki.key), (None, None))
@@ -4618,8 +4562,7 @@ PERSON_FIELDS = ("name", "token", "tokenSha256", "wikis")
 
 @dataclasses.dataclass(frozen=True)
 class TokenTable:
-    """The people of MCP_AUTH_TOKENS by the SHA-256 of their bearer tokens (never the tokens):
-    a source of People, ``person(token)``."""
+    """The people of MCP_AUTH_TOKENS by the SHA-256 of their bearer tokens (never the tokens)."""
     path: str
     people: Mapping[bytes, Person] = dataclasses.field(repr=False)
 
@@ -4630,8 +4573,7 @@ class TokenTable:
 
 
 def token_digest(token: str) -> bytes:
-    """How a bearer token, code or CSRF token is kept and compared: its SHA-256, which cannot be
-    turned back into it."""
+    """How a bearer token, code or CSRF token is kept and compared: a digest that cannot be undone."""
     return hashlib.sha256(token.encode()).digest()
 
 
@@ -4737,14 +4679,11 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
 
 @dataclasses.dataclass
 class ServerState:
-    """Everything one server instance holds: its configuration, the wikis it serves now (at first
-    the configuration's, where add-wiki finds a removed one's credentials) with a client each, the
-    tools it serves, what the write tools remember (reads for the no-loss checks, idempotency
-    keys: in memory, or shared by replicas in the store of MCP_STATE_URL), and the tool calls in
-    flight. ``stateless``: a replica that keeps no session state (--stateless).
-
-    add-wiki and remove-wiki replace ``wikis`` and ``clients`` with new dicts under ``lock`` (never
-    change them in place), so a tool running on another thread always sees a consistent pair."""
+    """Everything one server instance holds: its configuration, the wikis it serves now with a
+    client each, its tools, what the write tools remember, and the tool calls in flight.
+    ``stateless``: a replica that keeps no session state (--stateless). add-wiki and remove-wiki
+    replace ``wikis`` and ``clients`` under ``lock``, never change them in place, so that a tool
+    on another thread always sees a consistent pair."""
     config: Config
     wikis: dict[str, WikiConfig]
     clients: dict[str, MediaWikiClient]
@@ -4774,7 +4713,6 @@ class ServerState:
                    idempotency=IdempotencyStore(store=shared))
 
     def make_client(self, wiki: WikiConfig) -> MediaWikiClient:
-        """A new client of ``wiki`` as this server makes them (its user agent and client options)."""
         return wiki.client(self.config.user_agent, **self.client_options)
 
     @property
@@ -4824,35 +4762,31 @@ class ServerState:
         with self.lock:
             if key == self.config.default_wiki:
                 raise invalid_input(f"{key} is the default wiki, which cannot be removed.")
-            wikis, clients = dict(self.wikis), dict(self.clients)
-            removed = wikis.pop(key)
-            clients.pop(key, None)
-            self.wikis, self.clients = wikis, clients
+            removed = self.wikis[key]
+            self.wikis = {k: wiki for k, wiki in self.wikis.items() if k != key}
+            self.clients = {k: client for k, client in self.clients.items() if k != key}
             return removed
 
 
 def no_progress(done: float, total: float | None, message: str) -> None:
-    """The progress reporter of a call whose client asked for none (or of a direct run_tool)."""
+    """The progress reporter of a call whose client asked for none."""
 
 
 @dataclasses.dataclass
 class ToolContext:
-    """What a tool function gets besides its arguments. A tool may use:
+    """What a tool function gets besides its arguments:
 
-    - ``client``: the wiki's client. A tool's first use of it checks that the account has the
-      rights the tool needs (``rights`` of @tool): after the tool's own checks of its arguments,
-      before it asks the wiki anything, so a call the account cannot make changes nothing (and
-      asks no confirmation).
+    - ``client``: the wiki's client. The tool's first use of it checks the rights of @tool: after
+      the tool's own checks of its arguments, before it asks the wiki anything, so a call the
+      account cannot make changes nothing (and asks no confirmation).
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
-    - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: the call's continueFrom, dryRun,
-      watch and confirm (see @tool's flags).
+    - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: those arguments (@tool's flags).
     - ``asks``: the person confirms this call's guarded actions (run_guarded); ``picked``: the
-      choices of its Preview they picked, once they accepted one that offered some.
+      choices of its Preview they picked.
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
-    - ``progress(done, total, message)``: MCP progress of a long call (an upload); it sends
-      nothing unless the client asked for progress, and it never fails the call.
-    - ``state``: the server's state (its configuration, what writes remember, the other wikis).
-    - ``session``: the caller's MCP session (Session), None where there is none."""
+    - ``progress(done, total, message)``: MCP progress of a long call, sent only where the client
+      asked for it, never failing the call.
+    - ``state``: the server's; ``session``: the caller's MCP session, if any."""
     _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
@@ -4883,7 +4817,6 @@ class ToolContext:
 
     @property
     def reads(self) -> ClientReads:
-        """What this client read and saved on this wiki (the read ledger, seen from this call)."""
         return self.state.reads.of(self.wiki.key, self.caller, lambda: self.site.syntax)
 
     @property
@@ -4893,39 +4826,35 @@ class ToolContext:
 
 @dataclasses.dataclass(eq=False)
 class Session:
-    """What the server keeps of one MCP session while its connection lasts (session_of), and
-    what each session sees differently: the toolsets it loaded (load-toolset) on top of the
-    operator's. A tools/list and a tools/call of the session both read it."""
+    """What the server keeps of one MCP session while its connection lasts (session_of): the
+    toolsets it loaded (load-toolset) on top of the operator's."""
     loaded: frozenset[str] = frozenset()  # replaced whole, as tool threads and the loop share it
 
 
 def session_of(ctx: Any) -> Session | None:
-    """The Session of a request's MCP session: Streamable HTTP's, or a handshake-era connection
-    that serves several calls (caller_of); None where no requests share one (stateless HTTP, the
-    2026 protocol)."""
+    """The Session of a request's MCP session (caller_of); None where no requests share one
+    (stateless HTTP, the 2026 protocol)."""
     if not caller_of(ctx).startswith(("session:", "connection:")):
         return None
     return ctx.session._connection.state.setdefault("mediawiki-mcp session", Session())
 
 
 def toolsets_of(state: ServerState, session: Session | None) -> frozenset[str]:
-    """The toolsets a session has: the operator's, and those it loaded."""
     return state.config.toolsets | (session.loaded if session else frozenset())
 
 
 def unlisted_arguments(state: ServerState, session: Session | None = None) -> set[str]:
-    """The shared arguments tools/list leaves out: ``wiki`` with one wiki (adding a second one
-    changes the list, and clients are told), and ``watch`` without the toolset of the watchlist."""
+    """The shared arguments tools/list leaves out: ``wiki`` with one wiki, and ``watch`` without
+    the toolset of the watchlist."""
     return {name for name, unused in (("wiki", len(state.wikis) < 2),
                                       ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
 def offered_tools(state: ServerState, session: Session | None = None,
                   person: Person | None = None) -> list[ToolSpec]:
-    """The tools this configuration offers a session (None: a caller without one) of a person
-    (None: the configured accounts act): those of its toolsets, tools that write to a wiki only
-    when a wiki is writable (for a person: one where their account has the tool's rights), and
-    each tool only where its ``offered`` condition holds. A person's rights may need a login:
+    """The tools offered to a session of a person (None: the configured accounts act): those of its
+    toolsets, a tool that writes only where a wiki is writable (for a person: where their account
+    has its rights), and only while its ``offered`` holds. A person's rights may need a login:
     run it off the event loop."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
     accounts = writing_accounts(state, person) if person else []
@@ -4938,7 +4867,7 @@ def offered_tools(state: ServerState, session: Session | None = None,
 
 def writing_accounts(state: ServerState, person: Person) -> list[Account | None]:
     """A person's account on each writable wiki where they have one; None where their login fails,
-    which may use any write tool: its call then tells them why (authentication), as hiding it would not."""
+    which may use any write tool, whose call then tells them why, as hiding it would not."""
     accounts: list[Account | None] = []
     for key, wiki, _ in state.entries():
         if key in person.accounts and not wiki.read_only:
@@ -4950,9 +4879,9 @@ def writing_accounts(state: ServerState, person: Person) -> list[Account | None]
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
-    """Refuses a tool on a wiki without the extension it needs, naming the wikis that have it."""
+    """Refuses a tool on a wiki without the extension it needs, if any, naming the wikis that have it."""
     needed = (spec.needs_extension or "").lower()
-    if needed in client.extensions:
+    if not needed or needed in client.extensions:
         return
     others = []
     for other, other_client in state.clients.items():
@@ -4971,12 +4900,11 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              caller: str = "", session: Session | None = None,
              person: Person | None = None, person_confirms: bool = False,
              accepted: Accepted | None = None) -> tuple[list[Any], bool]:
-    """Runs one tool call (on a worker thread) for ``caller`` (caller_of; '' for this whole
-    process) in ``session`` (session_of), as ``person`` where one signed in (person_of). Returns
-    content blocks and is_error; never raises, so nothing but ``category: message`` reaches the
-    model. ``person_confirms`` (run_guarded): the model's confirm counts for nothing, and a guarded
-    action's Preview comes back as the one block, for the person to be asked; ``accepted``: what
-    they accepted, done now unless what the call would do changed since (as_shown)."""
+    """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as ``person`` where
+    one signed in: content blocks and is_error; never raises, so nothing but ``category:
+    message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
+    nothing, and a guarded action's Preview comes back as the one block; ``accepted``: what the
+    person accepted, done now unless it changed since (as_shown)."""
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
     write = None  # what a person's write is about, for the operator's log
@@ -4985,21 +4913,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
-        if spec not in offered and person and spec in offered_tools(state, session):
-            if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
-                writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
-                raise authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
-                                     f"so it does not use {name} for them (never as its own account); nothing "
-                                     f"was changed. {person.account_elsewhere(writable)}.")
-            raise permission_denied(
-                f"The tool {name} is not offered to {person.name}: their account lacks the right "
-                f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
-                "wiki's administrators can give it; no retry by the model changes it.")
-        if spec not in offered:  # its toolset says where it is; the list of those offered is tools/list's
-            loadable = spec.toolset in loadable_now(state, session)
-            final = "" if loadable else "; no retry by the model changes it"
-            raise permission_denied(f"The tool {name} is not offered with this server's configuration"
-                                    f"{toolset_hint(state, spec, session)}{final}.")
+        if spec not in offered:
+            raise unoffered_error(state, spec, session, person)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -5015,8 +4930,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
-        if spec.needs_extension:
-            require_extension(state, spec, key, client)
+        require_extension(state, spec, key, client)
         if spec.idempotency_key:  # a write that the store keeps track of: its keys, what it read and saved
             state.reads.store.require()  # so none goes on while the store is down, with a key or not
         watch = values["watch"] if spec.watch else None
@@ -5030,18 +4944,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
-            if accepted is None:
-                return as_blocks(spec.fn(ctx, **own))
-            return as_blocks(as_shown(spec, ctx, own, accepted.would))
+            return as_blocks(as_shown(spec, ctx, own, accepted.would) if accepted else spec.fn(ctx, **own))
         idempotency_key = values["idempotencyKey"] if spec.idempotency_key and not ctx.dry_run else None
-        if idempotency_key:  # a question to the person and its answer are one confirmed call
-            asked = {**own, "confirm": ctx.confirmed or person_confirms} if spec.guarded else own
-            fingerprint = json.dumps([name, key, asked], sort_keys=True, ensure_ascii=False)
-            result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, caller)
-            if repeated:
-                result = [REPEAT_NOTE + result[0], *result[1:]]
-        else:
-            result = act()
+        result = once_per_key(state, spec, key, ctx, own, idempotency_key, act) if idempotency_key else act()
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         if person_confirms:
@@ -5065,12 +4970,41 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     return as_blocks(result), False
 
 
+def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
+                    person: Person | None) -> WikiError:
+    """Why a tool the caller is not offered is refused: a person's missing account or right, where
+    the configured accounts would be offered it; else its toolset (tools/list lists those offered)."""
+    name = spec.name
+    if person and spec in offered_tools(state, session):
+        if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+            writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
+            return authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
+                                  f"so it does not use {name} for them (never as its own account); nothing "
+                                  f"was changed. {person.account_elsewhere(writable)}.")
+        return permission_denied(
+            f"The tool {name} is not offered to {person.name}: their account lacks the right "
+            f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
+            "wiki's administrators can give it; no retry by the model changes it.")
+    final = "" if spec.toolset in loadable_now(state, session) else "; no retry by the model changes it"
+    return permission_denied(f"The tool {name} is not offered with this server's configuration"
+                             f"{toolset_hint(state, spec, session)}{final}.")
+
+
+def once_per_key(state: ServerState, spec: ToolSpec, key: str, ctx: ToolContext, own: Mapping[str, Any],
+                 idempotency_key: str, act: Callable[[], list[Any]]) -> list[Any]:
+    """``act()`` run once per idempotencyKey of the caller on wiki ``key``; a repeat answers the first
+    result, marked. A question to the person and its answer are one confirmed call."""
+    asked = {**own, "confirm": ctx.confirmed or ctx.asks} if spec.guarded else own
+    fingerprint = json.dumps([spec.name, key, asked], sort_keys=True, ensure_ascii=False)
+    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller)
+    return [REPEAT_NOTE + result[0], *result[1:]] if repeated else result
+
+
 def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
                    writer: str = "") -> MediaWikiClient:
-    """The client a person's call acts through on ``wiki`` (``writer``: the tool, for a call that
-    may write): their own account's where they have one, never the configured one (a failed login
-    is theirs to fix); elsewhere the configured account reads for them, unless the wiki is private,
-    and nothing writes."""
+    """The client a person's call acts through on ``wiki`` (``writer``: the tool of a call that may
+    write): their own account's where they have one, never the configured one; elsewhere the
+    configured account reads for them, unless the wiki is private, and nothing writes."""
     if wiki.key in person.accounts:
         return state.people.client(person, wiki, state.make_client)
     if wiki.private or writer:
@@ -5090,16 +5024,14 @@ def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str)
 
 @dataclasses.dataclass(frozen=True)
 class Accepted:
-    """What the person accepted (run_guarded): that the call would do ``would`` (Preview.would),
-    and which of the Preview's choices they picked (None where it offered none)."""
+    """What the person accepted (run_guarded): Preview.would, and the choices picked (None: it had none)."""
     would: str
     picked: frozenset[str] | None = None
 
 
 def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: str) -> Any:
-    """Runs a guarded call the person accepted, having been shown that it ``would`` do ``shown``:
-    unconfirmed first, to learn what it would do now, which must be what they were shown (a
-    page edited since the question is a conflict, and nothing is done); then confirmed. A call
+    """Runs a guarded call the person accepted having been shown that it would do ``shown``:
+    unconfirmed first, where anything else it would do now is a conflict; then confirmed. A call
     that no longer needs confirming has run by then."""
     try:
         return spec.fn(ctx, **own)
@@ -5113,8 +5045,7 @@ def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: st
 
 
 def account_name(client: MediaWikiClient) -> str:
-    """The name of the account a client acts as, for a question to the person (a guarded tool
-    has checked its rights, so it is known); '' where the wiki cannot say."""
+    """The name of the account a client acts as, for a question to the person; '' where unknown."""
     try:
         return client.account.name
     except WikiError:
@@ -5122,8 +5053,8 @@ def account_name(client: MediaWikiClient) -> str:
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
-    """An answer whose first line names the wiki it came from, when there are several to tell
-    apart; a block that is not text (an image) gets a text block of its own before it."""
+    """An answer whose first line names its wiki, when there are several; a block that is not text
+    (an image) gets a text block of its own before it."""
     line = f"Wiki: {key}"
     if len(state.wikis) < 2 or blocks and isinstance(blocks[0], str) and blocks[0].startswith(line + "\n"):
         return blocks
@@ -5133,8 +5064,7 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
 
 
 def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
-    """An error (``category: message``) that names the wiki it came from, when there are several
-    and the message does not name it already."""
+    """An error that names its wiki, when there are several and it does not already."""
     if len(state.wikis) < 2 or not key or re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-]|\.\w)", text):
         return text
     category, _, message = text.partition(": ")
@@ -5156,13 +5086,12 @@ def person_of(state: ServerState, ctx: Any) -> Person | None:
 
 
 def caller_of(ctx: Any, person: Person | None = None) -> str:
-    """Who makes a tools/call (a ServerRequestContext), the scope of what the read ledger and
-    idempotency keys vouch for: the person (person_of), whichever session they call from; else the
-    MCP session (Streamable HTTP's, or a connection that serves several calls, as stdio's and an
-    in-memory client's with the initialize handshake); over HTTP
-    without one, every client alike (SHARED_CALLER, told apart by the bearer token alone, hashed);
-    otherwise, a connection made for each call (the 2026 protocol over stdio or in memory), this
-    whole process (''), whose one client is the process that started it."""
+    """Who makes a tools/call, the scope of what the read ledger and idempotency keys vouch for:
+    the person, whichever session they call from; else the MCP session (Streamable HTTP's, or a
+    handshake-era connection that serves several calls); over HTTP without one, every client
+    alike (SHARED_CALLER, told apart by the bearer token's hash alone); otherwise (a connection
+    per call: the 2026 protocol over stdio or in memory) this whole process (''), whose one client
+    is the process that started it."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     if person is not None:
@@ -5184,9 +5113,8 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
 
 def noting_unoffered(text: str, state: ServerState, listed: Collection[str],
                      session: Session | None = None) -> str:
-    """An error's text, with a note for each tool it names that this server does not offer (undo
-    of a creation: "use delete-page"), rather than send the model to it. ``listed``: the tools
-    offered, and the one called (its own error says why when it is not offered)."""
+    """An error's text, with a note for each tool it names that is not ``listed`` (the tools offered
+    and the one called), rather than send the model to it."""
     named = set(re.findall(r"[\w-]+", text)) - set(listed)
     return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
                           for spec in state.registry.tools.values() if spec.name in named)
@@ -5223,8 +5151,7 @@ def wiki_server_class() -> Any:
 
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
-    """Builds the MCP server for a configuration (default: from the environment), or for a
-    server state; ``server.state`` is that state."""
+    """Builds the MCP server for a configuration (default: the environment's) or a server state."""
     import mcp_types as mt
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.subscriptions import InMemorySubscriptionBus
@@ -5238,19 +5165,16 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             f"the default wiki is {state.config.default_wiki}."))
     changes = ListChanges(state, bus)
 
-    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers
-    # failures as "Error executing tool"; the tool contract needs otherwise, so this
-    # one place serves tools/list and tools/call from the tool registry instead.
-    # It also serves resources/list and resources/read from the wiki registry, because
-    # MCPServer cannot remove a resource (remove-wiki must), and it announces listChanged
-    # for tools, resources and prompts, since the lists change when wikis and toolsets come and go.
+    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
+    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
+    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
         session, person, confirms = session_of(ctx), person_of(state, ctx), person_confirms(state, ctx)
-        if person is None:
-            return mt.ListToolsResult(tools=listed_tools(state, session, confirms=confirms))
         # a person's rights decide their tools, which may take a login to their wikis
-        return mt.ListToolsResult(tools=await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        tools = (listed_tools(state, session, confirms=confirms) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        return mt.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
@@ -5276,11 +5200,6 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
         changes.listening(ctx)
         return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
-
-    async def list_resource_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
-        return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
-            uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
-            description="A configured wiki: its name, public address, API address and access.")])
 
     async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
         uri = str(params.uri)
@@ -5344,10 +5263,18 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     return server
 
 
+async def list_resource_templates(ctx: Any, params: Any) -> Any:
+    """resources/templates/list's answer, the same for every server."""
+    import mcp_types as mt
+
+    return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+        uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
+        description="A configured wiki: its name, public address, API address and access.")])
+
+
 def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
                  confirms: bool = False) -> list[Any]:
-    """tools/list's answer: the tools offered to a session (of a person), each as this configuration
-    describes it; without ``confirm`` where the person ``confirms`` guarded actions (person_confirms)."""
+    """tools/list's answer; without ``confirm`` where the person ``confirms`` guarded actions."""
     import mcp_types as mt
 
     offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
@@ -5362,7 +5289,6 @@ def listed_tools(state: ServerState, session: Session | None = None, person: Per
 
 
 def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
-    """prompts/list's answer: the prompts offered to a session (offered_prompts)."""
     import mcp_types as mt
 
     return [mt.Prompt(name=prompt.name, title=prompt.title, description=prompt.description,
@@ -5372,9 +5298,8 @@ def listed_prompts(state: ServerState, session: Session | None = None) -> list[A
 
 
 def completed_kind(state: ServerState, ref: Any, argument: str, session: Session | None) -> str | None:
-    """What an argument of completion/complete names (PromptArg's ``completes``): a prompt's
-    argument, or the key of the resource template mcp://wikis/{key}; an unknown reference is
-    an MCP error naming those there are."""
+    """What an argument of completion/complete names (PromptArg's ``completes``); an unknown
+    reference is an MCP error."""
     import mcp_types as mt
     from mcp.shared.exceptions import MCPError
 
@@ -5391,8 +5316,7 @@ def completed_kind(state: ServerState, ref: Any, argument: str, session: Session
 
 
 def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
-    """The wiki whose turn a tools/call waits for ('' for a call on none, or a bad one), and
-    whether the call may change it."""
+    """The wiki whose turn a tools/call waits for ('' for none), and whether the call may change it."""
     spec = state.registry.tools.get(name)
     if spec is None or not spec.scoped:
         return "", False
@@ -5403,10 +5327,10 @@ def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) 
 
 
 class CallProgress:
-    """The progress a tools/call reports to the client (only where it gave a progressToken),
-    kept rising across the stages of a guarded call, as the specification requires: the preview,
-    the wait for the person (seconds) and the confirmed run each count from 0, so each stage
-    counts on from where the last one ended, and a report that would not rise is left out."""
+    """The progress a tools/call reports, kept rising across the stages of a guarded call (the
+    preview, the wait for the person, the confirmed run, each counting from 0), as the
+    specification requires: each stage counts on from the last, and a report that would not rise
+    is left out."""
 
     def __init__(self, ctx: Any) -> None:
         self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
@@ -5424,9 +5348,8 @@ class CallProgress:
 
 
 def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
-    """What a tool running on a thread reports its progress with (ToolContext.progress): each
-    report is carried onto the event loop, where the request's session lives, and waited for.
-    A report that cannot be sent is dropped: progress is advisory."""
+    """ToolContext.progress: each report carried onto the event loop, where the request's session
+    lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
     import asyncio
     loop = asyncio.get_running_loop()
 
@@ -5440,11 +5363,9 @@ def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
                       wiki: str, write: bool, progress: CallProgress) -> tuple[list[Any], bool]:
-    """Runs a tools/call (``job``: run_tool with its arguments, reporting to ``progress``) in the
-    wiki's call slot (state.calls). Where the person confirms (MCP_CONFIRM; can_ask), the model's
-    confirm counts for nothing: a guarded tool's preview is put to the person outside the slot, as
-    their minutes must not hold the wiki, and only their yes runs the call again, pinned to what
-    they saw."""
+    """Runs a tools/call (``job``: run_tool) in the wiki's turn. Where the person confirms, a guarded
+    tool's preview is put to them outside the turn, as their minutes must not hold the wiki, and
+    only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
@@ -5462,16 +5383,14 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
 
 
 def person_confirms(state: ServerState, ctx: Any) -> bool:
-    """Whether the person confirms the guarded actions of a request's client, rather than the
-    model's confirm=true (MCP_CONFIRM): always with person, with auto where the client can ask."""
+    """Whether the person, not the model's confirm=true, confirms guarded actions (MCP_CONFIRM)."""
     return state.config.confirm == "person" or state.config.confirm == "auto" and can_ask(ctx)
 
 
 def can_ask(ctx: Any) -> bool:
     """Whether the person behind a tools/call can be asked (elicitation/create) while it waits: the
-    client declared form elicitation, and the call's connection carries a request back to it (one
-    with the handshake over stdio or in memory, or a Streamable HTTP session; not stateless HTTP,
-    where the answer would reach another transport, nor the 2026 protocol, whose calls cannot)."""
+    client declared form elicitation, and the connection carries a request back (not stateless
+    HTTP, where the answer would reach another transport, nor the 2026 protocol)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
@@ -5480,8 +5399,7 @@ def can_ask(ctx: Any) -> bool:
 
 
 def asks_in_forms(ctx: Any) -> bool:
-    """Whether a request's client declared form elicitation (an empty elicitation capability, as
-    in the 2025-06-18 specification, means forms)."""
+    """Whether a request's client declared form elicitation (an empty one, as in 2025-06-18, means forms)."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities else None
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
@@ -5494,8 +5412,7 @@ CONFIRM_SCHEMA = {"type": "object", "required": ["allow"], "properties": {"allow
 
 
 def question_schema(preview: Preview) -> dict[str, Any]:
-    """The fields of the question about a Preview: allow it or not (CONFIRM_SCHEMA), or one yes
-    or no for each of its choices (``choice1``, ...), titled with the choice."""
+    """The question's fields: allow or not, or a yes or no for each choice (``choice1``, ...)."""
     if not preview.choices:
         return CONFIRM_SCHEMA
     return {"type": "object", "properties": {
@@ -5505,10 +5422,9 @@ def question_schema(preview: Preview) -> dict[str, Any]:
 
 async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
                      progress: CallProgress) -> Accepted | WikiError:
-    """Puts a guarded action's preview to the person (elicitation/create, on the call's own
-    stream) and waits for the answer, reporting progress meanwhile so that the client keeps
-    waiting for the call: what they accepted, else the error saying why nothing was done. No
-    answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline, as is picking none of the choices."""
+    """Puts a guarded action's preview to the person and waits, reporting progress so that the
+    client keeps waiting for the call: what they accepted, else the error saying why nothing was
+    done. No answer within MCP_CONFIRM_TIMEOUT_SECONDS is a decline, as is picking no choice."""
     import anyio
     from mcp.shared.exceptions import MCPError
 
@@ -5569,10 +5485,9 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
 
 
 def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | None:
-    """What an accepted answer to the question about a Preview (question_schema) left without a
-    yes or no: the choices whose field is not a boolean (a string "true" is no answer, rather than
-    a page silently skipped; a choice left out is not picked), or [''] where allow, or every
-    choice, is missing or not a boolean; None where it answered every field it holds."""
+    """What an accepted answer left without a boolean: the choices given otherwise (a string "true"
+    is no answer, rather than a page silently skipped; a choice left out is not picked), [''] where
+    every field is; None where none is."""
     fields = [f"choice{number}" for number in range(1, len(preview.choices) + 1)] or ["allow"]
     unread = [field for field in fields if not isinstance(said.get(field), bool)]
     if len(unread) == len(fields):
@@ -5581,40 +5496,34 @@ def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | 
 
 
 def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
-    """The refusal of a guarded action where the operator wants the person to confirm it
-    (MCP_CONFIRM=person) and the client cannot ask them (can_ask), saying why (why_cannot_ask)."""
-    why, who = why_cannot_ask(state, ctx)
+    """The refusal of a guarded action where the person must confirm it (MCP_CONFIRM=person) and
+    the client cannot ask them (can_ask): why, and who could; a stateless server asks no one,
+    whatever the client, so only its operator can change that."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
+           "Streamable HTTP session, connecting with the handshake (protocol 2025-06-18 to 2025-11-25).")
+    if state.stateless:
+        why = ("no client can ask them on this server: it serves stateless HTTP (--stateless or "
+               "MCP_STATELESS), where the answer could reach another replica")
+        who = "Only its operator can change this: serve HTTP with sessions, or stdio."
+    elif ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        why = (f"this client cannot ask them: it connected with the {ctx.session.protocol_version} protocol, "
+               "whose calls cannot carry a question")
+    elif not asks_in_forms(ctx):
+        why = "this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected"
+    else:
+        why = "this client cannot ask them: its connection cannot carry a question"
     return permission_denied(
         f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
         f"client (MCP_CONFIRM=person), and {why}. {who} No retry by the model changes this.")
 
 
-def why_cannot_ask(state: ServerState, ctx: Any) -> tuple[str, str]:
-    """Why the person behind a tools/call cannot be asked (can_ask), and who could be: a stateless
-    server asks no one, whatever the client, so only its operator can change that."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    if state.stateless:
-        return ("no client can ask them on this server: it serves stateless HTTP (--stateless or "
-                "MCP_STATELESS), where the answer could reach another replica"), (
-                "Only its operator can change this: serve HTTP with sessions, or stdio.")
-    who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
-           "Streamable HTTP session, connecting with the handshake (protocol 2025-06-18 to 2025-11-25).")
-    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return (f"this client cannot ask them: it connected with the {ctx.session.protocol_version} protocol, "
-                "whose calls cannot carry a question"), who
-    if not asks_in_forms(ctx):
-        return ("this client cannot ask them: it did not declare MCP elicitation (form mode) when it "
-                "connected"), who
-    return "this client cannot ask them: its connection cannot carry a question", who
-
-
 class ListChanges:
-    """Tells every session that can hear it when the lists of wikis and tools change (add-wiki,
-    remove-wiki), and one session when its own tools do (load-toolset): 2026-era
-    subscriptions/listen streams through the bus, handshake-era sessions on their own streams.
-    The SDK keeps no list of those, so each connection that asks for a list is noted here,
-    weakly (it is forgotten when it closes)."""
+    """Tells every session that can hear it when the lists of wikis and tools change, and one session
+    when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
+    sessions on their own streams, which the SDK does not list, so each connection that asks for
+    a list is noted here, weakly."""
 
     def __init__(self, state: ServerState, bus: Any) -> None:
         self.state, self.bus = state, bus
@@ -5626,8 +5535,7 @@ class ListChanges:
             self.listeners.add(connection)
 
     def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """The wikis, the tools offered now with the shared arguments they leave out (a second
-        wiki adds ``wiki`` to every tool), and the prompts those tools offer (with ``wiki`` too)."""
+        """The wikis, the tools offered with the shared arguments left out, and the prompts."""
         offered = [spec.name for spec in offered_tools(self.state)]
         tools = (*offered, *sorted(unlisted_arguments(self.state)))
         prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
@@ -5650,8 +5558,7 @@ class ListChanges:
                         log.debug("could not announce a list change", exc_info=True)
 
     async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
-        """Tells one session that its own list of tools changed (load-toolset: it had ``loaded``
-        before), and its prompts where they changed with them."""
+        """Tells one session that its tools changed (it had ``loaded``), and its prompts if they did."""
         prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
         try:
             await ctx.session._connection.send_tool_list_changed()  # private: see listening
