@@ -9647,13 +9647,13 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
              or [c for c in comments if signed_so(c, wanted)])
     if len(found) == 1:
         return found[0]
-    listing = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
+    candidates = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
     where = f"topic {section.number} ({section.heading}) of {talk!r}"
     if found:
-        raise invalid_input(f"replyTo matches {len(found)} comments in {where}: {listing}. Give more of "
+        raise invalid_input(f"replyTo matches {len(found)} comments in {where}: {candidates}. Give more of "
                             "the comment's first words, or its author and time.")
     raise not_found(f"No comment in {where} starts with {reply_to!r} or is signed so. Its comments: "
-                    f"{listing}. Pass one's author and time, or its first words, as replyTo.")
+                    f"{candidates}. Pass one's author and time, or its first words, as replyTo.")
 
 
 def signed_so(comment: TalkComment, wanted: str) -> bool:
@@ -11028,7 +11028,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
-    if options.stateless and server.state.config.confirm == "person":  # why_cannot_ask
+    if options.stateless and server.state.config.confirm == "person":  # cannot_ask
         log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
                     "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
                     "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
