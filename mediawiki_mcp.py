@@ -4898,13 +4898,13 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
              caller: str = "", session: Session | None = None,
-             person: Person | None = None, person_confirms: bool = False,
-             accepted: Accepted | None = None) -> tuple[list[Any], bool]:
+             person: Person | None = None, person_confirms: bool | Accepted = False) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as ``person`` where
     one signed in: content blocks and is_error; never raises, so nothing but ``category:
     message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
-    nothing, and a guarded action's Preview comes back as the one block; ``accepted``: what the
-    person accepted, done now unless it changed since (as_shown)."""
+    nothing, and a guarded action's Preview comes back as the one block; or what the person
+    Accepted, done now unless it changed since (as_shown)."""
+    accepted = person_confirms if isinstance(person_confirms, Accepted) else None
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
     write = None  # what a person's write is about, for the operator's log
@@ -4939,7 +4939,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           continue_from=values["continueFrom"] if spec.continue_from else None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
-                          asks=person_confirms, picked=accepted.picked if accepted else None,
+                          asks=bool(person_confirms), picked=accepted.picked if accepted else None,
                           caller=caller, session=session, person=person)
         own = {arg: values[arg] for arg in spec.params}
 
@@ -5378,7 +5378,7 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
     progress.next_stage()
-    confirmed = functools.partial(job, person_confirms=True, accepted=answer)
+    confirmed = functools.partial(job, person_confirms=answer)
     return await state.calls.run(wiki, confirmed, write=write)
 
 

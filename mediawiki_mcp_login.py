@@ -183,9 +183,10 @@ class RegisteredClient(OAuthClientInformationFull):
 
 
 def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
-                 redirect_host: str, request: str, csrf: str, username: str = "", error: str = "") -> str:
+                 redirect_host: str, hidden: dict[str, str], username: str = "", error: str = "") -> str:
     """The sign-in form: plain HTML, no script. ``wikis``: (key, site name, address, address of its
-    Special:BotPasswords) of each wiki a person may sign in to, ``chosen`` preselected."""
+    Special:BotPasswords) of each wiki a person may sign in to, ``chosen`` preselected; ``hidden``:
+    the form's hidden fields (the pending sign-in and its CSRF token)."""
     e = html.escape
     name = {key: site for key, site, _, _ in wikis}[chosen]
     grants = sorted({grant for _, grant in RIGHTS.values()})
@@ -210,7 +211,7 @@ through the MCP server <b>mediawiki-mcp</b> at {e(server)}.</p>
 to it at <b>{e(redirect_host)}</b>.</p>
 {f'<p class="error" role="alert">{e(error)}</p>' if error else ""}
 <form method="post" action="{SIGN_IN_PATH}">
-<input type="hidden" name="request" value="{e(request)}"><input type="hidden" name="csrf" value="{e(csrf)}">
+{"".join(f'<input type="hidden" name="{e(name)}" value="{e(value)}">' for name, value in hidden.items())}
 {chooser}
 <label>User name <input type="text" name="username" value="{e(username)}" autocomplete="username"
 required></label>
@@ -450,7 +451,7 @@ class SignIns:
         name = (client.client_name if client and client.client_name else
                 f"An unnamed client ({pending['client']})")
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
-                            client=name, redirect_host=going_to, request=request, csrf=csrf,
+                            client=name, redirect_host=going_to, hidden={"request": request, "csrf": csrf},
                             username=username, error=error)
         response = HTMLResponse(page, status_code=status, headers=SIGN_IN_HEADERS)
         response.set_cookie(csrf_cookie(request), csrf, max_age=SIGN_IN_FORM_SECONDS, path=SIGN_IN_PATH, httponly=True,

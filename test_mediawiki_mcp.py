@@ -11399,7 +11399,8 @@ def test_a_person_signs_in_from_chromium_after_a_wrong_password_shows_the_wikis_
             chromium.find_element(By.NAME, "username").send_keys(wiki.editor_user)
             chromium.find_element(By.NAME, "password").send_keys("0" * 32)
             chromium.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-            error = chromium.find_element(By.CLASS_NAME, "error").text
+            # the answer comes once the server has tried the password on the wiki: slow under load
+            error = WebDriverWait(chromium, 30).until(lambda _: chromium.find_elements(By.CLASS_NAME, "error"))[0].text
             assert "Incorrect username or password" in error, error  # the wiki's own words
             assert "model" not in error, error  # a person reads it
             assert chromium.find_element(By.NAME, "username").get_attribute("value") == wiki.editor_user
