@@ -2653,7 +2653,8 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
         raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
                             "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
                             f"ago or 3 days ago, today or yesterday; got {value!r}.")
-    if day_end and (days_ago is not None or len(text) == 10):  # a day (an ISO date is 10 characters)
+    # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
+    if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
         moment += datetime.timedelta(days=1, seconds=-1)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

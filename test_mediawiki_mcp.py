@@ -2127,6 +2127,20 @@ def test_times_a_person_says_are_read_as_utc_timestamps() -> None:
             f"UTC when no zone is given), an age such as 24 hours ago or 3 days ago, today or yesterday; got {bad!r}.")
 
 
+def test_an_age_as_an_end_is_that_moment_and_a_week_date_a_whole_day() -> None:
+    # an age names a moment, not a day: as an end it is that moment, whatever its length in characters
+    for said, ago in (("1 hour ago", datetime.timedelta(hours=1)), ("3 days ago", datetime.timedelta(days=3)),
+                      ("1 week ago", datetime.timedelta(weeks=1)), ("24 hours ago", datetime.timedelta(days=1))):
+        before = datetime.datetime.now(datetime.timezone.utc) - ago
+        end = m.wiki_timestamp(said, "end", day_end=True)
+        assert abs(datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) - before) < datetime.timedelta(
+            seconds=5), (said, end)
+    # an ISO week date names a day, as 2026-11-23 does
+    assert m.wiki_timestamp("2026-W48-1", "end", day_end=True) == "2026-11-23T23:59:59Z"
+    assert m.wiki_timestamp("2026-W48-1", "start") == "2026-11-23T00:00:00Z"
+    assert m.wiki_timestamp("2026W48T05", "end", day_end=True) == "2026-11-23T05:00:00Z"  # a time: itself
+
+
 def test_namespace_prefixes_follow_the_wikis_own_names() -> None:
     german = m.SiteInfo.from_api({"general": {"server": "https://de.example.org"}, "namespaces": {
         "6": {"id": 6, "name": "Datei", "canonical": "File"},
@@ -5881,7 +5895,7 @@ def test_times_a_person_says_find_an_edit_made_now_in_every_list(wiki: RealWiki)
     day, day_before = ("today", "yesterday") if same_day else (str(edited), str(edited - datetime.timedelta(1)))
     today = call(server, "get-recent-changes", start=day, end=day, limit=500)
     assert f"revision {revid}" in today.text, today.text  # the end of a day is the day's last second
-    for end in ("2 hours ago", day_before):
+    for end in ("2 hours ago", "1 hour ago", day_before):  # an age is a moment, never a whole day
         before = call(server, "get-recent-changes", start="1 week ago", end=end, limit=500)
         assert not before.is_error and title not in before.text, (end, before.text)
     counter = RequestCounter(server)
