@@ -11065,7 +11065,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
-            elif options.sign_in:  # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
+            elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
+                # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth
         await target(scope, receive, send)
     return guarded

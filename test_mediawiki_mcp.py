@@ -11152,6 +11152,16 @@ def initialize_status(url: str, token: str) -> int:
     return post_rpc(url, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"}).status_code
 
 
+def test_mcp_with_a_trailing_slash_is_sent_on_to_mcp_with_sign_in_as_without() -> None:
+    from cryptography.fernet import Fernet
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_AUTH": "login",
+           "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
+    with login_server(env) as (_, url):
+        moved = post_rpc(url + "/", "initialize", INIT_PARAMS)  # requests follows a 307 with the same POST
+        assert [(r.status_code, r.headers["Location"]) for r in moved.history] == [(307, url)]
+        assert moved.status_code == 401 and "resource_metadata=" in moved.headers["WWW-Authenticate"]
+
+
 def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url), login_server(login_env(wiki)) as (_, other_url):
         base = url.removesuffix("/mcp")
