@@ -2653,7 +2653,8 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
         raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
                             "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
                             f"ago or 3 days ago, today or yesterday; got {value!r}.")
-    if day_end and (days_ago is not None or len(text) == 10):  # a day (an ISO date is 10 characters)
+    # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
+    if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
         moment += datetime.timedelta(days=1, seconds=-1)
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -10971,7 +10972,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
-            elif options.sign_in:  # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
+            elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
+                # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth
         await target(scope, receive, send)
     return guarded

@@ -2127,6 +2127,20 @@ def test_times_a_person_says_are_read_as_utc_timestamps() -> None:
             f"UTC when no zone is given), an age such as 24 hours ago or 3 days ago, today or yesterday; got {bad!r}.")
 
 
+def test_an_age_as_an_end_is_that_moment_and_a_week_date_a_whole_day() -> None:
+    # an age names a moment, not a day: as an end it is that moment, whatever its length in characters
+    for said, ago in (("1 hour ago", datetime.timedelta(hours=1)), ("3 days ago", datetime.timedelta(days=3)),
+                      ("1 week ago", datetime.timedelta(weeks=1)), ("24 hours ago", datetime.timedelta(days=1))):
+        before = datetime.datetime.now(datetime.timezone.utc) - ago
+        end = m.wiki_timestamp(said, "end", day_end=True)
+        assert abs(datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) - before) < datetime.timedelta(
+            seconds=5), (said, end)
+    # an ISO week date names a day, as 2026-11-23 does
+    assert m.wiki_timestamp("2026-W48-1", "end", day_end=True) == "2026-11-23T23:59:59Z"
+    assert m.wiki_timestamp("2026-W48-1", "start") == "2026-11-23T00:00:00Z"
+    assert m.wiki_timestamp("2026W48T05", "end", day_end=True) == "2026-11-23T05:00:00Z"  # a time: itself
+
+
 def test_namespace_prefixes_follow_the_wikis_own_names() -> None:
     german = m.SiteInfo.from_api({"general": {"server": "https://de.example.org"}, "namespaces": {
         "6": {"id": 6, "name": "Datei", "canonical": "File"},
@@ -5881,7 +5895,7 @@ def test_times_a_person_says_find_an_edit_made_now_in_every_list(wiki: RealWiki)
     day, day_before = ("today", "yesterday") if same_day else (str(edited), str(edited - datetime.timedelta(1)))
     today = call(server, "get-recent-changes", start=day, end=day, limit=500)
     assert f"revision {revid}" in today.text, today.text  # the end of a day is the day's last second
-    for end in ("2 hours ago", day_before):
+    for end in ("2 hours ago", "1 hour ago", day_before):  # an age is a moment, never a whole day
         before = call(server, "get-recent-changes", start="1 week ago", end=end, limit=500)
         assert not before.is_error and title not in before.text, (end, before.text)
     counter = RequestCounter(server)
@@ -11136,6 +11150,16 @@ def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
 def initialize_status(url: str, token: str) -> int:
     """The HTTP status of an initialize sent with ``token``."""
     return post_rpc(url, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+def test_mcp_with_a_trailing_slash_is_sent_on_to_mcp_with_sign_in_as_without() -> None:
+    from cryptography.fernet import Fernet
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_AUTH": "login",
+           "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
+    with login_server(env) as (_, url):
+        moved = post_rpc(url + "/", "initialize", INIT_PARAMS)  # requests follows a 307 with the same POST
+        assert [(r.status_code, r.headers["Location"]) for r in moved.history] == [(307, url)]
+        assert moved.status_code == 401 and "resource_metadata=" in moved.headers["WWW-Authenticate"]
 
 
 def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(wiki: RealWiki) -> None:
