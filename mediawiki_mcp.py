@@ -3543,8 +3543,9 @@ class Flags:
       Preview instead of acting, which the person confirms where the client can ask them
       (run_guarded), else the model by calling again with confirm=true.
     - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
-      people's edits...), with no ``confirm`` argument: while the person confirms (``ctx.asks``),
-      the tool raises a Preview of one; elsewhere its own guard holds.
+      people's edits...), with no ``confirm`` argument: while the person confirms (``ctx.asks``)
+      and the call is not confirmed (``ctx.confirmed``: as_shown), the tool raises a Preview of
+      one; elsewhere its own guard holds.
     - ``continue_from``, ``dry_run``: that argument, read as ``ctx.continue_from`` or
       ``ctx.dry_run``; ``dry_run_default``: dryRun unless the call passes false.
     - ``idempotency_key``: an ``idempotencyKey`` argument; a call repeating one with the

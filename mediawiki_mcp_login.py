@@ -211,7 +211,7 @@ through the MCP server <b>mediawiki-mcp</b> at {e(server)}.</p>
 to it at <b>{e(redirect_host)}</b>.</p>
 {f'<p class="error" role="alert">{e(error)}</p>' if error else ""}
 <form method="post" action="{SIGN_IN_PATH}">
-{"".join(f'<input type="hidden" name="{e(name)}" value="{e(value)}">' for name, value in hidden.items())}
+{"".join(f'<input type="hidden" name="{e(field)}" value="{e(value)}">' for field, value in hidden.items())}
 {chooser}
 <label>User name <input type="text" name="username" value="{e(username)}" autocomplete="username"
 required></label>
