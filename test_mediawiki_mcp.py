@@ -8635,6 +8635,7 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
         async with Client(server, mode="legacy", message_handler=handler) as client:
             capabilities = client.session.server_capabilities
             first = [str(r.uri) for r in (await client.list_resources()).resources]
+            templates = (await client.list_resource_templates()).resource_templates
             added = await client.call_tool("add-wiki", {"wikiUrl": third_wiki.url})
             after_add = list(seen)
             resources = {str(r.uri): r for r in (await client.list_resources()).resources}
@@ -8643,12 +8644,13 @@ def test_clients_are_told_when_the_wikis_change(wiki: RealWiki, third_wiki: Real
             after_read = list(seen)
             await client.call_tool("remove-wiki", {"wiki": third_wiki.key})
             last = [str(r.uri) for r in (await client.list_resources()).resources]
-            return capabilities, first, added, after_add, resources, read, after_read, last
+            return capabilities, first, templates, added, after_add, resources, read, after_read, last
 
-    capabilities, first, added, after_add, resources, read, after_read, last = anyio.run(go)
+    capabilities, first, templates, added, after_add, resources, read, after_read, last = anyio.run(go)
     assert capabilities.resources.list_changed and capabilities.tools.list_changed
     assert capabilities.prompts.list_changed
     assert first == [f"mcp://wikis/{wiki.key}"] and not added.is_error
+    assert [(t.uri_template, t.name, t.mime_type) for t in templates] == [("mcp://wikis/{key}", "wiki", "text/plain")]
     assert after_add == ["notifications/resources/list_changed", "notifications/tools/list_changed",
                          PROMPTS_CHANGED]
     assert resources[f"mcp://wikis/{third_wiki.key}"].title == "Third Wiki"
