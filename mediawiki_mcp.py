@@ -4084,11 +4084,6 @@ class PageRead:
                    {int(n): start for n, start in (starts[0] if starts else [])})
 
 
-def section_starts(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
-    """Where each section (0 = lead) starts, in bytes: at its heading."""
-    return {0: 0, **{section.number: section.start for section in wikitext_sections(text, syntax)}}
-
-
 #: A change of a ledger entry: its old value and the order of the call's note -> its new value
 #: (None: left as it is).
 EntryChange = Callable[[str | None, int], str | None]
@@ -4243,8 +4238,8 @@ class ClientReads:
         start, end = shown[0], min(shown[1], total)
         partial = start > 0 or end < total
         # where a page's sections are, to tell which a read in part showed whole
-        starts, ends = ((section_starts(text, self.syntax()), section_ends(text, self.syntax()))
-                        if section is None and partial else ({}, {}))
+        spans = section_spans(text, self.syntax()) if section is None and partial else {}
+        starts, ends = {n: s for n, (s, _) in spans.items()}, {n: e for n, (_, e) in spans.items()}
 
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
