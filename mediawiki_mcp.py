@@ -4694,8 +4694,8 @@ class ServerState:
     regex_seconds: float = REGEX_SECONDS  # how long find-in-page's regular expression may run
     pages_per_call: int = MAX_PAGES_PER_CALL  # the most pages of a category replace-in-pages takes
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
-    page_locks: tuple[threading.Lock, ...] = dataclasses.field(
-        default_factory=lambda: tuple(threading.Lock() for _ in range(64)), repr=False)
+    page_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = dataclasses.field(
+        default_factory=weakref.WeakValueDictionary, repr=False)
     people: People = dataclasses.field(default_factory=People)  # who signed in, and their clients
 
     @classmethod
@@ -4718,10 +4718,12 @@ class ServerState:
         return AddressGuard(self.config.trusted_hosts, self.resolve)
 
     def page_lock(self, wiki: str, title: str) -> threading.Lock:
-        """One of a few locks, the same for every call about this page. Never shared by replicas:
-        it only spaces out this process's own unpinned additions, which MediaWiki merges in any
-        order, so that they do not queue up at the wiki's database lock."""
-        return self.page_locks[hash((wiki, title)) % len(self.page_locks)]
+        """This page's own lock, the same for every call about it while one holds it. Never
+        shared by replicas: it only spaces out this process's own unpinned additions, which
+        MediaWiki merges in any order, so that they do not queue up at the wiki's database lock.
+        No two pages share one, so an edit waiting on a slow wiki holds up no other page's."""
+        with self.lock:
+            return self.page_locks.setdefault((wiki, title), threading.Lock())
 
     def any_writable(self) -> bool:
         return any(not w.read_only for w in self.wikis.values())

@@ -4714,6 +4714,21 @@ def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> Non
     assert len(revision_ids(wiki, title)) == 9
 
 
+def test_an_addition_waiting_on_a_slow_wiki_holds_up_no_other_pages_addition() -> None:
+    """Unpinned additions to one page go one at a time, each taking the page's lock. Every page
+    has a lock of its own: when 64 were shared by hash, two pages in 64 waited on each other, and
+    an edit stuck on a slow wiki held up the other page's edit for the whole timeout."""
+    state = m.ServerState.from_config(m.Config.from_env({}))
+    held = [state.page_lock("wiki.example", f"Page {i}") for i in range(500)]
+    assert all(lock.acquire(blocking=False) for lock in held), "an edit of one page waited for another's"
+    assert state.page_lock("wiki.example", "Page 7") is held[7]  # the same page: the same lock
+    assert state.page_lock("other.example", "Page 7").acquire(blocking=False)  # the same title elsewhere
+    for lock in held:
+        lock.release()
+    del held, lock
+    assert len(state.page_locks) == 0, "a page's lock outlived every call that used it"
+
+
 @on_every_version
 def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
