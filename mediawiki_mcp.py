@@ -2656,7 +2656,13 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
     # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
     if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
         moment += datetime.timedelta(days=1, seconds=-1)
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        moment = moment.astimezone(datetime.timezone.utc)
+    except OverflowError:  # a zone that moves it before the year 1 or past 9999
+        raise invalid_input(f"Argument {name!r} is {value!r}, which in UTC falls outside the years 1 to "
+                            "9999.") from None
+    # MediaWiki reads four digits of year; strftime writes the year 1 as "1"
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
 
 
 def iso_moment(value: str) -> datetime.datetime | None:

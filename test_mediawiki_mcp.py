@@ -2984,6 +2984,24 @@ def test_recent_changes_in_a_time_window(bot_server: Any, history: History) -> N
     assert change_rows(bot_server, start="2099-01-01T00:00:00Z") == []
 
 
+def test_a_time_at_the_ends_of_the_calendar_is_read_or_refused_never_a_crash(bot_server: Any,
+                                                                            history: History) -> None:
+    """The year 1 is sent as MediaWiki reads it (0001), and a zone that moves a time out of the
+    years 1 to 9999 is invalid_input naming the argument, in every tool and prompt that takes a time."""
+    since_ever = change_rows(bot_server, start="0001-01-01", end=history.finished, limit=500)
+    assert {str(r) for r in history.revisions} <= {row.split(" | ")[2].rsplit(" ", 1)[-1] for row in since_ever}
+    for tool, arguments in (("get-recent-changes", {}), ("get-user-contributions", {"user": "Editor"}),
+                            ("get-log-events", {})):
+        for name, said in (("start", "0001-01-01T00:00:00+05:00"), ("end", "9999-12-31T23:00:00-05:00")):
+            refused = call(bot_server, tool, **arguments, **{name: said})
+            assert refused.is_error and refused.blocks == [
+                f"invalid_input: Argument {name!r} is {said!r}, which in UTC falls outside the years 1 to "
+                "9999."], (tool, refused.text)
+    assert prompt_error(bot_server, "review-recent-changes", {"since": "0001-01-01T00:00:00+05:00"}) == (
+        "invalid_input: Argument 'since' is '0001-01-01T00:00:00+05:00', which in UTC falls outside the years 1 "
+        "to 9999.")
+
+
 def test_recent_changes_filters(bot_server: Any, history: History) -> None:
     editor = change_rows(bot_server, user="Editor", limit=500)
     assert editor and all(r.split(" | ")[3] == "Editor" for r in editor)
