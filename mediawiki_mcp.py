@@ -5602,10 +5602,14 @@ def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     return pages[0], next((hop["from"] for hop in hops if hop.get("from")), None)
 
 
-def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True) -> None:
-    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title)."""
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True,
+               redirected: str | None = None) -> None:
+    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title);
+    ``redirected``: the title a redirect was followed from, refused too when it leads to no page."""
     if page.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+    if redirected and (not page or page.get("missing")):
+        raise broken_redirect(redirected, page.get("title"))
     if not must_exist:
         return
     if "interwiki" in page:
@@ -5614,6 +5618,14 @@ def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: b
         raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
         raise missing_page(ctx, page.get("title", title))
+
+
+def broken_redirect(redirected: str, target: str | None) -> WikiError:
+    """not_found for a redirect that leads to no page: to a ``target`` that does not exist, or (none
+    given: the wiki answers with no page) in a loop or to another wiki."""
+    where = f"to {target!r}, which does not exist" if target else "in a loop or to another wiki, to no page here"
+    return not_found(f"{redirected!r} redirects {where}. To read the redirect itself, call get-page with "
+                     f"{call_args(title=redirected, followRedirects=False)}.")
 
 
 def invalid_reason(page: dict[str, Any]) -> str:
@@ -5853,7 +5865,7 @@ def get_page(
         page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
                                       **header_fields(metadata, content == "source"),
                                       rvsection=number if content == "source" else None)
-        check_page(ctx, page, title)
+        check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
             return [page_header(ctx, page, revision, redirected, metadata, section)]
@@ -5933,6 +5945,9 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         if error.code == "nosuchsection":
             raise no_such_section(ctx, title, section, params.get("oldid")) from None
         if error.code == "missingtitle":
+            if params.get("redirects"):  # to a page that does not exist?
+                page, redirected = query_page(ctx, titles=title, redirects=True)
+                check_page(ctx, page, title, redirected=redirected)
             raise missing_page(ctx, title) from None
         raise
 
@@ -6022,15 +6037,18 @@ def get_pages(
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
                             **header_fields(metadata, source, brief=True)}).get("query", {})
-    unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
+    loops = "Redirects in a loop or to another wiki, which lead to no page here"
+    unread: dict[str, list[str]] = {"Missing pages": [], loops: [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
     entries: dict[str, tuple[dict[str, Any], list[str]]] = {}  # by title: a page asked twice is one entry
     for asked, (page, redirected) in batch_pages(query, wanted).items():
-        kind = ("Missing pages" if page is None or page.get("missing") else
+        kind = (loops if page is None and redirected else
+                "Missing pages" if page is None or page.get("missing") else
                 "Not valid page titles" if page.get("invalid") else
                 "Special pages, which have no content" if page.get("special") else None)
         if kind:
-            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else
+                                f"{asked} (redirects to {page['title']})" if page and redirected else asked)
             continue
         assert page is not None
         entries.setdefault(page["title"], (page, []))[1].extend([redirected] if redirected else [])
@@ -6120,10 +6138,10 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     by_title = {p.get("title"): p for p in query.get("pages") or []}
     result: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     for asked in wanted:
-        title = normalized.get(asked, asked)
-        target = redirects.get(title)
-        page = by_title.get(target or title)
-        result[asked] = (page, title if target and page else None)
+        followed = [normalized.get(asked, asked)]
+        while (hop := redirects.get(followed[-1])) and hop not in followed:  # on to the end; a loop once round
+            followed.append(hop)
+        result[asked] = (by_title.get(followed[-1]), followed[0] if followed[0] in redirects else None)
     return result
 
 
@@ -6204,7 +6222,7 @@ def find_in_page(
         if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
             raise no_such_revision(ctx, revisionId) from None
         raise
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     revision = revision_of(page)  # the one asked for, else the latest
     if "revid" not in revision or revisionId and revision["revid"] != revisionId:
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
@@ -6772,7 +6790,7 @@ def origin_history(ctx: ToolContext, title: str, start: int | None
             raise
         if not history:
             page, redirected = resolve_page(data.get("query", {}))
-            check_page(ctx, page, title)
+            check_page(ctx, page, title, redirected=redirected)
         history += resolve_page(data.get("query", {}))[0].get("revisions") or []
         if "continue" not in data:
             break
@@ -7135,7 +7153,7 @@ def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[st
                            "prop": "|".join(prop for prop, _, _ in PAGE_USES), "clprop": "hidden",
                            **continuation(ctx, *(f"{prefix}continue" for _, prefix, _ in PAGE_USES))})
     page, redirected = resolve_page(data.get("query", {}))
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     rows = [f"{used['title']} | {note}" + (", hidden" if used.get("hidden") else "")
             for prop, _, note in PAGE_USES for used in page.get(prop) or []]
     name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
@@ -7293,7 +7311,7 @@ def get_template_info(
                 template_param_row(p, params[p]) for p in order) if order else "\nIt takes no parameters.")
     page, redirected = query_page(ctx, titles=name, redirects=True, prop="revisions", rvprop="content",
                                   rvslots="main")
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     source = main_slot(revision_of(page)).get("content", "")
     inferred: dict[str, tuple[int, str | None]] = {}  # name: where it first is, its default
     for node in preprocess(source, ctx.site.syntax, inclusion=True)[1]:

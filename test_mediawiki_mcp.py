@@ -1884,6 +1884,39 @@ def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
+def test_a_double_redirect_is_followed_and_one_that_leads_nowhere_is_named_as_such(bot_server: Any) -> None:
+    """A redirect to a redirect reads its end (get-page does, get-pages did not); one into a loop or to a
+    missing page is not_found saying so, never "page not found" of a page that is there, and names
+    the call that reads the redirect itself; get-pages lists each under what it is."""
+    tag = secrets.token_hex(3)
+    loop_a, loop_b, self_loop, into_loop = (f"Loop {tag} {x}" for x in ("A", "B", "self", "into"))
+    target, middle, double, dangling = (f"Chain {tag} {x}" for x in ("target", "middle", "double", "dangling"))
+    texts = {loop_a: f"#REDIRECT [[{loop_b}]]", loop_b: f"#REDIRECT [[{loop_a}]]",
+             self_loop: f"#REDIRECT [[{self_loop}]]", into_loop: f"#REDIRECT [[{loop_a}]]",
+             target: "The end of the chain.", middle: f"#REDIRECT [[{target}]]",
+             double: f"#REDIRECT [[{middle}]]", dangling: f"#REDIRECT [[Nowhere {tag}]]"}
+    made = {title: create(bot_server, title, text) for title, text in texts.items()}
+    pages = call(bot_server, "get-pages", titles=[double, loop_a, self_loop, into_loop, dangling])
+    assert not pages.is_error and pages.blocks == [
+        f"Missing pages: {dangling} (redirects to Nowhere {tag})",
+        f"Redirects in a loop or to another wiki, which lead to no page here: {loop_a}, {self_loop}, {into_loop}",
+        f"Title: {target}\nRedirected from: {double}\nRevision ID: {made[target]}\n\nThe end of the chain."]
+    for loop in (loop_a, self_loop, into_loop):
+        for tool, arguments in (("get-page", {}), ("get-page", {"content": "none"}), ("find-in-page", {"find": "a"}),
+                                ("get-page-links", {})):
+            refused = call(bot_server, tool, title=loop, **arguments)
+            assert refused.is_error and refused.blocks == [(
+                f"not_found: '{loop}' redirects in a loop or to another wiki, to no page here. To read the "
+                f'redirect itself, call get-page with title="{loop}" and followRedirects=false.')], (tool, refused.text)
+    for content in ("source", "html", "text"):
+        refused = call(bot_server, "get-page", title=dangling, content=content)
+        assert refused.blocks == [(
+            f"not_found: '{dangling}' redirects to 'Nowhere {tag}', which does not exist. To read the redirect "
+            f'itself, call get-page with title="{dangling}" and followRedirects=false.')], (content, refused.text)
+    itself = call(bot_server, "get-page", title=loop_a, followRedirects=False)  # the remedy, as written
+    assert not itself.is_error and content_of(itself.blocks[0]) == f"#REDIRECT [[{loop_b}]]"
+
+
 def test_get_page_of_a_missing_page_is_not_found(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="No such page here")
     assert result.is_error and len(result.blocks) == 1
@@ -2995,8 +3028,8 @@ def test_a_time_at_the_ends_of_the_calendar_is_read_or_refused_never_a_crash(bot
         for name, said in (("start", "0001-01-01T00:00:00+05:00"), ("end", "9999-12-31T23:00:00-05:00")):
             refused = call(bot_server, tool, **arguments, **{name: said})
             assert refused.is_error and refused.blocks == [
-                f"invalid_input: Argument {name!r} is {said!r}, which in UTC falls outside the years 1 to "
-                "9999."], (tool, refused.text)
+                f"invalid_input: Argument {name!r} is {said!r}, which in UTC falls outside the years 1 to 9999."
+            ], (tool, refused.text)
     assert prompt_error(bot_server, "review-recent-changes", {"since": "0001-01-01T00:00:00+05:00"}) == (
         "invalid_input: Argument 'since' is '0001-01-01T00:00:00+05:00', which in UTC falls outside the years 1 "
         "to 9999.")
