@@ -109,6 +109,11 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
+#: The longest name a call may give (a wiki key, user name, change tag or log type) or time: MediaWiki
+#: keeps names to 255 bytes. A longer value is refused before it is sent, or quoted in an answer.
+MAX_NAME_CHARS = 255
+#: The longest continueFrom: a marker's value holds a few titles, sort keys and IDs.
+MAX_CONTINUATION_CHARS = 5000
 #: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
 MAX_PAGES_PER_CALL = 50
 #: How long a model's regular expression may run on a page; longer is a pattern that backtracks
@@ -3496,6 +3501,11 @@ class Arg:
     title: bool = False  # a page title: non-empty, at most 255 bytes
 
 
+def name_arg(description: str) -> Arg:
+    """A name or time a call gives (user, tag, log type, start): capped at MAX_NAME_CHARS, unlisted."""
+    return Arg(description, max_length=MAX_NAME_CHARS, max_length_listed=False)
+
+
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
@@ -3514,12 +3524,14 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
-    Param("continueFrom", str, None, Arg("From the marker."), False, None),
+    Param("continueFrom", str, None, Arg("From the marker.", max_length=MAX_CONTINUATION_CHARS,
+                                         max_length_listed=False), False, None),
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
     Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."), False, None),
-    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
+    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki.", max_length=MAX_NAME_CHARS,
+                                 max_length_listed=False), False, None))}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -3834,6 +3846,14 @@ def check_title_text(name: str, title: str) -> None:
     """Refuses what no wiki takes as a page title, saying what to give instead."""
     if not title:
         raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
+    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
+    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more.
+    prefix, colon, rest = title.partition(":")
+    colon = colon if utf8_len(prefix) <= MAX_TITLE_BYTES else ""  # no namespace is named so long
+    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+        after = " after its namespace prefix" if colon else ""
+        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                            f"{MAX_TITLE_BYTES}.")
     if encoded := PERCENT_ESCAPE.search(title):
         shown = urllib.parse.unquote(title).replace("_", " ")
         raise invalid_input(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are "
@@ -3843,15 +3863,9 @@ def check_title_text(name: str, title: str) -> None:
         raise invalid_input(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a "
                             f"page, not a page. Give the title alone ({page.strip()!r}); to read one "
                             "section, get-page takes section=N.")
-    if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
+    # control characters too: MediaWiki calls them "an invalid UTF-8 sequence", which they are not
+    if bad := sorted({repr(c) for c in title if c in "|[]{}<>\x7f" or c < " "}):
         raise invalid_input(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
-    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
-    # wiki's to say, and it refuses a title still too long.
-    _, colon, rest = title.partition(":")
-    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
-        after = " after its namespace prefix" if colon else ""
-        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
-                            f"{MAX_TITLE_BYTES}.")
 
 
 PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
@@ -4737,9 +4751,7 @@ class ServerState:
     def resolve_wiki(self, wiki: Any) -> str:
         if wiki is None or wiki == "":
             return self.config.default_wiki
-        if not isinstance(wiki, str):
-            raise invalid_input(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
-        key = wiki.removeprefix("mcp://wikis/").strip().rstrip("/")
+        key = check_value(SHARED_PARAMS["wiki"], wiki).removeprefix("mcp://wikis/").strip().rstrip("/")
         if key not in self.wikis:
             raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.wikis)}.")
         return key
@@ -6528,8 +6540,8 @@ def get_page_history(
     limit: Annotated[int, Arg("Most revisions.", minimum=1, maximum=50)] = 20,
     olderThan: Annotated[int | None, Arg("Older than this revision ID.", minimum=1)] = None,
     newerThan: Annotated[int | None, Arg("Newer than this revision ID.", minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only this change tag.")] = None,
-    user: Annotated[str | None, Arg("Only by this account.")] = None,
+    tag: Annotated[str | None, name_arg("Only this change tag.")] = None,
+    user: Annotated[str | None, name_arg("Only by this account.")] = None,
 ) -> list[str]:
     """Returns a page's revisions, newest first: ID, time, user, size change, minor, tags, summary;
     more with olderThan."""
@@ -7165,12 +7177,12 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-Start = Annotated[str | None, Arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
-End = Annotated[str | None, Arg("Newest.")]
+Start = Annotated[str | None, name_arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
+End = Annotated[str | None, name_arg("Newest.")]
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
-ChangeUser = Annotated[str | None, Arg("Only this account's.")]
-ExcludeUser = Annotated[str | None, Arg("Not this account's.")]
+ChangeUser = Annotated[str | None, name_arg("Only this account's.")]
+ExcludeUser = Annotated[str | None, name_arg("Not this account's.")]
 ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 
 
@@ -7179,7 +7191,7 @@ ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 def get_recent_changes(
     ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
     types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
-    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
+    tag: Annotated[str | None, name_arg("Only with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: ChangeLimit = 50,
@@ -7362,7 +7374,7 @@ CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, min
       see={"for all users": "get-recent-changes", "for one page": "get-page-history"})
 def get_user_contributions(
     ctx: ToolContext,
-    user: Annotated[str, Arg("Account, IP address or CIDR range.")],
+    user: Annotated[str, name_arg("Account, IP address or CIDR range.")],
     namespaces: Namespaces = None,
     start: Start = None,
     end: End = None,
@@ -7434,9 +7446,9 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, Arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
+    type: Annotated[str | None, name_arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
-    user: Annotated[str | None, Arg("Only by this account.")] = None,
+    user: Annotated[str | None, name_arg("Only by this account.")] = None,
     start: Start = None,
     end: End = None,
     limit: Annotated[int, Arg("Most events.", minimum=1, maximum=500)] = 50,

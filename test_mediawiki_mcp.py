@@ -9605,6 +9605,34 @@ def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
          "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
 
 
+
+def test_no_answer_quotes_a_huge_argument_back_and_control_characters_are_named(bot_server: Any) -> None:
+    """A megabyte where a title, name, time or continuation goes is invalid_input saying how long it is,
+    before anything is sent, never quoted back whole (in the server's words or the wiki's); a title
+    with a control character names it, where MediaWiki would speak of an invalid UTF-8 sequence."""
+    big = "x" * 1_000_000
+    counter = RequestCounter(bot_server)
+    for tool, arguments, name, most in (
+            ("get-page", {"title": "%20" + big}, "title", "1000003 bytes long"),
+            ("get-page", {"title": "A#" + big}, "title", "1000002 bytes long"),
+            ("get-page", {"title": big + ":A"}, "title", "1000002 bytes long"),
+            ("get-page", {"title": "Apple", "wiki": big}, "wiki", "1000000 characters long"),
+            ("get-recent-changes", {"start": big}, "start", "1000000 characters long"),
+            ("get-recent-changes", {"continueFrom": big}, "continueFrom", "1000000 characters long"),
+            ("get-user-contributions", {"user": "a|" + big}, "user", "1000002 characters long"),
+            ("get-page-history", {"title": "Apple", "tag": big}, "tag", "1000000 characters long"),
+            ("get-page-history", {"title": "Apple", "user": big}, "user", "1000000 characters long"),
+            ("get-log-events", {"type": big}, "type", "1000000 characters long")):
+        with counter.counting() as sent:
+            refused = call(bot_server, tool, **arguments)
+        assert refused.is_error and len(refused.blocks) == 1 and sent == [0], (tool, name, refused.text[:300])
+        assert refused.text.startswith(f"invalid_input: Argument {name!r} is {most}"), (tool, refused.text[:300])
+        assert len(refused.text) < 200, (tool, name, refused.text[:300])
+    for title, shown in (("Apple\x01", "'\\x01'"), ("Ap\x1fple", "'\\x1f'"), ("Apple\x7f", "'\\x7f'")):
+        refused = call(bot_server, "get-page", title=title)
+        assert refused.blocks == [f"invalid_input: Argument 'title' is not a valid page title: it contains {shown}."]
+
+
 # -- rows of history and recent changes ---------------------------------------------------
 
 def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
