@@ -6296,7 +6296,9 @@ def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
     """Where ``find`` (plain text) or ``pattern`` matches in ``text``, up to one past MAX_MATCHES."""
     if pattern:
         return regex_spans(pattern, text, ctx.state.regex_seconds)
-    return [found.span() for found in itertools.islice(re.finditer(re.escape(find), text), MAX_MATCHES + 1)]
+    # as the wiki stores text, NFC: a decomposed é finds the é the page holds
+    exact = re.escape(as_wiki_receives(find))
+    return [found.span() for found in itertools.islice(re.finditer(exact, text), MAX_MATCHES + 1)]
 
 
 #: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.

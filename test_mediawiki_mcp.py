@@ -3550,6 +3550,19 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bo
     assert empty.is_error and empty.blocks[0].startswith("invalid_input: ")
 
 
+def test_decomposed_text_finds_what_the_wiki_stores_composed(bot_server: Any) -> None:
+    """MediaWiki stores text in NFC, so a find sent decomposed (as some keyboards and models write é)
+    finds it, in find-in-page and find-text-origin, as update-page's find does."""
+    title = f"Find NFC test {secrets.token_hex(3)}"
+    create(bot_server, title, "Un café noir.\nUn thé.")
+    decomposed = unicodedata.normalize("NFD", "café noir")
+    found = call(bot_server, "find-in-page", title=title, find=decomposed)
+    assert not found.is_error and "\n1 match of " in found.text and rows_of(found.blocks[0])[2:] == [
+        "0 (Lead) | line 1 | 3", "> 1: Un café noir.", "  2: Un thé."], found.text
+    origin = call(bot_server, "find-text-origin", title=title, text=decomposed)
+    assert not origin.is_error and field(origin, "User") == "Admin", origin.text
+
+
 def test_a_match_after_multibyte_text_is_at_its_byte_offset_and_an_old_one_names_get_revision(
         bot_server: Any, wiki: RealWiki) -> None:
     title = "Find after Größe test"
