@@ -2518,6 +2518,19 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
+def fitting(items: Sequence[str], room: int) -> int:
+    """How many of ``items``, joined by ", ", fit ``room`` bytes: at least the first."""
+    sizes = itertools.accumulate(utf8_len(f", {item}") for item in items)
+    return max(1, sum(size <= room for size in sizes)) if items else 0
+
+
+def joined_within(items: Sequence[str], room: int) -> str:
+    """``items`` joined by ", ", as many as fit ``room`` bytes, then how many more: a list in an answer's
+    metadata or an error stays small, whatever the page."""
+    shown = fitting(items, room)
+    return ", ".join(items[:shown]) + (f", and {len(items) - shown} more" if shown < len(items) else "")
+
+
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2547,8 +2560,7 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        sizes = itertools.accumulate(utf8_len(f", {n} ({heading})") for n, heading in listed)
-        shown_list = [s for s, size in zip(listed, sizes) if room is None or size <= room]
+        shown_list = listed[:len(listed) if room is None else fitting([f"{n} ({h})" for n, h in listed], room)]
         parts.append(f"{of}: {section_list(shown_list)}" + (
             "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
         if len(shown_list) < len(listed) and outline:
@@ -5676,7 +5688,7 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
     numbers them (headings that templates bring cannot be read or edited by number)."""
     outline = rendered_outline(ctx, title, **of_page(title, revid))
     return not_found(f"There is no section {section} in {title} on {ctx.wiki.key}. "
-                     f"Its sections: {outline_list(outline)}.")
+                     f"Its sections: {outline_list(ctx, outline, title)}.")
 
 
 def of_page(title: str, revid: int | None) -> dict[str, Any]:
@@ -5684,10 +5696,13 @@ def of_page(title: str, revid: int | None) -> dict[str, Any]:
     return {"oldid": revid} if revid else {"page": title}
 
 
-def outline_list(outline: Sequence[Heading]) -> str:
-    """``0 (Lead), 1 (== History ==), ...``: the sections that can be read or changed by number."""
-    return ", ".join(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
-                                     for n, level, heading, _ in outline if n is not None])
+def outline_list(ctx: ToolContext, outline: Sequence[Heading], title: str) -> str:
+    """``0 (Lead), 1 (== History ==), ...``: the sections of ``title`` that can be read or changed by
+    number, as many as a truncation marker lists, then how many more and the call that lists them all."""
+    listed = joined_within(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
+                                           for n, level, heading, _ in outline if n is not None],
+                           ctx.budget // OUTLINE_SHARE)
+    return listed + (f" ({outline_call(title)} lists them all)" if listed.endswith(" more") else "")
 
 
 class Heading(typing.NamedTuple):
@@ -5778,7 +5793,7 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"{title} transcludes, so it is read and changed there: call again with "
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
-                    f"Its sections: {outline_list(outline)}.")
+                    f"Its sections: {outline_list(ctx, outline, title)}.")
 
 
 def source_headings(text: str, syntax: Syntax) -> list[Heading]:
@@ -7284,12 +7299,16 @@ def parse_wikitext(
     if not offset:  # the lists came with the first call
         lines += [
             ("Display title", display if display != parsed.get("title") else None),
-            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or [])),
-            ("Links", existence_list(parsed.get("links"))),
-            ("Templates", existence_list(parsed.get("templates"))),
-            ("Categories", ", ".join(c["category"].replace("_", " ") + (" (missing)" if c.get("missing")
-                                     else "") for c in parsed.get("categories") or [])),
-            ("External links", ", ".join(parsed.get("externallinks") or []))]
+            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or []))]
+        left = ctx.budget // OUTLINE_SHARE  # the lists share what a marker's list of sections may take
+        for label, items in (
+                ("Links", existence_list(parsed.get("links"))),
+                ("Templates", existence_list(parsed.get("templates"))),
+                ("Categories", [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
+                                for c in parsed.get("categories") or []]),
+                ("External links", parsed.get("externallinks") or [])):
+            lines.append((label, joined_within(items, left)))
+            left = max(left - utf8_len(lines[-1][1]), 0)
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
                           sections=None, again=None)[0]
 
@@ -7356,8 +7375,8 @@ def template_param_row(name: str, param: Mapping[str, Any]) -> str:
     return " | ".join(p for p in parts if p)
 
 
-def existence_list(items: list[dict[str, Any]] | None) -> str:
-    return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+def existence_list(items: list[dict[str, Any]] | None) -> list[str]:
+    return [i["title"] + ("" if i.get("exists") else " (missing)") for i in items or []]
 
 
 # -- read tools: contributions, logs and the watchlist --------------------------

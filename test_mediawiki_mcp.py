@@ -3110,6 +3110,23 @@ def test_parse_wikitext_of_long_text_posts_and_continues(wiki: RealWiki) -> None
     assert html.endswith("</div>") and html.count("<p>Paragraph ") == 1500
 
 
+def test_the_lists_of_a_preview_share_a_quarter_of_the_budget_and_say_how_many_more(wiki: RealWiki) -> None:
+    """3000 links and 3000 external links came back whole in the header (84 KB on a 1000-byte budget):
+    each list now shows those that fit what is left of a quarter of the budget, then how many more."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    wikitext = " ".join(f"[[Linked page {n}]] http://example.org/{n}" for n in range(3000)) + " [[Apple]]"
+    result = call(server, "parse-wikitext", wikitext=wikitext)
+    assert not result.is_error and len(result.blocks) == 2, result.text[:300]
+    header = result.blocks[0].split("\n\n", 1)[0]
+    assert m.utf8_len(header) <= 1000 // 4 + 100, header  # the labels and the counts on top
+    links, external = field(result, "Links"), field(result, "External links")
+    shown_links = links.split(", and ")[0].split(", ")
+    assert links == ", ".join(shown_links) + f", and {3001 - len(shown_links)} more"
+    assert shown_links[:2] == ["Linked page 0 (missing)", "Linked page 1 (missing)"], links
+    assert external.startswith("http://example.org/0") and external.endswith(" more"), external
+    assert m.utf8_len("\n".join(result.blocks)) < 2 * 1000  # the header, the HTML within the budget, the marker
+
+
 def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
     result = call(bot_server, "parse-wikitext", wikitext="  \n")
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
@@ -3428,6 +3445,24 @@ def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_s
     assert edit.is_error and edit.blocks[0].startswith("invalid_input: 3 sections of Danube are headed 'Notes'")
     schema = {t.name: t for t in list_tools(bot_server)}["get-page"].input_schema["properties"]["section"]
     assert schema["type"] == ["integer", "string"] and "heading" in schema["description"]
+
+
+def test_a_section_not_there_lists_as_many_sections_as_a_marker_does_and_names_the_outline(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The error for a section that is not there listed every section (19 KB for 600): it lists those a
+    truncation marker would, then how many more and get-page-sections, which lists them all."""
+    title = f"Many sections {secrets.token_hex(3)}"
+    create(bot_server, title, "".join(f"== Heading number {n} ==\ntext {n}\n" for n in range(600)))
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    for section in (9999, "Nope"):
+        refused = call(server, "get-page", title=title, section=section)
+        assert refused.is_error and len(refused.blocks) == 1 and m.utf8_len(refused.text) < 1000 // 4 + 250
+        listed = refused.text.split("Its sections: ", 1)[1]
+        assert listed.startswith("0 (Lead), 1 (== Heading number 0 ==), 2 (== Heading number 1 ==)"), listed
+        shown = listed.split(", and ", 1)[0].count(" (")
+        assert listed.endswith(f", and {601 - shown} more (get-page-sections with title=\"{title}\" lists them "
+                               "all)."), listed
+        assert int(field(call(server, "get-page-sections", title=title), "Size").split()[0]) > 0
 
 
 def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) -> None:
