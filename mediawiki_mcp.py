@@ -6165,7 +6165,8 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     by_title = {p.get("title"): p for p in query.get("pages") or []}
     result: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     for asked in wanted:
-        followed = [normalized.get(asked, asked)]
+        sent = as_wiki_receives(asked)  # MediaWiki composes a decomposed title (NFC) before it normalizes
+        followed = [normalized.get(sent, sent)]
         while (hop := redirects.get(followed[-1])) and hop not in followed:  # on to the end; a loop once round
             followed.append(hop)
         result[asked] = (by_title.get(followed[-1]), followed[0] if followed[0] in redirects else None)

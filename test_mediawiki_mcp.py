@@ -9829,6 +9829,18 @@ def test_get_pages_says_why_a_title_has_no_page(bot_server: Any, wiki: RealWiki)
     assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
 
 
+def test_get_pages_reads_a_title_written_decomposed_as_get_page_does(bot_server: Any) -> None:
+    """MediaWiki composes what it is sent (NFC) before it normalizes a title, so its answer never names
+    the decomposed title asked: get-pages called such a page missing, where get-page read it."""
+    title = f"Café Ünïcödé {secrets.token_hex(3)}"
+    revision = create(bot_server, title, "Composed.")
+    decomposed = unicodedata.normalize("NFD", title)
+    page = f"Title: {title}\nRevision ID: {revision}\n\nComposed."
+    assert call(bot_server, "get-page", title=decomposed).blocks == [page]
+    result = call(bot_server, "get-pages", titles=[decomposed, decomposed.replace(" ", "_"), title])
+    assert not result.is_error and result.blocks == [page], result.text
+
+
 def test_counts_read_as_english(bot_server: Any, history: History) -> None:
     assert call(bot_server, "search-page", query=SEARCH_WORD).blocks[0].startswith("1 page matches.\n")
     marker = call(bot_server, "get-page-history", title=HISTORY_TITLE, limit=1).blocks[1]
