@@ -1073,10 +1073,11 @@ class BasicAuth:
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
     """Turns Python values into API fields: lists joined by | (or U+001F when a
-    value holds a |), booleans present only when true, None left out."""
+    value holds a |), booleans present only when true, None and empty lists left out (an empty
+    field would ask for no value at all: cmtype= lists no members)."""
     fields: dict[str, str] = {}
     for key, value in params.items():
-        if value is None or value is False:
+        if value is None or value is False or value == []:
             continue
         if value is True:
             fields[key] = "1"

@@ -2741,6 +2741,16 @@ def test_category_members_with_types_and_counts(bot_server: Any) -> None:
     assert rows_of(files.blocks[0]) == ["File:Notes.txt | file", "File:Red square.png | file"]
 
 
+def test_an_empty_list_filters_nothing_as_an_absent_one(bot_server: Any) -> None:
+    """types=[] or namespaces=[] is a filter left empty: every member, every link, as without it. It
+    reached MediaWiki as an empty field (cmtype=), which asks for no type at all: "No members match"."""
+    for arguments in ({"types": []}, {"namespaces": []}, {"types": [], "namespaces": []}):
+        members = call(bot_server, "get-category-members", category="Fruits", **arguments)
+        assert not members.is_error and sorted(rows_of(members.blocks[0])) == FRUITS, (arguments, members.text)
+        links = call(bot_server, "get-links-here", title="Apple", **arguments)
+        assert links.blocks == call(bot_server, "get-links-here", title="Apple").blocks, arguments
+
+
 def test_category_members_continue_to_the_end(bot_server: Any) -> None:
     results = follow_markers(bot_server, "get-category-members", "continueFrom", {"category": "Fruits", "limit": 4})
     assert len(results) == 2 and results[0].blocks[0].startswith("Category:Fruits (pages: 3,")
