@@ -5878,6 +5878,7 @@ def get_page(
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
     write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    refuse_section_of_none(content, section)
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
                                                redirects=followRedirects)
@@ -5916,6 +5917,13 @@ def get_page(
     note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
                             heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
+
+
+def refuse_section_of_none(content: str, section: int | str | None) -> None:
+    """A section with content='none' would be neither read nor looked for, only echoed back."""
+    if content == "none" and section is not None:
+        raise invalid_input("section picks a part of the content, and content='none' reads none: leave "
+                            "section out, or ask for the content.")
 
 
 def header_fields(metadata: bool, content: bool = False, *, brief: bool = False) -> dict[str, Any]:
@@ -6489,6 +6497,7 @@ def get_revision(
 ) -> list[str]:
     """Returns a revision as wikitext, HTML or plain text, with its page, time, user, summary, tags,
     parent. Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    refuse_section_of_none(content, section)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",

@@ -1932,6 +1932,18 @@ def test_get_page_html_metadata_and_none(bot_server: Any, wiki: RealWiki) -> Non
     assert len(none.blocks) == 1 and "Page ID: " in none.text and "Fruit salad mixes" not in none.text
 
 
+def test_a_section_with_content_none_is_refused_not_echoed_as_read(bot_server: Any) -> None:
+    """content='none' reads no content, so a section (one that is there or not) was never looked for,
+    yet the answer said "Section: 99" as if it had been read: now it is invalid_input saying so."""
+    revision = int(field(call(bot_server, "get-page", title="Fruit salad", content="none"), "Revision ID"))
+    for tool, arguments in (("get-page", {"title": "Fruit salad"}), ("get-revision", {"revisionId": revision})):
+        for section in (99, 0, "Nope"):
+            refused = call(bot_server, tool, content="none", section=section, **arguments)
+            assert refused.is_error and refused.blocks == [(
+                "invalid_input: section picks a part of the content, and content='none' reads none: leave "
+                "section out, or ask for the content.")], (tool, section, refused.text)
+
+
 def test_get_page_of_a_non_ascii_title(bot_server: Any, wiki: RealWiki) -> None:
     result = call(bot_server, "get-page", title=NON_ASCII_TITLE, metadata=True)
     assert not result.is_error and "日本語のページ" in result.text
