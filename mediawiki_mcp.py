@@ -5622,8 +5622,10 @@ def query_page(ctx: ToolContext, **params: Any) -> tuple[dict[str, Any], str | N
 
 
 def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The page a single-page query returned, and the title it was redirected from."""
-    pages, hops = query.get("pages") or [{}], query.get("redirects") or []
+    """The page a single-page query returned, and the title it was redirected from. A title of another
+    wiki (an interwiki prefix) is listed apart: as a page marked ``interwiki``, which check_page refuses."""
+    other = [{"title": i.get("title"), "interwiki": i.get("iw")} for i in query.get("interwiki") or []]
+    pages, hops = query.get("pages") or other or [{}], query.get("redirects") or []
     return pages[0], next((hop["from"] for hop in hops if hop.get("from")), None)
 
 

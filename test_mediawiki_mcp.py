@@ -1944,6 +1944,18 @@ def test_a_section_with_content_none_is_refused_not_echoed_as_read(bot_server: A
                 "section out, or ask for the content.")], (tool, section, refused.text)
 
 
+def test_a_title_of_another_wiki_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki lists a title with an interwiki prefix apart from its pages, so the tools saw no page,
+    looked in the deletion log for why and relayed its "Bad title" error: now they say where it points."""
+    assert wiki.raw_get(action="query", titles="wikipedia:Foo")["query"]["interwiki"][0]["iw"] == "wikipedia"
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "none"}), ("get-page-history", {}),
+                            ("find-in-page", {"find": "x"}), ("get-page-links", {}),
+                            ("find-text-origin", {"text": "x"})):
+        refused = call(bot_server, tool, title="wikipedia:Foo", **arguments)
+        assert refused.blocks == [("invalid_input: 'wikipedia:Foo' points to another wiki (interwiki prefix "
+                                   "'wikipedia').")], (tool, refused.text)
+
+
 def test_get_page_of_a_non_ascii_title(bot_server: Any, wiki: RealWiki) -> None:
     result = call(bot_server, "get-page", title=NON_ASCII_TITLE, metadata=True)
     assert not result.is_error and "日本語のページ" in result.text
