@@ -6075,12 +6075,15 @@ def get_pages(
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
                             **header_fields(metadata, source, brief=True)}).get("query", {})
-    loops = "Redirects in a loop or to another wiki, which lead to no page here"
-    unread: dict[str, list[str]] = {"Missing pages": [], loops: [], "Not valid page titles": [],
+    loops, other = "Redirects in a loop or to another wiki, which lead to no page here", "Titles of other wikis"
+    unread: dict[str, list[str]] = {"Missing pages": [], loops: [], other: [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
+    interwiki = {i["title"] for i in query.get("interwiki") or []}  # listed apart from pages, as normalized
+    interwiki |= {n["from"] for n in query.get("normalized") or [] if n["to"] in interwiki}
     entries: dict[str, tuple[dict[str, Any], list[str]]] = {}  # by title: a page asked twice is one entry
     for asked, (page, redirected) in batch_pages(query, wanted).items():
         kind = (loops if page is None and redirected else
+                other if page is None and as_wiki_receives(asked) in interwiki else
                 "Missing pages" if page is None or page.get("missing") else
                 "Not valid page titles" if page.get("invalid") else
                 "Special pages, which have no content" if page.get("special") else None)

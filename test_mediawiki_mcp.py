@@ -1954,6 +1954,9 @@ def test_a_title_of_another_wiki_is_named_as_such(bot_server: Any, wiki: RealWik
         refused = call(bot_server, tool, title="wikipedia:Foo", **arguments)
         assert refused.blocks == [("invalid_input: 'wikipedia:Foo' points to another wiki (interwiki prefix "
                                    "'wikipedia').")], (tool, refused.text)
+    pages = call(bot_server, "get-pages", titles=["wikipedia:Foo", "Wikipedia:foo_bar", "Nope Nope", "Apple"])
+    assert pages.blocks[:2] == ["Missing pages: Nope Nope", "Titles of other wikis: wikipedia:Foo, Wikipedia:foo_bar"]
+    assert pages.blocks[2].startswith("Title: Apple\n") and len(pages.blocks) == 3
 
 
 def test_get_page_of_a_non_ascii_title(bot_server: Any, wiki: RealWiki) -> None:
