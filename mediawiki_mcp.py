@@ -2561,7 +2561,8 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        shown_list = listed[:len(listed) if room is None else fitting([f"{n} ({h})" for n, h in listed], room)]
+        fit = len(listed) if room is None else fitting([f"{n} ({heading})" for n, heading in listed], room)
+        shown_list = listed[:fit]
         parts.append(f"{of}: {section_list(shown_list)}" + (
             "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
         if len(shown_list) < len(listed) and outline:
@@ -5650,7 +5651,8 @@ def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: b
 def broken_redirect(redirected: str, target: str | None) -> WikiError:
     """not_found for a redirect that leads to no page: to a ``target`` that does not exist, or (none
     given: the wiki answers with no page) in a loop or to another wiki."""
-    where = f"to {target!r}, which does not exist" if target else "in a loop or to another wiki, to no page here"
+    where = (f"to {target!r}, which does not exist" if target
+             else "in a loop or to another wiki, to no page here")
     return not_found(f"{redirected!r} redirects {where}. To read the redirect itself, call get-page with "
                      f"{call_args(title=redirected, followRedirects=False)}.")
 
@@ -6075,7 +6077,8 @@ def get_pages(
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
                             **header_fields(metadata, source, brief=True)}).get("query", {})
-    loops, other = "Redirects in a loop or to another wiki, which lead to no page here", "Titles of other wikis"
+    loops = "Redirects in a loop or to another wiki, which lead to no page here"
+    other = "Titles of other wikis"
     unread: dict[str, list[str]] = {"Missing pages": [], loops: [], other: [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
     interwiki = {i["title"] for i in query.get("interwiki") or []}  # listed apart from pages, as normalized
@@ -6181,7 +6184,8 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     for asked in wanted:
         sent = as_wiki_receives(asked)  # MediaWiki composes a decomposed title (NFC) before it normalizes
         followed = [normalized.get(sent, sent)]
-        while (hop := redirects.get(followed[-1])) and hop not in followed:  # on to the end; a loop once round
+        # on to the end of a double redirect; once round a loop
+        while (hop := redirects.get(followed[-1])) and hop not in followed:
             followed.append(hop)
         result[asked] = (by_title.get(followed[-1]), followed[0] if followed[0] in redirects else None)
     return result
