@@ -5888,7 +5888,7 @@ def get_page(
                                                redirects=followRedirects)
         page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
         revision: dict[str, Any] = {"revid": parsed.get("revid")}
-        redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+        redirected = parse_redirected(parsed)
         if metadata:
             page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
             revision = revision_of(page)
@@ -5992,6 +5992,13 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         raise
 
 
+def parse_redirected(parsed: Mapping[str, Any]) -> str | None:
+    """The title an action=parse result was redirected from; none for a redirect in a loop, whose own
+    page it renders."""
+    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+    return redirected if redirected != parsed.get("title") else None
+
+
 class Rendered(typing.NamedTuple):
     """A page or revision rendered (rendered): the action=parse result, the HTML or plain text
     shown, and the section asked for (AskedSection)."""
@@ -6056,7 +6063,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
             rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
         else:
             after = number
-    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+    redirected = parse_redirected(parsed)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))

@@ -1915,6 +1915,13 @@ def test_a_double_redirect_is_followed_and_one_that_leads_nowhere_is_named_as_su
             f'itself, call get-page with title="{dangling}" and followRedirects=false.')], (content, refused.text)
     itself = call(bot_server, "get-page", title=loop_a, followRedirects=False)  # the remedy, as written
     assert not itself.is_error and content_of(itself.blocks[0]) == f"#REDIRECT [[{loop_b}]]"
+    # rendered, a loop is its own redirect page, not a page redirected from itself
+    for content in ("html", "text"):
+        rendered = call(bot_server, "get-page", title=loop_a, content=content)
+        assert rendered.blocks[0].startswith(f"Title: {loop_a}\nRevision ID: {made[loop_a]}\n\n"), rendered.text
+        assert loop_b in content_of(rendered.blocks[0])
+    outline = call(bot_server, "get-page-sections", title=loop_a)
+    assert outline.blocks[0].startswith(f"Title: {loop_a}\nRevision ID: {made[loop_a]}\n"), outline.text
 
 
 def test_get_page_of_a_missing_page_is_not_found(bot_server: Any) -> None:
