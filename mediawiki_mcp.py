@@ -7558,8 +7558,10 @@ def get_watchlist(
 
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
-    file's old title redirects to its new one); not_found when there is no file."""
-    name = title_in_namespace(ctx.site, title, 6)
+    file's old title redirects to its new one); not_found when there is no file. A Media: link's
+    title (namespace -2, the file itself) names the file."""
+    bare = title.partition(":")[2] if ctx.site.namespace_of(title) == -2 else title
+    name = title_in_namespace(ctx.site, bare, 6)
     page, redirected = query_page(ctx, titles=name, redirects=True, prop="imageinfo", **extra)
     check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)

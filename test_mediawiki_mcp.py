@@ -3181,7 +3181,8 @@ def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
 @on_every_version
 def test_get_file_metadata_with_or_without_prefix(bot_server: Any, wiki: RealWiki) -> None:
     png = SEED_FILES["Red square.png"]
-    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png"):
+    # Media: as a [[Media:...]] link names the file itself; it was looked up as File:Media:Red square.png
+    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png", "Media:Red square.png"):
         result = call(bot_server, "get-file", title=name)
         assert not result.is_error
         lines = result.text.split("\n")
@@ -3203,6 +3204,7 @@ def test_get_file_of_a_missing_file_is_not_found(bot_server: Any) -> None:
 def test_get_file_data_returns_the_image(bot_server: Any) -> None:
     result = call(bot_server, "get-file-data", title="Red square.png")
     assert not result.is_error and len(result.images) == 1
+    assert call(bot_server, "get-file-data", title="Media:Red square.png").blocks == result.blocks
     image = result.images[0]
     assert image.mime_type == "image/png" and base64.b64decode(image.data) == SEED_FILES["Red square.png"]
     assert "Rendition: original, 40×30 pixels" in result.blocks[0]  # this wiki has no scaler
