@@ -109,6 +109,11 @@ MAX_REDIRECTS = 5
 WRITE_MAXLAG_SECONDS = 5
 #: MediaWiki's own limit on a title, in bytes of UTF-8.
 MAX_TITLE_BYTES = 255
+#: The longest name a call may give (a wiki key, user name, change tag or log type) or time: MediaWiki
+#: keeps names to 255 bytes. A longer value is refused before it is sent, or quoted in an answer.
+MAX_NAME_CHARS = 255
+#: The longest continueFrom: a marker's value holds a few titles, sort keys and IDs.
+MAX_CONTINUATION_CHARS = 5000
 #: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
 MAX_PAGES_PER_CALL = 50
 #: How long a model's regular expression may run on a page; longer is a pattern that backtracks
@@ -1068,10 +1073,11 @@ class BasicAuth:
 
 def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
     """Turns Python values into API fields: lists joined by | (or U+001F when a
-    value holds a |), booleans present only when true, None left out."""
+    value holds a |), booleans present only when true, None and empty lists left out (an empty
+    field would ask for no value at all: cmtype= lists no members)."""
     fields: dict[str, str] = {}
     for key, value in params.items():
-        if value is None or value is False:
+        if value is None or value is False or value == []:
             continue
         if value is True:
             fields[key] = "1"
@@ -2513,6 +2519,19 @@ def section_list(sections: list[tuple[int, str]]) -> str:
     return ", ".join(f"{n} ({heading})" for n, heading in sections)
 
 
+def fitting(items: Sequence[str], room: int) -> int:
+    """How many of ``items``, joined by ", ", fit ``room`` bytes: at least the first."""
+    sizes = itertools.accumulate(utf8_len(f", {item}") for item in items)
+    return max(1, sum(size <= room for size in sizes)) if items else 0
+
+
+def joined_within(items: Sequence[str], room: int) -> str:
+    """``items`` joined by ", ", as many as fit ``room`` bytes, then how many more: a list in an answer's
+    metadata or an error stays small, whatever the page."""
+    shown = fitting(items, room)
+    return ", ".join(items[:shown]) + (f", and {len(items) - shown} more" if shown < len(items) else "")
+
+
 def call_args(**args: Any) -> str:
     """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
     return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
@@ -2542,8 +2561,8 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        sizes = itertools.accumulate(utf8_len(f", {n} ({heading})") for n, heading in listed)
-        shown_list = [s for s, size in zip(listed, sizes) if room is None or size <= room]
+        fit = len(listed) if room is None else fitting([f"{n} ({heading})" for n, heading in listed], room)
+        shown_list = listed[:fit]
         parts.append(f"{of}: {section_list(shown_list)}" + (
             "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
         if len(shown_list) < len(listed) and outline:
@@ -2656,7 +2675,13 @@ def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
     # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
     if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
         moment += datetime.timedelta(days=1, seconds=-1)
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        moment = moment.astimezone(datetime.timezone.utc)
+    except OverflowError:  # a zone that moves it before the year 1 or past 9999
+        raise invalid_input(f"Argument {name!r} is {value!r}, which in UTC falls outside the years 1 to "
+                            "9999.") from None
+    # MediaWiki reads four digits of year; strftime writes the year 1 as "1"
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
 
 
 def iso_moment(value: str) -> datetime.datetime | None:
@@ -3490,6 +3515,11 @@ class Arg:
     title: bool = False  # a page title: non-empty, at most 255 bytes
 
 
+def name_arg(description: str) -> Arg:
+    """A name or time a call gives (user, tag, log type, start): capped at MAX_NAME_CHARS, unlisted."""
+    return Arg(description, max_length=MAX_NAME_CHARS, max_length_listed=False)
+
+
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
@@ -3508,12 +3538,14 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
     Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
-    Param("continueFrom", str, None, Arg("From the marker."), False, None),
+    Param("continueFrom", str, None, Arg("From the marker.", max_length=MAX_CONTINUATION_CHARS,
+                                         max_length_listed=False), False, None),
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
     Param("idempotencyKey", str, None, Arg("Reuse on retry.", max_length=200,
                                            max_length_listed=False), False, None),
     Param("watch", WATCH_CHOICES, None, Arg("Default: preferences."), False, None),
-    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki."), False, None))}
+    Param("wiki", str, None, Arg("Wiki key; omitted: the default wiki.", max_length=MAX_NAME_CHARS,
+                                 max_length_listed=False), False, None))}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -3828,6 +3860,14 @@ def check_title_text(name: str, title: str) -> None:
     """Refuses what no wiki takes as a page title, saying what to give instead."""
     if not title:
         raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
+    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
+    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more.
+    prefix, colon, rest = title.partition(":")
+    colon = colon if utf8_len(prefix) <= MAX_TITLE_BYTES else ""  # no namespace is named so long
+    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+        after = " after its namespace prefix" if colon else ""
+        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
+                            f"{MAX_TITLE_BYTES}.")
     if encoded := PERCENT_ESCAPE.search(title):
         shown = urllib.parse.unquote(title).replace("_", " ")
         raise invalid_input(f"Argument {name!r} is percent-encoded ({encoded.group(0)}); page titles are "
@@ -3837,15 +3877,9 @@ def check_title_text(name: str, title: str) -> None:
         raise invalid_input(f"Argument {name!r} ends in a fragment (#{heading}), which names a part of a "
                             f"page, not a page. Give the title alone ({page.strip()!r}); to read one "
                             "section, get-page takes section=N.")
-    if bad := sorted({repr(c) for c in title if c in "\x00\n\r\t|[]{}<>"}):
+    # control characters too: MediaWiki calls them "an invalid UTF-8 sequence", which they are not
+    if bad := sorted({repr(c) for c in title if c in "|[]{}<>\x7f" or c < " "}):
         raise invalid_input(f"Argument {name!r} is not a valid page title: it contains {', '.join(bad)}.")
-    # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
-    # wiki's to say, and it refuses a title still too long.
-    _, colon, rest = title.partition(":")
-    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
-        after = " after its namespace prefix" if colon else ""
-        raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
-                            f"{MAX_TITLE_BYTES}.")
 
 
 PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
@@ -4731,9 +4765,7 @@ class ServerState:
     def resolve_wiki(self, wiki: Any) -> str:
         if wiki is None or wiki == "":
             return self.config.default_wiki
-        if not isinstance(wiki, str):
-            raise invalid_input(f"Argument 'wiki' must be a string, got {json_type(wiki)}.")
-        key = wiki.removeprefix("mcp://wikis/").strip().rstrip("/")
+        key = check_value(SHARED_PARAMS["wiki"], wiki).removeprefix("mcp://wikis/").strip().rstrip("/")
         if key not in self.wikis:
             raise invalid_input(f"Unknown wiki {wiki!r}. Configured wikis: {', '.join(self.wikis)}.")
         return key
@@ -5591,15 +5623,21 @@ def query_page(ctx: ToolContext, **params: Any) -> tuple[dict[str, Any], str | N
 
 
 def resolve_page(query: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The page a single-page query returned, and the title it was redirected from."""
-    pages, hops = query.get("pages") or [{}], query.get("redirects") or []
+    """The page a single-page query returned, and the title it was redirected from. A title of another
+    wiki (an interwiki prefix) is listed apart: as a page marked ``interwiki``, which check_page refuses."""
+    other = [{"title": i.get("title"), "interwiki": i.get("iw")} for i in query.get("interwiki") or []]
+    pages, hops = query.get("pages") or other or [{}], query.get("redirects") or []
     return pages[0], next((hop["from"] for hop in hops if hop.get("from")), None)
 
 
-def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True) -> None:
-    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title)."""
+def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: bool = True,
+               redirected: str | None = None) -> None:
+    """Refuses a page that is not an existing page of this wiki (must_exist=False: an invalid title);
+    ``redirected``: the title a redirect was followed from, refused too when it leads to no page."""
     if page.get("invalid"):
         raise invalid_input(f"{title!r} is not a valid page title: {invalid_reason(page)}")
+    if redirected and (not page or page.get("missing")):
+        raise broken_redirect(redirected, page.get("title"))
     if not must_exist:
         return
     if "interwiki" in page:
@@ -5608,6 +5646,15 @@ def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: b
         raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
     if page.get("missing") or not page:
         raise missing_page(ctx, page.get("title", title))
+
+
+def broken_redirect(redirected: str, target: str | None) -> WikiError:
+    """not_found for a redirect that leads to no page: to a ``target`` that does not exist, or (none
+    given: the wiki answers with no page) in a loop or to another wiki."""
+    where = (f"to {target!r}, which does not exist" if target
+             else "in a loop or to another wiki, to no page here")
+    return not_found(f"{redirected!r} redirects {where}. To read the redirect itself, call get-page with "
+                     f"{call_args(title=redirected, followRedirects=False)}.")
 
 
 def invalid_reason(page: dict[str, Any]) -> str:
@@ -5646,7 +5693,7 @@ def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: in
     numbers them (headings that templates bring cannot be read or edited by number)."""
     outline = rendered_outline(ctx, title, **of_page(title, revid))
     return not_found(f"There is no section {section} in {title} on {ctx.wiki.key}. "
-                     f"Its sections: {outline_list(outline)}.")
+                     f"Its sections: {outline_list(ctx, outline, title)}.")
 
 
 def of_page(title: str, revid: int | None) -> dict[str, Any]:
@@ -5654,10 +5701,13 @@ def of_page(title: str, revid: int | None) -> dict[str, Any]:
     return {"oldid": revid} if revid else {"page": title}
 
 
-def outline_list(outline: Sequence[Heading]) -> str:
-    """``0 (Lead), 1 (== History ==), ...``: the sections that can be read or changed by number."""
-    return ", ".join(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
-                                     for n, level, heading, _ in outline if n is not None])
+def outline_list(ctx: ToolContext, outline: Sequence[Heading], title: str) -> str:
+    """``0 (Lead), 1 (== History ==), ...``: the sections of ``title`` that can be read or changed by
+    number, as many as a truncation marker lists, then how many more and the call that lists them all."""
+    listed = joined_within(["0 (Lead)"] + [f"{n} ({'=' * level} {heading} {'=' * level})"
+                                           for n, level, heading, _ in outline if n is not None],
+                           ctx.budget // OUTLINE_SHARE)
+    return listed + (f" ({outline_call(title)} lists them all)" if listed.endswith(" more") else "")
 
 
 class Heading(typing.NamedTuple):
@@ -5748,7 +5798,7 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"{title} transcludes, so it is read and changed there: call again with "
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
-                    f"Its sections: {outline_list(outline)}.")
+                    f"Its sections: {outline_list(ctx, outline, title)}.")
 
 
 def source_headings(text: str, syntax: Syntax) -> list[Heading]:
@@ -5832,12 +5882,13 @@ def get_page(
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
     write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    refuse_section_of_none(content, section)
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
                                                redirects=followRedirects)
         page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
         revision: dict[str, Any] = {"revid": parsed.get("revid")}
-        redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+        redirected = parse_redirected(parsed)
         if metadata:
             page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
             revision = revision_of(page)
@@ -5847,7 +5898,7 @@ def get_page(
         page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
                                       **header_fields(metadata, content == "source"),
                                       rvsection=number if content == "source" else None)
-        check_page(ctx, page, title)
+        check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
             return [page_header(ctx, page, revision, redirected, metadata, section)]
@@ -5870,6 +5921,13 @@ def get_page(
     note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
                             heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
+
+
+def refuse_section_of_none(content: str, section: int | str | None) -> None:
+    """A section with content='none' would be neither read nor looked for, only echoed back."""
+    if content == "none" and section is not None:
+        raise invalid_input("section picks a part of the content, and content='none' reads none: leave "
+                            "section out, or ask for the content.")
 
 
 def header_fields(metadata: bool, content: bool = False, *, brief: bool = False) -> dict[str, Any]:
@@ -5927,8 +5985,18 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
         if error.code == "nosuchsection":
             raise no_such_section(ctx, title, section, params.get("oldid")) from None
         if error.code == "missingtitle":
+            if params.get("redirects"):  # to a page that does not exist?
+                page, redirected = query_page(ctx, titles=title, redirects=True)
+                check_page(ctx, page, title, redirected=redirected)
             raise missing_page(ctx, title) from None
         raise
+
+
+def parse_redirected(parsed: Mapping[str, Any]) -> str | None:
+    """The title an action=parse result was redirected from; none for a redirect in a loop, whose own
+    page it renders."""
+    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+    return redirected if redirected != parsed.get("title") else None
 
 
 class Rendered(typing.NamedTuple):
@@ -5995,7 +6063,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
             rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
         else:
             after = number
-    redirected = next((r.get("from") for r in parsed.get("redirects") or []), None)
+    redirected = parse_redirected(parsed)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
@@ -6016,15 +6084,22 @@ def get_pages(
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
                             **header_fields(metadata, source, brief=True)}).get("query", {})
-    unread: dict[str, list[str]] = {"Missing pages": [], "Not valid page titles": [],
+    loops = "Redirects in a loop or to another wiki, which lead to no page here"
+    other = "Titles of other wikis"
+    unread: dict[str, list[str]] = {"Missing pages": [], loops: [], other: [], "Not valid page titles": [],
                                     "Special pages, which have no content": []}
+    interwiki = {i["title"] for i in query.get("interwiki") or []}  # listed apart from pages, as normalized
+    interwiki |= {n["from"] for n in query.get("normalized") or [] if n["to"] in interwiki}
     entries: dict[str, tuple[dict[str, Any], list[str]]] = {}  # by title: a page asked twice is one entry
     for asked, (page, redirected) in batch_pages(query, wanted).items():
-        kind = ("Missing pages" if page is None or page.get("missing") else
+        kind = (loops if page is None and redirected else
+                other if page is None and as_wiki_receives(asked) in interwiki else
+                "Missing pages" if page is None or page.get("missing") else
                 "Not valid page titles" if page.get("invalid") else
                 "Special pages, which have no content" if page.get("special") else None)
         if kind:
-            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else asked)
+            unread[kind].append(f"{asked} ({invalid_reason(page)})" if page and page.get("invalid") else
+                                f"{asked} (redirects to {page['title']})" if page and redirected else asked)
             continue
         assert page is not None
         entries.setdefault(page["title"], (page, []))[1].extend([redirected] if redirected else [])
@@ -6114,10 +6189,12 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     by_title = {p.get("title"): p for p in query.get("pages") or []}
     result: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     for asked in wanted:
-        title = normalized.get(asked, asked)
-        target = redirects.get(title)
-        page = by_title.get(target or title)
-        result[asked] = (page, title if target and page else None)
+        sent = as_wiki_receives(asked)  # MediaWiki composes a decomposed title (NFC) before it normalizes
+        followed = [normalized.get(sent, sent)]
+        # on to the end of a double redirect; once round a loop
+        while (hop := redirects.get(followed[-1])) and hop not in followed:
+            followed.append(hop)
+        result[asked] = (by_title.get(followed[-1]), followed[0] if followed[0] in redirects else None)
     return result
 
 
@@ -6198,7 +6275,7 @@ def find_in_page(
         if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
             raise no_such_revision(ctx, revisionId) from None
         raise
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     revision = revision_of(page)  # the one asked for, else the latest
     if "revid" not in revision or revisionId and revision["revid"] != revisionId:
         raise not_found(f"Revision {revisionId} is not a revision of {page['title']}; "
@@ -6260,7 +6337,9 @@ def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
     """Where ``find`` (plain text) or ``pattern`` matches in ``text``, up to one past MAX_MATCHES."""
     if pattern:
         return regex_spans(pattern, text, ctx.state.regex_seconds)
-    return [found.span() for found in itertools.islice(re.finditer(re.escape(find), text), MAX_MATCHES + 1)]
+    # as the wiki stores text, NFC: a decomposed é finds the é the page holds
+    exact = re.escape(as_wiki_receives(find))
+    return [found.span() for found in itertools.islice(re.finditer(exact, text), MAX_MATCHES + 1)]
 
 
 #: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
@@ -6434,6 +6513,7 @@ def get_revision(
 ) -> list[str]:
     """Returns a revision as wikitext, HTML or plain text, with its page, time, user, summary, tags,
     parent. Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    refuse_section_of_none(content, section)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
         "action": "query", "revids": revisionId, "prop": "revisions|info", "rvslots": "main",
@@ -6504,8 +6584,8 @@ def get_page_history(
     limit: Annotated[int, Arg("Most revisions.", minimum=1, maximum=50)] = 20,
     olderThan: Annotated[int | None, Arg("Older than this revision ID.", minimum=1)] = None,
     newerThan: Annotated[int | None, Arg("Newer than this revision ID.", minimum=1)] = None,
-    tag: Annotated[str | None, Arg("Only this change tag.")] = None,
-    user: Annotated[str | None, Arg("Only by this account.")] = None,
+    tag: Annotated[str | None, name_arg("Only this change tag.")] = None,
+    user: Annotated[str | None, name_arg("Only by this account.")] = None,
 ) -> list[str]:
     """Returns a page's revisions, newest first: ID, time, user, size change, minor, tags, summary;
     more with olderThan."""
@@ -6766,7 +6846,7 @@ def origin_history(ctx: ToolContext, title: str, start: int | None
             raise
         if not history:
             page, redirected = resolve_page(data.get("query", {}))
-            check_page(ctx, page, title)
+            check_page(ctx, page, title, redirected=redirected)
         history += resolve_page(data.get("query", {}))[0].get("revisions") or []
         if "continue" not in data:
             break
@@ -7129,7 +7209,7 @@ def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[st
                            "prop": "|".join(prop for prop, _, _ in PAGE_USES), "clprop": "hidden",
                            **continuation(ctx, *(f"{prefix}continue" for _, prefix, _ in PAGE_USES))})
     page, redirected = resolve_page(data.get("query", {}))
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     rows = [f"{used['title']} | {note}" + (", hidden" if used.get("hidden") else "")
             for prop, _, note in PAGE_USES for used in page.get(prop) or []]
     name = page["title"] + (f" (redirected from {redirected})" if redirected else "")
@@ -7141,12 +7221,12 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-Start = Annotated[str | None, Arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
-End = Annotated[str | None, Arg("Newest.")]
+Start = Annotated[str | None, name_arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
+End = Annotated[str | None, name_arg("Newest.")]
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
-ChangeUser = Annotated[str | None, Arg("Only this account's.")]
-ExcludeUser = Annotated[str | None, Arg("Not this account's.")]
+ChangeUser = Annotated[str | None, name_arg("Only this account's.")]
+ExcludeUser = Annotated[str | None, name_arg("Not this account's.")]
 ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 
 
@@ -7155,7 +7235,7 @@ ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 def get_recent_changes(
     ctx: ToolContext, start: Start = None, end: End = None, namespaces: Namespaces = None,
     types: ChangeTypes = None, user: ChangeUser = None, excludeUser: ExcludeUser = None,
-    tag: Annotated[str | None, Arg("Only with this change tag.")] = None,
+    tag: Annotated[str | None, name_arg("Only with this change tag.")] = None,
     hide: Annotated[list[Literal["minor", "bot", "anonymous", "registered", "redirects"]] | None, Arg(
         "Changes to leave out.", max_items=5)] = None,
     limit: ChangeLimit = 50,
@@ -7246,12 +7326,16 @@ def parse_wikitext(
     if not offset:  # the lists came with the first call
         lines += [
             ("Display title", display if display != parsed.get("title") else None),
-            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or [])),
-            ("Links", existence_list(parsed.get("links"))),
-            ("Templates", existence_list(parsed.get("templates"))),
-            ("Categories", ", ".join(c["category"].replace("_", " ") + (" (missing)" if c.get("missing")
-                                     else "") for c in parsed.get("categories") or [])),
-            ("External links", ", ".join(parsed.get("externallinks") or []))]
+            ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or []))]
+        left = ctx.budget // OUTLINE_SHARE  # the lists share what a marker's list of sections may take
+        for label, items in (
+                ("Links", existence_list(parsed.get("links"))),
+                ("Templates", existence_list(parsed.get("templates"))),
+                ("Categories", [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
+                                for c in parsed.get("categories") or []]),
+                ("External links", parsed.get("externallinks") or [])):
+            lines.append((label, joined_within(items, left)))
+            left = max(left - utf8_len(lines[-1][1]), 0)
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
                           sections=None, again=None)[0]
 
@@ -7287,7 +7371,7 @@ def get_template_info(
                 template_param_row(p, params[p]) for p in order) if order else "\nIt takes no parameters.")
     page, redirected = query_page(ctx, titles=name, redirects=True, prop="revisions", rvprop="content",
                                   rvslots="main")
-    check_page(ctx, page, title)
+    check_page(ctx, page, title, redirected=redirected)
     source = main_slot(revision_of(page)).get("content", "")
     inferred: dict[str, tuple[int, str | None]] = {}  # name: where it first is, its default
     for node in preprocess(source, ctx.site.syntax, inclusion=True)[1]:
@@ -7318,8 +7402,8 @@ def template_param_row(name: str, param: Mapping[str, Any]) -> str:
     return " | ".join(p for p in parts if p)
 
 
-def existence_list(items: list[dict[str, Any]] | None) -> str:
-    return ", ".join(i["title"] + ("" if i.get("exists") else " (missing)") for i in items or [])
+def existence_list(items: list[dict[str, Any]] | None) -> list[str]:
+    return [i["title"] + ("" if i.get("exists") else " (missing)") for i in items or []]
 
 
 # -- read tools: contributions, logs and the watchlist --------------------------
@@ -7338,7 +7422,7 @@ CONTRIBUTIONS_LEGEND = ("revision ID | timestamp | page | size change | new, min
       see={"for all users": "get-recent-changes", "for one page": "get-page-history"})
 def get_user_contributions(
     ctx: ToolContext,
-    user: Annotated[str, Arg("Account, IP address or CIDR range.")],
+    user: Annotated[str, name_arg("Account, IP address or CIDR range.")],
     namespaces: Namespaces = None,
     start: Start = None,
     end: End = None,
@@ -7410,9 +7494,9 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, Arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
+    type: Annotated[str | None, name_arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
-    user: Annotated[str | None, Arg("Only by this account.")] = None,
+    user: Annotated[str | None, name_arg("Only by this account.")] = None,
     start: Start = None,
     end: End = None,
     limit: Annotated[int, Arg("Most events.", minimum=1, maximum=500)] = 50,
@@ -7474,8 +7558,10 @@ def get_watchlist(
 
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
-    file's old title redirects to its new one); not_found when there is no file."""
-    name = title_in_namespace(ctx.site, title, 6)
+    file's old title redirects to its new one); not_found when there is no file. A Media: link's
+    title (namespace -2, the file itself) names the file."""
+    bare = title.partition(":")[2] if ctx.site.namespace_of(title) == -2 else title
+    name = title_in_namespace(ctx.site, bare, 6)
     page, redirected = query_page(ctx, titles=name, redirects=True, prop="imageinfo", **extra)
     check_page(ctx, page, title, must_exist=False)
     info = next(iter(page.get("imageinfo") or []), None)

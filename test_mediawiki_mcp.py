@@ -1884,6 +1884,46 @@ def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
+def test_a_double_redirect_is_followed_and_one_that_leads_nowhere_is_named_as_such(bot_server: Any) -> None:
+    """A redirect to a redirect reads its end (get-page does, get-pages did not); one into a loop or to a
+    missing page is not_found saying so, never "page not found" of a page that is there, and names
+    the call that reads the redirect itself; get-pages lists each under what it is."""
+    tag = secrets.token_hex(3)
+    loop_a, loop_b, self_loop, into_loop = (f"Loop {tag} {x}" for x in ("A", "B", "self", "into"))
+    target, middle, double, dangling = (f"Chain {tag} {x}" for x in ("target", "middle", "double", "dangling"))
+    texts = {loop_a: f"#REDIRECT [[{loop_b}]]", loop_b: f"#REDIRECT [[{loop_a}]]",
+             self_loop: f"#REDIRECT [[{self_loop}]]", into_loop: f"#REDIRECT [[{loop_a}]]",
+             target: "The end of the chain.", middle: f"#REDIRECT [[{target}]]",
+             double: f"#REDIRECT [[{middle}]]", dangling: f"#REDIRECT [[Nowhere {tag}]]"}
+    made = {title: create(bot_server, title, text) for title, text in texts.items()}
+    pages = call(bot_server, "get-pages", titles=[double, loop_a, self_loop, into_loop, dangling])
+    assert not pages.is_error and pages.blocks == [
+        f"Missing pages: {dangling} (redirects to Nowhere {tag})",
+        f"Redirects in a loop or to another wiki, which lead to no page here: {loop_a}, {self_loop}, {into_loop}",
+        f"Title: {target}\nRedirected from: {double}\nRevision ID: {made[target]}\n\nThe end of the chain."]
+    for loop in (loop_a, self_loop, into_loop):
+        for tool, arguments in (("get-page", {}), ("get-page", {"content": "none"}), ("find-in-page", {"find": "a"}),
+                                ("get-page-links", {})):
+            refused = call(bot_server, tool, title=loop, **arguments)
+            assert refused.is_error and refused.blocks == [(
+                f"not_found: '{loop}' redirects in a loop or to another wiki, to no page here. To read the "
+                f'redirect itself, call get-page with title="{loop}" and followRedirects=false.')], (tool, refused.text)
+    for content in ("source", "html", "text"):
+        refused = call(bot_server, "get-page", title=dangling, content=content)
+        assert refused.blocks == [(
+            f"not_found: '{dangling}' redirects to 'Nowhere {tag}', which does not exist. To read the redirect "
+            f'itself, call get-page with title="{dangling}" and followRedirects=false.')], (content, refused.text)
+    itself = call(bot_server, "get-page", title=loop_a, followRedirects=False)  # the remedy, as written
+    assert not itself.is_error and content_of(itself.blocks[0]) == f"#REDIRECT [[{loop_b}]]"
+    # rendered, a loop is its own redirect page, not a page redirected from itself
+    for content in ("html", "text"):
+        rendered = call(bot_server, "get-page", title=loop_a, content=content)
+        assert rendered.blocks[0].startswith(f"Title: {loop_a}\nRevision ID: {made[loop_a]}\n\n"), rendered.text
+        assert loop_b in content_of(rendered.blocks[0])
+    outline = call(bot_server, "get-page-sections", title=loop_a)
+    assert outline.blocks[0].startswith(f"Title: {loop_a}\nRevision ID: {made[loop_a]}\n"), outline.text
+
+
 def test_get_page_of_a_missing_page_is_not_found(bot_server: Any) -> None:
     result = call(bot_server, "get-page", title="No such page here")
     assert result.is_error and len(result.blocks) == 1
@@ -1897,6 +1937,33 @@ def test_get_page_html_metadata_and_none(bot_server: Any, wiki: RealWiki) -> Non
     assert f"URL: {wiki.url}/wiki/Fruit_salad" in html.text
     none = call(bot_server, "get-page", title="Fruit salad", content="none", metadata=True)
     assert len(none.blocks) == 1 and "Page ID: " in none.text and "Fruit salad mixes" not in none.text
+
+
+def test_a_section_with_content_none_is_refused_not_echoed_as_read(bot_server: Any) -> None:
+    """content='none' reads no content, so a section (one that is there or not) was never looked for,
+    yet the answer said "Section: 99" as if it had been read: now it is invalid_input saying so."""
+    revision = int(field(call(bot_server, "get-page", title="Fruit salad", content="none"), "Revision ID"))
+    for tool, arguments in (("get-page", {"title": "Fruit salad"}), ("get-revision", {"revisionId": revision})):
+        for section in (99, 0, "Nope"):
+            refused = call(bot_server, tool, content="none", section=section, **arguments)
+            assert refused.is_error and refused.blocks == [(
+                "invalid_input: section picks a part of the content, and content='none' reads none: leave "
+                "section out, or ask for the content.")], (tool, section, refused.text)
+
+
+def test_a_title_of_another_wiki_is_named_as_such(bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki lists a title with an interwiki prefix apart from its pages, so the tools saw no page,
+    looked in the deletion log for why and relayed its "Bad title" error: now they say where it points."""
+    assert wiki.raw_get(action="query", titles="wikipedia:Foo")["query"]["interwiki"][0]["iw"] == "wikipedia"
+    for tool, arguments in (("get-page", {}), ("get-page", {"content": "none"}), ("get-page-history", {}),
+                            ("find-in-page", {"find": "x"}), ("get-page-links", {}),
+                            ("find-text-origin", {"text": "x"})):
+        refused = call(bot_server, tool, title="wikipedia:Foo", **arguments)
+        assert refused.blocks == [("invalid_input: 'wikipedia:Foo' points to another wiki (interwiki prefix "
+                                   "'wikipedia').")], (tool, refused.text)
+    pages = call(bot_server, "get-pages", titles=["wikipedia:Foo", "Wikipedia:foo_bar", "Nope Nope", "Apple"])
+    assert pages.blocks[:2] == ["Missing pages: Nope Nope", "Titles of other wikis: wikipedia:Foo, Wikipedia:foo_bar"]
+    assert pages.blocks[2].startswith("Title: Apple\n") and len(pages.blocks) == 3
 
 
 def test_get_page_of_a_non_ascii_title(bot_server: Any, wiki: RealWiki) -> None:
@@ -2708,6 +2775,16 @@ def test_category_members_with_types_and_counts(bot_server: Any) -> None:
     assert rows_of(files.blocks[0]) == ["File:Notes.txt | file", "File:Red square.png | file"]
 
 
+def test_an_empty_list_filters_nothing_as_an_absent_one(bot_server: Any) -> None:
+    """types=[] or namespaces=[] is a filter left empty: every member, every link, as without it. It
+    reached MediaWiki as an empty field (cmtype=), which asks for no type at all: "No members match"."""
+    for arguments in ({"types": []}, {"namespaces": []}, {"types": [], "namespaces": []}):
+        members = call(bot_server, "get-category-members", category="Fruits", **arguments)
+        assert not members.is_error and sorted(rows_of(members.blocks[0])) == FRUITS, (arguments, members.text)
+        links = call(bot_server, "get-links-here", title="Apple", **arguments)
+        assert links.blocks == call(bot_server, "get-links-here", title="Apple").blocks, arguments
+
+
 def test_category_members_continue_to_the_end(bot_server: Any) -> None:
     results = follow_markers(bot_server, "get-category-members", "continueFrom", {"category": "Fruits", "limit": 4})
     assert len(results) == 2 and results[0].blocks[0].startswith("Category:Fruits (pages: 3,")
@@ -2984,6 +3061,24 @@ def test_recent_changes_in_a_time_window(bot_server: Any, history: History) -> N
     assert change_rows(bot_server, start="2099-01-01T00:00:00Z") == []
 
 
+def test_a_time_at_the_ends_of_the_calendar_is_read_or_refused_never_a_crash(bot_server: Any,
+                                                                            history: History) -> None:
+    """The year 1 is sent as MediaWiki reads it (0001), and a zone that moves a time out of the
+    years 1 to 9999 is invalid_input naming the argument, in every tool and prompt that takes a time."""
+    since_ever = change_rows(bot_server, start="0001-01-01", end=history.finished, limit=500)
+    assert {str(r) for r in history.revisions} <= {row.split(" | ")[2].rsplit(" ", 1)[-1] for row in since_ever}
+    for tool, arguments in (("get-recent-changes", {}), ("get-user-contributions", {"user": "Editor"}),
+                            ("get-log-events", {})):
+        for name, said in (("start", "0001-01-01T00:00:00+05:00"), ("end", "9999-12-31T23:00:00-05:00")):
+            refused = call(bot_server, tool, **arguments, **{name: said})
+            assert refused.is_error and refused.blocks == [
+                f"invalid_input: Argument {name!r} is {said!r}, which in UTC falls outside the years 1 to 9999."
+            ], (tool, refused.text)
+    assert prompt_error(bot_server, "review-recent-changes", {"since": "0001-01-01T00:00:00+05:00"}) == (
+        "invalid_input: Argument 'since' is '0001-01-01T00:00:00+05:00', which in UTC falls outside the years 1 "
+        "to 9999.")
+
+
 def test_recent_changes_filters(bot_server: Any, history: History) -> None:
     editor = change_rows(bot_server, user="Editor", limit=500)
     assert editor and all(r.split(" | ")[3] == "Editor" for r in editor)
@@ -3059,6 +3154,23 @@ def test_parse_wikitext_of_long_text_posts_and_continues(wiki: RealWiki) -> None
     assert html.endswith("</div>") and html.count("<p>Paragraph ") == 1500
 
 
+def test_the_lists_of_a_preview_share_a_quarter_of_the_budget_and_say_how_many_more(wiki: RealWiki) -> None:
+    """3000 links and 3000 external links came back whole in the header (84 KB on a 1000-byte budget):
+    each list now shows those that fit what is left of a quarter of the budget, then how many more."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    wikitext = " ".join(f"[[Linked page {n}]] http://example.org/{n}" for n in range(3000)) + " [[Apple]]"
+    result = call(server, "parse-wikitext", wikitext=wikitext)
+    assert not result.is_error and len(result.blocks) == 2, result.text[:300]
+    header = result.blocks[0].split("\n\n", 1)[0]
+    assert m.utf8_len(header) <= 1000 // 4 + 100, header  # the labels and the counts on top
+    links, external = field(result, "Links"), field(result, "External links")
+    shown_links = links.split(", and ")[0].split(", ")
+    assert links == ", ".join(shown_links) + f", and {3001 - len(shown_links)} more"
+    assert shown_links[:2] == ["Linked page 0 (missing)", "Linked page 1 (missing)"], links
+    assert external.startswith("http://example.org/0") and external.endswith(" more"), external
+    assert m.utf8_len("\n".join(result.blocks)) < 2 * 1000  # the header, the HTML within the budget, the marker
+
+
 def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
     result = call(bot_server, "parse-wikitext", wikitext="  \n")
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
@@ -3069,7 +3181,8 @@ def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
 @on_every_version
 def test_get_file_metadata_with_or_without_prefix(bot_server: Any, wiki: RealWiki) -> None:
     png = SEED_FILES["Red square.png"]
-    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png"):
+    # Media: as a [[Media:...]] link names the file itself; it was looked up as File:Media:Red square.png
+    for name in ("Red square.png", "File:Red square.png", "Image:Red square.png", "Media:Red square.png"):
         result = call(bot_server, "get-file", title=name)
         assert not result.is_error
         lines = result.text.split("\n")
@@ -3091,6 +3204,7 @@ def test_get_file_of_a_missing_file_is_not_found(bot_server: Any) -> None:
 def test_get_file_data_returns_the_image(bot_server: Any) -> None:
     result = call(bot_server, "get-file-data", title="Red square.png")
     assert not result.is_error and len(result.images) == 1
+    assert call(bot_server, "get-file-data", title="Media:Red square.png").blocks == result.blocks
     image = result.images[0]
     assert image.mime_type == "image/png" and base64.b64decode(image.data) == SEED_FILES["Red square.png"]
     assert "Rendition: original, 40×30 pixels" in result.blocks[0]  # this wiki has no scaler
@@ -3379,6 +3493,24 @@ def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_s
     assert schema["type"] == ["integer", "string"] and "heading" in schema["description"]
 
 
+def test_a_section_not_there_lists_as_many_sections_as_a_marker_does_and_names_the_outline(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The error for a section that is not there listed every section (19 KB for 600): it lists those a
+    truncation marker would, then how many more and get-page-sections, which lists them all."""
+    title = f"Many sections {secrets.token_hex(3)}"
+    create(bot_server, title, "".join(f"== Heading number {n} ==\ntext {n}\n" for n in range(600)))
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    for section in (9999, "Nope"):
+        refused = call(server, "get-page", title=title, section=section)
+        assert refused.is_error and len(refused.blocks) == 1 and m.utf8_len(refused.text) < 1000 // 4 + 250
+        listed = refused.text.split("Its sections: ", 1)[1]
+        assert listed.startswith("0 (Lead), 1 (== Heading number 0 ==), 2 (== Heading number 1 ==)"), listed
+        shown = listed.split(", and ", 1)[0].count(" (")
+        assert listed.endswith(f", and {601 - shown} more (get-page-sections with title=\"{title}\" lists them "
+                               "all)."), listed
+        assert int(field(call(server, "get-page-sections", title=title), "Size").split()[0]) > 0
+
+
 def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) -> None:
     title = "Danube heading edit test"
     create(bot_server, title, DANUBE)
@@ -3497,6 +3629,19 @@ def test_find_in_page_is_capped_finds_in_a_revision_and_refuses_a_bad_pattern(bo
         "invalid_input: The regular expression ran over 1 s on this page without finishing")
     empty = call(bot_server, "find-in-page", title=title, find="")
     assert empty.is_error and empty.blocks[0].startswith("invalid_input: ")
+
+
+def test_decomposed_text_finds_what_the_wiki_stores_composed(bot_server: Any) -> None:
+    """MediaWiki stores text in NFC, so a find sent decomposed (as some keyboards and models write é)
+    finds it, in find-in-page and find-text-origin, as update-page's find does."""
+    title = f"Find NFC test {secrets.token_hex(3)}"
+    create(bot_server, title, "Un café noir.\nUn thé.")
+    decomposed = unicodedata.normalize("NFD", "café noir")
+    found = call(bot_server, "find-in-page", title=title, find=decomposed)
+    assert not found.is_error and "\n1 match of " in found.text and rows_of(found.blocks[0])[2:] == [
+        "0 (Lead) | line 1 | 3", "> 1: Un café noir.", "  2: Un thé."], found.text
+    origin = call(bot_server, "find-text-origin", title=title, text=decomposed)
+    assert not origin.is_error and field(origin, "User") == "Admin", origin.text
 
 
 def test_a_match_after_multibyte_text_is_at_its_byte_offset_and_an_old_one_names_get_revision(
@@ -9554,6 +9699,34 @@ def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
          "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
 
 
+
+def test_no_answer_quotes_a_huge_argument_back_and_control_characters_are_named(bot_server: Any) -> None:
+    """A megabyte where a title, name, time or continuation goes is invalid_input saying how long it is,
+    before anything is sent, never quoted back whole (in the server's words or the wiki's); a title
+    with a control character names it, where MediaWiki would speak of an invalid UTF-8 sequence."""
+    big = "x" * 1_000_000
+    counter = RequestCounter(bot_server)
+    for tool, arguments, name, most in (
+            ("get-page", {"title": "%20" + big}, "title", "1000003 bytes long"),
+            ("get-page", {"title": "A#" + big}, "title", "1000002 bytes long"),
+            ("get-page", {"title": big + ":A"}, "title", "1000002 bytes long"),
+            ("get-page", {"title": "Apple", "wiki": big}, "wiki", "1000000 characters long"),
+            ("get-recent-changes", {"start": big}, "start", "1000000 characters long"),
+            ("get-recent-changes", {"continueFrom": big}, "continueFrom", "1000000 characters long"),
+            ("get-user-contributions", {"user": "a|" + big}, "user", "1000002 characters long"),
+            ("get-page-history", {"title": "Apple", "tag": big}, "tag", "1000000 characters long"),
+            ("get-page-history", {"title": "Apple", "user": big}, "user", "1000000 characters long"),
+            ("get-log-events", {"type": big}, "type", "1000000 characters long")):
+        with counter.counting() as sent:
+            refused = call(bot_server, tool, **arguments)
+        assert refused.is_error and len(refused.blocks) == 1 and sent == [0], (tool, name, refused.text[:300])
+        assert refused.text.startswith(f"invalid_input: Argument {name!r} is {most}"), (tool, refused.text[:300])
+        assert len(refused.text) < 200, (tool, name, refused.text[:300])
+    for title, shown in (("Apple\x01", "'\\x01'"), ("Ap\x1fple", "'\\x1f'"), ("Apple\x7f", "'\\x7f'")):
+        refused = call(bot_server, "get-page", title=title)
+        assert refused.blocks == [f"invalid_input: Argument 'title' is not a valid page title: it contains {shown}."]
+
+
 # -- rows of history and recent changes ---------------------------------------------------
 
 def test_flags_and_summaries_read_one_way_in_history_and_recent_changes(wiki: RealWiki) -> None:
@@ -9700,6 +9873,18 @@ def test_get_pages_says_why_a_title_has_no_page(bot_server: Any, wiki: RealWiki)
         "Missing pages: Nope Nope", f"Not valid page titles: Talk: ({reason})",
         "Special pages, which have no content: Special:Version"]
     assert result.blocks[3].startswith("Title: Apple\n") and len(result.blocks) == 4
+
+
+def test_get_pages_reads_a_title_written_decomposed_as_get_page_does(bot_server: Any) -> None:
+    """MediaWiki composes what it is sent (NFC) before it normalizes a title, so its answer never names
+    the decomposed title asked: get-pages called such a page missing, where get-page read it."""
+    title = f"Café Ünïcödé {secrets.token_hex(3)}"
+    revision = create(bot_server, title, "Composed.")
+    decomposed = unicodedata.normalize("NFD", title)
+    page = f"Title: {title}\nRevision ID: {revision}\n\nComposed."
+    assert call(bot_server, "get-page", title=decomposed).blocks == [page]
+    result = call(bot_server, "get-pages", titles=[decomposed, decomposed.replace(" ", "_"), title])
+    assert not result.is_error and result.blocks == [page], result.text
 
 
 def test_counts_read_as_english(bot_server: Any, history: History) -> None:
