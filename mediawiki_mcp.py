@@ -3806,7 +3806,7 @@ def check_value(p: Param, value: Any) -> Any:
         return check_value(dataclasses.replace(p, kind=kind), value)
     if isinstance(p.kind, tuple):
         if value not in p.kind:
-            raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {value!r}.")
+            raise invalid_input(f"Argument {name!r} must be one of {', '.join(p.kind)}; got {quoted(value)}.")
         return value
     if p.kind is bool:
         if not isinstance(value, bool):
@@ -3833,9 +3833,9 @@ def check_int(p: Param, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_input(f"Argument {p.name!r} must be an integer, got {json_type(value)}.")
     if p.arg.minimum is not None and value < p.arg.minimum:
-        raise invalid_input(f"Argument {p.name!r} must be at least {p.arg.minimum}, got {value}.")
+        raise invalid_input(f"Argument {p.name!r} must be at least {p.arg.minimum}, got {quoted(value)}.")
     if p.arg.maximum is not None and value > p.arg.maximum:
-        raise invalid_input(f"Argument {p.name!r} must be at most {p.arg.maximum}, got {value}.")
+        raise invalid_input(f"Argument {p.name!r} must be at most {p.arg.maximum}, got {quoted(value)}.")
     return value
 
 
@@ -3883,6 +3883,15 @@ def check_title_text(name: str, title: str) -> None:
 
 
 PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
+
+
+def quoted(value: Any) -> str:
+    """``value`` as an error quotes it, in about 100 characters at most: no answer echoes a huge
+    argument back (and Python will not write an integer of over 4,300 digits at all)."""
+    if isinstance(value, int) and value.bit_length() > 300:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"  # log10(2) digits a bit
+    text = repr(value)
+    return text if len(text) <= 100 else f"{text[:100]}… ({len(text)} characters)"
 
 
 def json_type(value: Any) -> str:

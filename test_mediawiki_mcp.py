@@ -9722,6 +9722,14 @@ def test_no_answer_quotes_a_huge_argument_back_and_control_characters_are_named(
         assert refused.is_error and len(refused.blocks) == 1 and sent == [0], (tool, name, refused.text[:300])
         assert refused.text.startswith(f"invalid_input: Argument {name!r} is {most}"), (tool, refused.text[:300])
         assert len(refused.text) < 200, (tool, name, refused.text[:300])
+    # a value outside a closed set, and numbers past a bound, are quoted in part
+    head = "invalid_input: Argument "
+    for arguments, start in (
+            ({"content": big}, head + "'content' must be one of source, html, text, none; got 'xxxx"),
+            ({"offset": -1e300}, head + "'offset' must be at least 0, got an integer of about 301 digits."),
+            ({"offset": -10**120}, head + "'offset' must be at least 0, got an integer of about 121 digits.")):
+        refused = call(bot_server, "get-page", title="Apple", **arguments)
+        assert refused.is_error and refused.text.startswith(start) and len(refused.text) < 250, refused.text[:300]
     for title, shown in (("Apple\x01", "'\\x01'"), ("Ap\x1fple", "'\\x1f'"), ("Apple\x7f", "'\\x7f'")):
         refused = call(bot_server, "get-page", title=title)
         assert refused.blocks == [f"invalid_input: Argument 'title' is not a valid page title: it contains {shown}."]
