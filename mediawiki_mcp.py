@@ -8124,13 +8124,20 @@ def update_page(
         if mode == "append":
             added = separator(target.old, text) + text
             return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
+        if target.section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
+            heading, _, rest = target.old.partition("\n")
+            body = rest.lstrip("\n")
+            return made(f"{heading}\n{rest[:len(rest) - len(body)]}{text}{separator(text, body)}{body}",
+                        fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
-    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land). A
+    # prepend to a section below its heading is a section edit, made on the base as a replacement is.
+    in_section = mode == "prepend" and section not in (None, 0)
     return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
-                     pinned=mode == "replace", on_now=mode != "replace", own_text=True, whole=replacing,
-                     props=("info",))
+                     pinned=replacing or in_section, on_now=mode != "replace" and not in_section,
+                     own_text=True, whole=replacing, props=("info",))
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:

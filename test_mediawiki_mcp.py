@@ -4702,6 +4702,25 @@ def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any
     assert content_of(section.blocks[0]).startswith("== Neuer Abschnitt ==\nAngehängt.")
 
 
+def test_a_prepend_to_a_section_goes_under_its_heading(bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki's prependtext with section=N puts the text above the section's heading, at the end
+    of the section before it; the model asked for it in section N."""
+    title = f"Write section prepend {secrets.token_hex(4)}"
+    create(bot_server, title, "Lead.\n== A ==\nAlpha.\n== B ==\n\nBeta.")
+    steps = [({"section": 2, "source": "Opening of B."}, "Lead.\n== A ==\nAlpha.\n== B ==\n\nOpening of B.\nBeta."),
+             ({"section": "A", "source": "{{Fixture box}}"},
+              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== B ==\n\nOpening of B.\nBeta.")]
+    for arguments, expected in steps:
+        previous = wiki.wikitext(title)
+        dry = call(bot_server, "update-page", title=title, mode="prepend", dryRun=True, **arguments)
+        saved = call(bot_server, "update-page", title=title, mode="prepend", **arguments)
+        assert not saved.is_error, saved.text
+        assert wiki.wikitext(title) == expected, arguments
+        assert content_of(dry.blocks[0]) == m.line_diff(previous, expected), arguments
+    section = call(bot_server, "get-page", title=title, section=2)
+    assert content_of(section.blocks[0]) == "== B ==\n\nOpening of B.\nBeta."
+
+
 def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write parallel appends test"
