@@ -3292,13 +3292,21 @@ def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
 def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
     """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
     with the heading each stands under, and repeats count: a page repeats References or
-    Quellen under many subsections, and each is a subsection of its own."""
+    Quellen under many subsections, and each is a subsection of its own. A heading left over
+    after that keeps one of the same name: its level changed, so it stands under another."""
     kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
     paths = heading_paths(wikitext_sections(old, syntax))
+    unmatched = []
+    for path in paths:
+        if kept[path]:
+            kept[path] -= 1
+        elif path is not paths[0]:
+            unmatched.append(path)
+    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
     lost = []
-    for parent, heading in paths[1:]:
-        if kept[(parent, heading)]:
-            kept[(parent, heading)] -= 1
+    for parent, heading in unmatched:
+        if names[heading]:
+            names[heading] -= 1
         else:
             lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
     return lost

@@ -4675,6 +4675,21 @@ def test_replacing_a_section_keeps_subsections_that_repeat_a_heading(bot_server:
     assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
 
 
+def test_a_subsection_whose_heading_level_changes_is_not_taken_for_lost(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Write heading levels {secrets.token_hex(4)}"
+    original = "Lead.\n== Plan ==\nPlan.\n=== Steps ===\nSteps.\n=== Notes ===\nNotes.\n== After ==\nEnd."
+    revid = create(bot_server, title, original)
+    # a subsection that is really gone is refused, naming it, even when another changed level
+    refused = call(bot_server, "update-page", title=title, section=1, source="== Plan ==\nPlan.\n== Steps ==\nSteps.")
+    assert refused.is_error and "lacks (Notes)" in refused.text, refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    promoted = "== Plan ==\nPlan.\n== Steps ==\nSteps.\n== Notes ==\nNotes."  # sections of their own now
+    saved = call(bot_server, "update-page", title=title, section=1, source=promoted)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == f"Lead.\n{promoted}\n\n== After ==\nEnd."
+    assert m.lost_subsections("== A ==\n=== A ===\nx", "== A ==\nx") == ["A"]
+
+
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
