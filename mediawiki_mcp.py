@@ -3233,7 +3233,9 @@ PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
 
 def as_wiki_receives(text: str) -> str:
     """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
-    U+FFFD. Matching a find against the wiki's text, or diffing a dry run, needs the same."""
+    U+FFFD, line ends as the wiki keeps them (\n; a page never holds \r). Matching a find against
+    the wiki's text, or diffing a dry run, needs the same."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
 
 

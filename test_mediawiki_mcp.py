@@ -4236,6 +4236,19 @@ def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
     assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
 
 
+def test_a_find_with_windows_line_ends_matches_the_lines_the_wiki_keeps(bot_server: Any, wiki: RealWiki) -> None:
+    """The wiki keeps \\n alone; a client on Windows sends \\r\\n."""
+    title = f"Write find line ends {secrets.token_hex(4)}"
+    create(bot_server, title, "First line.\nSecond line.\nThird line.")
+    once = call(bot_server, "update-page", title=title, find="First line.\r\nSecond", replace="One.\r\nTwo")
+    assert not once.is_error, once.text
+    assert wiki.wikitext(title) == "One.\nTwo line.\nThird line."
+    across = call(bot_server, "replace-in-pages", titles=[title], find="line.\r\nThird", replace="l.\r\n3",
+                  dryRun=False)
+    assert not across.is_error and f"{title} | saved | " in across.text, across.text
+    assert wiki.wikitext(title) == "One.\nTwo l.\n3 line."
+
+
 def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write prepend test"
     revid = create(bot_server, title, "First line.\nSecond line.")
