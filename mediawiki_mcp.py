@@ -5648,7 +5648,21 @@ def why_missing(ctx: ToolContext, title: str) -> str | None:
         if event.get("type") == "move":
             target = (event.get("params") or {}).get("target_title")
             return f"{protected}It was moved to {target!r}{when}, leaving no redirect; use that title."
+    if to := subject_redirect(ctx, title):
+        return f"{protected}Its subject page is a redirect to {to!r}, whose talk page is {talk_title(ctx, to)!r}."
     return protected.strip() or None
+
+
+def subject_redirect(ctx: ToolContext, talk: str) -> str | None:
+    """The page that the subject page of talk page ``talk`` redirects to, if it is a redirect:
+    readers of that page discuss it on its own talk page."""
+    namespace = ctx.site.namespace_of(talk)
+    if namespace <= 0 or not namespace % 2:
+        return None
+    name = talk.partition(":")[2].strip()
+    subject = f"{ctx.site.namespaces.get(namespace - 1)}:{name}" if namespace > 1 else name
+    query = ctx.client.get({"action": "query", "titles": subject, "redirects": True}).get("query", {})
+    return (query.get("redirects") or [{}])[0].get("to")
 
 
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
@@ -9433,6 +9447,12 @@ def add_talk_topic(
                             "topic with add-talk-topic.")
 
     def compose(target: EditTarget) -> Composed:
+        if not target.latest and talk != title and (to := subject_redirect(ctx, target.title)):
+            raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {to!r}, and {target.title!r} "
+                                "does not exist, so a topic there would go where readers of that page do not "
+                                f"look. To start it on {talk_title(ctx, to)!r}, call add-talk-topic with "
+                                f"title={json.dumps(to, ensure_ascii=False)}; to make {target.title!r} anyway, "
+                                "pass that as title.")
         new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
         sections = wikitext_sections(target.now, ctx.site.syntax)
         same = next((s for s in sections if s.heading.casefold() == heading.casefold()), None)

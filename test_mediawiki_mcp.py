@@ -7435,6 +7435,25 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
 
 
+def test_talk_tools_given_a_redirect_name_the_target_s_talk_page(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under its title, and the target's talk page is where
+    that page is discussed: a redirect's own talk page, missing, is not made or sought silently."""
+    target, redirect = f"Talk redirect target {secrets.token_hex(4)}", f"Talk redirect {secrets.token_hex(4)}"
+    create(bot_server, target, "The page.")
+    create(bot_server, redirect, f"#REDIRECT [[{target}]]")
+    assert not call(bot_server, "add-talk-topic", title=target, heading="Plans", message="We plan.").is_error
+    reply = call(bot_server, "reply-on-talk-page", title=redirect, topic="Plans", message="Agreed.")
+    assert reply.is_error and reply.text.startswith(f"not_found: Page 'Talk:{redirect}' does not exist"), reply.text
+    assert f"Its subject page is a redirect to {target!r}, whose talk page is 'Talk:{target}'." in reply.text
+    topic = call(bot_server, "add-talk-topic", title=redirect, heading="Sizes", message="Big?")
+    assert topic.is_error and topic.text.startswith(f"invalid_input: Nothing was saved: {redirect!r} is a "
+                                                    f"redirect to {target!r}"), topic.text
+    assert f'title="{target}"' in topic.text
+    assert revision_ids(wiki, f"Talk:{redirect}") == [] and "Sizes" not in wiki.wikitext(f"Talk:{target}")
+    asked = call(bot_server, "add-talk-topic", title=f"Talk:{redirect}", heading="Sizes", message="Big?")
+    assert not asked.is_error and field(asked, "Title") == f"Talk:{redirect}", asked.text
+
+
 def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
         bot_server: Any, wiki: RealWiki) -> None:
     """Topics as get-page-sections numbers and shows them; a reply to no comment in particular goes
