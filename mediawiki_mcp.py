@@ -8160,7 +8160,7 @@ def update_page(
     # prepend to a section below its heading is a section edit, made on the base as a replacement is.
     in_section = mode == "prepend" and section not in (None, 0)
     return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
-                     pinned=replacing or in_section, on_now=mode != "replace" and not in_section,
+                     pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
                      own_text=True, whole=replacing, props=("info",))
 
 

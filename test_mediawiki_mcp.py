@@ -4776,6 +4776,23 @@ def test_an_addition_waiting_on_a_slow_wiki_holds_up_no_other_pages_addition() -
     assert len(state.page_locks) == 0, "a page's lock outlived every call that used it"
 
 
+def test_two_clients_changing_one_passage_at_once_never_both_save(wiki: RealWiki) -> None:
+    """Each find-replace is pinned to the revision it read: of two at once on one line, the later
+    is a conflict (or finds its text gone), never a save over the other's."""
+    clients = [make_server(wiki.env()), make_server(wiki.env())]
+    for attempt in range(2):
+        title = f"Write two clients {secrets.token_hex(4)}"
+        create(bot_server_for(wiki), title, "Lead.\nThe shared line.\nThe end.")
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda n: call(clients[n], "update-page", title=title, find="shared line",
+                                                   replace=f"line of client {n}"), range(2)))
+        saved = [n for n, result in enumerate(results) if not result.is_error]
+        assert len(saved) == 1, [r.text for r in results]
+        refused = results[1 - saved[0]]
+        assert refused.text.startswith(("conflict: ", "invalid_input: The text to find does not occur")), refused.text
+        assert wiki.wikitext(title) == f"Lead.\nThe line of client {saved[0]}.\nThe end.", attempt
+
+
 @on_every_version
 def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
