@@ -8136,6 +8136,9 @@ def update_page(
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
     text = source or ""
     allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
+    # A prepend to a section goes below its heading, as a section edit made on the base as a
+    # replacement is; one that starts with a heading of its own is a section before it.
+    in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
 
     def compose(target: EditTarget) -> Composed:
         made = functools.partial(Composed, summary=edit_summary(ctx, comment))
@@ -8148,7 +8151,7 @@ def update_page(
         if mode == "append":
             added = separator(target.old, text) + text
             return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
-        if target.section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
+        if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
             body = rest.lstrip("\n")
             return made(f"{heading}\n{rest[:len(rest) - len(body)]}{text}{separator(text, body)}{body}",
@@ -8156,9 +8159,7 @@ def update_page(
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
-    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land). A
-    # prepend to a section below its heading is a section edit, made on the base as a replacement is.
-    in_section = mode == "prepend" and section not in (None, 0)
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
                      pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
                      own_text=True, whole=replacing, props=("info",))
@@ -9455,7 +9456,7 @@ def add_talk_topic(
                                 "pass that as title.")
         new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
         sections = wikitext_sections(target.now, ctx.site.syntax)
-        same = next((s for s in sections if s.heading.casefold() == heading.casefold()), None)
+        same = next((s for s in sections if heading_key(s.heading) == heading_key(heading)), None)
         note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
@@ -9659,8 +9660,8 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = heading_given(topic)
     listed = section_list([(s.number, s.heading) for s in sections]) or "none"
-    named = ([s for s in sections if s.heading == wanted]
-             or [s for s in sections if s.heading.casefold() == wanted.casefold()])
+    named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
+             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)])
     if len(named) > 1:
         raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")

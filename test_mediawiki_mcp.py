@@ -4737,7 +4737,10 @@ def test_a_prepend_to_a_section_goes_under_its_heading(bot_server: Any, wiki: Re
     create(bot_server, title, "Lead.\n== A ==\nAlpha.\n== B ==\n\nBeta.")
     steps = [({"section": 2, "source": "Opening of B."}, "Lead.\n== A ==\nAlpha.\n== B ==\n\nOpening of B.\nBeta."),
              ({"section": "A", "source": "{{Fixture box}}"},
-              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== B ==\n\nOpening of B.\nBeta.")]
+              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== B ==\n\nOpening of B.\nBeta."),
+             # a text with a heading of its own is a section before it
+             ({"section": 2, "source": "== Before B ==\nNew."},
+              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== Before B ==\nNew.\n\n== B ==\n\nOpening of B.\nBeta.")]
     for arguments, expected in steps:
         previous = wiki.wikitext(title)
         dry = call(bot_server, "update-page", title=title, mode="prepend", dryRun=True, **arguments)
@@ -4745,7 +4748,7 @@ def test_a_prepend_to_a_section_goes_under_its_heading(bot_server: Any, wiki: Re
         assert not saved.is_error, saved.text
         assert wiki.wikitext(title) == expected, arguments
         assert content_of(dry.blocks[0]) == m.line_diff(previous, expected), arguments
-    section = call(bot_server, "get-page", title=title, section=2)
+    section = call(bot_server, "get-page", title=title, section=3)
     assert content_of(section.blocks[0]) == "== B ==\n\nOpening of B.\nBeta."
 
 
@@ -7469,6 +7472,20 @@ def test_talk_tools_given_a_redirect_name_the_target_s_talk_page(bot_server: Any
     assert revision_ids(wiki, f"Talk:{redirect}") == [] and "Sizes" not in wiki.wikitext(f"Talk:{target}")
     asked = call(bot_server, "add-talk-topic", title=f"Talk:{redirect}", heading="Sizes", message="Big?")
     assert not asked.is_error and field(asked, "Title") == f"Talk:{redirect}", asked.text
+
+
+def test_talk_tools_know_a_topic_by_its_heading_as_get_page_sections_shows_it(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Talk:Topic headings with markup {secrets.token_hex(4)}"
+    create(bot_server, title, f"== Plans for [[Main Page|the main page]] ==\nWe plan. {signature('Alice', '10:00')}\n"
+                              f"== ''Italic'' topic ==\nText. {signature('Bob', '11:00')}")
+    shown = call(bot_server, "get-page-sections", title=title).text
+    assert "| == Plans for the main page == |" in shown and "| == Italic topic == |" in shown, shown
+    reply = call(bot_server, "reply-on-talk-page", title=title, topic="Plans for the main page", message="Agreed.")
+    assert not reply.is_error and field(reply, "Topic") == "1 (Plans for [[Main Page|the main page]])", reply.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[2].startswith(":Agreed. [[User:Admin|Admin]]") and lines[4] == "== ''Italic'' topic ==", lines
+    again = call(bot_server, "add-talk-topic", title=title, heading="Italic topic", message="Why italic?", dryRun=True)
+    assert "already had a topic headed \"''Italic'' topic\" (section 2)" in again.text, again.text
 
 
 def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
