@@ -4787,8 +4787,9 @@ def test_two_clients_changing_one_passage_at_once_never_both_save(wiki: RealWiki
         title = f"Write two clients {secrets.token_hex(4)}"
         create(bot_server_for(wiki), title, "Lead.\nThe shared line.\nThe end.")
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(lambda n: call(clients[n], "update-page", title=title, find="shared line",
-                                                   replace=f"line of client {n}"), range(2)))
+            results = list(pool.map(lambda n, title=title: call(clients[n], "update-page", title=title,
+                                                                find="shared line", replace=f"line of client {n}"),
+                                    range(2)))
         saved = [n for n, result in enumerate(results) if not result.is_error]
         assert len(saved) == 1, [r.text for r in results]
         refused = results[1 - saved[0]]
