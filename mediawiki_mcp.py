@@ -7917,6 +7917,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
+    if number and heading is None and not how.from_read and latest_id is None:  # made on the page now
+        number = as_read(ctx, title, number, now, latest)
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
         if how.from_read and not latest_id else None
@@ -7941,6 +7943,20 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
+
+
+def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
+    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
+    section added or removed above it since moves it, and an edit made on the page now (an
+    addition, a find) goes where the model saw that section, found by its heading."""
+    read = ctx.reads.base(title, number)
+    if not read or read == latest:
+        return number
+    syntax = ctx.site.syntax
+    heading = section_heading(revision_texts(ctx, read).get(read, ""), number, syntax)
+    if heading is None or heading == section_heading(now, number, syntax):
+        return number
+    return asked_section(ctx, title, heading, text=now, revid=latest).number
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:

@@ -4779,6 +4779,22 @@ def test_an_addition_waiting_on_a_slow_wiki_holds_up_no_other_pages_addition() -
     assert len(state.page_locks) == 0, "a page's lock outlived every call that used it"
 
 
+def test_an_edit_to_a_section_numbered_by_a_read_goes_where_the_model_saw_it(wiki: RealWiki) -> None:
+    """Additions and finds are made on the page as it is now: a section added above since the
+    model read section 2 moves that section to 3, and the edit follows it there."""
+    server = make_server(wiki.env())
+    for arguments, expected in (({"mode": "append", "source": "Added to B."}, "Beta.\nAdded to B."),
+                                ({"mode": "prepend", "source": "Added to B."}, "Added to B.\nBeta."),
+                                ({"find": "Beta.", "replace": "Bee."}, "Bee.")):
+        title = f"Write renumbered section {secrets.token_hex(4)}"
+        create(bot_server_for(wiki), title, "Lead.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        assert content_of(call(server, "get-page", title=title, section=2).blocks[0]) == "== B ==\nBeta."
+        editor_edit(wiki, title, "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        saved = call(server, "update-page", title=title, section=2, **arguments)
+        assert not saved.is_error, saved.text
+        assert wiki.wikitext(title) == f"Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n{expected}", arguments
+
+
 def test_two_clients_changing_one_passage_at_once_never_both_save(wiki: RealWiki) -> None:
     """Each find-replace is pinned to the revision it read: of two at once on one line, the later
     is a conflict (or finds its text gone), never a save over the other's."""
