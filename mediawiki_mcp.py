@@ -7956,7 +7956,7 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     heading = section_heading(revision_texts(ctx, read).get(read, ""), number, syntax)
     if heading is None or heading == section_heading(now, number, syntax):
         return number
-    return asked_section(ctx, title, heading, text=now, revid=latest).number
+    return asked_section(ctx, title, heading, text=now, revid=latest).number or number
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
