@@ -9581,7 +9581,9 @@ def reply_on_talk_page(
 
     def compose(target: EditTarget) -> Composed:
         talk, whole, latest = target.title, target.now, target.latest
-        section = topic_section(ctx, talk, whole, str(topic))
+        # a topic by number as this client read it: topics archived above it since renumber it
+        wanted = as_read(ctx, talk, topic, whole, latest) if isinstance(topic, int) and topic else topic
+        section = topic_section(ctx, talk, whole, str(wanted))
         span = section_span(whole, section.number, site.syntax) or (0, 0)
         text = section_text(whole, span)
         subsections = wikitext_sections(text, site.syntax)[1:]

@@ -7505,6 +7505,21 @@ def test_talk_tools_know_a_topic_by_its_heading_as_get_page_sections_shows_it(bo
     assert "already had a topic headed \"''Italic'' topic\" (section 2)" in again.text, again.text
 
 
+def test_a_reply_to_a_topic_by_number_goes_to_the_topic_read_as_that_number(wiki: RealWiki) -> None:
+    """Old topics are archived from the top of a talk page: the topic read as 2 is 1 by the time
+    the reply is saved, and the reply goes there, not to the topic now numbered 2."""
+    server = make_server(wiki.env())
+    title = f"Talk:Reply after archiving {secrets.token_hex(4)}"
+    kept = f"== Plans ==\nPlan. {signature('Bob', '11:00')}\n== Later ==\nLater. {signature('Carol', '12:00')}"
+    create(bot_server_for(wiki), title, f"== Old ==\nOld. {signature('Alice', '10:00')}\n{kept}")
+    assert "\n== Plans ==\n" in call(server, "get-page", title=title).text  # topic 2 as read
+    editor_edit(wiki, title, kept)  # the first topic archived
+    reply = call(server, "reply-on-talk-page", title=title, topic=2, message="About the plans.")
+    assert not reply.is_error and field(reply, "Topic") == "1 (Plans)", reply.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[2].startswith(":About the plans. [[User:Admin|Admin]]") and lines[4] == "== Later ==", lines
+
+
 def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
         bot_server: Any, wiki: RealWiki) -> None:
     """Topics as get-page-sections numbers and shows them; a reply to no comment in particular goes
