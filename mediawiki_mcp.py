@@ -9869,6 +9869,9 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
                                 "was changed.") from None
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, f"the wiki would not save the change: {refused}")
+    if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it
+        to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
+        why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
 
 

@@ -7732,6 +7732,24 @@ def test_a_replace_skips_a_special_page_saying_it_cannot_be_edited(bot_server: A
     assert wiki.wikitext(titles[0]).startswith("Acme Gadget, page 1.")
 
 
+def test_a_replace_in_a_redirect_without_a_match_names_the_page_it_leads_to(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under its title; a replace reads the redirect's own text."""
+    titles = replace_pages(bot_server, "Replace redirect test", 1)
+    redirect = f"Replace redirect {secrets.token_hex(4)}"
+    create(bot_server, redirect, f"#REDIRECT [[{titles[0]}]]")
+    arguments = {"find": "Acme Widget", "replace": "Acme Gadget", "titles": [redirect]}
+    preview = call(bot_server, "replace-in-pages", **arguments)
+    said = f'a redirect to "{titles[0]}", whose own text has no match; to change that page, pass "{titles[0]}"'
+    assert not preview.is_error and f"Skipped: {redirect} ({said})" in preview.blocks[0].split("\n"), preview.text
+    assert "no match)" not in preview.text.replace(said, "")
+    saved = call(bot_server, "replace-in-pages", **arguments, dryRun=False)
+    assert f"{redirect} | skipped | {said}" in saved.blocks[0].split("\n"), saved.text
+    assert wiki.wikitext(titles[0]).startswith("Acme Widget, page 1.")
+    # a redirect whose own text has the match is changed, as asked
+    fixed = call(bot_server, "replace-in-pages", titles=[redirect], find=titles[0], replace="Apple", dryRun=False)
+    assert not fixed.is_error and wiki.wikitext(redirect) == "#REDIRECT [[Apple]]", fixed.text
+
+
 def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: RealWiki) -> None:
     titles = replace_pages(bot_server, "Replace regex test", 2)
     result = call(bot_server, "replace-in-pages", titles=titles, find=r"page (\d+)", replace=r"sheet \1",
