@@ -125,6 +125,8 @@ READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
 #: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
 CUT_REVISIONS_KEPT = 20
+#: The moves made here of one page that its reads under its old titles are followed through.
+MOVES_FOLLOWED = 5
 #: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
 DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 #: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
@@ -4357,8 +4359,20 @@ class ClientReads:
             return False
         return all(self._get("read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
 
+    def moved(self, old: str, new: str) -> None:
+        """Notes a move made here of page ``old`` to ``new``: what was read of it under the old title
+        (in part, and of which revision) holds for the new one until it is read there."""
+        self._note([("moved", new, lambda *_: old)])
+
     def _get(self, kind: str, name: str) -> str | None:
-        return self.ledger.entry(self.wiki, self.caller, kind, name)
+        found = self.ledger.entry(self.wiki, self.caller, kind, name)
+        title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
+        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut") else 0):
+            old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
+            if not old:
+                break
+            title, found = old, self.ledger.entry(self.wiki, self.caller, kind, old + bar + part)
+        return found
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
         return self.ledger.note(self.wiki, self.caller, changes)
@@ -8361,6 +8375,11 @@ def move_page(
     moved = shown or answer.get("move", {})
     status = after_lost_answer("Moved.", "the wiki shows the page at its new title") if shown else "Moved."
     to = moved.get("to", toTitle)
+    for pair in [moved, {"from": moved.get("talkfrom"), "to": moved.get("talkto")},
+                 *(p for key in ("subpages", "subpages-talk") if isinstance(moved.get(key), list)
+                   for p in moved[key])]:
+        if pair.get("from") and pair.get("to"):
+            ctx.reads.moved(pair["from"], pair["to"])
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
     source = moved.get("from", fromTitle)
     if talk_errors and ctx.site.namespace_of(to) % 2 and not ctx.site.namespace_of(source) % 2:

@@ -4795,6 +4795,28 @@ def test_an_edit_to_a_section_numbered_by_a_read_goes_where_the_model_saw_it(wik
         assert wiki.wikitext(title) == f"Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n{expected}", arguments
 
 
+def test_what_was_read_of_a_page_holds_under_the_title_this_client_moved_it_to(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title, moved = f"Write before a move {secrets.token_hex(4)}", f"Write after a move {secrets.token_hex(4)}"
+    text = "".join(f"Line {n:03d} of the page, some words here.\n" for n in range(45)).rstrip()
+    create(bot_server_for(wiki), title, text)
+    cut = call(server, "get-page", title=title)
+    assert cut.blocks[-1].startswith("Content truncated at "), cut.text
+    assert not call(server, "move-page", fromTitle=title, toTitle=moved).is_error
+    refused = call(server, "update-page", title=moved, source=content_of(cut.blocks[0]) + "\nA last line.")
+    assert refused.is_error and refused.text.startswith(f"invalid_input: Nothing was saved: Page {moved!r} was "
+                                                        "not read whole"), refused.text
+    assert wiki.wikitext(moved) == text
+    # read whole, then changed by someone else, then moved: the write is based on the read
+    whole = read_whole(server, title=moved)
+    editor_edit(wiki, moved, text.replace("Line 001 of", "Line one of"))
+    again = f"Write moved again {secrets.token_hex(4)}"
+    assert not call(server, "move-page", fromTitle=moved, toTitle=again).is_error
+    overlapping = call(server, "update-page", title=again, source=whole.replace("Line 001 of", "Line 1 of"))
+    assert overlapping.is_error and overlapping.text.startswith("conflict: "), overlapping.text
+    assert "Line one of" in wiki.wikitext(again)
+
+
 def test_two_clients_changing_one_passage_at_once_never_both_save(wiki: RealWiki) -> None:
     """Each find-replace is pinned to the revision it read: of two at once on one line, the later
     is a conflict (or finds its text gone), never a save over the other's."""
