@@ -7978,6 +7978,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     run, or the save."""
     section = target.section if change.section is None else change.section
     if change.given is not None:
+        if section is not None:
+            refuse_repeated_sections(target.title, target.base_text, section, change.text, ctx.site.syntax)
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
         if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
@@ -8279,6 +8281,26 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
                             f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
                             "them in source, replace a subsection on its own (section=N), or set "
                             "removeSubsections=true to delete them.")
+
+
+def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
+    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
+    level or above, sections the page has besides it: saved, they would stand on the page twice
+    (the next sections, or the whole page, written back into one section)."""
+    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
+    if span is None:
+        return
+    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
+    elsewhere = {(s.level, heading_key(s.heading)) for s in sections if not span[0] <= s.start < span[1]}
+    given = wikitext_sections(new, syntax)
+    given = given[1:] if own and given and heading_key(given[0].heading) == heading_key(own.heading) else given
+    twice = [s.heading for s in given if (not own or s.level <= own.level)
+             and (s.level, heading_key(s.heading)) in elsewhere]
+    if twice:
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
+                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            "page twice. To replace them too, call update-page without section, with the whole "
+                            f"page's text; to replace section {section} alone, send only its text.")
 
 
 #: What get-page's rendered content carries and wikitext does not: the plain text's section

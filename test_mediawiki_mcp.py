@@ -4703,6 +4703,27 @@ def test_a_subsection_whose_heading_level_changes_is_not_taken_for_lost(bot_serv
     assert m.lost_subsections("== A ==\n=== A ===\nx", "== A ==\nx") == ["A"]
 
 
+def test_a_section_written_with_the_sections_after_it_is_refused_not_doubled(bot_server: Any, wiki: RealWiki) -> None:
+    """The model read the page and sent sections 1 and 2, or the whole page, as section 1 (or 0):
+    saved, the sections besides it would stand on the page twice."""
+    title = f"Write sections twice {secrets.token_hex(4)}"
+    original = "Lead.\n== A ==\nAlpha.\n=== Notes ===\nA's notes.\n== B ==\nBeta.\n=== Notes ===\nB's notes."
+    revid = create(bot_server, title, original)
+    for section, source, named in ((1, "== A ==\nAlpha, changed.\n== B ==\nBeta.", "(B)"),
+                                   (1, original.replace("Alpha.", "Alpha, changed."), "(B)"),
+                                   (0, original.replace("Lead.", "Lead, changed."), "(A, Notes, B)")):
+        refused = call(bot_server, "update-page", title=title, section=section, source=source)
+        assert refused.is_error and refused.text.startswith(
+            f"invalid_input: Nothing was saved: the new text of section {section} of {title!r} holds sections the "
+            f"page has besides it {named}"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    # a section split in two, and a subsection named as another section's, are no repeats
+    split = "== A ==\nAlpha.\n== A, continued ==\nMore.\n=== Notes ===\nA's notes."
+    saved = call(bot_server, "update-page", title=title, section=1, source=split)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == original.replace("== A ==\nAlpha.\n=== Notes ===\nA's notes.", split + "\n")
+
+
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
