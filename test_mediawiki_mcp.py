@@ -4709,7 +4709,7 @@ def test_a_section_written_with_the_sections_after_it_is_refused_not_doubled(bot
     title = f"Write sections twice {secrets.token_hex(4)}"
     original = "Lead.\n== A ==\nAlpha.\n=== Notes ===\nA's notes.\n== B ==\nBeta.\n=== Notes ===\nB's notes."
     revid = create(bot_server, title, original)
-    for section, source, named in ((1, "== A ==\nAlpha, changed.\n== B ==\nBeta.", "(B)"),
+    for section, source, named in ((1, "== A ==\nAlpha, changed.\n=== Notes ===\nA's notes.\n== B ==\nBeta.", "(B)"),
                                    (1, original.replace("Alpha.", "Alpha, changed."), "(B)"),
                                    (0, original.replace("Lead.", "Lead, changed."), "(A, Notes, B)")):
         refused = call(bot_server, "update-page", title=title, section=section, source=source)
