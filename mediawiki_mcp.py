@@ -7966,11 +7966,20 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     read = ctx.reads.base(title, number)
     if not read or read == latest:
         return number
-    syntax = ctx.site.syntax
-    heading = section_heading(revision_texts(ctx, read).get(read, ""), number, syntax)
-    if heading is None or heading == section_heading(now, number, syntax):
+    syntax, seen = ctx.site.syntax, revision_texts(ctx, read).get(read, "")
+
+    def outline(text: str) -> list[tuple[int, str]]:
+        return [(s.level, heading_key(s.heading)) for s in wikitext_sections(text, syntax)]
+    heading = section_heading(seen, number, syntax)
+    if heading is None or outline(seen) == outline(now):
         return number
-    return asked_section(ctx, title, heading, text=now, revid=latest).number or number
+    found = [s.number for s in wikitext_sections(now, syntax) if heading_key(s.heading) == heading_key(heading)]
+    if len(found) == 1:
+        return found[0]
+    raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
+                        f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
+                        f"where {'several' if found else 'no'} sections have that heading. Read the page again "
+                        "with get-page, then call again with the section's number there.")
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:

@@ -7561,6 +7561,16 @@ def test_a_reply_to_a_topic_by_number_goes_to_the_topic_read_as_that_number(wiki
     assert not reply.is_error and field(reply, "Topic") == "1 (Plans)", reply.text
     lines = wiki.wikitext(title).split("\n")
     assert lines[2].startswith(":About the plans. [[User:Admin|Admin]]") and lines[4] == "== Later ==", lines
+    # two topics headed alike: which one the number meant is not told by its heading; nothing is
+    # saved until the page is read again
+    title = f"Talk:Reply after archiving twins {secrets.token_hex(4)}"
+    kept = f"== Plans ==\nOne. {signature('Bob', '11:00')}\n== Plans ==\nTwo. {signature('Carol', '12:00')}"
+    create(bot_server_for(wiki), title, f"== Old ==\nOld. {signature('Alice', '10:00')}\n{kept}")
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(wiki, title, kept)
+    refused = call(server, "reply-on-talk-page", title=title, topic=2, message="About plan one.")
+    assert refused.is_error and "Read the page again with get-page" in refused.text, refused.text
+    assert wiki.wikitext(title) == kept
 
 
 def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
