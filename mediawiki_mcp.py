@@ -8241,11 +8241,24 @@ def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> s
             if base != latest and find in latest_text else ""
         raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
                             "changed. find must match the wikitext exactly, whitespace and markup included: "
-                            "get-page shows it." + newer)
+                            "get-page shows it." + (newer or other_spacing(old, find)))
     if count > 1 and not every:
         raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
                             "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
+
+
+def other_spacing(text: str, find: str) -> str:
+    """Where ``find`` occurs in ``text`` but for its spaces (a no-break space read as a space, a
+    tab, two spaces), a sentence quoting the text there as JSON writes it; else ''."""
+    words = find.split()  # at any of Unicode's spaces, U+00A0 among them
+    found = len(words) > 1 and re.search(r"\s+".join(map(re.escape, words)), text)
+    if not found:
+        return ""
+    odd = [c for c in dict.fromkeys(found.group()) if c.isspace() and c not in " \n"]
+    names = ", ".join(f"U+{ord(c):04X} " + unicodedata.name(c, "TAB" if c == "\t" else "CONTROL") for c in odd)
+    shown = "".join(f"\\u{ord(c):04x}" if c in odd else "\\n" if c == "\n" else c for c in found.group())
+    return f' It occurs with other spacing{f" ({names})" if names else ""}: "{shown}"; give find so.'
 
 
 def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:

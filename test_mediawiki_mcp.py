@@ -4249,6 +4249,22 @@ def test_a_find_with_windows_line_ends_matches_the_lines_the_wiki_keeps(bot_serv
     assert wiki.wikitext(title) == "One.\nTwo l.\n3 line."
 
 
+def test_a_find_that_differs_from_the_page_only_in_its_spaces_is_told_them(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a no-break space as a space does; the refusal names it, and the find it
+    suggests, taken as written, matches."""
+    title = f"Write find spacing {secrets.token_hex(4)}"
+    revid = create(bot_server, title, "Price: 10\u00a0€ each.\nTwo  spaces.")
+    refused = call(bot_server, "update-page", title=title, find="10 € each", replace="12 € each")
+    assert refused.is_error and refused.text.endswith(
+        'It occurs with other spacing (U+00A0 NO-BREAK SPACE): "10\\u00a0€ each"; give find so.'), refused.text
+    assert revision_ids(wiki, title) == [revid]
+    suggested = json.loads(refused.text.rsplit(": ", 1)[1].removesuffix("; give find so."))
+    saved = call(bot_server, "update-page", title=title, find=suggested, replace="12\u00a0€ each")
+    assert not saved.is_error and wiki.wikitext(title) == "Price: 12\u00a0€ each.\nTwo  spaces.", saved.text
+    doubled = call(bot_server, "update-page", title=title, find="Two spaces", replace="x")
+    assert doubled.text.endswith('It occurs with other spacing: "Two  spaces"; give find so.'), doubled.text
+
+
 def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write prepend test"
     revid = create(bot_server, title, "First line.\nSecond line.")
