@@ -130,6 +130,8 @@ READ_LEDGER_MAX_ENTRIES = 2000
 READ_LEDGER_TTL_SECONDS = 24 * 3600.0
 #: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
 CUT_REVISIONS_KEPT = 20
+#: The moves made here of one page that its reads under its old titles are followed through.
+MOVES_FOLLOWED = 5
 #: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
 DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
 #: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
@@ -3258,7 +3260,9 @@ PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
 
 def as_wiki_receives(text: str) -> str:
     """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
-    U+FFFD. Matching a find against the wiki's text, or diffing a dry run, needs the same."""
+    U+FFFD, line ends as the wiki keeps them (\n; a page never holds \r). Matching a find against
+    the wiki's text, or diffing a dry run, needs the same."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
 
 
@@ -3317,13 +3321,21 @@ def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
 def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
     """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
     with the heading each stands under, and repeats count: a page repeats References or
-    Quellen under many subsections, and each is a subsection of its own."""
+    Quellen under many subsections, and each is a subsection of its own. A heading left over
+    after that keeps one of the same name: its level changed, so it stands under another."""
     kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
     paths = heading_paths(wikitext_sections(old, syntax))
+    unmatched = []
+    for path in paths:
+        if kept[path]:
+            kept[path] -= 1
+        elif path is not paths[0]:
+            unmatched.append(path)
+    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
     lost = []
-    for parent, heading in paths[1:]:
-        if kept[(parent, heading)]:
-            kept[(parent, heading)] -= 1
+    for parent, heading in unmatched:
+        if names[heading]:
+            names[heading] -= 1
         else:
             lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
     return lost
@@ -4390,8 +4402,20 @@ class ClientReads:
             return False
         return all(self._get("read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
 
+    def moved(self, old: str, new: str) -> None:
+        """Notes a move made here of page ``old`` to ``new``: what was read of it under the old title
+        (in part, and of which revision) holds for the new one until it is read there."""
+        self._note([("moved", new, lambda *_: old)])
+
     def _get(self, kind: str, name: str) -> str | None:
-        return self.ledger.entry(self.wiki, self.caller, kind, name)
+        found = self.ledger.entry(self.wiki, self.caller, kind, name)
+        title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
+        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut") else 0):
+            old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
+            if not old:
+                break
+            title, found = old, self.ledger.entry(self.wiki, self.caller, kind, old + bar + part)
+        return found
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
         return self.ledger.note(self.wiki, self.caller, changes)
@@ -5694,7 +5718,21 @@ def why_missing(ctx: ToolContext, title: str) -> str | None:
         if event.get("type") == "move":
             target = (event.get("params") or {}).get("target_title")
             return f"{protected}It was moved to {target!r}{when}, leaving no redirect; use that title."
+    if to := subject_redirect(ctx, title):
+        return f"{protected}Its subject page is a redirect to {to!r}, whose talk page is {talk_title(ctx, to)!r}."
     return protected.strip() or None
+
+
+def subject_redirect(ctx: ToolContext, talk: str) -> str | None:
+    """The page that the subject page of talk page ``talk`` redirects to, if it is a redirect:
+    readers of that page discuss it on its own talk page."""
+    namespace = ctx.site.namespace_of(talk)
+    if namespace <= 0 or not namespace % 2:
+        return None
+    name = talk.partition(":")[2].strip()
+    subject = f"{ctx.site.namespaces.get(namespace - 1)}:{name}" if namespace > 1 else name
+    query = ctx.client.get({"action": "query", "titles": subject, "redirects": True}).get("query", {})
+    return (query.get("redirects") or [{}])[0].get("to")
 
 
 def no_such_section(ctx: ToolContext, title: str, section: int | None, revid: int | None = None) -> WikiError:
@@ -7988,6 +8026,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
+    if number and heading is None and not how.from_read and latest_id is None:  # made on the page now
+        number = as_read(ctx, title, number, now, latest)
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
         if how.from_read and not latest_id else None
@@ -8014,11 +8054,36 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
 
 
+def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
+    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
+    section added or removed above it since moves it, and an edit made on the page now (an
+    addition, a find) goes where the model saw that section, found by its heading."""
+    read = ctx.reads.base(title, number)
+    if not read or read == latest:
+        return number
+    syntax, seen = ctx.site.syntax, revision_texts(ctx, read).get(read, "")
+
+    def outline(text: str) -> list[tuple[int, str]]:
+        return [(s.level, heading_key(s.heading)) for s in wikitext_sections(text, syntax)]
+    heading = section_heading(seen, number, syntax)
+    if heading is None or outline(seen) == outline(now):
+        return number
+    found = [s.number for s in wikitext_sections(now, syntax) if heading_key(s.heading) == heading_key(heading)]
+    if len(found) == 1:
+        return found[0]
+    raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
+                        f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
+                        f"where {'several' if found else 'no'} sections have that heading. Read the page again "
+                        "with get-page, then call again with the section's number there.")
+
+
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
     """The last steps of every edit: the no-loss rules for the model's own text, then the dry
     run, or the save."""
     section = target.section if change.section is None else change.section
     if change.given is not None:
+        if section is not None:
+            refuse_repeated_sections(target.title, target.base_text, section, change.text, ctx.site.syntax)
         refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
         if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
@@ -8207,6 +8272,9 @@ def update_page(
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
     text = source or ""
     allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
+    # A prepend to a section goes below its heading, as a section edit made on the base as a
+    # replacement is; one that starts with a heading of its own is a section before it.
+    in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
 
     def compose(target: EditTarget) -> Composed:
         made = functools.partial(Composed, summary=edit_summary(ctx, comment))
@@ -8219,13 +8287,18 @@ def update_page(
         if mode == "append":
             added = separator(target.old, text) + text
             return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
+        if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
+            heading, _, rest = target.old.partition("\n")
+            body = rest.lstrip("\n")
+            return made(f"{heading}\n{rest[:len(rest) - len(body)]}{text}{separator(text, body)}{body}",
+                        fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
     return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
-                     pinned=mode == "replace", on_now=mode != "replace", own_text=True, whole=replacing,
-                     props=("info",))
+                     pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
+                     own_text=True, whole=replacing, props=("info",))
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
@@ -8263,11 +8336,24 @@ def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> s
             if base != latest and find in latest_text else ""
         raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
                             "changed. find must match the wikitext exactly, whitespace and markup included: "
-                            "get-page shows it." + newer)
+                            "get-page shows it." + (newer or other_spacing(old, find)))
     if count > 1 and not every:
         raise invalid_input(f"The text to find occurs {count} times in {where}; nothing was changed. "
                             "Include more of the surrounding text to pick one, or set replaceAll=true.")
     return old.replace(find, replace) if every else old.replace(find, replace, 1)
+
+
+def other_spacing(text: str, find: str) -> str:
+    """Where ``find`` occurs in ``text`` but for its spaces (a no-break space read as a space, a
+    tab, two spaces), a sentence quoting the text there as JSON writes it; else ''."""
+    words = find.split()  # at any of Unicode's spaces, U+00A0 among them
+    found = len(words) > 1 and re.search(r"\s+".join(map(re.escape, words)), text)
+    if not found:
+        return ""
+    odd = [c for c in dict.fromkeys(found.group()) if c.isspace() and c not in " \n"]
+    names = ", ".join(f"U+{ord(c):04X} " + unicodedata.name(c, "TAB" if c == "\t" else "CONTROL") for c in odd)
+    shown = "".join(f"\\u{ord(c):04x}" if c in odd else "\\n" if c == "\n" else c for c in found.group())
+    return f' It occurs with other spacing{f" ({names})" if names else ""}: "{shown}"; give find so.'
 
 
 def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
@@ -8312,6 +8398,26 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
                             f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
                             "them in source, replace a subsection on its own (section=N), or set "
                             "removeSubsections=true to delete them.")
+
+
+def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
+    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
+    level or above, sections the page has besides it: saved, they would stand on the page twice
+    (the next sections, or the whole page, written back into one section)."""
+    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
+    if span is None:
+        return
+    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
+    elsewhere = {(s.level, heading_key(s.heading)) for s in sections if not span[0] <= s.start < span[1]}
+    given = wikitext_sections(new, syntax)
+    given = given[1:] if own and given and heading_key(given[0].heading) == heading_key(own.heading) else given
+    twice = [s.heading for s in given if (not own or s.level <= own.level)
+             and (s.level, heading_key(s.heading)) in elsewhere]
+    if twice:
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
+                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            "page twice. To replace them too, call update-page without section, with the whole "
+                            f"page's text; to replace section {section} alone, send only its text.")
 
 
 #: What get-page's rendered content carries and wikitext does not: the plain text's section
@@ -8408,6 +8514,11 @@ def move_page(
     moved = shown or answer.get("move", {})
     status = after_lost_answer("Moved.", "the wiki shows the page at its new title") if shown else "Moved."
     to = moved.get("to", toTitle)
+    for pair in [moved, {"from": moved.get("talkfrom"), "to": moved.get("talkto")},
+                 *(p for key in ("subpages", "subpages-talk") if isinstance(moved.get(key), list)
+                   for p in moved[key])]:
+        if pair.get("from") and pair.get("to"):
+            ctx.reads.moved(pair["from"], pair["to"])
     talk_errors = [wiki_words(e) for e in moved.get("talkmove-errors") or []]
     source = moved.get("from", fromTitle)
     if talk_errors and ctx.site.namespace_of(to) % 2 and not ctx.site.namespace_of(source) % 2:
@@ -9511,9 +9622,15 @@ def add_talk_topic(
                             "topic with add-talk-topic.")
 
     def compose(target: EditTarget) -> Composed:
+        if not target.latest and talk != title and (to := subject_redirect(ctx, target.title)):
+            raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {to!r}, and {target.title!r} "
+                                "does not exist, so a topic there would go where readers of that page do not "
+                                f"look. To start it on {talk_title(ctx, to)!r}, call add-talk-topic with "
+                                f"title={json.dumps(to, ensure_ascii=False)}; to make {target.title!r} anyway, "
+                                "pass that as title.")
         new = (target.now + "\n\n" if target.now else "") + f"== {heading} ==\n\n{text}"
         sections = wikitext_sections(target.now, ctx.site.syntax)
-        same = next((s for s in sections if s.heading.casefold() == heading.casefold()), None)
+        same = next((s for s in sections if heading_key(s.heading) == heading_key(heading)), None)
         note = same and (f"Note: {target.title!r} already had a topic headed {same.heading!r} (section "
                          f"{same.number}); this is section {sections[-1].number + 1}. To answer a topic, use "
                          "reply-on-talk-page.")
@@ -9622,7 +9739,9 @@ def reply_on_talk_page(
 
     def compose(target: EditTarget) -> Composed:
         talk, whole, latest = target.title, target.now, target.latest
-        section = topic_section(ctx, talk, whole, str(topic))
+        # a topic by number as this client read it: topics archived above it since renumber it
+        wanted = as_read(ctx, talk, topic, whole, latest) if isinstance(topic, int) and topic else topic
+        section = topic_section(ctx, talk, whole, str(wanted))
         span = section_span(whole, section.number, site.syntax) or (0, 0)
         text = section_text(whole, span)
         subsections = wikitext_sections(text, site.syntax)[1:]
@@ -9717,8 +9836,8 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = heading_given(topic)
     listed = section_list([(s.number, s.heading) for s in sections]) or "none"
-    named = ([s for s in sections if s.heading == wanted]
-             or [s for s in sections if s.heading.casefold() == wanted.casefold()])
+    named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
+             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)])
     if len(named) > 1:
         raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
@@ -9908,6 +10027,9 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
                                 "was changed.") from None
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, f"the wiki would not save the change: {refused}")
+    if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it
+        to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
+        why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
 
 

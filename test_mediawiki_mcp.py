@@ -4381,6 +4381,35 @@ def test_find_replace_changes_one_passage_and_refuses_absent_or_ambiguous_text(
     assert wiki.wikitext(title) == "The lynx sat on the mat.\nThe dog slept.\nA lynx again."
 
 
+def test_a_find_with_windows_line_ends_matches_the_lines_the_wiki_keeps(bot_server: Any, wiki: RealWiki) -> None:
+    """The wiki keeps \\n alone; a client on Windows sends \\r\\n."""
+    title = f"Write find line ends {secrets.token_hex(4)}"
+    create(bot_server, title, "First line.\nSecond line.\nThird line.")
+    once = call(bot_server, "update-page", title=title, find="First line.\r\nSecond", replace="One.\r\nTwo")
+    assert not once.is_error, once.text
+    assert wiki.wikitext(title) == "One.\nTwo line.\nThird line."
+    across = call(bot_server, "replace-in-pages", titles=[title], find="line.\r\nThird", replace="l.\r\n3",
+                  dryRun=False)
+    assert not across.is_error and f"{title} | saved | " in across.text, across.text
+    assert wiki.wikitext(title) == "One.\nTwo l.\n3 line."
+
+
+def test_a_find_that_differs_from_the_page_only_in_its_spaces_is_told_them(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a no-break space as a space does; the refusal names it, and the find it
+    suggests, taken as written, matches."""
+    title = f"Write find spacing {secrets.token_hex(4)}"
+    revid = create(bot_server, title, "Price: 10\u00a0€ each.\nTwo  spaces.")
+    refused = call(bot_server, "update-page", title=title, find="10 € each", replace="12 € each")
+    assert refused.is_error and refused.text.endswith(
+        'It occurs with other spacing (U+00A0 NO-BREAK SPACE): "10\\u00a0€ each"; give find so.'), refused.text
+    assert revision_ids(wiki, title) == [revid]
+    suggested = json.loads(refused.text.rsplit(": ", 1)[1].removesuffix("; give find so."))
+    saved = call(bot_server, "update-page", title=title, find=suggested, replace="12\u00a0€ each")
+    assert not saved.is_error and wiki.wikitext(title) == "Price: 12\u00a0€ each.\nTwo  spaces.", saved.text
+    doubled = call(bot_server, "update-page", title=title, find="Two spaces", replace="x")
+    assert doubled.text.endswith('It occurs with other spacing: "Two  spaces"; give find so.'), doubled.text
+
+
 def test_prepend_puts_the_text_before_the_first_line(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write prepend test"
     revid = create(bot_server, title, "First line.\nSecond line.")
@@ -4820,6 +4849,42 @@ def test_replacing_a_section_keeps_subsections_that_repeat_a_heading(bot_server:
     assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
 
 
+def test_a_subsection_whose_heading_level_changes_is_not_taken_for_lost(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Write heading levels {secrets.token_hex(4)}"
+    original = "Lead.\n== Plan ==\nPlan.\n=== Steps ===\nSteps.\n=== Notes ===\nNotes.\n== After ==\nEnd."
+    revid = create(bot_server, title, original)
+    # a subsection that is really gone is refused, naming it, even when another changed level
+    refused = call(bot_server, "update-page", title=title, section=1, source="== Plan ==\nPlan.\n== Steps ==\nSteps.")
+    assert refused.is_error and "lacks (Notes)" in refused.text, refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    promoted = "== Plan ==\nPlan.\n== Steps ==\nSteps.\n== Notes ==\nNotes."  # sections of their own now
+    saved = call(bot_server, "update-page", title=title, section=1, source=promoted)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == f"Lead.\n{promoted}\n\n== After ==\nEnd."
+    assert m.lost_subsections("== A ==\n=== A ===\nx", "== A ==\nx") == ["A"]
+
+
+def test_a_section_written_with_the_sections_after_it_is_refused_not_doubled(bot_server: Any, wiki: RealWiki) -> None:
+    """The model read the page and sent sections 1 and 2, or the whole page, as section 1 (or 0):
+    saved, the sections besides it would stand on the page twice."""
+    title = f"Write sections twice {secrets.token_hex(4)}"
+    original = "Lead.\n== A ==\nAlpha.\n=== Notes ===\nA's notes.\n== B ==\nBeta.\n=== Notes ===\nB's notes."
+    revid = create(bot_server, title, original)
+    for section, source, named in ((1, "== A ==\nAlpha, changed.\n=== Notes ===\nA's notes.\n== B ==\nBeta.", "(B)"),
+                                   (1, original.replace("Alpha.", "Alpha, changed."), "(B)"),
+                                   (0, original.replace("Lead.", "Lead, changed."), "(A, Notes, B)")):
+        refused = call(bot_server, "update-page", title=title, section=section, source=source)
+        assert refused.is_error and refused.text.startswith(
+            f"invalid_input: Nothing was saved: the new text of section {section} of {title!r} holds sections the "
+            f"page has besides it {named}"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+    # a section split in two, and a subsection named as another section's, are no repeats
+    split = "== A ==\nAlpha.\n== A, continued ==\nMore.\n=== Notes ===\nA's notes."
+    saved = call(bot_server, "update-page", title=title, section=1, source=split)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == original.replace("== A ==\nAlpha.\n=== Notes ===\nA's notes.", split + "\n")
+
+
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
@@ -4847,6 +4912,28 @@ def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any
     assert content_of(section.blocks[0]).startswith("== Neuer Abschnitt ==\nAngehängt.")
 
 
+def test_a_prepend_to_a_section_goes_under_its_heading(bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki's prependtext with section=N puts the text above the section's heading, at the end
+    of the section before it; the model asked for it in section N."""
+    title = f"Write section prepend {secrets.token_hex(4)}"
+    create(bot_server, title, "Lead.\n== A ==\nAlpha.\n== B ==\n\nBeta.")
+    steps = [({"section": 2, "source": "Opening of B."}, "Lead.\n== A ==\nAlpha.\n== B ==\n\nOpening of B.\nBeta."),
+             ({"section": "A", "source": "{{Fixture box}}"},
+              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== B ==\n\nOpening of B.\nBeta."),
+             # a text with a heading of its own is a section before it
+             ({"section": 2, "source": "== Before B ==\nNew."},
+              "Lead.\n== A ==\n{{Fixture box}}\n\nAlpha.\n\n== Before B ==\nNew.\n\n== B ==\n\nOpening of B.\nBeta.")]
+    for arguments, expected in steps:
+        previous = wiki.wikitext(title)
+        dry = call(bot_server, "update-page", title=title, mode="prepend", dryRun=True, **arguments)
+        saved = call(bot_server, "update-page", title=title, mode="prepend", **arguments)
+        assert not saved.is_error, saved.text
+        assert wiki.wikitext(title) == expected, arguments
+        assert content_of(dry.blocks[0]) == m.line_diff(previous, expected), arguments
+    section = call(bot_server, "get-page", title=title, section=3)
+    assert content_of(section.blocks[0]) == "== B ==\n\nOpening of B.\nBeta."
+
+
 def test_parallel_appends_without_latest_id_all_land_once(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write parallel appends test"
@@ -4872,6 +4959,62 @@ def test_an_addition_waiting_on_a_slow_wiki_holds_up_no_other_pages_addition() -
         lock.release()
     del held, lock
     assert len(state.page_locks) == 0, "a page's lock outlived every call that used it"
+
+
+def test_an_edit_to_a_section_numbered_by_a_read_goes_where_the_model_saw_it(wiki: RealWiki) -> None:
+    """Additions and finds are made on the page as it is now: a section added above since the
+    model read section 2 moves that section to 3, and the edit follows it there."""
+    server = make_server(wiki.env())
+    for arguments, expected in (({"mode": "append", "source": "Added to B."}, "Beta.\nAdded to B."),
+                                ({"mode": "prepend", "source": "Added to B."}, "Added to B.\nBeta."),
+                                ({"find": "Beta.", "replace": "Bee."}, "Bee.")):
+        title = f"Write renumbered section {secrets.token_hex(4)}"
+        create(bot_server_for(wiki), title, "Lead.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        assert content_of(call(server, "get-page", title=title, section=2).blocks[0]) == "== B ==\nBeta."
+        editor_edit(wiki, title, "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        saved = call(server, "update-page", title=title, section=2, **arguments)
+        assert not saved.is_error, saved.text
+        assert wiki.wikitext(title) == f"Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n{expected}", arguments
+
+
+def test_what_was_read_of_a_page_holds_under_the_title_this_client_moved_it_to(wiki: RealWiki) -> None:
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1000"))
+    title, moved = f"Write before a move {secrets.token_hex(4)}", f"Write after a move {secrets.token_hex(4)}"
+    text = "".join(f"Line {n:03d} of the page, some words here.\n" for n in range(45)).rstrip()
+    create(bot_server_for(wiki), title, text)
+    cut = call(server, "get-page", title=title)
+    assert cut.blocks[-1].startswith("Content truncated at "), cut.text
+    assert not call(server, "move-page", fromTitle=title, toTitle=moved).is_error
+    refused = call(server, "update-page", title=moved, source=content_of(cut.blocks[0]) + "\nA last line.")
+    assert refused.is_error and refused.text.startswith(f"invalid_input: Nothing was saved: Page {moved!r} was "
+                                                        "not read whole"), refused.text
+    assert wiki.wikitext(moved) == text
+    # read whole, then changed by someone else, then moved: the write is based on the read
+    whole = read_whole(server, title=moved)
+    editor_edit(wiki, moved, text.replace("Line 001 of", "Line one of"))
+    again = f"Write moved again {secrets.token_hex(4)}"
+    assert not call(server, "move-page", fromTitle=moved, toTitle=again).is_error
+    overlapping = call(server, "update-page", title=again, source=whole.replace("Line 001 of", "Line 1 of"))
+    assert overlapping.is_error and overlapping.text.startswith("conflict: "), overlapping.text
+    assert "Line one of" in wiki.wikitext(again)
+
+
+def test_two_clients_changing_one_passage_at_once_never_both_save(wiki: RealWiki) -> None:
+    """Each find-replace is pinned to the revision it read: of two at once on one line, the later
+    is a conflict (or finds its text gone), never a save over the other's."""
+    clients = [make_server(wiki.env()), make_server(wiki.env())]
+    for attempt in range(2):
+        title = f"Write two clients {secrets.token_hex(4)}"
+        create(bot_server_for(wiki), title, "Lead.\nThe shared line.\nThe end.")
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda n, title=title: call(clients[n], "update-page", title=title,
+                                                                find="shared line", replace=f"line of client {n}"),
+                                    range(2)))
+        saved = [n for n, result in enumerate(results) if not result.is_error]
+        assert len(saved) == 1, [r.text for r in results]
+        refused = results[1 - saved[0]]
+        assert refused.text.startswith(("conflict: ", "invalid_input: The text to find does not occur")), refused.text
+        assert wiki.wikitext(title) == f"Lead.\nThe line of client {saved[0]}.\nThe end.", attempt
 
 
 @on_every_version
@@ -7533,6 +7676,64 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     assert not user.is_error and field(user, "Title") == "User talk:Editor"
 
 
+def test_talk_tools_given_a_redirect_name_the_target_s_talk_page(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under its title, and the target's talk page is where
+    that page is discussed: a redirect's own talk page, missing, is not made or sought silently."""
+    target, redirect = f"Talk redirect target {secrets.token_hex(4)}", f"Talk redirect {secrets.token_hex(4)}"
+    create(bot_server, target, "The page.")
+    create(bot_server, redirect, f"#REDIRECT [[{target}]]")
+    assert not call(bot_server, "add-talk-topic", title=target, heading="Plans", message="We plan.").is_error
+    reply = call(bot_server, "reply-on-talk-page", title=redirect, topic="Plans", message="Agreed.")
+    assert reply.is_error and reply.text.startswith(f"not_found: Page 'Talk:{redirect}' does not exist"), reply.text
+    assert f"Its subject page is a redirect to {target!r}, whose talk page is 'Talk:{target}'." in reply.text
+    topic = call(bot_server, "add-talk-topic", title=redirect, heading="Sizes", message="Big?")
+    assert topic.is_error and topic.text.startswith(f"invalid_input: Nothing was saved: {redirect!r} is a "
+                                                    f"redirect to {target!r}"), topic.text
+    assert f'title="{target}"' in topic.text
+    assert revision_ids(wiki, f"Talk:{redirect}") == [] and "Sizes" not in wiki.wikitext(f"Talk:{target}")
+    asked = call(bot_server, "add-talk-topic", title=f"Talk:{redirect}", heading="Sizes", message="Big?")
+    assert not asked.is_error and field(asked, "Title") == f"Talk:{redirect}", asked.text
+
+
+def test_talk_tools_know_a_topic_by_its_heading_as_get_page_sections_shows_it(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Talk:Topic headings with markup {secrets.token_hex(4)}"
+    create(bot_server, title, f"== Plans for [[Main Page|the main page]] ==\nWe plan. {signature('Alice', '10:00')}\n"
+                              f"== ''Italic'' topic ==\nText. {signature('Bob', '11:00')}")
+    shown = call(bot_server, "get-page-sections", title=title).text
+    assert "| == Plans for the main page == |" in shown and "| == Italic topic == |" in shown, shown
+    reply = call(bot_server, "reply-on-talk-page", title=title, topic="Plans for the main page", message="Agreed.")
+    assert not reply.is_error and field(reply, "Topic") == "1 (Plans for [[Main Page|the main page]])", reply.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[2].startswith(":Agreed. [[User:Admin|Admin]]") and lines[4] == "== ''Italic'' topic ==", lines
+    again = call(bot_server, "add-talk-topic", title=title, heading="Italic topic", message="Why italic?", dryRun=True)
+    assert "already had a topic headed \"''Italic'' topic\" (section 2)" in again.text, again.text
+
+
+def test_a_reply_to_a_topic_by_number_goes_to_the_topic_read_as_that_number(wiki: RealWiki) -> None:
+    """Old topics are archived from the top of a talk page: the topic read as 2 is 1 by the time
+    the reply is saved, and the reply goes there, not to the topic now numbered 2."""
+    server = make_server(wiki.env())
+    title = f"Talk:Reply after archiving {secrets.token_hex(4)}"
+    kept = f"== Plans ==\nPlan. {signature('Bob', '11:00')}\n== Later ==\nLater. {signature('Carol', '12:00')}"
+    create(bot_server_for(wiki), title, f"== Old ==\nOld. {signature('Alice', '10:00')}\n{kept}")
+    assert "\n== Plans ==\n" in call(server, "get-page", title=title).text  # topic 2 as read
+    editor_edit(wiki, title, kept)  # the first topic archived
+    reply = call(server, "reply-on-talk-page", title=title, topic=2, message="About the plans.")
+    assert not reply.is_error and field(reply, "Topic") == "1 (Plans)", reply.text
+    lines = wiki.wikitext(title).split("\n")
+    assert lines[2].startswith(":About the plans. [[User:Admin|Admin]]") and lines[4] == "== Later ==", lines
+    # two topics headed alike: which one the number meant is not told by its heading; nothing is
+    # saved until the page is read again
+    title = f"Talk:Reply after archiving twins {secrets.token_hex(4)}"
+    kept = f"== Plans ==\nOne. {signature('Bob', '11:00')}\n== Plans ==\nTwo. {signature('Carol', '12:00')}"
+    create(bot_server_for(wiki), title, f"== Old ==\nOld. {signature('Alice', '10:00')}\n{kept}")
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(wiki, title, kept)
+    refused = call(server, "reply-on-talk-page", title=title, topic=2, message="About plan one.")
+    assert refused.is_error and "Read the page again with get-page" in refused.text, refused.text
+    assert wiki.wikitext(title) == kept
+
+
 def test_a_reply_takes_its_topic_by_number_or_heading_with_markup_and_goes_after_the_subsections(
         bot_server: Any, wiki: RealWiki) -> None:
     """Topics as get-page-sections numbers and shows them; a reply to no comment in particular goes
@@ -7743,6 +7944,24 @@ def test_a_replace_skips_a_special_page_saying_it_cannot_be_edited(bot_server: A
     assert saved.blocks[0].startswith("Saved 1 of 2 pages."), saved.text
     assert "Special:Random | skipped | a special page, which cannot be edited" in saved.blocks[0].split("\n")
     assert wiki.wikitext(titles[0]).startswith("Acme Gadget, page 1.")
+
+
+def test_a_replace_in_a_redirect_without_a_match_names_the_page_it_leads_to(bot_server: Any, wiki: RealWiki) -> None:
+    """get-page shows a redirect's target under its title; a replace reads the redirect's own text."""
+    titles = replace_pages(bot_server, "Replace redirect test", 1)
+    redirect = f"Replace redirect {secrets.token_hex(4)}"
+    create(bot_server, redirect, f"#REDIRECT [[{titles[0]}]]")
+    arguments = {"find": "Acme Widget", "replace": "Acme Gadget", "titles": [redirect]}
+    preview = call(bot_server, "replace-in-pages", **arguments)
+    said = f'a redirect to "{titles[0]}", whose own text has no match; to change that page, pass "{titles[0]}"'
+    assert not preview.is_error and f"Skipped: {redirect} ({said})" in preview.blocks[0].split("\n"), preview.text
+    assert "no match)" not in preview.text.replace(said, "")
+    saved = call(bot_server, "replace-in-pages", **arguments, dryRun=False)
+    assert f"{redirect} | skipped | {said}" in saved.blocks[0].split("\n"), saved.text
+    assert wiki.wikitext(titles[0]).startswith("Acme Widget, page 1.")
+    # a redirect whose own text has the match is changed, as asked
+    fixed = call(bot_server, "replace-in-pages", titles=[redirect], find=titles[0], replace="Apple", dryRun=False)
+    assert not fixed.is_error and wiki.wikitext(redirect) == "#REDIRECT [[Apple]]", fixed.text
 
 
 def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: RealWiki) -> None:
