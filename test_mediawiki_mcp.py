@@ -566,6 +566,23 @@ LIST_CHANGED = "notifications/tools/list_changed"
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
 
 
+def prompt_session(server: Any, work: Callable[[Any], Awaitable[Any]], session: bool = False) -> Any:
+    """What ``work(client)`` returns, with a client of ``server`` (``session``: one with a session)."""
+    async def go() -> Any:
+        async with Client(server, **({"mode": "legacy"} if session else {})) as client:
+            return await work(client)
+    return anyio.run(go)
+
+
+def prompt_error(server: Any, name: str, arguments: dict[str, str] | None = None) -> str:
+    """The MCP error of a prompts/get."""
+    async def work(client: Any) -> str:
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt(name, arguments)
+        return str(raised.value)
+    return prompt_session(server, work)
+
+
 # ---------------------------------------------------------------------------
 # Fake wikis and proxies: the faults a real wiki will not make on demand
 # ---------------------------------------------------------------------------
@@ -8624,23 +8641,6 @@ def test_copy_page_refuses_bad_arguments_and_is_offered_with_two_wikis_only(
 
 
 # -- prompts, and completion of their arguments ----------------------------------------------
-
-def prompt_session(server: Any, work: Callable[[Any], Awaitable[Any]], session: bool = False) -> Any:
-    """What ``work(client)`` returns, with a client of ``server`` (``session``: one with a session)."""
-    async def go() -> Any:
-        async with Client(server, **({"mode": "legacy"} if session else {})) as client:
-            return await work(client)
-    return anyio.run(go)
-
-
-def prompt_error(server: Any, name: str, arguments: dict[str, str] | None = None) -> str:
-    """The MCP error of a prompts/get."""
-    async def work(client: Any) -> str:
-        with pytest.raises(MCPError) as raised:
-            await client.get_prompt(name, arguments)
-        return str(raised.value)
-    return prompt_session(server, work)
-
 
 def test_prompts_are_listed_with_their_arguments_and_rendered_naming_their_tools() -> None:
     server = m.create_server(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
