@@ -5676,7 +5676,8 @@ def check_page(ctx: ToolContext, page: dict[str, Any], title: str, must_exist: b
     if "interwiki" in page:
         raise invalid_input(f"{title!r} points to another wiki (interwiki prefix {page['interwiki']!r}).")
     if page.get("special"):
-        raise invalid_input(f"{page.get('title', title)!r} is a special page; it has no content to read.")
+        raise invalid_input(f"{page.get('title', title)!r} is a special page, which the wiki makes when asked; "
+                            "it has no text to read or change.")
     if page.get("missing") or not page:
         raise missing_page(ctx, page.get("title", title))
 

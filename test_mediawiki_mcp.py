@@ -9811,6 +9811,10 @@ def no_retry(result: Result) -> bool:
 def test_permanent_failures_on_the_real_wiki_say_what_they_are(bot_server: Any, wiki: RealWiki) -> None:
     special = call(bot_server, "create-page", title="Special:Mcp test", source="x")
     assert no_retry(special) and special.text.startswith("invalid_input: Namespace doesn't allow actual pages.")
+    for tool, arguments in (("update-page", {"source": "x"}), ("get-page", {})):
+        special = call(bot_server, tool, title="Special:Random", **arguments)
+        assert special.text == ("invalid_input: 'Special:Random' is a special page, which the wiki makes when "
+                                "asked; it has no text to read or change.") and special.is_error
     json_page = call(bot_server, "create-page", title="Errors test data", source="{not json", contentModel="json")
     assert no_retry(json_page) and json_page.text.startswith("invalid_input: Invalid JSON")
     assert revision_ids(wiki, "Errors test data") == []
