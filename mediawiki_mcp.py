@@ -3873,10 +3873,13 @@ def check_title_text(name: str, title: str) -> None:
     if not title:
         raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
     # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
-    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more.
+    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more;
+    # measured as the wiki would take it, escapes decoded and a fragment apart, as explained below.
     prefix, colon, rest = title.partition(":")
     colon = colon if utf8_len(prefix) <= MAX_TITLE_BYTES else ""  # no namespace is named so long
-    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+    taken = urllib.parse.unquote(rest if colon else title).partition("#")
+    if max(utf8_len(taken[0]), utf8_len(taken[2])) > MAX_TITLE_BYTES:
+        length = utf8_len(rest if colon else title)
         after = " after its namespace prefix" if colon else ""
         raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
                             f"{MAX_TITLE_BYTES}.")

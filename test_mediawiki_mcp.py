@@ -9918,6 +9918,19 @@ def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
          "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
 
 
+def test_a_title_copied_from_an_address_is_explained_however_long_its_escapes(bot_server: Any) -> None:
+    """A title is measured as the wiki would take it: a Cyrillic title copied from an address (three
+    characters an escape, 304 in all) or one with a long fragment is explained, not called too long."""
+    title = "Москва — столица Российской Федерации и крупнейший город"  # 104 bytes
+    result = call(bot_server, "get-page", title=urllib.parse.quote(title.replace(" ", "_")))
+    assert result.blocks == [f"invalid_input: Argument 'title' is percent-encoded (%D0); page titles are "
+                             f"written as the wiki shows them: {title!r}."]
+    heading = "Geschichte der Stadt und ihrer Vororte seit der Gründung im Mittelalter " * 3
+    result = call(bot_server, "get-page", title=f"{title}#{heading}")
+    assert result.text.startswith("invalid_input: Argument 'title' ends in a fragment"), result.text
+    assert f"Give the title alone ({title!r})" in result.text
+
+
 
 def test_no_answer_quotes_a_huge_argument_back_and_control_characters_are_named(bot_server: Any) -> None:
     """A megabyte where a title, name, time or continuation goes is invalid_input saying how long it is,
