@@ -8411,11 +8411,16 @@ def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syn
     if span is None:
         return
     own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    elsewhere = {(s.level, heading_key(s.heading)) for s in sections if not span[0] <= s.start < span[1]}
-    given = wikitext_sections(new, syntax)
-    given = given[1:] if own and given and heading_key(given[0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s in given if (not own or s.level <= own.level)
-             and (s.level, heading_key(s.heading)) in elsewhere]
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, parent and heading_key(parent), heading_key(heading))
+             for s, (parent, heading) in zip(placed, heading_paths(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
                             f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "

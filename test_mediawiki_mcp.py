@@ -4885,6 +4885,19 @@ def test_a_section_written_with_the_sections_after_it_is_refused_not_doubled(bot
     assert wiki.wikitext(title) == original.replace("== A ==\nAlpha.\n=== Notes ===\nA's notes.", split + "\n")
 
 
+def test_a_section_given_a_sibling_named_as_one_under_another_heading_is_saved(bot_server: Any,
+                                                                                wiki: RealWiki) -> None:
+    """A manual's platforms each have their Usage: one added under Linux is Linux's own, not Windows'
+    written twice, so it is saved."""
+    title = f"Write sections per platform {secrets.token_hex(4)}"
+    create(bot_server, title, "== Windows ==\n=== Install ===\nRun setup.\n=== Usage ===\nClick.\n"
+                              "== Linux ==\n=== Install ===\nRun make.")
+    source = "=== Install ===\nRun make.\n=== Usage ===\nType a command."
+    saved = call(bot_server, "update-page", title=title, section=5, source=source)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title).endswith("== Linux ==\n" + source)
+
+
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
@@ -9923,8 +9936,8 @@ def test_a_title_copied_from_an_address_is_explained_however_long_its_escapes(bo
     characters an escape, 304 in all) or one with a long fragment is explained, not called too long."""
     title = "Москва — столица Российской Федерации и крупнейший город"  # 104 bytes
     result = call(bot_server, "get-page", title=urllib.parse.quote(title.replace(" ", "_")))
-    assert result.blocks == [f"invalid_input: Argument 'title' is percent-encoded (%D0); page titles are "
-                             f"written as the wiki shows them: {title!r}."]
+    assert result.blocks == [(f"invalid_input: Argument 'title' is percent-encoded (%D0); page titles are "
+                              f"written as the wiki shows them: {title!r}.")]
     heading = "Geschichte der Stadt und ihrer Vororte seit der Gründung im Mittelalter " * 3
     result = call(bot_server, "get-page", title=f"{title}#{heading}")
     assert result.text.startswith("invalid_input: Argument 'title' ends in a fragment"), result.text
