@@ -4344,16 +4344,23 @@ class ClientReads:
         self._note([("base", f"{title}|{part}", functools.partial(after, part))
                     for part in dict.fromkeys([None, section])])
 
-    def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
+    def base(self, title: str, section: int | None, heading: str | None = None, *,
+             outlined: bool = False) -> int | None:
         """The latest revision the caller's last read of this page or section showed (also by
-        ``heading``, as one added above renumbers it), if any; none for a caller not told apart,
-        whose reads may be another client's."""
+        ``heading``, as one added above renumbers it; ``outlined``: or whose section numbers a later
+        outline showed), if any; none for a caller not told apart, whose reads may be another client's."""
         names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
         found = [self._get("base", name) for name in names + ([heading_entry(title, heading)] if heading else [])]
+        found += [self._get("outline", title)] if outlined else []
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
+
+    def outlined(self, title: str, revid: int) -> None:
+        """Notes that the caller was shown the section numbers of ``revid`` (an outline, rendered
+        text), not its wikitext: an edit by section number takes them as that revision's."""
+        self._note([("outline", title, lambda _, order: json.dumps([revid, order]))])
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         """Notes a dry run of ``change`` to a page at ``revid`` (``saved``: the revision its save made)."""
@@ -4413,7 +4420,7 @@ class ClientReads:
     def _get(self, kind: str, name: str) -> str | None:
         found = self.ledger.entry(self.wiki, self.caller, kind, name)
         title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
-        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut") else 0):
+        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut", "outline") else 0):
             old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
             if not old:
                 break
@@ -5965,6 +5972,7 @@ def get_page(
     if content != "source":
         if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
             ctx.reads.rendered(page["title"], text, piece.text)
+            ctx.reads.outlined(page["title"], revision.get("revid") or 0)
         return blocks
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
@@ -6114,6 +6122,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
+    ctx.reads.outlined(parsed.get("title", title), parsed.get("revid") or 0)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
@@ -8061,7 +8070,7 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     """Section ``number``, as this client last read the page, numbered in its text ``now``: a
     section added or removed above it since moves it, and an edit made on the page now (an
     addition, a find) goes where the model saw that section, found by its heading."""
-    read = ctx.reads.base(title, number)
+    read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
     syntax, seen = ctx.site.syntax, revision_texts(ctx, read).get(read, "")
