@@ -6349,6 +6349,8 @@ def find_in_page(
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
     shown = spans[first:first + FIND_SHOWN]
+    if not revisionId:  # the rows number the sections of the latest revision
+        ctx.reads.outlined(page["title"], revision["revid"])
     # get-page reads the latest revision: an older one's offsets are get-revision's
     reader = f"get-revision {revisionId}" if revisionId else "get-page"
     blocks = [f"{header}\n{count} of {what}{f', from match {first + 1}' if first else ''} "
