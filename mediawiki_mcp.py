@@ -8071,7 +8071,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
     """Section ``number``, as this client last read the page, numbered in its text ``now``: a
     section added or removed above it since moves it, and an edit made on the page now (an
-    addition, a find) goes where the model saw that section, found by its heading."""
+    addition, a find) goes where the model saw that section, found by its heading and the one
+    it stands under (one Notes is not another's)."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
@@ -8082,13 +8083,19 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     heading = section_heading(seen, number, syntax)
     if heading is None or outline(seen) == outline(now):
         return number
-    found = [s.number for s in wikitext_sections(now, syntax) if heading_key(s.heading) == heading_key(heading)]
+
+    def placed(text: str) -> dict[int, tuple[str | None, str]]:
+        """By number, each section's heading and the heading it stands under."""
+        sections = wikitext_sections(text, syntax)
+        return {s.number: (parent and heading_key(parent), heading_key(own))
+                for s, (parent, own) in zip(sections, heading_paths(sections))}
+    found = [n for n, path in placed(now).items() if path == placed(seen)[number]]
     if len(found) == 1:
         return found[0]
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
-                        f"where {'several' if found else 'no'} sections have that heading. Read the page again "
-                        "with get-page, then call again with the section's number there.")
+                        f"where {'several' if found else 'no'} sections have that heading under the same one as "
+                        "then. Read the page again with get-page, then call again with the section's number there.")
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:

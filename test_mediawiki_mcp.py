@@ -4990,6 +4990,22 @@ def test_an_edit_to_a_section_numbered_by_a_read_goes_where_the_model_saw_it(wik
         assert wiki.wikitext(title) == f"Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n{expected}", arguments
 
 
+def test_an_edit_to_a_subsection_read_and_since_removed_is_refused_not_put_in_its_namesake(
+        wiki: RealWiki) -> None:
+    """The model read A's Notes as section 2; since, A's Notes were removed and a section added
+    above. B's Notes has the heading, not the place: the addition is refused, and nothing saved."""
+    server = make_server(wiki.env())
+    title = f"Write subsection gone {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Lead.\n== A ==\n=== Notes ===\nOn A.\n== B ==\n=== Notes ===\nOn B.")
+    assert content_of(call(server, "get-page", title=title, section=2).blocks[0]) == "=== Notes ===\nOn A."
+    changed = "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n=== Notes ===\nOn B."
+    editor_edit(wiki, title, changed)
+    refused = call(server, "update-page", title=title, section=2, mode="append", source="More on A.")
+    assert refused.is_error and refused.text.startswith("invalid_input: Nothing was saved: section 2 of "), \
+        refused.text
+    assert wiki.wikitext(title) == changed
+
+
 def test_an_edit_to_a_section_numbered_by_a_later_outline_goes_where_that_outline_showed_it(
         wiki: RealWiki) -> None:
     """The model read the page, then, after a section was added above, took section 2 from a fresh
