@@ -3171,6 +3171,19 @@ def test_the_lists_of_a_preview_share_a_quarter_of_the_budget_and_say_how_many_m
     assert m.utf8_len("\n".join(result.blocks)) < 2 * 1000  # the header, the HTML within the budget, the marker
 
 
+def test_a_preview_with_many_links_still_lists_its_few_categories(wiki: RealWiki) -> None:
+    """An article's hundreds of links do not take the room of its three categories: each list has an
+    even share of what the shorter ones leave, so the categories the model added are all listed."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="4000"))
+    wikitext = " ".join(f"[[Linked page {n}]]" for n in range(300)) + "".join(
+        f"[[Category:Preview category {n}]]" for n in range(3))
+    result = call(server, "parse-wikitext", wikitext=wikitext)
+    assert not result.is_error, result.text[:300]
+    assert field(result, "Categories") == "Preview category 0 (missing), Preview category 1 (missing), " \
+                                          "Preview category 2 (missing)"
+    assert field(result, "Links").startswith("Linked page 0 (missing), ") and field(result, "Links").endswith(" more")
+
+
 def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
     result = call(bot_server, "parse-wikitext", wikitext="  \n")
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
