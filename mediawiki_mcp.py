@@ -7388,18 +7388,18 @@ def parse_wikitext(
         lines += [
             ("Display title", display if display != parsed.get("title") else None),
             ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or []))]
-        lists = {"Links": existence_list(parsed.get("links")), "Templates": existence_list(parsed.get("templates")),
-                 "Categories": [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
-                                for c in parsed.get("categories") or []],
-                 "External links": parsed.get("externallinks") or []}
+        listed = {"Links": existence_list(parsed.get("links")), "Templates": existence_list(parsed.get("templates")),
+                  "Categories": [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
+                                 for c in parsed.get("categories") or []],
+                  "External links": parsed.get("externallinks") or []}
         left = ctx.budget // OUTLINE_SHARE  # the lists share what a marker's list of sections may take
         shown: dict[str, str] = {}
         # the shortest first, each at most an even share of what is left: hundreds of links leave
         # room for the few categories
-        for n, label in enumerate(sorted(lists, key=lambda label: utf8_len(", ".join(lists[label])))):
-            shown[label] = joined_within(lists[label], left // (len(lists) - n))
+        for n, label in enumerate(sorted(listed, key=lambda label: utf8_len(", ".join(listed[label])))):
+            shown[label] = joined_within(listed[label], left // (len(listed) - n))
             left = max(left - utf8_len(shown[label]), 0)
-        lines += [(label, shown[label]) for label in lists]
+        lines += [(label, shown[label]) for label in listed]
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
                           sections=None, again=None)[0]
 
