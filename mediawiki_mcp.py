@@ -3873,10 +3873,13 @@ def check_title_text(name: str, title: str) -> None:
     if not title:
         raise invalid_input(f"Argument {name!r} must be a non-empty page title.")
     # MediaWiki's limit leaves out the namespace prefix; whether a prefix is a namespace is the
-    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more.
+    # wiki's to say, and it refuses a title still too long. First, so that no answer quotes more;
+    # measured as the wiki would take it, escapes decoded and a fragment apart, as explained below.
     prefix, colon, rest = title.partition(":")
     colon = colon if utf8_len(prefix) <= MAX_TITLE_BYTES else ""  # no namespace is named so long
-    if (length := utf8_len(rest if colon else title)) > MAX_TITLE_BYTES:
+    taken = urllib.parse.unquote(rest if colon else title).partition("#")
+    if max(utf8_len(taken[0]), utf8_len(taken[2])) > MAX_TITLE_BYTES:
+        length = utf8_len(rest if colon else title)
         after = " after its namespace prefix" if colon else ""
         raise invalid_input(f"Argument {name!r} is {length} bytes long{after}; a page title has at most "
                             f"{MAX_TITLE_BYTES}.")
@@ -4341,16 +4344,23 @@ class ClientReads:
         self._note([("base", f"{title}|{part}", functools.partial(after, part))
                     for part in dict.fromkeys([None, section])])
 
-    def base(self, title: str, section: int | None, heading: str | None = None) -> int | None:
+    def base(self, title: str, section: int | None, heading: str | None = None, *,
+             outlined: bool = False) -> int | None:
         """The latest revision the caller's last read of this page or section showed (also by
-        ``heading``, as one added above renumbers it), if any; none for a caller not told apart,
-        whose reads may be another client's."""
+        ``heading``, as one added above renumbers it; ``outlined``: or whose section numbers a later
+        outline showed), if any; none for a caller not told apart, whose reads may be another client's."""
         names = [f"{title}|{part}" for part in dict.fromkeys([section, None])]
         found = [self._get("base", name) for name in names + ([heading_entry(title, heading)] if heading else [])]
+        found += [self._get("outline", title)] if outlined else []
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
+
+    def outlined(self, title: str, revid: int) -> None:
+        """Notes that the caller was shown the section numbers of ``revid`` (an outline, rendered
+        text), not its wikitext: an edit by section number takes them as that revision's."""
+        self._note([("outline", title, lambda _, order: json.dumps([revid, order]))])
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         """Notes a dry run of ``change`` to a page at ``revid`` (``saved``: the revision its save made)."""
@@ -4410,7 +4420,7 @@ class ClientReads:
     def _get(self, kind: str, name: str) -> str | None:
         found = self.ledger.entry(self.wiki, self.caller, kind, name)
         title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
-        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut") else 0):
+        for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut", "outline") else 0):
             old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
             if not old:
                 break
@@ -5963,6 +5973,7 @@ def get_page(
     if content != "source":
         if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
             ctx.reads.rendered(page["title"], text, piece.text)
+            ctx.reads.outlined(page["title"], revision.get("revid") or 0)
         return blocks
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
@@ -6112,6 +6123,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
+    ctx.reads.outlined(parsed.get("title", title), parsed.get("revid") or 0)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
@@ -6338,6 +6350,8 @@ def find_in_page(
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
     shown = spans[first:first + FIND_SHOWN]
+    if not revisionId:  # the rows number the sections of the latest revision
+        ctx.reads.outlined(page["title"], revision["revid"])
     # get-page reads the latest revision: an older one's offsets are get-revision's
     reader = f"get-revision {revisionId}" if revisionId else "get-page"
     blocks = [f"{header}\n{count} of {what}{f', from match {first + 1}' if first else ''} "
@@ -7375,15 +7389,18 @@ def parse_wikitext(
         lines += [
             ("Display title", display if display != parsed.get("title") else None),
             ("Warnings", "; ".join(one_line(w) for w in parsed.get("parsewarnings") or []))]
+        listed = {"Links": existence_list(parsed.get("links")), "Templates": existence_list(parsed.get("templates")),
+                  "Categories": [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
+                                 for c in parsed.get("categories") or []],
+                  "External links": parsed.get("externallinks") or []}
         left = ctx.budget // OUTLINE_SHARE  # the lists share what a marker's list of sections may take
-        for label, items in (
-                ("Links", existence_list(parsed.get("links"))),
-                ("Templates", existence_list(parsed.get("templates"))),
-                ("Categories", [c["category"].replace("_", " ") + (" (missing)" if c.get("missing") else "")
-                                for c in parsed.get("categories") or []]),
-                ("External links", parsed.get("externallinks") or [])):
-            lines.append((label, joined_within(items, left)))
-            left = max(left - utf8_len(lines[-1][1]), 0)
+        shown: dict[str, str] = {}
+        # the shortest first, each at most an even share of what is left: hundreds of links leave
+        # room for the few categories
+        for n, label in enumerate(sorted(listed, key=lambda label: utf8_len(", ".join(listed[label])))):
+            shown[label] = joined_within(listed[label], left // (len(listed) - n))
+            left = max(left - utf8_len(shown[label]), 0)
+        lines += [(label, shown[label]) for label in listed]
     return content_blocks(labelled(*lines), parsed.get("text", ""), offset, ctx.budget, "parse-wikitext",
                           sections=None, again=None)[0]
 
@@ -8058,8 +8075,9 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
     """Section ``number``, as this client last read the page, numbered in its text ``now``: a
     section added or removed above it since moves it, and an edit made on the page now (an
-    addition, a find) goes where the model saw that section, found by its heading."""
-    read = ctx.reads.base(title, number)
+    addition, a find) goes where the model saw that section, found by its heading and the one
+    it stands under (one Notes is not another's)."""
+    read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
     syntax, seen = ctx.site.syntax, revision_texts(ctx, read).get(read, "")
@@ -8069,13 +8087,19 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     heading = section_heading(seen, number, syntax)
     if heading is None or outline(seen) == outline(now):
         return number
-    found = [s.number for s in wikitext_sections(now, syntax) if heading_key(s.heading) == heading_key(heading)]
+
+    def placed(text: str) -> dict[int, tuple[str | None, str]]:
+        """By number, each section's heading and the heading it stands under."""
+        sections = wikitext_sections(text, syntax)
+        return {s.number: (parent and heading_key(parent), heading_key(own))
+                for s, (parent, own) in zip(sections, heading_paths(sections))}
+    found = [n for n, path in placed(now).items() if path == placed(seen)[number]]
     if len(found) == 1:
         return found[0]
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
-                        f"where {'several' if found else 'no'} sections have that heading. Read the page again "
-                        "with get-page, then call again with the section's number there.")
+                        f"where {'several' if found else 'no'} sections have that heading under the same one as "
+                        "then. Read the page again with get-page, then call again with the section's number there.")
 
 
 def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[str] | str:
@@ -8409,11 +8433,16 @@ def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syn
     if span is None:
         return
     own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    elsewhere = {(s.level, heading_key(s.heading)) for s in sections if not span[0] <= s.start < span[1]}
-    given = wikitext_sections(new, syntax)
-    given = given[1:] if own and given and heading_key(given[0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s in given if (not own or s.level <= own.level)
-             and (s.level, heading_key(s.heading)) in elsewhere]
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, parent and heading_key(parent), heading_key(heading))
+             for s, (parent, heading) in zip(placed, heading_paths(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
                             f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "

@@ -3188,6 +3188,19 @@ def test_the_lists_of_a_preview_share_a_quarter_of_the_budget_and_say_how_many_m
     assert m.utf8_len("\n".join(result.blocks)) < 2 * 1000  # the header, the HTML within the budget, the marker
 
 
+def test_a_preview_with_many_links_still_lists_its_few_categories(wiki: RealWiki) -> None:
+    """An article's hundreds of links do not take the room of its three categories: each list has an
+    even share of what the shorter ones leave, so the categories the model added are all listed."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="4000"))
+    wikitext = " ".join(f"[[Linked page {n}]]" for n in range(300)) + "".join(
+        f"[[Category:Preview category {n}]]" for n in range(3))
+    result = call(server, "parse-wikitext", wikitext=wikitext)
+    assert not result.is_error, result.text[:300]
+    assert field(result, "Categories") == "Preview category 0 (missing), Preview category 1 (missing), " \
+                                          "Preview category 2 (missing)"
+    assert field(result, "Links").startswith("Linked page 0 (missing), ") and field(result, "Links").endswith(" more")
+
+
 def test_parse_wikitext_refuses_empty_text(bot_server: Any) -> None:
     result = call(bot_server, "parse-wikitext", wikitext="  \n")
     assert result.is_error and result.blocks[0].startswith("invalid_input: Argument 'wikitext' must contain")
@@ -4902,6 +4915,19 @@ def test_a_section_written_with_the_sections_after_it_is_refused_not_doubled(bot
     assert wiki.wikitext(title) == original.replace("== A ==\nAlpha.\n=== Notes ===\nA's notes.", split + "\n")
 
 
+def test_a_section_given_a_sibling_named_as_one_under_another_heading_is_saved(bot_server: Any,
+                                                                                wiki: RealWiki) -> None:
+    """A manual's platforms each have their Usage: one added under Linux is Linux's own, not Windows'
+    written twice, so it is saved."""
+    title = f"Write sections per platform {secrets.token_hex(4)}"
+    create(bot_server, title, "== Windows ==\n=== Install ===\nRun setup.\n=== Usage ===\nClick.\n"
+                              "== Linux ==\n=== Install ===\nRun make.")
+    source = "=== Install ===\nRun make.\n=== Usage ===\nType a command."
+    saved = call(bot_server, "update-page", title=title, section=5, source=source)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title).endswith("== Linux ==\n" + source)
+
+
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
@@ -4992,6 +5018,41 @@ def test_an_edit_to_a_section_numbered_by_a_read_goes_where_the_model_saw_it(wik
         saved = call(server, "update-page", title=title, section=2, **arguments)
         assert not saved.is_error, saved.text
         assert wiki.wikitext(title) == f"Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n{expected}", arguments
+
+
+def test_an_edit_to_a_subsection_read_and_since_removed_is_refused_not_put_in_its_namesake(
+        wiki: RealWiki) -> None:
+    """The model read A's Notes as section 2; since, A's Notes were removed and a section added
+    above. B's Notes has the heading, not the place: the addition is refused, and nothing saved."""
+    server = make_server(wiki.env())
+    title = f"Write subsection gone {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Lead.\n== A ==\n=== Notes ===\nOn A.\n== B ==\n=== Notes ===\nOn B.")
+    assert content_of(call(server, "get-page", title=title, section=2).blocks[0]) == "=== Notes ===\nOn A."
+    changed = "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\n=== Notes ===\nOn B."
+    editor_edit(wiki, title, changed)
+    refused = call(server, "update-page", title=title, section=2, mode="append", source="More on A.")
+    assert refused.is_error and refused.text.startswith("invalid_input: Nothing was saved: section 2 of "), \
+        refused.text
+    assert wiki.wikitext(title) == changed
+
+
+def test_an_edit_to_a_section_numbered_by_a_later_outline_goes_where_that_outline_showed_it(
+        wiki: RealWiki) -> None:
+    """The model read the page, then, after a section was added above, took section 2 from a fresh
+    outline (get-page-sections, the page as text, a find's rows): the addition goes to that section 2, not to
+    the section that was 2 when it read the wikitext."""
+    server = make_server(wiki.env())
+    for outline in ({"tool": "get-page-sections"}, {"tool": "get-page", "content": "text"},
+                    {"tool": "find-in-page", "find": "Alpha."}):
+        title = f"Write renumbered section seen since {secrets.token_hex(4)}"
+        create(bot_server_for(wiki), title, "Lead.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        assert content_of(call(server, "get-page", title=title).blocks[0]).endswith("== B ==\nBeta.")
+        editor_edit(wiki, title, "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\n== B ==\nBeta.")
+        shown = call(server, outline["tool"], title=title, **{k: v for k, v in outline.items() if k != "tool"})
+        assert any(f in shown.text for f in ("== A == (section 2)", "2 | == A ==", "\n2 (A) | ")), shown.text
+        saved = call(server, "update-page", title=title, section=2, mode="append", source="Added to A.")
+        assert not saved.is_error, saved.text
+        assert wiki.wikitext(title) == "Lead.\n== New ==\nNew.\n== A ==\nAlpha.\nAdded to A.\n\n== B ==\nBeta.", outline
 
 
 def test_what_was_read_of_a_page_holds_under_the_title_this_client_moved_it_to(wiki: RealWiki) -> None:
@@ -9920,6 +9981,19 @@ def test_a_fragment_in_a_title_is_explained(bot_server: Any) -> None:
     assert result.is_error and result.blocks == [
         ("invalid_input: Argument 'title' ends in a fragment (#Details), which names a part of a page, not "
          "a page. Give the title alone ('Target page'); to read one section, get-page takes section=N.")]
+
+
+def test_a_title_copied_from_an_address_is_explained_however_long_its_escapes(bot_server: Any) -> None:
+    """A title is measured as the wiki would take it: a Cyrillic title copied from an address (three
+    characters an escape, 304 in all) or one with a long fragment is explained, not called too long."""
+    title = "Москва — столица Российской Федерации и крупнейший город"  # 104 bytes
+    result = call(bot_server, "get-page", title=urllib.parse.quote(title.replace(" ", "_")))
+    assert result.blocks == [(f"invalid_input: Argument 'title' is percent-encoded (%D0); page titles are "
+                              f"written as the wiki shows them: {title!r}.")]
+    heading = "Geschichte der Stadt und ihrer Vororte seit der Gründung im Mittelalter " * 3
+    result = call(bot_server, "get-page", title=f"{title}#{heading}")
+    assert result.text.startswith("invalid_input: Argument 'title' ends in a fragment"), result.text
+    assert f"Give the title alone ({title!r})" in result.text
 
 
 
