@@ -8074,9 +8074,9 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
     """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it, and an edit made on the page now (an
-    addition, a find) goes where the model saw that section, found by its heading and the one
-    it stands under (one Notes is not another's)."""
+    section added or removed above it since moves it (one below does not), and an edit made on the
+    page now (an addition, a find) goes where the model saw that section, found by its heading and
+    the one it stands under (one Notes is not another's)."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
@@ -8085,7 +8085,7 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     def outline(text: str) -> list[tuple[int, str]]:
         return [(s.level, heading_key(s.heading)) for s in wikitext_sections(text, syntax)]
     heading = section_heading(seen, number, syntax)
-    if heading is None or outline(seen) == outline(now):
+    if heading is None or outline(seen)[:number] == outline(now)[:number]:  # changed below it at most
         return number
 
     def placed(text: str) -> dict[int, tuple[str | None, str]]:

@@ -5036,6 +5036,25 @@ def test_an_edit_to_a_subsection_read_and_since_removed_is_refused_not_put_in_it
     assert wiki.wikitext(title) == changed
 
 
+def test_an_edit_to_a_section_named_twice_goes_where_read_when_sections_changed_only_below_it(
+        wiki: RealWiki) -> None:
+    """Two sections (or talk topics) headed alike, the first read as 1; since, a section was added
+    at the end. Section 1 is where it was: the addition and the reply go there, not refused as a
+    heading that heads several sections."""
+    server = make_server(wiki.env())
+    title = f"Talk:Write namesakes {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "== Question ==\nFirst.\n== Question ==\nSecond.")
+    assert content_of(call(server, "get-page", title=title, section=1).blocks[0]) == "== Question ==\nFirst."
+    editor_edit(wiki, title, "== Question ==\nFirst.\n== Question ==\nSecond.\n== Later ==\nThird.")
+    saved = call(server, "update-page", title=title, section=1, mode="append", source="More on the first.")
+    assert not saved.is_error, saved.text
+    editor_edit(wiki, title, wiki.wikitext(title) + "\n== Latest ==\nFourth.")
+    replied = call(server, "reply-on-talk-page", title=title, topic=1, message="An answer.")
+    assert not replied.is_error, replied.text
+    first, rest = wiki.wikitext(title).split("\n== Question ==\nSecond.\n")
+    assert first.startswith("== Question ==\nFirst.\nMore on the first.\n:An answer. ") and "answer" not in rest
+
+
 def test_an_edit_to_a_section_numbered_by_a_later_outline_goes_where_that_outline_showed_it(
         wiki: RealWiki) -> None:
     """The model read the page, then, after a section was added above, took section 2 from a fresh
