@@ -4334,15 +4334,15 @@ class ClientReads:
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int,
               sent_whole: bool) -> None:
-        """Notes a save of ``revid`` over ``parent``: a read that showed ``parent`` now shows ``revid``,
-        as they differ by the caller's own edit. ``sent_whole``: the model sent the whole text and
-        nothing was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None, known: str | None, order: int) -> str | None:
+        """Notes a save of ``revid`` over ``parent``: a read (or an outline) that showed ``parent`` now
+        shows ``revid``, as they differ by the caller's own edit. ``sent_whole``: the model sent the
+        whole text and nothing was merged in, so it knows ``revid`` even unread."""
+        def after(sent: bool, known: str | None, order: int) -> str | None:
             showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-            known_now = (sent_whole and part == section) or showed_parent
-            return json.dumps([revid, order]) if known_now else None
-        self._note([("base", f"{title}|{part}", functools.partial(after, part))
-                    for part in dict.fromkeys([None, section])])
+            return json.dumps([revid, order]) if sent or showed_parent else None
+        bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
+                 for part in dict.fromkeys([None, section])]
+        self._note([*bases, ("outline", title, functools.partial(after, False))])
 
     def base(self, title: str, section: int | None, heading: str | None = None, *,
              outlined: bool = False) -> int | None:

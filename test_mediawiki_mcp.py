@@ -5055,6 +5055,25 @@ def test_an_edit_to_a_section_named_twice_goes_where_read_when_sections_changed_
     assert first.startswith("== Question ==\nFirst.\nMore on the first.\n:An answer. ") and "answer" not in rest
 
 
+def test_after_an_outline_the_models_own_additions_number_sections_as_they_left_the_page(
+        wiki: RealWiki) -> None:
+    """The model took the outline, then added to section 1, a new section among it: its own edits
+    are known to it, as after a read of the wikitext. Its section 2 is the one it made, and no
+    addition fetches the revision outlined to renumber from (3 requests each, not 4)."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    title = f"Write after an outline {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Lead.\n== A ==\nAlpha.\n== B ==\nBeta.")
+    assert "2 | == B ==" in call(server, "get-page-sections", title=title).text
+    assert not call(server, "update-page", title=title, section=1, mode="append", source="On A.").is_error
+    for section, source in ((1, "== A2 ==\nNew."), (2, "More on A2.")):
+        with counter.counting() as n:
+            saved = call(server, "update-page", title=title, section=section, mode="append", source=source)
+        assert not saved.is_error and n[0] == 3, (saved.text, counter.urls[-n[0]:])
+    assert wiki.wikitext(title) == ("Lead.\n== A ==\nAlpha.\nOn A.\n\n== A2 ==\nNew.\nMore on A2.\n\n"
+                                    "== B ==\nBeta.")
+
+
 def test_an_edit_to_a_section_numbered_by_a_later_outline_goes_where_that_outline_showed_it(
         wiki: RealWiki) -> None:
     """The model read the page, then, after a section was added above, took section 2 from a fresh
