@@ -5821,7 +5821,7 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
 def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
     return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
                     strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-                    else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
+                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
@@ -5851,6 +5851,9 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
     if wanted.strip().isdigit():
         return int(wanted), ""
     brought = [src for n, _, h, src in with_templates() if n is None and heading_key(h) == key]
+    if brought and not brought[0]:  # MediaWiki names no page for an <h2> written in HTML
+        raise not_found(f"The heading {wanted!r} in {title} is written in HTML (<h2>), which starts no section: "
+                        "its text is part of the section before it, as get-page-sections shows.")
     if brought:
         raise not_found(f"The section headed {wanted!r} in {title} comes from the page {brought[0]}, which "
                         f"{title} transcludes, so it is read and changed there: call again with "
@@ -6119,7 +6122,8 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     after = 0  # a heading a template brings comes after the numbered ones before it in the outline
     for place, (number, level, heading, source) in enumerate(outline, 1):
         if number is None:
-            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
+            whence = f"from {source}" if source else "in HTML, part of the section before"
+            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | {whence}"))
         else:
             after = number
     redirected = parse_redirected(parsed)

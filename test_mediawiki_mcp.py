@@ -3499,6 +3499,24 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
             assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
 
 
+def test_a_heading_written_in_html_is_shown_and_refused_as_no_section_not_as_a_page_named_false(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki lists an <h2> written in HTML among the sections, with no number and no page it
+    comes from (false): the outline said 'from False', and asking for it by name said to read the
+    page False."""
+    title = f"HTML heading {secrets.token_hex(4)}"
+    create(bot_server, title, "Lead.\n<h2>Written in HTML</h2>\nUnder it.\n== A ==\nAlpha.")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "\n- | == Written in HTML == | in HTML, part of the section before\n1 | == A == |" in outline.text, \
+        outline.text
+    for tool, arguments in (("get-page", {}), ("update-page", {"mode": "append", "source": "More."})):
+        refused = call(bot_server, tool, title=title, section="Written in HTML", **arguments)
+        assert refused.blocks == [(f"not_found: The heading 'Written in HTML' in {title} is written in HTML "
+                                   "(<h2>), which starts no section: its text is part of the section before it, "
+                                   "as get-page-sections shows.")], (tool, refused.text)
+    assert wiki.wikitext(title).endswith("Alpha.")
+
+
 @on_every_version
 def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_saying_why(
         bot_server: Any, wiki: RealWiki) -> None:
