@@ -4334,15 +4334,15 @@ class ClientReads:
 
     def saved(self, title: str, section: int | None, parent: int | None, revid: int,
               sent_whole: bool) -> None:
-        """Notes a save of ``revid`` over ``parent``: a read that showed ``parent`` now shows ``revid``,
-        as they differ by the caller's own edit. ``sent_whole``: the model sent the whole text and
-        nothing was merged in, so it knows ``revid`` even unread."""
-        def after(part: int | None, known: str | None, order: int) -> str | None:
+        """Notes a save of ``revid`` over ``parent``: a read (or an outline) that showed ``parent`` now
+        shows ``revid``, as they differ by the caller's own edit. ``sent_whole``: the model sent the
+        whole text and nothing was merged in, so it knows ``revid`` even unread."""
+        def after(sent: bool, known: str | None, order: int) -> str | None:
             showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-            known_now = (sent_whole and part == section) or showed_parent
-            return json.dumps([revid, order]) if known_now else None
-        self._note([("base", f"{title}|{part}", functools.partial(after, part))
-                    for part in dict.fromkeys([None, section])])
+            return json.dumps([revid, order]) if sent or showed_parent else None
+        bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
+                 for part in dict.fromkeys([None, section])]
+        self._note([*bases, ("outline", title, functools.partial(after, False))])
 
     def base(self, title: str, section: int | None, heading: str | None = None, *,
              outlined: bool = False) -> int | None:
@@ -5821,7 +5821,7 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
 def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
     return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
                     strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-                    else str(s.get("fromtitle", "")).replace("_", " ")) for s in parsed.get("sections") or []]
+                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
 
 
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
@@ -5851,6 +5851,9 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
     if wanted.strip().isdigit():
         return int(wanted), ""
     brought = [src for n, _, h, src in with_templates() if n is None and heading_key(h) == key]
+    if brought and not brought[0]:  # MediaWiki names no page for an <h2> written in HTML
+        raise not_found(f"The heading {wanted!r} in {title} is written in HTML (<h2>), which starts no section: "
+                        "its text is part of the section before it, as get-page-sections shows.")
     if brought:
         raise not_found(f"The section headed {wanted!r} in {title} comes from the page {brought[0]}, which "
                         f"{title} transcludes, so it is read and changed there: call again with "
@@ -6119,7 +6122,8 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
     after = 0  # a heading a template brings comes after the numbered ones before it in the outline
     for place, (number, level, heading, source) in enumerate(outline, 1):
         if number is None:
-            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | from {source}"))
+            whence = f"from {source}" if source else "in HTML, part of the section before"
+            rows.append(((after, place), f"- | {'=' * level} {heading} {'=' * level} | {whence}"))
         else:
             after = number
     redirected = parse_redirected(parsed)
@@ -8074,9 +8078,9 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
     """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it, and an edit made on the page now (an
-    addition, a find) goes where the model saw that section, found by its heading and the one
-    it stands under (one Notes is not another's)."""
+    section added or removed above it since moves it (one below does not), and an edit made on the
+    page now (an addition, a find) goes where the model saw that section, found by its heading and
+    the one it stands under (one Notes is not another's)."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
@@ -8085,7 +8089,7 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     def outline(text: str) -> list[tuple[int, str]]:
         return [(s.level, heading_key(s.heading)) for s in wikitext_sections(text, syntax)]
     heading = section_heading(seen, number, syntax)
-    if heading is None or outline(seen) == outline(now):
+    if heading is None or outline(seen)[:number] == outline(now)[:number]:  # changed below it at most
         return number
 
     def placed(text: str) -> dict[int, tuple[str | None, str]]:

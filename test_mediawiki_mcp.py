@@ -3499,6 +3499,24 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
             assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
 
 
+def test_a_heading_written_in_html_is_shown_and_refused_as_no_section_not_as_a_page_named_false(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """MediaWiki lists an <h2> written in HTML among the sections, with no number and no page it
+    comes from (false): the outline said 'from False', and asking for it by name said to read the
+    page False."""
+    title = f"HTML heading {secrets.token_hex(4)}"
+    create(bot_server, title, "Lead.\n<h2>Written in HTML</h2>\nUnder it.\n== A ==\nAlpha.")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "\n- | == Written in HTML == | in HTML, part of the section before\n1 | == A == |" in outline.text, \
+        outline.text
+    for tool, arguments in (("get-page", {}), ("update-page", {"mode": "append", "source": "More."})):
+        refused = call(bot_server, tool, title=title, section="Written in HTML", **arguments)
+        assert refused.blocks == [(f"not_found: The heading 'Written in HTML' in {title} is written in HTML "
+                                   "(<h2>), which starts no section: its text is part of the section before it, "
+                                   "as get-page-sections shows.")], (tool, refused.text)
+    assert wiki.wikitext(title).endswith("Alpha.")
+
+
 @on_every_version
 def test_a_heading_that_is_absent_repeated_or_brought_by_a_template_is_refused_saying_why(
         bot_server: Any, wiki: RealWiki) -> None:
@@ -5034,6 +5052,44 @@ def test_an_edit_to_a_subsection_read_and_since_removed_is_refused_not_put_in_it
     assert refused.is_error and refused.text.startswith("invalid_input: Nothing was saved: section 2 of "), \
         refused.text
     assert wiki.wikitext(title) == changed
+
+
+def test_an_edit_to_a_section_named_twice_goes_where_read_when_sections_changed_only_below_it(
+        wiki: RealWiki) -> None:
+    """Two sections (or talk topics) headed alike, the first read as 1; since, a section was added
+    at the end. Section 1 is where it was: the addition and the reply go there, not refused as a
+    heading that heads several sections."""
+    server = make_server(wiki.env())
+    title = f"Talk:Write namesakes {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "== Question ==\nFirst.\n== Question ==\nSecond.")
+    assert content_of(call(server, "get-page", title=title, section=1).blocks[0]) == "== Question ==\nFirst."
+    editor_edit(wiki, title, "== Question ==\nFirst.\n== Question ==\nSecond.\n== Later ==\nThird.")
+    saved = call(server, "update-page", title=title, section=1, mode="append", source="More on the first.")
+    assert not saved.is_error, saved.text
+    editor_edit(wiki, title, wiki.wikitext(title) + "\n== Latest ==\nFourth.")
+    replied = call(server, "reply-on-talk-page", title=title, topic=1, message="An answer.")
+    assert not replied.is_error, replied.text
+    first, rest = wiki.wikitext(title).split("\n== Question ==\nSecond.\n")
+    assert first.startswith("== Question ==\nFirst.\nMore on the first.\n:An answer. ") and "answer" not in rest
+
+
+def test_after_an_outline_the_models_own_additions_number_sections_as_they_left_the_page(
+        wiki: RealWiki) -> None:
+    """The model took the outline, then added to section 1, a new section among it: its own edits
+    are known to it, as after a read of the wikitext. Its section 2 is the one it made, and no
+    addition fetches the revision outlined to renumber from (3 requests each, not 4)."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    title = f"Write after an outline {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Lead.\n== A ==\nAlpha.\n== B ==\nBeta.")
+    assert "2 | == B ==" in call(server, "get-page-sections", title=title).text
+    assert not call(server, "update-page", title=title, section=1, mode="append", source="On A.").is_error
+    for section, source in ((1, "== A2 ==\nNew."), (2, "More on A2.")):
+        with counter.counting() as n:
+            saved = call(server, "update-page", title=title, section=section, mode="append", source=source)
+        assert not saved.is_error and n[0] == 3, (saved.text, counter.urls[-n[0]:])
+    assert wiki.wikitext(title) == ("Lead.\n== A ==\nAlpha.\nOn A.\n\n== A2 ==\nNew.\nMore on A2.\n\n"
+                                    "== B ==\nBeta.")
 
 
 def test_an_edit_to_a_section_numbered_by_a_later_outline_goes_where_that_outline_showed_it(
