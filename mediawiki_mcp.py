@@ -5875,6 +5875,11 @@ def heading_key(heading: str) -> str:
     return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
 
 
+def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
+    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
+
+
 def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
     """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
     found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
@@ -8084,20 +8089,16 @@ def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) ->
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
-    syntax, seen = ctx.site.syntax, revision_texts(ctx, read).get(read, "")
+    seen = wikitext_sections(revision_texts(ctx, read).get(read, ""), ctx.site.syntax)
+    current = wikitext_sections(now, ctx.site.syntax)
+    was = next((i for i, s in enumerate(seen) if s.number == number), None)
 
-    def outline(text: str) -> list[tuple[int, str]]:
-        return [(s.level, heading_key(s.heading)) for s in wikitext_sections(text, syntax)]
-    heading = section_heading(seen, number, syntax)
-    if heading is None or outline(seen)[:number] == outline(now)[:number]:  # changed below it at most
+    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
+        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
+    if was is None or above(seen) == above(current):  # changed below it at most
         return number
-
-    def placed(text: str) -> dict[int, tuple[str | None, str]]:
-        """By number, each section's heading and the heading it stands under."""
-        sections = wikitext_sections(text, syntax)
-        return {s.number: (parent and heading_key(parent), heading_key(own))
-                for s, (parent, own) in zip(sections, heading_paths(sections))}
-    found = [n for n, path in placed(now).items() if path == placed(seen)[number]]
+    heading, path = heading_plain(seen[was].heading), heading_keys(seen)[was]
+    found = [s.number for s, there in zip(current, heading_keys(current)) if there == path]
     if len(found) == 1:
         return found[0]
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
@@ -8441,8 +8442,7 @@ def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syn
     # not the one under Windows written twice
     placed = wikitext_sections(replace_section(whole, span, new), syntax)
     end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, parent and heading_key(parent), heading_key(heading))
-             for s, (parent, heading) in zip(placed, heading_paths(placed))]
+    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
     elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
     given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
     given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
