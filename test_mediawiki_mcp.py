@@ -11938,18 +11938,28 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @pytest.fixture
-def chromium() -> Iterator[Any]:
-    """A headless Chromium that Selenium drives (as root, Chromium runs only without its sandbox)."""
+def chromium(tmp_path: Path) -> Iterator[Any]:
+    """A headless Chromium that Selenium drives (as root, Chromium runs only without its sandbox).
+    A browser that dies while starting ("DevToolsActivePort file doesn't exist", seen once in CI
+    on two busy cores) is started again with a new profile: that is the browser's fault, not the
+    server's, and the test has not begun."""
     from selenium import webdriver
+    from selenium.common.exceptions import SessionNotCreatedException
     from selenium.webdriver.chrome.service import Service
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(path)]
     assert not missing, f"{', '.join(missing)} missing: apt-get install chromium chromium-driver (.ci/run does)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=800,1000"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    for attempt in (1, 2, 3):
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--window-size=800,1000", f"--user-data-dir={tmp_path / f'chromium-{attempt}'}"):
+            options.add_argument(argument)
+        try:
+            driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+            break
+        except SessionNotCreatedException:
+            if attempt == 3:
+                raise
     try:
         yield driver
     finally:
