@@ -6143,8 +6143,7 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a page's outline and revision ID: each section's number, heading and size. Sections
-    from templates have no number."""
+    """Returns a page's outline and revision ID: each section's number, heading and size."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -6773,7 +6772,7 @@ def compare_pages(
     includeDiff: Annotated[bool, Arg("false: counts only.")] = True,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Diffs two versions of a page or wikitext (text on one side at most): a unified diff, changed words as [-old-]{{+new+}}. Truncated at
+    """Diffs two versions (revisions, pages or wikitext; text on one side at most): a unified diff, changed words as [-old-]{{+new+}}. Truncated at
     {content_max_bytes:bytes}."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
@@ -7093,7 +7092,7 @@ def get_category_members(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's counts, then its members."""
+    """Returns a category's member counts, then its members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -7601,7 +7600,7 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, name_arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
+    type: Annotated[str | None, name_arg("Log type: " + ", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, name_arg("Only by this account.")] = None,
     start: Start = None,
@@ -8552,7 +8551,7 @@ def move_page(
     moveTalk: Annotated[bool, Arg("Also the talk page.")] = True,
     moveSubpages: Annotated[bool, Arg("Also subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
-        'Redirect at the old title; false needs suppressredirect.')] = True,
+        'Redirect at the old title.')] = True,
 ) -> str:
     """Renames a page, by default with its talk page. Fails, moving nothing, if the new title exists
     or the account cannot move as asked."""
@@ -8930,7 +8929,7 @@ def rollback_as_shown(ctx: ToolContext, title: str, name: str) -> dict[str, Any]
     raise upstream_failure(f"the latest edit is by {latest.get('user')}")
 
 
-LevelArg = Arg("As edit.")
+LevelArg = Arg("Same choices as edit.")
 
 
 @tool("protect-page", "Protect page", toolset="admin", read_only=False, destructive=True, idempotent=True,
@@ -9991,7 +9990,7 @@ def replace_in_pages(
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
     """Replaces find in up to 50 pages; by default a dry run showing each page's diff, then
-    dryRun=false saves, skipping pages changed since."""
+    dryRun=false saves, skipping pages changed since the preview."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:

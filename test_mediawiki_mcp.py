@@ -6238,9 +6238,9 @@ def test_closed_sets_are_named_in_the_schema_and_checked_against_the_wikis_own_l
         ("get-recent-changes", "start"))}
     assert [s["description"] for s in said.values()] == [
         "autoconfirmed, sysop; all lifts it.",
-        "delete, move, protect, upload, block, rights, newusers, ...",
+        "Log type: delete, move, protect, upload, block, rights, newusers, ...",
         "wikitext, javascript, css, json, text...; default: by namespace.",
-        "Oldest: ISO 8601 (UTC), 3 days ago."]
+        "Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, yesterday or an age (3 days ago)."]
     assert not any("enum" in json.dumps(s) for s in said.values())
 
 
