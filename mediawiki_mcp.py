@@ -10252,8 +10252,8 @@ def copy_page(
     overwrite: Annotated[bool, Arg("Replace the page and /doc where they exist.")] = False,
 ) -> str:
     """Copies a page's wikitext from another configured wiki, the summary crediting the source page
-    and revision. Leaves an existing page alone unless overwrite=true (the target's own templates
-    always); dryRun lists what would be created. Answers with what was created, left alone, and
+    and revision. Leaves an existing page alone unless overwrite=true, and a template the target
+    has always; dryRun lists what would be created. Answers with what was created, left alone, and
     the templates still missing. A private wiki's pages go to private wikis only."""
     key = ctx.state.resolve_wiki(fromWiki)
     if key == ctx.wiki.key:
