@@ -3689,8 +3689,8 @@ class ToolSpec(Flags):
             "model": f"Without confirm=true it only shows {self.shows}; confirm=true acts, once the user "
                      "agreed to that (their request does not count).",
             "person": f"It first asks the user, showing {self.shows}, and acts only on their yes.",
-            "nobody": "Refused here: the operator wants the user to confirm it in a client that can ask them, "
-                      "and this one cannot."}[confirmer]
+            "nobody": "Refused for this client: the operator wants the user to confirm it in a client that "
+                      "can ask them, and this one cannot."}[confirmer]
         routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items()
                            if to.split()[0] not in absent)
         return " ".join(part for part in (text, live, confirming, routes[:1].upper() + routes[1:] + "."
@@ -5982,7 +5982,7 @@ def get_page(
     followRedirects: Annotated[bool, Arg("false: the redirect itself.")] = True,
 ) -> list[str]:
     """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID.
-    Truncated at {content_max_bytes:bytes}; offset continues."""
+    Truncated at {content_max_bytes:bytes}; offset reads the rest."""
     refuse_section_of_none(content, section)
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
@@ -6618,7 +6618,7 @@ def get_revision(
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
     """Returns a revision as wikitext, HTML or plain text, with its page, time, user and summary.
-    Truncated at {content_max_bytes:bytes}; offset continues."""
+    Truncated at {content_max_bytes:bytes}; offset reads the rest."""
     refuse_section_of_none(content, section)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({

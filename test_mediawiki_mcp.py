@@ -1631,7 +1631,8 @@ def test_descriptions_quote_the_configured_caps() -> None:
     """A cap at its default names the setting that changes it, so that no model looks for an
     argument that would; one the operator set is quoted as set."""
     default = descriptions(WRITABLE_NOWHERE)
-    assert "Truncated at 50000 bytes by default (MCP_CONTENT_MAX_BYTES); offset continues." in default["get-page"]
+    assert "Truncated at 50000 bytes by default (MCP_CONTENT_MAX_BYTES); offset reads the rest." in default[
+        "get-page"]
     assert "The pages share 50000 bytes by default (MCP_CONTENT_MAX_BYTES): whole pages first" in default[
         "get-pages"]
     assert "Capped at 1000000 bytes of base64 by default (MCP_FILE_DATA_MAX_BYTES)." in default["get-file-data"]
@@ -1643,7 +1644,7 @@ def test_descriptions_quote_the_configured_caps() -> None:
             assert quoted in m.SETTINGS, (name, text)
     configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
                                "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
-    assert "Truncated at 20000 bytes; offset continues." in configured["get-revision"]
+    assert "Truncated at 20000 bytes; offset reads the rest." in configured["get-revision"]
     assert "HTML truncated at 20000 bytes." in configured["parse-wikitext"]
     assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
     assert "Capped at 5 MB." in configured["update-file"]
@@ -1669,6 +1670,26 @@ def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
             texts = [t.description, *(p["description"] for p in t.input_schema["properties"].values())]
             named = {n for n in absent for text in texts if re.search(rf"(?<![\w-]){n}(?![\w-])", text)}
             assert not named, f"{t.name} names {named}, which this list does not offer"
+
+
+def test_descriptions_hold_none_of_the_phrases_fresh_models_misread(tmp_path: Path) -> None:
+    """Models given only the tool list misread these: shorthand for the client ('here'), who confirms,
+    what start and end are, how get-pages shares its budget, fragments without a verb."""
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"defaultWiki": "a", "wikis": {"a": {"server": "http://127.0.0.1:9", "username":
+                                                                   "Bot@mcp", "password": "0" * 32},
+                                                             "b": {"server": "http://127.0.0.1:8"}}}))
+    misread = re.compile(r"(?<![\w-])here\b|their client may ask|until then it fails|^Oldest:|^Newest\.$|the rest named|"
+                         r"tag aside|not both text|^As edit\.$|own templates always|\(offset continues\)")
+    for env in ({}, {**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}, {"CONFIG": str(two), "MCP_TOOLSETS": "all"}):
+        for t in list_tools(m.create_server(m.Config.from_env(env)), session=True):
+            for text in (t.description, *(p["description"] for p in t.input_schema["properties"].values())):
+                assert not misread.search(text), (t.name, text)
+    start = next(t for t in list_tools(make_server(WRITABLE_NOWHERE)) if t.name == "get-user-contributions"
+                 ).input_schema["properties"]
+    assert start["start"]["description"] == ("Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, "
+                                             "yesterday or an age (3 days ago).")
+    assert start["end"]["description"] == "Latest time listed, in start's forms; a date means its end."
 
 
 def test_the_default_toolsets_serve_reading_editing_and_history_within_18900_bytes() -> None:
@@ -6571,8 +6592,8 @@ def test_guarded_tools_are_listed_without_confirm_where_the_person_confirms() ->
             # the description says who confirms: the person asked, or the model's confirm=true, which
             # the user's own request does not give
             said = ("Without confirm=true it only shows " if offered else "It first asks the user, showing "
-                    if asking else "Refused here: the operator wants the user to confirm it in a client that can "
-                    "ask them, and this one cannot.")
+                    if asking else "Refused for this client: the operator wants the user to confirm it in a client "
+                    "that can ask them, and this one cannot.")
             assert said in tools[name].description, (env, asking, name, tools[name].description)
             assert ("(their request does not count)" in tools[name].description) == offered
     saved = sum(tools_list_bytes(list(listed({}, False).values())).values()) - sum(
