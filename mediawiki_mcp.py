@@ -3683,8 +3683,8 @@ class ToolSpec(Flags):
         text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default,
                                                    f.metadata.get("setting", ""))
                                     for f in dataclasses.fields(Config)})
-        # A model asked whether the user's request to delete is their confirmation: it is not, as
-        # Preview.answer says; the person sees what the call would do first.
+        # The user confirms what a call without confirm showed them (Preview.answer asks the same),
+        # which their request to act had not: so it is no confirmation, and the sentence says so.
         confirming = "" if not self.guarded else {
             "model": f"Without confirm=true it only shows {self.shows}; confirm=true acts, once the user "
                      "agreed to that (their request does not count).",
@@ -5270,10 +5270,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person, confirms = session_of(ctx), person_of(state, ctx), confirmer(state, ctx)
+        session, person, who = session_of(ctx), person_of(state, ctx), confirmer(state, ctx)
         # a person's rights decide their tools, which may take a login to their wikis
-        tools = (listed_tools(state, session, confirmer=confirms) if person is None
-                 else await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        tools = (listed_tools(state, session, confirmer=who) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
         return mt.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
@@ -6772,8 +6772,8 @@ def compare_pages(
     includeDiff: Annotated[bool, Arg("false: counts only.")] = True,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Diffs two versions (revisions, pages or wikitext; text on one side at most): a unified diff, changed words as [-old-]{{+new+}}. Truncated at
-    {content_max_bytes:bytes}."""
+    """Diffs two versions (revisions, pages or wikitext; text on one side at most): a unified diff,
+    changed words as [-old-]{{+new+}}. Truncated at {content_max_bytes:bytes}."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -7456,8 +7456,8 @@ def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's parameters and description from TemplateData,
-    else from its {{{{{{name|default}}}}}} uses."""
+    """Returns a template's parameters and description from TemplateData, else from its
+    {{{{{{name|default}}}}}} uses."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -7600,7 +7600,7 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, name_arg("Log type: " + ", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
+    type: Annotated[str | None, name_arg(f"Log type: {', '.join(STANDARD_CHOICES['log type'][:7])}, ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, name_arg("Only by this account.")] = None,
     start: Start = None,
@@ -10561,13 +10561,18 @@ def toolsets_to_load(state: ServerState, session: Session | None, person: Person
 
 
 def toolsets_holding(word: str, state: ServerState) -> list[str]:
-    """The toolsets whose description or tool names hold ``word`` (a plural as its singular): where
+    """The toolsets whose description or tool names hold ``word``, a plural as its singular: where
     a model that named a toolset by what it holds ('logs', 'contributions') finds it."""
-    def stem(w: str) -> str:
-        return w.removesuffix("s")
-    wanted = stem(word)
-    return [name for name in TOOLSETS if len(wanted) > 2 and wanted in {stem(w) for w in re.findall(
-        "[a-z]+", " ".join([TOOLSETS[name], *(s.name for s in state.registry.tools.values() if s.toolset == name)]))}]
+    wanted = word.removesuffix("s")
+    if len(wanted) < 3:
+        return []
+    found = []
+    for name, holds in TOOLSETS.items():
+        words = re.findall("[a-z]+", " ".join([holds, *(spec.name for spec in state.registry.tools.values()
+                                                          if spec.toolset == name)]))
+        if wanted in {w.removesuffix("s") for w in words}:
+            found.append(name)
+    return found
 
 
 @tool("load-toolset", "Load toolset", toolset="pages", read_only=True, open_world=False, scoped=False,

@@ -1679,8 +1679,9 @@ def test_descriptions_hold_none_of_the_phrases_fresh_models_misread(tmp_path: Pa
     two.write_text(json.dumps({"defaultWiki": "a", "wikis": {"a": {"server": "http://127.0.0.1:9", "username":
                                                                    "Bot@mcp", "password": "0" * 32},
                                                              "b": {"server": "http://127.0.0.1:8"}}}))
-    misread = re.compile(r"(?<![\w-])here\b|their client may ask|until then it fails|^Oldest:|^Newest\.$|the rest named|"
-                         r"tag aside|not both text|^As edit\.$|own templates always|\(offset continues\)")
+    misread = re.compile(r"(?<![\w-])here\b|their client may ask|until then it fails|^Oldest:|^Newest\.$|"
+                         r"the rest named|tag aside|not both text|^As edit\.$|own templates always|"
+                         r"\(offset continues\)")
     for env in ({}, {**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}, {"CONFIG": str(two), "MCP_TOOLSETS": "all"}):
         for t in list_tools(m.create_server(m.Config.from_env(env)), session=True):
             for text in (t.description, *(p["description"] for p in t.input_schema["properties"].values())):
