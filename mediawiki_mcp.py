@@ -141,6 +141,10 @@ READ_LEDGER_CLIENTS_IN_MEMORY = 64
 STATE_POLL_SECONDS = 0.05
 #: Who confirms a guarded action (MCP_CONFIRM; its help says what each means).
 CONFIRM_CHOICES = ("auto", "person", "model")
+#: Who confirms a client's guarded actions, as its tools/list says (confirmer): the model with
+#: confirm=true, the person asked in the client, or no one (the operator wants the person, whom
+#: this client cannot ask).
+Confirmer = Literal["model", "person", "nobody"]
 #: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
 DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
 #: While the person decides, the call reports progress this often, so that clients keep waiting.
@@ -1614,10 +1618,10 @@ TOOLSETS = {
     "edit": "create, change, move and copy pages (from another wiki); categories; a replace across pages",
     "history": "revisions, page history, diffs and undo",
     "talk": "start and answer talk page discussions",
-    "changes": "recent changes, contributions, logs and the watchlist (and watch on page writes)",
+    "changes": "recent changes, user contributions, logs, watchlist",
     "files": "read, upload and update files",
     "admin": "delete, undelete, protect and roll back (rights most accounts lack)",
-    "wikis": "add and remove wikis (list-wikis, in pages, lists them)",
+    "wikis": "add and remove wikis",
 }
 DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
 #: What a session may load with load-toolset unless the operator says otherwise: all but the
@@ -3549,7 +3553,8 @@ WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
 #: The arguments the registry adds to a tool's own, from its flags (guarded, continue_from, dry_run,
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
 SHARED_PARAMS = {p.name: p for p in (
-    Param("confirm", bool, None, Arg("true once the user confirmed."), False, False),
+    Param("confirm", bool, None, Arg("true once the user agreed to what a call without it showed."), False,
+          False),
     Param("continueFrom", str, None, Arg("From the marker.", max_length=MAX_CONTINUATION_CHARS,
                                          max_length_listed=False), False, None),
     Param("dryRun", bool, None, Arg("Returns the diff unsaved."), False, False),
@@ -3563,15 +3568,17 @@ SHARED_PARAMS = {p.name: p for p in (
 @dataclasses.dataclass(frozen=True)
 class Quoted:
     """A setting as a description quotes it: ``{content_max_bytes:bytes}`` (a Config field and
-    a unit) reads "50000 bytes by default" while the setting is at its default, and "20000 bytes"
-    once the operator sets that; the unit ``MB`` counts whole millions of bytes."""
+    a unit) reads "50000 bytes by default (MCP_CONTENT_MAX_BYTES)" while the setting is at its
+    default, naming the setting so that no model looks for an argument that changes it, and
+    "20000 bytes" once the operator sets that; the unit ``MB`` counts whole millions of bytes."""
     value: Any
     default: Any
+    setting: str = ""
 
     def __format__(self, unit: str) -> str:
         millions = unit == "MB" and self.value % 10**6 == 0
         text = f"{self.value // 10**6} MB" if millions else f"{self.value} {'bytes' if unit == 'MB' else unit}"
-        return text + (" by default" if self.value == self.default else "")
+        return text + (f" by default ({self.setting})" if self.value == self.default else "")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -3585,7 +3592,8 @@ class Flags:
       wiki configured read-only. Off: it acts on no one wiki.
     - ``guarded``: a ``confirm`` argument (``ctx.confirmed``); unconfirmed, the tool raises a
       Preview instead of acting, which the person confirms where the client can ask them
-      (run_guarded), else the model by calling again with confirm=true.
+      (run_guarded), else the model by calling again with confirm=true. ``shows``: what the
+      Preview shows, which the description's sentence on confirming names (ToolSpec.description).
     - ``asks``: some of its calls are guarded actions (a save across pages, an undo of other
       people's edits...), with no ``confirm`` argument: while the person confirms (``ctx.asks``)
       and the call is not confirmed (``ctx.confirmed``: as_shown), the tool raises a Preview of
@@ -3602,6 +3610,8 @@ class Flags:
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
     - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
+    - ``live(state, session, person)``: a sentence of the description built from the live state
+      when tools/list is answered (load-toolset's toolsets), after the docstring's text.
     - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
       read "For several pages, use get-pages."; a clause whose tool (the value's first word)
       is not offered is left out."""
@@ -3611,6 +3621,7 @@ class Flags:
     open_world: bool = True
     scoped: bool = True
     guarded: bool = False
+    shows: str = ""
     asks: bool = False
     continue_from: bool = False
     dry_run: bool = False
@@ -3622,6 +3633,7 @@ class Flags:
     needs_upload_dirs: bool = False
     offered: Callable[[ServerState], bool] | None = None
     in_session: bool = False
+    live: Callable[[ServerState, Session | None, Person | None], str] | None = None
     see: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problem(self, name: str) -> str | None:
@@ -3632,6 +3644,8 @@ class Flags:
                     "confirm")
         if self.dry_run_default and not self.dry_run:
             return f"{name}: dry_run_default needs dry_run"
+        if self.guarded != bool(self.shows):
+            return f"{name}: a guarded tool says what its preview shows (shows=), and only a guarded one"
         if not self.read_only and (self.destructive is None or self.idempotent is None):
             return f"{name} is not read-only: state destructive= and idempotent="
         return None
@@ -3662,13 +3676,25 @@ class ToolSpec(Flags):
             shared["dryRun"] = dataclasses.replace(shared["dryRun"], default=True)
         return {**self.params, **shared}
 
-    def description(self, config: Config | None = None, absent: Collection[str] = ()) -> str:
-        """The description quoting ``config`` (None: defaults), routing (see) to tools not ``absent``."""
-        text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default)
+    def description(self, config: Config | None = None, absent: Collection[str] = (), live: str = "",
+                    confirmer: Confirmer = "model") -> str:
+        """The description quoting ``config`` (None: defaults), then ``live`` (the live sentence), who
+        confirms a guarded tool (``confirmer``), and routing (see) to tools not ``absent``."""
+        text = self.doc.format_map({f.name: Quoted(getattr(config, f.name, f.default), f.default,
+                                                   f.metadata.get("setting", ""))
                                     for f in dataclasses.fields(Config)})
+        # The user confirms what a call without confirm showed them (Preview.answer asks the same),
+        # which their request to act had not: so it is no confirmation, and the sentence says so.
+        confirming = "" if not self.guarded else {
+            "model": f"Without confirm=true it only shows {self.shows}; confirm=true acts, once the user "
+                     "agreed to that (their request does not count).",
+            "person": f"It first asks the user, showing {self.shows}, and acts only on their yes.",
+            "nobody": "Refused for this client: the operator wants the user to confirm it in a client that "
+                      "can ask them, and this one cannot."}[confirmer]
         routes = "; ".join(f"{when}, use {to}" for when, to in self.see.items()
                            if to.split()[0] not in absent)
-        return f"{text} {routes[:1].upper()}{routes[1:]}." if routes else text
+        return " ".join(part for part in (text, live, confirming, routes[:1].upper() + routes[1:] + "."
+                                          if routes else "") if part)
 
     def schema(self, unlisted: Iterable[str] = ()) -> dict[str, Any]:
         """The input schema without the shared arguments ``unlisted`` (which a call may still pass).
@@ -5244,10 +5270,10 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person, confirms = session_of(ctx), person_of(state, ctx), person_confirms(state, ctx)
+        session, person, who = session_of(ctx), person_of(state, ctx), confirmer(state, ctx)
         # a person's rights decide their tools, which may take a login to their wikis
-        tools = (listed_tools(state, session, confirms=confirms) if person is None
-                 else await on_own_thread(lambda: listed_tools(state, session, person, confirms)))
+        tools = (listed_tools(state, session, confirmer=who) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
         return mt.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
@@ -5347,14 +5373,16 @@ async def list_resource_templates(ctx: Any, params: Any) -> Any:
 
 
 def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
-                 confirms: bool = False) -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the person ``confirms`` guarded actions."""
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
     import mcp_types as mt
 
     offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirms else set()
+    unlisted |= {"confirm"} if confirmer != "model" else set()
     absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title, description=spec.description(state.config, absent),
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, person)
+                                                 if spec.live else "", confirmer),
                     input_schema=spec.schema(unlisted),
                     annotations=mt.ToolAnnotations(
                         read_only_hint=spec.read_only, destructive_hint=spec.destructive,
@@ -5459,6 +5487,13 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
 def person_confirms(state: ServerState, ctx: Any) -> bool:
     """Whether the person, not the model's confirm=true, confirms guarded actions (MCP_CONFIRM)."""
     return state.config.confirm == "person" or state.config.confirm == "auto" and can_ask(ctx)
+
+
+def confirmer(state: ServerState, ctx: Any) -> Confirmer:
+    """Who confirms a request's guarded actions, as its tools/list describes them."""
+    if not person_confirms(state, ctx):
+        return "model"
+    return "person" if can_ask(ctx) else "nobody"
 
 
 def can_ask(ctx: Any) -> bool:
@@ -5653,7 +5688,7 @@ Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
 CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
 ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
-LatestIdArg = Arg("Base revision ID.", minimum=1)
+LatestIdArg = Arg("Revision ID of the page as read.", minimum=1)
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
 FindArg = Arg("Exact wikitext; with regex, a Python regex.", max_length=500, max_length_listed=False)
 
@@ -5946,8 +5981,8 @@ def get_page(
     offset: Annotated[int, OffsetArg] = 0,
     followRedirects: Annotated[bool, Arg("false: the redirect itself.")] = True,
 ) -> list[str]:
-    """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID (a
-    write's latestId). Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    """Returns a page's latest revision as wikitext, HTML or plain text, with its revision ID.
+    Truncated at {content_max_bytes:bytes}; offset reads the rest."""
     refuse_section_of_none(content, section)
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, page=title,
@@ -6108,8 +6143,7 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
 def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
-    """Returns a page's outline: each section's number, heading, bytes alone and with subsections;
-    its revision ID. Sections from templates have no number."""
+    """Returns a page's outline and revision ID: each section's number, heading and size."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
     syntax = ctx.site.syntax
@@ -6148,7 +6182,8 @@ def get_pages(
     metadata: Annotated[bool, Arg("Adds ID, content model, size, last edit.")] = False,
 ) -> list[str]:
     """Returns up to 50 pages' wikitext or plain text with revision IDs; missing ones listed.
-    {content_max_bytes:bytes} in all: whole pages, then one cut, the rest named."""
+    The pages share {content_max_bytes:bytes}: whole pages first, then one cut; the marker says
+    how to read the rest."""
     wanted = list(dict.fromkeys(titles))
     source = content == "source"
     query = ctx.client.get({"action": "query", "titles": wanted, "redirects": True,
@@ -6296,7 +6331,7 @@ def search_page(
       see={"for words inside pages": "search-page"})
 def search_page_by_prefix(
     ctx: ToolContext,
-    prefix: Annotated[str, Arg("Title start; Category: and such pick the namespace.", max_length=255,
+    prefix: Annotated[str, Arg("Title start, with any namespace prefix.", max_length=255,
                                max_length_listed=False)],
     namespace: Annotated[int | None, Arg("Namespace ID.", minimum=0)] = None,
     limit: Annotated[int, Arg("Most titles.", minimum=1, maximum=100)] = 20,
@@ -6333,8 +6368,8 @@ def find_in_page(
     regex: Annotated[bool, Arg("find is a regex.")] = False,
     revisionId: Annotated[int | None, Arg("Older revision to search.", minimum=1)] = None,
 ) -> list[str]:
-    """Finds text in a page's wikitext: each match's section, line, byte offset, context and
-    enclosing template, reference or comment; 50 a call."""
+    """Finds text in a page's wikitext: each match's section, line, offset, context and
+    enclosing template, reference or comment; 50 matches a call."""
     pattern, what = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
@@ -6522,8 +6557,8 @@ def argument_name(argument: str) -> str | None:
 @tool("get-site-info", "Get site info", toolset="pages", read_only=True,
       see={"for every wiki": "list-wikis", "to reach another wiki": "add-wiki"})
 def get_site_info(ctx: ToolContext) -> str:
-    """Returns which wiki this is (key, name, address), its version, language, main page, read-only
-    state, namespaces, extensions."""
+    """Returns which wiki this is (key, name, address), its version, language, read-only state,
+    namespaces and extensions."""
     query = ctx.client.refresh_site("extensions")
     site = ctx.site
     extensions = sorted({e.get("name", "") for e in query.get("extensions") or []} - {""})
@@ -6582,8 +6617,8 @@ def get_revision(
     section: Annotated[int | str | None, SectionArg] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Returns a revision as wikitext, HTML or plain text, with its page, time, user, summary, tags,
-    parent. Truncated at {content_max_bytes:bytes}, the marker says how to read on."""
+    """Returns a revision as wikitext, HTML or plain text, with its page, time, user and summary.
+    Truncated at {content_max_bytes:bytes}; offset reads the rest."""
     refuse_section_of_none(content, section)
     number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
     query = ctx.client.get({
@@ -6658,8 +6693,8 @@ def get_page_history(
     tag: Annotated[str | None, name_arg("Only this change tag.")] = None,
     user: Annotated[str | None, name_arg("Only by this account.")] = None,
 ) -> list[str]:
-    """Returns a page's revisions, newest first: ID, time, user, size change, minor, tags, summary;
-    more with olderThan."""
+    """Returns a page's revisions, newest first: ID, time, user, size change, summary; more with
+    olderThan."""
     if olderThan is not None and newerThan is not None:
         raise invalid_input("Give olderThan or newerThan, not both: olderThan pages back in time, "
                             "newerThan forward.")
@@ -6737,9 +6772,8 @@ def compare_pages(
     includeDiff: Annotated[bool, Arg("false: counts only.")] = True,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Diffs two versions, each a revision, a page (latest) or wikitext (not both text): changed
-    lines in @@ hunks, changed words as [-old-]{{+new+}}. Truncated at {content_max_bytes:bytes}
-    (offset continues)."""
+    """Diffs two versions (revisions, pages or wikitext; text on one side at most): a unified diff,
+    changed words as [-old-]{{+new+}}. Truncated at {content_max_bytes:bytes}."""
     sides = {side: compare_side(side, *values) for side, values in
              (("from", (fromRevision, fromTitle, fromText)), ("to", (toRevision, toTitle, toText)))}
     if fromText is not None and toText is not None:
@@ -7058,7 +7092,7 @@ def get_category_members(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most members.", minimum=1, maximum=500)] = 50,
 ) -> list[str]:
-    """Returns a category's counts, then its members (subcategories and files marked)."""
+    """Returns a category's member counts, then its members."""
     title = title_in_namespace(ctx.site, category, 14)
     data = ctx.client.get({"action": "query", "list": "categorymembers", "cmtitle": title, "cmtype": types,
                            "cmprop": "title|type", "cmnamespace": namespaces, "cmlimit": limit, "titles": title,
@@ -7233,8 +7267,7 @@ def get_links_here(
     namespaces: Namespaces = None,
     limit: Annotated[int, Arg("Most pages per kind.", minimum=1, maximum=250)] = 50,
 ) -> list[str]:
-    """Returns pages that link to, transclude or (files) show a page, marked by how; missing pages
-    too."""
+    """Returns pages that link to, transclude or (files) show a page, marked by how."""
     is_file = ctx.site.namespace_of(title) == 6
     if types and "fileusage" in types and not is_file:
         raise invalid_input(f"types 'fileusage' applies to File: pages only; {title!r} is not one.")
@@ -7273,8 +7306,8 @@ PAGE_USES_CAP = 100
 @tool("get-page-links", "Get page links", toolset="pages", read_only=True, continue_from=True,
       see={"for pages linking to it": "get-links-here"})
 def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
-    """Returns the links, templates, categories and files a page uses, a redirect followed. At
-    most 100 of each a call."""
+    """Returns the links, templates, categories and files a page uses. At most 100 of each a
+    call."""
     data = ctx.client.get({"action": "query", "titles": title, "redirects": True,
                            **{f"{prefix}limit": PAGE_USES_CAP for _, prefix, _ in PAGE_USES},
                            "prop": "|".join(prop for prop, _, _ in PAGE_USES), "clprop": "hidden",
@@ -7292,8 +7325,9 @@ RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered":
            "redirects": "!redirect"}
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
-Start = Annotated[str | None, name_arg("Oldest: ISO 8601 (UTC), 3 days ago.")]
-End = Annotated[str | None, name_arg("Newest.")]
+Start = Annotated[str | None, name_arg(
+    "Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, yesterday or an age (3 days ago).")]
+End = Annotated[str | None, name_arg("Latest time listed, in start's forms; a date means its end.")]
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
 ChangeUser = Annotated[str | None, name_arg("Only this account's.")]
@@ -7377,13 +7411,12 @@ def parse_wikitext(
     ctx: ToolContext,
     wikitext: Annotated[str, Arg("Wikitext to render.", max_length=MAX_TEXT_CHARS,
                                       max_length_listed=False)],
-    title: Annotated[str | None, Arg("Page to render as; default: API.",
+    title: Annotated[str | None, Arg("Page title it renders as; default: API.",
                                      title=True)] = None,
     offset: Annotated[int, OffsetArg] = 0,
 ) -> list[str]:
-    """Renders wikitext unsaved (signatures, subst: expanded): HTML, warnings, links, templates
-    (missing marked), categories. HTML truncated at
-    {content_max_bytes:bytes} (offset continues)."""
+    """Renders wikitext unsaved (signatures, subst: expanded): HTML, warnings, links, templates,
+    categories. HTML truncated at {content_max_bytes:bytes}."""
     if not wikitext.strip():
         raise invalid_input("Argument 'wikitext' must contain something to render.")
     lists = "" if offset else "|links|templates|categories|externallinks|parsewarnings|displaytitle"
@@ -7418,14 +7451,13 @@ TEMPLATE_LEGEND = ("name | type | required, suggested or deprecated | label | al
                    "description (quoted); each only when set")
 
 
-@tool("get-template-info", "Get template info", toolset="pages", read_only=True,
-      see={"for where a page calls it": "find-in-page"})
+@tool("get-template-info", "Get template info", toolset="pages", read_only=True)
 def get_template_info(
     ctx: ToolContext,
     title: Annotated[str, Arg("Template name; Template: optional.", title=True)],
 ) -> str:
-    """Returns a template's parameters (type, required, default...) and description from TemplateData,
-    else from its {{{{{{name|default}}}}}} uses."""
+    """Returns a template's parameters and description from TemplateData, else from its
+    {{{{{{name|default}}}}}} uses."""
     name = title_in_namespace(ctx.site, title, 10)
     if "templatedata" in ctx.client.extensions:
         data = ctx.client.get({"action": "templatedata", "titles": name, "redirects": True,
@@ -7568,7 +7600,7 @@ LOG_LEGEND = "time | type/action | user | page | details (only when any) | reaso
       see={"for edits": "get-recent-changes"})
 def get_log_events(
     ctx: ToolContext,
-    type: Annotated[str | None, name_arg(", ".join(STANDARD_CHOICES["log type"][:7]) + ", ...")] = None,
+    type: Annotated[str | None, name_arg(f"Log type: {', '.join(STANDARD_CHOICES['log type'][:7])}, ...")] = None,
     title: Annotated[str | None, Arg("Only about this page.", title=True)] = None,
     user: Annotated[str | None, name_arg("Only by this account.")] = None,
     start: Start = None,
@@ -7621,8 +7653,8 @@ def get_watchlist(
         "Changes to leave out.", max_items=4)] = None,
     limit: ChangeLimit = 50,
 ) -> list[str]:
-    """Returns recent changes to the pages the account watches, newest first, as get-recent-changes
-    does, tag aside."""
+    """Returns recent changes to the pages the account watches, newest first, in the rows of
+    get-recent-changes and with its filters but tag."""
     return ChangeFilters(start, end, namespaces, types, user, excludeUser, hide, limit).listed(
         ctx, "watchlist", {"wlallrev": True}, "Changes to watched pages", "changes to watched pages",
         "get-watchlist")
@@ -8224,8 +8256,7 @@ def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
       idempotency_key=True, watch=True, rights=("edit", "createpage"),
-      see={"to change a page": "update-page",
-           "for a template's parameters": "get-template-info first"})
+      see={"to change a page": "update-page"})
 def create_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -8235,7 +8266,7 @@ def create_page(
         ", ".join(STANDARD_CHOICES["content model"]) + "...; default: by namespace.",
         max_length=64)] = None,
 ) -> list[str] | str:
-    """Creates a page; fails if the title exists."""
+    """Creates a page; fails if the title exists or the text is empty."""
     source = as_wiki_receives(source)
     refuse_unknown_choice(ctx, "content model", contentModel,
                           f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: ")
@@ -8274,10 +8305,11 @@ def update_page(
     removeHeading: Annotated[bool, Arg("Lets a section lose its heading.")] = False,
     blank: Annotated[bool, Arg("Lets the page be emptied.")] = False,
 ) -> list[str] | str:
-    """Changes an existing page: the whole text, a section, text added or a passage swapped. Refuses
-    an overlapping edit since latestId (else the last read here), text read in part or rendered,
-    and, unless a flag allows it, a lost heading or subsections, a blanked page, or one shrunk to a
-    section."""
+    """Changes an existing page: whole, a section, an addition (mode) or a passage (find, replace).
+    Based on latestId, else on this client's last read of the page: others' edits to the same lines
+    since then make a conflict. Refused: a replacement with neither; text from a truncated or
+    rendered read (content text, html); a whole-page write dropping sections or half the page
+    unless this client read the current page whole."""
     if find is not None:
         if source is not None or mode != "replace":
             raise invalid_input("find and replace change a passage in place: give them without source and mode.")
@@ -8514,15 +8546,15 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
 def move_page(
     ctx: ToolContext,
     fromTitle: Annotated[str, Arg("Current title.", title=True)],
-    toTitle: Annotated[str, Arg("New title; must not exist.", title=True)],
+    toTitle: Annotated[str, Arg("New title.", title=True)],
     comment: Annotated[str | None, ReasonArg] = None,
     moveTalk: Annotated[bool, Arg("Also the talk page.")] = True,
     moveSubpages: Annotated[bool, Arg("Also subpages.")] = False,
     leaveRedirect: Annotated[bool, Arg(
-        'Redirect at the old title; false needs suppressredirect.')] = True,
+        'Redirect at the old title.')] = True,
 ) -> str:
-    """Renames a page, by default with its talk page; reports what moved or stayed, and why. Fails
-    if the new title exists, or, moving nothing, if the account cannot move as asked."""
+    """Renames a page, by default with its talk page. Fails, moving nothing, if the new title exists
+    or the account cannot move as asked."""
     if not leaveRedirect and (why := ctx.client.cannot("suppressredirect")):
         raise invalid_input(f"{why} Nothing was moved. Call again without leaveRedirect=false to leave a "
                             "redirect.")
@@ -8627,15 +8659,14 @@ WIKI_LINK = re.compile(r"\[\[:?([^|\]]*)(?:\|([^\]]*))?\]\]")
 
 @tool("delete-page", "Delete page", toolset="admin",
       read_only=False, destructive=True, idempotent=True, idempotency_key=True, guarded=True,
-      rights=("delete",),
+      shows="the latest revision, size and revision count", rights=("delete",),
       see={"to restore it": "undelete-page"})
 def delete_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Deletes a page with its history once the user confirms (their client may ask); until then
-    it fails, showing the latest revision, size and revision count."""
+    """Deletes a page with its history."""
     if not ctx.confirmed:
         query = ctx.client.get({"action": "query", "titles": title, "prop": "info|revisions",
                                 "rvprop": "ids", "rvlimit": "max"})
@@ -8798,16 +8829,16 @@ def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent
 
 @tool("rollback-edits", "Roll back edits", toolset="admin",
       read_only=False, destructive=True, idempotent=True, guarded=True,
-      idempotency_key=True, watch=True, rights=("rollback",),
+      shows="the edits and the revision it returns to", idempotency_key=True, watch=True, rights=("rollback",),
       see={"for an older edit": "undo-edit"})
 def rollback_edits(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
-    user: Annotated[str, Arg("The latest editor.")],
+    user: Annotated[str, Arg("The page's last editor, whose edits are reverted.")],
     comment: Annotated[str | None, CommentArg] = None,
 ) -> str:
-    """Reverts a page's latest edits by its last editor once the user confirms (their client may
-    ask); until then it fails, showing the edits and the revision it returns to."""
+    """Reverts the latest edits to a page by its last editor, back to the last revision by someone
+    else."""
     name = user_name(without_user_namespace(ctx.site, user))
     run = rollback_run(ctx, title, name)
     if not ctx.confirmed:
@@ -8898,11 +8929,11 @@ def rollback_as_shown(ctx: ToolContext, title: str, name: str) -> dict[str, Any]
     raise upstream_failure(f"the latest edit is by {latest.get('user')}")
 
 
-LevelArg = Arg("As edit.")
+LevelArg = Arg("Same choices as edit.")
 
 
 @tool("protect-page", "Protect page", toolset="admin", read_only=False, destructive=True, idempotent=True,
-      idempotency_key=True, guarded=True, rights=("protect",))
+      idempotency_key=True, guarded=True, shows="the old and new levels", rights=("protect",))
 def protect_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
@@ -8914,9 +8945,8 @@ def protect_page(
     cascade: Annotated[bool | None, Arg("Protects transcluded pages too.")] = None,
     comment: Annotated[str | None, ReasonArg] = None,
 ) -> str:
-    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection once
-    the user confirms (their client may ask); levels not given stay. Until then it fails, showing old
-    and new levels."""
+    """Sets or lifts a page's edit, move, upload (files) and create (missing pages) protection;
+    levels not given stay as they are."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
     if not asked and cascade is None:
@@ -9425,8 +9455,8 @@ def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
                          text: Annotated[str | None, UploadTextArg] = None,
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Fetches a URL here and uploads it as a new file. Over {upload_max_bytes:MB}, the wiki fetches it
-    where allowed; private addresses are refused. Fails if the title exists."""
+    """The server fetches the URL and uploads it as a new file. Over {upload_max_bytes:MB}, the wiki
+    fetches it where allowed; private addresses are refused. Fails if the title exists."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=True, text=text,
                                comment=comment, ignore_warnings=ignoreWarnings)
 
@@ -9438,7 +9468,7 @@ def upload_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
 def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], title: Annotated[str, FileTitleArg],
                          comment: Annotated[str | None, UploadCommentArg] = None,
                          ignoreWarnings: Annotated[bool, IgnoreWarningsArg] = False) -> str:
-    """Fetches a URL here and uploads it as a new version of a file. Over
+    """The server fetches the URL and uploads it as a new version of a file. Over
     {upload_max_bytes:MB}, the wiki fetches it where allowed; private addresses are refused."""
     return upload_file_to_wiki(ctx, title, fetch_upload_url(ctx, url), new=False, text=None,
                                comment=comment, ignore_warnings=ignoreWarnings)
@@ -9461,8 +9491,7 @@ def update_page_categories(
     latestId: Annotated[int | None, LatestIdArg] = None,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str] | str:
-    """Adds and removes a page's categories without sending its text; returns them after. One
-    already there, or placed by a template, is left and said so."""
+    """Adds and removes a page's categories without sending its text."""
     site = ctx.site
     adding = given_categories(site, add or [], "add")
     removing = given_categories(site, remove or [], "remove")
@@ -9642,7 +9671,7 @@ def add_talk_topic(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
     heading: Annotated[str, Arg("Heading.", max_length=255)],
-    message: Annotated[str, Arg("Wikitext; signed here.")],
+    message: Annotated[str, Arg("Wikitext; the server signs it.")],
 ) -> list[str] | str:
     """Starts a topic at the end of a page's talk page (made if missing); returns the revision and
     the talk page used."""
@@ -9761,12 +9790,12 @@ def reply_on_talk_page(
     ctx: ToolContext,
     title: Annotated[str, TalkTitleArg],
     topic: Annotated[int | str, Arg("Heading or number.")],
-    message: Annotated[str, Arg("Wikitext; indented and signed here.")],
+    message: Annotated[str, Arg("Wikitext; the server indents and signs it.")],
     replyTo: Annotated[str | None, Arg(
         "Comment answered: author and time as signed, or first words; default: the topic's end.")] = None,
 ) -> list[str] | str:
     """Replies in a topic of a page's talk page, after the answered comment's replies, one level
-    deeper, signed. Edits since are merged, else a conflict."""
+    deeper, signed. Edits made meanwhile are merged, else it is a conflict."""
     if not message.strip():
         raise invalid_input("message must not be empty.")
     site = ctx.site
@@ -9960,9 +9989,8 @@ def replace_in_pages(
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
     comment: Annotated[str | None, CommentArg] = None,
 ) -> list[str]:
-    """Replaces find in up to 50 pages; by default a dry run showing each page's diff. dryRun=false
-    saves them, skipping pages changed since the preview, and lists the outcomes; stops early if
-    throttled."""
+    """Replaces find in up to 50 pages; by default a dry run showing each page's diff, then
+    dryRun=false saves, skipping pages changed since the preview."""
     if (titles is None) == (category is None):
         raise invalid_input("Give titles or category (one of them): the pages to change.")
     if not find:
@@ -10224,8 +10252,8 @@ def copy_page(
     overwrite: Annotated[bool, Arg("Replace the page and /doc where they exist.")] = False,
 ) -> str:
     """Copies a page's wikitext from another configured wiki, the summary crediting the source page
-    and revision. Leaves an existing page alone unless overwrite=true (the target's own templates
-    always); dryRun lists what would be created. Answers with what was created, left alone, and
+    and revision. Leaves an existing page alone unless overwrite=true, and a template the target
+    has always; dryRun lists what would be created. Answers with what was created, left alone, and
     the templates still missing. A private wiki's pages go to private wikis only."""
     key = ctx.state.resolve_wiki(fromWiki)
     if key == ctx.wiki.key:
@@ -10523,15 +10551,39 @@ def toolset_tools(state: ServerState, session: Session | None, name: str, person
     return [spec.name for spec in offered_tools(state, with_it, person) if spec.toolset == name]
 
 
+def toolsets_to_load(state: ServerState, session: Session | None, person: Person | None) -> str:
+    """load-toolset's live sentence: each toolset the session can load that adds a tool, by its
+    name, with what it is for (a model given examples of what toolsets hold took them for names)."""
+    names = [name for name in loadable_now(state, session) if toolset_tools(state, session, name, person)]
+    if not names:
+        return "This session has every toolset it can load."
+    return "Toolsets: " + "; ".join(f"'{name}': {TOOLSETS[name]}" for name in names) + "."
+
+
+def toolsets_holding(word: str, state: ServerState) -> list[str]:
+    """The toolsets whose description or tool names hold ``word``, a plural as its singular: where
+    a model that named a toolset by what it holds ('logs', 'contributions') finds it."""
+    wanted = word.removesuffix("s")
+    if len(wanted) < 3:
+        return []
+    found = []
+    for name, holds in TOOLSETS.items():
+        words = re.findall("[a-z]+", " ".join([holds, *(spec.name for spec in state.registry.tools.values()
+                                                          if spec.toolset == name)]))
+        if wanted in {w.removesuffix("s") for w in words}:
+            found.append(name)
+    return found
+
+
 @tool("load-toolset", "Load toolset", toolset="pages", read_only=True, open_world=False, scoped=False,
-      in_session=True, offered=lambda state: bool(state.config.loadable_toolsets - state.config.toolsets))
+      in_session=True, offered=lambda state: bool(state.config.loadable_toolsets - state.config.toolsets),
+      live=toolsets_to_load)
 def load_toolset(
     ctx: ToolContext,
-    toolset: Annotated[str | None, Arg("Toolset to load; omitted: list them.", max_length=50,
+    toolset: Annotated[str | None, Arg("Omitted: lists their tools.", max_length=50,
                                        max_length_listed=False)] = None,
 ) -> str:
-    """Lists toolsets not loaded (changes, contributions, logs, files, talk...) or loads one for the
-    session."""
+    """Adds a toolset's tools to this session."""
     state, session, person = ctx.state, ctx.session, ctx.person
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)
@@ -10543,7 +10595,9 @@ def load_toolset(
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
     name = toolset.strip().lower()
     if name not in TOOLSETS:
-        raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}.")
+        holding = toolsets_holding(name, state)
+        raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}" + (
+            f". {toolset.strip()!r} is in the toolset {' and '.join(holding)}." if holding else "."))
     if name in toolsets_of(state, session):
         return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, person))}."
     if name not in choices:

@@ -1628,17 +1628,24 @@ def descriptions(env: dict[str, str]) -> dict[str, str]:
 
 
 def test_descriptions_quote_the_configured_caps() -> None:
+    """A cap at its default names the setting that changes it, so that no model looks for an
+    argument that would; one the operator set is quoted as set."""
     default = descriptions(WRITABLE_NOWHERE)
-    assert "Truncated at 50000 bytes by default, the marker" in default["get-page"]
-    assert "50000 bytes by default in all: whole pages" in default["get-pages"]
-    assert "Capped at 1000000 bytes of base64 by default." in default["get-file-data"]
-    assert "Capped at 100 MB by default." in default["upload-file"]
-    assert "Over 100 MB by default, the wiki fetches it" in default["update-file-from-url"]
-    assert "Reads at most 30 revisions by default." in default["find-text-origin"]
+    assert "Truncated at 50000 bytes by default (MCP_CONTENT_MAX_BYTES); offset reads the rest." in default[
+        "get-page"]
+    assert "The pages share 50000 bytes by default (MCP_CONTENT_MAX_BYTES): whole pages first" in default[
+        "get-pages"]
+    assert "Capped at 1000000 bytes of base64 by default (MCP_FILE_DATA_MAX_BYTES)." in default["get-file-data"]
+    assert "Capped at 100 MB by default (MCP_UPLOAD_MAX_BYTES)." in default["upload-file"]
+    assert "Over 100 MB by default (MCP_UPLOAD_MAX_BYTES), the wiki fetches it" in default["update-file-from-url"]
+    assert "Reads at most 30 revisions by default (MCP_TEXT_ORIGIN_MAX_READS)." in default["find-text-origin"]
+    for name, text in default.items():  # every "by default" of a cap says whose default it is
+        for quoted in re.findall(r"(?:bytes|MB|base64|revisions) by default(?: \((\w+)\))?", text):
+            assert quoted in m.SETTINGS, (name, text)
     configured = descriptions({**WRITABLE_NOWHERE, "MCP_CONTENT_MAX_BYTES": "20000",
                                "MCP_UPLOAD_MAX_BYTES": "5000000", "MCP_FILE_DATA_MAX_BYTES": "300000"})
-    assert "Truncated at 20000 bytes, the marker says how to read on." in configured["get-revision"]
-    assert "HTML truncated at 20000 bytes (offset continues)" in configured["parse-wikitext"]
+    assert "Truncated at 20000 bytes; offset reads the rest." in configured["get-revision"]
+    assert "HTML truncated at 20000 bytes." in configured["parse-wikitext"]
     assert "Capped at 300000 bytes of base64." in configured["get-file-data"]
     assert "Capped at 5 MB." in configured["update-file"]
     assert "Reads at most 12 revisions." in descriptions({**WRITABLE_NOWHERE, "MCP_TEXT_ORIGIN_MAX_READS": "12"}
@@ -1647,7 +1654,7 @@ def test_descriptions_quote_the_configured_caps() -> None:
     assert "Capped at 123456 bytes." in descriptions({**WRITABLE_NOWHERE, "MCP_UPLOAD_MAX_BYTES": "123456"}
                                                       )["upload-file"]
     for name, text in configured.items():
-        assert not re.search(r"50000|1000000|100 MB|(bytes|MB|base64) by default", text), name
+        assert not re.search(r"50000|1000000|100 MB|(bytes|MB|base64) by default|_MAX_BYTES", text), name
 
 
 def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
@@ -1665,9 +1672,34 @@ def test_descriptions_name_only_tools_in_the_same_list(tmp_path: Path) -> None:
             assert not named, f"{t.name} names {named}, which this list does not offer"
 
 
-def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_bytes() -> None:
-    """Measured as a client with a session sees the list, load-toolset in it; with every toolset
-    on, at most 850 bytes a tool."""
+def test_descriptions_hold_none_of_the_phrases_fresh_models_misread(tmp_path: Path) -> None:
+    """Models given only the tool list misread these: shorthand for the client ('here'), who confirms,
+    what start and end are, how get-pages shares its budget, fragments without a verb."""
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"defaultWiki": "a", "wikis": {"a": {"server": "http://127.0.0.1:9", "username":
+                                                                   "Bot@mcp", "password": "0" * 32},
+                                                             "b": {"server": "http://127.0.0.1:8"}}}))
+    misread = re.compile(r"(?<![\w-])here\b|their client may ask|until then it fails|^Oldest:|^Newest\.$|"
+                         r"the rest named|tag aside|not both text|^As edit\.$|own templates always|"
+                         r"\(offset continues\)")
+    for env in ({}, {**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}, {"CONFIG": str(two), "MCP_TOOLSETS": "all"}):
+        for t in list_tools(m.create_server(m.Config.from_env(env)), session=True):
+            for text in (t.description, *(p["description"] for p in t.input_schema["properties"].values())):
+                assert not misread.search(text), (t.name, text)
+    start = next(t for t in list_tools(make_server(WRITABLE_NOWHERE)) if t.name == "get-user-contributions"
+                 ).input_schema["properties"]
+    assert start["start"]["description"] == ("Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, "
+                                             "yesterday or an age (3 days ago).")
+    assert start["end"]["description"] == "Latest time listed, in start's forms; a date means its end."
+
+
+def test_the_default_toolsets_serve_reading_editing_and_history_within_18900_bytes() -> None:
+    """Measured as a client with a session sees the list, load-toolset in it, on one wiki with a bot
+    password (the README's first call; write tools listed), and at zero configuration (English
+    Wikipedia, read-only, no request sent); with every toolset on, at most 840 bytes a tool."""
+    for env in ({}, WRITABLE_NOWHERE):
+        sizes = tools_list_bytes(list_tools(m.create_server(m.Config.from_env(env)), session=True))
+        assert sum(sizes.values()) <= 18_900, (env, sorted(sizes.items(), key=lambda item: -item[1])[:5])
     tools = list_tools(m.create_server(m.Config.from_env(WRITABLE_NOWHERE)), session=True)
     assert {t.name for t in tools} == {
         "get-page", "get-page-sections", "get-pages", "search-page", "search-page-by-prefix", "find-in-page",
@@ -1676,10 +1708,15 @@ def test_the_default_toolsets_serve_reading_editing_and_history_within_19000_byt
         "update-page", "move-page", "update-page-categories", "replace-in-pages", "load-toolset",
         "find-text-origin", "get-category-tree"}
     sizes = tools_list_bytes(tools)
-    assert sum(sizes.values()) <= 19_000, sorted(sizes.items(), key=lambda item: -item[1])[:5]
     every = tools_list_bytes(list_tools(m.create_server(m.Config.from_env(
         {**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"})), session=True))
-    assert sum(every.values()) <= 850 * len(every), (sum(every.values()), len(every))
+    print(f"default toolsets: {sum(sizes.values())} bytes for {len(sizes)} tools; every toolset: "
+          f"{sum(every.values())} bytes for {len(every)} tools ({sum(every.values()) / len(every):.0f} a tool)")
+    for name in m.TOOLSETS:
+        own = [size for tool, size in {**sizes, **every}.items() if m.REGISTRY.tools[tool].toolset == name]
+        print(f"  {name}: {sum(own)} bytes for {len(own)} tools ({sum(own) / max(len(own), 1):.0f} a tool)")
+    assert sum(sizes.values()) <= 18_900, sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert sum(every.values()) <= 840 * len(every), (sum(every.values()), len(every))
     # one wiki: no wiki argument; no watchlist toolset: no watch argument, though a call may pass both
     assert all("wiki" not in t.input_schema["properties"] and "watch" not in t.input_schema["properties"]
                for t in tools)
@@ -1770,7 +1807,8 @@ def test_a_guarded_tool_previews_until_confirmed_and_routes_only_to_tools_offere
     registry = m.Registry()
 
     @registry.tool("test-drop", "Test drop", toolset="admin", read_only=False, destructive=True, idempotent=True,
-                   guarded=True, see={"to restore it": "test-restore", "for the list": "list-wikis"})
+                   guarded=True, shows="what it would drop",
+                   see={"to restore it": "test-restore", "for the list": "list-wikis"})
     def drop(ctx: m.ToolContext) -> str:
         """Drops (a test-only tool)."""
         if not ctx.confirmed:
@@ -1783,12 +1821,21 @@ def test_a_guarded_tool_previews_until_confirmed_and_routes_only_to_tools_offere
         "confirm, then call test-drop again with confirm=true.")], True)
     assert m.run_tool(state, "test-drop", {"confirm": True}) == (["dropped"], False)
     assert registry.tools["test-drop"].schema()["properties"]["confirm"] == {
-        "type": "boolean", "description": "true once the user confirmed."}
+        "type": "boolean", "description": "true once the user agreed to what a call without it showed."}
     spec = registry.tools["test-drop"]
-    assert spec.description(absent={"list-wikis"}) == "Drops (a test-only tool). To restore it, use test-restore."
-    assert spec.description(absent={"list-wikis", "test-restore"}) == "Drops (a test-only tool)."
+    # the model confirms: the user's request to drop is not their yes to what the preview showed
+    model = ("Without confirm=true it only shows what it would drop; confirm=true acts, once the user agreed to "
+             "that (their request does not count).")
+    assert spec.description(absent={"list-wikis"}) == f"Drops (a test-only tool). {model} To restore it, use " \
+                                                      "test-restore."
+    assert spec.description(absent={"list-wikis", "test-restore"}) == f"Drops (a test-only tool). {model}"
+    assert spec.description(absent={"list-wikis", "test-restore"}, confirmer="person") == (
+        "Drops (a test-only tool). It first asks the user, showing what it would drop, and acts only on their yes.")
     with pytest.raises(TypeError, match="read-only"):
         registry.tool("test-read", "Test read", toolset="pages", read_only=True, guarded=True)(drop)
+    with pytest.raises(TypeError, match="says what its preview shows"):
+        registry.tool("test-blind", "Test blind", toolset="admin", read_only=False, destructive=True,
+                      idempotent=True, guarded=True)(drop)
 
 
 def test_zero_config_offers_no_write_tools() -> None:
@@ -6213,9 +6260,9 @@ def test_closed_sets_are_named_in_the_schema_and_checked_against_the_wikis_own_l
         ("get-recent-changes", "start"))}
     assert [s["description"] for s in said.values()] == [
         "autoconfirmed, sysop; all lifts it.",
-        "delete, move, protect, upload, block, rights, newusers, ...",
+        "Log type: delete, move, protect, upload, block, rights, newusers, ...",
         "wikitext, javascript, css, json, text...; default: by namespace.",
-        "Oldest: ISO 8601 (UTC), 3 days ago."]
+        "Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, yesterday or an age (3 days ago)."]
     assert not any("enum" in json.dumps(s) for s in said.values())
 
 
@@ -6527,7 +6574,8 @@ def deletable(wiki: RealWiki, name: str) -> tuple[str, int]:
 
 def test_guarded_tools_are_listed_without_confirm_where_the_person_confirms() -> None:
     """A client that can ask is not offered confirm (the person answers instead), nor one that
-    MCP_CONFIRM=person refuses; the others keep it, and every guarded tool says the client may ask."""
+    MCP_CONFIRM=person refuses; the others keep it. Each description says who confirms: the person,
+    asked, or the model with confirm=true once the user agreed to what a call without it showed."""
     def listed(env: dict[str, str], asking: bool) -> dict[str, Any]:
         server = make_server({**WRITABLE_NOWHERE, **env})
 
@@ -6542,7 +6590,13 @@ def test_guarded_tools_are_listed_without_confirm_where_the_person_confirms() ->
         tools = listed(env, asking)
         for name in guarded:
             assert ("confirm" in tools[name].input_schema["properties"]) == offered, (env, asking, name)
-            assert "once the user confirms (their client may ask)" in tools[name].description
+            # the description says who confirms: the person asked, or the model's confirm=true, which
+            # the user's own request does not give
+            said = ("Without confirm=true it only shows " if offered else "It first asks the user, showing "
+                    if asking else "Refused for this client: the operator wants the user to confirm it in a client "
+                    "that can ask them, and this one cannot.")
+            assert said in tools[name].description, (env, asking, name, tools[name].description)
+            assert ("(their request does not count)" in tools[name].description) == offered
     saved = sum(tools_list_bytes(list(listed({}, False).values())).values()) - sum(
         tools_list_bytes(list(listed({}, True).values())).values())
     print(f"every toolset listed to a client that can ask: {saved} bytes fewer")
@@ -9225,7 +9279,7 @@ def test_listening_clients_of_2026_hear_of_new_wikis(wiki: RealWiki, third_wiki:
     assert sorted(anyio.run(go)) == ["ResourcesListChanged", "ToolsListChanged"]
 
 
-CHANGES_ROW = ("changes: recent changes, contributions, logs and the watchlist (and watch on page writes); tools: "
+CHANGES_ROW = ("changes: recent changes, user contributions, logs, watchlist; tools: "
                "get-recent-changes, get-user-contributions, get-log-events, get-watchlist, watch-page")
 
 
@@ -9332,6 +9386,42 @@ def test_load_toolset_loads_only_what_the_operator_allows(wiki: RealWiki, tmp_pa
                      "read-only wikis, none that writes).")
     with pytest.raises(m.ConfigError, match="MCP_LOADABLE_TOOLSETS names no toolset 'everything'"):
         m.Config.from_env(wiki.env(MCP_LOADABLE_TOOLSETS="everything"))
+
+
+def test_load_toolset_names_each_toolset_it_can_load_by_its_name() -> None:
+    """Fresh models took the examples in load-toolset's description for toolset names ('contributions',
+    'logs'): it names each toolset this session can load and that adds a tool here, quoted, with what
+    it holds; a name that is no toolset is told the toolsets, and which one holds what it named."""
+    def session(env: dict[str, str], *loads: str) -> tuple[str, list[str], str]:
+        """load-toolset's description, what loading each of ``loads`` answers, its description then."""
+        async def go() -> tuple[str, list[str], str]:
+            async with Client(m.create_server(m.Config.from_env(env)), mode="legacy") as client:
+                before = next(t for t in (await client.list_tools()).tools if t.name == "load-toolset")
+                texts = [(await client.call_tool("load-toolset", {"toolset": name})).content[0].text
+                         for name in loads]
+                after = next(t for t in (await client.list_tools()).tools if t.name == "load-toolset")
+                return before.description, texts, after.description
+        return anyio.run(go)
+
+    def named(description: str) -> list[str]:
+        names = re.findall(r"'(\w+)': ([^;]+)[;.]", description)
+        assert all(m.TOOLSETS[name] == holds.removesuffix(".") for name, holds in names), description
+        return [name for name, _ in names]
+
+    description, (contributions, logs, everything, files), loaded = session(
+        WRITABLE_NOWHERE, "contributions", "Logs", "everything", "files")
+    assert description == (
+        "Adds a toolset's tools to this session. Toolsets: 'talk': start and answer talk page discussions; "
+        "'changes': recent changes, user contributions, logs, watchlist; 'files': read, upload and update files.")
+    toolsets = "the toolsets are pages, edit, history, talk, changes, files, admin, wikis"
+    assert contributions == f"invalid_input: There is no toolset 'contributions'; {toolsets}. 'contributions' is " \
+                            "in the toolset changes."
+    assert logs == f"invalid_input: There is no toolset 'Logs'; {toolsets}. 'Logs' is in the toolset changes."
+    assert everything == f"invalid_input: There is no toolset 'everything'; {toolsets}."
+    assert files.startswith("Loaded the toolset files")
+    assert named(loaded) == ["talk", "changes"]  # files, loaded, is no longer named
+    assert named(session({})[0]) == ["changes", "files"]  # read-only Wikipedia: talk only writes
+    assert named(session({**WRITABLE_NOWHERE, "MCP_LOADABLE_TOOLSETS": "talk,admin"})[0]) == ["talk", "admin"]
 
 
 def test_load_toolset_is_not_offered_where_calls_share_no_session(wiki: RealWiki) -> None:
