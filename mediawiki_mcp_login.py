@@ -45,7 +45,7 @@ from mcp.server.auth.routes import (
     create_protected_resource_routes,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -238,13 +238,18 @@ def loopback_port_apart(registered: str, given: str) -> bool:
 class RegisteredClient(OAuthClientInformationFull):
     """The SDK's registered client, but for the port of a loopback redirect: the SDK compares
     redirect URIs exactly, which would refuse a native app's redirect to a port other than the one
-    it registered with."""
+    it registered with. A redirect URI no longer registered (redirect_uri_problem) is refused as
+    well, for a client registered before they were."""
 
     def validate_redirect_uri(self, redirect_uri: Any) -> Any:
         if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
                                             for uri in self.redirect_uris or ()):
-            return redirect_uri
-        return super().validate_redirect_uri(redirect_uri)
+            chosen = redirect_uri
+        else:
+            chosen = super().validate_redirect_uri(redirect_uri)
+        if problem := redirect_uri_problem(str(chosen)):
+            raise InvalidRedirectUriError(f"Refused: {problem}.")
+        return chosen
 
 
 def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
@@ -521,9 +526,7 @@ class SignIns:
                       SIGN_IN_FORM_SECONDS)
             return self._wikis()
         wikis = await on_own_thread(renew)
-        redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
-        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
-        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
+        going_to = urllib.parse.urlsplit(pending["params"]["redirect_uri"]).netloc
         name = (client.client_name if client and client.client_name else
                 f"An unnamed client ({pending['client']})")
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
@@ -682,39 +685,39 @@ class SignIns:
         async def guarded(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return await app(scope, receive, send)
-            started = False
+            started: int | None = None  # the status answered
 
             async def sending(message: Any) -> None:
                 nonlocal started
-                started = started or message["type"] == "http.response.start"
+                if message["type"] == "http.response.start":
+                    started = message["status"]
                 await send(message)
             try:
                 if scope["path"] == "/authorize":  # the SDK answers a store error there with a traceback and a 500
                     await on_own_thread(self.store.require)
-                if scope["path"] == "/register" and scope["method"] == "POST":
-                    refusal, replayed = await self._registration(Request(scope, receive))
+                registering = scope["path"] == "/register" and scope["method"] == "POST"
+                if registering:
+                    address = scope["client"][0] if scope.get("client") else ""
+                    refusal, replayed = await self._registration(Request(scope, receive), address)
                     if refusal is not None:
                         return await refusal(scope, receive, send)
                     receive = replayed
                 await app(scope, receive, sending)
+                if registering and started == 201:  # only what is kept counts: a refusal costs the store nothing
+                    await on_own_thread(lambda: self.store.update(
+                        (SIGN_IN_SPACE, "registrations", address), lambda old: str(int(old or 0) + 1),
+                        REGISTRATION_WINDOW_SECONDS))
             except WikiError as error:
                 if error.code != STORE_DOWN or started:
                     raise
                 await store_down_answer(error)(scope, receive, send)
         return guarded
 
-    async def _registration(self, request: Any) -> tuple[Any, Any]:
+    async def _registration(self, request: Any, address: str) -> tuple[Any, Any]:
         """A refusal of a registration (as RFC 7591 words them) from an address that registered
         too often lately, or too large to read, or None; and the request's body to read again."""
-        address = request.client.host if request.client else ""
-        key = (SIGN_IN_SPACE, "registrations", address)
-
-        def counted() -> bool:
-            if int(self.store.get(key) or 0) >= REGISTRATIONS_PER_ADDRESS:
-                return False
-            self.store.update(key, lambda old: str(int(old or 0) + 1), REGISTRATION_WINDOW_SECONDS)
-            return True
-        if not await on_own_thread(counted):
+        registered = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "registrations", address)))
+        if int(registered or 0) >= REGISTRATIONS_PER_ADDRESS:
             log.warning("registration refused: %s registered %d clients in %d minutes", address,
                         REGISTRATIONS_PER_ADDRESS, REGISTRATION_WINDOW_SECONDS // 60)
             return JSONResponse({"error": "invalid_client_metadata", "error_description": "Too many "

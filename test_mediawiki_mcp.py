@@ -11825,6 +11825,87 @@ def test_a_redirect_uri_must_be_registered_but_a_loopback_one_may_change_its_por
         assert answer.status_code == 200, answer.text
 
 
+def register_client(mcp_url: str, address: str = "127.0.0.1", **metadata: Any) -> requests.Response:
+    """A client's registration (/register) sent from ``address`` (as a proxy names it)."""
+    fields = {"client_name": "Test client", "redirect_uris": [CALLBACK], "response_types": ["code"],
+              "grant_types": ["authorization_code", "refresh_token"], **metadata}
+    return requests.post(mcp_url.removesuffix("/mcp") + "/register", json=fields, timeout=60,
+                         headers={"X-Forwarded-For": address})
+
+
+def test_a_registration_too_large_to_keep_is_refused_and_leaves_the_store_as_it_was(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        before = stored_values(server)
+        for metadata, said in (({"client_name": "x" * 4_000_000}, "larger than 16384 bytes"),
+                               ({"client_name": "x" * (signin.CLIENT_NAME_MAX_CHARS + 1)}, "client_name is longer"),
+                               ({"redirect_uris": [f"{CALLBACK}/{i}" for i in range(11)]}, "redirect_uris lists more"),
+                               ({"contacts": ["a@example.org"] * 11}, "contacts lists more"),
+                               ({"client_uri": "https://app.example/" + "a" * 2000}, "client_uri is longer")):
+            refused = register_client(url, **metadata)
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"] == "invalid_client_metadata" and said in refused.json()["error_description"]
+        assert stored_values(server) == before
+        assert register_client(url, client_name="x" * signin.CLIENT_NAME_MAX_CHARS).status_code == 201
+
+
+def test_registrations_from_one_address_are_limited_and_others_go_on(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        for _ in range(signin.REGISTRATIONS_PER_ADDRESS):
+            assert register_client(url, "203.0.113.9").status_code == 201
+        refused = register_client(url, "203.0.113.9")
+        assert refused.status_code == 429 and "Too many registrations from this address" in refused.text
+        assert refused.json()["error"] == "invalid_client_metadata" and int(refused.headers["Retry-After"]) > 0
+        assert register_client(url, "198.51.100.4").status_code == 201
+
+
+def test_a_client_that_never_signs_anyone_in_is_forgotten_after_an_hour_and_one_that_did_is_kept(
+        wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        unused, used = OAuthApp.register(url), OAuthApp.register(url)
+        used.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        store, now = server.state.reads.store, time.monotonic()
+        store.clock = lambda: now + signin.CLIENT_UNUSED_SECONDS + 1  # the store an hour on
+        assert issued(server, "client") == [used.client_id]
+        challenge = pkce()[1]
+        assert requests.get(unused.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 400
+        assert requests.get(used.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+
+
+def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        for uri in ("http://evil.example/cb", "javascript:alert(1)", "http://127.0.0.2.evil.example/cb",
+                    "com.example.app:/oauth2redirect", "https://app.example/cb#here"):
+            refused = register_client(url, redirect_uris=[CALLBACK, uri])
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", (uri, refused.text)
+        assert not issued(server, "client")
+        for uri in ("https://app.example/callback", "http://localhost:8976/cb", "http://[::1]:8976/cb", CALLBACK):
+            app = OAuthApp.register(url, uri)
+            assert requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).status_code == 302
+        assert OAuthApp.register(url).code(Browser(wiki.editor_user, wiki.editor_password), pkce()[1])
+
+
+def test_only_a_loopback_redirect_may_change_its_port(wiki: RealWiki) -> None:
+    """An https:// redirect must match as registered; so must an http:// one that a client
+    registered before only loopback ones were taken."""
+    with login_server(login_env(wiki)) as (server, url):
+        secure = OAuthApp.register(url, "https://app.example/callback")
+        older = OAuthApp.register(url)
+        key = (signin.SIGN_IN_SPACE, "client", older.client_id)
+        store = server.state.reads.store
+        store.put(key, json.dumps({**json.loads(store.get(key)), "redirect_uris": ["http://app.example/callback"]}), 60)
+        challenge = pkce()[1]
+        for app, uri, said in ((secure, "https://app.example:9123/callback", "not registered"),
+                               (older, "http://app.example:9123/callback", "not registered"),
+                               (older, "http://app.example/callback", "neither https:// nor http:// on this")):
+            refused = requests.get(app.authorize_url(challenge, uri), allow_redirects=False, timeout=30)
+            assert refused.status_code == 400 and said in refused.text, refused.text
+        assert not issued(server, "request")
+        loopback = OAuthApp.register(url)
+        moved = requests.get(loopback.authorize_url(challenge, "http://127.0.0.1:9123/callback"), allow_redirects=False,
+                             timeout=30)
+        assert moved.status_code == 302 and signin.SIGN_IN_PATH in moved.headers["location"]
+
+
 def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
@@ -11910,15 +11991,6 @@ def test_the_sign_in_takes_a_bot_password_never_the_wiki_password(wiki: RealWiki
                                            "password: this server does not take your wiki password. Make one at "
                                            "Special:BotPasswords, as below.")
         assert not issued(server, "code") and not issued(server, "person") and not issued(server, "failures")
-
-
-def test_the_consent_line_names_where_a_native_apps_own_scheme_goes_back_to(wiki: RealWiki) -> None:
-    with login_server(login_env(wiki)) as (_, url):
-        app = OAuthApp.register(url, "com.example.app:/oauth2redirect")
-        form = requests.get(app.authorize_url(pkce()[1]), timeout=30)
-        assert form.status_code == 200, form.text
-        assert re.search(r'class="consent"><b>Test client</b>.*?go back\nto it at <b>com\.example\.app:/oauth2redirect'
-                         r'</b>', form.text, re.DOTALL), form.text
 
 
 def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log(
