@@ -82,8 +82,9 @@ class RedisStore:
             if self._down == (error is not None):
                 return
             self._down = error is not None
-        if error is not None:
-            log.warning("state store %s cannot be reached: %s", self.name, error)
+        if error is not None:  # a ResponseError is the store's own answer: it was reached
+            log.warning("state store %s %s: %s", self.name,
+                        "refuses" if isinstance(error, redis.ResponseError) else "cannot be reached", error)
         else:
             log.info("state store %s is reached again", self.name)
 
