@@ -12833,7 +12833,7 @@ def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wi
 def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_and_the_log_says_so_once(
         wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
     """A store that stops answering (SIGSTOP: every request times out) and one that is gone
-    (connection refused): /mcp, /register, /authorize and /token answer 503 with a JSON error and
+    (connection refused): /mcp and the OAuth endpoints answer 503 with a JSON error and
     Retry-After, and the log has one WARNING per outage, no traceback, and a line when it is back."""
     store = StateServer("redis")  # one of its own, to stop
     try:
@@ -12846,7 +12846,11 @@ def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_a
                 return {"/mcp": post_rpc(url, "initialize", INIT_PARAMS, headers=bearer),
                         "/register": register_client(url),
                         "/authorize": requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=60),
-                        "/token": app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])}
+                        "/token": app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]),
+                        "/revoke": requests.post(app.base + "/revoke", timeout=60, data={
+                            "token": tokens["refresh_token"], "client_id": app.client_id,
+                            "client_secret": app.client_secret}),
+                        "/sign-out": requests.post(app.base + signin.SIGN_OUT_PATH, headers=bearer, timeout=60)}
 
             def outage(cause: str) -> None:
                 for path, answer in answers().items():
