@@ -12160,6 +12160,21 @@ def test_a_locked_name_is_refused_in_every_spelling_the_wiki_reads_as_it_and_non
         assert len(logins) == tried == 10 and not issued(server, "code")
 
 
+def test_a_name_locked_on_one_wiki_still_signs_in_to_another(wiki: RealWiki, other_wiki: RealWiki,
+                                                             tmp_path: Path) -> None:
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with login_server(env) as (_, url):
+        app = OAuthApp.register(url)
+        challenge = pkce()[1]
+        on_other: Callable[[dict[str, str]], dict[str, str]] = lambda fields: {**fields, "wiki": "other"}
+        for _ in range(signin.SIGN_IN_FAILURES_PER_NAME):
+            assert Browser(other_wiki.editor_user, "wrong", on_other).sign_in(app.authorize_url(challenge)) == ""
+        locked = Browser(other_wiki.editor_user, other_wiki.editor_password, on_other)
+        assert locked.sign_in(app.authorize_url(challenge)) == "" and locked.pages[-1].status_code == 429
+        assert app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+
+
 def test_a_name_locked_from_one_address_lets_its_owner_in_from_another_until_guesses_come_from_many(
         wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
