@@ -724,14 +724,14 @@ class SignIns:
                                  f"registrations from this address: try again in {REGISTRATION_WINDOW_SECONDS // 60} "
                                  "minutes."}, status_code=429,
                                 headers={"Retry-After": str(REGISTRATION_WINDOW_SECONDS)}), None
-        body = b""
-        declared = request.headers.get("content-length", "")
-        if not (declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES):
+        body, declared = b"", request.headers.get("content-length", "")
+        too_large = declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES
+        if not too_large:  # read up to the bound: a body without a length may still be larger
             async for chunk in request.stream():
                 body += chunk
-                if len(body) > REGISTRATION_MAX_BYTES:
+                if too_large := len(body) > REGISTRATION_MAX_BYTES:
                     break
-        if declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES or len(body) > REGISTRATION_MAX_BYTES:
+        if too_large:
             return JSONResponse({"error": "invalid_client_metadata", "error_description": "Not registered: the "
                                  f"registration is larger than {REGISTRATION_MAX_BYTES} bytes."}, status_code=400), None
         replayed = False

@@ -11844,6 +11844,9 @@ def test_a_registration_too_large_to_keep_is_refused_and_leaves_the_store_as_it_
             refused = register_client(url, **metadata)
             assert refused.status_code == 400, refused.text
             assert refused.json()["error"] == "invalid_client_metadata" and said in refused.json()["error_description"]
+        chunked = requests.post(url.removesuffix("/mcp") + "/register", data=iter([b'{"client_name": "', b"x" * 20_000]),
+                                headers={"Content-Type": "application/json"}, timeout=60)  # no length given
+        assert chunked.status_code == 400 and "larger than 16384 bytes" in chunked.json()["error_description"]
         assert stored_values(server) == before
         assert register_client(url, client_name="x" * signin.CLIENT_NAME_MAX_CHARS).status_code == 201
 
