@@ -685,28 +685,29 @@ class SignIns:
         async def guarded(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return await app(scope, receive, send)
-            started: int | None = None  # the status answered
+            started = False
+            registering = scope["path"] == "/register" and scope["method"] == "POST"
+            address = scope["client"][0] if scope.get("client") else ""
 
             async def sending(message: Any) -> None:
                 nonlocal started
                 if message["type"] == "http.response.start":
-                    started = message["status"]
+                    # counted before the client hears of it, and only what is kept: a refusal costs nothing
+                    if registering and message["status"] == 201:
+                        await on_own_thread(lambda: self.store.update(
+                            (SIGN_IN_SPACE, "registrations", address), lambda old: str(int(old or 0) + 1),
+                            REGISTRATION_WINDOW_SECONDS))
+                    started = True
                 await send(message)
             try:
                 if scope["path"] == "/authorize":  # the SDK answers a store error there with a traceback and a 500
                     await on_own_thread(self.store.require)
-                registering = scope["path"] == "/register" and scope["method"] == "POST"
                 if registering:
-                    address = scope["client"][0] if scope.get("client") else ""
                     refusal, replayed = await self._registration(Request(scope, receive), address)
                     if refusal is not None:
                         return await refusal(scope, receive, send)
                     receive = replayed
                 await app(scope, receive, sending)
-                if registering and started == 201:  # only what is kept counts: a refusal costs the store nothing
-                    await on_own_thread(lambda: self.store.update(
-                        (SIGN_IN_SPACE, "registrations", address), lambda old: str(int(old or 0) + 1),
-                        REGISTRATION_WINDOW_SECONDS))
             except WikiError as error:
                 if error.code != STORE_DOWN or started:
                     raise
