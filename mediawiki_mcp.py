@@ -3948,6 +3948,8 @@ StateKey = tuple[str, str, str]
 STORE_DOWN = "state_store_unreachable"
 #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
 LOGIN_REFUSED = "AuthenticationError"
+#: How RedisStore.problem begins an error the store answered with (such as a database it does not have).
+STORE_REFUSAL = "ResponseError: "
 
 
 class StateStore(typing.Protocol):
@@ -4062,8 +4064,7 @@ def open_state_store(url: str) -> StateStore:
         raise ConfigError(f"MCP_STATE_URL (stateUrl) needs {missing}") from None
     name = shown_address(url)
 
-    def unreachable(error: Exception) -> WikiError:
-        log.warning("state store %s: %s", name, error)
+    def unreachable(error: Exception) -> WikiError:  # RedisStore logs the outage, once
         return upstream_failure(f"The state store {name} cannot be reached ({type(error).__name__}); "
                                 f"nothing was written. {RETRY_LATER}", STORE_DOWN)
     return RedisStore(url, name, unreachable)
@@ -4077,6 +4078,9 @@ def store_problem_at_start(store: StateStore) -> str | None:
         raise ConfigError(f"The state store {store.name} refuses the user name or password of MCP_STATE_URL "
                           "(stateUrl in a configuration file); correct the setting. The value given is not "
                           "shown.")
+    if problem and problem.startswith(STORE_REFUSAL):  # it answered: such as a database it does not have
+        raise ConfigError(f"The state store {store.name} refuses MCP_STATE_URL (stateUrl in a configuration "
+                          f"file): it says {problem.removeprefix(STORE_REFUSAL)!r}; correct the setting.")
     return problem
 
 
@@ -10827,10 +10831,22 @@ def argument_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_wikis(config: Config, out: typing.TextIO) -> int:
+def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str]) -> HttpOptions | None:
+    """--check without --transport http: the sign-in's settings all the same when MCP_AUTH=login,
+    so that a key or public URL that would stop the HTTP server fails the check first."""
+    if setting(env, "MCP_AUTH") != "login":
+        return None
+    host = (args.host or setting(env, "MCP_BIND")).strip().removeprefix("[").removesuffix("]")
+    port = setting(env, "PORT") if args.port is None else args.port
+    sign_in = login_module().sign_in_options(env, HttpOptions(host=host).loopback)
+    return HttpOptions(host=host, port=port, auth="login", sign_in=sign_in)
+
+
+def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:
     """--check: connects to each wiki and prints its name, MediaWiki version, the account
     the server acts as and the tools it can use there (the account's rights, the upload
-    directories). Returns the exit status."""
+    directories), and with MCP_AUTH=login (``http.sign_in``) how people sign in. Returns the
+    exit status."""
     state = ServerState.from_config(config)
     offered = offered_tools(state)
     failures = 0
@@ -10862,6 +10878,11 @@ def check_wikis(config: Config, out: typing.TextIO) -> int:
     if store.name != MemoryStore.name:
         print(f"State store: {store.name}, " + (f"FAILED: it cannot be reached ({store_down}), so every write "
                                                 "is refused" if store_down else "reached"), file=out)
+    if http is not None and http.sign_in:
+        keys = len(http.sign_in.keys)
+        print(f"Sign-in: MCP_AUTH=login, public URL {http.public_url}"
+              + ("" if http.sign_in.public_url else " (the address listened on: MCP_PUBLIC_URL is not set)")
+              + f", {keys} key{'s' * (keys > 1)} in MCP_AUTH_SECRET", file=out)
     chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
               "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
     print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
@@ -10898,7 +10919,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mediawiki-mcp: {error}", file=sys.stderr)
         return 2
     if args.check:
-        return check_wikis(config, sys.stdout)
+        try:
+            signing_in = http if http is not None and http.sign_in else sign_in_to_check(args, env)
+        except ConfigError as error:
+            print(f"mediawiki-mcp: {error}", file=sys.stderr)
+            return 2
+        return check_wikis(config, sys.stdout, signing_in)
     store = state.reads.store
     if store.name != MemoryStore.name:
         down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
@@ -11217,9 +11243,7 @@ class HealthCheck:
         """Asks the store and the wikis due (all at once: a load balancer waits on the slowest)."""
         store: dict[str, str] = {}
         if self.store.name != MemoryStore.name:
-            problem = self.store.problem()
-            if problem:
-                log.warning("health check: the state store %s cannot be reached (%s)", self.store.name, problem)
+            problem = self.store.problem()  # logged by the store, once per outage
             store = {"store": "unavailable" if problem else "ok"}
         with concurrent.futures.ThreadPoolExecutor(len(self.wikis)) as pool:
             list(pool.map(WikiProbe.probe, self.wikis.values()))

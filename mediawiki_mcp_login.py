@@ -21,6 +21,7 @@ import logging
 import re
 import secrets
 import time
+import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -34,6 +35,7 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     ProviderTokenVerifier,
     RefreshToken,
+    RegistrationError,
     TokenError,
     construct_redirect_uri,
 )
@@ -43,10 +45,11 @@ from mcp.server.auth.routes import (
     create_protected_resource_routes,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.routing import Route
 
@@ -80,13 +83,35 @@ SIGN_IN_SPACE = "sign-in"
 #: How long a person has to fill in the sign-in form, and a client to exchange its code.
 SIGN_IN_FORM_SECONDS = 15 * 60
 AUTH_CODE_SECONDS = 5 * 60
-#: Failed sign-ins a user name, and an address, may have before the form stops trying them for
-#: SIGN_IN_WINDOW_SECONDS after the last: guessing goes no further, and the wiki's own login
-#: throttle (which would lock the account out of the wiki itself) is never reached. An address is
-#: allowed more, as many people may share one.
+#: Failed sign-ins the form allows before it stops trying, for SIGN_IN_WINDOW_SECONDS after the
+#: last: a user name of a wiki from one address; one address with any names (many people may
+#: share one); and a user name from all addresses together, against guesses spread over many.
+#: A name locked by one address stays open to the others until the last limit: a guesser cannot
+#: lock its owner out by failing on purpose.
 SIGN_IN_FAILURES_PER_NAME = 5
 SIGN_IN_FAILURES_PER_ADDRESS = 20
+SIGN_IN_FAILURES_PER_NAME_EVERYWHERE = 25
 SIGN_IN_WINDOW_SECONDS = 15 * 60
+#: What MediaWiki takes out of a user name, as out of any title, before reading it: the marks
+#: and embeddings that set the direction of text (MediaWikiTitleCodec); and what it reads as one
+#: space, trimmed at the ends.
+DIRECTION_MARKS = re.compile("[\u200e\u200f\u202a-\u202e]")
+TITLE_SPACES = re.compile("[ _\u00a0\u1680\u180e\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+#: Languages whose wikis capitalise i as İ (Language::ucfirst of their language classes).
+DOTTED_CAPITAL_I = ("tr", "az", "crh", "kaa", "kk-latn")
+#: Registered clients: bounds of their metadata (RFC 7591), so that registering, which needs no
+#: sign-in, cannot fill the store; a client that never completes a sign-in is forgotten after
+#: CLIENT_UNUSED_SECONDS, one that did after the refresh tokens' lifetime.
+REGISTRATION_MAX_BYTES = 16 * 1024
+CLIENT_NAME_MAX_CHARS = 200
+REDIRECT_URIS_MAX = 10
+METADATA_TEXT_MAX_CHARS = 2000
+METADATA_LIST_MAX = 10
+CLIENT_UNUSED_SECONDS = 60 * 60
+REGISTRATIONS_PER_ADDRESS = 20
+REGISTRATION_WINDOW_SECONDS = 15 * 60
+#: What a request answered 503 while the store cannot be reached tells its client to wait.
+STORE_DOWN_RETRY_SECONDS = 10
 #: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
 CSRF_COOKIE = "mediawiki_mcp_csrf"
 #: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
@@ -161,6 +186,46 @@ def secret_hash(secret: str) -> str:
     return token_digest(secret).hex()
 
 
+def wiki_user_name(username: str, lang: str) -> str:
+    """The wiki user a bot password's login name (User@app) stands for, as MediaWiki reads it:
+    in NFC (as it reads all input), without direction marks, runs of spaces and underscores one
+    space, trimmed, and the first letter capitalised (the User namespace always is, whatever
+    $wgCapitalLinks says), as the wiki's language does."""
+    name = unicodedata.normalize("NFC", username).partition("@")[0]
+    name = TITLE_SPACES.sub(" ", DIRECTION_MARKS.sub("", name)).strip()
+    first = "\u0130" if name[:1] == "i" and lang in DOTTED_CAPITAL_I else name[:1].upper()
+    return first + name[1:]
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why a client may not register a redirect URI, or None: the MCP authorization specification
+    takes https:// ones and http:// ones on this machine (loopback) only, where no one else can
+    read the code on its way; and no fragment (RFC 6749, section 3.1.2)."""
+    if len(uri) > METADATA_TEXT_MAX_CHARS:
+        return f"a redirect URI is longer than {METADATA_TEXT_MAX_CHARS} characters"
+    parts = urllib.parse.urlsplit(uri)
+    if parts.fragment:
+        return f"the redirect URI {uri!r} has a fragment (#...), which OAuth does not allow"
+    if parts.scheme == "https" and parts.hostname or parts.scheme == "http" and parts.hostname in LOOPBACK_NAMES:
+        return None
+    return (f"the redirect URI {uri!r} is neither https:// nor http:// on this machine (127.0.0.1, [::1] "
+            "or localhost), as the MCP authorization specification asks")
+
+
+def metadata_problem(metadata: Mapping[str, Any]) -> str | None:
+    """Why a client's registration is too large to keep, or None."""
+    if len(metadata.get("client_name") or "") > CLIENT_NAME_MAX_CHARS:
+        return f"client_name is longer than {CLIENT_NAME_MAX_CHARS} characters"
+    if len(metadata.get("redirect_uris") or ()) > REDIRECT_URIS_MAX:
+        return f"redirect_uris lists more than {REDIRECT_URIS_MAX} URIs"
+    for field, value in metadata.items():
+        if isinstance(value, str) and len(value) > METADATA_TEXT_MAX_CHARS:
+            return f"{field} is longer than {METADATA_TEXT_MAX_CHARS} characters"
+        if isinstance(value, list) and len(value) > METADATA_LIST_MAX:
+            return f"{field} lists more than {METADATA_LIST_MAX} values"
+    return None
+
+
 def loopback_port_apart(registered: str, given: str) -> bool:
     """Whether a redirect URI differs from a registered one only in the port of a loopback host:
     a native app listens on whichever port is free when it asks (RFC 8252, section 7.3)."""
@@ -173,13 +238,18 @@ def loopback_port_apart(registered: str, given: str) -> bool:
 class RegisteredClient(OAuthClientInformationFull):
     """The SDK's registered client, but for the port of a loopback redirect: the SDK compares
     redirect URIs exactly, which would refuse a native app's redirect to a port other than the one
-    it registered with."""
+    it registered with. A redirect URI no longer registered (redirect_uri_problem) is refused as
+    well, for a client registered before they were."""
 
     def validate_redirect_uri(self, redirect_uri: Any) -> Any:
         if redirect_uri is not None and any(loopback_port_apart(str(uri), str(redirect_uri))
                                             for uri in self.redirect_uris or ()):
-            return redirect_uri
-        return super().validate_redirect_uri(redirect_uri)
+            chosen = redirect_uri
+        else:
+            chosen = super().validate_redirect_uri(redirect_uri)
+        if problem := redirect_uri_problem(str(chosen)):
+            raise InvalidRedirectUriError(f"Refused: {problem}.")
+        return chosen
 
 
 def sign_in_page(*, wikis: list[tuple[str, str, str, str]], chosen: str, server: str, client: str,
@@ -281,9 +351,17 @@ class SignIns:
         return RegisteredClient.model_validate_json(found) if found else None
 
     async def register_client(self, client_info: Any) -> None:
+        """Keeps a client's registration for CLIENT_UNUSED_SECONDS (_issue keeps it longer), unless
+        it is too large or names a redirect URI this server does not send codes to."""
+        metadata = client_info.model_dump(mode="json", exclude_none=True)
+        if problem := metadata_problem(metadata):
+            raise RegistrationError("invalid_client_metadata", f"Not registered: {problem}.")
+        for uri in metadata.get("redirect_uris") or ():
+            if problem := redirect_uri_problem(uri):
+                raise RegistrationError("invalid_redirect_uri", f"Not registered: {problem}.")
         registration = client_info.model_dump_json()
         await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
-                                                   registration, self.options.refresh_seconds))
+                                                   registration, CLIENT_UNUSED_SECONDS))
 
     async def authorize(self, client: Any, params: Any) -> str:
         if params.resource and params.resource.rstrip("/") != self.resource:
@@ -358,6 +436,8 @@ class SignIns:
             person = json.loads(old or "{}")
             return json.dumps({**person, "tokens": [*person.get("tokens", [])[1 - TOKENS_PER_PERSON:], pair]})
         self.store.update((SIGN_IN_SPACE, "person", person_id or ""), noted, options.refresh_seconds)
+        # a client that signed someone in is kept while their tokens may be refreshed
+        self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
                           refresh_token=refresh, scope=" ".join(scopes) or None)
 
@@ -413,7 +493,8 @@ class SignIns:
         except WikiError as error:
             if error.code != STORE_DOWN:
                 raise
-            return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503)
+            return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503,
+                                headers={"Retry-After": str(STORE_DOWN_RETRY_SECONDS)})
 
     async def _page(self, request: Any) -> Any:
         form = dict(await request.form()) if request.method == "POST" else {}
@@ -445,9 +526,7 @@ class SignIns:
                       SIGN_IN_FORM_SECONDS)
             return self._wikis()
         wikis = await on_own_thread(renew)
-        redirect = urllib.parse.urlsplit(pending["params"]["redirect_uri"])
-        # a native app's own scheme (com.example.app:/callback, RFC 8252 7.1) has no host to name
-        going_to = redirect.netloc or f"{redirect.scheme}:{redirect.path}"
+        going_to = urllib.parse.urlsplit(pending["params"]["redirect_uri"]).netloc
         name = (client.client_name if client and client.client_name else
                 f"An unnamed client ({pending['client']})")
         page = sign_in_page(wikis=wikis, chosen=wiki or self.state.config.default_wiki, server=self.issuer,
@@ -503,12 +582,18 @@ class SignIns:
         return response
 
     def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
-        """_check, unless the user name or the address failed too often lately; a failed login
-        counts against both."""
-        # the wiki's user, as it reads the name: underscores are spaces, runs of them one, none at the ends
-        user = re.sub(r"[\s_]+", " ", username.partition("@")[0]).strip().casefold()
-        throttled = [(f"name:{user}", SIGN_IN_FAILURES_PER_NAME),
-                     (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS)]
+        """_check, unless the wiki's user of that name failed too often lately from this address or
+        from all, or this address with any name; a failed login counts against all three. The
+        user is named as the wiki reads the name, so that no spelling of it escapes the count."""
+        _, client = self.state.wiki_and_client(wiki_key)
+        try:
+            lang = client.site.lang  # known already: the form showed the wiki's name
+        except WikiError:
+            lang = ""
+        user = wiki_user_name(username, lang)
+        throttled = [(json.dumps(["name", wiki_key, user, address]), SIGN_IN_FAILURES_PER_NAME),
+                     (f"address:{address}", SIGN_IN_FAILURES_PER_ADDRESS),
+                     (json.dumps(["name", wiki_key, user]), SIGN_IN_FAILURES_PER_NAME_EVERYWHERE)]
         if any(int(self.store.get((SIGN_IN_SPACE, "failures", name)) or 0) >= limit
                for name, limit in throttled):
             raise rate_limited("Too many failed sign-ins with this user name or from this address: try again "
@@ -580,11 +665,90 @@ class SignIns:
                   Route(SIGN_IN_PATH, self.page, methods=["GET", "POST"]),
                   Route(SIGN_OUT_PATH, self.sign_out, methods=["POST"])]
         logging.getLogger("uvicorn.access").addFilter(hiding_link_secrets)
-        return Starlette(routes=routes)
+
+        async def store_down(request: Any, error: Exception) -> Any:
+            if not isinstance(error, WikiError) or error.code != STORE_DOWN:
+                raise error
+            return store_down_answer(error)
+        return self._guarded(Starlette(routes=routes, exception_handlers={WikiError: store_down}))
 
     def require_token(self, app: Any) -> Any:
         """``app`` behind the SDK's bearer check: a request without a valid token of this server is
         answered 401 with WWW-Authenticate naming the protected-resource metadata."""
         required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
-        return AuthenticationMiddleware(AuthContextMiddleware(required),
-                                        backend=BearerAuthBackend(ProviderTokenVerifier(self)))
+        return self._guarded(AuthenticationMiddleware(AuthContextMiddleware(required),
+                                                      backend=BearerAuthBackend(ProviderTokenVerifier(self))))
+
+    def _guarded(self, app: Any) -> Any:
+        """``app`` answering 503 while the store cannot be reached (store_down_answer), and /register
+        bounded: its body, and registrations per address."""
+        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            started = False
+            registering = scope["path"] == "/register" and scope["method"] == "POST"
+            address = scope["client"][0] if scope.get("client") else ""
+
+            async def sending(message: Any) -> None:
+                nonlocal started
+                if message["type"] == "http.response.start":
+                    # counted before the client hears of it, and only what is kept: a refusal costs nothing
+                    if registering and message["status"] == 201:
+                        await on_own_thread(lambda: self.store.update(
+                            (SIGN_IN_SPACE, "registrations", address), lambda old: str(int(old or 0) + 1),
+                            REGISTRATION_WINDOW_SECONDS))
+                    started = True
+                await send(message)
+            try:
+                if scope["path"] == "/authorize":  # the SDK answers a store error there with a traceback and a 500
+                    await on_own_thread(self.store.require)
+                if registering:
+                    refusal, replayed = await self._registration(Request(scope, receive), address)
+                    if refusal is not None:
+                        return await refusal(scope, receive, send)
+                    receive = replayed
+                await app(scope, receive, sending)
+            except WikiError as error:
+                if error.code != STORE_DOWN or started:
+                    raise
+                await store_down_answer(error)(scope, receive, send)
+        return guarded
+
+    async def _registration(self, request: Any, address: str) -> tuple[Any, Any]:
+        """A refusal of a registration (as RFC 7591 words them) from an address that registered
+        too often lately, or too large to read, or None; and the request's body to read again."""
+        registered = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "registrations", address)))
+        if int(registered or 0) >= REGISTRATIONS_PER_ADDRESS:
+            log.warning("registration refused: %s registered %d clients in %d minutes", address,
+                        REGISTRATIONS_PER_ADDRESS, REGISTRATION_WINDOW_SECONDS // 60)
+            return JSONResponse({"error": "invalid_client_metadata", "error_description": "Too many "
+                                 f"registrations from this address: try again in {REGISTRATION_WINDOW_SECONDS // 60} "
+                                 "minutes."}, status_code=429,
+                                headers={"Retry-After": str(REGISTRATION_WINDOW_SECONDS)}), None
+        body, declared = b"", request.headers.get("content-length", "")
+        too_large = declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES
+        if not too_large:  # read up to the bound: a body without a length may still be larger
+            async for chunk in request.stream():
+                body += chunk
+                if too_large := len(body) > REGISTRATION_MAX_BYTES:
+                    break
+        if too_large:
+            return JSONResponse({"error": "invalid_client_metadata", "error_description": "Not registered: the "
+                                 f"registration is larger than {REGISTRATION_MAX_BYTES} bytes."}, status_code=400), None
+        replayed = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:  # the body was read: the app waits for the client to go away
+                return await request.receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return None, receive
+
+
+def store_down_answer(error: WikiError) -> Any:
+    """What a request that needs the store is answered while it cannot be reached: 503, to be
+    tried again (the store's warning is logged once per outage, by the store)."""
+    return JSONResponse({"error": "temporarily_unavailable", "error_description": error.message},
+                        status_code=503, headers={"Retry-After": str(STORE_DOWN_RETRY_SECONDS),
+                                                  "Cache-Control": "no-store"})

@@ -57,6 +57,7 @@ class RedisStore:
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._renewer: threading.Thread | None = None
+        self._down = False  # an outage is logged once as it starts, and once as it ends
 
     def key(self, key: StateKey) -> str:
         wiki, kind, name = key
@@ -70,7 +71,22 @@ class RedisStore:
         try:
             yield
         except redis.RedisError as error:
+            self._note(error)
             raise self.unreachable(error) from None
+        self._note(None)
+
+    def _note(self, error: redis.RedisError | None) -> None:
+        """Logs a change between reaching the store and not: a WARNING as an outage starts, with
+        the error, and an INFO as it ends, not a line per request in between."""
+        with self._lock:
+            if self._down == (error is not None):
+                return
+            self._down = error is not None
+        if error is not None:  # a ResponseError is the store's own answer: it was reached
+            log.warning("state store %s %s: %s", self.name,
+                        "refuses" if isinstance(error, redis.ResponseError) else "cannot be reached", error)
+        else:
+            log.info("state store %s is reached again", self.name)
 
     def get(self, key: StateKey) -> str | None:
         with self.reaching():
@@ -134,8 +150,13 @@ class RedisStore:
     def problem(self) -> str | None:
         try:
             self.client.ping()
+        except redis.ResponseError as error:  # reached, but refusing: what it said helps, not the name
+            self._note(error)
+            return f"{type(error).__name__}: {error}"
         except redis.RedisError as error:
+            self._note(error)
             return type(error).__name__
+        self._note(None)
         return None
 
     def _renew_leases(self) -> None:

@@ -11915,6 +11915,90 @@ def test_a_redirect_uri_must_be_registered_but_a_loopback_one_may_change_its_por
         assert answer.status_code == 200, answer.text
 
 
+def register_client(mcp_url: str, address: str = "127.0.0.1", **metadata: Any) -> requests.Response:
+    """A client's registration (/register) sent from ``address`` (as a proxy names it)."""
+    fields = {"client_name": "Test client", "redirect_uris": [CALLBACK], "response_types": ["code"],
+              "grant_types": ["authorization_code", "refresh_token"], **metadata}
+    return requests.post(mcp_url.removesuffix("/mcp") + "/register", json=fields, timeout=60,
+                         headers={"X-Forwarded-For": address})
+
+
+def test_a_registration_too_large_to_keep_is_refused_and_leaves_the_store_as_it_was(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        before = stored_values(server)
+        for metadata, said in (({"client_name": "x" * 4_000_000}, "larger than 16384 bytes"),
+                               ({"client_name": "x" * (signin.CLIENT_NAME_MAX_CHARS + 1)}, "client_name is longer"),
+                               ({"redirect_uris": [f"{CALLBACK}/{i}" for i in range(11)]}, "redirect_uris lists more"),
+                               ({"contacts": ["a@example.org"] * 11}, "contacts lists more"),
+                               ({"client_uri": "https://app.example/" + "a" * 2000}, "client_uri is longer")):
+            refused = register_client(url, **metadata)
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"] == "invalid_client_metadata" and said in refused.json()["error_description"]
+        chunked = requests.post(url.removesuffix("/mcp") + "/register", data=iter([b'{"client_name": "', b"x" * 20_000]),
+                                headers={"Content-Type": "application/json"}, timeout=60)  # no length given
+        assert chunked.status_code == 400 and "larger than 16384 bytes" in chunked.json()["error_description"]
+        assert stored_values(server) == before
+        assert register_client(url, client_name="x" * signin.CLIENT_NAME_MAX_CHARS).status_code == 201
+
+
+def test_registrations_from_one_address_are_limited_and_others_go_on(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        for _ in range(signin.REGISTRATIONS_PER_ADDRESS):
+            assert register_client(url, "203.0.113.9").status_code == 201
+        refused = register_client(url, "203.0.113.9")
+        assert refused.status_code == 429 and "Too many registrations from this address" in refused.text
+        assert refused.json()["error"] == "invalid_client_metadata" and int(refused.headers["Retry-After"]) > 0
+        assert register_client(url, "198.51.100.4").status_code == 201
+
+
+def test_a_client_that_never_signs_anyone_in_is_forgotten_after_an_hour_and_one_that_did_is_kept(
+        wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        unused, used = OAuthApp.register(url), OAuthApp.register(url)
+        used.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        store, now = server.state.reads.store, time.monotonic()
+        store.clock = lambda: now + signin.CLIENT_UNUSED_SECONDS + 1  # the store an hour on
+        assert issued(server, "client") == [used.client_id]
+        challenge = pkce()[1]
+        assert requests.get(unused.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 400
+        assert requests.get(used.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+
+
+def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        for uri in ("http://evil.example/cb", "javascript:alert(1)", "http://127.0.0.2.evil.example/cb",
+                    "com.example.app:/oauth2redirect", "https://app.example/cb#here"):
+            refused = register_client(url, redirect_uris=[CALLBACK, uri])
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", (uri, refused.text)
+        assert not issued(server, "client")
+        for uri in ("https://app.example/callback", "http://localhost:8976/cb", "http://[::1]:8976/cb", CALLBACK):
+            app = OAuthApp.register(url, uri)
+            assert requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).status_code == 302
+        assert OAuthApp.register(url).code(Browser(wiki.editor_user, wiki.editor_password), pkce()[1])
+
+
+def test_only_a_loopback_redirect_may_change_its_port(wiki: RealWiki) -> None:
+    """An https:// redirect must match as registered; so must an http:// one that a client
+    registered before only loopback ones were taken."""
+    with login_server(login_env(wiki)) as (server, url):
+        secure = OAuthApp.register(url, "https://app.example/callback")
+        older = OAuthApp.register(url)
+        key = (signin.SIGN_IN_SPACE, "client", older.client_id)
+        store = server.state.reads.store
+        store.put(key, json.dumps({**json.loads(store.get(key)), "redirect_uris": ["http://app.example/callback"]}), 60)
+        challenge = pkce()[1]
+        for app, uri, said in ((secure, "https://app.example:9123/callback", "not registered"),
+                               (older, "http://app.example:9123/callback", "not registered"),
+                               (older, "http://app.example/callback", "neither https:// nor http:// on this")):
+            refused = requests.get(app.authorize_url(challenge, uri), allow_redirects=False, timeout=30)
+            assert refused.status_code == 400 and said in refused.text, refused.text
+        assert not issued(server, "request")
+        loopback = OAuthApp.register(url)
+        moved = requests.get(loopback.authorize_url(challenge, "http://127.0.0.1:9123/callback"), allow_redirects=False,
+                             timeout=30)
+        assert moved.status_code == 302 and signin.SIGN_IN_PATH in moved.headers["location"]
+
+
 def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
@@ -12000,15 +12084,6 @@ def test_the_sign_in_takes_a_bot_password_never_the_wiki_password(wiki: RealWiki
                                            "password: this server does not take your wiki password. Make one at "
                                            "Special:BotPasswords, as below.")
         assert not issued(server, "code") and not issued(server, "person") and not issued(server, "failures")
-
-
-def test_the_consent_line_names_where_a_native_apps_own_scheme_goes_back_to(wiki: RealWiki) -> None:
-    with login_server(login_env(wiki)) as (_, url):
-        app = OAuthApp.register(url, "com.example.app:/oauth2redirect")
-        form = requests.get(app.authorize_url(pkce()[1]), timeout=30)
-        assert form.status_code == 200, form.text
-        assert re.search(r'class="consent"><b>Test client</b>.*?go back\nto it at <b>com\.example\.app:/oauth2redirect'
-                         r'</b>', form.text, re.DOTALL), form.text
 
 
 def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log(
@@ -12140,6 +12215,91 @@ def test_every_spelling_of_a_user_name_that_the_wiki_reads_as_one_counts_against
         assert not issued(server, "code")
 
 
+def browser_at(address: str, username: str, password: str) -> Browser:
+    """A browser at ``address``, as the proxy in front of the server names it (X-Forwarded-For)."""
+    browser = Browser(username, password)
+    browser.session.headers["X-Forwarded-For"] = address
+    return browser
+
+
+def test_a_locked_name_is_refused_in_every_spelling_the_wiki_reads_as_it_and_none_reaches_the_wiki(
+        wiki: RealWiki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Direction marks, which MediaWiki strips, and a name in NFD, which it reads in NFC, name
+    the same wiki user: wrong passwords spread over such spellings lock it as one, and once
+    locked no spelling is tried on the wiki."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        challenge = pkce()[1]
+        logins: list[str] = []  # each sign-in logs in to the wiki with a client of its own
+        make_client = server.state.make_client
+        monkeypatch.setattr(server.state, "make_client", lambda config: logins.append(config.username)
+                            or make_client(config))
+        editor = wiki.editor_user.partition("@")[0]
+        for name in (f"\u200e{editor}@mcp", f"{editor}\u200f@mcp", f"\u202a{editor}\u202c@x", editor.lower() + "@mcp",
+                     f"{editor}@mcp"):
+            browser = Browser(name, "wrong")
+            assert browser.sign_in(app.authorize_url(challenge)) == "" and browser.pages[-1].status_code == 401
+        assert len(logins) == 5
+        for name in (wiki.editor_user, f"\u200e{editor}@mcp", f"{editor}\u200e@mcp", f"{editor}\u200f@mcp"):
+            browser = Browser(name, wiki.editor_password)
+            assert browser.sign_in(app.authorize_url(challenge)) == "", name
+            assert browser.pages[-1].status_code == 429 and "Too many failed sign-ins" in browser.pages[-1].text
+        composed = unicodedata.normalize("NFC", "Zoë")
+        for _ in range(signin.SIGN_IN_FAILURES_PER_NAME):
+            assert Browser(f"{composed}@mcp", "wrong").sign_in(app.authorize_url(challenge)) == ""
+        tried = len(logins)
+        browser = Browser(unicodedata.normalize("NFD", "Zoë") + "@mcp", "wrong")
+        assert browser.sign_in(app.authorize_url(challenge)) == "" and browser.pages[-1].status_code == 429
+        assert len(logins) == tried == 10 and not issued(server, "code")
+
+
+def test_a_name_locked_on_one_wiki_still_signs_in_to_another(wiki: RealWiki, other_wiki: RealWiki,
+                                                             tmp_path: Path) -> None:
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with login_server(env) as (_, url):
+        app = OAuthApp.register(url)
+        challenge = pkce()[1]
+        on_other: Callable[[dict[str, str]], dict[str, str]] = lambda fields: {**fields, "wiki": "other"}
+        for _ in range(signin.SIGN_IN_FAILURES_PER_NAME):
+            assert Browser(other_wiki.editor_user, "wrong", on_other).sign_in(app.authorize_url(challenge)) == ""
+        locked = Browser(other_wiki.editor_user, other_wiki.editor_password, on_other)
+        assert locked.sign_in(app.authorize_url(challenge)) == "" and locked.pages[-1].status_code == 429
+        assert app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+
+
+def test_a_name_locked_from_one_address_lets_its_owner_in_from_another_until_guesses_come_from_many(
+        wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        challenge = pkce()[1]
+        for _ in range(signin.SIGN_IN_FAILURES_PER_NAME):
+            assert browser_at("203.0.113.7", wiki.editor_user, "wrong").sign_in(app.authorize_url(challenge)) == ""
+        guesser = browser_at("203.0.113.7", wiki.editor_user, wiki.editor_password)
+        assert guesser.sign_in(app.authorize_url(challenge)) == "" and guesser.pages[-1].status_code == 429
+        assert app.code(browser_at("198.51.100.2", wiki.editor_user, wiki.editor_password), challenge)
+        spread = signin.SIGN_IN_FAILURES_PER_NAME_EVERYWHERE - signin.SIGN_IN_FAILURES_PER_NAME
+        for i in range(spread):  # one guess from each of many addresses
+            browser = browser_at(f"192.0.2.{i + 1}", wiki.editor_user, "wrong")
+            assert browser.sign_in(app.authorize_url(challenge)) == "" and browser.pages[-1].status_code == 401
+        owner = browser_at("198.51.100.2", wiki.editor_user, wiki.editor_password)
+        assert owner.sign_in(app.authorize_url(challenge)) == "" and owner.pages[-1].status_code == 429
+        assert len(issued(server, "code")) == 1
+
+
+def test_failures_from_one_address_under_many_names_lock_that_address(wiki: RealWiki) -> None:
+    with login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        challenge = pkce()[1]
+        for i in range(signin.SIGN_IN_FAILURES_PER_ADDRESS):
+            browser = browser_at("203.0.113.8", f"Nobody{i}@mcp", "wrong")
+            assert browser.sign_in(app.authorize_url(challenge)) == "" and browser.pages[-1].status_code == 401
+        locked = browser_at("203.0.113.8", wiki.editor_user, wiki.editor_password)
+        assert locked.sign_in(app.authorize_url(challenge)) == "" and locked.pages[-1].status_code == 429
+        assert "from this address" in locked.pages[-1].text
+        assert app.code(browser_at("198.51.100.3", wiki.editor_user, wiki.editor_password), challenge)
+
+
 def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
@@ -12249,6 +12409,27 @@ def test_sign_in_settings_that_cannot_work_stop_the_server_naming_them(env: dict
     with pytest.raises(m.ConfigError, match=named) as refused:
         m.http_options(m.argument_parser().parse_args(["--transport", "http"]), {"MCP_AUTH": "login", **key, **env})
     assert "not-a-fernet-key" not in str(refused.value)
+
+
+def test_the_check_checks_the_sign_in_settings_over_any_transport_and_names_no_key(wiki: RealWiki) -> None:
+    from cryptography.fernet import Fernet
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    for broken, named in (({"MCP_AUTH_SECRET": "not-a-fernet-key"}, "MCP_AUTH_SECRET must hold Fernet keys"),
+                          ({"MCP_AUTH_SECRET": new, "MCP_PUBLIC_URL": "https://mcp.example.org/mcp"},
+                           "MCP_PUBLIC_URL takes an origin"),
+                          ({"MCP_AUTH_SECRET": new, "MCP_BIND": "0.0.0.0"}, "needs MCP_PUBLIC_URL")):
+        done = run_script("--check", env=wiki.env(MCP_AUTH="login", **broken))
+        assert done.returncode == 2 and named in done.stderr, done.stdout + done.stderr
+        assert "not-a-fernet-key" not in done.stderr
+    checked = run_script("--check", env=wiki.env(MCP_AUTH="login", MCP_AUTH_SECRET=f"{new},{old}",
+                                                 MCP_PUBLIC_URL="https://mcp.example.org"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Sign-in: MCP_AUTH=login, public URL https://mcp.example.org, 2 keys in MCP_AUTH_SECRET" in (
+        checked.stdout.splitlines())
+    local = run_script("--check", env=wiki.env(MCP_AUTH="login", MCP_AUTH_SECRET=new))
+    assert ("Sign-in: MCP_AUTH=login, public URL http://127.0.0.1:3000 (the address listened on: MCP_PUBLIC_URL "
+            "is not set), 1 key in MCP_AUTH_SECRET") in local.stdout.splitlines(), local.stdout
+    assert not any(key in d.stdout + d.stderr for key in (new, old) for d in (checked, local))
 
 
 @pytest.mark.parametrize("missing, named", [
@@ -12423,6 +12604,16 @@ def test_a_store_refusing_the_password_stops_the_server_and_one_unreachable_fail
     reached = run_script("--check", env=replica_env(wiki, state_server))
     assert reached.returncode == 0 and f"State store: {state_server.shown}, reached" in reached.stdout.splitlines()
     assert STORE_PASSWORD not in "".join(d.stdout + d.stderr for d in (degraded, checked, reached))
+
+
+def test_a_store_refusing_the_database_stops_the_server_saying_what_the_store_said(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    missing = wiki.env(MCP_STATE_URL=state_server.url.removesuffix("/0") + "/99")  # 16 databases by default
+    said = (f"mediawiki-mcp: The state store redis://127.0.0.1:{state_server.port}/99 refuses MCP_STATE_URL "
+            "(stateUrl in a configuration file): it says 'DB index is out of range'; correct the setting.")
+    for done in (start_script(missing), run_script("--check", env=missing)):
+        assert done.returncode == 2 and done.stderr.splitlines()[-1] == said, done.stderr
+        assert STORE_PASSWORD not in done.stdout + done.stderr and "cannot be reached" not in done.stderr
 
 
 def test_a_read_made_while_the_store_is_down_is_recorded_once_it_is_back(
@@ -12743,6 +12934,54 @@ def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wi
             page = requests.get(link, timeout=30)
             assert page.status_code == 503 and "cannot be reached" in page.text, page.text
             assert STORE_PASSWORD not in page.text
+    finally:
+        store.stop()
+
+
+def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_and_the_log_says_so_once(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    """A store that stops answering (SIGSTOP: every request times out) and one that is gone
+    (connection refused): /mcp and the OAuth endpoints answer 503 with a JSON error and
+    Retry-After, and the log has one WARNING per outage, no traceback, and a line when it is back."""
+    store = StateServer("redis")  # one of its own, to stop
+    try:
+        with caplog.at_level(logging.INFO), login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            app = OAuthApp.register(url)
+            tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+            bearer = {"Authorization": f"Bearer {tokens['access_token']}"}
+
+            def answers() -> dict[str, requests.Response]:
+                return {"/mcp": post_rpc(url, "initialize", INIT_PARAMS, headers=bearer),
+                        "/register": register_client(url),
+                        "/authorize": requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=60),
+                        "/token": app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]),
+                        "/revoke": requests.post(app.base + "/revoke", timeout=60, data={
+                            "token": tokens["refresh_token"], "client_id": app.client_id,
+                            "client_secret": app.client_secret}),
+                        "/sign-out": requests.post(app.base + signin.SIGN_OUT_PATH, headers=bearer, timeout=60)}
+
+            def outage(cause: str) -> None:
+                for path, answer in answers().items():
+                    assert answer.status_code == 503, (path, answer.status_code, answer.text)
+                    assert answer.json()["error"] == "temporarily_unavailable", (path, answer.text)
+                    assert f"The state store {store.shown} cannot be reached" in answer.json()["error_description"]
+                    assert int(answer.headers["Retry-After"]) > 0 and STORE_PASSWORD not in answer.text
+                warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+                assert len(warned) == 1 and warned[0].startswith(f"state store {store.shown} cannot be reached: "
+                                                                 f"{cause}"), warned
+                assert not any(r.exc_info for r in caplog.records) and "Traceback" not in caplog.text
+
+            caplog.clear()
+            os.killpg(store.process.pid, signal.SIGSTOP)
+            try:
+                outage("Timeout")
+            finally:
+                os.killpg(store.process.pid, signal.SIGCONT)
+            assert initialize_status(url, tokens["access_token"]) == 200
+            assert f"state store {store.shown} is reached again" in caplog.messages
+            caplog.clear()
+            store.stop()
+            outage("Error 111 connecting")
     finally:
         store.stop()
 
