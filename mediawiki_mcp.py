@@ -84,6 +84,11 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
+#: MCP_SESSIONS_PER_PERSON's default: a person's clients at once, with room for those that crashed.
+DEFAULT_SESSIONS_PER_PERSON = 20
+#: MCP_HEADER_TIMEOUT_SECONDS's default: ample for a request's head on any link, short for a client that
+#: opens connections and sends their heads a byte at a time to hold them (slowloris).
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 #: Host names of this machine, which OAuth lets be served over plain http.
 LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
 #: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
@@ -1768,6 +1773,15 @@ SETTINGS = {row.variable: row for row in (
             SHUTDOWN_GRACE_SECONDS, setting_parser(
                 float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and float(text) <= 3600,
                 "a number of seconds up to 3600")),
+    Setting("MCP_SESSIONS_PER_PERSON", "HTTP: MCP sessions one person (MCP_AUTH_TOKENS, MCP_AUTH=login) may have "
+            f"open at once (default {DEFAULT_SESSIONS_PER_PERSON}); one more closes their oldest idle session, or "
+            "is refused (429) while every one is busy", DEFAULT_SESSIONS_PER_PERSON,
+            setting_parser(int, lambda text: whole_number(text) and int(text) >= 1, "a whole number, at least 1")),
+    Setting("MCP_HEADER_TIMEOUT_SECONDS", "HTTP: seconds a client has to send a request's line and headers "
+            f"(default {DEFAULT_HEADER_TIMEOUT_SECONDS:g}); a connection still sending them then is closed",
+            DEFAULT_HEADER_TIMEOUT_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and 0 < float(text) <= 3600,
+                "a number of seconds above 0, up to 3600")),
     Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
             "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
             "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
@@ -11012,6 +11026,16 @@ class HttpOptions:
         """The origin clients reach this server at: MCP_PUBLIC_URL, else the address it listens on."""
         return self.sign_in and self.sign_in.public_url or self.url.removesuffix(MCP_PATH)
 
+    @property
+    def served_hosts(self) -> list[str]:
+        """The Host headers answered (header_allowed's patterns): MCP_ALLOWED_HOSTS, else the loopback
+        names when listening on loopback; and MCP_PUBLIC_URL's host, which clients are sent to. None:
+        Host is not checked."""
+        hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
+        if self.sign_in and self.sign_in.public_url:
+            hosts.append(urllib.parse.urlsplit(self.sign_in.public_url).netloc)
+        return hosts
+
 
 def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
                  config: Config | None = None) -> HttpOptions | None:
@@ -11033,9 +11057,10 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if auth == "token" and not (token or tokens_path):
         raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
                           "(a file of people and their tokens)")
-    if auth == "login" and tokens_path:  # the sign-in's tokens are the only ones then: say so, not ignore it
-        raise ConfigError("MCP_AUTH_TOKENS is for MCP_AUTH=token; with MCP_AUTH=login people sign in, and "
-                          "only the tokens of their sign-ins are accepted: leave one of the two out")
+    if auth == "login" and (token or tokens_path):  # the sign-in's tokens are the only ones then: say so
+        raise ConfigError(f"{'MCP_AUTH_TOKENS' if tokens_path else 'MCP_AUTH_TOKEN'} is for MCP_AUTH=token; with "
+                          "MCP_AUTH=login people sign in, and only the tokens of their sign-ins are accepted: "
+                          "leave one of the two out")
     tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
     loopback = HttpOptions(host=host).loopback
     sign_in = login_module().sign_in_options(env, loopback) if auth == "login" else None
@@ -11089,8 +11114,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
     MCP_AUTH=login, the SDK's check of the tokens of sign-ins, SignIns.require_token)."""
-    # without MCP_ALLOWED_HOSTS, Host is checked on loopback only
-    hosts = options.allowed_hosts or (LOOPBACK_HOSTS if options.loopback else ())
+    hosts = options.served_hosts
     if hosts and not header_allowed(headers.get("host"), hosts):
         return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
     origin = headers.get("origin")  # none: the request is not from a browser page

@@ -10763,6 +10763,27 @@ def test_configured_hosts_and_origins_replace_the_defaults() -> None:
     assert m.http_refusal({"host": "mcp.example.org", "origin": "http://localhost:3000"}, options)[0] == 403
 
 
+def test_the_public_urls_host_is_served_without_listing_it_and_other_hosts_still_are_not() -> None:
+    """MCP_PUBLIC_URL names the host clients are sent to (the OAuth metadata's): a proxy passes it on
+    as Host, which is served without repeating it in MCP_ALLOWED_HOSTS; any other is still 421."""
+    from cryptography.fernet import Fernet
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_AUTH": "login",
+           "MCP_AUTH_SECRET": Fernet.generate_key().decode(), "MCP_PUBLIC_URL": "https://mcp.example.org"}
+    with login_server(env) as (_, url):
+        metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        served = requests.get(metadata, headers={"Host": "mcp.example.org"}, timeout=30)
+        assert served.status_code == 200 and served.json()["resource"] == "https://mcp.example.org/mcp"
+        asked = post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": "MCP.example.org"})
+        assert asked.status_code == 401  # past the Host check: now it needs a sign-in
+        for host in ("evil.example.org", "mcp.example.org.evil.example", "mcp.example.org:8443"):
+            refused = post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": host})
+            assert refused.status_code == 421 and "MCP_ALLOWED_HOSTS" in refused.text, host
+    beyond = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--host", "0.0.0.0"]),
+                            {**env, "MCP_PUBLIC_URL": "https://mcp.example.org:8443"})
+    assert beyond is not None and m.http_refusal({"host": "mcp.example.org:8443"}, beyond) is None
+    assert m.http_refusal({"host": "10.1.2.3:3000"}, beyond)[0] == 421  # checked once a public URL names the host
+
+
 def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_warns() -> None:
     open_server = m.HttpOptions(host="0.0.0.0")
     assert m.http_refusal({"host": "10.1.2.3:3000"}, open_server) is None  # Host unchecked unless configured
@@ -11172,6 +11193,12 @@ def test_the_auth_settings_are_checked_at_start(wiki: RealWiki, tmp_path: Path) 
     assert options is not None and options.auth == "token" and m.http_warnings(options) == []
     with pytest.raises(m.ConfigError, match="MCP_AUTH_TOKENS is for MCP_AUTH=token; with MCP_AUTH=login"):
         m.http_options(args, {**wiki.env(), **login, "MCP_AUTH_TOKENS": str(path), "MEMBER_PASSWORD": "p" * 32})
+    shared = {**wiki.env(), **login, "MCP_AUTH_TOKEN": "t" * 32}  # a token that login would never ask for
+    with pytest.raises(m.ConfigError, match="MCP_AUTH_TOKEN is for MCP_AUTH=token; with MCP_AUTH=login"):
+        m.http_options(args, shared)
+    done = run_script("--transport", "http", env=shared)
+    assert done.returncode == 2 and "MCP_AUTH_TOKEN is for MCP_AUTH=token; with MCP_AUTH=login" in done.stderr
+    assert "t" * 32 not in done.stderr
     assert m.http_refusal({"host": "127.0.0.1:3000"}, options) == (
         401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN, or a person's own of MCP_AUTH_TOKENS).")
 
