@@ -11009,6 +11009,8 @@ class HttpOptions:
     stateless: bool = False
     session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
+    sessions_per_person: int = DEFAULT_SESSIONS_PER_PERSON  # MCP sessions one person may have open
+    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS  # to send a request's line and headers
 
     @property
     def loopback(self) -> bool:
@@ -11068,7 +11070,9 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
                        auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in,
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
-                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
+                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"),
+                       sessions_per_person=setting(env, "MCP_SESSIONS_PER_PERSON"),
+                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"))
 
 
 def login_module() -> Any:
@@ -11273,6 +11277,47 @@ BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
                "MEDIAWIKI_URL": f"the wiki is the default, {DEFAULT_WIKI_URL}"}
 
 
+def head_timeout_protocol(seconds: float) -> type:
+    """uvicorn's HTTP protocol, but a connection that has not sent a whole request line and headers
+    ``seconds`` after it opened, or after it began the next request, is closed. uvicorn has no such
+    timeout (its timeout_keep_alive counts only while no byte arrives between requests), so a client
+    sending a request's head a byte at a time (slowloris) could hold a connection for good."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeadTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+        head_deadline: Any = None  # the asyncio.TimerHandle that closes the connection
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.head_deadline = self.loop.call_later(seconds, self.head_late)
+
+        def data_received(self, data: bytes) -> None:
+            between = self.cycle is None or self.cycle.response_complete  # no request being served
+            if between and self.head_deadline is None:  # the next request of a kept-alive connection
+                self.head_deadline = self.loop.call_later(seconds, self.head_late)
+            super().data_received(data)
+            if self.cycle is not None and not self.cycle.response_complete:  # its head came whole
+                self.head_arrived()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.head_arrived()
+            super().connection_lost(exc)
+
+        def head_arrived(self) -> None:
+            if self.head_deadline is not None:
+                self.head_deadline.cancel()
+                self.head_deadline = None
+
+        def head_late(self) -> None:
+            self.head_deadline = None
+            if not self.transport.is_closing():
+                address = self.client[0] if self.client else "?"
+                log.info("closed a connection from %s that sent no whole request head in %g s "
+                         "(MCP_HEADER_TIMEOUT_SECONDS)", address, seconds)
+                self.transport.close()
+    return HeadTimeoutProtocol
+
+
 def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
     """Serves MCP over Streamable HTTP until SIGTERM or SIGINT; returns the exit code. ``blank``:
     the settings --empty-means-unset dropped, which the start warns of."""
@@ -11309,7 +11354,8 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
                     "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
-        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS,
+        http=head_timeout_protocol(options.header_timeout_seconds))
     # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
     # off the answers of the calls still in flight.
     AppStatus.disable_automatic_graceful_drain()

@@ -10722,6 +10722,8 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "soon"}, "MCP_SHUTDOWN_GRACE_SECONDS must be a number of seconds"),
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "-1"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "7200"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
+    ({"MCP_HEADER_TIMEOUT_SECONDS": "0"}, "MCP_HEADER_TIMEOUT_SECONDS must be a number of seconds above 0"),
+    ({"MCP_SESSIONS_PER_PERSON": "0"}, "MCP_SESSIONS_PER_PERSON must be a whole number, at least 1"),
 ])
 def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
@@ -11670,6 +11672,36 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
         code = m.serve_http(m.create_server(m.Config.from_env({})), m.HttpOptions(port=port))
     assert code == 1
     assert f"mediawiki-mcp: cannot listen on 127.0.0.1 port {port}: Address already in use" in capsys.readouterr().err
+
+
+def test_a_client_that_sends_half_a_request_head_and_waits_is_cut_off(tmp_path: Path) -> None:
+    """Slowloris: connections that never finish their request line and headers, whether new or kept
+    alive after a request, are closed after MCP_HEADER_TIMEOUT_SECONDS; whole requests are served."""
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_HEADER_TIMEOUT_SECONDS": "0.5"}
+    with http_servers((env, ())) as [server]:
+        port = int(urllib.parse.urlsplit(server.url).port or 0)
+
+        def closed(connection: socket.socket) -> bool:
+            """Whether the server closes the connection (reads until it does, within a bound)."""
+            connection.settimeout(20)
+            try:
+                while connection.recv(4096):
+                    pass
+            except TimeoutError:
+                return False
+            return True
+
+        with socket.create_connection(("127.0.0.1", port)) as half:
+            half.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            assert closed(half)
+        with socket.create_connection(("127.0.0.1", port)) as kept:
+            kept.sendall(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            kept.settimeout(20)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 404")
+            kept.sendall(b"GET /nothing HT")  # the next request of the kept-alive connection, half of it
+            assert closed(kept)
+        assert requests.get(server.url.replace("/mcp", "/nothing"), timeout=30).status_code == 404
+    assert "that sent no whole request head in 0.5 s (MCP_HEADER_TIMEOUT_SECONDS)" in server.log
 
 
 def test_importing_the_module_starts_no_http_machinery() -> None:
