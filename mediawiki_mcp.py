@@ -28,6 +28,7 @@ import functools
 import hashlib
 import html
 import html.parser
+import importlib.util
 import inspect
 import ipaddress
 import itertools
@@ -647,6 +648,8 @@ class MediaWikiClient:
         self._account: Account | None = None
         self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
+        #: Given the seconds each request to the wiki took (ServerState.observed: /metrics), or None.
+        self.observe: Callable[[float], None] | None = None
 
     def __repr__(self) -> str:  # never the credentials
         return f"<MediaWikiClient {self.url!r} user={self.username!r}>"
@@ -938,7 +941,12 @@ class MediaWikiClient:
             if self._api_url is not None and new_host == self.host:
                 self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
         options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
-        return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
+        started = time.monotonic()
+        try:
+            return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
+        finally:
+            if self.observe is not None:
+                self.observe(time.monotonic() - started)
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
                 fields: Mapping[str, str], write: bool) -> dict[str, Any]:
@@ -1745,6 +1753,10 @@ SETTINGS = {row.variable: row for row in (
             "default when either is set) or login (each person signs in with a bot password of their own; "
             "docs/sign-in.md)",
             parse=setting_parser(str.lower, lambda text: text.lower() in AUTH_MODES, " or ".join(AUTH_MODES))),
+    Setting("MCP_METRICS_TOKEN", "HTTP: token a scraper of /metrics sends as 'Authorization: Bearer' (default: "
+            "none, and /metrics answers this machine's own addresses only); needs pip install "
+            "'mediawiki-mcp[metrics]'", parse=functools.partial(credential, header=True), secret=True,
+            empty_is_default=False),
     Setting("MCP_PUBLIC_URL", "HTTP with MCP_AUTH=login: the origin clients reach this server at, such as "
             "https://mcp.example.org behind a TLS proxy (default: the address it listens on)",
             parse=public_origin),
@@ -3962,12 +3974,16 @@ class StateStore(typing.Protocol):
         """Raises the STORE_DOWN error unless the store answers now."""
     def problem(self) -> str | None:
         """Why the store cannot be used now, by the name of the error, or None."""
+    def entries(self, wiki: str, kind: str) -> Iterator[tuple[str, str]]:
+        """The name and value of each live entry of one kind (``mediawiki-mcp sign-in list``)."""
+    errors: int  # the requests that could not reach the store since this process began (/metrics)
 
 
 class MemoryStore:
     """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
     recently written forgotten first, never one a running call holds)."""
     name = "memory"
+    errors = 0  # it is always reached
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
@@ -4035,6 +4051,12 @@ class MemoryStore:
 
     def require(self) -> None:
         pass
+
+    def entries(self, wiki: str, kind: str) -> Iterator[tuple[str, str]]:
+        with self._changed:
+            found = [(key[2], value) for key, (value, until) in self._kinds[kind].items()
+                     if key[0] == wiki and until > self.clock()]
+        yield from found
 
 
 def open_state_store(url: str) -> StateStore:
@@ -4788,6 +4810,7 @@ class ServerState:
     page_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = dataclasses.field(
         default_factory=weakref.WeakValueDictionary, repr=False)
     people: People = dataclasses.field(default_factory=People)  # who signed in, and their clients
+    metrics: Metrics | None = None  # what /metrics counts, while served over HTTP with prometheus-client
 
     @classmethod
     def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
@@ -4801,7 +4824,13 @@ class ServerState:
                    idempotency=IdempotencyStore(store=shared))
 
     def make_client(self, wiki: WikiConfig) -> MediaWikiClient:
-        return wiki.client(self.config.user_agent, **self.client_options)
+        return self.observed(wiki.key, wiki.client(self.config.user_agent, **self.client_options))
+
+    def observed(self, key: str, client: MediaWikiClient) -> MediaWikiClient:
+        """``client``, each of its requests timed in /metrics under the wiki ``key`` when metrics are on."""
+        if self.metrics is not None:
+            client.observe = self.metrics.wiki_request_seconds.labels(key).observe
+        return client
 
     @property
     def guard(self) -> AddressGuard:
@@ -4844,7 +4873,7 @@ class ServerState:
             if wiki.key in self.wikis:
                 raise conflict(f"The wiki {wiki.key} is already configured.")
             self.wikis = {**self.wikis, wiki.key: wiki}
-            self.clients = {**self.clients, wiki.key: client}
+            self.clients = {**self.clients, wiki.key: self.observed(wiki.key, client)}
 
     def remove_wiki(self, key: str) -> WikiConfig:
         with self.lock:
@@ -5103,6 +5132,33 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
     return configured
 
 
+#: The most characters of a name a caller chose (a user name, a tool's) that a log line shows.
+LOGGED_NAME_CHARS = 80
+
+
+def logged(name: str) -> str:
+    """A name a caller chose, as a log line shows it: quoted, with control and bidi characters escaped
+    (repr), so that it can neither write a line of its own nor reorder what a terminal shows, and cut
+    to LOGGED_NAME_CHARS, so that it cannot fill the log."""
+    return repr(name[:LOGGED_NAME_CHARS]) + ("..." if len(name) > LOGGED_NAME_CHARS else "")
+
+
+def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: str, wiki: str,
+                   blocks: list[Any], is_error: bool) -> None:
+    """The operator's line of one tool call (INFO) and its count in /metrics: who, which tool on which
+    wiki, how it ended (an error's category, or done), from which address. Never the arguments or
+    the answer, which hold a page's text."""
+    outcome = "done"
+    if is_error:
+        category = str(blocks[0]).partition(":")[0] if blocks else ""
+        outcome = category if category in typing.get_args(ErrorCategory) else "error"
+    client = ctx.request.client if ctx.request is not None else None
+    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.name) if person else "-",
+             logged(tool), wiki or "-", outcome, client.host if client else "-")
+    if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
+        state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
+
+
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
@@ -5278,6 +5334,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
+        note_tool_call(state, ctx, person, params.name, wiki, blocks, is_error)
         await changes.announce(before)
         if session and loaded is not None and session.loaded != loaded:
             await changes.announce_to(ctx, loaded)
@@ -10842,12 +10899,20 @@ def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[st
     return [tag for tag in tags if tag not in usable]
 
 
+#: Libraries whose DEBUG lines hold what a page says, kept at INFO even at DEBUG: sse-starlette logs each
+#: event it sends (a tool's answer, page text and all), urllib3 each request's URL (a read's parameters,
+#: such as wikitext to render or compare).
+TEXT_LOGGERS = ("sse_starlette", "urllib3")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
         logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for name in TEXT_LOGGERS:
+            logging.getLogger(name).setLevel(max(logging.getLogger().level, logging.INFO))
         config = Config.from_env(env, config_path=args.config)
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
@@ -10980,6 +11045,7 @@ async def serve_stdio(server: MCPServer) -> None:
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
 #: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
@@ -11011,6 +11077,7 @@ class HttpOptions:
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
     sessions_per_person: int = DEFAULT_SESSIONS_PER_PERSON  # MCP sessions one person may have open
     header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS  # to send a request's line and headers
+    metrics_token: str | None = dataclasses.field(default=None, repr=False)  # MCP_METRICS_TOKEN
 
     @property
     def loopback(self) -> bool:
@@ -11064,6 +11131,10 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
                           "MCP_AUTH=login people sign in, and only the tokens of their sign-ins are accepted: "
                           "leave one of the two out")
     tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
+    metrics_token = setting(env, "MCP_METRICS_TOKEN")
+    if metrics_token and importlib.util.find_spec("prometheus_client") is None:
+        raise ConfigError("MCP_METRICS_TOKEN is set, but /metrics needs the prometheus-client package, which "
+                          "is not installed: pip install 'mediawiki-mcp[metrics]'")
     loopback = HttpOptions(host=host).loopback
     sign_in = login_module().sign_in_options(env, loopback) if auth == "login" else None
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
@@ -11072,7 +11143,8 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
                        shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"),
                        sessions_per_person=setting(env, "MCP_SESSIONS_PER_PERSON"),
-                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"))
+                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"),
+                       metrics_token=metrics_token)
 
 
 def login_module() -> Any:
@@ -11126,6 +11198,8 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
             and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
+    if path == METRICS_PATH:
+        return None  # Metrics.endpoint decides, by address or MCP_METRICS_TOKEN
     if options.sign_in or not (options.auth_token or options.tokens):
         return None  # with MCP_AUTH=login, SignIns.require_token checks the tokens
     authorization = headers.get("authorization", "")
@@ -11214,6 +11288,70 @@ class HealthCheck:
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
+class Metrics:
+    """The series of GET /metrics, in Prometheus' text format, in a registry of this server's own.
+    Labels are tool names, outcomes, reasons and wiki keys: never a person, a title or an address.
+
+    Answered to a client on this machine (a Prometheus beside the server, or a proxy's health of its
+    own), or to one sending MCP_METRICS_TOKEN: the counts tell how the server is used, if not by whom."""
+
+    def __init__(self, state: ServerState, token: str | None = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client.core import CounterMetricFamily
+        self.token = token
+        self.registry = CollectorRegistry()
+        self.tool_calls = Counter("mediawiki_mcp_tool_calls", "Tool calls, by tool and outcome (done, or the "
+                                  "error's category)", ["tool", "outcome"], registry=self.registry)
+        self.sign_ins = Counter("mediawiki_mcp_sign_ins", "Sign-in forms sent (MCP_AUTH=login), by outcome: "
+                                "signed_in, or why the sign-in was refused", ["outcome"], registry=self.registry)
+        self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
+                                              "a wiki took, by wiki key", ["wiki"], registry=self.registry)
+        store = state.reads.store
+
+        class StoreErrors:  # the store counts them itself; read at each scrape
+            def collect(self) -> Iterator[Any]:
+                yield CounterMetricFamily("mediawiki_mcp_store_errors", "Requests to the shared state store "
+                                          "(MCP_STATE_URL) that could not reach it", value=store.errors)
+        self.registry.register(StoreErrors())  # type: ignore[arg-type]  # a Collector by its collect()
+
+    def allowed(self, scope: Any) -> bool:
+        """Whether a request may read the metrics: from a loopback address (after uvicorn's reading of
+        a trusted proxy's X-Forwarded-For), or with MCP_METRICS_TOKEN."""
+        from starlette.datastructures import Headers
+        if self.token:
+            return bearer_matches(Headers(scope=scope).get("authorization", ""), self.token)
+        with contextlib.suppress(TypeError, IndexError, ValueError):
+            return ipaddress.ip_address(scope["client"][0]).is_loopback
+        return False
+
+    async def endpoint(self, scope: Any, receive: Any, send: Any) -> None:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from starlette.responses import JSONResponse, Response
+        if not self.allowed(scope):
+            reason = ("Send MCP_METRICS_TOKEN as 'Authorization: Bearer'." if self.token else
+                      "/metrics answers this machine only; set MCP_METRICS_TOKEN to scrape it from elsewhere.")
+            answer: Any = JSONResponse({"error": reason}, status_code=401 if self.token else 403,
+                                       headers={"WWW-Authenticate": "Bearer"} if self.token else None)
+        else:
+            answer = Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST,
+                              headers={"Cache-Control": "no-store"})
+        await answer(scope, receive, send)
+
+
+def metrics_of(state: ServerState, options: HttpOptions) -> Metrics | None:
+    """/metrics' series for a server about to be served, with each wiki's requests timed; None, said
+    once, without prometheus-client (the extra ``metrics``)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        log.info("%s is off: it needs prometheus-client (pip install 'mediawiki-mcp[metrics]')", METRICS_PATH)
+        return None
+    state.metrics = Metrics(state, options.metrics_token)
+    for key, _, client in state.entries():
+        state.observed(key, client)
+    return state.metrics
+
+
 def http_app(server: WikiServer, options: HttpOptions) -> Any:
     """The ASGI application: MCP at /mcp behind the Host, Origin and token checks,
     and /health. Embedders can serve it with any ASGI server."""
@@ -11222,6 +11360,7 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
+    metrics = server.state.metrics or metrics_of(server.state, options)
     if options.tokens and options.tokens.person not in server.state.people.sources:
         server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
@@ -11249,6 +11388,10 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+            elif scope["path"] == METRICS_PATH:
+                target = metrics.endpoint if metrics else JSONResponse(
+                    {"error": "/metrics needs prometheus-client: pip install 'mediawiki-mcp[metrics]'"},
+                    status_code=404)
             elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
                 # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth

@@ -11301,6 +11301,29 @@ def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
     assert token not in caplog.text
 
 
+def test_every_tool_call_is_one_line_of_the_log_and_no_pages_text_is_logged_even_at_debug(wiki: RealWiki) -> None:
+    """At INFO a line per call: person ('-' for none), tool, wiki, outcome, address; at DEBUG still no
+    page's text (the libraries that log answers or request URLs stay at INFO) and no secret."""
+    token, marker = "t" * 32, f"Unlogged{secrets.token_hex(6)}"
+    title = f"Log {secrets.token_hex(4)}"
+    with http_servers(({**wiki.env(), "MCP_AUTH_TOKEN": token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as [server]:
+        person = PersonSession(server.url, token)
+        person.call("create-page", title=title, source=f"The text {marker} of a page.")
+        assert marker in tool_text(person.call("get-page", title=title))
+        assert marker in tool_text(person.call("parse-wikitext", wikitext=f"''{marker}''"))
+        error_text(person.call("get-page", title=title + " gone"))
+        odd = "x\u202e\n" * 50  # an unknown tool's name, with a bidi override and line breaks
+        error_text(person.call(odd))
+    log = server.log
+    for tool, outcome in (("create-page", "done"), ("get-page", "done"), ("parse-wikitext", "done"),
+                          ("get-page", "not_found")):
+        assert f"tool call: person=- tool='{tool}' wiki={wiki.key} outcome={outcome} client=127.0.0.1" in log, log
+    assert "tool call: person=- tool='" + "x\\u202e\\n" * 26 + "x\\u202e'... wiki=- outcome=invalid_input" in log
+    assert " DEBUG " in log  # DEBUG was on
+    for secret in (marker, token, wiki.bot_password):
+        assert secret not in log
+
+
 def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
         wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
     token = secrets.token_hex(16)
@@ -12175,6 +12198,66 @@ def test_the_debug_log_of_a_served_sign_in_shows_no_secret(wiki: RealWiki) -> No
     assert '"GET /sign-in?request=(hidden) HTTP/1.1" 200' in http.log, http.log
     for secret in (link, code, tokens["access_token"], tokens["refresh_token"], wiki.editor_password):
         assert secret not in http.log
+
+
+def metric_values(url: str, **headers: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics beside ``url`` (/mcp), read with prometheus_client's own parser: each sample's value
+    by its name and labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+    answer = requests.get(url.replace("/mcp", "/metrics"), headers=headers, timeout=30)
+    assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/plain"), answer.text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.text) for sample in family.samples}
+
+
+def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    """/metrics in Prometheus' text format: a signed-in person's calls by tool and outcome, sign-ins by
+    outcome, store errors and each wiki's request times; no person, title or address in it. The log
+    has a line per call and names the address a failed sign-in came from."""
+    title = f"Metrics {secrets.token_hex(4)}"
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        assert Browser(wiki.editor_user, "wrong-" + wiki.editor_password).sign_in(
+            app.authorize_url(pkce()[1])) == ""
+        made, missing = signed_in_calls(url, Browser(wiki.editor_user, wiki.editor_password), [
+            ("create-page", {"title": title, "source": "Counted."}), ("get-page", {"title": title + " gone"})])
+        assert not made.is_error and missing.is_error, (made.text, missing.text)
+        values = metric_values(url)
+        text = requests.get(url.replace("/mcp", "/metrics"), timeout=30).text
+    assert values[("mediawiki_mcp_tool_calls_total", (("outcome", "done"), ("tool", "create-page")))] == 1
+    assert values[("mediawiki_mcp_tool_calls_total", (("outcome", "not_found"), ("tool", "get-page")))] == 1
+    assert values[("mediawiki_mcp_sign_ins_total", (("outcome", "authentication"),))] == 1
+    assert values[("mediawiki_mcp_sign_ins_total", (("outcome", "signed_in"),))] == 1
+    assert values[("mediawiki_mcp_store_errors_total", ())] == 0
+    assert values[("mediawiki_mcp_wiki_request_seconds_count", (("wiki", wiki.key),))] >= 3  # login, edit, read
+    for private in ("Editor", title):  # (the wiki's key here is an address, 127.0.0.1:port, as the client's)
+        assert private not in text, private
+    editor = wiki.editor_user.split("@")[0]
+    assert (f"tool call: person='{editor}' tool='create-page' wiki={wiki.key} outcome=done client=127.0.0.1"
+            in caplog.text), caplog.text
+    assert f"tool='get-page' wiki={wiki.key} outcome=not_found client=127.0.0.1" in caplog.text
+    assert f"sign-in to {wiki.key} as '{editor}' from 127.0.0.1 failed: authentication" in caplog.text
+    assert wiki.editor_password not in caplog.text
+
+
+def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None:
+    """Without MCP_METRICS_TOKEN /metrics answers loopback clients only (a proxy's X-Forwarded-For
+    names the client), with it only those that send it; the MCP tokens neither open nor close it."""
+    env = {**wiki.env(), "MCP_AUTH_TOKEN": "t" * 32}
+    with http_servers((env, ())) as [server]:
+        assert "mediawiki_mcp_tool_calls" in requests.get(server.url.replace("/mcp", "/metrics"), timeout=30).text
+        proxied = requests.get(server.url.replace("/mcp", "/metrics"), headers={"X-Forwarded-For": "203.0.113.9"},
+                               timeout=30)
+        assert proxied.status_code == 403 and "MCP_METRICS_TOKEN" in proxied.text
+    scraper = secrets.token_urlsafe(24)
+    with http_servers(({**env, "MCP_METRICS_TOKEN": scraper}, ())) as [server]:
+        metrics = server.url.replace("/mcp", "/metrics")
+        for sent in ({}, {"Authorization": "Bearer " + "t" * 32}):
+            assert requests.get(metrics, headers=sent, timeout=30).status_code == 401
+        assert metric_values(server.url, Authorization=f"Bearer {scraper}")[
+            ("mediawiki_mcp_store_errors_total", ())] == 0
+    assert scraper not in server.log and "t" * 32 not in server.log
 
 
 def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
