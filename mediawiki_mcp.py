@@ -11338,6 +11338,82 @@ class Metrics:
         await answer(scope, receive, send)
 
 
+class PersonSessions:
+    """The MCP sessions each person (of MCP_AUTH_TOKENS, or signed in) has open, at most ``cap``: one
+    more closes their oldest idle session, whose client is answered 404 next and opens another, as
+    the specification asks of it; while every one is busy (a call, or an event stream, open), the new
+    one is refused with 429. Without a cap, one person's client could hold sessions without end.
+    Used on the event loop only, so without a lock."""
+
+    def __init__(self, server: WikiServer, cap: int) -> None:
+        self.server, self.cap = server, cap
+        self.open: dict[str, dict[str, int]] = {}  # person ID -> session ID -> requests in flight, oldest first
+        self.owner: dict[str, str] = {}  # session ID -> person ID
+        self.opening: collections.Counter[str] = collections.Counter()  # sessions being opened, by person ID
+
+    def _transports(self) -> Mapping[str, Any]:
+        # private: the SDK offers no way to a session by its ID, nor one to end it but its client's DELETE
+        return typing.cast(Mapping[str, Any], self.server.session_manager._server_instances)
+
+    async def serve(self, app: Any, scope: Any, receive: Any, send: Any) -> None:
+        """Serves a request to /mcp through ``app``, keeping count of its person's sessions."""
+        from starlette.datastructures import Headers, MutableHeaders
+        from starlette.responses import JSONResponse
+        headers = Headers(scope=scope)
+        session = headers.get("mcp-session-id")
+        if session is not None:  # a request in a session: busy while it is served
+            sessions = self.open.get(self.owner.get(session, ""), {})
+            if session in sessions:
+                sessions[session] += 1
+            try:
+                await app(scope, receive, send)
+            finally:
+                if session in sessions:
+                    sessions[session] -= 1
+            return
+        token = bearer_token(headers.get("authorization", ""))
+        person = await on_own_thread(lambda: self.server.state.people.person(token)) if token else None
+        if person is None or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        sessions = self.open.setdefault(person.id, {})
+        live = self._transports()
+        for ended in [sid for sid in sessions if sid not in live]:
+            del sessions[ended]
+            self.owner.pop(ended, None)
+        if len(sessions) + self.opening[person.id] >= self.cap:
+            idle = next((sid for sid, busy in sessions.items() if not busy), None)
+            if idle is None:
+                log.warning("refused a new MCP session of %s: their %d are all busy (MCP_SESSIONS_PER_PERSON)",
+                            logged(person.name), self.cap)
+                reason = (f"{person.name} has {self.cap} MCP sessions open on this server, each busy, which is "
+                          "as many as one person may have (MCP_SESSIONS_PER_PERSON): end one (DELETE /mcp with "
+                          "its Mcp-Session-Id), or connect again once a call has finished.")
+                await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
+                                   status_code=429)(scope, receive, send)
+                return
+            del sessions[idle]
+            self.owner.pop(idle, None)
+            transport = live.get(idle)
+            if transport is not None and transport.idle_scope is not None:
+                transport.idle_scope.cancel()  # the SDK then ends the session, as after its idle time
+            log.info("closed the oldest idle MCP session of %s to open another (MCP_SESSIONS_PER_PERSON=%d)",
+                     logged(person.name), self.cap)
+        opened = person.id
+
+        async def noting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                sid = MutableHeaders(raw=message["headers"]).get("mcp-session-id")
+                if sid:
+                    sessions[sid], self.owner[sid] = 0, opened
+            await send(message)
+        self.opening[opened] += 1
+        try:
+            await app(scope, receive, noting)
+        finally:
+            self.opening[opened] -= 1
+
+
 def metrics_of(state: ServerState, options: HttpOptions) -> Metrics | None:
     """/metrics' series for a server about to be served, with each wiki's requests timed; None, said
     once, without prometheus-client (the extra ``metrics``)."""
@@ -11373,10 +11449,14 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
         session_idle_timeout=options.session_idle_seconds,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
+    oauth: Any = None
+    signed_in: Any = None
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
         server.state.people.sources.append(sign_ins.person)
         oauth, signed_in = sign_ins.app(), sign_ins.require_token(app)
+    capped = PersonSessions(server, options.sessions_per_person) if (
+        (options.tokens or options.sign_in) and not options.stateless) else None
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         target: Any = app
@@ -11395,6 +11475,9 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
             elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
                 # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth
+            if capped is not None and scope["path"] == MCP_PATH and target in (app, signed_in):
+                await capped.serve(target, scope, receive, send)
+                return
         await target(scope, receive, send)
     return guarded
 

@@ -11536,6 +11536,37 @@ def test_idle_http_sessions_are_closed(wiki: RealWiki, caplog: pytest.LogCapture
     assert gone.status_code == 404 and "Session not found" in gone.text
 
 
+def test_a_persons_session_beyond_the_cap_closes_their_oldest_idle_one_or_is_refused_while_all_are_busy(
+        wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """MCP_SESSIONS_PER_PERSON (2 here): a third session of one person closes their oldest idle one,
+    which then answers 404 as any ended session; while both are busy (an event stream open) a new one
+    is 429 naming the setting; another person's sessions are their own."""
+    server = make_server(editor_env(wiki))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    with caplog.at_level(logging.INFO), serving_people(server, tmp_path / "people.json", env,
+                                                       sessions_per_person=2) as url:
+        first, second, third = (PersonSession(url, admin_token) for _ in range(3))
+        assert post_rpc(url, "ping", session=first.session, headers=first.headers).status_code == 404
+        for kept in (second, third):
+            assert rpc_result(post_rpc(url, "ping", session=kept.session, headers=kept.headers)) == {}
+        streams = [requests.get(url, stream=True, timeout=30, headers={
+            **kept.headers, "Mcp-Session-Id": kept.session, "Accept": "text/event-stream",
+            "MCP-Protocol-Version": INIT_PARAMS["protocolVersion"]}) for kept in (second, third)]
+        assert [stream.status_code for stream in streams] == [200, 200]
+        refused = post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)
+        assert refused.status_code == 429 and "MCP_SESSIONS_PER_PERSON" in refused.text, refused.text
+        assert "has 2 MCP sessions open on this server, each busy" in refused.json()["error"]["message"]
+        PersonSession(url, member_token)  # Member's first session, beside Admin's two
+        for stream in streams:
+            stream.close()
+        deadline = time.monotonic() + 30
+        while (opened := post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)).status_code != 200:
+            assert opened.status_code == 429 and time.monotonic() < deadline, opened.text
+            time.sleep(0.05)  # polling for the server to see the streams closed
+    assert "closed the oldest idle MCP session of 'Admin' to open another (MCP_SESSIONS_PER_PERSON=2)" in caplog.text
+    assert m.HttpOptions().sessions_per_person == 20
+
+
 def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
     anonymous = {"MEDIAWIKI_URL": wiki.api}
     with http_servers((anonymous, ()), (anonymous, ())) as servers:
