@@ -10841,7 +10841,49 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--empty-means-unset", action="store_true",
                         help="read a variable set to nothing as unset, for installers that set every "
                              "variable (the Claude Desktop bundle)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sign_in = commands.add_parser(
+        "sign-in", help="who is signed in (MCP_AUTH=login): list, or revoke WIKI:USER",
+        description="Lists or revokes the sign-ins of MCP_AUTH=login, in the shared store of MCP_STATE_URL; "
+                    "run it with the server's environment (MCP_STATE_URL, MCP_AUTH_SECRET, the wikis).")
+    actions = sign_in.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="each person signed in: wiki, account, when, and their live tokens")
+    revoke = actions.add_parser("revoke", help="signs a person out: every token of theirs stops working")
+    revoke.add_argument("person", metavar="WIKI:USER", help="the person, as list names them")
     return parser
+
+
+def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, str], out: typing.TextIO) -> int:
+    """``mediawiki-mcp sign-in list|revoke``: the sign-ins kept in the shared store; the exit status."""
+    if not config.state_url:
+        raise ConfigError("sign-in list and revoke read the shared store of MCP_STATE_URL, which is not set: "
+                          "without it, sign-ins live in the server process's own memory, which no other process "
+                          "can see (restarting that server signs everyone out)")
+    login = login_module()
+    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
+    try:
+        if args.action == "revoke":
+            if args.person not in {person["person"] for person in sign_ins.signed_in()}:
+                print(f"No one is signed in as {args.person}; 'mediawiki-mcp sign-in list' names who is.", file=out)
+                return 1
+            sign_ins.sign_out_person(args.person)
+            print(f"Signed out {args.person}: every token of theirs is revoked; their MCP client asks them to "
+                  "sign in again.", file=out)
+            return 0
+        people = sign_ins.signed_in()
+    except WikiError as error:  # the store cannot be reached
+        print(f"mediawiki-mcp: {error.message}", file=sys.stderr)
+        return 1
+    if not people:
+        print("No one is signed in.", file=out)
+    rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
+        (p["person"], p["wiki"], p["account"] or "-", datetime.datetime.fromtimestamp(
+            p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
+         str(p["tokens"])) for p in people]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows if people else ():
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    return 0
 
 
 def check_wikis(config: Config, out: typing.TextIO) -> int:
@@ -10916,6 +10958,8 @@ def main(argv: list[str] | None = None) -> int:
         config = Config.from_env(env, config_path=args.config)
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
+        if args.command == "sign-in":
+            return sign_in_command(args, config, env, sys.stdout)
         http = http_options(args, env, config)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
         problem = store_problem_at_start(state.reads.store)

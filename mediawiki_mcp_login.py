@@ -13,6 +13,7 @@ as a script.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import html
@@ -555,7 +556,7 @@ class SignIns:
         if account.anonymous:
             raise authentication(f"{wiki.key} took the login but named no user; ask its administrators.")
         person_id = f"{wiki_key}:{account.name}"
-        record = {"name": account.name, "wiki": wiki_key, "username": username,
+        record = {"name": account.name, "wiki": wiki_key, "username": username, "since": int(time.time()),
                   "password": self.cipher.encrypt(password.encode()).decode()}
         self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
             {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
@@ -570,23 +571,41 @@ class SignIns:
             return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
                                  "sign out as 'Authorization: Bearer'."}, status_code=401,
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-        person_id = access.subject
-
-        def sign_out() -> None:
-            found = self._get("person", person_id) or {}
-            for pair in found.get("tokens", []):
-                self._forget("access", pair[0])
-                self._forget("refresh", pair[1])
-            self._forget("person", person_id)
-            for client in self.state.people.forget(person_id):
-                try:
-                    client.write({"action": "logout"})
-                except WikiError as error:  # the session ends by itself later
-                    log.warning("sign-out: %s", error)
-                client.close()
-            log.info("signed out: %s", person_id)
-        await on_own_thread(sign_out)
+        await on_own_thread(lambda: self.sign_out_person(str(access.subject)))
         return JSONResponse({"signedOut": True}, headers={"Cache-Control": "no-store"})
+
+    def sign_out_person(self, person_id: str) -> None:
+        """Revokes every token of a person (POST /sign-out, ``mediawiki-mcp sign-in revoke``), forgets
+        their wiki account and ends their wiki sessions of this process (action=logout)."""
+        found = self._get("person", person_id) or {}
+        for pair in found.get("tokens", []):
+            self._forget("access", pair[0])
+            self._forget("refresh", pair[1])
+        self._forget("person", person_id)
+        for client in self.state.people.forget(person_id):
+            try:
+                client.write({"action": "logout"})
+            except WikiError as error:  # the session ends by itself later
+                log.warning("sign-out: %s", error)
+            client.close()
+        log.info("signed out: %s", logged(person_id))
+
+    def signed_in(self) -> list[dict[str, Any]]:
+        """Who is signed in (``mediawiki-mcp sign-in list``), by person ID: their wiki, account, when they
+        signed in (a Unix time, or None) and how many refresh tokens of theirs still work; no secret."""
+        now = time.time()
+        tokens: collections.Counter[str] = collections.Counter()
+        for _, value in self.store.entries(SIGN_IN_SPACE, "refresh"):
+            grant = json.loads(value)
+            if grant.get("expires_at", 0) > now:
+                tokens[str(grant.get("subject"))] += 1
+        people = []
+        for person_id, value in self.store.entries(SIGN_IN_SPACE, "person"):
+            record = json.loads(value)
+            if "wiki" in record:  # (a record that only notes tokens was never signed in to)
+                people.append({"person": person_id, "wiki": record["wiki"], "account": record.get("username"),
+                               "since": record.get("since"), "tokens": tokens[person_id]})
+        return sorted(people, key=lambda person: person["person"])
 
     # -- serving -----------------------------------------------------------------------
 

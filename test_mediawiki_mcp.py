@@ -12816,6 +12816,39 @@ def test_a_person_signed_in_through_one_replica_is_let_in_by_the_other(
         assert secret not in values and secret not in logs
 
 
+def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their_tokens_fail(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """mediawiki-mcp sign-in list names each person signed in through a running server (wiki, account,
+    when, live tokens; no secret), and sign-in revoke WIKI:USER signs them out there: their access
+    token is 401, their refresh token refused. Without MCP_STATE_URL it says why it cannot see them."""
+    import redis
+    url = state_server.url.rpartition("/")[0] + "/7"  # a database of its own: other tests sign Editor in too
+    redis.Redis.from_url(url).flushdb()
+    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    person = f"{wiki.key}:Editor"
+    with http_servers((env, ())) as [server]:
+        app = OAuthApp.register(server.url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert initialize_status(server.url, tokens["access_token"]) == 200
+        listed = run_script("sign-in", "list", env=env)
+        assert listed.returncode == 0, listed.stderr
+        header, row = listed.stdout.splitlines()
+        assert header.split() == ["PERSON", "WIKI", "ACCOUNT", "SIGNED", "IN", "LIVE", "TOKENS"]
+        assert row.split()[:3] == [person, wiki.key, wiki.editor_user] and row.split()[-1] == "1", row
+        assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d UTC ", row), row
+        revoked = run_script("sign-in", "revoke", person, env=env)
+        assert revoked.returncode == 0 and f"Signed out {person}: every token of theirs is revoked" in revoked.stdout
+        assert initialize_status(server.url, tokens["access_token"]) == 401
+        assert app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]).status_code == 400
+        assert run_script("sign-in", "list", env=env).stdout == "No one is signed in.\n"
+        again = run_script("sign-in", "revoke", person, env=env)
+        assert again.returncode == 1 and f"No one is signed in as {person}" in again.stdout
+    for secret in (wiki.editor_password, tokens["access_token"], tokens["refresh_token"], url):
+        assert secret not in listed.stdout + listed.stderr + revoked.stdout + revoked.stderr
+    alone = run_script("sign-in", "list", env=login_env(wiki))
+    assert alone.returncode == 2 and "MCP_STATE_URL, which is not set" in alone.stderr
+
+
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
     store = StateServer("valkey")  # one of its own, to stop
     try:
