@@ -11242,8 +11242,6 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
             and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
-    if path == METRICS_PATH:
-        return None  # Metrics.endpoint decides, by address or MCP_METRICS_TOKEN
     if options.sign_in or not (options.auth_token or options.tokens):
         return None  # with MCP_AUTH=login, SignIns.require_token checks the tokens
     authorization = headers.get("authorization", "")
@@ -11336,13 +11334,14 @@ class Metrics:
     """The series of GET /metrics, in Prometheus' text format, in a registry of this server's own.
     Labels are tool names, outcomes, reasons and wiki keys: never a person, a title or an address.
 
-    Answered to a client on this machine (a Prometheus beside the server, or a proxy's health of its
-    own), or to one sending MCP_METRICS_TOKEN: the counts tell how the server is used, if not by whom."""
+    Answered to a client on this machine (a Prometheus beside the server) that names it as Host, or to
+    one sending MCP_METRICS_TOKEN: the counts tell how the server is used, if not by whom."""
 
-    def __init__(self, state: ServerState, token: str | None = None) -> None:
+    def __init__(self, state: ServerState, token: str | None = None, hosts: Sequence[str] = ()) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
         from prometheus_client.core import CounterMetricFamily
         self.token = token
+        self.hosts = [*LOOPBACK_HOSTS, *hosts]  # Host headers of a scrape without the token
         self.registry = CollectorRegistry()
         self.tool_calls = Counter("mediawiki_mcp_tool_calls", "Tool calls, by tool and outcome (done, or the "
                                   "error's category)", ["tool", "outcome"], registry=self.registry)
@@ -11359,13 +11358,16 @@ class Metrics:
         self.registry.register(StoreErrors())  # type: ignore[arg-type]  # a Collector by its collect()
 
     def allowed(self, scope: Any) -> bool:
-        """Whether a request may read the metrics: from a loopback address (after uvicorn's reading of
-        a trusted proxy's X-Forwarded-For), or with MCP_METRICS_TOKEN."""
+        """Whether a request may read the metrics: with MCP_METRICS_TOKEN, which no web page has; else
+        from a loopback address (after uvicorn's reading of a trusted proxy's X-Forwarded-For) with a
+        Host naming this server, as a browser led there by DNS rebinding would not."""
         from starlette.datastructures import Headers
+        headers = Headers(scope=scope)
         if self.token:
-            return bearer_matches(Headers(scope=scope).get("authorization", ""), self.token)
+            return bearer_matches(headers.get("authorization", ""), self.token)
         with contextlib.suppress(TypeError, IndexError, ValueError):
-            return ipaddress.ip_address(scope["client"][0]).is_loopback
+            return (ipaddress.ip_address(scope["client"][0]).is_loopback
+                    and header_allowed(headers.get("host"), self.hosts))
         return False
 
     async def endpoint(self, scope: Any, receive: Any, send: Any) -> None:
@@ -11466,7 +11468,7 @@ def metrics_of(state: ServerState, options: HttpOptions) -> Metrics | None:
     except ImportError:
         log.info("%s is off: it needs prometheus-client (pip install 'mediawiki-mcp[metrics]')", METRICS_PATH)
         return None
-    state.metrics = Metrics(state, options.metrics_token)
+    state.metrics = Metrics(state, options.metrics_token, options.served_hosts)
     for key, _, client in state.entries():
         state.observed(key, client)
     return state.metrics
@@ -11504,7 +11506,10 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         target: Any = app
-        if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
+        if scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            target = metrics.endpoint if metrics else JSONResponse(
+                {"error": "/metrics needs prometheus-client: pip install 'mediawiki-mcp[metrics]'"}, status_code=404)
+        elif scope["type"] == "http" and scope["path"] != HEALTH_PATH:
             refusal = http_refusal(Headers(scope=scope), options, scope["path"])
             if refusal is not None:
                 status, reason = refusal
@@ -11512,10 +11517,6 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
-            elif scope["path"] == METRICS_PATH:
-                target = metrics.endpoint if metrics else JSONResponse(
-                    {"error": "/metrics needs prometheus-client: pip install 'mediawiki-mcp[metrics]'"},
-                    status_code=404)
             elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
                 # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth

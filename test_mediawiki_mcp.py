@@ -12274,20 +12274,23 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
 
 def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None:
     """Without MCP_METRICS_TOKEN /metrics answers loopback clients only (a proxy's X-Forwarded-For
-    names the client), with it only those that send it; the MCP tokens neither open nor close it."""
-    env = {**wiki.env(), "MCP_AUTH_TOKEN": "t" * 32}
+    names the client) that name this machine as Host (not a page led there by DNS rebinding), with it
+    only those that send it, from anywhere; the MCP tokens neither open nor close it."""
+    env = {**wiki.env(), "MCP_AUTH_TOKEN": "t" * 32, "MCP_ALLOWED_HOSTS": "mcp.example.org"}
     with http_servers((env, ())) as [server]:
-        assert "mediawiki_mcp_tool_calls" in requests.get(server.url.replace("/mcp", "/metrics"), timeout=30).text
-        proxied = requests.get(server.url.replace("/mcp", "/metrics"), headers={"X-Forwarded-For": "203.0.113.9"},
-                               timeout=30)
-        assert proxied.status_code == 403 and "MCP_METRICS_TOKEN" in proxied.text
+        metrics = server.url.replace("/mcp", "/metrics")
+        assert "mediawiki_mcp_tool_calls" in requests.get(metrics, timeout=30).text  # Host: 127.0.0.1:port
+        assert requests.get(metrics, headers={"Host": "mcp.example.org"}, timeout=30).status_code == 200
+        for headers in ({"X-Forwarded-For": "203.0.113.9"}, {"Host": "evil.example"}):
+            refused = requests.get(metrics, headers=headers, timeout=30)
+            assert refused.status_code == 403 and "MCP_METRICS_TOKEN" in refused.text, headers
     scraper = secrets.token_urlsafe(24)
     with http_servers(({**env, "MCP_METRICS_TOKEN": scraper}, ())) as [server]:
         metrics = server.url.replace("/mcp", "/metrics")
         for sent in ({}, {"Authorization": "Bearer " + "t" * 32}):
             assert requests.get(metrics, headers=sent, timeout=30).status_code == 401
-        assert metric_values(server.url, Authorization=f"Bearer {scraper}")[
-            ("mediawiki_mcp_store_errors_total", ())] == 0
+        assert metric_values(server.url, Authorization=f"Bearer {scraper}", Host="10.0.0.5:3000",
+                             **{"X-Forwarded-For": "203.0.113.9"})[("mediawiki_mcp_store_errors_total", ())] == 0
     assert scraper not in server.log and "t" * 32 not in server.log
 
 
