@@ -28,6 +28,7 @@ import functools
 import hashlib
 import html
 import html.parser
+import importlib.util
 import inspect
 import ipaddress
 import itertools
@@ -84,6 +85,11 @@ DEFAULT_HTTP_HOST = "127.0.0.1"
 #: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
 SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_HTTP_PORT = 3000
+#: MCP_SESSIONS_PER_PERSON's default: a person's clients at once, with room for those that crashed.
+DEFAULT_SESSIONS_PER_PERSON = 20
+#: MCP_HEADER_TIMEOUT_SECONDS's default: ample for a request's head on any link, short for a client that
+#: opens connections and sends their heads a byte at a time to hold them (slowloris).
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 #: Host names of this machine, which OAuth lets be served over plain http.
 LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
 #: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
@@ -646,6 +652,8 @@ class MediaWikiClient:
         self._account: Account | None = None
         self._group_rights: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
+        #: Given the seconds each request to the wiki took (ServerState.observed: /metrics), or None.
+        self.observe: Callable[[float], None] | None = None
 
     def __repr__(self) -> str:  # never the credentials
         return f"<MediaWikiClient {self.url!r} user={self.username!r}>"
@@ -937,7 +945,12 @@ class MediaWikiClient:
             if self._api_url is not None and new_host == self.host:
                 self._api_url = location.split("?")[0]  # e.g. http -> https: go there directly from now on
         options = {"params": fields} if method == "GET" else {"data": fields, "files": files}
-        return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
+        started = time.monotonic()
+        try:
+            return follow(self._session, method, url, guard=self.guard, hop=hop, timeout=self.timeout, **options)
+        finally:
+            if self.observe is not None:
+                self.observe(time.monotonic() - started)
 
     def _answer(self, response: requests.Response, data: dict[str, Any] | None, target: str,
                 fields: Mapping[str, str], write: bool) -> dict[str, Any]:
@@ -1744,6 +1757,10 @@ SETTINGS = {row.variable: row for row in (
             "default when either is set) or login (each person signs in with a bot password of their own; "
             "docs/sign-in.md)",
             parse=setting_parser(str.lower, lambda text: text.lower() in AUTH_MODES, " or ".join(AUTH_MODES))),
+    Setting("MCP_METRICS_TOKEN", "HTTP: token a scraper of /metrics sends as 'Authorization: Bearer' (default: "
+            "none, and /metrics answers this machine's own addresses only); needs pip install "
+            "'mediawiki-mcp[metrics]'", parse=functools.partial(credential, header=True), secret=True,
+            empty_is_default=False),
     Setting("MCP_PUBLIC_URL", "HTTP with MCP_AUTH=login: the origin clients reach this server at, such as "
             "https://mcp.example.org behind a TLS proxy (default: the address it listens on)",
             parse=public_origin),
@@ -1772,6 +1789,15 @@ SETTINGS = {row.variable: row for row in (
             SHUTDOWN_GRACE_SECONDS, setting_parser(
                 float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and float(text) <= 3600,
                 "a number of seconds up to 3600")),
+    Setting("MCP_SESSIONS_PER_PERSON", "HTTP: MCP sessions one person (MCP_AUTH_TOKENS, MCP_AUTH=login) may have "
+            f"open at once (default {DEFAULT_SESSIONS_PER_PERSON}); one more closes their oldest idle session, or "
+            "is refused (429) while every one is busy", DEFAULT_SESSIONS_PER_PERSON,
+            setting_parser(int, lambda text: whole_number(text) and int(text) >= 1, "a whole number, at least 1")),
+    Setting("MCP_HEADER_TIMEOUT_SECONDS", "HTTP: seconds a client has to send a request's line and headers "
+            f"(default {DEFAULT_HEADER_TIMEOUT_SECONDS:g}); a connection still sending them then is closed",
+            DEFAULT_HEADER_TIMEOUT_SECONDS, setting_parser(
+                float, lambda text: re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None and 0 < float(text) <= 3600,
+                "a number of seconds above 0, up to 3600")),
     Setting("MCP_STATE_URL", "redis:// or rediss:// address of a Valkey or Redis server through which replicas "
             "share idempotency keys and the record of reads (needs pip install 'mediawiki-mcp[redis]'); "
             "default: kept in each process's memory", parse=state_address, field="stateUrl", secret=True),
@@ -3976,12 +4002,16 @@ class StateStore(typing.Protocol):
         """Raises the STORE_DOWN error unless the store answers now."""
     def problem(self) -> str | None:
         """Why the store cannot be used now, by the name of the error, or None."""
+    def entries(self, wiki: str, kind: str) -> Iterator[tuple[str, str]]:
+        """The name and value of each live entry of one kind (``mediawiki-mcp sign-in list``)."""
+    errors: int  # the requests that could not reach the store since this process began (/metrics)
 
 
 class MemoryStore:
     """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
     recently written forgotten first, never one a running call holds)."""
     name = "memory"
+    errors = 0  # it is always reached
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
@@ -4049,6 +4079,12 @@ class MemoryStore:
 
     def require(self) -> None:
         pass
+
+    def entries(self, wiki: str, kind: str) -> Iterator[tuple[str, str]]:
+        with self._changed:
+            found = [(key[2], value) for key, (value, until) in self._kinds[kind].items()
+                     if key[0] == wiki and until > self.clock()]
+        yield from found
 
 
 def open_state_store(url: str) -> StateStore:
@@ -4804,6 +4840,7 @@ class ServerState:
     page_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = dataclasses.field(
         default_factory=weakref.WeakValueDictionary, repr=False)
     people: People = dataclasses.field(default_factory=People)  # who signed in, and their clients
+    metrics: Metrics | None = None  # what /metrics counts, while served over HTTP with prometheus-client
 
     @classmethod
     def from_config(cls, config: Config, registry: Registry = REGISTRY, *, stateless: bool = False,
@@ -4817,7 +4854,13 @@ class ServerState:
                    idempotency=IdempotencyStore(store=shared))
 
     def make_client(self, wiki: WikiConfig) -> MediaWikiClient:
-        return wiki.client(self.config.user_agent, **self.client_options)
+        return self.observed(wiki.key, wiki.client(self.config.user_agent, **self.client_options))
+
+    def observed(self, key: str, client: MediaWikiClient) -> MediaWikiClient:
+        """``client``, each of its requests timed in /metrics under the wiki ``key`` when metrics are on."""
+        if self.metrics is not None:
+            client.observe = self.metrics.wiki_request_seconds.labels(key).observe
+        return client
 
     @property
     def guard(self) -> AddressGuard:
@@ -4860,7 +4903,7 @@ class ServerState:
             if wiki.key in self.wikis:
                 raise conflict(f"The wiki {wiki.key} is already configured.")
             self.wikis = {**self.wikis, wiki.key: wiki}
-            self.clients = {**self.clients, wiki.key: client}
+            self.clients = {**self.clients, wiki.key: self.observed(wiki.key, client)}
 
     def remove_wiki(self, key: str) -> WikiConfig:
         with self.lock:
@@ -5119,6 +5162,33 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
     return configured
 
 
+#: The most characters of a name a caller chose (a user name, a tool's) that a log line shows.
+LOGGED_NAME_CHARS = 80
+
+
+def logged(name: str) -> str:
+    """A name a caller chose, as a log line shows it: quoted, with control and bidi characters escaped
+    (repr), so that it can neither write a line of its own nor reorder what a terminal shows, and cut
+    to LOGGED_NAME_CHARS, so that it cannot fill the log."""
+    return repr(name[:LOGGED_NAME_CHARS]) + ("..." if len(name) > LOGGED_NAME_CHARS else "")
+
+
+def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: str, wiki: str,
+                   blocks: list[Any], is_error: bool) -> None:
+    """The operator's line of one tool call (INFO) and its count in /metrics: who, which tool on which
+    wiki, how it ended (an error's category, or done), from which address. Never the arguments or
+    the answer, which hold a page's text."""
+    outcome = "done"
+    if is_error:
+        category = str(blocks[0]).partition(":")[0] if blocks else ""
+        outcome = category if category in typing.get_args(ErrorCategory) else "error"
+    client = ctx.request.client if ctx.request is not None else None
+    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.name) if person else "-",
+             logged(tool), wiki or "-", outcome, client.host if client else "-")
+    if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
+        state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
+
+
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
@@ -5294,6 +5364,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
+        note_tool_call(state, ctx, person, params.name, wiki, blocks, is_error)
         await changes.announce(before)
         if session and loaded is not None and session.loaded != loaded:
             await changes.announce_to(ctx, loaded)
@@ -10828,6 +10899,15 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--empty-means-unset", action="store_true",
                         help="read a variable set to nothing as unset, for installers that set every "
                              "variable (the Claude Desktop bundle)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sign_in = commands.add_parser(
+        "sign-in", help="who is signed in (MCP_AUTH=login): list, or revoke WIKI:USER",
+        description="Lists or revokes the sign-ins of MCP_AUTH=login, in the shared store of MCP_STATE_URL; "
+                    "run it with the server's environment (MCP_STATE_URL, MCP_AUTH_SECRET, the wikis).")
+    actions = sign_in.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="each person signed in: wiki, account, when, and their live tokens")
+    revoke = actions.add_parser("revoke", help="signs a person out: every token of theirs stops working")
+    revoke.add_argument("person", metavar="WIKI:USER", help="the person, as list names them")
     return parser
 
 
@@ -10840,6 +10920,39 @@ def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str]) -> HttpOp
     port = setting(env, "PORT") if args.port is None else args.port
     sign_in = login_module().sign_in_options(env, HttpOptions(host=host).loopback)
     return HttpOptions(host=host, port=port, auth="login", sign_in=sign_in)
+
+
+def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, str], out: typing.TextIO) -> int:
+    """``mediawiki-mcp sign-in list|revoke``: the sign-ins kept in the shared store; the exit status."""
+    if not config.state_url:
+        raise ConfigError("sign-in list and revoke read the shared store of MCP_STATE_URL, which is not set: "
+                          "without it, sign-ins live in the server process's own memory, which no other process "
+                          "can see (restarting that server signs everyone out)")
+    login = login_module()
+    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
+    try:
+        if args.action == "revoke":
+            if args.person not in {person["person"] for person in sign_ins.signed_in()}:
+                print(f"No one is signed in as {args.person}; 'mediawiki-mcp sign-in list' names who is.", file=out)
+                return 1
+            sign_ins.sign_out_person(args.person)
+            print(f"Signed out {args.person}: every token of theirs is revoked; their MCP client asks them to "
+                  "sign in again.", file=out)
+            return 0
+        people = sign_ins.signed_in()
+    except WikiError as error:  # the store cannot be reached
+        print(f"mediawiki-mcp: {error.message}", file=sys.stderr)
+        return 1
+    if not people:
+        print("No one is signed in.", file=out)
+    rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
+        (p["person"], p["wiki"], p["account"] or "-", datetime.datetime.fromtimestamp(
+            p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
+         str(p["tokens"])) for p in people]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows if people else ():
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    return 0
 
 
 def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:
@@ -10903,15 +11016,25 @@ def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[st
     return [tag for tag in tags if tag not in usable]
 
 
+#: Libraries whose DEBUG lines hold what a page says, kept at INFO even at DEBUG: sse-starlette logs each
+#: event it sends (a tool's answer, page text and all), urllib3 each request's URL (a read's parameters,
+#: such as wikitext to render or compare).
+TEXT_LOGGERS = ("sse_starlette", "urllib3")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = argument_parser().parse_args(argv)
     env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
     try:
         logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for name in TEXT_LOGGERS:
+            logging.getLogger(name).setLevel(max(logging.getLogger().level, logging.INFO))
         config = Config.from_env(env, config_path=args.config)
         config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
             config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
+        if args.command == "sign-in":
+            return sign_in_command(args, config, env, sys.stdout)
         http = http_options(args, env, config)
         state = ServerState.from_config(config, stateless=http is not None and http.stateless)
         problem = store_problem_at_start(state.reads.store)
@@ -11046,6 +11169,7 @@ async def serve_stdio(server: MCPServer) -> None:
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
 #: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
@@ -11075,6 +11199,9 @@ class HttpOptions:
     stateless: bool = False
     session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
     shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
+    sessions_per_person: int = DEFAULT_SESSIONS_PER_PERSON  # MCP sessions one person may have open
+    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS  # to send a request's line and headers
+    metrics_token: str | None = dataclasses.field(default=None, repr=False)  # MCP_METRICS_TOKEN
 
     @property
     def loopback(self) -> bool:
@@ -11091,6 +11218,16 @@ class HttpOptions:
     def public_url(self) -> str:
         """The origin clients reach this server at: MCP_PUBLIC_URL, else the address it listens on."""
         return self.sign_in and self.sign_in.public_url or self.url.removesuffix(MCP_PATH)
+
+    @property
+    def served_hosts(self) -> list[str]:
+        """The Host headers answered (header_allowed's patterns): MCP_ALLOWED_HOSTS, else the loopback
+        names when listening on loopback; and MCP_PUBLIC_URL's host, which clients are sent to. None:
+        Host is not checked."""
+        hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
+        if self.sign_in and self.sign_in.public_url:
+            hosts.append(urllib.parse.urlsplit(self.sign_in.public_url).netloc)
+        return hosts
 
 
 def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
@@ -11113,17 +11250,25 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
     if auth == "token" and not (token or tokens_path):
         raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
                           "(a file of people and their tokens)")
-    if auth == "login" and tokens_path:  # the sign-in's tokens are the only ones then: say so, not ignore it
-        raise ConfigError("MCP_AUTH_TOKENS is for MCP_AUTH=token; with MCP_AUTH=login people sign in, and "
-                          "only the tokens of their sign-ins are accepted: leave one of the two out")
+    if auth == "login" and (token or tokens_path):  # the sign-in's tokens are the only ones then: say so
+        raise ConfigError(f"{'MCP_AUTH_TOKENS' if tokens_path else 'MCP_AUTH_TOKEN'} is for MCP_AUTH=token; with "
+                          "MCP_AUTH=login people sign in, and only the tokens of their sign-ins are accepted: "
+                          "leave one of the two out")
     tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
+    metrics_token = setting(env, "MCP_METRICS_TOKEN")
+    if metrics_token and importlib.util.find_spec("prometheus_client") is None:
+        raise ConfigError("MCP_METRICS_TOKEN is set, but /metrics needs the prometheus-client package, which "
+                          "is not installed: pip install 'mediawiki-mcp[metrics]'")
     loopback = HttpOptions(host=host).loopback
     sign_in = login_module().sign_in_options(env, loopback) if auth == "login" else None
     return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
                        allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
                        auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in,
                        stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
-                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"))
+                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"),
+                       sessions_per_person=setting(env, "MCP_SESSIONS_PER_PERSON"),
+                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"),
+                       metrics_token=metrics_token)
 
 
 def login_module() -> Any:
@@ -11169,8 +11314,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
     MCP_AUTH=login, the SDK's check of the tokens of sign-ins, SignIns.require_token)."""
-    # without MCP_ALLOWED_HOSTS, Host is checked on loopback only
-    hosts = options.allowed_hosts or (LOOPBACK_HOSTS if options.loopback else ())
+    hosts = options.served_hosts
     if hosts and not header_allowed(headers.get("host"), hosts):
         return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
     origin = headers.get("origin")  # none: the request is not from a browser page
@@ -11264,6 +11408,150 @@ class HealthCheck:
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
 
+class Metrics:
+    """The series of GET /metrics, in Prometheus' text format, in a registry of this server's own.
+    Labels are tool names, outcomes, reasons and wiki keys: never a person, a title or an address.
+
+    Answered to a client on this machine (a Prometheus beside the server) that names it as Host, or to
+    one sending MCP_METRICS_TOKEN: the counts tell how the server is used, if not by whom."""
+
+    def __init__(self, state: ServerState, token: str | None = None, hosts: Sequence[str] = ()) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client.core import CounterMetricFamily
+        self.token = token
+        self.hosts = [*LOOPBACK_HOSTS, *hosts]  # Host headers of a scrape without the token
+        self.registry = CollectorRegistry()
+        self.tool_calls = Counter("mediawiki_mcp_tool_calls", "Tool calls, by tool and outcome (done, or the "
+                                  "error's category)", ["tool", "outcome"], registry=self.registry)
+        self.sign_ins = Counter("mediawiki_mcp_sign_ins", "Sign-in forms sent (MCP_AUTH=login), by outcome: "
+                                "signed_in, or why the sign-in was refused", ["outcome"], registry=self.registry)
+        self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
+                                              "a wiki took, by wiki key", ["wiki"], registry=self.registry)
+        store = state.reads.store
+
+        class StoreErrors:  # the store counts them itself; read at each scrape
+            def collect(self) -> Iterator[Any]:
+                yield CounterMetricFamily("mediawiki_mcp_store_errors", "Requests to the shared state store "
+                                          "(MCP_STATE_URL) that could not reach it", value=store.errors)
+        self.registry.register(StoreErrors())  # type: ignore[arg-type]  # a Collector by its collect()
+
+    def allowed(self, scope: Any) -> bool:
+        """Whether a request may read the metrics: with MCP_METRICS_TOKEN, which no web page has; else
+        from a loopback address (after uvicorn's reading of a trusted proxy's X-Forwarded-For) with a
+        Host naming this server, as a browser led there by DNS rebinding would not."""
+        from starlette.datastructures import Headers
+        headers = Headers(scope=scope)
+        if self.token:
+            return bearer_matches(headers.get("authorization", ""), self.token)
+        with contextlib.suppress(TypeError, IndexError, ValueError):
+            return (ipaddress.ip_address(scope["client"][0]).is_loopback
+                    and header_allowed(headers.get("host"), self.hosts))
+        return False
+
+    async def endpoint(self, scope: Any, receive: Any, send: Any) -> None:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from starlette.responses import JSONResponse, Response
+        if not self.allowed(scope):
+            reason = ("Send MCP_METRICS_TOKEN as 'Authorization: Bearer'." if self.token else
+                      "/metrics answers this machine only; set MCP_METRICS_TOKEN to scrape it from elsewhere.")
+            answer: Any = JSONResponse({"error": reason}, status_code=401 if self.token else 403,
+                                       headers={"WWW-Authenticate": "Bearer"} if self.token else None)
+        else:
+            answer = Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST,
+                              headers={"Cache-Control": "no-store"})
+        await answer(scope, receive, send)
+
+
+class PersonSessions:
+    """The MCP sessions each person (of MCP_AUTH_TOKENS, or signed in) has open, at most ``cap``: one
+    more closes their oldest idle session, whose client is answered 404 next and opens another, as
+    the specification asks of it; while every one is busy (a call, or an event stream, open), the new
+    one is refused with 429. Without a cap, one person's client could hold sessions without end.
+    Used on the event loop only, so without a lock."""
+
+    def __init__(self, server: WikiServer, cap: int) -> None:
+        self.server, self.cap = server, cap
+        self.open: dict[str, dict[str, int]] = {}  # person ID -> session ID -> requests in flight, oldest first
+        self.owner: dict[str, str] = {}  # session ID -> person ID
+        self.opening: collections.Counter[str] = collections.Counter()  # sessions being opened, by person ID
+
+    def _transports(self) -> Mapping[str, Any]:
+        # private: the SDK offers no way to a session by its ID, nor one to end it but its client's DELETE
+        return typing.cast(Mapping[str, Any], self.server.session_manager._server_instances)
+
+    async def serve(self, app: Any, scope: Any, receive: Any, send: Any) -> None:
+        """Serves a request to /mcp through ``app``, keeping count of its person's sessions."""
+        from starlette.datastructures import Headers, MutableHeaders
+        from starlette.responses import JSONResponse
+        headers = Headers(scope=scope)
+        session = headers.get("mcp-session-id")
+        if session is not None:  # a request in a session: busy while it is served
+            sessions = self.open.get(self.owner.get(session, ""), {})
+            if session in sessions:
+                sessions[session] += 1
+            try:
+                await app(scope, receive, send)
+            finally:
+                if session in sessions:
+                    sessions[session] -= 1
+            return
+        token = bearer_token(headers.get("authorization", ""))
+        person = await on_own_thread(lambda: self.server.state.people.person(token)) if token else None
+        if person is None or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        sessions = self.open.setdefault(person.id, {})
+        live = self._transports()
+        for ended in [sid for sid in sessions if sid not in live]:
+            del sessions[ended]
+            self.owner.pop(ended, None)
+        if len(sessions) + self.opening[person.id] >= self.cap:
+            idle = next((sid for sid, busy in sessions.items() if not busy), None)
+            if idle is None:
+                log.warning("refused a new MCP session of %s: their %d are all busy (MCP_SESSIONS_PER_PERSON)",
+                            logged(person.name), self.cap)
+                reason = (f"{person.name} has {self.cap} MCP sessions open on this server, each busy, which is "
+                          "as many as one person may have (MCP_SESSIONS_PER_PERSON): end one (DELETE /mcp with "
+                          "its Mcp-Session-Id), or connect again once a call has finished.")
+                await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
+                                   status_code=429)(scope, receive, send)
+                return
+            del sessions[idle]
+            self.owner.pop(idle, None)
+            transport = live.get(idle)
+            if transport is not None and transport.idle_scope is not None:
+                transport.idle_scope.cancel()  # the SDK then ends the session, as after its idle time
+            log.info("closed the oldest idle MCP session of %s to open another (MCP_SESSIONS_PER_PERSON=%d)",
+                     logged(person.name), self.cap)
+        opened = person.id
+
+        async def noting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                sid = MutableHeaders(raw=message["headers"]).get("mcp-session-id")
+                if sid:
+                    sessions[sid], self.owner[sid] = 0, opened
+            await send(message)
+        self.opening[opened] += 1
+        try:
+            await app(scope, receive, noting)
+        finally:
+            self.opening[opened] -= 1
+
+
+def metrics_of(state: ServerState, options: HttpOptions) -> Metrics | None:
+    """/metrics' series for a server about to be served, with each wiki's requests timed; None, said
+    once, without prometheus-client (the extra ``metrics``)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        log.info("%s is off: it needs prometheus-client (pip install 'mediawiki-mcp[metrics]')", METRICS_PATH)
+        return None
+    state.metrics = Metrics(state, options.metrics_token, options.served_hosts)
+    for key, _, client in state.entries():
+        state.observed(key, client)
+    return state.metrics
+
+
 def http_app(server: WikiServer, options: HttpOptions) -> Any:
     """The ASGI application: MCP at /mcp behind the Host, Origin and token checks,
     and /health. Embedders can serve it with any ASGI server."""
@@ -11272,6 +11560,7 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from starlette.responses import JSONResponse
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
+    metrics = server.state.metrics or metrics_of(server.state, options)
     if options.tokens and options.tokens.person not in server.state.people.sources:
         server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
@@ -11284,14 +11573,21 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
         session_idle_timeout=options.session_idle_seconds,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
 
+    oauth: Any = None
+    signed_in: Any = None
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
         server.state.people.sources.append(sign_ins.person)
         oauth, signed_in = sign_ins.app(), sign_ins.require_token(app)
+    capped = PersonSessions(server, options.sessions_per_person) if (
+        (options.tokens or options.sign_in) and not options.stateless) else None
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         target: Any = app
-        if scope["type"] == "http" and scope["path"] != HEALTH_PATH:
+        if scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            target = metrics.endpoint if metrics else JSONResponse(
+                {"error": "/metrics needs prometheus-client: pip install 'mediawiki-mcp[metrics]'"}, status_code=404)
+        elif scope["type"] == "http" and scope["path"] != HEALTH_PATH:
             refusal = http_refusal(Headers(scope=scope), options, scope["path"])
             if refusal is not None:
                 status, reason = refusal
@@ -11302,6 +11598,9 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
             elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
                 # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth
+            if capped is not None and scope["path"] == MCP_PATH and target in (app, signed_in):
+                await capped.serve(target, scope, receive, send)
+                return
         await target(scope, receive, send)
     return guarded
 
@@ -11325,6 +11624,47 @@ def http_warnings(options: HttpOptions, blank: Collection[str] = ()) -> list[str
 #: What a blank setting turns into that an operator would not expect from an empty value.
 BLANK_MEANS = {"MCP_AUTH_TOKEN": "HTTP requests need no token",
                "MEDIAWIKI_URL": f"the wiki is the default, {DEFAULT_WIKI_URL}"}
+
+
+def head_timeout_protocol(seconds: float) -> type:
+    """uvicorn's HTTP protocol, but a connection that has not sent a whole request line and headers
+    ``seconds`` after it opened, or after it began the next request, is closed. uvicorn has no such
+    timeout (its timeout_keep_alive counts only while no byte arrives between requests), so a client
+    sending a request's head a byte at a time (slowloris) could hold a connection for good."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class HeadTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+        head_deadline: Any = None  # the asyncio.TimerHandle that closes the connection
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.head_deadline = self.loop.call_later(seconds, self.head_late)
+
+        def data_received(self, data: bytes) -> None:
+            between = self.cycle is None or self.cycle.response_complete  # no request being served
+            if between and self.head_deadline is None:  # the next request of a kept-alive connection
+                self.head_deadline = self.loop.call_later(seconds, self.head_late)
+            super().data_received(data)
+            if self.cycle is not None and not self.cycle.response_complete:  # its head came whole
+                self.head_arrived()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.head_arrived()
+            super().connection_lost(exc)
+
+        def head_arrived(self) -> None:
+            if self.head_deadline is not None:
+                self.head_deadline.cancel()
+                self.head_deadline = None
+
+        def head_late(self) -> None:
+            self.head_deadline = None
+            if not self.transport.is_closing():
+                address = self.client[0] if self.client else "?"
+                log.info("closed a connection from %s that sent no whole request head in %g s "
+                         "(MCP_HEADER_TIMEOUT_SECONDS)", address, seconds)
+                self.transport.close()
+    return HeadTimeoutProtocol
 
 
 def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] = ()) -> int:
@@ -11363,7 +11703,8 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
                     "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
     config = uvicorn.Config(
         http_app(server, options), log_config=None, access_log=log.isEnabledFor(logging.DEBUG),
-        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS)
+        server_header=False, timeout_graceful_shutdown=SHUTDOWN_FLUSH_SECONDS,
+        http=head_timeout_protocol(options.header_timeout_seconds))
     # sse-starlette ends every event stream as soon as uvicorn hears SIGTERM, which would cut
     # off the answers of the calls still in flight.
     AppStatus.disable_automatic_graceful_drain()

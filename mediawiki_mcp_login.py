@@ -13,6 +13,7 @@ as a script.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import html
@@ -68,6 +69,7 @@ from mediawiki_mcp import (
     WikiError,
     authentication,
     bearer_token,
+    logged,
     on_own_thread,
     rate_limited,
     setting,
@@ -173,6 +175,12 @@ def hiding_link_secrets(record: logging.LogRecord) -> bool:
         path = re.sub(r"([?&]request=)[^&\s]+", r"\1(hidden)", record.args[2])
         record.args = (*record.args[:2], path, *record.args[3:])
     return True
+
+
+def address_of(request: Any) -> str:
+    """The address a request came from, as the log shows it (a trusted proxy's X-Forwarded-For, read
+    by uvicorn), or '-'."""
+    return request.client.host if request.client else "-"
 
 
 def csrf_cookie(request: str) -> str:
@@ -471,6 +479,11 @@ class SignIns:
 
     # -- the sign-in page ---------------------------------------------------------------
 
+    def _count(self, outcome: str) -> None:
+        """A sign-in form's outcome, in /metrics (when it is served)."""
+        if self.state.metrics is not None:
+            self.state.metrics.sign_ins.labels(outcome).inc()
+
     def _wikis(self) -> list[tuple[str, str, str, str]]:
         """Each wiki a person may sign in to: key, site name, address, its Special:BotPasswords."""
         shown = []
@@ -493,6 +506,7 @@ class SignIns:
         except WikiError as error:
             if error.code != STORE_DOWN:
                 raise
+            self._count("store_down")
             return HTMLResponse(message_page("Sign-in unavailable", error.message), status_code=503,
                                 headers={"Retry-After": str(STORE_DOWN_RETRY_SECONDS)})
 
@@ -508,7 +522,8 @@ class SignIns:
         if request.method == "POST":
             csrf = str(form.get("csrf") or "")
             if not csrf or secret_hash(csrf) != pending["csrf"] or request.cookies.get(csrf_cookie(given)) != csrf:
-                log.warning("sign-in refused: a form without its CSRF token")
+                log.warning("sign-in refused: a form without its CSRF token, from %s", address_of(request))
+                self._count("csrf")
                 return HTMLResponse(message_page("Sign-in refused", "The form did not come back as this "
                                                  "server sent it (its CSRF token is missing or wrong), so "
                                                  "nothing was signed in. Open the sign-in link again."),
@@ -545,10 +560,13 @@ class SignIns:
         known = wiki in self.state.wikis
         again = functools.partial(self._form, given, pending, wiki=wiki if known else "", username=username)
         if not known:
+            self._count("unknown_wiki")
             return await again(error=f"Choose one of the wikis listed; {wiki!r} is not one.", status=400)
         if not username or not password:
+            self._count("incomplete")
             return await again(error="Give both your user name and your bot password.", status=400)
         if "@" not in username:  # a main password would give the server all of the account, not what it needs
+            self._count("not_bot_password")
             return await again(error="Give the user name of a bot password, such as "
                                f"{username.capitalize()}@mcp, and its password: this server does not take "
                                "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
@@ -556,8 +574,10 @@ class SignIns:
         try:
             person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
-            # as a quoted string: a name is whatever the form was sent with, a line break too
-            log.warning("sign-in to %s as %r failed: %s", wiki, username.split("@")[0], error.category)
+            # logged(): a name is whatever the form was sent with, a line break or a bidi mark too
+            log.warning("sign-in to %s as %s from %s failed: %s", wiki, logged(username.split("@")[0]),
+                        address or "-", error.category)
+            self._count(error.category)
             status = {"authentication": 401, "rate_limited": 429}.get(error.category, 502)
             # a person reads this page, not a model: the advice to the model stays out of it
             return await again(error=error.message.partition("; no retry by the model")[0].rstrip(".") + ".",
@@ -574,7 +594,8 @@ class SignIns:
             self._put("code", secret_hash(code), grant, AUTH_CODE_SECONDS)
             self._forget("request", secret_hash(given))
         await on_own_thread(issue)
-        log.info("signed in: %s", person)
+        log.info("signed in: %s from %s", logged(person), address or "-")
+        self._count("signed_in")
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
                                         iss=str(self.issuer_url))
         response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
@@ -620,7 +641,7 @@ class SignIns:
         if account.anonymous:
             raise authentication(f"{wiki.key} took the login but named no user; ask its administrators.")
         person_id = f"{wiki_key}:{account.name}"
-        record = {"name": account.name, "wiki": wiki_key, "username": username,
+        record = {"name": account.name, "wiki": wiki_key, "username": username, "since": int(time.time()),
                   "password": self.cipher.encrypt(password.encode()).decode()}
         self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
             {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
@@ -635,23 +656,41 @@ class SignIns:
             return JSONResponse({"error": "invalid_token", "error_description": "Send the access token to "
                                  "sign out as 'Authorization: Bearer'."}, status_code=401,
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-        person_id = access.subject
-
-        def sign_out() -> None:
-            found = self._get("person", person_id) or {}
-            for pair in found.get("tokens", []):
-                self._forget("access", pair[0])
-                self._forget("refresh", pair[1])
-            self._forget("person", person_id)
-            for client in self.state.people.forget(person_id):
-                try:
-                    client.write({"action": "logout"})
-                except WikiError as error:  # the session ends by itself later
-                    log.warning("sign-out: %s", error)
-                client.close()
-            log.info("signed out: %s", person_id)
-        await on_own_thread(sign_out)
+        await on_own_thread(lambda: self.sign_out_person(str(access.subject)))
         return JSONResponse({"signedOut": True}, headers={"Cache-Control": "no-store"})
+
+    def sign_out_person(self, person_id: str) -> None:
+        """Revokes every token of a person (POST /sign-out, ``mediawiki-mcp sign-in revoke``), forgets
+        their wiki account and ends their wiki sessions of this process (action=logout)."""
+        found = self._get("person", person_id) or {}
+        for pair in found.get("tokens", []):
+            self._forget("access", pair[0])
+            self._forget("refresh", pair[1])
+        self._forget("person", person_id)
+        for client in self.state.people.forget(person_id):
+            try:
+                client.write({"action": "logout"})
+            except WikiError as error:  # the session ends by itself later
+                log.warning("sign-out: %s", error)
+            client.close()
+        log.info("signed out: %s", logged(person_id))
+
+    def signed_in(self) -> list[dict[str, Any]]:
+        """Who is signed in (``mediawiki-mcp sign-in list``), by person ID: their wiki, account, when they
+        signed in (a Unix time, or None) and how many refresh tokens of theirs still work; no secret."""
+        now = time.time()
+        tokens: collections.Counter[str] = collections.Counter()
+        for _, value in self.store.entries(SIGN_IN_SPACE, "refresh"):
+            grant = json.loads(value)
+            if grant.get("expires_at", 0) > now:
+                tokens[str(grant.get("subject"))] += 1
+        people = []
+        for person_id, value in self.store.entries(SIGN_IN_SPACE, "person"):
+            record = json.loads(value)
+            if "wiki" in record:  # (a record that only notes tokens was never signed in to)
+                people.append({"person": person_id, "wiki": record["wiki"], "account": record.get("username"),
+                               "since": record.get("since"), "tokens": tokens[person_id]})
+        return sorted(people, key=lambda person: person["person"])
 
     # -- serving -----------------------------------------------------------------------
 

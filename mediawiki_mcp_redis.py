@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -56,6 +57,7 @@ class RedisStore:
                                                    (self.CLAIM, self.RELEASE, self.RENEW))
         self._held: set[str] = set()
         self._lock = threading.Lock()
+        self.errors = 0  # requests that could not reach the store (/metrics); counted under _lock
         self._renewer: threading.Thread | None = None
         self._down = False  # an outage is logged once as it starts, and once as it ends
 
@@ -71,6 +73,8 @@ class RedisStore:
         try:
             yield
         except redis.RedisError as error:
+            with self._lock:
+                self.errors += 1
             self._note(error)
             raise self.unreachable(error) from None
         self._note(None)
@@ -135,6 +139,14 @@ class RedisStore:
     def forget(self, key: StateKey) -> None:
         with self.reaching():
             self.client.delete(self.key(key))
+
+    def entries(self, wiki: str, kind: str) -> Iterator[tuple[str, str]]:
+        prefix = self.key((wiki, kind, ""))
+        with self.reaching():
+            for name in self.client.scan_iter(match=re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*", count=500):
+                value = self.client.get(name)
+                if value is not None:  # expired meanwhile
+                    yield name[len(prefix):], str(value)
 
     def next_order(self) -> int:
         with self.reaching():

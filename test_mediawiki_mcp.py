@@ -10812,6 +10812,8 @@ def test_http_options_come_from_flags_then_the_environment() -> None:
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "soon"}, "MCP_SHUTDOWN_GRACE_SECONDS must be a number of seconds"),
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "-1"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
     ({"MCP_SHUTDOWN_GRACE_SECONDS": "7200"}, "MCP_SHUTDOWN_GRACE_SECONDS"),
+    ({"MCP_HEADER_TIMEOUT_SECONDS": "0"}, "MCP_HEADER_TIMEOUT_SECONDS must be a number of seconds above 0"),
+    ({"MCP_SESSIONS_PER_PERSON": "0"}, "MCP_SESSIONS_PER_PERSON must be a whole number, at least 1"),
 ])
 def test_bad_http_settings_fail_naming_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(m.ConfigError, match=named):
@@ -10851,6 +10853,27 @@ def test_configured_hosts_and_origins_replace_the_defaults() -> None:
     assert m.http_refusal({"host": "mcp.example.org", "origin": "https://app.example.org"}, options) is None
     assert m.http_refusal({"host": "127.0.0.1:3000"}, options)[0] == 421
     assert m.http_refusal({"host": "mcp.example.org", "origin": "http://localhost:3000"}, options)[0] == 403
+
+
+def test_the_public_urls_host_is_served_without_listing_it_and_other_hosts_still_are_not() -> None:
+    """MCP_PUBLIC_URL names the host clients are sent to (the OAuth metadata's): a proxy passes it on
+    as Host, which is served without repeating it in MCP_ALLOWED_HOSTS; any other is still 421."""
+    from cryptography.fernet import Fernet
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_AUTH": "login",
+           "MCP_AUTH_SECRET": Fernet.generate_key().decode(), "MCP_PUBLIC_URL": "https://mcp.example.org"}
+    with login_server(env) as (_, url):
+        metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        served = requests.get(metadata, headers={"Host": "mcp.example.org"}, timeout=30)
+        assert served.status_code == 200 and served.json()["resource"] == "https://mcp.example.org/mcp"
+        asked = post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": "MCP.example.org"})
+        assert asked.status_code == 401  # past the Host check: now it needs a sign-in
+        for host in ("evil.example.org", "mcp.example.org.evil.example", "mcp.example.org:8443"):
+            refused = post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": host})
+            assert refused.status_code == 421 and "MCP_ALLOWED_HOSTS" in refused.text, host
+    beyond = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--host", "0.0.0.0"]),
+                            {**env, "MCP_PUBLIC_URL": "https://mcp.example.org:8443"})
+    assert beyond is not None and m.http_refusal({"host": "mcp.example.org:8443"}, beyond) is None
+    assert m.http_refusal({"host": "10.1.2.3:3000"}, beyond)[0] == 421  # checked once a public URL names the host
 
 
 def test_beyond_loopback_origins_are_refused_unless_listed_and_an_open_server_warns() -> None:
@@ -11262,6 +11285,12 @@ def test_the_auth_settings_are_checked_at_start(wiki: RealWiki, tmp_path: Path) 
     assert options is not None and options.auth == "token" and m.http_warnings(options) == []
     with pytest.raises(m.ConfigError, match="MCP_AUTH_TOKENS is for MCP_AUTH=token; with MCP_AUTH=login"):
         m.http_options(args, {**wiki.env(), **login, "MCP_AUTH_TOKENS": str(path), "MEMBER_PASSWORD": "p" * 32})
+    shared = {**wiki.env(), **login, "MCP_AUTH_TOKEN": "t" * 32}  # a token that login would never ask for
+    with pytest.raises(m.ConfigError, match="MCP_AUTH_TOKEN is for MCP_AUTH=token; with MCP_AUTH=login"):
+        m.http_options(args, shared)
+    done = run_script("--transport", "http", env=shared)
+    assert done.returncode == 2 and "MCP_AUTH_TOKEN is for MCP_AUTH=token; with MCP_AUTH=login" in done.stderr
+    assert "t" * 32 not in done.stderr
     assert m.http_refusal({"host": "127.0.0.1:3000"}, options) == (
         401, "This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN, or a person's own of MCP_AUTH_TOKENS).")
 
@@ -11360,6 +11389,29 @@ def test_wrong_host_origin_or_token_is_refused_and_no_tool_runs(
         assert n[0] == 1 and "An apple is a fruit." in tool_text(answer)  # the same call, allowed, runs
     assert "refused POST /mcp: Host 'evil.example.com'" in caplog.text
     assert token not in caplog.text
+
+
+def test_every_tool_call_is_one_line_of_the_log_and_no_pages_text_is_logged_even_at_debug(wiki: RealWiki) -> None:
+    """At INFO a line per call: person ('-' for none), tool, wiki, outcome, address; at DEBUG still no
+    page's text (the libraries that log answers or request URLs stay at INFO) and no secret."""
+    token, marker = "t" * 32, f"Unlogged{secrets.token_hex(6)}"
+    title = f"Log {secrets.token_hex(4)}"
+    with http_servers(({**wiki.env(), "MCP_AUTH_TOKEN": token, "MEDIAWIKI_MCP_LOG_LEVEL": "DEBUG"}, ())) as [server]:
+        person = PersonSession(server.url, token)
+        person.call("create-page", title=title, source=f"The text {marker} of a page.")
+        assert marker in tool_text(person.call("get-page", title=title))
+        assert marker in tool_text(person.call("parse-wikitext", wikitext=f"''{marker}''"))
+        error_text(person.call("get-page", title=title + " gone"))
+        odd = "x\u202e\n" * 50  # an unknown tool's name, with a bidi override and line breaks
+        error_text(person.call(odd))
+    log = server.log
+    for tool, outcome in (("create-page", "done"), ("get-page", "done"), ("parse-wikitext", "done"),
+                          ("get-page", "not_found")):
+        assert f"tool call: person=- tool='{tool}' wiki={wiki.key} outcome={outcome} client=127.0.0.1" in log, log
+    assert "tool call: person=- tool='" + "x\\u202e\\n" * 26 + "x\\u202e'... wiki=- outcome=invalid_input" in log
+    assert " DEBUG " in log  # DEBUG was on
+    for secret in (marker, token, wiki.bot_password):
+        assert secret not in log
 
 
 def test_health_answers_without_the_token_and_says_whether_the_wiki_answers(
@@ -11574,6 +11626,37 @@ def test_idle_http_sessions_are_closed(wiki: RealWiki, caplog: pytest.LogCapture
     assert gone.status_code == 404 and "Session not found" in gone.text
 
 
+def test_a_persons_session_beyond_the_cap_closes_their_oldest_idle_one_or_is_refused_while_all_are_busy(
+        wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """MCP_SESSIONS_PER_PERSON (2 here): a third session of one person closes their oldest idle one,
+    which then answers 404 as any ended session; while both are busy (an event stream open) a new one
+    is 429 naming the setting; another person's sessions are their own."""
+    server = make_server(editor_env(wiki))
+    env, admin_token, member_token = people_file(tmp_path / "people.json", wiki, wiki.key)
+    with caplog.at_level(logging.INFO), serving_people(server, tmp_path / "people.json", env,
+                                                       sessions_per_person=2) as url:
+        first, second, third = (PersonSession(url, admin_token) for _ in range(3))
+        assert post_rpc(url, "ping", session=first.session, headers=first.headers).status_code == 404
+        for kept in (second, third):
+            assert rpc_result(post_rpc(url, "ping", session=kept.session, headers=kept.headers)) == {}
+        streams = [requests.get(url, stream=True, timeout=30, headers={
+            **kept.headers, "Mcp-Session-Id": kept.session, "Accept": "text/event-stream",
+            "MCP-Protocol-Version": INIT_PARAMS["protocolVersion"]}) for kept in (second, third)]
+        assert [stream.status_code for stream in streams] == [200, 200]
+        refused = post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)
+        assert refused.status_code == 429 and "MCP_SESSIONS_PER_PERSON" in refused.text, refused.text
+        assert "has 2 MCP sessions open on this server, each busy" in refused.json()["error"]["message"]
+        PersonSession(url, member_token)  # Member's first session, beside Admin's two
+        for stream in streams:
+            stream.close()
+        deadline = time.monotonic() + 30
+        while (opened := post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)).status_code != 200:
+            assert opened.status_code == 429 and time.monotonic() < deadline, opened.text
+            time.sleep(0.05)  # polling for the server to see the streams closed
+    assert "closed the oldest idle MCP session of 'Admin' to open another (MCP_SESSIONS_PER_PERSON=2)" in caplog.text
+    assert m.HttpOptions().sessions_per_person == 20
+
+
 def test_sigterm_and_sigint_stop_the_http_server_cleanly(wiki: RealWiki) -> None:
     anonymous = {"MEDIAWIKI_URL": wiki.api}
     with http_servers((anonymous, ()), (anonymous, ())) as servers:
@@ -11733,6 +11816,36 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
         code = m.serve_http(m.create_server(m.Config.from_env({})), m.HttpOptions(port=port))
     assert code == 1
     assert f"mediawiki-mcp: cannot listen on 127.0.0.1 port {port}: Address already in use" in capsys.readouterr().err
+
+
+def test_a_client_that_sends_half_a_request_head_and_waits_is_cut_off(tmp_path: Path) -> None:
+    """Slowloris: connections that never finish their request line and headers, whether new or kept
+    alive after a request, are closed after MCP_HEADER_TIMEOUT_SECONDS; whole requests are served."""
+    env = {"MEDIAWIKI_URL": "http://127.0.0.1:9/w/api.php", "MCP_HEADER_TIMEOUT_SECONDS": "0.5"}
+    with http_servers((env, ())) as [server]:
+        port = int(urllib.parse.urlsplit(server.url).port or 0)
+
+        def closed(connection: socket.socket) -> bool:
+            """Whether the server closes the connection (reads until it does, within a bound)."""
+            connection.settimeout(20)
+            try:
+                while connection.recv(4096):
+                    pass
+            except TimeoutError:
+                return False
+            return True
+
+        with socket.create_connection(("127.0.0.1", port)) as half:
+            half.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            assert closed(half)
+        with socket.create_connection(("127.0.0.1", port)) as kept:
+            kept.sendall(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            kept.settimeout(20)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 404")
+            kept.sendall(b"GET /nothing HT")  # the next request of the kept-alive connection, half of it
+            assert closed(kept)
+        assert requests.get(server.url.replace("/mcp", "/nothing"), timeout=30).status_code == 404
+    assert "that sent no whole request head in 0.5 s (MCP_HEADER_TIMEOUT_SECONDS)" in server.log
 
 
 def test_importing_the_module_starts_no_http_machinery() -> None:
@@ -12368,6 +12481,69 @@ def test_the_debug_log_of_a_served_sign_in_shows_no_secret(wiki: RealWiki) -> No
         assert secret not in http.log
 
 
+def metric_values(url: str, **headers: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """GET /metrics beside ``url`` (/mcp), read with prometheus_client's own parser: each sample's value
+    by its name and labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+    answer = requests.get(url.replace("/mcp", "/metrics"), headers=headers, timeout=30)
+    assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/plain"), answer.text
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(answer.text) for sample in family.samples}
+
+
+def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    """/metrics in Prometheus' text format: a signed-in person's calls by tool and outcome, sign-ins by
+    outcome, store errors and each wiki's request times; no person, title or address in it. The log
+    has a line per call and names the address a failed sign-in came from."""
+    title = f"Metrics {secrets.token_hex(4)}"
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        assert Browser(wiki.editor_user, "wrong-" + wiki.editor_password).sign_in(
+            app.authorize_url(pkce()[1])) == ""
+        made, missing = signed_in_calls(url, Browser(wiki.editor_user, wiki.editor_password), [
+            ("create-page", {"title": title, "source": "Counted."}), ("get-page", {"title": title + " gone"})])
+        assert not made.is_error and missing.is_error, (made.text, missing.text)
+        values = metric_values(url)
+        text = requests.get(url.replace("/mcp", "/metrics"), timeout=30).text
+    assert values[("mediawiki_mcp_tool_calls_total", (("outcome", "done"), ("tool", "create-page")))] == 1
+    assert values[("mediawiki_mcp_tool_calls_total", (("outcome", "not_found"), ("tool", "get-page")))] == 1
+    assert values[("mediawiki_mcp_sign_ins_total", (("outcome", "authentication"),))] == 1
+    assert values[("mediawiki_mcp_sign_ins_total", (("outcome", "signed_in"),))] == 1
+    assert values[("mediawiki_mcp_store_errors_total", ())] == 0
+    assert values[("mediawiki_mcp_wiki_request_seconds_count", (("wiki", wiki.key),))] >= 3  # login, edit, read
+    for private in ("Editor", title):  # (the wiki's key here is an address, 127.0.0.1:port, as the client's)
+        assert private not in text, private
+    editor = wiki.editor_user.split("@")[0]
+    assert (f"tool call: person='{editor}' tool='create-page' wiki={wiki.key} outcome=done client=127.0.0.1"
+            in caplog.text), caplog.text
+    assert f"tool='get-page' wiki={wiki.key} outcome=not_found client=127.0.0.1" in caplog.text
+    assert f"sign-in to {wiki.key} as '{editor}' from 127.0.0.1 failed: authentication" in caplog.text
+    assert wiki.editor_password not in caplog.text
+
+
+def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None:
+    """Without MCP_METRICS_TOKEN /metrics answers loopback clients only (a proxy's X-Forwarded-For
+    names the client) that name this machine as Host (not a page led there by DNS rebinding), with it
+    only those that send it, from anywhere; the MCP tokens neither open nor close it."""
+    env = {**wiki.env(), "MCP_AUTH_TOKEN": "t" * 32, "MCP_ALLOWED_HOSTS": "mcp.example.org"}
+    with http_servers((env, ())) as [server]:
+        metrics = server.url.replace("/mcp", "/metrics")
+        assert "mediawiki_mcp_tool_calls" in requests.get(metrics, timeout=30).text  # Host: 127.0.0.1:port
+        assert requests.get(metrics, headers={"Host": "mcp.example.org"}, timeout=30).status_code == 200
+        for headers in ({"X-Forwarded-For": "203.0.113.9"}, {"Host": "evil.example"}):
+            refused = requests.get(metrics, headers=headers, timeout=30)
+            assert refused.status_code == 403 and "MCP_METRICS_TOKEN" in refused.text, headers
+    scraper = secrets.token_urlsafe(24)
+    with http_servers(({**env, "MCP_METRICS_TOKEN": scraper}, ())) as [server]:
+        metrics = server.url.replace("/mcp", "/metrics")
+        for sent in ({}, {"Authorization": "Bearer " + "t" * 32}):
+            assert requests.get(metrics, headers=sent, timeout=30).status_code == 401
+        assert metric_values(server.url, Authorization=f"Bearer {scraper}", Host="10.0.0.5:3000",
+                             **{"X-Forwarded-For": "203.0.113.9"})[("mediawiki_mcp_store_errors_total", ())] == 0
+    assert scraper not in server.log and "t" * 32 not in server.log
+
+
 def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
         wiki: RealWiki) -> None:
     """Member signs in with a bot password of their own, which they then revoke: their calls are
@@ -12922,6 +13098,39 @@ def test_a_person_signed_in_through_one_replica_is_let_in_by_the_other(
     assert '"username": "Editor@mcp"' in values  # the account is there, its password encrypted
     for secret in (wiki.editor_password, token, storage.tokens.refresh_token):
         assert secret not in values and secret not in logs
+
+
+def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their_tokens_fail(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """mediawiki-mcp sign-in list names each person signed in through a running server (wiki, account,
+    when, live tokens; no secret), and sign-in revoke WIKI:USER signs them out there: their access
+    token is 401, their refresh token refused. Without MCP_STATE_URL it says why it cannot see them."""
+    import redis
+    url = state_server.url.rpartition("/")[0] + "/7"  # a database of its own: other tests sign Editor in too
+    redis.Redis.from_url(url).flushdb()
+    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    person = f"{wiki.key}:Editor"
+    with http_servers((env, ())) as [server]:
+        app = OAuthApp.register(server.url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert initialize_status(server.url, tokens["access_token"]) == 200
+        listed = run_script("sign-in", "list", env=env)
+        assert listed.returncode == 0, listed.stderr
+        header, row = listed.stdout.splitlines()
+        assert header.split() == ["PERSON", "WIKI", "ACCOUNT", "SIGNED", "IN", "LIVE", "TOKENS"]
+        assert row.split()[:3] == [person, wiki.key, wiki.editor_user] and row.split()[-1] == "1", row
+        assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d UTC ", row), row
+        revoked = run_script("sign-in", "revoke", person, env=env)
+        assert revoked.returncode == 0 and f"Signed out {person}: every token of theirs is revoked" in revoked.stdout
+        assert initialize_status(server.url, tokens["access_token"]) == 401
+        assert app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"]).status_code == 400
+        assert run_script("sign-in", "list", env=env).stdout == "No one is signed in.\n"
+        again = run_script("sign-in", "revoke", person, env=env)
+        assert again.returncode == 1 and f"No one is signed in as {person}" in again.stdout
+    for secret in (wiki.editor_password, tokens["access_token"], tokens["refresh_token"], url):
+        assert secret not in listed.stdout + listed.stderr + revoked.stdout + revoked.stderr
+    alone = run_script("sign-in", "list", env=login_env(wiki))
+    assert alone.returncode == 2 and "MCP_STATE_URL, which is not set" in alone.stderr
 
 
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
