@@ -4768,7 +4768,7 @@ class ServerState:
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     resolve: Callable[[str, int], list[str]] = resolve_addresses  # how the address guard looks names up
-    regex_seconds: float = REGEX_SECONDS  # how long find-in-page's regular expression may run
+    regex_seconds: float = REGEX_SECONDS  # how long a model's regular expression may run on a page
     pages_per_call: int = MAX_PAGES_PER_CALL  # the most pages of a category replace-in-pages takes
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = dataclasses.field(
@@ -6413,9 +6413,17 @@ def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
     return [found.span() for found in itertools.islice(re.finditer(exact, text), MAX_MATCHES + 1)]
 
 
-#: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
-REGEX_SEARCH = """import json, re, sys
-pattern, text, most = json.load(sys.stdin)
+#: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds. Without a
+#: replacement: the spans of the non-empty matches, up to one past ``most``; with one: the text with
+#: every match replaced and how many, or why the replacement cannot be made.
+REGEX_CHILD = """import json, re, sys
+pattern, text, most, replace = json.load(sys.stdin)
+if replace is not None:
+    try:
+        json.dump(re.subn(pattern, replace, text), sys.stdout)
+    except (re.error, IndexError) as error:
+        json.dump(str(error), sys.stdout)
+    sys.exit()
 spans = []
 for found in re.finditer(pattern, text):
     if found.end() > found.start():
@@ -6425,13 +6433,13 @@ for found in re.finditer(pattern, text):
 json.dump(spans, sys.stdout)"""
 
 
-def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tuple[int, int]]:
-    """Where a model's regular expression matches (non-empty) in ``text``. It runs in a child process,
+def run_regex(pattern: str, text: str, seconds: float, replace: str | None = None) -> Any:
+    """REGEX_CHILD's answer for a model's regular expression on ``text``. It runs in a child process,
     stopped after ``seconds``: Python cannot stop a pattern that backtracks without end (such as
-    (a+)+b) in its own thread."""
+    (a+)+b) in its own thread, and holds every other call of the server while it runs."""
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_SEARCH], capture_output=True,
-                              input=json.dumps([pattern.pattern, text, MAX_MATCHES]).encode(),
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_CHILD], capture_output=True,
+                              input=json.dumps([pattern, text, MAX_MATCHES, replace]).encode(),
                               timeout=seconds, check=True)
     except subprocess.TimeoutExpired:
         raise invalid_input(f"The regular expression ran over {seconds:g} s on this page without "
@@ -6440,7 +6448,12 @@ def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tup
     except (OSError, subprocess.CalledProcessError) as error:
         raise upstream_failure(f"The regular expression could not be run ({type(error).__name__}). "
                                + NEXT_STEP["upstream_failure"]) from None
-    return [(start, end) for start, end in json.loads(done.stdout)]
+    return json.loads(done.stdout)
+
+
+def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tuple[int, int]]:
+    """Where a model's regular expression matches (non-empty) in ``text``, stopped after ``seconds``."""
+    return [(start, end) for start, end in run_regex(pattern.pattern, text, seconds)]
 
 
 def match_rows(ctx: ToolContext, text: str, spans: list[tuple[int, int]]) -> list[str]:
@@ -10053,12 +10066,14 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
     text = slot.get("content", "")
     if not regex:
         new, count = text.replace(find, replace), text.count(find)
+    elif page is None:
+        new, count = text, 0
     else:
-        try:
-            new, count = re.subn(find, replace, text)
-        except (re.error, IndexError) as error:
-            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                                "was changed.") from None
+        substituted = run_regex(find, text, ctx.state.regex_seconds, replace)
+        if isinstance(substituted, str):
+            raise invalid_input(f"find or replace is not a valid regular expression here: {substituted}. "
+                                "Nothing was changed.")
+        new, count = substituted
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, f"the wiki would not save the change: {refused}")
     if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it

@@ -8109,6 +8109,33 @@ def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: Real
         assert bad.is_error and bad.blocks[0].startswith("invalid_input: find or replace is not a valid regular")
 
 
+def test_a_replace_by_a_backtracking_regular_expression_is_stopped_and_the_connection_answers_on(
+        wiki: RealWiki) -> None:
+    """(a+)+$ on a run of a's then b backtracks for as long as 2**n steps, holding the whole server
+    (Python holds every thread while a pattern runs): the preview and the save stop it as find-in-page
+    does, and the next call on the same connection is answered. 27 a's keep the test bounded in time
+    where the pattern is not stopped (it then finishes, unstopped, in some seconds)."""
+    title = "Replace backtracking test"
+    text = "a" * 27 + "b"
+    create(bot_server_for(wiki), title, text)
+    before = revision_ids(wiki, title)
+    server = make_server(wiki.env())
+    server.state.regex_seconds = 1.0
+    arguments = {"titles": [title], "find": "(a+)+$", "replace": "x", "regex": True}
+
+    async def go() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool("replace-in-pages", arguments),
+                    await client.call_tool("replace-in-pages", {**arguments, "dryRun": False}),
+                    await client.call_tool("get-page", {"title": title})]
+    preview, save, read = anyio.run(go)
+    for result in (preview, save):
+        assert result.is_error and result.content[0].text.startswith(
+            "invalid_input: The regular expression ran over 1 s on this page without finishing"), result.content
+    assert not read.is_error and read.content[0].text.endswith(text), read.content
+    assert revision_ids(wiki, title) == before and wiki.wikitext(title) == text
+
+
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
     capped = make_server(wiki.env())
     capped.state.pages_per_call = 3  # Category:Fruits has more members than that
