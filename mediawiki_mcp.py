@@ -8250,6 +8250,10 @@ def create_page(
 ) -> list[str] | str:
     """Creates a page; fails if the title exists."""
     source = as_wiki_receives(source)
+    if not source.strip():  # as update-page refuses to blank a page, unless told
+        raise invalid_input(f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: source is "
+                            f"{'blank' if source else 'empty'}, so the page would be created empty. "
+                            "Give the page's text as source.")
     refuse_unknown_choice(ctx, "content model", contentModel,
                           f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: ")
 

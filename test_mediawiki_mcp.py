@@ -4041,6 +4041,19 @@ def test_create_page_makes_a_page_and_never_overwrites_one(bot_server: Any, wiki
     assert wiki.wikitext(title) == "First text." and revision_ids(wiki, title) == [revid]
 
 
+def test_create_page_refuses_an_empty_or_blank_source_dry_run_or_not(bot_server: Any, wiki: RealWiki) -> None:
+    """An empty page is what update-page refuses to leave without blank=true: create-page makes none,
+    and its dry run does not call the text 'what the page already holds' of a page that is not there."""
+    title = f"Write create empty test {secrets.token_hex(3)}"
+    for source, said in (("", "empty"), (" \n\t\n", "blank")):
+        for dry_run in (True, False):
+            result = call(bot_server, "create-page", title=title, source=source, dryRun=dry_run)
+            assert result.is_error and result.blocks[0] == (
+                f"invalid_input: Nothing was saved{' (dry run)' if dry_run else ''}: source is {said}, so the "
+                "page would be created empty. Give the page's text as source."), result.text
+    assert not page_exists(wiki, title)
+
+
 @on_every_version
 def test_update_with_latest_id_refuses_an_overlapping_edit_by_another_account(
         bot_server: Any, wiki: RealWiki) -> None:
