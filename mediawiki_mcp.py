@@ -10340,7 +10340,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
-            saved = edit_page(ctx, target, lambda _: change,  # noqa: B023 (called before the loop goes on)
+            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
                               must_exist=False, read=replacing, from_read=replacing, props=("info",))
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
@@ -10366,6 +10366,21 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
+
+
+def overwriting(ctx: ToolContext, change: Composed, target: EditTarget) -> Composed:
+    """A copy's change of ``target``, refused where the target changed since the revision it is
+    pinned to and that revision already has the source's text: MediaWiki would merge nothing into
+    the latest and save nothing, leaving what the target has and the source lacks."""
+    if target.pin and target.pin != target.latest and as_saved(change.text) == as_saved(target.base_text) \
+            and as_saved(target.now) != target.base_text:
+        diff = slice_content(line_diff(change.text, target.now), 0, ctx.budget)
+        raise conflict(f"Nothing was copied to {target.title!r}: it changed since revision {target.pin}, the one "
+                       f"last read here, which has the source's text; its latest, {target.latest}, has what the "
+                       "source lacks, so the save would change nothing. The source's text against the "
+                       f"target's latest:\n{diff.text}{' …' if diff.truncated else ''}\nTo replace that with the "
+                       "source's text, read the page with get-page, then call copy-page again with overwrite=true.")
+    return change
 
 
 # -- wikis: listing, adding, removing -------------------------------------------

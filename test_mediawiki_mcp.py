@@ -8669,6 +8669,28 @@ def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_
     assert len(revision_ids(the_other_version, title)) == 1
 
 
+def test_copy_page_overwriting_a_page_a_colleague_added_to_since_the_read_is_a_conflict_naming_the_addition(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """The target, read here, had the source's text; a colleague added a line since. The overwrite
+    pinned to that read merges nothing into the latest (MediaWiki saves nothing): it is no copy, and
+    the target does not 'already have the source's text'."""
+    title = f"Same text then more {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "The same text on both wikis.")
+    read = create(bot_server_for(the_other_version), title, "The same text on both wikis.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(the_other_version, title, "The same text on both wikis.\nA colleague's extra line.")
+    latest = revision_ids(the_other_version, title)[0]
+    result = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert result.is_error and result.blocks[0].startswith(
+        f"conflict: Nothing was copied to {title!r}: it changed since revision {read}, the one last read here, "
+        f"which has the source's text; its latest, {latest}, has what the source lacks"), result.text
+    assert result.text.endswith("The source's text against the target's latest:\n@@ -1,0 +2 @@\n+A colleague's "
+                                "extra line.\nTo replace that with the source's text, read the page with get-page, "
+                                "then call copy-page again with overwrite=true."), result.text
+    assert revision_ids(the_other_version, title)[0] == latest
+
+
 def test_copy_page_of_a_redirect_says_it_copied_a_redirect(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     """The title given is a redirect on the source: its text is copied as it is (a redirect), and the
