@@ -7187,32 +7187,57 @@ def category_members(ctx: ToolContext, title: str, pages: bool,
 
 
 def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: int) -> list[str]:
-    """The tree as indented rows, within ``budget`` bytes; a marker naming the first category cut or
-    left unlisted (the request cap), if any."""
+    """The tree as indented rows, within ``budget`` bytes; a marker naming the first category cut,
+    and the categories shown whose members were left unlisted (the request cap), if any."""
     legend = (f"Subcategories of {root.title} to depth {depth}, each under its parent with its counts "
               "(0 left out)" + ("; its pages and files as '- ' rows" if pages else "") + ":")
     rows, size, cut, count = [legend], utf8_len(legend), None, 0
+    unlisted: list[CategoryNode] = []
     for node in root.walk():
-        unlisted = node.listed_all is None and node.listed(pages, last=len(node.above) == depth)
         lines = [node.row()] + [f"{'  ' * len(node.above)}  - {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
         if size + more > budget and node.pages:  # else a call from this category would be cut here again
             lines = pages_within(lines, budget - size, node)
             more = utf8_len("\n".join(lines)) + 1
-        if size + more > budget or unlisted:
-            cut = cut or node
-            if size + more > budget:
-                break
+        if size + more > budget:
+            cut = node
+            break
+        if node.listed_all is None and node.listed(pages, last=len(node.above) == depth):
+            unlisted.append(node)
         rows += lines
         size, count = size + more, count + 1
     blocks = ["\n".join(rows)]
+    said = []
     if cut is not None:
         # the levels left below the category cut, and its pages if they were asked for
         rest = call_args(category=cut.title, depth=max(depth - len(cut.above), 1),
                          **({"pages": True} if pages else {}))
-        blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
-                      f"categories may exist — to see them, call get-category-tree again with {rest}.")
-    return blocks
+        said.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
+                    f"categories may exist — to see them, call get-category-tree again with {rest}.")
+    if unlisted:
+        said.append(unlisted_members(unlisted, depth, pages))
+    return blocks + [" ".join(said)] if said else blocks
+
+
+def unlisted_members(nodes: list[CategoryNode], depth: int, pages: bool) -> str:
+    """The marker of the categories shown whose members the request cap left unlisted, and the
+    calls that list them: the subcategories (and pages) of those above the depth asked, the pages
+    and files of the others."""
+    above = [node for node in nodes if node.info.get("subcats") and len(node.above) < depth]
+    rest = [node for node in nodes if node not in above]
+    kinds, calls = [], []
+    if above:
+        what = "subcategories and pages" if pages else "subcategories"
+        first = call_args(category=above[0].title, depth=depth - len(above[0].above),
+                          **({"pages": True} if pages else {}))
+        kinds.append(f"the {what} of {', '.join(node.title for node in above)}")
+        calls.append(f"get-category-tree again with {first} (a category's {what})")
+    if rest:
+        kinds.append(f"the pages and files of {', '.join(node.title for node in rest)}")
+        calls.append(f"get-category-members with {call_args(category=rest[0].title)} (a category's pages and files)")
+    return (f"Result capped at {CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): "
+            f"{'' if above else 'every category is shown, but '}{' and '.join(kinds)} are not listed. To list "
+            f"them, call {', or '.join(calls)}.")
 
 
 def pages_within(lines: list[str], room: int, node: CategoryNode) -> list[str]:

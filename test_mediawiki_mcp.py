@@ -2961,10 +2961,37 @@ def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: R
     assert rows[2 * listed - 1:2 * listed + 1] == [f"  {children[listed - 1]} (subcategories: 1)",
                                                    f"    {children[listed - 1]} inner"]
     assert result.blocks[1] == (
-        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
-        f"get-category-tree again with category={json.dumps(children[listed])} and depth=1.")
+        f"Result capped at {m.CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): the "
+        f"subcategories of {', '.join(children[listed:])} are not listed. To list them, call get-category-tree "
+        f"again with category={json.dumps(children[listed])} and depth=1 (a category's subcategories).")
     rest = call(server, "get-category-tree", category=children[listed], depth=1)
     assert rows_of(rest.blocks[0]) == [f"{children[listed]} (subcategories: 1)", f"  {children[listed]} inner"]
+
+
+def test_get_category_tree_with_pages_at_its_request_cap_names_the_categories_whose_pages_it_left_out(
+        wiki: RealWiki) -> None:
+    """Every category shown, only some categories' pages unlisted at the cap of requests: the marker
+    says so, names those categories, and the call it names lists their pages; it does not call the
+    tree capped at its categories."""
+    name = f"Shelved tree {secrets.token_hex(3)}"
+    children = [f"Category:{name} {n:02d}" for n in range(m.CATEGORY_TREE_REQUESTS)]
+    import_pages(wiki, {**{child: f"[[Category:{name}]]" for child in children},
+                        **{f"{child} book".removeprefix("Category:"): f"[[{child}]]" for child in children}})
+    server = make_server(wiki.env())
+    result = call(server, "get-category-tree", category=name, depth=1, pages=True)
+    assert not result.is_error and len(result.blocks) == 2, result.text
+    listed = m.CATEGORY_TREE_REQUESTS - 2  # after the root's counts and members, one a subcategory
+    rows = rows_of(result.blocks[0])
+    assert rows[1:] == [row for child in children[:listed] for row in
+                        (f"  {child} (pages: 1)", f"    - {child.removeprefix('Category:')} book")] + [
+                            f"  {child} (pages: 1)" for child in children[listed:]], result.text
+    assert result.blocks[1] == (
+        f"Result capped at {m.CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): every "
+        f"category is shown, but the pages and files of {', '.join(children[listed:])} are not listed. To list "
+        f"them, call get-category-members with category={json.dumps(children[listed])} (a category's pages and "
+        "files).")
+    rest = call(server, "get-category-members", category=children[listed])
+    assert f"{children[listed].removeprefix('Category:')} book" in rows_of(rest.blocks[0]), rest.text
 
 
 def test_get_category_tree_refuses_bad_arguments(bot_server: Any) -> None:
