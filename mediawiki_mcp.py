@@ -2541,8 +2541,8 @@ def call_args(**args: Any) -> str:
 
 class Batch(typing.NamedTuple):
     """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
-    it shows of all the pages and their total, the pages it left out, and the other arguments
-    of the call that reads those."""
+    it shows of all the pages and their total (said when it cut none), the pages it left out, and the
+    other arguments of the call that reads those."""
     shown: tuple[int, int]
     left_out: Sequence[str]
     fields: Mapping[str, Any]
@@ -2557,8 +2557,10 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     more and the call that lists them all (``outline``, if any)."""
     again = dict(again or {})
     verb = "with" if batch else "again with"
-    end, total = batch.shown if batch else (piece.end, piece.total) if piece else (0, 0)
-    parts = [f"Content truncated at {end} of {total} bytes."]
+    end, total = (piece.end, piece.total) if piece else batch.shown if batch else (0, 0)
+    # a batch's offset is into the page it cut, so its numbers are that page's, which it names
+    of = f" of {again['title']}" if batch and piece else ""
+    parts = [f"Content truncated at {end} of {total} bytes{of}."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
@@ -6201,7 +6203,10 @@ def get_pages(
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
-            blocks.append(f"{headers[title]}\n\n{shown}")
+            # marked on the page itself: a model reading it alone must not take it for the whole page
+            cut_at = (f"\nTruncated: at {piece.end} of {piece.total} bytes; the marker after the pages names the "
+                      "call that reads on") if piece and title == cut else ""
+            blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
                 notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))

@@ -2008,13 +2008,21 @@ def test_get_pages_with_fifty_titles_is_one_request(wiki: RealWiki) -> None:
     assert not result.is_error and len(result.blocks) == 50
 
 
-def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(bot_server: Any) -> None:
+def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The page cut says so in its own header, and the marker's numbers are that page's (its offset is
+    into that page): the bytes shown of it and its size."""
     result = call(bot_server, "get-pages", titles=["Long page", "Apple", "Banana"])
     assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == ["Title: Long page", "Title: Apple", "Title: Banana"]
     assert "An apple is a fruit." in result.blocks[1] and "A banana is a fruit." in result.blocks[2]
     marker = result.blocks[-1]
     shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
-    assert marker.startswith(f"Content truncated at {shown} of ") and 49_990 < shown + len(marker.encode()) <= 50_000
+    cut, size = len(content_of(result.blocks[0]).encode()), len(wiki.wikitext("Long page").encode())
+    assert result.blocks[0].split("\n\n", 1)[0].endswith(
+        f"\nTruncated: at {cut} of {size} bytes; the marker after the pages names the call that reads on")
+    assert "Truncated" not in result.blocks[1] + result.blocks[2]
+    assert marker.startswith(f"Content truncated at {cut} of {size} bytes of Long page. ")
+    assert 49_990 < shown + len(marker.encode()) <= 50_000 and cut < size
     assert "Available sections of Long page: 0 (Lead), 1 (Section 1)" in marker
     assert 'To read on, call get-page with title="Long page" and offset=' in marker
     assert "Not included" not in marker
@@ -3955,8 +3963,9 @@ def test_get_pages_fills_its_budget_with_every_page_that_fits(wiki: RealWiki) ->
     cut = content_of(result.blocks[2]).encode()
     marker = len(result.blocks[-1].encode())  # in the budget
     assert wiki.wikitext("Long page").encode().startswith(cut) and 1990 < small + len(cut) + marker <= 2000
-    total = small + len(wiki.wikitext("Long page").encode())
-    assert result.blocks[-1].startswith(f"Content truncated at {small + len(cut)} of {total} bytes. Available "
+    size = len(wiki.wikitext("Long page").encode())
+    assert f"\nTruncated: at {len(cut)} of {size} bytes;" in result.blocks[2].split("\n\n", 1)[0]
+    assert result.blocks[-1].startswith(f"Content truncated at {len(cut)} of {size} bytes of Long page. Available "
                                         "sections of Long page: 0 (Lead), 1 (Section 1), ")
     assert result.blocks[-1].endswith(f'To read on, call get-page with title="Long page" and offset={len(cut)}.')
     rest = call(server, "get-page", title="Long page", offset=len(cut))  # the marker's call reads on from the cut
@@ -9674,7 +9683,9 @@ def test_get_pages_names_the_pages_whose_text_the_wiki_held_back(wiki: RealWiki)
     assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == [f"Title: {titles[0]}", "Title: Apple"]
     marker = result.blocks[-1]
     shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
-    assert marker.startswith(f"Content truncated at {shown} of "), marker
+    cut = len(content_of(result.blocks[0]).encode())  # the marker's numbers are the cut page's
+    assert marker.startswith(f"Content truncated at {cut} of {len(wiki.wikitext(titles[0]).encode())} bytes of "
+                             f"{titles[0]}. "), marker
     assert 49_990 < shown + len(marker.encode()) <= 50_000
     assert f"Not included: {', '.join(titles[1:])}." in marker, marker
 
