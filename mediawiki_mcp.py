@@ -6844,11 +6844,12 @@ def find_text_origin(
                  "template's title.")]
     try:
         trail.latest_addition()
+        unchecked = trail.check_reverts()
     except ReadsSpent:
         return [f"{header}\n{origin_progress(trail, what)}",
                 (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
                  f"again with revisionId={trail.revisions[trail.present]['revid']}.")]
-    return [f"{header}\n{origin_found(ctx, trail, history, complete, what)}"]
+    return [f"{header}\n{origin_found(ctx, trail, history, complete, what, unchecked)}"]
 
 
 class ReadsSpent(Exception):
@@ -6911,8 +6912,32 @@ class TextTrail:
             self.present = position
         else:
             self.absent = position
-        kept = {self.key(p) for p in (self.present, self.absent) if p is not None}
+        # the newest is kept too, where a revert found after sends the search back to it
+        kept = {self.key(p) for p in (0, self.present, self.absent) if p is not None}
         self.texts = {k: v for k, v in self.texts.items() if k in kept}  # a page's text may be large
+
+    def check_reverts(self) -> list[dict[str, Any]]:
+        """Checks each revision after the addition found that is tagged as a revert (REVERT_TAGS), newest
+        first: a text removed and then restored by a revert is in the newest revision and the one found
+        alike, and the bisection's steps can pass over both. Where the text is not in the revert, or not
+        in the revision before it, the latest addition is after that one, and is narrowed to again. The
+        reverts left unread when the reads run out, which the answer names."""
+        checked: set[int] = set()
+        while True:
+            reverts = [p for p in range(self.present) if p not in checked
+                       and set(self.revisions[p].get("tags") or ()) & set(REVERT_TAGS)]
+            if not reverts:
+                return []
+            checked.add(reverts[0])
+            try:
+                lacks = next((p for p in (reverts[0], reverts[0] + 1) if not self.has(p)), None)
+            except ReadsSpent:
+                return [self.revisions[p] for p in reverts]
+            if lacks == reverts[0] + 1:  # the revert brought it back
+                self.present, self.absent = reverts[0], lacks
+            elif lacks is not None:  # removed again since the revert: added after it
+                self.present, self.absent = 0, lacks
+                self.latest_addition()
 
 
 def origin_history(ctx: ToolContext, title: str, start: int | None
@@ -6995,9 +7020,10 @@ def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tup
 
 
 def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any]], complete: bool,
-                 what: str) -> str:
-    """The answer of a finished bisection: the revision that added the text, its diff line, what the
-    reads showed of earlier additions, and the gaps in the history."""
+                 what: str, unchecked: list[dict[str, Any]]) -> str:
+    """The answer of a finished bisection: the revision that added the text, its diff line, the
+    revisions after it that were not read (and the reverts among them, ``unchecked``, that the reads
+    did not reach), what the reads showed of earlier additions, and the gaps in the history."""
     added = trail.revisions[trail.present]
     before = trail.revisions[trail.absent] if trail.absent is not None else None
     if before is not None:
@@ -7010,8 +7036,13 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
     else:
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
+    # what the reads passed over after it: a text removed and put back there would not show
+    unread = [str(r["revid"]) for position, r in enumerate(trail.revisions[:trail.present])
+              if trail.key(position) not in trail.known]
     earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
     read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
+    reverts = ", ".join(f"{r['revid']} ({', '.join(t for t in r.get('tags') or () if t in REVERT_TAGS)})"
+                        for r in unchecked)
     lines = [labelled(
         ("Added in revision", added["revid"]), ("Found", found), ("Timestamp", added.get("timestamp")),
         ("User", revision_user(added)),
@@ -7019,7 +7050,15 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
         ("Tags", ", ".join(added.get("tags") or [])),
         ("Diff", ctx.site.index_url(diff=added["revid"], oldid=before["revid"]) if before
          else ctx.site.index_url(oldid=added["revid"])),
-        ("Revisions read", read))]
+        ("Revisions read", read),
+        ("Not read after it", unread and (
+            f"{few(unread)} ({len(unread)} of the {trail.present} after it): a text removed and put back by an "
+            "edit not tagged as a revert would not show" + ("" if unchecked else
+                                                            "; those tagged as reverts were read"))),
+        ("Unchecked reverts", unchecked and (
+            f"{reverts}, after it, restore earlier text, and the reads ran out before them: where one "
+            f"restored this text after a removal, it is the latest addition. To check, call find-text-origin "
+            f"again with revisionId={unchecked[0]['revid']}.")))]
     key = trail.key(trail.present)
     old = trail.texts.get(trail.key(trail.absent), "") if trail.absent is not None else ""
     lines.append("Diff line that added it:\n" + adding_lines(old, trail.texts[key], trail.spans[key]))

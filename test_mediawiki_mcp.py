@@ -2641,6 +2641,52 @@ def test_find_text_origin_finds_the_latest_addition_and_says_it_was_there_before
 
 
 @on_every_version
+def test_find_text_origin_checks_the_reverts_after_the_addition_it_found(wiki: RealWiki) -> None:
+    """The sentence added in one revision, removed later, and restored by an undo: the bisection's
+    steps read revisions with the sentence on both sides of the removal, so the revision found first is
+    not its latest addition. The undo (tagged mw-undo) is read with the one before it: the undo is the
+    latest addition. With reads for the bisection only, the answer names the undo it did not check."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in (4, 5)] + [("Editor", river_log(6))]
+    revisions = saved_history(wiki, title, steps)
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    undo = session.post(wiki.api, timeout=30, data={
+        "action": "edit", "title": title, "undo": revisions[-1], "token": token, "format": "json",
+        "formatversion": "2"}).json()["edit"]
+    assert undo["result"] == "Success" and wiki.wikitext(title) == river_log(5, ORIGIN_SENTENCE), undo
+    assert "mw-undo" in latest_revision(wiki, title)["tags"]
+    revisions += [undo["newrevid"]]
+    revisions += saved_history(wiki, title, [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(8, 12)])
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        result = call(server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not result.is_error and field(result, "Added in revision") == str(revisions[7]), result.text
+    assert field(result, "User") == "Admin" and "mw-undo" in field(result, "Tags")
+    assert field(result, "Found").startswith(
+        f"its latest addition: {json.dumps(ORIGIN_SENTENCE)} is in revision {revisions[7]} and each one read after "
+        f"it, not in revision {revisions[6]} before it")
+    reads = int(field(result, "Revisions read").split()[0])
+    assert n[0] == 1 + reads and field(result, "Revisions read") == f"{reads} of 12 in the history"
+    unread = field(result, "Not read after it")
+    assert unread.endswith("of the 4 after it): a text removed and put back by an edit not tagged as a revert "
+                           "would not show; those tagged as reverts were read"), unread
+    assert "Unchecked reverts" not in result.text
+    # seven reads take the bisection to the first addition, which it then names, with the undo unread
+    capped = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="7"))
+    short = call(capped, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not short.is_error and field(short, "Added in revision") == str(revisions[3]), short.text
+    assert field(short, "Revisions read") == "7 of 12 in the history"
+    assert field(short, "Unchecked reverts") == (
+        f"{revisions[7]} (mw-undo), after it, restore earlier text, and the reads ran out before them: where one "
+        "restored this text after a removal, it is the latest addition. To check, call find-text-origin again "
+        f"with revisionId={revisions[7]}.")
+    again = call(capped, "find-text-origin", title=title, text=ORIGIN_SENTENCE, revisionId=revisions[7])
+    assert field(again, "Added in revision") == str(revisions[7]), again.text
+
+
+@on_every_version
 def test_find_text_origin_says_when_the_text_is_not_on_the_page(wiki: RealWiki, bot_server: Any) -> None:
     title = f"Ferry log {secrets.token_hex(4)}"
     revisions = saved_history(wiki, title, [("Admin", river_log(0, ORIGIN_SENTENCE)), ("Editor", river_log(1))])
