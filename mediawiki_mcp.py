@@ -4858,7 +4858,8 @@ class ToolContext:
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
     - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: those arguments (@tool's flags).
     - ``asks``: the person confirms this call's guarded actions (run_guarded); ``picked``: the
-      choices of its Preview they picked.
+      choices of its Preview they picked; ``unconfirmable``: why they cannot from this client, and
+      who could (unconfirmable()), so that a dry run does not send the model to a refused call.
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call, sent only where the client
       asked for it, never failing the call.
@@ -4874,6 +4875,7 @@ class ToolContext:
     confirmed: bool = False
     asks: bool = False
     picked: frozenset[str] | None = None
+    unconfirmable: str = ""
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
     session: Session | None = None
     person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
@@ -4974,12 +4976,14 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
              caller: str = "", session: Session | None = None,
-             person: Person | None = None, person_confirms: bool | Accepted = False) -> tuple[list[Any], bool]:
+             person: Person | None = None, person_confirms: bool | Accepted = False,
+             unconfirmable: str = "") -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as ``person`` where
     one signed in: content blocks and is_error; never raises, so nothing but ``category:
     message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
     nothing, and a guarded action's Preview comes back as the one block; or what the person
-    Accepted, done now unless it changed since (as_shown)."""
+    Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why the person cannot
+    confirm from this client (ToolContext.unconfirmable)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
@@ -5016,7 +5020,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
                           asks=bool(person_confirms), picked=accepted.picked if accepted else None,
-                          caller=caller, session=session, person=person)
+                          unconfirmable=unconfirmable, caller=caller, session=session, person=person)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
@@ -5444,7 +5448,10 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
-    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
+    # a preview must not send the model to a call that is refused: it says why, and who can confirm
+    refused = unconfirmable(state, ctx) if person and not can_ask(ctx) else ""
+    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person,
+                                                                     unconfirmable=refused), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
@@ -5573,8 +5580,15 @@ def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | 
 
 def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
     """The refusal of a guarded action where the person must confirm it (MCP_CONFIRM=person) and
-    the client cannot ask them (can_ask): why, and who could; a stateless server asks no one,
-    whatever the client, so only its operator can change that."""
+    the client cannot ask them (can_ask)."""
+    return permission_denied(f"{preview.nothing} {name} would {preview.would} {unconfirmable(state, ctx)} "
+                             "No retry by the model changes this.")
+
+
+def unconfirmable(state: ServerState, ctx: Any) -> str:
+    """Why the person cannot confirm a guarded action from this client (MCP_CONFIRM=person, and the
+    client cannot ask them: can_ask), and who could; a stateless server asks no one, whatever the
+    client, so only its operator can change that."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
@@ -5590,9 +5604,7 @@ def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> Wik
         why = "this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected"
     else:
         why = "this client cannot ask them: its connection cannot carry a question"
-    return permission_denied(
-        f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
-        f"client (MCP_CONFIRM=person), and {why}. {who} No retry by the model changes this.")
+    return f"This server requires the person to confirm it in the client (MCP_CONFIRM=person), and {why}. {who}"
 
 
 class ListChanges:
@@ -10166,9 +10178,12 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
                                  f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
+    save = (f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
+            "make these changes on the wiki themselves." if ctx.unconfirmable else
+            "To save them, call replace-in-pages again with dryRun=false; a page changed since this preview is "
+            "then skipped.")
     head = (f"Dry run: nothing was saved. {len(diffs)} of {counted(len(pages), 'page')} would change "
-            f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
-            "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
+            f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). {save}\n"
             + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages
                                                           if not p.why and not p.changes)),
                        ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if p.why))))

@@ -6732,6 +6732,29 @@ def test_with_mcp_confirm_person_a_client_that_cannot_ask_is_refused(wiki: RealW
     assert not result.is_error and len(questions) == 1 and revision_ids(wiki, title) == []
 
 
+def test_with_mcp_confirm_person_a_replace_preview_to_a_client_that_cannot_ask_says_no_save_follows(
+        wiki: RealWiki) -> None:
+    """replace-in-pages' dry run sent the model to call again with dryRun=false, which is always
+    refused where the person confirms and this client cannot ask them: it says so, and who can; to a
+    client that asks, it still names that call, which then asks the person."""
+    title = f"Person replace {secrets.token_hex(3)}"
+    create(bot_server_for(wiki), title, "Carp swim here.")
+    server = make_server(wiki.env(MCP_CONFIRM="person"))
+    preview = call(server, "replace-in-pages", titles=[title], find="Carp", replace="Pike")
+    assert not preview.is_error and preview.blocks[0].startswith(
+        "Dry run: nothing was saved. 1 of 1 page would change (1 replacement). No call of replace-in-pages saves "
+        "them from here. This server requires the person to confirm it in the client (MCP_CONFIRM=person), and "
+        "this client cannot ask them: it connected with the 2026-07-28 protocol, whose calls cannot carry a "
+        "question. Clients that ask"), preview.text
+    assert "The person can also make these changes on the wiki themselves.\n" in preview.text
+    assert "dryRun=false" not in preview.text
+    refused = call(server, "replace-in-pages", titles=[title], find="Carp", replace="Pike", dryRun=False)
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: "), refused.text
+    asked, questions = call_asking(server, "replace-in-pages", [], titles=[title], find="Carp", replace="Pike")
+    assert "To save them, call replace-in-pages again with dryRun=false;" in asked.text and questions == []
+    assert wiki.wikitext(title) == "Carp swim here."
+
+
 def test_with_mcp_confirm_person_the_refusal_says_why_this_client_or_server_cannot_ask(wiki: RealWiki) -> None:
     """The client that did not declare elicitation, the 2026 protocol, and a stateless server,
     where no client can ask and only the operator can change it."""
