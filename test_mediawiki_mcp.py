@@ -2730,16 +2730,21 @@ def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealW
     tool = next(t for t in list_tools(server) if t.name == "find-text-origin")
     assert "Reads at most 3 revisions." in tool.description
     arguments: dict[str, Any] = {"title": title, "text": ORIGIN_SENTENCE}
-    calls = [call(server, "find-text-origin", **arguments)]
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        calls = [call(server, "find-text-origin", **arguments)]
     while len(calls[-1].blocks) == 2:
         assert len(calls) < 10 and not calls[-1].is_error, calls[-1].text
+        assert n[0] == 1 + 3, counter.urls[-n[0]:]  # the history, then the three reads the marker counts
+        assert calls[-1].blocks[0].endswith("(revisions read: 3)."), calls[-1].blocks[0]
         marker = calls[-1].blocks[1]
         assert marker.startswith("Result capped at 3 revision reads. To read on, call find-text-origin again "
                                  "with revisionId="), marker
         arguments["revisionId"] = int(marker.rsplit("=", 1)[1].rstrip("."))
         assert revisions[3] <= arguments["revisionId"] < revisions[-1]
         assert f"is in revision {arguments['revisionId']} (" in calls[-1].blocks[0]
-        calls.append(call(server, "find-text-origin", **arguments))
+        with counter.counting() as n:
+            calls.append(call(server, "find-text-origin", **arguments))
     assert len(calls) > 1 and field(calls[-1], "Added in revision") == str(revisions[3]), calls[-1].text
     assert field(calls[-1], "User") == "Editor"
 
@@ -11617,6 +11622,34 @@ def test_a_toolset_loaded_in_one_http_session_is_that_sessions_alone(wiki: RealW
     assert seen["other file"].is_error and "which load-toolset loads" in seen["other file"].content[0].text
     assert "files: read, upload and update files" in seen["other listing"]
     assert heard_one == [LIST_CHANGED] and heard_other == []
+
+
+def test_a_session_listening_for_tool_changes_hears_nothing_when_another_loads_a_toolset(wiki: RealWiki) -> None:
+    """The second session lists its tools first, so the server notes it as listening; the first then
+    loads a toolset. The second hears only its own load's notification, sent after on the same stream,
+    which it waits for: one before it would have come from the first session's load."""
+    server = make_server(wiki.env(MCP_TOOLSETS="default"))
+    heard_one: list[str] = []
+    heard_other: list[str] = []
+
+    async def main(url: str) -> set[str]:
+        async with (Client(url, mode="legacy", message_handler=list_changes_heard(heard_one)) as one,
+                    Client(url, mode="legacy", message_handler=list_changes_heard(heard_other)) as other):
+            listed = {t.name for t in (await other.list_tools()).tools}
+            assert not (await one.call_tool("load-toolset", {"toolset": "files"})).is_error
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard_one:
+                    await anyio.sleep(0.02)  # polling for the notification
+            assert not (await other.call_tool("load-toolset", {"toolset": "talk"})).is_error
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard_other:
+                    await anyio.sleep(0.02)  # polling for the notification of its own load
+        return listed
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        listed = anyio.run(main, url)
+    assert "get-file" not in listed and "add-talk-topic" not in listed
+    assert heard_other == [LIST_CHANGED] and heard_one == [LIST_CHANGED], (heard_one, heard_other)
 
 
 def test_stateless_http_does_not_offer_load_toolset(wiki: RealWiki) -> None:
