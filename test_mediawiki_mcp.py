@@ -4051,6 +4051,34 @@ def test_the_budget_holds_the_content_the_marker_and_its_outline(wiki: RealWiki)
                      revision[1]) and "get-page-sections" not in revision[1]  # it lists the latest revision's
 
 
+def test_the_budget_is_counted_in_utf8_bytes_with_non_ascii_headings_and_text(wiki: RealWiki) -> None:
+    """Cyrillic, Hebrew and emoji take two to four bytes a character: the content, its marker and
+    the section list stay within MCP_CONTENT_MAX_BYTES counted in UTF-8 bytes, not characters, and
+    the marker's numbers are the bytes sent and the page's bytes, from which offset reads on."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="2000"))
+    title = f"Многоязычный бюджет {secrets.token_hex(3)}"
+    text = "Вступление: שלום 🌍.\n" + "".join(f"== Глава {n} — פרק {n} 🌊 ==\nТекст {n}: שלום עולם 🌍🌊.\n"
+                                             for n in range(1, 201))
+    create(server, title, text)
+    size = len(wiki.wikitext(title).encode())
+    for tool, arguments in (("get-page", {"title": title}), ("get-page", {"title": title, "content": "text"}),
+                            ("get-pages", {"titles": [title]}),
+                            ("get-revision", {"revisionId": latest_revid(wiki, title)})):
+        result = call(server, tool, **arguments)
+        body, marker = content_of(result.blocks[-2]), result.blocks[-1]
+        sent = len(body.encode())
+        assert 1900 < sent + len(marker.encode()) <= 2000, (tool, arguments, sent, marker)
+        assert "Available sections" in marker and "(Глава 1 — פרק 1 🌊)" in marker, marker
+        whole = "" if arguments.get("content") else f"{size} bytes"  # plain text: the rendering's size
+        assert marker.startswith(f"Content truncated at {sent} of {whole}"), (tool, marker)
+    first = call(server, "get-page", title=title)
+    sent = len(content_of(first.blocks[0]).encode())
+    rest = call(server, "get-page", title=title, offset=sent)  # the offset the marker names
+    assert f"offset={sent}." in first.blocks[-1]
+    assert (content_of(first.blocks[0]) + content_of(rest.blocks[0])).encode() == \
+        wiki.wikitext(title).encode()[:sent + len(content_of(rest.blocks[0]).encode())]
+
+
 # -- requests and tools/list ----------------------------------------------------------------------
 
 def test_requests_per_call_of_the_editors_reads(wiki: RealWiki) -> None:
