@@ -10457,7 +10457,7 @@ def overwriting(ctx: ToolContext, change: Composed, target: EditTarget) -> Compo
     pinned to and that revision already has the source's text: MediaWiki would merge nothing into
     the latest and save nothing, leaving what the target has and the source lacks."""
     if target.pin and target.pin != target.latest and as_saved(change.text) == as_saved(target.base_text) \
-            and as_saved(target.now) != target.base_text:
+            and as_saved(target.now) != as_saved(target.base_text):
         diff = slice_content(line_diff(change.text, target.now), 0, ctx.budget)
         raise conflict(f"Nothing was copied to {target.title!r}: it changed since revision {target.pin}, the one "
                        f"last read here, which has the source's text; its latest, {target.latest}, has what the "
