@@ -6434,7 +6434,12 @@ def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
 #: replacement: the spans of the non-empty matches, up to one past ``most``; with one: the text with
 #: every match replaced and how many, or why the replacement cannot be made.
 REGEX_CHILD = """import json, re, sys
-pattern, text, most, replace = json.load(sys.stdin)
+pattern, text, most, replace, seconds = json.load(sys.stdin)
+try:  # the kernel stops it too, should this server end first and leave it running (Unix)
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+except (ImportError, ValueError, OSError):
+    pass
 if replace is not None:
     try:
         json.dump(re.subn(pattern, replace, text), sys.stdout)
@@ -6456,7 +6461,8 @@ def run_regex(pattern: str, text: str, seconds: float, replace: str | None = Non
     (a+)+b) in its own thread, and holds every other call of the server while it runs."""
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_CHILD], capture_output=True,
-                              input=json.dumps([pattern, text, MAX_MATCHES, replace]).encode(),
+                              input=json.dumps([pattern, text, MAX_MATCHES, replace,
+                                                int(seconds) + 1]).encode(),
                               timeout=seconds, check=True)
     except subprocess.TimeoutExpired:
         raise invalid_input(f"The regular expression ran over {seconds:g} s on this page without "
