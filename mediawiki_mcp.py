@@ -7055,8 +7055,8 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
     # what the reads passed over after it: a text removed and put back there would not show
-    unread = [str(r["revid"]) for position, r in enumerate(trail.revisions[:trail.present])
-              if trail.key(position) not in trail.known]
+    unread = [r for position, r in enumerate(trail.revisions[:trail.present]) if trail.key(position) not in trail.known]
+    unread_reverts = any(set(r.get("tags") or ()) & set(REVERT_TAGS) for r in unread)
     earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
     read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
     reverts = ", ".join(f"{r['revid']} ({', '.join(t for t in r.get('tags') or () if t in REVERT_TAGS)})"
@@ -7070,9 +7070,9 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
          else ctx.site.index_url(oldid=added["revid"])),
         ("Revisions read", read),
         ("Not read after it", unread and (
-            f"{few(unread)} ({len(unread)} of the {trail.present} after it): a text removed and put back by an "
-            "edit not tagged as a revert would not show" + ("" if unchecked else
-                                                            "; those tagged as reverts were read"))),
+            f"{few([str(r['revid']) for r in unread])} ({len(unread)} of the {trail.present} after it"
+            f"{'' if unread_reverts else ', none tagged as a revert'}): a text removed and put back there by "
+            "an edit not tagged as a revert would not show")),
         ("Unchecked reverts", unchecked and (
             f"{reverts}, after it, restore earlier text, and the reads ran out before them: where one "
             f"restored this text after a removal, it is the latest addition. To check, call find-text-origin "

@@ -2670,8 +2670,9 @@ def test_find_text_origin_checks_the_reverts_after_the_addition_it_found(wiki: R
     reads = int(field(result, "Revisions read").split()[0])
     assert n[0] == 1 + reads and field(result, "Revisions read") == f"{reads} of 12 in the history"
     unread = field(result, "Not read after it")
-    assert unread.endswith("of the 4 after it): a text removed and put back by an edit not tagged as a revert "
-                           "would not show; those tagged as reverts were read"), unread
+    assert unread.endswith("of the 4 after it, none tagged as a revert): a text removed and put back there by an "
+                           "edit not tagged as a revert would not show"), unread
+    assert str(revisions[7]) not in unread.split(" (")[0].split(", ")  # the undo was read
     assert "Unchecked reverts" not in result.text
     # seven reads take the bisection to the first addition, which it then names, with the undo unread
     capped = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="7"))
