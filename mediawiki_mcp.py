@@ -7055,7 +7055,8 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
     # what the reads passed over after it: a text removed and put back there would not show
-    unread = [r for position, r in enumerate(trail.revisions[:trail.present]) if trail.key(position) not in trail.known]
+    unread = [r for position, r in enumerate(trail.revisions[:trail.present])
+              if trail.key(position) not in trail.known]
     unread_reverts = any(set(r.get("tags") or ()) & set(REVERT_TAGS) for r in unread)
     earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
     read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
@@ -7296,7 +7297,8 @@ def unlisted_members(nodes: list[CategoryNode], depth: int, pages: bool) -> str:
         calls.append(f"get-category-tree again with {first} (a category's {what})")
     if rest:
         kinds.append(f"the pages and files of {', '.join(node.title for node in rest)}")
-        calls.append(f"get-category-members with {call_args(category=rest[0].title)} (a category's pages and files)")
+        calls.append(f"get-category-members with {call_args(category=rest[0].title)} "
+                     "(a category's pages and files)")
     return (f"Result capped at {CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): "
             f"{'' if above else 'every category is shown, but '}{' and '.join(kinds)} are not listed. To list "
             f"them, call {', or '.join(calls)}.")
