@@ -2571,8 +2571,8 @@ def call_args(**args: Any) -> str:
 
 class Batch(typing.NamedTuple):
     """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
-    it shows of all the pages and their total, the pages it left out, and the other arguments
-    of the call that reads those."""
+    it shows of all the pages and their total (said when it cut none), the pages it left out, and the
+    other arguments of the call that reads those."""
     shown: tuple[int, int]
     left_out: Sequence[str]
     fields: Mapping[str, Any]
@@ -2587,8 +2587,10 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     more and the call that lists them all (``outline``, if any)."""
     again = dict(again or {})
     verb = "with" if batch else "again with"
-    end, total = batch.shown if batch else (piece.end, piece.total) if piece else (0, 0)
-    parts = [f"Content truncated at {end} of {total} bytes."]
+    end, total = (piece.end, piece.total) if piece else batch.shown if batch else (0, 0)
+    # a batch's offset is into the page it cut, so its numbers are that page's, which it names
+    of = f" of {again['title']}" if batch and piece else ""
+    parts = [f"Content truncated at {end} of {total} bytes{of}."]
     numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
@@ -4834,7 +4836,7 @@ class ServerState:
     calls: ToolCalls = dataclasses.field(default_factory=ToolCalls)
     client_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     resolve: Callable[[str, int], list[str]] = resolve_addresses  # how the address guard looks names up
-    regex_seconds: float = REGEX_SECONDS  # how long find-in-page's regular expression may run
+    regex_seconds: float = REGEX_SECONDS  # how long a model's regular expression may run on a page
     pages_per_call: int = MAX_PAGES_PER_CALL  # the most pages of a category replace-in-pages takes
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
     page_locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = dataclasses.field(
@@ -4929,7 +4931,8 @@ class ToolContext:
     - ``wiki``: the wiki's configuration; ``site``: its site info, learnt once per wiki.
     - ``continue_from``, ``dry_run``, ``watch``, ``confirmed``: those arguments (@tool's flags).
     - ``asks``: the person confirms this call's guarded actions (run_guarded); ``picked``: the
-      choices of its Preview they picked.
+      choices of its Preview they picked; ``unconfirmable``: why they cannot from this client, and
+      who could (unconfirmable()), so that a dry run does not send the model to a refused call.
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call, sent only where the client
       asked for it, never failing the call.
@@ -4945,6 +4948,7 @@ class ToolContext:
     confirmed: bool = False
     asks: bool = False
     picked: frozenset[str] | None = None
+    unconfirmable: str = ""
     caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
     session: Session | None = None
     person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
@@ -5045,12 +5049,14 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
              caller: str = "", session: Session | None = None,
-             person: Person | None = None, person_confirms: bool | Accepted = False) -> tuple[list[Any], bool]:
+             person: Person | None = None, person_confirms: bool | Accepted = False,
+             unconfirmable: str = "") -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as ``person`` where
     one signed in: content blocks and is_error; never raises, so nothing but ``category:
     message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
     nothing, and a guarded action's Preview comes back as the one block; or what the person
-    Accepted, done now unless it changed since (as_shown)."""
+    Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why the person cannot
+    confirm from this client (ToolContext.unconfirmable)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
@@ -5087,7 +5093,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
                           asks=bool(person_confirms), picked=accepted.picked if accepted else None,
-                          caller=caller, session=session, person=person)
+                          unconfirmable=unconfirmable, caller=caller, session=session, person=person)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
@@ -5545,7 +5551,10 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
-    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person), write=write)
+    # a preview must not send the model to a call that is refused: it says why, and who can confirm
+    refused = unconfirmable(state, ctx) if person and not can_ask(ctx) else ""
+    blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person,
+                                                                     unconfirmable=refused), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
@@ -5681,8 +5690,15 @@ def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | 
 
 def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
     """The refusal of a guarded action where the person must confirm it (MCP_CONFIRM=person) and
-    the client cannot ask them (can_ask): why, and who could; a stateless server asks no one,
-    whatever the client, so only its operator can change that."""
+    the client cannot ask them (can_ask)."""
+    return permission_denied(f"{preview.nothing} {name} would {preview.would} {unconfirmable(state, ctx)} "
+                             "No retry by the model changes this.")
+
+
+def unconfirmable(state: ServerState, ctx: Any) -> str:
+    """Why the person cannot confirm a guarded action from this client (MCP_CONFIRM=person, and the
+    client cannot ask them: can_ask), and who could; a stateless server asks no one, whatever the
+    client, so only its operator can change that."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     who = ("Clients that ask, such as Claude Code, VS Code and the MCP Inspector, can do it over stdio or a "
@@ -5698,9 +5714,7 @@ def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> Wik
         why = "this client cannot ask them: it did not declare MCP elicitation (form mode) when it connected"
     else:
         why = "this client cannot ask them: its connection cannot carry a question"
-    return permission_denied(
-        f"{preview.nothing} {name} would {preview.would} This server requires the person to confirm it in the "
-        f"client (MCP_CONFIRM=person), and {why}. {who} No retry by the model changes this.")
+    return f"This server requires the person to confirm it in the client (MCP_CONFIRM=person), and {why}. {who}"
 
 
 class ListChanges:
@@ -6311,7 +6325,10 @@ def get_pages(
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
-            blocks.append(f"{headers[title]}\n\n{shown}")
+            # marked on the page itself: a model reading it alone must not take it for the whole page
+            cut_at = (f"\nTruncated: at {piece.end} of {piece.total} bytes; the marker after the pages names the "
+                      "call that reads on") if piece and title == cut else ""
+            blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
             if source:  # for update-page, as get-page
                 revid = revision_of(entries[title][0]).get("revid", 0)
                 notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
@@ -6523,9 +6540,22 @@ def match_spans(ctx: ToolContext, pattern: re.Pattern[str] | None, find: str,
     return [found.span() for found in itertools.islice(re.finditer(exact, text), MAX_MATCHES + 1)]
 
 
-#: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds.
-REGEX_SEARCH = """import json, re, sys
-pattern, text, most = json.load(sys.stdin)
+#: Runs in a child process, which is stopped if it runs past ServerState.regex_seconds. Without a
+#: replacement: the spans of the non-empty matches, up to one past ``most``; with one: the text with
+#: every match replaced and how many, or why the replacement cannot be made.
+REGEX_CHILD = """import json, re, sys
+pattern, text, most, replace, seconds = json.load(sys.stdin)
+try:  # the kernel stops it too, should this server end first and leave it running (Unix)
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+except (ImportError, ValueError, OSError):
+    pass
+if replace is not None:
+    try:
+        json.dump(re.subn(pattern, replace, text), sys.stdout)
+    except (re.error, IndexError) as error:
+        json.dump(str(error), sys.stdout)
+    sys.exit()
 spans = []
 for found in re.finditer(pattern, text):
     if found.end() > found.start():
@@ -6535,13 +6565,14 @@ for found in re.finditer(pattern, text):
 json.dump(spans, sys.stdout)"""
 
 
-def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tuple[int, int]]:
-    """Where a model's regular expression matches (non-empty) in ``text``. It runs in a child process,
+def run_regex(pattern: str, text: str, seconds: float, replace: str | None = None) -> Any:
+    """REGEX_CHILD's answer for a model's regular expression on ``text``. It runs in a child process,
     stopped after ``seconds``: Python cannot stop a pattern that backtracks without end (such as
-    (a+)+b) in its own thread."""
+    (a+)+b) in its own thread, and holds every other call of the server while it runs."""
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_SEARCH], capture_output=True,
-                              input=json.dumps([pattern.pattern, text, MAX_MATCHES]).encode(),
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", REGEX_CHILD], capture_output=True,
+                              input=json.dumps([pattern, text, MAX_MATCHES, replace,
+                                                int(seconds) + 1]).encode(),
                               timeout=seconds, check=True)
     except subprocess.TimeoutExpired:
         raise invalid_input(f"The regular expression ran over {seconds:g} s on this page without "
@@ -6550,7 +6581,12 @@ def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tup
     except (OSError, subprocess.CalledProcessError) as error:
         raise upstream_failure(f"The regular expression could not be run ({type(error).__name__}). "
                                + NEXT_STEP["upstream_failure"]) from None
-    return [(start, end) for start, end in json.loads(done.stdout)]
+    return json.loads(done.stdout)
+
+
+def regex_spans(pattern: re.Pattern[str], text: str, seconds: float) -> list[tuple[int, int]]:
+    """Where a model's regular expression matches (non-empty) in ``text``, stopped after ``seconds``."""
+    return [(start, end) for start, end in run_regex(pattern.pattern, text, seconds)]
 
 
 def match_rows(ctx: ToolContext, text: str, spans: list[tuple[int, int]]) -> list[str]:
@@ -6935,11 +6971,12 @@ def find_text_origin(
                  "template's title.")]
     try:
         trail.latest_addition()
+        unchecked = trail.check_reverts()
     except ReadsSpent:
         return [f"{header}\n{origin_progress(trail, what)}",
                 (f"Result capped at {counted(trail.most, 'revision read')}. To read on, call find-text-origin "
                  f"again with revisionId={trail.revisions[trail.present]['revid']}.")]
-    return [f"{header}\n{origin_found(ctx, trail, history, complete, what)}"]
+    return [f"{header}\n{origin_found(ctx, trail, history, complete, what, unchecked)}"]
 
 
 class ReadsSpent(Exception):
@@ -7002,8 +7039,32 @@ class TextTrail:
             self.present = position
         else:
             self.absent = position
-        kept = {self.key(p) for p in (self.present, self.absent) if p is not None}
+        # the newest is kept too, where a revert found after sends the search back to it
+        kept = {self.key(p) for p in (0, self.present, self.absent) if p is not None}
         self.texts = {k: v for k, v in self.texts.items() if k in kept}  # a page's text may be large
+
+    def check_reverts(self) -> list[dict[str, Any]]:
+        """Checks each revision after the addition found that is tagged as a revert (REVERT_TAGS), newest
+        first: a text removed and then restored by a revert is in the newest revision and the one found
+        alike, and the bisection's steps can pass over both. Where the text is not in the revert, or not
+        in the revision before it, the latest addition is after that one, and is narrowed to again. The
+        reverts left unread when the reads run out, which the answer names."""
+        checked: set[int] = set()
+        while True:
+            reverts = [p for p in range(self.present) if p not in checked
+                       and set(self.revisions[p].get("tags") or ()) & set(REVERT_TAGS)]
+            if not reverts:
+                return []
+            checked.add(reverts[0])
+            try:
+                lacks = next((p for p in (reverts[0], reverts[0] + 1) if not self.has(p)), None)
+            except ReadsSpent:
+                return [self.revisions[p] for p in reverts]
+            if lacks == reverts[0] + 1:  # the revert brought it back
+                self.present, self.absent = reverts[0], lacks
+            elif lacks is not None:  # removed again since the revert: added after it
+                self.present, self.absent = 0, lacks
+                self.latest_addition()
 
 
 def origin_history(ctx: ToolContext, title: str, start: int | None
@@ -7086,9 +7147,10 @@ def within_lines(block: tuple[int, int, int, int], first: int, last: int) -> tup
 
 
 def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any]], complete: bool,
-                 what: str) -> str:
-    """The answer of a finished bisection: the revision that added the text, its diff line, what the
-    reads showed of earlier additions, and the gaps in the history."""
+                 what: str, unchecked: list[dict[str, Any]]) -> str:
+    """The answer of a finished bisection: the revision that added the text, its diff line, the
+    revisions after it that were not read (and the reverts among them, ``unchecked``, that the reads
+    did not reach), what the reads showed of earlier additions, and the gaps in the history."""
     added = trail.revisions[trail.present]
     before = trail.revisions[trail.absent] if trail.absent is not None else None
     if before is not None:
@@ -7101,8 +7163,14 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
     else:
         found = (f"the oldest revision read: the history reads back no further (call find-text-origin again "
                  f"with revisionId={added['revid']} to go on)")
+    # what the reads passed over after it: a text removed and put back there would not show
+    unread = [r for position, r in enumerate(trail.revisions[:trail.present])
+              if trail.key(position) not in trail.known]
+    unread_reverts = any(set(r.get("tags") or ()) & set(REVERT_TAGS) for r in unread)
     earlier = earlier_evidence(trail, added)  # it may read one more revision: before they are counted
     read = f"{trail.reads} of {len(history)}{'' if complete else ' and more'} in the history"
+    reverts = ", ".join(f"{r['revid']} ({', '.join(t for t in r.get('tags') or () if t in REVERT_TAGS)})"
+                        for r in unchecked)
     lines = [labelled(
         ("Added in revision", added["revid"]), ("Found", found), ("Timestamp", added.get("timestamp")),
         ("User", revision_user(added)),
@@ -7110,7 +7178,15 @@ def origin_found(ctx: ToolContext, trail: TextTrail, history: list[dict[str, Any
         ("Tags", ", ".join(added.get("tags") or [])),
         ("Diff", ctx.site.index_url(diff=added["revid"], oldid=before["revid"]) if before
          else ctx.site.index_url(oldid=added["revid"])),
-        ("Revisions read", read))]
+        ("Revisions read", read),
+        ("Not read after it", unread and (
+            f"{few([str(r['revid']) for r in unread])} ({len(unread)} of the {trail.present} after it"
+            f"{'' if unread_reverts else ', none tagged as a revert'}): a text removed and put back there by "
+            "an edit not tagged as a revert would not show")),
+        ("Unchecked reverts", unchecked and (
+            f"{reverts}, after it, restore earlier text, and the reads ran out before them: where one "
+            f"restored this text after a removal, it is the latest addition. To check, call find-text-origin "
+            f"again with revisionId={unchecked[0]['revid']}.")))]
     key = trail.key(trail.present)
     old = trail.texts.get(trail.key(trail.absent), "") if trail.absent is not None else ""
     lines.append("Diff line that added it:\n" + adding_lines(old, trail.texts[key], trail.spans[key]))
@@ -7283,32 +7359,58 @@ def category_members(ctx: ToolContext, title: str, pages: bool,
 
 
 def category_tree_blocks(root: CategoryNode, depth: int, pages: bool, budget: int) -> list[str]:
-    """The tree as indented rows, within ``budget`` bytes; a marker naming the first category cut or
-    left unlisted (the request cap), if any."""
+    """The tree as indented rows, within ``budget`` bytes; a marker naming the first category cut,
+    and the categories shown whose members were left unlisted (the request cap), if any."""
     legend = (f"Subcategories of {root.title} to depth {depth}, each under its parent with its counts "
               "(0 left out)" + ("; its pages and files as '- ' rows" if pages else "") + ":")
     rows, size, cut, count = [legend], utf8_len(legend), None, 0
+    unlisted: list[CategoryNode] = []
     for node in root.walk():
-        unlisted = node.listed_all is None and node.listed(pages, last=len(node.above) == depth)
         lines = [node.row()] + [f"{'  ' * len(node.above)}  - {name}" for name in node.pages]
         more = utf8_len("\n".join(lines)) + 1
         if size + more > budget and node.pages:  # else a call from this category would be cut here again
             lines = pages_within(lines, budget - size, node)
             more = utf8_len("\n".join(lines)) + 1
-        if size + more > budget or unlisted:
-            cut = cut or node
-            if size + more > budget:
-                break
+        if size + more > budget:
+            cut = node
+            break
+        if node.listed_all is None and node.listed(pages, last=len(node.above) == depth):
+            unlisted.append(node)
         rows += lines
         size, count = size + more, count + 1
     blocks = ["\n".join(rows)]
+    said = []
     if cut is not None:
         # the levels left below the category cut, and its pages if they were asked for
         rest = call_args(category=cut.title, depth=max(depth - len(cut.above), 1),
                          **({"pages": True} if pages else {}))
-        blocks.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
-                      f"categories may exist — to see them, call get-category-tree again with {rest}.")
-    return blocks
+        said.append(f"Result capped at {count} {'category' if count == 1 else 'categories'}. Additional "
+                    f"categories may exist — to see them, call get-category-tree again with {rest}.")
+    if unlisted:
+        said.append(unlisted_members(unlisted, depth, pages))
+    return blocks + [" ".join(said)] if said else blocks
+
+
+def unlisted_members(nodes: list[CategoryNode], depth: int, pages: bool) -> str:
+    """The marker of the categories shown whose members the request cap left unlisted, and the
+    calls that list them: the subcategories (and pages) of those above the depth asked, the pages
+    and files of the others."""
+    above = [node for node in nodes if node.info.get("subcats") and len(node.above) < depth]
+    rest = [node for node in nodes if node not in above]
+    kinds, calls = [], []
+    if above:
+        what = "subcategories and pages" if pages else "subcategories"
+        first = call_args(category=above[0].title, depth=depth - len(above[0].above),
+                          **({"pages": True} if pages else {}))
+        kinds.append(f"the {what} of {', '.join(node.title for node in above)}")
+        calls.append(f"get-category-tree again with {first} (a category's {what})")
+    if rest:
+        kinds.append(f"the pages and files of {', '.join(node.title for node in rest)}")
+        calls.append(f"get-category-members with {call_args(category=rest[0].title)} "
+                     "(a category's pages and files)")
+    return (f"Result capped at {CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): "
+            f"{'' if above else 'every category is shown, but '}{' and '.join(kinds)} are not listed. To list "
+            f"them, call {', or '.join(calls)}.")
 
 
 def pages_within(lines: list[str], room: int, node: CategoryNode) -> list[str]:
@@ -8343,6 +8445,10 @@ def create_page(
 ) -> list[str] | str:
     """Creates a page; fails if the title exists or the text is empty."""
     source = as_wiki_receives(source)
+    if not source.strip():  # as update-page refuses to blank a page, unless told
+        raise invalid_input(f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: source is "
+                            f"{'blank' if source else 'empty'}, so the page would be created empty. "
+                            "Give the page's text as source.")
     refuse_unknown_choice(ctx, "content model", contentModel,
                           f"Nothing was saved{' (dry run)' if ctx.dry_run else ''}: ")
 
@@ -10156,12 +10262,14 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
     text = slot.get("content", "")
     if not regex:
         new, count = text.replace(find, replace), text.count(find)
+    elif page is None:
+        new, count = text, 0
     else:
-        try:
-            new, count = re.subn(find, replace, text)
-        except (re.error, IndexError) as error:
-            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                                "was changed.") from None
+        substituted = run_regex(find, text, ctx.state.regex_seconds, replace)
+        if isinstance(substituted, str):
+            raise invalid_input(f"find or replace is not a valid regular expression here: {substituted}. "
+                                "Nothing was changed.")
+        new, count = substituted
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, f"the wiki would not save the change: {refused}")
     if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it
@@ -10181,9 +10289,12 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
                                  f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
+    save = (f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
+            "make these changes on the wiki themselves." if ctx.unconfirmable else
+            "To save them, call replace-in-pages again with dryRun=false; a page changed since this preview is "
+            "then skipped.")
     head = (f"Dry run: nothing was saved. {len(diffs)} of {counted(len(pages), 'page')} would change "
-            f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). To save them, call "
-            "replace-in-pages again with dryRun=false; a page changed since this preview is then skipped.\n"
+            f"({counted(sum(p.count for p in pages if p.changes), 'replacement')}). {save}\n"
             + labelled(("Unchanged (no match)", ", ".join(p.title for p in pages
                                                           if not p.why and not p.changes)),
                        ("Skipped", "; ".join(f"{p.title} ({p.why})" for p in pages if p.why))))
@@ -10424,7 +10535,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
-            saved = edit_page(ctx, target, lambda _: change,  # noqa: B023 (called before the loop goes on)
+            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
                               must_exist=False, read=replacing, from_read=replacing, props=("info",))
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
@@ -10450,6 +10561,21 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         ("Not copied", failed), ("Templates this wiki still lacks", lacking)) if titles]
     apart = "\n" if ctx.dry_run else "\n\n"  # a dry run's rows, or each save's own answer
     return "\n".join([head, *notes]) + "".join(apart + block for block in blocks)
+
+
+def overwriting(ctx: ToolContext, change: Composed, target: EditTarget) -> Composed:
+    """A copy's change of ``target``, refused where the target changed since the revision it is
+    pinned to and that revision already has the source's text: MediaWiki would merge nothing into
+    the latest and save nothing, leaving what the target has and the source lacks."""
+    if target.pin and target.pin != target.latest and as_saved(change.text) == as_saved(target.base_text) \
+            and as_saved(target.now) != as_saved(target.base_text):
+        diff = slice_content(line_diff(change.text, target.now), 0, ctx.budget)
+        raise conflict(f"Nothing was copied to {target.title!r}: it changed since revision {target.pin}, the one "
+                       f"last read here, which has the source's text; its latest, {target.latest}, has what the "
+                       "source lacks, so the save would change nothing. The source's text against the "
+                       f"target's latest:\n{diff.text}{' …' if diff.truncated else ''}\nTo replace that with the "
+                       "source's text, read the page with get-page, then call copy-page again with overwrite=true.")
+    return change
 
 
 # -- wikis: listing, adding, removing -------------------------------------------

@@ -2055,13 +2055,21 @@ def test_get_pages_with_fifty_titles_is_one_request(wiki: RealWiki) -> None:
     assert not result.is_error and len(result.blocks) == 50
 
 
-def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(bot_server: Any) -> None:
+def test_get_pages_over_budget_cuts_the_page_that_does_not_fit_and_keeps_those_that_do(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The page cut says so in its own header, and the marker's numbers are that page's (its offset is
+    into that page): the bytes shown of it and its size."""
     result = call(bot_server, "get-pages", titles=["Long page", "Apple", "Banana"])
     assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == ["Title: Long page", "Title: Apple", "Title: Banana"]
     assert "An apple is a fruit." in result.blocks[1] and "A banana is a fruit." in result.blocks[2]
     marker = result.blocks[-1]
     shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
-    assert marker.startswith(f"Content truncated at {shown} of ") and 49_990 < shown + len(marker.encode()) <= 50_000
+    cut, size = len(content_of(result.blocks[0]).encode()), len(wiki.wikitext("Long page").encode())
+    assert result.blocks[0].split("\n\n", 1)[0].endswith(
+        f"\nTruncated: at {cut} of {size} bytes; the marker after the pages names the call that reads on")
+    assert "Truncated" not in result.blocks[1] + result.blocks[2]
+    assert marker.startswith(f"Content truncated at {cut} of {size} bytes of Long page. ")
+    assert 49_990 < shown + len(marker.encode()) <= 50_000 and cut < size
     assert "Available sections of Long page: 0 (Lead), 1 (Section 1)" in marker
     assert 'To read on, call get-page with title="Long page" and offset=' in marker
     assert "Not included" not in marker
@@ -2680,6 +2688,53 @@ def test_find_text_origin_finds_the_latest_addition_and_says_it_was_there_before
 
 
 @on_every_version
+def test_find_text_origin_checks_the_reverts_after_the_addition_it_found(wiki: RealWiki) -> None:
+    """The sentence added in one revision, removed later, and restored by an undo: the bisection's
+    steps read revisions with the sentence on both sides of the removal, so the revision found first is
+    not its latest addition. The undo (tagged mw-undo) is read with the one before it: the undo is the
+    latest addition. With reads for the bisection only, the answer names the undo it did not check."""
+    title = f"Ferry log {secrets.token_hex(4)}"
+    steps = [("Admin", river_log(day)) for day in range(3)] + [("Editor", river_log(3, ORIGIN_SENTENCE))]
+    steps += [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in (4, 5)] + [("Editor", river_log(6))]
+    revisions = saved_history(wiki, title, steps)
+    session, token = bare_login(wiki, wiki.bot_user, wiki.bot_password)
+    undo = session.post(wiki.api, timeout=30, data={
+        "action": "edit", "title": title, "undo": revisions[-1], "token": token, "format": "json",
+        "formatversion": "2"}).json()["edit"]
+    assert undo["result"] == "Success" and wiki.wikitext(title) == river_log(5, ORIGIN_SENTENCE), undo
+    assert "mw-undo" in latest_revision(wiki, title)["tags"]
+    revisions += [undo["newrevid"]]
+    revisions += saved_history(wiki, title, [("Admin", river_log(day, ORIGIN_SENTENCE)) for day in range(8, 12)])
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        result = call(server, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not result.is_error and field(result, "Added in revision") == str(revisions[7]), result.text
+    assert field(result, "User") == "Admin" and "mw-undo" in field(result, "Tags")
+    assert field(result, "Found").startswith(
+        f"its latest addition: {json.dumps(ORIGIN_SENTENCE)} is in revision {revisions[7]} and each one read after "
+        f"it, not in revision {revisions[6]} before it")
+    reads = int(field(result, "Revisions read").split()[0])
+    assert n[0] == 1 + reads and field(result, "Revisions read") == f"{reads} of 12 in the history"
+    unread = field(result, "Not read after it")
+    assert unread.endswith("of the 4 after it, none tagged as a revert): a text removed and put back there by an "
+                           "edit not tagged as a revert would not show"), unread
+    assert str(revisions[7]) not in unread.split(" (")[0].split(", ")  # the undo was read
+    assert "Unchecked reverts" not in result.text
+    # seven reads take the bisection to the first addition, which it then names, with the undo unread
+    capped = make_server(wiki.env(MCP_TEXT_ORIGIN_MAX_READS="7"))
+    short = call(capped, "find-text-origin", title=title, text=ORIGIN_SENTENCE)
+    assert not short.is_error and field(short, "Added in revision") == str(revisions[3]), short.text
+    assert field(short, "Revisions read") == "7 of 12 in the history"
+    assert field(short, "Unchecked reverts") == (
+        f"{revisions[7]} (mw-undo), after it, restore earlier text, and the reads ran out before them: where one "
+        "restored this text after a removal, it is the latest addition. To check, call find-text-origin again "
+        f"with revisionId={revisions[7]}.")
+    again = call(capped, "find-text-origin", title=title, text=ORIGIN_SENTENCE, revisionId=revisions[7])
+    assert field(again, "Added in revision") == str(revisions[7]), again.text
+
+
+@on_every_version
 def test_find_text_origin_says_when_the_text_is_not_on_the_page(wiki: RealWiki, bot_server: Any) -> None:
     title = f"Ferry log {secrets.token_hex(4)}"
     revisions = saved_history(wiki, title, [("Admin", river_log(0, ORIGIN_SENTENCE)), ("Editor", river_log(1))])
@@ -2723,16 +2778,21 @@ def test_find_text_origin_stops_at_its_cap_and_the_next_call_goes_on(wiki: RealW
     tool = next(t for t in list_tools(server) if t.name == "find-text-origin")
     assert "Reads at most 3 revisions." in tool.description
     arguments: dict[str, Any] = {"title": title, "text": ORIGIN_SENTENCE}
-    calls = [call(server, "find-text-origin", **arguments)]
+    counter = RequestCounter(server)
+    with counter.counting() as n:
+        calls = [call(server, "find-text-origin", **arguments)]
     while len(calls[-1].blocks) == 2:
         assert len(calls) < 10 and not calls[-1].is_error, calls[-1].text
+        assert n[0] == 1 + 3, counter.urls[-n[0]:]  # the history, then the three reads the marker counts
+        assert calls[-1].blocks[0].endswith("(revisions read: 3)."), calls[-1].blocks[0]
         marker = calls[-1].blocks[1]
         assert marker.startswith("Result capped at 3 revision reads. To read on, call find-text-origin again "
                                  "with revisionId="), marker
         arguments["revisionId"] = int(marker.rsplit("=", 1)[1].rstrip("."))
         assert revisions[3] <= arguments["revisionId"] < revisions[-1]
         assert f"is in revision {arguments['revisionId']} (" in calls[-1].blocks[0]
-        calls.append(call(server, "find-text-origin", **arguments))
+        with counter.counting() as n:
+            calls.append(call(server, "find-text-origin", **arguments))
     assert len(calls) > 1 and field(calls[-1], "Added in revision") == str(revisions[3]), calls[-1].text
     assert field(calls[-1], "User") == "Editor"
 
@@ -3008,10 +3068,37 @@ def test_get_category_tree_stops_at_its_request_cap_naming_the_next_call(wiki: R
     assert rows[2 * listed - 1:2 * listed + 1] == [f"  {children[listed - 1]} (subcategories: 1)",
                                                    f"    {children[listed - 1]} inner"]
     assert result.blocks[1] == (
-        f"Result capped at {len(rows)} categories. Additional categories may exist — to see them, call "
-        f"get-category-tree again with category={json.dumps(children[listed])} and depth=1.")
+        f"Result capped at {m.CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): the "
+        f"subcategories of {', '.join(children[listed:])} are not listed. To list them, call get-category-tree "
+        f"again with category={json.dumps(children[listed])} and depth=1 (a category's subcategories).")
     rest = call(server, "get-category-tree", category=children[listed], depth=1)
     assert rows_of(rest.blocks[0]) == [f"{children[listed]} (subcategories: 1)", f"  {children[listed]} inner"]
+
+
+def test_get_category_tree_with_pages_at_its_request_cap_names_the_categories_whose_pages_it_left_out(
+        wiki: RealWiki) -> None:
+    """Every category shown, only some categories' pages unlisted at the cap of requests: the marker
+    says so, names those categories, and the call it names lists their pages; it does not call the
+    tree capped at its categories."""
+    name = f"Shelved tree {secrets.token_hex(3)}"
+    children = [f"Category:{name} {n:02d}" for n in range(m.CATEGORY_TREE_REQUESTS)]
+    import_pages(wiki, {**{child: f"[[Category:{name}]]" for child in children},
+                        **{f"{child} book".removeprefix("Category:"): f"[[{child}]]" for child in children}})
+    server = make_server(wiki.env())
+    result = call(server, "get-category-tree", category=name, depth=1, pages=True)
+    assert not result.is_error and len(result.blocks) == 2, result.text
+    listed = m.CATEGORY_TREE_REQUESTS - 2  # after the root's counts and members, one a subcategory
+    rows = rows_of(result.blocks[0])
+    assert rows[1:] == [row for child in children[:listed] for row in
+                        (f"  {child} (pages: 1)", f"    - {child.removeprefix('Category:')} book")] + [
+                            f"  {child} (pages: 1)" for child in children[listed:]], result.text
+    assert result.blocks[1] == (
+        f"Result capped at {m.CATEGORY_TREE_REQUESTS} requests (the counts, then one a category listed): every "
+        f"category is shown, but the pages and files of {', '.join(children[listed:])} are not listed. To list "
+        f"them, call get-category-members with category={json.dumps(children[listed])} (a category's pages and "
+        "files).")
+    rest = call(server, "get-category-members", category=children[listed])
+    assert f"{children[listed].removeprefix('Category:')} book" in rows_of(rest.blocks[0]), rest.text
 
 
 def test_get_category_tree_refuses_bad_arguments(bot_server: Any) -> None:
@@ -3975,8 +4062,9 @@ def test_get_pages_fills_its_budget_with_every_page_that_fits(wiki: RealWiki) ->
     cut = content_of(result.blocks[2]).encode()
     marker = len(result.blocks[-1].encode())  # in the budget
     assert wiki.wikitext("Long page").encode().startswith(cut) and 1990 < small + len(cut) + marker <= 2000
-    total = small + len(wiki.wikitext("Long page").encode())
-    assert result.blocks[-1].startswith(f"Content truncated at {small + len(cut)} of {total} bytes. Available "
+    size = len(wiki.wikitext("Long page").encode())
+    assert f"\nTruncated: at {len(cut)} of {size} bytes;" in result.blocks[2].split("\n\n", 1)[0]
+    assert result.blocks[-1].startswith(f"Content truncated at {len(cut)} of {size} bytes of Long page. Available "
                                         "sections of Long page: 0 (Lead), 1 (Section 1), ")
     assert result.blocks[-1].endswith(f'To read on, call get-page with title="Long page" and offset={len(cut)}.')
     rest = call(server, "get-page", title="Long page", offset=len(cut))  # the marker's call reads on from the cut
@@ -4009,6 +4097,34 @@ def test_the_budget_holds_the_content_the_marker_and_its_outline(wiki: RealWiki)
     assert len(content_of(revision[0]).encode()) + len(revision[1].encode()) <= 2000
     assert re.search(r", and \d+ more\. To read a specific section, call get-revision again with section=N\.",
                      revision[1]) and "get-page-sections" not in revision[1]  # it lists the latest revision's
+
+
+def test_the_budget_is_counted_in_utf8_bytes_with_non_ascii_headings_and_text(wiki: RealWiki) -> None:
+    """Cyrillic, Hebrew and emoji take two to four bytes a character: the content, its marker and
+    the section list stay within MCP_CONTENT_MAX_BYTES counted in UTF-8 bytes, not characters, and
+    the marker's numbers are the bytes sent and the page's bytes, from which offset reads on."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="2000"))
+    title = f"Многоязычный бюджет {secrets.token_hex(3)}"
+    text = "Вступление: שלום 🌍.\n" + "".join(f"== Глава {n} — פרק {n} 🌊 ==\nТекст {n}: שלום עולם 🌍🌊.\n"
+                                             for n in range(1, 201))
+    create(server, title, text)
+    size = len(wiki.wikitext(title).encode())
+    for tool, arguments in (("get-page", {"title": title}), ("get-page", {"title": title, "content": "text"}),
+                            ("get-pages", {"titles": [title]}),
+                            ("get-revision", {"revisionId": latest_revid(wiki, title)})):
+        result = call(server, tool, **arguments)
+        body, marker = content_of(result.blocks[-2]), result.blocks[-1]
+        sent = len(body.encode())
+        assert 1900 < sent + len(marker.encode()) <= 2000, (tool, arguments, sent, marker)
+        assert "Available sections" in marker and "(Глава 1 — פרק 1 🌊)" in marker, marker
+        whole = "" if arguments.get("content") else f"{size} bytes"  # plain text: the rendering's size
+        assert marker.startswith(f"Content truncated at {sent} of {whole}"), (tool, marker)
+    first = call(server, "get-page", title=title)
+    sent = len(content_of(first.blocks[0]).encode())
+    rest = call(server, "get-page", title=title, offset=sent)  # the offset the marker names
+    assert f"offset={sent}." in first.blocks[-1]
+    assert (content_of(first.blocks[0]) + content_of(rest.blocks[0])).encode() == \
+        wiki.wikitext(title).encode()[:sent + len(content_of(rest.blocks[0]).encode())]
 
 
 # -- requests and tools/list ----------------------------------------------------------------------
@@ -4086,6 +4202,19 @@ def test_create_page_makes_a_page_and_never_overwrites_one(bot_server: Any, wiki
     assert again.is_error and again.blocks[0].startswith("conflict: ")
     assert "update-page" in again.text
     assert wiki.wikitext(title) == "First text." and revision_ids(wiki, title) == [revid]
+
+
+def test_create_page_refuses_an_empty_or_blank_source_dry_run_or_not(bot_server: Any, wiki: RealWiki) -> None:
+    """An empty page is what update-page refuses to leave without blank=true: create-page makes none,
+    and its dry run does not call the text 'what the page already holds' of a page that is not there."""
+    title = f"Write create empty test {secrets.token_hex(3)}"
+    for source, said in (("", "empty"), (" \n\t\n", "blank")):
+        for dry_run in (True, False):
+            result = call(bot_server, "create-page", title=title, source=source, dryRun=dry_run)
+            assert result.is_error and result.blocks[0] == (
+                f"invalid_input: Nothing was saved{' (dry run)' if dry_run else ''}: source is {said}, so the "
+                "page would be created empty. Give the page's text as source."), result.text
+    assert not page_exists(wiki, title)
 
 
 @on_every_version
@@ -6691,6 +6820,29 @@ def test_with_mcp_confirm_person_a_client_that_cannot_ask_is_refused(wiki: RealW
     assert not result.is_error and len(questions) == 1 and revision_ids(wiki, title) == []
 
 
+def test_with_mcp_confirm_person_a_replace_preview_to_a_client_that_cannot_ask_says_no_save_follows(
+        wiki: RealWiki) -> None:
+    """replace-in-pages' dry run sent the model to call again with dryRun=false, which is always
+    refused where the person confirms and this client cannot ask them: it says so, and who can; to a
+    client that asks, it still names that call, which then asks the person."""
+    title = f"Person replace {secrets.token_hex(3)}"
+    create(bot_server_for(wiki), title, "Carp swim here.")
+    server = make_server(wiki.env(MCP_CONFIRM="person"))
+    preview = call(server, "replace-in-pages", titles=[title], find="Carp", replace="Pike")
+    assert not preview.is_error and preview.blocks[0].startswith(
+        "Dry run: nothing was saved. 1 of 1 page would change (1 replacement). No call of replace-in-pages saves "
+        "them from here. This server requires the person to confirm it in the client (MCP_CONFIRM=person), and "
+        "this client cannot ask them: it connected with the 2026-07-28 protocol, whose calls cannot carry a "
+        "question. Clients that ask"), preview.text
+    assert "The person can also make these changes on the wiki themselves.\n" in preview.text
+    assert "dryRun=false" not in preview.text
+    refused = call(server, "replace-in-pages", titles=[title], find="Carp", replace="Pike", dryRun=False)
+    assert refused.is_error and refused.blocks[0].startswith("permission_denied: "), refused.text
+    asked, questions = call_asking(server, "replace-in-pages", [], titles=[title], find="Carp", replace="Pike")
+    assert "To save them, call replace-in-pages again with dryRun=false;" in asked.text and questions == []
+    assert wiki.wikitext(title) == "Carp swim here."
+
+
 def test_with_mcp_confirm_person_the_refusal_says_why_this_client_or_server_cannot_ask(wiki: RealWiki) -> None:
     """The client that did not declare elicitation, the 2026 protocol, and a stateless server,
     where no client can ask and only the operator can change it."""
@@ -8163,6 +8315,33 @@ def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: Real
         assert bad.is_error and bad.blocks[0].startswith("invalid_input: find or replace is not a valid regular")
 
 
+def test_a_replace_by_a_backtracking_regular_expression_is_stopped_and_the_connection_answers_on(
+        wiki: RealWiki) -> None:
+    """(a+)+$ on a run of a's then b backtracks for as long as 2**n steps, holding the whole server
+    (Python holds every thread while a pattern runs): the preview and the save stop it as find-in-page
+    does, and the next call on the same connection is answered. 27 a's keep the test bounded in time
+    where the pattern is not stopped (it then finishes, unstopped, in some seconds)."""
+    title = "Replace backtracking test"
+    text = "a" * 27 + "b"
+    create(bot_server_for(wiki), title, text)
+    before = revision_ids(wiki, title)
+    server = make_server(wiki.env())
+    server.state.regex_seconds = 1.0
+    arguments = {"titles": [title], "find": "(a+)+$", "replace": "x", "regex": True}
+
+    async def go() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool("replace-in-pages", arguments),
+                    await client.call_tool("replace-in-pages", {**arguments, "dryRun": False}),
+                    await client.call_tool("get-page", {"title": title})]
+    preview, save, read = anyio.run(go)
+    for result in (preview, save):
+        assert result.is_error and result.content[0].text.startswith(
+            "invalid_input: The regular expression ran over 1 s on this page without finishing"), result.content
+    assert not read.is_error and read.content[0].text.endswith(text), read.content
+    assert revision_ids(wiki, title) == before and wiki.wikitext(title) == text
+
+
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
     capped = make_server(wiki.env())
     capped.state.pages_per_call = 3  # Category:Fruits has more members than that
@@ -8681,6 +8860,28 @@ def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_
         "Wiki: target\nCopied 0 pages from source (1 page here already had the source's text).\n\n"
         f"No change: the text is what the page already holds; nothing was saved.\nTitle: {title}\n"), again.text
     assert len(revision_ids(the_other_version, title)) == 1
+
+
+def test_copy_page_overwriting_a_page_a_colleague_added_to_since_the_read_is_a_conflict_naming_the_addition(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """The target, read here, had the source's text; a colleague added a line since. The overwrite
+    pinned to that read merges nothing into the latest (MediaWiki saves nothing): it is no copy, and
+    the target does not 'already have the source's text'."""
+    title = f"Same text then more {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "The same text on both wikis.")
+    read = create(bot_server_for(the_other_version), title, "The same text on both wikis.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert not call(server, "get-page", title=title).is_error
+    editor_edit(the_other_version, title, "The same text on both wikis.\nA colleague's extra line.")
+    latest = revision_ids(the_other_version, title)[0]
+    result = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert result.is_error and result.blocks[0].startswith(
+        f"conflict: Nothing was copied to {title!r}: it changed since revision {read}, the one last read here, "
+        f"which has the source's text; its latest, {latest}, has what the source lacks"), result.text
+    assert result.text.endswith("The source's text against the target's latest:\n@@ -1,0 +2 @@\n+A colleague's "
+                                "extra line.\nTo replace that with the source's text, read the page with get-page, "
+                                "then call copy-page again with overwrite=true."), result.text
+    assert revision_ids(the_other_version, title)[0] == latest
 
 
 def test_copy_page_of_a_redirect_says_it_copied_a_redirect(
@@ -9675,7 +9876,9 @@ def test_get_pages_names_the_pages_whose_text_the_wiki_held_back(wiki: RealWiki)
     assert [b.split("\n", 1)[0] for b in result.blocks[:-1]] == [f"Title: {titles[0]}", "Title: Apple"]
     marker = result.blocks[-1]
     shown = sum(len(content_of(b).encode()) for b in result.blocks[:-1])
-    assert marker.startswith(f"Content truncated at {shown} of "), marker
+    cut = len(content_of(result.blocks[0]).encode())  # the marker's numbers are the cut page's
+    assert marker.startswith(f"Content truncated at {cut} of {len(wiki.wikitext(titles[0]).encode())} bytes of "
+                             f"{titles[0]}. "), marker
     assert 49_990 < shown + len(marker.encode()) <= 50_000
     assert f"Not included: {', '.join(titles[1:])}." in marker, marker
 
@@ -11590,6 +11793,34 @@ def test_a_toolset_loaded_in_one_http_session_is_that_sessions_alone(wiki: RealW
     assert seen["other file"].is_error and "which load-toolset loads" in seen["other file"].content[0].text
     assert "files: read, upload and update files" in seen["other listing"]
     assert heard_one == [LIST_CHANGED] and heard_other == []
+
+
+def test_a_session_listening_for_tool_changes_hears_nothing_when_another_loads_a_toolset(wiki: RealWiki) -> None:
+    """The second session lists its tools first, so the server notes it as listening; the first then
+    loads a toolset. The second hears only its own load's notification, sent after on the same stream,
+    which it waits for: one before it would have come from the first session's load."""
+    server = make_server(wiki.env(MCP_TOOLSETS="default"))
+    heard_one: list[str] = []
+    heard_other: list[str] = []
+
+    async def main(url: str) -> set[str]:
+        async with (Client(url, mode="legacy", message_handler=list_changes_heard(heard_one)) as one,
+                    Client(url, mode="legacy", message_handler=list_changes_heard(heard_other)) as other):
+            listed = {t.name for t in (await other.list_tools()).tools}
+            assert not (await one.call_tool("load-toolset", {"toolset": "files"})).is_error
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard_one:
+                    await anyio.sleep(0.02)  # polling for the notification
+            assert not (await other.call_tool("load-toolset", {"toolset": "talk"})).is_error
+            with anyio.fail_after(30):
+                while LIST_CHANGED not in heard_other:
+                    await anyio.sleep(0.02)  # polling for the notification of its own load
+        return listed
+
+    with serve_in_thread(server, m.HttpOptions()) as url:
+        listed = anyio.run(main, url)
+    assert "get-file" not in listed and "add-talk-topic" not in listed
+    assert heard_other == [LIST_CHANGED] and heard_one == [LIST_CHANGED], (heard_one, heard_other)
 
 
 def test_stateless_http_does_not_offer_load_toolset(wiki: RealWiki) -> None:
