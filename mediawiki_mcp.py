@@ -9536,6 +9536,13 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     return [(m, title_text(site, m.group(1))) for m in parsed_matches(link, text)]
 
 
+#: A template's part that only the pages using it get (unclosed, it runs to the end).
+INCLUDEONLY = re.compile(r"<includeonly\s*>(.*?)(?:</includeonly\s*>|$)", re.DOTALL | re.IGNORECASE)
+#: Why a category link in <includeonly> is not taken out: it is not this page's category.
+INCLUDED_CATEGORY = ("in <includeonly>, so it puts the pages that use the template in the category, not this "
+                     "page: to take them out, change that link in the template's wikitext with update-page")
+
+
 def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
@@ -9547,6 +9554,7 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
+    included = {name for part in INCLUDEONLY.findall(text) for _, name in category_links(site, part)}
     removed = [name for name in removing if name in linked]
     resorted = [name for name, key in adding.items() if key and any(
         linked_name == name and (match.group(2) or "").strip() != key for match, linked_name in links)]
@@ -9570,8 +9578,9 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
         text = text[:end] + new_links + text[end:]
     elif new_links:  # at the end, a blank line apart
         text = text.rstrip() + "\n" + new_links if text.strip() else new_links.lstrip("\n")
-    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed
-                                    else "not on the page)") for name in removing if name not in linked]
+    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed else
+                                    f"{INCLUDED_CATEGORY})" if name in included else
+                                    "not on the page)") for name in removing if name not in linked]
 
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)

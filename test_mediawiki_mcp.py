@@ -7617,6 +7617,21 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
+def test_a_templates_includeonly_category_is_named_as_the_using_pages_not_as_missing(bot_server: Any,
+                                                                                     wiki: RealWiki) -> None:
+    """A category link inside a template's <includeonly> puts the pages that use the template in
+    the category, not the template: asked to remove it, the answer says so and how to change it."""
+    title = "Template:Category includeonly test"
+    text = "A river box.<includeonly>[[Category:Boxed rivers]]</includeonly><noinclude>[[Category:Boxes]]</noinclude>"
+    revid = create(bot_server, title, text)
+    result = call(bot_server, "update-page-categories", title=title, remove=["Boxed rivers"])
+    assert not result.is_error and result.blocks[0].startswith("No change: "), result.text
+    assert field(result, "Not removed") == (
+        "Category:Boxed rivers (in <includeonly>, so it puts the pages that use the template in the category, "
+        "not this page: to take them out, change that link in the template's wikitext with update-page)")
+    assert "not on the page" not in result.text and revision_ids(wiki, title) == [revid]
+
+
 def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: Any, wiki: RealWiki) -> None:
     """"Rivers|Wendle" adds [[Category:Rivers|Wendle]], sorted under Wendle; a category goes
     whatever its sort key, with or without one given."""
