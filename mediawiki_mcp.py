@@ -2559,7 +2559,7 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     verb = "with" if batch else "again with"
     end, total = batch.shown if batch else (piece.end, piece.total) if piece else (0, 0)
     parts = [f"Content truncated at {end} of {total} bytes."]
-    numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
+    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
@@ -5820,7 +5820,7 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
 
 def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
     return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-                    strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
                     else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
 
 
@@ -5871,8 +5871,10 @@ def source_headings(text: str, syntax: Syntax) -> list[Heading]:
 
 
 def heading_key(heading: str) -> str:
-    """A heading as matching compares it: its plain text, case and spacing aside."""
-    return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
+    """A heading as matching compares it: its plain text in NFC, case, spacing and any footnote
+    marks as rendered text shows them ('Notes[1]') aside."""
+    plain = FOOTNOTE_MARK.sub("", heading_plain(heading.strip().strip("=")))
+    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
 
 
 def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
@@ -5886,9 +5888,18 @@ def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None
     return next(found, None)
 
 
+#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
+#: renders it as. The outline and every answer name a heading without its footnotes.
+FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
+                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
+FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
+
+
 def heading_plain(heading: str) -> str:
-    """A wikitext heading as it reads: links as their text, bold, italics and tags dropped."""
-    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", heading)
+    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
+    it with: links as their text; bold, italics, tags and footnotes dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
     text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
     text = re.sub(r"<[^>]*>|'{2,}", "", text)
     return " ".join(html.unescape(text).split())
@@ -8498,7 +8509,7 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
         return
     sections = wikitext_sections(whole, syntax)
     span = section_span(whole, section, syntax) or (0, 0)
-    others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
+    others = [(0, "Lead")] * (section != 0) + [(s.number, heading_plain(s.heading)) for s in sections
                                                if not span[0] <= s.start < span[1]]
     shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
     raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
@@ -9878,7 +9889,7 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     optional), else by its number. The lead, section 0, is no topic."""
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = heading_given(topic)
-    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
+    listed = section_list([(s.number, heading_plain(s.heading)) for s in sections]) or "none"
     named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
              or [s for s in sections if heading_key(s.heading) == heading_key(wanted)])
     if len(named) > 1:

@@ -3489,7 +3489,7 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
     create(bot_server, title, "Lead.\n\n== Notes<ref>x</ref> ==\nNoted.\n\n== {{PAGENAME}} today ==\nToday.\n\n"
                               "== Last ==\nLast.\n\n<references />")
     outline = call(bot_server, "get-page-sections", title=title)
-    assert "1 | == Notes[1] == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
+    assert "1 | == Notes == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
     for content in ("source", "html", "text"):
         for name, number in (("Notes[1]", 1), ("Notes<ref>x</ref>", 1), (f"{title} today", 2),
                              ("{{PAGENAME}} today", 2)):
@@ -3497,6 +3497,50 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
             assert not found.is_error, (name, content, found.text)
             assert f"\nSection: {number} (" in found.text, (name, content, found.text)
             assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
+
+
+@on_every_version
+def test_a_heading_holding_a_footnote_is_named_without_it_everywhere_and_found_so(bot_server: Any,
+                                                                                  wiki: RealWiki) -> None:
+    """== Notes<ref>A source.</ref> == was 'Notes[1]' in the outline, 'NotesA source.' in the
+    errors, and section "Notes" was not found: it is 'Notes' in both, found as Notes or Notes[1]."""
+    title = "Footnote heading test"
+    create(bot_server, title, "Lead.\n\n== Notes<ref>A source.</ref> ==\nNoted.\n\n"
+                              "== Sources<ref group=n>x</ref><ref name=q/> ==\n<references />")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "\n1 | == Notes == |" in outline.text and "\n2 | == Sources == |" in outline.text, outline.text
+    listed = "Its sections: 0 (Lead), 1 (== Notes ==), 2 (== Sources ==)."
+    for content in ("source", "html", "text"):
+        for name in ("Notes", "notes", "Notes[1]", "Notes<ref>A source.</ref>"):
+            found = call(bot_server, "get-page", title=title, section=name, content=content)
+            assert not found.is_error and "\nSection: 1 (Notes)\n" in found.text, (name, content, found.text)
+        assert "\nSection: 2 (Sources)\n" in call(bot_server, "get-page", title=title, section="Sources[n 1][2]",
+                                                    content=content).text
+        absent = call(bot_server, "get-page", title=title, section="Climate", content=content)
+        assert absent.is_error and absent.text.endswith(listed), (content, absent.text)
+    past = call(bot_server, "get-page", title=title, section=7)
+    assert past.is_error and past.text.endswith(listed), past.text
+    saved = call(bot_server, "update-page", title=title, section="Notes", mode="append", source="More.")
+    assert not saved.is_error, saved.text
+    assert "== Notes<ref>A source.</ref> ==\nNoted.\nMore.\n\n== Sources" in wiki.wikitext(title)
+
+
+def test_a_heading_is_found_whether_it_or_the_name_given_is_composed_or_decomposed(bot_server: Any,
+                                                                                    wiki: RealWiki) -> None:
+    """Section names are compared in NFC, as finds are: an é given as e and U+0301 finds the
+    heading the wiki stores composed, and a heading written e&#769; is found as é."""
+    title = "Decomposed heading test"
+    create(bot_server, title, "Lead.\n\n== Café ==\nCoffee.\n\n== Entrée e&#769; ==\nStarter.")
+    decomposed = "Cafe\u0301"
+    found = call(bot_server, "get-page", title=title, section=decomposed)
+    assert not found.is_error and "\nSection: 1 (Café)\n" in found.text, found.text
+    composed = call(bot_server, "get-page", title=title, section="Entrée é")
+    assert not composed.is_error and "Starter." in composed.text, composed.text
+    saved = call(bot_server, "update-page", title=title, section=decomposed, mode="append", source="Tea.")
+    assert not saved.is_error and "== Café ==\nCoffee.\nTea.\n" in wiki.wikitext(title), saved.text
+    create(bot_server, "Talk:" + title, "== Café ==\nA question. [[User:Admin|Admin]] 10:00, 1 May 2026 (UTC)")
+    replied = call(bot_server, "reply-on-talk-page", title=title, topic=decomposed, message="An answer.")
+    assert not replied.is_error and "An answer." in wiki.wikitext("Talk:" + title), replied.text
 
 
 def test_a_heading_written_in_html_is_shown_and_refused_as_no_section_not_as_a_page_named_false(
