@@ -9974,7 +9974,7 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
 def replace_in_pages(
     ctx: ToolContext,
     find: Annotated[str, Arg("Exact wikitext, or a regular expression.")],
-    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 is a group.")],
+    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 or $1 is a group.")],
     titles: Annotated[list[str] | None, TitlesArg] = None,
     category: Annotated[str | None, Arg("Or a category's members.", title=True)] = None,
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
@@ -10075,7 +10075,7 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         new, count = text.replace(find, replace), text.count(find)
     else:
         try:
-            new, count = re.subn(find, replace, text)
+            new, count = regex_replaced(re.compile(find), replace, text)
         except (re.error, IndexError) as error:
             raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
                                 "was changed.") from None
@@ -10085,6 +10085,25 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+
+
+def regex_replaced(pattern: re.Pattern[str], replace: str, text: str) -> tuple[str, int]:
+    """``text`` with each non-empty match of ``pattern`` replaced, and how many: an empty match is
+    left alone, as find-in-page shows none (x* would put the replacement between every two
+    characters). In ``replace``, $1 and ${name} (as
+    JavaScript and PCRE write a group) are the group, where ``pattern`` has it; any other $ is text."""
+    def group(mark: re.Match[str]) -> str:
+        name = mark.group(1) or mark.group(2)
+        known = int(name) <= pattern.groups if name.isdigit() else name in pattern.groupindex
+        return rf"\g<{name}>" if known else mark.group()
+    template = re.sub(r"\$(?:(\d+)|\{(\w+)\})", group, replace)
+    pattern.sub(template, "")  # a group the pattern lacks is refused on every page, matched or not
+    parts, count, at = [], 0, 0
+    for found in pattern.finditer(text):
+        if found.end() > found.start():
+            parts += [text[at:found.start()], found.expand(template)]
+            at, count = found.end(), count + 1
+    return "".join(parts) + text[at:], count
 
 
 def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,

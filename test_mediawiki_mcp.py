@@ -8168,6 +8168,23 @@ def test_a_replace_by_regular_expression_with_groups(bot_server: Any, wiki: Real
         assert bad.is_error and bad.blocks[0].startswith("invalid_input: find or replace is not a valid regular")
 
 
+def test_a_regex_replacement_takes_dollar_groups_and_counts_no_empty_match(bot_server: Any, wiki: RealWiki) -> None:
+    """$1 and ${name}, as JavaScript and PCRE write a group, were put in literally; a pattern that
+    matches empty text counted a replacement between every two characters, where find-in-page
+    shows no match there."""
+    title = "Replace dollar test"
+    create(bot_server, title, "A widget costs 5 dollars.")
+    saved = call(bot_server, "replace-in-pages", titles=[title], find=r"costs (?P<n>\d+) dollars",
+                 replace="costs ${n} euros ($1, not $5)", regex=True, dryRun=False)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == "A widget costs 5 euros (5, not $5).", saved.text
+    found = call(bot_server, "find-in-page", title=title, find="e*", regex=True)
+    preview = call(bot_server, "replace-in-pages", titles=[title], find="e*", replace="E", regex=True)
+    assert not preview.is_error and f"{title} | 2 replacements | " in preview.text, preview.text
+    assert "\n~A [-widget-]{+widgEt+} costs 5 [-euros-]{+Euros+} (5, not $5)." in preview.text, preview.text
+    assert found.text.count(" | line 1 | ") == 2, found.text
+
+
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
     capped = make_server(wiki.env())
     capped.state.pages_per_call = 3  # Category:Fruits has more members than that
