@@ -9819,7 +9819,8 @@ def reply_on_talk_page(
                                                               summary)
         return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
                         labelled(("Topic", f"{section.number} ({section.heading})"),
-                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
+                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
+                                 ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
@@ -9871,6 +9872,18 @@ def reply_blocks(talk: str, message: str) -> list[str]:
     if blocks and "\n" in blocks[-1] and not blocks[-1].rstrip().endswith("~~~~"):
         return [*blocks, "~~~~"]
     return [*blocks[:-1], with_signature(blocks[-1])] if blocks else []
+
+
+#: What a reply whose paragraphs were apart says: its blank lines went.
+PARAGRAPHS_JOINED = ("each is a line of its own at the reply's indentation, the blank lines between them left "
+                     "out, as MediaWiki's reply tool writes them: a blank line would end the indentation")
+
+
+def blank_lines_left_out(message: str, body: list[str]) -> bool:
+    """Whether the lines of a reply (reply_blocks) left out blank lines of its ``message``."""
+    def blank(text: str) -> int:
+        return sum(not line.strip() for line in text.split("\n"))
+    return blank(message.strip()) > sum(blank(block) for block in body)
 
 
 def block_open(text: str) -> bool:

@@ -7778,6 +7778,22 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
     assert "\n".join(lines[11:]) == f"== Other ==\nSomething else. {signature('Eve', '14:00')}"
 
 
+def test_a_reply_in_paragraphs_says_its_blank_lines_went(bot_server: Any, wiki: RealWiki) -> None:
+    """A blank line between a reply's paragraphs would end its indentation, so it goes, as
+    MediaWiki's reply tool drops it: each paragraph is an indented line. The answer says so."""
+    title = "Reply paragraphs test"
+    create(bot_server, f"Talk:{title}", threaded_talk(":"))
+    message = "First paragraph.\n\nSecond paragraph.\n\n\nThird."
+    saved = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message=message)
+    assert not saved.is_error, saved.text
+    assert field(saved, "Paragraphs") == (
+        "each is a line of its own at the reply's indentation, the blank lines between them left out, as "
+        "MediaWiki's reply tool writes them: a blank line would end the indentation")
+    assert "\n:First paragraph.\n:Second paragraph.\n:Third. [[User:Admin|Admin]]" in wiki.wikitext(f"Talk:{title}")
+    one = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message="One line.\nAnother.")
+    assert not one.is_error and "Paragraphs:" not in one.text, one.text
+
+
 @on_every_version
 @pytest.mark.parametrize("inside, replies, expected", [
     ("* plates\n* cups", "", ":"),
