@@ -8135,15 +8135,36 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
                           change.fields.get("contentmodel"))
         merged = target.pin and target.pin != target.latest
+        model = change.fields.get("contentmodel") or target.page.get("contentmodel")
+        saved_text = pre_save_transformed(ctx, target.title, change.text, as_saved(after), model)
         blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
-                                as_saved(after), ctx.budget, merged_into=target.latest if merged else None)
-        return [f"{blocks[0]}\n\n{change.note}" if change.note else blocks[0], *blocks[1:]]
+                                saved_text, ctx.budget, merged_into=target.latest if merged else None)
+        expanded = PRE_SAVE_SHOWN if saved_text != as_saved(after) else ""
+        note = "\n".join(filter(None, [expanded, change.note]))
+        return [f"{blocks[0]}\n\n{note}" if note else blocks[0], *blocks[1:]]
     saved = change.send() if change.send is not None else None
     if saved is None:
         fields = {"text": change.text, "section": section, "baserevid": target.pin,
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+#: What MediaWiki's pre-save transform expands in the text a save sends: signatures (~~~,
+#: ~~~~, ~~~~~), subst: and safesubst:, the pipe trick ([[Help:Links|]]).
+PRE_SAVE_MARKS = re.compile(r"~~~|subst:|\|\]\]", re.IGNORECASE)
+PRE_SAVE_SHOWN = ("Expanded: signatures, subst: and the pipe trick are shown as the wiki expands them on saving "
+                  "now (a signature's time is the save's)")
+
+
+def pre_save_transformed(ctx: ToolContext, title: str, given: str, after: str, model: str | None) -> str:
+    """The page text ``after`` as a save stores it, once the wiki expands what the text ``given``
+    holds for its pre-save transform (PRE_SAVE_MARKS): one request, made only when it holds any."""
+    if (model or "wikitext") != "wikitext" or not PRE_SAVE_MARKS.search(given):
+        return after
+    parsed = ctx.client.get({"action": "parse", "title": title, "text": after, "contentmodel": "wikitext",
+                             "onlypst": True}).get("parse", {})
+    return as_saved(str(parsed.get("text", after)))
 
 
 def ask_before_overriding(ctx: ToolContext, target: EditTarget, new: str) -> None:

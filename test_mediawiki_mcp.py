@@ -5545,6 +5545,33 @@ def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, w
     assert wiki.wikitext(title) == "Good text."
 
 
+@on_every_version
+def test_a_dry_run_shows_signatures_and_subst_as_the_save_expands_them(bot_server: Any, wiki: RealWiki) -> None:
+    """A dry run showed ~~~~, {{subst:...}} and [[A (b)|]] as written, where the save expands them:
+    it runs the wiki's pre-save transform, one request more, and only when the text holds them."""
+    title = "Dry run pre-save test"
+    create(bot_server, "Template:Dry run greeting", "Hello from a template.")
+    base = create(bot_server, title, "Lead.")
+    counter = RequestCounter(bot_server)
+    with counter.counting() as plain:
+        call(bot_server, "update-page", title=title, source="Lead.\nPlain.", latestId=base, dryRun=True)
+    source = "Lead.\nSigned: ~~~~\n{{subst:Dry run greeting}}\nSee [[Help:Links (old)|]]."
+    with counter.counting() as sent:
+        dry = call(bot_server, "update-page", title=title, source=source, latestId=base, dryRun=True)
+    assert not dry.is_error and sent[0] == plain[0] + 1, (sent, plain, counter.urls)
+    assert field(dry, "Expanded").startswith("signatures, subst: and the pipe trick are shown as the wiki "), dry.text
+    saved = call(bot_server, "update-page", title=title, source=source, latestId=base)
+    assert not saved.is_error, saved.text
+
+    def timeless(text: str) -> str:
+        return re.sub(r"\d\d:\d\d, \d+ \w+ \d{4} \(UTC\)", "(time)", text)
+    added = [line[1:] for line in dry.blocks[0].split("\n") if line.startswith("+")]
+    assert timeless("\n".join(added)) == timeless(wiki.wikitext(title).split("\n", 1)[1]), dry.text
+    assert "~~~~" not in dry.text and "Hello from a template." in dry.text and "[[Help:Links (old)|Links]]" in dry.text
+    reply = call(bot_server, "add-talk-topic", title=title, heading="Signed", message="A question.", dryRun=True)
+    assert not reply.is_error and "~~~~" not in reply.text and "A question. [[User:Admin|Admin]]" in reply.text
+
+
 def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: RealWiki) -> None:
     """A content model the wiki does not know, invalid JSON on a JSON page and a text over the
     wiki's maximum page size: each save is refused by the wiki, and so is each dry run."""
@@ -7757,7 +7784,8 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
         dry = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", replyTo=reply_to,
                    message="Saturday it is.", dryRun=True)
         assert not dry.is_error, (how, dry.text)
-        assert f"@@ -6,0 +7 @@\n+{style}{style}Saturday it is. ~~~~" in dry.text, (how, dry.text)
+        assert (f"@@ -6,0 +7 @@\n+{style}{style}Saturday it is. [[User:Admin|Admin]] ([[User talk:Admin|talk]]) "
+                in dry.text), (how, dry.text)  # signed as the save signs it
         assert field(dry, "Reply to") == "Bob, 11:00, 1 March 2026 (UTC)"
     assert revision_ids(wiki, f"Talk:{title}") == [revid]
     saved = call(bot_server, "reply-on-talk-page", title=title, topic="1", replyTo="i agree",
@@ -7871,7 +7899,7 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     create(bot_server, subject, "A subject page.")
     dry = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?", dryRun=True)
     assert not dry.is_error and field(dry, "Title") == f"Talk:{subject}", dry.text
-    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Colour ==\n+\n+Red or green? ~~~~")
+    assert "@@ -0,0 +1,3 @@\n+== Colour ==\n+\n+Red or green? [[User:Admin|Admin]] " in dry.blocks[0], dry.text
     assert revision_ids(wiki, f"Talk:{subject}") == []
     made = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?")
     assert not made.is_error and made.blocks[0].startswith(f"Created.\nTitle: Talk:{subject}\n"), made.text
@@ -7972,7 +8000,7 @@ def test_a_new_topic_takes_a_heading_with_its_markup_and_warns_of_one_already_th
         bot_server: Any, wiki: RealWiki) -> None:
     subject = "Talk topic heading markup test"
     dry = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?", dryRun=True)
-    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? ~~~~"), dry.text
+    assert "@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? [[User:Admin|Admin]] " in dry.blocks[0], dry.text
     made = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?")
     assert not made.is_error and "Note" not in made.text, made.text
     assert wiki.wikitext(f"Talk:{subject}").startswith("== Budget ==\n\nHow much? [[User:Admin|Admin]]")
