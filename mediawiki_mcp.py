@@ -5965,16 +5965,18 @@ def get_page(
                                                redirects=followRedirects)
         page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
         revision: dict[str, Any] = {"revid": parsed.get("revid")}
-        redirected = parse_redirected(parsed)
+        redirected, hops = parse_redirected(parsed), parsed.get("redirects")
         if metadata:
             page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
             revision = revision_of(page)
         sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
     else:
         number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
-        page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
-                                      **header_fields(metadata, content == "source"),
-                                      rvsection=number if content == "source" else None)
+        query = ctx.client.get({"action": "query", "titles": title, "redirects": followRedirects,
+                                **header_fields(metadata, content == "source"),
+                                "rvsection": number if content == "source" else None}).get("query", {})
+        page, redirected = resolve_page(query)
+        hops = query.get("redirects")
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
@@ -5985,8 +5987,10 @@ def get_page(
     again = {**({} if content == "source" else {"content": content}),
              **({"section": number} if number is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
-    blocks, piece = content_blocks(
-        page_header(ctx, page, revision, redirected, metadata, shown), text, offset, ctx.budget, "get-page",
+    header = page_header(ctx, page, revision, redirected, metadata, shown,
+                         to_section=None if section is not None else redirect_section(
+                             hops, page.get("title") or title, sections))
+    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-page",
         again=again or None, outline=outline_call(page.get("title") or title),
         sections=None if number is not None else sections)
     if content != "source":
@@ -5999,6 +6003,23 @@ def get_page(
     note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
                             heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
+
+
+def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
+                     sections: Sequence[Section | tuple[int, str]]) -> tuple[str, str] | None:
+    """The header line naming the section a redirect followed leads to (#REDIRECT [[Rhine#Course]]):
+    get-page shows the whole page, as the wiki does, and this line says where to look, and how to
+    read that section alone. Its heading is looked up among ``sections`` as section names are."""
+    fragment = next((str(hop["tofragment"]) for hop in reversed(hops or []) if hop.get("tofragment")), "")
+    if not fragment:
+        return None
+    key = heading_key(fragment.replace("_", " "))
+    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+    found = next(((n, h) for n, h in numbered if heading_key(h) == key), None)
+    if found is None:
+        return ("Redirected to", f"#{fragment}, which heads no section: the page is shown whole")
+    return ("Redirected to", (f"section {found[0]} ({found[1]}), in the page shown whole; to read it alone, "
+                              f"call get-page with {call_args(title=title, section=found[0])}"))
 
 
 def refuse_section_of_none(content: str, section: int | str | None) -> None:
@@ -6020,8 +6041,9 @@ def header_fields(metadata: bool, content: bool = False, *, brief: bool = False)
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
-                redirected: str | None, metadata: bool, section: int | str | None) -> str:
-    lines = [("Title", page.get("title")), ("Redirected from", redirected),
+                redirected: str | None, metadata: bool, section: int | str | None,
+                to_section: tuple[str, str] | None = None) -> str:
+    lines = [("Title", page.get("title")), ("Redirected from", redirected), to_section or ("", None),
              ("Revision ID", revision.get("revid") or page.get("lastrevid")),
              ("Section", section)]
     if metadata:

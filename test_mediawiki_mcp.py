@@ -1901,6 +1901,28 @@ def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
+@on_every_version
+def test_a_redirect_to_a_section_names_that_section(bot_server: Any, wiki: RealWiki) -> None:
+    """#REDIRECT [[Target#Part]] gave the whole target without a word of the section it leads to:
+    the header names it and the call that reads it alone, in every content form."""
+    target = "Section redirect target"
+    create(bot_server, target, "Lead.\n\n== History ==\nOld.\n\n== Early course ==\nThe part meant.")
+    create(bot_server, "Section redirect", f"#REDIRECT [[{target}#Early_course]]")
+    create(bot_server, "Anchor redirect", f"#REDIRECT [[{target}#Nowhere]]")
+    line = (f'Redirected to: section 2 (Early course), in the page shown whole; to read it alone, call get-page with '
+            f'title="{target}" and section=2')
+    for content in ("source", "html", "text"):
+        result = call(bot_server, "get-page", title="Section redirect", content=content)
+        assert not result.is_error and result.blocks[0].startswith(
+            f"Title: {target}\nRedirected from: Section redirect\n{line}\nRevision ID: "), (content, result.text)
+        assert "Old." in result.text and "The part meant." in result.text
+        anchor = call(bot_server, "get-page", title="Anchor redirect", content=content)
+        assert field(anchor, "Redirected to") == "#Nowhere, which heads no section: the page is shown whole"
+    part = call(bot_server, "get-page", title="Section redirect", section=2)
+    assert not part.is_error and "Redirected to:" not in part.text and part.text.endswith("The part meant.")
+    assert "Redirected to:" not in call(bot_server, "get-page", title="Redirect page").text
+
+
 def test_a_double_redirect_is_followed_and_one_that_leads_nowhere_is_named_as_such(bot_server: Any) -> None:
     """A redirect to a redirect reads its end (get-page does, get-pages did not); one into a loop or to a
     missing page is not_found saying so, never "page not found" of a page that is there, and names
