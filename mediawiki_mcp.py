@@ -10373,9 +10373,12 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     elif copies[0].target is None:
         raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
                             "Pass newTitle, a title in a namespace it has.")
-    elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
+    # the templates used that this copy does not bring: all without withTemplates, else those the
+    # source lacks too (a red link there)
+    brought = {c.title for c in copies}
+    elsewhere = [on_target(here, t) or t["title"] for t in used.values() if t["title"] not in brought]
     exists = {target: page.get("lastrevid", 0) for target, page in pages_by_title(
-        ctx.client, [c.target for c in copies if c.target] + elsewhere, prop="info").items()
+        ctx.client, list(dict.fromkeys([c.target for c in copies if c.target] + elsewhere)), prop="info").items()
         if page and not page.get("missing") and not page.get("invalid")}
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
     return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
@@ -10411,7 +10414,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                           f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
             continue
         # crediting the source page and revision, and where to read its history
-        source = f"{copy.title!r} on {plan.source}, revision {copy.revid}"
+        source = f"{copy.title!r} on {plan.site.name or plan.site.server}, revision {copy.revid}"
         summary = edit_summary(ctx, f"Copied from {source} ({plan.site.index_url(oldid=copy.revid)}); its "
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)

@@ -8691,6 +8691,10 @@ def template_family(server: Any, name: str) -> dict[str, str]:
     return pages
 
 
+def site_name(wiki: RealWiki) -> str:
+    return str(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"])
+
+
 def page_exists(wiki: RealWiki, title: str) -> bool:
     return not wiki.raw_get(action="query", titles=title)["query"]["pages"][0].get("missing")
 
@@ -8722,8 +8726,26 @@ def test_copy_page_brings_a_template_with_its_doc_and_the_templates_it_uses(
         assert the_other_version.wikitext(title) == text
         summary = latest_revision(the_other_version, title)["comment"]
         revision = revision_ids(wiki, title)[0]
-        assert summary.startswith(f"Copied from {title!r} on source, revision {revision} ({wiki.url}/"), summary
+        assert summary.startswith(f"Copied from {title!r} on {site_name(wiki)}, revision {revision} ({wiki.url}/"), \
+            summary  # the source wiki as its readers know it, not this server's key for it
         assert f"oldid={revision}" in summary and summary.endswith(" (via mediawiki-mcp)"), summary
+
+
+def test_copy_page_with_templates_names_the_templates_the_target_still_lacks(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """A template the page uses that the source lacks too (a red link there) is not copied: the
+    answer named no template still missing with withTemplates, as it does without."""
+    name = f"Gap box {secrets.token_hex(4)}"
+    template_family(bot_server_for(wiki), name)
+    title = f"Gapped {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, f"{{{{{name}}}}} and {{{{{name}-absent}}}}")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    line = f"Templates this wiki still lacks: Template:{name}-absent"
+    for dry in (True, False):
+        copied = call(server, "copy-page", title=title, fromWiki="source", withTemplates=True, dryRun=dry)
+        assert not copied.is_error and line in copied.text.split("\n"), (dry, copied.text)
+    assert all(page_exists(the_other_version, page) for page in (title, f"Template:{name}", f"Template:{name}-inner"))
+    assert not page_exists(the_other_version, f"Template:{name}-absent")
 
 
 @on_every_version
@@ -8754,7 +8776,8 @@ def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_ask
     assert not replaced.is_error, replaced.text
     assert "Copied 1 page from source." in replaced.text and "Saved." in replaced.text
     assert the_other_version.wikitext(title) == wiki.wikitext(title)
-    assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
+    assert latest_revision(the_other_version, title)["comment"].startswith(
+        f"Copied from {title!r} on {site_name(wiki)}")
 
 
 def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_copied_it(
