@@ -9971,7 +9971,7 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
     if len(found) == 1:
         return found[0]
     candidates = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
-    where = f"topic {section.number} ({section.heading}) of {talk!r}"
+    where = f"topic {section.number} ({heading_plain(section.heading)}) of {talk!r}"
     if found:
         raise invalid_input(f"replyTo matches {len(found)} comments in {where}: {candidates}. Give more of "
                             "the comment's first words, or its author and time.")

@@ -3545,6 +3545,13 @@ def test_a_heading_holding_a_footnote_is_named_without_it_everywhere_and_found_s
     saved = call(bot_server, "update-page", title=title, section="Notes", mode="append", source="More.")
     assert not saved.is_error, saved.text
     assert "== Notes<ref>A source.</ref> ==\nNoted.\nMore.\n\n== Sources" in wiki.wikitext(title)
+    create(bot_server, f"Talk:{title}", f"== Notes<ref>A source.</ref> ==\nA question. {signature('Bob', '11:00')}")
+    replied = call(bot_server, "reply-on-talk-page", title=title, topic="Notes[1]", message="An answer.")
+    assert not replied.is_error and field(replied, "Topic") == "1 (Notes<ref>A source.</ref>)", replied.text
+    unknown = call(bot_server, "reply-on-talk-page", title=title, topic="Nope", message="An answer.")
+    assert unknown.is_error and unknown.text.endswith("Its topics: 1 (Notes). To start one, use add-talk-topic.")
+    nobody = call(bot_server, "reply-on-talk-page", title=title, topic="Notes", replyTo="Zed", message="Hi.")
+    assert nobody.is_error and "No comment in topic 1 (Notes) of " in nobody.text, nobody.text
 
 
 def test_a_heading_is_found_whether_it_or_the_name_given_is_composed_or_decomposed(bot_server: Any,
