@@ -5840,6 +5840,9 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
         numbered = {n: h for n, _, h, _ in outline if n is not None}
         own = [(n, numbered[n]) for n in dict.fromkeys(
             n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
+    if not own and not wanted.strip().isdigit():  # a heading named with its footnote marks: Notes[1]
+        bare = heading_key(wanted, marks=False)
+        own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h, marks=False) == bare]
     if len(own) == 1:
         return own[0][0], own[0][1]
     if own:
@@ -5870,10 +5873,11 @@ def source_headings(text: str, syntax: Syntax) -> list[Heading]:
             + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
 
 
-def heading_key(heading: str) -> str:
-    """A heading as matching compares it: its plain text in NFC, case, spacing and any footnote
-    marks as rendered text shows them ('Notes[1]') aside."""
-    plain = FOOTNOTE_MARK.sub("", heading_plain(heading.strip().strip("=")))
+def heading_key(heading: str, marks: bool = True) -> str:
+    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
+    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
+    plain = heading_plain(heading.strip().strip("="))
+    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
     return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
 
 
@@ -9947,7 +9951,8 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     wanted = heading_given(topic)
     listed = section_list([(s.number, heading_plain(s.heading)) for s in sections]) or "none"
     named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
-             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)])
+             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)]
+             or [s for s in sections if heading_key(s.heading, marks=False) == heading_key(wanted, marks=False)])
     if len(named) > 1:
         raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")

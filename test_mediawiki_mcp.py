@@ -3542,6 +3542,9 @@ def test_a_heading_holding_a_footnote_is_named_without_it_everywhere_and_found_s
         assert absent.is_error and absent.text.endswith(listed), (content, absent.text)
     past = call(bot_server, "get-page", title=title, section=7)
     assert past.is_error and past.text.endswith(listed), past.text
+    create(bot_server, "Bracket heading test", "== Array[0] ==\nFirst.\n== Array[1] ==\nSecond.")
+    second = call(bot_server, "get-page", title="Bracket heading test", section="array[1]")
+    assert not second.is_error and second.text.endswith("Second."), second.text  # brackets that are no footnote
     saved = call(bot_server, "update-page", title=title, section="Notes", mode="append", source="More.")
     assert not saved.is_error, saved.text
     assert "== Notes<ref>A source.</ref> ==\nNoted.\nMore.\n\n== Sources" in wiki.wikitext(title)
