@@ -5992,7 +5992,7 @@ def get_page(
              **({"section": number} if number is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
     header = page_header(ctx, page, revision, redirected, metadata, shown,
-                         to_section=None if section is not None else redirect_section(
+                         redirected_to=None if section is not None else redirect_section(
                              hops, page.get("title") or title, sections))
     blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-page",
         again=again or None, outline=outline_call(page.get("title") or title),
@@ -6010,7 +6010,7 @@ def get_page(
 
 
 def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
-                     sections: Sequence[Section | tuple[int, str]]) -> tuple[str, str] | None:
+                     sections: Sequence[Section | tuple[int, str]]) -> str | None:
     """The header line naming the section a redirect followed leads to (#REDIRECT [[Rhine#Course]]):
     get-page shows the whole page, as the wiki does, and this line says where to look, and how to
     read that section alone. Its heading is looked up among ``sections`` as section names are."""
@@ -6021,9 +6021,9 @@ def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
     numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
     found = next(((n, h) for n, h in numbered if heading_key(h) == key), None)
     if found is None:
-        return ("Redirected to", f"#{fragment}, which heads no section: the page is shown whole")
-    return ("Redirected to", (f"section {found[0]} ({found[1]}), in the page shown whole; to read it alone, "
-                              f"call get-page with {call_args(title=title, section=found[0])}"))
+        return f"#{fragment}, which heads no section: the page is shown whole"
+    return (f"section {found[0]} ({found[1]}), in the page shown whole; to read it alone, call get-page with "
+            f"{call_args(title=title, section=found[0])}")
 
 
 def refuse_section_of_none(content: str, section: int | str | None) -> None:
@@ -6046,8 +6046,8 @@ def header_fields(metadata: bool, content: bool = False, *, brief: bool = False)
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
                 redirected: str | None, metadata: bool, section: int | str | None,
-                to_section: tuple[str, str] | None = None) -> str:
-    lines = [("Title", page.get("title")), ("Redirected from", redirected), to_section or ("", None),
+                redirected_to: str | None = None) -> str:
+    lines = [("Title", page.get("title")), ("Redirected from", redirected), ("Redirected to", redirected_to),
              ("Revision ID", revision.get("revid") or page.get("lastrevid")),
              ("Section", section)]
     if metadata:
@@ -10151,8 +10151,8 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
 def regex_replaced(pattern: re.Pattern[str], replace: str, text: str) -> tuple[str, int]:
     """``text`` with each non-empty match of ``pattern`` replaced, and how many: an empty match is
     left alone, as find-in-page shows none (x* would put the replacement between every two
-    characters). In ``replace``, $1 and ${name} (as
-    JavaScript and PCRE write a group) are the group, where ``pattern`` has it; any other $ is text."""
+    characters). In ``replace``, $1 and ${name} (as JavaScript and PCRE write a group) are that
+    group where ``pattern`` has it; any other $ is text."""
     def group(mark: re.Match[str]) -> str:
         name = mark.group(1) or mark.group(2)
         known = int(name) <= pattern.groups if name.isdigit() else name in pattern.groupindex
@@ -10383,7 +10383,7 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     brought = {c.title for c in copies}
     elsewhere = [on_target(here, t) or t["title"] for t in used.values() if t["title"] not in brought]
     exists = {target: page.get("lastrevid", 0) for target, page in pages_by_title(
-        ctx.client, list(dict.fromkeys([c.target for c in copies if c.target] + elsewhere)), prop="info").items()
+        ctx.client, [c.target for c in copies if c.target] + elsewhere, prop="info").items()
         if page and not page.get("missing") and not page.get("invalid")}
     replaced = {c.target for c in copies[:len(named)]} if overwrite else set()
     return CopyPlan(key, client.site, copies, exists, replaced, [t for t in elsewhere if t not in exists])
