@@ -2591,7 +2591,7 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     # a batch's offset is into the page it cut, so its numbers are that page's, which it names
     of = f" of {again['title']}" if batch and piece else ""
     parts = [f"Content truncated at {end} of {total} bytes{of}."]
-    numbered = [(s.number, s.heading) if isinstance(s, Section) else s for s in sections]
+    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
@@ -5944,7 +5944,7 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
 
 def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
     return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-                    strip_tags(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
                     else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
 
 
@@ -5964,6 +5964,9 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
         numbered = {n: h for n, _, h, _ in outline if n is not None}
         own = [(n, numbered[n]) for n in dict.fromkeys(
             n for n, _, h, _ in aliases() if n in numbered and heading_key(h) == key)]
+    if not own and not wanted.strip().isdigit():  # a heading named with its footnote marks: Notes[1]
+        bare = heading_key(wanted, marks=False)
+        own = [(n, h) for n, _, h, _ in outline if n is not None and heading_key(h, marks=False) == bare]
     if len(own) == 1:
         return own[0][0], own[0][1]
     if own:
@@ -5994,9 +5997,12 @@ def source_headings(text: str, syntax: Syntax) -> list[Heading]:
             + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
 
 
-def heading_key(heading: str) -> str:
-    """A heading as matching compares it: its plain text, case and spacing aside."""
-    return " ".join(heading_plain(heading.strip().strip("=")).split()).casefold()
+def heading_key(heading: str, marks: bool = True) -> str:
+    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
+    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
+    plain = heading_plain(heading.strip().strip("="))
+    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
+    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
 
 
 def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
@@ -6010,9 +6016,18 @@ def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None
     return next(found, None)
 
 
+#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
+#: renders it as. The outline and every answer name a heading without its footnotes.
+FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
+                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
+FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
+
+
 def heading_plain(heading: str) -> str:
-    """A wikitext heading as it reads: links as their text, bold, italics and tags dropped."""
-    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", heading)
+    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
+    it with: links as their text; bold, italics, tags and footnotes dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
     text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
     text = re.sub(r"<[^>]*>|'{2,}", "", text)
     return " ".join(html.unescape(text).split())
@@ -6078,16 +6093,18 @@ def get_page(
                                                redirects=followRedirects)
         page: dict[str, Any] = {"title": parsed.get("title"), "pageid": parsed.get("pageid")}
         revision: dict[str, Any] = {"revid": parsed.get("revid")}
-        redirected = parse_redirected(parsed)
+        redirected, hops = parse_redirected(parsed), parsed.get("redirects")
         if metadata:
             page, _ = query_page(ctx, pageids=parsed.get("pageid"), **header_fields(True))
             revision = revision_of(page)
         sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
     else:
         number = None if isinstance(section, str) else section  # a heading is numbered from the whole text
-        page, redirected = query_page(ctx, titles=title, redirects=followRedirects,
-                                      **header_fields(metadata, content == "source"),
-                                      rvsection=number if content == "source" else None)
+        query = ctx.client.get({"action": "query", "titles": title, "redirects": followRedirects,
+                                **header_fields(metadata, content == "source"),
+                                "rvsection": number if content == "source" else None}).get("query", {})
+        page, redirected = resolve_page(query)
+        hops = query.get("redirects")
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
@@ -6098,8 +6115,10 @@ def get_page(
     again = {**({} if content == "source" else {"content": content}),
              **({"section": number} if number is not None else {}),
              **({} if followRedirects else {"followRedirects": False})}
-    blocks, piece = content_blocks(
-        page_header(ctx, page, revision, redirected, metadata, shown), text, offset, ctx.budget, "get-page",
+    header = page_header(ctx, page, revision, redirected, metadata, shown,
+                         redirected_to=None if section is not None else redirect_section(
+                             hops, page.get("title") or title, sections))
+    blocks, piece = content_blocks(header, text, offset, ctx.budget, "get-page",
         again=again or None, outline=outline_call(page.get("title") or title),
         sections=None if number is not None else sections)
     if content != "source":
@@ -6112,6 +6131,23 @@ def get_page(
     note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
                             heading=section_heading(text, 1, ctx.site.syntax) if number else None)
     return [note, *blocks] if note else blocks
+
+
+def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
+                     sections: Sequence[Section | tuple[int, str]]) -> str | None:
+    """The header line naming the section a redirect followed leads to (#REDIRECT [[Rhine#Course]]):
+    get-page shows the whole page, as the wiki does, and this line says where to look, and how to
+    read that section alone. Its heading is looked up among ``sections`` as section names are."""
+    fragment = next((str(hop["tofragment"]) for hop in reversed(hops or []) if hop.get("tofragment")), "")
+    if not fragment:
+        return None
+    key = heading_key(fragment.replace("_", " "))
+    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+    found = next(((n, h) for n, h in numbered if heading_key(h) == key), None)
+    if found is None:
+        return f"#{fragment}, which heads no section: the page is shown whole"
+    return (f"section {found[0]} ({found[1]}), in the page shown whole; to read it alone, call get-page with "
+            f"{call_args(title=title, section=found[0])}")
 
 
 def refuse_section_of_none(content: str, section: int | str | None) -> None:
@@ -6133,8 +6169,9 @@ def header_fields(metadata: bool, content: bool = False, *, brief: bool = False)
 
 
 def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],
-                redirected: str | None, metadata: bool, section: int | str | None) -> str:
-    lines = [("Title", page.get("title")), ("Redirected from", redirected),
+                redirected: str | None, metadata: bool, section: int | str | None,
+                redirected_to: str | None = None) -> str:
+    lines = [("Title", page.get("title")), ("Redirected from", redirected), ("Redirected to", redirected_to),
              ("Revision ID", revision.get("revid") or page.get("lastrevid")),
              ("Section", section)]
     if metadata:
@@ -6550,11 +6587,17 @@ try:  # the kernel stops it too, should this server end first and leave it runni
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
 except (ImportError, ValueError, OSError):
     pass
-if replace is not None:
+if replace is not None:  # a template (dollar_groups): each non-empty match replaced, as find-in-page shows them
+    parts, count, at = [], 0, 0
     try:
-        json.dump(re.subn(pattern, replace, text), sys.stdout)
+        for found in re.finditer(pattern, text):
+            if found.end() > found.start():
+                parts += [text[at:found.start()], found.expand(replace)]
+                at, count = found.end(), count + 1
     except (re.error, IndexError) as error:
         json.dump(str(error), sys.stdout)
+        sys.exit()
+    json.dump(["".join(parts) + text[at:], count], sys.stdout)
     sys.exit()
 spans = []
 for found in re.finditer(pattern, text):
@@ -8333,15 +8376,36 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
                           change.fields.get("contentmodel"))
         merged = target.pin and target.pin != target.latest
+        model = change.fields.get("contentmodel") or target.page.get("contentmodel")
+        saved_text = pre_save_transformed(ctx, target.title, change.text, as_saved(after), model)
         blocks = dry_run_result(target.title, target.pin or target.latest or None, section, target.now,
-                                as_saved(after), ctx.budget, merged_into=target.latest if merged else None)
-        return [f"{blocks[0]}\n\n{change.note}" if change.note else blocks[0], *blocks[1:]]
+                                saved_text, ctx.budget, merged_into=target.latest if merged else None)
+        expanded = PRE_SAVE_SHOWN if saved_text != as_saved(after) else ""
+        note = "\n".join(filter(None, [expanded, change.note]))
+        return [f"{blocks[0]}\n\n{note}" if note else blocks[0], *blocks[1:]]
     saved = change.send() if change.send is not None else None
     if saved is None:
         fields = {"text": change.text, "section": section, "baserevid": target.pin,
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+#: What MediaWiki's pre-save transform expands in the text a save sends: signatures (~~~,
+#: ~~~~, ~~~~~), subst: and safesubst:, the pipe trick ([[Help:Links|]]).
+PRE_SAVE_MARKS = re.compile(r"~~~|subst:|\|\]\]", re.IGNORECASE)
+PRE_SAVE_SHOWN = ("Expanded: signatures, subst: and the pipe trick are shown as the wiki expands them on saving "
+                  "now (a signature's time is the save's)")
+
+
+def pre_save_transformed(ctx: ToolContext, title: str, given: str, after: str, model: str | None) -> str:
+    """The page text ``after`` as a save stores it, once the wiki expands what the text ``given``
+    holds for its pre-save transform (PRE_SAVE_MARKS): one request, made only when it holds any."""
+    if (model or "wikitext") != "wikitext" or not PRE_SAVE_MARKS.search(given):
+        return after
+    parsed = ctx.client.get({"action": "parse", "title": title, "text": after, "contentmodel": "wikitext",
+                             "onlypst": True}).get("parse", {})
+    return as_saved(str(parsed.get("text", after)))
 
 
 def ask_before_overriding(ctx: ToolContext, target: EditTarget, new: str) -> None:
@@ -8711,7 +8775,7 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
         return
     sections = wikitext_sections(whole, syntax)
     span = section_span(whole, section, syntax) or (0, 0)
-    others = [(0, "Lead")] * (section != 0) + [(s.number, s.heading) for s in sections
+    others = [(0, "Lead")] * (section != 0) + [(s.number, heading_plain(s.heading)) for s in sections
                                                if not span[0] <= s.start < span[1]]
     shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
     raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
@@ -9746,6 +9810,13 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
     return [(m, title_text(site, m.group(1))) for m in parsed_matches(link, text)]
 
 
+#: A template's part that only the pages using it get (unclosed, it runs to the end).
+INCLUDEONLY = re.compile(r"<includeonly\s*>(.*?)(?:</includeonly\s*>|$)", re.DOTALL | re.IGNORECASE)
+#: Why a category link in <includeonly> is not taken out: it is not this page's category.
+INCLUDED_CATEGORY = ("in <includeonly>, so it puts the pages that use the template in the category, not this "
+                     "page: to take them out, change that link in the template's wikitext with update-page")
+
+
 def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing: Collection[str],
                   placed: list[str], template: bool = False) -> tuple[str, str]:
     """``text`` with the links to ``removing`` taken out (a line left empty goes too) and links
@@ -9757,6 +9828,7 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
     template in the category."""
     links = category_links(site, text)
     linked = {name for _, name in links}
+    included = {name for part in INCLUDEONLY.findall(text) for _, name in category_links(site, part)}
     removed = [name for name in removing if name in linked]
     resorted = [name for name, key in adding.items() if key and any(
         linked_name == name and (match.group(2) or "").strip() != key for match, linked_name in links)]
@@ -9780,8 +9852,9 @@ def recategorised(site: SiteInfo, text: str, adding: Mapping[str, str], removing
         text = text[:end] + new_links + text[end:]
     elif new_links:  # at the end, a blank line apart
         text = text.rstrip() + "\n" + new_links if text.strip() else new_links.lstrip("\n")
-    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed
-                                    else "not on the page)") for name in removing if name not in linked]
+    kept = [f"{prefix}:{name} (" + ("placed by a template, not in the page's wikitext)" if name in placed else
+                                    f"{INCLUDED_CATEGORY})" if name in included else
+                                    "not on the page)") for name in removing if name not in linked]
 
     def named(names: list[str]) -> str:
         return ", ".join(f"{prefix}:{n}" for n in names)
@@ -10009,7 +10082,8 @@ def reply_on_talk_page(
                                                               summary)
         return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
                         labelled(("Topic", f"{section.number} ({section.heading})"),
-                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None)),
+                                 ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
+                                 ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
     return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
 
@@ -10063,6 +10137,18 @@ def reply_blocks(talk: str, message: str) -> list[str]:
     return [*blocks[:-1], with_signature(blocks[-1])] if blocks else []
 
 
+#: What a reply whose paragraphs were apart says: its blank lines went.
+PARAGRAPHS_JOINED = ("each is a line of its own at the reply's indentation, the blank lines between them left "
+                     "out, as MediaWiki's reply tool writes them: a blank line would end the indentation")
+
+
+def blank_lines_left_out(message: str, body: list[str]) -> bool:
+    """Whether the lines of a reply (reply_blocks) left out blank lines of its ``message``."""
+    def blank(text: str) -> int:
+        return sum(not line.strip() for line in text.split("\n"))
+    return blank(message.strip()) > sum(blank(block) for block in body)
+
+
 def block_open(text: str) -> bool:
     """Whether ``text`` opens a table, template call or tag that it does not close."""
     lines = text.split("\n")
@@ -10079,9 +10165,10 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     optional), else by its number. The lead, section 0, is no topic."""
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = heading_given(topic)
-    listed = section_list([(s.number, s.heading) for s in sections]) or "none"
+    listed = section_list([(s.number, heading_plain(s.heading)) for s in sections]) or "none"
     named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
-             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)])
+             or [s for s in sections if heading_key(s.heading) == heading_key(wanted)]
+             or [s for s in sections if heading_key(s.heading, marks=False) == heading_key(wanted, marks=False)])
     if len(named) > 1:
         raise invalid_input(f"{len(named)} topics of {talk!r} are headed {wanted!r} (sections "
                             f"{', '.join(str(s.number) for s in named)}); pass the section number as topic.")
@@ -10105,7 +10192,7 @@ def answered_comment(comments: list[TalkComment], reply_to: str, talk: str,
     if len(found) == 1:
         return found[0]
     candidates = "; ".join(f"{c.author}, {c.time}: {c.words[:60]}" for c in (found or comments)) or "none"
-    where = f"topic {section.number} ({section.heading}) of {talk!r}"
+    where = f"topic {section.number} ({heading_plain(section.heading)}) of {talk!r}"
     if found:
         raise invalid_input(f"replyTo matches {len(found)} comments in {where}: {candidates}. Give more of "
                             "the comment's first words, or its author and time.")
@@ -10164,7 +10251,7 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
 def replace_in_pages(
     ctx: ToolContext,
     find: Annotated[str, Arg("Exact wikitext, or a regular expression.")],
-    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 is a group.")],
+    replace: Annotated[str, Arg("Replacement; '' deletes; \\1 or $1 is a group.")],
     titles: Annotated[list[str] | None, TitlesArg] = None,
     category: Annotated[str | None, Arg("Or a category's members.", title=True)] = None,
     regex: Annotated[bool, Arg("find is a Python regular expression.")] = False,
@@ -10265,7 +10352,14 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
     elif page is None:
         new, count = text, 0
     else:
-        substituted = run_regex(find, text, ctx.state.regex_seconds, replace)
+        try:
+            template = dollar_groups(re.compile(find), replace)
+        except (re.error, IndexError) as error:
+            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                                "was changed.") from None
+        # an empty match is left alone, as find-in-page shows none (x* would put the replacement
+        # between every two characters)
+        substituted = run_regex(find, text, ctx.state.regex_seconds, template)
         if isinstance(substituted, str):
             raise invalid_input(f"find or replace is not a valid regular expression here: {substituted}. "
                                 "Nothing was changed.")
@@ -10276,6 +10370,19 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+
+
+def dollar_groups(pattern: re.Pattern[str], replace: str) -> str:
+    """``replace`` as a template for ``pattern``: $1 and ${name} (as JavaScript and PCRE write a
+    group) are that group where ``pattern`` has it; any other $ is text. A group the pattern lacks
+    raises re.error or IndexError, on every page, matched or not."""
+    def group(mark: re.Match[str]) -> str:
+        name = mark.group(1) or mark.group(2)
+        known = int(name) <= pattern.groups if name.isdigit() else name in pattern.groupindex
+        return rf"\g<{name}>" if known else mark.group()
+    template = re.sub(r"\$(?:(\d+)|\{(\w+)\})", group, replace)
+    pattern.sub(template, "")
+    return template
 
 
 def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
@@ -10492,7 +10599,10 @@ def copy_plan(ctx: ToolContext, key: str, client: MediaWikiClient, title: str, n
     elif copies[0].target is None:
         raise invalid_input(f"{ctx.wiki.key} has no namespace for {copies[0].title!r}; {nothing.lower()}. "
                             "Pass newTitle, a title in a namespace it has.")
-    elsewhere = [] if templates else [on_target(here, t) or t["title"] for t in used.values()]
+    # the templates used that this copy does not bring: all without withTemplates, else those the
+    # source lacks too (a red link there)
+    brought = {c.title for c in copies}
+    elsewhere = [on_target(here, t) or t["title"] for t in used.values() if t["title"] not in brought]
     exists = {target: page.get("lastrevid", 0) for target, page in pages_by_title(
         ctx.client, [c.target for c in copies if c.target] + elsewhere, prop="info").items()
         if page and not page.get("missing") and not page.get("invalid")}
@@ -10530,7 +10640,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                           f"of {copy.title!r} ({utf8_len(copy.text)} bytes)")
             continue
         # crediting the source page and revision, and where to read its history
-        source = f"{copy.title!r} on {plan.source}, revision {copy.revid}"
+        source = f"{copy.title!r} on {plan.site.name or plan.site.server}, revision {copy.revid}"
         summary = edit_summary(ctx, f"Copied from {source} ({plan.site.index_url(oldid=copy.revid)}); its "
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)

@@ -1948,6 +1948,28 @@ def test_get_page_html_reports_a_followed_redirect(bot_server: Any) -> None:
     assert "The target of a redirect." in result.blocks[0]
 
 
+@on_every_version
+def test_a_redirect_to_a_section_names_that_section(bot_server: Any, wiki: RealWiki) -> None:
+    """#REDIRECT [[Target#Part]] gave the whole target without a word of the section it leads to:
+    the header names it and the call that reads it alone, in every content form."""
+    target = "Section redirect target"
+    create(bot_server, target, "Lead.\n\n== History ==\nOld.\n\n== Early course ==\nThe part meant.")
+    create(bot_server, "Section redirect", f"#REDIRECT [[{target}#Early_course]]")
+    create(bot_server, "Anchor redirect", f"#REDIRECT [[{target}#Nowhere]]")
+    line = (f'Redirected to: section 2 (Early course), in the page shown whole; to read it alone, call get-page with '
+            f'title="{target}" and section=2')
+    for content in ("source", "html", "text"):
+        result = call(bot_server, "get-page", title="Section redirect", content=content)
+        assert not result.is_error and result.blocks[0].startswith(
+            f"Title: {target}\nRedirected from: Section redirect\n{line}\nRevision ID: "), (content, result.text)
+        assert "Old." in result.text and "The part meant." in result.text
+        anchor = call(bot_server, "get-page", title="Anchor redirect", content=content)
+        assert field(anchor, "Redirected to") == "#Nowhere, which heads no section: the page is shown whole"
+    part = call(bot_server, "get-page", title="Section redirect", section=2)
+    assert not part.is_error and "Redirected to:" not in part.text and part.text.endswith("The part meant.")
+    assert "Redirected to:" not in call(bot_server, "get-page", title="Redirect page").text
+
+
 def test_a_double_redirect_is_followed_and_one_that_leads_nowhere_is_named_as_such(bot_server: Any) -> None:
     """A redirect to a redirect reads its end (get-page does, get-pages did not); one into a loop or to a
     missing page is not_found saying so, never "page not found" of a page that is there, and names
@@ -3623,7 +3645,7 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
     create(bot_server, title, "Lead.\n\n== Notes<ref>x</ref> ==\nNoted.\n\n== {{PAGENAME}} today ==\nToday.\n\n"
                               "== Last ==\nLast.\n\n<references />")
     outline = call(bot_server, "get-page-sections", title=title)
-    assert "1 | == Notes[1] == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
+    assert "1 | == Notes == |" in outline.text and f"2 | == {title} today == |" in outline.text, outline.text
     for content in ("source", "html", "text"):
         for name, number in (("Notes[1]", 1), ("Notes<ref>x</ref>", 1), (f"{title} today", 2),
                              ("{{PAGENAME}} today", 2)):
@@ -3631,6 +3653,60 @@ def test_a_section_is_found_by_the_name_the_outline_shows_its_rendered_text_and_
             assert not found.is_error, (name, content, found.text)
             assert f"\nSection: {number} (" in found.text, (name, content, found.text)
             assert ("Noted." if number == 1 else "Today.") in found.text, (name, content)
+
+
+@on_every_version
+def test_a_heading_holding_a_footnote_is_named_without_it_everywhere_and_found_so(bot_server: Any,
+                                                                                  wiki: RealWiki) -> None:
+    """== Notes<ref>A source.</ref> == was 'Notes[1]' in the outline, 'NotesA source.' in the
+    errors, and section "Notes" was not found: it is 'Notes' in both, found as Notes or Notes[1]."""
+    title = "Footnote heading test"
+    create(bot_server, title, "Lead.\n\n== Notes<ref>A source.</ref> ==\nNoted.\n\n"
+                              "== Sources<ref group=n>x</ref><ref name=q/> ==\n<references />")
+    outline = call(bot_server, "get-page-sections", title=title)
+    assert "\n1 | == Notes == |" in outline.text and "\n2 | == Sources == |" in outline.text, outline.text
+    listed = "Its sections: 0 (Lead), 1 (== Notes ==), 2 (== Sources ==)."
+    for content in ("source", "html", "text"):
+        for name in ("Notes", "notes", "Notes[1]", "Notes<ref>A source.</ref>"):
+            found = call(bot_server, "get-page", title=title, section=name, content=content)
+            assert not found.is_error and "\nSection: 1 (Notes)\n" in found.text, (name, content, found.text)
+        assert "\nSection: 2 (Sources)\n" in call(bot_server, "get-page", title=title, section="Sources[n 1][2]",
+                                                    content=content).text
+        absent = call(bot_server, "get-page", title=title, section="Climate", content=content)
+        assert absent.is_error and absent.text.endswith(listed), (content, absent.text)
+    past = call(bot_server, "get-page", title=title, section=7)
+    assert past.is_error and past.text.endswith(listed), past.text
+    create(bot_server, "Bracket heading test", "== Array[0] ==\nFirst.\n== Array[1] ==\nSecond.")
+    second = call(bot_server, "get-page", title="Bracket heading test", section="array[1]")
+    assert not second.is_error and second.text.endswith("Second."), second.text  # brackets that are no footnote
+    saved = call(bot_server, "update-page", title=title, section="Notes", mode="append", source="More.")
+    assert not saved.is_error, saved.text
+    assert "== Notes<ref>A source.</ref> ==\nNoted.\nMore.\n\n== Sources" in wiki.wikitext(title)
+    create(bot_server, f"Talk:{title}", f"== Notes<ref>A source.</ref> ==\nA question. {signature('Bob', '11:00')}")
+    replied = call(bot_server, "reply-on-talk-page", title=title, topic="Notes[1]", message="An answer.")
+    assert not replied.is_error and field(replied, "Topic") == "1 (Notes<ref>A source.</ref>)", replied.text
+    unknown = call(bot_server, "reply-on-talk-page", title=title, topic="Nope", message="An answer.")
+    assert unknown.is_error and unknown.text.endswith("Its topics: 1 (Notes). To start one, use add-talk-topic.")
+    nobody = call(bot_server, "reply-on-talk-page", title=title, topic="Notes", replyTo="Zed", message="Hi.")
+    assert nobody.is_error and "No comment in topic 1 (Notes) of " in nobody.text, nobody.text
+
+
+def test_a_heading_is_found_whether_it_or_the_name_given_is_composed_or_decomposed(bot_server: Any,
+                                                                                    wiki: RealWiki) -> None:
+    """Section names are compared in NFC, as finds are: an é given as e and U+0301 finds the
+    heading the wiki stores composed, and a heading written e&#769; is found as é."""
+    title = "Decomposed heading test"
+    create(bot_server, title, "Lead.\n\n== Café ==\nCoffee.\n\n== Entrée e&#769; ==\nStarter.")
+    decomposed = "Cafe\u0301"
+    found = call(bot_server, "get-page", title=title, section=decomposed)
+    assert not found.is_error and "\nSection: 1 (Café)\n" in found.text, found.text
+    composed = call(bot_server, "get-page", title=title, section="Entrée é")
+    assert not composed.is_error and "Starter." in composed.text, composed.text
+    saved = call(bot_server, "update-page", title=title, section=decomposed, mode="append", source="Tea.")
+    assert not saved.is_error and "== Café ==\nCoffee.\nTea.\n" in wiki.wikitext(title), saved.text
+    create(bot_server, "Talk:" + title, "== Café ==\nA question. [[User:Admin|Admin]] 10:00, 1 May 2026 (UTC)")
+    replied = call(bot_server, "reply-on-talk-page", title=title, topic=decomposed, message="An answer.")
+    assert not replied.is_error and "An answer." in wiki.wikitext("Talk:" + title), replied.text
 
 
 def test_a_heading_written_in_html_is_shown_and_refused_as_no_section_not_as_a_page_named_false(
@@ -5675,6 +5751,33 @@ def test_a_confirmed_rollback_reverts_only_what_was_previewed(bot_server: Any, w
         f"Rolled back the 3 latest edits to {title!r}, all by Editor (revisions {previewed[1]} to {latest}), "
         f"to revision {base}."), done.text
     assert wiki.wikitext(title) == "Good text."
+
+
+@on_every_version
+def test_a_dry_run_shows_signatures_and_subst_as_the_save_expands_them(bot_server: Any, wiki: RealWiki) -> None:
+    """A dry run showed ~~~~, {{subst:...}} and [[A (b)|]] as written, where the save expands them:
+    it runs the wiki's pre-save transform, one request more, and only when the text holds them."""
+    title = "Dry run pre-save test"
+    create(bot_server, "Template:Dry run greeting", "Hello from a template.")
+    base = create(bot_server, title, "Lead.")
+    counter = RequestCounter(bot_server)
+    with counter.counting() as plain:
+        call(bot_server, "update-page", title=title, source="Lead.\nPlain.", latestId=base, dryRun=True)
+    source = "Lead.\nSigned: ~~~~\n{{subst:Dry run greeting}}\nSee [[Help:Links (old)|]]."
+    with counter.counting() as sent:
+        dry = call(bot_server, "update-page", title=title, source=source, latestId=base, dryRun=True)
+    assert not dry.is_error and sent[0] == plain[0] + 1, (sent, plain, counter.urls)
+    assert field(dry, "Expanded").startswith("signatures, subst: and the pipe trick are shown as the wiki "), dry.text
+    saved = call(bot_server, "update-page", title=title, source=source, latestId=base)
+    assert not saved.is_error, saved.text
+
+    def timeless(text: str) -> str:
+        return re.sub(r"\d\d:\d\d, \d+ \w+ \d{4} \(UTC\)", "(time)", text)
+    added = [line[1:] for line in dry.blocks[0].split("\n") if line.startswith("+")]
+    assert timeless("\n".join(added)) == timeless(wiki.wikitext(title).split("\n", 1)[1]), dry.text
+    assert "~~~~" not in dry.text and "Hello from a template." in dry.text and "[[Help:Links (old)|Links]]" in dry.text
+    reply = call(bot_server, "add-talk-topic", title=title, heading="Signed", message="A question.", dryRun=True)
+    assert not reply.is_error and "~~~~" not in reply.text and "A question. [[User:Admin|Admin]]" in reply.text
 
 
 def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: RealWiki) -> None:
@@ -7823,6 +7926,21 @@ def test_categories_are_added_and_removed_whatever_the_sort_key_and_the_name(bot
     assert wiki.wikitext(bare) == "Just text.\n\n[[Category:Everyday fruits]]\n[[Category:Red things]]"
 
 
+def test_a_templates_includeonly_category_is_named_as_the_using_pages_not_as_missing(bot_server: Any,
+                                                                                     wiki: RealWiki) -> None:
+    """A category link inside a template's <includeonly> puts the pages that use the template in
+    the category, not the template: asked to remove it, the answer says so and how to change it."""
+    title = "Template:Category includeonly test"
+    text = "A river box.<includeonly>[[Category:Boxed rivers]]</includeonly><noinclude>[[Category:Boxes]]</noinclude>"
+    revid = create(bot_server, title, text)
+    result = call(bot_server, "update-page-categories", title=title, remove=["Boxed rivers"])
+    assert not result.is_error and result.blocks[0].startswith("No change: "), result.text
+    assert field(result, "Not removed") == (
+        "Category:Boxed rivers (in <includeonly>, so it puts the pages that use the template in the category, "
+        "not this page: to take them out, change that link in the template's wikitext with update-page)")
+    assert "not on the page" not in result.text and revision_ids(wiki, title) == [revid]
+
+
 def test_a_category_is_added_with_the_sort_key_given_after_a_pipe(bot_server: Any, wiki: RealWiki) -> None:
     """"Rivers|Wendle" adds [[Category:Rivers|Wendle]], sorted under Wendle; a category goes
     whatever its sort key, with or without one given."""
@@ -7904,7 +8022,8 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
         dry = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", replyTo=reply_to,
                    message="Saturday it is.", dryRun=True)
         assert not dry.is_error, (how, dry.text)
-        assert f"@@ -6,0 +7 @@\n+{style}{style}Saturday it is. ~~~~" in dry.text, (how, dry.text)
+        assert (f"@@ -6,0 +7 @@\n+{style}{style}Saturday it is. [[User:Admin|Admin]] ([[User talk:Admin|talk]]) "
+                in dry.text), (how, dry.text)  # signed as the save signs it
         assert field(dry, "Reply to") == "Bob, 11:00, 1 March 2026 (UTC)"
     assert revision_ids(wiki, f"Talk:{title}") == [revid]
     saved = call(bot_server, "reply-on-talk-page", title=title, topic="1", replyTo="i agree",
@@ -7923,6 +8042,22 @@ def test_a_reply_goes_under_the_comment_answered_after_its_replies(bot_server: A
     lines = wiki.wikitext(f"Talk:{title}").split("\n")
     assert lines[9].startswith(f"{style}See you there. [[User:Admin|Admin]]") and lines[10] == ""
     assert "\n".join(lines[11:]) == f"== Other ==\nSomething else. {signature('Eve', '14:00')}"
+
+
+def test_a_reply_in_paragraphs_says_its_blank_lines_went(bot_server: Any, wiki: RealWiki) -> None:
+    """A blank line between a reply's paragraphs would end its indentation, so it goes, as
+    MediaWiki's reply tool drops it: each paragraph is an indented line. The answer says so."""
+    title = "Reply paragraphs test"
+    create(bot_server, f"Talk:{title}", threaded_talk(":"))
+    message = "First paragraph.\n\nSecond paragraph.\n\n\nThird."
+    saved = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message=message)
+    assert not saved.is_error, saved.text
+    assert field(saved, "Paragraphs") == (
+        "each is a line of its own at the reply's indentation, the blank lines between them left out, as "
+        "MediaWiki's reply tool writes them: a blank line would end the indentation")
+    assert "\n:First paragraph.\n:Second paragraph.\n:Third. [[User:Admin|Admin]]" in wiki.wikitext(f"Talk:{title}")
+    one = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message="One line.\nAnother.")
+    assert not one.is_error and "Paragraphs:" not in one.text, one.text
 
 
 @on_every_version
@@ -8002,7 +8137,7 @@ def test_a_topic_goes_on_the_talk_page_of_the_title_given(bot_server: Any, wiki:
     create(bot_server, subject, "A subject page.")
     dry = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?", dryRun=True)
     assert not dry.is_error and field(dry, "Title") == f"Talk:{subject}", dry.text
-    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Colour ==\n+\n+Red or green? ~~~~")
+    assert "@@ -0,0 +1,3 @@\n+== Colour ==\n+\n+Red or green? [[User:Admin|Admin]] " in dry.blocks[0], dry.text
     assert revision_ids(wiki, f"Talk:{subject}") == []
     made = call(bot_server, "add-talk-topic", title=subject, heading="Colour", message="Red or green?")
     assert not made.is_error and made.blocks[0].startswith(f"Created.\nTitle: Talk:{subject}\n"), made.text
@@ -8103,7 +8238,7 @@ def test_a_new_topic_takes_a_heading_with_its_markup_and_warns_of_one_already_th
         bot_server: Any, wiki: RealWiki) -> None:
     subject = "Talk topic heading markup test"
     dry = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?", dryRun=True)
-    assert dry.blocks[0].endswith("@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? ~~~~"), dry.text
+    assert "@@ -0,0 +1,3 @@\n+== Budget ==\n+\n+How much? [[User:Admin|Admin]] " in dry.blocks[0], dry.text
     made = call(bot_server, "add-talk-topic", title=subject, heading="== Budget ==", message="How much?")
     assert not made.is_error and "Note" not in made.text, made.text
     assert wiki.wikitext(f"Talk:{subject}").startswith("== Budget ==\n\nHow much? [[User:Admin|Admin]]")
@@ -8340,6 +8475,23 @@ def test_a_replace_by_a_backtracking_regular_expression_is_stopped_and_the_conne
             "invalid_input: The regular expression ran over 1 s on this page without finishing"), result.content
     assert not read.is_error and read.content[0].text.endswith(text), read.content
     assert revision_ids(wiki, title) == before and wiki.wikitext(title) == text
+
+
+def test_a_regex_replacement_takes_dollar_groups_and_counts_no_empty_match(bot_server: Any, wiki: RealWiki) -> None:
+    """$1 and ${name}, as JavaScript and PCRE write a group, were put in literally; a pattern that
+    matches empty text counted a replacement between every two characters, where find-in-page
+    shows no match there."""
+    title = "Replace dollar test"
+    create(bot_server, title, "A widget costs 5 dollars.")
+    saved = call(bot_server, "replace-in-pages", titles=[title], find=r"costs (?P<n>\d+) dollars",
+                 replace="costs ${n} euros ($1, not $5)", regex=True, dryRun=False)
+    assert not saved.is_error, saved.text
+    assert wiki.wikitext(title) == "A widget costs 5 euros (5, not $5).", saved.text
+    found = call(bot_server, "find-in-page", title=title, find="e*", regex=True)
+    preview = call(bot_server, "replace-in-pages", titles=[title], find="e*", replace="E", regex=True)
+    assert not preview.is_error and f"{title} | 2 replacements | " in preview.text, preview.text
+    assert "\n~A [-widget-]{+widgEt+} costs 5 [-euros-]{+Euros+} (5, not $5)." in preview.text, preview.text
+    assert found.text.count(" | line 1 | ") == 2, found.text
 
 
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
@@ -8782,6 +8934,10 @@ def template_family(server: Any, name: str) -> dict[str, str]:
     return pages
 
 
+def site_name(wiki: RealWiki) -> str:
+    return str(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"])
+
+
 def page_exists(wiki: RealWiki, title: str) -> bool:
     return not wiki.raw_get(action="query", titles=title)["query"]["pages"][0].get("missing")
 
@@ -8813,8 +8969,26 @@ def test_copy_page_brings_a_template_with_its_doc_and_the_templates_it_uses(
         assert the_other_version.wikitext(title) == text
         summary = latest_revision(the_other_version, title)["comment"]
         revision = revision_ids(wiki, title)[0]
-        assert summary.startswith(f"Copied from {title!r} on source, revision {revision} ({wiki.url}/"), summary
+        assert summary.startswith(f"Copied from {title!r} on {site_name(wiki)}, revision {revision} ({wiki.url}/"), \
+            summary  # the source wiki as its readers know it, not this server's key for it
         assert f"oldid={revision}" in summary and summary.endswith(" (via mediawiki-mcp)"), summary
+
+
+def test_copy_page_with_templates_names_the_templates_the_target_still_lacks(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """A template the page uses that the source lacks too (a red link there) is not copied: the
+    answer named no template still missing with withTemplates, as it does without."""
+    name = f"Gap box {secrets.token_hex(4)}"
+    template_family(bot_server_for(wiki), name)
+    title = f"Gapped {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, f"{{{{{name}}}}} and {{{{{name}-absent}}}}")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    line = f"Templates this wiki still lacks: Template:{name}-absent"
+    for dry in (True, False):
+        copied = call(server, "copy-page", title=title, fromWiki="source", withTemplates=True, dryRun=dry)
+        assert not copied.is_error and line in copied.text.split("\n"), (dry, copied.text)
+    assert all(page_exists(the_other_version, page) for page in (title, f"Template:{name}", f"Template:{name}-inner"))
+    assert not page_exists(the_other_version, f"Template:{name}-absent")
 
 
 @on_every_version
@@ -8845,7 +9019,8 @@ def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_ask
     assert not replaced.is_error, replaced.text
     assert "Copied 1 page from source." in replaced.text and "Saved." in replaced.text
     assert the_other_version.wikitext(title) == wiki.wikitext(title)
-    assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
+    assert latest_revision(the_other_version, title)["comment"].startswith(
+        f"Copied from {title!r} on {site_name(wiki)}")
 
 
 def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_copied_it(
