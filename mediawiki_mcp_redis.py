@@ -120,6 +120,10 @@ class RedisStore:
         with self.reaching():
             self.client.delete(self.key(key))
 
+    def take(self, key: StateKey) -> str | None:
+        with self.reaching():  # GETDEL: Redis 6.2 and Valkey
+            return cast("str | None", self.client.getdel(self.key(key)))
+
     def next_order(self) -> int:
         with self.reaching():
             return int(cast(int, self.client.incr("mediawiki-mcp:order")))

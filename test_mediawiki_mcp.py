@@ -12121,8 +12121,9 @@ def test_the_debug_log_of_a_served_sign_in_shows_no_secret(wiki: RealWiki) -> No
 def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
         wiki: RealWiki) -> None:
     """Member signs in with a bot password of their own, which they then revoke: their calls are
-    refused (authentication), nothing done; signed in again with another one, their calls act as them
-    through it, in the new session and the old one alike."""
+    refused (authentication), nothing done; signed in again with another one, the new sign-in's calls
+    act as them through it, while the old sign-in's token keeps its own, revoked, account: it is
+    still refused, never served with the grants of the other sign-in."""
     app_id, password = "revoked" + secrets.token_hex(3), secrets.token_hex(16)
     php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app_id}", f"--grants={BOT_GRANTS}",
         "Member", password)
@@ -12142,7 +12143,9 @@ def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_
         again = PersonSession(url, app.tokens(Browser(wiki.plain_user, wiki.plain_password))["access_token"])
         made = again.call("create-page", title=title, source="Made with the new bot password.")
         assert tool_text(made).startswith("Created."), made
-        assert "App: mcp (bot password)" in tool_text(first.call("whoami"))
+        assert "App: mcp (bot password)" in tool_text(again.call("whoami"))
+        assert error_text(first.call("whoami")).startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} "
+                                                           f"as Member@{app_id} failed")
     assert revision_users(wiki, title) == ["Member"]
 
 
