@@ -12852,6 +12852,49 @@ def test_a_person_signed_in_through_one_replica_is_let_in_by_the_other(
         assert secret not in values and secret not in logs
 
 
+def test_replicas_with_different_keys_refuse_each_others_sign_ins_and_a_refresh_moves_them_to_the_new_key(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """Replica 1 has the key K1, replica 2 K2, on one store: a person signed in through 1 is refused
+    by 2 (401: sign in again), never served as its configured account, Admin. Rotating: a replica
+    with "K2,K1" refreshes their tokens, which then hold the password encrypted with K2, so a
+    replica with K2 alone serves them as themselves."""
+    from cryptography.fernet import Fernet
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    title = f"Other key {state_server.kind} {secrets.token_hex(4)}"
+
+    def replica(keys: str) -> Any:
+        return login_server(admin_login_env(wiki, MCP_STATE_URL=state_server.url, MCP_AUTH_SECRET=keys))
+    with replica(old) as (_, one), replica(new) as (_, two), replica(f"{new},{old}") as (_, both):
+        app = OAuthApp.register(one)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert "User: Editor" in tool_text(PersonSession(one, tokens["access_token"]).call("whoami"))
+        assert initialize_status(two, tokens["access_token"]) == 401
+        assert mcp_status(two, tokens["access_token"], "create-page", title=title, source="Not to be saved.") == 401
+        rotated = OAuthApp(both.removesuffix("/mcp"), app.client_id, app.client_secret).token(
+            grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert rotated.status_code == 200, rotated.text
+        token = rotated.json()["access_token"]
+        assert "User: Editor" in tool_text(PersonSession(two, token).call("whoami"))
+        assert initialize_status(one, token) == 401  # encrypted with the new key, which one lacks
+        stranded = app.token(grant_type="refresh_token", refresh_token=rotated.json()["refresh_token"])
+        assert stranded.status_code == 400 and stranded.json()["error"] == "invalid_grant", stranded.text
+    assert revision_ids(wiki, title) == []
+
+
+def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    env = admin_login_env(wiki, MCP_STATE_URL=state_server.url)
+    with login_server(env) as (one, url), login_server(env) as (two, other_url):
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        replicas = [sign_ins_of(one, env, url), sign_ins_of(two, env, other_url)]
+        answers = anyio.run(exchanged_at_once, replicas, app.client_id, tokens["refresh_token"])
+        given = [answer for answer in answers if isinstance(answer, signin.OAuthToken)]
+        refused = [answer for answer in answers if isinstance(answer, signin.TokenError)]
+        assert len(given) == 1 and [error.error for error in refused] == ["invalid_grant"], answers
+        assert initialize_status(other_url, given[0].access_token) == 200
+
+
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
     store = StateServer("valkey")  # one of its own, to stop
     try:
