@@ -12883,6 +12883,7 @@ def test_replicas_with_different_keys_refuse_each_others_sign_ins_and_a_refresh_
 
 def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
         wiki: RealWiki, state_server: StateServer) -> None:
+    """Then the person's key is deleted from the store, as an eviction would: they are refused."""
     env = admin_login_env(wiki, MCP_STATE_URL=state_server.url)
     with login_server(env) as (one, url), login_server(env) as (two, other_url):
         app = OAuthApp.register(url)
@@ -12893,6 +12894,10 @@ def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
         refused = [answer for answer in answers if isinstance(answer, signin.TokenError)]
         assert len(given) == 1 and [error.error for error in refused] == ["invalid_grant"], answers
         assert initialize_status(other_url, given[0].access_token) == 200
+        # the person's key evicted or deleted from the store: their tokens are refused, on every replica
+        assert state_server.client().delete(f"mediawiki-mcp:{{sign-in}}:person:{wiki.key}:Editor") == 1
+        for replica in (url, other_url):
+            assert initialize_status(replica, given[0].access_token) == 401
 
 
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
