@@ -5113,7 +5113,8 @@ def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
                          for right in spec.rights if (grant := client.missing_grant(right))})
         if grants:  # their own to give: a bot password has the grants its owner ticked
             named = " and ".join(repr(grant) for grant in grants)
-            again = "then sign in again from the MCP client" if person.signed_in else "the server then uses it"
+            again = ("then sign in again from the MCP client" if person.signed_in
+                     else "then ask this server's operator to restart it, which logs in again")
             return permission_denied(
                 f"The tool {name} is not offered to {person.name}: their bot password lacks the grant {named}, "
                 f"which their account could use. They can tick it at Special:BotPasswords on the wiki, {again}; "
