@@ -5028,9 +5028,9 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              person_confirms: bool | Accepted = False) -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as the caller's
     person where one signed in: content blocks and is_error; never raises, so nothing but
-    ``category: message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
-    nothing, and a guarded action's Preview comes back as the one block; or what the person
-    Accepted, done now unless it changed since (as_shown)."""
+    ``category: message`` reaches the model. ``person_confirms`` (run_guarded): the model's
+    confirm counts for nothing, and a guarded action's Preview comes back as the one block; or
+    what the person Accepted, done now unless it changed since (as_shown)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
     person = caller.person
     spec = state.registry.tools.get(name)
@@ -5234,11 +5234,13 @@ def person_of(state: ServerState, ctx: Any) -> Person | None:
     MCP_AUTH=login, SignIns.require_person) and carried in its scope; None where no one signs in.
     Where everyone must (People.required), a request without a person is refused here, never
     served as the configured accounts."""
+    import mcp_types as mt
     from mcp.shared.exceptions import MCPError
 
     person = ctx.request.scope.get(PERSON_SCOPE) if ctx.request is not None else None
     if person is None and state.people.required:
-        raise MCPError(code=-32600, message="This request comes from no signed-in person; sign in again.")
+        raise MCPError(code=mt.INVALID_REQUEST, message="This request comes from no signed-in person; sign in "
+                       "again.")
     return person
 
 

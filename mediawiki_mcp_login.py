@@ -362,8 +362,12 @@ class SignIns:
     def _access(self, token: str) -> dict[str, Any] | None:
         """What an access token of this server grants, unless it is unknown, revoked, expired, or
         its person signed out or is no longer known."""
+        found = self._unexpired(token)
+        return found if found and self._current(found) else None
+
+    def _unexpired(self, token: str) -> dict[str, Any] | None:
         found = self._get("access", secret_hash(token))
-        return found if found and found["expires_at"] > time.time() and self._current(found) else None
+        return found if found and found["expires_at"] > time.time() else None
 
     async def revoke_token(self, token: Any) -> None:
         kind = "access" if isinstance(token, AccessToken) else "refresh"
@@ -414,11 +418,9 @@ class SignIns:
         sign-in; None for any token whose person cannot be used: another server's, expired,
         revoked, signed out, its person no longer known, or its bot password encrypted with a key
         that MCP_AUTH_SECRET does not hold (another replica's, or one taken out)."""
-        access = self._access(token)
-        if access is None:
-            return None
-        person = self._current(access)
-        if person is None:
+        access = self._unexpired(token)
+        person = self._current(access) if access else None
+        if access is None or person is None:
             return None
         account = access["account"]
         try:
