@@ -294,9 +294,10 @@ class SignIns:
 
     def _current(self, grant: Mapping[str, Any]) -> dict[str, Any] | None:
         """The record of the person a grant is for, while the grant is theirs: None once they signed
-        out, or the store lost the record."""
+        out, or the store lost the record, and for a grant that names no epoch (of an older version
+        of this server, which kept no account with it)."""
         found = self._get("person", str(grant.get("subject")))
-        return found if found and found.get("epoch") == grant.get("epoch") else None
+        return found if found and grant.get("epoch") and found.get("epoch") == grant["epoch"] else None
 
     # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
 

@@ -11813,6 +11813,23 @@ def test_a_token_whose_person_the_store_lost_is_refused_never_served_as_the_conf
     assert revision_ids(wiki, title) == []
 
 
+def test_a_token_kept_as_an_older_server_kept_it_is_refused(wiki: RealWiki) -> None:
+    """A token and person record in the shape an older version stored them (the account with the
+    person, no epoch): after an upgrade it is 401, as any token whose account cannot be used."""
+    from cryptography.fernet import Fernet
+    env = admin_login_env(wiki)
+    token, refresh, person = secrets.token_urlsafe(32), secrets.token_urlsafe(32), f"{wiki.key}:Editor"
+    grant = {"client_id": "old", "scopes": [], "resource": None, "subject": person}
+    with login_server(env) as (server, url):
+        store = server.state.reads.store
+        store.put((signin.SIGN_IN_SPACE, "person", person), json.dumps({
+            "name": "Editor", "wiki": wiki.key, "username": wiki.editor_user,
+            "password": Fernet(env["MCP_AUTH_SECRET"]).encrypt(wiki.editor_password.encode()).decode()}), 600)
+        store.put((signin.SIGN_IN_SPACE, "access", signin.secret_hash(token)), json.dumps({
+            **grant, "expires_at": time.time() + 600, "refresh": signin.secret_hash(refresh)}), 600)
+        assert initialize_status(url, token) == 401
+
+
 def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
