@@ -6618,8 +6618,18 @@ def get_site_info(ctx: ToolContext) -> str:
         ("Main page URL", site.page_url(site.main_page) if site.main_page else None),
         ("API", ctx.client.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
-        ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
+        ("Writes from this server", writes_from_here(ctx)),
         ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
+
+
+def writes_from_here(ctx: ToolContext) -> str:
+    """Whether this server writes to the call's wiki for its caller: not where the operator made it
+    read-only, nor for a person with no account of their own there."""
+    if ctx.wiki.read_only:
+        return "off (configured read-only)"
+    if ctx.person is not None and ctx.wiki.key not in ctx.person.accounts:
+        return f"off for {ctx.person.name}. {ctx.person.account_elsewhere('this wiki')}."
+    return "on"
 
 
 @tool("whoami", "Who am I", toolset="pages", read_only=True)
@@ -6632,7 +6642,7 @@ def whoami(ctx: ToolContext) -> str:
             ("User", (f"none: {person.name} has no account of their own on this wiki (signed in to "
                       f"{', '.join(person.accounts)})")),
             ("Reads", "what anyone may read, through this server's own account; not the watchlist"),
-            ("Writes from this server", f"off for {person.name}. {person.account_elsewhere('this wiki')}."))
+            ("Writes from this server", writes_from_here(ctx)))
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -6647,7 +6657,7 @@ def whoami(ctx: ToolContext) -> str:
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
         ("Edit count", None if anonymous else info.get("editcount")),
         ("Rights", ", ".join(rights)),
-        ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"))
+        ("Writes from this server", writes_from_here(ctx)))
 
 
 def login_line(username: str | None, token: bool) -> tuple[str, str | None]:

@@ -12251,8 +12251,8 @@ def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
 def test_a_person_without_an_account_on_a_wiki_reads_nothing_private_of_its_configured_account(
         wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
     """Signed in to the other wiki only, a person reads the first one's public pages through its
-    configured account (Admin, who watches pages), never its watchlist; whoami says they have no
-    account there and that writes are off for them."""
+    configured account (Admin, who watches pages), never its watchlist; whoami and get-site-info say
+    they have no account there and that writes are off for them."""
     env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
     del env["MEDIAWIKI_URL"]
     with login_server(env) as (_, url):
@@ -12272,6 +12272,8 @@ def test_a_person_without_an_account_on_a_wiki_reads_nothing_private_of_its_conf
             "Writes from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki, sign in "
             "again choosing it.")
         assert "User: Editor" in tool_text(session.call("whoami", wiki="other"))
+        site = tool_text(session.call("get-site-info", wiki=wiki.key))
+        assert "\nWrites from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki" in site
 
 
 @on_every_version
