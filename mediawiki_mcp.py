@@ -1763,8 +1763,9 @@ SETTINGS = {row.variable: row for row in (
             parse=secret_list, secret=True, empty_is_default=False),
     Setting("MCP_ACCESS_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long an access token works (default "
             f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS, seconds),
-    Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works (default "
-            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
+    Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works, at least "
+            f"MCP_ACCESS_TOKEN_SECONDS (default {DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)",
+            DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
