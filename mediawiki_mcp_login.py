@@ -4,8 +4,9 @@ The server is its own OAuth authorization server, as the MCP specification's aut
 section describes: a client registers itself and sends the person to /authorize, which shows
 them the sign-in page; they give their wiki user name and a bot password of their own; the
 server logs in to the wiki with it and, once the wiki lets them in, sends the client a code,
-which it exchanges for tokens. Each token then stands for that person (People.sources), who
-acts on the wiki as themselves.
+which it exchanges for tokens. Each token then stands for that person, with the account of that
+sign-in, who acts on the wiki as themselves; a request to /mcp whose token stands for no usable
+person is refused (SignIns.require_person), never served as the wiki's configured account.
 
 Only ``pip install 'mediawiki-mcp[login]'`` users need this module (and cryptography, which that
 extra installs); mediawiki_mcp.py imports it when MCP_AUTH=login, by its name even when it runs
@@ -294,8 +295,8 @@ class SignIns:
 
     def _current(self, grant: Mapping[str, Any]) -> dict[str, Any] | None:
         """The record of the person a grant is for, while the grant is theirs: None once they signed
-        out, or the store lost the record, and for a grant that names no epoch (of an older version
-        of this server, which kept no account with it)."""
+        out, or the store lost the record, and for a grant that names no epoch (stored without its
+        account, which it cannot act with)."""
         found = self._get("person", str(grant.get("subject")))
         return found if found and grant.get("epoch") and found.get("epoch") == grant["epoch"] else None
 
