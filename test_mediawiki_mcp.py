@@ -11804,7 +11804,11 @@ def test_a_token_whose_person_the_store_lost_is_refused_never_served_as_the_conf
         server.state.reads.store.forget((signin.SIGN_IN_SPACE, "person", f"{wiki.key}:Editor"))
         assert mcp_status(url, tokens["access_token"], "create-page", session.session, title=title,
                           source="Not to be saved.") == 401
-        assert initialize_status(url, tokens["access_token"]) == 401
+        refused, unknown = (post_rpc(url, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"})
+                            for token in (tokens["access_token"], secrets.token_urlsafe(32)))
+        assert refused.status_code == unknown.status_code == 401  # as for an unknown token: sign in again
+        assert refused.headers["WWW-Authenticate"] == unknown.headers["WWW-Authenticate"]
+        assert "resource_metadata=" in refused.headers["WWW-Authenticate"]
         refreshed = app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])
         assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant", refreshed.text
         again = PersonSession(url, app.tokens(Browser(wiki.editor_user, wiki.editor_password))["access_token"])
