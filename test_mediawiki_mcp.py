@@ -11779,7 +11779,7 @@ def test_an_access_token_stops_at_the_end_of_its_own_lifetime_while_its_refresh_
     with login_server(admin_login_env(wiki, MCP_ACCESS_TOKEN_SECONDS="2")) as (_, url):
         app = OAuthApp.register(url)
         tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
-        assert tokens["expires_in"] == 2 and initialize_status(url, tokens["access_token"]) == 200
+        assert tokens["expires_in"] == 2  # not tried at once: on a busy machine its 2 s may have passed
         deadline = time.monotonic() + 30
         while initialize_status(url, tokens["access_token"]) == 200:  # polling for the 2 s to pass
             assert time.monotonic() < deadline, "the access token still works long after its lifetime"
