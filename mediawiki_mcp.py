@@ -783,12 +783,8 @@ class MediaWikiClient:
         right = right.split("|")[0]
         doing, grant = RIGHTS.get(right, (f"use the '{right}' right", ""))
         who = "Anonymous users" if account.anonymous else f"The account {account.name}"
-        if self._group_rights is None:
-            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
-            self._group_rights = {g.get("name", ""): g.get("rights") or []
-                                  for g in data.get("query", {}).get("usergroups") or []}
-        holders = [group for group, rights in self._group_rights.items() if right in rights]
-        if set(holders) & set(account.groups) and self.authenticated:
+        holders = self._holders(right)
+        if self.missing_grant(right):
             via = (f"the bot password {self.username} lacks the grant '{grant}', which the user can add at "
                    "Special:BotPasswords" if self.username else
                    f"the OAuth token lacks the grant '{grant}'; its owner can issue one that has it")
@@ -796,6 +792,25 @@ class MediaWikiClient:
         given = ", ".join("everyone" if g == "*" else g for g in holders) or "no group"
         return (f"{who} cannot {doing} on {self.name}: it lacks the '{right}' right, which the wiki gives "
                 f"to: {given}.")
+
+    def missing_grant(self, right: str) -> str | None:
+        """The grant (as Special:BotPasswords names it) that the bot password or token lacks for a
+        right (``a|b``: either) that the account's groups give; None when it has the right, or its
+        groups lack it too."""
+        if self.account.can(right) or not self.authenticated:
+            return None
+        right = right.split("|")[0]
+        if set(self._holders(right)) & set(self.account.groups):
+            return RIGHTS.get(right, ("", f"the one that carries '{right}'"))[1]
+        return None
+
+    def _holders(self, right: str) -> list[str]:
+        """The groups the wiki gives a right to; fetched once."""
+        if self._group_rights is None:
+            data = self.get({"action": "query", "meta": "siteinfo", "siprop": "usergroups"})
+            self._group_rights = {g.get("name", ""): g.get("rights") or []
+                                  for g in data.get("query", {}).get("usergroups") or []}
+        return [group for group, rights in self._group_rights.items() if right in rights]
 
     @property
     def api_url(self) -> str:
@@ -1769,8 +1784,9 @@ SETTINGS = {row.variable: row for row in (
             parse=secret_list, secret=True, empty_is_default=False),
     Setting("MCP_ACCESS_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long an access token works (default "
             f"{DEFAULT_ACCESS_TOKEN_SECONDS})", DEFAULT_ACCESS_TOKEN_SECONDS, seconds),
-    Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works (default "
-            f"{DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)", DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
+    Setting("MCP_REFRESH_TOKEN_SECONDS", "HTTP with MCP_AUTH=login: how long a refresh token works, at least "
+            f"MCP_ACCESS_TOKEN_SECONDS (default {DEFAULT_REFRESH_TOKEN_SECONDS}, 30 days)",
+            DEFAULT_REFRESH_TOKEN_SECONDS, seconds),
     Setting("MCP_TOOLSETS", f"comma-separated groups of tools to offer: {', '.join(TOOLSETS)}; all; default "
             f"(the default: {', '.join(t for t in TOOLSETS if t in DEFAULT_TOOLSETS)})", DEFAULT_TOOLSETS,
             toolset_names, field="toolsets"),
@@ -3996,6 +4012,9 @@ class StateStore(typing.Protocol):
         """Whether a claim on the entry is held, by a call still running (on any replica)."""
     def release(self, key: StateKey, forget: bool) -> None: ...
     def forget(self, key: StateKey) -> None: ...
+    def take(self, key: StateKey) -> str | None:
+        """Forgets the entry and returns its value, in one step: of two takers at once, on any
+        replica, one gets it and the other None (a code or refresh token used once)."""
     def next_order(self) -> int:
         """A number greater than any it gave before: which of two notes came later."""
     def wait(self, seconds: float) -> None:
@@ -4067,6 +4086,12 @@ class MemoryStore:
     def forget(self, key: StateKey) -> None:
         with self._changed:
             self._kinds[key[1]].pop(key, None)
+
+    def take(self, key: StateKey) -> str | None:
+        with self._changed:
+            value = self.get(key)
+            self.forget(key)
+            return value
 
     def next_order(self) -> int:
         with self._changed:
@@ -4650,10 +4675,13 @@ class ToolCalls:
 class Person:
     """Someone who signed in to this server (a token of MCP_AUTH_TOKENS, or MCP_AUTH=login). On each
     wiki of ``accounts`` the server acts as them, never as that wiki's configured account."""
-    id: str  # stable and not secret: the caller (caller_of) whose reads and idempotency keys are theirs
+    id: str  # stable and not secret: the caller (caller_id) whose reads and idempotency keys are theirs
     name: str  # what the operator's log calls them: their wiki user name, never a secret
     accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
     signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
+    #: the sign-in whose account this is (MCP_AUTH=login): each has a wiki session of its own, with
+    #: the grants of its bot password, whatever the person's other sign-ins have
+    sign_in: str = ""
 
     def account_fix(self) -> str:
         return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
@@ -4665,14 +4693,21 @@ class Person:
                 else f"To get one, ask this server's operator to add {where} to their entry (MCP_AUTH_TOKENS)")
 
 
+#: The wiki clients kept for one person (one per wiki and sign-in), the least recently used dropped.
+CLIENTS_PER_PERSON = 8
+
+
 class People:
     """Who a bearer token stands for (asking each source in turn: the token file, the sign-ins),
-    and one client per person and wiki, logged in as them."""
+    and one client per person, wiki and sign-in, logged in as them. ``required``: every request
+    over HTTP must come from a person (MCP_AUTH=login); one that does not is refused (person_of)."""
 
     def __init__(self) -> None:
         self.sources: list[Callable[[str], Person | None]] = []
-        #: each client with the account it logs in as, which a new sign-in of the person may change
-        self._clients: dict[tuple[str, str], tuple[Credentials, MediaWikiClient]] = {}
+        self.required = False
+        #: each client with the account it logs in as
+        self._clients: collections.OrderedDict[tuple[str, str, str], tuple[Credentials, MediaWikiClient]] = (
+            collections.OrderedDict())
         self._lock = threading.Lock()
 
     def person(self, token: str) -> Person | None:
@@ -4680,15 +4715,19 @@ class People:
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
-        """``person``'s client on ``wiki``, made anew once they sign in with another bot password
-        (the old one may be revoked)."""
-        account = person.accounts[wiki.key]
+        """``person``'s client on ``wiki`` for the sign-in they call with: the clients of two of their
+        sign-ins never share a wiki session, so each has the grants of its own bot password."""
+        account, key = person.accounts[wiki.key], (person.id, wiki.key, person.sign_in)
         with self._lock:
-            made, client = self._clients.get((person.id, wiki.key), (None, None))
+            made, client = self._clients.get(key, (None, None))
             if client is None or made != account:
                 client = make(dataclasses.replace(wiki, username=account.username, password=account.password,
                                                   token=account.token))
-                self._clients[person.id, wiki.key] = account, client
+                self._clients[key] = account, client
+                theirs = [other for other in self._clients if other[0] == person.id]
+                for dropped in theirs[:-CLIENTS_PER_PERSON]:  # one a call may still use: no close
+                    del self._clients[dropped]
+            self._clients.move_to_end(key)
             return client
 
     def forget(self, person_id: str) -> list[MediaWikiClient]:
@@ -4982,10 +5021,20 @@ class Session:
     loaded: frozenset[str] = frozenset()  # replaced whole, as tool threads and the loop share it
 
 
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request (caller_of): ``id``, the scope of what the read ledger and idempotency
+    keys vouch for (caller_id), and the person, if one signed in. No person means that no one
+    signs in here (stdio, or HTTP with no token or the one MCP_AUTH_TOKEN): the configured
+    accounts act. With MCP_AUTH=login there is always one."""
+    id: str = ""
+    person: Person | None = None
+
+
 def session_of(ctx: Any) -> Session | None:
-    """The Session of a request's MCP session (caller_of); None where no requests share one
+    """The Session of a request's MCP session (caller_id); None where no requests share one
     (stateless HTTP, the 2026 protocol)."""
-    if not caller_of(ctx).startswith(("session:", "connection:")):
+    if not caller_id(ctx).startswith(("session:", "connection:")):
         return None
     return ctx.session._connection.state.setdefault("mediawiki-mcp session", Session())
 
@@ -5020,13 +5069,18 @@ def writing_accounts(state: ServerState, person: Person) -> list[Account | None]
     """A person's account on each writable wiki where they have one; None where their login fails,
     which may use any write tool, whose call then tells them why, as hiding it would not."""
     accounts: list[Account | None] = []
-    for key, wiki, _ in state.entries():
-        if key in person.accounts and not wiki.read_only:
-            try:
-                accounts.append(state.people.client(person, wiki, state.make_client).account)
-            except WikiError:
-                accounts.append(None)
+    for client in writing_clients(state, person):
+        try:
+            accounts.append(client.account)
+        except WikiError:
+            accounts.append(None)
     return accounts
+
+
+def writing_clients(state: ServerState, person: Person) -> list[MediaWikiClient]:
+    """A person's client on each writable wiki where they have an account."""
+    return [state.people.client(person, wiki, state.make_client) for key, wiki, _ in state.entries()
+            if key in person.accounts and not wiki.read_only]
 
 
 def require_extension(state: ServerState, spec: ToolSpec, key: str, client: MediaWikiClient) -> None:
@@ -5048,16 +5102,16 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: str = "", session: Session | None = None,
-             person: Person | None = None, person_confirms: bool | Accepted = False,
-             unconfirmable: str = "") -> tuple[list[Any], bool]:
-    """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as ``person`` where
-    one signed in: content blocks and is_error; never raises, so nothing but ``category:
-    message`` reaches the model. ``person_confirms`` (run_guarded): the model's confirm counts for
-    nothing, and a guarded action's Preview comes back as the one block; or what the person
-    Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why the person cannot
-    confirm from this client (ToolContext.unconfirmable)."""
+             caller: Caller = Caller(), session: Session | None = None,
+             person_confirms: bool | Accepted = False, unconfirmable: str = "") -> tuple[list[Any], bool]:
+    """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as the caller's
+    person where one signed in: content blocks and is_error; never raises, so nothing but
+    ``category: message`` reaches the model. ``person_confirms`` (run_guarded): the model's
+    confirm counts for nothing, and a guarded action's Preview comes back as the one block; or
+    what the person Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why
+    the person cannot confirm from this client (ToolContext.unconfirmable)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
+    person = caller.person
     spec = state.registry.tools.get(name)
     offered = offered_tools(state, session, person)
     write = None  # what a person's write is about, for the operator's log
@@ -5079,7 +5133,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
         if person is not None and spec.scoped:
-            client = persons_client(state, person, wiki, client, "" if spec.read_only else name)
+            client = persons_client(state, person, wiki, client, spec)
             as_person = key in person.accounts
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
@@ -5093,7 +5147,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
                           asks=bool(person_confirms), picked=accepted.picked if accepted else None,
-                          unconfirmable=unconfirmable, caller=caller, session=session, person=person)
+                          unconfirmable=unconfirmable, caller=caller.id, session=session, person=person)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
@@ -5134,6 +5188,16 @@ def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
             return authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
                                   f"so it does not use {name} for them (never as its own account); nothing "
                                   f"was changed. {person.account_elsewhere(writable)}.")
+        grants = sorted({grant for client in writing_clients(state, person) if "@" in (client.username or "")
+                         for right in spec.rights if (grant := client.missing_grant(right))})
+        if grants:  # their own to give: a bot password has the grants its owner ticked
+            named = " and ".join(repr(grant) for grant in grants)
+            again = ("then sign in again from the MCP client" if person.signed_in
+                     else "then ask this server's operator to restart it, which logs in again")
+            return permission_denied(
+                f"The tool {name} is not offered to {person.name}: their bot password lacks the grant {named}, "
+                f"which their account could use. They can tick it at Special:BotPasswords on the wiki, {again}; "
+                "no retry by the model changes it.")
         return permission_denied(
             f"The tool {name} is not offered to {person.name}: their account lacks the right "
             f"{' and '.join(repr(r) for r in spec.rights)} on every wiki where they may write. Only the "
@@ -5154,14 +5218,20 @@ def once_per_key(state: ServerState, spec: ToolSpec, key: str, ctx: ToolContext,
 
 
 def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
-                   writer: str = "") -> MediaWikiClient:
-    """The client a person's call acts through on ``wiki`` (``writer``: the tool of a call that may
-    write): their own account's where they have one, never the configured one; elsewhere the
-    configured account reads for them, unless the wiki is private, and nothing writes."""
+                   spec: ToolSpec | None = None) -> MediaWikiClient:
+    """The client a person's call (of the tool ``spec``, if any) acts through on ``wiki``: their
+    own account's where they have one, never the configured one; elsewhere the configured account
+    reads what anyone may read for them, unless the wiki is private; nothing writes, and nothing
+    reads what only an account sees (a read tool that needs a right of the account: the watchlist)."""
     if wiki.key in person.accounts:
         return state.people.client(person, wiki, state.make_client)
-    if wiki.private or writer:
-        doing = f"use {writer} on the wiki" if writer else "read the private wiki"
+    if spec is not None and spec.read_only and spec.rights:
+        doing = RIGHTS.get(spec.rights[0], (f"use {spec.name}",))[0]
+        raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
+                                f"not {doing} there for them: {spec.name} shows what only an account sees, and "
+                                f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
+    if wiki.private or spec is not None and not spec.read_only:
+        doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
                              f"changed. {person.account_elsewhere('the wiki')}.")
@@ -5258,14 +5328,29 @@ def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
+def caller_of(state: ServerState, ctx: Any) -> Caller:
+    """The Caller of a request (a ServerRequestContext): its person as resolved where the request
+    came in, then its session or token."""
+    person = person_of(state, ctx)
+    return Caller(caller_id(ctx, person), person)
+
+
 def person_of(state: ServerState, ctx: Any) -> Person | None:
-    """The person whose bearer token a request (a ServerRequestContext) carries, or None."""
-    if ctx.request is None:
-        return None
-    return state.people.person(bearer_token(ctx.request.headers.get("authorization", "")))
+    """The person a request comes from, resolved once where it came in (http_app; with
+    MCP_AUTH=login, SignIns.require_person) and carried in its scope; None where no one signs in.
+    Where everyone must (People.required), a request without a person is refused here, never
+    served as the configured accounts."""
+    import mcp_types as mt
+    from mcp.shared.exceptions import MCPError
+
+    person = ctx.request.scope.get(PERSON_SCOPE) if ctx.request is not None else None
+    if person is None and state.people.required:
+        raise MCPError(code=mt.INVALID_REQUEST, message="This request comes from no signed-in person; sign in "
+                       "again.")
+    return person
 
 
-def caller_of(ctx: Any, person: Person | None = None) -> str:
+def caller_id(ctx: Any, person: Person | None = None) -> str:
     """Who makes a tools/call, the scope of what the read ledger and idempotency keys vouch for:
     the person, whichever session they call from; else the MCP session (Streamable HTTP's, or a
     handshake-era connection that serves several calls); over HTTP without one, every client
@@ -5350,7 +5435,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person, who = session_of(ctx), person_of(state, ctx), confirmer(state, ctx)
+        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
         # a person's rights decide their tools, which may take a login to their wikis
         tools = (listed_tools(state, session, confirmer=who) if person is None
                  else await on_own_thread(lambda: listed_tools(state, session, person, who)))
@@ -5360,17 +5445,17 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        session, person = session_of(ctx), person_of(state, ctx)
+        session, caller = session_of(ctx), caller_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         progress = CallProgress(ctx)
         job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
-                                caller_of(ctx, person), session, person)
+                                caller, session)
         try:
             blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
-        note_tool_call(state, ctx, person, params.name, wiki, blocks, is_error)
+        note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
         await changes.announce(before)
         if session and loaded is not None and session.loaded != loaded:
             await changes.announce_to(ctx, loaded)
@@ -5413,7 +5498,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         try:
             key = state.resolve_wiki(named) if kind in ("page", "category") else ""
             job = functools.partial(completion_values, state, kind, params.argument.value, key,
-                                    person_of(state, ctx))
+                                    caller_of(state, ctx).person)
             values, more = await state.calls.run(key, job, write=False)
         except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
             log.info("no completion for %s: %s", params.argument.name, error)
@@ -6722,13 +6807,31 @@ def get_site_info(ctx: ToolContext) -> str:
         ("Main page URL", site.page_url(site.main_page) if site.main_page else None),
         ("API", ctx.client.api_url),
         ("Read-only", f"yes: {site.read_only_reason}" if site.read_only else None),
-        ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"),
+        ("Writes from this server", writes_from_here(ctx)),
         ("Namespaces", site.namespace_list()), ("Extensions", ", ".join(extensions)))
+
+
+def writes_from_here(ctx: ToolContext) -> str:
+    """Whether this server writes to the call's wiki for its caller: not where the operator made it
+    read-only, nor for a person with no account of their own there."""
+    if ctx.wiki.read_only:
+        return "off (configured read-only)"
+    if ctx.person is not None and ctx.wiki.key not in ctx.person.accounts:
+        return f"off for {ctx.person.name}. {ctx.person.account_elsewhere('this wiki')}."
+    return "on"
 
 
 @tool("whoami", "Who am I", toolset="pages", read_only=True)
 def whoami(ctx: ToolContext) -> str:
     """Returns the account this server acts as (or anonymous), its groups and rights."""
+    person = ctx.person
+    if person is not None and ctx.wiki.key not in person.accounts:  # the configured account is not theirs
+        return labelled(
+            ("Wiki", ctx.wiki.key),
+            ("User", (f"none: {person.name} has no account of their own on this wiki (signed in to "
+                      f"{', '.join(person.accounts)})")),
+            ("Reads", "what anyone may read, through this server's own account; not the watchlist"),
+            ("Writes from this server", writes_from_here(ctx)))
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
     notable = ("edit", "createpage", "move", "delete", "undelete", "upload", "reupload",
@@ -6743,7 +6846,7 @@ def whoami(ctx: ToolContext) -> str:
         ("Groups", ", ".join(g for g in info.get("groups") or [] if g != "*")),
         ("Edit count", None if anonymous else info.get("editcount")),
         ("Rights", ", ".join(rights)),
-        ("Writes from this server", "off (configured read-only)" if ctx.wiki.read_only else "on"))
+        ("Writes from this server", writes_from_here(ctx)))
 
 
 def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
@@ -11168,14 +11271,14 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
     sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
     try:
         if args.action == "revoke":
-            if args.person not in {person["person"] for person in sign_ins.signed_in()}:
+            if args.person not in {person["person"] for person in sign_ins.signed_in_people()}:
                 print(f"No one is signed in as {args.person}; 'mediawiki-mcp sign-in list' names who is.", file=out)
                 return 1
             sign_ins.sign_out_person(args.person)
             print(f"Signed out {args.person}: every token of theirs is revoked; their MCP client asks them to "
                   "sign in again.", file=out)
             return 0
-        people = sign_ins.signed_in()
+        people = sign_ins.signed_in_people()
     except WikiError as error:  # the store cannot be reached
         print(f"mediawiki-mcp: {error.message}", file=sys.stderr)
         return 1
@@ -11406,6 +11509,9 @@ async def serve_stdio(server: MCPServer) -> None:
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
+#: The key of a request's ASGI scope that carries its person, resolved where it comes in (http_app,
+#: SignIns.require_person) and read by every handler (person_of).
+PERSON_SCOPE = "mediawiki_mcp.person"
 #: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
 HEALTH_TIMEOUT = (2.0, 3.0)
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
@@ -11731,8 +11837,7 @@ class PersonSessions:
                 if session in sessions:
                     sessions[session] -= 1
             return
-        token = bearer_token(headers.get("authorization", ""))
-        person = await on_own_thread(lambda: self.server.state.people.person(token)) if token else None
+        person = scope.get(PERSON_SCOPE)  # resolved where the request came in (http_app)
         if person is None or scope["method"] != "POST":
             await app(scope, receive, send)
             return
@@ -11814,17 +11919,30 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
         server.state.people.sources.append(sign_ins.person)
-        oauth, signed_in = sign_ins.app(), sign_ins.require_token(app)
+        server.state.people.required = True
+        oauth = sign_ins.app()
     capped = PersonSessions(server, options.sessions_per_person) if (
         (options.tokens or options.sign_in) and not options.stateless) else None
 
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        """/mcp, with its person's sessions kept within the cap (the person is in the scope by now)."""
+        if capped is not None:
+            await capped.serve(app, scope, receive, send)
+        else:
+            await app(scope, receive, send)
+    if options.sign_in:
+        signed_in = sign_ins.require_person(counted)
+
+    # Where a request comes in: the Host, Origin and token checks, then its person, resolved here
+    # once and carried in its scope (PERSON_SCOPE) to the handlers (person_of).
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         target: Any = app
         if scope["type"] == "http" and scope["path"] == METRICS_PATH:
             target = metrics.endpoint if metrics else JSONResponse(
                 {"error": "/metrics needs prometheus-client: pip install 'mediawiki-mcp[metrics]'"}, status_code=404)
         elif scope["type"] == "http" and scope["path"] != HEALTH_PATH:
-            refusal = http_refusal(Headers(scope=scope), options, scope["path"])
+            headers = Headers(scope=scope)
+            refusal = http_refusal(headers, options, scope["path"])
             if refusal is not None:
                 status, reason = refusal
                 log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
@@ -11832,11 +11950,12 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
             elif options.sign_in and scope["path"] != MCP_PATH + "/":  # the SDK's app sends that on to /mcp
-                # /mcp behind their tokens; the OAuth endpoints and sign-in pages beside it
+                # /mcp for signed-in people only; the OAuth endpoints and sign-in pages beside it
                 target = signed_in if scope["path"] == MCP_PATH else oauth
-            if capped is not None and scope["path"] == MCP_PATH and target in (app, signed_in):
-                await capped.serve(target, scope, receive, send)
-                return
+            elif options.tokens:
+                scope = {**scope, PERSON_SCOPE: options.tokens.person(bearer_token(headers.get("authorization", "")))}
+                if scope["path"] == MCP_PATH:
+                    target = counted
         await target(scope, receive, send)
     return guarded
 

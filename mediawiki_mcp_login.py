@@ -4,8 +4,9 @@ The server is its own OAuth authorization server, as the MCP specification's aut
 section describes: a client registers itself and sends the person to /authorize, which shows
 them the sign-in page; they give their wiki user name and a bot password of their own; the
 server logs in to the wiki with it and, once the wiki lets them in, sends the client a code,
-which it exchanges for tokens. Each token then stands for that person (People.sources), who
-acts on the wiki as themselves.
+which it exchanges for tokens. Each token then stands for that person, with the account of that
+sign-in, who acts on the wiki as themselves; a request to /mcp whose token stands for no usable
+person is refused (SignIns.require_person), never served as the wiki's configured account.
 
 Only ``pip install 'mediawiki-mcp[login]'`` users need this module (and cryptography, which that
 extra installs); mediawiki_mcp.py imports it when MCP_AUTH=login, by its name even when it runs
@@ -29,12 +30,11 @@ from typing import Any, ClassVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizeError,
-    ProviderTokenVerifier,
     RefreshToken,
     RegistrationError,
     TokenError,
@@ -49,7 +49,8 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
-from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.authentication import AuthCredentials
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.routing import Route
@@ -59,6 +60,7 @@ from mediawiki_mcp import (
     DEFAULT_REFRESH_TOKEN_SECONDS,
     LOOPBACK_NAMES,
     MCP_PATH,
+    PERSON_SCOPE,
     RIGHTS,
     STORE_DOWN,
     ConfigError,
@@ -116,8 +118,10 @@ REGISTRATION_WINDOW_SECONDS = 15 * 60
 STORE_DOWN_RETRY_SECONDS = 10
 #: The cookie that carries the sign-in form's CSRF token beside its hidden field (csrf_cookie).
 CSRF_COOKIE = "mediawiki_mcp_csrf"
-#: The tokens of one person that sign-out revokes, at most: the newest, each a pair.
-TOKENS_PER_PERSON = 100
+#: What a code and each token keep of the sign-in they come from: the person (subject), the wiki
+#: account they gave (their user name and the bot password, encrypted), the epoch of the person's
+#: record it is valid in, and an ID of the sign-in, whose wiki session is its own (People.client).
+GRANT_FIELDS = ("subject", "account", "epoch", "sign_in")
 #: The sign-in page is shown in no other site's frame, where a person could be tricked into
 #: signing in (clickjacking), and loads nothing from anywhere; no form-action rule, as browsers
 #: would apply it to the redirect back to the client too. Its referrer policy (same-origin, in
@@ -164,8 +168,18 @@ def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions:
                           "clients reach this server at (through a TLS proxy): OAuth accepts no other")
     options = SignInOptions(keys, public_url or "", setting(env, "MCP_ACCESS_TOKEN_SECONDS"),
                             setting(env, "MCP_REFRESH_TOKEN_SECONDS"))
+    # a person's record lasts as long as a refresh token, so it would be gone before the access token
+    if options.refresh_seconds < options.access_seconds:
+        raise ConfigError(f"MCP_REFRESH_TOKEN_SECONDS ({options.refresh_seconds}) must be at least "
+                          f"MCP_ACCESS_TOKEN_SECONDS ({options.access_seconds}): a refresh token brings the next "
+                          "access token, so it cannot end first")
     options.cipher()
     return options
+
+
+def sdk_fields(model: Any, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a stored entry that one of the SDK's models (AccessToken, ...) has."""
+    return {name: value for name, value in entry.items() if name in model.model_fields and name != "token"}
 
 
 def hiding_link_secrets(record: logging.LogRecord) -> bool:
@@ -316,12 +330,14 @@ def message_page(title: str, text: str) -> str:
 
 class SignIns:
     """The authorization server of MCP_AUTH=login (the SDK's OAuthAuthorizationServerProvider), its
-    sign-in and sign-out pages, and the source of the People its access tokens stand for.
+    sign-in and sign-out pages, and the gate of /mcp, which admits a request only as the person its
+    token stands for (require_person).
 
     Everything lives in the state store (``state.reads.store``: this process's, or shared by the
     replicas of MCP_STATE_URL), under SIGN_IN_SPACE: registered clients, pending sign-ins, codes
-    and tokens (each by its hash: a copy of the store lets no one in), and each person's wiki
-    account, the bot password encrypted with MCP_AUTH_SECRET's first key."""
+    and tokens (each by its hash: a copy of the store lets no one in) with the wiki account of
+    their sign-in, the bot password encrypted with MCP_AUTH_SECRET's first key, and each signed-in
+    person's record."""
 
     def __init__(self, state: ServerState, options: SignInOptions, public_url: str) -> None:
         self.state, self.options = state, options
@@ -332,6 +348,12 @@ class SignIns:
         self.resource = public_url + MCP_PATH
 
     # -- the store ---------------------------------------------------------------
+    # A sign-in (a "grant") is the account the person gave on the form, with the bot password
+    # encrypted: it goes from the code to the tokens it is exchanged for, and from a refresh token
+    # to the tokens that replace it, so each client acts with the grants of its own sign-in. Every
+    # grant also names its person's epoch, a random value of their record (``person``): a token
+    # works only while that record is there with that epoch, so sign-out (which forgets the record)
+    # ends every token of theirs, and a record the store lost ends them too.
 
     def _get(self, kind: str, name: str) -> dict[str, Any] | None:
         found = self.store.get((SIGN_IN_SPACE, kind, name))
@@ -343,14 +365,18 @@ class SignIns:
     def _forget(self, kind: str, name: str) -> None:
         self.store.forget((SIGN_IN_SPACE, kind, name))
 
-    def _first_use(self, kind: str, name: str, ttl: float) -> bool:
-        """Whether this is the first use of a code or refresh token, on any replica: the one check
-        that two uses at once cannot both pass."""
-        key = (SIGN_IN_SPACE, kind, name)
-        if not self.store.claim(key, "used", ttl):
-            return False
-        self.store.release(key, forget=False)
-        return True
+    def _take(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The entry, forgotten in the same step: of two uses of a code or refresh token at once,
+        on any replica, one gets it."""
+        found = self.store.take((SIGN_IN_SPACE, kind, name))
+        return json.loads(found) if found else None
+
+    def _current(self, grant: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The record of the person a grant is for, while the grant is theirs: None once they signed
+        out, or the store lost the record, and for a grant that names no epoch (stored without its
+        account, which it cannot act with)."""
+        found = self._get("person", str(grant.get("subject")))
+        return found if found and grant.get("epoch") and found.get("epoch") == grant["epoch"] else None
 
     # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
 
@@ -383,41 +409,51 @@ class SignIns:
         found = await on_own_thread(lambda: self._get("code", secret_hash(authorization_code)))
         if not found or found["client_id"] != client.client_id:
             return None
-        return AuthorizationCode(code=authorization_code, **found)
+        return AuthorizationCode(code=authorization_code, **sdk_fields(AuthorizationCode, found))
 
     async def exchange_authorization_code(self, client: Any, authorization_code: Any) -> Any:
-        hashed = secret_hash(authorization_code.code)
-
         def exchange() -> Any:
-            if not self._first_use("code-used", hashed, AUTH_CODE_SECONDS):
+            grant = self._take("code", secret_hash(authorization_code.code))
+            if grant is None:
                 raise TokenError("invalid_grant", "This authorization code was used already.")
-            self._forget("code", hashed)
-            return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
-                               authorization_code.subject)
+            return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource, grant)
         return await on_own_thread(exchange)
 
     async def load_refresh_token(self, client: Any, refresh_token: str) -> Any:
-        found = await on_own_thread(lambda: self._get("refresh", secret_hash(refresh_token)))
-        if not found or found["client_id"] != client.client_id:
-            return None
-        return RefreshToken(token=refresh_token, **{k: v for k, v in found.items() if k != "access"})
+        def load() -> dict[str, Any] | None:
+            found = self._get("refresh", secret_hash(refresh_token))
+            return found if found and found["client_id"] == client.client_id and self._current(found) else None
+        found = await on_own_thread(load)
+        return RefreshToken(token=refresh_token, **sdk_fields(RefreshToken, found)) if found else None
 
     async def exchange_refresh_token(self, client: Any, refresh_token: Any, scopes: list[str]) -> Any:
-        hashed = secret_hash(refresh_token.token)
-
         def exchange() -> Any:  # a refresh token works once: the answer brings the next one
-            if not self._first_use("refresh-used", hashed, self.options.refresh_seconds):
+            grant = self._take("refresh", secret_hash(refresh_token.token))
+            if grant is None:
                 raise TokenError("invalid_grant", "This refresh token was used already.")
-            self._revoke_pair("refresh", hashed)
-            return self._issue(client.client_id, scopes, refresh_token.resource, refresh_token.subject)
+            self._forget("access", grant["access"])
+            try:  # with the newest key, so that the old one can go once every refresh token did
+                password = self.cipher.rotate(grant["account"]["password"].encode()).decode()
+            except InvalidToken:
+                log.warning("a refresh for %s refused: its bot password cannot be decrypted with the keys of "
+                            "MCP_AUTH_SECRET", grant["subject"])
+                raise TokenError("invalid_grant", "This sign-in cannot be used here any more; sign in "
+                                 "again.") from None
+            grant["account"] = {**grant["account"], "password": password}
+            return self._issue(client.client_id, scopes, refresh_token.resource, grant)
         return await on_own_thread(exchange)
 
     async def load_access_token(self, token: str) -> Any:
         found = await on_own_thread(lambda: self._access(token))
-        return AccessToken(token=token, **{k: v for k, v in found.items() if k != "refresh"}) if found else None
+        return AccessToken(token=token, **sdk_fields(AccessToken, found)) if found else None
 
     def _access(self, token: str) -> dict[str, Any] | None:
-        """What an access token of this server grants, unless it is unknown, revoked or expired."""
+        """What an access token of this server grants, unless it is unknown, revoked, expired, or
+        its person signed out or is no longer known."""
+        found = self._unexpired(token)
+        return found if found and self._current(found) else None
+
+    def _unexpired(self, token: str) -> dict[str, Any] | None:
         found = self._get("access", secret_hash(token))
         return found if found and found["expires_at"] > time.time() else None
 
@@ -429,21 +465,29 @@ class SignIns:
         raise TokenError("unsupported_grant_type", "People sign in here with a bot password; this server "
                          "takes no identity assertions.")
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None, person_id: str | None) -> Any:
-        """A new access token and refresh token for a person, noted for their sign-out."""
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, grant: Mapping[str, Any]) -> Any:
+        """A new access token and refresh token for a grant (a code's, or a refresh token's), while
+        its person is signed in; their record then lasts at least as long as the new tokens."""
+        current = False
+
+        def renewed(old: str | None) -> str | None:
+            nonlocal current
+            current = bool(old) and json.loads(old or "{}").get("epoch") == grant.get("epoch")
+            return old if current else None
+        self.store.update((SIGN_IN_SPACE, "person", str(grant.get("subject"))), renewed,
+                          self.options.refresh_seconds)
+        if not current:
+            raise TokenError("invalid_grant", "This sign-in has ended (signed out, or no longer known to this "
+                             "server); sign in again.")
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         pair = [secret_hash(access), secret_hash(refresh)]
-        grant = {"client_id": client_id, "scopes": scopes, "resource": resource, "subject": person_id}
+        kept = {"client_id": client_id, "scopes": scopes, "resource": resource,
+                **{field: grant[field] for field in GRANT_FIELDS}}
         now, options = int(time.time()), self.options
-        self._put("access", pair[0], {**grant, "expires_at": now + options.access_seconds,
-                                      "refresh": pair[1]}, options.access_seconds)
-        self._put("refresh", pair[1], {**grant, "expires_at": now + options.refresh_seconds,
-                                       "access": pair[0]}, options.refresh_seconds)
-
-        def noted(old: str | None) -> str:
-            person = json.loads(old or "{}")
-            return json.dumps({**person, "tokens": [*person.get("tokens", [])[1 - TOKENS_PER_PERSON:], pair]})
-        self.store.update((SIGN_IN_SPACE, "person", person_id or ""), noted, options.refresh_seconds)
+        self._put("access", pair[0], {**kept, "expires_at": now + options.access_seconds, "refresh": pair[1]},
+                  options.access_seconds)
+        self._put("refresh", pair[1], {**kept, "expires_at": now + options.refresh_seconds, "access": pair[0]},
+                  options.refresh_seconds)
         # a client that signed someone in is kept while their tokens may be refreshed
         self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
@@ -457,25 +501,32 @@ class SignIns:
             other = "refresh" if kind == "access" else "access"
             self._forget(other, found[other])
 
-    # -- who a token stands for (a source of People) ------------------------------------
+    # -- who a token stands for: the person of each request to /mcp ---------------------
+
+    def signed_in(self, token: str) -> tuple[AccessToken, Person] | None:
+        """What an access token grants and the person it stands for, with the wiki account of its
+        sign-in; None for any token whose person cannot be used: another server's, expired,
+        revoked, signed out, its person no longer known, or its bot password encrypted with a key
+        that MCP_AUTH_SECRET does not hold (another replica's, or one taken out)."""
+        access = self._unexpired(token)
+        person = self._current(access) if access else None
+        if access is None or person is None:
+            return None
+        account = access["account"]
+        try:
+            password = self.cipher.decrypt(account["password"].encode()).decode()
+        except InvalidToken:
+            log.warning("a token of %s refused: its bot password cannot be decrypted with the keys of "
+                        "MCP_AUTH_SECRET", access["subject"])
+            return None
+        return (AccessToken(token=token, **sdk_fields(AccessToken, access)),
+                Person(access["subject"], person["name"], {person["wiki"]: Credentials(account["username"], password)},
+                       signed_in=True, sign_in=access["sign_in"]))
 
     def person(self, token: str) -> Person | None:
-        """The person an access token of this server stands for, with their wiki account; None for
-        any other token, an expired or a revoked one."""
-        access = self._access(token)
-        if access is None:
-            return None
-        found = self._get("person", access["subject"])
-        if not found or "password" not in found:
-            return None
-        try:
-            password = self.cipher.decrypt(found["password"].encode()).decode()
-        except InvalidToken:  # its key was taken out of MCP_AUTH_SECRET: they sign in again
-            log.warning("the wiki account of %s cannot be decrypted with the keys of MCP_AUTH_SECRET",
-                        found["name"])
-            return None
-        account = Credentials(found["username"], password)
-        return Person(access["subject"], found["name"], {found["wiki"]: account}, signed_in=True)
+        """The person an access token of this server stands for (signed_in), or None."""
+        found = self.signed_in(token)
+        return found[1] if found else None
 
     # -- the sign-in page ---------------------------------------------------------------
 
@@ -572,7 +623,7 @@ class SignIns:
                                "your wiki password. Make one at Special:BotPasswords, as below.", status=400)
         address = request.client.host if request.client else ""
         try:
-            person = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
+            signed = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
             # logged(): a name is whatever the form was sent with, a line break or a bidi mark too
             log.warning("sign-in to %s as %s from %s failed: %s", wiki, logged(username.split("@")[0]),
@@ -587,14 +638,13 @@ class SignIns:
         grant = {"client_id": pending["client"], "scopes": params.get("scopes") or [],
                  "expires_at": time.time() + AUTH_CODE_SECONDS, "code_challenge": params["code_challenge"],
                  "redirect_uri": params["redirect_uri"], "resource": params.get("resource"),
-                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"],
-                 "subject": person}
+                 "redirect_uri_provided_explicitly": params["redirect_uri_provided_explicitly"], **signed}
 
         def issue() -> None:
             self._put("code", secret_hash(code), grant, AUTH_CODE_SECONDS)
             self._forget("request", secret_hash(given))
         await on_own_thread(issue)
-        log.info("signed in: %s from %s", logged(person), address or "-")
+        log.info("signed in: %s from %s", logged(signed["subject"]), address or "-")
         self._count("signed_in")
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params.get("state"),
                                         iss=str(self.issuer_url))
@@ -602,7 +652,7 @@ class SignIns:
         response.delete_cookie(csrf_cookie(given), path=SIGN_IN_PATH)
         return response
 
-    def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> str:
+    def _attempt(self, wiki_key: str, username: str, password: str, address: str) -> dict[str, Any]:
         """_check, unless the wiki's user of that name failed too often lately from this address or
         from all, or this address with any name; a failed login counts against all three. The
         user is named as the wiki reads the name, so that no spelling of it escapes the count."""
@@ -628,10 +678,10 @@ class SignIns:
                                       SIGN_IN_WINDOW_SECONDS)
             raise
 
-    def _check(self, wiki_key: str, username: str, password: str) -> str:
-        """Logs in to the wiki as the person, with a client of its own; their person ID, their
-        account noted with the bot password encrypted. A bot password's login is named after
-        the wiki user alone (User@app is User)."""
+    def _check(self, wiki_key: str, username: str, password: str) -> dict[str, Any]:
+        """Logs in to the wiki as the person, with a client of its own; the sign-in's grant (its
+        GRANT_FIELDS: the account with the bot password encrypted), their record renewed. A bot
+        password's login is named after the wiki user alone (User@app is User)."""
         wiki, _ = self.state.wiki_and_client(wiki_key)
         client = self.state.make_client(dataclasses.replace(wiki, username=username, password=password, token=None))
         try:
@@ -640,16 +690,20 @@ class SignIns:
             client.close()
         if account.anonymous:
             raise authentication(f"{wiki.key} took the login but named no user; ask its administrators.")
-        person_id = f"{wiki_key}:{account.name}"
-        record = {"name": account.name, "wiki": wiki_key, "username": username, "since": int(time.time()),
-                  "password": self.cipher.encrypt(password.encode()).decode()}
-        self.store.update((SIGN_IN_SPACE, "person", person_id), lambda old: json.dumps(
-            {**json.loads(old or "{}"), **record}), self.options.refresh_seconds)
-        return person_id
+        person_id, epoch = f"{wiki_key}:{account.name}", ""
+
+        def signed_in(old: str | None) -> str:  # a new epoch for a person not signed in, which no token has
+            nonlocal epoch
+            record = json.loads(old or "{}")
+            epoch = record.get("epoch") or secrets.token_urlsafe(12)
+            return json.dumps({"name": account.name, "wiki": wiki_key, "epoch": epoch,
+                               "since": record.get("since") or int(time.time())})
+        self.store.update((SIGN_IN_SPACE, "person", person_id), signed_in, self.options.refresh_seconds)
+        return {"subject": person_id, "epoch": epoch, "sign_in": secrets.token_urlsafe(12),
+                "account": {"username": username, "password": self.cipher.encrypt(password.encode()).decode()}}
 
     async def sign_out(self, request: Any) -> Any:
-        """POST /sign-out with the person's access token: revokes every token of theirs, forgets
-        their wiki account and ends their wiki sessions (action=logout)."""
+        """POST /sign-out with the person's access token: revokes every token of theirs (sign_out_person)."""
         token = bearer_token(request.headers.get("authorization", ""))
         access = await self.load_access_token(token) if token else None
         if access is None:
@@ -660,12 +714,10 @@ class SignIns:
         return JSONResponse({"signedOut": True}, headers={"Cache-Control": "no-store"})
 
     def sign_out_person(self, person_id: str) -> None:
-        """Revokes every token of a person (POST /sign-out, ``mediawiki-mcp sign-in revoke``), forgets
-        their wiki account and ends their wiki sessions of this process (action=logout)."""
-        found = self._get("person", person_id) or {}
-        for pair in found.get("tokens", []):
-            self._forget("access", pair[0])
-            self._forget("refresh", pair[1])
+        """Revokes every token of a person, from every client and replica: their record goes, and
+        with it the epoch each of their codes and tokens names (so one signed in again later gets
+        a new one). Ends their wiki sessions of this replica (action=logout); another replica's end
+        by themselves."""
         self._forget("person", person_id)
         for client in self.state.people.forget(person_id):
             try:
@@ -675,21 +727,25 @@ class SignIns:
             client.close()
         log.info("signed out: %s", logged(person_id))
 
-    def signed_in(self) -> list[dict[str, Any]]:
-        """Who is signed in (``mediawiki-mcp sign-in list``), by person ID: their wiki, account, when they
-        signed in (a Unix time, or None) and how many refresh tokens of theirs still work; no secret."""
+    def signed_in_people(self) -> list[dict[str, Any]]:
+        """Who is signed in (``mediawiki-mcp sign-in list``), by person ID: their wiki, the accounts
+        their live sign-ins gave, when they first signed in (a Unix time, or None) and how many
+        refresh tokens of theirs still work; no secret."""
         now = time.time()
+        records = {person_id: json.loads(value) for person_id, value in self.store.entries(SIGN_IN_SPACE, "person")}
         tokens: collections.Counter[str] = collections.Counter()
+        accounts: dict[str, set[str]] = collections.defaultdict(set)
         for _, value in self.store.entries(SIGN_IN_SPACE, "refresh"):
             grant = json.loads(value)
-            if grant.get("expires_at", 0) > now:
-                tokens[str(grant.get("subject"))] += 1
-        people = []
-        for person_id, value in self.store.entries(SIGN_IN_SPACE, "person"):
-            record = json.loads(value)
-            if "wiki" in record:  # (a record that only notes tokens was never signed in to)
-                people.append({"person": person_id, "wiki": record["wiki"], "account": record.get("username"),
-                               "since": record.get("since"), "tokens": tokens[person_id]})
+            subject = str(grant.get("subject"))
+            # a token of an ended epoch (signed out since) works no more
+            if grant.get("expires_at", 0) > now and grant.get("epoch") == records.get(subject, {}).get("epoch"):
+                tokens[subject] += 1
+                accounts[subject].add(str((grant.get("account") or {}).get("username", "")))
+        people = [{"person": person_id, "wiki": record.get("wiki", ""),
+                   "account": ", ".join(sorted(accounts[person_id])) or None,
+                   "since": record.get("since"), "tokens": tokens[person_id]}
+                  for person_id, record in records.items()]
         return sorted(people, key=lambda person: person["person"])
 
     # -- serving -----------------------------------------------------------------------
@@ -711,12 +767,25 @@ class SignIns:
             return store_down_answer(error)
         return self._guarded(Starlette(routes=routes, exception_handlers={WikiError: store_down}))
 
-    def require_token(self, app: Any) -> Any:
-        """``app`` behind the SDK's bearer check: a request without a valid token of this server is
-        answered 401 with WWW-Authenticate naming the protected-resource metadata."""
-        required = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
-        return self._guarded(AuthenticationMiddleware(AuthContextMiddleware(required),
-                                                      backend=BearerAuthBackend(ProviderTokenVerifier(self))))
+    def require_person(self, app: Any) -> Any:
+        """``app`` (/mcp) for signed-in people only. Each request's person is resolved here, once,
+        from its token (signed_in), and carried in the request's scope (PERSON_SCOPE) to the
+        handlers, with the SDK's user, whose session it owns. A request whose token names no usable
+        person is answered 401 with WWW-Authenticate naming the protected-resource metadata, as one
+        without a token, so the client signs in again: it is never served otherwise."""
+        refused = RequireAuthMiddleware(app, [], build_resource_metadata_url(AnyHttpUrl(self.resource)))
+        served = AuthContextMiddleware(app)  # the SDK's get_access_token() sees the token
+
+        async def middleware(scope: Any, receive: Any, send: Any) -> None:
+            token = bearer_token(Headers(scope=scope).get("authorization", ""))
+            found = await on_own_thread(lambda: self.signed_in(token)) if token else None
+            if found is None:  # the scope has no user: the SDK's 401
+                await refused({k: v for k, v in scope.items() if k not in ("user", "auth")}, receive, send)
+                return
+            access, person = found
+            await served({**scope, "user": AuthenticatedUser(access), "auth": AuthCredentials(access.scopes),
+                          PERSON_SCOPE: person}, receive, send)
+        return self._guarded(middleware)
 
     def _guarded(self, app: Any) -> Any:
         """``app`` answering 503 while the store cannot be reached (store_down_answer), and /register

@@ -147,6 +147,9 @@ class RedisStore:
                 value = self.client.get(name)
                 if value is not None:  # expired meanwhile
                     yield name[len(prefix):], str(value)
+    def take(self, key: StateKey) -> str | None:
+        with self.reaching():  # GETDEL: Redis 6.2 and Valkey
+            return cast("str | None", self.client.getdel(self.key(key)))
 
     def next_order(self) -> int:
         with self.reaching():

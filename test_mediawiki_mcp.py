@@ -994,6 +994,20 @@ def login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
             "MCP_AUTH_SECRET": Fernet.generate_key().decode(), **extra}
 
 
+def admin_login_env(wiki: RealWiki, **extra: str) -> dict[str, str]:
+    """A server where people sign in to ``wiki`` whose configured account there is Admin, an
+    administrator: anything served through it instead of the person's own account would show."""
+    return login_env(wiki, MEDIAWIKI_USERNAME=wiki.bot_user, MEDIAWIKI_PASSWORD=wiki.bot_password, **extra)
+
+
+def mcp_status(url: str, token: str, tool: str = "", session: str | None = None, **arguments: Any) -> int:
+    """The HTTP status of a tools/call (or, without ``tool``, an initialize) sent with ``token``."""
+    if not tool:
+        return initialize_status(url, token)
+    return post_rpc(url, "tools/call", {"name": tool, "arguments": arguments}, session=session,
+                    headers={"Authorization": f"Bearer {token}"}).status_code
+
+
 @contextlib.contextmanager
 def login_server(env: dict[str, str]) -> Iterator[tuple[Any, str]]:
     """A server with MCP_AUTH=login served in this process: (the server, its /mcp address)."""
@@ -12370,6 +12384,65 @@ def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(
         assert requests.get(base + "/health", timeout=30).status_code == 200  # open to load balancers
 
 
+def test_an_access_token_stops_at_the_end_of_its_own_lifetime_while_its_refresh_token_goes_on(wiki: RealWiki) -> None:
+    with login_server(admin_login_env(wiki, MCP_ACCESS_TOKEN_SECONDS="2")) as (_, url):
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert tokens["expires_in"] == 2  # not tried at once: on a busy machine its 2 s may have passed
+        deadline = time.monotonic() + 30
+        while initialize_status(url, tokens["access_token"]) == 200:  # polling for the 2 s to pass
+            assert time.monotonic() < deadline, "the access token still works long after its lifetime"
+            time.sleep(0.2)
+        assert initialize_status(url, tokens["access_token"]) == 401
+        renewed = app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert renewed.status_code == 200, renewed.text
+        session = PersonSession(url, renewed.json()["access_token"])
+        assert "User: Editor" in tool_text(session.call("whoami"))
+
+
+def test_a_token_whose_person_the_store_lost_is_refused_never_served_as_the_configured_account(
+        wiki: RealWiki) -> None:
+    """The person's record deleted (or evicted) from the store: their tokens are 401, so the client
+    signs in again; nothing is done through the configured account, an administrator."""
+    title = f"Lost person {secrets.token_hex(4)}"
+    with login_server(admin_login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        session = PersonSession(url, tokens["access_token"])
+        assert "User: Editor" in tool_text(session.call("whoami"))
+        server.state.reads.store.forget((signin.SIGN_IN_SPACE, "person", f"{wiki.key}:Editor"))
+        assert mcp_status(url, tokens["access_token"], "create-page", session.session, title=title,
+                          source="Not to be saved.") == 401
+        refused, unknown = (post_rpc(url, "initialize", INIT_PARAMS, headers={"Authorization": f"Bearer {token}"})
+                            for token in (tokens["access_token"], secrets.token_urlsafe(32)))
+        assert refused.status_code == unknown.status_code == 401  # as for an unknown token: sign in again
+        assert refused.headers["WWW-Authenticate"] == unknown.headers["WWW-Authenticate"]
+        assert "resource_metadata=" in refused.headers["WWW-Authenticate"]
+        refreshed = app.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant", refreshed.text
+        again = PersonSession(url, app.tokens(Browser(wiki.editor_user, wiki.editor_password))["access_token"])
+        assert "User: Editor" in tool_text(again.call("whoami"))  # signed in again, they act as themselves
+        assert initialize_status(url, tokens["access_token"]) == 401  # and the old token stays refused
+    assert revision_ids(wiki, title) == []
+
+
+def test_a_token_kept_as_an_older_server_kept_it_is_refused(wiki: RealWiki) -> None:
+    """A token and person record in the shape an older version stored them (the account with the
+    person, no epoch): after an upgrade it is 401, as any token whose account cannot be used."""
+    from cryptography.fernet import Fernet
+    env = admin_login_env(wiki)
+    token, refresh, person = secrets.token_urlsafe(32), secrets.token_urlsafe(32), f"{wiki.key}:Editor"
+    grant = {"client_id": "old", "scopes": [], "resource": None, "subject": person}
+    with login_server(env) as (server, url):
+        store = server.state.reads.store
+        store.put((signin.SIGN_IN_SPACE, "person", person), json.dumps({
+            "name": "Editor", "wiki": wiki.key, "username": wiki.editor_user,
+            "password": Fernet(env["MCP_AUTH_SECRET"]).encrypt(wiki.editor_password.encode()).decode()}), 600)
+        store.put((signin.SIGN_IN_SPACE, "access", signin.secret_hash(token)), json.dumps({
+            **grant, "expires_at": time.time() + 600, "refresh": signin.secret_hash(refresh)}), 600)
+        assert initialize_status(url, token) == 401
+
+
 def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
@@ -12393,6 +12466,28 @@ def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(w
         assert [person.rpartition(":")[2] for person in issued(server, "person")] == ["Admin"]
 
 
+def test_sign_out_after_many_refreshes_of_one_client_revokes_the_tokens_of_every_other(wiki: RealWiki) -> None:
+    """One client of the person refreshes 105 times and signs out: their other client's tokens stop
+    too, and stay stopped after the person signs in again."""
+    with login_server(admin_login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        other, busy = (app.tokens(Browser(wiki.editor_user, wiki.editor_password)) for _ in range(2))
+        for _ in range(105):
+            answer = app.token(grant_type="refresh_token", refresh_token=busy["refresh_token"])
+            assert answer.status_code == 200, answer.text
+            busy = answer.json()
+        out = requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30,
+                            headers={"Authorization": f"Bearer {busy['access_token']}"})
+        assert out.status_code == 200 and out.json() == {"signedOut": True}
+        for tokens in (other, busy):
+            assert initialize_status(url, tokens["access_token"]) == 401
+        refreshed = app.token(grant_type="refresh_token", refresh_token=other["refresh_token"])
+        assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant", refreshed.text
+        app.tokens(Browser(wiki.editor_user, wiki.editor_password))  # signed in again
+        refreshed = app.token(grant_type="refresh_token", refresh_token=other["refresh_token"])
+        assert refreshed.status_code == 400 and initialize_status(url, other["access_token"]) == 401
+
+
 def test_a_code_works_once_with_its_verifier_and_a_refresh_token_once(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         app = OAuthApp.register(url)
@@ -12414,6 +12509,68 @@ def test_a_code_works_once_with_its_verifier_and_a_refresh_token_once(wiki: Real
         assert initialize_status(url, right.json()["access_token"]) == 401  # the old pair is gone
         reused = app.token(grant_type="refresh_token", refresh_token=refresh)
         assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant", reused.text
+
+
+class ReadTogether:
+    """A state store whose reads of a refresh token wait for the other exchange's (up to 2 s): both
+    exchanges read the token before either changes anything, as two replicas may."""
+
+    def __init__(self, store: Any, together: threading.Barrier) -> None:
+        self.store, self.together = store, together
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def get(self, key: Any) -> Any:
+        found = self.store.get(key)
+        if key[1] == "refresh":
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.together.wait(2)
+        return found
+
+
+async def exchanged_at_once(sign_ins: list[Any], client_id: str, refresh_token: str) -> list[Any]:
+    """Exchanges one refresh token through each of ``sign_ins`` (a replica's SignIns each, or one
+    twice) at once, once all have loaded it: each one's tokens, or its TokenError."""
+    loaded = []
+    for sign_in in sign_ins:
+        client = await sign_in.get_client(client_id)
+        loaded.append((sign_in, client, await sign_in.load_refresh_token(client, refresh_token)))
+    assert all(token is not None for _, _, token in loaded)
+    together = threading.Barrier(len(loaded))
+    for sign_in in set(sign_ins):
+        sign_in.store = ReadTogether(sign_in.store, together)
+    answers: list[Any] = [None] * len(loaded)
+
+    async def exchange(n: int) -> None:
+        sign_in, client, token = loaded[n]
+        try:
+            answers[n] = await sign_in.exchange_refresh_token(client, token, token.scopes)
+        except signin.TokenError as error:
+            answers[n] = error
+    async with anyio.create_task_group() as tasks:
+        for n in range(len(loaded)):
+            tasks.start_soon(exchange, n)
+    return answers
+
+
+def sign_ins_of(server: Any, env: dict[str, str], url: str) -> Any:
+    """The SignIns of a server's state, as its HTTP app has it."""
+    options = m.http_options(m.argument_parser().parse_args(["--transport", "http"]), env).sign_in
+    return signin.SignIns(server.state, options, url.removesuffix("/mcp"))
+
+
+def test_two_exchanges_of_one_refresh_token_at_once_give_tokens_once(wiki: RealWiki) -> None:
+    env = admin_login_env(wiki)
+    with login_server(env) as (server, url):
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        sign_ins = sign_ins_of(server, env, url)
+        answers = anyio.run(exchanged_at_once, [sign_ins, sign_ins], app.client_id, tokens["refresh_token"])
+        given = [answer for answer in answers if isinstance(answer, signin.OAuthToken)]
+        refused = [answer for answer in answers if isinstance(answer, signin.TokenError)]
+        assert len(given) == 1 and [error.error for error in refused] == ["invalid_grant"], answers
+        assert initialize_status(url, given[0].access_token) == 200
 
 
 def test_a_redirect_uri_must_be_registered_but_a_loopback_one_may_change_its_port(wiki: RealWiki) -> None:
@@ -12535,6 +12692,22 @@ def test_a_form_without_its_csrf_token_is_refused_and_signs_no_one_in(wiki: Real
                                                              "password": wiki.editor_password},
                                allow_redirects=False, timeout=30)
         assert posted.status_code == 403 and "location" not in posted.headers
+        assert not issued(server, "code") and not issued(server, "person")
+
+
+def test_a_csrf_field_and_cookie_that_agree_on_a_value_the_server_never_issued_are_refused(wiki: RealWiki) -> None:
+    """A page that sets its own cookie and field alike (a cookie planted from a sibling host) does
+    not pass for the form this server sent."""
+    with login_server(login_env(wiki)) as (server, url):
+        app = OAuthApp.register(url)
+        forged = secrets.token_urlsafe(32)
+        browser = requests.Session()
+        form = browser.get(app.authorize_url(pkce()[1]), timeout=30)
+        fields = form_fields(form.text)
+        browser.cookies.set(signin.csrf_cookie(fields["request"]), forged, path=signin.SIGN_IN_PATH)
+        posted = browser.post(form.url.split("?")[0], allow_redirects=False, timeout=30, data={
+            **fields, "csrf": forged, "username": wiki.editor_user, "password": wiki.editor_password})
+        assert posted.status_code == 403 and "CSRF" in posted.text and "location" not in posted.headers
         assert not issued(server, "code") and not issued(server, "person")
 
 
@@ -12848,6 +13021,34 @@ def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         assert revision_ids(wiki, title) == []
 
 
+def test_a_person_without_an_account_on_a_wiki_reads_nothing_private_of_its_configured_account(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path) -> None:
+    """Signed in to the other wiki only, a person reads the first one's public pages through its
+    configured account (Admin, who watches pages), never its watchlist; whoami and get-site-info say
+    they have no account there and that writes are off for them."""
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with login_server(env) as (_, url):
+        app = OAuthApp.register(url)
+        browser = Browser(other_wiki.editor_user, other_wiki.editor_password, lambda fields: {**fields, "wiki": "other"})
+        session = PersonSession(url, app.tokens(browser)["access_token"])
+        assert "Rhine" in tool_text(session.call("get-page", title=RIVER_ARTICLE, wiki=wiki.key))
+        refused = session.call("get-watchlist", wiki=wiki.key)
+        assert error_text(refused) == (
+            f"permission_denied: Editor has no account of their own on {wiki.key}, so this server does not read "
+            "the watchlist there for them: get-watchlist shows what only an account sees, and the server's own "
+            f"account is not theirs. A sign-in acts on one wiki: to act on {wiki.key}, sign in again choosing it."
+        ), refused
+        assert tool_text(session.call("whoami", wiki=wiki.key)) == (
+            f"Wiki: {wiki.key}\nUser: none: Editor has no account of their own on this wiki (signed in to other)\n"
+            "Reads: what anyone may read, through this server's own account; not the watchlist\n"
+            "Writes from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki, sign in "
+            "again choosing it.")
+        assert "User: Editor" in tool_text(session.call("whoami", wiki="other"))
+        site = tool_text(session.call("get-site-info", wiki=wiki.key))
+        assert "\nWrites from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki" in site
+
+
 @on_every_version
 def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (_, url):
@@ -12863,6 +13064,32 @@ def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWik
         assert refused.is_error and refused.text.startswith(
             "permission_denied: The tool delete-page is not offered to Member"), refused.text
         assert latest_revision(wiki, title)["user"] == "Admin"
+
+
+def test_each_client_of_a_person_keeps_the_grants_of_the_bot_password_it_signed_in_with(wiki: RealWiki) -> None:
+    """Admin signs in from one client with a bot password granted 'basic' only, then from another
+    with one granted everything: the first is still offered no write tool, and is told which grants
+    its bot password lacks and where to tick them; its create-page saves nothing. The server's own
+    account is Admin too, with every grant."""
+    app_id, password = "reader" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app_id}", "--grants=basic", "Admin", password)
+    title = f"Grants per client {secrets.token_hex(4)}"
+    with login_server(admin_login_env(wiki)) as (_, url):
+        app = OAuthApp.register(url)
+        reader = PersonSession(url, app.tokens(Browser(f"Admin@{app_id}", password))["access_token"])
+        full = PersonSession(url, app.tokens(Browser(wiki.bot_user, wiki.bot_password))["access_token"])
+        assert "create-page" in full.tools() and "create-page" not in reader.tools()
+        refused = reader.call("create-page", title=title, source="Not to be saved.")
+        assert error_text(refused) == (
+            "permission_denied: The tool create-page is not offered to Admin: their bot password lacks the grant "
+            "'Create, edit, and move pages' and 'Edit existing pages', which their account could use. They can tick "
+            "it at Special:BotPasswords on the wiki, then sign in again from the MCP client; no retry by the model "
+            "changes it."), refused
+        assert f"App: {app_id} (bot password)" in tool_text(reader.call("whoami"))
+        assert revision_ids(wiki, title) == []
+        made = full.call("create-page", title=title, source="Made with every grant.")
+        assert tool_text(made).startswith("Created."), made
+        assert "create-page" not in reader.tools()
 
 
 def revoke_bot_password(wiki: RealWiki, app_id: str) -> None:
@@ -12953,8 +13180,9 @@ def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None
 def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_with_a_new_one(
         wiki: RealWiki) -> None:
     """Member signs in with a bot password of their own, which they then revoke: their calls are
-    refused (authentication), nothing done; signed in again with another one, their calls act as them
-    through it, in the new session and the old one alike."""
+    refused (authentication), nothing done; signed in again with another one, the new sign-in's calls
+    act as them through it, while the old sign-in's token keeps its own, revoked, account: it is
+    still refused, never served with the grants of the other sign-in."""
     app_id, password = "revoked" + secrets.token_hex(3), secrets.token_hex(16)
     php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app_id}", f"--grants={BOT_GRANTS}",
         "Member", password)
@@ -12974,7 +13202,9 @@ def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_
         again = PersonSession(url, app.tokens(Browser(wiki.plain_user, wiki.plain_password))["access_token"])
         made = again.call("create-page", title=title, source="Made with the new bot password.")
         assert tool_text(made).startswith("Created."), made
-        assert "App: mcp (bot password)" in tool_text(first.call("whoami"))
+        assert "App: mcp (bot password)" in tool_text(again.call("whoami"))
+        assert error_text(first.call("whoami")).startswith(f"authentication: Login to {urllib.parse.urlsplit(wiki.url).netloc} "
+                                                           f"as Member@{app_id} failed")
     assert revision_users(wiki, title) == ["Member"]
 
 
@@ -12984,6 +13214,8 @@ def test_a_person_whose_bot_password_was_revoked_is_refused_then_signs_in_again_
     ({"MCP_PUBLIC_URL": "http://mcp.example.org"}, "MCP_PUBLIC_URL takes an origin"),
     ({"MCP_PUBLIC_URL": "https://mcp.example.org/mcp"}, "MCP_PUBLIC_URL takes an origin"),
     ({"MCP_BIND": "0.0.0.0"}, "needs MCP_PUBLIC_URL"),
+    ({"MCP_ACCESS_TOKEN_SECONDS": "600", "MCP_REFRESH_TOKEN_SECONDS": "60"},
+     r"MCP_REFRESH_TOKEN_SECONDS \(60\) must be at least MCP_ACCESS_TOKEN_SECONDS \(600\)"),
 ])
 def test_sign_in_settings_that_cannot_work_stop_the_server_naming_them(env: dict[str, str], named: str) -> None:
     from cryptography.fernet import Fernet
@@ -13537,6 +13769,54 @@ def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their
         assert secret not in listed.stdout + listed.stderr + revoked.stdout + revoked.stderr
     alone = run_script("sign-in", "list", env=login_env(wiki))
     assert alone.returncode == 2 and "MCP_STATE_URL, which is not set" in alone.stderr
+
+
+def test_replicas_with_different_keys_refuse_each_others_sign_ins_and_a_refresh_moves_them_to_the_new_key(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """Replica 1 has the key K1, replica 2 K2, on one store: a person signed in through 1 is refused
+    by 2 (401: sign in again), never served as its configured account, Admin. Rotating: a replica
+    with "K2,K1" refreshes their tokens, which then hold the password encrypted with K2, so a
+    replica with K2 alone serves them as themselves."""
+    from cryptography.fernet import Fernet
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    title = f"Other key {state_server.kind} {secrets.token_hex(4)}"
+
+    def replica(keys: str) -> Any:
+        return login_server(admin_login_env(wiki, MCP_STATE_URL=state_server.url, MCP_AUTH_SECRET=keys))
+    with replica(old) as (_, one), replica(new) as (_, two), replica(f"{new},{old}") as (_, both):
+        app = OAuthApp.register(one)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert "User: Editor" in tool_text(PersonSession(one, tokens["access_token"]).call("whoami"))
+        assert initialize_status(two, tokens["access_token"]) == 401
+        assert mcp_status(two, tokens["access_token"], "create-page", title=title, source="Not to be saved.") == 401
+        rotated = OAuthApp(both.removesuffix("/mcp"), app.client_id, app.client_secret).token(
+            grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert rotated.status_code == 200, rotated.text
+        token = rotated.json()["access_token"]
+        assert "User: Editor" in tool_text(PersonSession(two, token).call("whoami"))
+        assert initialize_status(one, token) == 401  # encrypted with the new key, which one lacks
+        stranded = app.token(grant_type="refresh_token", refresh_token=rotated.json()["refresh_token"])
+        assert stranded.status_code == 400 and stranded.json()["error"] == "invalid_grant", stranded.text
+    assert revision_ids(wiki, title) == []
+
+
+def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """Then the person's key is deleted from the store, as an eviction would: they are refused."""
+    env = admin_login_env(wiki, MCP_STATE_URL=state_server.url)
+    with login_server(env) as (one, url), login_server(env) as (two, other_url):
+        app = OAuthApp.register(url)
+        tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        replicas = [sign_ins_of(one, env, url), sign_ins_of(two, env, other_url)]
+        answers = anyio.run(exchanged_at_once, replicas, app.client_id, tokens["refresh_token"])
+        given = [answer for answer in answers if isinstance(answer, signin.OAuthToken)]
+        refused = [answer for answer in answers if isinstance(answer, signin.TokenError)]
+        assert len(given) == 1 and [error.error for error in refused] == ["invalid_grant"], answers
+        assert initialize_status(other_url, given[0].access_token) == 200
+        # the person's key evicted or deleted from the store: their tokens are refused, on every replica
+        assert state_server.client().delete(f"mediawiki-mcp:{{sign-in}}:person:{wiki.key}:Editor") == 1
+        for replica in (url, other_url):
+            assert initialize_status(replica, given[0].access_token) == 401
 
 
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
