@@ -4071,6 +4071,80 @@ def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
                                     "Bottom line, edited by the model.")
 
 
+
+@on_every_version
+@pytest.mark.parametrize("section", [None, "Economy"])
+def test_a_replacement_without_latest_id_from_a_new_process_does_not_revert_a_colleague(
+        wiki: RealWiki, section: str | None) -> None:
+    """Session 1 reads the page; a colleague adds a sentence; a new server process (the client
+    restarted) writes the text read in session 1: without latestId it is refused, naming the latest
+    revision and its author; with the revision read, the colleague's sentence is kept."""
+    env = wiki.env()
+    first, second = make_server(env), make_server(env)
+    title = f"Write restart colleague test {section or 'page'}"
+    text = "Lead of the town.\n\n== Economy ==\nFishing since 1720.\n\nA market since 1801.\n\n== History ==\nFounded in 1200."
+    create(bot_server_for(wiki), title, text)
+    read = call(first, "get-page", title=title, **({"section": section} if section else {}))
+    revid = int(field(read, "Revision ID"))
+    seen = content_of(read.blocks[0])
+    editor_edit(wiki, title, text.replace("Founded in 1200.", "Founded in 1200.\n\nA port opened in 1850.")
+                .replace("Fishing since 1720.", "Fishing since 1720, and whaling."))
+    latest = revision_ids(wiki, title)[0]
+    mine = seen.replace("A market since 1801.", "A market since 1802.")
+    where = {"section": section} if section else {}
+    refused = call(second, "update-page", title=title, source=mine, **where)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: no read of ")
+    assert f"The latest is revision {latest}, by Editor" in refused.text and "latestId=" in refused.text
+    assert revision_ids(wiki, title)[0] == latest
+    done = call(second, "update-page", title=title, source=mine, latestId=revid, **where)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == (
+        "Lead of the town.\n\n== Economy ==\nFishing since 1720, and whaling.\n\nA market since 1802.\n\n"
+        "== History ==\nFounded in 1200.\n\nA port opened in 1850.")
+
+
+@on_every_version
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
+        wiki: RealWiki, read: str) -> None:
+    """A find, content='none', an outline, rendered text: each shows a revision ID, and the model's
+    next write is made on that revision, so a colleague's edit since is merged in, not reverted."""
+    server = make_server(wiki.env())
+    title = f"Write pinned by {read} test"
+    text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
+    create(bot_server_for(wiki), title, text)
+    shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
+             call(server, "get-page", title=title, content="none") if read == "content-none" else
+             call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-page", title=title, content="text"))
+    assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    done = call(server, "update-page", title=title, source=text.replace("1900", "1901"))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
+
+
+def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
+    """The pins and checks of a write use what its one read of the page brings: after a read in the
+    same session, a whole-page, section, find or append write is a read, the edit and the sizes."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    title = "Write requests after a read test"
+    create(server, title, "Lead.\n== One ==\nFirst.\n== Two ==\nSecond.\n\n[[Category:Counted]]")
+    call(server, "get-page", title=title)
+    calls = [
+        ("get-page", {"title": title}, 1),
+        ("update-page", {"title": title, "source": "Lead, edited.\n== One ==\nFirst.\n== Two ==\nSecond.\n\n"
+                                                   "[[Category:Counted]]"}, 3),
+        ("get-page", {"title": title, "section": 2}, 1),
+        ("update-page", {"title": title, "section": 2, "source": "== Two ==\nSecond, edited."}, 3),
+        ("update-page", {"title": title, "find": "First.", "replace": "First, edited."}, 3),
+        ("update-page", {"title": title, "mode": "append", "source": "Appended."}, 3),
+        ("get-page", {"title": title, "content": "none"}, 1),
+        ("update-page", {"title": title, "section": 1, "source": "== One ==\nFirst, again."}, 3),
+    ]
+    assert_requests_per_call(server, counter, calls)
+
 def test_latest_id_of_another_page_is_refused(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write wrong base test"
     revid = create(bot_server, title, "Text.")
@@ -4125,6 +4199,92 @@ def test_a_truncated_page_read_guards_whole_writes_and_unseen_sections(wiki: Rea
     assert "A small section, edited." in text and "The final line of the big section." in text
     assert "Sentence 119 of the big section." in text
 
+
+
+def sections_page(count: int) -> str:
+    """A page of ``count`` sections of about 200 bytes each."""
+    return "Intro of the page.\n" + "".join(f"== Part {n} ==\n" + f"Sentence {n} of the page. " * 8 + "\n"
+                                             for n in range(1, count + 1))
+
+
+@on_every_version
+def test_a_cut_read_written_back_whole_from_a_new_server_process_is_refused(wiki: RealWiki) -> None:
+    """A client restarted with the conversation kept starts a new server process, which holds no read
+    of the page: the text the model kept from a cut read would drop the sections it never saw."""
+    env = wiki.env(MCP_CONTENT_MAX_BYTES="1500")
+    first, second = make_server(env), make_server(env)  # two processes: no read ledger in common
+    title = "Write cut read new session test"
+    revid = create(bot_server_for(wiki), title, sections_page(30))
+    read = call(first, "get-page", title=title)
+    assert read.blocks[-1].startswith("Content truncated at ") and "offset=" in read.blocks[-1]
+    cut = content_of(read.blocks[0]).replace("Intro of the page.", "Introduction of the page.")
+    same_session = call(first, "update-page", title=title, source=cut)
+    assert same_session.is_error and "was not read whole" in same_session.text
+    unpinned = call(second, "update-page", title=title, source=cut)
+    assert unpinned.is_error and unpinned.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: no read of {title!r} is on record for this client"), unpinned.text
+    assert f"The latest is revision {revid}, by {wiki.bot_user.partition('@')[0]}" in unpinned.text
+    assert f"latestId={revid}" in unpinned.text
+    pinned = call(second, "update-page", title=title, source=cut, latestId=revid)
+    assert pinned.is_error and pinned.blocks[0].startswith(
+        "invalid_input: Nothing was saved: this text would remove sections "), pinned.text
+    assert "30 (Part 30)" in pinned.text or "more" in pinned.text
+    assert "has not read that revision whole" in pinned.text and "offset" in pinned.text
+    assert wiki.wikitext(title) == sections_page(30).rstrip() and revision_ids(wiki, title) == [revid]
+    # read whole in this process, the same write goes through
+    whole = read_whole(second, title=title)
+    done = call(second, "update-page", title=title, latestId=revid,
+                source=whole.replace("Intro of the page.", "Introduction of the page."))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == sections_page(30).rstrip().replace("Intro of", "Introduction of")
+
+
+@on_every_version
+def test_a_whole_write_removing_sections_needs_this_clients_whole_read_whatever_latest_id_says(
+        wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write removal unread test"
+    revid = create(bot_server_for(wiki), title, sections_page(4))
+    shorter = sections_page(2)
+    refused = call(server, "update-page", title=title, source=shorter, latestId=revid, removeSections=True)
+    assert refused.is_error and "remove sections 3 (Part 3), 4 (Part 4)" in refused.text, refused.text
+    half = call(server, "update-page", title=title, latestId=revid,
+                source="Intro of the page.\n" + "".join(f"== Part {n} ==\nShort.\n" for n in range(1, 5)))
+    assert half.is_error and "bytes from" in half.text and "remove sections" not in half.text, half.text
+    assert revision_ids(wiki, title) == [revid]
+    call(server, "get-page", title=title)  # read whole: what goes is seen
+    done = call(server, "update-page", title=title, source=shorter, removeSections=True)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == shorter.rstrip()
+
+
+@on_every_version
+def test_replacing_the_last_section_keeps_the_links_that_close_the_page_and_appends_go_above_them(
+        wiki: RealWiki) -> None:
+    """The last section, read alone, ends with the page's categories and sort key: rewritten without
+    them, they stay below it, and the answer says so; appends land above them, as in the page's text
+    they close it."""
+    server = make_server(wiki.env())
+    title = "Write closing links test"
+    closing = "{{DEFAULTSORT:Three, test}}\n[[Category:Closing X|Three]]\n[[Category:Closing Y]]"
+    create(server, title, f"Lead.\n== One ==\nText one.\n== Three ==\nText three.\n\n{closing}")
+    seen = content_of(call(server, "get-page", title=title, section="Three").blocks[0])
+    assert seen == f"== Three ==\nText three.\n\n{closing}"
+    done = call(server, "update-page", title=title, section="Three", source="== Three ==\nText three rewritten.")
+    assert not done.is_error and f"\nKept: {' '.join(closing.split())} (they close the page" in done.text, done.text
+    assert "Removed:" not in done.text
+    assert wiki.wikitext(title) == f"Lead.\n== One ==\nText one.\n== Three ==\nText three rewritten.\n\n{closing}"
+    appended = call(server, "update-page", title=title, mode="append", source="Appended to the page.")
+    assert not appended.is_error and "Placed: above the categories" in appended.text, appended.text
+    in_section = call(server, "update-page", title=title, section=2, mode="append", source="Appended to Three.")
+    assert not in_section.is_error, in_section.text
+    assert wiki.wikitext(title) == ("Lead.\n== One ==\nText one.\n== Three ==\nText three rewritten.\n"
+                                    f"Appended to the page.\nAppended to Three.\n\n{closing}")
+    own = call(server, "update-page", title=title, section=2,
+               source="== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
+    assert not own.is_error and "Kept:" not in own.text, own.text
+    assert "Removed: {{DEFAULTSORT:Three, test}}, [[Category:Closing X]], [[Category:Closing Y]]" in own.text
+    assert wiki.wikitext(title).endswith("== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
 
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
@@ -4363,7 +4523,7 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
                    headers={"Retry-After": "2"})
     fake.replies = [Reply(body=page), Reply(body=tokens), maxlag, Reply(body=saved)]
     server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
-    result = call(server, "update-page", title="Main Page", source="new")
+    result = call(server, "update-page", title="Main Page", source="new", latestId=7)
     assert not result.is_error and field(result, "Revision ID") == "8" and sleeps == [2.0]
     page["query"]["pages"][0]["revisions"][0]["revid"] = 8  # the page as the wiki now has it
     # ratelimited without a short Retry-After: refused at once, never resent
@@ -4392,7 +4552,7 @@ def test_a_write_throttled_with_a_short_retry_after_is_sent_again_after_that_wai
                     headers={"Retry-After": "3"})
     fake.replies = [Reply(body=page), Reply(body=tokens), limited, Reply(body=saved)]
     result = call(fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false"), "update-page", title="Main Page",
-                  source="new")
+                  source="new", latestId=7)
     assert not result.is_error and field(result, "Revision ID") == "8", result.text
     assert sleeps == [3.0]
     assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 2
@@ -5386,6 +5546,49 @@ def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki
             f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
     assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
 
+
+
+RHEIN = ("{{Infobox river\n| name = Rhein\n| length = 1230\n| source = Lake Toma\n}}\n"
+         "The '''Rhein''' is a river of Europe, flowing from the Alps to the North Sea.\n\n"
+         "== History ==\nThe Romans built forts along its banks, and later towns grew around them.\n\n"
+         "[[Category:Rivers of Germany]]")
+
+
+@on_every_version
+def test_rendered_text_with_its_section_markers_removed_is_refused_here_and_in_a_new_process(
+        wiki: RealWiki) -> None:
+    """The model strips ' (section 1)' from get-page's plain text so that it looks like wikitext: this
+    client's rendering still recognises it; a new process, which holds none, refuses a whole-page text
+    that keeps none of the page's template calls and categories."""
+    env = wiki.env()
+    first, second = make_server(env), make_server(env)
+    title = "Write rendered markers removed test"
+    revid = create(bot_server_for(wiki), title, RHEIN)
+    shown = content_of(call(first, "get-page", title=title, content="text").blocks[0])
+    assert "== History == (section 1)" in shown
+    stripped = shown.replace(" (section 1)", "")
+    here = call(first, "update-page", title=title, source=stripped)
+    assert here.is_error and here.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), here.text
+    there = call(second, "update-page", title=title, source=stripped, latestId=revid)
+    assert there.is_error and there.blocks[0].startswith(
+        "invalid_input: Nothing was saved: the new text keeps none of the template calls and categories "
+        f"{title!r} has ({{{{Infobox river}}}}, [[Category:Rivers of Germany]])"), there.text
+    assert "removeSections=true" in there.text
+    assert wiki.wikitext(title) == RHEIN and revision_ids(wiki, title) == [revid]
+
+
+@on_every_version
+def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write removed markup named test"
+    create(server, title, RHEIN)
+    dry = call(server, "update-page", title=title, source=RHEIN.split("}}\n", 1)[1], dryRun=True)
+    assert not dry.is_error and "\nRemoved: {{Infobox river}}" in dry.text, dry.text
+    found = call(server, "update-page", title=title, find="\n\n[[Category:Rivers of Germany]]", replace="")
+    assert not found.is_error and found.text.endswith("\nRemoved: [[Category:Rivers of Germany]]"), found.text
+    kept = call(server, "update-page", title=title, find="Rhein", replace="Rhine", replaceAll=True)
+    assert not kept.is_error and "Removed:" not in kept.text, kept.text
 
 def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
@@ -6506,12 +6709,16 @@ def asking_client(server: Any, answers: list[dict[str, Any]], questions: list[An
     return Client(server, mode="legacy", elicitation_callback=elicit)
 
 
-def call_asking(server: Any, tool: str, answers: list[dict[str, Any]], **arguments: Any) -> tuple[Result, list[Any]]:
-    """A call from a client that can ask the person, who gives ``answers``; its result and the questions."""
+def call_asking(server: Any, tool: str, answers: list[dict[str, Any]], reading: Mapping[str, Any] | None = None,
+                **arguments: Any) -> tuple[Result, list[Any]]:
+    """A call from a client that can ask the person, who gives ``answers``; its result and the questions.
+    ``reading``: get-page's arguments, to read the page first in the same session."""
     questions: list[Any] = []
 
     async def go() -> Any:
         async with asking_client(server, answers, questions) as client:
+            if reading is not None:
+                assert not (await client.call_tool("get-page", dict(reading))).is_error
             return await client.call_tool(tool, arguments)
     result = anyio.run(go)
     return Result([b.text for b in result.content if b.type == "text"], bool(result.is_error)), questions
@@ -6882,19 +7089,20 @@ def test_the_person_confirms_a_whole_page_write_that_the_shrink_guard_lets_throu
     text = "Lead.\n\n== One ==\nFirst section.\n\n== Two ==\nSecond section."
     create(bot_server, title, text)
     latest = revision_ids(wiki, title)[0]
-    grown, questions = call_asking(bot_server, "update-page", [], title=title, source=text + "\nMore.",
+    read = {"title": title}  # each call is a session of its own, which reads the page first
+    grown, questions = call_asking(bot_server, "update-page", [], read, title=title, source=text + "\nMore.",
                                    removeSections=True)  # the guard would let it through anyway: no question
     assert not grown.is_error and questions == [], grown.text
     latest = revision_ids(wiki, title)[0]
     for answer, arguments in (({"action": "decline"}, {"source": "== Two ==\nSecond section.", "removeSections": True}),
                               ({"action": "decline"}, {"source": "", "blank": True})):
-        kept, questions = call_asking(bot_server, "update-page", [answer], title=title, **arguments)
+        kept, questions = call_asking(bot_server, "update-page", [answer], read, title=title, **arguments)
         what = "empty it" if arguments.get("blank") else "drop the rest of its text"
         assert questions[0].message.startswith(
             f"update-page would replace all of {title!r} on {wiki.key} (revision {latest}, {len(text) + 6} bytes) with "
             f"{len(arguments['source'])} bytes of new text, which would {what}.\n"), questions[0].message
         assert kept.is_error and kept.blocks[0].startswith(DECLINED) and revision_ids(wiki, title)[0] == latest
-    done, _ = call_asking(bot_server, "update-page", [ALLOW], title=title, source="== Two ==\nSecond section.",
+    done, _ = call_asking(bot_server, "update-page", [ALLOW], read, title=title, source="== Two ==\nSecond section.",
                           removeSections=True)
     assert not done.is_error and wiki.wikitext(title) == "== Two ==\nSecond section.", done.text
 
