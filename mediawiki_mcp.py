@@ -8376,11 +8376,61 @@ def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any]
             return save_edit(ctx, target.title, fields, target.latest or None, change.summary,
                              composed=change.given is None)
     except WikiError as error:
-        if error.code == "editconflict" and target.from_read:
-            raise conflict(f"{target.title!r} changed since revision {target.pin}, the one last read here, on "
-                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                           error.code) from None
+        if error.code == "editconflict" and target.pin:
+            which = "the one last read here" if target.from_read else "this change's base (latestId)"
+            raise conflict(f"{target.title!r} changed since revision {target.pin}, {which}, on lines this edit "
+                           "changes too; nothing was saved. " + changes_since(ctx, target)
+                           + MW_NEXT_STEP["editconflict"], error.code) from None
         raise
+
+
+def changes_since(ctx: ToolContext, target: EditTarget) -> str:
+    """The revisions made since the base of a change that conflicts, with their authors and
+    summaries, and their change as a compact diff (within a share of the budget): what the model
+    must reconcile. Two requests, made only once the edit is refused."""
+    try:
+        since = revisions_since(ctx, target.title, target.pin or 0)
+        newest = since[-1]["revid"] if since else target.latest
+        now = target.now if newest == target.latest else revision_texts(ctx, newest).get(newest, target.now)
+    except WikiError:
+        return ""  # the conflict stands: what it is made of is a help, not the answer
+    diff = line_diff(target.base_text, now)
+    piece = slice_content(diff, 0, max(ctx.budget // 2, 1))
+    cut = f"\n(diff cut at {piece.end} of {piece.total} bytes)" if piece.truncated else ""
+    return (f"The edits made since: {revision_rows(since)}. Their change (revision {target.pin} to {newest}):\n"
+            f"{piece.text}{cut}\n")
+
+
+def revisions_since(ctx: ToolContext, title: str, revid: int) -> list[dict[str, Any]]:
+    """The revisions of a page after ``revid``, oldest first, one more than CONFLICT_REVISIONS_NAMED at most."""
+    page, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user|comment", rvdir="newer",
+                         rvstartid=revid, rvlimit=CONFLICT_REVISIONS_NAMED + 2)
+    return [r for r in page.get("revisions") or [] if r.get("revid") != revid]
+
+
+def revision_rows(since: list[dict[str, Any]]) -> str:
+    """'253 by Editor ("Port added"), 254 by Admin': revisions, their authors and summaries."""
+    rows = [f"{r['revid']} by {revision_user(r)}" + (f' ("{one_line(r["comment"])}")' if r.get("comment") else "")
+            for r in since[:CONFLICT_REVISIONS_NAMED]]
+    return ", ".join(rows) + (" and later ones" if len(since) > CONFLICT_REVISIONS_NAMED else "")
+
+
+def find_changed_since_read(ctx: ToolContext, target: EditTarget, find: str) -> str:
+    """Of a find that does not occur in the page now: a sentence saying that it was in the revision
+    this client last read, and who changed it since; '' when it was not."""
+    read = ctx.reads.base(target.title, target.section)
+    if not read or read in (target.latest, target.pin):
+        return ""
+    text = revision_texts(ctx, read).get(read, "")
+    if find not in text:
+        return ""
+    return (f" It is in revision {read}, the one last read here, and was changed since, by the revisions "
+            f"{revision_rows(revisions_since(ctx, target.title, read))}: read the page again with get-page and "
+            "find the text as it is now.")
+
+
+#: How many revisions made since its base a conflict names.
+CONFLICT_REVISIONS_NAMED = 10
 
 
 def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: str) -> str:
@@ -8396,7 +8446,8 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     if merged is None:
         raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
                        f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
-                       "refused as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
+                       "refused as an edit conflict. " + changes_since(ctx, target) + MW_NEXT_STEP["editconflict"],
+                       "editconflict")
     return merged
 
 
@@ -8529,7 +8580,8 @@ def update_page(
         made = functools.partial(Composed, summary=summary)
         fields = {"minor": minor, "bot": bot}
         if find is not None:
-            return made(replace_found(target, find, replace or "", replaceAll), fields=fields)
+            return made(replace_found(target, find, replace or "", replaceAll,
+                                      lambda: find_changed_since_read(ctx, target, find)), fields=fields)
         if mode == "replace":
             kept, note = keeping_closing_links(ctx, target, text)
             return made(kept, note, fields=fields, given=allow)
@@ -8593,7 +8645,8 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
                         "itself, first read it with get-page and followRedirects=false.")
 
 
-def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> str:
+def replace_found(target: EditTarget, find: str, replace: str, every: bool,
+                  gone: Callable[[], str] = lambda: "") -> str:
     """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
     find that was in the base revision but is gone from the latest was changed since: a
     conflict, showing the change."""
@@ -8607,7 +8660,7 @@ def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> s
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
-            if base != latest and find in latest_text else ""
+            if base != latest and find in latest_text else gone()
         raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
                             "changed. find must match the wikitext exactly, whitespace and markup included: "
                             "get-page shows it." + (newer or other_spacing(old, find)))

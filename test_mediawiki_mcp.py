@@ -4057,6 +4057,43 @@ def test_update_with_latest_id_refuses_an_overlapping_edit_by_another_account(
     assert latest_revision(wiki, title)["user"] == "Editor"
 
 
+
+@on_every_version
+@pytest.mark.parametrize("pinned_by", ["read", "latestId"])
+def test_a_conflict_names_the_revisions_made_since_their_authors_and_shows_their_change(
+        wiki: RealWiki, pinned_by: str) -> None:
+    server = make_server(wiki.env())
+    title = f"Write conflict named by {pinned_by} test"
+    create(bot_server_for(wiki), title, "Line one.\nLine two is the one both change.\nLine three.")
+    latest = int(field(call(server, "get-page", title=title), "Revision ID"))
+    session, token = as_editor(wiki)
+    done = session.post(wiki.api, data={"action": "edit", "title": title, "token": token, "format": "json",
+                                        "text": "Line one.\nLine two, as the Editor wrote it.\nLine three.",
+                                        "summary": "Editor's wording"}).json()
+    editor = done["edit"]["newrevid"]
+    result = call(server, "update-page", title=title,
+                  source="Line one.\nLine two, as the model wrote it.\nLine three.",
+                  **({"latestId": latest} if pinned_by == "latestId" else {}))
+    assert result.is_error and result.blocks[0].startswith("conflict: "), result.text
+    assert f'The edits made since: {editor} by Editor ("Editor\'s wording").' in result.text, result.text
+    assert (f"(revision {latest} to {editor}):\n@@ -2 +2 @@\n-Line two is the one both change.\n"
+            "+Line two, as the Editor wrote it.\nSomeone else changed the page") in result.text, result.text
+    assert wiki.wikitext(title) == "Line one.\nLine two, as the Editor wrote it.\nLine three."
+
+
+def test_a_find_gone_since_this_clients_read_says_who_changed_it(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write find gone since read test"
+    create(bot_server_for(wiki), title, "A port opened in 1850.\n\nThe town grew.")
+    read = int(field(call(server, "get-page", title=title), "Revision ID"))
+    editor_edit(wiki, title, "A harbour opened in 1850.\n\nThe town grew.")
+    editor = revision_ids(wiki, title)[0]
+    result = call(server, "update-page", title=title, find="A port opened", replace="A port was opened")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: The text to find does not occur")
+    assert f"It is in revision {read}, the one last read here, and was changed since, by the revisions " \
+           f"{editor} by Editor" in result.text, result.text
+    assert wiki.wikitext(title) == "A harbour opened in 1850.\n\nThe town grew."
+
 @on_every_version
 def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
         bot_server: Any, wiki: RealWiki) -> None:
