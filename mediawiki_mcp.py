@@ -8023,8 +8023,7 @@ def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
     shrunk = utf8_len(new) * 2 < utf8_len(old)
     if not lost and not shrunk:
         return
-    going = [f"sections {', '.join(lost[:MAX_NAMED])}" + (f" and {len(lost) - MAX_NAMED} more" if
-                                                          len(lost) > MAX_NAMED else "")] if lost else []
+    going = [f"sections {few(lost, MAX_NAMED)}"] if lost else []
     going += [f"{utf8_len(old) - utf8_len(new)} of its {utf8_len(old)} bytes"] if shrunk else []
     raise invalid_input(
         f"Nothing was saved: this text would remove {' and '.join(going)} from {target.title!r} (revision "
@@ -8063,25 +8062,22 @@ def template_calls_and_categories(site: SiteInfo, text: str) -> collections.Coun
     names them, counted: what rendered text loses."""
     text = HIDDEN_MARKUP.sub("", text)
     found: collections.Counter[str] = collections.Counter()
+    def tidy(name: str) -> str:  # as the wiki names it: first letter capital, spaces single
+        name = " ".join(name.replace("_", " ").split())
+        return name[:1].upper() + name[1:]
     for name in TEMPLATE_CALL.findall(text):
         if not name.lower().startswith(("subst:", "safesubst:")):
-            found["{{" + " ".join(name.replace("_", " ").split()) + "}}"] += 1
+            found["{{" + tidy(name) + "}}"] += 1
     category = site.namespaces.get(14, "Category")
     for prefix, name in PREFIXED_LINK.findall(text):
         if site.namespace_ids.get(prefix.replace("_", " ").lower()) == 14:
-            found[f"[[{category}:{' '.join(name.replace('_', ' ').split())}]]"] += 1
+            found[f"[[{category}:{tidy(name)}]]"] += 1
     return found
 
 
 def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
     """The template calls and categories of ``old`` that ``new`` has fewer of (each once)."""
     return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
-
-
-def named(items: Sequence[str]) -> str:
-    """Items joined, at most MAX_NAMED of them, the rest counted."""
-    more = len(items) - MAX_NAMED
-    return ", ".join(items[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> None:
@@ -8093,7 +8089,7 @@ def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> Non
         return
     raise invalid_input(
         f"Nothing was saved: the new text keeps none of the template calls and categories {title!r} has "
-        f"({named(list(had))}), as rendered text (get-page with content='text') would not: saved as wikitext, "
+        f"({few(list(had), MAX_NAMED)}), as rendered text (get-page with content='text') would not: saved as wikitext, "
         "it would drop them all. Read the wikitext with get-page (content='source', the default) and change "
         "that. To remove them all the same, call again with removeSections=true.")
 
@@ -8333,10 +8329,11 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
             refuse_dropped_markup(ctx.site, target.title, target.old, change.text)
         if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
             ask_before_overriding(ctx, target, change.text)
-    removed = removed_markup(ctx.site, target.old, change.text) if target.latest else []
-    if removed:
+    # those the composer's own answer names already (update-page-categories') once
+    removed = [r for r in removed_markup(ctx.site, target.old, change.text) if r.strip("[]{}") not in change.note]
+    if removed and target.latest:
         change = dataclasses.replace(change, note="\n".join(filter(None, [
-            f"Removed: {named(removed)}", change.note])))
+            f"Removed: {few(removed, MAX_NAMED)}", change.note])))
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),

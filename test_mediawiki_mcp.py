@@ -1301,7 +1301,7 @@ def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
                           Reply(body=saved)]
         server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
         assert f"API: {secure.api}" in call(server, "get-site-info").text
-        result = call(server, "update-page", title="Main Page", source="new")
+        result = call(server, "update-page", title="Main Page", source="new", latestId=7)
         assert not result.is_error and field(result, "Revision ID") == "8", result.text
         assert len(fake.seen) == 1 and secure.api.startswith("https://")
         assert "edit" in [s["params"].get("action") for s in secure.requests_to_api()]  # the write too
@@ -4400,7 +4400,7 @@ def test_a_lost_answer_finds_the_edit_whatever_the_wiki_did_to_its_summary(wiki:
     proxy = DroppingProxy(wiki.url)
     try:
         server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
-        result = call(server, "update-page", title=title, source="After.", comment=comment)
+        result = call(server, "update-page", title=title, source="After.", comment=comment, latestId=before[0])
         assert proxy.drops_left == 0, "the proxy never dropped an answer"
     finally:
         proxy.close()
@@ -4833,6 +4833,7 @@ def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> N
     assert revision["tags"] == ["mcp-edit"] and revision["comment"] == "Plain summary"
     untagged = dataclasses.replace(config, tags=("no-such-tag",))
     server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: untagged}, wiki.key)))
+    call(server, "get-page", title=title)  # another process: it reads the page first
     result = call(server, "update-page", title=title, source="Untagged?")
     assert result.is_error and result.blocks[0].startswith("permission_denied: ")  # the operator's to fix
     assert result.text.endswith(m.TAGS_NEXT_STEP)
@@ -4850,6 +4851,7 @@ def test_bot_flag_needs_the_bot_right(bot_server: Any, wiki: RealWiki) -> None:
     php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
         "Robot", password)
     robot = make_server(wiki.env(MEDIAWIKI_USERNAME="Robot@mcp", MEDIAWIKI_PASSWORD=password))
+    call(robot, "get-page", title=title)
     assert not call(robot, "update-page", title=title, source="Bot text.", bot=True).is_error
     change = wiki.raw_get(action="query", list="recentchanges", rctitle=title, rcprop="flags|user",
                           rclimit=1)["query"]["recentchanges"][0]
@@ -4863,6 +4865,7 @@ def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
     client = m.MediaWikiClient(wiki.api, m.Credentials(wiki.bot_user, wiki.bot_password))
     client.write({"action": "protect", "title": title, "protections": "edit=sysop"})
     anonymous = make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"})
+    call(anonymous, "get-page", title=title)
     result = call(anonymous, "update-page", title=title, source="Vandalism.")
     assert result.is_error and result.blocks[0].startswith("permission_denied: ")
     assert "[protectedpage]" in result.text and "administrator" in result.text
@@ -5146,19 +5149,20 @@ def test_a_section_given_a_sibling_named_as_one_under_another_heading_is_saved(b
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
+    # appends go above the category that closes the page
     steps = [({"mode": "append", "source": "== Neuer Abschnitt ==\nAngehängt."},
-              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt."),
+              "Erste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\n\n[[Category:Usertest3]]"),
              ({"mode": "append", "source": "Second line."},
-              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+              "Erste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n\n[[Category:Usertest3]]"),
              ({"mode": "prepend", "source": "{{Fixture box}}"},
-              ("{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
-               "Second line.")),
+              ("{{Fixture box}}\n\nErste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\n"
+               "Second line.\n\n[[Category:Usertest3]]")),
              ({"mode": "prepend", "source": "Opening words."},
-              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.")),
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n\n[[Category:Usertest3]]")),
              ({"mode": "append", "source": "\n* an item"},  # a line break already given is kept, not doubled
-              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item"))]
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item\n\n[[Category:Usertest3]]"))]
     previous = wiki.wikitext(title)
     for arguments, expected in steps:
         dry = call(bot_server, "update-page", title=title, dryRun=True, **arguments)
@@ -5387,8 +5391,9 @@ def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki
 
 
 def test_an_edit_through_a_redirect_names_the_target(bot_server: Any, wiki: RealWiki) -> None:
-    create(bot_server, "Write redirect target", "The target's own text.")
-    create(bot_server, "Write redirect source", "#REDIRECT [[Write redirect target]]")
+    # made elsewhere: this client knows the redirect only as get-page shows it
+    create(bot_server_for(wiki), "Write redirect target", "The target's own text.")
+    create(bot_server_for(wiki), "Write redirect source", "#REDIRECT [[Write redirect target]]")
     seen = call(bot_server, "get-page", title="Write redirect source")
     assert field(seen, "Title") == "Write redirect target"
     target_revision = int(field(seen, "Revision ID"))
@@ -5748,12 +5753,13 @@ def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: Rea
     created = call(bot_server, "create-page", title=title, source='{"rivers": 3}', contentModel="json")
     assert not created.is_error, created.text
     limit = int(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["maxarticlesize"])
+    call(bot_server, "get-page", title="Apple")
     cases = [("create-page", {"title": "Pipeline unknown model test", "source": "x", "contentModel": "nosuchmodel"},
               "knows no content model 'nosuchmodel'"),
              ("update-page", {"title": title, "source": '{"rivers": '}, "the new text is not valid JSON"),
              ("create-page", {"title": "Pipeline bad JSON test", "source": "{", "contentModel": "json"},
               "the new text is not valid JSON"),
-             ("update-page", {"title": "Apple", "source": "An apple. " * (limit // 10 + 100)},
+             ("update-page", {"title": "Apple", "source": wiki.wikitext("Apple") + "\nAn apple." * (limit // 10 + 100)},
               f"over {wiki.key}'s maximum page size of {limit} bytes")]
     for tool, arguments, message in cases:
         dry = call(bot_server, tool, dryRun=True, **arguments)
