@@ -8866,6 +8866,21 @@ def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_ask
     assert latest_revision(the_other_version, title)["comment"].startswith(f"Copied from {title!r} on source")
 
 
+
+@on_every_version
+def test_copy_page_overwrite_after_a_read_of_the_revision_id_alone_keeps_a_colleagues_line(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """get-page with content='none' shows the target's revision ID: the overwrite is pinned to it, so
+    a line a colleague added since is not overwritten unseen."""
+    title = f"Copied over none {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Source text.")
+    create(bot_server_for(the_other_version), title, "The target's own text.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert not call(server, "get-page", title=title, content="none").is_error
+    editor_edit(the_other_version, title, "The target's own text.\n\nA colleague's line.")
+    result = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert "A colleague's line." in the_other_version.wikitext(title), result.text
+
 def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_copied_it(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
     title = f"Same text {secrets.token_hex(4)}"
