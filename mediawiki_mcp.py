@@ -8002,9 +8002,9 @@ def refuse_unread_base(ctx: ToolContext, title: str, section: int | None, latest
     what = f"section {section} of {title!r}" if section is not None else repr(title)
     revid = latest.get("revid")
     raise invalid_input(
-        f"Nothing was saved: no read of {title!r} is on record for this client (a new session, or the page "
-        f"was not read here), so which revision this text of {what} was made from is not known, and saving "
-        f"it over the latest would undo the edits made since. The latest is revision {revid}, by "
+        f"Nothing was saved: no read of {what} is on record for this client (a new session, or the page "
+        "was not read here), so which revision this text was made from is not known, and saving it over "
+        f"the latest would undo the edits made since. The latest is revision {revid}, by "
         f"{latest.get('user', 'an unknown user')} at {latest.get('timestamp', 'an unknown time')}, "
         f"{latest.get('size', 0)} bytes. If the text was made from that revision, call again with "
         f"latestId={revid}; if from an earlier one, pass that one's ID (the edits made since are then "

@@ -4276,6 +4276,29 @@ def test_a_cut_read_written_back_whole_from_a_new_server_process_is_refused(wiki
     assert wiki.wikitext(title) == sections_page(30).rstrip().replace("Intro of", "Introduction of")
 
 
+
+def test_a_cut_read_written_back_from_a_restarted_console_script_is_refused(wiki: RealWiki) -> None:
+    """The installed console script over real stdio, started twice as a desktop client restarts it:
+    the second process was shown nothing, so the text the first one cut is not written back whole."""
+    from mcp.client.stdio import StdioServerParameters
+    script = shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent)) or shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_"))}
+    process = StdioServerParameters(command=script, env={**clean, **wiki.env(MCP_CONTENT_MAX_BYTES="1500")})
+    title = "Write cut read restarted script test"
+    revid = create(bot_server_for(wiki), title, sections_page(20))
+
+    def session(tool: str, **arguments: Any) -> Result:
+        async def go() -> Any:
+            async with Client(process) as client:
+                return await client.call_tool(tool, arguments)
+        result = anyio.run(go)
+        return Result([block.text for block in result.content if block.type == "text"], bool(result.is_error))
+    cut = content_of(session("get-page", title=title).blocks[0])
+    refused = session("update-page", title=title, latestId=revid, source=cut.replace("Intro of", "Introduction of"))
+    assert refused.is_error and "this text would remove sections " in refused.text, refused.text
+    assert wiki.wikitext(title) == sections_page(20).rstrip() and revision_ids(wiki, title) == [revid]
+
 @on_every_version
 def test_a_whole_write_removing_sections_needs_this_clients_whole_read_whatever_latest_id_says(
         wiki: RealWiki) -> None:
