@@ -8030,7 +8030,8 @@ def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
         f"{base}), and this client has not read that revision whole, so the model has not seen all it would "
         "drop. To change part of the page, use update-page with find and replace, or section=N. To replace "
         "it whole, read it whole first with get-page (when the answer is cut, call again with the offset its "
-        "marker names until the end), then call again with the same latestId.")
+        "marker names until the end), then call again with latestId left out or set to the revision ID that "
+        "read showed.")
 
 
 #: How many removed headings, templates or categories an answer names, the rest counted.
@@ -8062,17 +8063,20 @@ def template_calls_and_categories(site: SiteInfo, text: str) -> collections.Coun
     names them, counted: what rendered text loses."""
     text = HIDDEN_MARKUP.sub("", text)
     found: collections.Counter[str] = collections.Counter()
-    def tidy(name: str) -> str:  # as the wiki names it: first letter capital, spaces single
-        name = " ".join(name.replace("_", " ").split())
-        return name[:1].upper() + name[1:]
     for name in TEMPLATE_CALL.findall(text):
         if not name.lower().startswith(("subst:", "safesubst:")):
-            found["{{" + tidy(name) + "}}"] += 1
+            found["{{" + as_named(name) + "}}"] += 1
     category = site.namespaces.get(14, "Category")
     for prefix, name in PREFIXED_LINK.findall(text):
         if site.namespace_ids.get(prefix.replace("_", " ").lower()) == 14:
-            found[f"[[{category}:{tidy(name)}]]"] += 1
+            found[f"[[{category}:{as_named(name)}]]"] += 1
     return found
+
+
+def as_named(name: str) -> str:
+    """A page name as the wiki names it: spaces for underscores, one at a time, first letter capital."""
+    name = " ".join(name.replace("_", " ").split())
+    return name[:1].upper() + name[1:]
 
 
 def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
@@ -8089,9 +8093,9 @@ def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> Non
         return
     raise invalid_input(
         f"Nothing was saved: the new text keeps none of the template calls and categories {title!r} has "
-        f"({few(list(had), MAX_NAMED)}), as rendered text (get-page with content='text') would not: saved as wikitext, "
-        "it would drop them all. Read the wikitext with get-page (content='source', the default) and change "
-        "that. To remove them all the same, call again with removeSections=true.")
+        f"({few(list(had), MAX_NAMED)}), as rendered text (get-page with content='text') would not: saved "
+        "as wikitext, it would drop them all. Read the wikitext with get-page (content='source', the "
+        "default) and change that. To remove them all the same, call again with removeSections=true.")
 
 
 #: What may close a page after its text: links ([[Category:X|key]], [[de:Rhein]]), a default sort key.
