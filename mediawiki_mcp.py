@@ -8581,8 +8581,7 @@ def update_page(
         made = functools.partial(Composed, summary=summary)
         fields = {"minor": minor, "bot": bot}
         if find is not None:
-            return made(replace_found(target, find, replace or "", replaceAll,
-                                      lambda: find_changed_since_read(ctx, target, find)), fields=fields)
+            return made(replace_found(ctx, target, find, replace or "", replaceAll), fields=fields)
         if mode == "replace":
             kept, note = keeping_closing_links(ctx, target, text)
             return made(kept, note, fields=fields, given=allow)
@@ -8646,22 +8645,22 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
                         "itself, first read it with get-page and followRedirects=false.")
 
 
-def replace_found(target: EditTarget, find: str, replace: str, every: bool,
-                  gone: Callable[[], str] = lambda: "") -> str:
+def replace_found(ctx: ToolContext, target: EditTarget, find: str, replace: str, every: bool) -> str:
     """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
     find that was in the base revision but is gone from the latest was changed since: a
-    conflict, showing the change."""
+    conflict, showing the change and who made it."""
     old, base, latest, latest_text = target.old, target.pin or target.latest, target.latest, target.now
     where = repr(target.title) if target.section is None else f"section {target.section} of {target.title!r}"
     count = old.count(find)
     if count and base != latest and find not in latest_text:
         raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
-                       f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
-                       f"since revision {base}:\n{line_diff(target.base_text, latest_text)[:2000]}\n"
+                       f"{where} (revision {latest}): it was changed since. Nothing was saved. "
+                       + (changes_since(ctx, target) or f"The changes since revision {base}:\n"
+                          f"{line_diff(target.base_text, latest_text)[:2000]}\n")
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
-            if base != latest and find in latest_text else gone()
+            if base != latest and find in latest_text else find_changed_since_read(ctx, target, find)
         raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
                             "changed. find must match the wikitext exactly, whitespace and markup included: "
                             "get-page shows it." + (newer or other_spacing(old, find)))

@@ -5445,6 +5445,7 @@ def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_se
     assert result.is_error and result.blocks[0].startswith(
         f"conflict: The text to find is in revision {base}, the base of this change, but no longer in")
     assert "~Line [-one-]{+1, by the Editor+}." in result.text and "get-page" in result.text
+    assert f"The edits made since: {revision_ids(wiki, title)[0]} by Editor." in result.text, result.text
     assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
 
 
