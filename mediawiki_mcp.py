@@ -4244,9 +4244,14 @@ EntryChange = Callable[[str | None, int], str | None]
 RENDERINGS_KEPT = 4
 
 
+#: The marker plain text puts after a heading (plain_text): " (section 1)", " (from Template:Notes)".
+SECTION_MARKER = re.compile(r"^(=+ .*? =+) \((?:section \d+|from [^\n]+)\)$", re.MULTILINE)
+
+
 def rendering_digest(text: str) -> str:
-    """A text's digest with its whitespace left out, as a model's copy may differ in it."""
-    return hashlib.sha256("".join(text.split()).encode()).hexdigest()
+    """A text's digest with its whitespace and its headings' section markers left out, as a
+    model's copy may differ in them (a model strips the markers to make it look like wikitext)."""
+    return hashlib.sha256("".join(SECTION_MARKER.sub(r"\1", text).split()).encode()).hexdigest()
 
 
 class ReadLedger:
@@ -4392,12 +4397,16 @@ class ClientReads:
         spans = section_spans(text, self.syntax()) if section is None and partial else {}
         starts, ends = {n: s for n, (s, _) in spans.items()}, {n: e for n, (_, e) in spans.items()}
 
+        whole = [not partial]  # whether the reads of this revision, this one joined, showed it all
+
         def after(last_text: str | None, order: int) -> str:
             last = PageRead.loads(last_text)
             if not (self.told_apart and last and last.revid == revid):  # a shared ledger joins no reads
                 return PageRead(revid, [(start, end)], total, order, ends, starts).dumps()
-            return PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
-                            last.section_ends or ends, last.section_starts if last.section_ends else starts).dumps()
+            joined = PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
+                              last.section_ends or ends, last.section_starts if last.section_ends else starts)
+            whole[0] = joined.unread(section) is None
+            return joined.dumps()
 
         def cut(known: str | None, order: int) -> str | None:
             """The latest CUT_REVISIONS_KEPT revisions some read showed in part, with the parts it cut;
@@ -4415,7 +4424,7 @@ class ClientReads:
         name = f"{title}|{section}"
         changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
         if latest:
-            changes += [("base", part, lambda _, order: json.dumps([revid, order]))
+            changes += [("base", part, lambda _, order: json.dumps([revid, order, whole[0] and section is None]))
                         for part in (name, *([heading_entry(title, heading)] if heading else []))]
         if not self.told_apart:
             changes.append(("cut", title, cut))
@@ -4431,8 +4440,11 @@ class ClientReads:
         shows ``revid``, as they differ by the caller's own edit. ``sent_whole``: the model sent the
         whole text and nothing was merged in, so it knows ``revid`` even unread."""
         def after(sent: bool, known: str | None, order: int) -> str | None:
-            showed_parent = bool(known and parent and json.loads(known)[0] == parent)
-            return json.dumps([revid, order]) if sent or showed_parent else None
+            last = json.loads(known) if known else None
+            showed_parent = bool(last and parent and last[0] == parent)
+            # the whole page stays known: sent whole, or a known parent changed by this edit alone
+            whole = sent and section is None or bool(showed_parent and last and len(last) > 2 and last[2])
+            return json.dumps([revid, order, whole]) if sent or showed_parent else None
         bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
                  for part in dict.fromkeys([None, section])]
         self._note([*bases, ("outline", title, functools.partial(after, False))])
@@ -4450,10 +4462,24 @@ class ClientReads:
         last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
         return last[0] if last else None
 
-    def outlined(self, title: str, revid: int) -> None:
-        """Notes that the caller was shown the section numbers of ``revid`` (an outline, rendered
-        text), not its wikitext: an edit by section number takes them as that revision's."""
-        self._note([("outline", title, lambda _, order: json.dumps([revid, order]))])
+    def knows_whole(self, title: str, revid: int) -> bool:
+        """Whether the caller's reads (and its own saves since) showed all of revision ``revid`` of
+        the page, the base of a write that would drop much of it. For callers not told apart: any
+        read through this server, as only the revision named vouches for theirs."""
+        found = self._get("base", f"{title}|None")
+        last = json.loads(found) if found else None
+        return bool(last and last[0] == revid and len(last) > 2 and last[2])
+
+    def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
+        """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
+        wikitext (rendered, in finds, only its ID): it is the base of the caller's next write, as a
+        read of its wikitext would be. ``outline``: its section numbers were shown too (an outline,
+        rendered text, finds): an edit by section number takes them as that revision's."""
+        def pinned(known: str | None, order: int) -> str:
+            last = json.loads(known) if known else None
+            return json.dumps([revid, order, bool(last and last[0] == revid and len(last) > 2 and last[2])])
+        self._note([("base", f"{title}|None", pinned),
+                    *([("outline", title, lambda _, order: json.dumps([revid, order]))] if outline else [])])
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         """Notes a dry run of ``change`` to a page at ``revid`` (``saved``: the revision its save made)."""
@@ -6193,6 +6219,8 @@ def get_page(
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
+            if revision.get("revid"):
+                ctx.reads.shown(page["title"], revision["revid"], outline=False)
             return [page_header(ctx, page, revision, redirected, metadata, section)]
         number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
                                             text=slot_text(ctx, revision, number, page["title"]))
@@ -6209,7 +6237,7 @@ def get_page(
     if content != "source":
         if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
             ctx.reads.rendered(page["title"], text, piece.text)
-            ctx.reads.outlined(page["title"], revision.get("revid") or 0)
+            ctx.reads.shown(page["title"], revision.get("revid") or 0)
         return blocks
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
@@ -6377,7 +6405,7 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
-    ctx.reads.outlined(parsed.get("title", title), parsed.get("revid") or 0)
+    ctx.reads.shown(parsed.get("title", title), parsed.get("revid") or 0)
     return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
         + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
@@ -6422,6 +6450,9 @@ def get_pages(
     headers = {title: page_header(ctx, page, revision_of(page), ", ".join(froms) or None, metadata, None)
                for title, (page, froms) in entries.items()}
     if content == "none":
+        for title, (page, _) in entries.items():  # each revision ID shown is the base of a write
+            if revid := revision_of(page).get("revid"):
+                ctx.reads.shown(title, revid, outline=False)
         return blocks + list(headers.values()) or ["No pages."]
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
@@ -6451,9 +6482,12 @@ def get_pages(
             cut_at = (f"\nTruncated: at {piece.end} of {piece.total} bytes; the marker after the pages names the "
                       "call that reads on") if piece and title == cut else ""
             blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
+            revid = revision_of(entries[title][0]).get("revid", 0)
             if source:  # for update-page, as get-page
-                revid = revision_of(entries[title][0]).get("revid", 0)
                 notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
+            elif revid:  # rendered, as get-page's: no wikitext to write back, but the base of a write
+                ctx.reads.rendered(title, body[0], shown)
+                ctx.reads.shown(title, revid)
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
     return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
@@ -6602,14 +6636,14 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
+    if not revisionId:  # the base of a write, and the rows number the sections of the latest revision
+        ctx.reads.shown(page["title"], revision["revid"])
     if not spans:
         return [f"{header}\nNo match of {what}."]
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
     shown = spans[first:first + FIND_SHOWN]
-    if not revisionId:  # the rows number the sections of the latest revision
-        ctx.reads.outlined(page["title"], revision["revid"])
     # get-page reads the latest revision: an older one's offsets are get-revision's
     reader = f"get-revision {revisionId}" if revisionId else "get-page"
     blocks = [f"{header}\n{count} of {what}{f', from match {first + 1}' if first else ''} "
@@ -8175,8 +8209,8 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
                                + NEXT_STEP["upstream_failure"])
     if not edit.get("nochange"):
         pin, parent = fields.get("baserevid"), edit.get("oldrevid")
-        ctx.reads.saved(edit.get("title", title), fields.get("section"), parent,
-                        edit["newrevid"], "text" in fields and pin == parent and not composed)
+        ctx.reads.saved(edit.get("title", title), fields.get("section"), parent, edit["newrevid"],
+                        "text" in fields and (pin or 0) == (parent or 0) and not composed)  # 0: created
     return edit
 
 
@@ -8315,6 +8349,179 @@ def require_pinned_base(ctx: ToolContext, title: str, section: int | None, lates
                             "again (get-page), then write it with the latestId that read returns.")
 
 
+def refuse_unread_base(ctx: ToolContext, title: str, section: int | None, latest: Mapping[str, Any]) -> None:
+    """Refuses a whole-page or section write without latestId from a client with no read of the page
+    on record (a new session, after a restart): its text may be made from any revision, and saved on
+    the latest it would undo the edits made since. The latest revision's author and size let the model
+    tell whether its text was made from it."""
+    what = f"section {section} of {title!r}" if section is not None else repr(title)
+    revid = latest.get("revid")
+    raise invalid_input(
+        f"Nothing was saved: no read of {what} is on record for this client (a new session, or the page "
+        "was not read here), so which revision this text was made from is not known, and saving it over "
+        f"the latest would undo the edits made since. The latest is revision {revid}, by "
+        f"{latest.get('user', 'an unknown user')} at {latest.get('timestamp', 'an unknown time')}, "
+        f"{latest.get('size', 0)} bytes. If the text was made from that revision, call again with "
+        f"latestId={revid}; if from an earlier one, pass that one's ID (the edits made since are then "
+        "merged in, or refused as a conflict where they overlap); else read the page with get-page first.")
+
+
+def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
+    """Refuses a whole-page write that would remove sections of its base, or more than half of its
+    bytes, unless this client read that revision whole: a write made from a cut read, or from a read
+    in another session, drops what the model never saw, whatever latestId it names."""
+    base = target.pin or target.latest
+    if ctx.reads.knows_whole(target.title, base):
+        return
+    old = target.old
+    lost = lost_headings(old, new, ctx.site.syntax)
+    shrunk = utf8_len(new) * 2 < utf8_len(old)
+    if not lost and not shrunk:
+        return
+    going = [f"sections {few(lost, MAX_NAMED)}"] if lost else []
+    going += [f"{utf8_len(old) - utf8_len(new)} of its {utf8_len(old)} bytes"] if shrunk else []
+    raise invalid_input(
+        f"Nothing was saved: this text would remove {' and '.join(going)} from {target.title!r} (revision "
+        f"{base}), and this client has not read that revision whole, so the model has not seen all it would "
+        "drop. To change part of the page, use update-page with find and replace, or section=N. To replace "
+        "it whole, read it whole first with get-page (when the answer is cut, call again with the offset its "
+        "marker names until the end), then call again with latestId left out or set to the revision ID that "
+        "read showed.")
+
+
+#: How many removed headings, templates or categories an answer names, the rest counted.
+MAX_NAMED = 12
+
+
+def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
+    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
+    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
+    lost = []
+    for s in wikitext_sections(old, syntax):
+        heading = heading_plain(s.heading)
+        if kept[heading]:
+            kept[heading] -= 1
+        else:
+            lost.append(f"{s.number} ({heading})")
+    return lost
+
+
+#: A template call's name ({{Infobox river|...}}, {{DEFAULTSORT:...}}), not a parameter ({{{1}}}).
+TEMPLATE_CALL = re.compile(r"(?<!\{)\{\{(?!\{)\s*([^{}|\n<>\[\]]+?)\s*(?=\||\}\})")
+#: A link with a prefix ([[Category:X|key]], [[de:Rhein]]) but not one led by a colon ([[:Category:X]]).
+PREFIXED_LINK = re.compile(r"\[\[\s*([^\[\]|:\n]+?)\s*:\s*([^\[\]|\n]+?)\s*(?:\|[^\[\]\n]*)?\]\]")
+HIDDEN_MARKUP = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre)\b[^>]*>.*?(?:</\1\s*>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def template_calls_and_categories(site: SiteInfo, text: str) -> collections.Counter[str]:
+    """The template calls ({{Name}}) and categories ([[Category:Name]]) of wikitext, as an answer
+    names them, counted: what rendered text loses."""
+    text = HIDDEN_MARKUP.sub("", text)
+    found: collections.Counter[str] = collections.Counter()
+    for name in TEMPLATE_CALL.findall(text):
+        if not name.lower().startswith(("subst:", "safesubst:")):
+            found["{{" + as_named(name) + "}}"] += 1
+    category = site.namespaces.get(14, "Category")
+    for prefix, name in PREFIXED_LINK.findall(text):
+        if site.namespace_ids.get(prefix.replace("_", " ").lower()) == 14:
+            found[f"[[{category}:{as_named(name)}]]"] += 1
+    return found
+
+
+def as_named(name: str) -> str:
+    """A page name as the wiki names it: spaces for underscores, one at a time, first letter capital."""
+    name = " ".join(name.replace("_", " ").split())
+    return name[:1].upper() + name[1:]
+
+
+def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
+    """The template calls and categories of ``old`` that ``new`` has fewer of (each once)."""
+    return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
+
+
+def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> None:
+    """Refuses whole-page text that keeps none of the template calls and categories the page has:
+    rendered text (get-page's content text) with its markers removed looks so, whichever session
+    read it."""
+    had = template_calls_and_categories(site, old)
+    if not had or not new.strip() or template_calls_and_categories(site, new) & had:
+        return
+    raise invalid_input(
+        f"Nothing was saved: the new text keeps none of the template calls and categories {title!r} has "
+        f"({few(list(had), MAX_NAMED)}), as rendered text (get-page with content='text') would not: saved "
+        "as wikitext, it would drop them all. Read the wikitext with get-page (content='source', the "
+        "default) and change that. To remove them all the same, call again with removeSections=true.")
+
+
+#: What may close a page after its text: links ([[Category:X|key]], [[de:Rhein]]), a default sort key.
+CLOSING_ITEM = re.compile(PREFIXED_LINK.pattern + r"|\{\{\s*(DEFAULTSORT|DEFAULTSORTKEY|DEFAULTCATEGORYSORT)"
+                          r"\s*:[^{}\n]*\}\}")
+#: An interlanguage link's prefix: a language code ([[de:Rhein]], [[zh-yue:...]]).
+LANGUAGE_PREFIX = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*")
+
+
+def is_closing_item(site: SiteInfo, found: re.Match[str]) -> bool:
+    """Whether a CLOSING_ITEM match is a category, an interlanguage link or a default sort key."""
+    if found.group(3):
+        return True
+    prefix = found.group(1).replace("_", " ").lower()
+    namespace = site.namespace_ids.get(prefix)
+    return namespace == 14 or namespace is None and bool(LANGUAGE_PREFIX.fullmatch(prefix))
+
+
+def closing_links(site: SiteInfo, text: str) -> int | None:
+    """Where the lines of categories, interlanguage links and default sort key that close ``text``
+    start (a character index), if it ends with some: what a reader of the last section sees at its
+    end but belongs to the page."""
+    lines = text.rstrip(PHP_WHITESPACE).split("\n")
+    first = len(lines)
+    while first and not HIDDEN_MARKUP.sub("", lines[first - 1]).strip() or first and not CLOSING_ITEM.sub(
+            lambda found: "" if is_closing_item(site, found) else found.group(0),
+            HIDDEN_MARKUP.sub("", lines[first - 1])).strip():
+        first -= 1
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    block = "\n".join(lines[first:])
+    if first == len(lines) or not any(is_closing_item(site, f) and not f.group(3)
+                                      for f in CLOSING_ITEM.finditer(HIDDEN_MARKUP.sub("", block))):
+        return None
+    return len("\n".join(lines[:first])) + (1 if first else 0)
+
+
+def has_closing_items(site: SiteInfo, text: str) -> bool:
+    return any(is_closing_item(site, f) for f in CLOSING_ITEM.finditer(HIDDEN_MARKUP.sub("", text)))
+
+
+def closes_page(ctx: ToolContext, target: EditTarget) -> int | None:
+    """Where the links that close the page start in the text an edit changes (closing_links), when
+    that text is the page's end (the page, or its last section)."""
+    if target.section is not None:
+        span = section_span(target.base_text, target.section, ctx.site.syntax)
+        if not span or span[1] < utf8_len(target.base_text):
+            return None
+    return closing_links(ctx.site, target.old)
+
+
+def keeping_closing_links(ctx: ToolContext, target: EditTarget, new: str) -> tuple[str, str]:
+    """New text for the page's last section, with the categories and interlanguage links that close
+    the page kept below it when it has none of its own (the model read them as the section's end,
+    and rewrote the section's prose); and a note saying so."""
+    at = None if target.section is None else closes_page(ctx, target)
+    if at is None or has_closing_items(ctx.site, new):
+        return new, ""
+    block = target.old[at:]
+    note = (f"Kept: {one_line(block)} (they close the page, and the text of section {target.section}, its "
+            "last, had none; to change them, give them in source, or use update-page-categories)")
+    return new.rstrip(PHP_WHITESPACE) + "\n\n" + block, note
+
+
+def above_closing_links(ctx: ToolContext, target: EditTarget, added: str, at: int) -> str:
+    """The text of an append, put above the links that close the page (at ``at`` in the text changed)."""
+    body, block = target.old[:at].rstrip(PHP_WHITESPACE), target.old[at:]
+    text = added.lstrip("\n")
+    return f"{body}{separator(body, text)}{text}\n\n{block}"
+
+
 # -- the edit pipeline -----------------------------------------------------------
 # Every tool that changes a page's wikitext is a composer that edit_page runs: it reads the
 # page once and pins the base (read_for_edit), lets the tool compose the new text, applies
@@ -8392,7 +8599,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         return EditTarget({}, title, 0, "", None, "", None, "")
     # in a dry run, prop=info too, for whether the account may edit the page at all
     props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
-    page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content", "rvslots": "main",
+    page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content|user|size|timestamp",
+                                 "rvslots": "main",
                                  "intestactions": "edit" if ctx.dry_run else None, "titles": title,
                                  "redirects": how.follow or None, **how.params})
     title = page.get("title", title)
@@ -8431,6 +8639,8 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         raise no_such_section(ctx, title, number, pin or latest)
     if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
+        if latest_id is None and read_base is None:
+            refuse_unread_base(ctx, title, number, current)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
@@ -8469,11 +8679,20 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     if change.given is not None:
         if section is not None:
             refuse_repeated_sections(target.title, target.base_text, section, change.text, ctx.site.syntax)
-        refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
         if change.text.strip() and ctx.reads.shows_rendered(target.title, change.text):
             raise rendered_text(target.title, "it is what get-page returned as content text or html")
+        if section is None and target.latest:
+            refuse_unread_loss(ctx, target, change.text)
+        refuse_lossy_write(target.title, section, target.old, change.text, ctx.site.syntax, change.given)
+        if section is None and not (change.given.remove_sections or change.given.blank):
+            refuse_dropped_markup(ctx.site, target.title, target.old, change.text)
         if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
             ask_before_overriding(ctx, target, change.text)
+    # those the composer's own answer names already (update-page-categories') once
+    removed = [r for r in removed_markup(ctx.site, target.old, change.text) if r.strip("[]{}") not in change.note]
+    if removed and target.latest:
+        change = dataclasses.replace(change, note="\n".join(filter(None, [
+            f"Removed: {few(removed, MAX_NAMED)}", change.note])))
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
@@ -8534,11 +8753,61 @@ def save_edit_of(ctx: ToolContext, target: EditTarget, fields: Mapping[str, Any]
             return save_edit(ctx, target.title, fields, target.latest or None, change.summary,
                              composed=change.given is None)
     except WikiError as error:
-        if error.code == "editconflict" and target.from_read:
-            raise conflict(f"{target.title!r} changed since revision {target.pin}, the one last read here, on "
-                           "lines this edit changes too; nothing was saved. " + MW_NEXT_STEP["editconflict"],
-                           error.code) from None
+        if error.code == "editconflict" and target.pin:
+            which = "the one last read here" if target.from_read else "this change's base (latestId)"
+            raise conflict(f"{target.title!r} changed since revision {target.pin}, {which}, on lines this edit "
+                           "changes too; nothing was saved. " + changes_since(ctx, target)
+                           + MW_NEXT_STEP["editconflict"], error.code) from None
         raise
+
+
+def changes_since(ctx: ToolContext, target: EditTarget) -> str:
+    """The revisions made since the base of a change that conflicts, with their authors and
+    summaries, and their change as a compact diff (within a share of the budget): what the model
+    must reconcile. Two requests, made only once the edit is refused."""
+    try:
+        since = revisions_since(ctx, target.title, target.pin or 0)
+        newest = since[-1]["revid"] if since else target.latest
+        now = target.now if newest == target.latest else revision_texts(ctx, newest).get(newest, target.now)
+    except WikiError:
+        return ""  # the conflict stands: what it is made of is a help, not the answer
+    diff = line_diff(target.base_text, now)
+    piece = slice_content(diff, 0, max(ctx.budget // 2, 1))
+    cut = f"\n(diff cut at {piece.end} of {piece.total} bytes)" if piece.truncated else ""
+    return (f"The edits made since: {revision_rows(since)}. Their change (revision {target.pin} to {newest}):\n"
+            f"{piece.text}{cut}\n")
+
+
+def revisions_since(ctx: ToolContext, title: str, revid: int) -> list[dict[str, Any]]:
+    """The revisions of a page after ``revid``, oldest first, one more than CONFLICT_REVISIONS_NAMED at most."""
+    page, _ = query_page(ctx, titles=title, prop="revisions", rvprop="ids|user|comment", rvdir="newer",
+                         rvstartid=revid, rvlimit=CONFLICT_REVISIONS_NAMED + 2)
+    return [r for r in page.get("revisions") or [] if r.get("revid") != revid]
+
+
+def revision_rows(since: list[dict[str, Any]]) -> str:
+    """'253 by Editor ("Port added"), 254 by Admin': revisions, their authors and summaries."""
+    rows = [f"{r['revid']} by {revision_user(r)}" + (f' ("{one_line(r["comment"])}")' if r.get("comment") else "")
+            for r in since[:CONFLICT_REVISIONS_NAMED]]
+    return ", ".join(rows) + (" and later ones" if len(since) > CONFLICT_REVISIONS_NAMED else "")
+
+
+def find_changed_since_read(ctx: ToolContext, target: EditTarget, find: str) -> str:
+    """Of a find that does not occur in the page now: a sentence saying that it was in the revision
+    this client last read, and who changed it since; '' when it was not."""
+    read = ctx.reads.base(target.title, target.section)
+    if not read or read in (target.latest, target.pin):
+        return ""
+    text = revision_texts(ctx, read).get(read, "")
+    if find not in text:
+        return ""
+    return (f" It is in revision {read}, the one last read here, and was changed since, by the revisions "
+            f"{revision_rows(revisions_since(ctx, target.title, read))}: read the page again with get-page and "
+            "find the text as it is now.")
+
+
+#: How many revisions made since its base a conflict names.
+CONFLICT_REVISIONS_NAMED = 10
 
 
 def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: str) -> str:
@@ -8554,7 +8823,8 @@ def page_after(ctx: ToolContext, target: EditTarget, section: int | None, new: s
     if merged is None:
         raise conflict(f"Nothing was saved (dry run): {target.title!r} changed since revision {target.pin} "
                        f"(its latest is {target.latest}) on lines this edit changes too, so the save would be "
-                       "refused as an edit conflict. " + MW_NEXT_STEP["editconflict"], "editconflict")
+                       "refused as an edit conflict. " + changes_since(ctx, target) + MW_NEXT_STEP["editconflict"],
+                       "editconflict")
     return merged
 
 
@@ -8687,16 +8957,27 @@ def update_page(
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
 
     def compose(target: EditTarget) -> Composed:
-        made = functools.partial(Composed, summary=edit_summary(ctx, comment))
+        summary = edit_summary(ctx, comment)
+        made = functools.partial(Composed, summary=summary)
         fields = {"minor": minor, "bot": bot}
         if find is not None:
-            return made(replace_found(target, find, replace or "", replaceAll), fields=fields)
+            return made(replace_found(ctx, target, find, replace or "", replaceAll), fields=fields)
         if mode == "replace":
-            return made(text, fields=fields, given=allow)
+            kept, note = keeping_closing_links(ctx, target, text)
+            return made(kept, note, fields=fields, given=allow)
         refuse_rendered_text(target.title, text)
         if mode == "append":
             added = separator(target.old, text) + text
-            return made(target.old + added, fields={**fields, "appendtext": added, "text": None})
+            unpinned = {**fields, "appendtext": added, "text": None}
+            at = closes_page(ctx, target) if target.latest else None
+            if at is None:
+                return made(target.old + added, fields=unpinned)
+            new = above_closing_links(ctx, target, added, at)
+            # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
+            # instead, and where an edit made since overlaps (a parallel append), appended as usual
+            send = functools.partial(append_above_closing_links, ctx, target, new,
+                                     summary, {**fields, "section": target.section})
+            return made(new, fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
             body = rest.lstrip("\n")
@@ -8709,6 +8990,21 @@ def update_page(
     return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
                      pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
                      own_text=True, whole=replacing, props=("info",))
+
+
+def append_above_closing_links(ctx: ToolContext, target: EditTarget, new: str, summary: str | None,
+                               fields: Mapping[str, Any]) -> str | None:
+    """Saves an append put above the links that close the page, on the revision read; None when an
+    edit made since overlaps it (then it is appended as MediaWiki appends, below them)."""
+    sent = {"text": new, "baserevid": target.latest, "nocreate": True,
+            **{k: v for k, v in fields.items() if v is not None}}
+    try:
+        saved = save_edit(ctx, target.title, sent, target.latest, summary, composed=True)
+    except WikiError as error:
+        if error.code == "editconflict":
+            return None
+        raise
+    return f"{saved}\nPlaced: above the categories and links that close the page"
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
@@ -8729,21 +9025,22 @@ def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
                         "itself, first read it with get-page and followRedirects=false.")
 
 
-def replace_found(target: EditTarget, find: str, replace: str, every: bool) -> str:
+def replace_found(ctx: ToolContext, target: EditTarget, find: str, replace: str, every: bool) -> str:
     """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
     find that was in the base revision but is gone from the latest was changed since: a
-    conflict, showing the change."""
+    conflict, showing the change and who made it."""
     old, base, latest, latest_text = target.old, target.pin or target.latest, target.latest, target.now
     where = repr(target.title) if target.section is None else f"section {target.section} of {target.title!r}"
     count = old.count(find)
     if count and base != latest and find not in latest_text:
         raise conflict(f"The text to find is in revision {base}, the base of this change, but no longer in "
-                       f"{where} (revision {latest}): it was changed since. Nothing was saved. The changes "
-                       f"since revision {base}:\n{line_diff(target.base_text, latest_text)[:2000]}\n"
+                       f"{where} (revision {latest}): it was changed since. Nothing was saved. "
+                       + (changes_since(ctx, target) or f"The changes since revision {base}:\n"
+                          f"{line_diff(target.base_text, latest_text)[:2000]}\n")
                        + MW_NEXT_STEP["editconflict"], "editconflict")
     if count == 0:
         newer = f" It is in the latest revision, {latest}: pass that as latestId." \
-            if base != latest and find in latest_text else ""
+            if base != latest and find in latest_text else find_changed_since_read(ctx, target, find)
         raise invalid_input(f"The text to find does not occur in {where} (revision {base}); nothing was "
                             "changed. find must match the wikitext exactly, whitespace and markup included: "
                             "get-page shows it." + (newer or other_spacing(old, find)))

@@ -1315,7 +1315,7 @@ def test_a_redirect_from_http_to_https_moves_the_api_address_for_good(
                           Reply(body=saved)]
         server = fake_server(fake, MEDIAWIKI_READ_ONLY="false")
         assert f"API: {secure.api}" in call(server, "get-site-info").text
-        result = call(server, "update-page", title="Main Page", source="new")
+        result = call(server, "update-page", title="Main Page", source="new", latestId=7)
         assert not result.is_error and field(result, "Revision ID") == "8", result.text
         assert len(fake.seen) == 1 and secure.api.startswith("https://")
         assert "edit" in [s["params"].get("action") for s in secure.requests_to_api()]  # the write too
@@ -4323,6 +4323,43 @@ def test_update_with_latest_id_refuses_an_overlapping_edit_by_another_account(
     assert latest_revision(wiki, title)["user"] == "Editor"
 
 
+
+@on_every_version
+@pytest.mark.parametrize("pinned_by", ["read", "latestId"])
+def test_a_conflict_names_the_revisions_made_since_their_authors_and_shows_their_change(
+        wiki: RealWiki, pinned_by: str) -> None:
+    server = make_server(wiki.env())
+    title = f"Write conflict named by {pinned_by} test"
+    create(bot_server_for(wiki), title, "Line one.\nLine two is the one both change.\nLine three.")
+    latest = int(field(call(server, "get-page", title=title), "Revision ID"))
+    session, token = as_editor(wiki)
+    done = session.post(wiki.api, data={"action": "edit", "title": title, "token": token, "format": "json",
+                                        "text": "Line one.\nLine two, as the Editor wrote it.\nLine three.",
+                                        "summary": "Editor's wording"}).json()
+    editor = done["edit"]["newrevid"]
+    result = call(server, "update-page", title=title,
+                  source="Line one.\nLine two, as the model wrote it.\nLine three.",
+                  **({"latestId": latest} if pinned_by == "latestId" else {}))
+    assert result.is_error and result.blocks[0].startswith("conflict: "), result.text
+    assert f'The edits made since: {editor} by Editor ("Editor\'s wording").' in result.text, result.text
+    assert (f"(revision {latest} to {editor}):\n@@ -2 +2 @@\n-Line two is the one both change.\n"
+            "+Line two, as the Editor wrote it.\nSomeone else changed the page") in result.text, result.text
+    assert wiki.wikitext(title) == "Line one.\nLine two, as the Editor wrote it.\nLine three."
+
+
+def test_a_find_gone_since_this_clients_read_says_who_changed_it(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write find gone since read test"
+    create(bot_server_for(wiki), title, "A port opened in 1850.\n\nThe town grew.")
+    read = int(field(call(server, "get-page", title=title), "Revision ID"))
+    editor_edit(wiki, title, "A harbour opened in 1850.\n\nThe town grew.")
+    editor = revision_ids(wiki, title)[0]
+    result = call(server, "update-page", title=title, find="A port opened", replace="A port was opened")
+    assert result.is_error and result.blocks[0].startswith("invalid_input: The text to find does not occur")
+    assert f"It is in revision {read}, the one last read here, and was changed since, by the revisions " \
+           f"{editor} by Editor" in result.text, result.text
+    assert wiki.wikitext(title) == "A harbour opened in 1850.\n\nThe town grew."
+
 @on_every_version
 def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
         bot_server: Any, wiki: RealWiki) -> None:
@@ -4336,6 +4373,80 @@ def test_update_with_latest_id_keeps_a_non_overlapping_edit_by_another_account(
     assert wiki.wikitext(title) == ("Top line, edited by the Editor.\n\nMiddle paragraph.\n\n"
                                     "Bottom line, edited by the model.")
 
+
+
+@on_every_version
+@pytest.mark.parametrize("section", [None, "Economy"])
+def test_a_replacement_without_latest_id_from_a_new_process_does_not_revert_a_colleague(
+        wiki: RealWiki, section: str | None) -> None:
+    """Session 1 reads the page; a colleague adds a sentence; a new server process (the client
+    restarted) writes the text read in session 1: without latestId it is refused, naming the latest
+    revision and its author; with the revision read, the colleague's sentence is kept."""
+    env = wiki.env()
+    first, second = make_server(env), make_server(env)
+    title = f"Write restart colleague test {section or 'page'}"
+    text = "Lead of the town.\n\n== Economy ==\nFishing since 1720.\n\nA market since 1801.\n\n== History ==\nFounded in 1200."
+    create(bot_server_for(wiki), title, text)
+    read = call(first, "get-page", title=title, **({"section": section} if section else {}))
+    revid = int(field(read, "Revision ID"))
+    seen = content_of(read.blocks[0])
+    editor_edit(wiki, title, text.replace("Founded in 1200.", "Founded in 1200.\n\nA port opened in 1850.")
+                .replace("Fishing since 1720.", "Fishing since 1720, and whaling."))
+    latest = revision_ids(wiki, title)[0]
+    mine = seen.replace("A market since 1801.", "A market since 1802.")
+    where = {"section": section} if section else {}
+    refused = call(second, "update-page", title=title, source=mine, **where)
+    assert refused.is_error and refused.blocks[0].startswith("invalid_input: Nothing was saved: no read of ")
+    assert f"The latest is revision {latest}, by Editor" in refused.text and "latestId=" in refused.text
+    assert revision_ids(wiki, title)[0] == latest
+    done = call(second, "update-page", title=title, source=mine, latestId=revid, **where)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == (
+        "Lead of the town.\n\n== Economy ==\nFishing since 1720, and whaling.\n\nA market since 1802.\n\n"
+        "== History ==\nFounded in 1200.\n\nA port opened in 1850.")
+
+
+@on_every_version
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
+        wiki: RealWiki, read: str) -> None:
+    """A find, content='none', an outline, rendered text: each shows a revision ID, and the model's
+    next write is made on that revision, so a colleague's edit since is merged in, not reverted."""
+    server = make_server(wiki.env())
+    title = f"Write pinned by {read} test"
+    text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
+    create(bot_server_for(wiki), title, text)
+    shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
+             call(server, "get-page", title=title, content="none") if read == "content-none" else
+             call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-page", title=title, content="text"))
+    assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    done = call(server, "update-page", title=title, source=text.replace("1900", "1901"))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
+
+
+def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
+    """The pins and checks of a write use what its one read of the page brings: after a read in the
+    same session, a whole-page, section, find or append write is a read, the edit and the sizes."""
+    server = make_server(wiki.env())
+    counter = RequestCounter(server)
+    title = "Write requests after a read test"
+    create(server, title, "Lead.\n== One ==\nFirst.\n== Two ==\nSecond.\n\n[[Category:Counted]]")
+    call(server, "get-page", title=title)
+    calls = [
+        ("get-page", {"title": title}, 1),
+        ("update-page", {"title": title, "source": "Lead, edited.\n== One ==\nFirst.\n== Two ==\nSecond.\n\n"
+                                                   "[[Category:Counted]]"}, 3),
+        ("get-page", {"title": title, "section": 2}, 1),
+        ("update-page", {"title": title, "section": 2, "source": "== Two ==\nSecond, edited."}, 3),
+        ("update-page", {"title": title, "find": "First.", "replace": "First, edited."}, 3),
+        ("update-page", {"title": title, "mode": "append", "source": "Appended."}, 3),
+        ("get-page", {"title": title, "content": "none"}, 1),
+        ("update-page", {"title": title, "section": 1, "source": "== One ==\nFirst, again."}, 3),
+    ]
+    assert_requests_per_call(server, counter, calls)
 
 def test_latest_id_of_another_page_is_refused(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write wrong base test"
@@ -4391,6 +4502,115 @@ def test_a_truncated_page_read_guards_whole_writes_and_unseen_sections(wiki: Rea
     assert "A small section, edited." in text and "The final line of the big section." in text
     assert "Sentence 119 of the big section." in text
 
+
+
+def sections_page(count: int) -> str:
+    """A page of ``count`` sections of about 200 bytes each."""
+    return "Intro of the page.\n" + "".join(f"== Part {n} ==\n" + f"Sentence {n} of the page. " * 8 + "\n"
+                                             for n in range(1, count + 1))
+
+
+@on_every_version
+def test_a_cut_read_written_back_whole_from_a_new_server_process_is_refused(wiki: RealWiki) -> None:
+    """A client restarted with the conversation kept starts a new server process, which holds no read
+    of the page: the text the model kept from a cut read would drop the sections it never saw."""
+    env = wiki.env(MCP_CONTENT_MAX_BYTES="1500")
+    first, second = make_server(env), make_server(env)  # two processes: no read ledger in common
+    title = "Write cut read new session test"
+    revid = create(bot_server_for(wiki), title, sections_page(30))
+    read = call(first, "get-page", title=title)
+    assert read.blocks[-1].startswith("Content truncated at ") and "offset=" in read.blocks[-1]
+    cut = content_of(read.blocks[0]).replace("Intro of the page.", "Introduction of the page.")
+    same_session = call(first, "update-page", title=title, source=cut)
+    assert same_session.is_error and "was not read whole" in same_session.text
+    unpinned = call(second, "update-page", title=title, source=cut)
+    assert unpinned.is_error and unpinned.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: no read of {title!r} is on record for this client"), unpinned.text
+    assert f"The latest is revision {revid}, by {wiki.bot_user.partition('@')[0]}" in unpinned.text
+    assert f"latestId={revid}" in unpinned.text
+    pinned = call(second, "update-page", title=title, source=cut, latestId=revid)
+    assert pinned.is_error and pinned.blocks[0].startswith(
+        "invalid_input: Nothing was saved: this text would remove sections "), pinned.text
+    assert "30 (Part 30)" in pinned.text or "more" in pinned.text
+    assert "has not read that revision whole" in pinned.text and "offset" in pinned.text
+    assert wiki.wikitext(title) == sections_page(30).rstrip() and revision_ids(wiki, title) == [revid]
+    # read whole in this process, the same write goes through
+    whole = read_whole(second, title=title)
+    done = call(second, "update-page", title=title, latestId=revid,
+                source=whole.replace("Intro of the page.", "Introduction of the page."))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == sections_page(30).rstrip().replace("Intro of", "Introduction of")
+
+
+
+def test_a_cut_read_written_back_from_a_restarted_console_script_is_refused(wiki: RealWiki) -> None:
+    """The installed console script over real stdio, started twice as a desktop client restarts it:
+    the second process was shown nothing, so the text the first one cut is not written back whole."""
+    from mcp.client.stdio import StdioServerParameters
+    script = shutil.which("mediawiki-mcp", path=str(Path(sys.executable).parent)) or shutil.which("mediawiki-mcp")
+    assert script, "the console script is not installed: pip install -e '.[test]'"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_"))}
+    process = StdioServerParameters(command=script, env={**clean, **wiki.env(MCP_CONTENT_MAX_BYTES="1500")})
+    title = "Write cut read restarted script test"
+    revid = create(bot_server_for(wiki), title, sections_page(20))
+
+    def session(tool: str, **arguments: Any) -> Result:
+        async def go() -> Any:
+            async with Client(process) as client:
+                return await client.call_tool(tool, arguments)
+        result = anyio.run(go)
+        return Result([block.text for block in result.content if block.type == "text"], bool(result.is_error))
+    cut = content_of(session("get-page", title=title).blocks[0])
+    refused = session("update-page", title=title, latestId=revid, source=cut.replace("Intro of", "Introduction of"))
+    assert refused.is_error and "this text would remove sections " in refused.text, refused.text
+    assert wiki.wikitext(title) == sections_page(20).rstrip() and revision_ids(wiki, title) == [revid]
+
+@on_every_version
+def test_a_whole_write_removing_sections_needs_this_clients_whole_read_whatever_latest_id_says(
+        wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write removal unread test"
+    revid = create(bot_server_for(wiki), title, sections_page(4))
+    shorter = sections_page(2)
+    refused = call(server, "update-page", title=title, source=shorter, latestId=revid, removeSections=True)
+    assert refused.is_error and "remove sections 3 (Part 3), 4 (Part 4)" in refused.text, refused.text
+    half = call(server, "update-page", title=title, latestId=revid,
+                source="Intro of the page.\n" + "".join(f"== Part {n} ==\nShort.\n" for n in range(1, 5)))
+    assert half.is_error and "bytes from" in half.text and "remove sections" not in half.text, half.text
+    assert revision_ids(wiki, title) == [revid]
+    call(server, "get-page", title=title)  # read whole: what goes is seen
+    done = call(server, "update-page", title=title, source=shorter, removeSections=True)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == shorter.rstrip()
+
+
+@on_every_version
+def test_replacing_the_last_section_keeps_the_links_that_close_the_page_and_appends_go_above_them(
+        wiki: RealWiki) -> None:
+    """The last section, read alone, ends with the page's categories and sort key: rewritten without
+    them, they stay below it, and the answer says so; appends land above them, as in the page's text
+    they close it."""
+    server = make_server(wiki.env())
+    title = "Write closing links test"
+    closing = "{{DEFAULTSORT:Three, test}}\n[[Category:Closing X|Three]]\n[[Category:Closing Y]]"
+    create(server, title, f"Lead.\n== One ==\nText one.\n== Three ==\nText three.\n\n{closing}")
+    seen = content_of(call(server, "get-page", title=title, section="Three").blocks[0])
+    assert seen == f"== Three ==\nText three.\n\n{closing}"
+    done = call(server, "update-page", title=title, section="Three", source="== Three ==\nText three rewritten.")
+    assert not done.is_error and f"\nKept: {' '.join(closing.split())} (they close the page" in done.text, done.text
+    assert "Removed:" not in done.text
+    assert wiki.wikitext(title) == f"Lead.\n== One ==\nText one.\n== Three ==\nText three rewritten.\n\n{closing}"
+    appended = call(server, "update-page", title=title, mode="append", source="Appended to the page.")
+    assert not appended.is_error and "Placed: above the categories" in appended.text, appended.text
+    in_section = call(server, "update-page", title=title, section=2, mode="append", source="Appended to Three.")
+    assert not in_section.is_error, in_section.text
+    assert wiki.wikitext(title) == ("Lead.\n== One ==\nText one.\n== Three ==\nText three rewritten.\n"
+                                    f"Appended to the page.\nAppended to Three.\n\n{closing}")
+    own = call(server, "update-page", title=title, section=2,
+               source="== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
+    assert not own.is_error and "Kept:" not in own.text, own.text
+    assert "Removed: {{DEFAULTSORT:Three, test}}, [[Category:Closing X]], [[Category:Closing Y]]" in own.text
+    assert wiki.wikitext(title).endswith("== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
 
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
@@ -4469,7 +4689,7 @@ def test_a_lost_answer_finds_the_edit_whatever_the_wiki_did_to_its_summary(wiki:
     proxy = DroppingProxy(wiki.url)
     try:
         server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
-        result = call(server, "update-page", title=title, source="After.", comment=comment)
+        result = call(server, "update-page", title=title, source="After.", comment=comment, latestId=before[0])
         assert proxy.drops_left == 0, "the proxy never dropped an answer"
     finally:
         proxy.close()
@@ -4629,7 +4849,7 @@ def test_write_retries_only_on_answers_that_prove_nothing_was_written(fake: Fake
                    headers={"Retry-After": "2"})
     fake.replies = [Reply(body=page), Reply(body=tokens), maxlag, Reply(body=saved)]
     server = fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false")
-    result = call(server, "update-page", title="Main Page", source="new")
+    result = call(server, "update-page", title="Main Page", source="new", latestId=7)
     assert not result.is_error and field(result, "Revision ID") == "8" and sleeps == [2.0]
     page["query"]["pages"][0]["revisions"][0]["revid"] = 8  # the page as the wiki now has it
     # ratelimited without a short Retry-After: refused at once, never resent
@@ -4658,7 +4878,7 @@ def test_a_write_throttled_with_a_short_retry_after_is_sent_again_after_that_wai
                     headers={"Retry-After": "3"})
     fake.replies = [Reply(body=page), Reply(body=tokens), limited, Reply(body=saved)]
     result = call(fake_server(fake, sleeps, MEDIAWIKI_READ_ONLY="false"), "update-page", title="Main Page",
-                  source="new")
+                  source="new", latestId=7)
     assert not result.is_error and field(result, "Revision ID") == "8", result.text
     assert sleeps == [3.0]
     assert [s["params"].get("action") for s in fake.requests_to_api()].count("edit") == 2
@@ -4902,6 +5122,7 @@ def test_tags_and_attribution_follow_the_wiki_configuration(wiki: RealWiki) -> N
     assert revision["tags"] == ["mcp-edit"] and revision["comment"] == "Plain summary"
     untagged = dataclasses.replace(config, tags=("no-such-tag",))
     server = m.create_server(state=m.ServerState.from_config(m.Config({wiki.key: untagged}, wiki.key)))
+    call(server, "get-page", title=title)  # another process: it reads the page first
     result = call(server, "update-page", title=title, source="Untagged?")
     assert result.is_error and result.blocks[0].startswith("permission_denied: ")  # the operator's to fix
     assert result.text.endswith(m.TAGS_NEXT_STEP)
@@ -4919,6 +5140,7 @@ def test_bot_flag_needs_the_bot_right(bot_server: Any, wiki: RealWiki) -> None:
     php(wiki.directory, "maintenance/createBotPassword.php", "--appid=mcp", f"--grants={BOT_GRANTS}",
         "Robot", password)
     robot = make_server(wiki.env(MEDIAWIKI_USERNAME="Robot@mcp", MEDIAWIKI_PASSWORD=password))
+    call(robot, "get-page", title=title)
     assert not call(robot, "update-page", title=title, source="Bot text.", bot=True).is_error
     change = wiki.raw_get(action="query", list="recentchanges", rctitle=title, rcprop="flags|user",
                           rclimit=1)["query"]["recentchanges"][0]
@@ -4932,6 +5154,7 @@ def test_a_protected_page_is_permission_denied(wiki: RealWiki) -> None:
     client = m.MediaWikiClient(wiki.api, m.Credentials(wiki.bot_user, wiki.bot_password))
     client.write({"action": "protect", "title": title, "protections": "edit=sysop"})
     anonymous = make_server({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false"})
+    call(anonymous, "get-page", title=title)
     result = call(anonymous, "update-page", title=title, source="Vandalism.")
     assert result.is_error and result.blocks[0].startswith("permission_denied: ")
     assert "[protectedpage]" in result.text and "administrator" in result.text
@@ -5215,19 +5438,20 @@ def test_a_section_given_a_sibling_named_as_one_under_another_heading_is_saved(b
 def test_appended_and_prepended_text_stands_on_a_line_of_its_own(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write separator test"
     create(bot_server, title, "Erste Zeile.\n\n[[Category:Usertest3]]")
+    # appends go above the category that closes the page
     steps = [({"mode": "append", "source": "== Neuer Abschnitt ==\nAngehängt."},
-              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt."),
+              "Erste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\n\n[[Category:Usertest3]]"),
              ({"mode": "append", "source": "Second line."},
-              "Erste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line."),
+              "Erste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n\n[[Category:Usertest3]]"),
              ({"mode": "prepend", "source": "{{Fixture box}}"},
-              ("{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n== Neuer Abschnitt ==\nAngehängt.\n"
-               "Second line.")),
+              ("{{Fixture box}}\n\nErste Zeile.\n\n== Neuer Abschnitt ==\nAngehängt.\n"
+               "Second line.\n\n[[Category:Usertest3]]")),
              ({"mode": "prepend", "source": "Opening words."},
-              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.")),
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n\n[[Category:Usertest3]]")),
              ({"mode": "append", "source": "\n* an item"},  # a line break already given is kept, not doubled
-              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n[[Category:Usertest3]]\n\n"
-               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item"))]
+              ("Opening words.\n{{Fixture box}}\n\nErste Zeile.\n\n"
+               "== Neuer Abschnitt ==\nAngehängt.\nSecond line.\n* an item\n\n[[Category:Usertest3]]"))]
     previous = wiki.wikitext(title)
     for arguments, expected in steps:
         dry = call(bot_server, "update-page", title=title, dryRun=True, **arguments)
@@ -5456,8 +5680,9 @@ def test_a_write_after_a_read_never_overwrites_an_edit_made_since(wiki: RealWiki
 
 
 def test_an_edit_through_a_redirect_names_the_target(bot_server: Any, wiki: RealWiki) -> None:
-    create(bot_server, "Write redirect target", "The target's own text.")
-    create(bot_server, "Write redirect source", "#REDIRECT [[Write redirect target]]")
+    # made elsewhere: this client knows the redirect only as get-page shows it
+    create(bot_server_for(wiki), "Write redirect target", "The target's own text.")
+    create(bot_server_for(wiki), "Write redirect source", "#REDIRECT [[Write redirect target]]")
     seen = call(bot_server, "get-page", title="Write redirect source")
     assert field(seen, "Title") == "Write redirect target"
     target_revision = int(field(seen, "Revision ID"))
@@ -5486,6 +5711,7 @@ def test_a_find_changed_since_latest_id_is_a_conflict_saying_what_changed(bot_se
     assert result.is_error and result.blocks[0].startswith(
         f"conflict: The text to find is in revision {base}, the base of this change, but no longer in")
     assert "~Line [-one-]{+1, by the Editor+}." in result.text and "get-page" in result.text
+    assert f"The edits made since: {revision_ids(wiki, title)[0]} by Editor." in result.text, result.text
     assert wiki.wikitext(title) == "Line 1, by the Editor.\nLine two.\nLine three."
 
 
@@ -5653,6 +5879,49 @@ def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki
     assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
 
 
+
+RHEIN = ("{{Infobox river\n| name = Rhein\n| length = 1230\n| source = Lake Toma\n}}\n"
+         "The '''Rhein''' is a river of Europe, flowing from the Alps to the North Sea.\n\n"
+         "== History ==\nThe Romans built forts along its banks, and later towns grew around them.\n\n"
+         "[[Category:Rivers of Germany]]")
+
+
+@on_every_version
+def test_rendered_text_with_its_section_markers_removed_is_refused_here_and_in_a_new_process(
+        wiki: RealWiki) -> None:
+    """The model strips ' (section 1)' from get-page's plain text so that it looks like wikitext: this
+    client's rendering still recognises it; a new process, which holds none, refuses a whole-page text
+    that keeps none of the page's template calls and categories."""
+    env = wiki.env()
+    first, second = make_server(env), make_server(env)
+    title = "Write rendered markers removed test"
+    revid = create(bot_server_for(wiki), title, RHEIN)
+    shown = content_of(call(first, "get-page", title=title, content="text").blocks[0])
+    assert "== History == (section 1)" in shown
+    stripped = shown.replace(" (section 1)", "")
+    here = call(first, "update-page", title=title, source=stripped)
+    assert here.is_error and here.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), here.text
+    there = call(second, "update-page", title=title, source=stripped, latestId=revid)
+    assert there.is_error and there.blocks[0].startswith(
+        "invalid_input: Nothing was saved: the new text keeps none of the template calls and categories "
+        f"{title!r} has ({{{{Infobox river}}}}, [[Category:Rivers of Germany]])"), there.text
+    assert "removeSections=true" in there.text
+    assert wiki.wikitext(title) == RHEIN and revision_ids(wiki, title) == [revid]
+
+
+@on_every_version
+def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    title = "Write removed markup named test"
+    create(server, title, RHEIN)
+    dry = call(server, "update-page", title=title, source=RHEIN.split("}}\n", 1)[1], dryRun=True)
+    assert not dry.is_error and "\nRemoved: {{Infobox river}}" in dry.text, dry.text
+    found = call(server, "update-page", title=title, find="\n\n[[Category:Rivers of Germany]]", replace="")
+    assert not found.is_error and found.text.endswith("\nRemoved: [[Category:Rivers of Germany]]"), found.text
+    kept = call(server, "update-page", title=title, find="Rhein", replace="Rhine", replaceAll=True)
+    assert not kept.is_error and "Removed:" not in kept.text, kept.text
+
 def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Pipeline list append test"
@@ -5801,12 +6070,13 @@ def test_a_dry_run_refuses_what_the_save_would_refuse(bot_server: Any, wiki: Rea
     created = call(bot_server, "create-page", title=title, source='{"rivers": 3}', contentModel="json")
     assert not created.is_error, created.text
     limit = int(wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["maxarticlesize"])
+    call(bot_server, "get-page", title="Apple")
     cases = [("create-page", {"title": "Pipeline unknown model test", "source": "x", "contentModel": "nosuchmodel"},
               "knows no content model 'nosuchmodel'"),
              ("update-page", {"title": title, "source": '{"rivers": '}, "the new text is not valid JSON"),
              ("create-page", {"title": "Pipeline bad JSON test", "source": "{", "contentModel": "json"},
               "the new text is not valid JSON"),
-             ("update-page", {"title": "Apple", "source": "An apple. " * (limit // 10 + 100)},
+             ("update-page", {"title": "Apple", "source": wiki.wikitext("Apple") + "\nAn apple." * (limit // 10 + 100)},
               f"over {wiki.key}'s maximum page size of {limit} bytes")]
     for tool, arguments, message in cases:
         dry = call(bot_server, tool, dryRun=True, **arguments)
@@ -6799,12 +7069,16 @@ def asking_client(server: Any, answers: list[dict[str, Any]], questions: list[An
     return Client(server, mode="legacy", elicitation_callback=elicit)
 
 
-def call_asking(server: Any, tool: str, answers: list[dict[str, Any]], **arguments: Any) -> tuple[Result, list[Any]]:
-    """A call from a client that can ask the person, who gives ``answers``; its result and the questions."""
+def call_asking(server: Any, tool: str, answers: list[dict[str, Any]], reading: Mapping[str, Any] | None = None,
+                **arguments: Any) -> tuple[Result, list[Any]]:
+    """A call from a client that can ask the person, who gives ``answers``; its result and the questions.
+    ``reading``: get-page's arguments, to read the page first in the same session."""
     questions: list[Any] = []
 
     async def go() -> Any:
         async with asking_client(server, answers, questions) as client:
+            if reading is not None:
+                assert not (await client.call_tool("get-page", dict(reading))).is_error
             return await client.call_tool(tool, arguments)
     result = anyio.run(go)
     return Result([b.text for b in result.content if b.type == "text"], bool(result.is_error)), questions
@@ -7205,19 +7479,20 @@ def test_the_person_confirms_a_whole_page_write_that_the_shrink_guard_lets_throu
     text = "Lead.\n\n== One ==\nFirst section.\n\n== Two ==\nSecond section."
     create(bot_server, title, text)
     latest = revision_ids(wiki, title)[0]
-    grown, questions = call_asking(bot_server, "update-page", [], title=title, source=text + "\nMore.",
+    read = {"title": title}  # each call is a session of its own, which reads the page first
+    grown, questions = call_asking(bot_server, "update-page", [], read, title=title, source=text + "\nMore.",
                                    removeSections=True)  # the guard would let it through anyway: no question
     assert not grown.is_error and questions == [], grown.text
     latest = revision_ids(wiki, title)[0]
     for answer, arguments in (({"action": "decline"}, {"source": "== Two ==\nSecond section.", "removeSections": True}),
                               ({"action": "decline"}, {"source": "", "blank": True})):
-        kept, questions = call_asking(bot_server, "update-page", [answer], title=title, **arguments)
+        kept, questions = call_asking(bot_server, "update-page", [answer], read, title=title, **arguments)
         what = "empty it" if arguments.get("blank") else "drop the rest of its text"
         assert questions[0].message.startswith(
             f"update-page would replace all of {title!r} on {wiki.key} (revision {latest}, {len(text) + 6} bytes) with "
             f"{len(arguments['source'])} bytes of new text, which would {what}.\n"), questions[0].message
         assert kept.is_error and kept.blocks[0].startswith(DECLINED) and revision_ids(wiki, title)[0] == latest
-    done, _ = call_asking(bot_server, "update-page", [ALLOW], title=title, source="== Two ==\nSecond section.",
+    done, _ = call_asking(bot_server, "update-page", [ALLOW], read, title=title, source="== Two ==\nSecond section.",
                           removeSections=True)
     assert not done.is_error and wiki.wikitext(title) == "== Two ==\nSecond section.", done.text
 
@@ -9036,6 +9311,21 @@ def test_copy_page_leaves_an_existing_page_alone_and_overwrites_it_only_when_ask
     assert latest_revision(the_other_version, title)["comment"].startswith(
         f"Copied from {title!r} on {site_name(wiki)}")
 
+
+
+@on_every_version
+def test_copy_page_overwrite_after_a_read_of_the_revision_id_alone_keeps_a_colleagues_line(
+        wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
+    """get-page with content='none' shows the target's revision ID: the overwrite is pinned to it, so
+    a line a colleague added since is not overwritten unseen."""
+    title = f"Copied over none {secrets.token_hex(4)}"
+    create(bot_server_for(wiki), title, "Source text.")
+    create(bot_server_for(the_other_version), title, "The target's own text.")
+    server = copy_server(tmp_path, wiki, the_other_version)
+    assert not call(server, "get-page", title=title, content="none").is_error
+    editor_edit(the_other_version, title, "The target's own text.\n\nA colleague's line.")
+    result = call(server, "copy-page", title=title, fromWiki="source", overwrite=True)
+    assert "A colleague's line." in the_other_version.wikitext(title), result.text
 
 def test_copy_page_overwriting_a_page_that_already_has_the_text_does_not_say_it_copied_it(
         wiki: RealWiki, the_other_version: RealWiki, tmp_path: Path) -> None:
