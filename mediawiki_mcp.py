@@ -4929,6 +4929,11 @@ class ServerState:
             client.observe = self.metrics.wiki_request_seconds.labels(key).observe
         return client
 
+    def refused(self, reason: str) -> None:
+        """Counts a request refused before any tool saw it (Metrics.refusals), when metrics are on."""
+        if self.metrics is not None:
+            self.metrics.refusals.labels(reason).inc()
+
     @property
     def guard(self) -> AddressGuard:
         """The address guard of URLs a model gives (add-wiki, uploads from a URL)."""
@@ -12064,6 +12069,11 @@ class Metrics:
                                   "error's category)", ["tool", "outcome"], registry=self.registry)
         self.sign_ins = Counter("mediawiki_mcp_sign_ins", "Sign-in forms sent (MCP_AUTH=login), by outcome: "
                                 "signed_in, or why the sign-in was refused", ["outcome"], registry=self.registry)
+        self.refusals = Counter("mediawiki_mcp_refused_requests", "Requests refused before any tool saw them, by "
+                                "reason: no_token and token (401: none, or one that is unknown, expired, revoked or "
+                                "whose person cannot be used), host (421), origin (403), sessions (429: "
+                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login)", ["reason"],
+                                registry=self.registry)
         self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
                                               "a wiki took, by wiki key", ["wiki"], registry=self.registry)
         store = state.reads.store
@@ -12148,6 +12158,7 @@ class PersonSessions:
             if idle is None:
                 log.warning("refused a new MCP session of %s: their %d are all busy (MCP_SESSIONS_PER_PERSON)",
                             logged(person.name), self.cap)
+                self.server.state.refused("sessions")
                 reason = (f"{person.name} has {self.cap} MCP sessions open on this server, each busy, which is "
                           "as many as one person may have (MCP_SESSIONS_PER_PERSON): end one (DELETE /mcp with "
                           "its Mcp-Session-Id), or connect again once a call has finished.")
@@ -12243,6 +12254,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
             if refusal is not None:
                 status, reason = refusal
                 log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
+                server.state.refused({421: "host", 403: "origin"}.get(status) or (
+                    "token" if bearer_token(headers.get("authorization", "")) else "no_token"))
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)

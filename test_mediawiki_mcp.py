@@ -12356,6 +12356,7 @@ def test_a_persons_session_beyond_the_cap_closes_their_oldest_idle_one_or_is_ref
         refused = post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)
         assert refused.status_code == 429 and "MCP_SESSIONS_PER_PERSON" in refused.text, refused.text
         assert "has 2 MCP sessions open on this server, each busy" in refused.json()["error"]["message"]
+        assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "sessions"),))] == 1
         PersonSession(url, member_token)  # Member's first session, beside Admin's two
         for stream in streams:
             stream.close()
@@ -13445,6 +13446,25 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
     assert wiki.editor_password not in caplog.text
 
 
+def test_metrics_count_the_requests_refused_before_any_tool_by_reason(wiki: RealWiki) -> None:
+    """/metrics counts the requests refused at the door, so that an operator sees tokens refused in
+    numbers (a replica with another key, a store that lost its people), apart from the first request
+    of each client, which comes without a token; and wrong Hosts and Origins."""
+    with login_server(login_env(wiki)) as (server, url):
+        tokens = OAuthApp.register(url).tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert initialize_status(url, tokens["access_token"]) == 200
+        server.state.reads.store.forget((signin.SIGN_IN_SPACE, "person", f"{wiki.key}:Editor"))
+        assert initialize_status(url, tokens["access_token"]) == 401  # its person no longer known
+        assert initialize_status(url, secrets.token_urlsafe(32)) == 401
+        assert post_rpc(url, "initialize", INIT_PARAMS).status_code == 401
+        assert post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": "evil.example"}).status_code == 421
+        assert post_rpc(url, "initialize", INIT_PARAMS, headers={"Origin": "http://evil.example"}).status_code == 403
+        values = metric_values(url)
+    refused = {dict(labels)["reason"]: value for (name, labels), value in values.items()
+               if name == "mediawiki_mcp_refused_requests_total"}
+    assert refused == {"token": 2, "no_token": 1, "host": 1, "origin": 1}, values
+
+
 def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None:
     """Without MCP_METRICS_TOKEN /metrics answers loopback clients only (a proxy's X-Forwarded-For
     names the client) that name this machine as Host (not a page led there by DNS rebinding), with it
@@ -14167,6 +14187,8 @@ def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_a
             caplog.clear()
             store.stop()
             outage("Error 111 connecting")
+            # each of them counted in /metrics, which needs no store
+            assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "store_down"),))] == 12
     finally:
         store.stop()
 
