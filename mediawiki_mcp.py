@@ -4702,12 +4702,19 @@ class Person:
     """Someone who signed in to this server (a token of MCP_AUTH_TOKENS, or MCP_AUTH=login). On each
     wiki of ``accounts`` the server acts as them, never as that wiki's configured account."""
     id: str  # stable and not secret: the caller (caller_id) whose reads and idempotency keys are theirs
-    name: str  # what the operator's log calls them: their wiki user name, never a secret
+    name: str  # what they are called: their wiki user name, never a secret
     accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
     signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
     #: the sign-in whose account this is (MCP_AUTH=login): each has a wiki session of its own, with
     #: the grants of its bot password, whatever the person's other sign-ins have
     sign_in: str = ""
+
+    @property
+    def in_log(self) -> str:
+        """How the operator's log names them: one signed in as WIKI:USER, as the sign-in's own lines and
+        ``mediawiki-mcp sign-in list|revoke`` do (one user name signed in to two wikis is two people,
+        one perhaps with no account on the wiki of the line); one of MCP_AUTH_TOKENS by their name."""
+        return self.id if self.signed_in else self.name
 
     def account_fix(self) -> str:
         return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
@@ -5290,7 +5297,7 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
         category = str(blocks[0]).partition(":")[0] if blocks else ""
         outcome = category if category in typing.get_args(ErrorCategory) else "error"
     client = ctx.request.client if ctx.request is not None else None
-    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.name) if person else "-",
+    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.in_log) if person else "-",
              logged(tool), wiki or "-", outcome, client.host if client else "-")
     if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
         state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
@@ -5299,7 +5306,7 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", person.name, name, key,
+    log.info("write by %s: %s on %s%s: %s", person.in_log, name, key,
              f", page {page!r}" if page else "", outcome)
 
 
@@ -12157,7 +12164,7 @@ class PersonSessions:
             idle = next((sid for sid, busy in sessions.items() if not busy), None)
             if idle is None:
                 log.warning("refused a new MCP session of %s: their %d are all busy (MCP_SESSIONS_PER_PERSON)",
-                            logged(person.name), self.cap)
+                            logged(person.in_log), self.cap)
                 self.server.state.refused("sessions")
                 reason = (f"{person.name} has {self.cap} MCP sessions open on this server, each busy, which is "
                           "as many as one person may have (MCP_SESSIONS_PER_PERSON): end one (DELETE /mcp with "
@@ -12171,7 +12178,7 @@ class PersonSessions:
             if transport is not None and transport.idle_scope is not None:
                 transport.idle_scope.cancel()  # the SDK then ends the session, as after its idle time
             log.info("closed the oldest idle MCP session of %s to open another (MCP_SESSIONS_PER_PERSON=%d)",
-                     logged(person.name), self.cap)
+                     logged(person.in_log), self.cap)
         opened = person.id
 
         async def noting(message: Any) -> None:

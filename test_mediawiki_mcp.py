@@ -13340,6 +13340,25 @@ def test_a_person_without_an_account_on_a_wiki_reads_nothing_private_of_its_conf
         assert "\nWrites from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki" in site
 
 
+def test_each_tool_call_of_a_signed_in_person_is_logged_under_the_wiki_they_signed_in_to(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Editor signed in to each of two wikis is two people: one acts as Editor on the first wiki, the
+    other reads it through its configured account. The log names each as WIKI:USER, as the line of
+    their sign-in and mediawiki-mcp sign-in list|revoke do, so the operator tells them apart."""
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with caplog.at_level(logging.INFO), login_server(env) as (_, url):
+        app = OAuthApp.register(url)
+        for browser in (Browser(wiki.editor_user, wiki.editor_password),
+                        Browser(other_wiki.editor_user, other_wiki.editor_password,
+                                lambda fields: {**fields, "wiki": "other"})):
+            session = PersonSession(url, app.tokens(browser)["access_token"])
+            assert "Rhine" in tool_text(session.call("get-page", title=RIVER_ARTICLE, wiki=wiki.key))
+    assert [message for message in caplog.messages if message.startswith("tool call: ")] == [
+        f"tool call: person='{key}:Editor' tool='get-page' wiki={wiki.key} outcome=done client=127.0.0.1"
+        for key in (wiki.key, "other")]
+
+
 @on_every_version
 def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (_, url):
@@ -13439,8 +13458,8 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
     for private in ("Editor", title):  # (the wiki's key here is an address, 127.0.0.1:port, as the client's)
         assert private not in text, private
     editor = wiki.editor_user.split("@")[0]
-    assert (f"tool call: person='{editor}' tool='create-page' wiki={wiki.key} outcome=done client=127.0.0.1"
-            in caplog.text), caplog.text
+    assert (f"tool call: person='{wiki.key}:{editor}' tool='create-page' wiki={wiki.key} outcome=done "
+            "client=127.0.0.1" in caplog.text), caplog.text
     assert f"tool='get-page' wiki={wiki.key} outcome=not_found client=127.0.0.1" in caplog.text
     assert f"sign-in to {wiki.key} as '{editor}' from 127.0.0.1 failed: authentication" in caplog.text
     assert wiki.editor_password not in caplog.text
