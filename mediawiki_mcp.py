@@ -890,7 +890,7 @@ class MediaWikiClient:
                                  "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
         self._tokens = {}  # tokens belong to the session
-        log.info("logged in to %s as %s", self.name, self.username)
+        log.info("logged in to %s as %s", self.name, logged(self.username or ""))
 
     # -- the request path: send (and follow), retry, read the answer --------------
 
@@ -5306,7 +5306,7 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", person.in_log, name, key,
+    log.info("write by %s: %s on %s%s: %s", logged(person.in_log), name, key,
              f", page {page!r}" if page else "", outcome)
 
 

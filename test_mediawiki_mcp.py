@@ -11759,8 +11759,8 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
                                    "administrators can give it; no retry by the model changes it.")
     assert deleted.startswith("Deleted") and revision_ids(wiki, doomed) == []
     assert stranger.status_code == 401
-    assert f"write by Member: update-page on {wiki.key}, page {title!r}: done" in caplog.text
-    assert f"write by Admin: delete-page on {wiki.key}, page {doomed!r}: done" in caplog.text
+    assert f"write by 'Member': update-page on {wiki.key}, page {title!r}: done" in caplog.text
+    assert f"write by 'Admin': delete-page on {wiki.key}, page {doomed!r}: done" in caplog.text
     shown = caplog.text + "".join(whoami.values()) + json.dumps(added) + json.dumps(refused)
     for secret in (admin_token, member_token, wiki.bot_password, wiki.plain_password, wiki.editor_password):
         assert secret not in shown
@@ -11792,7 +11792,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert tool_text(read).startswith("Wiki: third\n")
     # the copy reads third as configured, and writes to main as Member, never as the Editor
     assert "Created." in tool_text(copied) and revision_users(wiki, title) == ["Member"]
-    assert f"write by Member: copy-page on main, page {title!r}: done" in caplog.text  # the page written
+    assert f"write by 'Member': copy-page on main, page {title!r}: done" in caplog.text  # the page written
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
@@ -13080,6 +13080,27 @@ def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log
     assert not any(record.getMessage().count("\n") for record in caplog.records if "sign-in" in record.getMessage())
 
 
+def test_a_user_name_with_bidi_controls_the_wiki_accepts_reorders_no_line_of_the_log(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    """A wiki takes user names with characters that reorder what a terminal shows: U+2067 (an isolate)
+    in the name itself, which MediaWiki keeps, and U+202E (an override) typed before it on the sign-in
+    form, which MediaWiki strips as it logs in. Signed in so, a person's logins and writes are logged
+    with the name quoted and escaped, as every other line names a caller."""
+    user, app, password = "Iso\u2067late", "app" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--force", user, "Pw-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app}",
+        "--grants=basic,createeditmovepage,editpage", user, password)
+    title = f"Isolated {secrets.token_hex(4)}"
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (_, url):
+        tokens = OAuthApp.register(url).tokens(Browser(f"\u202e{user}@{app}", password))
+        made = PersonSession(url, tokens["access_token"]).call("create-page", title=title, source="Made.")
+        assert tool_text(made).startswith("Created."), made
+    assert latest_revision(wiki, title)["user"] == user
+    assert f"write by '{wiki.key}:Iso\\u2067late': create-page on {wiki.key}, page {title!r}: done" in caplog.messages
+    assert f"logged in to {wiki.key} as '\\u202eIso\\u2067late@{app}'" in caplog.messages
+    assert not [message for message in caplog.messages if "\u2067" in message or "\u202e" in message]
+
+
 #: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
 #: downloads nothing.
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -13982,8 +14003,8 @@ def test_a_person_is_one_client_across_replicas_and_two_people_are_two(
     assert tool_text(saved).startswith("Saved."), saved
     assert wiki.wikitext(title) == big_section_page() + "\nMore by Admin."
     assert revision_users(wiki, title)[0] == "Admin" and "Editor" not in revision_users(wiki, title)
-    assert f"write by Member: update-page on {wiki.key}, page {title!r}: invalid_input" in logs
-    assert f"write by Admin: update-page on {wiki.key}, page {title!r}: done" in logs
+    assert f"write by 'Member': update-page on {wiki.key}, page {title!r}: invalid_input" in logs
+    assert f"write by 'Admin': update-page on {wiki.key}, page {title!r}: done" in logs
     for secret in (admin, member, wiki.plain_password, wiki.bot_password, wiki.editor_password):
         assert secret not in logs
 
