@@ -11579,13 +11579,16 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
     login = login_module()
     sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
     try:
-        if args.action == "revoke":
-            if args.person not in {person["person"] for person in sign_ins.signed_in_people()}:
-                print(f"No one is signed in as {args.person}; 'mediawiki-mcp sign-in list' names who is.", file=out)
+        if args.action == "revoke":  # as list shows them, or as they are
+            person = next((person["person"] for person in sign_ins.signed_in_people()
+                           if args.person in (person["person"], unreordered(person["person"]))), None)
+            if person is None:
+                print(f"No one is signed in as {unreordered(args.person)}; 'mediawiki-mcp sign-in list' names who "
+                      "is.", file=out)
                 return 1
-            sign_ins.sign_out_person(args.person)
-            print(f"Signed out {args.person}: every token of theirs is revoked; their MCP client asks them to "
-                  "sign in again.", file=out)
+            sign_ins.sign_out_person(person)
+            print(f"Signed out {unreordered(person)}: every token of theirs is revoked; their MCP client asks them "
+                  "to sign in again.", file=out)
             return 0
         people = sign_ins.signed_in_people()
     except WikiError as error:  # the store cannot be reached
@@ -11594,13 +11597,20 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
     if not people:
         print("No one is signed in.", file=out)
     rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
-        (p["person"], p["wiki"], p["account"] or "-", datetime.datetime.fromtimestamp(
+        (unreordered(p["person"]), p["wiki"], unreordered(p["account"] or "-"), datetime.datetime.fromtimestamp(
             p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
          str(p["tokens"])) for p in people]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows if people else ():
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
     return 0
+
+
+def unreordered(text: str) -> str:
+    """A name a person chose as a terminal should show it (sign-in list): with any control or bidi
+    character escaped (U+202E as \\u202e, as logged() does), which MediaWiki keeps in user names or
+    strips only as it logs in, so that no name reorders the table."""
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:

@@ -14121,6 +14121,30 @@ def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their
     assert alone.returncode == 2 and "MCP_STATE_URL, which is not set" in alone.stderr
 
 
+def test_the_sign_in_command_shows_bidi_controls_in_names_escaped_and_revokes_by_what_it_shows(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A user name with U+2067 (kept by MediaWiki) signed in as typed with U+202E before it (stripped
+    by MediaWiki as it logs in): sign-in list shows both escaped, so that no name reorders the
+    operator's table, and sign-in revoke takes the person as the list shows them."""
+    import redis
+    user, app, password = "Iso\u2067late", "app" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--force", user, "Pw-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app}", "--grants=basic", user, password)
+    url = state_server.url.rpartition("/")[0] + "/8"  # a database of its own, to list this person alone
+    redis.Redis.from_url(url).flushdb()
+    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    with login_server(env) as (_, mcp):
+        tokens = OAuthApp.register(mcp).tokens(Browser(f"\u202e{user}@{app}", password))
+        listed = run_script("sign-in", "list", env=env)
+        assert listed.returncode == 0, listed.stderr
+        shown = f"{wiki.key}:Iso\\u2067late"
+        assert listed.stdout.splitlines()[1].split()[:3] == [shown, wiki.key, f"\\u202eIso\\u2067late@{app}"], listed
+        assert "\u2067" not in listed.stdout and "\u202e" not in listed.stdout
+        revoked = run_script("sign-in", "revoke", shown, env=env)
+        assert revoked.returncode == 0 and f"Signed out {shown}: every token" in revoked.stdout, revoked
+        assert initialize_status(mcp, tokens["access_token"]) == 401
+
+
 def test_replicas_with_different_keys_refuse_each_others_sign_ins_and_a_refresh_moves_them_to_the_new_key(
         wiki: RealWiki, state_server: StateServer) -> None:
     """Replica 1 has the key K1, replica 2 K2, on one store: a person signed in through 1 is refused
