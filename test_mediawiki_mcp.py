@@ -14193,6 +14193,27 @@ def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
             assert initialize_status(replica, given[0].access_token) == 401
 
 
+def test_a_person_signs_in_and_refreshes_through_a_redis_without_getdel(wiki: RealWiki) -> None:
+    """Redis has GETDEL from 6.2 only; 6.0 is still many systems' own (Debian 11, Ubuntu 22.04). On a
+    Redis without it (renamed away here, as it is missing there) a code and a refresh token still work
+    once each, where every exchange answered 503 'cannot be reached' and no one could sign in."""
+    store = StateServer("redis", "--rename-command", "GETDEL", "")
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            app, (verifier, challenge) = OAuthApp.register(url), pkce()
+            code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+            exchanges = [app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                                   redirect_uri=CALLBACK) for _ in range(2)]
+            assert exchanges[0].status_code == 200, exchanges[0].text
+            assert exchanges[1].status_code == 400 and exchanges[1].json()["error"] == "invalid_grant"
+            refresh = exchanges[0].json()["refresh_token"]
+            renewed, again = (app.token(grant_type="refresh_token", refresh_token=refresh) for _ in range(2))
+            assert renewed.status_code == 200 and again.status_code == 400, (renewed.text, again.text)
+            assert "User: Editor" in tool_text(PersonSession(url, renewed.json()["access_token"]).call("whoami"))
+    finally:
+        store.stop()
+
+
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
     store = StateServer("valkey")  # one of its own, to stop
     try:
