@@ -11887,7 +11887,9 @@ class HttpOptions:
         Host is not checked."""
         hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
         if self.sign_in and self.sign_in.public_url:
-            hosts.append(urllib.parse.urlsplit(self.sign_in.public_url).netloc)
+            public = urllib.parse.urlsplit(self.sign_in.public_url)
+            # also without its port, as a proxy passes it on from nginx's $host
+            hosts += dict.fromkeys([public.netloc, public.netloc.rsplit(":", 1)[0] if public.port else public.netloc])
         return hosts
 
 

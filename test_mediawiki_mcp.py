@@ -11555,6 +11555,7 @@ def test_the_public_urls_host_is_served_without_listing_it_and_other_hosts_still
     beyond = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--host", "0.0.0.0"]),
                             {**env, "MCP_PUBLIC_URL": "https://mcp.example.org:8443"})
     assert beyond is not None and m.http_refusal({"host": "mcp.example.org:8443"}, beyond) is None
+    assert m.http_refusal({"host": "mcp.example.org"}, beyond) is None  # nginx's $host has no port
     assert m.http_refusal({"host": "10.1.2.3:3000"}, beyond)[0] == 421  # checked once a public URL names the host
 
 
