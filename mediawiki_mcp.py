@@ -890,7 +890,7 @@ class MediaWikiClient:
                                  "password in Special:BotPasswords; no retry by the model changes this.")
         self._logged_in = True
         self._tokens = {}  # tokens belong to the session
-        log.info("logged in to %s as %s", self.name, self.username)
+        log.info("logged in to %s as %s", self.name, logged(self.username or ""))
 
     # -- the request path: send (and follow), retry, read the answer --------------
 
@@ -4702,12 +4702,19 @@ class Person:
     """Someone who signed in to this server (a token of MCP_AUTH_TOKENS, or MCP_AUTH=login). On each
     wiki of ``accounts`` the server acts as them, never as that wiki's configured account."""
     id: str  # stable and not secret: the caller (caller_id) whose reads and idempotency keys are theirs
-    name: str  # what the operator's log calls them: their wiki user name, never a secret
+    name: str  # what they are called: their wiki user name, never a secret
     accounts: Mapping[str, Credentials] = dataclasses.field(default_factory=dict, repr=False)
     signed_in: bool = False  # through the sign-in page (MCP_AUTH=login), not with a token of MCP_AUTH_TOKENS
     #: the sign-in whose account this is (MCP_AUTH=login): each has a wiki session of its own, with
     #: the grants of its bot password, whatever the person's other sign-ins have
     sign_in: str = ""
+
+    @property
+    def in_log(self) -> str:
+        """How the operator's log names them: one signed in as WIKI:USER, as the sign-in's own lines and
+        ``mediawiki-mcp sign-in list|revoke`` do (one user name signed in to two wikis is two people,
+        one perhaps with no account on the wiki of the line); one of MCP_AUTH_TOKENS by their name."""
+        return self.id if self.signed_in else self.name
 
     def account_fix(self) -> str:
         return ("sign in again with a working one (from the MCP client, authenticate to this server again)"
@@ -4928,6 +4935,11 @@ class ServerState:
         if self.metrics is not None:
             client.observe = self.metrics.wiki_request_seconds.labels(key).observe
         return client
+
+    def refused(self, reason: str) -> None:
+        """Counts a request refused before any tool saw it (Metrics.refusals), when metrics are on."""
+        if self.metrics is not None:
+            self.metrics.refusals.labels(reason).inc()
 
     @property
     def guard(self) -> AddressGuard:
@@ -5285,7 +5297,7 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
         category = str(blocks[0]).partition(":")[0] if blocks else ""
         outcome = category if category in typing.get_args(ErrorCategory) else "error"
     client = ctx.request.client if ctx.request is not None else None
-    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.name) if person else "-",
+    log.info("tool call: person=%s tool=%s wiki=%s outcome=%s client=%s", logged(person.in_log) if person else "-",
              logged(tool), wiki or "-", outcome, client.host if client else "-")
     if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
         state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
@@ -5294,7 +5306,7 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
 def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
     """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
     name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", person.name, name, key,
+    log.info("write by %s: %s on %s%s: %s", logged(person.in_log), name, key,
              f", page {page!r}" if page else "", outcome)
 
 
@@ -11567,13 +11579,16 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
     login = login_module()
     sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
     try:
-        if args.action == "revoke":
-            if args.person not in {person["person"] for person in sign_ins.signed_in_people()}:
-                print(f"No one is signed in as {args.person}; 'mediawiki-mcp sign-in list' names who is.", file=out)
+        if args.action == "revoke":  # as list shows them, or as they are
+            person = next((person["person"] for person in sign_ins.signed_in_people()
+                           if args.person in (person["person"], unreordered(person["person"]))), None)
+            if person is None:
+                print(f"No one is signed in as {unreordered(args.person)}; 'mediawiki-mcp sign-in list' names who "
+                      "is.", file=out)
                 return 1
-            sign_ins.sign_out_person(args.person)
-            print(f"Signed out {args.person}: every token of theirs is revoked; their MCP client asks them to "
-                  "sign in again.", file=out)
+            sign_ins.sign_out_person(person)
+            print(f"Signed out {unreordered(person)}: every token of theirs is revoked; their MCP client asks them "
+                  "to sign in again.", file=out)
             return 0
         people = sign_ins.signed_in_people()
     except WikiError as error:  # the store cannot be reached
@@ -11582,13 +11597,20 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
     if not people:
         print("No one is signed in.", file=out)
     rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
-        (p["person"], p["wiki"], p["account"] or "-", datetime.datetime.fromtimestamp(
+        (unreordered(p["person"]), p["wiki"], unreordered(p["account"] or "-"), datetime.datetime.fromtimestamp(
             p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
          str(p["tokens"])) for p in people]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows if people else ():
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
     return 0
+
+
+def unreordered(text: str) -> str:
+    """A name a person chose as a terminal should show it (sign-in list): with any control or bidi
+    character escaped (U+202E as \\u202e, as logged() does), which MediaWiki keeps in user names or
+    strips only as it logs in, so that no name reorders the table."""
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:
@@ -11865,7 +11887,9 @@ class HttpOptions:
         Host is not checked."""
         hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
         if self.sign_in and self.sign_in.public_url:
-            hosts.append(urllib.parse.urlsplit(self.sign_in.public_url).netloc)
+            public = urllib.parse.urlsplit(self.sign_in.public_url)
+            # also without its port, as a proxy passes it on from nginx's $host
+            hosts += dict.fromkeys([public.netloc, public.netloc.rsplit(":", 1)[0] if public.port else public.netloc])
         return hosts
 
 
@@ -12064,6 +12088,11 @@ class Metrics:
                                   "error's category)", ["tool", "outcome"], registry=self.registry)
         self.sign_ins = Counter("mediawiki_mcp_sign_ins", "Sign-in forms sent (MCP_AUTH=login), by outcome: "
                                 "signed_in, or why the sign-in was refused", ["outcome"], registry=self.registry)
+        self.refusals = Counter("mediawiki_mcp_refused_requests", "Requests refused before any tool saw them, by "
+                                "reason: no_token and token (401: none, or one that is unknown, expired, revoked or "
+                                "whose person cannot be used), host (421), origin (403), sessions (429: "
+                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login)", ["reason"],
+                                registry=self.registry)
         self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
                                               "a wiki took, by wiki key", ["wiki"], registry=self.registry)
         store = state.reads.store
@@ -12147,7 +12176,8 @@ class PersonSessions:
             idle = next((sid for sid, busy in sessions.items() if not busy), None)
             if idle is None:
                 log.warning("refused a new MCP session of %s: their %d are all busy (MCP_SESSIONS_PER_PERSON)",
-                            logged(person.name), self.cap)
+                            logged(person.in_log), self.cap)
+                self.server.state.refused("sessions")
                 reason = (f"{person.name} has {self.cap} MCP sessions open on this server, each busy, which is "
                           "as many as one person may have (MCP_SESSIONS_PER_PERSON): end one (DELETE /mcp with "
                           "its Mcp-Session-Id), or connect again once a call has finished.")
@@ -12160,7 +12190,7 @@ class PersonSessions:
             if transport is not None and transport.idle_scope is not None:
                 transport.idle_scope.cancel()  # the SDK then ends the session, as after its idle time
             log.info("closed the oldest idle MCP session of %s to open another (MCP_SESSIONS_PER_PERSON=%d)",
-                     logged(person.name), self.cap)
+                     logged(person.in_log), self.cap)
         opened = person.id
 
         async def noting(message: Any) -> None:
@@ -12243,6 +12273,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
             if refusal is not None:
                 status, reason = refusal
                 log.warning("refused %s %s: %s", scope.get("method"), scope["path"], reason)
+                server.state.refused({421: "host", 403: "origin"}.get(status) or (
+                    "token" if bearer_token(headers.get("authorization", "")) else "no_token"))
                 target = JSONResponse(
                     {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": reason}},
                     status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)

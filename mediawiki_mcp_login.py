@@ -764,6 +764,7 @@ class SignIns:
         async def store_down(request: Any, error: Exception) -> Any:
             if not isinstance(error, WikiError) or error.code != STORE_DOWN:
                 raise error
+            self.state.refused("store_down")
             return store_down_answer(error)
         return self._guarded(Starlette(routes=routes, exception_handlers={WikiError: store_down}))
 
@@ -780,6 +781,7 @@ class SignIns:
             token = bearer_token(Headers(scope=scope).get("authorization", ""))
             found = await on_own_thread(lambda: self.signed_in(token)) if token else None
             if found is None:  # the scope has no user: the SDK's 401
+                self.state.refused("token" if token else "no_token")
                 await refused({k: v for k, v in scope.items() if k not in ("user", "auth")}, receive, send)
                 return
             access, person = found
@@ -819,6 +821,7 @@ class SignIns:
             except WikiError as error:
                 if error.code != STORE_DOWN or started:
                     raise
+                self.state.refused("store_down")
                 await store_down_answer(error)(scope, receive, send)
         return guarded
 

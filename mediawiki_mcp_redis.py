@@ -47,14 +47,16 @@ class RedisStore:
                "if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end end return 0")
     RENEW = ("if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
              "return 0")
+    # GETDEL, as a script: Redis has the command from 6.2 only, and 6.0 is still many systems' own
+    TAKE = "local value = redis.call('GET', KEYS[1]) if value then redis.call('DEL', KEYS[1]) end return value"
 
     def __init__(self, url: str, name: str, unreachable: Callable[[Exception], Exception]) -> None:
         self.name, self.unreachable = name, unreachable
         self.client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=TIMEOUT_SECONDS,
                                            socket_connect_timeout=TIMEOUT_SECONDS)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self._claim, self._release, self._renew = (self.client.register_script(s) for s in
-                                                   (self.CLAIM, self.RELEASE, self.RENEW))
+        self._claim, self._release, self._renew, self._take = (self.client.register_script(s) for s in
+                                                               (self.CLAIM, self.RELEASE, self.RENEW, self.TAKE))
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self.errors = 0  # requests that could not reach the store (/metrics); counted under _lock
@@ -147,9 +149,10 @@ class RedisStore:
                 value = self.client.get(name)
                 if value is not None:  # expired meanwhile
                     yield name[len(prefix):], str(value)
+
     def take(self, key: StateKey) -> str | None:
-        with self.reaching():  # GETDEL: Redis 6.2 and Valkey
-            return cast("str | None", self.client.getdel(self.key(key)))
+        with self.reaching():
+            return cast("str | None", self._take(keys=[self.key(key)]))
 
     def next_order(self) -> int:
         with self.reaching():

@@ -750,10 +750,11 @@ STORE_PASSWORD = "s3cret-store-password"
 
 class StateServer:
     """A real redis-server or valkey-server on a free loopback port, in memory only (no files), with
-    a password; ``stop`` and ``start`` take it away and bring it back on the same port."""
+    a password; ``stop`` and ``start`` take it away and bring it back on the same port. ``options``:
+    more of its command-line options (such as a rename-command)."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind, self.port = kind, free_port()
+    def __init__(self, kind: str, *options: str) -> None:
+        self.kind, self.port, self.options = kind, free_port(), options
         self.process: subprocess.Popen[bytes] | None = None
         self.start()
 
@@ -767,7 +768,7 @@ class StateServer:
 
     def command(self) -> list[str]:
         options = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--requirepass", STORE_PASSWORD]
+                   "--requirepass", STORE_PASSWORD, *self.options]
         if self.kind == "redis":
             server = shutil.which("redis-server")
             assert server, "redis-server is not installed: apt-get install redis-server (.ci/run does)"

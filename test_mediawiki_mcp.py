@@ -11557,6 +11557,7 @@ def test_the_public_urls_host_is_served_without_listing_it_and_other_hosts_still
     beyond = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--host", "0.0.0.0"]),
                             {**env, "MCP_PUBLIC_URL": "https://mcp.example.org:8443"})
     assert beyond is not None and m.http_refusal({"host": "mcp.example.org:8443"}, beyond) is None
+    assert m.http_refusal({"host": "mcp.example.org"}, beyond) is None  # nginx's $host has no port
     assert m.http_refusal({"host": "10.1.2.3:3000"}, beyond)[0] == 421  # checked once a public URL names the host
 
 
@@ -11761,8 +11762,8 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
                                    "administrators can give it; no retry by the model changes it.")
     assert deleted.startswith("Deleted") and revision_ids(wiki, doomed) == []
     assert stranger.status_code == 401
-    assert f"write by Member: update-page on {wiki.key}, page {title!r}: done" in caplog.text
-    assert f"write by Admin: delete-page on {wiki.key}, page {doomed!r}: done" in caplog.text
+    assert f"write by 'Member': update-page on {wiki.key}, page {title!r}: done" in caplog.text
+    assert f"write by 'Admin': delete-page on {wiki.key}, page {doomed!r}: done" in caplog.text
     shown = caplog.text + "".join(whoami.values()) + json.dumps(added) + json.dumps(refused)
     for secret in (admin_token, member_token, wiki.bot_password, wiki.plain_password, wiki.editor_password):
         assert secret not in shown
@@ -11794,7 +11795,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert tool_text(read).startswith("Wiki: third\n")
     # the copy reads third as configured, and writes to main as Member, never as the Editor
     assert "Created." in tool_text(copied) and revision_users(wiki, title) == ["Member"]
-    assert f"write by Member: copy-page on main, page {title!r}: done" in caplog.text  # the page written
+    assert f"write by 'Member': copy-page on main, page {title!r}: done" in caplog.text  # the page written
     assert error_text(written) == (
         "authentication: Member has no account of their own on third, so this server does not use create-page "
         "on the wiki third for them (never as its own account); nothing was changed. To get one, ask this "
@@ -12358,6 +12359,7 @@ def test_a_persons_session_beyond_the_cap_closes_their_oldest_idle_one_or_is_ref
         refused = post_rpc(url, "initialize", INIT_PARAMS, headers=second.headers)
         assert refused.status_code == 429 and "MCP_SESSIONS_PER_PERSON" in refused.text, refused.text
         assert "has 2 MCP sessions open on this server, each busy" in refused.json()["error"]["message"]
+        assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "sessions"),))] == 1
         PersonSession(url, member_token)  # Member's first session, beside Admin's two
         for stream in streams:
             stream.close()
@@ -13081,6 +13083,27 @@ def test_a_user_name_sent_with_a_line_break_writes_no_line_of_its_own_in_the_log
     assert not any(record.getMessage().count("\n") for record in caplog.records if "sign-in" in record.getMessage())
 
 
+def test_a_user_name_with_bidi_controls_the_wiki_accepts_reorders_no_line_of_the_log(
+        wiki: RealWiki, caplog: pytest.LogCaptureFixture) -> None:
+    """A wiki takes user names with characters that reorder what a terminal shows: U+2067 (an isolate)
+    in the name itself, which MediaWiki keeps, and U+202E (an override) typed before it on the sign-in
+    form, which MediaWiki strips as it logs in. Signed in so, a person's logins and writes are logged
+    with the name quoted and escaped, as every other line names a caller."""
+    user, app, password = "Iso\u2067late", "app" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--force", user, "Pw-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app}",
+        "--grants=basic,createeditmovepage,editpage", user, password)
+    title = f"Isolated {secrets.token_hex(4)}"
+    with caplog.at_level(logging.INFO), login_server(login_env(wiki)) as (_, url):
+        tokens = OAuthApp.register(url).tokens(Browser(f"\u202e{user}@{app}", password))
+        made = PersonSession(url, tokens["access_token"]).call("create-page", title=title, source="Made.")
+        assert tool_text(made).startswith("Created."), made
+    assert latest_revision(wiki, title)["user"] == user
+    assert f"write by '{wiki.key}:Iso\\u2067late': create-page on {wiki.key}, page {title!r}: done" in caplog.messages
+    assert f"logged in to {wiki.key} as '\\u202eIso\\u2067late@{app}'" in caplog.messages
+    assert not [message for message in caplog.messages if "\u2067" in message or "\u202e" in message]
+
+
 #: Debian's Chromium and its driver (.ci/run installs both), given to Selenium by path so that it
 #: downloads nothing.
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -13341,6 +13364,25 @@ def test_a_person_without_an_account_on_a_wiki_reads_nothing_private_of_its_conf
         assert "\nWrites from this server: off for Editor. A sign-in acts on one wiki: to act on this wiki" in site
 
 
+def test_each_tool_call_of_a_signed_in_person_is_logged_under_the_wiki_they_signed_in_to(
+        wiki: RealWiki, other_wiki: RealWiki, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Editor signed in to each of two wikis is two people: one acts as Editor on the first wiki, the
+    other reads it through its configured account. The log names each as WIKI:USER, as the line of
+    their sign-in and mediawiki-mcp sign-in list|revoke do, so the operator tells them apart."""
+    env = {**config_env(tmp_path, two_wiki_config(wiki, other_wiki), wiki, other_wiki), **login_env(wiki)}
+    del env["MEDIAWIKI_URL"]
+    with caplog.at_level(logging.INFO), login_server(env) as (_, url):
+        app = OAuthApp.register(url)
+        for browser in (Browser(wiki.editor_user, wiki.editor_password),
+                        Browser(other_wiki.editor_user, other_wiki.editor_password,
+                                lambda fields: {**fields, "wiki": "other"})):
+            session = PersonSession(url, app.tokens(browser)["access_token"])
+            assert "Rhine" in tool_text(session.call("get-page", title=RIVER_ARTICLE, wiki=wiki.key))
+    assert [message for message in caplog.messages if message.startswith("tool call: ")] == [
+        f"tool call: person='{key}:Editor' tool='get-page' wiki={wiki.key} outcome=done client=127.0.0.1"
+        for key in (wiki.key, "other")]
+
+
 @on_every_version
 def test_each_signed_in_persons_edit_is_signed_with_their_own_name(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (_, url):
@@ -13440,11 +13482,30 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
     for private in ("Editor", title):  # (the wiki's key here is an address, 127.0.0.1:port, as the client's)
         assert private not in text, private
     editor = wiki.editor_user.split("@")[0]
-    assert (f"tool call: person='{editor}' tool='create-page' wiki={wiki.key} outcome=done client=127.0.0.1"
-            in caplog.text), caplog.text
+    assert (f"tool call: person='{wiki.key}:{editor}' tool='create-page' wiki={wiki.key} outcome=done "
+            "client=127.0.0.1" in caplog.text), caplog.text
     assert f"tool='get-page' wiki={wiki.key} outcome=not_found client=127.0.0.1" in caplog.text
     assert f"sign-in to {wiki.key} as '{editor}' from 127.0.0.1 failed: authentication" in caplog.text
     assert wiki.editor_password not in caplog.text
+
+
+def test_metrics_count_the_requests_refused_before_any_tool_by_reason(wiki: RealWiki) -> None:
+    """/metrics counts the requests refused at the door, so that an operator sees tokens refused in
+    numbers (a replica with another key, a store that lost its people), apart from the first request
+    of each client, which comes without a token; and wrong Hosts and Origins."""
+    with login_server(login_env(wiki)) as (server, url):
+        tokens = OAuthApp.register(url).tokens(Browser(wiki.editor_user, wiki.editor_password))
+        assert initialize_status(url, tokens["access_token"]) == 200
+        server.state.reads.store.forget((signin.SIGN_IN_SPACE, "person", f"{wiki.key}:Editor"))
+        assert initialize_status(url, tokens["access_token"]) == 401  # its person no longer known
+        assert initialize_status(url, secrets.token_urlsafe(32)) == 401
+        assert post_rpc(url, "initialize", INIT_PARAMS).status_code == 401
+        assert post_rpc(url, "initialize", INIT_PARAMS, headers={"Host": "evil.example"}).status_code == 421
+        assert post_rpc(url, "initialize", INIT_PARAMS, headers={"Origin": "http://evil.example"}).status_code == 403
+        values = metric_values(url)
+    refused = {dict(labels)["reason"]: value for (name, labels), value in values.items()
+               if name == "mediawiki_mcp_refused_requests_total"}
+    assert refused == {"token": 2, "no_token": 1, "host": 1, "origin": 1}, values
 
 
 def test_metrics_answer_this_machine_or_their_token_only(wiki: RealWiki) -> None:
@@ -13945,8 +14006,8 @@ def test_a_person_is_one_client_across_replicas_and_two_people_are_two(
     assert tool_text(saved).startswith("Saved."), saved
     assert wiki.wikitext(title) == big_section_page() + "\nMore by Admin."
     assert revision_users(wiki, title)[0] == "Admin" and "Editor" not in revision_users(wiki, title)
-    assert f"write by Member: update-page on {wiki.key}, page {title!r}: invalid_input" in logs
-    assert f"write by Admin: update-page on {wiki.key}, page {title!r}: done" in logs
+    assert f"write by 'Member': update-page on {wiki.key}, page {title!r}: invalid_input" in logs
+    assert f"write by 'Admin': update-page on {wiki.key}, page {title!r}: done" in logs
     for secret in (admin, member, wiki.plain_password, wiki.bot_password, wiki.editor_password):
         assert secret not in logs
 
@@ -14063,6 +14124,30 @@ def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their
     assert alone.returncode == 2 and "MCP_STATE_URL, which is not set" in alone.stderr
 
 
+def test_the_sign_in_command_shows_bidi_controls_in_names_escaped_and_revokes_by_what_it_shows(
+        wiki: RealWiki, state_server: StateServer) -> None:
+    """A user name with U+2067 (kept by MediaWiki) signed in as typed with U+202E before it (stripped
+    by MediaWiki as it logs in): sign-in list shows both escaped, so that no name reorders the
+    operator's table, and sign-in revoke takes the person as the list shows them."""
+    import redis
+    user, app, password = "Iso\u2067late", "app" + secrets.token_hex(3), secrets.token_hex(16)
+    php(wiki.directory, "maintenance/createAndPromote.php", "--force", user, "Pw-" + secrets.token_hex(12))
+    php(wiki.directory, "maintenance/createBotPassword.php", f"--appid={app}", "--grants=basic", user, password)
+    url = state_server.url.rpartition("/")[0] + "/8"  # a database of its own, to list this person alone
+    redis.Redis.from_url(url).flushdb()
+    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    with login_server(env) as (_, mcp):
+        tokens = OAuthApp.register(mcp).tokens(Browser(f"\u202e{user}@{app}", password))
+        listed = run_script("sign-in", "list", env=env)
+        assert listed.returncode == 0, listed.stderr
+        shown = f"{wiki.key}:Iso\\u2067late"
+        assert listed.stdout.splitlines()[1].split()[:3] == [shown, wiki.key, f"\\u202eIso\\u2067late@{app}"], listed
+        assert "\u2067" not in listed.stdout and "\u202e" not in listed.stdout
+        revoked = run_script("sign-in", "revoke", shown, env=env)
+        assert revoked.returncode == 0 and f"Signed out {shown}: every token" in revoked.stdout, revoked
+        assert initialize_status(mcp, tokens["access_token"]) == 401
+
+
 def test_replicas_with_different_keys_refuse_each_others_sign_ins_and_a_refresh_moves_them_to_the_new_key(
         wiki: RealWiki, state_server: StateServer) -> None:
     """Replica 1 has the key K1, replica 2 K2, on one store: a person signed in through 1 is refused
@@ -14109,6 +14194,27 @@ def test_two_replicas_exchanging_one_refresh_token_at_once_give_tokens_once(
         assert state_server.client().delete(f"mediawiki-mcp:{{sign-in}}:person:{wiki.key}:Editor") == 1
         for replica in (url, other_url):
             assert initialize_status(replica, given[0].access_token) == 401
+
+
+def test_a_person_signs_in_and_refreshes_through_a_redis_without_getdel(wiki: RealWiki) -> None:
+    """Redis has GETDEL from 6.2 only; 6.0 is still many systems' own (Debian 11, Ubuntu 22.04). On a
+    Redis without it (renamed away here, as it is missing there) a code and a refresh token still work
+    once each, where every exchange answered 503 'cannot be reached' and no one could sign in."""
+    store = StateServer("redis", "--rename-command", "GETDEL", "")
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            app, (verifier, challenge) = OAuthApp.register(url), pkce()
+            code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+            exchanges = [app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                                   redirect_uri=CALLBACK) for _ in range(2)]
+            assert exchanges[0].status_code == 200, exchanges[0].text
+            assert exchanges[1].status_code == 400 and exchanges[1].json()["error"] == "invalid_grant"
+            refresh = exchanges[0].json()["refresh_token"]
+            renewed, again = (app.token(grant_type="refresh_token", refresh_token=refresh) for _ in range(2))
+            assert renewed.status_code == 200 and again.status_code == 400, (renewed.text, again.text)
+            assert "User: Editor" in tool_text(PersonSession(url, renewed.json()["access_token"]).call("whoami"))
+    finally:
+        store.stop()
 
 
 def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wiki: RealWiki) -> None:
@@ -14169,6 +14275,8 @@ def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_a
             caplog.clear()
             store.stop()
             outage("Error 111 connecting")
+            # each of them counted in /metrics, which needs no store
+            assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "store_down"),))] == 12
     finally:
         store.stop()
 
