@@ -8689,7 +8689,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
             ask_before_overriding(ctx, target, change.text)
     # those the composer's own answer names already (update-page-categories') once
-    removed = [r for r in removed_markup(ctx.site, target.old, change.text) if r.strip("[]{}") not in change.note]
+    removed = [r for r in removed_markup(ctx.site, replaced_text(ctx, target, section), change.text)
+               if r.strip("[]{}") not in change.note]
     if removed and target.latest:
         change = dataclasses.replace(change, note="\n".join(filter(None, [
             f"Removed: {few(removed, MAX_NAMED)}", change.note])))
@@ -8711,6 +8712,15 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+def replaced_text(ctx: ToolContext, target: EditTarget, section: int | None) -> str:
+    """The text a change of ``section`` replaces: the target's, or, where the composer picked the
+    section (a reply's topic) on a target read whole, that section's text in it."""
+    if section is None or section == target.section:
+        return target.old
+    span = section_span(target.base_text, section, ctx.site.syntax)
+    return section_text(target.base_text, span) if span else ""
 
 
 #: What MediaWiki's pre-save transform expands in the text a save sends: signatures (~~~,

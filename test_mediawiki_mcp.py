@@ -8350,6 +8350,23 @@ def test_a_reply_in_paragraphs_says_its_blank_lines_went(bot_server: Any, wiki: 
 
 
 @on_every_version
+def test_a_reply_names_nothing_outside_its_topic_as_removed(bot_server: Any, wiki: RealWiki) -> None:
+    """A reply changes its topic alone: the talk page's header template and category above it and
+    the other topic's template stay, and neither the dry run nor the save names them as removed."""
+    title = "Reply removes nothing test"
+    talk = ("{{Talk header}}\n[[Category:Talk pages tested]]\n\n"
+            + threaded_talk(":").replace("Something else.", "Something else, see {{Cite note}}."))
+    create(bot_server, f"Talk:{title}", talk)
+    for dry_run in (True, False):
+        result = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="Count me in.",
+                      dryRun=dry_run)
+        assert not result.is_error and "Removed:" not in result.text, result.text
+    text = wiki.wikitext(f"Talk:{title}")
+    assert text.startswith("{{Talk header}}\n[[Category:Talk pages tested]]") and "{{Cite note}}" in text
+    assert ":Count me in. [[User:Admin|Admin]]" in text
+
+
+@on_every_version
 @pytest.mark.parametrize("inside, replies, expected", [
     ("* plates\n* cups", "", ":"),
     (": plates, as last year\n: cups", f"*Napkins too. {signature('Bob', '11:00')}\n", "*"),
