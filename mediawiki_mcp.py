@@ -8507,7 +8507,8 @@ def keeping_closing_links(ctx: ToolContext, target: EditTarget, new: str) -> tup
     the page kept below it when it has none of its own (the model read them as the section's end,
     and rewrote the section's prose); and a note saying so."""
     at = None if target.section is None else closes_page(ctx, target)
-    if at is None or has_closing_items(ctx.site, new):
+    # rendered text is left as given, for finish_edit to recognise and refuse
+    if at is None or has_closing_items(ctx.site, new) or ctx.reads.shows_rendered(target.title, new):
         return new, ""
     block = target.old[at:]
     note = (f"Kept: {one_line(block)} (they close the page, and the text of section {target.section}, its "

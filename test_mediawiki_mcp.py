@@ -5911,6 +5911,28 @@ def test_rendered_text_with_its_section_markers_removed_is_refused_here_and_in_a
 
 
 @on_every_version
+def test_rendered_text_of_the_last_section_is_refused_though_the_links_closing_the_page_would_be_kept(
+        wiki: RealWiki) -> None:
+    """The page's last section, read rendered, has no category: written back, the server keeps the
+    page's closing category below it, and the text it checks is then no longer the rendering shown,
+    yet the model's text is that rendering all the same, which would replace the section's links and
+    templates with their flattened text."""
+    server = make_server(wiki.env())
+    title = "Write rendered last section test"
+    original = ("Lead.\n== Early ==\nText one.\n== Later ==\nThe [[Apple|apples]] of '''the''' valley, "
+                "{{Convert|3|km}} long.\n\n[[Category:Rivers of Germany]]")
+    revid = create(bot_server_for(wiki), title, original)
+    shown = content_of(call(server, "get-page", title=title, section=2, content="text").blocks[0])
+    assert "Category:" not in shown
+    stripped = re.sub(r" \(section \d+\)", "", shown)
+    refused = call(server, "update-page", title=title, section=2, source=stripped)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+
+
+
+@on_every_version
 def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write removed markup named test"
