@@ -6941,7 +6941,8 @@ def get_revision(
     blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
-    if content != "source":
+    if content != "source":  # as get-page's: no wikitext to write back, of any revision
+        ctx.reads.rendered(title, text, piece.text)
         return blocks
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write

@@ -5931,6 +5931,22 @@ def test_rendered_text_of_the_last_section_is_refused_though_the_links_closing_t
     assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
 
 
+@on_every_version
+def test_rendered_text_read_with_get_revision_is_refused_as_wikitext(wiki: RealWiki) -> None:
+    """get-revision renders a revision as get-page does: its plain text, markers removed, written
+    back over a page with neither templates nor categories would flatten its links and bold."""
+    server = make_server(wiki.env())
+    title = "Write rendered revision test"
+    original = "The [[Apple|apples]] of the valley.\n== Harvest ==\nPicked in '''autumn''', by [[Pear|hand]]."
+    revid = create(bot_server_for(wiki), title, original)
+    shown = content_of(call(server, "get-revision", revisionId=revid, content="text").blocks[0])
+    stripped = re.sub(r" \(section \d+\)", "", shown)
+    assert "[[" not in stripped and "Harvest" in stripped
+    refused = call(server, "update-page", title=title, source=stripped, latestId=revid)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+
 
 @on_every_version
 def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: RealWiki) -> None:
