@@ -4444,7 +4444,8 @@ class ClientReads:
             showed_parent = bool(last and parent and last[0] == parent)
             # the whole page stays known: sent whole, or a known parent changed by this edit alone
             whole = sent and section is None or bool(showed_parent and last and len(last) > 2 and last[2])
-            return json.dumps([revid, order, whole]) if sent or showed_parent else None
+            unread = not sent and bool(last and shown_only(last))  # still no wikitext read of it
+            return json.dumps([revid, order, whole, *([True] if unread else [])]) if sent or showed_parent else None
         bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
                  for part in dict.fromkeys([None, section])]
         self._note([*bases, ("outline", title, functools.partial(after, False))])
@@ -4459,7 +4460,10 @@ class ClientReads:
         found += [self._get("outline", title)] if outlined else []
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
-        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
+        known = [json.loads(b) for b in found if b]
+        # the text the model writes back comes from its wikitext reads: a revision shown later without
+        # its wikitext (shown) is the base only where there is none
+        last = max([b for b in known if not shown_only(b)] or known, key=lambda b: b[1], default=None)
         return last[0] if last else None
 
     def knows_whole(self, title: str, revid: int) -> bool:
@@ -4472,12 +4476,16 @@ class ClientReads:
 
     def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
         """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
-        wikitext (rendered, in finds, only its ID): it is the base of the caller's next write, as a
-        read of its wikitext would be. ``outline``: its section numbers were shown too (an outline,
-        rendered text, finds): an edit by section number takes them as that revision's."""
-        def pinned(known: str | None, order: int) -> str:
+        wikitext (rendered, in finds, only its ID): where the caller read none of the page's wikitext,
+        it is the base of the caller's next write, as a read of its wikitext would be; where it did,
+        the text it writes back was made from that read, whose revision stays its base (base), so that
+        the edits made since are merged in, not reverted. ``outline``: its section numbers were shown
+        too (an outline, rendered text, finds): an edit by section number takes them as that revision's."""
+        def pinned(known: str | None, order: int) -> str | None:
             last = json.loads(known) if known else None
-            return json.dumps([revid, order, bool(last and last[0] == revid and len(last) > 2 and last[2])])
+            if last and not shown_only(last):  # a wikitext read (or a save) of the page
+                return None
+            return json.dumps([revid, order, False, True])
         self._note([("base", f"{title}|None", pinned),
                     *([("outline", title, lambda _, order: json.dumps([revid, order]))] if outline else [])])
 
@@ -4548,6 +4556,12 @@ class ClientReads:
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
         return self.ledger.note(self.wiki, self.caller, changes)
+
+
+def shown_only(entry: list[Any]) -> bool:
+    """Whether a base entry ([revid, order, whole, shown]) notes a revision shown to the caller without
+    its wikitext (ClientReads.shown), rather than a read of its wikitext or a save."""
+    return len(entry) > 3 and bool(entry[3])
 
 
 def preview_entry(title: str, change: str) -> str:

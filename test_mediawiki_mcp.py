@@ -4427,6 +4427,33 @@ def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
     assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
 
 
+@on_every_version
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+@pytest.mark.parametrize("section", [None, 1])
+def test_a_read_showing_a_newer_revision_after_the_wikitext_read_does_not_move_the_base_of_that_text(
+        wiki: RealWiki, read: str, section: int | None) -> None:
+    """The model reads the wikitext; a colleague edits; the model then finds a word, asks for the
+    revision ID, the outline or the rendered page, which show the colleague's revision but not its
+    wikitext: the text the model writes back is still made from its wikitext read, so the
+    colleague's edit is merged in, not silently reverted."""
+    server = make_server(wiki.env())
+    title = f"Write later {read} read {section} test"
+    text = "Lead line.\n\n== Part ==\nTop line.\n\nMiddle line.\n\nBottom line from 1900."
+    create(bot_server_for(wiki), title, text)
+    where = {} if section is None else {"section": section}
+    seen = content_of(call(server, "get-page", title=title, **where).blocks[0])
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
+             call(server, "get-page", title=title, content="none") if read == "content-none" else
+             call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-page", title=title, content="text"))
+    assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
+    done = call(server, "update-page", title=title, source=seen.replace("1900", "1901"), **where)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == ("Lead line.\n\n== Part ==\nTop line, and the Editor's words.\n\nMiddle line.\n\n"
+                                    "Bottom line from 1901.")
+
+
 def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
     """The pins and checks of a write use what its one read of the page brings: after a read in the
     same session, a whole-page, section, find or append write is a read, the edit and the sizes."""
