@@ -8222,7 +8222,9 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
         raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
                                + NEXT_STEP["upstream_failure"])
-    if not edit.get("nochange"):
+    # an undo's text is the wiki's, made from edits the model may never have read: the text the model
+    # read stays based on the revision it read, so that writing it back merges the undo in
+    if not edit.get("nochange") and "undo" not in fields:
         pin, parent = fields.get("baserevid"), edit.get("oldrevid")
         ctx.reads.saved(edit.get("title", title), fields.get("section"), parent, edit["newrevid"],
                         "text" in fields and (pin or 0) == (parent or 0) and not composed)  # 0: created

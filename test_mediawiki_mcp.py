@@ -6491,6 +6491,25 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert re.match(rf"Undo revision ({bad}|\[\[Special:Diff/{bad}\|{bad}\]\]) by ", revision["comment"]), revision
 
 
+@on_every_version
+def test_a_page_read_then_an_undo_then_the_text_read_written_back_keeps_the_undo(wiki: RealWiki) -> None:
+    """The model reads the page, undoes a vandal's edit, then writes back the text it read with a
+    change of its own: the wiki made the undo's text, which the model never read, so the write is
+    based on the revision read, and the vandal's line stays out."""
+    server = make_server(wiki.env())
+    title = "Safety undo then write test"
+    text = "Lead line from 1900.\n\nFirst middle line.\n\nSecond middle line.\n\nBottom line."
+    create(bot_server_for(wiki), title, text)
+    editor_edit(wiki, title, text.replace("Bottom line.", "A vandal's line.\n\nBottom line."))
+    bad = revision_ids(wiki, title)[0]
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    undone = call(server, "undo-edit", revisionId=bad)
+    assert not undone.is_error, undone.text
+    done = call(server, "update-page", title=title, source=seen.replace("1900", "1901"))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == text.replace("1900", "1901")
+
+
 def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: Any, wiki: RealWiki) -> None:
     title = "Safety undo run test"
     create(bot_server, title, "One.\nTwo.\nThree.\nFour.\nFive.")
