@@ -8560,6 +8560,9 @@ class EditTarget:
     section: int | None     # the section changed, numbered as in the text it is made on
     old: str                # that section's text (or the page's), in the text the change is made on
     from_read: bool = False  # the base is this client's last read, not a latestId given
+    #: a replacement with neither latestId nor a read of the page on record (refuse_unread_base, once
+    #: the text shows whether it is a section read alone and written back as the page)
+    unread: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -8657,11 +8660,10 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         raise no_such_section(ctx, title, number, pin or latest)
     if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
-        if latest_id is None and read_base is None:
-            refuse_unread_base(ctx, title, number, current)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
-    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
+    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base),
+                      unread=how.whole and latest_id is None and read_base is None)
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
@@ -8694,6 +8696,10 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     """The last steps of every edit: the no-loss rules for the model's own text, then the dry
     run, or the save."""
     section = target.section if change.section is None else change.section
+    if target.unread:
+        if section is None and shrunk_to_section(target.old, change.text, ctx.site.syntax) is not None:
+            refuse_shrinking(target.title, target.old, change.text, ctx.site.syntax)  # a section's text
+        refuse_unread_base(ctx, target.title, section, revision_of(target.page))
     if change.given is not None:
         if section is not None:
             refuse_repeated_sections(target.title, target.base_text, section, change.text, ctx.site.syntax)

@@ -5312,6 +5312,27 @@ def test_a_whole_page_write_of_one_sections_text_is_refused_unless_asked(bot_ser
     assert field(shrunk, "Size change") == f"{change} bytes ({sizes[before]} to {sizes[after]})"
 
 
+@on_every_version
+def test_a_section_read_alone_and_written_back_as_the_page_is_named_so_not_as_unread(wiki: RealWiki) -> None:
+    """The model read one section and writes it back without section=N: the answer says so and
+    names section=N, the call that then saves; it does not call the page unread here and send the
+    model to latestId, with which the write is refused again for the sections it would drop."""
+    server = make_server(wiki.env())
+    title = "Write section as page test"
+    text = sections_page(4)
+    revid = create(bot_server_for(wiki), title, text)
+    read = content_of(call(server, "get-page", title=title, section=2).blocks[0])
+    edited = read.replace("Sentence 2 of", "Sentence two of", 1)
+    refused = call(server, "update-page", title=title, source=edited)
+    assert refused.is_error and "the headings of section 2" in refused.text, refused.text
+    assert "call update-page with section=2 and this source" in refused.text and "no read of" not in refused.text
+    assert revision_ids(wiki, title) == [revid]
+    done = call(server, "update-page", title=title, section=2, source=edited)
+    assert not done.is_error, done.text
+    saved = wiki.wikitext(title)
+    assert "== Part 2 ==\nSentence two of the page." in saved and saved.count("== Part ") == 4, saved
+
+
 def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write size change test"
     created = call(bot_server, "create-page", title=title, source="Signed: ~~~~")  # the wiki expands it
