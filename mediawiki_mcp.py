@@ -8989,6 +8989,11 @@ def update_page(
     # A prepend to a section goes below its heading, as a section edit made on the base as a
     # replacement is; one that starts with a heading of its own is a section before it.
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
+    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
+    reading: dict[str, Any] = {"latest_id": latestId, "from_read": replacing, "own_text": True, "whole": replacing,
+                               "pinned": mode == "replace" or in_section, "props": ("info",),
+                               "on_now": mode != "replace" and not in_section}
 
     def compose(target: EditTarget) -> Composed:
         summary = edit_summary(ctx, comment)
@@ -9006,12 +9011,11 @@ def update_page(
             at = closes_page(ctx, target) if target.latest else None
             if at is None:
                 return made(target.old + added, fields=unpinned)
-            new = above_closing_links(ctx, target, added, at)
             # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
-            # instead, and where an edit made since overlaps (a parallel append), appended as usual
-            send = functools.partial(append_above_closing_links, ctx, target, new,
-                                     summary, {**fields, "section": target.section})
-            return made(new, fields=unpinned, send=send)
+            # instead, made again on the page as it then is where an edit made since overlaps
+            send = functools.partial(append_above_closing_links, ctx, target, text, summary, fields,
+                                     lambda: read_for_edit(ctx, title, section, Reading(**reading)))
+            return made(above_closing_links(ctx, target, added, at), fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
             body = rest.lstrip("\n")
@@ -9019,26 +9023,37 @@ def update_page(
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
-    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
-                     pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
-                     own_text=True, whole=replacing, props=("info",))
+    return edit_page(ctx, title, compose, section, **reading)
 
 
-def append_above_closing_links(ctx: ToolContext, target: EditTarget, new: str, summary: str | None,
-                               fields: Mapping[str, Any]) -> str | None:
-    """Saves an append put above the links that close the page, on the revision read; None when an
-    edit made since overlaps it (then it is appended as MediaWiki appends, below them)."""
-    sent = {"text": new, "baserevid": target.latest, "nocreate": True,
-            **{k: v for k, v in fields.items() if v is not None}}
-    try:
-        saved = save_edit(ctx, target.title, sent, target.latest, summary, composed=True)
-    except WikiError as error:
-        if error.code == "editconflict":
+#: How many times an append above the links that close the page is made, each on the page as it then
+#: is, while edits made meanwhile overlap it (a colleague's addition at the same place).
+APPEND_ABOVE_TRIES = 3
+
+
+def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, summary: str | None,
+                               fields: Mapping[str, Any], reread: Callable[[], EditTarget]) -> str | None:
+    """Saves an append of ``text`` put above the links that close the page, on the revision read;
+    where an edit made since overlaps it, again on the page read anew (``reread``). None when the
+    page no longer ends with such links, or edits kept overlapping: then it is appended as
+    MediaWiki appends, below them."""
+    for _ in range(APPEND_ABOVE_TRIES):
+        at = closes_page(ctx, target)
+        if at is None:
             return None
-        raise
-    return f"{saved}\nPlaced: above the categories and links that close the page"
+        new = above_closing_links(ctx, target, separator(target.old, text) + text, at)
+        sent = {"text": new, "baserevid": target.latest, "nocreate": True, "section": target.section,
+                **fields}
+        try:
+            saved = save_edit(ctx, target.title, {k: v for k, v in sent.items() if v is not None}, target.latest,
+                              summary, composed=True)
+        except WikiError as error:
+            if error.code != "editconflict":
+                raise
+            target = reread()
+            continue
+        return f"{saved}\nPlaced: above the categories and links that close the page"
+    return None
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:

@@ -4639,6 +4639,36 @@ def test_replacing_the_last_section_keeps_the_links_that_close_the_page_and_appe
     assert "Removed: {{DEFAULTSORT:Three, test}}, [[Category:Closing X]], [[Category:Closing Y]]" in own.text
     assert wiki.wikitext(title).endswith("== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
 
+
+@on_every_version
+@pytest.mark.parametrize("section", [None, 1])
+def test_an_append_above_the_closing_links_while_a_colleague_adds_there_too_still_lands_above_them(
+        wiki: RealWiki, section: int | None) -> None:
+    """Between the append's read and its save, a colleague adds a line at the same place, above the
+    page's category: the two overlap, and the append is made again on the page as it then is, above
+    the category, never below it as MediaWiki's appendtext would put it."""
+    title = f"Write closing links colleague append {section} test"
+    original = "Lead.\n== One ==\nText one.\n\n[[Category:Closing colleague]]"
+    create(bot_server_for(wiki), title, original)
+    marker = b"rvprop=ids%7Ccontent"
+    proxy = HoldingProxy(wiki.url, marker)
+    answer: list[Result] = []
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        where = {} if section is None else {"section": section}
+        appending = threading.Thread(target=lambda: answer.append(call(
+            server, "update-page", title=title, mode="append", source="Mine.", **where)))
+        appending.start()
+        assert proxy.arrived[marker].wait(30)
+        editor_edit(wiki, title, original.replace("Text one.", "Text one.\nTheirs."))
+        proxy.released[marker].set()
+        appending.join(60)
+    finally:
+        proxy.close()
+    assert answer and not answer[0].is_error, answer
+    assert "Placed: above the categories" in answer[0].text, answer[0].text
+    assert wiki.wikitext(title) == "Lead.\n== One ==\nText one.\nTheirs.\nMine.\n\n[[Category:Closing colleague]]"
+
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
     original = "Lead.\n== Parent ==\nParent text.\n=== Child ===\nChild text.\n== Next ==\nNext text."
