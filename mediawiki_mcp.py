@@ -8697,7 +8697,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     run, or the save."""
     section = target.section if change.section is None else change.section
     if target.unread:
-        if section is None and shrunk_to_section(target.old, change.text, ctx.site.syntax) is not None:
+        if section is None and not (change.given and change.given.remove_sections) \
+                and shrunk_to_section(target.old, change.text, ctx.site.syntax) is not None:
             refuse_shrinking(target.title, target.old, change.text, ctx.site.syntax)  # a section's text
         refuse_unread_base(ctx, target.title, section, revision_of(target.page))
     if change.given is not None:

@@ -5356,6 +5356,8 @@ def test_a_section_read_alone_and_written_back_as_the_page_is_named_so_not_as_un
     refused = call(server, "update-page", title=title, source=edited)
     assert refused.is_error and "the headings of section 2" in refused.text, refused.text
     assert "call update-page with section=2 and this source" in refused.text and "no read of" not in refused.text
+    forced = call(server, "update-page", title=title, source=edited, removeSections=True)  # the page as said
+    assert forced.is_error and "no read of" in forced.text and f"latestId={revid}" in forced.text, forced.text
     assert revision_ids(wiki, title) == [revid]
     done = call(server, "update-page", title=title, section=2, source=edited)
     assert not done.is_error, done.text
