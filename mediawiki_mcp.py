@@ -8660,10 +8660,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         raise no_such_section(ctx, title, number, pin or latest)
     if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
+    unread = how.whole and latest_id is None and read_base is None
+    if how.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
-    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base),
-                      unread=how.whole and latest_id is None and read_base is None)
+    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base), unread=unread)
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:

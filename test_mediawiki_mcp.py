@@ -5365,6 +5365,23 @@ def test_a_section_read_alone_and_written_back_as_the_page_is_named_so_not_as_un
     assert "== Part 2 ==\nSentence two of the page." in saved and saved.count("== Part ") == 4, saved
 
 
+def test_a_cut_read_of_an_old_revision_written_back_without_latest_id_is_asked_which_revision(
+        wiki: RealWiki) -> None:
+    """get-revision cut an old revision, and the model writes it back as the page without latestId:
+    the answer asks which revision the text was made from (the latest's author named), not to read
+    on with get-page's offset, which reads the latest revision and would be refused again."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1500"))
+    title = "Write old revision cut test"
+    old = create(bot_server_for(wiki), title, sections_page(12))
+    editor_edit(wiki, title, sections_page(12).replace("Intro of", "Intro, edited, of"))
+    latest = revision_ids(wiki, title)[0]
+    read = call(server, "get-revision", revisionId=old)
+    assert read.blocks[-1].startswith("Content truncated at "), read.text
+    refused = call(server, "update-page", title=title, source=content_of(read.blocks[0]))
+    assert refused.is_error and "no read of" in refused.text and f"latestId={latest}" in refused.text, refused.text
+    assert "offset=" not in refused.text and revision_ids(wiki, title)[0] == latest
+
+
 def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write size change test"
     created = call(bot_server, "create-page", title=title, source="Signed: ~~~~")  # the wiki expands it
