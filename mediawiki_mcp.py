@@ -10716,7 +10716,8 @@ def replace_in_pages(
         raise invalid_input("Argument 'find' must not be empty.")
     find, replace = as_wiki_receives(find), as_wiki_receives(replace)
     change = json.dumps([find, replace, regex], ensure_ascii=False)  # what the ledger knows its previews by
-    pages = [replaced(ctx, title, page, why, find, replace, regex) for title, page, why
+    template = regex_template(find, replace) if regex else None  # refused before any page is read
+    pages = [replaced(ctx, title, page, why, find, replace, template) for title, page, why
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
@@ -10794,20 +10795,16 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
 
 
 def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str | None, find: str,
-             replace: str, regex: bool) -> PageChange:
-    """A page's change; one the wiki's checks would refuse to save is skipped, saying why."""
+             replace: str, template: str | None) -> PageChange:
+    """A page's change (``template``: of the regular expression ``find``, regex_template's); one the
+    wiki's checks would refuse to save is skipped, saying why."""
     slot = main_slot(revision_of(page or {}))
     text = slot.get("content", "")
-    if not regex:
+    if template is None:
         new, count = text.replace(find, replace), text.count(find)
     elif page is None:
         new, count = text, 0
     else:
-        try:
-            template = dollar_groups(re.compile(find), replace)
-        except (re.error, IndexError) as error:
-            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                                "was changed.") from None
         # an empty match is left alone, as find-in-page shows none (x* would put the replacement
         # between every two characters)
         substituted = run_regex(find, text, ctx.state.regex_seconds, template)
@@ -10821,6 +10818,16 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+
+
+def regex_template(find: str, replace: str) -> str:
+    """The replacement template (dollar_groups) of the regular expression ``find``; invalid_input
+    when either is not valid."""
+    try:
+        return dollar_groups(re.compile(find), replace)
+    except (re.error, IndexError) as error:
+        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                            "was changed.") from None
 
 
 def dollar_groups(pattern: re.Pattern[str], replace: str) -> str:

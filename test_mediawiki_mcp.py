@@ -8954,6 +8954,20 @@ def test_a_regex_replacement_takes_dollar_groups_and_counts_no_empty_match(bot_s
     assert found.text.count(" | line 1 | ") == 2, found.text
 
 
+@pytest.mark.parametrize("find, replace", [("(unclosed", "x"), (r"(\d+) dollars", r"\2 euros")])
+def test_an_invalid_regular_expression_is_refused_whichever_pages_are_named(
+        bot_server: Any, wiki: RealWiki, find: str, replace: str) -> None:
+    """A pattern or replacement that cannot run is refused as such, also when no page named has text
+    to run it on: the preview said only that the page does not exist, and the same call on a page
+    that does was refused."""
+    missing = call(bot_server, "replace-in-pages", titles=["Replace no such page anywhere"], find=find,
+                   replace=replace, regex=True)
+    assert missing.is_error and missing.blocks[0].startswith(
+        "invalid_input: find or replace is not a valid regular expression here: "), missing.text
+    existing = call(bot_server, "replace-in-pages", titles=["Apple"], find=find, replace=replace, regex=True)
+    assert existing.blocks == missing.blocks
+
+
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
     capped = make_server(wiki.env())
     capped.state.pages_per_call = 3  # Category:Fruits has more members than that
