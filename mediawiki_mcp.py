@@ -10854,7 +10854,8 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
                                  f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
-    save = (f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
+    save = ("There is nothing to save." if not diffs else
+            f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
             "make these changes on the wiki themselves." if ctx.unconfirmable else
             "To save them, call replace-in-pages again with dryRun=false; a page changed since this preview is "
             "then skipped.")

@@ -8968,6 +8968,17 @@ def test_an_invalid_regular_expression_is_refused_whichever_pages_are_named(
     assert existing.blocks == missing.blocks
 
 
+def test_a_replace_preview_in_which_no_page_changes_names_no_call_to_save(bot_server: Any, wiki: RealWiki) -> None:
+    """No page matches: the preview says there is nothing to save, where it sent the model to a call
+    with dryRun=false that could only save nothing."""
+    preview = call(bot_server, "replace-in-pages", titles=["Apple", "Replace no such page either"],
+                   find="No such words in any fruit", replace="x")
+    assert not preview.is_error and preview.blocks[0].startswith(
+        "Dry run: nothing was saved. 0 of 2 pages would change (0 replacements). There is nothing to save.\n"
+        "Unchanged (no match): Apple\nSkipped: Replace no such page either (does not exist)"), preview.text
+    assert "dryRun" not in preview.text
+
+
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
     capped = make_server(wiki.env())
     capped.state.pages_per_call = 3  # Category:Fruits has more members than that
