@@ -4444,7 +4444,8 @@ class ClientReads:
             showed_parent = bool(last and parent and last[0] == parent)
             # the whole page stays known: sent whole, or a known parent changed by this edit alone
             whole = sent and section is None or bool(showed_parent and last and len(last) > 2 and last[2])
-            return json.dumps([revid, order, whole]) if sent or showed_parent else None
+            unread = not sent and bool(last and shown_only(last))  # still no wikitext read of it
+            return json.dumps([revid, order, whole, *([True] if unread else [])]) if sent or showed_parent else None
         bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
                  for part in dict.fromkeys([None, section])]
         self._note([*bases, ("outline", title, functools.partial(after, False))])
@@ -4459,7 +4460,10 @@ class ClientReads:
         found += [self._get("outline", title)] if outlined else []
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
-        last = max((json.loads(b) for b in found if b), key=lambda b: b[1], default=None)
+        known = [json.loads(b) for b in found if b]
+        # the text the model writes back comes from its wikitext reads: a revision shown later without
+        # its wikitext (shown) is the base only where there is none
+        last = max([b for b in known if not shown_only(b)] or known, key=lambda b: b[1], default=None)
         return last[0] if last else None
 
     def knows_whole(self, title: str, revid: int) -> bool:
@@ -4472,12 +4476,16 @@ class ClientReads:
 
     def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
         """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
-        wikitext (rendered, in finds, only its ID): it is the base of the caller's next write, as a
-        read of its wikitext would be. ``outline``: its section numbers were shown too (an outline,
-        rendered text, finds): an edit by section number takes them as that revision's."""
-        def pinned(known: str | None, order: int) -> str:
+        wikitext (rendered, in finds, only its ID): where the caller read none of the page's wikitext,
+        it is the base of the caller's next write, as a read of its wikitext would be; where it did,
+        the text it writes back was made from that read, whose revision stays its base (base), so that
+        the edits made since are merged in, not reverted. ``outline``: its section numbers were shown
+        too (an outline, rendered text, finds): an edit by section number takes them as that revision's."""
+        def pinned(known: str | None, order: int) -> str | None:
             last = json.loads(known) if known else None
-            return json.dumps([revid, order, bool(last and last[0] == revid and len(last) > 2 and last[2])])
+            if last and not shown_only(last):  # a wikitext read (or a save) of the page
+                return None
+            return json.dumps([revid, order, False, True])
         self._note([("base", f"{title}|None", pinned),
                     *([("outline", title, lambda _, order: json.dumps([revid, order]))] if outline else [])])
 
@@ -4548,6 +4556,12 @@ class ClientReads:
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
         return self.ledger.note(self.wiki, self.caller, changes)
+
+
+def shown_only(entry: list[Any]) -> bool:
+    """Whether a base entry ([revid, order, whole, shown]) notes a revision shown to the caller without
+    its wikitext (ClientReads.shown), rather than a read of its wikitext or a save."""
+    return len(entry) > 3 and bool(entry[3])
 
 
 def preview_entry(title: str, change: str) -> str:
@@ -6953,7 +6967,8 @@ def get_revision(
     blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
-    if content != "source":
+    if content != "source":  # as get-page's: no wikitext to write back, of any revision
+        ctx.reads.rendered(title, text, piece.text)
         return blocks
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
@@ -8219,7 +8234,9 @@ def send_edit(ctx: ToolContext, title: str, fields: Mapping[str, Any], base: int
         detail = " ".join(f"{k}={v}" for k, v in edit.items() if k != "result")
         raise upstream_failure(f"The wiki did not save the edit ({detail or 'no reason'}). "
                                + NEXT_STEP["upstream_failure"])
-    if not edit.get("nochange"):
+    # an undo's text is the wiki's, made from edits the model may never have read: the text the model
+    # read stays based on the revision it read, so that writing it back merges the undo in
+    if not edit.get("nochange") and "undo" not in fields:
         pin, parent = fields.get("baserevid"), edit.get("oldrevid")
         ctx.reads.saved(edit.get("title", title), fields.get("section"), parent, edit["newrevid"],
                         "text" in fields and (pin or 0) == (parent or 0) and not composed)  # 0: created
@@ -8519,7 +8536,8 @@ def keeping_closing_links(ctx: ToolContext, target: EditTarget, new: str) -> tup
     the page kept below it when it has none of its own (the model read them as the section's end,
     and rewrote the section's prose); and a note saying so."""
     at = None if target.section is None else closes_page(ctx, target)
-    if at is None or has_closing_items(ctx.site, new):
+    # rendered text is left as given, for finish_edit to recognise and refuse
+    if at is None or has_closing_items(ctx.site, new) or ctx.reads.shows_rendered(target.title, new):
         return new, ""
     block = target.old[at:]
     note = (f"Kept: {one_line(block)} (they close the page, and the text of section {target.section}, its "
@@ -8554,6 +8572,9 @@ class EditTarget:
     section: int | None     # the section changed, numbered as in the text it is made on
     old: str                # that section's text (or the page's), in the text the change is made on
     from_read: bool = False  # the base is this client's last read, not a latestId given
+    #: a replacement with neither latestId nor a read of the page on record (refuse_unread_base, once
+    #: the text shows whether it is a section read alone and written back as the page)
+    unread: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -8651,11 +8672,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
         raise no_such_section(ctx, title, number, pin or latest)
     if how.whole:
         require_pinned_base(ctx, title, number, latest_id)
-        if latest_id is None and read_base is None:
-            refuse_unread_base(ctx, title, number, current)
+    unread = how.whole and latest_id is None and read_base is None
+    if how.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
-    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base))
+    return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base), unread=unread)
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
@@ -8688,6 +8709,11 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     """The last steps of every edit: the no-loss rules for the model's own text, then the dry
     run, or the save."""
     section = target.section if change.section is None else change.section
+    if target.unread:
+        if section is None and not (change.given and change.given.remove_sections) \
+                and shrunk_to_section(target.old, change.text, ctx.site.syntax) is not None:
+            refuse_shrinking(target.title, target.old, change.text, ctx.site.syntax)  # a section's text
+        refuse_unread_base(ctx, target.title, section, revision_of(target.page))
     if change.given is not None:
         if section is not None:
             refuse_repeated_sections(target.title, target.base_text, section, change.text, ctx.site.syntax)
@@ -8701,7 +8727,8 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
         if section is None and ctx.asks and not ctx.confirmed and not ctx.dry_run:
             ask_before_overriding(ctx, target, change.text)
     # those the composer's own answer names already (update-page-categories') once
-    removed = [r for r in removed_markup(ctx.site, target.old, change.text) if r.strip("[]{}") not in change.note]
+    removed = [r for r in removed_markup(ctx.site, replaced_text(ctx, target, section), change.text)
+               if r.strip("[]{}") not in change.note]
     if removed and target.latest:
         change = dataclasses.replace(change, note="\n".join(filter(None, [
             f"Removed: {few(removed, MAX_NAMED)}", change.note])))
@@ -8723,6 +8750,15 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
                   **({"nocreate": True} if target.latest else {"createonly": True}), **change.fields}
         saved = save_edit_of(ctx, target, {k: v for k, v in fields.items() if v is not None}, change)
     return f"{saved}\n{change.note}" if change.note else saved
+
+
+def replaced_text(ctx: ToolContext, target: EditTarget, section: int | None) -> str:
+    """The text a change of ``section`` replaces: the target's, or, where the composer picked the
+    section (a reply's topic) on a target read whole, that section's text in it."""
+    if section is None or section == target.section:
+        return target.old
+    span = section_span(target.base_text, section, ctx.site.syntax)
+    return section_text(target.base_text, span) if span else ""
 
 
 #: What MediaWiki's pre-save transform expands in the text a save sends: signatures (~~~,
@@ -8967,6 +9003,11 @@ def update_page(
     # A prepend to a section goes below its heading, as a section edit made on the base as a
     # replacement is; one that starts with a heading of its own is a section before it.
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
+    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
+    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
+    reading: dict[str, Any] = {"latest_id": latestId, "from_read": replacing, "own_text": True, "whole": replacing,
+                               "pinned": mode == "replace" or in_section, "props": ("info",),
+                               "on_now": mode != "replace" and not in_section}
 
     def compose(target: EditTarget) -> Composed:
         summary = edit_summary(ctx, comment)
@@ -8984,12 +9025,11 @@ def update_page(
             at = closes_page(ctx, target) if target.latest else None
             if at is None:
                 return made(target.old + added, fields=unpinned)
-            new = above_closing_links(ctx, target, added, at)
             # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
-            # instead, and where an edit made since overlaps (a parallel append), appended as usual
-            send = functools.partial(append_above_closing_links, ctx, target, new,
-                                     summary, {**fields, "section": target.section})
-            return made(new, fields=unpinned, send=send)
+            # instead, made again on the page as it then is where an edit made since overlaps
+            send = functools.partial(append_above_closing_links, ctx, target, text, summary, fields,
+                                     lambda: read_for_edit(ctx, title, section, Reading(**reading)))
+            return made(above_closing_links(ctx, target, added, at), fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
             body = rest.lstrip("\n")
@@ -8997,26 +9037,37 @@ def update_page(
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    # A replacement is based on what the model saw; appends and prepends, unless pinned, on
-    # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    return edit_page(ctx, title, compose, section, latest_id=latestId, from_read=replacing,
-                     pinned=mode == "replace" or in_section, on_now=mode != "replace" and not in_section,
-                     own_text=True, whole=replacing, props=("info",))
+    return edit_page(ctx, title, compose, section, **reading)
 
 
-def append_above_closing_links(ctx: ToolContext, target: EditTarget, new: str, summary: str | None,
-                               fields: Mapping[str, Any]) -> str | None:
-    """Saves an append put above the links that close the page, on the revision read; None when an
-    edit made since overlaps it (then it is appended as MediaWiki appends, below them)."""
-    sent = {"text": new, "baserevid": target.latest, "nocreate": True,
-            **{k: v for k, v in fields.items() if v is not None}}
-    try:
-        saved = save_edit(ctx, target.title, sent, target.latest, summary, composed=True)
-    except WikiError as error:
-        if error.code == "editconflict":
+#: How many times an append above the links that close the page is made, each on the page as it then
+#: is, while edits made meanwhile overlap it (a colleague's addition at the same place).
+APPEND_ABOVE_TRIES = 3
+
+
+def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, summary: str | None,
+                               fields: Mapping[str, Any], reread: Callable[[], EditTarget]) -> str | None:
+    """Saves an append of ``text`` put above the links that close the page, on the revision read;
+    where an edit made since overlaps it, again on the page read anew (``reread``). None when the
+    page no longer ends with such links, or edits kept overlapping: then it is appended as
+    MediaWiki appends, below them."""
+    for _ in range(APPEND_ABOVE_TRIES):
+        at = closes_page(ctx, target)
+        if at is None:
             return None
-        raise
-    return f"{saved}\nPlaced: above the categories and links that close the page"
+        new = above_closing_links(ctx, target, separator(target.old, text) + text, at)
+        sent = {"text": new, "baserevid": target.latest, "nocreate": True, "section": target.section,
+                **fields}
+        try:
+            saved = save_edit(ctx, target.title, {k: v for k, v in sent.items() if v is not None}, target.latest,
+                              summary, composed=True)
+        except WikiError as error:
+            if error.code != "editconflict":
+                raise
+            target = reread()
+            continue
+        return f"{saved}\nPlaced: above the categories and links that close the page"
+    return None
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
@@ -10677,7 +10728,8 @@ def replace_in_pages(
         raise invalid_input("Argument 'find' must not be empty.")
     find, replace = as_wiki_receives(find), as_wiki_receives(replace)
     change = json.dumps([find, replace, regex], ensure_ascii=False)  # what the ledger knows its previews by
-    pages = [replaced(ctx, title, page, why, find, replace, regex) for title, page, why
+    template = regex_template(find, replace) if regex else None  # refused before any page is read
+    pages = [replaced(ctx, title, page, why, find, replace, template) for title, page, why
              in pages_to_change(ctx, titles, category)]
     if ctx.dry_run:
         return preview_replacements(ctx, pages, change, category)
@@ -10755,20 +10807,16 @@ def pages_to_change(ctx: ToolContext, titles: list[str] | None,
 
 
 def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str | None, find: str,
-             replace: str, regex: bool) -> PageChange:
-    """A page's change; one the wiki's checks would refuse to save is skipped, saying why."""
+             replace: str, template: str | None) -> PageChange:
+    """A page's change (``template``: of the regular expression ``find``, regex_template's); one the
+    wiki's checks would refuse to save is skipped, saying why."""
     slot = main_slot(revision_of(page or {}))
     text = slot.get("content", "")
-    if not regex:
+    if template is None:
         new, count = text.replace(find, replace), text.count(find)
     elif page is None:
         new, count = text, 0
     else:
-        try:
-            template = dollar_groups(re.compile(find), replace)
-        except (re.error, IndexError) as error:
-            raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                                "was changed.") from None
         # an empty match is left alone, as find-in-page shows none (x* would put the replacement
         # between every two characters)
         substituted = run_regex(find, text, ctx.state.regex_seconds, template)
@@ -10782,6 +10830,16 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
     return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+
+
+def regex_template(find: str, replace: str) -> str:
+    """The replacement template (dollar_groups) of the regular expression ``find``; invalid_input
+    when either is not valid."""
+    try:
+        return dollar_groups(re.compile(find), replace)
+    except (re.error, IndexError) as error:
+        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
+                            "was changed.") from None
 
 
 def dollar_groups(pattern: re.Pattern[str], replace: str) -> str:
@@ -10808,7 +10866,8 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.changes:
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
                                  f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
-    save = (f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
+    save = ("There is nothing to save." if not diffs else
+            f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
             "make these changes on the wiki themselves." if ctx.unconfirmable else
             "To save them, call replace-in-pages again with dryRun=false; a page changed since this preview is "
             "then skipped.")

@@ -4427,6 +4427,33 @@ def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
     assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
 
 
+@on_every_version
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+@pytest.mark.parametrize("section", [None, 1])
+def test_a_read_showing_a_newer_revision_after_the_wikitext_read_does_not_move_the_base_of_that_text(
+        wiki: RealWiki, read: str, section: int | None) -> None:
+    """The model reads the wikitext; a colleague edits; the model then finds a word, asks for the
+    revision ID, the outline or the rendered page, which show the colleague's revision but not its
+    wikitext: the text the model writes back is still made from its wikitext read, so the
+    colleague's edit is merged in, not silently reverted."""
+    server = make_server(wiki.env())
+    title = f"Write later {read} read {section} test"
+    text = "Lead line.\n\n== Part ==\nTop line.\n\nMiddle line.\n\nBottom line from 1900."
+    create(bot_server_for(wiki), title, text)
+    where = {} if section is None else {"section": section}
+    seen = content_of(call(server, "get-page", title=title, **where).blocks[0])
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
+             call(server, "get-page", title=title, content="none") if read == "content-none" else
+             call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-page", title=title, content="text"))
+    assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
+    done = call(server, "update-page", title=title, source=seen.replace("1900", "1901"), **where)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == ("Lead line.\n\n== Part ==\nTop line, and the Editor's words.\n\nMiddle line.\n\n"
+                                    "Bottom line from 1901.")
+
+
 def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
     """The pins and checks of a write use what its one read of the page brings: after a read in the
     same session, a whole-page, section, find or append write is a read, the edit and the sizes."""
@@ -4611,6 +4638,36 @@ def test_replacing_the_last_section_keeps_the_links_that_close_the_page_and_appe
     assert not own.is_error and "Kept:" not in own.text, own.text
     assert "Removed: {{DEFAULTSORT:Three, test}}, [[Category:Closing X]], [[Category:Closing Y]]" in own.text
     assert wiki.wikitext(title).endswith("== Three ==\nText three, its own category.\n\n[[Category:Closing Z]]")
+
+
+@on_every_version
+@pytest.mark.parametrize("section", [None, 1])
+def test_an_append_above_the_closing_links_while_a_colleague_adds_there_too_still_lands_above_them(
+        wiki: RealWiki, section: int | None) -> None:
+    """Between the append's read and its save, a colleague adds a line at the same place, above the
+    page's category: the two overlap, and the append is made again on the page as it then is, above
+    the category, never below it as MediaWiki's appendtext would put it."""
+    title = f"Write closing links colleague append {section} test"
+    original = "Lead.\n== One ==\nText one.\n\n[[Category:Closing colleague]]"
+    create(bot_server_for(wiki), title, original)
+    marker = b"rvprop=ids%7Ccontent"
+    proxy = HoldingProxy(wiki.url, marker)
+    answer: list[Result] = []
+    try:
+        server = make_server(wiki.env(MEDIAWIKI_URL=proxy.api))
+        where = {} if section is None else {"section": section}
+        appending = threading.Thread(target=lambda: answer.append(call(
+            server, "update-page", title=title, mode="append", source="Mine.", **where)))
+        appending.start()
+        assert proxy.arrived[marker].wait(30)
+        editor_edit(wiki, title, original.replace("Text one.", "Text one.\nTheirs."))
+        proxy.released[marker].set()
+        appending.join(60)
+    finally:
+        proxy.close()
+    assert answer and not answer[0].is_error, answer
+    assert "Placed: above the categories" in answer[0].text, answer[0].text
+    assert wiki.wikitext(title) == "Lead.\n== One ==\nText one.\nTheirs.\nMine.\n\n[[Category:Closing colleague]]"
 
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
@@ -5285,6 +5342,46 @@ def test_a_whole_page_write_of_one_sections_text_is_refused_unless_asked(bot_ser
     assert field(shrunk, "Size change") == f"{change} bytes ({sizes[before]} to {sizes[after]})"
 
 
+@on_every_version
+def test_a_section_read_alone_and_written_back_as_the_page_is_named_so_not_as_unread(wiki: RealWiki) -> None:
+    """The model read one section and writes it back without section=N: the answer says so and
+    names section=N, the call that then saves; it does not call the page unread here and send the
+    model to latestId, with which the write is refused again for the sections it would drop."""
+    server = make_server(wiki.env())
+    title = "Write section as page test"
+    text = sections_page(4)
+    revid = create(bot_server_for(wiki), title, text)
+    read = content_of(call(server, "get-page", title=title, section=2).blocks[0])
+    edited = read.replace("Sentence 2 of", "Sentence two of", 1)
+    refused = call(server, "update-page", title=title, source=edited)
+    assert refused.is_error and "the headings of section 2" in refused.text, refused.text
+    assert "call update-page with section=2 and this source" in refused.text and "no read of" not in refused.text
+    forced = call(server, "update-page", title=title, source=edited, removeSections=True)  # the page as said
+    assert forced.is_error and "no read of" in forced.text and f"latestId={revid}" in forced.text, forced.text
+    assert revision_ids(wiki, title) == [revid]
+    done = call(server, "update-page", title=title, section=2, source=edited)
+    assert not done.is_error, done.text
+    saved = wiki.wikitext(title)
+    assert "== Part 2 ==\nSentence two of the page." in saved and saved.count("== Part ") == 4, saved
+
+
+def test_a_cut_read_of_an_old_revision_written_back_without_latest_id_is_asked_which_revision(
+        wiki: RealWiki) -> None:
+    """get-revision cut an old revision, and the model writes it back as the page without latestId:
+    the answer asks which revision the text was made from (the latest's author named), not to read
+    on with get-page's offset, which reads the latest revision and would be refused again."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1500"))
+    title = "Write old revision cut test"
+    old = create(bot_server_for(wiki), title, sections_page(12))
+    editor_edit(wiki, title, sections_page(12).replace("Intro of", "Intro, edited, of"))
+    latest = revision_ids(wiki, title)[0]
+    read = call(server, "get-revision", revisionId=old)
+    assert read.blocks[-1].startswith("Content truncated at "), read.text
+    refused = call(server, "update-page", title=title, source=content_of(read.blocks[0]))
+    assert refused.is_error and "no read of" in refused.text and f"latestId={latest}" in refused.text, refused.text
+    assert "offset=" not in refused.text and revision_ids(wiki, title)[0] == latest
+
+
 def test_every_save_answers_with_the_size_change_the_wiki_stored(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write size change test"
     created = call(bot_server, "create-page", title=title, source="Signed: ~~~~")  # the wiki expands it
@@ -5911,6 +6008,44 @@ def test_rendered_text_with_its_section_markers_removed_is_refused_here_and_in_a
 
 
 @on_every_version
+def test_rendered_text_of_the_last_section_is_refused_though_the_links_closing_the_page_would_be_kept(
+        wiki: RealWiki) -> None:
+    """The page's last section, read rendered, has no category: written back, the server keeps the
+    page's closing category below it, and the text it checks is then no longer the rendering shown,
+    yet the model's text is that rendering all the same, which would replace the section's links and
+    templates with their flattened text."""
+    server = make_server(wiki.env())
+    title = "Write rendered last section test"
+    original = ("Lead.\n== Early ==\nText one.\n== Later ==\nThe [[Apple|apples]] of '''the''' valley, "
+                "{{Convert|3|km}} long.\n\n[[Category:Rivers of Germany]]")
+    revid = create(bot_server_for(wiki), title, original)
+    shown = content_of(call(server, "get-page", title=title, section=2, content="text").blocks[0])
+    assert "Category:" not in shown
+    stripped = re.sub(r" \(section \d+\)", "", shown)
+    refused = call(server, "update-page", title=title, section=2, source=stripped)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+
+
+@on_every_version
+def test_rendered_text_read_with_get_revision_is_refused_as_wikitext(wiki: RealWiki) -> None:
+    """get-revision renders a revision as get-page does: its plain text, markers removed, written
+    back over a page with neither templates nor categories would flatten its links and bold."""
+    server = make_server(wiki.env())
+    title = "Write rendered revision test"
+    original = "The [[Apple|apples]] of the valley.\n== Harvest ==\nPicked in '''autumn''', by [[Pear|hand]]."
+    revid = create(bot_server_for(wiki), title, original)
+    shown = content_of(call(server, "get-revision", revisionId=revid, content="text").blocks[0])
+    stripped = re.sub(r" \(section \d+\)", "", shown)
+    assert "[[" not in stripped and "Harvest" in stripped
+    refused = call(server, "update-page", title=title, source=stripped, latestId=revid)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == original and revision_ids(wiki, title) == [revid]
+
+
+@on_every_version
 def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Write removed markup named test"
@@ -6424,6 +6559,25 @@ def test_undo_edit_undoes_another_accounts_edit_and_keeps_a_later_one(bot_server
     assert revision["user"] == "Admin" and "mw-undo" in revision["tags"]
     # MediaWiki's own summary, which links the revision from 1.43 on
     assert re.match(rf"Undo revision ({bad}|\[\[Special:Diff/{bad}\|{bad}\]\]) by ", revision["comment"]), revision
+
+
+@on_every_version
+def test_a_page_read_then_an_undo_then_the_text_read_written_back_keeps_the_undo(wiki: RealWiki) -> None:
+    """The model reads the page, undoes a vandal's edit, then writes back the text it read with a
+    change of its own: the wiki made the undo's text, which the model never read, so the write is
+    based on the revision read, and the vandal's line stays out."""
+    server = make_server(wiki.env())
+    title = "Safety undo then write test"
+    text = "Lead line from 1900.\n\nFirst middle line.\n\nSecond middle line.\n\nBottom line."
+    create(bot_server_for(wiki), title, text)
+    editor_edit(wiki, title, text.replace("Bottom line.", "A vandal's line.\n\nBottom line."))
+    bad = revision_ids(wiki, title)[0]
+    seen = content_of(call(server, "get-page", title=title).blocks[0])
+    undone = call(server, "undo-edit", revisionId=bad)
+    assert not undone.is_error, undone.text
+    done = call(server, "update-page", title=title, source=seen.replace("1900", "1901"))
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == text.replace("1900", "1901")
 
 
 def test_undo_edit_undoes_a_run_of_edits_once_per_idempotency_key(bot_server: Any, wiki: RealWiki) -> None:
@@ -8350,6 +8504,23 @@ def test_a_reply_in_paragraphs_says_its_blank_lines_went(bot_server: Any, wiki: 
 
 
 @on_every_version
+def test_a_reply_names_nothing_outside_its_topic_as_removed(bot_server: Any, wiki: RealWiki) -> None:
+    """A reply changes its topic alone: the talk page's header template and category above it and
+    the other topic's template stay, and neither the dry run nor the save names them as removed."""
+    title = "Reply removes nothing test"
+    talk = ("{{Talk header}}\n[[Category:Talk pages tested]]\n\n"
+            + threaded_talk(":").replace("Something else.", "Something else, see {{Cite note}}."))
+    create(bot_server, f"Talk:{title}", talk)
+    for dry_run in (True, False):
+        result = call(bot_server, "reply-on-talk-page", title=title, topic="Plans", message="Count me in.",
+                      dryRun=dry_run)
+        assert not result.is_error and "Removed:" not in result.text, result.text
+    text = wiki.wikitext(f"Talk:{title}")
+    assert text.startswith("{{Talk header}}\n[[Category:Talk pages tested]]") and "{{Cite note}}" in text
+    assert ":Count me in. [[User:Admin|Admin]]" in text
+
+
+@on_every_version
 @pytest.mark.parametrize("inside, replies, expected", [
     ("* plates\n* cups", "", ":"),
     (": plates, as last year\n: cups", f"*Napkins too. {signature('Bob', '11:00')}\n", "*"),
@@ -8781,6 +8952,31 @@ def test_a_regex_replacement_takes_dollar_groups_and_counts_no_empty_match(bot_s
     assert not preview.is_error and f"{title} | 2 replacements | " in preview.text, preview.text
     assert "\n~A [-widget-]{+widgEt+} costs 5 [-euros-]{+Euros+} (5, not $5)." in preview.text, preview.text
     assert found.text.count(" | line 1 | ") == 2, found.text
+
+
+@pytest.mark.parametrize("find, replace", [("(unclosed", "x"), (r"(\d+) dollars", r"\2 euros")])
+def test_an_invalid_regular_expression_is_refused_whichever_pages_are_named(
+        bot_server: Any, wiki: RealWiki, find: str, replace: str) -> None:
+    """A pattern or replacement that cannot run is refused as such, also when no page named has text
+    to run it on: the preview said only that the page does not exist, and the same call on a page
+    that does was refused."""
+    missing = call(bot_server, "replace-in-pages", titles=["Replace no such page anywhere"], find=find,
+                   replace=replace, regex=True)
+    assert missing.is_error and missing.blocks[0].startswith(
+        "invalid_input: find or replace is not a valid regular expression here: "), missing.text
+    existing = call(bot_server, "replace-in-pages", titles=["Apple"], find=find, replace=replace, regex=True)
+    assert existing.blocks == missing.blocks
+
+
+def test_a_replace_preview_in_which_no_page_changes_names_no_call_to_save(bot_server: Any, wiki: RealWiki) -> None:
+    """No page matches: the preview says there is nothing to save, where it sent the model to a call
+    with dryRun=false that could only save nothing."""
+    preview = call(bot_server, "replace-in-pages", titles=["Apple", "Replace no such page either"],
+                   find="No such words in any fruit", replace="x")
+    assert not preview.is_error and preview.blocks[0].startswith(
+        "Dry run: nothing was saved. 0 of 2 pages would change (0 replacements). There is nothing to save.\n"
+        "Unchanged (no match): Apple\nSkipped: Replace no such page either (does not exist)"), preview.text
+    assert "dryRun" not in preview.text
 
 
 def test_a_replace_refuses_a_category_over_the_cap_and_cuts_a_long_preview(wiki: RealWiki) -> None:
