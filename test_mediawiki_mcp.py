@@ -3190,13 +3190,17 @@ def test_links_here_continues_to_the_end(bot_server: Any) -> None:
 
 @on_every_version
 def test_page_links_shows_what_a_page_uses_in_one_answer(bot_server: Any) -> None:
-    hidden, title = f"Category:Hidden {secrets.token_hex(4)}", f"Page uses {secrets.token_hex(4)}"
+    """The page's template and categories are its own: Fruitbox and the Fruits category would add
+    it to the transclusions and members other tests list whole."""
+    mark = secrets.token_hex(4)
+    hidden, shown, title = f"Category:Hidden {mark}", f"Category:Uses {mark}", f"Page uses {mark}"
     create(bot_server, hidden, "__HIDDENCAT__")
-    create(bot_server, title, f"{{{{Fruitbox|Apple}}}} [[Pear]] and [[Apple]]. [[File:Red square.png]]\n"
-                              f"[[Category:Fruits]] [[{hidden}]]")
+    create(bot_server, f"Template:Use box {mark}", "Fruit: {{{1|none}}}")
+    create(bot_server, title, f"{{{{Use box {mark}|Apple}}}} [[Pear]] and [[Apple]]. [[File:Red square.png]]\n"
+                              f"[[{shown}]] [[{hidden}]]")
     result = call(bot_server, "get-page-links", title=title)
-    assert result.blocks == [f"{title} uses:\nApple | link\nPear | link\nTemplate:Fruitbox | template\n"
-                             + "\n".join(sorted([f"{hidden} | category, hidden", "Category:Fruits | category"]))
+    assert result.blocks == [f"{title} uses:\nApple | link\nPear | link\nTemplate:Use box {mark} | template\n"
+                             + "\n".join(sorted([f"{hidden} | category, hidden", f"{shown} | category"]))
                              + "\nFile:Red square.png | file"]
     redirect = call(bot_server, "get-page-links", title="Apple redirect")
     assert redirect.blocks == ["Apple (redirected from Apple redirect) uses:\nCategory:Fruits | category"]
@@ -3207,13 +3211,18 @@ def test_page_links_shows_what_a_page_uses_in_one_answer(bot_server: Any) -> Non
 
 
 def test_page_links_continues_past_its_cap_without_repeating_a_row(bot_server: Any) -> None:
-    title, targets = f"Many links {secrets.token_hex(4)}", [f"Link target {n:03d}" for n in range(150)]
-    create(bot_server, title, "{{Fruitbox}} " + " ".join(f"[[{t}]]" for t in targets) + " [[Category:Fruits]]")
+    """The page uses a template and a category of its own: one that others count (Fruitbox, the
+    Fruits category) would add it to the members and transclusions other tests list whole."""
+    mark = secrets.token_hex(4)
+    title, targets = f"Many links {mark}", [f"Link target {n:03d}" for n in range(150)]
+    create(bot_server, f"Template:Link box {mark}", "A box.")
+    create(bot_server, title, f"{{{{Link box {mark}}}}} " + " ".join(f"[[{t}]]" for t in targets)
+           + f" [[Category:Many links {mark}]]")
     results = follow_markers(bot_server, "get-page-links", "continueFrom", {"title": title})
     assert len(results) == 2 and "Returned 102 rows." in results[0].blocks[1]
     rows = [row for r in results for row in rows_of(r.blocks[0])]
-    assert rows == [f"{t} | link" for t in targets[:100]] + ["Template:Fruitbox | template",
-                                                             "Category:Fruits | category"] + [
+    assert rows == [f"{t} | link" for t in targets[:100]] + [f"Template:Link box {mark} | template",
+                                                             f"Category:Many links {mark} | category"] + [
         f"{t} | link" for t in targets[100:]]
     forged = call(bot_server, "get-page-links", title=title, continueFrom="action=delete")
     assert forged.is_error and forged.blocks[0].startswith("invalid_input: continueFrom")
@@ -5794,9 +5803,9 @@ def test_an_edit_through_a_redirect_names_the_target(bot_server: Any, wiki: Real
     assert field(own, "Title") == "Write redirect source" and "Redirected from" not in own.text
     assert content_of(own.blocks[0]) == "#REDIRECT [[Write redirect target]]"
     changed = call(bot_server, "update-page", title="Write redirect source", find="]]",
-                   replace="]]\n[[Category:Fruits]]")
+                   replace="]]\n[[Category:Redirects kept]]")  # not Fruits, whose members other tests list
     assert not changed.is_error, changed.text
-    assert wiki.wikitext("Write redirect source") == "#REDIRECT [[Write redirect target]]\n[[Category:Fruits]]"
+    assert wiki.wikitext("Write redirect source") == "#REDIRECT [[Write redirect target]]\n[[Category:Redirects kept]]"
     assert wiki.wikitext("Write redirect target") == "The target's own text."
 
 
