@@ -4731,20 +4731,16 @@ CLIENTS_PER_PERSON = 8
 
 
 class People:
-    """Who a bearer token stands for (asking each source in turn: the token file, the sign-ins),
-    and one client per person, wiki and sign-in, logged in as them. ``required``: every request
-    over HTTP must come from a person (MCP_AUTH=login); one that does not is refused (person_of)."""
+    """One client per person, wiki and sign-in, logged in as them (a request's person is resolved
+    where it comes in: http_app). ``required``: every request over HTTP must come from a person
+    (MCP_AUTH=login); one that does not is refused (person_of)."""
 
     def __init__(self) -> None:
-        self.sources: list[Callable[[str], Person | None]] = []
         self.required = False
         #: each client with the account it logs in as
         self._clients: collections.OrderedDict[tuple[str, str, str], tuple[Credentials, MediaWikiClient]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
-
-    def person(self, token: str) -> Person | None:
-        return next((found for source in self.sources if (found := source(token))), None) if token else None
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
@@ -12229,8 +12225,6 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
     metrics = server.state.metrics or metrics_of(server.state, options)
-    if options.tokens and options.tokens.person not in server.state.people.sources:
-        server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
     # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
@@ -12245,7 +12239,6 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     signed_in: Any = None
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
-        server.state.people.sources.append(sign_ins.person)
         server.state.people.required = True
         oauth = sign_ins.app()
     capped = PersonSessions(server, options.sessions_per_person) if (

@@ -523,11 +523,6 @@ class SignIns:
                 Person(access["subject"], person["name"], {person["wiki"]: Credentials(account["username"], password)},
                        signed_in=True, sign_in=access["sign_in"]))
 
-    def person(self, token: str) -> Person | None:
-        """The person an access token of this server stands for (signed_in), or None."""
-        found = self.signed_in(token)
-        return found[1] if found else None
-
     # -- the sign-in page ---------------------------------------------------------------
 
     def _count(self, outcome: str) -> None:
