@@ -4028,14 +4028,23 @@ class StateStore(typing.Protocol):
     errors: int  # the requests that could not reach the store since this process began (/metrics)
 
 
+#: The kind of entry of a client registered with the sign-in that has signed no one in yet: anyone
+#: may register one, from many addresses, so this process keeps fewer of them than of other kinds
+#: (at most 16 KB each), the oldest forgotten first; a client that signed someone in is kept apart.
+UNUSED_CLIENT = "unused_client"
+UNUSED_CLIENTS_IN_MEMORY = 2000
+
+
 class MemoryStore:
-    """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
-    recently written forgotten first, never one a running call holds)."""
+    """The StateStore of this process: each kind holds at most ``capacity`` entries, or what
+    ``capacities`` gives for it (the least recently written forgotten first, never one a running
+    call holds)."""
     name = "memory"
     errors = 0  # it is always reached
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
+        self.capacities = {UNUSED_CLIENT: min(capacity, UNUSED_CLIENTS_IN_MEMORY)}
         self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
             collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
@@ -4052,7 +4061,7 @@ class MemoryStore:
             entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
             entries.move_to_end(key)
-            while len(entries) > self.capacity:
+            while len(entries) > self.capacities.get(key[1], self.capacity):
                 oldest = next((k for k in entries if k not in self._held), None)
                 if oldest is None:
                     break

@@ -63,6 +63,7 @@ from mediawiki_mcp import (
     PERSON_SCOPE,
     RIGHTS,
     STORE_DOWN,
+    UNUSED_CLIENT,
     ConfigError,
     Credentials,
     Person,
@@ -381,7 +382,8 @@ class SignIns:
     # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
 
     async def get_client(self, client_id: str) -> Any:
-        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id)))
+        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id))
+                                    or self.store.get((SIGN_IN_SPACE, UNUSED_CLIENT, client_id)))
         return RegisteredClient.model_validate_json(found) if found else None
 
     async def register_client(self, client_info: Any) -> None:
@@ -394,7 +396,7 @@ class SignIns:
             if problem := redirect_uri_problem(uri):
                 raise RegistrationError("invalid_redirect_uri", f"Not registered: {problem}.")
         registration = client_info.model_dump_json()
-        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
+        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, UNUSED_CLIENT, client_info.client_id),
                                                    registration, CLIENT_UNUSED_SECONDS))
 
     async def authorize(self, client: Any, params: Any) -> str:
@@ -488,8 +490,14 @@ class SignIns:
                   options.access_seconds)
         self._put("refresh", pair[1], {**kept, "expires_at": now + options.refresh_seconds, "access": pair[0]},
                   options.refresh_seconds)
-        # a client that signed someone in is kept while their tokens may be refreshed
-        self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
+        # a client that signed someone in is kept while their tokens may be refreshed, apart from
+        # the unused ones, of which the memory store keeps fewer
+        unused = (SIGN_IN_SPACE, UNUSED_CLIENT, client_id)
+        if registration := self.store.get(unused):
+            self.store.put((SIGN_IN_SPACE, "client", client_id), registration, options.refresh_seconds)
+            self.store.forget(unused)
+        else:
+            self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
                           refresh_token=refresh, scope=" ".join(scopes) or None)
 

@@ -12926,10 +12926,27 @@ def test_a_client_that_never_signs_anyone_in_is_forgotten_after_an_hour_and_one_
         used.tokens(Browser(wiki.editor_user, wiki.editor_password))
         store, now = server.state.reads.store, time.monotonic()
         store.clock = lambda: now + signin.CLIENT_UNUSED_SECONDS + 1  # the store an hour on
-        assert issued(server, "client") == [used.client_id]
+        assert issued(server, "client") == [used.client_id] and issued(server, m.UNUSED_CLIENT) == []
         challenge = pkce()[1]
         assert requests.get(unused.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 400
         assert requests.get(used.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+
+
+def test_unused_registrations_are_kept_up_to_a_bound_the_oldest_forgotten_first_never_a_used_client(
+        wiki: RealWiki) -> None:
+    """Registrations from many addresses, each within its own limit, fill no more of the memory
+    store than its bound of unused clients; a client that signed someone in stays."""
+    with login_server(login_env(wiki)) as (server, url):
+        server.state.reads.store.capacities[m.UNUSED_CLIENT] = 2
+        used = OAuthApp.register(url)
+        used.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        oldest, *newer = (OAuthApp.register(url) for _ in range(3))
+        challenge = pkce()[1]
+        refused = requests.get(oldest.authorize_url(challenge), allow_redirects=False, timeout=30)
+        assert refused.status_code == 400, refused.text
+        for app in (used, *newer):
+            assert requests.get(app.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+        assert issued(server, "client") == [used.client_id]
 
 
 def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) -> None:
@@ -12938,7 +12955,7 @@ def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) ->
                     "com.example.app:/oauth2redirect", "https://app.example/cb#here"):
             refused = register_client(url, redirect_uris=[CALLBACK, uri])
             assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", (uri, refused.text)
-        assert not issued(server, "client")
+        assert not issued(server, "client") and not issued(server, m.UNUSED_CLIENT)
         for uri in ("https://app.example/callback", "http://localhost:8976/cb", "http://[::1]:8976/cb", CALLBACK):
             app = OAuthApp.register(url, uri)
             assert requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).status_code == 302
@@ -12951,7 +12968,7 @@ def test_only_a_loopback_redirect_may_change_its_port(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         secure = OAuthApp.register(url, "https://app.example/callback")
         older = OAuthApp.register(url)
-        key = (signin.SIGN_IN_SPACE, "client", older.client_id)
+        key = (signin.SIGN_IN_SPACE, m.UNUSED_CLIENT, older.client_id)
         store = server.state.reads.store
         store.put(key, json.dumps({**json.loads(store.get(key)), "redirect_uris": ["http://app.example/callback"]}), 60)
         challenge = pkce()[1]
