@@ -12096,7 +12096,8 @@ class Metrics:
         self.refusals = Counter("mediawiki_mcp_refused_requests", "Requests refused before any tool saw them, by "
                                 "reason: no_token and token (401: none, or one that is unknown, expired, revoked or "
                                 "whose person cannot be used), host (421), origin (403), sessions (429: "
-                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login)", ["reason"],
+                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login), grant (400 at /token: "
+                                "a code or refresh token used twice, expired, or of a signed-out person)", ["reason"],
                                 registry=self.registry)
         self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
                                               "a wiki took, by wiki key", ["wiki"], registry=self.registry)

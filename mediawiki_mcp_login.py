@@ -628,6 +628,8 @@ class SignIns:
         try:
             signed = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
+            if error.code == STORE_DOWN:  # the page says so (page), counted once, as store_down
+                raise
             # logged(): a name is whatever the form was sent with, a line break or a bidi mark too
             log.warning("sign-in to %s as %s from %s failed: %s", wiki, logged(username.split("@")[0]),
                         address or "-", error.category)
@@ -798,13 +800,19 @@ class SignIns:
         async def guarded(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return await app(scope, receive, send)
-            started = False
+            started, status = False, 0
             registering = scope["path"] == "/register" and scope["method"] == "POST"
             address = scope["client"][0] if scope.get("client") else ""
 
             async def sending(message: Any) -> None:
-                nonlocal started
+                nonlocal started, status
+                # a grant refused at /token (a code or refresh token used twice, expired, or of a
+                # signed-out person), whether this provider or the SDK refused it, by its RFC 6749 error
+                if (scope["path"] == "/token" and status == 400 and message["type"] == "http.response.body"
+                        and b'"invalid_grant"' in message.get("body", b"")):
+                    self.state.refused("grant")
                 if message["type"] == "http.response.start":
+                    status = message["status"]
                     # counted before the client hears of it, and only what is kept: a refusal costs nothing
                     if registering and message["status"] == 201:
                         await on_own_thread(lambda: self.store.update(

@@ -13503,6 +13503,25 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
     assert wiki.editor_password not in caplog.text
 
 
+def test_metrics_count_grants_refused_at_token(wiki: RealWiki) -> None:
+    """A refresh token used twice, a code used twice, and the refresh token of a person who signed
+    out: each refused invalid_grant at /token and counted in /metrics."""
+    with login_server(login_env(wiki)) as (_, url):
+        app, (verifier, challenge) = OAuthApp.register(url), pkce()
+        code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+        exchanges = [app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                               redirect_uri=CALLBACK) for _ in range(2)]
+        refresh = exchanges[0].json()["refresh_token"]
+        renewed, again = (app.token(grant_type="refresh_token", refresh_token=refresh) for _ in range(2))
+        out = requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30,
+                            headers={"Authorization": f"Bearer {renewed.json()['access_token']}"})
+        assert out.status_code == 200, out.text
+        gone = app.token(grant_type="refresh_token", refresh_token=renewed.json()["refresh_token"])
+        for refused in (exchanges[1], again, gone):
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.text
+        assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "grant"),))] == 3
+
+
 def test_metrics_count_the_requests_refused_before_any_tool_by_reason(wiki: RealWiki) -> None:
     """/metrics counts the requests refused at the door, so that an operator sees tokens refused in
     numbers (a replica with another key, a store that lost its people), apart from the first request
@@ -14241,6 +14260,32 @@ def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wi
             page = requests.get(link, timeout=30)
             assert page.status_code == 503 and "cannot be reached" in page.text, page.text
             assert STORE_PASSWORD not in page.text
+    finally:
+        store.stop()
+
+
+def test_a_store_that_fails_while_the_sign_in_form_is_checked_is_counted_once_as_store_down(wiki: RealWiki) -> None:
+    """The store answers reads but refuses writes (its ACL) once the form was sent, so the check of
+    the password reads it and the sign-in's first write fails: the person sees the store-down page,
+    and /metrics counts the sign-in once, as store_down, not also as upstream_failure."""
+    import redis
+    store = StateServer("redis")
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            admin = redis.Redis.from_url(store.url)
+
+            def refusing_writes(fields: dict[str, str]) -> dict[str, str]:
+                admin.execute_command("ACL", "SETUSER", "default", "-@write")
+                return fields
+            browser = Browser(wiki.editor_user, wiki.editor_password, refusing_writes)
+            try:
+                assert browser.sign_in(OAuthApp.register(url).authorize_url(pkce()[1])) == ""
+            finally:
+                admin.execute_command("ACL", "SETUSER", "default", "+@all")
+            assert browser.pages[-1].status_code == 503, browser.pages[-1].text
+            counted = {labels: value for (name, labels), value in metric_values(url).items()
+                       if name == "mediawiki_mcp_sign_ins_total"}
+            assert counted == {(("outcome", "store_down"),): 1}, counted
     finally:
         store.stop()
 
