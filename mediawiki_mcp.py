@@ -11582,7 +11582,8 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
                           "without it, sign-ins live in the server process's own memory, which no other process "
                           "can see (restarting that server signs everyone out)")
     login = login_module()
-    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
+    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True, decrypts=False),
+                             "http://localhost")
     try:
         if args.action == "revoke":  # as list shows them, or as they are
             person = next((person["person"] for person in sign_ins.signed_in_people()

@@ -158,9 +158,13 @@ class SignInOptions:
                               "shown.") from None
 
 
-def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions:
-    """The sign-in's options of MCP_AUTH=login, checked (its keys decrypt)."""
+def sign_in_options(env: Mapping[str, str], loopback: bool, decrypts: bool = True) -> SignInOptions:
+    """The sign-in's options of MCP_AUTH=login, checked (its keys decrypt). ``decrypts``: False for
+    what encrypts and decrypts no bot password (sign-in list and revoke), which then needs no
+    MCP_AUTH_SECRET: a key of its own stands in, with which nothing stored was encrypted."""
     keys, public_url = setting(env, "MCP_AUTH_SECRET"), setting(env, "MCP_PUBLIC_URL")
+    if not keys and not decrypts:
+        keys = (Fernet.generate_key().decode(),)
     if not keys:
         raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords "
                           f"people sign in with: make one with {MAKE_FERNET_KEY}")

@@ -14128,13 +14128,15 @@ def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their
         wiki: RealWiki, state_server: StateServer) -> None:
     """mediawiki-mcp sign-in list names each person signed in through a running server (wiki, account,
     when, live tokens; no secret), and sign-in revoke WIKI:USER signs them out there: their access
-    token is 401, their refresh token refused. Without MCP_STATE_URL it says why it cannot see them."""
+    token is 401, their refresh token refused. Neither needs MCP_AUTH_SECRET, as neither decrypts a
+    bot password. Without MCP_STATE_URL it says why it cannot see them."""
     import redis
     url = state_server.url.rpartition("/")[0] + "/7"  # a database of its own: other tests sign Editor in too
     redis.Redis.from_url(url).flushdb()
-    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    served = {**login_env(wiki), "MCP_STATE_URL": url}
+    env = {name: value for name, value in served.items() if name != "MCP_AUTH_SECRET"}  # the commands'
     person = f"{wiki.key}:Editor"
-    with http_servers((env, ())) as [server]:
+    with http_servers((served, ())) as [server]:
         app = OAuthApp.register(server.url)
         tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
         assert initialize_status(server.url, tokens["access_token"]) == 200
