@@ -5273,6 +5273,8 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
         raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
                                 f"not {doing} there for them: {spec.name} shows what only an account sees, and "
                                 f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
+    if spec is not None and spec.fn is whoami:  # says who they are from what the server knows, reading nothing of the wiki
+        return configured
     if wiki.private or spec is not None and not spec.read_only:
         doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
@@ -6881,7 +6883,8 @@ def whoami(ctx: ToolContext) -> str:
             ("Wiki", ctx.wiki.key),
             ("User", (f"none: {person.name} has no account of their own on this wiki (signed in to "
                       f"{', '.join(person.accounts)})")),
-            ("Reads", "what anyone may read, through this server's own account; not the watchlist"),
+            ("Reads", "none: the wiki is private, and this server reads it for no one through its own account"
+             if ctx.wiki.private else "what anyone may read, through this server's own account; not the watchlist"),
             ("Writes from this server", writes_from_here(ctx)))
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})

@@ -11790,6 +11790,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
         read = member.call("get-page", title="Main Page", wiki="third")
         written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
         private = member.call("get-site-info", wiki="other")
+        who = member.call("whoami", wiki="other")
         admins = admin.call("get-site-info", wiki="other")
         copied = member.call("copy-page", title="Main Page", fromWiki="third", newTitle=title)
     assert tool_text(read).startswith("Wiki: third\n")
@@ -11803,6 +11804,11 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert revision_ids(third_wiki, title) == []
     assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
                                           "server does not read the private wiki other for them")
+    assert tool_text(who) == (  # as on a public wiki where they have no account, reads off too
+        "Wiki: other\nUser: none: Member has no account of their own on this wiki (signed in to main)\n"
+        "Reads: none: the wiki is private, and this server reads it for no one through its own account\n"
+        "Writes from this server: off for Member. To get one, ask this server's operator to add this wiki to "
+        "their entry (MCP_AUTH_TOKENS)."), tool_text(who)
     assert "Name: Other Wiki" in tool_text(admins)
 
 
