@@ -4028,14 +4028,23 @@ class StateStore(typing.Protocol):
     errors: int  # the requests that could not reach the store since this process began (/metrics)
 
 
+#: The kind of entry of a client registered with the sign-in that has signed no one in yet: anyone
+#: may register one, from many addresses, so this process keeps fewer of them than of other kinds
+#: (at most 16 KB each), the oldest forgotten first; a client that signed someone in is kept apart.
+UNUSED_CLIENT = "unused_client"
+UNUSED_CLIENTS_IN_MEMORY = 2000
+
+
 class MemoryStore:
-    """The StateStore of this process: each kind holds at most ``capacity`` entries (the least
-    recently written forgotten first, never one a running call holds)."""
+    """The StateStore of this process: each kind holds at most ``capacity`` entries, or what
+    ``capacities`` gives for it (the least recently written forgotten first, never one a running
+    call holds)."""
     name = "memory"
     errors = 0  # it is always reached
 
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
+        self.capacities = {UNUSED_CLIENT: min(capacity, UNUSED_CLIENTS_IN_MEMORY)}
         self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
             collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
@@ -4052,7 +4061,7 @@ class MemoryStore:
             entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
             entries.move_to_end(key)
-            while len(entries) > self.capacity:
+            while len(entries) > self.capacities.get(key[1], self.capacity):
                 oldest = next((k for k in entries if k not in self._held), None)
                 if oldest is None:
                     break
@@ -4745,20 +4754,16 @@ CLIENTS_PER_PERSON = 8
 
 
 class People:
-    """Who a bearer token stands for (asking each source in turn: the token file, the sign-ins),
-    and one client per person, wiki and sign-in, logged in as them. ``required``: every request
-    over HTTP must come from a person (MCP_AUTH=login); one that does not is refused (person_of)."""
+    """One client per person, wiki and sign-in, logged in as them (a request's person is resolved
+    where it comes in: http_app). ``required``: every request over HTTP must come from a person
+    (MCP_AUTH=login); one that does not is refused (person_of)."""
 
     def __init__(self) -> None:
-        self.sources: list[Callable[[str], Person | None]] = []
         self.required = False
         #: each client with the account it logs in as
         self._clients: collections.OrderedDict[tuple[str, str, str], tuple[Credentials, MediaWikiClient]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
-
-    def person(self, token: str) -> Person | None:
-        return next((found for source in self.sources if (found := source(token))), None) if token else None
 
     def client(self, person: Person, wiki: WikiConfig, make: Callable[[WikiConfig], MediaWikiClient]
                ) -> MediaWikiClient:
@@ -5282,6 +5287,8 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
         raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
                                 f"not {doing} there for them: {spec.name} shows what only an account sees, and "
                                 f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
+    if spec is not None and spec.fn is whoami:  # says who they are from what the server knows, reading nothing of the wiki
+        return configured
     if wiki.private or spec is not None and not spec.read_only:
         doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
         raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
@@ -6890,7 +6897,8 @@ def whoami(ctx: ToolContext) -> str:
             ("Wiki", ctx.wiki.key),
             ("User", (f"none: {person.name} has no account of their own on this wiki (signed in to "
                       f"{', '.join(person.accounts)})")),
-            ("Reads", "what anyone may read, through this server's own account; not the watchlist"),
+            ("Reads", "none: the wiki is private, and this server reads it for no one through its own account"
+             if ctx.wiki.private else "what anyone may read, through this server's own account; not the watchlist"),
             ("Writes from this server", writes_from_here(ctx)))
     info = ctx.client.get({"action": "query", "meta": "userinfo",
                            "uiprop": "groups|rights|editcount"}).get("query", {}).get("userinfo", {})
@@ -11636,7 +11644,8 @@ def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, 
                           "without it, sign-ins live in the server process's own memory, which no other process "
                           "can see (restarting that server signs everyone out)")
     login = login_module()
-    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True), "http://localhost")
+    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True, decrypts=False),
+                             "http://localhost")
     try:
         if args.action == "revoke":  # as list shows them, or as they are
             person = next((person["person"] for person in sign_ins.signed_in_people()
@@ -12150,7 +12159,8 @@ class Metrics:
         self.refusals = Counter("mediawiki_mcp_refused_requests", "Requests refused before any tool saw them, by "
                                 "reason: no_token and token (401: none, or one that is unknown, expired, revoked or "
                                 "whose person cannot be used), host (421), origin (403), sessions (429: "
-                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login)", ["reason"],
+                                "MCP_SESSIONS_PER_PERSON), store_down (503 with MCP_AUTH=login), grant (400 at /token: "
+                                "a code or refresh token used twice, expired, or of a signed-out person)", ["reason"],
                                 registry=self.registry)
         self.wiki_request_seconds = Histogram("mediawiki_mcp_wiki_request_seconds", "Seconds each request to "
                                               "a wiki took, by wiki key", ["wiki"], registry=self.registry)
@@ -12288,8 +12298,6 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
     metrics = server.state.metrics or metrics_of(server.state, options)
-    if options.tokens and options.tokens.person not in server.state.people.sources:
-        server.state.people.sources.append(options.tokens.person)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
     # without MCP_ALLOWED_HOSTS); it compares case-sensitively (LOCALHOST:3000) and takes any
@@ -12304,7 +12312,6 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     signed_in: Any = None
     if options.sign_in:
         sign_ins = login_module().SignIns(server.state, options.sign_in, options.public_url)
-        server.state.people.sources.append(sign_ins.person)
         server.state.people.required = True
         oauth = sign_ins.app()
     capped = PersonSessions(server, options.sessions_per_person) if (

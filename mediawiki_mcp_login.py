@@ -63,6 +63,7 @@ from mediawiki_mcp import (
     PERSON_SCOPE,
     RIGHTS,
     STORE_DOWN,
+    UNUSED_CLIENT,
     ConfigError,
     Credentials,
     Person,
@@ -157,9 +158,13 @@ class SignInOptions:
                               "shown.") from None
 
 
-def sign_in_options(env: Mapping[str, str], loopback: bool) -> SignInOptions:
-    """The sign-in's options of MCP_AUTH=login, checked (its keys decrypt)."""
+def sign_in_options(env: Mapping[str, str], loopback: bool, decrypts: bool = True) -> SignInOptions:
+    """The sign-in's options of MCP_AUTH=login, checked (its keys decrypt). ``decrypts``: False for
+    what encrypts and decrypts no bot password (sign-in list and revoke), which then needs no
+    MCP_AUTH_SECRET: a key of its own stands in, with which nothing stored was encrypted."""
     keys, public_url = setting(env, "MCP_AUTH_SECRET"), setting(env, "MCP_PUBLIC_URL")
+    if not keys and not decrypts:
+        keys = (Fernet.generate_key().decode(),)
     if not keys:
         raise ConfigError("MCP_AUTH=login needs MCP_AUTH_SECRET, the key that encrypts the bot passwords "
                           f"people sign in with: make one with {MAKE_FERNET_KEY}")
@@ -381,7 +386,8 @@ class SignIns:
     # -- the SDK's provider (its handlers check PKCE, expiry and the redirect URI) ------------
 
     async def get_client(self, client_id: str) -> Any:
-        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id)))
+        found = await on_own_thread(lambda: self.store.get((SIGN_IN_SPACE, "client", client_id))
+                                    or self.store.get((SIGN_IN_SPACE, UNUSED_CLIENT, client_id)))
         return RegisteredClient.model_validate_json(found) if found else None
 
     async def register_client(self, client_info: Any) -> None:
@@ -394,7 +400,7 @@ class SignIns:
             if problem := redirect_uri_problem(uri):
                 raise RegistrationError("invalid_redirect_uri", f"Not registered: {problem}.")
         registration = client_info.model_dump_json()
-        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, "client", client_info.client_id),
+        await on_own_thread(lambda: self.store.put((SIGN_IN_SPACE, UNUSED_CLIENT, client_info.client_id),
                                                    registration, CLIENT_UNUSED_SECONDS))
 
     async def authorize(self, client: Any, params: Any) -> str:
@@ -488,8 +494,14 @@ class SignIns:
                   options.access_seconds)
         self._put("refresh", pair[1], {**kept, "expires_at": now + options.refresh_seconds, "access": pair[0]},
                   options.refresh_seconds)
-        # a client that signed someone in is kept while their tokens may be refreshed
-        self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
+        # a client that signed someone in is kept while their tokens may be refreshed, apart from
+        # the unused ones, of which the memory store keeps fewer
+        unused = (SIGN_IN_SPACE, UNUSED_CLIENT, client_id)
+        if registration := self.store.get(unused):
+            self.store.put((SIGN_IN_SPACE, "client", client_id), registration, options.refresh_seconds)
+            self.store.forget(unused)
+        else:
+            self.store.update((SIGN_IN_SPACE, "client", client_id), lambda kept: kept, options.refresh_seconds)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=options.access_seconds,
                           refresh_token=refresh, scope=" ".join(scopes) or None)
 
@@ -522,11 +534,6 @@ class SignIns:
         return (AccessToken(token=token, **sdk_fields(AccessToken, access)),
                 Person(access["subject"], person["name"], {person["wiki"]: Credentials(account["username"], password)},
                        signed_in=True, sign_in=access["sign_in"]))
-
-    def person(self, token: str) -> Person | None:
-        """The person an access token of this server stands for (signed_in), or None."""
-        found = self.signed_in(token)
-        return found[1] if found else None
 
     # -- the sign-in page ---------------------------------------------------------------
 
@@ -625,6 +632,8 @@ class SignIns:
         try:
             signed = await on_own_thread(lambda: self._attempt(wiki, username, password, address))
         except WikiError as error:
+            if error.code == STORE_DOWN:  # the page says so (page), counted once, as store_down
+                raise
             # logged(): a name is whatever the form was sent with, a line break or a bidi mark too
             log.warning("sign-in to %s as %s from %s failed: %s", wiki, logged(username.split("@")[0]),
                         address or "-", error.category)
@@ -795,13 +804,19 @@ class SignIns:
         async def guarded(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return await app(scope, receive, send)
-            started = False
+            started, status = False, 0
             registering = scope["path"] == "/register" and scope["method"] == "POST"
             address = scope["client"][0] if scope.get("client") else ""
 
             async def sending(message: Any) -> None:
-                nonlocal started
+                nonlocal started, status
+                # a grant refused at /token (a code or refresh token used twice, expired, or of a
+                # signed-out person), whether this provider or the SDK refused it, by its RFC 6749 error
+                if (scope["path"] == "/token" and status == 400 and message["type"] == "http.response.body"
+                        and b'"invalid_grant"' in message.get("body", b"")):
+                    self.state.refused("grant")
                 if message["type"] == "http.response.start":
+                    status = message["status"]
                     # counted before the client hears of it, and only what is kept: a refusal costs nothing
                     if registering and message["status"] == 201:
                         await on_own_thread(lambda: self.store.update(

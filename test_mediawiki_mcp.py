@@ -11995,6 +11995,7 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
         read = member.call("get-page", title="Main Page", wiki="third")
         written = member.call("create-page", title=title, source="Not to be saved.", wiki="third")
         private = member.call("get-site-info", wiki="other")
+        who = member.call("whoami", wiki="other")
         admins = admin.call("get-site-info", wiki="other")
         copied = member.call("copy-page", title="Main Page", fromWiki="third", newTitle=title)
     assert tool_text(read).startswith("Wiki: third\n")
@@ -12008,6 +12009,11 @@ def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes
     assert revision_ids(third_wiki, title) == []
     assert error_text(private).startswith("authentication: Member has no account of their own on other, so this "
                                           "server does not read the private wiki other for them")
+    assert tool_text(who) == (  # as on a public wiki where they have no account, reads off too
+        "Wiki: other\nUser: none: Member has no account of their own on this wiki (signed in to main)\n"
+        "Reads: none: the wiki is private, and this server reads it for no one through its own account\n"
+        "Writes from this server: off for Member. To get one, ask this server's operator to add this wiki to "
+        "their entry (MCP_AUTH_TOKENS)."), tool_text(who)
     assert "Name: Other Wiki" in tool_text(admins)
 
 
@@ -12814,8 +12820,10 @@ def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
     with login_server(login_env(wiki)) as (server, url):
         for user, password in ((wiki.bot_user, wiki.bot_password), (wiki.editor_user, wiki.editor_password)):
             browser, storage = Browser(user, password), TokenMemory()
-            [read] = signed_in_calls(url, browser, [("get-page", {"title": RIVER_ARTICLE})], storage)
+            [read, who] = signed_in_calls(url, browser, [("get-page", {"title": RIVER_ARTICLE}), ("whoami", {})],
+                                          storage)
             assert not read.is_error and "Rhine" in read.text, read.text
+            assert f"User: {user.split('@')[0]}\n" in who.text, who.text  # logged in with their bot password
             form = browser.pages[0].text
             site = wiki.raw_get(action="query", meta="siteinfo")["query"]["general"]["sitename"]
             assert f"Sign in to {site}" in form and wiki.url in form and url.removesuffix("/mcp") in form
@@ -12826,8 +12834,6 @@ def test_two_people_sign_in_with_the_sdks_oauth_client_and_their_calls_work(
             secrets_given = (password, storage.tokens.access_token, storage.tokens.refresh_token)
             assert not any(secret in stored_values(server) for secret in secrets_given)
             assert not any(secret in caplog.text for secret in secrets_given)
-            person = server.state.people.person(storage.tokens.access_token)
-            assert person.name == user.split("@")[0] and person.accounts[wiki.key].password == password
         health = requests.get(url.removesuffix("/mcp") + "/health", timeout=30)
         assert health.status_code == 200 and "token" not in health.text.lower()
 
@@ -12871,7 +12877,6 @@ def test_without_a_token_of_this_server_mcp_answers_401_naming_where_to_sign_in(
         entry = json.loads(store.get(key))
         store.put(key, json.dumps({**entry, "expires_at": time.time() - 1}), 60)
         assert initialize_status(url, tokens["access_token"]) == 401
-        assert server.state.people.person(tokens["access_token"]) is None
         # Revoked by the client: the access token and its refresh token stop working.
         tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
         revoked = requests.post(base + "/revoke", data={"token": tokens["access_token"], "client_id": app.client_id,
@@ -12947,9 +12952,8 @@ def test_sign_out_revokes_every_token_of_the_person_and_forgets_their_password(w
         app = OAuthApp.register(url)
         first, second = (app.tokens(Browser(wiki.editor_user, wiki.editor_password)) for _ in range(2))
         other = app.tokens(Browser(wiki.bot_user, wiki.bot_password))
-        person = server.state.people.person(first["access_token"])
-        client = server.state.people.client(person, server.state.wikis[wiki.key], lambda config: config.client())
-        assert client.account.name == "Editor"
+        assert "User: Editor\n" in tool_text(PersonSession(url, first["access_token"]).call("whoami"))
+        [(_, client)] = server.state.people._clients.values()  # the client that call logged in as them
         session = client.session_for(wiki.api).cookies.copy()  # the person's wiki session, as a browser has it
         assert requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30).status_code == 401
         out = requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30,
@@ -13133,10 +13137,27 @@ def test_a_client_that_never_signs_anyone_in_is_forgotten_after_an_hour_and_one_
         used.tokens(Browser(wiki.editor_user, wiki.editor_password))
         store, now = server.state.reads.store, time.monotonic()
         store.clock = lambda: now + signin.CLIENT_UNUSED_SECONDS + 1  # the store an hour on
-        assert issued(server, "client") == [used.client_id]
+        assert issued(server, "client") == [used.client_id] and issued(server, m.UNUSED_CLIENT) == []
         challenge = pkce()[1]
         assert requests.get(unused.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 400
         assert requests.get(used.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+
+
+def test_unused_registrations_are_kept_up_to_a_bound_the_oldest_forgotten_first_never_a_used_client(
+        wiki: RealWiki) -> None:
+    """Registrations from many addresses, each within its own limit, fill no more of the memory
+    store than its bound of unused clients; a client that signed someone in stays."""
+    with login_server(login_env(wiki)) as (server, url):
+        server.state.reads.store.capacities[m.UNUSED_CLIENT] = 2
+        used = OAuthApp.register(url)
+        used.tokens(Browser(wiki.editor_user, wiki.editor_password))
+        oldest, *newer = (OAuthApp.register(url) for _ in range(3))
+        challenge = pkce()[1]
+        refused = requests.get(oldest.authorize_url(challenge), allow_redirects=False, timeout=30)
+        assert refused.status_code == 400, refused.text
+        for app in (used, *newer):
+            assert requests.get(app.authorize_url(challenge), allow_redirects=False, timeout=30).status_code == 302
+        assert issued(server, "client") == [used.client_id]
 
 
 def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) -> None:
@@ -13145,7 +13166,7 @@ def test_only_https_and_loopback_redirect_uris_are_registered(wiki: RealWiki) ->
                     "com.example.app:/oauth2redirect", "https://app.example/cb#here"):
             refused = register_client(url, redirect_uris=[CALLBACK, uri])
             assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", (uri, refused.text)
-        assert not issued(server, "client")
+        assert not issued(server, "client") and not issued(server, m.UNUSED_CLIENT)
         for uri in ("https://app.example/callback", "http://localhost:8976/cb", "http://[::1]:8976/cb", CALLBACK):
             app = OAuthApp.register(url, uri)
             assert requests.get(app.authorize_url(pkce()[1]), allow_redirects=False, timeout=30).status_code == 302
@@ -13158,7 +13179,7 @@ def test_only_a_loopback_redirect_may_change_its_port(wiki: RealWiki) -> None:
     with login_server(login_env(wiki)) as (server, url):
         secure = OAuthApp.register(url, "https://app.example/callback")
         older = OAuthApp.register(url)
-        key = (signin.SIGN_IN_SPACE, "client", older.client_id)
+        key = (signin.SIGN_IN_SPACE, m.UNUSED_CLIENT, older.client_id)
         store = server.state.reads.store
         store.put(key, json.dumps({**json.loads(store.get(key)), "redirect_uris": ["http://app.example/callback"]}), 60)
         challenge = pkce()[1]
@@ -13529,11 +13550,10 @@ def test_with_several_wikis_the_person_chooses_the_one_they_sign_in_to(
         form = browser.pages[0].text
         assert re.findall(r'<option value="([^"]*)"( selected)?', form) == [(wiki.key, " selected"), ("other", "")]
         assert other_wiki.url in form and form.count("Special:BotPasswords</a>") == 2
-        person = server.state.people.person(tokens["access_token"])
-        assert (person.name, list(person.accounts)) == ("Editor", ["other"])
+        session = PersonSession(url, tokens["access_token"])
+        assert "User: Editor\n" in tool_text(session.call("whoami", wiki="other"))
         title = f"Signed in elsewhere {secrets.token_hex(4)}"
-        refused = PersonSession(url, tokens["access_token"]).call("create-page", title=title, source="x.",
-                                                                  wiki=wiki.key)
+        refused = session.call("create-page", title=title, source="x.", wiki=wiki.key)
         assert error_text(refused) == (  # other is read-only: no right is missing, a wiki to write to is
             "authentication: Editor has no account of their own on a wiki this server writes to, so it does not use "
             f"create-page for them (never as its own account); nothing was changed. A sign-in acts on one wiki: to "
@@ -13692,6 +13712,25 @@ def test_metrics_count_tool_calls_sign_ins_and_wiki_requests_and_name_no_one(
     assert f"tool='get-page' wiki={wiki.key} outcome=not_found client=127.0.0.1" in caplog.text
     assert f"sign-in to {wiki.key} as '{editor}' from 127.0.0.1 failed: authentication" in caplog.text
     assert wiki.editor_password not in caplog.text
+
+
+def test_metrics_count_grants_refused_at_token(wiki: RealWiki) -> None:
+    """A refresh token used twice, a code used twice, and the refresh token of a person who signed
+    out: each refused invalid_grant at /token and counted in /metrics."""
+    with login_server(login_env(wiki)) as (_, url):
+        app, (verifier, challenge) = OAuthApp.register(url), pkce()
+        code = app.code(Browser(wiki.editor_user, wiki.editor_password), challenge)
+        exchanges = [app.token(grant_type="authorization_code", code=code, code_verifier=verifier,
+                               redirect_uri=CALLBACK) for _ in range(2)]
+        refresh = exchanges[0].json()["refresh_token"]
+        renewed, again = (app.token(grant_type="refresh_token", refresh_token=refresh) for _ in range(2))
+        out = requests.post(url.removesuffix("/mcp") + signin.SIGN_OUT_PATH, timeout=30,
+                            headers={"Authorization": f"Bearer {renewed.json()['access_token']}"})
+        assert out.status_code == 200, out.text
+        gone = app.token(grant_type="refresh_token", refresh_token=renewed.json()["refresh_token"])
+        for refused in (exchanges[1], again, gone):
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.text
+        assert metric_values(url)[("mediawiki_mcp_refused_requests_total", (("reason", "grant"),))] == 3
 
 
 def test_metrics_count_the_requests_refused_before_any_tool_by_reason(wiki: RealWiki) -> None:
@@ -14300,13 +14339,15 @@ def test_the_sign_in_command_lists_who_is_signed_in_and_revoking_one_makes_their
         wiki: RealWiki, state_server: StateServer) -> None:
     """mediawiki-mcp sign-in list names each person signed in through a running server (wiki, account,
     when, live tokens; no secret), and sign-in revoke WIKI:USER signs them out there: their access
-    token is 401, their refresh token refused. Without MCP_STATE_URL it says why it cannot see them."""
+    token is 401, their refresh token refused. Neither needs MCP_AUTH_SECRET, as neither decrypts a
+    bot password. Without MCP_STATE_URL it says why it cannot see them."""
     import redis
     url = state_server.url.rpartition("/")[0] + "/7"  # a database of its own: other tests sign Editor in too
     redis.Redis.from_url(url).flushdb()
-    env = {**login_env(wiki), "MCP_STATE_URL": url}
+    served = {**login_env(wiki), "MCP_STATE_URL": url}
+    env = {name: value for name, value in served.items() if name != "MCP_AUTH_SECRET"}  # the commands'
     person = f"{wiki.key}:Editor"
-    with http_servers((env, ())) as [server]:
+    with http_servers((served, ())) as [server]:
         app = OAuthApp.register(server.url)
         tokens = app.tokens(Browser(wiki.editor_user, wiki.editor_password))
         assert initialize_status(server.url, tokens["access_token"]) == 200
@@ -14432,6 +14473,32 @@ def test_while_the_store_is_down_the_sign_in_page_says_so_and_signs_no_one_in(wi
             page = requests.get(link, timeout=30)
             assert page.status_code == 503 and "cannot be reached" in page.text, page.text
             assert STORE_PASSWORD not in page.text
+    finally:
+        store.stop()
+
+
+def test_a_store_that_fails_while_the_sign_in_form_is_checked_is_counted_once_as_store_down(wiki: RealWiki) -> None:
+    """The store answers reads but refuses writes (its ACL) once the form was sent, so the check of
+    the password reads it and the sign-in's first write fails: the person sees the store-down page,
+    and /metrics counts the sign-in once, as store_down, not also as upstream_failure."""
+    import redis
+    store = StateServer("redis")
+    try:
+        with login_server(login_env(wiki, MCP_STATE_URL=store.url)) as (_, url):
+            admin = redis.Redis.from_url(store.url)
+
+            def refusing_writes(fields: dict[str, str]) -> dict[str, str]:
+                admin.execute_command("ACL", "SETUSER", "default", "-@write")
+                return fields
+            browser = Browser(wiki.editor_user, wiki.editor_password, refusing_writes)
+            try:
+                assert browser.sign_in(OAuthApp.register(url).authorize_url(pkce()[1])) == ""
+            finally:
+                admin.execute_command("ACL", "SETUSER", "default", "+@all")
+            assert browser.pages[-1].status_code == 503, browser.pages[-1].text
+            counted = {labels: value for (name, labels), value in metric_values(url).items()
+                       if name == "mediawiki_mcp_sign_ins_total"}
+            assert counted == {(("outcome", "store_down"),): 1}, counted
     finally:
         store.stop()
 
