@@ -8451,6 +8451,11 @@ def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
     return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
 
 
+def removed_note(removed: Sequence[str]) -> str:
+    """The line of a write's answer that names the template calls and categories it removes."""
+    return f"Removed: {few(list(removed), MAX_NAMED)}" if removed else ""
+
+
 def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> None:
     """Refuses whole-page text that keeps none of the template calls and categories the page has:
     rendered text (get-page's content text) with its markers removed looks so, whichever session
@@ -8703,8 +8708,7 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     # those the composer's own answer names already (update-page-categories') once
     removed = [r for r in removed_markup(ctx.site, target.old, change.text) if r.strip("[]{}") not in change.note]
     if removed and target.latest:
-        change = dataclasses.replace(change, note="\n".join(filter(None, [
-            f"Removed: {few(removed, MAX_NAMED)}", change.note])))
+        change = dataclasses.replace(change, note="\n".join(filter(None, [removed_note(removed), change.note])))
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
@@ -10683,7 +10687,8 @@ def replace_in_pages(
         return preview_replacements(ctx, pages, change, category)
     changing = [page for page in pages if page.changes]
     if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
-        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
+        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid}"
+                         f"{'; ' + removed_note(p.removed) if p.removed else ''})" for p in changing)
         how = " (a regular expression)" if regex else ""
         raise Preview("Nothing was saved.", f"replace {as_typed(find)} with {as_typed(replace)}{how} in "
                       f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
@@ -10700,13 +10705,15 @@ def as_typed(text: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class PageChange:
     """One page of a replace across pages: why it cannot be changed (None: it can), the latest
-    revision as read, its text, the text with the replacements, and how many."""
+    revision as read, its text, the text with the replacements, and how many; ``removed``: the
+    template calls and categories the replacements remove."""
     title: str
     why: str | None
     revid: int = 0
     old: str = ""
     new: str = ""
     count: int = 0
+    removed: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -10781,7 +10788,8 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
     if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
-    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+    removed = tuple(removed_markup(ctx.site, text, new)) if count else ()
+    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count, removed)
 
 
 def dollar_groups(pattern: re.Pattern[str], replace: str) -> str:
@@ -10806,8 +10814,9 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.why is None:
             ctx.reads.previewed(page.title, change, page.revid)
         if page.changes:
+            removed = f"\n{removed_note(page.removed)}" if page.removed else ""
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
-                                 f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
+                                 f"{page.revid}{removed}\n{line_diff(page.old, as_saved(page.new))}")
     save = (f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
             "make these changes on the wiki themselves." if ctx.unconfirmable else
             "To save them, call replace-in-pages again with dryRun=false; a page changed since this preview is "
@@ -10863,7 +10872,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                     merged = edit.get("oldrevid", page.revid) != page.revid
                     outcome = f"saved | {edit['newrevid']}" + (
                         f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}" if edit.get("lost") else
-                        f" | merged with the edits made since revision {page.revid}" if merged else "")
+                        f" | merged with the edits made since revision {page.revid}" if merged else "") + (
+                        f" | {removed_note(page.removed)}" if page.removed else "")
         rows.append(f"{page.title} | {outcome}")
         ctx.progress(number, len(pages), rows[-1])
     if stopped and not saved:

@@ -5922,6 +5922,31 @@ def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: Re
     kept = call(server, "update-page", title=title, find="Rhein", replace="Rhine", replaceAll=True)
     assert not kept.is_error and "Removed:" not in kept.text, kept.text
 
+
+def test_replace_in_pages_names_the_template_calls_and_categories_it_removes_on_each_page(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    titles = ["Replace removed markup A", "Replace removed markup B", "Replace removed markup C"]
+    for title, text in zip(titles, ["{{Stub}} Trout swim here.\n[[Category:Fish]]",
+                                    "Trout swim here.\n[[Category:Fish]]", "Trout swim here."]):
+        create(bot_server_for(wiki), title, text)
+    arguments = {"titles": titles, "find": r"\{\{Stub\}\} |\n\[\[Category:Fish\]\]| here", "replace": "",
+                 "regex": True}
+    revids = [revision_ids(wiki, title)[0] for title in titles]
+    dry = call(server, "replace-in-pages", **arguments)
+    assert not dry.is_error and "3 of 3 pages would change" in dry.text, dry.text
+    assert (f"{titles[0]} | 3 replacements | base revision ID {revids[0]}\n"
+            "Removed: {{Stub}}, [[Category:Fish]]\n") in dry.text, dry.text
+    assert f"{titles[1]} | 2 replacements | base revision ID {revids[1]}\nRemoved: [[Category:Fish]]\n" in dry.text
+    assert dry.text.count("Removed:") == 2
+    saved = call(server, "replace-in-pages", **arguments, dryRun=False)
+    assert not saved.is_error and saved.blocks[0].startswith("Saved 3 of 3 pages."), saved.text
+    rows = saved.blocks[0].split("\n")
+    assert f"{titles[0]} | saved | {revision_ids(wiki, titles[0])[0]} | Removed: {{{{Stub}}}}, [[Category:Fish]]" in rows
+    assert f"{titles[1]} | saved | {revision_ids(wiki, titles[1])[0]} | Removed: [[Category:Fish]]" in rows
+    assert f"{titles[2]} | saved | {revision_ids(wiki, titles[2])[0]}" in rows
+    assert [wiki.wikitext(title) for title in titles] == ["Trout swim.", "Trout swim.", "Trout swim."]
+
+
 def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     title = "Pipeline list append test"
