@@ -6935,7 +6935,10 @@ def get_revision(
     if query.get("badrevids") or revision.get("revid") != revisionId:
         raise no_such_revision(ctx, revisionId)
     title = page.get("title", "")
+    latest = revisionId == page.get("lastrevid")
     if content == "none":
+        if latest:  # its ID shown, as get-page's: the base of a write
+            ctx.reads.shown(title, revisionId, outline=False)
         return [revision_header(ctx, page, revision, section)]
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
@@ -6954,11 +6957,14 @@ def get_revision(
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
     if content != "source":
+        if latest:  # as get-page's rendering: no wikitext to write back, but the base of a write
+            ctx.reads.rendered(title, text, piece.text)
+            ctx.reads.shown(title, revisionId)
         return blocks
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
-    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end),
-                            latest=revisionId == page.get("lastrevid"))
+    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end), latest=latest,
+                            heading=section_heading(text, 1, ctx.site.syntax) if number and latest else None)
     return [note, *blocks] if note else blocks
 
 

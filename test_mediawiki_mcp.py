@@ -3806,18 +3806,20 @@ def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) ->
 
 
 @on_every_version
-@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2], ids=["by heading", "by number"])
+@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2, "revision"],
+                         ids=["by heading", "by number", "by number, the latest revision"])
 def test_a_section_written_by_its_heading_keeps_an_edit_made_since_its_read(wiki: RealWiki,
                                                                            read_as: str | int) -> None:
-    """The base of a write by heading is the read of that section, by its heading or its number,
-    though a section added above has renumbered it since: the Editor's change to it is merged in,
-    never written over."""
+    """The base of a write by heading is the read of that section, by its heading or its number
+    (get-page, or get-revision of the latest revision), though a section added above has renumbered
+    it since: the Editor's change to it is merged in, never written over."""
     server = make_server(wiki.env())
-    title = f"Heading base since test {'number' if read_as == 2 else 'heading'}"
-    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
-           "first line\nsecond line")
-    read = call(server, "get-page", title=title, section=read_as)
-    assert field(read, "Section") == ("2" if read_as == 2 else "2 (Gamma)"), read.text
+    title = f"Heading base since test {read_as if read_as in (2, 'revision') else 'heading'}"
+    revid = create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
+                   "first line\nsecond line")
+    read = (call(server, "get-revision", revisionId=revid, section=2) if read_as == "revision" else
+            call(server, "get-page", title=title, section=read_as))
+    assert field(read, "Section") == ("2 (Gamma)" if isinstance(read_as, str) and "[" in read_as else "2"), read.text
     editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
                 "first line, corrected by the Editor\nsecond line")
     saved = call(server, "update-page", title=title, section="Gamma",
@@ -4407,18 +4409,22 @@ def test_a_replacement_without_latest_id_from_a_new_process_does_not_revert_a_co
 
 
 @on_every_version
-@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text",
+                                  "get-revision-none", "get-revision-text"])
 def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
         wiki: RealWiki, read: str) -> None:
-    """A find, content='none', an outline, rendered text: each shows a revision ID, and the model's
-    next write is made on that revision, so a colleague's edit since is merged in, not reverted."""
+    """A find, content='none', an outline, rendered text, get-revision of the latest revision: each
+    shows a revision ID, and the model's next write is made on that revision, so a colleague's edit
+    since is merged in, not reverted."""
     server = make_server(wiki.env())
     title = f"Write pinned by {read} test"
     text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
-    create(bot_server_for(wiki), title, text)
+    revid = create(bot_server_for(wiki), title, text)
     shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
              call(server, "get-page", title=title, content="none") if read == "content-none" else
              call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-revision", revisionId=revid, content=read.rpartition("-")[2])
+             if read.startswith("get-revision") else
              call(server, "get-page", title=title, content="text"))
     assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
     editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
@@ -5877,6 +5883,28 @@ def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki
         assert refused.is_error and refused.blocks[0].startswith(
             f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
     assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+
+
+@pytest.mark.parametrize("content", ["text", "html"])
+def test_rendered_text_of_the_latest_revision_from_get_revision_is_refused_as_wikitext(
+        wiki: RealWiki, content: str) -> None:
+    """get-revision of the page's latest revision renders what get-page renders: written back, it is
+    refused as get-page's rendering is. An older revision's rendering is no base of a write."""
+    server = make_server(wiki.env())
+    title = f"Pipeline get-revision rendered {content} test"
+    text = "'''River''' flows.\n\n== Course ==\nIt runs north.\n\n[[Category:Rivers]]"
+    revid = create(bot_server_for(wiki), title, text)
+    shown = content_of(call(server, "get-revision", revisionId=revid, content=content).blocks[0])
+    refused = call(server, "update-page", title=title, source=shown)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+    editor_edit(wiki, title, text.replace("north", "north-west"))
+    older = make_server(wiki.env())
+    assert not call(older, "get-revision", revisionId=revid, content=content).is_error
+    unknown = call(older, "update-page", title=title, source=text.replace("flows", "runs"))
+    assert unknown.is_error and unknown.blocks[0].startswith("invalid_input: Nothing was saved: no read of "), \
+        unknown.text
 
 
 
