@@ -6633,7 +6633,7 @@ def find_in_page(
     pattern, what = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
-        page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
+        page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions|info", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
     except WikiError as error:
         if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
@@ -6648,7 +6648,7 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    if not revisionId:  # the base of a write, and the rows number the sections of the latest revision
+    if revision["revid"] == page.get("lastrevid"):  # the base of a write, and the rows number its sections
         ctx.reads.shown(page["title"], revision["revid"])
     if not spans:
         return [f"{header}\nNo match of {what}."]
