@@ -4435,6 +4435,26 @@ def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
     assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
 
 
+def test_a_history_or_a_diff_read_since_pins_nothing_so_the_edit_it_lists_is_merged_in(wiki: RealWiki) -> None:
+    """get-page-history and compare-pages name the latest revision but show none of its text; a model
+    looks there at a colleague's edit, then writes from the text it read before: that read stays the
+    base, so the colleague's edit is merged in, not reverted."""
+    server = make_server(wiki.env())
+    title = "Write after history test"
+    text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
+    revid = create(bot_server_for(wiki), title, text)
+    call(server, "get-page", title=title)
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    latest = revision_ids(wiki, title)[0]
+    history = call(server, "get-page-history", title=title)
+    assert f"\n{latest} | " in history.text, history.text
+    diff = call(server, "compare-pages", fromRevision=revid, toTitle=title)
+    assert f"{title}, revision {latest} (" in diff.text, diff.text
+    done = call(server, "update-page", title=title, source=text.replace("1900", "1901"))
+    assert not done.is_error and f"merged with the edits made since revision {revid}" in done.text, done.text
+    assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
+
+
 def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
     """The pins and checks of a write use what its one read of the page brings: after a read in the
     same session, a whole-page, section, find or append write is a read, the edit and the sizes."""
