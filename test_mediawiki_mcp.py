@@ -7496,6 +7496,16 @@ def test_the_person_reads_a_regular_expression_as_it_was_written(bot_server: Any
     assert wiki.wikitext(title) == "Carp swim here."
 
 
+def test_the_person_is_told_the_categories_a_replace_removes_from_each_page(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Confirm removed category {secrets.token_hex(3)}"
+    revid = create(bot_server, title, "Carp swim here.\n[[Category:Fish]]")
+    declined, questions = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], titles=[title],
+                                      find="\n[[Category:Fish]]", replace="", dryRun=False)
+    assert declined.is_error and f"{title} (1 replacement, revision {revid}; Removed: [[Category:Fish]])." in \
+        questions[0].message, questions
+    assert wiki.wikitext(title) == "Carp swim here.\n[[Category:Fish]]"
+
+
 def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot_server: Any, wiki: RealWiki) -> None:
     title = f"Confirm undo run {secrets.token_hex(3)}"
     create(bot_server, title, "One.\nTwo.\nThree.")
