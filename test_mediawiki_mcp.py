@@ -232,11 +232,11 @@ def field(result: Result, label: str) -> str:
     raise AssertionError(f"no {label!r} line in {result.text!r}")
 
 
-def read_whole(server: Any, **arguments: Any) -> str:
-    """Reads a page or section by following the offset markers, as a model would."""
+def read_whole(server: Any, tool: str = "get-page", **arguments: Any) -> str:
+    """Reads a page or section (or revision) by following the offset markers, as a model would."""
     parts, offset = [], 0
     for _ in range(20):
-        result = call(server, "get-page", **arguments, offset=offset)
+        result = call(server, tool, **arguments, offset=offset)
         parts.append(content_of(result.blocks[0]))
         if len(result.blocks) == 1:
             return "".join(parts)
@@ -4568,6 +4568,23 @@ def test_a_cut_read_written_back_whole_from_a_new_server_process_is_refused(wiki
                 source=whole.replace("Intro of the page.", "Introduction of the page."))
     assert not done.is_error, done.text
     assert wiki.wikitext(title) == sections_page(30).rstrip().replace("Intro of", "Introduction of")
+
+
+def test_the_latest_revision_read_through_get_revision_counts_as_get_pages_read_cut_or_whole(
+        wiki: RealWiki) -> None:
+    """get-revision of the latest revision is a read of the page: cut, its text is not written back
+    whole; read on to the end with offset, the page is known whole and the same write goes through."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1500"))
+    title = "Write cut get-revision read test"
+    revid = create(bot_server_for(wiki), title, sections_page(30))
+    cut = content_of(call(server, "get-revision", revisionId=revid).blocks[0])
+    refused = call(server, "update-page", title=title, source=cut.replace("Intro of", "Introduction of"))
+    assert refused.is_error and "was not read whole" in refused.text, refused.text
+    whole = read_whole(server, "get-revision", revisionId=revid)
+    shorter = whole.replace("Intro of", "Introduction of").split("== Part 21 ==")[0]
+    done = call(server, "update-page", title=title, source=shorter)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == shorter.rstrip()
 
 
 
