@@ -4410,7 +4410,8 @@ def test_a_replacement_without_latest_id_from_a_new_process_does_not_revert_a_co
 
 @on_every_version
 @pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text",
-                                  "get-revision-none", "get-revision-text", "find-in-page-revision"])
+                                  "get-revision-none", "get-revision-text", "find-in-page-revision",
+                                  "get-pages-none"])
 def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
         wiki: RealWiki, read: str) -> None:
     """A find, content='none', an outline, rendered text, get-revision of the latest revision: each
@@ -4423,6 +4424,7 @@ def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
     shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
              call(server, "find-in-page", title=title, find="1900", revisionId=revid)
              if read == "find-in-page-revision" else
+             call(server, "get-pages", titles=[title], content="none") if read == "get-pages-none" else
              call(server, "get-page", title=title, content="none") if read == "content-none" else
              call(server, "get-page-sections", title=title) if read == "get-page-sections" else
              call(server, "get-revision", revisionId=revid, content=read.rpartition("-")[2])
