@@ -6654,7 +6654,7 @@ def find_in_page(
     pattern, what = find_pattern(find, regex, "find")
     first, revisionId = next_matches(ctx, revisionId)
     try:
-        page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions", rvslots="main",
+        page, redirected = query_page(ctx, titles=title, redirects=True, prop="revisions|info", rvslots="main",
                                       rvprop="ids|content", rvstartid=revisionId, rvendid=revisionId)
     except WikiError as error:
         if error.code in ("badid_rvstartid", "badid_rvendid") and revisionId:
@@ -6669,7 +6669,7 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    if not revisionId:  # the base of a write, and the rows number the sections of the latest revision
+    if revision["revid"] == page.get("lastrevid"):  # the base of a write, and the rows number its sections
         ctx.reads.shown(page["title"], revision["revid"])
     if not spans:
         return [f"{header}\nNo match of {what}."]
@@ -6957,7 +6957,10 @@ def get_revision(
     if query.get("badrevids") or revision.get("revid") != revisionId:
         raise no_such_revision(ctx, revisionId)
     title = page.get("title", "")
+    latest = revisionId == page.get("lastrevid")
     if content == "none":
+        if latest:  # its ID shown, as get-page's: the base of a write
+            ctx.reads.shown(title, revisionId, outline=False)
         return [revision_header(ctx, page, revision, section)]
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
@@ -6977,11 +6980,13 @@ def get_revision(
                                    again=again or None)
     if content != "source":  # as get-page's: no wikitext to write back, of any revision
         ctx.reads.rendered(title, text, piece.text)
+        if latest:  # and the base of a write, as get-page's rendering
+            ctx.reads.shown(title, revisionId)
         return blocks
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
-    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end),
-                            latest=revisionId == page.get("lastrevid"))
+    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end), latest=latest,
+                            heading=section_heading(text, 1, ctx.site.syntax) if number and latest else None)
     return [note, *blocks] if note else blocks
 
 
@@ -8476,6 +8481,11 @@ def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
     return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
 
 
+def removed_note(removed: Sequence[str]) -> str:
+    """The line of a write's answer that names the template calls and categories it removes."""
+    return f"Removed: {few(list(removed), MAX_NAMED)}" if removed else ""
+
+
 def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> None:
     """Refuses whole-page text that keeps none of the template calls and categories the page has:
     rendered text (get-page's content text) with its markers removed looks so, whichever session
@@ -8738,8 +8748,7 @@ def finish_edit(ctx: ToolContext, target: EditTarget, change: Composed) -> list[
     removed = [r for r in removed_markup(ctx.site, replaced_text(ctx, target, section), change.text)
                if r.strip("[]{}") not in change.note]
     if removed and target.latest:
-        change = dataclasses.replace(change, note="\n".join(filter(None, [
-            f"Removed: {few(removed, MAX_NAMED)}", change.note])))
+        change = dataclasses.replace(change, note="\n".join(filter(None, [removed_note(removed), change.note])))
     if ctx.dry_run:
         after = page_after(ctx, target, section, change.text)
         refuse_unsaveable(ctx, target.title, after, target.page.get("contentmodel"),
@@ -10743,7 +10752,8 @@ def replace_in_pages(
         return preview_replacements(ctx, pages, change, category)
     changing = [page for page in pages if page.changes]
     if ctx.asks and not ctx.confirmed and changing:  # the person picks the pages to save
-        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid})" for p in changing)
+        rows = "; ".join(f"{p.title} ({counted(p.count, 'replacement')}, revision {p.revid}"
+                         f"{'; ' + removed_note(p.removed) if p.removed else ''})" for p in changing)
         how = " (a regular expression)" if regex else ""
         raise Preview("Nothing was saved.", f"replace {as_typed(find)} with {as_typed(replace)}{how} in "
                       f"{counted(len(changing), 'page')} on {ctx.wiki.key}: {rows}.", [p.title for p in changing])
@@ -10760,13 +10770,15 @@ def as_typed(text: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class PageChange:
     """One page of a replace across pages: why it cannot be changed (None: it can), the latest
-    revision as read, its text, the text with the replacements, and how many."""
+    revision as read, its text, the text with the replacements, and how many; ``removed``: the
+    template calls and categories the replacements remove."""
     title: str
     why: str | None
     revid: int = 0
     old: str = ""
     new: str = ""
     count: int = 0
+    removed: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -10837,7 +10849,8 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
     if not count and (redirect := REDIRECT_TEXT.match(text)):  # get-page showed its target's text under it
         to = json.dumps(redirect.group(1).strip(), ensure_ascii=False)
         why = why or f"a redirect to {to}, whose own text has no match; to change that page, pass {to}"
-    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count)
+    removed = tuple(removed_markup(ctx.site, text, new)) if count else ()
+    return PageChange(title, why, int(revision_of(page or {}).get("revid", 0)), text, new, count, removed)
 
 
 def regex_template(find: str, replace: str) -> str:
@@ -10872,8 +10885,9 @@ def preview_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
         if page.why is None:
             ctx.reads.previewed(page.title, change, page.revid)
         if page.changes:
+            removed = f"\n{removed_note(page.removed)}" if page.removed else ""
             diffs[page.title] = (f"{page.title} | {counted(page.count, 'replacement')} | base revision ID "
-                                 f"{page.revid}\n{line_diff(page.old, as_saved(page.new))}")
+                                 f"{page.revid}{removed}\n{line_diff(page.old, as_saved(page.new))}")
     save = ("There is nothing to save." if not diffs else
             f"No call of replace-in-pages saves them from here. {ctx.unconfirmable} The person can also "
             "make these changes on the wiki themselves." if ctx.unconfirmable else
@@ -10930,7 +10944,8 @@ def save_replacements(ctx: ToolContext, pages: list[PageChange], change: str,
                     merged = edit.get("oldrevid", page.revid) != page.revid
                     outcome = f"saved | {edit['newrevid']}" + (
                         f" | {LOST_ANSWER}; {EDIT_SHOWN_ONCE}" if edit.get("lost") else
-                        f" | merged with the edits made since revision {page.revid}" if merged else "")
+                        f" | merged with the edits made since revision {page.revid}" if merged else "") + (
+                        f" | {removed_note(page.removed)}" if page.removed else "")
         rows.append(f"{page.title} | {outcome}")
         ctx.progress(number, len(pages), rows[-1])
     if stopped and not saved:

@@ -232,11 +232,11 @@ def field(result: Result, label: str) -> str:
     raise AssertionError(f"no {label!r} line in {result.text!r}")
 
 
-def read_whole(server: Any, **arguments: Any) -> str:
-    """Reads a page or section by following the offset markers, as a model would."""
+def read_whole(server: Any, tool: str = "get-page", **arguments: Any) -> str:
+    """Reads a page or section (or revision) by following the offset markers, as a model would."""
     parts, offset = [], 0
     for _ in range(20):
-        result = call(server, "get-page", **arguments, offset=offset)
+        result = call(server, tool, **arguments, offset=offset)
         parts.append(content_of(result.blocks[0]))
         if len(result.blocks) == 1:
             return "".join(parts)
@@ -3815,18 +3815,20 @@ def test_a_section_is_changed_by_its_heading(bot_server: Any, wiki: RealWiki) ->
 
 
 @on_every_version
-@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2], ids=["by heading", "by number"])
+@pytest.mark.parametrize("read_as", ["[[Gamma river|gamma]]", 2, "revision"],
+                         ids=["by heading", "by number", "by number, the latest revision"])
 def test_a_section_written_by_its_heading_keeps_an_edit_made_since_its_read(wiki: RealWiki,
                                                                            read_as: str | int) -> None:
-    """The base of a write by heading is the read of that section, by its heading or its number,
-    though a section added above has renumbered it since: the Editor's change to it is merged in,
-    never written over."""
+    """The base of a write by heading is the read of that section, by its heading or its number
+    (get-page, or get-revision of the latest revision), though a section added above has renumbered
+    it since: the Editor's change to it is merged in, never written over."""
     server = make_server(wiki.env())
-    title = f"Heading base since test {'number' if read_as == 2 else 'heading'}"
-    create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
-           "first line\nsecond line")
-    read = call(server, "get-page", title=title, section=read_as)
-    assert field(read, "Section") == ("2" if read_as == 2 else "2 (Gamma)"), read.text
+    title = f"Heading base since test {read_as if read_as in (2, 'revision') else 'heading'}"
+    revid = create(bot_server_for(wiki), title, "Lead.\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
+                   "first line\nsecond line")
+    read = (call(server, "get-revision", revisionId=revid, section=2) if read_as == "revision" else
+            call(server, "get-page", title=title, section=read_as))
+    assert field(read, "Section") == ("2 (Gamma)" if isinstance(read_as, str) and "[" in read_as else "2"), read.text
     editor_edit(wiki, title, "Lead.\n\n== New ==\nnew\n\n== Alpha ==\nalpha\n\n== [[Gamma river|Gamma]] ==\n"
                 "first line, corrected by the Editor\nsecond line")
     saved = call(server, "update-page", title=title, section="Gamma",
@@ -4416,18 +4418,26 @@ def test_a_replacement_without_latest_id_from_a_new_process_does_not_revert_a_co
 
 
 @on_every_version
-@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text"])
+@pytest.mark.parametrize("read", ["find-in-page", "content-none", "get-page-sections", "content-text",
+                                  "get-revision-none", "get-revision-text", "find-in-page-revision",
+                                  "get-pages-none"])
 def test_every_read_that_shows_a_revision_pins_it_as_the_base_of_the_next_write(
         wiki: RealWiki, read: str) -> None:
-    """A find, content='none', an outline, rendered text: each shows a revision ID, and the model's
-    next write is made on that revision, so a colleague's edit since is merged in, not reverted."""
+    """A find, content='none', an outline, rendered text, get-revision of the latest revision: each
+    shows a revision ID, and the model's next write is made on that revision, so a colleague's edit
+    since is merged in, not reverted."""
     server = make_server(wiki.env())
     title = f"Write pinned by {read} test"
     text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
-    create(bot_server_for(wiki), title, text)
+    revid = create(bot_server_for(wiki), title, text)
     shown = (call(server, "find-in-page", title=title, find="1900") if read == "find-in-page" else
+             call(server, "find-in-page", title=title, find="1900", revisionId=revid)
+             if read == "find-in-page-revision" else
+             call(server, "get-pages", titles=[title], content="none") if read == "get-pages-none" else
              call(server, "get-page", title=title, content="none") if read == "content-none" else
              call(server, "get-page-sections", title=title) if read == "get-page-sections" else
+             call(server, "get-revision", revisionId=revid, content=read.rpartition("-")[2])
+             if read.startswith("get-revision") else
              call(server, "get-page", title=title, content="text"))
     assert not shown.is_error and field(shown, "Revision ID") == str(revision_ids(wiki, title)[0])
     editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
@@ -4461,6 +4471,26 @@ def test_a_read_showing_a_newer_revision_after_the_wikitext_read_does_not_move_t
     assert not done.is_error, done.text
     assert wiki.wikitext(title) == ("Lead line.\n\n== Part ==\nTop line, and the Editor's words.\n\nMiddle line.\n\n"
                                     "Bottom line from 1901.")
+
+
+def test_a_history_or_a_diff_read_since_pins_nothing_so_the_edit_it_lists_is_merged_in(wiki: RealWiki) -> None:
+    """get-page-history and compare-pages name the latest revision but show none of its text; a model
+    looks there at a colleague's edit, then writes from the text it read before: that read stays the
+    base, so the colleague's edit is merged in, not reverted."""
+    server = make_server(wiki.env())
+    title = "Write after history test"
+    text = "Top line.\n\nMiddle line.\n\nBottom line from 1900."
+    revid = create(bot_server_for(wiki), title, text)
+    call(server, "get-page", title=title)
+    editor_edit(wiki, title, text.replace("Top line.", "Top line, and the Editor's words."))
+    latest = revision_ids(wiki, title)[0]
+    history = call(server, "get-page-history", title=title)
+    assert f"\n{latest} | " in history.text, history.text
+    diff = call(server, "compare-pages", fromRevision=revid, toTitle=title)
+    assert f"{title}, revision {latest} (" in diff.text, diff.text
+    done = call(server, "update-page", title=title, source=text.replace("1900", "1901"))
+    assert not done.is_error and f"merged with the edits made since revision {revid}" in done.text, done.text
+    assert wiki.wikitext(title) == "Top line, and the Editor's words.\n\nMiddle line.\n\nBottom line from 1901."
 
 
 def test_a_write_after_a_read_costs_no_more_requests_than_before(wiki: RealWiki) -> None:
@@ -4576,6 +4606,23 @@ def test_a_cut_read_written_back_whole_from_a_new_server_process_is_refused(wiki
                 source=whole.replace("Intro of the page.", "Introduction of the page."))
     assert not done.is_error, done.text
     assert wiki.wikitext(title) == sections_page(30).rstrip().replace("Intro of", "Introduction of")
+
+
+def test_the_latest_revision_read_through_get_revision_counts_as_get_pages_read_cut_or_whole(
+        wiki: RealWiki) -> None:
+    """get-revision of the latest revision is a read of the page: cut, its text is not written back
+    whole; read on to the end with offset, the page is known whole and the same write goes through."""
+    server = make_server(wiki.env(MCP_CONTENT_MAX_BYTES="1500"))
+    title = "Write cut get-revision read test"
+    revid = create(bot_server_for(wiki), title, sections_page(30))
+    cut = content_of(call(server, "get-revision", revisionId=revid).blocks[0])
+    refused = call(server, "update-page", title=title, source=cut.replace("Intro of", "Introduction of"))
+    assert refused.is_error and "was not read whole" in refused.text, refused.text
+    whole = read_whole(server, "get-revision", revisionId=revid)
+    shorter = whole.replace("Intro of", "Introduction of").split("== Part 21 ==")[0]
+    done = call(server, "update-page", title=title, source=shorter)
+    assert not done.is_error, done.text
+    assert wiki.wikitext(title) == shorter.rstrip()
 
 
 
@@ -5985,6 +6032,28 @@ def test_rendered_text_written_back_as_wikitext_is_refused(bot_server: Any, wiki
     assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
 
 
+@pytest.mark.parametrize("content", ["text", "html"])
+def test_rendered_text_of_the_latest_revision_from_get_revision_is_refused_as_wikitext(
+        wiki: RealWiki, content: str) -> None:
+    """get-revision of the page's latest revision renders what get-page renders: written back, it is
+    refused as get-page's rendering is. An older revision's rendering is no base of a write."""
+    server = make_server(wiki.env())
+    title = f"Pipeline get-revision rendered {content} test"
+    text = "'''River''' flows.\n\n== Course ==\nIt runs north.\n\n[[Category:Rivers]]"
+    revid = create(bot_server_for(wiki), title, text)
+    shown = content_of(call(server, "get-revision", revisionId=revid, content=content).blocks[0])
+    refused = call(server, "update-page", title=title, source=shown)
+    assert refused.is_error and refused.blocks[0].startswith(
+        f"invalid_input: Nothing was saved: the new text for {title!r} is rendered text"), refused.text
+    assert wiki.wikitext(title) == text and revision_ids(wiki, title) == [revid]
+    editor_edit(wiki, title, text.replace("north", "north-west"))
+    older = make_server(wiki.env())
+    assert not call(older, "get-revision", revisionId=revid, content=content).is_error
+    unknown = call(older, "update-page", title=title, source=text.replace("flows", "runs"))
+    assert unknown.is_error and unknown.blocks[0].startswith("invalid_input: Nothing was saved: no read of "), \
+        unknown.text
+
+
 
 RHEIN = ("{{Infobox river\n| name = Rhein\n| length = 1230\n| source = Lake Toma\n}}\n"
          "The '''Rhein''' is a river of Europe, flowing from the Alps to the North Sea.\n\n"
@@ -6065,6 +6134,31 @@ def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: Re
     assert not found.is_error and found.text.endswith("\nRemoved: [[Category:Rivers of Germany]]"), found.text
     kept = call(server, "update-page", title=title, find="Rhein", replace="Rhine", replaceAll=True)
     assert not kept.is_error and "Removed:" not in kept.text, kept.text
+
+
+def test_replace_in_pages_names_the_template_calls_and_categories_it_removes_on_each_page(wiki: RealWiki) -> None:
+    server = make_server(wiki.env())
+    titles = ["Replace removed markup A", "Replace removed markup B", "Replace removed markup C"]
+    for title, text in zip(titles, ["{{Stub}} Trout swim here.\n[[Category:Fish]]",
+                                    "Trout swim here.\n[[Category:Fish]]", "Trout swim here."]):
+        create(bot_server_for(wiki), title, text)
+    arguments = {"titles": titles, "find": r"\{\{Stub\}\} |\n\[\[Category:Fish\]\]| here", "replace": "",
+                 "regex": True}
+    revids = [revision_ids(wiki, title)[0] for title in titles]
+    dry = call(server, "replace-in-pages", **arguments)
+    assert not dry.is_error and "3 of 3 pages would change" in dry.text, dry.text
+    assert (f"{titles[0]} | 3 replacements | base revision ID {revids[0]}\n"
+            "Removed: {{Stub}}, [[Category:Fish]]\n") in dry.text, dry.text
+    assert f"{titles[1]} | 2 replacements | base revision ID {revids[1]}\nRemoved: [[Category:Fish]]\n" in dry.text
+    assert dry.text.count("Removed:") == 2
+    saved = call(server, "replace-in-pages", **arguments, dryRun=False)
+    assert not saved.is_error and saved.blocks[0].startswith("Saved 3 of 3 pages."), saved.text
+    rows = saved.blocks[0].split("\n")
+    assert f"{titles[0]} | saved | {revision_ids(wiki, titles[0])[0]} | Removed: {{{{Stub}}}}, [[Category:Fish]]" in rows
+    assert f"{titles[1]} | saved | {revision_ids(wiki, titles[1])[0]} | Removed: [[Category:Fish]]" in rows
+    assert f"{titles[2]} | saved | {revision_ids(wiki, titles[2])[0]}" in rows
+    assert [wiki.wikitext(title) for title in titles] == ["Trout swim.", "Trout swim.", "Trout swim."]
+
 
 def test_an_appended_list_item_joins_the_list_also_from_a_stale_read(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
@@ -7582,6 +7676,16 @@ def test_the_person_reads_a_regular_expression_as_it_was_written(bot_server: Any
     assert declined.is_error and questions[0].message.startswith(
         r"replace-in-pages would replace '\b(C)arp\b' with '\1od' (a regular expression) in 1 page on "), questions
     assert wiki.wikitext(title) == "Carp swim here."
+
+
+def test_the_person_is_told_the_categories_a_replace_removes_from_each_page(bot_server: Any, wiki: RealWiki) -> None:
+    title = f"Confirm removed category {secrets.token_hex(3)}"
+    revid = create(bot_server, title, "Carp swim here.\n[[Category:Fish]]")
+    declined, questions = call_asking(bot_server, "replace-in-pages", [{"action": "decline"}], titles=[title],
+                                      find="\n[[Category:Fish]]", replace="", dryRun=False)
+    assert declined.is_error and f"{title} (1 replacement, revision {revid}; Removed: [[Category:Fish]])." in \
+        questions[0].message, questions
+    assert wiki.wikitext(title) == "Carp swim here.\n[[Category:Fish]]"
 
 
 def test_the_person_confirms_an_undo_of_a_run_that_holds_other_peoples_edits(bot_server: Any, wiki: RealWiki) -> None:
