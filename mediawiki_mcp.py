@@ -8458,15 +8458,28 @@ HIDDEN_MARKUP = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre)\b[^>]*>.*?(?:</\1\s*
 def template_calls_and_categories(site: SiteInfo, text: str) -> collections.Counter[str]:
     """The template calls ({{Name}}) and categories ([[Category:Name]]) of wikitext, as an answer
     names them, counted: what rendered text loses."""
+    return collections.Counter(shown for shown, _ in named_markup(site, text))
+
+
+def named_markup(site: SiteInfo, text: str) -> list[tuple[str, str]]:
+    """Each template call and category of wikitext as an answer names it, with what makes it the
+    same call when changed: a parser function's or magic word's name ({{DEFAULTSORT:B}} is
+    {{DEFAULTSORT:A}} changed), a template's name, a category whole."""
     text = HIDDEN_MARKUP.sub("", text)
-    found: collections.Counter[str] = collections.Counter()
+    found = []
     for name in TEMPLATE_CALL.findall(text):
-        if not name.lower().startswith(("subst:", "safesubst:")):
-            found["{{" + as_named(name) + "}}"] += 1
+        if name.lower().startswith(("subst:", "safesubst:")):
+            continue
+        shown = "{{" + as_named(name) + "}}"
+        function, colon, _ = name.partition(":")
+        # {{Template:Name}} and {{:Main page}} are templates, named by the whole
+        is_function = colon and function.strip() and not site.namespace_of(name)
+        found.append((shown, function.strip().lower() if is_function else shown))
     category = site.namespaces.get(14, "Category")
     for prefix, name in PREFIXED_LINK.findall(text):
         if site.namespace_ids.get(prefix.replace("_", " ").lower()) == 14:
-            found[f"[[{category}:{as_named(name)}]]"] += 1
+            shown = f"[[{category}:{as_named(name)}]]"
+            found.append((shown, shown))
     return found
 
 
@@ -8477,8 +8490,16 @@ def as_named(name: str) -> str:
 
 
 def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
-    """The template calls and categories of ``old`` that ``new`` has fewer of (each once)."""
-    return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
+    """The template calls and categories of ``old`` that ``new`` has fewer of (each once): a call
+    whose argument changed ({{DISPLAYTITLE:Foo}} to {{DISPLAYTITLE:Bar}}) is not removed."""
+    kept = collections.Counter(same for _, same in named_markup(site, new))
+    removed = []
+    for shown, same in named_markup(site, old):
+        if kept[same]:
+            kept[same] -= 1
+        elif shown not in removed:
+            removed.append(shown)
+    return removed
 
 
 def removed_note(removed: Sequence[str]) -> str:

@@ -6136,6 +6136,23 @@ def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: Re
     assert not kept.is_error and "Removed:" not in kept.text, kept.text
 
 
+def test_a_write_changing_a_magic_words_argument_does_not_call_it_removed(wiki: RealWiki) -> None:
+    """{{DEFAULTSORT:B}} in place of {{DEFAULTSORT:A}} changes the call: it is still there."""
+    server = make_server(wiki.env())
+    title = "Write changed magic word test"
+    create(server, title, "{{DISPLAYTITLE:Changed magic word}}{{DEFAULTSORT:Apple}}{{lc:TROUT}}\n"
+                          "{{Infobox river|name=Rhein}} Trout swim here.\n[[Category:Fish]]")
+    changed = call(server, "update-page", title=title, find="{{DISPLAYTITLE:Changed magic word}}"
+                   "{{DEFAULTSORT:Apple}}{{lc:TROUT}}", replace="{{DISPLAYTITLE:''Changed magic word''}}"
+                   "{{DEFAULTSORT:Pear}}{{lc:SALMON}}")
+    assert not changed.is_error and "Removed:" not in changed.text, changed.text
+    assert wiki.wikitext(title).startswith("{{DISPLAYTITLE:''Changed magic word''}}{{DEFAULTSORT:Pear}}")
+    kept = call(server, "update-page", title=title, find="name=Rhein", replace="name=Rhine")
+    assert not kept.is_error and "Removed:" not in kept.text, kept.text
+    dropped = call(server, "update-page", title=title, find="{{DEFAULTSORT:Pear}}", replace="")
+    assert not dropped.is_error and dropped.text.endswith("\nRemoved: {{DEFAULTSORT:Pear}}"), dropped.text
+
+
 def test_replace_in_pages_names_the_template_calls_and_categories_it_removes_on_each_page(wiki: RealWiki) -> None:
     server = make_server(wiki.env())
     titles = ["Replace removed markup A", "Replace removed markup B", "Replace removed markup C"]
