@@ -9086,10 +9086,12 @@ APPEND_ABOVE_TRIES = 3
 def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, summary: str | None,
                                fields: Mapping[str, Any], reread: Callable[[], EditTarget]) -> str | None:
     """Saves an append of ``text`` put above the links that close the page, on the revision read;
-    where an edit made since overlaps it, again on the page read anew (``reread``). None when the
-    page no longer ends with such links, or edits kept overlapping: then it is appended as
-    MediaWiki appends, below them."""
-    for _ in range(APPEND_ABOVE_TRIES):
+    where an edit made since overlaps it, again on the page read anew (``reread``). Where edits
+    kept overlapping, it is appended as MediaWiki appends, below them, and the answer says so.
+    None when the page no longer ends with such links: then it is appended as usual."""
+    for attempt in range(APPEND_ABOVE_TRIES):
+        if attempt:
+            target = reread()
         at = closes_page(ctx, target)
         if at is None:
             return None
@@ -9102,10 +9104,14 @@ def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, 
         except WikiError as error:
             if error.code != "editconflict":
                 raise
-            target = reread()
             continue
         return f"{saved}\nPlaced: above the categories and links that close the page"
-    return None
+    sent = {"appendtext": separator(target.old, text) + text, "nocreate": True, "section": target.section, **fields}
+    with ctx.state.page_lock(ctx.wiki.key, target.title):
+        saved = save_edit(ctx, target.title, {k: v for k, v in sent.items() if v is not None}, target.latest,
+                          summary, composed=True)
+    return (f"{saved}\nPlaced: below the categories and links that close the page, as others kept editing "
+            "there meanwhile; to move it above them, read the page and edit it")
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:

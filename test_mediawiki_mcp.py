@@ -4725,6 +4725,37 @@ def test_an_append_above_the_closing_links_while_a_colleague_adds_there_too_stil
     assert "Placed: above the categories" in answer[0].text, answer[0].text
     assert wiki.wikitext(title) == "Lead.\n== One ==\nText one.\nTheirs.\nMine.\n\n[[Category:Closing colleague]]"
 
+
+@on_every_version
+def test_an_append_above_the_closing_links_that_colleagues_keep_overlapping_says_it_went_below_them(
+        wiki: RealWiki) -> None:
+    """Each time the append reads the page, a colleague then adds a line above its category: every
+    try overlaps, and the append lands below the category, as MediaWiki's appendtext puts it; the
+    answer says so, for the model to move it."""
+    title = "Write closing links colleagues keep appending test"
+    create(bot_server_for(wiki), title, "Lead.\nText one.\n\n[[Category:Closing colleagues]]")
+    marker = b"rvprop=ids%7Ccontent"
+
+    class Colleagues(DroppingProxy):
+        edits = 0
+
+        def hold(self, request: bytes) -> None:
+            if marker in request and self.edits < 10:
+                self.edits += 1
+                editor_edit(wiki, title, wiki.wikitext(title).replace(
+                    "\n\n[[Category:", f"\nTheirs {self.edits}.\n\n[[Category:"))
+
+    proxy = Colleagues(wiki.url, drops=lambda body: False)
+    try:
+        appended = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), "update-page", title=title, mode="append",
+                        source="Mine.")
+    finally:
+        proxy.close()
+    assert not appended.is_error, appended.text
+    assert "\nPlaced: below the categories and links that close the page" in appended.text, appended.text
+    text = wiki.wikitext(title)
+    assert text.startswith("Lead.\nText one.\nTheirs 1.\n") and text.endswith("[[Category:Closing colleagues]]\nMine.")
+
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
     original = "Lead.\n== Parent ==\nParent text.\n=== Child ===\nChild text.\n== Next ==\nNext text."
