@@ -10570,9 +10570,13 @@ def reply_on_talk_page(
         text = section_text(whole, span)
         subsections = wikitext_sections(text, site.syntax)[1:]
         own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-        lines = text.split("\n")  # the topic's own comments come first; its subsections follow them
         comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
+        # a reply at the end of the page's last topic goes above the links that close the page, as
+        # an append does: below them it would read as a reply to them, and MediaWiki keeps them last
+        closing = closing_links(site, text) if answered is None and span[1] >= utf8_len(whole) else None
+        closing_block = text[closing:] if closing is not None else ""
+        lines = text[:closing].split("\n")  # the topic's own comments first; its subsections follow them
         body = reply_blocks(talk, as_wiki_receives(message))
         # a link to the topic and the word for a reply in the wiki's language, where it has one
         # (DiscussionTools' message; an English wiki's is "reply"), else the link alone
@@ -10587,7 +10591,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
+                        + closing_block,
                         labelled(("Topic", f"{section.number} ({section.heading})"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),

@@ -8682,6 +8682,27 @@ def test_a_reply_names_nothing_outside_its_topic_as_removed(bot_server: Any, wik
 
 
 @on_every_version
+def test_a_reply_at_the_end_of_the_last_topic_goes_above_the_links_that_close_the_page(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The talk page ends with its category, below the last topic's comments: a reply at that
+    topic's end goes above it, as an append does; a new topic goes at the very end, as
+    DiscussionTools adds one."""
+    title = "Reply closing links test"
+    closing = "[[Category:Archived talk]]\n[[Category:Talk pages tested]]"
+    create(bot_server, f"Talk:{title}", threaded_talk(":") + f"\n\n{closing}")
+    for dry_run in (True, False):
+        replied = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message="Agreed.",
+                       dryRun=dry_run)
+        assert not replied.is_error and "Removed:" not in replied.text, replied.text
+    text = wiki.wikitext(f"Talk:{title}")
+    assert re.search(re.escape(f"Something else. {signature('Eve', '14:00')}\n:Agreed. [[User:Admin|Admin]] ")
+                     + r".*\(UTC\)\n\n" + re.escape(closing) + "$", text), text
+    added = call(bot_server, "add-talk-topic", title=title, heading="Later", message="A new topic.")
+    assert not added.is_error, added.text
+    assert wiki.wikitext(f"Talk:{title}").startswith(text + "\n\n== Later ==\n\nA new topic.")
+
+
+@on_every_version
 @pytest.mark.parametrize("inside, replies, expected", [
     ("* plates\n* cups", "", ":"),
     (": plates, as last year\n: cups", f"*Napkins too. {signature('Bob', '11:00')}\n", "*"),
