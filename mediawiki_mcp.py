@@ -8458,15 +8458,28 @@ HIDDEN_MARKUP = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre)\b[^>]*>.*?(?:</\1\s*
 def template_calls_and_categories(site: SiteInfo, text: str) -> collections.Counter[str]:
     """The template calls ({{Name}}) and categories ([[Category:Name]]) of wikitext, as an answer
     names them, counted: what rendered text loses."""
+    return collections.Counter(shown for shown, _ in named_markup(site, text))
+
+
+def named_markup(site: SiteInfo, text: str) -> list[tuple[str, str]]:
+    """Each template call and category of wikitext as an answer names it, with what makes it the
+    same call when changed: a parser function's or magic word's name ({{DEFAULTSORT:B}} is
+    {{DEFAULTSORT:A}} changed), a template's name, a category whole."""
     text = HIDDEN_MARKUP.sub("", text)
-    found: collections.Counter[str] = collections.Counter()
+    found = []
     for name in TEMPLATE_CALL.findall(text):
-        if not name.lower().startswith(("subst:", "safesubst:")):
-            found["{{" + as_named(name) + "}}"] += 1
+        if name.lower().startswith(("subst:", "safesubst:")):
+            continue
+        shown = "{{" + as_named(name) + "}}"
+        function, colon, _ = name.partition(":")
+        # {{Template:Name}} and {{:Main page}} are templates, named by the whole
+        is_function = colon and function.strip() and not site.namespace_of(name)
+        found.append((shown, function.strip().lower() if is_function else shown))
     category = site.namespaces.get(14, "Category")
     for prefix, name in PREFIXED_LINK.findall(text):
         if site.namespace_ids.get(prefix.replace("_", " ").lower()) == 14:
-            found[f"[[{category}:{as_named(name)}]]"] += 1
+            shown = f"[[{category}:{as_named(name)}]]"
+            found.append((shown, shown))
     return found
 
 
@@ -8477,8 +8490,16 @@ def as_named(name: str) -> str:
 
 
 def removed_markup(site: SiteInfo, old: str, new: str) -> list[str]:
-    """The template calls and categories of ``old`` that ``new`` has fewer of (each once)."""
-    return list(template_calls_and_categories(site, old) - template_calls_and_categories(site, new))
+    """The template calls and categories of ``old`` that ``new`` has fewer of (each once): a call
+    whose argument changed ({{DISPLAYTITLE:Foo}} to {{DISPLAYTITLE:Bar}}) is not removed."""
+    kept = collections.Counter(same for _, same in named_markup(site, new))
+    removed = []
+    for shown, same in named_markup(site, old):
+        if kept[same]:
+            kept[same] -= 1
+        elif shown not in removed:
+            removed.append(shown)
+    return removed
 
 
 def removed_note(removed: Sequence[str]) -> str:
@@ -9065,10 +9086,12 @@ APPEND_ABOVE_TRIES = 3
 def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, summary: str | None,
                                fields: Mapping[str, Any], reread: Callable[[], EditTarget]) -> str | None:
     """Saves an append of ``text`` put above the links that close the page, on the revision read;
-    where an edit made since overlaps it, again on the page read anew (``reread``). None when the
-    page no longer ends with such links, or edits kept overlapping: then it is appended as
-    MediaWiki appends, below them."""
-    for _ in range(APPEND_ABOVE_TRIES):
+    where an edit made since overlaps it, again on the page read anew (``reread``). Where edits
+    kept overlapping, it is appended as MediaWiki appends, below them, and the answer says so.
+    None when the page no longer ends with such links: then it is appended as usual."""
+    for attempt in range(APPEND_ABOVE_TRIES):
+        if attempt:
+            target = reread()
         at = closes_page(ctx, target)
         if at is None:
             return None
@@ -9081,10 +9104,14 @@ def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, 
         except WikiError as error:
             if error.code != "editconflict":
                 raise
-            target = reread()
             continue
         return f"{saved}\nPlaced: above the categories and links that close the page"
-    return None
+    sent = {"appendtext": separator(target.old, text) + text, "nocreate": True, "section": target.section, **fields}
+    with ctx.state.page_lock(ctx.wiki.key, target.title):
+        saved = save_edit(ctx, target.title, {k: v for k, v in sent.items() if v is not None}, target.latest,
+                          summary, composed=True)
+    return (f"{saved}\nPlaced: below the categories and links that close the page, as others kept editing "
+            "there meanwhile; to move it above them, read the page and edit it")
 
 
 def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
@@ -10543,9 +10570,13 @@ def reply_on_talk_page(
         text = section_text(whole, span)
         subsections = wikitext_sections(text, site.syntax)[1:]
         own = len(text.encode()[:subsections[0].start].decode()) if subsections else len(text)
-        lines = text.split("\n")  # the topic's own comments come first; its subsections follow them
         comments = talk_comments(site, text[:own].split("\n"))
         answered = answered_comment(comments, replyTo, talk, section) if replyTo else None
+        # a reply at the end of the page's last topic goes above the links that close the page, as
+        # an append does: below them it would read as a reply to them, and MediaWiki keeps them last
+        closing = closing_links(site, text) if answered is None and span[1] >= utf8_len(whole) else None
+        closing_block = text[closing:] if closing is not None else ""
+        lines = text[:closing].split("\n")  # the topic's own comments first; its subsections follow them
         body = reply_blocks(talk, as_wiki_receives(message))
         # a link to the topic and the word for a reply in the wiki's language, where it has one
         # (DiscussionTools' message; an English wiki's is "reply"), else the link alone
@@ -10560,7 +10591,8 @@ def reply_on_talk_page(
             comment_id = discussion_tools_id(ctx, talk, latest, whole, text, span, answered)
             return comment_id and reply_with_discussion_tools(ctx, talk, latest, comment_id, "\n".join(body),
                                                               summary)
-        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None)),
+        return Composed("\n".join(with_reply(lines, comments, reply_to, body, at_end=answered is None))
+                        + closing_block,
                         labelled(("Topic", f"{section.number} ({section.heading})"),
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),

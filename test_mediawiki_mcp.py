@@ -4725,6 +4725,37 @@ def test_an_append_above_the_closing_links_while_a_colleague_adds_there_too_stil
     assert "Placed: above the categories" in answer[0].text, answer[0].text
     assert wiki.wikitext(title) == "Lead.\n== One ==\nText one.\nTheirs.\nMine.\n\n[[Category:Closing colleague]]"
 
+
+@on_every_version
+def test_an_append_above_the_closing_links_that_colleagues_keep_overlapping_says_it_went_below_them(
+        wiki: RealWiki) -> None:
+    """Each time the append reads the page, a colleague then adds a line above its category: every
+    try overlaps, and the append lands below the category, as MediaWiki's appendtext puts it; the
+    answer says so, for the model to move it."""
+    title = "Write closing links colleagues keep appending test"
+    create(bot_server_for(wiki), title, "Lead.\nText one.\n\n[[Category:Closing colleagues]]")
+    marker = b"rvprop=ids%7Ccontent"
+
+    class Colleagues(DroppingProxy):
+        edits = 0
+
+        def hold(self, request: bytes) -> None:
+            if marker in request and self.edits < 10:
+                self.edits += 1
+                editor_edit(wiki, title, wiki.wikitext(title).replace(
+                    "\n\n[[Category:", f"\nTheirs {self.edits}.\n\n[[Category:"))
+
+    proxy = Colleagues(wiki.url, drops=lambda body: False)
+    try:
+        appended = call(make_server(wiki.env(MEDIAWIKI_URL=proxy.api)), "update-page", title=title, mode="append",
+                        source="Mine.")
+    finally:
+        proxy.close()
+    assert not appended.is_error, appended.text
+    assert "\nPlaced: below the categories and links that close the page" in appended.text, appended.text
+    text = wiki.wikitext(title)
+    assert text.startswith("Lead.\nText one.\nTheirs 1.\n") and text.endswith("[[Category:Closing colleagues]]\nMine.")
+
 def test_replacing_a_section_keeps_its_subsections_unless_told(bot_server: Any, wiki: RealWiki) -> None:
     title = "Write subsections test"
     original = "Lead.\n== Parent ==\nParent text.\n=== Child ===\nChild text.\n== Next ==\nNext text."
@@ -6134,6 +6165,23 @@ def test_every_write_names_the_template_calls_and_categories_it_removes(wiki: Re
     assert not found.is_error and found.text.endswith("\nRemoved: [[Category:Rivers of Germany]]"), found.text
     kept = call(server, "update-page", title=title, find="Rhein", replace="Rhine", replaceAll=True)
     assert not kept.is_error and "Removed:" not in kept.text, kept.text
+
+
+def test_a_write_changing_a_magic_words_argument_does_not_call_it_removed(wiki: RealWiki) -> None:
+    """{{DEFAULTSORT:B}} in place of {{DEFAULTSORT:A}} changes the call: it is still there."""
+    server = make_server(wiki.env())
+    title = "Write changed magic word test"
+    create(server, title, "{{DISPLAYTITLE:Changed magic word}}{{DEFAULTSORT:Apple}}{{lc:TROUT}}\n"
+                          "{{Infobox river|name=Rhein}} Trout swim here.\n[[Category:Fish]]")
+    changed = call(server, "update-page", title=title, find="{{DISPLAYTITLE:Changed magic word}}"
+                   "{{DEFAULTSORT:Apple}}{{lc:TROUT}}", replace="{{DISPLAYTITLE:''Changed magic word''}}"
+                   "{{DEFAULTSORT:Pear}}{{lc:SALMON}}")
+    assert not changed.is_error and "Removed:" not in changed.text, changed.text
+    assert wiki.wikitext(title).startswith("{{DISPLAYTITLE:''Changed magic word''}}{{DEFAULTSORT:Pear}}")
+    kept = call(server, "update-page", title=title, find="name=Rhein", replace="name=Rhine")
+    assert not kept.is_error and "Removed:" not in kept.text, kept.text
+    dropped = call(server, "update-page", title=title, find="{{DEFAULTSORT:Pear}}", replace="")
+    assert not dropped.is_error and dropped.text.endswith("\nRemoved: {{DEFAULTSORT:Pear}}"), dropped.text
 
 
 def test_replace_in_pages_names_the_template_calls_and_categories_it_removes_on_each_page(wiki: RealWiki) -> None:
@@ -8631,6 +8679,27 @@ def test_a_reply_names_nothing_outside_its_topic_as_removed(bot_server: Any, wik
     text = wiki.wikitext(f"Talk:{title}")
     assert text.startswith("{{Talk header}}\n[[Category:Talk pages tested]]") and "{{Cite note}}" in text
     assert ":Count me in. [[User:Admin|Admin]]" in text
+
+
+@on_every_version
+def test_a_reply_at_the_end_of_the_last_topic_goes_above_the_links_that_close_the_page(
+        bot_server: Any, wiki: RealWiki) -> None:
+    """The talk page ends with its category, below the last topic's comments: a reply at that
+    topic's end goes above it, as an append does; a new topic goes at the very end, as
+    DiscussionTools adds one."""
+    title = "Reply closing links test"
+    closing = "[[Category:Archived talk]]\n[[Category:Talk pages tested]]"
+    create(bot_server, f"Talk:{title}", threaded_talk(":") + f"\n\n{closing}")
+    for dry_run in (True, False):
+        replied = call(bot_server, "reply-on-talk-page", title=title, topic="Other", message="Agreed.",
+                       dryRun=dry_run)
+        assert not replied.is_error and "Removed:" not in replied.text, replied.text
+    text = wiki.wikitext(f"Talk:{title}")
+    assert re.search(re.escape(f"Something else. {signature('Eve', '14:00')}\n:Agreed. [[User:Admin|Admin]] ")
+                     + r".*\(UTC\)\n\n" + re.escape(closing) + "$", text), text
+    added = call(bot_server, "add-talk-topic", title=title, heading="Later", message="A new topic.")
+    assert not added.is_error, added.text
+    assert wiki.wikitext(f"Talk:{title}").startswith(text + "\n\n== Later ==\n\nA new topic.")
 
 
 @on_every_version
