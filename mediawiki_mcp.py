@@ -2607,7 +2607,7 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
     # a batch's offset is into the page it cut, so its numbers are that page's, which it names
     of = f" of {again['title']}" if batch and piece else ""
     parts = [f"Content truncated at {end} of {total} bytes{of}."]
-    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+    numbered = numbered_headings(sections)
     if piece and numbered:
         of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
         listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
@@ -6168,6 +6168,11 @@ FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
 FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
 
 
+def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
+    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
+    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+
+
 def heading_plain(heading: str) -> str:
     """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
     it with: links as their text; bold, italics, tags and footnotes dropped."""
@@ -6288,7 +6293,7 @@ def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
     if not fragment:
         return None
     key = heading_key(fragment.replace("_", " "))
-    numbered = [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+    numbered = numbered_headings(sections)
     found = next(((n, h) for n, h in numbered if heading_key(h) == key), None)
     if found is None:
         return f"#{fragment}, which heads no section: the page is shown whole"
@@ -8541,11 +8546,12 @@ def closing_links(site: SiteInfo, text: str) -> int | None:
     """Where the lines of categories, interlanguage links and default sort key that close ``text``
     start (a character index), if it ends with some: what a reader of the last section sees at its
     end but belongs to the page."""
+    def closing_only(line: str) -> bool:  # blank, or nothing but closing items and comments
+        return not CLOSING_ITEM.sub(lambda found: "" if is_closing_item(site, found) else found.group(0),
+                                    HIDDEN_MARKUP.sub("", line)).strip()
     lines = text.rstrip(PHP_WHITESPACE).split("\n")
     first = len(lines)
-    while first and not HIDDEN_MARKUP.sub("", lines[first - 1]).strip() or first and not CLOSING_ITEM.sub(
-            lambda found: "" if is_closing_item(site, found) else found.group(0),
-            HIDDEN_MARKUP.sub("", lines[first - 1])).strip():
+    while first and closing_only(lines[first - 1]):
         first -= 1
     while first < len(lines) and not lines[first].strip():
         first += 1
@@ -9282,8 +9288,8 @@ def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
         return
     sections = wikitext_sections(whole, syntax)
     span = section_span(whole, section, syntax) or (0, 0)
-    others = [(0, "Lead")] * (section != 0) + [(s.number, heading_plain(s.heading)) for s in sections
-                                               if not span[0] <= s.start < span[1]]
+    others = [(0, "Lead")] * (section != 0) + numbered_headings(s for s in sections
+                                                                if not span[0] <= s.start < span[1])
     shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
     raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
                         f"of {title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
@@ -10677,7 +10683,7 @@ def topic_section(ctx: ToolContext, talk: str, text: str, topic: str) -> Section
     optional), else by its number. The lead, section 0, is no topic."""
     sections = wikitext_sections(text, ctx.site.syntax)
     wanted = heading_given(topic)
-    listed = section_list([(s.number, heading_plain(s.heading)) for s in sections]) or "none"
+    listed = section_list(numbered_headings(sections)) or "none"
     named = ([s for s in sections if s.heading == wanted]  # else as get-page-sections shows it, case aside
              or [s for s in sections if heading_key(s.heading) == heading_key(wanted)]
              or [s for s in sections if heading_key(s.heading, marks=False) == heading_key(wanted, marks=False)])
@@ -10873,8 +10879,7 @@ def replaced(ctx: ToolContext, title: str, page: dict[str, Any] | None, why: str
         # between every two characters)
         substituted = run_regex(find, text, ctx.state.regex_seconds, template)
         if isinstance(substituted, str):
-            raise invalid_input(f"find or replace is not a valid regular expression here: {substituted}. "
-                                "Nothing was changed.")
+            raise invalid_regex(substituted)
         new, count = substituted
     if refused := count and page is not None and unsaveable(ctx, title, new, slot.get("contentmodel")):
         return PageChange(title, f"the wiki would not save the change: {refused}")
@@ -10891,8 +10896,12 @@ def regex_template(find: str, replace: str) -> str:
     try:
         return dollar_groups(re.compile(find), replace)
     except (re.error, IndexError) as error:
-        raise invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing "
-                            "was changed.") from None
+        raise invalid_regex(error) from None
+
+
+def invalid_regex(error: object) -> WikiError:
+    """The refusal of a find or replacement that is not a valid regular expression (what Python said)."""
+    return invalid_input(f"find or replace is not a valid regular expression here: {error}. Nothing was changed.")
 
 
 def dollar_groups(pattern: re.Pattern[str], replace: str) -> str:
@@ -11673,15 +11682,12 @@ def argument_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str]) -> HttpOptions | None:
-    """--check without --transport http: the sign-in's settings all the same when MCP_AUTH=login,
-    so that a key or public URL that would stop the HTTP server fails the check first."""
+def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str], config: Config) -> HttpOptions | None:
+    """--check without --transport http: the HTTP options all the same when MCP_AUTH=login, as the
+    HTTP server would read them, so that a key or public URL that would stop it fails the check first."""
     if setting(env, "MCP_AUTH") != "login":
         return None
-    host = (args.host or setting(env, "MCP_BIND")).strip().removeprefix("[").removesuffix("]")
-    port = setting(env, "PORT") if args.port is None else args.port
-    sign_in = login_module().sign_in_options(env, HttpOptions(host=host).loopback)
-    return HttpOptions(host=host, port=port, auth="login", sign_in=sign_in)
+    return http_options(argparse.Namespace(**{**vars(args), "transport": "http"}), env, config)
 
 
 def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, str], out: typing.TextIO) -> int:
@@ -11816,7 +11822,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         try:
-            signing_in = http if http is not None and http.sign_in else sign_in_to_check(args, env)
+            signing_in = http if http is not None and http.sign_in else sign_in_to_check(args, env, config)
         except ConfigError as error:
             print(f"mediawiki-mcp: {error}", file=sys.stderr)
             return 2
@@ -12091,7 +12097,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
     """Why a request to ``path`` is refused, as (HTTP status, reason), or None.
     Host and Origin checks stop DNS rebinding (a web page reaching a server on this
     machine or network through a browser); the bearer token stops everyone else (with
-    MCP_AUTH=login, the SDK's check of the tokens of sign-ins, SignIns.require_token)."""
+    MCP_AUTH=login, the tokens of sign-ins, checked by SignIns.require_person)."""
     hosts = options.served_hosts
     if hosts and not header_allowed(headers.get("host"), hosts):
         return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
@@ -12101,7 +12107,7 @@ def http_refusal(headers: Mapping[str, str], options: HttpOptions,
             and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
         return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
     if options.sign_in or not (options.auth_token or options.tokens):
-        return None  # with MCP_AUTH=login, SignIns.require_token checks the tokens
+        return None  # with MCP_AUTH=login, SignIns.require_person checks the tokens
     authorization = headers.get("authorization", "")
     if options.auth_token and bearer_matches(authorization, options.auth_token):
         return None
