@@ -1,17 +1,18 @@
+# Generated from mediawiki_mcp/ by packaging/single_file.py; do not edit: run python packaging/generate.py
 # /// script
 # requires-python = ">=3.10"
 # dependencies = ["mcp>=2.3,<3", "requests"]
 # ///
-"""mediawiki-mcp: a Model Context Protocol server for any MediaWiki wiki.
+"""mediawiki-mcp: a Model Context Protocol server for any MediaWiki wiki, in one file.
 
-One module, read top to bottom: constants, errors, the MediaWiki client,
-configuration, text helpers, tools, command line. Run it with
-``python mediawiki_mcp.py`` (stdio) or embed it::
+Made from the package mediawiki_mcp/, one section a module, bottom layer first. Run it with
+``python mediawiki_mcp.py`` or ``uv run mediawiki_mcp.py`` (stdio), or embed it::
 
     from mediawiki_mcp import Config, create_server
     server = create_server(Config.from_env())
 
-Importing this module does no I/O and starts nothing.
+Importing this module does no I/O and starts nothing. Sign-in over HTTP (MCP_AUTH=login) and the
+shared state store (MCP_STATE_URL) need the package: pip install 'mediawiki-mcp[login,redis]'.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import functools
 import hashlib
 import html
 import html.parser
+import importlib
 import importlib.util
 import inspect
 import ipaddress
@@ -50,128 +52,26 @@ import unicodedata
 import urllib.parse
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from types import MappingProxyType, UnionType  # not `import types`: tools take an argument named types
+from types import MappingProxyType, UnionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-if TYPE_CHECKING:  # imported lazily at run time: see _requests() and wiki_server_class()
+if TYPE_CHECKING:
     import requests
     from mcp.server.mcpserver import MCPServer
 
     class WikiServer(MCPServer):
         state: ServerState
 
-__version__ = "0.1.0"
-
-log = logging.getLogger("mediawiki_mcp")
 
 # ---------------------------------------------------------------------------
-# Constants
+# errors.py: The closed error vocabulary: the seven categories, MediaWiki's error codes mapped to them, the next
+# step each suggests, and WikiError, which every refusal raises.
 # ---------------------------------------------------------------------------
-
-DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
-DEFAULT_CONTENT_MAX_BYTES = 50_000
-#: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
-DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
-#: MCP_TEXT_ORIGIN_MAX_READS's default: a bisection of 30 reads spans a billion revisions.
-DEFAULT_TEXT_ORIGIN_MAX_READS = 30
-#: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
-MAX_GET_PARAMS_BYTES = 4000
-#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
-MAX_TEXT_CHARS = 2_000_000
-#: The largest file the server holds in memory to upload (MCP_UPLOAD_MAX_BYTES's default).
-DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
-
-DEFAULT_HTTP_HOST = "127.0.0.1"
-#: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
-SHUTDOWN_GRACE_SECONDS = 5.0
-DEFAULT_HTTP_PORT = 3000
-#: MCP_SESSIONS_PER_PERSON's default: a person's clients at once, with room for those that crashed.
-DEFAULT_SESSIONS_PER_PERSON = 20
-#: MCP_HEADER_TIMEOUT_SECONDS's default: ample for a request's head on any link, short for a client that
-#: opens connections and sends their heads a byte at a time to hold them (slowloris).
-DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
-#: Host names of this machine, which OAuth lets be served over plain http.
-LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
-#: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
-AUTH_MODES = ("token", "login")
-#: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
-MIN_PERSON_TOKEN_CHARS = 16
-#: With MCP_AUTH=login, how long an access token and a refresh token work by default.
-DEFAULT_ACCESS_TOKEN_SECONDS = 3600
-DEFAULT_REFRESH_TOKEN_SECONDS = 30 * 24 * 3600
-
-#: (connect, read) seconds for every request to a wiki.
-DEFAULT_TIMEOUT = (10.0, 30.0)
-#: Tool calls that run at once against one wiki (and its connection pool); more wait their
-#: turn. Each wiki has its own, so a slow wiki holds up only the calls made to it.
-MAX_CALLS_PER_WIKI = 32
-#: Reads give up retrying once this many seconds have passed: a person is waiting.
-READ_RETRY_BUDGET_SECONDS = 30.0
-MAX_ATTEMPTS = 4
-#: The longest single wait between attempts; a longer Retry-After ends the retries.
-MAX_RETRY_WAIT_SECONDS = 10.0
-MAX_REDIRECTS = 5
-#: Sent on writes so that a lagged database cluster refuses them cleanly.
-WRITE_MAXLAG_SECONDS = 5
-#: MediaWiki's own limit on a title, in bytes of UTF-8.
-MAX_TITLE_BYTES = 255
-#: The longest name a call may give (a wiki key, user name, change tag or log type) or time: MediaWiki
-#: keeps names to 255 bytes. A longer value is refused before it is sent, or quoted in an answer.
-MAX_NAME_CHARS = 255
-#: The longest continueFrom: a marker's value holds a few titles, sort keys and IDs.
-MAX_CONTINUATION_CHARS = 5000
-#: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
-MAX_PAGES_PER_CALL = 50
-#: How long a model's regular expression may run on a page; longer is a pattern that backtracks
-#: without end on this text, which would hold the call forever (ServerState.regex_seconds).
-REGEX_SECONDS = 5.0
-#: Idempotency keys of write calls are remembered this long, at most this many.
-IDEMPOTENCY_TTL_SECONDS = 3600.0
-IDEMPOTENCY_MAX_KEYS = 1000
-#: A repeat waits at most this long for the first call with its key to finish.
-IDEMPOTENCY_WAIT_SECONDS = 120.0
-#: The reads (and bases, previews) one client's read ledger keeps at most for the no-loss checks
-#: of writes, and how long each is kept after its last change.
-READ_LEDGER_MAX_ENTRIES = 2000
-READ_LEDGER_TTL_SECONDS = 24 * 3600.0
-#: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
-CUT_REVISIONS_KEPT = 20
-#: The moves made here of one page that its reads under its old titles are followed through.
-MOVES_FOLLOWED = 5
-#: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
-DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
-#: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
-#: recently written forgotten first: the bound of the whole process, beside each client's.
-READ_LEDGER_CLIENTS_IN_MEMORY = 64
-#: A call waiting for another replica's call with the same key looks again this often.
-STATE_POLL_SECONDS = 0.05
-#: Who confirms a guarded action (MCP_CONFIRM; its help says what each means).
-CONFIRM_CHOICES = ("auto", "person", "model")
-#: Who confirms a client's guarded actions, as its tools/list says (confirmer): the model with
-#: confirm=true, the person asked in the client, or no one (the operator wants the person, whom
-#: this client cannot ask).
-Confirmer = Literal["model", "person", "nobody"]
-#: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
-DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
-#: While the person decides, the call reports progress this often, so that clients keep waiting.
-CONFIRM_PROGRESS_SECONDS = 10.0
-#: What was noted while a shared store could not be reached is written again this often.
-STATE_RETRY_SECONDS = 1.0
-#: Appended to edit summaries unless a wiki's attributeEdits is false.
-EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
-#: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
-MAX_SUMMARY_CHARS = 500
-
-#: Hosts whose operators ask for contact details in the User-Agent.
-WIKIMEDIA_HOST_SUFFIXES = (
-    "wikipedia.org", "wikimedia.org", "wikidata.org", "wiktionary.org", "wikibooks.org",
-    "wikiquote.org", "wikisource.org", "wikinews.org", "wikiversity.org", "wikivoyage.org",
-    "mediawiki.org", "wikifunctions.org",
-)
 
 #: The kinds of failure a caller is told about: each error is ``category: message``.
 ErrorCategory = Literal["not_found", "permission_denied", "invalid_input", "conflict",
                         "authentication", "rate_limited", "upstream_failure"]
+
 
 #: MediaWiki API error codes and the category each one means for a caller (the codes of
 #: MediaWiki's includes/api/i18n/en.json, and those the API takes from core messages).
@@ -248,14 +148,6 @@ MW_ERROR_CATEGORIES: dict[str, ErrorCategory] = {
     ), "rate_limited"),
 }
 
-#: The codes by which a wiki refuses an OAuth bearer token: OAuth's own, or, on a wiki without
-#: OAuth, which ignores the header, the failed assert=user of a request made anonymously.
-TOKEN_REFUSED = ("mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
-                 "assertuserfailed", "assertnameduserfailed")
-
-#: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
-#: list parameter), so that its answer is not to the question asked.
-IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
 
 #: Codes of failures that a later retry can fix: the wiki is locked for maintenance, or broke
 #: down midway (an internal exception, its file or lock backend, a fetch that timed out).
@@ -264,7 +156,9 @@ MW_RETRY_LATER = ("readonly", "internal_api_error_", "backend-fail-", "lockmanag
                   "exceptioncaught", "unknownerror", "stashfailed", "upload-inprogress", "http-timed-out",
                   "http-curl-error", "cirrussearch-backend-error")
 
+
 RETRY_LATER = "Retry later; tell the user if it persists."
+
 
 #: What the caller can do next, by category: the standard last sentence of an error's message.
 NEXT_STEP: dict[ErrorCategory, str] = {
@@ -277,10 +171,12 @@ NEXT_STEP: dict[ErrorCategory, str] = {
     "upstream_failure": "Tell the user: the same call fails again until the cause is fixed on the wiki.",
 }
 
+
 #: The next step when the wiki refuses the change tags of the configuration (WikiConfig.tags).
 TAGS_NEXT_STEP = ("The change tags come from this server's configuration (tags), not from the call: tell the "
                   "user that the operator must define them on the wiki (Special:Tags) or take them out of the "
                   "configuration. No call changes this.")
+
 
 #: What to do next for MediaWiki codes whose category alone does not say enough.
 MW_NEXT_STEP = {
@@ -334,10 +230,6 @@ MW_NEXT_STEP = {
 }
 
 
-# ---------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------
-
 class WikiError(Exception):
     """A failure a tool's caller is told about (configuration that cannot work is a ConfigError,
     at start), made by the factory of its category below. ``str(error)`` is the text the model
@@ -366,11 +258,23 @@ class ResponseLost(WikiError):
 #: One factory per category: ``raise not_found(message)``, or ``not_found(message, code)`` for an
 #: error that MediaWiki answered with ``code``. NEXT_STEP holds each category's usual next step.
 not_found = functools.partial(WikiError, "not_found")
+
+
 permission_denied = functools.partial(WikiError, "permission_denied")
+
+
 invalid_input = functools.partial(WikiError, "invalid_input")
+
+
 conflict = functools.partial(WikiError, "conflict")
+
+
 authentication = functools.partial(WikiError, "authentication")
+
+
 rate_limited = functools.partial(WikiError, "rate_limited")
+
+
 upstream_failure = functools.partial(WikiError, "upstream_failure")
 
 
@@ -392,8 +296,24 @@ def error_from_api(code: str, text: str, wiki: str = "") -> WikiError:
 
 
 # ---------------------------------------------------------------------------
-# MediaWiki client
+# wire.py: One request on the wire: the requests session made lazily, the User-Agent, parameters encoded, an
+# answer decoded and its error code read, and the call in flight a write marks.
 # ---------------------------------------------------------------------------
+
+__version__ = "0.1.0"
+
+
+log = logging.getLogger("mediawiki_mcp")
+
+
+#: Hosts whose operators ask for contact details in the User-Agent.
+WIKIMEDIA_HOST_SUFFIXES = (
+    "wikipedia.org", "wikimedia.org", "wikidata.org", "wiktionary.org", "wikibooks.org",
+    "wikiquote.org", "wikisource.org", "wikinews.org", "wikiversity.org", "wikivoyage.org",
+    "mediawiki.org", "wikifunctions.org",
+)
+
+
 # A request to a wiki's API goes through layers, each with one job: send_once() sends it,
 # follow() follows its redirects (the address guard checks each hop), RetryPolicy decides
 # whether and when to send it again, and MediaWikiClient._answer() reads the answer or maps
@@ -414,6 +334,162 @@ def user_agent(operator_part: str = "") -> str:
     ours = f"mediawiki-mcp/{__version__} requests/{_requests().__version__}"
     return f"{operator_part.strip()} {ours}".strip()
 
+
+def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
+    """One request, its redirects left to the caller. requests reads a redirect's Location
+    even so, and a malformed one (an unclosed IPv6 bracket) escapes as a bare ValueError:
+    that is the remote end's fault, reported as such."""
+    try:
+        return session.request(method, url, allow_redirects=False, **options)
+    except ValueError as exc:
+        if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
+            raise
+        raise upstream_failure(f"{host_of(url)} redirected to a malformed address.") from None
+
+
+def never_connected(exc: Exception) -> bool:
+    """Whether a request failed before a connection was made (refused, unresolvable, timed
+    out connecting), so the wiki never saw it."""
+    import urllib3  # requests' own transport
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:  # not a number: no origin anything else has
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def host_of(url: str) -> str:
+    """The host and port of a URL as messages name them: never a user name or password."""
+    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+
+
+def without_userinfo(url: str) -> str:
+    """A URL as messages show it: without the user name and password it may carry. A text, so that
+    it holds for a URL that does not parse too."""
+    return re.sub(r"^([^:/?#]*://)[^/?#]*@", r"\1", url)
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """A URL without the user name and password it may carry, and those, percent-decoded.
+    They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, location = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    return (urllib.parse.urlunsplit(parts._replace(netloc=location)),
+            (urllib.parse.unquote(user), urllib.parse.unquote(password)))
+
+
+@dataclasses.dataclass(frozen=True)
+class BasicAuth:
+    """HTTP basic auth for one origin (a requests ``auth`` hook): a request to any other
+    origin, a redirect's included, goes without it."""
+    origin: tuple[str, str, int | None]
+    user: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(repr=False)
+
+    def __call__(self, request: Any) -> Any:
+        if origin_of(request.url) == self.origin:
+            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+            request.headers["Authorization"] = f"Basic {pair}"
+        return request
+
+
+def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """Turns Python values into API fields: lists joined by | (or U+001F when a
+    value holds a |), booleans present only when true, None and empty lists left out (an empty
+    field would ask for no value at all: cmtype= lists no members)."""
+    fields: dict[str, str] = {}
+    for key, value in params.items():
+        if value is None or value is False or value == []:
+            continue
+        if value is True:
+            fields[key] = "1"
+        elif isinstance(value, (list, tuple)):
+            items = [str(v) for v in value]
+            fields[key] = ("\x1f" + "\x1f".join(items)) if any("|" in v for v in items) else "|".join(items)
+        else:
+            fields[key] = str(value)
+    return fields
+
+
+def field_values(field: str) -> list[str]:
+    """The values of a list field, as encode_params joined them."""
+    return field[1:].split("\x1f") if field.startswith("\x1f") else field.split("|")
+
+
+def parse_json(response: requests.Response) -> dict[str, Any] | None:
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def api_error_code(data: dict[str, Any] | None) -> str | None:
+    if not data:
+        return None
+    if data.get("errors"):
+        return str(data["errors"][0].get("code", "unknown"))
+    if isinstance(data.get("error"), dict):
+        return str(data["error"].get("code", "unknown"))
+    return None
+
+
+def api_error_text(data: dict[str, Any]) -> str:
+    if data.get("errors"):
+        return " ".join(str(e.get("text") or e.get("*") or "") for e in data["errors"])
+    error = data.get("error") or {}
+    return str(error.get("info") or error.get("*") or "")
+
+
+_warn_once = functools.cache(log.warning)
+
+
+def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
+    """Lower-cased names from site info's ``extensions`` prop."""
+    return frozenset(str(e.get("name", "")).lower() for e in query.get("extensions") or []) - {""}
+
+
+@dataclasses.dataclass(eq=False)
+class RunningCall:
+    """A tool call in flight, as ToolCalls tracks it."""
+    scope: Any                 # the anyio.CancelScope its caller waits in, cancelled when the server stops
+    started: bool = False      # it got its turn and began
+    sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
+
+
+#: The call whose job runs on this thread: MediaWikiClient.write marks it as having sent a write.
+RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL",
+                                                                                   default=None)
+
+
+#: The most characters of a name a caller chose (a user name, a tool's) that a log line shows.
+LOGGED_NAME_CHARS = 80
+
+
+def logged(name: str) -> str:
+    """A name a caller chose, as a log line shows it: quoted, with control and bidi characters escaped
+    (repr), so that it can neither write a line of its own nor reorder what a terminal shows, and cut
+    to LOGGED_NAME_CHARS, so that it cannot fill the log."""
+    return repr(name[:LOGGED_NAME_CHARS]) + ("..." if len(name) > LOGGED_NAME_CHARS else "")
+
+
+# ---------------------------------------------------------------------------
+# siteinfo.py: What a wiki says about itself (namespaces, magic words, extensions, rights) and what an account
+# may do there: the facts the tools read from siteinfo and userinfo.
+# ---------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Syntax:
@@ -528,6 +604,7 @@ RIGHTS = {
     "editmywatchlist": ("change the watchlist", "Edit your watchlist"),
 }
 
+
 #: What a refused call can do instead, for rights that have a way round.
 WITHOUT_RIGHT = {
     "rollback": "Without it, undo-edit reverts the same edits: revisionId the latest, oldestRevisionId the "
@@ -538,8 +615,12 @@ WITHOUT_RIGHT = {
 #: Arguments whose values the wiki defines, as the API module and parameter that take them (paraminfo).
 #: A wiki may add its own values (an extension's log type, content model): checked before a call sends.
 CHOICES = {"content model": ("edit", "contentmodel"), "log type": ("query+logevents", "type")}
+
+
 #: A parameter whose presence says what the wiki does: watch's expiry ($wgWatchlistExpiry).
 WATCH_EXPIRY = ("watch", "expiry")
+
+
 #: MediaWiki's own values of CHOICES' arguments, which every wiki takes: sent unchecked, and named in
 #: the tools' schemas (the log types most asked for: the first seven).
 STANDARD_CHOICES = {
@@ -547,16 +628,356 @@ STANDARD_CHOICES = {
     "log type": ("delete", "move", "protect", "upload", "block", "rights", "newusers", "create", "merge",
                  "import", "patrol", "tag", "managetags", "contentmodel", "suppress")}
 
+
 SITEINFO_PARAMS = {"action": "query", "meta": "siteinfo",
                    "siprop": "general|namespaces|namespacealiases|extensiontags|restrictions|"
                             "specialpagealiases"}
+
 
 #: The messages of the edit summaries the talk tools write: MediaWiki's for a new section
 #: ("/* $1 */ new section"), DiscussionTools' for a reply ("Reply"; core has none).
 SUMMARY_MESSAGES = ("newsectionsummary", "discussiontools-defaultsummary-reply")
 
+
 #: The kinds of token write actions take (rollback and watch have their own), fetched in one request.
 TOKEN_TYPES = ("csrf", "rollback", "watch")
+
+
+# ---------------------------------------------------------------------------
+# guard.py: The address guard: a URL a model gives (add-wiki, uploads from a URL) reaches no private or
+# loopback address, at every redirect; and finding a wiki's API from its address.
+# ---------------------------------------------------------------------------
+
+MAX_REDIRECTS = 5
+
+
+# A URL that comes from a model (add-wiki, uploads from a URL) must not make this
+# server reach what only it can reach: its own loopback, the private network it sits
+# in, a cloud metadata address. The guard resolves the host, refuses non-public
+# addresses unless the operator trusts the host (MCP_TRUSTED_HOSTS), and pins the
+# connection to the address it checked, so a second DNS answer cannot swap it. Every
+# redirect is followed by follow(), which has the guard check each hop.
+
+def resolve_addresses(host: str, port: int) -> list[str]:
+    """The IP addresses a host name resolves to (AddressGuard's resolver unless it is given one)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def address_problem(address: str) -> str | None:
+    """Why an address is not public ("loopback", "private", ...), or None if it is."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for problem in ("loopback", "unspecified", "link_local", "multicast", "private", "reserved"):
+        if getattr(ip, f"is_{problem}"):
+            return problem.replace("_", "-")
+    return None if ip.is_global else "not globally routable"
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
+
+
+def guard_target(url: str) -> tuple[str, int]:
+    """The host and port the address guard checks for a URL; invalid_input for anything but
+    a plain http(s) URL (a malformed one included: it may come from a redirect)."""
+    shown = without_userinfo(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        raise invalid_input(f"{shown!r} is not a valid URL.") from None
+    try:
+        host, port = host_port(url)
+    except ValueError:
+        raise invalid_input(f"{shown!r} has an invalid port.") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise invalid_input(f"{shown!r} is not an http(s) URL.")
+    if parts.username is not None or parts.password is not None:
+        raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
+    return host, port
+
+
+@dataclasses.dataclass(frozen=True)
+class AddressGuard:
+    """The address guard: resolves a URL's host and refuses private, loopback, link-local and
+    other non-public addresses, unless the host (``host`` or ``host:port``) is one the operator
+    trusts (MCP_TRUSTED_HOSTS). ``resolve`` looks names up (tests give one that knows theirs)."""
+    trusted_hosts: Iterable[str] = ()
+    resolve: Callable[[str, int], list[str]] = resolve_addresses
+
+    def check(self, url: str) -> str:
+        """The checked address to connect to for ``url``."""
+        host, port = guard_target(url)
+        try:
+            addresses = self.resolve(host, port)
+        except (OSError, UnicodeError):
+            raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
+        if not addresses:
+            raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
+        trusted = {t.strip().lower() for t in self.trusted_hosts}
+        shown = f"[{host}]" if ":" in host else host
+        if not trusted & {host, shown, f"{shown}:{port}"}:
+            for address in addresses:
+                problem = address_problem(address)
+                if problem:
+                    raise permission_denied(
+                        f"{shown} resolves to {address}, a {problem} address, which this server does not "
+                        "reach for a URL given by a model. The operator can allow the host by listing it "
+                        "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
+        return addresses[0]
+
+
+@functools.cache
+def _pinning_adapter_class() -> type:
+    rq = _requests()
+
+    class PinningAdapter(rq.adapters.HTTPAdapter):  # type: ignore[name-defined,misc]
+        """An HTTPAdapter that connects to the address the guard checked for a host
+        (TLS still verifies the host name), and like any other one for other hosts."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.pins: dict[tuple[str, int], str] = {}
+            super().__init__(*args, **kwargs)
+
+        def build_connection_pool_key_attributes(self, request: Any, verify: Any,
+                                                 cert: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+            host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+            address = self.pins.get(host_port(request.url))
+            if address:
+                if host_params["scheme"] == "https":
+                    pool_kwargs["server_hostname"] = pool_kwargs["assert_hostname"] = host_params["host"]
+                host_params["host"] = address
+            return host_params, pool_kwargs
+
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.pins.get(host_port(request.url)):  # the Host header names the host, not the address
+                request.headers.setdefault("Host", urllib.parse.urlsplit(request.url).netloc)
+            return super().send(request, *args, **kwargs)
+
+    return PinningAdapter
+
+
+def pinnable_session(user_agent_prefix: str, pool_size: int = 10) -> requests.Session:
+    """A session with this server's User-Agent whose connections the address guard can pin."""
+    session = _requests().Session()
+    adapter = _pinning_adapter_class()(pool_connections=4, pool_maxsize=pool_size)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    session.headers["User-Agent"] = user_agent(user_agent_prefix)
+    return session
+
+
+def guard_and_pin(session: requests.Session, url: str, guard: AddressGuard) -> None:
+    """Checks a URL's host with the address guard, once per host and session, and pins the
+    session's connections to that host to the checked address."""
+    key = guard_target(url)  # first: requests has no adapter for other schemes
+    pins = session.get_adapter(url).pins  # type: ignore[attr-defined]  # pinnable_session's adapter
+    if key not in pins:
+        pins[key] = guard.check(url)
+
+
+def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
+           guard: AddressGuard | None, hop: Callable[[str], None] = lambda location: None,
+           **options: Any) -> requests.Response:
+    """Sends a request (send_once) and follows its redirects, the one place that does: the address
+    guard checks every hop (``guard`` None: an operator's URL), and ``hop`` may refuse a
+    redirect's target. ``session`` may be a function choosing one (pinnable_session) per URL, so
+    credentials stay with their origin. A redirect's query replaces ``params``. Transport failures
+    raise requests' exceptions (failed_url names the hop)."""
+    start = url
+    for _ in range(MAX_REDIRECTS + 1):
+        current = session(url) if callable(session) else session
+        if guard is not None:
+            guard_and_pin(current, url, guard)
+        response = send_once(current, method, url, **options)
+        if not response.is_redirect:
+            return response
+        response.close()
+        url = urllib.parse.urljoin(response.url, response.headers["Location"])  # send_once checked it
+        hop(url)
+        if urllib.parse.urlsplit(url).query:
+            options.pop("params", None)
+    raise upstream_failure(f"{start} redirected too many times.")
+
+
+def failed_url(exc: Exception, url: str) -> str:
+    """The URL of the hop whose request failed (follow), else ``url``."""
+    return getattr(getattr(exc, "request", None), "url", None) or url
+
+
+def guarded_get(session: requests.Session, url: str, guard: AddressGuard | None,
+                **options: Any) -> requests.Response:
+    """A GET of a URL through follow(), a transport failure an upstream_failure."""
+    try:
+        return follow(session, "GET", url, guard=guard, **options)
+    except _requests().RequestException as exc:
+        raise upstream_failure(f"{host_of(failed_url(exc, url))} could not be reached "
+                               f"({type(exc).__name__}).") from None
+
+
+def fetch_file(client: MediaWikiClient, url: str, max_bytes: int) -> bytes | None:
+    """Downloads a file a wiki points to (an upload, a thumbnail), or None when it is over max_bytes.
+    The wiki's credentials go only to its own origin (session_for); a wiki a model added has every
+    hop checked by the address guard, as its API calls have."""
+    try:
+        response = follow(client.session_for, "GET", url, guard=client.guard,
+                          timeout=client.timeout, stream=True)
+        with response:
+            if response.status_code >= 400:
+                raise fetch_error(response.status_code, response.url)
+            if int(response.headers.get("Content-Length") or 0) > max_bytes:
+                return None
+            data = bytearray()
+            for chunk in response.iter_content(65536):
+                data += chunk
+                if len(data) > max_bytes:
+                    return None
+            return bytes(data)
+    except _requests().RequestException as exc:
+        raise upstream_failure(f"Fetching {failed_url(exc, url)} failed ({type(exc).__name__}). "
+                               + RETRY_LATER) from None
+
+
+def fetch_error(status: int, url: str) -> WikiError:
+    if status == 404:
+        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
+    if status in (401, 403):
+        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
+                                 + NEXT_STEP["permission_denied"])
+    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
+                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
+
+
+def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: requests.Session,
+                 guard: AddressGuard | None,
+                 timeout: tuple[float, float]) -> tuple[str, dict[str, Any] | None]:
+    """Finds api.php from any URL of a wiki (a page, its origin): tries /w/api.php and /api.php
+    at its origin, then the address the wiki's own HTML names (``<link rel="EditURI"
+    href=".../api.php?action=rsd">``). ``ask(candidate)`` requests site info there. Returns the
+    API's address and its site info query, None when it answered wanting a login first."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid_input(f"{url!r} is not a wiki URL; give its api.php address or a page URL.")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    failures: list[str] = []
+    for guess in (origin + "/w/api.php", origin + "/api.php", None):  # None: the address the page names
+        candidate = guess or api_named_by_page(url, session, guard, timeout, failures)
+        if candidate is None:
+            break
+        try:
+            query = ask(candidate).get("query", {})
+        except WikiError as error:
+            if not error.code and error.category != "upstream_failure":
+                raise  # the address guard refused the URL or a hop, or the web server wants other
+                # credentials: no other candidate fares better
+            if error.code == "readapidenied" and error.category == "authentication":
+                raise  # a private wiki, and no account to read it with
+            if error.code:  # an API answered, wanting a login first: a private wiki
+                return candidate, None
+            failures.append(f"{candidate}: {error.message.split('. ')[0]}")  # the remedy comes once, below
+            continue
+        if "general" in query:
+            return candidate, query
+        failures.append(f"{candidate}: the answer is not MediaWiki site info")
+    raise upstream_failure(f"No MediaWiki API found at {url}: " + "; ".join(failures) + ". Give the wiki's "
+                           "api.php address instead (such as https://wiki.example.org/w/api.php).")
+
+
+def api_named_by_page(url: str, session: requests.Session, guard: AddressGuard | None,
+                      timeout: tuple[float, float], failures: list[str]) -> str | None:
+    """The api.php address that the HTML of a wiki's page names (EditURI)."""
+    try:
+        response = guarded_get(session, url, guard, timeout=timeout, stream=True,
+                               headers={"Authorization": None})  # no token to any host
+    except WikiError as error:
+        if error.category != "upstream_failure":
+            raise
+        failures.append(f"{url}: {error.message.split('. ')[0]}")
+        return None
+    with response:
+        found = api_from_html(read_head(response), response.url)
+    if not found:
+        failures.append(f"{url}: its HTML names no API (no <link rel=\"EditURI\">)")
+    return found
+
+
+HEAD_MAX_BYTES = 512 * 1024
+
+
+EDIT_URI_LINK = re.compile(r"<link\b[^>]*\brel\s*=\s*[\"']?EditURI\b[^>]*>", re.IGNORECASE)
+
+
+HREF = re.compile(r"\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+
+
+def read_head(response: requests.Response) -> str:
+    """The start of an HTML page, up to its </head> (bounded), for discovery."""
+    data = b""
+    for chunk in response.iter_content(64 * 1024):
+        data += chunk
+        if b"</head>" in data.lower() or len(data) >= HEAD_MAX_BYTES:
+            break
+    return data[:HEAD_MAX_BYTES].decode(response.encoding or "utf-8", "replace")
+
+
+def api_from_html(page: str, base_url: str) -> str | None:
+    """The api.php address a MediaWiki page names in ``<link rel="EditURI" href=...>``,
+    made absolute (``//host/w/api.php?action=rsd`` takes the page's scheme)."""
+    for tag in EDIT_URI_LINK.findall(page):
+        match = HREF.search(tag)
+        if match:
+            href = html.unescape(next(g for g in match.groups() if g is not None))
+            url = urllib.parse.urljoin(base_url, href)
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme in ("http", "https") and parts.path.endswith("api.php"):
+                return urllib.parse.urlunsplit(parts[:3] + ("", ""))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# client.py: MediaWikiClient: the API of one wiki. Sends by the layers of wire.py, retries by RetryPolicy,
+# logs in, keeps the site info, and settles a write whose answer was lost.
+# ---------------------------------------------------------------------------
+
+#: Reads whose parameters encode longer than this go by POST: servers cap URLs near 8 KB.
+MAX_GET_PARAMS_BYTES = 4000
+
+
+#: (connect, read) seconds for every request to a wiki.
+DEFAULT_TIMEOUT = (10.0, 30.0)
+
+
+#: Tool calls that run at once against one wiki (and its connection pool); more wait their
+#: turn. Each wiki has its own, so a slow wiki holds up only the calls made to it.
+MAX_CALLS_PER_WIKI = 32
+
+
+#: Reads give up retrying once this many seconds have passed: a person is waiting.
+READ_RETRY_BUDGET_SECONDS = 30.0
+
+
+MAX_ATTEMPTS = 4
+
+
+#: The longest single wait between attempts; a longer Retry-After ends the retries.
+MAX_RETRY_WAIT_SECONDS = 10.0
+
+
+#: Sent on writes so that a lagged database cluster refuses them cleanly.
+WRITE_MAXLAG_SECONDS = 5
+
+
+#: The codes by which a wiki refuses an OAuth bearer token: OAuth's own, or, on a wiki without
+#: OAuth, which ignores the header, the failed assert=user of a request made anonymously.
+TOKEN_REFUSED = ("mwoauth-invalid-authorization", "mwoauth-invalid-authorization-invalid-user",
+                 "assertuserfailed", "assertnameduserfailed")
+
+
+#: Warnings by which MediaWiki says it ignored part of a request (a parameter, or a value of a
+#: list parameter), so that its answer is not to the question asked.
+IGNORED_PART_WARNINGS = ("unrecognizedparams", "unrecognizedvalues")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1034,422 +1455,89 @@ class MediaWikiClient:
         return data
 
 
-def send_once(session: requests.Session, method: str, url: str, **options: Any) -> requests.Response:
-    """One request, its redirects left to the caller. requests reads a redirect's Location
-    even so, and a malformed one (an unclosed IPv6 bracket) escapes as a bare ValueError:
-    that is the remote end's fault, reported as such."""
-    try:
-        return session.request(method, url, allow_redirects=False, **options)
-    except ValueError as exc:
-        if isinstance(exc, _requests().RequestException):  # InvalidURL and friends are ValueErrors too
-            raise
-        raise upstream_failure(f"{host_of(url)} redirected to a malformed address.") from None
-
-
-def never_connected(exc: Exception) -> bool:
-    """Whether a request failed before a connection was made (refused, unresolvable, timed
-    out connecting), so the wiki never saw it."""
-    import urllib3  # requests' own transport
-    reason = getattr(exc.args[0], "reason", None) if exc.args else None
-    return isinstance(reason, urllib3.exceptions.ConnectTimeoutError)  # NewConnectionError too
-
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def origin_of(url: str) -> tuple[str, str, int | None]:
-    parts = urllib.parse.urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or DEFAULT_PORTS.get(scheme)
-    except ValueError:  # not a number: no origin anything else has
-        port = -1
-    return scheme, (parts.hostname or "").lower(), port
-
-
-def host_of(url: str) -> str:
-    """The host and port of a URL as messages name them: never a user name or password."""
-    return urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
-
-
-def without_userinfo(url: str) -> str:
-    """A URL as messages show it: without the user name and password it may carry. A text, so that
-    it holds for a URL that does not parse too."""
-    return re.sub(r"^([^:/?#]*://)[^/?#]*@", r"\1", url)
-
-
-def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
-    """A URL without the user name and password it may carry, and those, percent-decoded.
-    They go as HTTP basic auth (BasicAuth), so no address this server shows holds them."""
-    parts = urllib.parse.urlsplit(url)
-    userinfo, at, location = parts.netloc.rpartition("@")
-    if not at:
-        return url, None
-    user, _, password = userinfo.partition(":")
-    return (urllib.parse.urlunsplit(parts._replace(netloc=location)),
-            (urllib.parse.unquote(user), urllib.parse.unquote(password)))
-
-
-@dataclasses.dataclass(frozen=True)
-class BasicAuth:
-    """HTTP basic auth for one origin (a requests ``auth`` hook): a request to any other
-    origin, a redirect's included, goes without it."""
-    origin: tuple[str, str, int | None]
-    user: str = dataclasses.field(repr=False)
-    password: str = dataclasses.field(repr=False)
-
-    def __call__(self, request: Any) -> Any:
-        if origin_of(request.url) == self.origin:
-            pair = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
-            request.headers["Authorization"] = f"Basic {pair}"
-        return request
-
-
-def encode_params(params: Mapping[str, Any]) -> dict[str, str]:
-    """Turns Python values into API fields: lists joined by | (or U+001F when a
-    value holds a |), booleans present only when true, None and empty lists left out (an empty
-    field would ask for no value at all: cmtype= lists no members)."""
-    fields: dict[str, str] = {}
-    for key, value in params.items():
-        if value is None or value is False or value == []:
-            continue
-        if value is True:
-            fields[key] = "1"
-        elif isinstance(value, (list, tuple)):
-            items = [str(v) for v in value]
-            fields[key] = ("\x1f" + "\x1f".join(items)) if any("|" in v for v in items) else "|".join(items)
-        else:
-            fields[key] = str(value)
-    return fields
-
-
-def field_values(field: str) -> list[str]:
-    """The values of a list field, as encode_params joined them."""
-    return field[1:].split("\x1f") if field.startswith("\x1f") else field.split("|")
-
-
-def parse_json(response: requests.Response) -> dict[str, Any] | None:
-    try:
-        data = response.json()
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def api_error_code(data: dict[str, Any] | None) -> str | None:
-    if not data:
-        return None
-    if data.get("errors"):
-        return str(data["errors"][0].get("code", "unknown"))
-    if isinstance(data.get("error"), dict):
-        return str(data["error"].get("code", "unknown"))
-    return None
-
-
-def api_error_text(data: dict[str, Any]) -> str:
-    if data.get("errors"):
-        return " ".join(str(e.get("text") or e.get("*") or "") for e in data["errors"])
-    error = data.get("error") or {}
-    return str(error.get("info") or error.get("*") or "")
-
-
-_warn_once = functools.cache(log.warning)
-
-
-def extension_names(query: Mapping[str, Any]) -> frozenset[str]:
-    """Lower-cased names from site info's ``extensions`` prop."""
-    return frozenset(str(e.get("name", "")).lower() for e in query.get("extensions") or []) - {""}
-
-
-# -- the address guard: redirects, file fetches and API discovery -------------
-# A URL that comes from a model (add-wiki, uploads from a URL) must not make this
-# server reach what only it can reach: its own loopback, the private network it sits
-# in, a cloud metadata address. The guard resolves the host, refuses non-public
-# addresses unless the operator trusts the host (MCP_TRUSTED_HOSTS), and pins the
-# connection to the address it checked, so a second DNS answer cannot swap it. Every
-# redirect is followed by follow(), which has the guard check each hop.
-
-def resolve_addresses(host: str, port: int) -> list[str]:
-    """The IP addresses a host name resolves to (AddressGuard's resolver unless it is given one)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def address_problem(address: str) -> str | None:
-    """Why an address is not public ("loopback", "private", ...), or None if it is."""
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    for problem in ("loopback", "unspecified", "link_local", "multicast", "private", "reserved"):
-        if getattr(ip, f"is_{problem}"):
-            return problem.replace("_", "-")
-    return None if ip.is_global else "not globally routable"
-
-
-def host_port(url: str) -> tuple[str, int]:
-    parts = urllib.parse.urlsplit(url)
-    return (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
-
-
-def guard_target(url: str) -> tuple[str, int]:
-    """The host and port the address guard checks for a URL; invalid_input for anything but
-    a plain http(s) URL (a malformed one included: it may come from a redirect)."""
-    shown = without_userinfo(url)
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        raise invalid_input(f"{shown!r} is not a valid URL.") from None
-    try:
-        host, port = host_port(url)
-    except ValueError:
-        raise invalid_input(f"{shown!r} has an invalid port.") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise invalid_input(f"{shown!r} is not an http(s) URL.")
-    if parts.username is not None or parts.password is not None:
-        raise invalid_input(f"The URL {parts.hostname} must not carry a user name or password.")
-    return host, port
-
-
-@dataclasses.dataclass(frozen=True)
-class AddressGuard:
-    """The address guard: resolves a URL's host and refuses private, loopback, link-local and
-    other non-public addresses, unless the host (``host`` or ``host:port``) is one the operator
-    trusts (MCP_TRUSTED_HOSTS). ``resolve`` looks names up (tests give one that knows theirs)."""
-    trusted_hosts: Iterable[str] = ()
-    resolve: Callable[[str, int], list[str]] = resolve_addresses
-
-    def check(self, url: str) -> str:
-        """The checked address to connect to for ``url``."""
-        host, port = guard_target(url)
-        try:
-            addresses = self.resolve(host, port)
-        except (OSError, UnicodeError):
-            raise invalid_input(f"The host {host} of {url} could not be resolved; check the URL.") from None
-        if not addresses:
-            raise invalid_input(f"The host {host} of {url} has no address; check the URL.")
-        trusted = {t.strip().lower() for t in self.trusted_hosts}
-        shown = f"[{host}]" if ":" in host else host
-        if not trusted & {host, shown, f"{shown}:{port}"}:
-            for address in addresses:
-                problem = address_problem(address)
-                if problem:
-                    raise permission_denied(
-                        f"{shown} resolves to {address}, a {problem} address, which this server does not "
-                        "reach for a URL given by a model. The operator can allow the host by listing it "
-                        "in MCP_TRUSTED_HOSTS; no retry by the model changes this.")
-        return addresses[0]
-
-
-@functools.cache
-def _pinning_adapter_class() -> type:
-    rq = _requests()
-
-    class PinningAdapter(rq.adapters.HTTPAdapter):  # type: ignore[name-defined,misc]
-        """An HTTPAdapter that connects to the address the guard checked for a host
-        (TLS still verifies the host name), and like any other one for other hosts."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.pins: dict[tuple[str, int], str] = {}
-            super().__init__(*args, **kwargs)
-
-        def build_connection_pool_key_attributes(self, request: Any, verify: Any,
-                                                 cert: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
-            host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
-            address = self.pins.get(host_port(request.url))
-            if address:
-                if host_params["scheme"] == "https":
-                    pool_kwargs["server_hostname"] = pool_kwargs["assert_hostname"] = host_params["host"]
-                host_params["host"] = address
-            return host_params, pool_kwargs
-
-        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.pins.get(host_port(request.url)):  # the Host header names the host, not the address
-                request.headers.setdefault("Host", urllib.parse.urlsplit(request.url).netloc)
-            return super().send(request, *args, **kwargs)
-
-    return PinningAdapter
-
-
-def pinnable_session(user_agent_prefix: str, pool_size: int = 10) -> requests.Session:
-    """A session with this server's User-Agent whose connections the address guard can pin."""
-    session = _requests().Session()
-    adapter = _pinning_adapter_class()(pool_connections=4, pool_maxsize=pool_size)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
-    session.headers["User-Agent"] = user_agent(user_agent_prefix)
-    return session
-
-
-def guard_and_pin(session: requests.Session, url: str, guard: AddressGuard) -> None:
-    """Checks a URL's host with the address guard, once per host and session, and pins the
-    session's connections to that host to the checked address."""
-    key = guard_target(url)  # first: requests has no adapter for other schemes
-    pins = session.get_adapter(url).pins  # type: ignore[attr-defined]  # pinnable_session's adapter
-    if key not in pins:
-        pins[key] = guard.check(url)
-
-
-def follow(session: requests.Session | Callable[[str], requests.Session], method: str, url: str, *,
-           guard: AddressGuard | None, hop: Callable[[str], None] = lambda location: None,
-           **options: Any) -> requests.Response:
-    """Sends a request (send_once) and follows its redirects, the one place that does: the address
-    guard checks every hop (``guard`` None: an operator's URL), and ``hop`` may refuse a
-    redirect's target. ``session`` may be a function choosing one (pinnable_session) per URL, so
-    credentials stay with their origin. A redirect's query replaces ``params``. Transport failures
-    raise requests' exceptions (failed_url names the hop)."""
-    start = url
-    for _ in range(MAX_REDIRECTS + 1):
-        current = session(url) if callable(session) else session
-        if guard is not None:
-            guard_and_pin(current, url, guard)
-        response = send_once(current, method, url, **options)
-        if not response.is_redirect:
-            return response
-        response.close()
-        url = urllib.parse.urljoin(response.url, response.headers["Location"])  # send_once checked it
-        hop(url)
-        if urllib.parse.urlsplit(url).query:
-            options.pop("params", None)
-    raise upstream_failure(f"{start} redirected too many times.")
-
-
-def failed_url(exc: Exception, url: str) -> str:
-    """The URL of the hop whose request failed (follow), else ``url``."""
-    return getattr(getattr(exc, "request", None), "url", None) or url
-
-
-def guarded_get(session: requests.Session, url: str, guard: AddressGuard | None,
-                **options: Any) -> requests.Response:
-    """A GET of a URL through follow(), a transport failure an upstream_failure."""
-    try:
-        return follow(session, "GET", url, guard=guard, **options)
-    except _requests().RequestException as exc:
-        raise upstream_failure(f"{host_of(failed_url(exc, url))} could not be reached "
-                               f"({type(exc).__name__}).") from None
-
-
-def fetch_file(client: MediaWikiClient, url: str, max_bytes: int) -> bytes | None:
-    """Downloads a file a wiki points to (an upload, a thumbnail), or None when it is over max_bytes.
-    The wiki's credentials go only to its own origin (session_for); a wiki a model added has every
-    hop checked by the address guard, as its API calls have."""
-    try:
-        response = follow(client.session_for, "GET", url, guard=client.guard,
-                          timeout=client.timeout, stream=True)
-        with response:
-            if response.status_code >= 400:
-                raise fetch_error(response.status_code, response.url)
-            if int(response.headers.get("Content-Length") or 0) > max_bytes:
-                return None
-            data = bytearray()
-            for chunk in response.iter_content(65536):
-                data += chunk
-                if len(data) > max_bytes:
-                    return None
-            return bytes(data)
-    except _requests().RequestException as exc:
-        raise upstream_failure(f"Fetching {failed_url(exc, url)} failed ({type(exc).__name__}). "
-                               + RETRY_LATER) from None
-
-
-def fetch_error(status: int, url: str) -> WikiError:
-    if status == 404:
-        return not_found(f"The wiki lists {url}, but it answered HTTP 404 for it.")
-    if status in (401, 403):
-        return permission_denied(f"The wiki refused access to {url} (HTTP {status}). "
-                                 + NEXT_STEP["permission_denied"])
-    return upstream_failure(f"Fetching {url} answered HTTP {status}. "
-                            + (RETRY_LATER if status >= 500 else NEXT_STEP["upstream_failure"]))
-
-
-def discover_api(url: str, ask: Callable[[str], dict[str, Any]], session: requests.Session,
-                 guard: AddressGuard | None,
-                 timeout: tuple[float, float]) -> tuple[str, dict[str, Any] | None]:
-    """Finds api.php from any URL of a wiki (a page, its origin): tries /w/api.php and /api.php
-    at its origin, then the address the wiki's own HTML names (``<link rel="EditURI"
-    href=".../api.php?action=rsd">``). ``ask(candidate)`` requests site info there. Returns the
-    API's address and its site info query, None when it answered wanting a login first."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid_input(f"{url!r} is not a wiki URL; give its api.php address or a page URL.")
-    origin = f"{parts.scheme}://{parts.netloc}"
-    failures: list[str] = []
-    for guess in (origin + "/w/api.php", origin + "/api.php", None):  # None: the address the page names
-        candidate = guess or api_named_by_page(url, session, guard, timeout, failures)
-        if candidate is None:
-            break
-        try:
-            query = ask(candidate).get("query", {})
-        except WikiError as error:
-            if not error.code and error.category != "upstream_failure":
-                raise  # the address guard refused the URL or a hop, or the web server wants other
-                # credentials: no other candidate fares better
-            if error.code == "readapidenied" and error.category == "authentication":
-                raise  # a private wiki, and no account to read it with
-            if error.code:  # an API answered, wanting a login first: a private wiki
-                return candidate, None
-            failures.append(f"{candidate}: {error.message.split('. ')[0]}")  # the remedy comes once, below
-            continue
-        if "general" in query:
-            return candidate, query
-        failures.append(f"{candidate}: the answer is not MediaWiki site info")
-    raise upstream_failure(f"No MediaWiki API found at {url}: " + "; ".join(failures) + ". Give the wiki's "
-                           "api.php address instead (such as https://wiki.example.org/w/api.php).")
-
-
-def api_named_by_page(url: str, session: requests.Session, guard: AddressGuard | None,
-                      timeout: tuple[float, float], failures: list[str]) -> str | None:
-    """The api.php address that the HTML of a wiki's page names (EditURI)."""
-    try:
-        response = guarded_get(session, url, guard, timeout=timeout, stream=True,
-                               headers={"Authorization": None})  # no token to any host
-    except WikiError as error:
-        if error.category != "upstream_failure":
-            raise
-        failures.append(f"{url}: {error.message.split('. ')[0]}")
-        return None
-    with response:
-        found = api_from_html(read_head(response), response.url)
-    if not found:
-        failures.append(f"{url}: its HTML names no API (no <link rel=\"EditURI\">)")
-    return found
-
-
-HEAD_MAX_BYTES = 512 * 1024
-EDIT_URI_LINK = re.compile(r"<link\b[^>]*\brel\s*=\s*[\"']?EditURI\b[^>]*>", re.IGNORECASE)
-HREF = re.compile(r"\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
-
-
-def read_head(response: requests.Response) -> str:
-    """The start of an HTML page, up to its </head> (bounded), for discovery."""
-    data = b""
-    for chunk in response.iter_content(64 * 1024):
-        data += chunk
-        if b"</head>" in data.lower() or len(data) >= HEAD_MAX_BYTES:
-            break
-    return data[:HEAD_MAX_BYTES].decode(response.encoding or "utf-8", "replace")
-
-
-def api_from_html(page: str, base_url: str) -> str | None:
-    """The api.php address a MediaWiki page names in ``<link rel="EditURI" href=...>``,
-    made absolute (``//host/w/api.php?action=rsd`` takes the page's scheme)."""
-    for tag in EDIT_URI_LINK.findall(page):
-        match = HREF.search(tag)
-        if match:
-            href = html.unescape(next(g for g in match.groups() if g is not None))
-            url = urllib.parse.urljoin(base_url, href)
-            parts = urllib.parse.urlsplit(url)
-            if parts.scheme in ("http", "https") and parts.path.endswith("api.php"):
-                return urllib.parse.urlunsplit(parts[:3] + ("", ""))
-    return None
-
-
 # ---------------------------------------------------------------------------
-# Configuration
+# settings.py: The settings table: one row per environment variable, each with its parser, default and help,
+# which drives the parser, --help and the README's table.
 # ---------------------------------------------------------------------------
+
+DEFAULT_WIKI_URL = "https://en.wikipedia.org/w/api.php"
+
+
+DEFAULT_CONTENT_MAX_BYTES = 50_000
+
+
+#: get-file-data's cap on the base64-encoded image it returns (as the TypeScript server's).
+DEFAULT_FILE_DATA_MAX_BYTES = 1_000_000
+
+
+#: MCP_TEXT_ORIGIN_MAX_READS's default: a bisection of 30 reads spans a billion revisions.
+DEFAULT_TEXT_ORIGIN_MAX_READS = 30
+
+
+#: The largest file the server holds in memory to upload (MCP_UPLOAD_MAX_BYTES's default).
+DEFAULT_UPLOAD_MAX_BYTES = 100_000_000
+
+
+DEFAULT_HTTP_HOST = "127.0.0.1"
+
+
+#: MCP_SHUTDOWN_GRACE_SECONDS's default: how long tool calls in flight get to finish after SIGTERM.
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+DEFAULT_HTTP_PORT = 3000
+
+
+#: MCP_SESSIONS_PER_PERSON's default: a person's clients at once, with room for those that crashed.
+DEFAULT_SESSIONS_PER_PERSON = 20
+
+
+#: MCP_HEADER_TIMEOUT_SECONDS's default: ample for a request's head on any link, short for a client that
+#: opens connections and sends their heads a byte at a time to hold them (slowloris).
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
+
+
+#: Host names of this machine, which OAuth lets be served over plain http.
+LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
+
+
+#: How HTTP callers prove who they are (MCP_AUTH; its help says how each works).
+AUTH_MODES = ("token", "login")
+
+
+#: With MCP_AUTH=login, how long an access token and a refresh token work by default.
+DEFAULT_ACCESS_TOKEN_SECONDS = 3600
+
+
+DEFAULT_REFRESH_TOKEN_SECONDS = 30 * 24 * 3600
+
+
+#: The reads (and bases, previews) one client's read ledger keeps at most for the no-loss checks
+#: of writes, and how long each is kept after its last change.
+READ_LEDGER_MAX_ENTRIES = 2000
+
+
+#: The bytes of one client's read ledger, at most (MCP_READ_LEDGER_MAX_BYTES).
+DEFAULT_READ_LEDGER_MAX_BYTES = 256 * 1024
+
+
+#: Who confirms a guarded action (MCP_CONFIRM; its help says what each means).
+CONFIRM_CHOICES = ("auto", "person", "model")
+
+
+#: A question to the person that stays unanswered this long is a decline (MCP_CONFIRM_TIMEOUT_SECONDS).
+DEFAULT_CONFIRM_TIMEOUT_SECONDS = 300.0
+
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
+
+
 FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 #: One entry of a host list: host, host:port, [IPv6] or [IPv6]:port, or host:* (any port).
 HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\*))?", re.IGNORECASE)
 
@@ -1457,8 +1545,6 @@ HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\
 class ConfigError(Exception):
     """Configuration that cannot work; main() prints it and exits non-zero."""
 
-
-# -- reading a setting: each parser takes the variable's name and text, and says what is wrong --
 
 def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],
                    wanted: str) -> Callable[[str, str], Any]:
@@ -1473,8 +1559,12 @@ def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],
 
 parse_bool = setting_parser(lambda text: text.lower() in TRUE_WORDS,
                             lambda text: text.lower() in TRUE_WORDS | FALSE_WORDS, "true or false")
+
+
 byte_count = setting_parser(int, lambda text: whole_number(text) and int(text) >= 1000,
                             "a whole number of bytes, at least 1000")
+
+
 seconds = setting_parser(int, lambda text: whole_number(text) and int(text) > 0, "a number of seconds")
 
 
@@ -1651,7 +1741,11 @@ TOOLSETS = {
     "admin": "delete, undelete, protect and roll back (rights most accounts lack)",
     "wikis": "add and remove wikis",
 }
+
+
 DEFAULT_TOOLSETS = frozenset({"pages", "edit", "history"})
+
+
 #: What a session may load with load-toolset unless the operator says otherwise: all but the
 #: toolsets of rights most accounts lack and of the server's own wikis.
 DEFAULT_LOADABLE_TOOLSETS = frozenset(TOOLSETS) - {"admin", "wikis"}
@@ -1672,8 +1766,6 @@ def loadable_toolsets(name: str, value: str) -> frozenset[str]:
     """Toolsets as toolset_names reads them, where an empty value names none."""
     return toolset_names(name, value) if value.strip() else frozenset()
 
-
-# -- the settings: one row each -----------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
@@ -1825,6 +1917,11 @@ def setting(env: Mapping[str, str], variable: str) -> Any:
     return SETTINGS[variable].read(env)
 
 
+# ---------------------------------------------------------------------------
+# config.py: Config and WikiConfig: the settings read from the environment, or from the TypeScript MediaWiki
+# MCP server's config.json, into the wikis this server serves.
+# ---------------------------------------------------------------------------
+
 @dataclasses.dataclass(frozen=True)
 class WikiConfig:
     """One configured wiki. Credentials are never shown by repr()."""
@@ -1947,8 +2044,6 @@ def wiki_address(value: str, name: str, token: str = "") -> str:
     return url
 
 
-# -- the configuration file: the TypeScript MediaWiki MCP server's config.json -------
-
 #: Per-wiki fields of that format and the JSON types each takes (credentials apart).
 WIKI_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "sitename": ("string",), "server": ("string",), "articlepath": ("string",),
@@ -1957,18 +2052,28 @@ WIKI_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "publicServer": ("string", "null"), "oauth2ClientId": ("string", "null"),
     "oauth2ClientSecret": ("string", "null"), "oauth2CallbackPort": ("number", "null"),
 }
+
+
 #: The credential fields: those of the secret settings (SETTINGS).
 SECRET_FIELDS = tuple(row.field.removeprefix("wikis.*.") for row in SETTINGS.values()
                       if row.secret and row.field.startswith("wikis.*."))
+
+
 #: Accepted and ignored: browser OAuth is a feature of the TypeScript server only, and links
 #: are built from the public address the wiki itself reports.
 IGNORED_WIKI_FIELDS = ("oauth2ClientId", "oauth2ClientSecret", "oauth2CallbackPort", "publicServer")
+
+
 TOP_FIELD_TYPES: dict[str, tuple[str, ...]] = {
     "defaultWiki": ("string",), "wikis": ("object",), "allowWikiManagement": ("boolean",),
     "uploadDirs": ("array of strings",), "toolsets": ("array of strings", "string"), "stateUrl": ("string",),
     "loadableToolsets": ("array of strings", "string"),
 }
+
+
 EXEC_SECRET_TIMEOUT_SECONDS = 30
+
+
 VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
 
@@ -2198,7 +2303,8 @@ def with_script_path(url: str, script_path: str, path: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Text helpers: what the model reads, and the wikitext it writes, shaped as the wiki does
+# render.py: Text for a model: byte budgets cut on character boundaries, labelled lines, continuation tokens,
+# and the wiki's timestamps and protections in words.
 # ---------------------------------------------------------------------------
 
 def utf8_len(text: str) -> int:
@@ -2250,7 +2356,164 @@ def fitted(text: str, offset: int, budget: int, marker: Callable[[Slice], str]) 
     return piece, note
 
 
-# -- sections: the headings MediaWiki's preprocessor makes sections of ----------
+def call_args(**args: Any) -> str:
+    """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
+    return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+
+
+class Batch(typing.NamedTuple):
+    """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
+    it shows of all the pages and their total (said when it cut none), the pages it left out, and the
+    other arguments of the call that reads those."""
+    shown: tuple[int, int]
+    left_out: Sequence[str]
+    fields: Mapping[str, Any]
+
+
+def more_results_marker(count: int, item: str, tool: str, param: str, value: Any) -> str:
+    return (f"More results available. Returned {counted(count, item)}. To fetch the next segment, "
+            f"call {tool} again with {param}={json.dumps(value, ensure_ascii=False)}.")
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 page``, ``2 pages``, ``2 matches``: a count with its noun (a regular one) in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
+
+
+def labelled(*pairs: tuple[str, Any]) -> str:
+    """Compact ``Label: value`` lines; empty and default values are left out. A number is a
+    value, 0 included (section 0 is the lead), so only None, False and empty text or lists go."""
+    return "\n".join(f"{label}: {value}" for label, value in pairs
+                     if value is not None and value is not False and (isinstance(value, int) or value))
+
+
+def strip_tags(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def encode_continuation(cont: Mapping[str, Any]) -> str:
+    return urllib.parse.urlencode({k: str(v) for k, v in cont.items()}, safe="|:")
+
+
+def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    """Parses a continueFrom token back into API fields, accepting only the
+    continuation fields this tool's query produces (never other API parameters)."""
+    try:
+        fields = dict(urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True))
+    except ValueError:
+        fields = {}
+    if not fields or any(k not in allowed and k != "continue" for k in fields):
+        raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
+                            "value from the last 'More results available' marker unchanged.")
+    return fields
+
+
+#: How MediaWiki writes the expiry of what never expires.
+NEVER = ("infinite", "infinity", "indefinite", "never", "")
+
+
+def until_clause(expiry: Any) -> str:
+    """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
+    return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
+
+
+def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
+    """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
+    levels as prop=info and the protection log give them (type, level, expiry, cascade); then
+    those another page's cascading protection imposes (prop=info names it as their source)."""
+    levels = [e for e in entries if e.get("level")]
+    own = [e for e in levels if not e.get("source")]
+    text = ", ".join(f"{e.get('type')}={e['level']}{until_clause(e.get('expiry'))}" for e in own)
+    text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
+    for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
+        imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
+        text += f"; yet {imposed} by the cascading protection of {source}, which only that page can lift"
+    return text
+
+
+def one_line(text: str) -> str:
+    """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
+    return " ".join(str(text).split())
+
+
+def signed(number: int) -> str:
+    return f"{number:+d}" if number else "0"
+
+
+#: The units of an age a person says ("3 days ago"), in seconds.
+AGE_UNITS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+
+
+def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
+    """A time as a person says it, in MediaWiki's UTC form 2026-11-29T15:00:00Z: an ISO 8601 time
+    (UTC when it names no zone), an age (24 hours ago, 1 week ago), or a day (an ISO 8601 date,
+    today, yesterday; UTC): its first moment, or with ``day_end`` its last, as an end means it."""
+    text = " ".join(value.lower().split())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
+    days_ago = {"today": 0, "yesterday": 1}.get(text)
+    moment: datetime.datetime | None
+    if age:
+        count = int(age[1]) if age[1].isdigit() else 1
+        moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
+    elif days_ago is not None:
+        moment = datetime.datetime.combine(now.date() - datetime.timedelta(days=days_ago), datetime.time(),
+                                           datetime.timezone.utc)
+    else:
+        moment = iso_moment(value)
+    if moment is None:
+        raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
+                            "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
+                            f"ago or 3 days ago, today or yesterday; got {value!r}.")
+    # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
+    if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
+        moment += datetime.timedelta(days=1, seconds=-1)
+    try:
+        moment = moment.astimezone(datetime.timezone.utc)
+    except OverflowError:  # a zone that moves it before the year 1 or past 9999
+        raise invalid_input(f"Argument {name!r} is {value!r}, which in UTC falls outside the years 1 to "
+                            "9999.") from None
+    # MediaWiki reads four digits of year; strftime writes the year 1 as "1"
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
+
+
+def iso_moment(value: str) -> datetime.datetime | None:
+    """An ISO 8601 date or time as an aware datetime (UTC when it names no zone); None if it is not one."""
+    try:
+        moment = datetime.datetime.fromisoformat(re.sub("[Zz]$", "+00:00", value.strip()))  # 3.10 reads no Z
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
+    """``title`` in ``namespace``: kept when it already carries any of the wiki's names
+    for that namespace (local, canonical or alias), else prefixed with the local name."""
+    if site.namespace_of(title) == namespace:
+        return title
+    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+
+
+#: The English names every wiki also accepts, for namespaces that tools add to titles.
+CANONICAL_NAMESPACES = {6: "File", 10: "Template", 14: "Category"}
+
+
+#: Image formats a model can view, by their first bytes.
+RASTER_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+                     (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+
+
+def raster_type(data: bytes) -> str | None:
+    """The MIME type of PNG, JPEG, GIF or WebP bytes, read from the bytes themselves."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in RASTER_SIGNATURES if data.startswith(magic)), None)
+
+
+# ---------------------------------------------------------------------------
+# sections.py: Sections as MediaWiki counts them: the preprocessor's headings, section spans and outlines, and
+# text as the wiki receives and saves it.
+# ---------------------------------------------------------------------------
 
 #: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
 #: each count makes (None: plain text, so headings inside still count).
@@ -2580,194 +2843,272 @@ def joined_within(items: Sequence[str], room: int) -> str:
     return ", ".join(items[:shown]) + (f", and {len(items) - shown} more" if shown < len(items) else "")
 
 
-def call_args(**args: Any) -> str:
-    """Renders arguments the way markers name them: ``section=2 and offset=50000``."""
-    return " and ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+#: Control characters MediaWiki replaces in every request (UtfNormal\Validator::cleanUp).
+REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-class Batch(typing.NamedTuple):
-    """What a truncation marker of several pages (get-pages) says besides the page it cut: the bytes
-    it shows of all the pages and their total (said when it cut none), the pages it left out, and the
-    other arguments of the call that reads those."""
-    shown: tuple[int, int]
-    left_out: Sequence[str]
-    fields: Mapping[str, Any]
+PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
 
 
-def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
-                     again: Mapping[str, Any] | None = None, room: int | None = None,
-                     outline: str | None = None, batch: Batch | None = None) -> str:
-    """The content-truncated marker: where the cut is, and the exact next calls: ``tool`` again, or
-    for a batch, which names a tool other than the one called, ``tool`` with. The sections listed
-    are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then how many
-    more and the call that lists them all (``outline``, if any)."""
-    again = dict(again or {})
-    verb = "with" if batch else "again with"
-    end, total = (piece.end, piece.total) if piece else batch.shown if batch else (0, 0)
-    # a batch's offset is into the page it cut, so its numbers are that page's, which it names
-    of = f" of {again['title']}" if batch and piece else ""
-    parts = [f"Content truncated at {end} of {total} bytes{of}."]
-    numbered = numbered_headings(sections)
-    if piece and numbered:
-        of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
-        listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
-        fit = len(listed) if room is None else fitting([f"{n} ({heading})" for n, heading in listed], room)
-        shown_list = listed[:fit]
-        parts.append(f"{of}: {section_list(shown_list)}" + (
-            "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
-        if len(shown_list) < len(listed) and outline:
-            parts.append(f"To list every section, call {outline}.")
-        before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
-        parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
-    if piece:
-        parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
-    if batch and batch.left_out:
-        parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
-                     f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
-    return " ".join(parts)
+def as_wiki_receives(text: str) -> str:
+    """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
+    U+FFFD, line ends as the wiki keeps them (\n; a page never holds \r). Matching a find against
+    the wiki's text, or diffing a dry run, needs the same."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
 
 
-def more_results_marker(count: int, item: str, tool: str, param: str, value: Any) -> str:
-    return (f"More results available. Returned {counted(count, item)}. To fetch the next segment, "
-            f"call {tool} again with {param}={json.dumps(value, ensure_ascii=False)}.")
+def as_saved(text: str) -> str:
+    """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
+    signatures and subst: are left as they are)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
 
 
-def counted(number: int, noun: str) -> str:
-    """``1 page``, ``2 pages``, ``2 matches``: a count with its noun (a regular one) in the right number."""
-    return f"{number} {noun}{'' if number == 1 else 'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
+def section_text(text: str, span: tuple[int, int]) -> str:
+    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
+    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
 
 
-def labelled(*pairs: tuple[str, Any]) -> str:
-    """Compact ``Label: value`` lines; empty and default values are left out. A number is a
-    value, 0 included (section 0 is the lead), so only None, False and empty text or lists go."""
-    return "\n".join(f"{label}: {value}" for label, value in pairs
-                     if value is not None and value is not False and (isinstance(value, int) or value))
+def replace_section(text: str, span: tuple[int, int], new: str) -> str:
+    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
+    the new text and a blank line before what follows, trailing space dropped."""
+    data = text.encode()
+    new = new.rstrip(PHP_WHITESPACE)
+    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
+            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
 
 
-def strip_tags(fragment: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
-
-
-def encode_continuation(cont: Mapping[str, Any]) -> str:
-    return urllib.parse.urlencode({k: str(v) for k, v in cont.items()}, safe="|:")
-
-
-def decode_continuation(token: str, allowed: tuple[str, ...]) -> dict[str, str]:
-    """Parses a continueFrom token back into API fields, accepting only the
-    continuation fields this tool's query produces (never other API parameters)."""
-    try:
-        fields = dict(urllib.parse.parse_qsl(token, keep_blank_values=True, strict_parsing=True))
-    except ValueError:
-        fields = {}
-    if not fields or any(k not in allowed and k != "continue" for k in fields):
-        raise invalid_input(f"continueFrom {token!r} is not a continuation this tool produced; pass the "
-                            "value from the last 'More results available' marker unchanged.")
-    return fields
-
-
-#: How MediaWiki writes the expiry of what never expires.
-NEVER = ("infinite", "infinity", "indefinite", "never", "")
-
-
-def until_clause(expiry: Any) -> str:
-    """`` until 2026-12-08T04:23:48Z``, or nothing for what never expires."""
-    return "" if str(expiry or "").lower() in NEVER else f" until {expiry}"
-
-
-def protection_text(entries: Iterable[Mapping[str, Any]]) -> str:
-    """``edit=sysop until 2026-12-08T04:23:48Z, move=sysop; cascading``, or ``none``: protection
-    levels as prop=info and the protection log give them (type, level, expiry, cascade); then
-    those another page's cascading protection imposes (prop=info names it as their source)."""
-    levels = [e for e in entries if e.get("level")]
-    own = [e for e in levels if not e.get("source")]
-    text = ", ".join(f"{e.get('type')}={e['level']}{until_clause(e.get('expiry'))}" for e in own)
-    text = text + ("; cascading" if any(e.get("cascade") for e in own) else "") if text else "none"
-    for source in dict.fromkeys(e["source"] for e in levels if e.get("source")):
-        imposed = ", ".join(f"{e.get('type')}={e['level']}" for e in levels if e.get("source") == source)
-        text += f"; yet {imposed} by the cascading protection of {source}, which only that page can lift"
-    return text
-
-
-def one_line(text: str) -> str:
-    """Collapses whitespace (edit summaries may hold newlines) so a row stays one line."""
-    return " ".join(str(text).split())
-
-
-def signed(number: int) -> str:
-    return f"{number:+d}" if number else "0"
-
-
-#: The units of an age a person says ("3 days ago"), in seconds.
-AGE_UNITS = {"minute": 60, "hour": 3600, "day": 86400, "week": 604800}
-
-
-def wiki_timestamp(value: str, name: str, *, day_end: bool = False) -> str:
-    """A time as a person says it, in MediaWiki's UTC form 2026-11-29T15:00:00Z: an ISO 8601 time
-    (UTC when it names no zone), an age (24 hours ago, 1 week ago), or a day (an ISO 8601 date,
-    today, yesterday; UTC): its first moment, or with ``day_end`` its last, as an end means it."""
-    text = " ".join(value.lower().split())
-    now = datetime.datetime.now(datetime.timezone.utc)
-    age = re.fullmatch(r"(\d{1,4}|an?) (minute|hour|day|week)s? ago", text)
-    days_ago = {"today": 0, "yesterday": 1}.get(text)
-    moment: datetime.datetime | None
-    if age:
-        count = int(age[1]) if age[1].isdigit() else 1
-        moment = now - datetime.timedelta(seconds=count * AGE_UNITS[age[2]])
-    elif days_ago is not None:
-        moment = datetime.datetime.combine(now.date() - datetime.timedelta(days=days_ago), datetime.time(),
-                                           datetime.timezone.utc)
-    else:
-        moment = iso_moment(value)
-    if moment is None:
-        raise invalid_input(f"Argument {name!r} must be a date or time in ISO 8601 (2026-11-29, "
-                            "2026-11-29T15:00:00Z; UTC when no zone is given), an age such as 24 hours "
-                            f"ago or 3 days ago, today or yesterday; got {value!r}.")
-    # a day: today, yesterday or an ISO 8601 date (calendar or week), never an age or a time
-    if day_end and (days_ago is not None or re.fullmatch(r"\d{4}-(\d\d-\d\d|w\d\d-\d)", text)):
-        moment += datetime.timedelta(days=1, seconds=-1)
-    try:
-        moment = moment.astimezone(datetime.timezone.utc)
-    except OverflowError:  # a zone that moves it before the year 1 or past 9999
-        raise invalid_input(f"Argument {name!r} is {value!r}, which in UTC falls outside the years 1 to "
-                            "9999.") from None
-    # MediaWiki reads four digits of year; strftime writes the year 1 as "1"
-    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%SZ")
-
-
-def iso_moment(value: str) -> datetime.datetime | None:
-    """An ISO 8601 date or time as an aware datetime (UTC when it names no zone); None if it is not one."""
-    try:
-        moment = datetime.datetime.fromisoformat(re.sub("[Zz]$", "+00:00", value.strip()))  # 3.10 reads no Z
-    except ValueError:
+def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
+    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
+    it would shrink the page to that section: ``new`` is under half the size, the page has more
+    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
+    if utf8_len(new) * 2 >= utf8_len(old):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+    sections = wikitext_sections(old, syntax)
+    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
+    if not sections or outline == [(s.level, s.heading) for s in sections]:
+        return None  # a page of one section, or a shorter text of the same outline: a rewrite
+    if not outline:
+        return 0
+    for i, section in enumerate(sections):  # its headings and its subsections'
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
+                   len(sections))
+        if [(s.level, s.heading) for s in sections[i:end]] == outline:
+            return section.number
+    return None
 
 
-def title_in_namespace(site: SiteInfo, title: str, namespace: int) -> str:
-    """``title`` in ``namespace``: kept when it already carries any of the wiki's names
-    for that namespace (local, canonical or alias), else prefixed with the local name."""
-    if site.namespace_of(title) == namespace:
-        return title
-    return f"{site.namespaces.get(namespace) or CANONICAL_NAMESPACES[namespace]}:{title}"
+def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
+    paths: list[tuple[str | None, str]] = []
+    above: list[Section] = []
+    for s in sections:
+        while above and above[-1].level >= s.level:
+            above.pop()
+        paths.append((above[-1].heading if above else None, s.heading))
+        above.append(s)
+    return paths
 
 
-#: The English names every wiki also accepts, for namespaces that tools add to titles.
-CANONICAL_NAMESPACES = {6: "File", 10: "Template", 14: "Category"}
+def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
+    with the heading each stands under, and repeats count: a page repeats References or
+    Quellen under many subsections, and each is a subsection of its own. A heading left over
+    after that keeps one of the same name: its level changed, so it stands under another."""
+    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
+    paths = heading_paths(wikitext_sections(old, syntax))
+    unmatched = []
+    for path in paths:
+        if kept[path]:
+            kept[path] -= 1
+        elif path is not paths[0]:
+            unmatched.append(path)
+    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
+    lost = []
+    for parent, heading in unmatched:
+        if names[heading]:
+            names[heading] -= 1
+        else:
+            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
+    return lost
 
 
-#: Image formats a model can view, by their first bytes.
-RASTER_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
-                     (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+def starts_heading(text: str) -> bool:
+    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
 
 
-def raster_type(data: bytes) -> str | None:
-    """The MIME type of PNG, JPEG, GIF or WebP bytes, read from the bytes themselves."""
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return next((mime for magic, mime in RASTER_SIGNATURES if data.startswith(magic)), None)
+def ends_block(text: str) -> bool:
+    """Whether the last line of ``text`` closes a block: a heading, list item, table row,
+    rule, template or tag standing on its own line."""
+    last = text.rstrip().rpartition("\n")[2].strip()
+    return (last[:1] in ("*", "#", ":", ";", "|", "!") or last.startswith("----") or starts_heading(last)
+            or (last.endswith("}}") and last.startswith(("{{", "}}")))
+            or (last.startswith("<") and last.endswith(">")))
 
 
-# -- diffs: MediaWiki's HTML diff table as a compact text diff ---------------
+def separator(before: str, after: str) -> str:
+    """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
+    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends with a
+    block, except that a list line is never set apart. Line breaks already at the seam count."""
+    if not before.strip() or not after.strip():
+        return ""
+    seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
+    # A list item joins the list it follows: decided by the item alone, so that an append made
+    # on a read gone stale (appendtext lands on the page as it then is) joins it too.
+    apart = after.lstrip()[:1] not in ("*", "#", ":", ";") and (starts_heading(after) or ends_block(before))
+    wanted = 2 if apart else 1
+    return "\n" * max(0, wanted - seam.count("\n"))
+
+
+# ---------------------------------------------------------------------------
+# merge.py: A three-way merge of lines, as MediaWiki's edit conflict resolution merges: the changes of two
+# edits of one base, applied together where they do not overlap.
+# ---------------------------------------------------------------------------
+
+#: Past this many changed lines line_changes stops looking for the shortest edit.
+MAX_EDIT_DISTANCE = 2000
+
+
+def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tuple[int, int, int, int]]:
+    """The changed blocks (a[i1:i2] became b[j1:j2]) between two lists of lines, found much as
+    GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
+    each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
+    as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
+    pre = len(os.path.commonprefix([a, b]))  # of lists of lines as well as of strings
+    suf = len(os.path.commonprefix([a[pre:][::-1], b[pre:][::-1]]))
+    steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
+    if steps is None:  # too far apart to search: difflib's matching will do
+        import difflib  # seldom needed: left out of the start
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
+    for side, k in steps:
+        changed[side][pre + k + 1] = True
+    shift_boundaries(a, changed[0], changed[1], shown)
+    shift_boundaries(b, changed[1], changed[0], shown)
+    blocks, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        i1, j1 = i, j
+        i, j = unchanged_from(changed[0], i), unchanged_from(changed[1], j)  # as many unchanged either side
+        if (i, j) == (i1, j1):
+            i, j = i + 1, j + 1
+        else:
+            blocks.append((i1, i, j1, j))
+    return blocks
+
+
+def shortest_edit(old: list[str], new: list[str]) -> list[tuple[int, int]] | None:
+    """The lines a shortest edit from ``old`` to ``new`` deletes, (0, i), and inserts, (1, j):
+    Myers' greedy search; None past MAX_EDIT_DISTANCE."""
+    n, m = len(old), len(new)
+    if not n or not m:
+        return [(0, i) for i in range(n)] + [(1, j) for j in range(m)]
+    v, trace = {1: 0}, []
+    for d in range(min(n + m, MAX_EDIT_DISTANCE) + 1):
+        trace.append(dict(v))
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            y = x - k
+            while x < n and y < m and old[x] == new[y]:
+                x, y = x + 1, y + 1
+            v[k] = x
+            if x >= n and y >= m:
+                steps = []
+                for e in range(d, 0, -1):  # back along the path: one insertion or deletion a step
+                    v, k = trace[e], x - y
+                    previous = k + 1 if k == -e or (k != e and v[k - 1] < v[k + 1]) else k - 1
+                    x, y = v[previous], v[previous] - previous
+                    steps.append((1, y) if previous == k + 1 else (0, x))
+                return steps
+    return None
+
+
+def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], shown: bool = False) -> None:
+    """GNU diff's shift_boundaries on one side's change flags (``changed[k + 1]`` for line k):
+    each run of changes moves back while the line before it equals its last, merging with
+    runs before; then forward as far as it goes, merging with runs after; then, if it merged
+    with none, back to where it lines up with a run of changes on the other side."""
+    i = j = 0  # j: the line of the other side that lines up with line i
+    while True:
+        while i < len(lines) and not changed[i + 1]:
+            i, j = i + 1, unchanged_from(other, j) + 1
+        if i == len(lines):
+            return
+        i, j = shift_run(lines, changed, other, i, unchanged_from(other, j), shown)
+
+
+def unchanged_from(flags: list[bool], k: int, step: int = 1) -> int:
+    """The first line from line ``k`` on (``step`` -1: back) that ``flags`` do not mark changed."""
+    while flags[k + 1]:
+        k += step
+    return k
+
+
+def shift_run(lines: list[str], changed: list[bool], other: list[bool], start: int, j: int,
+              shown: bool) -> tuple[int, int]:
+    """Slides the run of changes that starts at line ``start`` (shift_boundaries), ``j`` the line of
+    the other side that lines up with it; where the run ends then, and the other side's line there."""
+    end, i = len(lines), unchanged_from(changed, start + 1)
+    while True:
+        run = i - start
+        while start and lines[start - 1] == lines[i - 1]:
+            start, i = start - 1, i - 1
+            changed[start + 1], changed[i + 1] = True, False
+            start = unchanged_from(changed, start - 1, -1) + 1
+            j = unchanged_from(other, j - 1, -1)
+        # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
+        # a run back wherever the other side goes on, not only by a run of changes there
+        corresponding = i if (j < len(other) - 2 if shown else other[j]) else end
+        while i != end and lines[start] == lines[i]:
+            changed[start + 1], changed[i + 1] = False, True
+            start, i = start + 1, unchanged_from(changed, i + 1)
+            if other[j + 2]:
+                corresponding = i
+            j = unchanged_from(other, j + 1)
+        if run == i - start:
+            break
+    while corresponding < i:
+        start, i = start - 1, i - 1
+        changed[start + 1], changed[i + 1] = True, False
+        j = unchanged_from(other, j - 1, -1)
+    return i, j
+
+
+def merge3(base: str, mine: str, theirs: str) -> str | None:
+    """A three-way merge as MediaWiki's (GNU diff3 in wfMerge): changes from ``base`` to
+    ``mine`` applied to ``theirs``; None where both changed the same or adjacent lines
+    differently, which the wiki refuses as an edit conflict."""
+    old, ours, other = (text.rstrip(PHP_WHITESPACE).split("\n") for text in (base, mine, theirs))
+    sides = (ours, other)
+    blocks = sorted([(c, 0) for c in line_changes(old, ours)] + [(c, 1) for c in line_changes(old, other)])
+    shift = [0, 0]  # how far each side's lines have moved from base's so far
+    merged: list[str] = []
+    done = k = 0
+    while k < len(blocks):
+        group, high = [blocks[k]], blocks[k][0][1]
+        k += 1
+        while k < len(blocks) and blocks[k][0][0] <= high:  # overlapping or adjacent: one hunk
+            group.append(blocks[k])
+            high = max(high, blocks[k][0][1])
+            k += 1
+        low = group[0][0][0]
+        merged += old[done:low]
+        chunks: list[list[str] | None] = []
+        for side in (0, 1):
+            own = [c for c, s in group if s == side]
+            start = low + shift[side]
+            shift[side] += sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in own)
+            chunks.append(sides[side][start:high + shift[side]] if own else None)
+        if chunks[0] is not None and chunks[1] is not None and chunks[0] != chunks[1]:
+            return None
+        merged += chunks[0] if chunks[0] is not None else chunks[1] or []
+        done = high
+    return "\n".join(merged + old[done:])
+
+
+# ---------------------------------------------------------------------------
+# diff.py: Diffs: MediaWiki's HTML diff table as a compact text diff, and line and word diffs made here.
+# ---------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class DiffLine:
@@ -2781,10 +3122,20 @@ class DiffLine:
 
 
 DIFF_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.DOTALL)
+
+
 DIFF_CELL = re.compile(r"<td\b([^>]*)>(.*?)</td>", re.DOTALL)
+
+
 CLASS_ATTR = re.compile(r"""\bclass\s*=\s*["']([^"']*)["']""")
+
+
 LEFT_LINE_ID = re.compile(r"""\bid\s*=\s*["']mw-diff-left-l(\d+)["']""")
+
+
 LINE_COMMENT = re.compile(r"<!--LINE (\d+)-->")
+
+
 SPACE_RUN = re.compile("[ \u00a0]+")
 
 
@@ -2933,12 +3284,20 @@ def hunk_lines(removed: list[str], added: list[str]) -> list[str]:
 #: Thai character is a word of its own, as those scripts run words together.
 WORD_TOKEN = re.compile(r"[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]+"
                         r"|\s+|.", re.DOTALL)
+
+
 #: Unchanged text a changed line keeps either side of a change; more is cut to "…".
 DIFF_CONTEXT_CHARS = 100
+
+
 #: The marks of a word diff, as text may hold them too: there they are written with a backslash
 #: between their two characters (ESCAPE_NOTE says so), so that a mark is always a change.
 WORD_MARKER = re.compile(r"\[-|-\]|\{\+|\+\}")
+
+
 ESCAPED_MARKER = re.compile(r"\[\\-|-\\\]|\{\\\+|\+\\\}")
+
+
 ESCAPE_NOTE = r"(In ~ lines, [\- -\] {\+ +\} are the text's own [- -] {+ +}.)"
 
 
@@ -3014,7 +3373,10 @@ def diff_lines(a: list[str], b: list[str], blocks: Iterable[tuple[int, int, int,
     return lines
 
 
-# -- plain text: a rendered page as a reader reads it ---------------------------
+# ---------------------------------------------------------------------------
+# plaintext.py: Plain text: a rendered page as a reader reads it, without navigation, references' markup or
+# hidden elements.
+# ---------------------------------------------------------------------------
 
 #: Rendered parts plain text leaves out: edit links, navigation boxes, the table of contents,
 #: references' links back, sort keys. Not noprint or noexcerpt: a reader sees those on screen
@@ -3022,15 +3384,29 @@ def diff_lines(a: list[str], b: list[str], blocks: Iterable[tuple[int, int, int,
 TEXT_SKIPPED_CLASSES = frozenset({
     "mw-editsection", "navbox", "vertical-navbox", "navbox-styles", "toc",
     "mw-cite-backlink", "mw-empty-elt", "sortkey", "mw-jump-link"})
+
+
 TEXT_SKIPPED_TAGS = frozenset({"style", "script", "noscript", "template", "math"})
+
+
 VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
                        "source", "track", "wbr"})
+
+
 PARAGRAPH_TAGS = frozenset({"p", "table", "blockquote", "pre", "figure", "center", "section"})
+
+
 LINE_TAGS = frozenset({"div", "caption", "figcaption", "tr", "li", "dt", "dd", "hr"})
+
+
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+
+
 #: <sup> and <sub> text as the Unicode characters that write it raised or lowered, where every
 #: character has one; other text is written ^(...) or _(...), as in plain mathematics.
 SUPERSCRIPTS = str.maketrans("0123456789+-\u2212=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ")
+
+
 SUBSCRIPTS = str.maketrans("0123456789+-\u2212=()", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎")
 
 
@@ -3299,267 +3675,29 @@ def plain_text(page_html: str, sections: Mapping[str, tuple[str, str]] | None = 
     return None if lines is None else reader.text(lines)
 
 
-# -- what MediaWiki does to text it is sent: normalising, section splicing, merging ---------
-
-#: Control characters MediaWiki replaces in every request (UtfNormal\Validator::cleanUp).
-REFUSED_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-PHP_WHITESPACE = " \t\n\r\0\x0b"  # what PHP's rtrim() strips
-
-
-def as_wiki_receives(text: str) -> str:
-    """Text as MediaWiki takes it from a request: NFC, refused control characters replaced by
-    U+FFFD, line ends as the wiki keeps them (\n; a page never holds \r). Matching a find against
-    the wiki's text, or diffing a dry run, needs the same."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return unicodedata.normalize("NFC", REFUSED_CHARACTERS.sub("\ufffd", text))
-
-
-def as_saved(text: str) -> str:
-    """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
-    signatures and subst: are left as they are)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
-
-
-def section_text(text: str, span: tuple[int, int]) -> str:
-    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
-    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
-
-
-def replace_section(text: str, span: tuple[int, int], new: str) -> str:
-    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
-    the new text and a blank line before what follows, trailing space dropped."""
-    data = text.encode()
-    new = new.rstrip(PHP_WHITESPACE)
-    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
-            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
-
-
-def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
-    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
-    it would shrink the page to that section: ``new`` is under half the size, the page has more
-    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
-    if utf8_len(new) * 2 >= utf8_len(old):
-        return None
-    sections = wikitext_sections(old, syntax)
-    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
-    if not sections or outline == [(s.level, s.heading) for s in sections]:
-        return None  # a page of one section, or a shorter text of the same outline: a rewrite
-    if not outline:
-        return 0
-    for i, section in enumerate(sections):  # its headings and its subsections'
-        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
-                   len(sections))
-        if [(s.level, s.heading) for s in sections[i:end]] == outline:
-            return section.number
-    return None
-
-
-def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
-    paths: list[tuple[str | None, str]] = []
-    above: list[Section] = []
-    for s in sections:
-        while above and above[-1].level >= s.level:
-            above.pop()
-        paths.append((above[-1].heading if above else None, s.heading))
-        above.append(s)
-    return paths
-
-
-def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
-    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
-    with the heading each stands under, and repeats count: a page repeats References or
-    Quellen under many subsections, and each is a subsection of its own. A heading left over
-    after that keeps one of the same name: its level changed, so it stands under another."""
-    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
-    paths = heading_paths(wikitext_sections(old, syntax))
-    unmatched = []
-    for path in paths:
-        if kept[path]:
-            kept[path] -= 1
-        elif path is not paths[0]:
-            unmatched.append(path)
-    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
-    lost = []
-    for parent, heading in unmatched:
-        if names[heading]:
-            names[heading] -= 1
-        else:
-            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
-    return lost
-
-
-def starts_heading(text: str) -> bool:
-    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
-
-
-def ends_block(text: str) -> bool:
-    """Whether the last line of ``text`` closes a block: a heading, list item, table row,
-    rule, template or tag standing on its own line."""
-    last = text.rstrip().rpartition("\n")[2].strip()
-    return (last[:1] in ("*", "#", ":", ";", "|", "!") or last.startswith("----") or starts_heading(last)
-            or (last.endswith("}}") and last.startswith(("{{", "}}")))
-            or (last.startswith("<") and last.endswith(">")))
-
-
-def separator(before: str, after: str) -> str:
-    """The line breaks that set ``after`` on a line of its own below ``before`` (an append or
-    prepend): one, or a blank line when ``after`` starts with a heading or ``before`` ends with a
-    block, except that a list line is never set apart. Line breaks already at the seam count."""
-    if not before.strip() or not after.strip():
-        return ""
-    seam = before[len(before.rstrip()):] + after[:len(after) - len(after.lstrip())]
-    # A list item joins the list it follows: decided by the item alone, so that an append made
-    # on a read gone stale (appendtext lands on the page as it then is) joins it too.
-    apart = after.lstrip()[:1] not in ("*", "#", ":", ";") and (starts_heading(after) or ends_block(before))
-    wanted = 2 if apart else 1
-    return "\n" * max(0, wanted - seam.count("\n"))
-
-
-#: Past this many changed lines line_changes stops looking for the shortest edit.
-MAX_EDIT_DISTANCE = 2000
-
-
-def line_changes(a: list[str], b: list[str], *, shown: bool = False) -> list[tuple[int, int, int, int]]:
-    """The changed blocks (a[i1:i2] became b[j1:j2]) between two lists of lines, found much as
-    GNU diff finds them: common first and last lines set aside, a shortest edit (Myers), then
-    each run of changes slid along equal lines as diff's shift_boundaries slides it; ``shown``:
-    as MediaWiki's diff engines slide them for a diff shown (see shift_boundaries)."""
-    pre = len(os.path.commonprefix([a, b]))  # of lists of lines as well as of strings
-    suf = len(os.path.commonprefix([a[pre:][::-1], b[pre:][::-1]]))
-    steps = shortest_edit(a[pre:len(a) - suf], b[pre:len(b) - suf])
-    if steps is None:  # too far apart to search: difflib's matching will do
-        import difflib  # seldom needed: left out of the start
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
-    changed = ([False] * (len(a) + 2), [False] * (len(b) + 2))  # [k + 1]: line k; both ends unchanged
-    for side, k in steps:
-        changed[side][pre + k + 1] = True
-    shift_boundaries(a, changed[0], changed[1], shown)
-    shift_boundaries(b, changed[1], changed[0], shown)
-    blocks, i, j = [], 0, 0
-    while i < len(a) or j < len(b):
-        i1, j1 = i, j
-        i, j = unchanged_from(changed[0], i), unchanged_from(changed[1], j)  # as many unchanged either side
-        if (i, j) == (i1, j1):
-            i, j = i + 1, j + 1
-        else:
-            blocks.append((i1, i, j1, j))
-    return blocks
-
-
-def shortest_edit(old: list[str], new: list[str]) -> list[tuple[int, int]] | None:
-    """The lines a shortest edit from ``old`` to ``new`` deletes, (0, i), and inserts, (1, j):
-    Myers' greedy search; None past MAX_EDIT_DISTANCE."""
-    n, m = len(old), len(new)
-    if not n or not m:
-        return [(0, i) for i in range(n)] + [(1, j) for j in range(m)]
-    v, trace = {1: 0}, []
-    for d in range(min(n + m, MAX_EDIT_DISTANCE) + 1):
-        trace.append(dict(v))
-        for k in range(-d, d + 1, 2):
-            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
-            y = x - k
-            while x < n and y < m and old[x] == new[y]:
-                x, y = x + 1, y + 1
-            v[k] = x
-            if x >= n and y >= m:
-                steps = []
-                for e in range(d, 0, -1):  # back along the path: one insertion or deletion a step
-                    v, k = trace[e], x - y
-                    previous = k + 1 if k == -e or (k != e and v[k - 1] < v[k + 1]) else k - 1
-                    x, y = v[previous], v[previous] - previous
-                    steps.append((1, y) if previous == k + 1 else (0, x))
-                return steps
-    return None
-
-
-def shift_boundaries(lines: list[str], changed: list[bool], other: list[bool], shown: bool = False) -> None:
-    """GNU diff's shift_boundaries on one side's change flags (``changed[k + 1]`` for line k):
-    each run of changes moves back while the line before it equals its last, merging with
-    runs before; then forward as far as it goes, merging with runs after; then, if it merged
-    with none, back to where it lines up with a run of changes on the other side."""
-    i = j = 0  # j: the line of the other side that lines up with line i
-    while True:
-        while i < len(lines) and not changed[i + 1]:
-            i, j = i + 1, unchanged_from(other, j) + 1
-        if i == len(lines):
-            return
-        i, j = shift_run(lines, changed, other, i, unchanged_from(other, j), shown)
-
-
-def unchanged_from(flags: list[bool], k: int, step: int = 1) -> int:
-    """The first line from line ``k`` on (``step`` -1: back) that ``flags`` do not mark changed."""
-    while flags[k + 1]:
-        k += step
-    return k
-
-
-def shift_run(lines: list[str], changed: list[bool], other: list[bool], start: int, j: int,
-              shown: bool) -> tuple[int, int]:
-    """Slides the run of changes that starts at line ``start`` (shift_boundaries), ``j`` the line of
-    the other side that lines up with it; where the run ends then, and the other side's line there."""
-    end, i = len(lines), unchanged_from(changed, start + 1)
-    while True:
-        run = i - start
-        while start and lines[start - 1] == lines[i - 1]:
-            start, i = start - 1, i - 1
-            changed[start + 1], changed[i + 1] = True, False
-            start = unchanged_from(changed, start - 1, -1) + 1
-            j = unchanged_from(other, j - 1, -1)
-        # MediaWiki's port (DiffEngine::shiftBoundaries, whose moves wikidiff2 makes too) sets
-        # a run back wherever the other side goes on, not only by a run of changes there
-        corresponding = i if (j < len(other) - 2 if shown else other[j]) else end
-        while i != end and lines[start] == lines[i]:
-            changed[start + 1], changed[i + 1] = False, True
-            start, i = start + 1, unchanged_from(changed, i + 1)
-            if other[j + 2]:
-                corresponding = i
-            j = unchanged_from(other, j + 1)
-        if run == i - start:
-            break
-    while corresponding < i:
-        start, i = start - 1, i - 1
-        changed[start + 1], changed[i + 1] = True, False
-        j = unchanged_from(other, j - 1, -1)
-    return i, j
-
-
-def merge3(base: str, mine: str, theirs: str) -> str | None:
-    """A three-way merge as MediaWiki's (GNU diff3 in wfMerge): changes from ``base`` to
-    ``mine`` applied to ``theirs``; None where both changed the same or adjacent lines
-    differently, which the wiki refuses as an edit conflict."""
-    old, ours, other = (text.rstrip(PHP_WHITESPACE).split("\n") for text in (base, mine, theirs))
-    sides = (ours, other)
-    blocks = sorted([(c, 0) for c in line_changes(old, ours)] + [(c, 1) for c in line_changes(old, other)])
-    shift = [0, 0]  # how far each side's lines have moved from base's so far
-    merged: list[str] = []
-    done = k = 0
-    while k < len(blocks):
-        group, high = [blocks[k]], blocks[k][0][1]
-        k += 1
-        while k < len(blocks) and blocks[k][0][0] <= high:  # overlapping or adjacent: one hunk
-            group.append(blocks[k])
-            high = max(high, blocks[k][0][1])
-            k += 1
-        low = group[0][0][0]
-        merged += old[done:low]
-        chunks: list[list[str] | None] = []
-        for side in (0, 1):
-            own = [c for c, s in group if s == side]
-            start = low + shift[side]
-            shift[side] += sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in own)
-            chunks.append(sides[side][start:high + shift[side]] if own else None)
-        if chunks[0] is not None and chunks[1] is not None and chunks[0] != chunks[1]:
-            return None
-        merged += chunks[0] if chunks[0] is not None else chunks[1] or []
-        done = high
-    return "\n".join(merged + old[done:])
-
-
 # ---------------------------------------------------------------------------
-# Tools: the registry, argument checking and dispatch, then each tool
+# registry.py: The tool registry: the @tool decorator, the parameters many tools share, each tool's schema
+# from its signature, and the checking of a model's arguments against it.
 # ---------------------------------------------------------------------------
+
+#: MediaWiki's own limit on a title, in bytes of UTF-8.
+MAX_TITLE_BYTES = 255
+
+
+#: The longest name a call may give (a wiki key, user name, change tag or log type) or time: MediaWiki
+#: keeps names to 255 bytes. A longer value is refused before it is sent, or quoted in an answer.
+MAX_NAME_CHARS = 255
+
+
+#: The longest continueFrom: a marker's value holds a few titles, sort keys and IDs.
+MAX_CONTINUATION_CHARS = 5000
+
+
+#: Who confirms a client's guarded actions, as its tools/list says (confirmer): the model with
+#: confirm=true, the person asked in the client, or no one (the operator wants the person, whom
+#: this client cannot ask).
+Confirmer = Literal["model", "person", "nobody"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Arg:
@@ -3593,6 +3731,7 @@ class Param:
 
 #: What a page write may do to the page's place on the account's watchlist (MediaWiki's watchlist).
 WATCH_CHOICES = ("watch", "unwatch", "preferences", "nochange")
+
 
 #: The arguments the registry adds to a tool's own, from its flags (guarded, continue_from, dry_run,
 #: idempotency_key, watch, scoped), in this order. A tool function never declares them.
@@ -3798,6 +3937,8 @@ class Registry:
 
 #: The module's tools; ``@tool`` adds to it.
 REGISTRY = Registry()
+
+
 tool = REGISTRY.tool
 
 
@@ -3984,21 +4125,30 @@ def json_type(value: Any) -> str:
             list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-# -- What the write tools remember: in this process, or shared by replicas -----------------
+# ---------------------------------------------------------------------------
+# store.py: The state store: what replicas share (MCP_STATE_URL) or this process keeps, behind one small
+# interface that the Redis module implements too.
+# ---------------------------------------------------------------------------
 
 #: An entry of a state store: (wiki key, kind, name). Each kind is bounded on its own in memory.
 StateKey = tuple[str, str, str]
+
+
 #: The code of the error a shared store that cannot be reached gives.
 STORE_DOWN = "state_store_unreachable"
+
+
 #: What redis-py raises for a wrong or missing password or user name (WRONGPASS, NOAUTH).
 LOGIN_REFUSED = "AuthenticationError"
+
+
 #: How RedisStore.problem begins an error the store answered with (such as a database it does not have).
 STORE_REFUSAL = "ResponseError: "
 
 
 class StateStore(typing.Protocol):
     """Text entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in
-    this process, or mediawiki_mcp_redis.RedisStore (MCP_STATE_URL) shared by replicas, which raises
+    this process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises
     the STORE_DOWN error, before anything was written, when it cannot be reached."""
     name: str
 
@@ -4032,6 +4182,8 @@ class StateStore(typing.Protocol):
 #: may register one, from many addresses, so this process keeps fewer of them than of other kinds
 #: (at most 16 KB each), the oldest forgotten first; a client that signed someone in is kept apart.
 UNUSED_CLIENT = "unused_client"
+
+
 UNUSED_CLIENTS_IN_MEMORY = 2000
 
 
@@ -4125,15 +4277,15 @@ class MemoryStore:
 
 def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
+    if not __package__:
+        raise ConfigError("MCP_STATE_URL (stateUrl) needs the package, which the single file mediawiki_mcp.py "
+                          "does not carry: pip install 'mediawiki-mcp[redis]' and run mediawiki-mcp")
     try:
         import redis  # noqa: F401 - asked first: the module below may be imported already
-
-        from mediawiki_mcp_redis import RedisStore
-    except ImportError as error:
-        missing = ("the Redis client, which is not installed: pip install 'mediawiki-mcp[redis]'"
-                   if error.name == "redis" else "the file mediawiki_mcp_redis.py beside mediawiki_mcp.py "
-                   "(pip install 'mediawiki-mcp[redis]' installs both)")
-        raise ConfigError(f"MCP_STATE_URL (stateUrl) needs {missing}") from None
+    except ImportError:
+        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
+                          "pip install 'mediawiki-mcp[redis]'") from None
+    RedisStore = importlib.import_module(".redis_store", __package__).RedisStore
     name = shown_address(url)
 
     def unreachable(error: Exception) -> WikiError:  # RedisStore logs the outage, once
@@ -4166,6 +4318,31 @@ def unless_store_down(what: str) -> Iterator[None]:
         if error.code != STORE_DOWN:
             raise
         log.warning("%s was not recorded in the state store", what)
+
+
+# ---------------------------------------------------------------------------
+# ledger.py: The read ledger: what each client was shown of each page (revision, sections, spans), so that
+# a write never drops text the model did not see.
+# ---------------------------------------------------------------------------
+
+READ_LEDGER_TTL_SECONDS = 24 * 3600.0
+
+
+#: Of a page, the revisions read in part that the ledger of clients not told apart keeps.
+CUT_REVISIONS_KEPT = 20
+
+
+#: The moves made here of one page that its reads under its old titles are followed through.
+MOVES_FOLLOWED = 5
+
+
+#: In memory, the ledger keeps this many full clients' entries of each kind in all, the least
+#: recently written forgotten first: the bound of the whole process, beside each client's.
+READ_LEDGER_CLIENTS_IN_MEMORY = 64
+
+
+#: What was noted while a shared store could not be reached is written again this often.
+STATE_RETRY_SECONDS = 1.0
 
 
 #: The caller of calls this server cannot tell apart (HTTP without sessions: stateless replicas,
@@ -4577,6 +4754,26 @@ def preview_entry(title: str, change: str) -> str:
     return f"{title}|{hashlib.sha256(change.encode()).hexdigest()}"
 
 
+# ---------------------------------------------------------------------------
+# calls.py: Tool calls in flight and idempotency keys: a retried write is answered once, and a call still
+# running is waited for, not repeated.
+# ---------------------------------------------------------------------------
+
+#: Idempotency keys of write calls are remembered this long, at most this many.
+IDEMPOTENCY_TTL_SECONDS = 3600.0
+
+
+IDEMPOTENCY_MAX_KEYS = 1000
+
+
+#: A repeat waits at most this long for the first call with its key to finish.
+IDEMPOTENCY_WAIT_SECONDS = 120.0
+
+
+#: A call waiting for another replica's call with the same key looks again this often.
+STATE_POLL_SECONDS = 0.05
+
+
 class IdempotencyStore:
     """Results of write calls by wiki, caller and idempotencyKey, for an hour: the same key with the
     same arguments returns the first result without running again, on any replica sharing the
@@ -4646,19 +4843,6 @@ async def on_own_thread(fn: Callable[[], Any]) -> Any:
     return await asyncio.wrap_future(done)
 
 
-@dataclasses.dataclass(eq=False)
-class RunningCall:
-    """A tool call in flight, as ToolCalls tracks it."""
-    scope: Any                 # the anyio.CancelScope its caller waits in, cancelled when the server stops
-    started: bool = False      # it got its turn and began
-    sent_write: bool = False   # it began sending a write to the wiki (MediaWikiClient.write)
-
-
-#: The call whose job runs on this thread: MediaWikiClient.write marks it as having sent a write.
-RUNNING_CALL: contextvars.ContextVar[RunningCall | None] = contextvars.ContextVar("RUNNING_CALL",
-                                                                                   default=None)
-
-
 class ToolCalls:
     """Runs tool calls on threads of their own, MAX_CALLS_PER_WIKI at once per wiki, and lets a
     shutdown wait up to a grace time for those in flight, then answer each with what is known of
@@ -4718,6 +4902,15 @@ class ToolCalls:
         with self._lock:
             for call in self._running:
                 call.scope.cancel()
+
+
+# ---------------------------------------------------------------------------
+# identity.py: People and their tokens: who a bearer token or a signed-in session is, and the accounts each
+# person acts through on each wiki.
+# ---------------------------------------------------------------------------
+
+#: The shortest bearer token a person may have in MCP_AUTH_TOKENS: a short one can be guessed.
+MIN_PERSON_TOKEN_CHARS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -4910,6 +5103,31 @@ def account_from_file(where: str, key: str, account: Any, env: Mapping[str, str]
     return Credentials(username, password, token)
 
 
+#: The key of a request's ASGI scope that carries its person, resolved where it comes in (http_app,
+#: SignIns.require_person) and read by every handler (person_of).
+PERSON_SCOPE = "mediawiki_mcp.person"
+
+
+def bearer_token(authorization: str) -> str:
+    """The token of an Authorization header ('Bearer <token>'), or '' for none."""
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+# ---------------------------------------------------------------------------
+# state.py: ServerState: the live state one server holds (configuration, clients, stores, people), made once
+# by create_server and shared by every call.
+# ---------------------------------------------------------------------------
+
+#: Pages one call reads or changes at most: MediaWiki's limit of titles per query.
+MAX_PAGES_PER_CALL = 50
+
+
+#: How long a model's regular expression may run on a page; longer is a pattern that backtracks
+#: without end on this text, which would hold the call forever (ServerState.regex_seconds).
+REGEX_SECONDS = 5.0
+
+
 @dataclasses.dataclass
 class ServerState:
     """Everything one server instance holds: its configuration, the wikis it serves now with a
@@ -5012,6 +5230,11 @@ class ServerState:
             self.clients = {k: client for k, client in self.clients.items() if k != key}
             return removed
 
+
+# ---------------------------------------------------------------------------
+# dispatch.py: Dispatch: a tools/call resolved to its caller and wiki, checked, run on a worker thread, and its
+# answer or error shaped; tools/list as each caller sees it.
+# ---------------------------------------------------------------------------
 
 def no_progress(done: float, total: float | None, message: str) -> None:
     """The progress reporter of a call whose client asked for none."""
@@ -5287,7 +5510,7 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
         raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
                                 f"not {doing} there for them: {spec.name} shows what only an account sees, and "
                                 f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
-    if spec is not None and spec.fn is whoami:  # says who they are from what the server knows, reading nothing of the wiki
+    if spec is not None and spec.name == "whoami":  # says who they are from what the server knows, reading nothing of the wiki
         return configured
     if wiki.private or spec is not None and not spec.read_only:
         doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
@@ -5295,17 +5518,6 @@ def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configu
                              f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
                              f"changed. {person.account_elsewhere('the wiki')}.")
     return configured
-
-
-#: The most characters of a name a caller chose (a user name, a tool's) that a log line shows.
-LOGGED_NAME_CHARS = 80
-
-
-def logged(name: str) -> str:
-    """A name a caller chose, as a log line shows it: quoted, with control and bidi characters escaped
-    (repr), so that it can neither write a line of its own nor reorder what a terminal shows, and cut
-    to LOGGED_NAME_CHARS, so that it cannot fill the log."""
-    return repr(name[:LOGGED_NAME_CHARS]) + ("..." if len(name) > LOGGED_NAME_CHARS else "")
 
 
 def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: str, wiki: str,
@@ -5457,200 +5669,212 @@ def as_blocks(result: list[Any] | str) -> list[Any]:
     return result if isinstance(result, list) else [result]
 
 
-@functools.cache
-def wiki_server_class() -> Any:
-    """WikiServer, made on first use: the SDK is imported only when a server is built."""
-    from mcp.server.mcpserver import MCPServer
-
-    class WikiServer(MCPServer):
-        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
-
-        def __init__(self, state: ServerState, **options: Any) -> None:
-            super().__init__(**options)
-            self.state = state
-
-        async def run_stdio_async(self) -> None:
-            await serve_stdio(self)
-    return WikiServer
+def loadable_now(state: ServerState, session: Session | None) -> list[str]:
+    """The toolsets a session may still load (load-toolset), in TOOLSETS' order: those the
+    operator allows (MCP_LOADABLE_TOOLSETS) that it lacks, where the loader is offered to it."""
+    if not any(spec.name == "load-toolset" for spec in offered_tools(state, session)):
+        return []
+    have = toolsets_of(state, session)
+    return [name for name in TOOLSETS if name in state.config.loadable_toolsets and name not in have]
 
 
-def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
-    """Builds the MCP server for a configuration (default: the environment's) or a server state."""
-    import mcp_types as mt
-    from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.subscriptions import InMemorySubscriptionBus
-    from mcp.shared.exceptions import MCPError
+# ---------------------------------------------------------------------------
+# prompts.py: Prompts: the workflows people repeat, as user messages that walk a model through this server's
+# tools, and completion of their arguments.
+# ---------------------------------------------------------------------------
 
-    state = state or ServerState.from_config(config or Config.from_env())
-    bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
-    server: WikiServer = wiki_server_class()(
-        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
-            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
-            f"the default wiki is {state.config.default_wiki}."))
-    changes = ListChanges(state, bus)
+# A prompt is a user message that walks the model through a job with this server's tools
+# (clients show prompts as commands). Each names the tools it uses, and is listed only while
+# all of them are offered to the session, so no prompt sends the model to a tool it lacks.
 
-    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
-    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
-    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
-    async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
-        changes.listening(ctx)
-        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
-        # a person's rights decide their tools, which may take a login to their wikis
-        tools = (listed_tools(state, session, confirmer=who) if person is None
-                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
-        return mt.ListToolsResult(tools=tools)
-
-    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        # Tools run on threads, which cannot talk to the session; so the lists are compared
-        # before and after the call, and a change is announced from here.
-        changes.listening(ctx)
-        session, caller = session_of(ctx), caller_of(state, ctx)
-        before, loaded = changes.lists(), session.loaded if session else None
-        wiki, write = turn_of(state, params.name, params.arguments)
-        progress = CallProgress(ctx)
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
-                                caller, session)
-        try:
-            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
-        except WikiError as error:  # the server is stopping
-            blocks, is_error = [str(error)], True
-        note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
-        await changes.announce(before)
-        if session and loaded is not None and session.loaded != loaded:
-            await changes.announce_to(ctx, loaded)
-        return mt.CallToolResult(content=[
-            mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
-            is_error=is_error)
-
-    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
-        changes.listening(ctx)
-        return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
-
-    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
-        uri = str(params.uri)
-        key = uri.removeprefix("mcp://wikis/")
-        if not uri.startswith("mcp://wikis/") or key not in state.wikis:
-            raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
-                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.wikis)}."))
-        try:
-            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
-        except WikiError as error:  # the server is stopping
-            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
-        return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
-
-    # Prompts and completion come from PROMPTS, listed as offered_prompts allows each session.
-    async def list_prompts(ctx: Any, params: Any) -> mt.ListPromptsResult:
-        changes.listening(ctx)
-        return mt.ListPromptsResult(prompts=listed_prompts(state, session_of(ctx)))
-
-    async def get_prompt(ctx: Any, params: mt.GetPromptRequestParams) -> mt.GetPromptResult:
-        try:
-            prompt, text = prompt_text(state, params.name, params.arguments, session_of(ctx))
-        except WikiError as error:
-            raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
-        return mt.GetPromptResult(description=prompt.description, messages=[
-            mt.PromptMessage(role="user", content=mt.TextContent(type="text", text=text))])
-
-    async def complete(ctx: Any, params: mt.CompleteRequestParams) -> mt.CompleteResult:
-        kind = completed_kind(state, params.ref, params.argument.name, session_of(ctx))
-        named = (params.context.arguments or {}).get("wiki") if params.context else None
-        try:
-            key = state.resolve_wiki(named) if kind in ("page", "category") else ""
-            job = functools.partial(completion_values, state, kind, params.argument.value, key,
-                                    caller_of(state, ctx).person)
-            values, more = await state.calls.run(key, job, write=False)
-        except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
-            log.info("no completion for %s: %s", params.argument.name, error)
-            values, more = [], False
-        return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
-
-    lowlevel = server._lowlevel_server  # private: see the comment above
-    lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
-    lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
-    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
-    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
-    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
-    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
-    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
-    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
-    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
-    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
-    capabilities = lowlevel.get_capabilities
-
-    def get_capabilities(notification_options: NotificationOptions | None = None,
-                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-                         extensions: dict[str, dict[str, Any]] | None = None, *,
-                         protocol_version: str | None = None) -> mt.ServerCapabilities:
-        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
-
-    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
-    return server
+@dataclasses.dataclass(frozen=True)
+class PromptArg:
+    """An argument of a prompt. ``completes``: what completion/complete offers for it (a
+    ``page`` or ``category`` of the wiki, by prefix; a configured ``wiki`` key), None: nothing."""
+    name: str
+    description: str
+    required: bool = True
+    completes: str | None = None
 
 
-async def list_resource_templates(ctx: Any, params: Any) -> Any:
-    """resources/templates/list's answer, the same for every server."""
-    import mcp_types as mt
-
-    return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
-        uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
-        description="A configured wiki: its name, public address, API address and access.")])
-
-
-def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
-                 confirmer: Confirmer = "model") -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
-    import mcp_types as mt
-
-    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirmer != "model" else set()
-    absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title,
-                    description=spec.description(state.config, absent, spec.live(state, session, person)
-                                                 if spec.live else "", confirmer),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered]
+@dataclasses.dataclass(frozen=True)
+class Prompt:
+    """A prompt: its text is the user message, its arguments in braces (``{title}``) and
+    ``{where}`` for the wiki; ``tools``: every tool the text names."""
+    name: str
+    title: str
+    description: str
+    arguments: tuple[PromptArg, ...]
+    tools: tuple[str, ...]
+    text: str
 
 
-def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
-    import mcp_types as mt
-
-    return [mt.Prompt(name=prompt.name, title=prompt.title, description=prompt.description,
-                      arguments=[mt.PromptArgument(name=a.name, description=a.description, required=a.required)
-                                 for a in prompt_arguments(state, prompt)])
-            for prompt in offered_prompts(state, session)]
+TITLE_PROMPT_ARG = PromptArg("title", "Page title.", completes="page")
 
 
-def completed_kind(state: ServerState, ref: Any, argument: str, session: Session | None) -> str | None:
-    """What an argument of completion/complete names (PromptArg's ``completes``); an unknown
-    reference is an MCP error."""
-    import mcp_types as mt
-    from mcp.shared.exceptions import MCPError
-
-    if isinstance(ref, mt.ResourceTemplateReference):
-        if ref.uri != WIKI_RESOURCE_TEMPLATE:
-            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; this server's "
-                           f"is {WIKI_RESOURCE_TEMPLATE}.")
-        return "wiki" if argument == "key" else None
-    try:
-        prompt = listed_prompt(state, ref.name, session)
-    except WikiError as error:
-        raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
-    return next((a.completes for a in prompt_arguments(state, prompt) if a.name == argument), None)
+#: Listed only where there are several wikis, as tools list their wiki argument.
+WIKI_PROMPT_ARG = PromptArg("wiki", "Wiki key; omitted: the default wiki.", required=False, completes="wiki")
 
 
-def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
-    """The wiki whose turn a tools/call waits for ('' for none), and whether the call may change it."""
-    spec = state.registry.tools.get(name)
-    if spec is None or not spec.scoped:
-        return "", False
-    try:
-        return state.resolve_wiki((arguments or {}).get("wiki")), not spec.read_only
-    except WikiError:
-        return "", not spec.read_only
+PROMPTS = {prompt.name: prompt for prompt in (
+    Prompt("review-recent-changes", "Review recent changes",
+           "Patrols what changed since a time: flags likely vandalism and suggests undoing it.",
+           (PromptArg("since", "From when: an ISO 8601 time, 2 hours ago, yesterday."),),
+           ("get-recent-changes", "compare-pages", "undo-edit"),
+           "Review the changes made {where} since {since}, as a patroller would.\n"
+           "1. Call get-recent-changes with start={since_arg} to list them; follow its continueFrom marker "
+           "until the list ends.\n"
+           "2. For each change that looks doubtful (an anonymous or new account, a large removal, blanking, "
+           "insults, spam links, an odd summary), call compare-pages with toRevision (its revision ID) and "
+           "fromRevision (the revision before it) to read the diff.\n"
+           "3. Flag likely vandalism and say why. For each, suggest undo-edit with its revision ID, but undo "
+           "nothing before I confirm.\n"
+           "Answer with a table: page | revision ID | user | verdict (fine, doubtful, vandalism) | suggested "
+           "action."),
+    Prompt("fix-section", "Fix a section",
+           "Reads a page's outline and one section, then proposes a corrected section as a dry-run edit.",
+           (TITLE_PROMPT_ARG, PromptArg("section", "Section number or heading.")),
+           ("get-page-sections", "get-page", "update-page"),
+           "Help me fix the section {section} of the page {title_arg} {where}.\n"
+           "1. Call get-page-sections with title={title_arg} to read the page's outline and find that section.\n"
+           "2. Call get-page with title={title_arg} and its section to read the section's wikitext whole.\n"
+           "3. Say what is wrong with it (facts, wording, formatting, broken markup, claims without a "
+           "reference) and write the corrected wikitext.\n"
+           "4. Call update-page with title={title_arg}, that section, the corrected text as source and "
+           "dryRun=true, and show me the diff. Save it (dryRun=false, with an edit summary) only after I "
+           "confirm."),
+    Prompt("summarise-talk-page", "Summarise a talk page",
+           "Summarises a talk page: its topics, who said what, and the questions still open.",
+           (PromptArg("title", "The talk page, or the page it discusses.", completes="page"),),
+           ("get-page-sections", "get-page"),
+           "Summarise the talk page of {title_arg} {where} (the page itself if it is a talk page, else its "
+           "talk page: Talk:, User talk:, and so on).\n"
+           "1. Call get-page-sections with the talk page's title to list its topics.\n"
+           "2. Call get-page with that title (a section at a time when the page is long) to read them.\n"
+           "3. For each topic: what it is about, who said what (by their signatures), what was agreed, and "
+           "what is still open.\n"
+           "End with the open questions that need an answer, and who asked them."),
+    Prompt("check-references", "Check a page's references",
+           "Checks a page's references: incomplete or duplicated ones, and claims that lack one.",
+           (TITLE_PROMPT_ARG,),
+           ("find-in-page", "get-page"),
+           "Check the references of the page {title_arg} {where}.\n"
+           "1. Call find-in-page with title={title_arg} and find=\"<ref\" to locate every reference, then "
+           "get-page with title={title_arg} to read the text they support.\n"
+           "2. For each reference: is it complete (author or publisher, title, date, a URL where there is "
+           "one), is it a duplicate that should be one named reference, is it still in the right place? "
+           "Note each claim that needs a reference and has none.\n"
+           "3. List the problems as: section | reference or claim | problem | fix, and propose the "
+           "corrected wikitext. Change nothing on the wiki."),
+    Prompt("survey-category", "Survey a category",
+           "Reads a category's members and finds those that look out of place in it.",
+           (PromptArg("category", "Category name, with or without its prefix.", completes="category"),),
+           ("get-category-members", "get-pages"),
+           "Survey the category {category_arg} {where}.\n"
+           "1. Call get-category-members with category={category_arg}; follow its continueFrom marker until "
+           "the list ends.\n"
+           "2. Call get-pages with up to 50 of its pages at a time to read their leads.\n"
+           "3. Say what the category is for, list the pages that look out of place in it (and why), and the "
+           "subcategories that overlap."),
+)}
+
+
+def offered_prompts(state: ServerState, session: Session | None = None) -> list[Prompt]:
+    """The prompts listed to a session: those whose every tool it is offered."""
+    return prompts_using(spec.name for spec in offered_tools(state, session))
+
+
+def prompts_using(tools: Iterable[str]) -> list[Prompt]:
+    """The prompts whose every tool is among ``tools``."""
+    offered = set(tools)
+    return [prompt for prompt in PROMPTS.values() if offered.issuperset(prompt.tools)]
+
+
+def prompt_arguments(state: ServerState, prompt: Prompt) -> tuple[PromptArg, ...]:
+    """A prompt's arguments as listed: ``wiki`` too where there are several wikis."""
+    return prompt.arguments + ((WIKI_PROMPT_ARG,) if len(state.wikis) > 1 else ())
+
+
+def listed_prompt(state: ServerState, name: str, session: Session | None) -> Prompt:
+    """The prompt of that name, refused (invalid_input) unless it is listed to the session."""
+    listed = offered_prompts(state, session)
+    prompt = next((p for p in listed if p.name == name), None)
+    if prompt is None:
+        names = ", ".join(p.name for p in listed) or "none"
+        why = "is not offered with this server's configuration" if name in PROMPTS else "does not exist"
+        raise invalid_input(f"The prompt {name!r} {why}; the prompts listed are: {names}.")
+    return prompt
+
+
+#: The longest value a prompt's argument takes (a title is at most 255 bytes).
+PROMPT_ARG_MAX_CHARS = 500
+
+
+def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | None,
+                session: Session | None = None) -> tuple[Prompt, str]:
+    """A listed prompt and its user message, the arguments checked and filled in."""
+    prompt = listed_prompt(state, name, session)
+    accepted = prompt_arguments(state, prompt)
+    given = {k: v.strip() for k, v in (arguments or {}).items()}
+    if unknown := sorted(given.keys() - {a.name for a in accepted}):
+        raise invalid_input(f"The prompt {name} takes no argument {', '.join(map(repr, unknown))}; its "
+                            f"arguments: {', '.join(a.name for a in accepted)}.")
+    if missing := [a.name for a in accepted if a.required and not given.get(a.name)]:
+        raise invalid_input(f"The prompt {name} needs {', '.join(missing)}.")
+    # a value goes into the message as it is: a line break would start steps of its own
+    if odd := [k for k, v in given.items()
+               if len(v) > PROMPT_ARG_MAX_CHARS or re.search(r"[\x00-\x1f\x7f]", v)]:
+        raise invalid_input(f"The prompt {name}'s {', '.join(odd)} must be one line of at most "
+                            f"{PROMPT_ARG_MAX_CHARS} characters.")
+    if "since" in given:
+        wiki_timestamp(given["since"], "since")  # refused here as get-recent-changes would refuse it
+    key = state.resolve_wiki(given.get("wiki"))
+    where = f"on the wiki {key}" + (f" (pass wiki={json.dumps(key)} to every tool)" if len(state.wikis) > 1
+                                    else "")
+    quoted = {f"{k}_arg": json.dumps(v, ensure_ascii=False) for k, v in given.items()}
+    return prompt, prompt.text.format_map({**given, **quoted, "where": where})
+
+
+#: The most values one completion answers with (the MCP limit).
+COMPLETION_MAX_VALUES = 100
+
+
+def completion_values(state: ServerState, kind: str | None, value: str, key: str,
+                      person: Person | None = None) -> tuple[list[str], bool]:
+    """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
+    ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
+    configuration, pages and categories from one prefix search on the wiki ``key`` (the one
+    the prompt's wiki argument names, else the default), as ``person`` reads it if one signed in."""
+    if kind == "wiki":
+        keys = [key for key in state.wikis if key.startswith(value)]
+        return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
+    if kind not in ("page", "category"):
+        return [], False
+    wiki, client = state.wiki_and_client(key)
+    client = persons_client(state, person, wiki, client) if person else client
+    namespace = client.site.namespace_of(value)
+    prefix = value.partition(":")[2] if namespace == 14 else value
+    if kind == "category":
+        query = {"list": "allcategories", "acprefix": prefix.lstrip(), "aclimit": COMPLETION_MAX_VALUES}
+    elif not (value.partition(":")[2] if namespace else value).strip():
+        # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
+        query = {"list": "allpages", "apnamespace": namespace, "aplimit": COMPLETION_MAX_VALUES}
+    else:
+        query = {"list": "prefixsearch", "pssearch": value, "pslimit": COMPLETION_MAX_VALUES}
+    data = client.get({"action": "query", **query})
+    found = data.get("query", {}).get(query["list"]) or []
+    lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
+    values = [lead + c.get("category", "") if kind == "category" else c["title"] for c in found]
+    return values, "continue" in data
+
+
+# ---------------------------------------------------------------------------
+# confirm.py: The person's confirmation: a destructive action asks the person (elicitation) before it runs,
+# and reports progress while it waits.
+# ---------------------------------------------------------------------------
+
+#: While the person decides, the call reports progress this often, so that clients keep waiting.
+CONFIRM_PROGRESS_SECONDS = 10.0
 
 
 class CallProgress:
@@ -5861,6 +6085,44 @@ def unconfirmable(state: ServerState, ctx: Any) -> str:
     return f"This server requires the person to confirm it in the client (MCP_CONFIRM=person), and {why}. {who}"
 
 
+# ---------------------------------------------------------------------------
+# pages.py: Pieces the page tools share: parameter types, a page resolved with its redirects, sections
+# picked by number or heading, outlines, and revisions' slots.
+# ---------------------------------------------------------------------------
+
+def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
+                     again: Mapping[str, Any] | None = None, room: int | None = None,
+                     outline: str | None = None, batch: Batch | None = None) -> str:
+    """The content-truncated marker: where the cut is, and the exact next calls: ``tool`` again, or
+    for a batch, which names a tool other than the one called, ``tool`` with. The sections listed
+    are of the page ``again`` names, if it names one, as many as fit ``room`` bytes, then how many
+    more and the call that lists them all (``outline``, if any)."""
+    again = dict(again or {})
+    verb = "with" if batch else "again with"
+    end, total = (piece.end, piece.total) if piece else batch.shown if batch else (0, 0)
+    # a batch's offset is into the page it cut, so its numbers are that page's, which it names
+    of = f" of {again['title']}" if batch and piece else ""
+    parts = [f"Content truncated at {end} of {total} bytes{of}."]
+    numbered = numbered_headings(sections)
+    if piece and numbered:
+        of = f"Available sections of {again['title']}" if "title" in again else "Available sections"
+        listed = numbered if numbered[0][0] == 0 else [(0, "Lead"), *numbered]
+        fit = len(listed) if room is None else fitting([f"{n} ({heading})" for n, heading in listed], room)
+        shown_list = listed[:fit]
+        parts.append(f"{of}: {section_list(shown_list)}" + (
+            "." if len(shown_list) == len(listed) else f", and {len(listed) - len(shown_list)} more."))
+        if len(shown_list) < len(listed) and outline:
+            parts.append(f"To list every section, call {outline}.")
+        before = f"{call_args(**again)} and " if again else ""  # content="html" and the like
+        parts.append(f"To read a specific section, call {tool} {verb} {before}section=N.")
+    if piece:
+        parts.append(f"To read on, call {tool} {verb} {call_args(**again, offset=piece.end)}.")
+    if batch and batch.left_out:
+        parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
+                     f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
+    return " ".join(parts)
+
+
 class ListChanges:
     """Tells every session that can hear it when the lists of wikis and tools change, and one session
     when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
@@ -5910,23 +6172,41 @@ class ListChanges:
             log.debug("could not announce a list change", exc_info=True)
 
 
-# -- parameters many tools share ---------------------------------------------
-
 TitleArg = Arg("Page title.", title=True)
+
+
 FileTitleArg = Arg("File title; File: optional.", title=True)
+
+
 ContentArg = Arg("none: metadata only.")
+
+
 SectionArg = Arg("Number (0 = lead) or heading.", minimum=0, max_length=255, max_length_listed=False)
+
+
 OffsetArg = Arg("From the marker.", minimum=0)
+
+
 Namespaces = Annotated[list[int] | None, Arg("Namespace IDs.", max_items=50)]
+
+
 CommentArg = Arg("Edit summary.", max_length=500, max_length_listed=False)  # MediaWiki's limit
+
+
 ReasonArg = Arg("Reason.", max_length=500, max_length_listed=False)
+
+
 TitlesArg = Arg("Page titles.", title=True, max_items=MAX_PAGES_PER_CALL)
+
+
 LatestIdArg = Arg("Revision ID of the page as read.", minimum=1)
+
+
 TalkTitleArg = Arg("Talk page, or its subject page.", title=True)
+
+
 FindArg = Arg("Exact wikitext; with regex, a Python regex.", max_length=500, max_length_listed=False)
 
-
-# -- shared pieces of the page tools ----------------------------------------
 
 def query_page(ctx: ToolContext, **params: Any) -> tuple[dict[str, Any], str | None]:
     """The page an action=query about one page answers with, and the title it was redirected from."""
@@ -6164,6 +6444,8 @@ def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None
 #: renders it as. The outline and every answer name a heading without its footnotes.
 FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
                       r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+
+
 #: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
 FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
 
@@ -6219,7 +6501,81 @@ def listing(data: dict[str, Any], rows: list[str], head: str | None, empty: str,
     return blocks
 
 
-# -- read tools: pages, search, the wiki and the account ---------------------
+def outline_call(title: str) -> str:
+    """The call that lists every section of a page a marker could list only some of (get-page-sections,
+    offered wherever get-page is: they are of one toolset)."""
+    return f"get-page-sections with {call_args(title=title)}"
+
+
+def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
+    """A page or revision rendered (action=parse); a missing page or section says what there is."""
+    try:
+        return ctx.client.get({"action": "parse", "section": section, "disableeditsection": True,
+                               "disablelimitreport": True, **params}).get("parse", {})
+    except WikiError as error:
+        if error.code == "nosuchsection":
+            raise no_such_section(ctx, title, section, params.get("oldid")) from None
+        if error.code == "missingtitle":
+            if params.get("redirects"):  # to a page that does not exist?
+                page, redirected = query_page(ctx, titles=title, redirects=True)
+                check_page(ctx, page, title, redirected=redirected)
+            raise missing_page(ctx, title) from None
+        raise
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
+
+
+def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
+    """Refuses, before anything is sent, a value of one of CHOICES' arguments that the wiki does not
+    take, naming those it does; ``before`` opens the message. MediaWiki's own pass unasked, and
+    so does any value when the wiki lists none (it judges them itself)."""
+    if not value or value in STANDARD_CHOICES[kind]:
+        return
+    known = ctx.client.choices[kind]
+    if known and value not in known:
+        raise invalid_input(f"{before}{ctx.wiki.key} knows no {kind} {value!r} (its {kind}s: "
+                            f"{', '.join(known)}).")
+
+
+def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
+    """Whether revision ``revid`` belongs to ``page``: a base from another page would make
+    MediaWiki merge against another text."""
+    query = ctx.client.get({"action": "query", "revids": revid}).get("query", {})
+    other = (query.get("pages") or [{}])[0]
+    return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
+
+
+def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
+    """The wikitext of revisions, by revision ID (one request)."""
+    query = ctx.client.get({"action": "query", "revids": list(dict.fromkeys(revids)), "prop": "revisions",
+                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
+    return {r["revid"]: main_slot(r).get("content", "") for p in query.get("pages") or []
+            for r in p.get("revisions") or []}
+
+
+def names_text(names: list[str]) -> str:
+    """'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def talk_title(ctx: ToolContext, title: str) -> str:
+    """The talk page of ``title``: itself if it is one (odd namespace IDs), else the page of
+    the same name in the namespace after its own."""
+    namespace = ctx.site.namespace_of(title)
+    if namespace > 0 and namespace % 2:
+        return title
+    talk = ctx.site.namespaces.get(namespace + 1) if namespace >= 0 else None
+    if talk is None:
+        raise invalid_input(f"{title!r} is in a namespace without talk pages (such as Special:).")
+    return f"{talk}:{title.partition(':')[2].strip() if namespace else title}"
+
+
+# ---------------------------------------------------------------------------
+# read_pages.py: Read tools for pages: get-page, get-page-sections and get-pages, with truncation and offsets.
+# ---------------------------------------------------------------------------
 
 @tool("get-page", "Get page", toolset="pages", read_only=True,
       see={"for several pages": "get-pages", "for the outline": "get-page-sections",
@@ -6337,12 +6693,6 @@ def page_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any]
     return labelled(*lines)
 
 
-def outline_call(title: str) -> str:
-    """The call that lists every section of a page a marker could list only some of (get-page-sections,
-    offered wherever get-page is: they are of one toolset)."""
-    return f"get-page-sections with {call_args(title=title)}"
-
-
 def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: str, *,
                    sections: Sequence[Section | tuple[int, str]] | None,
                    again: Mapping[str, Any] | None, outline: str | None = None) -> tuple[list[str], Slice]:
@@ -6353,22 +6703,6 @@ def content_blocks(header: str, text: str, offset: int, budget: int, tool_name: 
     if offset:
         header += f"\nOffset: {piece.start} of {piece.total} bytes"
     return [f"{header}\n\n{piece.text}", *([marker] if marker else [])], piece
-
-
-def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any) -> dict[str, Any]:
-    """A page or revision rendered (action=parse); a missing page or section says what there is."""
-    try:
-        return ctx.client.get({"action": "parse", "section": section, "disableeditsection": True,
-                               "disablelimitreport": True, **params}).get("parse", {})
-    except WikiError as error:
-        if error.code == "nosuchsection":
-            raise no_such_section(ctx, title, section, params.get("oldid")) from None
-        if error.code == "missingtitle":
-            if params.get("redirects"):  # to a page that does not exist?
-                page, redirected = query_page(ctx, titles=title, redirects=True)
-                check_page(ctx, page, title, redirected=redirected)
-            raise missing_page(ctx, title) from None
-        raise
 
 
 def parse_redirected(parsed: Mapping[str, Any]) -> str | None:
@@ -6588,6 +6922,11 @@ def batch_pages(query: dict[str, Any], wanted: list[str]) -> dict[str, tuple[dic
     return result
 
 
+# ---------------------------------------------------------------------------
+# read_search.py: Read tools for search and the wiki: search-page, search-page-by-prefix, find-in-page,
+# get-site-info and whoami.
+# ---------------------------------------------------------------------------
+
 @tool("search-page", "Search pages", toolset="pages", read_only=True, continue_from=True,
       see={"for titles by prefix": "search-page-by-prefix",
            "for text in one page": "find-in-page"})
@@ -6640,8 +6979,12 @@ def search_page_by_prefix(
 
 FIND_LEGEND = ("section | line | byte offset, {reader}'s offset | what it is in, if a template call, "
                "reference or comment; then its line between those either side")
+
+
 #: The matches find-in-page shows; it counts up to MAX_MATCHES.
 FIND_SHOWN = 50
+
+
 MAX_MATCHES = 10_000
 
 
@@ -6931,11 +7274,12 @@ def login_line(username: str | None, token: bool) -> tuple[str, str | None]:
     return "Login", f"{username} (password)" if username else "OAuth 2 access token" if token else None
 
 
-# -- read tools: revisions, history and diffs --------------------------------
+# ---------------------------------------------------------------------------
+# read_history.py: Read tools for revisions: get-revision, get-page-history and compare-pages.
+# ---------------------------------------------------------------------------
 
-def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
-    """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
+#: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
+MAX_TEXT_CHARS = 2_000_000
 
 
 @tool("get-revision", "Get revision", toolset="history", read_only=True,
@@ -7156,15 +7500,23 @@ def compare_label(result: dict[str, Any], side: str, size: int | None) -> str:
     return f"{title}, revision {result.get(f'{side}revid')} ({details})"
 
 
-# -- who added a text: a bisection of the page's history ---------------------
+# ---------------------------------------------------------------------------
+# read_origin.py: find-text-origin: the revision that added a text, found by bisecting the page's history.
+# ---------------------------------------------------------------------------
 
 #: Requests find-text-origin spends reading a page's history (500 revisions a request, 5000 for a
 #: bot); past them it traces the text within the revisions read and says so.
 ORIGIN_HISTORY_REQUESTS = 10
+
+
 #: MediaWiki's change tags of an edit that restored earlier text.
 REVERT_TAGS = ("mw-undo", "mw-rollback", "mw-manual-revert")
+
+
 #: The longest line of the diff find-text-origin shows whole; a longer one is cut around the text.
 ORIGIN_LINE_CHARS = 3 * DIFF_CONTEXT_CHARS
+
+
 #: The most lines of the text find-text-origin shows in its diff (a regular expression may span many).
 ORIGIN_DIFF_LINES = 10
 
@@ -7457,7 +7809,10 @@ def history_gaps(history: list[dict[str, Any]], complete: bool, added: dict[str,
             + (f"; one of them, before revision {added['revid']}, may have added it." if between else "."))
 
 
-# -- read tools: categories, links, recent changes, parsing -----------------
+# ---------------------------------------------------------------------------
+# read_links.py: Read tools for structure: categories and their trees, links, recent changes, parsing and
+# templates' parameters.
+# ---------------------------------------------------------------------------
 
 @tool("get-category-members", "Get category members", toolset="pages", read_only=True, continue_from=True)
 def get_category_members(
@@ -7701,6 +8056,8 @@ def get_links_here(
 #: its parameters' prefix, how a row says it.
 PAGE_USES = (("links", "pl", "link"), ("templates", "tl", "template"), ("categories", "cl", "category"),
              ("images", "im", "file"))
+
+
 #: Rows of each kind a get-page-links call returns before its continueFrom marker (its description says it).
 PAGE_USES_CAP = 100
 
@@ -7725,15 +8082,29 @@ def get_page_links(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[st
 
 RC_HIDE = {"minor": "!minor", "bot": "!bot", "anonymous": "!anon", "registered": "anon",
            "redirects": "!redirect"}
+
+
 RC_LEGEND = ("time | page | change | user | size change | flags (minor, bot; only when any) | "
              "tags (only when any) | edit summary (quoted, only when any)")
+
+
 Start = Annotated[str | None, name_arg(
     "Earliest time listed: ISO 8601 (UTC unless zoned), a date, today, yesterday or an age (3 days ago).")]
+
+
 End = Annotated[str | None, name_arg("Latest time listed, in start's forms; a date means its end.")]
+
+
 ChangeTypes = Annotated[list[Literal["edit", "new", "log", "categorize"]] | None,
                         Arg("Default: edit, new, log.", max_items=4)]
+
+
 ChangeUser = Annotated[str | None, name_arg("Only this account's.")]
+
+
 ExcludeUser = Annotated[str | None, name_arg("Not this account's.")]
+
+
 ChangeLimit = Annotated[int, Arg("Most changes.", minimum=1, maximum=500)]
 
 
@@ -7914,7 +8285,10 @@ def existence_list(items: list[dict[str, Any]] | None) -> list[str]:
     return [i["title"] + ("" if i.get("exists") else " (missing)") for i in items or []]
 
 
-# -- read tools: contributions, logs and the watchlist --------------------------
+# ---------------------------------------------------------------------------
+# read_users.py: Read tools for people and files: contributions, logs, the watchlist, and file information and
+# data.
+# ---------------------------------------------------------------------------
 
 def has_account(state: ServerState) -> bool:
     """Whether some wiki is used with an account: only an account has a watchlist."""
@@ -8062,8 +8436,6 @@ def get_watchlist(
         "get-watchlist")
 
 
-# -- read tools: files ---------------------------------------------------------
-
 def file_info(ctx: ToolContext, title: str, **extra: Any) -> tuple[dict[str, Any], dict[str, Any], str | None]:
     """The file page and its latest imageinfo, and the title it was redirected from (a moved
     file's old title redirects to its new one); not_found when there is no file. A Media: link's
@@ -8139,7 +8511,18 @@ def get_file_data(
     return [header, mt.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=kind)]
 
 
-# -- write tools: pages ------------------------------------------------------
+# ---------------------------------------------------------------------------
+# saving.py: Saving an edit: the edit request, its summary and tags, a lost answer settled, and the no-loss
+# rules that refuse a save which would drop unseen text or markup.
+# ---------------------------------------------------------------------------
+
+#: Appended to edit summaries unless a wiki's attributeEdits is false.
+EDIT_SUMMARY_SUFFIX = " (via mediawiki-mcp)"
+
+
+#: MediaWiki's limit on an edit summary, in characters (CommentStore); it cuts what is longer.
+MAX_SUMMARY_CHARS = 500
+
 
 def edit_summary(ctx: ToolContext, comment: str | None) -> str | None:
     """The summary a write sends: the comment, attributed unless the wiki is set not to be,
@@ -8187,6 +8570,8 @@ def after_lost_answer(status: str, shown: str) -> str:
 
 
 LOST_ANSWER = "the wiki's answer was lost"
+
+
 EDIT_SHOWN_ONCE = "its history shows the edit once"
 
 
@@ -8455,8 +8840,12 @@ def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
 
 #: A template call's name ({{Infobox river|...}}, {{DEFAULTSORT:...}}), not a parameter ({{{1}}}).
 TEMPLATE_CALL = re.compile(r"(?<!\{)\{\{(?!\{)\s*([^{}|\n<>\[\]]+?)\s*(?=\||\}\})")
+
+
 #: A link with a prefix ([[Category:X|key]], [[de:Rhein]]) but not one led by a colon ([[:Category:X]]).
 PREFIXED_LINK = re.compile(r"\[\[\s*([^\[\]|:\n]+?)\s*:\s*([^\[\]|\n]+?)\s*(?:\|[^\[\]\n]*)?\]\]")
+
+
 HIDDEN_MARKUP = re.compile(r"<!--.*?(?:-->|$)|<(nowiki|pre)\b[^>]*>.*?(?:</\1\s*>|$)", re.DOTALL | re.IGNORECASE)
 
 
@@ -8529,6 +8918,8 @@ def refuse_dropped_markup(site: SiteInfo, title: str, old: str, new: str) -> Non
 #: What may close a page after its text: links ([[Category:X|key]], [[de:Rhein]]), a default sort key.
 CLOSING_ITEM = re.compile(PREFIXED_LINK.pattern + r"|\{\{\s*(DEFAULTSORT|DEFAULTSORTKEY|DEFAULTCATEGORYSORT)"
                           r"\s*:[^{}\n]*\}\}")
+
+
 #: An interlanguage link's prefix: a language code ([[de:Rhein]], [[zh-yue:...]]).
 LANGUAGE_PREFIX = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]{2,8})*")
 
@@ -8597,7 +8988,11 @@ def above_closing_links(ctx: ToolContext, target: EditTarget, added: str, at: in
     return f"{body}{separator(body, text)}{text}\n\n{block}"
 
 
-# -- the edit pipeline -----------------------------------------------------------
+# ---------------------------------------------------------------------------
+# edit.py: The edit pipeline: every tool that changes a page's wikitext is a composer that edit_page reads
+# for, runs, checks and saves pinned to the revision it read.
+# ---------------------------------------------------------------------------
+
 # Every tool that changes a page's wikitext is a composer that edit_page runs: it reads the
 # page once and pins the base (read_for_edit), lets the tool compose the new text, applies
 # the no-loss rules to text the model gave (refuse_lossy_write; refuse_partial_write at the
@@ -8808,6 +9203,8 @@ def replaced_text(ctx: ToolContext, target: EditTarget, section: int | None) -> 
 #: What MediaWiki's pre-save transform expands in the text a save sends: signatures (~~~,
 #: ~~~~, ~~~~~), subst: and safesubst:, the pipe trick ([[Help:Links|]]).
 PRE_SAVE_MARKS = re.compile(r"~~~|subst:|\|\]\]", re.IGNORECASE)
+
+
 PRE_SAVE_SHOWN = ("Expanded: signatures, subst: and the pipe trick are shown as the wiki expands them on saving "
                   "now (a signature's time is the save's)")
 
@@ -8947,17 +9344,133 @@ def unsaveable(ctx: ToolContext, title: str, text: str, model: str | None,
     return None
 
 
-def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
-    """Refuses, before anything is sent, a value of one of CHOICES' arguments that the wiki does not
-    take, naming those it does; ``before`` opens the message. MediaWiki's own pass unasked, and
-    so does any value when the wiki lists none (it judges them itself)."""
-    if not value or value in STANDARD_CHOICES[kind]:
-        return
-    known = ctx.client.choices[kind]
-    if known and value not in known:
-        raise invalid_input(f"{before}{ctx.wiki.key} knows no {kind} {value!r} (its {kind}s: "
-                            f"{', '.join(known)}).")
+def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
+    """Refuses an edit through a redirect page whose own text the model has not seen."""
+    query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
+    target = str((query.get("redirects") or [{}])[0].get("to", ""))
+    raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
+                        "target's text under it. To change that text, call update-page with "
+                        f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page "
+                        "itself, first read it with get-page and followRedirects=false.")
 
+
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    """What a call explicitly lets a replacement lose (update-page's flags of the same names)."""
+    remove_sections: bool = False
+    remove_subsections: bool = False
+    remove_heading: bool = False
+    blank: bool = False
+
+
+def refuse_lossy_write(title: str, section: int | None, old: str, new: str, syntax: Syntax,
+                       allow: Overrides = Overrides()) -> None:
+    """The no-loss rules of a replacement of ``old`` (the page, or section ``section``) by
+    ``new``: never rendered text for wikitext; no page blanked, or shrunk to one section's
+    shape; no section's heading or subsections dropped; each unless ``allow`` says so."""
+    refuse_rendered_text(title, new)
+    if section is None:
+        if not new.strip() and old.strip() and not allow.blank:
+            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank "
+                                f"{title!r} ({utf8_len(old)} bytes). To delete the page, use delete-page. To "
+                                "leave it empty, call again with blank=true.")
+        if not allow.remove_sections and not allow.blank:
+            refuse_shrinking(title, old, new, syntax)
+        return
+    if section and not allow.remove_heading and starts_heading(old) and not starts_heading(new):
+        heading = old.lstrip("\n").partition("\n")[0].strip()
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
+                            f"heading ({heading}), so saving it would merge the section into the one before. "
+                            f"Start source with the heading (get-page with section={section} shows it), or "
+                            "set removeHeading=true to drop it.")
+    if section and not allow.remove_subsections and (lost := lost_subsections(old, new, syntax)):
+        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
+                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
+                            "them in source, replace a subsection on its own (section=N), or set "
+                            "removeSubsections=true to delete them.")
+
+
+def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
+    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
+    level or above, sections the page has besides it: saved, they would stand on the page twice
+    (the next sections, or the whole page, written back into one section)."""
+    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
+    if span is None:
+        return
+    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
+    if twice:
+        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
+                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            "page twice. To replace them too, call update-page without section, with the whole "
+                            f"page's text; to replace section {section} alone, send only its text.")
+
+
+#: What get-page's rendered content carries and wikitext does not: the plain text's section
+#: markers ("== History == (section 1)") and the HTML of MediaWiki's parser output.
+RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
+                              r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
+
+
+#: The labelled lines get-page's answer starts with (page_header), up to its revision ID.
+ANSWER_HEADER = re.compile(r"\A\s*Title: [^\n]+\n(?:[A-Z][\w ]*: [^\n]*\n)*?Revision ID: \d+\n")
+
+
+def refuse_rendered_text(title: str, text: str) -> None:
+    """Refuses text that get-page rendered (content text or html) written as wikitext: its
+    templates, references and categories are gone from it. Also text that starts with the
+    header of get-page's answer, which would be saved in the page."""
+    if ANSWER_HEADER.match(text):
+        raise invalid_input(f"Nothing was saved: the new text for {title!r} starts with the header of "
+                            "get-page's answer (Title:, Revision ID: and the lines between), which is not part "
+                            "of any page's text. Send only the text after the header's blank line.")
+    found = RENDERED_MARKERS.search(text)
+    if found:
+        raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "
+                                   "shows a page")
+
+
+def rendered_text(title: str, sign: str) -> WikiError:
+    """The refusal of rendered text written as wikitext; ``sign``: how it shows."""
+    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
+                         f"({sign}), so saving it would drop the page's templates, references and categories. "
+                         "Read the wikitext with get-page (content='source', the default) and change that.")
+
+
+def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
+    """Refuses a whole-page write of text shaped like one of the page's sections: most likely
+    that section, read alone and written back without section=N."""
+    section = shrunk_to_section(whole, new, syntax)
+    if section is None and utf8_len(new) * 2 < utf8_len(whole) and not wikitext_sections(whole, syntax):
+        raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes) would replace all of "
+                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of "
+                            "it, use update-page with find and replace. To make this text the whole page, "
+                            "call again with removeSections=true.")
+    if section is None:
+        return
+    sections = wikitext_sections(whole, syntax)
+    span = section_span(whole, section, syntax) or (0, 0)
+    others = [(0, "Lead")] * (section != 0) + numbered_headings(s for s in sections
+                                                                if not span[0] <= s.start < span[1])
+    shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
+    raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
+                        f"of {title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
+                        f"{section_list(others)}. To change only that section, call update-page with "
+                        f"section={section} and this source. To make this text the whole page, call again "
+                        "with removeSections=true.")
+
+
+# ---------------------------------------------------------------------------
+# write_pages.py: Write tools for whole pages: create-page, update-page, move-page, delete-page and undelete-page.
+# ---------------------------------------------------------------------------
 
 @tool("create-page", "Create page", toolset="edit",
       read_only=False, destructive=False, idempotent=True, dry_run=True,
@@ -9120,24 +9633,6 @@ def append_above_closing_links(ctx: ToolContext, target: EditTarget, text: str, 
             "there meanwhile; to move it above them, read the page and edit it")
 
 
-def is_revision_of(ctx: ToolContext, revid: int, page: dict[str, Any]) -> bool:
-    """Whether revision ``revid`` belongs to ``page``: a base from another page would make
-    MediaWiki merge against another text."""
-    query = ctx.client.get({"action": "query", "revids": revid}).get("query", {})
-    other = (query.get("pages") or [{}])[0]
-    return not query.get("badrevids") and other.get("pageid") == page.get("pageid")
-
-
-def refuse_redirect_edit(ctx: ToolContext, title: str) -> None:
-    """Refuses an edit through a redirect page whose own text the model has not seen."""
-    query = ctx.client.get({"action": "query", "titles": title, "redirects": True}).get("query", {})
-    target = str((query.get("redirects") or [{}])[0].get("to", ""))
-    raise invalid_input(f"Nothing was saved: {title!r} is a redirect to {target!r}, so get-page shows the "
-                        "target's text under it. To change that text, call update-page with "
-                        f"title={json.dumps(target, ensure_ascii=False)}. To change the redirect page "
-                        "itself, first read it with get-page and followRedirects=false.")
-
-
 def replace_found(ctx: ToolContext, target: EditTarget, find: str, replace: str, every: bool) -> str:
     """The target's old text with ``find`` replaced, once (it must occur once) or everywhere. A
     find that was in the base revision but is gone from the latest was changed since: a
@@ -9174,128 +9669,6 @@ def other_spacing(text: str, find: str) -> str:
     names = ", ".join(f"U+{ord(c):04X} " + unicodedata.name(c, "TAB" if c == "\t" else "CONTROL") for c in odd)
     shown = "".join(f"\\u{ord(c):04x}" if c in odd else "\\n" if c == "\n" else c for c in found.group())
     return f' It occurs with other spacing{f" ({names})" if names else ""}: "{shown}"; give find so.'
-
-
-def revision_texts(ctx: ToolContext, *revids: int) -> dict[int, str]:
-    """The wikitext of revisions, by revision ID (one request)."""
-    query = ctx.client.get({"action": "query", "revids": list(dict.fromkeys(revids)), "prop": "revisions",
-                            "rvprop": "ids|content", "rvslots": "main"}).get("query", {})
-    return {r["revid"]: main_slot(r).get("content", "") for p in query.get("pages") or []
-            for r in p.get("revisions") or []}
-
-
-@dataclasses.dataclass(frozen=True)
-class Overrides:
-    """What a call explicitly lets a replacement lose (update-page's flags of the same names)."""
-    remove_sections: bool = False
-    remove_subsections: bool = False
-    remove_heading: bool = False
-    blank: bool = False
-
-
-def refuse_lossy_write(title: str, section: int | None, old: str, new: str, syntax: Syntax,
-                       allow: Overrides = Overrides()) -> None:
-    """The no-loss rules of a replacement of ``old`` (the page, or section ``section``) by
-    ``new``: never rendered text for wikitext; no page blanked, or shrunk to one section's
-    shape; no section's heading or subsections dropped; each unless ``allow`` says so."""
-    refuse_rendered_text(title, new)
-    if section is None:
-        if not new.strip() and old.strip() and not allow.blank:
-            raise invalid_input(f"Nothing was saved: the new text is empty, so saving it would blank "
-                                f"{title!r} ({utf8_len(old)} bytes). To delete the page, use delete-page. To "
-                                "leave it empty, call again with blank=true.")
-        if not allow.remove_sections and not allow.blank:
-            refuse_shrinking(title, old, new, syntax)
-        return
-    if section and not allow.remove_heading and starts_heading(old) and not starts_heading(new):
-        heading = old.lstrip("\n").partition("\n")[0].strip()
-        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} lacks its "
-                            f"heading ({heading}), so saving it would merge the section into the one before. "
-                            f"Start source with the heading (get-page with section={section} shows it), or "
-                            "set removeHeading=true to drop it.")
-    if section and not allow.remove_subsections and (lost := lost_subsections(old, new, syntax)):
-        raise invalid_input(f"Nothing was saved: section {section} of {title!r} has subsections that the new "
-                            f"text lacks ({', '.join(lost)}), so replacing it would delete them. Include "
-                            "them in source, replace a subsection on its own (section=N), or set "
-                            "removeSubsections=true to delete them.")
-
-
-def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
-    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
-    level or above, sections the page has besides it: saved, they would stand on the page twice
-    (the next sections, or the whole page, written back into one section)."""
-    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
-    if span is None:
-        return
-    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
-    # not the one under Windows written twice
-    placed = wikitext_sections(replace_section(whole, span, new), syntax)
-    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
-    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
-    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
-    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
-    if twice:
-        raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
-                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
-                            "page twice. To replace them too, call update-page without section, with the whole "
-                            f"page's text; to replace section {section} alone, send only its text.")
-
-
-#: What get-page's rendered content carries and wikitext does not: the plain text's section
-#: markers ("== History == (section 1)") and the HTML of MediaWiki's parser output.
-RENDERED_MARKERS = re.compile(r"^(=+) .*? \1 \((?:section \d+|from [^\n]+)\)$|"
-                              r"<div class=\"mw-parser-output\"|<span class=\"mw-headline\"", re.MULTILINE)
-
-
-#: The labelled lines get-page's answer starts with (page_header), up to its revision ID.
-ANSWER_HEADER = re.compile(r"\A\s*Title: [^\n]+\n(?:[A-Z][\w ]*: [^\n]*\n)*?Revision ID: \d+\n")
-
-
-def refuse_rendered_text(title: str, text: str) -> None:
-    """Refuses text that get-page rendered (content text or html) written as wikitext: its
-    templates, references and categories are gone from it. Also text that starts with the
-    header of get-page's answer, which would be saved in the page."""
-    if ANSWER_HEADER.match(text):
-        raise invalid_input(f"Nothing was saved: the new text for {title!r} starts with the header of "
-                            "get-page's answer (Title:, Revision ID: and the lines between), which is not part "
-                            "of any page's text. Send only the text after the header's blank line.")
-    found = RENDERED_MARKERS.search(text)
-    if found:
-        raise rendered_text(title, f"it holds {found.group(0)[:60]!r}, as get-page's content text or html "
-                                   "shows a page")
-
-
-def rendered_text(title: str, sign: str) -> WikiError:
-    """The refusal of rendered text written as wikitext; ``sign``: how it shows."""
-    return invalid_input(f"Nothing was saved: the new text for {title!r} is rendered text, not wikitext "
-                         f"({sign}), so saving it would drop the page's templates, references and categories. "
-                         "Read the wikitext with get-page (content='source', the default) and change that.")
-
-
-def refuse_shrinking(title: str, whole: str, new: str, syntax: Syntax) -> None:
-    """Refuses a whole-page write of text shaped like one of the page's sections: most likely
-    that section, read alone and written back without section=N."""
-    section = shrunk_to_section(whole, new, syntax)
-    if section is None and utf8_len(new) * 2 < utf8_len(whole) and not wikitext_sections(whole, syntax):
-        raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes) would replace all of "
-                            f"{title!r} ({utf8_len(whole)} bytes), less than half of it. To change part of "
-                            "it, use update-page with find and replace. To make this text the whole page, "
-                            "call again with removeSections=true.")
-    if section is None:
-        return
-    sections = wikitext_sections(whole, syntax)
-    span = section_span(whole, section, syntax) or (0, 0)
-    others = [(0, "Lead")] * (section != 0) + numbered_headings(s for s in sections
-                                                                if not span[0] <= s.start < span[1])
-    shape = "no headings, as the lead" if section == 0 else f"the headings of section {section}"
-    raise invalid_input(f"Nothing was saved: the new text ({utf8_len(new)} bytes, {shape}) would replace all "
-                        f"of {title!r} ({utf8_len(whole)} bytes), deleting the rest of the page: sections "
-                        f"{section_list(others)}. To change only that section, call update-page with "
-                        f"section={section} and this source. To make this text the whole page, call again "
-                        "with removeSections=true.")
 
 
 @tool("move-page", "Move page", toolset="edit",
@@ -9492,7 +9865,9 @@ def undelete_page(
 UNDELETE_ASKS_FROM = 10
 
 
-# -- write tools: undo, rollback, protection, the watchlist --------------------
+# ---------------------------------------------------------------------------
+# write_admin.py: Write tools for undoing and guarding: undo-edit, rollback-edits, protect-page and watch-page.
+# ---------------------------------------------------------------------------
 
 @tool("undo-edit", "Undo edit", toolset="history",
       read_only=False, destructive=True, idempotent=False, dry_run=True, asks=True,
@@ -9564,11 +9939,6 @@ def run_authors(ctx: ToolContext, title: str, oldest: int, newest: int) -> list[
     page, _ = resolve_page(data.get("query", {}))
     return list(dict.fromkeys(revision_user(r) for r in page.get("revisions") or [])) + ["others"] * (
         "continue" in data)
-
-
-def names_text(names: list[str]) -> str:
-    """'Admin', 'Admin and Editor', 'Admin, Editor and 127.0.0.1'."""
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def undo_conflict(ctx: ToolContext, title: str, oldest: int, newest: int, parent: int) -> WikiError:
@@ -9842,7 +10212,10 @@ def watch_page(
     return status + "\n" + labelled(("Title", listed), ("Until", expires))
 
 
-# -- write tools: files ------------------------------------------------------
+# ---------------------------------------------------------------------------
+# write_files.py: Write tools for files: uploads from disk or from a URL, new files and new versions.
+# ---------------------------------------------------------------------------
+
 # An upload goes in one or two steps. First the file is sent (or, for a URL the wiki
 # fetches itself, named), and MediaWiki answers with its warnings: a file with this
 # title exists, the same content is already there, the name is odd. MediaWiki can only
@@ -9851,15 +10224,30 @@ def watch_page(
 # with ignorewarnings: never a blind overwrite, and the bytes are not sent again.
 
 FilePathArg = Arg("Absolute path in an upload directory.", max_length=4096, max_length_listed=False)
+
+
 FileUrlArg = Arg("http(s) URL of the file.", max_length=2000, max_length_listed=False)
+
+
 UploadCommentArg = Arg("Upload summary.", max_length=500, max_length_listed=False)
+
+
 UploadTextArg = Arg("Description page wikitext; default: the comment.")
+
+
 IgnoreWarningsArg = Arg("Upload despite warnings.")
+
+
 #: Seconds the server spends fetching a URL before it leaves the fetch to the wiki.
 UPLOAD_FETCH_SECONDS = 120.0
+
+
 UPLOAD_FETCH_CHUNK = 64 * 1024
+
+
 #: Progress of a fetch is reported at most once per this many bytes.
 PROGRESS_STEP_BYTES = 1 << 20
+
 
 #: MediaWiki's upload warnings in words, and whether each is about what is on the wiki
 #: (conflict) or about the upload itself (invalid_input). ``{v}`` is the warning's value,
@@ -9882,6 +10270,8 @@ UPLOAD_WARNINGS: dict[str, tuple[str, str]] = {
     "large-file": ("invalid_input", "the file is larger than the wiki recommends"),
     "empty-file": ("invalid_input", "the file is empty"),
 }
+
+
 #: Warnings an update expects (exists) or answers itself (nochange); any other stops it
 #: unless the call passes ignoreWarnings (an earlier version's bytes included).
 UPDATE_WARNINGS = ("exists", "nochange")
@@ -10232,7 +10622,11 @@ def update_file_from_url(ctx: ToolContext, url: Annotated[str, FileUrlArg], titl
                                comment=comment, ignore_warnings=ignoreWarnings)
 
 
-# -- write tools: everyday edits: categories, talk pages, a replace across pages ---------------
+# ---------------------------------------------------------------------------
+# write_everyday.py: Everyday edits: a page's categories, a talk page's new topic and a reply signed as the wiki
+# signs.
+# ---------------------------------------------------------------------------
+
 # Each reads the page, makes the change here, and saves it pinned to the revision it read
 # (baserevid), as update-page's find-replace does: an edit made since is merged by MediaWiki
 # or refused as a conflict, never overwritten.
@@ -10325,6 +10719,8 @@ def category_links(site: SiteInfo, text: str) -> list[tuple[re.Match[str], str]]
 
 #: A template's part that only the pages using it get (unclosed, it runs to the end).
 INCLUDEONLY = re.compile(r"<includeonly\s*>(.*?)(?:</includeonly\s*>|$)", re.DOTALL | re.IGNORECASE)
+
+
 #: Why a category link in <includeonly> is not taken out: it is not this page's category.
 INCLUDED_CATEGORY = ("in <includeonly>, so it puts the pages that use the template in the category, not this "
                      "page: to take them out, change that link in the template's wikitext with update-page")
@@ -10410,18 +10806,6 @@ def cut_out(text: str, start: int, end: int) -> str:
     if before.endswith(" ") and text[end:end + 1] in (" ", "\n", ""):  # no double space where it stood
         before = before[:-1]
     return before + text[end:]
-
-
-def talk_title(ctx: ToolContext, title: str) -> str:
-    """The talk page of ``title``: itself if it is one (odd namespace IDs), else the page of
-    the same name in the namespace after its own."""
-    namespace = ctx.site.namespace_of(title)
-    if namespace > 0 and namespace % 2:
-        return title
-    talk = ctx.site.namespaces.get(namespace + 1) if namespace >= 0 else None
-    if talk is None:
-        raise invalid_input(f"{title!r} is in a namespace without talk pages (such as Special:).")
-    return f"{talk}:{title.partition(':')[2].strip() if namespace else title}"
 
 
 def with_signature(message: str) -> str:
@@ -10762,6 +11146,10 @@ def reply_with_discussion_tools(ctx: ToolContext, talk: str, latest: int, commen
     return saved_lines(ctx, talk, answer["newrevid"], answer.get("oldrevid") or latest, status)
 
 
+# ---------------------------------------------------------------------------
+# write_replace.py: replace-in-pages: one find and replace across many pages, previewed, then saved page by page.
+# ---------------------------------------------------------------------------
+
 @tool("replace-in-pages", "Replace in pages", toolset="edit",
       read_only=False, destructive=True, idempotent=False,
       dry_run=True, dry_run_default=True, idempotency_key=True, asks=True, rights=("edit",),
@@ -11019,7 +11407,10 @@ def held_back(page: PageChange, previewed: int | None, saved_as: int | None,
     return None if page.changes else "unchanged | no match"
 
 
-# -- copying a page between wikis ----------------------------------------------------
+# ---------------------------------------------------------------------------
+# write_copy.py: copy-page: a page copied between wikis, with what it uses that the target lacks named.
+# ---------------------------------------------------------------------------
+
 # copy-page reads the source wiki (the page and its /doc, then the templates they use), asks
 # the target which of those it has, then creates each page through edit_page, so
 # a copy meets every guard an edit meets. The summary credits the source page and revision,
@@ -11223,7 +11614,10 @@ def overwriting(ctx: ToolContext, change: Composed, target: EditTarget) -> Compo
     return change
 
 
-# -- wikis: listing, adding, removing -------------------------------------------
+# ---------------------------------------------------------------------------
+# wikis.py: Wikis and toolsets: list-wikis, add-wiki, remove-wiki and load-toolset, and the wikis as
+# resources.
+# ---------------------------------------------------------------------------
 
 def managing_wikis(state: ServerState) -> bool:
     """add-wiki and remove-wiki: unless the operator froze the list, or replicas share no state."""
@@ -11379,15 +11773,6 @@ def list_wikis(ctx: ToolContext) -> str:
     return "\n".join(rows)
 
 
-def loadable_now(state: ServerState, session: Session | None) -> list[str]:
-    """The toolsets a session may still load (load-toolset), in TOOLSETS' order: those the
-    operator allows (MCP_LOADABLE_TOOLSETS) that it lacks, where the loader is offered to it."""
-    if not any(spec.name == "load-toolset" for spec in offered_tools(state, session)):
-        return []
-    have = toolsets_of(state, session)
-    return [name for name in TOOLSETS if name in state.config.loadable_toolsets and name not in have]
-
-
 def toolset_tools(state: ServerState, session: Session | None, name: str, person: Person | None = None
                   ) -> list[str]:
     """The tools a toolset would add for a session (of ``person``, where one signed in), as
@@ -11461,387 +11846,10 @@ def load_toolset(
     return f"Loaded the toolset {name} for this session; the tool list now has {', '.join(tools)}."
 
 
-# -- prompts: the workflows people repeat, and completion of their arguments ---------------
-# A prompt is a user message that walks the model through a job with this server's tools
-# (clients show prompts as commands). Each names the tools it uses, and is listed only while
-# all of them are offered to the session, so no prompt sends the model to a tool it lacks.
-
-@dataclasses.dataclass(frozen=True)
-class PromptArg:
-    """An argument of a prompt. ``completes``: what completion/complete offers for it (a
-    ``page`` or ``category`` of the wiki, by prefix; a configured ``wiki`` key), None: nothing."""
-    name: str
-    description: str
-    required: bool = True
-    completes: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Prompt:
-    """A prompt: its text is the user message, its arguments in braces (``{title}``) and
-    ``{where}`` for the wiki; ``tools``: every tool the text names."""
-    name: str
-    title: str
-    description: str
-    arguments: tuple[PromptArg, ...]
-    tools: tuple[str, ...]
-    text: str
-
-
-TITLE_PROMPT_ARG = PromptArg("title", "Page title.", completes="page")
-#: Listed only where there are several wikis, as tools list their wiki argument.
-WIKI_PROMPT_ARG = PromptArg("wiki", "Wiki key; omitted: the default wiki.", required=False, completes="wiki")
-
-PROMPTS = {prompt.name: prompt for prompt in (
-    Prompt("review-recent-changes", "Review recent changes",
-           "Patrols what changed since a time: flags likely vandalism and suggests undoing it.",
-           (PromptArg("since", "From when: an ISO 8601 time, 2 hours ago, yesterday."),),
-           ("get-recent-changes", "compare-pages", "undo-edit"),
-           "Review the changes made {where} since {since}, as a patroller would.\n"
-           "1. Call get-recent-changes with start={since_arg} to list them; follow its continueFrom marker "
-           "until the list ends.\n"
-           "2. For each change that looks doubtful (an anonymous or new account, a large removal, blanking, "
-           "insults, spam links, an odd summary), call compare-pages with toRevision (its revision ID) and "
-           "fromRevision (the revision before it) to read the diff.\n"
-           "3. Flag likely vandalism and say why. For each, suggest undo-edit with its revision ID, but undo "
-           "nothing before I confirm.\n"
-           "Answer with a table: page | revision ID | user | verdict (fine, doubtful, vandalism) | suggested "
-           "action."),
-    Prompt("fix-section", "Fix a section",
-           "Reads a page's outline and one section, then proposes a corrected section as a dry-run edit.",
-           (TITLE_PROMPT_ARG, PromptArg("section", "Section number or heading.")),
-           ("get-page-sections", "get-page", "update-page"),
-           "Help me fix the section {section} of the page {title_arg} {where}.\n"
-           "1. Call get-page-sections with title={title_arg} to read the page's outline and find that section.\n"
-           "2. Call get-page with title={title_arg} and its section to read the section's wikitext whole.\n"
-           "3. Say what is wrong with it (facts, wording, formatting, broken markup, claims without a "
-           "reference) and write the corrected wikitext.\n"
-           "4. Call update-page with title={title_arg}, that section, the corrected text as source and "
-           "dryRun=true, and show me the diff. Save it (dryRun=false, with an edit summary) only after I "
-           "confirm."),
-    Prompt("summarise-talk-page", "Summarise a talk page",
-           "Summarises a talk page: its topics, who said what, and the questions still open.",
-           (PromptArg("title", "The talk page, or the page it discusses.", completes="page"),),
-           ("get-page-sections", "get-page"),
-           "Summarise the talk page of {title_arg} {where} (the page itself if it is a talk page, else its "
-           "talk page: Talk:, User talk:, and so on).\n"
-           "1. Call get-page-sections with the talk page's title to list its topics.\n"
-           "2. Call get-page with that title (a section at a time when the page is long) to read them.\n"
-           "3. For each topic: what it is about, who said what (by their signatures), what was agreed, and "
-           "what is still open.\n"
-           "End with the open questions that need an answer, and who asked them."),
-    Prompt("check-references", "Check a page's references",
-           "Checks a page's references: incomplete or duplicated ones, and claims that lack one.",
-           (TITLE_PROMPT_ARG,),
-           ("find-in-page", "get-page"),
-           "Check the references of the page {title_arg} {where}.\n"
-           "1. Call find-in-page with title={title_arg} and find=\"<ref\" to locate every reference, then "
-           "get-page with title={title_arg} to read the text they support.\n"
-           "2. For each reference: is it complete (author or publisher, title, date, a URL where there is "
-           "one), is it a duplicate that should be one named reference, is it still in the right place? "
-           "Note each claim that needs a reference and has none.\n"
-           "3. List the problems as: section | reference or claim | problem | fix, and propose the "
-           "corrected wikitext. Change nothing on the wiki."),
-    Prompt("survey-category", "Survey a category",
-           "Reads a category's members and finds those that look out of place in it.",
-           (PromptArg("category", "Category name, with or without its prefix.", completes="category"),),
-           ("get-category-members", "get-pages"),
-           "Survey the category {category_arg} {where}.\n"
-           "1. Call get-category-members with category={category_arg}; follow its continueFrom marker until "
-           "the list ends.\n"
-           "2. Call get-pages with up to 50 of its pages at a time to read their leads.\n"
-           "3. Say what the category is for, list the pages that look out of place in it (and why), and the "
-           "subcategories that overlap."),
-)}
-
-
-def offered_prompts(state: ServerState, session: Session | None = None) -> list[Prompt]:
-    """The prompts listed to a session: those whose every tool it is offered."""
-    return prompts_using(spec.name for spec in offered_tools(state, session))
-
-
-def prompts_using(tools: Iterable[str]) -> list[Prompt]:
-    """The prompts whose every tool is among ``tools``."""
-    offered = set(tools)
-    return [prompt for prompt in PROMPTS.values() if offered.issuperset(prompt.tools)]
-
-
-def prompt_arguments(state: ServerState, prompt: Prompt) -> tuple[PromptArg, ...]:
-    """A prompt's arguments as listed: ``wiki`` too where there are several wikis."""
-    return prompt.arguments + ((WIKI_PROMPT_ARG,) if len(state.wikis) > 1 else ())
-
-
-def listed_prompt(state: ServerState, name: str, session: Session | None) -> Prompt:
-    """The prompt of that name, refused (invalid_input) unless it is listed to the session."""
-    listed = offered_prompts(state, session)
-    prompt = next((p for p in listed if p.name == name), None)
-    if prompt is None:
-        names = ", ".join(p.name for p in listed) or "none"
-        why = "is not offered with this server's configuration" if name in PROMPTS else "does not exist"
-        raise invalid_input(f"The prompt {name!r} {why}; the prompts listed are: {names}.")
-    return prompt
-
-
-#: The longest value a prompt's argument takes (a title is at most 255 bytes).
-PROMPT_ARG_MAX_CHARS = 500
-
-
-def prompt_text(state: ServerState, name: str, arguments: Mapping[str, str] | None,
-                session: Session | None = None) -> tuple[Prompt, str]:
-    """A listed prompt and its user message, the arguments checked and filled in."""
-    prompt = listed_prompt(state, name, session)
-    accepted = prompt_arguments(state, prompt)
-    given = {k: v.strip() for k, v in (arguments or {}).items()}
-    if unknown := sorted(given.keys() - {a.name for a in accepted}):
-        raise invalid_input(f"The prompt {name} takes no argument {', '.join(map(repr, unknown))}; its "
-                            f"arguments: {', '.join(a.name for a in accepted)}.")
-    if missing := [a.name for a in accepted if a.required and not given.get(a.name)]:
-        raise invalid_input(f"The prompt {name} needs {', '.join(missing)}.")
-    # a value goes into the message as it is: a line break would start steps of its own
-    if odd := [k for k, v in given.items()
-               if len(v) > PROMPT_ARG_MAX_CHARS or re.search(r"[\x00-\x1f\x7f]", v)]:
-        raise invalid_input(f"The prompt {name}'s {', '.join(odd)} must be one line of at most "
-                            f"{PROMPT_ARG_MAX_CHARS} characters.")
-    if "since" in given:
-        wiki_timestamp(given["since"], "since")  # refused here as get-recent-changes would refuse it
-    key = state.resolve_wiki(given.get("wiki"))
-    where = f"on the wiki {key}" + (f" (pass wiki={json.dumps(key)} to every tool)" if len(state.wikis) > 1
-                                    else "")
-    quoted = {f"{k}_arg": json.dumps(v, ensure_ascii=False) for k, v in given.items()}
-    return prompt, prompt.text.format_map({**given, **quoted, "where": where})
-
-
-#: The most values one completion answers with (the MCP limit).
-COMPLETION_MAX_VALUES = 100
-
-
-def completion_values(state: ServerState, kind: str | None, value: str, key: str,
-                      person: Person | None = None) -> tuple[list[str], bool]:
-    """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
-    ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
-    configuration, pages and categories from one prefix search on the wiki ``key`` (the one
-    the prompt's wiki argument names, else the default), as ``person`` reads it if one signed in."""
-    if kind == "wiki":
-        keys = [key for key in state.wikis if key.startswith(value)]
-        return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
-    if kind not in ("page", "category"):
-        return [], False
-    wiki, client = state.wiki_and_client(key)
-    client = persons_client(state, person, wiki, client) if person else client
-    namespace = client.site.namespace_of(value)
-    prefix = value.partition(":")[2] if namespace == 14 else value
-    if kind == "category":
-        query = {"list": "allcategories", "acprefix": prefix.lstrip(), "aclimit": COMPLETION_MAX_VALUES}
-    elif not (value.partition(":")[2] if namespace else value).strip():
-        # nothing typed yet, or a namespace alone, where the search finds nothing: its first pages
-        query = {"list": "allpages", "apnamespace": namespace, "aplimit": COMPLETION_MAX_VALUES}
-    else:
-        query = {"list": "prefixsearch", "pssearch": value, "pslimit": COMPLETION_MAX_VALUES}
-    data = client.get({"action": "query", **query})
-    found = data.get("query", {}).get(query["list"]) or []
-    lead = value[:len(value) - len(prefix)]  # "Category:" when the value has it, as the values then do
-    values = [lead + c.get("category", "") if kind == "category" else c["title"] for c in found]
-    return values, "continue" in data
-
-
 # ---------------------------------------------------------------------------
-# Command line
+# stdio.py: The stdio transport: lines screened before the SDK reads them, and the server run on stdin and
+# stdout.
 # ---------------------------------------------------------------------------
-
-def argument_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mediawiki-mcp", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Serves the Model Context Protocol for MediaWiki wikis, over stdio by default "
-                    "(default wiki: English Wikipedia, anonymous and read-only).",
-        epilog="environment variables:\n" + "\n".join(
-            textwrap.fill(row.described, 100, initial_indent=f"  {row.variable:<24} ", subsequent_indent=" " * 27)
-            for row in SETTINGS.values()))
-    parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
-    parser.add_argument("--check", action="store_true",
-                        help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
-    # these do what the variable named does (below), and win over it
-    parser.add_argument("--config", metavar="PATH", help="as CONFIG")
-    parser.add_argument("--transport", choices=["stdio", "http"], help="as MCP_TRANSPORT")
-    parser.add_argument("--host", help="as MCP_BIND")
-    parser.add_argument("--port", type=int, help="as PORT")
-    parser.add_argument("--stateless", action="store_true", default=None, help="as MCP_STATELESS")
-    parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
-                        help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
-    parser.add_argument("--empty-means-unset", action="store_true",
-                        help="read a variable set to nothing as unset, for installers that set every "
-                             "variable (the Claude Desktop bundle)")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sign_in = commands.add_parser(
-        "sign-in", help="who is signed in (MCP_AUTH=login): list, or revoke WIKI:USER",
-        description="Lists or revokes the sign-ins of MCP_AUTH=login, in the shared store of MCP_STATE_URL; "
-                    "run it with the server's environment (MCP_STATE_URL, MCP_AUTH_SECRET, the wikis).")
-    actions = sign_in.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("list", help="each person signed in: wiki, account, when, and their live tokens")
-    revoke = actions.add_parser("revoke", help="signs a person out: every token of theirs stops working")
-    revoke.add_argument("person", metavar="WIKI:USER", help="the person, as list names them")
-    return parser
-
-
-def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str], config: Config) -> HttpOptions | None:
-    """--check without --transport http: the HTTP options all the same when MCP_AUTH=login, as the
-    HTTP server would read them, so that a key or public URL that would stop it fails the check first."""
-    if setting(env, "MCP_AUTH") != "login":
-        return None
-    return http_options(argparse.Namespace(**{**vars(args), "transport": "http"}), env, config)
-
-
-def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, str], out: typing.TextIO) -> int:
-    """``mediawiki-mcp sign-in list|revoke``: the sign-ins kept in the shared store; the exit status."""
-    if not config.state_url:
-        raise ConfigError("sign-in list and revoke read the shared store of MCP_STATE_URL, which is not set: "
-                          "without it, sign-ins live in the server process's own memory, which no other process "
-                          "can see (restarting that server signs everyone out)")
-    login = login_module()
-    sign_ins = login.SignIns(ServerState.from_config(config), login.sign_in_options(env, True, decrypts=False),
-                             "http://localhost")
-    try:
-        if args.action == "revoke":  # as list shows them, or as they are
-            person = next((person["person"] for person in sign_ins.signed_in_people()
-                           if args.person in (person["person"], unreordered(person["person"]))), None)
-            if person is None:
-                print(f"No one is signed in as {unreordered(args.person)}; 'mediawiki-mcp sign-in list' names who "
-                      "is.", file=out)
-                return 1
-            sign_ins.sign_out_person(person)
-            print(f"Signed out {unreordered(person)}: every token of theirs is revoked; their MCP client asks them "
-                  "to sign in again.", file=out)
-            return 0
-        people = sign_ins.signed_in_people()
-    except WikiError as error:  # the store cannot be reached
-        print(f"mediawiki-mcp: {error.message}", file=sys.stderr)
-        return 1
-    if not people:
-        print("No one is signed in.", file=out)
-    rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
-        (unreordered(p["person"]), p["wiki"], unreordered(p["account"] or "-"), datetime.datetime.fromtimestamp(
-            p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
-         str(p["tokens"])) for p in people]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for row in rows if people else ():
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
-    return 0
-
-
-def unreordered(text: str) -> str:
-    """A name a person chose as a terminal should show it (sign-in list): with any control or bidi
-    character escaped (U+202E as \\u202e, as logged() does), which MediaWiki keeps in user names or
-    strips only as it logs in, so that no name reorders the table."""
-    return text if text.isprintable() else repr(text)[1:-1]
-
-
-def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:
-    """--check: connects to each wiki and prints its name, MediaWiki version, the account
-    the server acts as and the tools it can use there (the account's rights, the upload
-    directories), and with MCP_AUTH=login (``http.sign_in``) how people sign in. Returns the
-    exit status."""
-    state = ServerState.from_config(config)
-    offered = offered_tools(state)
-    failures = 0
-    for key, wiki, client in state.entries():
-        try:
-            site, account = client.site, client.account
-            tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
-                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
-                     and all(account.can(right) for right in spec.rights)
-                     and (config.upload_dirs or not spec.needs_upload_dirs)]
-        except WikiError as error:
-            failures += 1
-            print(f"{key}: FAILED: {error}", file=out)
-            continue
-        identity = ("anonymous" if account.anonymous else account.name
-                    + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
-        unusable = [] if wiki.read_only else tags_not_applicable(client, wiki.tags)
-        failures += bool(unusable)
-        writes = ("read-only" if wiki.read_only else f"read; every write FAILS: the wiki does not let the "
-                  f"configured change tag{'s' * (len(unusable) > 1)} {', '.join(unusable)} be applied "
-                  "(Special:Tags defines them)" if unusable else "read and write")
-        print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
-              f"as {identity}, {writes}\n"
-              f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
-    unscoped = [spec.name for spec in offered if not spec.scoped]
-    if unscoped:
-        print(f"Server tools: {', '.join(unscoped)}", file=out)
-    store, store_down = state.reads.store, store_problem_at_start(state.reads.store)
-    if store.name != MemoryStore.name:
-        print(f"State store: {store.name}, " + (f"FAILED: it cannot be reached ({store_down}), so every write "
-                                                "is refused" if store_down else "reached"), file=out)
-    if http is not None and http.sign_in:
-        keys = len(http.sign_in.keys)
-        print(f"Sign-in: MCP_AUTH=login, public URL {http.public_url}"
-              + ("" if http.sign_in.public_url else " (the address listened on: MCP_PUBLIC_URL is not set)")
-              + f", {keys} key{'s' * (keys > 1)} in MCP_AUTH_SECRET", file=out)
-    chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
-              "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
-    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
-          f"{chosen}", file=out)
-    if failures:
-        print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
-    return 1 if failures or store_down else 0
-
-
-def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
-    """Those of ``tags`` that no write could carry: not defined on the wiki by hand, or not active
-    (MediaWiki's own tags, such as mw-undo, it applies itself)."""
-    if not tags:
-        return []
-    listed = client.get({"action": "query", "list": "tags", "tgprop": "defined|active", "tglimit": "max"})
-    usable = {t.get("name") for t in listed.get("query", {}).get("tags") or []
-              if t.get("defined") and t.get("active")}
-    return [tag for tag in tags if tag not in usable]
-
-
-#: Libraries whose DEBUG lines hold what a page says, kept at INFO even at DEBUG: sse-starlette logs each
-#: event it sends (a tool's answer, page text and all), urllib3 each request's URL (a read's parameters,
-#: such as wikitext to render or compare).
-TEXT_LOGGERS = ("sse_starlette", "urllib3")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = argument_parser().parse_args(argv)
-    env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
-    try:
-        logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        for name in TEXT_LOGGERS:
-            logging.getLogger(name).setLevel(max(logging.getLogger().level, logging.INFO))
-        config = Config.from_env(env, config_path=args.config)
-        config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
-            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
-        if args.command == "sign-in":
-            return sign_in_command(args, config, env, sys.stdout)
-        http = http_options(args, env, config)
-        state = ServerState.from_config(config, stateless=http is not None and http.stateless)
-        problem = store_problem_at_start(state.reads.store)
-    except ConfigError as error:
-        print(f"mediawiki-mcp: {error}", file=sys.stderr)
-        return 2
-    if args.check:
-        try:
-            signing_in = http if http is not None and http.sign_in else sign_in_to_check(args, env, config)
-        except ConfigError as error:
-            print(f"mediawiki-mcp: {error}", file=sys.stderr)
-            return 2
-        return check_wikis(config, sys.stdout, signing_in)
-    store = state.reads.store
-    if store.name != MemoryStore.name:
-        down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
-        log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
-                store.name, down)
-    server = create_server(state=state)
-    if http is not None:
-        blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
-        return serve_http(server, http, blank if args.empty_means_unset else ())
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run("stdio")
-    return 0
-
-
-# -- stdio transport ------------------------------------------------------------
 
 #: A surrogate code point: in a decoded string, the trace of a JSON escape such as \ud800 with no
 #: partner, which is no Unicode character and cannot be written as UTF-8.
@@ -11944,132 +11952,225 @@ async def serve_stdio(server: MCPServer) -> None:
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-# -- Streamable HTTP transport ------------------------------------------------
+# ---------------------------------------------------------------------------
+# server.py: create_server: the SDK's server wired to this server's tools, prompts, resources and completion.
+# ---------------------------------------------------------------------------
 
-MCP_PATH = "/mcp"
-HEALTH_PATH = "/health"
-METRICS_PATH = "/metrics"
-#: The key of a request's ASGI scope that carries its person, resolved where it comes in (http_app,
-#: SignIns.require_person) and read by every handler (person_of).
-PERSON_SCOPE = "mediawiki_mcp.person"
+@functools.cache
+def wiki_server_class() -> Any:
+    """WikiServer, made on first use: the SDK is imported only when a server is built."""
+    from mcp.server.mcpserver import MCPServer
+
+    class WikiServer(MCPServer):
+        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
+
+        def __init__(self, state: ServerState, **options: Any) -> None:
+            super().__init__(**options)
+            self.state = state
+
+        async def run_stdio_async(self) -> None:
+            await serve_stdio(self)
+    return WikiServer
+
+
+def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
+    """Builds the MCP server for a configuration (default: the environment's) or a server state."""
+    import mcp_types as mt
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+    from mcp.shared.exceptions import MCPError
+
+    state = state or ServerState.from_config(config or Config.from_env())
+    bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
+    server: WikiServer = wiki_server_class()(
+        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
+            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
+            f"the default wiki is {state.config.default_wiki}."))
+    changes = ListChanges(state, bus)
+
+    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
+    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
+    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
+    async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        changes.listening(ctx)
+        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
+        # a person's rights decide their tools, which may take a login to their wikis
+        tools = (listed_tools(state, session, confirmer=who) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
+        return mt.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        # Tools run on threads, which cannot talk to the session; so the lists are compared
+        # before and after the call, and a change is announced from here.
+        changes.listening(ctx)
+        session, caller = session_of(ctx), caller_of(state, ctx)
+        before, loaded = changes.lists(), session.loaded if session else None
+        wiki, write = turn_of(state, params.name, params.arguments)
+        progress = CallProgress(ctx)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
+                                caller, session)
+        try:
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
+        except WikiError as error:  # the server is stopping
+            blocks, is_error = [str(error)], True
+        note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
+        await changes.announce(before)
+        if session and loaded is not None and session.loaded != loaded:
+            await changes.announce_to(ctx, loaded)
+        return mt.CallToolResult(content=[
+            mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
+            is_error=is_error)
+
+    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        changes.listening(ctx)
+        return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
+
+    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        key = uri.removeprefix("mcp://wikis/")
+        if not uri.startswith("mcp://wikis/") or key not in state.wikis:
+            raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
+                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.wikis)}."))
+        try:
+            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
+        except WikiError as error:  # the server is stopping
+            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
+        return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
+
+    # Prompts and completion come from PROMPTS, listed as offered_prompts allows each session.
+    async def list_prompts(ctx: Any, params: Any) -> mt.ListPromptsResult:
+        changes.listening(ctx)
+        return mt.ListPromptsResult(prompts=listed_prompts(state, session_of(ctx)))
+
+    async def get_prompt(ctx: Any, params: mt.GetPromptRequestParams) -> mt.GetPromptResult:
+        try:
+            prompt, text = prompt_text(state, params.name, params.arguments, session_of(ctx))
+        except WikiError as error:
+            raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+        return mt.GetPromptResult(description=prompt.description, messages=[
+            mt.PromptMessage(role="user", content=mt.TextContent(type="text", text=text))])
+
+    async def complete(ctx: Any, params: mt.CompleteRequestParams) -> mt.CompleteResult:
+        kind = completed_kind(state, params.ref, params.argument.name, session_of(ctx))
+        named = (params.context.arguments or {}).get("wiki") if params.context else None
+        try:
+            key = state.resolve_wiki(named) if kind in ("page", "category") else ""
+            job = functools.partial(completion_values, state, kind, params.argument.value, key,
+                                    caller_of(state, ctx).person)
+            values, more = await state.calls.run(key, job, write=False)
+        except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
+            log.info("no completion for %s: %s", params.argument.name, error)
+            values, more = [], False
+        return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
+
+    lowlevel = server._lowlevel_server  # private: see the comment above
+    lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
+    lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
+    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
+    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
+    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
+    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
+    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
+    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
+    capabilities = lowlevel.get_capabilities
+
+    def get_capabilities(notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> mt.ServerCapabilities:
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
+
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
+    return server
+
+
+async def list_resource_templates(ctx: Any, params: Any) -> Any:
+    """resources/templates/list's answer, the same for every server."""
+    import mcp_types as mt
+
+    return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+        uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
+        description="A configured wiki: its name, public address, API address and access.")])
+
+
+def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, person)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
+    import mcp_types as mt
+
+    return [mt.Prompt(name=prompt.name, title=prompt.title, description=prompt.description,
+                      arguments=[mt.PromptArgument(name=a.name, description=a.description, required=a.required)
+                                 for a in prompt_arguments(state, prompt)])
+            for prompt in offered_prompts(state, session)]
+
+
+def completed_kind(state: ServerState, ref: Any, argument: str, session: Session | None) -> str | None:
+    """What an argument of completion/complete names (PromptArg's ``completes``); an unknown
+    reference is an MCP error."""
+    import mcp_types as mt
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(ref, mt.ResourceTemplateReference):
+        if ref.uri != WIKI_RESOURCE_TEMPLATE:
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; this server's "
+                           f"is {WIKI_RESOURCE_TEMPLATE}.")
+        return "wiki" if argument == "key" else None
+    try:
+        prompt = listed_prompt(state, ref.name, session)
+    except WikiError as error:
+        raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+    return next((a.completes for a in prompt_arguments(state, prompt) if a.name == argument), None)
+
+
+def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
+    """The wiki whose turn a tools/call waits for ('' for none), and whether the call may change it."""
+    spec = state.registry.tools.get(name)
+    if spec is None or not spec.scoped:
+        return "", False
+    try:
+        return state.resolve_wiki((arguments or {}).get("wiki")), not spec.read_only
+    except WikiError:
+        return "", not spec.read_only
+
+
+# ---------------------------------------------------------------------------
+# http_ops.py: What an operator watches over HTTP: the health check, /metrics, and the cap on each person's
+# sessions.
+# ---------------------------------------------------------------------------
+
 #: (connect, read) seconds of the health check's site-info request: a load balancer waits on it.
 HEALTH_TIMEOUT = (2.0, 3.0)
+
+
 #: Health probes closer together than this share one answer, so /health cannot flood the wiki.
 HEALTH_MIN_INTERVAL_SECONDS = 1.0
+
+
 #: After each failed login in a row, /health waits twice as long before it tries again, up to
 #: this: MediaWiki throttles an account after a few failed logins.
 HEALTH_LOGIN_BACKOFF_MAX_SECONDS = 300.0
-#: Then the answers get this long to reach their clients before the last streams are cut.
-SHUTDOWN_FLUSH_SECONDS = 1
+
+
 LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-
-if TYPE_CHECKING:  # imported at run time with MCP_AUTH=login only: see login_module()
-    from mediawiki_mcp_login import SignInOptions
-
-
-@dataclasses.dataclass
-class HttpOptions:
-    """How the Streamable HTTP transport listens and whom it answers."""
-    host: str = DEFAULT_HTTP_HOST
-    port: int = DEFAULT_HTTP_PORT
-    allowed_hosts: list[str] = dataclasses.field(default_factory=list)
-    allowed_origins: list[str] = dataclasses.field(default_factory=list)
-    auth_token: str | None = dataclasses.field(default=None, repr=False)
-    auth: str | None = None  # MCP_AUTH: one of AUTH_MODES, None for no check of who calls
-    tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
-    sign_in: SignInOptions | None = None  # MCP_AUTH=login: people sign in (mediawiki_mcp_login)
-    stateless: bool = False
-    session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
-    shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
-    sessions_per_person: int = DEFAULT_SESSIONS_PER_PERSON  # MCP sessions one person may have open
-    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS  # to send a request's line and headers
-    metrics_token: str | None = dataclasses.field(default=None, repr=False)  # MCP_METRICS_TOKEN
-
-    @property
-    def loopback(self) -> bool:
-        with contextlib.suppress(ValueError):
-            return ipaddress.ip_address(self.host).is_loopback
-        return self.host.lower() == "localhost"
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{MCP_PATH}"
-
-    @property
-    def public_url(self) -> str:
-        """The origin clients reach this server at: MCP_PUBLIC_URL, else the address it listens on."""
-        return self.sign_in and self.sign_in.public_url or self.url.removesuffix(MCP_PATH)
-
-    @property
-    def served_hosts(self) -> list[str]:
-        """The Host headers answered (header_allowed's patterns): MCP_ALLOWED_HOSTS, else the loopback
-        names when listening on loopback; and MCP_PUBLIC_URL's host, which clients are sent to. None:
-        Host is not checked."""
-        hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
-        if self.sign_in and self.sign_in.public_url:
-            public = urllib.parse.urlsplit(self.sign_in.public_url)
-            # also without its port, as a proxy passes it on from nginx's $host
-            hosts += dict.fromkeys([public.netloc, public.netloc.rsplit(":", 1)[0] if public.port else public.netloc])
-        return hosts
-
-
-def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
-                 config: Config | None = None) -> HttpOptions | None:
-    """The HTTP transport's options, from the command line, else the environment;
-    None when the transport is stdio. ``config`` (default: the environment's) names the wikis
-    the people of MCP_AUTH_TOKENS have accounts on."""
-    env = os.environ if environ is None else environ
-    if (args.transport or setting(env, "MCP_TRANSPORT")) == "stdio":
-        return None
-    port = setting(env, "PORT") if args.port is None else args.port
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
-    host = (args.host or setting(env, "MCP_BIND")).strip().removeprefix("[").removesuffix("]")
-    if not valid_host(host):
-        raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
-                          f"name, not {host!r}")
-    token, tokens_path = setting(env, "MCP_AUTH_TOKEN"), setting(env, "MCP_AUTH_TOKENS")
-    auth = setting(env, "MCP_AUTH") or ("token" if token or tokens_path else None)
-    if auth == "token" and not (token or tokens_path):
-        raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
-                          "(a file of people and their tokens)")
-    if auth == "login" and (token or tokens_path):  # the sign-in's tokens are the only ones then: say so
-        raise ConfigError(f"{'MCP_AUTH_TOKENS' if tokens_path else 'MCP_AUTH_TOKEN'} is for MCP_AUTH=token; with "
-                          "MCP_AUTH=login people sign in, and only the tokens of their sign-ins are accepted: "
-                          "leave one of the two out")
-    tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
-    metrics_token = setting(env, "MCP_METRICS_TOKEN")
-    if metrics_token and importlib.util.find_spec("prometheus_client") is None:
-        raise ConfigError("MCP_METRICS_TOKEN is set, but /metrics needs the prometheus-client package, which "
-                          "is not installed: pip install 'mediawiki-mcp[metrics]'")
-    loopback = HttpOptions(host=host).loopback
-    sign_in = login_module().sign_in_options(env, loopback) if auth == "login" else None
-    return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
-                       allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
-                       auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in,
-                       stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
-                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"),
-                       sessions_per_person=setting(env, "MCP_SESSIONS_PER_PERSON"),
-                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"),
-                       metrics_token=metrics_token)
-
-
-def login_module() -> Any:
-    """mediawiki_mcp_login, the sign-in of MCP_AUTH=login; a ConfigError naming what to install
-    when it or the cryptography package, the extra ``login``, is missing."""
-    # run as a script, this module is __main__: the sign-in module imports it by this name
-    sys.modules.setdefault("mediawiki_mcp", sys.modules[__name__])
-    try:
-        import cryptography.fernet  # noqa: F401 - asked first: the module below may be imported already
-
-        import mediawiki_mcp_login
-    except ImportError as error:
-        missing = ("the file mediawiki_mcp_login.py beside mediawiki_mcp.py (pip install "
-                   "'mediawiki-mcp[login]' installs both)" if error.name == "mediawiki_mcp_login" else
-                   "the cryptography package, which is not installed: pip install 'mediawiki-mcp[login]'")
-        raise ConfigError(f"MCP_AUTH=login needs {missing}") from None
-    return mediawiki_mcp_login
 
 
 def header_allowed(value: str | None, patterns: Iterable[str]) -> bool:
@@ -12080,41 +12181,10 @@ def header_allowed(value: str | None, patterns: Iterable[str]) -> bool:
                and value[len(pattern) - 1:].isdigit() for pattern in map(str.lower, patterns))
 
 
-def bearer_token(authorization: str) -> str:
-    """The token of an Authorization header ('Bearer <token>'), or '' for none."""
-    scheme, _, token = authorization.strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
 def bearer_matches(authorization: str, token: str) -> bool:
     """Whether an Authorization header carries the token, compared in constant time."""
     supplied = bearer_token(authorization)  # digests of equal lengths: the comparison reveals nothing
     return bool(supplied) and secrets.compare_digest(token_digest(supplied), token_digest(token))
-
-
-def http_refusal(headers: Mapping[str, str], options: HttpOptions,
-                 path: str = MCP_PATH) -> tuple[int, str] | None:
-    """Why a request to ``path`` is refused, as (HTTP status, reason), or None.
-    Host and Origin checks stop DNS rebinding (a web page reaching a server on this
-    machine or network through a browser); the bearer token stops everyone else (with
-    MCP_AUTH=login, the tokens of sign-ins, checked by SignIns.require_person)."""
-    hosts = options.served_hosts
-    if hosts and not header_allowed(headers.get("host"), hosts):
-        return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
-    origin = headers.get("origin")  # none: the request is not from a browser page
-    origins = options.allowed_origins or [f"http://{host}" for host in LOOPBACK_HOSTS if options.loopback]
-    if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
-            and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
-        return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
-    if options.sign_in or not (options.auth_token or options.tokens):
-        return None  # with MCP_AUTH=login, SignIns.require_person checks the tokens
-    authorization = headers.get("authorization", "")
-    if options.auth_token and bearer_matches(authorization, options.auth_token):
-        return None
-    if options.tokens and options.tokens.person(bearer_token(authorization)):
-        return None
-    return 401, ("This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN"
-                 + (", or a person's own of MCP_AUTH_TOKENS)." if options.tokens else ")."))
 
 
 class WikiProbe:
@@ -12328,6 +12398,155 @@ class PersonSessions:
             self.opening[opened] -= 1
 
 
+# ---------------------------------------------------------------------------
+# http.py: The Streamable HTTP transport: its options, the bearer tokens or sign-in in front of /mcp,
+# and uvicorn run with a graceful shutdown.
+# ---------------------------------------------------------------------------
+
+MCP_PATH = "/mcp"
+
+
+HEALTH_PATH = "/health"
+
+
+METRICS_PATH = "/metrics"
+
+
+#: Then the answers get this long to reach their clients before the last streams are cut.
+SHUTDOWN_FLUSH_SECONDS = 1
+
+
+if TYPE_CHECKING:  # imported at run time with MCP_AUTH=login only: see login_module()
+    from .login_forms import SignInOptions
+
+
+@dataclasses.dataclass
+class HttpOptions:
+    """How the Streamable HTTP transport listens and whom it answers."""
+    host: str = DEFAULT_HTTP_HOST
+    port: int = DEFAULT_HTTP_PORT
+    allowed_hosts: list[str] = dataclasses.field(default_factory=list)
+    allowed_origins: list[str] = dataclasses.field(default_factory=list)
+    auth_token: str | None = dataclasses.field(default=None, repr=False)
+    auth: str | None = None  # MCP_AUTH: one of AUTH_MODES, None for no check of who calls
+    tokens: TokenTable | None = None  # the people of MCP_AUTH_TOKENS
+    sign_in: SignInOptions | None = None  # MCP_AUTH=login: people sign in (login.py)
+    stateless: bool = False
+    session_idle_seconds: float = 30 * 60  # closes a session without a request or event stream this long
+    shutdown_grace_seconds: float = SHUTDOWN_GRACE_SECONDS  # after SIGTERM, for the calls in flight
+    sessions_per_person: int = DEFAULT_SESSIONS_PER_PERSON  # MCP sessions one person may have open
+    header_timeout_seconds: float = DEFAULT_HEADER_TIMEOUT_SECONDS  # to send a request's line and headers
+    metrics_token: str | None = dataclasses.field(default=None, repr=False)  # MCP_METRICS_TOKEN
+
+    @property
+    def loopback(self) -> bool:
+        with contextlib.suppress(ValueError):
+            return ipaddress.ip_address(self.host).is_loopback
+        return self.host.lower() == "localhost"
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+    @property
+    def public_url(self) -> str:
+        """The origin clients reach this server at: MCP_PUBLIC_URL, else the address it listens on."""
+        return self.sign_in and self.sign_in.public_url or self.url.removesuffix(MCP_PATH)
+
+    @property
+    def served_hosts(self) -> list[str]:
+        """The Host headers answered (header_allowed's patterns): MCP_ALLOWED_HOSTS, else the loopback
+        names when listening on loopback; and MCP_PUBLIC_URL's host, which clients are sent to. None:
+        Host is not checked."""
+        hosts = list(self.allowed_hosts or (LOOPBACK_HOSTS if self.loopback else ()))
+        if self.sign_in and self.sign_in.public_url:
+            public = urllib.parse.urlsplit(self.sign_in.public_url)
+            # also without its port, as a proxy passes it on from nginx's $host
+            hosts += dict.fromkeys([public.netloc, public.netloc.rsplit(":", 1)[0] if public.port else public.netloc])
+        return hosts
+
+
+def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = None,
+                 config: Config | None = None) -> HttpOptions | None:
+    """The HTTP transport's options, from the command line, else the environment;
+    None when the transport is stdio. ``config`` (default: the environment's) names the wikis
+    the people of MCP_AUTH_TOKENS have accounts on."""
+    env = os.environ if environ is None else environ
+    if (args.transport or setting(env, "MCP_TRANSPORT")) == "stdio":
+        return None
+    port = setting(env, "PORT") if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"The port (--port or PORT) must be between 0 and 65535, not {port}")
+    host = (args.host or setting(env, "MCP_BIND")).strip().removeprefix("[").removesuffix("]")
+    if not valid_host(host):
+        raise ConfigError(f"The address to listen on (--host or MCP_BIND) must be an IP address or a host "
+                          f"name, not {host!r}")
+    token, tokens_path = setting(env, "MCP_AUTH_TOKEN"), setting(env, "MCP_AUTH_TOKENS")
+    auth = setting(env, "MCP_AUTH") or ("token" if token or tokens_path else None)
+    if auth == "token" and not (token or tokens_path):
+        raise ConfigError("MCP_AUTH=token needs MCP_AUTH_TOKEN (one token for everyone) or MCP_AUTH_TOKENS "
+                          "(a file of people and their tokens)")
+    if auth == "login" and (token or tokens_path):  # the sign-in's tokens are the only ones then: say so
+        raise ConfigError(f"{'MCP_AUTH_TOKENS' if tokens_path else 'MCP_AUTH_TOKEN'} is for MCP_AUTH=token; with "
+                          "MCP_AUTH=login people sign in, and only the tokens of their sign-ins are accepted: "
+                          "leave one of the two out")
+    tokens = tokens_path and token_table(tokens_path, env, (config or Config.from_env(env)).wikis, token)
+    metrics_token = setting(env, "MCP_METRICS_TOKEN")
+    if metrics_token and importlib.util.find_spec("prometheus_client") is None:
+        raise ConfigError("MCP_METRICS_TOKEN is set, but /metrics needs the prometheus-client package, which "
+                          "is not installed: pip install 'mediawiki-mcp[metrics]'")
+    loopback = HttpOptions(host=host).loopback
+    sign_in = login_module("login_forms").sign_in_options(env, loopback) if auth == "login" else None
+    return HttpOptions(host=host, port=port, allowed_hosts=setting(env, "MCP_ALLOWED_HOSTS"),
+                       allowed_origins=setting(env, "MCP_ALLOWED_ORIGINS"),
+                       auth_token=token, auth=auth, tokens=tokens or None, sign_in=sign_in,
+                       stateless=bool(args.stateless or setting(env, "MCP_STATELESS")),
+                       shutdown_grace_seconds=setting(env, "MCP_SHUTDOWN_GRACE_SECONDS"),
+                       sessions_per_person=setting(env, "MCP_SESSIONS_PER_PERSON"),
+                       header_timeout_seconds=setting(env, "MCP_HEADER_TIMEOUT_SECONDS"),
+                       metrics_token=metrics_token)
+
+
+def login_module(name: str = "login") -> Any:
+    """login.py (or login_forms.py), the sign-in of MCP_AUTH=login; a ConfigError naming what to install when it or the
+    cryptography package, the extra ``login``, is missing (the single file does not carry it)."""
+    if not __package__:
+        raise ConfigError("MCP_AUTH=login needs the package, which the single file mediawiki_mcp.py does "
+                          "not carry: pip install 'mediawiki-mcp[login]' and run mediawiki-mcp")
+    try:
+        import cryptography.fernet  # noqa: F401 - asked first: the module below may be imported already
+    except ImportError:
+        raise ConfigError("MCP_AUTH=login needs the cryptography package, which is not installed: "
+                          "pip install 'mediawiki-mcp[login]'") from None
+    return importlib.import_module(f".{name}", __package__)
+
+
+def http_refusal(headers: Mapping[str, str], options: HttpOptions,
+                 path: str = MCP_PATH) -> tuple[int, str] | None:
+    """Why a request to ``path`` is refused, as (HTTP status, reason), or None.
+    Host and Origin checks stop DNS rebinding (a web page reaching a server on this
+    machine or network through a browser); the bearer token stops everyone else (with
+    MCP_AUTH=login, the tokens of sign-ins, checked by SignIns.require_person)."""
+    hosts = options.served_hosts
+    if hosts and not header_allowed(headers.get("host"), hosts):
+        return 421, f"Host {headers.get('host')!r} is not served here (MCP_ALLOWED_HOSTS)."
+    origin = headers.get("origin")  # none: the request is not from a browser page
+    origins = options.allowed_origins or [f"http://{host}" for host in LOOPBACK_HOSTS if options.loopback]
+    if (origin is not None and not header_allowed(origin, [*origins, options.public_url])
+            and not (options.sign_in and path in options.sign_in.OAUTH_PATHS)):
+        return 403, f"Origin {origin!r} is not allowed (MCP_ALLOWED_ORIGINS)."
+    if options.sign_in or not (options.auth_token or options.tokens):
+        return None  # with MCP_AUTH=login, SignIns.require_person checks the tokens
+    authorization = headers.get("authorization", "")
+    if options.auth_token and bearer_matches(authorization, options.auth_token):
+        return None
+    if options.tokens and options.tokens.person(bearer_token(authorization)):
+        return None
+    return 401, ("This server needs 'Authorization: Bearer <token>' (MCP_AUTH_TOKEN"
+                 + (", or a person's own of MCP_AUTH_TOKENS)." if options.tokens else ")."))
+
+
 def metrics_of(state: ServerState, options: HttpOptions) -> Metrics | None:
     """/metrics' series for a server about to be served, with each wiki's requests timed; None, said
     once, without prometheus-client (the extra ``metrics``)."""
@@ -12523,6 +12742,202 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
             signal.signal(sig, handler)
         listener.close()
     log.info("Stopped serving MCP over Streamable HTTP")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# cli.py: The command line: arguments, --check of the configured wikis, sign-in, and main().
+# ---------------------------------------------------------------------------
+
+def argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mediawiki-mcp", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serves the Model Context Protocol for MediaWiki wikis, over stdio by default "
+                    "(default wiki: English Wikipedia, anonymous and read-only).",
+        epilog="environment variables:\n" + "\n".join(
+            textwrap.fill(row.described, 100, initial_indent=f"  {row.variable:<24} ", subsequent_indent=" " * 27)
+            for row in SETTINGS.values()))
+    parser.add_argument("--version", action="version", version=f"mediawiki-mcp {__version__}")
+    parser.add_argument("--check", action="store_true",
+                        help="connect to each configured wiki, print what it offers, and exit (non-zero on a failure)")
+    # these do what the variable named does (below), and win over it
+    parser.add_argument("--config", metavar="PATH", help="as CONFIG")
+    parser.add_argument("--transport", choices=["stdio", "http"], help="as MCP_TRANSPORT")
+    parser.add_argument("--host", help="as MCP_BIND")
+    parser.add_argument("--port", type=int, help="as PORT")
+    parser.add_argument("--stateless", action="store_true", default=None, help="as MCP_STATELESS")
+    parser.add_argument("--upload-dirs", nargs="*", default=[], metavar="DIR",
+                        help="directories uploads may read files from, besides those of MCP_UPLOAD_DIRS")
+    parser.add_argument("--empty-means-unset", action="store_true",
+                        help="read a variable set to nothing as unset, for installers that set every "
+                             "variable (the Claude Desktop bundle)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sign_in = commands.add_parser(
+        "sign-in", help="who is signed in (MCP_AUTH=login): list, or revoke WIKI:USER",
+        description="Lists or revokes the sign-ins of MCP_AUTH=login, in the shared store of MCP_STATE_URL; "
+                    "run it with the server's environment (MCP_STATE_URL, MCP_AUTH_SECRET, the wikis).")
+    actions = sign_in.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="each person signed in: wiki, account, when, and their live tokens")
+    revoke = actions.add_parser("revoke", help="signs a person out: every token of theirs stops working")
+    revoke.add_argument("person", metavar="WIKI:USER", help="the person, as list names them")
+    return parser
+
+
+def sign_in_to_check(args: argparse.Namespace, env: Mapping[str, str], config: Config) -> HttpOptions | None:
+    """--check without --transport http: the HTTP options all the same when MCP_AUTH=login, as the
+    HTTP server would read them, so that a key or public URL that would stop it fails the check first."""
+    if setting(env, "MCP_AUTH") != "login":
+        return None
+    return http_options(argparse.Namespace(**{**vars(args), "transport": "http"}), env, config)
+
+
+def sign_in_command(args: argparse.Namespace, config: Config, env: Mapping[str, str], out: typing.TextIO) -> int:
+    """``mediawiki-mcp sign-in list|revoke``: the sign-ins kept in the shared store; the exit status."""
+    if not config.state_url:
+        raise ConfigError("sign-in list and revoke read the shared store of MCP_STATE_URL, which is not set: "
+                          "without it, sign-ins live in the server process's own memory, which no other process "
+                          "can see (restarting that server signs everyone out)")
+    options = login_module("login_forms").sign_in_options(env, True, decrypts=False)
+    sign_ins = login_module().SignIns(ServerState.from_config(config), options, "http://localhost")
+    try:
+        if args.action == "revoke":  # as list shows them, or as they are
+            person = next((person["person"] for person in sign_ins.signed_in_people()
+                           if args.person in (person["person"], unreordered(person["person"]))), None)
+            if person is None:
+                print(f"No one is signed in as {unreordered(args.person)}; 'mediawiki-mcp sign-in list' names who "
+                      "is.", file=out)
+                return 1
+            sign_ins.sign_out_person(person)
+            print(f"Signed out {unreordered(person)}: every token of theirs is revoked; their MCP client asks them "
+                  "to sign in again.", file=out)
+            return 0
+        people = sign_ins.signed_in_people()
+    except WikiError as error:  # the store cannot be reached
+        print(f"mediawiki-mcp: {error.message}", file=sys.stderr)
+        return 1
+    if not people:
+        print("No one is signed in.", file=out)
+    rows = [("PERSON", "WIKI", "ACCOUNT", "SIGNED IN", "LIVE TOKENS")] + [
+        (unreordered(p["person"]), p["wiki"], unreordered(p["account"] or "-"), datetime.datetime.fromtimestamp(
+            p["since"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if p["since"] else "-",
+         str(p["tokens"])) for p in people]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows if people else ():
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    return 0
+
+
+def unreordered(text: str) -> str:
+    """A name a person chose as a terminal should show it (sign-in list): with any control or bidi
+    character escaped (U+202E as \\u202e, as logged() does), which MediaWiki keeps in user names or
+    strips only as it logs in, so that no name reorders the table."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
+def check_wikis(config: Config, out: typing.TextIO, http: HttpOptions | None = None) -> int:
+    """--check: connects to each wiki and prints its name, MediaWiki version, the account
+    the server acts as and the tools it can use there (the account's rights, the upload
+    directories), and with MCP_AUTH=login (``http.sign_in``) how people sign in. Returns the
+    exit status."""
+    state = ServerState.from_config(config)
+    offered = offered_tools(state)
+    failures = 0
+    for key, wiki, client in state.entries():
+        try:
+            site, account = client.site, client.account
+            tools = [spec.name for spec in offered if spec.scoped and (spec.read_only or not wiki.read_only)
+                     and (not spec.needs_extension or spec.needs_extension.lower() in client.extensions)
+                     and all(account.can(right) for right in spec.rights)
+                     and (config.upload_dirs or not spec.needs_upload_dirs)]
+        except WikiError as error:
+            failures += 1
+            print(f"{key}: FAILED: {error}", file=out)
+            continue
+        identity = ("anonymous" if account.anonymous else account.name
+                    + (f" (bot password {client.username})" if client.username else " (OAuth token)"))
+        unusable = [] if wiki.read_only else tags_not_applicable(client, wiki.tags)
+        failures += bool(unusable)
+        writes = ("read-only" if wiki.read_only else f"read; every write FAILS: the wiki does not let the "
+                  f"configured change tag{'s' * (len(unusable) > 1)} {', '.join(unusable)} be applied "
+                  "(Special:Tags defines them)" if unusable else "read and write")
+        print(f"{key}{' (default)' if key == config.default_wiki else ''}: {site.name}, {site.generator}, "
+              f"as {identity}, {writes}\n"
+              f"  API: {client.api_url}\n  Tools: {', '.join(tools)}", file=out)
+    unscoped = [spec.name for spec in offered if not spec.scoped]
+    if unscoped:
+        print(f"Server tools: {', '.join(unscoped)}", file=out)
+    store, store_down = state.reads.store, store_problem_at_start(state.reads.store)
+    if store.name != MemoryStore.name:
+        print(f"State store: {store.name}, " + (f"FAILED: it cannot be reached ({store_down}), so every write "
+                                                "is refused" if store_down else "reached"), file=out)
+    if http is not None and http.sign_in:
+        keys = len(http.sign_in.keys)
+        print(f"Sign-in: MCP_AUTH=login, public URL {http.public_url}"
+              + ("" if http.sign_in.public_url else " (the address listened on: MCP_PUBLIC_URL is not set)")
+              + f", {keys} key{'s' * (keys > 1)} in MCP_AUTH_SECRET", file=out)
+    chosen = (f"from {config.toolsets_from}" if config.toolsets_from else
+              "by default (MCP_TOOLSETS, or toolsets in a configuration file, chooses others)")
+    print(f"Toolsets: {', '.join(t for t in TOOLSETS if t in config.toolsets)} (of {', '.join(TOOLSETS)}), "
+          f"{chosen}", file=out)
+    if failures:
+        print(f"{failures} of {len(config.wikis)} wikis failed the check.", file=out)
+    return 1 if failures or store_down else 0
+
+
+def tags_not_applicable(client: MediaWikiClient, tags: Sequence[str]) -> list[str]:
+    """Those of ``tags`` that no write could carry: not defined on the wiki by hand, or not active
+    (MediaWiki's own tags, such as mw-undo, it applies itself)."""
+    if not tags:
+        return []
+    listed = client.get({"action": "query", "list": "tags", "tgprop": "defined|active", "tglimit": "max"})
+    usable = {t.get("name") for t in listed.get("query", {}).get("tags") or []
+              if t.get("defined") and t.get("active")}
+    return [tag for tag in tags if tag not in usable]
+
+
+#: Libraries whose DEBUG lines hold what a page says, kept at INFO even at DEBUG: sse-starlette logs each
+#: event it sends (a tool's answer, page text and all), urllib3 each request's URL (a read's parameters,
+#: such as wikitext to render or compare).
+TEXT_LOGGERS = ("sse_starlette", "urllib3")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argument_parser().parse_args(argv)
+    env = {name: value for name, value in os.environ.items() if value.strip() or not args.empty_means_unset}
+    try:
+        logging.basicConfig(level=setting(env, "MEDIAWIKI_MCP_LOG_LEVEL"), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for name in TEXT_LOGGERS:
+            logging.getLogger(name).setLevel(max(logging.getLogger().level, logging.INFO))
+        config = Config.from_env(env, config_path=args.config)
+        config = dataclasses.replace(config, upload_dirs=tuple(dict.fromkeys(
+            config.upload_dirs + upload_directories(args.upload_dirs, "--upload-dirs"))))
+        if args.command == "sign-in":
+            return sign_in_command(args, config, env, sys.stdout)
+        http = http_options(args, env, config)
+        state = ServerState.from_config(config, stateless=http is not None and http.stateless)
+        problem = store_problem_at_start(state.reads.store)
+    except ConfigError as error:
+        print(f"mediawiki-mcp: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        try:
+            signing_in = http if http is not None and http.sign_in else sign_in_to_check(args, env, config)
+        except ConfigError as error:
+            print(f"mediawiki-mcp: {error}", file=sys.stderr)
+            return 2
+        return check_wikis(config, sys.stdout, signing_in)
+    store = state.reads.store
+    if store.name != MemoryStore.name:
+        down = f", which cannot be reached now ({problem}): writes are refused until it is" if problem else ""
+        log.log(logging.WARNING if problem else logging.INFO, "Idempotency keys and reads are shared through %s%s",
+                store.name, down)
+    server = create_server(state=state)
+    if http is not None:
+        blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
+        return serve_http(server, http, blank if args.empty_means_unset else ())
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run("stdio")
     return 0
 
 

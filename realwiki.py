@@ -35,7 +35,7 @@ from xml.sax.saxutils import escape
 
 import requests
 
-import mediawiki_mcp as m
+from mediawiki_mcp.config import wiki_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,7 +319,7 @@ class RealWiki:
 
     @property
     def key(self) -> str:
-        return m.wiki_key(self.api)
+        return wiki_key(self.api)
 
     @property
     def version(self) -> str:

@@ -20,6 +20,7 @@ Run: python -m pytest test_mediawiki_mcp.py
 """
 from __future__ import annotations
 
+import ast
 import base64
 import concurrent.futures
 import contextlib
@@ -34,6 +35,7 @@ import io
 import json
 import logging
 import os
+import pkgutil
 import queue
 import re
 import secrets
@@ -60,8 +62,14 @@ import requests
 from mcp import Client, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
-import mediawiki_mcp as m
-import mediawiki_mcp_login as signin
+import mediawiki_mcp
+
+# interim: every module-level name of the package in one namespace, as the single file has them
+m = ModuleType("m")
+for _module in pkgutil.iter_modules(mediawiki_mcp.__path__):
+    if _module.name != "__main__":
+        vars(m).update(vars(importlib.import_module(f"mediawiki_mcp.{_module.name}")))
+signin = m
 from realwiki import (
     ALMANAC,
     ALMANAC_SECTIONS,
@@ -828,7 +836,8 @@ class HoldingProxy(DroppingProxy):
 # ---------------------------------------------------------------------------
 
 def run_script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py"), *args], capture_output=True,
+    """The package run as a program (python -m mediawiki_mcp, as the installed command runs it)."""
+    return subprocess.run([sys.executable, "-m", "mediawiki_mcp", *args], capture_output=True, cwd=HERE,
                           text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
@@ -14016,25 +14025,27 @@ def test_the_check_checks_the_sign_in_settings_over_any_transport_and_names_no_k
     assert not any(key in d.stdout + d.stderr for key in (new, old) for d in (checked, local))
 
 
-@pytest.mark.parametrize("missing, named", [
-    ("cryptography", "needs the cryptography package, which is not installed"),
-    ("mediawiki_mcp_login", "needs the file mediawiki_mcp_login.py beside mediawiki_mcp.py"),
-])
-def test_without_the_login_extra_the_server_stops_naming_it(missing: str, named: str) -> None:
+@pytest.mark.parametrize("single_file", [False, True], ids=["package", "single file"])
+def test_without_the_login_extra_the_server_stops_naming_it(single_file: bool, tmp_path: Path) -> None:
+    """Without cryptography the package names the extra; the single file, which does not carry the
+    sign-in, names the package (the extra with it) even where cryptography is installed."""
     from cryptography.fernet import Fernet
     env = {"MCP_AUTH": "login", "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
-    without = (f"import sys; sys.modules[{missing!r}] = None; import mediawiki_mcp; "
-               "raise SystemExit(mediawiki_mcp.main(['--transport', 'http']))")
-    done = subprocess.run([sys.executable, "-c", without], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env}, cwd=HERE, check=False)
-    assert done.returncode == 2, done.stderr
+    if single_file:
+        shutil.copy(HERE / "mediawiki_mcp.py", tmp_path)
+        command, named = [str(tmp_path / "mediawiki_mcp.py")], "needs the package, which the single file"
+    else:
+        command = ["-c", ("import sys; sys.modules['cryptography'] = None; import mediawiki_mcp; "
+                          "raise SystemExit(mediawiki_mcp.main(sys.argv[1:]))")]
+        named = "needs the cryptography"
+    done = subprocess.run([sys.executable, *command, "--transport", "http"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **env}, cwd=tmp_path if single_file else HERE, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert named in done.stderr and "pip install 'mediawiki-mcp[login]'" in done.stderr
     assert env["MCP_AUTH_SECRET"] not in done.stderr
 
 
-def test_the_sign_in_module_raises_the_errors_of_the_module_run_as_a_script() -> None:
-    # run as a script, mediawiki_mcp is __main__: a second copy imported by name would raise a
-    # ConfigError main() does not catch
+def test_a_bad_sign_in_key_stops_the_installed_program_naming_the_setting() -> None:
     done = run_script("--transport", "http", env={"MCP_AUTH": "login", "MCP_AUTH_SECRET": "not-a-fernet-key"})
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "mediawiki-mcp: MCP_AUTH_SECRET must hold Fernet keys" in done.stderr
@@ -14164,7 +14175,7 @@ def test_through_replicas_a_whole_write_without_latest_id_is_refused_not_based_o
 
 def start_script(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """The server started over stdio with nothing to read: it ends at once, unless it cannot start."""
-    return subprocess.run([sys.executable, str(HERE / "mediawiki_mcp.py")], stdin=subprocess.DEVNULL,
+    return subprocess.run([sys.executable, "-m", "mediawiki_mcp"], stdin=subprocess.DEVNULL, cwd=HERE,
                           capture_output=True, text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
@@ -14730,8 +14741,9 @@ def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_a
 # Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
 # ---------------------------------------------------------------------------
 
-GENERATED = ("server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json",
-             ".claude-plugin/marketplace.json", "README.md", "docs/configuration.md")
+GENERATED = ("mediawiki_mcp.py", "bundle/mediawiki_mcp.py", "server.json", "bundle/manifest.json",
+             "bundle/pyproject.toml", ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", "README.md",
+             "docs/configuration.md")
 
 
 def pyproject() -> dict[str, Any]:
@@ -14878,7 +14890,8 @@ def test_the_sdist_and_wheel_pass_twine_and_carry_complete_metadata(dists: Path)
     with zipfile.ZipFile(next(dists.glob("*.whl"))) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert {"mediawiki_mcp.py", "mediawiki_mcp_redis.py", "mediawiki_mcp_login.py"} <= set(names)
+    package = {f"mediawiki_mcp/{p.name}" for p in (HERE / "mediawiki_mcp").glob("*.py")}
+    assert package <= set(names) and "mediawiki_mcp.py" not in names  # the package; the single file is for copying
     assert not any(n.startswith(("test_", "benchmarks/", "bundle/", "packaging/", "generate")) for n in names)
     headers = [line.split(": ", 1) for line in metadata.split("\n\n", 1)[0].splitlines() if ": " in line]
     assert ["Version", m.__version__] in headers
@@ -15108,3 +15121,120 @@ def test_empty_means_unset_reads_blank_variables_as_not_given(wiki: RealWiki) ->
     checked = run_script("--check", "--empty-means-unset", env=blank)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{wiki.key} (default): Test Wiki" in checked.stdout and "as anonymous, read-only" in checked.stdout
+
+
+# ---------------------------------------------------------------------------
+# The package's shape, and the single file made from it
+# ---------------------------------------------------------------------------
+
+def single_file_maker() -> ModuleType:
+    """packaging/single_file.py, which holds the layers and makes the single file."""
+    spec = importlib.util.spec_from_file_location("single_file", HERE / "packaging" / "single_file.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def package_modules() -> dict[str, ast.Module]:
+    return {path.stem: ast.parse(path.read_text(), str(path)) for path in sorted((HERE / "mediawiki_mcp").glob("*.py"))
+            if not path.stem.startswith("__")}
+
+
+def relative_imports(tree: ast.Module) -> list[tuple[str, str]]:
+    """The package's modules a module imports, each with how: "type" (only the type checker sees it),
+    "lazy" (importlib, where a setting asks for it) or "run"."""
+    checking = {id(node) for top in tree.body if isinstance(top, ast.If) and ast.unparse(top.test) == "TYPE_CHECKING"
+                for node in ast.walk(top)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            targets = [node.module] if node.module else [alias.name for alias in node.names]
+            found += [(target, "type" if id(node) in checking else "run") for target in targets if target]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "importlib.import_module":
+            name = node.args[0]
+            if isinstance(name, ast.Constant):
+                found.append((name.value.lstrip("."), "lazy"))
+            else:  # login_module(name)'s f".{name}": the sign-in's two modules
+                found += [("login", "lazy"), ("login_forms", "lazy")]
+    return found
+
+
+def test_each_module_imports_only_the_layers_below_it() -> None:
+    """The client, the address guard and the text modules never import the server or the tools: each
+    module imports at run time only modules before it in LAYERS, and no module of LAYERS imports an
+    optional one by name (they are loaded by importlib where a setting asks, and named in OPTIONAL)."""
+    maker, modules = single_file_maker(), package_modules()
+    layers, optional = list(maker.LAYERS), maker.OPTIONAL
+    assert sorted(modules) == sorted(layers + list(optional)), "every module is in LAYERS or OPTIONAL"
+    upward = []
+    for name, tree in modules.items():
+        for target, how in relative_imports(tree):
+            assert target in modules, f"{name} imports {target}, which is not a module of the package"
+            if name in optional or how == "type":
+                continue  # an optional module sits above every layer; a type may be named from anywhere
+            if target in optional and how != "lazy":
+                upward.append(f"{name} imports the optional {target} by name")
+            elif target not in optional and layers.index(target) >= layers.index(name):
+                upward.append(f"{name} imports {target}, a layer above it")
+    assert not upward, upward
+    for lower in ("errors", "wire", "client", "guard", "render", "sections", "merge", "diff", "plaintext"):
+        reached, todo = set(), [lower]
+        while todo:
+            for target, how in relative_imports(modules[todo.pop()]):
+                if how != "type" and target not in reached:
+                    reached.add(target)
+                    todo.append(target)
+        assert not reached & {"server", "dispatch", "registry", "http", "cli", "edit", "pages"}, (lower, reached)
+
+
+def test_the_packages_modules_each_do_one_job_in_few_lines_and_share_no_name() -> None:
+    """A docstring saying its job, at most 700 lines, module-level names unique across the package (the
+    single file puts them in one namespace), and no module writing sys.modules."""
+    seen: dict[str, str] = {}
+    for name, tree in package_modules().items():
+        lines = len((HERE / "mediawiki_mcp" / f"{name}.py").read_text().splitlines())
+        assert ast.get_docstring(tree), f"{name}.py has no docstring saying its job"
+        assert lines <= 700, f"{name}.py has {lines} lines"
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined = [node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            else:
+                continue
+            for defined_name in defined:
+                assert seen.setdefault(defined_name, name) == name, (
+                    f"{defined_name} is defined in {seen[defined_name]}.py and {name}.py")
+        assert "sys.modules" not in ast.unparse(tree), f"{name}.py touches sys.modules"
+
+
+def test_a_bare_copy_of_the_single_file_serves_stdio_with_only_its_two_dependencies(
+        wiki: RealWiki, tmp_path: Path) -> None:
+    """The single file alone in an empty folder, run by uv from its PEP 723 header (an environment
+    with mcp and requests and nothing else): initialize, then get-page on the real wiki."""
+    from mcp.client.stdio import StdioServerParameters
+    shutil.copy(HERE / "mediawiki_mcp.py", tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAWIKI_", "MCP_", "VIRTUAL_ENV"))}
+    env.update(wiki.env(), UV_PYTHON=sys.executable, UV_PYTHON_DOWNLOADS="never", UV_NO_CONFIG="1",
+               UV_CACHE_DIR=os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv")))
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    assert uv, "uv is not installed: pip install -e '.[test]'"
+    probe = subprocess.run([uv, "run", "--script", "mediawiki_mcp.py", "--version"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert probe.returncode == 0 and probe.stdout.startswith("mediawiki-mcp "), probe.stderr[-2000:]
+    freeze = subprocess.run([uv, "run", "--script", "mediawiki_mcp.py", "--check"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert freeze.returncode == 0, freeze.stdout + freeze.stderr
+    process = StdioServerParameters(command=uv, args=["run", "--script", "mediawiki_mcp.py"], env=env,
+                                    cwd=str(tmp_path))
+
+    async def go() -> tuple[Any, Any]:
+        async with Client(process) as client:
+            return client.server_info, await client.call_tool("get-page", {"title": RIVER_ARTICLE})
+    server_info, page = anyio.run(go)
+    assert server_info.name == "mediawiki-mcp"
+    texts = [block.text for block in page.content if block.type == "text"]
+    assert not page.is_error and texts[0].startswith(f"Title: {RIVER_ARTICLE}\n"), texts
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mediawiki_mcp.py"]  # it wrote nothing beside itself

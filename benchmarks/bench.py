@@ -55,7 +55,13 @@ from load import relay
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-import mediawiki_mcp as m
+from mediawiki_mcp.calls import IDEMPOTENCY_MAX_KEYS, IdempotencyStore
+from mediawiki_mcp.config import Config
+from mediawiki_mcp.dispatch import run_tool
+from mediawiki_mcp.ledger import ReadLedger
+from mediawiki_mcp.settings import READ_LEDGER_MAX_ENTRIES
+from mediawiki_mcp.state import ServerState
+from mediawiki_mcp.store import MemoryStore, open_state_store
 from realwiki import BATCH_TITLES, SEARCH_WORD, StateServer, import_page, start_test_wiki
 
 #: (tool, arguments, what it shows). Tools the server does not offer are reported as such.
@@ -588,25 +594,25 @@ class TimedStore:
 def store_times(wiki: Any, appends: int) -> None:
     """Keyed appends through the server's own tool path (in this process, against the real wiki),
     each timed whole and in its state store calls: the in-memory store, then a real redis-server."""
-    config = m.Config.from_env({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": wiki.bot_user,
+    config = Config.from_env({"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_USERNAME": wiki.bot_user,
                                 "MEDIAWIKI_PASSWORD": wiki.bot_password})
     redis = StateServer("redis")
     print(f"\nstate store: {appends} keyed appends each (update-page mode=append with an idempotencyKey)")
     print(f"{'store':<10}{'on store median ms':>20}{'p99 ms':>9}{'whole append median ms':>24}")
     try:
-        for name, shared in (("memory", None), ("redis", m.open_state_store(redis.url))):
+        for name, shared in (("memory", None), ("redis", open_state_store(redis.url))):
             spent = [0.0]
-            state = m.ServerState.from_config(config)
-            ledger: Any = TimedStore(shared or m.MemoryStore(m.READ_LEDGER_MAX_ENTRIES), spent)  # a store alike
-            keys: Any = TimedStore(shared or m.MemoryStore(m.IDEMPOTENCY_MAX_KEYS), spent)
-            state.reads, state.idempotency = m.ReadLedger(store=ledger), m.IdempotencyStore(store=keys)
+            state = ServerState.from_config(config)
+            ledger: Any = TimedStore(shared or MemoryStore(READ_LEDGER_MAX_ENTRIES), spent)  # a store alike
+            keys: Any = TimedStore(shared or MemoryStore(IDEMPOTENCY_MAX_KEYS), spent)
+            state.reads, state.idempotency = ReadLedger(store=ledger), IdempotencyStore(store=keys)
             title = f"Store benchmark {name} {os.getpid()}"
-            m.run_tool(state, "create-page", {"title": title, "source": "Log:"})
+            run_tool(state, "create-page", {"title": title, "source": "Log:"})
             on_store, whole = [], []
             for i in range(appends):
                 spent[0] = 0.0
                 started = time.perf_counter()
-                blocks, failed = m.run_tool(state, "update-page", {
+                blocks, failed = run_tool(state, "update-page", {
                     "title": title, "mode": "append", "source": f"* {i}", "idempotencyKey": f"{title} {i}"})
                 whole.append(time.perf_counter() - started)
                 on_store.append(spent[0])

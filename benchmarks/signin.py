@@ -39,8 +39,12 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import mediawiki_mcp as m
-import mediawiki_mcp_login as login
+
+from mediawiki_mcp.cli import argument_parser
+from mediawiki_mcp.config import Config
+from mediawiki_mcp.http import MCP_PATH, HttpOptions, http_app, http_options
+from mediawiki_mcp.login_forms import SIGN_IN_PATH, SIGN_IN_SPACE
+from mediawiki_mcp.server import create_server
 from realwiki import start_test_wiki
 
 CALLBACK = "http://127.0.0.1:8976/callback"  # nothing listens: the code is read from the redirect
@@ -62,9 +66,9 @@ class WikiRequests:
         requests.Session.send = counted  # type: ignore[method-assign, assignment]
 
 
-def serve(server: Any, options: m.HttpOptions) -> str:
+def serve(server: Any, options: HttpOptions) -> str:
     import uvicorn
-    uv = uvicorn.Server(uvicorn.Config(m.http_app(server, options), host="127.0.0.1", port=options.port,
+    uv = uvicorn.Server(uvicorn.Config(http_app(server, options), host="127.0.0.1", port=options.port,
                                        log_config=None, access_log=False))
     threading.Thread(target=uv.run, daemon=True).start()
     while not uv.started:
@@ -85,7 +89,7 @@ def sign_in(base: str, username: str, password: str) -> str:
         "code_challenge": challenge, "code_challenge_method": "S256", "state": "s"}), timeout=30)
     fields = {name: html.unescape(value) for name, value in
               re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form.text)}
-    answer = browser.post(base + login.SIGN_IN_PATH, data={**fields, "username": username, "password": password},
+    answer = browser.post(base + SIGN_IN_PATH, data={**fields, "username": username, "password": password},
                           allow_redirects=False, timeout=60)
     code = urllib.parse.parse_qs(urllib.parse.urlsplit(answer.headers["location"]).query)["code"][0]
     tokens = requests.post(base + "/token", data={
@@ -101,7 +105,7 @@ def first_call(base: str, token: str) -> str:
 
     def post(body: dict[str, Any], session: str = "") -> requests.Response:
         sent = {**headers, "MCP-Protocol-Version": "2025-06-18", **({"Mcp-Session-Id": session} if session else {})}
-        return requests.post(base + m.MCP_PATH, data=json.dumps(body), headers=sent, timeout=60)
+        return requests.post(base + MCP_PATH, data=json.dumps(body), headers=sent, timeout=60)
     started = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
     session = started.headers["mcp-session-id"]
@@ -115,7 +119,7 @@ def first_call(base: str, token: str) -> str:
 def store_bytes(server: Any) -> int:
     store = server.state.reads.store
     return sum(len(key[2]) + len(value) for kind in store._kinds.values() for key, (value, _) in kind.items()
-               if key[0] == login.SIGN_IN_SPACE)
+               if key[0] == SIGN_IN_SPACE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             env = {"MEDIAWIKI_URL": wiki.api, "MEDIAWIKI_READ_ONLY": "false", "MCP_AUTH": "login",
                    "MCP_AUTH_SECRET": Fernet.generate_key().decode()}
-            server = m.create_server(m.Config.from_env(env))
+            server = create_server(Config.from_env(env))
             logging.getLogger().setLevel(logging.WARNING)  # the SDK's set-up logs each request at INFO
             with socket.socket() as probe:  # a free port, known before start: the issuer's address names it
                 probe.bind(("127.0.0.1", 0))
                 port = probe.getsockname()[1]
-            http = m.http_options(m.argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
+            http = http_options(argument_parser().parse_args(["--transport", "http", "--port", str(port)]), env)
             assert http is not None
             counter = WikiRequests(wiki.url)
             base = serve(server, http)

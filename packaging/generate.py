@@ -1,6 +1,7 @@
 """The files installers and registries read, and the generated tables of the documentation,
-built from the module's settings (SETTINGS), tool registry and toolsets:
+built from the package's settings (SETTINGS), tool registry and toolsets:
 
+- mediawiki_mcp.py, the single file users copy, made from the package (packaging/single_file.py);
 - server.json, the MCP registry's entry;
 - bundle/, the Claude Desktop bundle's sources (mcpb packs the directory);
 - .claude-plugin/, the Claude Code plugin's manifest and marketplace;
@@ -26,9 +27,15 @@ from typing import Any
 import tomllib
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-if str(CHECKOUT) not in sys.path:  # run as a script, sys.path starts at packaging/
-    sys.path.insert(0, str(CHECKOUT))
-import mediawiki_mcp as m
+for folder in (CHECKOUT, CHECKOUT / "packaging"):  # the package, and single_file.py beside this script
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+from single_file import single_file
+
+from mediawiki_mcp.cli import argument_parser
+from mediawiki_mcp.registry import REGISTRY
+from mediawiki_mcp.settings import DEFAULT_TOOLSETS, DEFAULT_WIKI_URL, SETTINGS, TOOLSETS
+from mediawiki_mcp.wire import __version__
 
 #: The MCP registry's schema for server.json.
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
@@ -40,7 +47,7 @@ REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/ser
 #: user turns it off, so no bundle edits anonymously. A list of directories cannot fill one
 #: variable (MCPB expands lists only into arguments), so upload folders go to --upload-dirs.
 BUNDLE_SETTINGS: tuple[tuple[str, str, str, Any, str], ...] = (
-    ("wiki_url", "string", "Wiki address", m.DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
+    ("wiki_url", "string", "Wiki address", DEFAULT_WIKI_URL, "MEDIAWIKI_URL"),
     ("username", "string", "Bot password user name", "", "MEDIAWIKI_USERNAME"),
     ("password", "string", "Bot password", "", "MEDIAWIKI_PASSWORD"),
     ("token", "string", "OAuth 2 access token", "", "MEDIAWIKI_TOKEN"),
@@ -62,15 +69,15 @@ def capitalised(text: str) -> str:
 def settings_table() -> str:
     """The table of the settings, one row each."""
     rows = [f"| {', '.join(f'`{name}`' for name in (s.variable, *s.also))} | "
-            f"{f'`{s.field}`' if s.field else ''} | {capitalised(s.help)}. |" for s in m.SETTINGS.values()]
+            f"{f'`{s.field}`' if s.field else ''} | {capitalised(s.help)}. |" for s in SETTINGS.values()]
     return "\n".join(["| variable | config file | meaning |", "|---|---|---|", *rows]) + "\n"
 
 
 def toolsets_table() -> str:
     """The table of the toolsets (TOOLSETS), each with its tools."""
-    rows = [f"| `{name}` | {'by default' if name in m.DEFAULT_TOOLSETS else ''} | {capitalised(about)}: "
-            + ", ".join(f"`{spec.name}`" for spec in m.REGISTRY.tools.values() if spec.toolset == name) + ". |"
-            for name, about in m.TOOLSETS.items()]
+    rows = [f"| `{name}` | {'by default' if name in DEFAULT_TOOLSETS else ''} | {capitalised(about)}: "
+            + ", ".join(f"`{spec.name}`" for spec in REGISTRY.tools.values() if spec.toolset == name) + ". |"
+            for name, about in TOOLSETS.items()]
     return "\n".join(["| toolset | offered | tools |", "|---|---|---|", *rows]) + "\n"
 
 
@@ -87,16 +94,17 @@ def packaging_files(checkout: Path = CHECKOUT) -> dict[str, str]:
     and the checkout's pyproject.toml (name, description, links, dependencies), LICENSE and the
     documents that hold the tables."""
     project = tomllib.loads((checkout / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    single = single_file(checkout / "mediawiki_mcp")
     urls = project["urls"]
-    helps = {row.variable: row.described for row in m.SETTINGS.values()}
-    helps.update((flag, action.help or "") for action in m.argument_parser()._actions
+    helps = {row.variable: row.described for row in SETTINGS.values()}
+    helps.update((flag, action.help or "") for action in argument_parser()._actions
                  for flag in action.option_strings)
 
     def config_field(kind: str, title: str, default: Any, target: str) -> dict[str, Any]:
         """A field for the user to fill in, as MCPB's user_config and Claude Code's userConfig share."""
         field = {"type": kind, "title": title, "description": capitalised(helps[target]), "default": default}
         return field | ({"multiple": True} if isinstance(default, list) else {}) | (
-            {"sensitive": True} if target in m.SETTINGS and m.SETTINGS[target].secret else {})
+            {"sensitive": True} if target in SETTINGS and SETTINGS[target].secret else {})
 
     user_config: dict[str, Any] = {}
     env: dict[str, str] = {}
@@ -109,14 +117,14 @@ def packaging_files(checkout: Path = CHECKOUT) -> dict[str, str]:
             env[target] = f"${{user_config.{key}}}"
     manifest = {
         "manifest_version": "0.4", "name": project["name"], "display_name": "MediaWiki",
-        "version": m.__version__, "description": project["description"], "author": project["authors"][0],
+        "version": __version__, "description": project["description"], "author": project["authors"][0],
         "repository": {"type": "git", "url": urls["Repository"]}, "homepage": urls["Homepage"],
         "support": urls["Issues"], "license": project["license"], "keywords": project["keywords"],
         # uv runs the module with its PEP 723 dependencies, on any platform: a bundle shipping
         # them would need one build per platform (pydantic-core and others are compiled).
         "server": {"type": "uv", "entry_point": "mediawiki_mcp.py",
                    "mcp_config": {"command": "uv", "args": args, "env": env}},
-        "tools": [{"name": spec.name, "description": spec.description()} for spec in m.REGISTRY.tools.values()],
+        "tools": [{"name": spec.name, "description": spec.description()} for spec in REGISTRY.tools.values()],
         "compatibility": {"platforms": ["darwin", "linux", "win32"],
                           "runtimes": {"python": project["requires-python"]}},
         "user_config": user_config,
@@ -125,18 +133,18 @@ def packaging_files(checkout: Path = CHECKOUT) -> dict[str, str]:
         "$schema": REGISTRY_SCHEMA,
         # The registry's rule for a project on GitHub: io.github.<owner>/<repository>.
         "name": "io.github." + urllib.parse.urlsplit(urls["Repository"]).path.strip("/"),
-        "title": "MediaWiki", "description": project["description"], "version": m.__version__,
+        "title": "MediaWiki", "description": project["description"], "version": __version__,
         "repository": {"url": urls["Repository"], "source": "github"}, "websiteUrl": urls["Homepage"],
         "packages": [{
             "registryType": "pypi", "registryBaseUrl": "https://pypi.org", "identifier": project["name"],
-            "version": m.__version__, "runtimeHint": "uvx", "transport": {"type": "stdio"},
+            "version": __version__, "runtimeHint": "uvx", "transport": {"type": "stdio"},
             "environmentVariables": [{"name": row.variable, "description": capitalised(row.described),
                                       "isRequired": False, "isSecret": row.secret}
-                                     for row in m.SETTINGS.values()]}],
+                                     for row in SETTINGS.values()]}],
     }
     plugin_rows = [PLUGIN_UPLOAD_DIR if row[4].startswith("--") else row for row in BUNDLE_SETTINGS]
     plugin = {
-        "name": project["name"], "version": m.__version__, "description": project["description"],
+        "name": project["name"], "version": __version__, "description": project["description"],
         "author": project["authors"][0], "homepage": urls["Homepage"], "repository": urls["Repository"],
         "license": project["license"], "keywords": project["keywords"],
         "userConfig": {key: config_field(*rest) for key, *rest in plugin_rows},
@@ -150,7 +158,7 @@ def packaging_files(checkout: Path = CHECKOUT) -> dict[str, str]:
                    "description": f"{plugin['name']}, the Claude Code plugin",
                    "plugins": [{"name": plugin["name"], "source": "./", "description": project["description"]}]}
     bundle_project = "".join(f"{field} = {json.dumps(value)}\n" for field, value in (
-        ("name", project["name"]), ("version", m.__version__), ("description", project["description"]),
+        ("name", project["name"]), ("version", __version__), ("description", project["description"]),
         ("requires-python", project["requires-python"]), ("dependencies", project["dependencies"])))
     documents: dict[str, str] = {}
     for path, table, make in TABLES:
@@ -165,7 +173,8 @@ def packaging_files(checkout: Path = CHECKOUT) -> dict[str, str]:
             ".claude-plugin/plugin.json": as_json(plugin),
             ".claude-plugin/marketplace.json": as_json(marketplace),
             "bundle/pyproject.toml": "[project]\n" + bundle_project,
-            "bundle/mediawiki_mcp.py": Path(m.__file__).read_text(encoding="utf-8"),
+            "mediawiki_mcp.py": single,
+            "bundle/mediawiki_mcp.py": single,
             "bundle/LICENSE": (checkout / "LICENSE").read_text(encoding="utf-8")}
 
 

@@ -1,13 +1,12 @@
 """The state store of mediawiki-mcp in Valkey or Redis (MCP_STATE_URL), shared by replicas.
 
-Only ``pip install 'mediawiki-mcp[redis]'`` users need this module; mediawiki_mcp.py runs
+Only ``pip install 'mediawiki-mcp[redis]'`` users need this module; the server runs
 without it when MCP_STATE_URL is unset. It knows nothing of that module: what a failure to
-reach the store turns into is given to RedisStore by mediawiki_mcp.open_state_store.
+reach the store turns into is given to RedisStore by store.open_state_store.
 """
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import socket
@@ -18,15 +17,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
-if TYPE_CHECKING:  # not at run time: run as a script, mediawiki_mcp is __main__, not this name
-    from mediawiki_mcp import StateKey
+from .wire import log
 
-log = logging.getLogger("mediawiki_mcp")
+if TYPE_CHECKING:
+    from .store import StateKey
+
 
 #: A claim on an idempotency key lapses this long after the replica running its call stops
 #: renewing it (it renews it every third of this), so a replica that dies mid-write is known to
 #: have died within this time.
 LEASE_SECONDS = 15.0
+
+
 #: Seconds to connect to the store and to wait for each of its answers.
 TIMEOUT_SECONDS = 2.0
 

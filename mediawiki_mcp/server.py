@@ -1,0 +1,228 @@
+"""create_server: the SDK's server wired to this server's tools, prompts, resources and completion."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import WikiError
+from .wire import __version__, log
+
+# isort: off
+# The tool modules: importing one registers its tools (@tool), and tools/list shows them in this order.
+from . import read_pages, read_search, read_history, read_origin, read_links, read_users  # noqa: F401
+from . import write_pages, write_admin, write_files, write_everyday, write_replace, write_copy  # noqa: F401
+# isort: on
+from .calls import on_own_thread
+from .config import Config
+from .confirm import CallProgress, confirmer, progress_reporter, run_guarded
+from .dispatch import Session, caller_of, note_tool_call, offered_tools, run_tool, session_of, unlisted_arguments
+from .identity import Person
+from .pages import ListChanges
+from .prompts import completion_values, listed_prompt, offered_prompts, prompt_arguments, prompt_text
+from .registry import Confirmer
+from .state import ServerState
+from .stdio import serve_stdio
+from .wikis import WIKI_RESOURCE_TEMPLATE, wiki_resources, wiki_summary
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    class WikiServer(MCPServer):
+        state: ServerState
+
+
+@functools.cache
+def wiki_server_class() -> Any:
+    """WikiServer, made on first use: the SDK is imported only when a server is built."""
+    from mcp.server.mcpserver import MCPServer
+
+    class WikiServer(MCPServer):
+        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
+
+        def __init__(self, state: ServerState, **options: Any) -> None:
+            super().__init__(**options)
+            self.state = state
+
+        async def run_stdio_async(self) -> None:
+            await serve_stdio(self)
+    return WikiServer
+
+
+def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
+    """Builds the MCP server for a configuration (default: the environment's) or a server state."""
+    import mcp_types as mt
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+    from mcp.shared.exceptions import MCPError
+
+    state = state or ServerState.from_config(config or Config.from_env())
+    bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
+    server: WikiServer = wiki_server_class()(
+        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
+            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
+            f"the default wiki is {state.config.default_wiki}."))
+    changes = ListChanges(state, bus)
+
+    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
+    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
+    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
+    async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        changes.listening(ctx)
+        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
+        # a person's rights decide their tools, which may take a login to their wikis
+        tools = (listed_tools(state, session, confirmer=who) if person is None
+                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
+        return mt.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        # Tools run on threads, which cannot talk to the session; so the lists are compared
+        # before and after the call, and a change is announced from here.
+        changes.listening(ctx)
+        session, caller = session_of(ctx), caller_of(state, ctx)
+        before, loaded = changes.lists(), session.loaded if session else None
+        wiki, write = turn_of(state, params.name, params.arguments)
+        progress = CallProgress(ctx)
+        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
+                                caller, session)
+        try:
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
+        except WikiError as error:  # the server is stopping
+            blocks, is_error = [str(error)], True
+        note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
+        await changes.announce(before)
+        if session and loaded is not None and session.loaded != loaded:
+            await changes.announce_to(ctx, loaded)
+        return mt.CallToolResult(content=[
+            mt.TextContent(type="text", text=b) if isinstance(b, str) else b for b in blocks],
+            is_error=is_error)
+
+    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        changes.listening(ctx)
+        return mt.ListResourcesResult(resources=[mt.Resource(**r) for r in wiki_resources(state)])
+
+    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        key = uri.removeprefix("mcp://wikis/")
+        if not uri.startswith("mcp://wikis/") or key not in state.wikis:
+            raise MCPError(code=mt.INVALID_PARAMS, data={"uri": uri}, message=(
+                f"Unknown resource {uri}; the wikis are {', '.join(f'mcp://wikis/{k}' for k in state.wikis)}."))
+        try:
+            text = await state.calls.run(key, functools.partial(wiki_summary, state, key), write=False)
+        except WikiError as error:  # the server is stopping
+            raise MCPError(code=mt.INTERNAL_ERROR, message=error.message) from None
+        return mt.ReadResourceResult(contents=[mt.TextResourceContents(uri=uri, mime_type="text/plain", text=text)])
+
+    # Prompts and completion come from PROMPTS, listed as offered_prompts allows each session.
+    async def list_prompts(ctx: Any, params: Any) -> mt.ListPromptsResult:
+        changes.listening(ctx)
+        return mt.ListPromptsResult(prompts=listed_prompts(state, session_of(ctx)))
+
+    async def get_prompt(ctx: Any, params: mt.GetPromptRequestParams) -> mt.GetPromptResult:
+        try:
+            prompt, text = prompt_text(state, params.name, params.arguments, session_of(ctx))
+        except WikiError as error:
+            raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+        return mt.GetPromptResult(description=prompt.description, messages=[
+            mt.PromptMessage(role="user", content=mt.TextContent(type="text", text=text))])
+
+    async def complete(ctx: Any, params: mt.CompleteRequestParams) -> mt.CompleteResult:
+        kind = completed_kind(state, params.ref, params.argument.name, session_of(ctx))
+        named = (params.context.arguments or {}).get("wiki") if params.context else None
+        try:
+            key = state.resolve_wiki(named) if kind in ("page", "category") else ""
+            job = functools.partial(completion_values, state, kind, params.argument.value, key,
+                                    caller_of(state, ctx).person)
+            values, more = await state.calls.run(key, job, write=False)
+        except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
+            log.info("no completion for %s: %s", params.argument.name, error)
+            values, more = [], False
+        return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
+
+    lowlevel = server._lowlevel_server  # private: see the comment above
+    lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
+    lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
+    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
+    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
+    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
+    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
+    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
+    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
+    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
+    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
+    capabilities = lowlevel.get_capabilities
+
+    def get_capabilities(notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> mt.ServerCapabilities:
+        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
+
+    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
+    return server
+
+
+async def list_resource_templates(ctx: Any, params: Any) -> Any:
+    """resources/templates/list's answer, the same for every server."""
+    import mcp_types as mt
+
+    return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
+        uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
+        description="A configured wiki: its name, public address, API address and access.")])
+
+
+def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, person)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
+    import mcp_types as mt
+
+    return [mt.Prompt(name=prompt.name, title=prompt.title, description=prompt.description,
+                      arguments=[mt.PromptArgument(name=a.name, description=a.description, required=a.required)
+                                 for a in prompt_arguments(state, prompt)])
+            for prompt in offered_prompts(state, session)]
+
+
+def completed_kind(state: ServerState, ref: Any, argument: str, session: Session | None) -> str | None:
+    """What an argument of completion/complete names (PromptArg's ``completes``); an unknown
+    reference is an MCP error."""
+    import mcp_types as mt
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(ref, mt.ResourceTemplateReference):
+        if ref.uri != WIKI_RESOURCE_TEMPLATE:
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown resource template {ref.uri}; this server's "
+                           f"is {WIKI_RESOURCE_TEMPLATE}.")
+        return "wiki" if argument == "key" else None
+    try:
+        prompt = listed_prompt(state, ref.name, session)
+    except WikiError as error:
+        raise MCPError(code=mt.INVALID_PARAMS, message=str(error)) from None
+    return next((a.completes for a in prompt_arguments(state, prompt) if a.name == argument), None)
+
+
+def turn_of(state: ServerState, name: str, arguments: Mapping[str, Any] | None) -> tuple[str, bool]:
+    """The wiki whose turn a tools/call waits for ('' for none), and whether the call may change it."""
+    spec = state.registry.tools.get(name)
+    if spec is None or not spec.scoped:
+        return "", False
+    try:
+        return state.resolve_wiki((arguments or {}).get("wiki")), not spec.read_only
+    except WikiError:
+        return "", not spec.read_only
