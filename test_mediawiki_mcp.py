@@ -14741,8 +14741,8 @@ def test_while_the_store_is_stopped_or_gone_every_sign_in_endpoint_answers_503_a
 # Packaging: the wheel, the Claude Desktop bundle, the registry entry, the clients
 # ---------------------------------------------------------------------------
 
-GENERATED = ("mediawiki_mcp.py", "server.json", "bundle/manifest.json", "bundle/pyproject.toml", ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", "README.md",
-             "docs/configuration.md")
+GENERATED = ("mediawiki_mcp.py", "server.json", "bundle/manifest.json", "bundle/pyproject.toml",
+             ".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", "README.md", "docs/configuration.md")
 
 
 def pyproject() -> dict[str, Any]:
