@@ -232,19 +232,27 @@ MW_NEXT_STEP = {
 
 class WikiError(Exception):
     """A failure a tool's caller is told about (configuration that cannot work is a ConfigError,
-    at start), made by the factory of its category below. ``str(error)`` is the text the model
-    receives: ``category: message``. Code that handles one branches on ``category`` or ``code``,
-    never on the message."""
+    at start), made by the factory of its category below: the raiser's ``message``, MediaWiki's
+    ``code`` when the API refused, and what dispatch adds where the call ends: the ``wiki`` it
+    happened on, where several serve, and ``notes`` after the message (the tools it names that
+    are not offered, a person's account to fix). ``str(error)`` renders them once into the text
+    the model receives: ``category: message``. Code that handles one branches on ``category`` or
+    ``code``, never on the message."""
 
     def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
         assert category in typing.get_args(ErrorCategory), category
         super().__init__(category, message)
         self.category = category
         self.message = message
-        self.code = code  # MediaWiki's error code, when the error came from the API
+        self.code = code
+        self.wiki = ""
+        self.notes: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.category}: {self.message}"
+        text = " ".join((self.message, *self.notes))
+        if self.wiki and not re.search(rf"(?<![\w.-]){re.escape(self.wiki)}(?![\w-]|\.\w)", text):
+            text = f"On the wiki {self.wiki}: {text}"  # unless the message names it already
+        return f"{self.category}: {text}"
 
 
 class ResponseLost(WikiError):
@@ -258,23 +266,11 @@ class ResponseLost(WikiError):
 #: One factory per category: ``raise not_found(message)``, or ``not_found(message, code)`` for an
 #: error that MediaWiki answered with ``code``. NEXT_STEP holds each category's usual next step.
 not_found = functools.partial(WikiError, "not_found")
-
-
 permission_denied = functools.partial(WikiError, "permission_denied")
-
-
 invalid_input = functools.partial(WikiError, "invalid_input")
-
-
 conflict = functools.partial(WikiError, "conflict")
-
-
 authentication = functools.partial(WikiError, "authentication")
-
-
 rate_limited = functools.partial(WikiError, "rate_limited")
-
-
 upstream_failure = functools.partial(WikiError, "upstream_failure")
 
 
@@ -5441,17 +5437,18 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
-        text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
         if write and person:
             log_persons_write(person, write, error.category)
+        error.wiki = source if len(state.wikis) > 1 else ""
+        error.notes = unoffered_notes(error.message, state, {s.name for s in offered} | {name}, session)
         if as_person and person and error.category == "authentication":
-            text += (f" Nothing was done as another account. {person.name} needs a working bot password "
-                     f"of their own here: {person.account_fix()}.")
-        return [error_naming_the_wiki(state, source, text)], True
+            error.notes += ((f"Nothing was done as another account. {person.name} needs a working bot password "
+                             f"of their own here: {person.account_fix()}."),)
+        return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
-        return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
-                 "the details.")], True
+        return [str(WikiError("upstream_failure", f"{name} failed unexpectedly ({type(exc).__name__}); the "
+                              "server log has the details."))], True
     if write and person:
         log_persons_write(person, write, "done")
     return as_blocks(result), False
@@ -5585,11 +5582,12 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
 
 
 def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
-    """An error that names its wiki, when there are several and it does not already."""
-    if len(state.wikis) < 2 or not key or re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-]|\.\w)", text):
-        return text
+    """The text of an error (``str(error)``) as naming its wiki ``key`` (WikiError.wiki), for a
+    caller that holds only the text."""
     category, _, message = text.partition(": ")
-    return f"{category}: On the wiki {key}: {message}"
+    error = WikiError(typing.cast(ErrorCategory, category), message)
+    error.wiki = key if len(state.wikis) > 1 else ""
+    return str(error)
 
 
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
@@ -5647,13 +5645,13 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
                "written again. Its result:\n")
 
 
-def noting_unoffered(text: str, state: ServerState, listed: Collection[str],
-                     session: Session | None = None) -> str:
-    """An error's text, with a note for each tool it names that is not ``listed`` (the tools offered
-    and the one called), rather than send the model to it."""
-    named = set(re.findall(r"[\w-]+", text)) - set(listed)
-    return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
-                          for spec in state.registry.tools.values() if spec.name in named)
+def unoffered_notes(message: str, state: ServerState, listed: Collection[str],
+                    session: Session | None = None) -> tuple[str, ...]:
+    """A note for each tool an error's message names that is not ``listed`` (the tools offered and
+    the one called), rather than send the model to it."""
+    named = set(re.findall(r"[\w-]+", message)) - set(listed)
+    return tuple(f"{spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
+                 for spec in state.registry.tools.values() if spec.name in named)
 
 
 def toolset_hint(state: ServerState, spec: ToolSpec, session: Session | None = None) -> str:

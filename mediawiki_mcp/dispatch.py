@@ -227,17 +227,18 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
             return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
-        text = noting_unoffered(str(error), state, {s.name for s in offered} | {name}, session)
         if write and person:
             log_persons_write(person, write, error.category)
+        error.wiki = source if len(state.wikis) > 1 else ""
+        error.notes = unoffered_notes(error.message, state, {s.name for s in offered} | {name}, session)
         if as_person and person and error.category == "authentication":
-            text += (f" Nothing was done as another account. {person.name} needs a working bot password "
-                     f"of their own here: {person.account_fix()}.")
-        return [error_naming_the_wiki(state, source, text)], True
+            error.notes += ((f"Nothing was done as another account. {person.name} needs a working bot password "
+                             f"of their own here: {person.account_fix()}."),)
+        return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
-        return [(f"upstream_failure: {name} failed unexpectedly ({type(exc).__name__}); the server log has "
-                 "the details.")], True
+        return [str(WikiError("upstream_failure", f"{name} failed unexpectedly ({type(exc).__name__}); the "
+                              "server log has the details."))], True
     if write and person:
         log_persons_write(person, write, "done")
     return as_blocks(result), False
@@ -371,11 +372,12 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
 
 
 def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
-    """An error that names its wiki, when there are several and it does not already."""
-    if len(state.wikis) < 2 or not key or re.search(rf"(?<![\w.-]){re.escape(key)}(?![\w-]|\.\w)", text):
-        return text
+    """The text of an error (``str(error)``) as naming its wiki ``key`` (WikiError.wiki), for a
+    caller that holds only the text."""
     category, _, message = text.partition(": ")
-    return f"{category}: On the wiki {key}: {message}"
+    error = WikiError(typing.cast(ErrorCategory, category), message)
+    error.wiki = key if len(state.wikis) > 1 else ""
+    return str(error)
 
 
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
@@ -433,13 +435,13 @@ REPEAT_NOTE = ("Repeat: a call with this idempotencyKey and these arguments alre
                "written again. Its result:\n")
 
 
-def noting_unoffered(text: str, state: ServerState, listed: Collection[str],
-                     session: Session | None = None) -> str:
-    """An error's text, with a note for each tool it names that is not ``listed`` (the tools offered
-    and the one called), rather than send the model to it."""
-    named = set(re.findall(r"[\w-]+", text)) - set(listed)
-    return text + "".join(f" {spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
-                          for spec in state.registry.tools.values() if spec.name in named)
+def unoffered_notes(message: str, state: ServerState, listed: Collection[str],
+                    session: Session | None = None) -> tuple[str, ...]:
+    """A note for each tool an error's message names that is not ``listed`` (the tools offered and
+    the one called), rather than send the model to it."""
+    named = set(re.findall(r"[\w-]+", message)) - set(listed)
+    return tuple(f"{spec.name} is not offered by this server{toolset_hint(state, spec, session)}."
+                 for spec in state.registry.tools.values() if spec.name in named)
 
 
 def toolset_hint(state: ServerState, spec: ToolSpec, session: Session | None = None) -> str:

@@ -3,6 +3,7 @@ step each suggests, and WikiError, which every refusal raises."""
 from __future__ import annotations
 
 import functools
+import re
 import typing
 from typing import Literal
 
@@ -170,19 +171,27 @@ MW_NEXT_STEP = {
 
 class WikiError(Exception):
     """A failure a tool's caller is told about (configuration that cannot work is a ConfigError,
-    at start), made by the factory of its category below. ``str(error)`` is the text the model
-    receives: ``category: message``. Code that handles one branches on ``category`` or ``code``,
-    never on the message."""
+    at start), made by the factory of its category below: the raiser's ``message``, MediaWiki's
+    ``code`` when the API refused, and what dispatch adds where the call ends: the ``wiki`` it
+    happened on, where several serve, and ``notes`` after the message (the tools it names that
+    are not offered, a person's account to fix). ``str(error)`` renders them once into the text
+    the model receives: ``category: message``. Code that handles one branches on ``category`` or
+    ``code``, never on the message."""
 
     def __init__(self, category: ErrorCategory, message: str, code: str = "") -> None:
         assert category in typing.get_args(ErrorCategory), category
         super().__init__(category, message)
         self.category = category
         self.message = message
-        self.code = code  # MediaWiki's error code, when the error came from the API
+        self.code = code
+        self.wiki = ""
+        self.notes: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.category}: {self.message}"
+        text = " ".join((self.message, *self.notes))
+        if self.wiki and not re.search(rf"(?<![\w.-]){re.escape(self.wiki)}(?![\w-]|\.\w)", text):
+            text = f"On the wiki {self.wiki}: {text}"  # unless the message names it already
+        return f"{self.category}: {text}"
 
 
 class ResponseLost(WikiError):
@@ -196,23 +205,11 @@ class ResponseLost(WikiError):
 #: One factory per category: ``raise not_found(message)``, or ``not_found(message, code)`` for an
 #: error that MediaWiki answered with ``code``. NEXT_STEP holds each category's usual next step.
 not_found = functools.partial(WikiError, "not_found")
-
-
 permission_denied = functools.partial(WikiError, "permission_denied")
-
-
 invalid_input = functools.partial(WikiError, "invalid_input")
-
-
 conflict = functools.partial(WikiError, "conflict")
-
-
 authentication = functools.partial(WikiError, "authentication")
-
-
 rate_limited = functools.partial(WikiError, "rate_limited")
-
-
 upstream_failure = functools.partial(WikiError, "upstream_failure")
 
 
