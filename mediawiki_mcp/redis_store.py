@@ -57,23 +57,17 @@ def read_to_wire(read: PageRead) -> str:
                        [0, 0], list(read.section_starts.items())])
 
 
-def base_to_wire(base: Base) -> str:
-    return json.dumps([base.revid, base.order, base.whole, *([True] if base.shown else [])])
-
-
 def json_tuples(value: Any) -> Any:
     return tuple(map(json_tuples, value)) if isinstance(value, list) else value
 
 
 #: The read ledger's kinds of entries, as they are written in the store (the text of others is
-#: kept as it is): to a value, and from it. Replicas of other versions read and write them too.
+#: kept as it is): from it, and to it. Replicas of other versions read and write them too.
 LEDGER_WIRE: dict[str, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
     "read": (read_from_wire, read_to_wire),
-    "base": (lambda text: Base(*json.loads(text)), base_to_wire),
-    "outline": (lambda text: Base(*json.loads(text)), base_to_wire),
-    "cut": (lambda text: json_tuples(json.loads(text)), json.dumps),
-    "preview": (lambda text: json_tuples(json.loads(text)), json.dumps),
-    "rendered": (lambda text: json_tuples(json.loads(text)), json.dumps),
+    **dict.fromkeys(("base", "outline"), (lambda text: Base(*json.loads(text)), lambda base: json.dumps(
+        [base.revid, base.order, base.whole, *([True] if base.shown else [])]))),
+    **dict.fromkeys(("cut", "preview", "rendered"), (lambda text: json_tuples(json.loads(text)), json.dumps)),
     "ledger": (lambda text: LedgerIndex(**json.loads(text)), lambda index: json.dumps(dataclasses.asdict(index))),
 }
 
