@@ -4368,10 +4368,10 @@ def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
     return (wiki, kind, f"{caller}|{name}" if caller else name)
 
 
-def merged_ranges(ranges: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Byte ranges in order, those that overlap or touch joined."""
     joined: list[tuple[int, int]] = []
-    for start, end in sorted((int(a), int(b)) for a, b in ranges):
+    for start, end in sorted(ranges):
         if joined and start <= joined[-1][1]:
             joined[-1] = (joined[-1][0], max(joined[-1][1], end))
         else:
@@ -4409,7 +4409,7 @@ class PageRead:
 @dataclasses.dataclass(frozen=True)
 class Base:
     """A revision of a page the caller was shown (kinds ``base`` and ``outline``): ``whole``, all of
-    it; ``shown``, without its wikitext (ClientReads.shown), not by a read of its wikitext or a save."""
+    it; ``shown``, without its wikitext (ClientReads.showed), not by a read of its wikitext or a save."""
     revid: int
     order: int
     whole: bool = False
@@ -4444,7 +4444,7 @@ def entry_size(value: object) -> int:
     return len(value) if isinstance(value, str) else 8
 
 
-#: How many renderings of a page (ClientReads.rendered) are remembered.
+#: How many renderings of a page (Shown.rendered) are remembered.
 RENDERINGS_KEPT = 4
 
 
@@ -4530,6 +4530,23 @@ class ReadLedger:
 
 
 @dataclasses.dataclass(frozen=True)
+class Shown:
+    """What a read tool showed of a page (ClientReads.showed records it): of revision ``revid``, the
+    page's latest or not, the bytes ``span`` of wikitext ``text`` (the page's, or section ``section``'s,
+    asked for by ``heading``); or, with no text, the revision ID alone, with ``rendered`` text of it,
+    and its section numbers (``outline``) or not."""
+    title: str
+    revid: int
+    text: str | None = None
+    span: tuple[int, int] = (0, 0)
+    section: int | None = None
+    heading: str | None = None
+    latest: bool = True
+    rendered: tuple[str, ...] = ()
+    outline: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
 class ClientReads:
     """The read ledger of one caller on one wiki, per page and section: which bytes of which
     revision it read, so that text seen only in part is not written back whole; the latest revision
@@ -4546,6 +4563,21 @@ class ClientReads:
     @property
     def told_apart(self) -> bool:
         return told_apart(self.caller)
+
+    def showed(self, blocks: list[str], *shown: Shown) -> list[str]:
+        """A read tool's answer ``blocks``, once what it showed is recorded: the one place read tools
+        note their reads, ahead of it a note for the model where one could not be recorded yet."""
+        notes = []
+        for page in shown:
+            if page.text is not None:
+                notes.append(self.record(page.title, page.section, page.revid, page.text, page.span,
+                                         latest=page.latest, heading=page.heading))
+                continue
+            if page.rendered:  # neither the text whole nor as shown is wikitext to write back
+                self._rendered(page.title, *page.rendered)
+            if page.latest and page.revid:
+                self._shown(page.title, page.revid, page.outline)
+        return [*dict.fromkeys(note for note in notes if note), *blocks]
 
     def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
                latest: bool = True, heading: str | None = None) -> str | None:
@@ -4631,7 +4663,7 @@ class ClientReads:
         last = self._get("base", f"{title}|None")
         return bool(last and last.revid == revid and last.whole)
 
-    def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
+    def _shown(self, title: str, revid: int, outline: bool) -> None:
         """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
         wikitext (rendered, in finds, only its ID): where the caller read none of the page's wikitext,
         it is the base of the caller's next write, as a read of its wikitext would be; where it did,
@@ -4653,7 +4685,7 @@ class ClientReads:
         """The revision the caller's last dry run of ``change`` showed, and the one its save made, if any."""
         return self._get("preview", preview_entry(title, change))  # type: ignore[no-any-return]
 
-    def rendered(self, title: str, *texts: str) -> None:
+    def _rendered(self, title: str, *texts: str) -> None:
         """Notes rendered text of a page shown to the caller: it is refused as wikitext (shows_rendered)."""
         digests = [rendering_digest(text) for text in texts]
 
@@ -6575,9 +6607,8 @@ def get_page(
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
-            if revision.get("revid"):
-                ctx.reads.shown(page["title"], revision["revid"], outline=False)
-            return [page_header(ctx, page, revision, redirected, metadata, section)]
+            return ctx.reads.showed([page_header(ctx, page, revision, redirected, metadata, section)],
+                                    Shown(page["title"], revision.get("revid") or 0, outline=False))
         number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
                                             text=slot_text(ctx, revision, number, page["title"]))
         sections = wikitext_sections(text, ctx.site.syntax)
@@ -6591,15 +6622,12 @@ def get_page(
         again=again or None, outline=outline_call(page.get("title") or title),
         sections=None if number is not None else sections)
     if content != "source":
-        if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-            ctx.reads.rendered(page["title"], text, piece.text)
-            ctx.reads.shown(page["title"], revision.get("revid") or 0)
-        return blocks
+        seen = [Shown(page["title"], revision.get("revid") or 0, rendered=(text, piece.text))]
+        return ctx.reads.showed(blocks, *seen if page.get("title") else [])
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
-    note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
-                            heading=section_heading(text, 1, ctx.site.syntax) if number else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(page["title"], revision.get("revid", 0), text, (piece.start, piece.end),
+                                          number, section_heading(text, 1, ctx.site.syntax) if number else None))
 
 
 def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
@@ -6715,7 +6743,7 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
-def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
+def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns a page's outline and revision ID: each section's number, heading and size."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
@@ -6739,10 +6767,10 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
-    ctx.reads.shown(parsed.get("title", title), parsed.get("revid") or 0)
-    return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
+    return ctx.reads.showed([labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
-        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))],
+        Shown(parsed.get("title", title), parsed.get("revid") or 0))
 
 
 @tool("get-pages", "Get pages", toolset="pages", read_only=True,
@@ -6783,11 +6811,10 @@ def get_pages(
     blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     headers = {title: page_header(ctx, page, revision_of(page), ", ".join(froms) or None, metadata, None)
                for title, (page, froms) in entries.items()}
-    if content == "none":
-        for title, (page, _) in entries.items():  # each revision ID shown is the base of a write
-            if revid := revision_of(page).get("revid"):
-                ctx.reads.shown(title, revid, outline=False)
-        return blocks + list(headers.values()) or ["No pages."]
+    if content == "none":  # each revision ID shown is the base of a write
+        return ctx.reads.showed(blocks + list(headers.values()) or ["No pages."],
+                                *(Shown(title, revision_of(page).get("revid") or 0, outline=False)
+                                  for title, (page, _) in entries.items()))
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
     text = {"content": "text"} if content == "text" else {}
@@ -6808,7 +6835,7 @@ def get_pages(
         if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
             break
         room = max(ctx.budget - utf8_len(marker), 1)
-    notes = []  # that a read could not be recorded yet, once
+    seen: list[Shown] = []
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
@@ -6817,14 +6844,12 @@ def get_pages(
                       "call that reads on") if piece and title == cut else ""
             blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
             revid = revision_of(entries[title][0]).get("revid", 0)
-            if source:  # for update-page, as get-page
-                notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
-            elif revid:  # rendered, as get-page's: no wikitext to write back, but the base of a write
-                ctx.reads.rendered(title, body[0], shown)
-                ctx.reads.shown(title, revid)
+            if source or revid:  # for update-page, as get-page; rendered, as get-page's: the base of a write
+                seen.append(Shown(title, revid, body[0], (0, utf8_len(shown))) if source else
+                            Shown(title, revid, rendered=(body[0], shown)))
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
-    return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
+    return ctx.reads.showed(blocks, *seen) or ["No pages."]
 
 
 #: A page's body and a way to its sections (for a marker), or None: the wiki held it back.
@@ -6979,10 +7004,10 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    if revision["revid"] == page.get("lastrevid"):  # the base of a write, and the rows number its sections
-        ctx.reads.shown(page["title"], revision["revid"])
+    # the latest revision is the base of a write, and the rows number its sections
+    seen = Shown(page["title"], revision["revid"], latest=revision["revid"] == page.get("lastrevid"))
     if not spans:
-        return [f"{header}\nNo match of {what}."]
+        return ctx.reads.showed([f"{header}\nNo match of {what}."], seen)
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
@@ -6997,7 +7022,7 @@ def find_in_page(
         blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
                                           encode_continuation({"from": first + FIND_SHOWN,
                                                                "revision": revision["revid"]})))
-    return blocks
+    return ctx.reads.showed(blocks, seen)
 
 
 def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | None]:
@@ -7269,10 +7294,9 @@ def get_revision(
         raise no_such_revision(ctx, revisionId)
     title = page.get("title", "")
     latest = revisionId == page.get("lastrevid")
-    if content == "none":
-        if latest:  # its ID shown, as get-page's: the base of a write
-            ctx.reads.shown(title, revisionId, outline=False)
-        return [revision_header(ctx, page, revision, section)]
+    if content == "none":  # its ID shown, as get-page's: the base of a write
+        return ctx.reads.showed([revision_header(ctx, page, revision, section)],
+                                Shown(title, revisionId, latest=latest, outline=False))
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
         sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
@@ -7289,16 +7313,12 @@ def get_revision(
     blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
-    if content != "source":  # as get-page's: no wikitext to write back, of any revision
-        ctx.reads.rendered(title, text, piece.text)
-        if latest:  # and the base of a write, as get-page's rendering
-            ctx.reads.shown(title, revisionId)
-        return blocks
+    if content != "source":  # as get-page's: no wikitext to write back, of any revision; the latest's
+        return ctx.reads.showed(blocks, Shown(title, revisionId, latest=latest, rendered=(text, piece.text)))
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
-    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end), latest=latest,
-                            heading=section_heading(text, 1, ctx.site.syntax) if number and latest else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(title, revisionId, text, (piece.start, piece.end), number,
+                                          section_heading(text, 1, ctx.site.syntax) if number else None, latest))
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .render import utf8_len
@@ -54,10 +54,10 @@ def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
     return (wiki, kind, f"{caller}|{name}" if caller else name)
 
 
-def merged_ranges(ranges: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Byte ranges in order, those that overlap or touch joined."""
     joined: list[tuple[int, int]] = []
-    for start, end in sorted((int(a), int(b)) for a, b in ranges):
+    for start, end in sorted(ranges):
         if joined and start <= joined[-1][1]:
             joined[-1] = (joined[-1][0], max(joined[-1][1], end))
         else:
@@ -95,7 +95,7 @@ class PageRead:
 @dataclasses.dataclass(frozen=True)
 class Base:
     """A revision of a page the caller was shown (kinds ``base`` and ``outline``): ``whole``, all of
-    it; ``shown``, without its wikitext (ClientReads.shown), not by a read of its wikitext or a save."""
+    it; ``shown``, without its wikitext (ClientReads.showed), not by a read of its wikitext or a save."""
     revid: int
     order: int
     whole: bool = False
@@ -130,7 +130,7 @@ def entry_size(value: object) -> int:
     return len(value) if isinstance(value, str) else 8
 
 
-#: How many renderings of a page (ClientReads.rendered) are remembered.
+#: How many renderings of a page (Shown.rendered) are remembered.
 RENDERINGS_KEPT = 4
 
 
@@ -216,6 +216,23 @@ class ReadLedger:
 
 
 @dataclasses.dataclass(frozen=True)
+class Shown:
+    """What a read tool showed of a page (ClientReads.showed records it): of revision ``revid``, the
+    page's latest or not, the bytes ``span`` of wikitext ``text`` (the page's, or section ``section``'s,
+    asked for by ``heading``); or, with no text, the revision ID alone, with ``rendered`` text of it,
+    and its section numbers (``outline``) or not."""
+    title: str
+    revid: int
+    text: str | None = None
+    span: tuple[int, int] = (0, 0)
+    section: int | None = None
+    heading: str | None = None
+    latest: bool = True
+    rendered: tuple[str, ...] = ()
+    outline: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
 class ClientReads:
     """The read ledger of one caller on one wiki, per page and section: which bytes of which
     revision it read, so that text seen only in part is not written back whole; the latest revision
@@ -232,6 +249,21 @@ class ClientReads:
     @property
     def told_apart(self) -> bool:
         return told_apart(self.caller)
+
+    def showed(self, blocks: list[str], *shown: Shown) -> list[str]:
+        """A read tool's answer ``blocks``, once what it showed is recorded: the one place read tools
+        note their reads, ahead of it a note for the model where one could not be recorded yet."""
+        notes = []
+        for page in shown:
+            if page.text is not None:
+                notes.append(self.record(page.title, page.section, page.revid, page.text, page.span,
+                                         latest=page.latest, heading=page.heading))
+                continue
+            if page.rendered:  # neither the text whole nor as shown is wikitext to write back
+                self._rendered(page.title, *page.rendered)
+            if page.latest and page.revid:
+                self._shown(page.title, page.revid, page.outline)
+        return [*dict.fromkeys(note for note in notes if note), *blocks]
 
     def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
                latest: bool = True, heading: str | None = None) -> str | None:
@@ -317,7 +349,7 @@ class ClientReads:
         last = self._get("base", f"{title}|None")
         return bool(last and last.revid == revid and last.whole)
 
-    def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
+    def _shown(self, title: str, revid: int, outline: bool) -> None:
         """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
         wikitext (rendered, in finds, only its ID): where the caller read none of the page's wikitext,
         it is the base of the caller's next write, as a read of its wikitext would be; where it did,
@@ -339,7 +371,7 @@ class ClientReads:
         """The revision the caller's last dry run of ``change`` showed, and the one its save made, if any."""
         return self._get("preview", preview_entry(title, change))  # type: ignore[no-any-return]
 
-    def rendered(self, title: str, *texts: str) -> None:
+    def _rendered(self, title: str, *texts: str) -> None:
         """Notes rendered text of a page shown to the caller: it is refused as wikitext (shows_rendered)."""
         digests = [rendering_digest(text) for text in texts]
 
