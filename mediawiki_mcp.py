@@ -4146,8 +4146,8 @@ class StateStore(typing.Protocol):
     """Entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in this
     process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises the
     STORE_DOWN error, before anything was written, when it cannot be reached. Entries are text, but
-    the read ledger's (get, update, forget, next_order, when_reached), which are typed values that
-    MemoryStore keeps as they are and RedisStore writes in their wire format."""
+    the read ledger's, typed values that MemoryStore keeps as they are and RedisStore writes in their
+    wire format; the ledger uses get, update, forget, next_order and when_reached alone."""
     name: str
 
     def get(self, key: StateKey) -> Any: ...
@@ -4473,9 +4473,6 @@ class ReadLedger:
            syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
         return ClientReads(self, wiki, caller, syntax)
 
-    def entry(self, wiki: str, caller: str, kind: str, name: str) -> Any:
-        return self.store.get(client_entry(wiki, caller, kind, name))
-
     def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
         """Makes ``changes`` to the caller's entries; whether they are written now, not kept for
         when the shared store can be reached again."""
@@ -4729,13 +4726,15 @@ class ClientReads:
         self._note([("moved", new, lambda *_: old)])
 
     def _get(self, kind: str, name: str) -> Any:
-        found = self.ledger.entry(self.wiki, self.caller, kind, name)
+        def entry(kind: str, name: str) -> Any:
+            return self.ledger.store.get(client_entry(self.wiki, self.caller, kind, name))
+        found = entry(kind, name)
         title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
         for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut", "outline") else 0):
-            old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
+            old = found is None and entry("moved", title)
             if not old:
                 break
-            title, found = old, self.ledger.entry(self.wiki, self.caller, kind, old + bar + part)
+            title, found = old, entry(kind, old + bar + part)
         return found
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:

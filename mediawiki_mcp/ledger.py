@@ -159,9 +159,6 @@ class ReadLedger:
            syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
         return ClientReads(self, wiki, caller, syntax)
 
-    def entry(self, wiki: str, caller: str, kind: str, name: str) -> Any:
-        return self.store.get(client_entry(wiki, caller, kind, name))
-
     def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
         """Makes ``changes`` to the caller's entries; whether they are written now, not kept for
         when the shared store can be reached again."""
@@ -415,13 +412,15 @@ class ClientReads:
         self._note([("moved", new, lambda *_: old)])
 
     def _get(self, kind: str, name: str) -> Any:
-        found = self.ledger.entry(self.wiki, self.caller, kind, name)
+        def entry(kind: str, name: str) -> Any:
+            return self.ledger.store.get(client_entry(self.wiki, self.caller, kind, name))
+        found = entry(kind, name)
         title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
         for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut", "outline") else 0):
-            old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
+            old = found is None and entry("moved", title)
             if not old:
                 break
-            title, found = old, self.ledger.entry(self.wiki, self.caller, kind, old + bar + part)
+            title, found = old, entry(kind, old + bar + part)
         return found
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:

@@ -37,8 +37,8 @@ class StateStore(typing.Protocol):
     """Entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in this
     process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises the
     STORE_DOWN error, before anything was written, when it cannot be reached. Entries are text, but
-    the read ledger's (get, update, forget, next_order, when_reached), which are typed values that
-    MemoryStore keeps as they are and RedisStore writes in their wire format."""
+    the read ledger's, typed values that MemoryStore keeps as they are and RedisStore writes in their
+    wire format; the ledger uses get, update, forget, next_order and when_reached alone."""
     name: str
 
     def get(self, key: StateKey) -> Any: ...
