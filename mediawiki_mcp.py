@@ -4143,14 +4143,16 @@ STORE_REFUSAL = "ResponseError: "
 
 
 class StateStore(typing.Protocol):
-    """Text entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in
-    this process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises
-    the STORE_DOWN error, before anything was written, when it cannot be reached."""
+    """Entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in this
+    process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises the
+    STORE_DOWN error, before anything was written, when it cannot be reached. Entries are text, but
+    the read ledger's, typed values that MemoryStore keeps as they are and RedisStore writes in their
+    wire format; the ledger uses get, update, forget, next_order and when_reached alone."""
     name: str
 
-    def get(self, key: StateKey) -> str | None: ...
+    def get(self, key: StateKey) -> Any: ...
     def put(self, key: StateKey, value: str, ttl: float) -> None: ...
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+    def update(self, key: StateKey, change: Callable[[Any], Any], ttl: float) -> None:
         """Writes ``change(old value)`` unless it is None, with no other write in between."""
     def claim(self, key: StateKey, value: str, ttl: float) -> bool:
         """Writes ``value`` unless the entry exists, and holds it until release; whether it did."""
@@ -4165,6 +4167,9 @@ class StateStore(typing.Protocol):
         """A number greater than any it gave before: which of two notes came later."""
     def wait(self, seconds: float) -> None:
         """Waits up to ``seconds`` for another write."""
+    def when_reached(self, write: Callable[[], None]) -> bool:
+        """Runs ``write`` now, or, while the store cannot be reached, once it can (and a get first
+        raises the STORE_DOWN error until then); whether it ran now."""
     def require(self) -> None:
         """Raises the STORE_DOWN error unless the store answers now."""
     def problem(self) -> str | None:
@@ -4193,18 +4198,18 @@ class MemoryStore:
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
         self.capacities = {UNUSED_CLIENT: min(capacity, UNUSED_CLIENTS_IN_MEMORY)}
-        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
+        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[Any, float]]] = (
             collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
         self._order = itertools.count(1)
         self._changed = threading.Condition(threading.RLock())
 
-    def get(self, key: StateKey) -> str | None:
+    def get(self, key: StateKey) -> Any:
         with self._changed:
             entry = self._kinds[key[1]].get(key)
             return entry[0] if entry and entry[1] > self.clock() else None
 
-    def put(self, key: StateKey, value: str, ttl: float) -> None:
+    def put(self, key: StateKey, value: Any, ttl: float) -> None:
         with self._changed:
             entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
@@ -4216,7 +4221,7 @@ class MemoryStore:
                 del entries[oldest]
             self._changed.notify_all()
 
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+    def update(self, key: StateKey, change: Callable[[Any], Any], ttl: float) -> None:
         with self._changed:
             new = change(self.get(key))
             if new is not None:
@@ -4257,6 +4262,10 @@ class MemoryStore:
     def wait(self, seconds: float) -> None:
         with self._changed:
             self._changed.wait(seconds)
+
+    def when_reached(self, write: Callable[[], None]) -> bool:
+        write()
+        return True
 
     def problem(self) -> str | None:
         return None
@@ -4337,10 +4346,6 @@ MOVES_FOLLOWED = 5
 READ_LEDGER_CLIENTS_IN_MEMORY = 64
 
 
-#: What was noted while a shared store could not be reached is written again this often.
-STATE_RETRY_SECONDS = 1.0
-
-
 #: The caller of calls this server cannot tell apart (HTTP without sessions: stateless replicas,
 #: or a protocol version that has none): ``shared``, or ``shared:<hash of the bearer token>``.
 #: What is noted for it is every such client's, so no read vouches for its writes (told_apart).
@@ -4363,10 +4368,10 @@ def client_entry(wiki: str, caller: str, kind: str, name: str) -> StateKey:
     return (wiki, kind, f"{caller}|{name}" if caller else name)
 
 
-def merged_ranges(ranges: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Byte ranges in order, those that overlap or touch joined."""
     joined: list[tuple[int, int]] = []
-    for start, end in sorted((int(a), int(b)) for a, b in ranges):
+    for start, end in sorted(ranges):
         if joined and start <= joined[-1][1]:
             joined[-1] = (joined[-1][0], max(joined[-1][1], end))
         else:
@@ -4374,7 +4379,7 @@ def merged_ranges(ranges: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
     return joined
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PageRead:
     """What one caller has read of one page or section: of the last revision it read, which bytes."""
     revid: int
@@ -4400,29 +4405,46 @@ class PageRead:
             return None
         return start, min([end, *(first for first, _ in self.ranges if first > start)])
 
-    def dumps(self) -> str:
-        # [0, 0]: where earlier versions, which replicas may still run, keep the last read's bytes
-        return json.dumps([self.revid, self.ranges, self.total, self.order, list(self.section_ends.items()),
-                           [0, 0], list(self.section_starts.items())])
 
-    @classmethod
-    def loads(cls, text: str | None) -> PageRead | None:
-        if text is None:
-            return None
-        revid, ranges, total, order, ends, _, *starts = json.loads(text)
-        if isinstance(ranges, int):  # as kept before byte ranges were: read without a gap up to there
-            ranges = [(0, ranges)] if ranges else []
-        return cls(revid, [tuple(r) for r in ranges], total, order,  # type: ignore[misc]
-                   {int(n): end for n, end in ends},
-                   {int(n): start for n, start in (starts[0] if starts else [])})
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """A revision of a page the caller was shown (kinds ``base`` and ``outline``): ``whole``, all of
+    it; ``shown``, without its wikitext (ClientReads.showed), not by a read of its wikitext or a save."""
+    revid: int
+    order: int
+    whole: bool = False
+    shown: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerIndex:
+    """A caller's entries (``kind|name``) with their sizes, the least recently written first, and
+    whether any was dropped to keep within the bounds (kind ``ledger``)."""
+    entries: dict[str, int]
+    dropped: bool = False
+
+
+#: Of each page (kind ``cut``), the revisions read in part with the sections each read cut.
+Cuts = tuple[tuple[int, tuple[int | None, ...]], ...]
 
 
 #: A change of a ledger entry: its old value and the order of the call's note -> its new value
 #: (None: left as it is).
-EntryChange = Callable[[str | None, int], str | None]
+EntryChange = Callable[[Any, int], Any]
 
 
-#: How many renderings of a page (ClientReads.rendered) are remembered.
+def entry_size(value: object) -> int:
+    """About the bytes an entry takes as the shared store writes it: its texts, and 8 a number."""
+    if hasattr(value, "__dataclass_fields__"):
+        value = list(vars(value).values())
+    if isinstance(value, dict):
+        value = list(value.items())
+    if isinstance(value, (tuple, list)):
+        return 2 + sum(map(entry_size, value))
+    return len(value) if isinstance(value, str) else 8
+
+
+#: How many renderings of a page (Shown.rendered) are remembered.
 RENDERINGS_KEPT = 4
 
 
@@ -4438,76 +4460,53 @@ def rendering_digest(text: str) -> str:
 
 class ReadLedger:
     """What each caller read and previewed, per wiki (ClientReads: one caller's): the store of the
-    no-loss checks. A caller's ledger holds at most ``capacity`` entries of each kind and
-    ``max_bytes`` bytes in all, the least recently written dropped first (ClientReads.forgotten).
-    What is noted while a shared store cannot be reached is kept here and written once it is
-    back; what is asked fails then, so a write stops before it is sent."""
+    no-loss checks, its entries typed values (the shared store writes them in its wire format). A
+    caller's ledger holds at most ``capacity`` entries of each kind and ``max_bytes`` bytes in all,
+    the least recently written dropped first (ClientReads.forgotten)."""
 
     def __init__(self, capacity: int = READ_LEDGER_MAX_ENTRIES, store: StateStore | None = None,
                  max_bytes: int = DEFAULT_READ_LEDGER_MAX_BYTES) -> None:
         self.capacity, self.max_bytes = capacity, max_bytes
         self.store = store or MemoryStore(capacity * READ_LEDGER_CLIENTS_IN_MEMORY)
-        self._pending: collections.deque[Callable[[], None]] = collections.deque()
-        self._pending_lock = threading.RLock()
-        self._flusher: threading.Thread | None = None
 
     def of(self, wiki: str, caller: str = "",
            syntax: Callable[[], Syntax] = lambda: CORE_SYNTAX) -> ClientReads:
         return ClientReads(self, wiki, caller, syntax)
 
-    def entry(self, wiki: str, caller: str, kind: str, name: str) -> str | None:
-        self._flush()
-        return self.store.get(client_entry(wiki, caller, kind, name))
-
     def note(self, wiki: str, caller: str, changes: list[tuple[str, str, EntryChange]]) -> bool:
-        """Makes ``changes`` to the caller's entries; whether they are written now, not kept for later."""
+        """Makes ``changes`` to the caller's entries; whether they are written now, not kept for
+        when the shared store can be reached again."""
         def write() -> None:
             order = self.store.next_order()
             sizes = []
             for kind, name, change in changes:
                 key = client_entry(wiki, caller, kind, name)
                 if size := self._write(key, change, order):
-                    sizes.append((key, size))
+                    sizes.append((f"{kind}|{key[2]}", size))
             if sizes:
                 self._bound(wiki, caller, sizes)
-        try:
-            self._flush()
-            write()
-        except WikiError as error:
-            if error.code != STORE_DOWN:
-                raise
-            log.warning("a read or save was not recorded in the state store %s yet", self.store.name)
-            with self._pending_lock:
-                self._pending.append(write)
-                if self._flusher is None:
-                    self._flusher = threading.Thread(target=self._flush_when_back, daemon=True,
-                                                     name="mediawiki-mcp ledger")
-                    self._flusher.start()
-            return False
-        return True
+        return self.store.when_reached(write)
 
     def _write(self, key: StateKey, change: EntryChange, order: int) -> int:
         """Changes one entry; the bytes it now takes (0: left as it was)."""
         written = [0]
 
-        def sized(old: str | None) -> str | None:
+        def sized(old: Any) -> Any:
             new = change(old, order)
-            written[0] = 0 if new is None else len(key[2]) + len(new)
+            written[0] = 0 if new is None else len(key[2]) + entry_size(new)
             return new
         self.store.update(key, sized, READ_LEDGER_TTL_SECONDS)
         return written[0]
 
-    def _bound(self, wiki: str, caller: str, sizes: list[tuple[StateKey, int]]) -> None:
-        """Keeps the caller's ledger within its bounds: its index (kind ``ledger``) holds its entries
-        (``kind|name``) with their sizes, the least recently written first, and whether any was dropped."""
+    def _bound(self, wiki: str, caller: str, sizes: list[tuple[str, int]]) -> None:
+        """Keeps the caller's ledger within its bounds (LedgerIndex), ``sizes`` its entries just written."""
         dropped: list[str] = []
 
-        def bounded(old: str | None) -> str:
-            index: dict[str, Any] = json.loads(old) if old else {"entries": {}}
-            entries: dict[str, int] = index["entries"]
-            for key, size in sizes:  # to the end
-                entries.pop(f"{key[1]}|{key[2]}", None)
-                entries[f"{key[1]}|{key[2]}"] = size
+        def bounded(old: LedgerIndex | None) -> LedgerIndex:
+            entries = dict(old.entries) if old else {}
+            for entry, size in sizes:  # to the end
+                entries.pop(entry, None)
+                entries[entry] = size
             kinds = collections.Counter(entry.partition("|")[0] for entry in entries)
             total = sum(entries.values())
             dropped[:] = []
@@ -4520,33 +4519,28 @@ class ReadLedger:
                 dropped.append(entry)
                 kinds[kind] -= 1
                 total -= entries.pop(entry)
-            return json.dumps({"entries": entries, "dropped": bool(index.get("dropped") or dropped)})
+            return LedgerIndex(entries, bool(old and old.dropped or dropped))
         self.store.update(client_entry(wiki, caller, "ledger", ""), bounded, READ_LEDGER_TTL_SECONDS)
         for entry in dropped:
             kind, _, name = entry.partition("|")
             self.store.forget((wiki, kind, name))
 
-    def _flush(self) -> None:
-        """Writes what was noted while the store could not be reached; raises while it still cannot."""
-        with self._pending_lock:
-            while self._pending:
-                self._pending[0]()
-                self._pending.popleft()
 
-    def _flush_when_back(self) -> None:
-        while True:
-            time.sleep(STATE_RETRY_SECONDS)
-            with self._pending_lock:
-                try:
-                    self._flush()
-                except WikiError as error:
-                    if error.code != STORE_DOWN:
-                        log.exception("reads noted during an outage of the state store are lost")
-                        self._pending.clear()
-                    continue
-                self._flusher = None
-                log.info("state store %s is back: the reads noted meanwhile are recorded", self.store.name)
-                return
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """What a read tool showed of a page (ClientReads.showed records it): of revision ``revid``, the
+    page's latest or not, the bytes ``span`` of wikitext ``text`` (the page's, or section ``section``'s,
+    asked for by ``heading``); or, with no text, the revision ID alone, with ``rendered`` text of it,
+    and its section numbers (``outline``) or not."""
+    title: str
+    revid: int
+    text: str | None = None
+    span: tuple[int, int] = (0, 0)
+    section: int | None = None
+    heading: str | None = None
+    latest: bool = True
+    rendered: tuple[str, ...] = ()
+    outline: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -4567,6 +4561,21 @@ class ClientReads:
     def told_apart(self) -> bool:
         return told_apart(self.caller)
 
+    def showed(self, blocks: list[str], *shown: Shown) -> list[str]:
+        """A read tool's answer ``blocks``, once what it showed is recorded: the one place read tools
+        note their reads, ahead of it a note for the model where one could not be recorded yet."""
+        notes = []
+        for page in shown:
+            if page.text is not None:
+                notes.append(self.record(page.title, page.section, page.revid, page.text, page.span,
+                                         latest=page.latest, heading=page.heading))
+                continue
+            if page.rendered:  # neither the text whole nor as shown is wikitext to write back
+                self._rendered(page.title, *page.rendered)
+            if page.latest and page.revid:
+                self._shown(page.title, page.revid, page.outline)
+        return [*dict.fromkeys(note for note in notes if note), *blocks]
+
     def record(self, title: str, section: int | None, revid: int, text: str, shown: tuple[int, int], *,
                latest: bool = True, heading: str | None = None) -> str | None:
         """Notes a read of ``text`` (a page or one section) that showed the bytes ``shown``; ``latest``:
@@ -4581,16 +4590,15 @@ class ClientReads:
 
         whole = [not partial]  # whether the reads of this revision, this one joined, showed it all
 
-        def after(last_text: str | None, order: int) -> str:
-            last = PageRead.loads(last_text)
+        def after(last: PageRead | None, order: int) -> PageRead:
             if not (self.told_apart and last and last.revid == revid):  # a shared ledger joins no reads
-                return PageRead(revid, [(start, end)], total, order, ends, starts).dumps()
+                return PageRead(revid, [(start, end)], total, order, ends, starts)
             joined = PageRead(revid, merged_ranges([(start, end), *last.ranges]), total, order,
                               last.section_ends or ends, last.section_starts if last.section_ends else starts)
             whole[0] = joined.unread(section) is None
-            return joined.dumps()
+            return joined
 
-        def cut(known: str | None, order: int) -> str | None:
+        def cut(known: Cuts | None, order: int) -> Cuts | None:
             """The latest CUT_REVISIONS_KEPT revisions some read showed in part, with the parts it cut;
             rewritten by every read, so that it is dropped no sooner than the page's read."""
             if not partial:
@@ -4598,15 +4606,13 @@ class ClientReads:
             parts: set[int | None] = {section}
             parts |= {n for n, last in ends.items() if starts[n] < end and last > start
                       and not start <= starts[n] <= last <= end}
-            kept = json.loads(known or "[]")
-            parts.update(*(p for r, p in kept if r == revid))
-            ordered = sorted(parts, key=lambda n: -1 if n is None else n)
-            kept = [[r, p] for r, p in kept if r != revid] + [[revid, ordered]]
-            return json.dumps(kept[-CUT_REVISIONS_KEPT:])
+            parts.update(*(p for r, p in known or () if r == revid))
+            ordered = tuple(sorted(parts, key=lambda n: -1 if n is None else n))
+            return (*((r, p) for r, p in known or () if r != revid), (revid, ordered))[-CUT_REVISIONS_KEPT:]
         name = f"{title}|{section}"
         changes: list[tuple[str, str, EntryChange]] = [("read", name, after)]
         if latest:
-            changes += [("base", part, lambda _, order: json.dumps([revid, order, whole[0] and section is None]))
+            changes += [("base", part, lambda _, order: Base(revid, order, whole[0] and section is None))
                         for part in (name, *([heading_entry(title, heading)] if heading else []))]
         if not self.told_apart:
             changes.append(("cut", title, cut))
@@ -4621,13 +4627,12 @@ class ClientReads:
         """Notes a save of ``revid`` over ``parent``: a read (or an outline) that showed ``parent`` now
         shows ``revid``, as they differ by the caller's own edit. ``sent_whole``: the model sent the
         whole text and nothing was merged in, so it knows ``revid`` even unread."""
-        def after(sent: bool, known: str | None, order: int) -> str | None:
-            last = json.loads(known) if known else None
-            showed_parent = bool(last and parent and last[0] == parent)
+        def after(sent: bool, last: Base | None, order: int) -> Base | None:
+            showed_parent = bool(last and parent and last.revid == parent)
             # the whole page stays known: sent whole, or a known parent changed by this edit alone
-            whole = sent and section is None or bool(showed_parent and last and len(last) > 2 and last[2])
-            unread = not sent and bool(last and shown_only(last))  # still no wikitext read of it
-            return json.dumps([revid, order, whole, *([True] if unread else [])]) if sent or showed_parent else None
+            whole = sent and section is None or bool(showed_parent and last and last.whole)
+            unread = not sent and bool(last and last.shown)  # still no wikitext read of it
+            return Base(revid, order, whole, unread) if sent or showed_parent else None
         bases = [("base", f"{title}|{part}", functools.partial(after, sent_whole and part == section))
                  for part in dict.fromkeys([None, section])]
         self._note([*bases, ("outline", title, functools.partial(after, False))])
@@ -4642,57 +4647,52 @@ class ClientReads:
         found += [self._get("outline", title)] if outlined else []
         if not self.told_apart:  # asked all the same: a write stops while the store cannot be reached
             return None
-        known = [json.loads(b) for b in found if b]
+        known = [b for b in found if b]
         # the text the model writes back comes from its wikitext reads: a revision shown later without
         # its wikitext (shown) is the base only where there is none
-        last = max([b for b in known if not shown_only(b)] or known, key=lambda b: b[1], default=None)
-        return last[0] if last else None
+        last = max([b for b in known if not b.shown] or known, key=lambda b: b.order, default=None)
+        return last.revid if last else None
 
     def knows_whole(self, title: str, revid: int) -> bool:
         """Whether the caller's reads (and its own saves since) showed all of revision ``revid`` of
         the page, the base of a write that would drop much of it. For callers not told apart: any
         read through this server, as only the revision named vouches for theirs."""
-        found = self._get("base", f"{title}|None")
-        last = json.loads(found) if found else None
-        return bool(last and last[0] == revid and len(last) > 2 and last[2])
+        last = self._get("base", f"{title}|None")
+        return bool(last and last.revid == revid and last.whole)
 
-    def shown(self, title: str, revid: int, *, outline: bool = True) -> None:
+    def _shown(self, title: str, revid: int, outline: bool) -> None:
         """Notes that the caller was shown revision ``revid`` of the page, the latest, without its
         wikitext (rendered, in finds, only its ID): where the caller read none of the page's wikitext,
         it is the base of the caller's next write, as a read of its wikitext would be; where it did,
         the text it writes back was made from that read, whose revision stays its base (base), so that
         the edits made since are merged in, not reverted. ``outline``: its section numbers were shown
         too (an outline, rendered text, finds): an edit by section number takes them as that revision's."""
-        def pinned(known: str | None, order: int) -> str | None:
-            last = json.loads(known) if known else None
-            if last and not shown_only(last):  # a wikitext read (or a save) of the page
+        def pinned(last: Base | None, order: int) -> Base | None:
+            if last and not last.shown:  # a wikitext read (or a save) of the page
                 return None
-            return json.dumps([revid, order, False, True])
+            return Base(revid, order, shown=True)
         self._note([("base", f"{title}|None", pinned),
-                    *([("outline", title, lambda _, order: json.dumps([revid, order]))] if outline else [])])
+                    *([("outline", title, lambda _, order: Base(revid, order))] if outline else [])])
 
     def previewed(self, title: str, change: str, revid: int, saved: int | None = None) -> None:
         """Notes a dry run of ``change`` to a page at ``revid`` (``saved``: the revision its save made)."""
-        shown = json.dumps([revid, saved])
-        self._note([("preview", preview_entry(title, change), lambda *_: shown)])
+        self._note([("preview", preview_entry(title, change), lambda *_: (revid, saved))])
 
     def preview(self, title: str, change: str) -> tuple[int, int | None] | None:
         """The revision the caller's last dry run of ``change`` showed, and the one its save made, if any."""
-        found = self._get("preview", preview_entry(title, change))
-        return tuple(json.loads(found)) if found else None  # type: ignore[return-value]
+        return self._get("preview", preview_entry(title, change))  # type: ignore[no-any-return]
 
-    def rendered(self, title: str, *texts: str) -> None:
+    def _rendered(self, title: str, *texts: str) -> None:
         """Notes rendered text of a page shown to the caller: it is refused as wikitext (shows_rendered)."""
         digests = [rendering_digest(text) for text in texts]
 
-        def after(known: str | None, order: int) -> str:
-            kept = [d for d in json.loads(known or "[]") if d not in digests]
-            return json.dumps(kept[-RENDERINGS_KEPT:] + digests)
+        def after(known: tuple[str, ...] | None, order: int) -> tuple[str, ...]:
+            return (*[d for d in known or () if d not in digests][-RENDERINGS_KEPT:], *digests)
         self._note([("rendered", title, after)])
 
     def shows_rendered(self, title: str, text: str) -> bool:
         """Whether ``text`` is, whitespace aside, rendered text of this page shown to the caller."""
-        return rendering_digest(text) in json.loads(self._get("rendered", title) or "[]")
+        return rendering_digest(text) in (self._get("rendered", title) or ())
 
     def unseen(self, title: str, section: int | None) -> PageRead | None:
         """The caller's last read of this page or section, if it showed it only in part (later reads
@@ -4700,15 +4700,14 @@ class ClientReads:
         client's: their writes are checked by the revision they name (read_cut)."""
         if not self.told_apart:
             return None
-        reads = [PageRead.loads(self._get("read", f"{title}|{part}"))
-                 for part in dict.fromkeys([section, None])]
+        reads: list[PageRead | None] = [self._get("read", f"{title}|{part}") for part in dict.fromkeys([section, None])]
         last = max((r for r in reads if r), key=lambda r: r.order, default=None)
         return None if last is None or last.unread(section) is None else last
 
     def read_cut(self, title: str, section: int | None, revid: int) -> bool:
         """Whether a read by callers not told apart showed revision ``revid`` of this page or section
         in part, or may have (a revision older than those kept)."""
-        kept = json.loads(self._get("cut", title) or "[]")
+        kept: Cuts = self._get("cut", title) or ()
         if len(kept) == CUT_REVISIONS_KEPT and revid < min(r for r, _ in kept):
             return True
         return any(r == revid and section in parts for r, parts in kept)
@@ -4716,8 +4715,8 @@ class ClientReads:
     def forgotten(self, title: str, section: int | None) -> bool:
         """Whether the caller's ledger dropped entries and holds no read of this page or section now:
         it may have dropped one that showed it in part."""
-        index = self._get("ledger", "")
-        if not (index and json.loads(index)["dropped"]):
+        index: LedgerIndex | None = self._get("ledger", "")
+        if not (index and index.dropped):
             return False
         return all(self._get("read", f"{title}|{part}") is None for part in dict.fromkeys([section, None]))
 
@@ -4726,24 +4725,20 @@ class ClientReads:
         (in part, and of which revision) holds for the new one until it is read there."""
         self._note([("moved", new, lambda *_: old)])
 
-    def _get(self, kind: str, name: str) -> str | None:
-        found = self.ledger.entry(self.wiki, self.caller, kind, name)
+    def _get(self, kind: str, name: str) -> Any:
+        def entry(kind: str, name: str) -> Any:
+            return self.ledger.store.get(client_entry(self.wiki, self.caller, kind, name))
+        found = entry(kind, name)
         title, bar, part = name.partition("|")  # a name starts with its page's title, which never holds '|'
         for _ in range(MOVES_FOLLOWED if kind in ("read", "base", "cut", "outline") else 0):
-            old = found is None and self.ledger.entry(self.wiki, self.caller, "moved", title)
+            old = found is None and entry("moved", title)
             if not old:
                 break
-            title, found = old, self.ledger.entry(self.wiki, self.caller, kind, old + bar + part)
+            title, found = old, entry(kind, old + bar + part)
         return found
 
     def _note(self, changes: list[tuple[str, str, EntryChange]]) -> bool:
         return self.ledger.note(self.wiki, self.caller, changes)
-
-
-def shown_only(entry: list[Any]) -> bool:
-    """Whether a base entry ([revid, order, whole, shown]) notes a revision shown to the caller without
-    its wikitext (ClientReads.shown), rather than a read of its wikitext or a save."""
-    return len(entry) > 3 and bool(entry[3])
 
 
 def preview_entry(title: str, change: str) -> str:
@@ -6611,9 +6606,8 @@ def get_page(
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
-            if revision.get("revid"):
-                ctx.reads.shown(page["title"], revision["revid"], outline=False)
-            return [page_header(ctx, page, revision, redirected, metadata, section)]
+            return ctx.reads.showed([page_header(ctx, page, revision, redirected, metadata, section)],
+                                    Shown(page["title"], revision.get("revid") or 0, outline=False))
         number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
                                             text=slot_text(ctx, revision, number, page["title"]))
         sections = wikitext_sections(text, ctx.site.syntax)
@@ -6627,15 +6621,12 @@ def get_page(
         again=again or None, outline=outline_call(page.get("title") or title),
         sections=None if number is not None else sections)
     if content != "source":
-        if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-            ctx.reads.rendered(page["title"], text, piece.text)
-            ctx.reads.shown(page["title"], revision.get("revid") or 0)
-        return blocks
+        seen = [Shown(page["title"], revision.get("revid") or 0, rendered=(text, piece.text))]
+        return ctx.reads.showed(blocks, *seen if page.get("title") else [])
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
-    note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
-                            heading=section_heading(text, 1, ctx.site.syntax) if number else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(page["title"], revision.get("revid", 0), text, (piece.start, piece.end),
+                                          number, section_heading(text, 1, ctx.site.syntax) if number else None))
 
 
 def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
@@ -6751,7 +6742,7 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
-def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
+def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns a page's outline and revision ID: each section's number, heading and size."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
@@ -6775,10 +6766,10 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
-    ctx.reads.shown(parsed.get("title", title), parsed.get("revid") or 0)
-    return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
+    return ctx.reads.showed([labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
-        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))],
+        Shown(parsed.get("title", title), parsed.get("revid") or 0))
 
 
 @tool("get-pages", "Get pages", toolset="pages", read_only=True,
@@ -6819,11 +6810,10 @@ def get_pages(
     blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     headers = {title: page_header(ctx, page, revision_of(page), ", ".join(froms) or None, metadata, None)
                for title, (page, froms) in entries.items()}
-    if content == "none":
-        for title, (page, _) in entries.items():  # each revision ID shown is the base of a write
-            if revid := revision_of(page).get("revid"):
-                ctx.reads.shown(title, revid, outline=False)
-        return blocks + list(headers.values()) or ["No pages."]
+    if content == "none":  # each revision ID shown is the base of a write
+        return ctx.reads.showed(blocks + list(headers.values()) or ["No pages."],
+                                *(Shown(title, revision_of(page).get("revid") or 0, outline=False)
+                                  for title, (page, _) in entries.items()))
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
     text = {"content": "text"} if content == "text" else {}
@@ -6844,7 +6834,7 @@ def get_pages(
         if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
             break
         room = max(ctx.budget - utf8_len(marker), 1)
-    notes = []  # that a read could not be recorded yet, once
+    seen: list[Shown] = []
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
@@ -6853,14 +6843,12 @@ def get_pages(
                       "call that reads on") if piece and title == cut else ""
             blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
             revid = revision_of(entries[title][0]).get("revid", 0)
-            if source:  # for update-page, as get-page
-                notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
-            elif revid:  # rendered, as get-page's: no wikitext to write back, but the base of a write
-                ctx.reads.rendered(title, body[0], shown)
-                ctx.reads.shown(title, revid)
+            if source or revid:  # for update-page, as get-page; rendered, as get-page's: the base of a write
+                seen.append(Shown(title, revid, body[0], (0, utf8_len(shown))) if source else
+                            Shown(title, revid, rendered=(body[0], shown)))
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
-    return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
+    return ctx.reads.showed(blocks, *seen) or ["No pages."]
 
 
 #: A page's body and a way to its sections (for a marker), or None: the wiki held it back.
@@ -7015,10 +7003,10 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    if revision["revid"] == page.get("lastrevid"):  # the base of a write, and the rows number its sections
-        ctx.reads.shown(page["title"], revision["revid"])
+    # the latest revision is the base of a write, and the rows number its sections
+    seen = Shown(page["title"], revision["revid"], latest=revision["revid"] == page.get("lastrevid"))
     if not spans:
-        return [f"{header}\nNo match of {what}."]
+        return ctx.reads.showed([f"{header}\nNo match of {what}."], seen)
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
@@ -7033,7 +7021,7 @@ def find_in_page(
         blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
                                           encode_continuation({"from": first + FIND_SHOWN,
                                                                "revision": revision["revid"]})))
-    return blocks
+    return ctx.reads.showed(blocks, seen)
 
 
 def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | None]:
@@ -7305,10 +7293,9 @@ def get_revision(
         raise no_such_revision(ctx, revisionId)
     title = page.get("title", "")
     latest = revisionId == page.get("lastrevid")
-    if content == "none":
-        if latest:  # its ID shown, as get-page's: the base of a write
-            ctx.reads.shown(title, revisionId, outline=False)
-        return [revision_header(ctx, page, revision, section)]
+    if content == "none":  # its ID shown, as get-page's: the base of a write
+        return ctx.reads.showed([revision_header(ctx, page, revision, section)],
+                                Shown(title, revisionId, latest=latest, outline=False))
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
         sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
@@ -7325,16 +7312,12 @@ def get_revision(
     blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
-    if content != "source":  # as get-page's: no wikitext to write back, of any revision
-        ctx.reads.rendered(title, text, piece.text)
-        if latest:  # and the base of a write, as get-page's rendering
-            ctx.reads.shown(title, revisionId)
-        return blocks
+    if content != "source":  # as get-page's: no wikitext to write back, of any revision; the latest's
+        return ctx.reads.showed(blocks, Shown(title, revisionId, latest=latest, rendered=(text, piece.text)))
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
-    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end), latest=latest,
-                            heading=section_heading(text, 1, ctx.site.syntax) if number and latest else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(title, revisionId, text, (piece.start, piece.end), number,
+                                          section_heading(text, 1, ctx.site.syntax) if number else None, latest))
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],

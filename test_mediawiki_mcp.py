@@ -14359,6 +14359,28 @@ def test_the_read_ledger_in_a_shared_store_works_as_in_memory(state_server: Stat
     assert 24 * 3600 - 100 < ttl <= 24 * 3600
 
 
+def test_the_read_ledger_keeps_values_in_memory_and_the_wire_format_replicas_share_in_the_store(
+        state_server: StateServer) -> None:
+    """In memory the ledger keeps its entries as they are; in the shared store it writes them as
+    replicas of other versions do, and reads what they wrote (a read kept before byte ranges were)."""
+    wiki, text = f"wire-{secrets.token_hex(4)}", "Lead.\n== A ==\n" + "a" * 3000
+    memory, shared = m.ReadLedger(), m.ReadLedger(store=m.open_state_store(state_server.url))
+    for ledger in (memory, shared):
+        ledger.of(wiki).record("P", None, 5, text, (0, 1000))
+        ledger.of(wiki).previewed("P", "find x", 5)
+    assert isinstance(memory.store.get((wiki, "read", "P|None")), m.PageRead)
+    assert memory.store.get((wiki, "base", "P|None")).revid == 5
+    store, prefix = state_server.client(), f"mediawiki-mcp:{{{wiki}}}:"
+    revid, ranges, total, _, ends, last, starts = json.loads(store.get(prefix + "read:P|None"))
+    assert (revid, ranges, total, ends, last, starts) == (5, [[0, 1000]], 3014, [[0, 6], [1, 3014]], [0, 0],
+                                                          [[0, 0], [1, 6]])
+    assert json.loads(store.get(prefix + "base:P|None"))[::2] == [5, False]
+    assert json.loads(store.get(prefix + "ledger:"))["dropped"] is False
+    assert [json.loads(store.get(key)) for key in store.scan_iter(prefix + "preview:*")] == [[5, None]]
+    store.set(prefix + "read:Q|None", json.dumps([7, 10, 100, 1, [], [0, 0]]))
+    assert shared.of(wiki).unseen("Q", None) == m.PageRead(7, [(0, 10)], 100, 1, {})
+
+
 def test_each_clients_read_ledger_is_its_own_and_bounded_in_memory_and_in_the_shared_store(
         state_server: StateServer) -> None:
     """What one client read vouches for none of another's writes; each client's ledger is bounded

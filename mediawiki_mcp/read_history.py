@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from .diff import compact_diff, parse_diff_table
 from .dispatch import ToolContext
 from .errors import NEXT_STEP, WikiError, invalid_input, not_found, permission_denied
+from .ledger import Shown
 from .pages import (
     ContentArg,
     OffsetArg,
@@ -57,10 +58,9 @@ def get_revision(
         raise no_such_revision(ctx, revisionId)
     title = page.get("title", "")
     latest = revisionId == page.get("lastrevid")
-    if content == "none":
-        if latest:  # its ID shown, as get-page's: the base of a write
-            ctx.reads.shown(title, revisionId, outline=False)
-        return [revision_header(ctx, page, revision, section)]
+    if content == "none":  # its ID shown, as get-page's: the base of a write
+        return ctx.reads.showed([revision_header(ctx, page, revision, section)],
+                                Shown(title, revisionId, latest=latest, outline=False))
     if content in ("html", "text"):
         parsed, text, number, shown = rendered(ctx, title, content, section, oldid=revisionId)
         sections: Sequence[Section | tuple[int, str]] = html_sections(parsed)
@@ -77,16 +77,12 @@ def get_revision(
     blocks, piece = content_blocks(revision_header(ctx, page, revision, shown), text, offset, ctx.budget,
                                    "get-revision", sections=None if number is not None else sections,
                                    again=again or None)
-    if content != "source":  # as get-page's: no wikitext to write back, of any revision
-        ctx.reads.rendered(title, text, piece.text)
-        if latest:  # and the base of a write, as get-page's rendering
-            ctx.reads.shown(title, revisionId)
-        return blocks
+    if content != "source":  # as get-page's: no wikitext to write back, of any revision; the latest's
+        return ctx.reads.showed(blocks, Shown(title, revisionId, latest=latest, rendered=(text, piece.text)))
     # a truncated read of an old revision must not be written back either (update-page); a read of the
     # latest one is, like get-page's, the base of the next write
-    note = ctx.reads.record(title, number, revisionId, text, (piece.start, piece.end), latest=latest,
-                            heading=section_heading(text, 1, ctx.site.syntax) if number and latest else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(title, revisionId, text, (piece.start, piece.end), number,
+                                          section_heading(text, 1, ctx.site.syntax) if number else None, latest))
 
 
 def revision_header(ctx: ToolContext, page: dict[str, Any], revision: dict[str, Any],

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from .dispatch import ToolContext
 from .errors import invalid_input
+from .ledger import Shown
 from .pages import (
     ContentArg,
     OffsetArg,
@@ -76,9 +77,8 @@ def get_page(
         check_page(ctx, page, title, redirected=redirected)
         revision = revision_of(page)
         if content == "none":
-            if revision.get("revid"):
-                ctx.reads.shown(page["title"], revision["revid"], outline=False)
-            return [page_header(ctx, page, revision, redirected, metadata, section)]
+            return ctx.reads.showed([page_header(ctx, page, revision, redirected, metadata, section)],
+                                    Shown(page["title"], revision.get("revid") or 0, outline=False))
         number, shown, text = asked_section(ctx, page["title"], section, revid=revision.get("revid"),
                                             text=slot_text(ctx, revision, number, page["title"]))
         sections = wikitext_sections(text, ctx.site.syntax)
@@ -92,15 +92,12 @@ def get_page(
         again=again or None, outline=outline_call(page.get("title") or title),
         sections=None if number is not None else sections)
     if content != "source":
-        if page.get("title"):  # the text whole and as shown: neither is wikitext to write back
-            ctx.reads.rendered(page["title"], text, piece.text)
-            ctx.reads.shown(page["title"], revision.get("revid") or 0)
-        return blocks
+        seen = [Shown(page["title"], revision.get("revid") or 0, rendered=(text, piece.text))]
+        return ctx.reads.showed(blocks, *seen if page.get("title") else [])
     # for update-page: refusing to write back a part, and the revision a write is based on; noted under
     # its heading too, by which a write may name it once a section above renumbered it
-    note = ctx.reads.record(page["title"], number, revision.get("revid", 0), text, (piece.start, piece.end),
-                            heading=section_heading(text, 1, ctx.site.syntax) if number else None)
-    return [note, *blocks] if note else blocks
+    return ctx.reads.showed(blocks, Shown(page["title"], revision.get("revid", 0), text, (piece.start, piece.end),
+                                          number, section_heading(text, 1, ctx.site.syntax) if number else None))
 
 
 def redirect_section(hops: Sequence[Mapping[str, Any]] | None, title: str,
@@ -216,7 +213,7 @@ SECTIONS_LEGEND = ("number | heading, its = marks showing its level | bytes of i
 
 @tool("get-page-sections", "Get page sections", toolset="pages", read_only=True,
       see={"for a section's text": "get-page with section"})
-def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
+def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> list[str]:
     """Returns a page's outline and revision ID: each section's number, heading and size."""
     parsed = parse_page(ctx, title, None, page=title, redirects=True, prop="sections|revid|wikitext")
     text = parsed.get("wikitext", "")
@@ -240,10 +237,10 @@ def get_page_sections(ctx: ToolContext, title: Annotated[str, TitleArg]) -> str:
         else:
             after = number
     redirected = parse_redirected(parsed)
-    ctx.reads.shown(parsed.get("title", title), parsed.get("revid") or 0)
-    return labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
+    return ctx.reads.showed([labelled(("Title", parsed.get("title")), ("Redirected from", redirected),
                     ("Revision ID", parsed.get("revid")), ("Size", f"{utf8_len(text)} bytes")) \
-        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))
+        + f"\nSections ({SECTIONS_LEGEND}):\n" + "\n".join(row for _, row in sorted(rows))],
+        Shown(parsed.get("title", title), parsed.get("revid") or 0))
 
 
 @tool("get-pages", "Get pages", toolset="pages", read_only=True,
@@ -284,11 +281,10 @@ def get_pages(
     blocks = [f"{label}: {', '.join(titles)}" for label, titles in unread.items() if titles]
     headers = {title: page_header(ctx, page, revision_of(page), ", ".join(froms) or None, metadata, None)
                for title, (page, froms) in entries.items()}
-    if content == "none":
-        for title, (page, _) in entries.items():  # each revision ID shown is the base of a write
-            if revid := revision_of(page).get("revid"):
-                ctx.reads.shown(title, revid, outline=False)
-        return blocks + list(headers.values()) or ["No pages."]
+    if content == "none":  # each revision ID shown is the base of a write
+        return ctx.reads.showed(blocks + list(headers.values()) or ["No pages."],
+                                *(Shown(title, revision_of(page).get("revid") or 0, outline=False)
+                                  for title, (page, _) in entries.items()))
     bodies = dict(zip(entries, page_bodies(ctx, [page for page, _ in entries.values()], content)))
     sizes = {title: utf8_len(b[0]) if b else None for title, b in bodies.items()}
     text = {"content": "text"} if content == "text" else {}
@@ -309,7 +305,7 @@ def get_pages(
         if room - left + (piece.end if piece else 0) + utf8_len(marker) <= ctx.budget or room <= 1:
             break
         room = max(ctx.budget - utf8_len(marker), 1)
-    notes = []  # that a read could not be recorded yet, once
+    seen: list[Shown] = []
     for title, body in bodies.items():
         if body and (title in whole or title == cut):
             shown = piece.text if piece and title == cut else body[0]
@@ -318,14 +314,12 @@ def get_pages(
                       "call that reads on") if piece and title == cut else ""
             blocks.append(f"{headers[title]}{cut_at}\n\n{shown}")
             revid = revision_of(entries[title][0]).get("revid", 0)
-            if source:  # for update-page, as get-page
-                notes.append(ctx.reads.record(title, None, revid, body[0], (0, utf8_len(shown))))
-            elif revid:  # rendered, as get-page's: no wikitext to write back, but the base of a write
-                ctx.reads.rendered(title, body[0], shown)
-                ctx.reads.shown(title, revid)
+            if source or revid:  # for update-page, as get-page; rendered, as get-page's: the base of a write
+                seen.append(Shown(title, revid, body[0], (0, utf8_len(shown))) if source else
+                            Shown(title, revid, rendered=(body[0], shown)))
     if marker and len(whole) < len(bodies):
         blocks.append(marker)
-    return [*dict.fromkeys(n for n in notes if n), *blocks] or ["No pages."]
+    return ctx.reads.showed(blocks, *seen) or ["No pages."]
 
 
 #: A page's body and a way to its sections (for a marker), or None: the wiki held it back.

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from .diff import DIFF_CONTEXT_CHARS, cut_at
 from .dispatch import ToolContext
 from .errors import NEXT_STEP, WikiError, invalid_input, not_found, upstream_failure
+from .ledger import Shown
 from .pages import (
     FindArg,
     Namespaces,
@@ -123,10 +124,10 @@ def find_in_page(
     spans = match_spans(ctx, pattern, find, text)
     header = labelled(("Title", page["title"]), ("Redirected from", redirected),
                       ("Revision ID", revision["revid"]))
-    if revision["revid"] == page.get("lastrevid"):  # the base of a write, and the rows number its sections
-        ctx.reads.shown(page["title"], revision["revid"])
+    # the latest revision is the base of a write, and the rows number its sections
+    seen = Shown(page["title"], revision["revid"], latest=revision["revid"] == page.get("lastrevid"))
     if not spans:
-        return [f"{header}\nNo match of {what}."]
+        return ctx.reads.showed([f"{header}\nNo match of {what}."], seen)
     count = f"{'over ' if len(spans) > MAX_MATCHES else ''}{counted(min(len(spans), MAX_MATCHES), 'match')}"
     if first >= len(spans):
         raise invalid_input(f"continueFrom starts at match {first + 1}, but there are {count} of {what}.")
@@ -141,7 +142,7 @@ def find_in_page(
         blocks.append(more_results_marker(len(shown), "match", "find-in-page", "continueFrom",
                                           encode_continuation({"from": first + FIND_SHOWN,
                                                                "revision": revision["revid"]})))
-    return blocks
+    return ctx.reads.showed(blocks, seen)
 
 
 def next_matches(ctx: ToolContext, revision_id: int | None) -> tuple[int, int | None]:

@@ -1,12 +1,15 @@
 """The state store of mediawiki-mcp in Valkey or Redis (MCP_STATE_URL), shared by replicas.
 
 Only ``pip install 'mediawiki-mcp[redis]'`` users need this module; the server runs
-without it when MCP_STATE_URL is unset. It knows nothing of that module: what a failure to
-reach the store turns into is given to RedisStore by store.open_state_store.
+without it when MCP_STATE_URL is unset. What a failure to reach the store turns into is given to
+RedisStore by store.open_state_store.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
+import json
 import os
 import re
 import socket
@@ -17,6 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import redis
 
+from .errors import WikiError
+from .ledger import Base, LedgerIndex, PageRead
+from .store import STORE_DOWN
 from .wire import log
 
 if TYPE_CHECKING:
@@ -33,12 +39,53 @@ LEASE_SECONDS = 15.0
 TIMEOUT_SECONDS = 2.0
 
 
+#: What was noted while the store could not be reached is written again this often.
+STATE_RETRY_SECONDS = 1.0
+
+
+def read_from_wire(text: str) -> PageRead:
+    revid, ranges, total, order, ends, _, *starts = json.loads(text)
+    if isinstance(ranges, int):  # as kept before byte ranges were: read without a gap up to there
+        ranges = [(0, ranges)] if ranges else []
+    return PageRead(revid, [(a, b) for a, b in ranges], total, order, {int(n): end for n, end in ends},
+                    {int(n): start for n, start in (starts[0] if starts else [])})
+
+
+def read_to_wire(read: PageRead) -> str:
+    # [0, 0]: where earlier versions, which replicas may still run, keep the last read's bytes
+    return json.dumps([read.revid, read.ranges, read.total, read.order, list(read.section_ends.items()),
+                       [0, 0], list(read.section_starts.items())])
+
+
+def json_tuples(value: Any) -> Any:
+    return tuple(map(json_tuples, value)) if isinstance(value, list) else value
+
+
+#: The read ledger's kinds of entries, as they are written in the store (the text of others is
+#: kept as it is): from it, and to it. Replicas of other versions read and write them too.
+LEDGER_WIRE: dict[str, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
+    "read": (read_from_wire, read_to_wire),
+    **dict.fromkeys(("base", "outline"), (lambda text: Base(*json.loads(text)), lambda base: json.dumps(
+        [base.revid, base.order, base.whole, *([True] if base.shown else [])]))),
+    **dict.fromkeys(("cut", "preview", "rendered"), (lambda text: json_tuples(json.loads(text)), json.dumps)),
+    "ledger": (lambda text: LedgerIndex(**json.loads(text)), lambda index: json.dumps(dataclasses.asdict(index))),
+}
+
+
+def from_wire(kind: str, text: str | None) -> Any:
+    return LEDGER_WIRE[kind][0](text) if text is not None and kind in LEDGER_WIRE else text
+
+
+def to_wire(kind: str, value: Any) -> Any:
+    return LEDGER_WIRE[kind][1](value) if kind in LEDGER_WIRE else value
+
+
 class RedisStore:
     """The state the write tools keep (mediawiki_mcp.StateStore), shared by every replica: keys
     ``mediawiki-mcp:{wiki}:kind:name``, each expiring as in memory. A claim holds a lease that this
     process renews while the call runs, so another replica can tell a call still running from one
     whose replica died. A failure to reach the store raises ``unreachable(error)``, before anything
-    was written."""
+    was written; what the read ledger notes meanwhile is kept here and written once it is back."""
     # A claim and its lease are set, and let go, together, so that no replica sees one without the
     # other, and only the replica holding the lease lets go of them. redis-py's Lock covers the
     # lease alone: the entry beside it would take a second round trip, and a replica looking in
@@ -64,6 +111,9 @@ class RedisStore:
         self.errors = 0  # requests that could not reach the store (/metrics); counted under _lock
         self._renewer: threading.Thread | None = None
         self._down = False  # an outage is logged once as it starts, and once as it ends
+        self._pending: collections.deque[Callable[[], None]] = collections.deque()
+        self._pending_lock = threading.RLock()
+        self._flusher: threading.Thread | None = None
 
     def key(self, key: StateKey) -> str:
         wiki, kind, name = key
@@ -96,22 +146,23 @@ class RedisStore:
         else:
             log.info("state store %s is reached again", self.name)
 
-    def get(self, key: StateKey) -> str | None:
+    def get(self, key: StateKey) -> Any:
+        self._flush()
         with self.reaching():
-            return cast("str | None", self.client.get(self.key(key)))
+            return from_wire(key[1], cast("str | None", self.client.get(self.key(key))))
 
     def put(self, key: StateKey, value: str, ttl: float) -> None:
         with self.reaching():
             self.client.set(self.key(key), value, px=int(ttl * 1000))
 
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+    def update(self, key: StateKey, change: Callable[[Any], Any], ttl: float) -> None:
         name = self.key(key)
 
         def attempt(pipe: Any) -> None:  # run again by redis-py if the key changes meanwhile
-            new = change(pipe.get(name))
+            new = change(from_wire(key[1], pipe.get(name)))
             if new is not None:
                 pipe.multi()
-                pipe.set(name, new, px=int(ttl * 1000))
+                pipe.set(name, to_wire(key[1], new), px=int(ttl * 1000))
         with self.reaching():
             self.client.transaction(attempt, name)
 
@@ -178,6 +229,45 @@ class RedisStore:
             return type(error).__name__
         self._note(None)
         return None
+
+    def when_reached(self, write: Callable[[], None]) -> bool:
+        try:
+            self._flush()
+            write()
+        except WikiError as error:
+            if error.code != STORE_DOWN:
+                raise
+            log.warning("a read or save was not recorded in the state store %s yet", self.name)
+            with self._pending_lock:
+                self._pending.append(write)
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._flush_when_back, daemon=True,
+                                                     name="mediawiki-mcp ledger")
+                    self._flusher.start()
+            return False
+        return True
+
+    def _flush(self) -> None:
+        """Writes what was noted while the store could not be reached; raises while it still cannot."""
+        with self._pending_lock:
+            while self._pending:
+                self._pending[0]()
+                self._pending.popleft()
+
+    def _flush_when_back(self) -> None:
+        while True:
+            time.sleep(STATE_RETRY_SECONDS)
+            with self._pending_lock:
+                try:
+                    self._flush()
+                except WikiError as error:
+                    if error.code != STORE_DOWN:
+                        log.exception("reads noted during an outage of the state store are lost")
+                        self._pending.clear()
+                    continue
+                self._flusher = None
+                log.info("state store %s is back: the reads noted meanwhile are recorded", self.name)
+                return
 
     def _renew_leases(self) -> None:
         while True:

@@ -11,6 +11,7 @@ import threading
 import time
 import typing
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .errors import RETRY_LATER, WikiError, upstream_failure
 from .settings import ConfigError, shown_address
@@ -33,14 +34,16 @@ STORE_REFUSAL = "ResponseError: "
 
 
 class StateStore(typing.Protocol):
-    """Text entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in
-    this process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises
-    the STORE_DOWN error, before anything was written, when it cannot be reached."""
+    """Entries by StateKey, each expiring ``ttl`` seconds after its last write: MemoryStore in this
+    process, or redis_store.RedisStore (MCP_STATE_URL) shared by replicas, which raises the
+    STORE_DOWN error, before anything was written, when it cannot be reached. Entries are text, but
+    the read ledger's, typed values that MemoryStore keeps as they are and RedisStore writes in their
+    wire format; the ledger uses get, update, forget, next_order and when_reached alone."""
     name: str
 
-    def get(self, key: StateKey) -> str | None: ...
+    def get(self, key: StateKey) -> Any: ...
     def put(self, key: StateKey, value: str, ttl: float) -> None: ...
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+    def update(self, key: StateKey, change: Callable[[Any], Any], ttl: float) -> None:
         """Writes ``change(old value)`` unless it is None, with no other write in between."""
     def claim(self, key: StateKey, value: str, ttl: float) -> bool:
         """Writes ``value`` unless the entry exists, and holds it until release; whether it did."""
@@ -55,6 +58,9 @@ class StateStore(typing.Protocol):
         """A number greater than any it gave before: which of two notes came later."""
     def wait(self, seconds: float) -> None:
         """Waits up to ``seconds`` for another write."""
+    def when_reached(self, write: Callable[[], None]) -> bool:
+        """Runs ``write`` now, or, while the store cannot be reached, once it can (and a get first
+        raises the STORE_DOWN error until then); whether it ran now."""
     def require(self) -> None:
         """Raises the STORE_DOWN error unless the store answers now."""
     def problem(self) -> str | None:
@@ -83,18 +89,18 @@ class MemoryStore:
     def __init__(self, capacity: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.capacity, self.clock = capacity, clock
         self.capacities = {UNUSED_CLIENT: min(capacity, UNUSED_CLIENTS_IN_MEMORY)}
-        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[str, float]]] = (
+        self._kinds: collections.defaultdict[str, collections.OrderedDict[StateKey, tuple[Any, float]]] = (
             collections.defaultdict(collections.OrderedDict))
         self._held: set[StateKey] = set()
         self._order = itertools.count(1)
         self._changed = threading.Condition(threading.RLock())
 
-    def get(self, key: StateKey) -> str | None:
+    def get(self, key: StateKey) -> Any:
         with self._changed:
             entry = self._kinds[key[1]].get(key)
             return entry[0] if entry and entry[1] > self.clock() else None
 
-    def put(self, key: StateKey, value: str, ttl: float) -> None:
+    def put(self, key: StateKey, value: Any, ttl: float) -> None:
         with self._changed:
             entries = self._kinds[key[1]]
             entries[key] = (value, self.clock() + ttl)
@@ -106,7 +112,7 @@ class MemoryStore:
                 del entries[oldest]
             self._changed.notify_all()
 
-    def update(self, key: StateKey, change: Callable[[str | None], str | None], ttl: float) -> None:
+    def update(self, key: StateKey, change: Callable[[Any], Any], ttl: float) -> None:
         with self._changed:
             new = change(self.get(key))
             if new is not None:
@@ -147,6 +153,10 @@ class MemoryStore:
     def wait(self, seconds: float) -> None:
         with self._changed:
             self._changed.wait(seconds)
+
+    def when_reached(self, write: Callable[[], None]) -> bool:
+        write()
+        return True
 
     def problem(self) -> str | None:
         return None
