@@ -2620,7 +2620,7 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
+def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,  # noqa: C901
                ) -> tuple[list[HeadingNode], list[Node]]:
     """The headings and the other nodes (Node) of wikitext, as MediaWiki's preprocessor
     (Preprocessor_Hash, a port of buildDomTreeArrayFromText) finds them; ``inclusion``: as a page
@@ -9508,7 +9508,7 @@ def create_page(
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})
-def update_page(
+def update_page(  # noqa: C901
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
