@@ -7030,14 +7030,15 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     ("yesterday", "which is in the past"),
     ("2001-01-01T00:00:00Z", "which is in the past"),
 ])
-def test_the_protect_page_preview_refuses_an_expiry_the_wiki_would_refuse(bot_server: Any, wiki: RealWiki,
-                                                                          expiry: str, says: str) -> None:
-    """The preview the user confirms must be one the wiki takes: a bad expiry is refused before
-    it is put to the user, not after they confirmed."""
+def test_protect_page_answers_the_wikis_refusal_of_an_expiry_as_the_models_to_fix(bot_server: Any, wiki: RealWiki,
+                                                                                  expiry: str, says: str) -> None:
+    """An expiry the wiki cannot read, or one in the past, is refused by the wiki itself when the
+    protection is set (no request asks it beforehand), and answered as the model's to change; one
+    with a character no time has is refused before anything is asked."""
     title = "Protect bad expiry test"
     if not revision_ids(wiki, title):
         create(bot_server, title, "Text.")
-    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry)
+    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry, confirm=True)
     assert result.blocks == [f"invalid_input: Argument 'expiry' is {expiry!r}, {says.format(key=wiki.key)}; "
                              "nothing was changed. Give a duration such as 1 week, "
                              + ("a time such as 2030-01-31T00:00:00Z" if "read" in says else "a later time")
