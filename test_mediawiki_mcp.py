@@ -12157,6 +12157,23 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
         assert secret not in shown
 
 
+def test_a_persons_tools_list_comes_from_their_caller_and_asks_no_wiki() -> None:
+    """What a person is offered follows the rights of the accounts their Caller carries, learnt where
+    the request came in: tools/list itself sends no request (the wiki here answers none)."""
+    state = m.ServerState.from_config(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+    key = state.config.default_wiki
+    person = m.Person("member", "Member", {key: m.Credentials("Member@mcp", "0" * 32)})
+    editor = m.Account("Member", False, ("user",), frozenset({"edit", "createpage"}))
+    listed = {tool.name for tool in m.listed_tools(state, None, m.Caller("person:member", person, (editor,)))}
+    assert {"create-page", "update-page"} <= listed and "delete-page" not in listed
+    assert "delete-page" in {tool.name for tool in m.listed_tools(state)}
+    # a login that failed (None) hides nothing: the call says why
+    assert "delete-page" in {tool.name for tool in m.listed_tools(state, None, m.Caller("person:member", person,
+                                                                                         (None,)))}
+    assert state.people.forget("member") == []  # no client of theirs was even made
+    assert all(client._account is None for client in state.clients.values())
+
+
 def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes_nothing_there(
         wiki: RealWiki, other_wiki: RealWiki, third_wiki: RealWiki, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
