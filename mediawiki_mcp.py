@@ -1194,6 +1194,11 @@ class MediaWikiClient:
                                     tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
         return self._account
 
+    @property
+    def account_known(self) -> bool:
+        """Whether ``account`` is known already, so that reading it asks the wiki nothing."""
+        return self._account is not None
+
     def cannot(self, right: str) -> str | None:
         """Why the account may not use a right (``a|b``: either of two), as a sentence saying
         what it cannot do; None when it may. A right its groups give but its bot password's or
@@ -5400,6 +5405,24 @@ def offered_tools(state: ServerState, session: Session | None = None, caller: Ca
             and caller.offers(spec)]
 
 
+def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, caller)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
 def known_account(client: MediaWikiClient) -> Account | None:
     """The account a client acts as (a login, the first time); None where its login fails."""
     try:
@@ -5612,7 +5635,11 @@ async def caller_of(state: ServerState, ctx: Any) -> Caller:
     person = person_of(state, ctx)
     if person is None:
         return Caller(caller_id(ctx))
-    accounts = await on_own_thread(lambda: tuple(map(known_account, writing_clients(state, person))))
+    clients = writing_clients(state, person)
+    if all(client.account_known for client in clients):  # the usual case, which needs no thread
+        accounts = tuple(map(known_account, clients))
+    else:
+        accounts = await on_own_thread(lambda: tuple(map(known_account, clients)))
     return Caller(caller_id(ctx, person), person, accounts)
 
 
@@ -12100,24 +12127,6 @@ async def list_resource_templates(ctx: Any, params: Any) -> Any:
     return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
         uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
         description="A configured wiki: its name, public address, API address and access.")])
-
-
-def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
-                 confirmer: Confirmer = "model") -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
-    import mcp_types as mt
-
-    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirmer != "model" else set()
-    absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title,
-                    description=spec.description(state.config, absent, spec.live(state, session, caller)
-                                                 if spec.live else "", confirmer),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered]
 
 
 def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:

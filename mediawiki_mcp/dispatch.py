@@ -16,7 +16,7 @@ from .config import WikiConfig
 from .errors import NEXT_STEP, ErrorCategory, WikiError, authentication, conflict, invalid_input, permission_denied
 from .identity import PERSON_SCOPE, Person, bearer_token, token_digest
 from .ledger import SHARED_CALLER, ClientReads
-from .registry import Preview, ToolSpec, check_arguments
+from .registry import Confirmer, Preview, ToolSpec, check_arguments
 from .settings import TOOLSETS
 from .siteinfo import RIGHTS, WITHOUT_RIGHT, Account, SiteInfo
 from .state import ServerState
@@ -185,6 +185,24 @@ def offered_tools(state: ServerState, session: Session | None = None, caller: Ca
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
             and caller.offers(spec)]
+
+
+def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, caller)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
 
 
 def known_account(client: MediaWikiClient) -> Account | None:
@@ -399,7 +417,11 @@ async def caller_of(state: ServerState, ctx: Any) -> Caller:
     person = person_of(state, ctx)
     if person is None:
         return Caller(caller_id(ctx))
-    accounts = await on_own_thread(lambda: tuple(map(known_account, writing_clients(state, person))))
+    clients = writing_clients(state, person)
+    if all(client.account_known for client in clients):  # the usual case, which needs no thread
+        accounts = tuple(map(known_account, clients))
+    else:
+        accounts = await on_own_thread(lambda: tuple(map(known_account, clients)))
     return Caller(caller_id(ctx, person), person, accounts)
 
 

@@ -15,20 +15,9 @@ from . import write_pages, write_admin, write_files, write_everyday, write_repla
 # isort: on
 from .config import Config
 from .confirm import CallProgress, confirmer, progress_reporter, run_guarded
-from .dispatch import (
-    NO_PERSON,
-    Caller,
-    Session,
-    caller_of,
-    note_tool_call,
-    offered_tools,
-    run_tool,
-    session_of,
-    unlisted_arguments,
-)
+from .dispatch import Session, caller_of, listed_tools, note_tool_call, run_tool, session_of
 from .pages import ListChanges
 from .prompts import completion_values, listed_prompt, offered_prompts, prompt_arguments, prompt_text
-from .registry import Confirmer
 from .state import ServerState
 from .stdio import serve_stdio
 from .wikis import WIKI_RESOURCE_TEMPLATE, wiki_resources, wiki_summary
@@ -175,24 +164,6 @@ async def list_resource_templates(ctx: Any, params: Any) -> Any:
     return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
         uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
         description="A configured wiki: its name, public address, API address and access.")])
-
-
-def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
-                 confirmer: Confirmer = "model") -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
-    import mcp_types as mt
-
-    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirmer != "model" else set()
-    absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title,
-                    description=spec.description(state.config, absent, spec.live(state, session, caller)
-                                                 if spec.live else "", confirmer),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered]
 
 
 def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:
