@@ -1190,6 +1190,11 @@ class MediaWikiClient:
                                     tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
         return self._account
 
+    @property
+    def account_known(self) -> bool:
+        """Whether ``account`` is known already, so that reading it asks the wiki nothing."""
+        return self._account is not None
+
     def cannot(self, right: str) -> str | None:
         """Why the account may not use a right (``a|b``: either of two), as a sentence saying
         what it cannot do; None when it may. A right its groups give but its bot password's or
@@ -2616,7 +2621,7 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
+def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,  # noqa: C901
                ) -> tuple[list[HeadingNode], list[Node]]:
     """The headings and the other nodes (Node) of wikitext, as MediaWiki's preprocessor
     (Preprocessor_Hash, a port of buildDomTreeArrayFromText) finds them; ``inclusion``: as a page
@@ -3789,7 +3794,7 @@ class Flags:
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
     - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
-    - ``live(state, session, person)``: a sentence of the description built from the live state
+    - ``live(state, session, caller)``: a sentence of the description built from the live state
       when tools/list is answered (load-toolset's toolsets), after the docstring's text.
     - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
       read "For several pages, use get-pages."; a clause whose tool (the value's first word)
@@ -3812,7 +3817,7 @@ class Flags:
     needs_upload_dirs: bool = False
     offered: Callable[[ServerState], bool] | None = None
     in_session: bool = False
-    live: Callable[[ServerState, Session | None, Person | None], str] | None = None
+    live: Callable[[ServerState, Session | None, Caller], str] | None = None
     see: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problem(self, name: str) -> str | None:
@@ -5231,6 +5236,71 @@ def no_progress(done: float, total: float | None, message: str) -> None:
     """The progress reporter of a call whose client asked for none."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request, resolved once where it comes in (caller_of): ``id``, the scope of what
+    the read ledger and idempotency keys vouch for (caller_id); the person, if one signed in (with
+    MCP_AUTH=login, always; none: the configured accounts act); their account on each writable
+    wiki where they have one (None where its login failed), so that what they are offered asks no
+    wiki; and the client that acts for them on each wiki (client)."""
+    id: str = ""
+    person: Person | None = None
+    accounts: tuple[Account | None, ...] = ()
+
+    def offers(self, spec: ToolSpec) -> bool:
+        """Whether the caller's accounts allow a tool: for a person, one that writes only where an
+        account of theirs has its rights, or its login failed (the call then tells them why, as
+        hiding the tool would not)."""
+        return (self.person is None or spec.read_only or not spec.scoped
+                or any(account is None or all(account.can(r) for r in spec.rights) for account in self.accounts))
+
+    def client(self, state: ServerState, wiki: WikiConfig, configured: MediaWikiClient,
+               spec: ToolSpec | None = None) -> MediaWikiClient:
+        """The client a call of the caller (of the tool ``spec``, if any) acts through on ``wiki``:
+        ``configured`` where no one signed in. A person acts through their own account where they
+        have one, never the configured one; elsewhere the configured account reads what anyone may
+        read for them, unless the wiki is private; nothing writes, and nothing reads what only an
+        account sees (a read tool that needs a right of the account: the watchlist)."""
+        person = self.person
+        if person is None:
+            return configured
+        if wiki.key in person.accounts:
+            return state.people.client(person, wiki, state.make_client)
+        if spec is not None and spec.read_only and spec.rights:
+            doing = RIGHTS.get(spec.rights[0], (f"use {spec.name}",))[0]
+            raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                                    f"does not {doing} there for them: {spec.name} shows what only an account "
+                                    f"sees, and the server's own account is not theirs. "
+                                    f"{person.account_elsewhere(wiki.key)}.")
+        if spec is not None and spec.name == "whoami":  # says who they are from what the server knows
+            return configured
+        if wiki.private or spec is not None and not spec.read_only:
+            doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
+            raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                                 f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
+                                 f"changed. {person.account_elsewhere('the wiki')}.")
+        return configured
+
+    def note_write(self, write: tuple[str, str, Any] | None, outcome: str) -> None:
+        """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
+        if self.person is not None and write is not None:
+            name, key, page = write
+            log.info("write by %s: %s on %s%s: %s", logged(self.person.in_log), name, key,
+                     f", page {page!r}" if page else "", outcome)
+
+    def login_failed(self, key: str) -> tuple[str, ...]:
+        """What a person is told, after the wiki's error, when their own login to ``key`` failed."""
+        person = self.person
+        if person is None or key not in person.accounts:
+            return ()
+        return ((f"Nothing was done as another account. {person.name} needs a working bot password of their own "
+                 f"here: {person.account_fix()}."),)
+
+
+#: The caller where no one signs in, within this process: the configured accounts act.
+NO_PERSON = Caller()
+
+
 @dataclasses.dataclass
 class ToolContext:
     """What a tool function gets besides its arguments:
@@ -5246,7 +5316,8 @@ class ToolContext:
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call, sent only where the client
       asked for it, never failing the call.
-    - ``state``: the server's; ``session``: the caller's MCP session, if any."""
+    - ``state``: the server's; ``caller``: who calls (Caller; ``person``, theirs); ``session``: their
+      MCP session, if any."""
     _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
@@ -5259,9 +5330,8 @@ class ToolContext:
     asks: bool = False
     picked: frozenset[str] | None = None
     unconfirmable: str = ""
-    caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
+    caller: Caller = NO_PERSON
     session: Session | None = None
-    person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
 
     @property
     def client(self) -> MediaWikiClient:
@@ -5273,12 +5343,16 @@ class ToolContext:
         return self._client
 
     @property
+    def person(self) -> Person | None:
+        return self.caller.person
+
+    @property
     def budget(self) -> int:
         return self.state.config.content_max_bytes
 
     @property
     def reads(self) -> ClientReads:
-        return self.state.reads.of(self.wiki.key, self.caller, lambda: self.site.syntax)
+        return self.state.reads.of(self.wiki.key, self.caller.id, lambda: self.site.syntax)
 
     @property
     def site(self) -> SiteInfo:
@@ -5290,16 +5364,6 @@ class Session:
     """What the server keeps of one MCP session while its connection lasts (session_of): the
     toolsets it loaded (load-toolset) on top of the operator's."""
     loaded: frozenset[str] = frozenset()  # replaced whole, as tool threads and the loop share it
-
-
-@dataclasses.dataclass(frozen=True)
-class Caller:
-    """Who makes a request (caller_of): ``id``, the scope of what the read ledger and idempotency
-    keys vouch for (caller_id), and the person, if one signed in. No person means that no one
-    signs in here (stdio, or HTTP with no token or the one MCP_AUTH_TOKEN): the configured
-    accounts act. With MCP_AUTH=login there is always one."""
-    id: str = ""
-    person: Person | None = None
 
 
 def session_of(ctx: Any) -> Session | None:
@@ -5321,31 +5385,41 @@ def unlisted_arguments(state: ServerState, session: Session | None = None) -> se
                                       ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
-def offered_tools(state: ServerState, session: Session | None = None,
-                  person: Person | None = None) -> list[ToolSpec]:
-    """The tools offered to a session of a person (None: the configured accounts act): those of its
-    toolsets, a tool that writes only where a wiki is writable (for a person: where their account
-    has its rights), and only while its ``offered`` holds. A person's rights may need a login:
-    run it off the event loop."""
+def offered_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON) -> list[ToolSpec]:
+    """The tools offered to a caller in a session: those of its toolsets, a tool that writes only
+    where a wiki is writable (and the caller's accounts allow it: Caller.offers), and only while its
+    ``offered`` holds. Asks no wiki."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
-    accounts = writing_accounts(state, person) if person else []
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
-            and (person is None or spec.read_only or not spec.scoped
-                 or any(account is None or all(account.can(r) for r in spec.rights) for account in accounts))]
+            and caller.offers(spec)]
 
 
-def writing_accounts(state: ServerState, person: Person) -> list[Account | None]:
-    """A person's account on each writable wiki where they have one; None where their login fails,
-    which may use any write tool, whose call then tells them why, as hiding it would not."""
-    accounts: list[Account | None] = []
-    for client in writing_clients(state, person):
-        try:
-            accounts.append(client.account)
-        except WikiError:
-            accounts.append(None)
-    return accounts
+def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, caller)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def known_account(client: MediaWikiClient) -> Account | None:
+    """The account a client acts as (a login, the first time); None where its login fails."""
+    try:
+        return client.account
+    except WikiError:
+        return None
 
 
 def writing_clients(state: ServerState, person: Person) -> list[MediaWikiClient]:
@@ -5373,7 +5447,7 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: Caller = Caller(), session: Session | None = None,
+             caller: Caller = NO_PERSON, session: Session | None = None,
              person_confirms: bool | Accepted = False, unconfirmable: str = "") -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as the caller's
     person where one signed in: content blocks and is_error; never raises, so nothing but
@@ -5382,17 +5456,15 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     what the person Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why
     the person cannot confirm from this client (ToolContext.unconfirmable)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
-    person = caller.person
     spec = state.registry.tools.get(name)
-    offered = offered_tools(state, session, person)
-    write = None  # what a person's write is about, for the operator's log
-    as_person = False  # the call acts through the person's own account
+    offered = offered_tools(state, session, caller)
+    write = None  # what a write is about, for the operator's log of a person's writes
     source = ""  # the wiki an error comes from: none until the arguments are good
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
         if spec not in offered:
-            raise unoffered_error(state, spec, session, person)
+            raise unoffered_error(state, spec, session, caller)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -5403,9 +5475,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
-        if person is not None and spec.scoped:
-            client = persons_client(state, person, wiki, client, spec)
-            as_person = key in person.accounts
+        if spec.scoped:
+            client = caller.client(state, wiki, client, spec)
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
         require_extension(state, spec, key, client)
@@ -5418,7 +5489,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
                           asks=bool(person_confirms), picked=accepted.picked if accepted else None,
-                          unconfirmable=unconfirmable, caller=caller.id, session=session, person=person)
+                          unconfirmable=unconfirmable, caller=caller, session=session)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
@@ -5428,34 +5499,31 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         if person_confirms:
-            preview.wiki, preview.account = key, account_name(client)
+            account = known_account(client)
+            preview.wiki, preview.account = key, account.name if account else ""
             return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
-        if write and person:
-            log_persons_write(person, write, error.category)
+        caller.note_write(write, error.category)
         error.wiki = source if len(state.wikis) > 1 else ""
         error.notes = unoffered_notes(error.message, state, {s.name for s in offered} | {name}, session)
-        if as_person and person and error.category == "authentication":
-            error.notes += ((f"Nothing was done as another account. {person.name} needs a working bot password "
-                             f"of their own here: {person.account_fix()}."),)
+        if error.category == "authentication":
+            error.notes += caller.login_failed(source)
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [str(WikiError("upstream_failure", f"{name} failed unexpectedly ({type(exc).__name__}); the "
                               "server log has the details."))], True
-    if write and person:
-        log_persons_write(person, write, "done")
+    caller.note_write(write, "done")
     return as_blocks(result), False
 
 
-def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
-                    person: Person | None) -> WikiError:
+def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None, caller: Caller) -> WikiError:
     """Why a tool the caller is not offered is refused: a person's missing account or right, where
     the configured accounts would be offered it; else its toolset (tools/list lists those offered)."""
-    name = spec.name
+    name, person = spec.name, caller.person
     if person and spec in offered_tools(state, session):
-        if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+        if not caller.accounts:  # no right is missing: they have nowhere to write as themselves
             writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
             return authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
                                   f"so it does not use {name} for them (never as its own account); nothing "
@@ -5485,31 +5553,8 @@ def once_per_key(state: ServerState, spec: ToolSpec, key: str, ctx: ToolContext,
     result, marked. A question to the person and its answer are one confirmed call."""
     asked = {**own, "confirm": ctx.confirmed or ctx.asks} if spec.guarded else own
     fingerprint = json.dumps([spec.name, key, asked], sort_keys=True, ensure_ascii=False)
-    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller)
+    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller.id)
     return [REPEAT_NOTE + result[0], *result[1:]] if repeated else result
-
-
-def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
-                   spec: ToolSpec | None = None) -> MediaWikiClient:
-    """The client a person's call (of the tool ``spec``, if any) acts through on ``wiki``: their
-    own account's where they have one, never the configured one; elsewhere the configured account
-    reads what anyone may read for them, unless the wiki is private; nothing writes, and nothing
-    reads what only an account sees (a read tool that needs a right of the account: the watchlist)."""
-    if wiki.key in person.accounts:
-        return state.people.client(person, wiki, state.make_client)
-    if spec is not None and spec.read_only and spec.rights:
-        doing = RIGHTS.get(spec.rights[0], (f"use {spec.name}",))[0]
-        raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
-                                f"not {doing} there for them: {spec.name} shows what only an account sees, and "
-                                f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
-    if spec is not None and spec.name == "whoami":  # says who they are from what the server knows, reading nothing of the wiki
-        return configured
-    if wiki.private or spec is not None and not spec.read_only:
-        doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
-        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
-                             f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
-                             f"changed. {person.account_elsewhere('the wiki')}.")
-    return configured
 
 
 def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: str, wiki: str,
@@ -5526,13 +5571,6 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
              logged(tool), wiki or "-", outcome, client.host if client else "-")
     if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
         state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
-
-
-def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
-    """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
-    name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", logged(person.in_log), name, key,
-             f", page {page!r}" if page else "", outcome)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -5555,14 +5593,6 @@ def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: st
                            f"{preview.nothing} Call {spec.name} again to ask them about this.") from None
     ctx.confirmed = True
     return spec.fn(ctx, **own)
-
-
-def account_name(client: MediaWikiClient) -> str:
-    """The name of the account a client acts as, for a question to the person; '' where unknown."""
-    try:
-        return client.account.name
-    except WikiError:
-        return ""
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -5592,11 +5622,19 @@ def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
-def caller_of(state: ServerState, ctx: Any) -> Caller:
+async def caller_of(state: ServerState, ctx: Any) -> Caller:
     """The Caller of a request (a ServerRequestContext): its person as resolved where the request
-    came in, then its session or token."""
+    came in, with their accounts on the writable wikis (each logged in to once, off the event loop);
+    else its session or token."""
     person = person_of(state, ctx)
-    return Caller(caller_id(ctx, person), person)
+    if person is None:
+        return Caller(caller_id(ctx))
+    clients = writing_clients(state, person)
+    if all(client.account_known for client in clients):  # the usual case, which needs no thread
+        accounts = tuple(map(known_account, clients))
+    else:
+        accounts = await on_own_thread(lambda: tuple(map(known_account, clients)))
+    return Caller(caller_id(ctx, person), person, accounts)
 
 
 def person_of(state: ServerState, ctx: Any) -> Person | None:
@@ -5833,18 +5871,18 @@ COMPLETION_MAX_VALUES = 100
 
 
 def completion_values(state: ServerState, kind: str | None, value: str, key: str,
-                      person: Person | None = None) -> tuple[list[str], bool]:
+                      caller: Caller = NO_PERSON) -> tuple[list[str], bool]:
     """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
     ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
     configuration, pages and categories from one prefix search on the wiki ``key`` (the one
-    the prompt's wiki argument names, else the default), as ``person`` reads it if one signed in."""
+    the prompt's wiki argument names, else the default), as ``caller`` reads it."""
     if kind == "wiki":
         keys = [key for key in state.wikis if key.startswith(value)]
         return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
     if kind not in ("page", "category"):
         return [], False
     wiki, client = state.wiki_and_client(key)
-    client = persons_client(state, person, wiki, client) if person else client
+    client = caller.client(state, wiki, client)
     namespace = client.site.namespace_of(value)
     prefix = value.partition(":")[2] if namespace == 14 else value
     if kind == "category":
@@ -9489,7 +9527,7 @@ def create_page(
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})
-def update_page(
+def update_page(  # noqa: C901
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
@@ -10058,16 +10096,7 @@ def protect_page(
     levels not given stay as they are."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
-    if not asked and cascade is None:
-        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
-                            "changed.")
-    if expiry is not None and not expiry.strip():
-        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
-    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
-    for kind, level in asked.items():
-        if levels and level not in (*levels, "all"):
-            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
-                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+    check_protection(ctx, asked, cascade, expiry)
     page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
     check_page(ctx, page, title, must_exist=False)
     title, kinds = page.get("title", title), page.get("restrictiontypes") or []
@@ -10093,7 +10122,6 @@ def protect_page(
                                 "changed.")
         cascades = False  # MediaWiki ends cascading when the edit level drops below it
     if not ctx.confirmed:
-        check_expiry(ctx, expiry)
         changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
                    else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
                    if kind in asked or kind in now]
@@ -10111,8 +10139,13 @@ def protect_page(
         if {p["type"]: p["level"] for p in shown} != {k: p["level"] for k, p in new.items() if p["level"]}:
             return None
         return [p for p in shown if not p.get("source")]
+    def protect() -> dict[str, Any]:
+        try:
+            return ctx.client.write(params)
+        except WikiError as error:
+            raise bad_expiry(ctx, expiry or "", error.code) if error.code in ("invalidexpiry", "pastexpiry") else error
     answer, shown = settle_write(
-        lambda: ctx.client.write(params), protection_as_shown, what="the protection was changed",
+        protect, protection_as_shown, what="the protection was changed",
         look="read it with get-page", absent=f"The wiki shows the protection of {title!r} unchanged, so "
         "nothing was changed. Call again to retry.")
     done = answer.get("protect", {})
@@ -10125,26 +10158,32 @@ def protect_page(
                                     ("URL", ctx.site.page_url(title)))
 
 
-def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
-    """Refuses an expiry the wiki would refuse: one in the past, or one it cannot read as a time
-    (#time reads it as action=protect does, with PHP's strtotime; without ParserFunctions, the
-    wiki judges it when the protection is set)."""
-    if expiry is None or expiry.strip().lower() in NEVER:
-        return
-    if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
-        seconds = ""
-    elif "parserfunctions" not in ctx.client.extensions:
-        return
-    else:
-        seconds = ctx.client.get({"action": "expandtemplates", "text": f"{{{{#time:U|{expiry}}}}}",
-                                  "prop": "wikitext"}).get("expandtemplates", {}).get("wikitext", "")
-    if not re.fullmatch(r"-?\d+", seconds.strip()):
-        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
-                            "nothing was changed. Give a duration such as 1 week, a time such as "
-                            "2030-01-31T00:00:00Z, or infinite.")
-    if int(seconds) <= time.time():
-        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
-                            "a duration such as 1 week, a later time, or infinite.")
+def check_protection(ctx: ToolContext, asked: Mapping[str, str], cascade: bool | None, expiry: str | None) -> None:
+    """Refuses, asking the wiki nothing, the arguments of protect-page it would refuse: the wiki
+    judges an expiry itself (bad_expiry), but one with a character no time has is refused here."""
+    if not asked and cascade is None:
+        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
+                            "changed.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
+    if expiry is not None and re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; the wiki judges the others
+        raise bad_expiry(ctx, expiry, "invalidexpiry")
+    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
+    for kind, level in asked.items():
+        if levels and level not in (*levels, "all"):
+            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
+                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+
+
+def bad_expiry(ctx: ToolContext, expiry: str, code: str) -> WikiError:
+    """The refusal of an expiry the wiki cannot read as a time (MediaWiki's invalidexpiry), or one in
+    the past (pastexpiry): the model's to change."""
+    if code == "pastexpiry":
+        return invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
+                             "a duration such as 1 week, a later time, or infinite.")
+    return invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
+                         "nothing was changed. Give a duration such as 1 week, a time such as "
+                         "2030-01-31T00:00:00Z, or infinite.")
 
 
 def level_text(entry: Mapping[str, Any] | None) -> str:
@@ -11411,9 +11450,9 @@ class SourcePage:
 
 def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
     """The wiki a copy reads from, and the client it reads with (a signed-in person's own, as
-    persons_client chooses): the one place a tool reads a wiki other than its call's."""
+    Caller.client chooses): the one place a tool reads a wiki other than its call's."""
     wiki, client = ctx.state.wiki_and_client(key)
-    return wiki, persons_client(ctx.state, ctx.person, wiki, client) if ctx.person else client
+    return wiki, ctx.caller.client(ctx.state, wiki, client)
 
 
 def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:
@@ -11754,19 +11793,17 @@ def list_wikis(ctx: ToolContext) -> str:
     return "\n".join(rows)
 
 
-def toolset_tools(state: ServerState, session: Session | None, name: str, person: Person | None = None
-                  ) -> list[str]:
-    """The tools a toolset would add for a session (of ``person``, where one signed in), as
-    offered_tools offers them (a read-only server offers no tool that writes; a person, none
-    their account lacks the rights for)."""
+def toolset_tools(state: ServerState, session: Session | None, name: str, caller: Caller = NO_PERSON) -> list[str]:
+    """The tools a toolset would add for a session of ``caller``, as offered_tools offers them (a
+    read-only server offers no tool that writes; a person, none their account lacks the rights for)."""
     with_it = Session(toolsets_of(state, session) | {name})
-    return [spec.name for spec in offered_tools(state, with_it, person) if spec.toolset == name]
+    return [spec.name for spec in offered_tools(state, with_it, caller) if spec.toolset == name]
 
 
-def toolsets_to_load(state: ServerState, session: Session | None, person: Person | None) -> str:
+def toolsets_to_load(state: ServerState, session: Session | None, caller: Caller) -> str:
     """load-toolset's live sentence: each toolset the session can load that adds a tool, by its
     name, with what it is for (a model given examples of what toolsets hold took them for names)."""
-    names = [name for name in loadable_now(state, session) if toolset_tools(state, session, name, person)]
+    names = [name for name in loadable_now(state, session) if toolset_tools(state, session, name, caller)]
     if not names:
         return "This session has every toolset it can load."
     return "Toolsets: " + "; ".join(f"'{name}': {TOOLSETS[name]}" for name in names) + "."
@@ -11796,12 +11833,12 @@ def load_toolset(
                                        max_length_listed=False)] = None,
 ) -> str:
     """Adds a toolset's tools to this session."""
-    state, session, person = ctx.state, ctx.session, ctx.person
+    state, session, caller = ctx.state, ctx.session, ctx.caller
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)
     if toolset is None:
         rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
-                for name in choices if (tools := toolset_tools(state, session, name, person))]
+                for name in choices if (tools := toolset_tools(state, session, name, caller))]
         barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
         return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
@@ -11811,15 +11848,15 @@ def load_toolset(
         raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}" + (
             f". {toolset.strip()!r} is in the toolset {' and '.join(holding)}." if holding else "."))
     if name in toolsets_of(state, session):
-        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, person))}."
+        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, caller))}."
     if name not in choices:
         raise permission_denied(f"The operator does not let a session load the toolset {name} "
                                 "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
-    tools = toolset_tools(state, session, name, person)
-    if not tools and person and toolset_tools(state, session, name):
-        raise permission_denied(f"The toolset {name} offers {person.name} no tool: their account lacks the rights "
-                                "of each on every wiki where they may write. Only the wiki's administrators can "
-                                "give them; no retry by the model changes it.")
+    tools = toolset_tools(state, session, name, caller)
+    if not tools and caller.person and toolset_tools(state, session, name):
+        raise permission_denied(f"The toolset {name} offers {caller.person.name} no tool: their account lacks the "
+                                "rights of each on every wiki where they may write. Only the wiki's administrators "
+                                "can give them; no retry by the model changes it.")
     if not tools:
         raise permission_denied(f"The toolset {name} offers no tool with this server's configuration (on "
                                 "read-only wikis, none that writes).")
@@ -11974,17 +12011,14 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
-        # a person's rights decide their tools, which may take a login to their wikis
-        tools = (listed_tools(state, session, confirmer=who) if person is None
-                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
-        return mt.ListToolsResult(tools=tools)
+        caller = await caller_of(state, ctx)
+        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx), caller, confirmer(state, ctx)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        session, caller = session_of(ctx), caller_of(state, ctx)
+        session, caller = session_of(ctx), await caller_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         progress = CallProgress(ctx)
@@ -12037,7 +12071,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         try:
             key = state.resolve_wiki(named) if kind in ("page", "category") else ""
             job = functools.partial(completion_values, state, kind, params.argument.value, key,
-                                    caller_of(state, ctx).person)
+                                    await caller_of(state, ctx))
             values, more = await state.calls.run(key, job, write=False)
         except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
             log.info("no completion for %s: %s", params.argument.name, error)
@@ -12075,24 +12109,6 @@ async def list_resource_templates(ctx: Any, params: Any) -> Any:
     return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
         uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
         description="A configured wiki: its name, public address, API address and access.")])
-
-
-def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
-                 confirmer: Confirmer = "model") -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
-    import mcp_types as mt
-
-    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirmer != "model" else set()
-    absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title,
-                    description=spec.description(state.config, absent, spec.live(state, session, person)
-                                                 if spec.live else "", confirmer),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered]
 
 
 def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:

@@ -7030,14 +7030,15 @@ def test_protect_page_previews_then_sets_levels_and_keeps_the_others(bot_server:
     ("yesterday", "which is in the past"),
     ("2001-01-01T00:00:00Z", "which is in the past"),
 ])
-def test_the_protect_page_preview_refuses_an_expiry_the_wiki_would_refuse(bot_server: Any, wiki: RealWiki,
-                                                                          expiry: str, says: str) -> None:
-    """The preview the user confirms must be one the wiki takes: a bad expiry is refused before
-    it is put to the user, not after they confirmed."""
+def test_protect_page_answers_the_wikis_refusal_of_an_expiry_as_the_models_to_fix(bot_server: Any, wiki: RealWiki,
+                                                                                  expiry: str, says: str) -> None:
+    """An expiry the wiki cannot read, or one in the past, is refused by the wiki itself when the
+    protection is set (no request asks it beforehand), and answered as the model's to change; one
+    with a character no time has is refused before anything is asked."""
     title = "Protect bad expiry test"
     if not revision_ids(wiki, title):
         create(bot_server, title, "Text.")
-    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry)
+    result = call(bot_server, "protect-page", title=title, edit="sysop", expiry=expiry, confirm=True)
     assert result.blocks == [f"invalid_input: Argument 'expiry' is {expiry!r}, {says.format(key=wiki.key)}; "
                              "nothing was changed. Give a duration such as 1 week, "
                              + ("a time such as 2030-01-31T00:00:00Z" if "read" in says else "a later time")
@@ -12154,6 +12155,23 @@ def test_two_people_at_once_each_edit_as_themselves_with_their_own_rights(
     shown = caplog.text + "".join(whoami.values()) + json.dumps(added) + json.dumps(refused)
     for secret in (admin_token, member_token, wiki.bot_password, wiki.plain_password, wiki.editor_password):
         assert secret not in shown
+
+
+def test_a_persons_tools_list_comes_from_their_caller_and_asks_no_wiki() -> None:
+    """What a person is offered follows the rights of the accounts their Caller carries, learnt where
+    the request came in: tools/list itself sends no request (the wiki here answers none)."""
+    state = m.ServerState.from_config(m.Config.from_env({**WRITABLE_NOWHERE, "MCP_TOOLSETS": "all"}))
+    key = state.config.default_wiki
+    person = m.Person("member", "Member", {key: m.Credentials("Member@mcp", "0" * 32)})
+    editor = m.Account("Member", False, ("user",), frozenset({"edit", "createpage"}))
+    listed = {tool.name for tool in m.listed_tools(state, None, m.Caller("person:member", person, (editor,)))}
+    assert {"create-page", "update-page"} <= listed and "delete-page" not in listed
+    assert "delete-page" in {tool.name for tool in m.listed_tools(state)}
+    # a login that failed (None) hides nothing: the call says why
+    assert "delete-page" in {tool.name for tool in m.listed_tools(state, None, m.Caller("person:member", person,
+                                                                                         (None,)))}
+    assert state.people.forget("member") == []  # no client of theirs was even made
+    assert all(client._account is None for client in state.clients.values())
 
 
 def test_a_person_without_an_account_on_a_wiki_reads_it_as_configured_but_writes_nothing_there(

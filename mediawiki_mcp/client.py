@@ -301,6 +301,11 @@ class MediaWikiClient:
                                     tuple(info.get("groups") or ()), frozenset(info.get("rights") or ()))
         return self._account
 
+    @property
+    def account_known(self) -> bool:
+        """Whether ``account`` is known already, so that reading it asks the wiki nothing."""
+        return self._account is not None
+
     def cannot(self, right: str) -> str | None:
         """Why the account may not use a right (``a|b``: either of two), as a sentence saying
         what it cannot do; None when it may. A right its groups give but its bot password's or

@@ -10,12 +10,13 @@ import typing
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from .calls import on_own_thread
 from .client import MediaWikiClient
 from .config import WikiConfig
 from .errors import NEXT_STEP, ErrorCategory, WikiError, authentication, conflict, invalid_input, permission_denied
 from .identity import PERSON_SCOPE, Person, bearer_token, token_digest
 from .ledger import SHARED_CALLER, ClientReads
-from .registry import Preview, ToolSpec, check_arguments
+from .registry import Confirmer, Preview, ToolSpec, check_arguments
 from .settings import TOOLSETS
 from .siteinfo import RIGHTS, WITHOUT_RIGHT, Account, SiteInfo
 from .state import ServerState
@@ -24,6 +25,71 @@ from .wire import log, logged
 
 def no_progress(done: float, total: float | None, message: str) -> None:
     """The progress reporter of a call whose client asked for none."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request, resolved once where it comes in (caller_of): ``id``, the scope of what
+    the read ledger and idempotency keys vouch for (caller_id); the person, if one signed in (with
+    MCP_AUTH=login, always; none: the configured accounts act); their account on each writable
+    wiki where they have one (None where its login failed), so that what they are offered asks no
+    wiki; and the client that acts for them on each wiki (client)."""
+    id: str = ""
+    person: Person | None = None
+    accounts: tuple[Account | None, ...] = ()
+
+    def offers(self, spec: ToolSpec) -> bool:
+        """Whether the caller's accounts allow a tool: for a person, one that writes only where an
+        account of theirs has its rights, or its login failed (the call then tells them why, as
+        hiding the tool would not)."""
+        return (self.person is None or spec.read_only or not spec.scoped
+                or any(account is None or all(account.can(r) for r in spec.rights) for account in self.accounts))
+
+    def client(self, state: ServerState, wiki: WikiConfig, configured: MediaWikiClient,
+               spec: ToolSpec | None = None) -> MediaWikiClient:
+        """The client a call of the caller (of the tool ``spec``, if any) acts through on ``wiki``:
+        ``configured`` where no one signed in. A person acts through their own account where they
+        have one, never the configured one; elsewhere the configured account reads what anyone may
+        read for them, unless the wiki is private; nothing writes, and nothing reads what only an
+        account sees (a read tool that needs a right of the account: the watchlist)."""
+        person = self.person
+        if person is None:
+            return configured
+        if wiki.key in person.accounts:
+            return state.people.client(person, wiki, state.make_client)
+        if spec is not None and spec.read_only and spec.rights:
+            doing = RIGHTS.get(spec.rights[0], (f"use {spec.name}",))[0]
+            raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                                    f"does not {doing} there for them: {spec.name} shows what only an account "
+                                    f"sees, and the server's own account is not theirs. "
+                                    f"{person.account_elsewhere(wiki.key)}.")
+        if spec is not None and spec.name == "whoami":  # says who they are from what the server knows
+            return configured
+        if wiki.private or spec is not None and not spec.read_only:
+            doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
+            raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
+                                 f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
+                                 f"changed. {person.account_elsewhere('the wiki')}.")
+        return configured
+
+    def note_write(self, write: tuple[str, str, Any] | None, outcome: str) -> None:
+        """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
+        if self.person is not None and write is not None:
+            name, key, page = write
+            log.info("write by %s: %s on %s%s: %s", logged(self.person.in_log), name, key,
+                     f", page {page!r}" if page else "", outcome)
+
+    def login_failed(self, key: str) -> tuple[str, ...]:
+        """What a person is told, after the wiki's error, when their own login to ``key`` failed."""
+        person = self.person
+        if person is None or key not in person.accounts:
+            return ()
+        return ((f"Nothing was done as another account. {person.name} needs a working bot password of their own "
+                 f"here: {person.account_fix()}."),)
+
+
+#: The caller where no one signs in, within this process: the configured accounts act.
+NO_PERSON = Caller()
 
 
 @dataclasses.dataclass
@@ -41,7 +107,8 @@ class ToolContext:
     - ``budget``: the bytes of content one answer may carry (MCP_CONTENT_MAX_BYTES).
     - ``progress(done, total, message)``: MCP progress of a long call, sent only where the client
       asked for it, never failing the call.
-    - ``state``: the server's; ``session``: the caller's MCP session, if any."""
+    - ``state``: the server's; ``caller``: who calls (Caller; ``person``, theirs); ``session``: their
+      MCP session, if any."""
     _client: MediaWikiClient
     wiki: WikiConfig
     state: ServerState
@@ -54,9 +121,8 @@ class ToolContext:
     asks: bool = False
     picked: frozenset[str] | None = None
     unconfirmable: str = ""
-    caller: str = ""  # who is calling (caller_of): the scope of what the read ledger vouches for
+    caller: Caller = NO_PERSON
     session: Session | None = None
-    person: Person | None = None  # who signed in, if anyone: other wikis are read as them (source_client)
 
     @property
     def client(self) -> MediaWikiClient:
@@ -68,12 +134,16 @@ class ToolContext:
         return self._client
 
     @property
+    def person(self) -> Person | None:
+        return self.caller.person
+
+    @property
     def budget(self) -> int:
         return self.state.config.content_max_bytes
 
     @property
     def reads(self) -> ClientReads:
-        return self.state.reads.of(self.wiki.key, self.caller, lambda: self.site.syntax)
+        return self.state.reads.of(self.wiki.key, self.caller.id, lambda: self.site.syntax)
 
     @property
     def site(self) -> SiteInfo:
@@ -85,16 +155,6 @@ class Session:
     """What the server keeps of one MCP session while its connection lasts (session_of): the
     toolsets it loaded (load-toolset) on top of the operator's."""
     loaded: frozenset[str] = frozenset()  # replaced whole, as tool threads and the loop share it
-
-
-@dataclasses.dataclass(frozen=True)
-class Caller:
-    """Who makes a request (caller_of): ``id``, the scope of what the read ledger and idempotency
-    keys vouch for (caller_id), and the person, if one signed in. No person means that no one
-    signs in here (stdio, or HTTP with no token or the one MCP_AUTH_TOKEN): the configured
-    accounts act. With MCP_AUTH=login there is always one."""
-    id: str = ""
-    person: Person | None = None
 
 
 def session_of(ctx: Any) -> Session | None:
@@ -116,31 +176,41 @@ def unlisted_arguments(state: ServerState, session: Session | None = None) -> se
                                       ("watch", "changes" not in toolsets_of(state, session))) if unused}
 
 
-def offered_tools(state: ServerState, session: Session | None = None,
-                  person: Person | None = None) -> list[ToolSpec]:
-    """The tools offered to a session of a person (None: the configured accounts act): those of its
-    toolsets, a tool that writes only where a wiki is writable (for a person: where their account
-    has its rights), and only while its ``offered`` holds. A person's rights may need a login:
-    run it off the event loop."""
+def offered_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON) -> list[ToolSpec]:
+    """The tools offered to a caller in a session: those of its toolsets, a tool that writes only
+    where a wiki is writable (and the caller's accounts allow it: Caller.offers), and only while its
+    ``offered`` holds. Asks no wiki."""
     writable, toolsets = state.any_writable(), toolsets_of(state, session)
-    accounts = writing_accounts(state, person) if person else []
     return [spec for spec in state.registry.tools.values()
             if spec.toolset in toolsets and (spec.read_only or not spec.scoped or writable)
             and (spec.offered is None or spec.offered(state)) and (session or not spec.in_session)
-            and (person is None or spec.read_only or not spec.scoped
-                 or any(account is None or all(account.can(r) for r in spec.rights) for account in accounts))]
+            and caller.offers(spec)]
 
 
-def writing_accounts(state: ServerState, person: Person) -> list[Account | None]:
-    """A person's account on each writable wiki where they have one; None where their login fails,
-    which may use any write tool, whose call then tells them why, as hiding it would not."""
-    accounts: list[Account | None] = []
-    for client in writing_clients(state, person):
-        try:
-            accounts.append(client.account)
-        except WikiError:
-            accounts.append(None)
-    return accounts
+def listed_tools(state: ServerState, session: Session | None = None, caller: Caller = NO_PERSON,
+                 confirmer: Confirmer = "model") -> list[Any]:
+    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
+    import mcp_types as mt
+
+    offered, unlisted = offered_tools(state, session, caller), unlisted_arguments(state, session)
+    unlisted |= {"confirm"} if confirmer != "model" else set()
+    absent = state.registry.tools.keys() - {spec.name for spec in offered}
+    return [mt.Tool(name=spec.name, title=spec.title,
+                    description=spec.description(state.config, absent, spec.live(state, session, caller)
+                                                 if spec.live else "", confirmer),
+                    input_schema=spec.schema(unlisted),
+                    annotations=mt.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
+            for spec in offered]
+
+
+def known_account(client: MediaWikiClient) -> Account | None:
+    """The account a client acts as (a login, the first time); None where its login fails."""
+    try:
+        return client.account
+    except WikiError:
+        return None
 
 
 def writing_clients(state: ServerState, person: Person) -> list[MediaWikiClient]:
@@ -168,7 +238,7 @@ def require_extension(state: ServerState, spec: ToolSpec, key: str, client: Medi
 
 def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
              progress: Callable[[float, float | None, str], None] = no_progress,
-             caller: Caller = Caller(), session: Session | None = None,
+             caller: Caller = NO_PERSON, session: Session | None = None,
              person_confirms: bool | Accepted = False, unconfirmable: str = "") -> tuple[list[Any], bool]:
     """Runs one tool call (on a worker thread) for ``caller`` in ``session``, as the caller's
     person where one signed in: content blocks and is_error; never raises, so nothing but
@@ -177,17 +247,15 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
     what the person Accepted, done now unless it changed since (as_shown). ``unconfirmable``: why
     the person cannot confirm from this client (ToolContext.unconfirmable)."""
     accepted = person_confirms if isinstance(person_confirms, Accepted) else None
-    person = caller.person
     spec = state.registry.tools.get(name)
-    offered = offered_tools(state, session, person)
-    write = None  # what a person's write is about, for the operator's log
-    as_person = False  # the call acts through the person's own account
+    offered = offered_tools(state, session, caller)
+    write = None  # what a write is about, for the operator's log of a person's writes
     source = ""  # the wiki an error comes from: none until the arguments are good
     try:
         if spec is None:
             raise invalid_input(f"Unknown tool {name!r}.{closest_tool(name, offered)}")
         if spec not in offered:
-            raise unoffered_error(state, spec, session, person)
+            raise unoffered_error(state, spec, session, caller)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise invalid_input("Tool arguments must be an object.")
         arguments = dict(arguments or {})
@@ -198,9 +266,8 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         if spec.scoped and not spec.read_only and wiki.read_only:
             raise permission_denied(f"The wiki {key} is configured read-only; the "
                                     "operator decides this, and no retry by the model changes it.")
-        if person is not None and spec.scoped:
-            client = persons_client(state, person, wiki, client, spec)
-            as_person = key in person.accounts
+        if spec.scoped:
+            client = caller.client(state, wiki, client, spec)
             write = None if spec.read_only or spec.dry_run and values["dryRun"] else (
                 name, key, values.get("newTitle") or values.get("title") or values.get("fromTitle"))
         require_extension(state, spec, key, client)
@@ -213,7 +280,7 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
                           dry_run=spec.dry_run and values["dryRun"], watch=watch,
                           confirmed=spec.guarded and values["confirm"] and not person_confirms,
                           asks=bool(person_confirms), picked=accepted.picked if accepted else None,
-                          unconfirmable=unconfirmable, caller=caller.id, session=session, person=person)
+                          unconfirmable=unconfirmable, caller=caller, session=session)
         own = {arg: values[arg] for arg in spec.params}
 
         def act() -> list[Any]:
@@ -223,34 +290,31 @@ def run_tool(state: ServerState, name: str, arguments: Mapping[str, Any] | None,
         result = naming_the_wiki(state, key, as_blocks(result)) if spec.scoped else result
     except Preview as preview:
         if person_confirms:
-            preview.wiki, preview.account = key, account_name(client)
+            account = known_account(client)
+            preview.wiki, preview.account = key, account.name if account else ""
             return [preview], True
         return [str(preview.answer(name))], True
     except WikiError as error:
-        if write and person:
-            log_persons_write(person, write, error.category)
+        caller.note_write(write, error.category)
         error.wiki = source if len(state.wikis) > 1 else ""
         error.notes = unoffered_notes(error.message, state, {s.name for s in offered} | {name}, session)
-        if as_person and person and error.category == "authentication":
-            error.notes += ((f"Nothing was done as another account. {person.name} needs a working bot password "
-                             f"of their own here: {person.account_fix()}."),)
+        if error.category == "authentication":
+            error.notes += caller.login_failed(source)
         return [str(error)], True
     except Exception as exc:  # a bug here must still answer in the contract's shape
         log.exception("tool %s failed", name)
         return [str(WikiError("upstream_failure", f"{name} failed unexpectedly ({type(exc).__name__}); the "
                               "server log has the details."))], True
-    if write and person:
-        log_persons_write(person, write, "done")
+    caller.note_write(write, "done")
     return as_blocks(result), False
 
 
-def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None,
-                    person: Person | None) -> WikiError:
+def unoffered_error(state: ServerState, spec: ToolSpec, session: Session | None, caller: Caller) -> WikiError:
     """Why a tool the caller is not offered is refused: a person's missing account or right, where
     the configured accounts would be offered it; else its toolset (tools/list lists those offered)."""
-    name = spec.name
+    name, person = spec.name, caller.person
     if person and spec in offered_tools(state, session):
-        if not writing_accounts(state, person):  # no right is missing: they have nowhere to write as themselves
+        if not caller.accounts:  # no right is missing: they have nowhere to write as themselves
             writable = " or ".join(key for key, wiki, _ in state.entries() if not wiki.read_only)
             return authentication(f"{person.name} has no account of their own on a wiki this server writes to, "
                                   f"so it does not use {name} for them (never as its own account); nothing "
@@ -280,31 +344,8 @@ def once_per_key(state: ServerState, spec: ToolSpec, key: str, ctx: ToolContext,
     result, marked. A question to the person and its answer are one confirmed call."""
     asked = {**own, "confirm": ctx.confirmed or ctx.asks} if spec.guarded else own
     fingerprint = json.dumps([spec.name, key, asked], sort_keys=True, ensure_ascii=False)
-    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller)
+    result, repeated = state.idempotency.run(idempotency_key, fingerprint, act, key, ctx.caller.id)
     return [REPEAT_NOTE + result[0], *result[1:]] if repeated else result
-
-
-def persons_client(state: ServerState, person: Person, wiki: WikiConfig, configured: MediaWikiClient,
-                   spec: ToolSpec | None = None) -> MediaWikiClient:
-    """The client a person's call (of the tool ``spec``, if any) acts through on ``wiki``: their
-    own account's where they have one, never the configured one; elsewhere the configured account
-    reads what anyone may read for them, unless the wiki is private; nothing writes, and nothing
-    reads what only an account sees (a read tool that needs a right of the account: the watchlist)."""
-    if wiki.key in person.accounts:
-        return state.people.client(person, wiki, state.make_client)
-    if spec is not None and spec.read_only and spec.rights:
-        doing = RIGHTS.get(spec.rights[0], (f"use {spec.name}",))[0]
-        raise permission_denied(f"{person.name} has no account of their own on {wiki.key}, so this server does "
-                                f"not {doing} there for them: {spec.name} shows what only an account sees, and "
-                                f"the server's own account is not theirs. {person.account_elsewhere(wiki.key)}.")
-    if spec is not None and spec.name == "whoami":  # says who they are from what the server knows, reading nothing of the wiki
-        return configured
-    if wiki.private or spec is not None and not spec.read_only:
-        doing = "read the private wiki" if spec is None or spec.read_only else f"use {spec.name} on the wiki"
-        raise authentication(f"{person.name} has no account of their own on {wiki.key}, so this server "
-                             f"does not {doing} {wiki.key} for them (never as its own account); nothing was "
-                             f"changed. {person.account_elsewhere('the wiki')}.")
-    return configured
 
 
 def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: str, wiki: str,
@@ -321,13 +362,6 @@ def note_tool_call(state: ServerState, ctx: Any, person: Person | None, tool: st
              logged(tool), wiki or "-", outcome, client.host if client else "-")
     if state.metrics is not None:  # an unknown tool's name is the model's, and would make a series each
         state.metrics.tool_calls.labels(tool if tool in state.registry.tools else "unknown", outcome).inc()
-
-
-def log_persons_write(person: Person, write: tuple[str, str, Any], outcome: str) -> None:
-    """The operator's record of a write a person made: the tool, wiki, page and who; no secret."""
-    name, key, page = write
-    log.info("write by %s: %s on %s%s: %s", logged(person.in_log), name, key,
-             f", page {page!r}" if page else "", outcome)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,14 +384,6 @@ def as_shown(spec: ToolSpec, ctx: ToolContext, own: Mapping[str, Any], shown: st
                            f"{preview.nothing} Call {spec.name} again to ask them about this.") from None
     ctx.confirmed = True
     return spec.fn(ctx, **own)
-
-
-def account_name(client: MediaWikiClient) -> str:
-    """The name of the account a client acts as, for a question to the person; '' where unknown."""
-    try:
-        return client.account.name
-    except WikiError:
-        return ""
 
 
 def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any]:
@@ -387,11 +413,19 @@ def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     return f" Did you mean {near[0]}?" if near else " tools/list names the tools offered."
 
 
-def caller_of(state: ServerState, ctx: Any) -> Caller:
+async def caller_of(state: ServerState, ctx: Any) -> Caller:
     """The Caller of a request (a ServerRequestContext): its person as resolved where the request
-    came in, then its session or token."""
+    came in, with their accounts on the writable wikis (each logged in to once, off the event loop);
+    else its session or token."""
     person = person_of(state, ctx)
-    return Caller(caller_id(ctx, person), person)
+    if person is None:
+        return Caller(caller_id(ctx))
+    clients = writing_clients(state, person)
+    if all(client.account_known for client in clients):  # the usual case, which needs no thread
+        accounts = tuple(map(known_account, clients))
+    else:
+        accounts = await on_own_thread(lambda: tuple(map(known_account, clients)))
+    return Caller(caller_id(ctx, person), person, accounts)
 
 
 def person_of(state: ServerState, ctx: Any) -> Person | None:

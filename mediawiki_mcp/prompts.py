@@ -7,9 +7,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from .dispatch import Session, offered_tools, persons_client
+from .dispatch import NO_PERSON, Caller, Session, offered_tools
 from .errors import invalid_input
-from .identity import Person
 from .render import wiki_timestamp
 from .state import ServerState
 
@@ -170,18 +169,18 @@ COMPLETION_MAX_VALUES = 100
 
 
 def completion_values(state: ServerState, kind: str | None, value: str, key: str,
-                      person: Person | None = None) -> tuple[list[str], bool]:
+                      caller: Caller = NO_PERSON) -> tuple[list[str], bool]:
     """The values completion/complete offers for an argument that ``kind`` names (PromptArg's
     ``completes``), beginning with ``value``, and whether there are more: wiki keys from the
     configuration, pages and categories from one prefix search on the wiki ``key`` (the one
-    the prompt's wiki argument names, else the default), as ``person`` reads it if one signed in."""
+    the prompt's wiki argument names, else the default), as ``caller`` reads it."""
     if kind == "wiki":
         keys = [key for key in state.wikis if key.startswith(value)]
         return keys[:COMPLETION_MAX_VALUES], len(keys) > COMPLETION_MAX_VALUES
     if kind not in ("page", "category"):
         return [], False
     wiki, client = state.wiki_and_client(key)
-    client = persons_client(state, person, wiki, client) if person else client
+    client = caller.client(state, wiki, client)
     namespace = client.site.namespace_of(value)
     prefix = value.partition(":")[2] if namespace == 14 else value
     if kind == "category":

@@ -18,8 +18,7 @@ from .render import utf8_len
 from .settings import TOOLSETS
 
 if TYPE_CHECKING:
-    from .dispatch import Session
-    from .identity import Person
+    from .dispatch import Caller, Session
     from .state import ServerState
 
 
@@ -136,7 +135,7 @@ class Flags:
     - ``needs_upload_dirs``: of no use until the operator sets upload directories (--check).
     - ``offered(state)``: listed only while it holds.
     - ``in_session``: listed only to an MCP session (session_of), as what it does lasts for one.
-    - ``live(state, session, person)``: a sentence of the description built from the live state
+    - ``live(state, session, caller)``: a sentence of the description built from the live state
       when tools/list is answered (load-toolset's toolsets), after the docstring's text.
     - ``see``: the description's routing sentence, ``{"for several pages": "get-pages"}``
       read "For several pages, use get-pages."; a clause whose tool (the value's first word)
@@ -159,7 +158,7 @@ class Flags:
     needs_upload_dirs: bool = False
     offered: Callable[[ServerState], bool] | None = None
     in_session: bool = False
-    live: Callable[[ServerState, Session | None, Person | None], str] | None = None
+    live: Callable[[ServerState, Session | None, Caller], str] | None = None
     see: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def problem(self, name: str) -> str | None:

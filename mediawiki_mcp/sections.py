@@ -119,7 +119,7 @@ class Node:
     parts: tuple[tuple[int, int], ...] = ()
 
 
-def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,
+def preprocess(text: str, syntax: Syntax = CORE_SYNTAX, inclusion: bool = False,  # noqa: C901
                ) -> tuple[list[HeadingNode], list[Node]]:
     """The headings and the other nodes (Node) of wikitext, as MediaWiki's preprocessor
     (Preprocessor_Hash, a port of buildDomTreeArrayFromText) finds them; ``inclusion``: as a page

@@ -13,14 +13,11 @@ from .wire import __version__, log
 from . import read_pages, read_search, read_history, read_origin, read_links, read_users  # noqa: F401
 from . import write_pages, write_admin, write_files, write_everyday, write_replace, write_copy  # noqa: F401
 # isort: on
-from .calls import on_own_thread
 from .config import Config
 from .confirm import CallProgress, confirmer, progress_reporter, run_guarded
-from .dispatch import Session, caller_of, note_tool_call, offered_tools, run_tool, session_of, unlisted_arguments
-from .identity import Person
+from .dispatch import Session, caller_of, listed_tools, note_tool_call, run_tool, session_of
 from .pages import ListChanges
 from .prompts import completion_values, listed_prompt, offered_prompts, prompt_arguments, prompt_text
-from .registry import Confirmer
 from .state import ServerState
 from .stdio import serve_stdio
 from .wikis import WIKI_RESOURCE_TEMPLATE, wiki_resources, wiki_summary
@@ -69,17 +66,14 @@ def create_server(config: Config | None = None, state: ServerState | None = None
     # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
-        session, person, who = session_of(ctx), caller_of(state, ctx).person, confirmer(state, ctx)
-        # a person's rights decide their tools, which may take a login to their wikis
-        tools = (listed_tools(state, session, confirmer=who) if person is None
-                 else await on_own_thread(lambda: listed_tools(state, session, person, who)))
-        return mt.ListToolsResult(tools=tools)
+        caller = await caller_of(state, ctx)
+        return mt.ListToolsResult(tools=listed_tools(state, session_of(ctx), caller, confirmer(state, ctx)))
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         # Tools run on threads, which cannot talk to the session; so the lists are compared
         # before and after the call, and a change is announced from here.
         changes.listening(ctx)
-        session, caller = session_of(ctx), caller_of(state, ctx)
+        session, caller = session_of(ctx), await caller_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
         progress = CallProgress(ctx)
@@ -132,7 +126,7 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         try:
             key = state.resolve_wiki(named) if kind in ("page", "category") else ""
             job = functools.partial(completion_values, state, kind, params.argument.value, key,
-                                    caller_of(state, ctx).person)
+                                    await caller_of(state, ctx))
             values, more = await state.calls.run(key, job, write=False)
         except WikiError as error:  # completion is a convenience: a wiki that cannot answer offers none
             log.info("no completion for %s: %s", params.argument.name, error)
@@ -170,24 +164,6 @@ async def list_resource_templates(ctx: Any, params: Any) -> Any:
     return mt.ListResourceTemplatesResult(resource_templates=[mt.ResourceTemplate(
         uri_template=WIKI_RESOURCE_TEMPLATE, name="wiki", mime_type="text/plain",
         description="A configured wiki: its name, public address, API address and access.")])
-
-
-def listed_tools(state: ServerState, session: Session | None = None, person: Person | None = None,
-                 confirmer: Confirmer = "model") -> list[Any]:
-    """tools/list's answer; without ``confirm`` where the model does not confirm guarded actions."""
-    import mcp_types as mt
-
-    offered, unlisted = offered_tools(state, session, person), unlisted_arguments(state, session)
-    unlisted |= {"confirm"} if confirmer != "model" else set()
-    absent = state.registry.tools.keys() - {spec.name for spec in offered}
-    return [mt.Tool(name=spec.name, title=spec.title,
-                    description=spec.description(state.config, absent, spec.live(state, session, person)
-                                                 if spec.live else "", confirmer),
-                    input_schema=spec.schema(unlisted),
-                    annotations=mt.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=spec.destructive,
-                        idempotent_hint=spec.idempotent, open_world_hint=spec.open_world))
-            for spec in offered]
 
 
 def listed_prompts(state: ServerState, session: Session | None = None) -> list[Any]:

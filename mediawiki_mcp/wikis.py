@@ -8,9 +8,8 @@ from typing import Annotated, Any
 
 from .client import MediaWikiClient
 from .config import WikiConfig, normalise_server, wiki_key
-from .dispatch import Session, ToolContext, loadable_now, offered_tools, toolsets_of
+from .dispatch import NO_PERSON, Caller, Session, ToolContext, loadable_now, offered_tools, toolsets_of
 from .errors import WikiError, conflict, invalid_input, permission_denied
-from .identity import Person
 from .registry import Arg, tool
 from .render import call_args, labelled
 from .settings import TOOLSETS
@@ -173,19 +172,17 @@ def list_wikis(ctx: ToolContext) -> str:
     return "\n".join(rows)
 
 
-def toolset_tools(state: ServerState, session: Session | None, name: str, person: Person | None = None
-                  ) -> list[str]:
-    """The tools a toolset would add for a session (of ``person``, where one signed in), as
-    offered_tools offers them (a read-only server offers no tool that writes; a person, none
-    their account lacks the rights for)."""
+def toolset_tools(state: ServerState, session: Session | None, name: str, caller: Caller = NO_PERSON) -> list[str]:
+    """The tools a toolset would add for a session of ``caller``, as offered_tools offers them (a
+    read-only server offers no tool that writes; a person, none their account lacks the rights for)."""
     with_it = Session(toolsets_of(state, session) | {name})
-    return [spec.name for spec in offered_tools(state, with_it, person) if spec.toolset == name]
+    return [spec.name for spec in offered_tools(state, with_it, caller) if spec.toolset == name]
 
 
-def toolsets_to_load(state: ServerState, session: Session | None, person: Person | None) -> str:
+def toolsets_to_load(state: ServerState, session: Session | None, caller: Caller) -> str:
     """load-toolset's live sentence: each toolset the session can load that adds a tool, by its
     name, with what it is for (a model given examples of what toolsets hold took them for names)."""
-    names = [name for name in loadable_now(state, session) if toolset_tools(state, session, name, person)]
+    names = [name for name in loadable_now(state, session) if toolset_tools(state, session, name, caller)]
     if not names:
         return "This session has every toolset it can load."
     return "Toolsets: " + "; ".join(f"'{name}': {TOOLSETS[name]}" for name in names) + "."
@@ -215,12 +212,12 @@ def load_toolset(
                                        max_length_listed=False)] = None,
 ) -> str:
     """Adds a toolset's tools to this session."""
-    state, session, person = ctx.state, ctx.session, ctx.person
+    state, session, caller = ctx.state, ctx.session, ctx.caller
     assert session is not None  # in_session: offered to sessions only
     choices = loadable_now(state, session)
     if toolset is None:
         rows = [f"{name}: {TOOLSETS[name]}; tools: {', '.join(tools)}"
-                for name in choices if (tools := toolset_tools(state, session, name, person))]
+                for name in choices if (tools := toolset_tools(state, session, name, caller))]
         barred = [name for name in TOOLSETS if name not in toolsets_of(state, session) | set(choices)]
         return "\n".join(rows or ["There is no toolset left for this session to load."]) + (
             f"\nNot loadable (the operator's choice): {', '.join(barred)}." if barred else "")
@@ -230,15 +227,15 @@ def load_toolset(
         raise invalid_input(f"There is no toolset {toolset!r}; the toolsets are {', '.join(TOOLSETS)}" + (
             f". {toolset.strip()!r} is in the toolset {' and '.join(holding)}." if holding else "."))
     if name in toolsets_of(state, session):
-        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, person))}."
+        return f"The toolset {name} is already loaded: {', '.join(toolset_tools(state, session, name, caller))}."
     if name not in choices:
         raise permission_denied(f"The operator does not let a session load the toolset {name} "
                                 "(MCP_LOADABLE_TOOLSETS); no retry by the model changes it.")
-    tools = toolset_tools(state, session, name, person)
-    if not tools and person and toolset_tools(state, session, name):
-        raise permission_denied(f"The toolset {name} offers {person.name} no tool: their account lacks the rights "
-                                "of each on every wiki where they may write. Only the wiki's administrators can "
-                                "give them; no retry by the model changes it.")
+    tools = toolset_tools(state, session, name, caller)
+    if not tools and caller.person and toolset_tools(state, session, name):
+        raise permission_denied(f"The toolset {name} offers {caller.person.name} no tool: their account lacks the "
+                                "rights of each on every wiki where they may write. Only the wiki's administrators "
+                                "can give them; no retry by the model changes it.")
     if not tools:
         raise permission_denied(f"The toolset {name} offers no tool with this server's configuration (on "
                                 "read-only wikis, none that writes).")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-import time
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -28,7 +27,7 @@ from .pages import (
 from .read_history import revision_user
 from .read_users import has_account, user_name, without_user_namespace
 from .registry import Arg, Preview, tool
-from .render import NEVER, labelled, protection_text, until_clause
+from .render import labelled, protection_text, until_clause
 from .saving import (
     after_lost_answer,
     change_tags,
@@ -251,16 +250,7 @@ def protect_page(
     levels not given stay as they are."""
     asked = {kind: level for kind, level in (("edit", edit), ("move", move), ("upload", upload),
                                              ("create", create)) if level is not None}
-    if not asked and cascade is None:
-        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
-                            "changed.")
-    if expiry is not None and not expiry.strip():
-        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
-    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
-    for kind, level in asked.items():
-        if levels and level not in (*levels, "all"):
-            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
-                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+    check_protection(ctx, asked, cascade, expiry)
     page, _ = query_page(ctx, titles=title, prop="info", inprop="protection")
     check_page(ctx, page, title, must_exist=False)
     title, kinds = page.get("title", title), page.get("restrictiontypes") or []
@@ -286,7 +276,6 @@ def protect_page(
                                 "changed.")
         cascades = False  # MediaWiki ends cascading when the edit level drops below it
     if not ctx.confirmed:
-        check_expiry(ctx, expiry)
         changes = [f"{kind}: {level_text(now.get(kind))} -> {level_text(new[kind])}" if kind in asked
                    else f"{kind}: {level_text(now[kind])} (kept)" for kind in kinds
                    if kind in asked or kind in now]
@@ -304,8 +293,13 @@ def protect_page(
         if {p["type"]: p["level"] for p in shown} != {k: p["level"] for k, p in new.items() if p["level"]}:
             return None
         return [p for p in shown if not p.get("source")]
+    def protect() -> dict[str, Any]:
+        try:
+            return ctx.client.write(params)
+        except WikiError as error:
+            raise bad_expiry(ctx, expiry or "", error.code) if error.code in ("invalidexpiry", "pastexpiry") else error
     answer, shown = settle_write(
-        lambda: ctx.client.write(params), protection_as_shown, what="the protection was changed",
+        protect, protection_as_shown, what="the protection was changed",
         look="read it with get-page", absent=f"The wiki shows the protection of {title!r} unchanged, so "
         "nothing was changed. Call again to retry.")
     done = answer.get("protect", {})
@@ -318,26 +312,32 @@ def protect_page(
                                     ("URL", ctx.site.page_url(title)))
 
 
-def check_expiry(ctx: ToolContext, expiry: str | None) -> None:
-    """Refuses an expiry the wiki would refuse: one in the past, or one it cannot read as a time
-    (#time reads it as action=protect does, with PHP's strtotime; without ParserFunctions, the
-    wiki judges it when the protection is set)."""
-    if expiry is None or expiry.strip().lower() in NEVER:
-        return
-    if re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; to #time, they would be wikitext
-        seconds = ""
-    elif "parserfunctions" not in ctx.client.extensions:
-        return
-    else:
-        seconds = ctx.client.get({"action": "expandtemplates", "text": f"{{{{#time:U|{expiry}}}}}",
-                                  "prop": "wikitext"}).get("expandtemplates", {}).get("wikitext", "")
-    if not re.fullmatch(r"-?\d+", seconds.strip()):
-        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
-                            "nothing was changed. Give a duration such as 1 week, a time such as "
-                            "2030-01-31T00:00:00Z, or infinite.")
-    if int(seconds) <= time.time():
-        raise invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
-                            "a duration such as 1 week, a later time, or infinite.")
+def check_protection(ctx: ToolContext, asked: Mapping[str, str], cascade: bool | None, expiry: str | None) -> None:
+    """Refuses, asking the wiki nothing, the arguments of protect-page it would refuse: the wiki
+    judges an expiry itself (bad_expiry), but one with a character no time has is refused here."""
+    if not asked and cascade is None:
+        raise invalid_input("Give a level for edit, move, upload or create (or cascade); nothing was "
+                            "changed.")
+    if expiry is not None and not expiry.strip():
+        raise invalid_input("Argument 'expiry' must not be empty: give a time, such as 1 week, or infinite.")
+    if expiry is not None and re.search(r"[{}|\[\]<>\n]", expiry):  # in no time; the wiki judges the others
+        raise bad_expiry(ctx, expiry, "invalidexpiry")
+    levels = [level for level in ctx.site.restrictions.get("levels") or () if level]
+    for kind, level in asked.items():
+        if levels and level not in (*levels, "all"):
+            raise invalid_input(f"Argument {kind!r} must be a protection level of {ctx.wiki.key}: "
+                                f"{', '.join(levels)}, or all to lift it; got {level!r}.")
+
+
+def bad_expiry(ctx: ToolContext, expiry: str, code: str) -> WikiError:
+    """The refusal of an expiry the wiki cannot read as a time (MediaWiki's invalidexpiry), or one in
+    the past (pastexpiry): the model's to change."""
+    if code == "pastexpiry":
+        return invalid_input(f"Argument 'expiry' is {expiry!r}, which is in the past; nothing was changed. Give "
+                             "a duration such as 1 week, a later time, or infinite.")
+    return invalid_input(f"Argument 'expiry' is {expiry!r}, which {ctx.wiki.key} does not read as a time; "
+                         "nothing was changed. Give a duration such as 1 week, a time such as "
+                         "2030-01-31T00:00:00Z, or infinite.")
 
 
 def level_text(entry: Mapping[str, Any] | None) -> str:

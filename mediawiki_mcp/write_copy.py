@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from .client import MediaWikiClient
 from .config import WikiConfig
 from .diff import line_diff
-from .dispatch import ToolContext, as_blocks, persons_client
+from .dispatch import ToolContext, as_blocks
 from .edit import Composed, EditTarget, edit_page
 from .errors import WikiError, conflict, invalid_input, not_found, permission_denied
 from .pages import TitleArg, invalid_reason, main_slot, revision_of
@@ -40,9 +40,9 @@ class SourcePage:
 
 def source_client(ctx: ToolContext, key: str) -> tuple[WikiConfig, MediaWikiClient]:
     """The wiki a copy reads from, and the client it reads with (a signed-in person's own, as
-    persons_client chooses): the one place a tool reads a wiki other than its call's."""
+    Caller.client chooses): the one place a tool reads a wiki other than its call's."""
     wiki, client = ctx.state.wiki_and_client(key)
-    return wiki, persons_client(ctx.state, ctx.person, wiki, client) if ctx.person else client
+    return wiki, ctx.caller.client(ctx.state, wiki, client)
 
 
 def on_target(site: SiteInfo, page: Mapping[str, Any]) -> str | None:

@@ -89,7 +89,7 @@ def create_page(
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})
-def update_page(
+def update_page(  # noqa: C901
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
