@@ -5892,7 +5892,9 @@ class CallProgress:
     is left out."""
 
     def __init__(self, ctx: Any) -> None:
+        import asyncio
         self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
+        self.loop = asyncio.get_running_loop()
 
     def next_stage(self) -> None:
         self.stage_start = max(self.last, 0.0)
@@ -5905,19 +5907,14 @@ class CallProgress:
         until = None if total is None else self.stage_start + total
         await self.ctx.session.report_progress(value, until, message)
 
-
-def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
-    """ToolContext.progress: each report carried onto the event loop, where the request's session
-    lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
-    import asyncio
-    loop = asyncio.get_running_loop()
-
-    def report(done: float, total: float | None, message: str) -> None:
+    def from_thread(self, done: float, total: float | None, message: str) -> None:
+        """ToolContext.progress: a report carried onto the event loop, where the request's session
+        lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
+        import asyncio
         try:
-            asyncio.run_coroutine_threadsafe(progress.report(done, total, message), loop).result()
+            asyncio.run_coroutine_threadsafe(self.report(done, total, message), self.loop).result()
         except Exception:
             log.debug("could not report progress", exc_info=True)
-    return report
 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
@@ -5930,7 +5927,7 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     # a preview must not send the model to a call that is refused: it says why, and who can confirm
     refused = unconfirmable(state, ctx) if person and not can_ask(ctx) else ""
     progress = CallProgress(ctx)
-    job = functools.partial(job, progress=progress_reporter(progress))
+    job = functools.partial(job, progress=progress.from_thread)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person,
                                                                      unconfirmable=refused), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
@@ -6011,7 +6008,7 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
             try:
                 await progress.report(anyio.current_time() - start, timeout,
                                       "Waiting for the person to answer in the client")
-            except Exception:  # advisory, as in progress_reporter
+            except Exception:  # advisory, as in CallProgress.from_thread
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
 
