@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 if TYPE_CHECKING:
     import requests
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import Server
 
-    class WikiServer(MCPServer):
+    class WikiServer(Server[Any]):
         state: ServerState
 
 
@@ -5371,7 +5371,15 @@ def session_of(ctx: Any) -> Session | None:
     (stateless HTTP, the 2026 protocol)."""
     if not caller_id(ctx).startswith(("session:", "connection:")):
         return None
-    return ctx.session._connection.state.setdefault("mediawiki-mcp session", Session())
+    return connection_of(ctx).state.setdefault("mediawiki-mcp session", Session())
+
+
+def connection_of(ctx: Any) -> Any:
+    """The SDK's Connection a request came on: its session id, its state kept across requests, its
+    standalone channel. The one private access to it: handlers get a ServerRequestContext, whose
+    ServerSession keeps it as ``_connection`` (mcp/server/session.py:55); the public
+    Context.connection (mcp/server/context.py:87) is not what ServerRunner hands handlers yet (:62)."""
+    return ctx.session._connection
 
 
 def toolsets_of(state: ServerState, session: Session | None) -> frozenset[str]:
@@ -5663,7 +5671,7 @@ def caller_id(ctx: Any, person: Person | None = None) -> str:
 
     if person is not None:
         return f"person:{person.id}"
-    connection = ctx.session._connection  # private: the SDK offers no public way to it
+    connection = connection_of(ctx)
     if connection.session_id:
         return f"session:{connection.session_id}"
     if ctx.request is not None:  # HTTP without a session: nothing tells one client from another
@@ -5915,7 +5923,9 @@ class CallProgress:
     is left out."""
 
     def __init__(self, ctx: Any) -> None:
+        import asyncio
         self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
+        self.loop = asyncio.get_running_loop()
 
     def next_stage(self) -> None:
         self.stage_start = max(self.last, 0.0)
@@ -5928,43 +5938,39 @@ class CallProgress:
         until = None if total is None else self.stage_start + total
         await self.ctx.session.report_progress(value, until, message)
 
-
-def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
-    """ToolContext.progress: each report carried onto the event loop, where the request's session
-    lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
-    import asyncio
-    loop = asyncio.get_running_loop()
-
-    def report(done: float, total: float | None, message: str) -> None:
+    def from_thread(self, done: float, total: float | None, message: str) -> None:
+        """ToolContext.progress: a report carried onto the event loop, where the request's session
+        lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
+        import asyncio
         try:
-            asyncio.run_coroutine_threadsafe(progress.report(done, total, message), loop).result()
+            asyncio.run_coroutine_threadsafe(self.report(done, total, message), self.loop).result()
         except Exception:
             log.debug("could not report progress", exc_info=True)
-    return report
 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
-                      wiki: str, write: bool, progress: CallProgress) -> tuple[list[Any], bool]:
-    """Runs a tools/call (``job``: run_tool) in the wiki's turn. Where the person confirms, a guarded
-    tool's preview is put to them outside the turn, as their minutes must not hold the wiki, and
-    only their yes runs the call again, pinned to what they saw."""
+                      wiki: str, write: bool) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool) in the wiki's turn, reporting its progress. Where the
+    person confirms, a guarded tool's preview is put to them outside the turn, as their minutes must
+    not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     # a preview must not send the model to a call that is refused: it says why, and who can confirm
     refused = unconfirmable(state, ctx) if person and not can_ask(ctx) else ""
+    progress = CallProgress(ctx)
+    job = functools.partial(job, progress=progress.from_thread)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person,
                                                                      unconfirmable=refused), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
     progress.next_stage()
-    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx)
-              else cannot_ask(state, ctx, name, preview))
+    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx) else permission_denied(
+        f"{preview.nothing} {name} would {preview.would} {refused} No retry by the model changes this."))
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
     progress.next_stage()
-    confirmed = functools.partial(job, person_confirms=answer)
-    return await state.calls.run(wiki, confirmed, write=write)
+    return await state.calls.run(wiki, functools.partial(job, person_confirms=answer), write=write)
 
 
 def person_confirms(state: ServerState, ctx: Any) -> bool:
@@ -5985,7 +5991,7 @@ def can_ask(ctx: Any) -> bool:
     HTTP, where the answer would reach another transport, nor the 2026 protocol)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    stateful = ctx.request is None or bool(connection_of(ctx).session_id)
     return (asks_in_forms(ctx) and stateful and ctx.session.can_send_request
             and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
 
@@ -6033,7 +6039,7 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
             try:
                 await progress.report(anyio.current_time() - start, timeout,
                                       "Waiting for the person to answer in the client")
-            except Exception:  # advisory, as in progress_reporter
+            except Exception:  # advisory, as in CallProgress.from_thread
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
 
@@ -6087,16 +6093,9 @@ def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | 
     return [preview.choices[fields.index(field)] for field in unread if field in said] or None
 
 
-def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
-    """The refusal of a guarded action where the person must confirm it (MCP_CONFIRM=person) and
-    the client cannot ask them (can_ask)."""
-    return permission_denied(f"{preview.nothing} {name} would {preview.would} {unconfirmable(state, ctx)} "
-                             "No retry by the model changes this.")
-
-
 def unconfirmable(state: ServerState, ctx: Any) -> str:
     """Why the person cannot confirm a guarded action from this client (MCP_CONFIRM=person, and the
-    client cannot ask them: can_ask), and who could; a stateless server asks no one, whatever the
+    client cannot ask them: can_ask), and who could, which refuses it (run_guarded); a stateless server asks no one, whatever the
     client, so only its operator can change that."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -6152,55 +6151,6 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
         parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
                      f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
     return " ".join(parts)
-
-
-class ListChanges:
-    """Tells every session that can hear it when the lists of wikis and tools change, and one session
-    when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
-    sessions on their own streams, which the SDK does not list, so each connection that asks for
-    a list is noted here, weakly."""
-
-    def __init__(self, state: ServerState, bus: Any) -> None:
-        self.state, self.bus = state, bus
-        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def listening(self, ctx: Any) -> None:
-        connection = ctx.session._connection  # private: the SDK offers no public way to it
-        if connection.has_standalone_channel:
-            self.listeners.add(connection)
-
-    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """The wikis, the tools offered with the shared arguments left out, and the prompts."""
-        offered = [spec.name for spec in offered_tools(self.state)]
-        tools = (*offered, *sorted(unlisted_arguments(self.state)))
-        prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
-        return tuple(self.state.wikis), tools, prompts
-
-    async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
-        """Announces the lists that differ from ``before``."""
-        from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
-        after = self.lists()
-        for changed, event, send in (
-                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed"),
-                (before[2] != after[2], PromptsListChanged(), "send_prompt_list_changed")):
-            if changed:
-                await self.bus.publish(event)
-                for connection in list(self.listeners):
-                    try:
-                        await getattr(connection, send)()
-                    except Exception:  # advisory: a lost notification must not fail the call
-                        log.debug("could not announce a list change", exc_info=True)
-
-    async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
-        """Tells one session that its tools changed (it had ``loaded``), and its prompts if they did."""
-        prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
-        try:
-            await ctx.session._connection.send_tool_list_changed()  # private: see listening
-            if prompts[0] != prompts[1]:
-                await ctx.session._connection.send_prompt_list_changed()
-        except Exception:  # advisory, as above
-            log.debug("could not announce a list change", exc_info=True)
 
 
 TitleArg = Arg("Page title.", title=True)
@@ -11936,8 +11886,8 @@ def screen_line(line: bytes) -> tuple[Any, Any]:
                                            "notification or response.", value)
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Serves MCP over stdin and stdout (``server.run("stdio")``), answering every line.
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serves MCP over stdin and stdout, answering every line.
 
     The SDK's stdio reader drops a line it cannot read without answering it, so the client waits
     until it times out (modelcontextprotocol/python-sdk#2751), and it reads invalid UTF-8 as U+FFFD,
@@ -11951,7 +11901,6 @@ async def serve_stdio(server: MCPServer) -> None:
         return
         yield
 
-    lowlevel = server._lowlevel_server  # private: what MCPServer.run_stdio_async runs
     messages, read_stream = anyio.create_memory_object_stream[Any](0)
     async with stdio_server(stdin=typing.cast(Any, none())) as (_, write_stream):
         async def read_lines() -> None:
@@ -11967,7 +11916,7 @@ async def serve_stdio(server: MCPServer) -> None:
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read_lines)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 # ---------------------------------------------------------------------------
@@ -11977,38 +11926,37 @@ async def serve_stdio(server: MCPServer) -> None:
 @functools.cache
 def wiki_server_class() -> Any:
     """WikiServer, made on first use: the SDK is imported only when a server is built."""
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import NotificationOptions, Server
 
-    class WikiServer(MCPServer):
-        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
+    class WikiServer(Server[Any]):
+        """The SDK's low-level server with the state it serves (``server.state``), for embedders and tests."""
 
-        def __init__(self, state: ServerState, **options: Any) -> None:
-            super().__init__(**options)
+        def __init__(self, state: ServerState, name: str, **options: Any) -> None:
+            super().__init__(name, **options)
             self.state = state
 
-        async def run_stdio_async(self) -> None:
-            await serve_stdio(self)
+        def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                          *more: Any, **named: Any) -> Any:
+            # Handshake-era sessions learn listChanged only from this argument, which the SDK's
+            # transports leave out when they call it (mcp/server/lowlevel/server.py, TODO L53).
+            changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+            return super().create_initialization_options(notification_options or changed, *more, **named)
     return WikiServer
 
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
     """Builds the MCP server for a configuration (default: the environment's) or a server state."""
     import mcp_types as mt
-    from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.subscriptions import InMemorySubscriptionBus
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
     from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
     bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
-    server: WikiServer = wiki_server_class()(
-        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
-            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
-            f"the default wiki is {state.config.default_wiki}."))
     changes = ListChanges(state, bus)
 
-    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
-    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
-    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
+    # The SDK's low-level server, as MCPServer builds schemas with pydantic, keeps unknown arguments
+    # quiet and answers failures as "Error executing tool", where the tool contract needs otherwise,
+    # and cannot remove a resource (remove-wiki must): all is served from the registry here.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
         caller = await caller_of(state, ctx)
@@ -12021,11 +11969,9 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         session, caller = session_of(ctx), await caller_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
-        progress = CallProgress(ctx)
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
-                                caller, session)
+        job = functools.partial(run_tool, state, params.name, params.arguments, caller=caller, session=session)
         try:
-            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
@@ -12078,28 +12024,66 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             values, more = [], False
         return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
 
-    lowlevel = server._lowlevel_server  # private: see the comment above
-    lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
-    lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
-    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
-    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
-    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
-    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
-    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
-    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
-    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
-    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
-    capabilities = lowlevel.get_capabilities
+    return wiki_server_class()(
+        state, "mediawiki-mcp", version=__version__, instructions=(
+            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
+            f"the default wiki is {state.config.default_wiki}."),
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates, on_read_resource=read_resource,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_completion=complete,
+        on_subscriptions_listen=ListenHandler(bus),
+        # No tool declares Mcp-Param headers; without this the SDK would list the tools at each
+        # 2026-protocol call over HTTP to find that out.
+        get_tool_input_schema=lambda name: None)
 
-    def get_capabilities(notification_options: NotificationOptions | None = None,
-                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-                         extensions: dict[str, dict[str, Any]] | None = None, *,
-                         protocol_version: str | None = None) -> mt.ServerCapabilities:
-        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
 
-    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
-    return server
+class ListChanges:
+    """Tells every session that can hear it when the lists of wikis and tools change, and one session
+    when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
+    sessions on their own streams, which the SDK does not list, so each connection that asks for
+    a list is noted here, weakly."""
+
+    def __init__(self, state: ServerState, bus: Any) -> None:
+        self.state, self.bus = state, bus
+        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(self, ctx: Any) -> None:
+        connection = connection_of(ctx)
+        if connection.has_standalone_channel:
+            self.listeners.add(connection)
+
+    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The wikis, the tools offered with the shared arguments left out, and the prompts."""
+        offered = [spec.name for spec in offered_tools(self.state)]
+        tools = (*offered, *sorted(unlisted_arguments(self.state)))
+        prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
+        return tuple(self.state.wikis), tools, prompts
+
+    async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
+        """Announces the lists that differ from ``before``."""
+        from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+        after = self.lists()
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed"),
+                (before[2] != after[2], PromptsListChanged(), "send_prompt_list_changed")):
+            if changed:
+                await self.bus.publish(event)
+                for connection in list(self.listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
+
+    async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
+        """Tells one session that its tools changed (it had ``loaded``), and its prompts if they did."""
+        prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
+        try:
+            await ctx.session.send_tool_list_changed()
+            if prompts[0] != prompts[1]:
+                await ctx.session.send_prompt_list_changed()
+        except Exception:  # advisory, as above
+            log.debug("could not announce a list change", exc_info=True)
 
 
 async def list_resource_templates(ctx: Any, params: Any) -> Any:
@@ -12564,8 +12548,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
+    from starlette.routing import Route
 
-    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
     metrics = server.state.metrics or metrics_of(server.state, options)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
@@ -12575,7 +12559,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
         session_idle_timeout=options.session_idle_seconds,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        custom_starlette_routes=[Route(HEALTH_PATH, HealthCheck(server.state).endpoint, methods=["GET"])])
 
     oauth: Any = None
     signed_in: Any = None
@@ -12716,7 +12701,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
-    if options.stateless and server.state.config.confirm == "person":  # cannot_ask
+    if options.stateless and server.state.config.confirm == "person":  # unconfirmable
         log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
                     "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
                     "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")
@@ -12933,8 +12918,9 @@ def main(argv: list[str] | None = None) -> int:
     if http is not None:
         blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
         return serve_http(server, http, blank if args.empty_means_unset else ())
+    import anyio
     with contextlib.suppress(KeyboardInterrupt):
-        server.run("stdio")
+        anyio.run(serve_stdio, server)
     return 0
 
 

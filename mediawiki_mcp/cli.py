@@ -20,6 +20,7 @@ from .http import HttpOptions, http_options, login_module, serve_http
 from .server import create_server
 from .settings import SETTINGS, TOOLSETS, ConfigError, setting, upload_directories
 from .state import ServerState
+from .stdio import serve_stdio
 from .store import MemoryStore, store_problem_at_start
 from .wire import __version__, log
 
@@ -211,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if http is not None:
         blank = [name for name, value in os.environ.items() if name in SETTINGS and not value.strip()]
         return serve_http(server, http, blank if args.empty_means_unset else ())
+    import anyio
     with contextlib.suppress(KeyboardInterrupt):
-        server.run("stdio")
+        anyio.run(serve_stdio, server)
     return 0

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .dispatch import Accepted, error_naming_the_wiki
+from .dispatch import Accepted, connection_of, error_naming_the_wiki
 from .errors import WikiError, permission_denied
 from .registry import Confirmer, Preview
 from .state import ServerState
@@ -23,7 +23,9 @@ class CallProgress:
     is left out."""
 
     def __init__(self, ctx: Any) -> None:
+        import asyncio
         self.ctx, self.stage_start, self.last = ctx, 0.0, -1.0
+        self.loop = asyncio.get_running_loop()
 
     def next_stage(self) -> None:
         self.stage_start = max(self.last, 0.0)
@@ -36,43 +38,39 @@ class CallProgress:
         until = None if total is None else self.stage_start + total
         await self.ctx.session.report_progress(value, until, message)
 
-
-def progress_reporter(progress: CallProgress) -> Callable[[float, float | None, str], None]:
-    """ToolContext.progress: each report carried onto the event loop, where the request's session
-    lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
-    import asyncio
-    loop = asyncio.get_running_loop()
-
-    def report(done: float, total: float | None, message: str) -> None:
+    def from_thread(self, done: float, total: float | None, message: str) -> None:
+        """ToolContext.progress: a report carried onto the event loop, where the request's session
+        lives, and waited for; one that cannot be sent is dropped, as progress is advisory."""
+        import asyncio
         try:
-            asyncio.run_coroutine_threadsafe(progress.report(done, total, message), loop).result()
+            asyncio.run_coroutine_threadsafe(self.report(done, total, message), self.loop).result()
         except Exception:
             log.debug("could not report progress", exc_info=True)
-    return report
 
 
 async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[..., tuple[list[Any], bool]],
-                      wiki: str, write: bool, progress: CallProgress) -> tuple[list[Any], bool]:
-    """Runs a tools/call (``job``: run_tool) in the wiki's turn. Where the person confirms, a guarded
-    tool's preview is put to them outside the turn, as their minutes must not hold the wiki, and
-    only their yes runs the call again, pinned to what they saw."""
+                      wiki: str, write: bool) -> tuple[list[Any], bool]:
+    """Runs a tools/call (``job``: run_tool) in the wiki's turn, reporting its progress. Where the
+    person confirms, a guarded tool's preview is put to them outside the turn, as their minutes must
+    not hold the wiki, and only their yes runs the call again, pinned to what they saw."""
     spec = state.registry.tools.get(name)
     person = bool(spec and (spec.guarded or spec.asks)) and person_confirms(state, ctx)
     # a preview must not send the model to a call that is refused: it says why, and who can confirm
     refused = unconfirmable(state, ctx) if person and not can_ask(ctx) else ""
+    progress = CallProgress(ctx)
+    job = functools.partial(job, progress=progress.from_thread)
     blocks, is_error = await state.calls.run(wiki, functools.partial(job, person_confirms=person,
                                                                      unconfirmable=refused), write=write)
     if not (blocks and isinstance(blocks[0], Preview)):
         return blocks, is_error
     preview = blocks[0]
     progress.next_stage()
-    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx)
-              else cannot_ask(state, ctx, name, preview))
+    answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx) else permission_denied(
+        f"{preview.nothing} {name} would {preview.would} {refused} No retry by the model changes this."))
     if isinstance(answer, WikiError):
         return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
     progress.next_stage()
-    confirmed = functools.partial(job, person_confirms=answer)
-    return await state.calls.run(wiki, confirmed, write=write)
+    return await state.calls.run(wiki, functools.partial(job, person_confirms=answer), write=write)
 
 
 def person_confirms(state: ServerState, ctx: Any) -> bool:
@@ -93,7 +91,7 @@ def can_ask(ctx: Any) -> bool:
     HTTP, where the answer would reach another transport, nor the 2026 protocol)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    stateful = ctx.request is None or bool(ctx.session._connection.session_id)  # private: see caller_of
+    stateful = ctx.request is None or bool(connection_of(ctx).session_id)
     return (asks_in_forms(ctx) and stateful and ctx.session.can_send_request
             and ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS)
 
@@ -141,7 +139,7 @@ async def ask_person(state: ServerState, ctx: Any, name: str, preview: Preview,
             try:
                 await progress.report(anyio.current_time() - start, timeout,
                                       "Waiting for the person to answer in the client")
-            except Exception:  # advisory, as in progress_reporter
+            except Exception:  # advisory, as in CallProgress.from_thread
                 log.debug("could not report progress", exc_info=True)
             await anyio.sleep(CONFIRM_PROGRESS_SECONDS)
 
@@ -195,16 +193,9 @@ def unanswered_fields(preview: Preview, said: Mapping[str, Any]) -> list[str] | 
     return [preview.choices[fields.index(field)] for field in unread if field in said] or None
 
 
-def cannot_ask(state: ServerState, ctx: Any, name: str, preview: Preview) -> WikiError:
-    """The refusal of a guarded action where the person must confirm it (MCP_CONFIRM=person) and
-    the client cannot ask them (can_ask)."""
-    return permission_denied(f"{preview.nothing} {name} would {preview.would} {unconfirmable(state, ctx)} "
-                             "No retry by the model changes this.")
-
-
 def unconfirmable(state: ServerState, ctx: Any) -> str:
     """Why the person cannot confirm a guarded action from this client (MCP_CONFIRM=person, and the
-    client cannot ask them: can_ask), and who could; a stateless server asks no one, whatever the
+    client cannot ask them: can_ask), and who could, which refuses it (run_guarded); a stateless server asks no one, whatever the
     client, so only its operator can change that."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 

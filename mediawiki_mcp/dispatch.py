@@ -162,7 +162,15 @@ def session_of(ctx: Any) -> Session | None:
     (stateless HTTP, the 2026 protocol)."""
     if not caller_id(ctx).startswith(("session:", "connection:")):
         return None
-    return ctx.session._connection.state.setdefault("mediawiki-mcp session", Session())
+    return connection_of(ctx).state.setdefault("mediawiki-mcp session", Session())
+
+
+def connection_of(ctx: Any) -> Any:
+    """The SDK's Connection a request came on: its session id, its state kept across requests, its
+    standalone channel. The one private access to it: handlers get a ServerRequestContext, whose
+    ServerSession keeps it as ``_connection`` (mcp/server/session.py:55); the public
+    Context.connection (mcp/server/context.py:87) is not what ServerRunner hands handlers yet (:62)."""
+    return ctx.session._connection
 
 
 def toolsets_of(state: ServerState, session: Session | None) -> frozenset[str]:
@@ -454,7 +462,7 @@ def caller_id(ctx: Any, person: Person | None = None) -> str:
 
     if person is not None:
         return f"person:{person.id}"
-    connection = ctx.session._connection  # private: the SDK offers no public way to it
+    connection = connection_of(ctx)
     if connection.session_id:
         return f"session:{connection.session_id}"
     if ctx.request is not None:  # HTTP without a session: nothing tells one client from another

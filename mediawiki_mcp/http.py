@@ -202,8 +202,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.datastructures import Headers
     from starlette.responses import JSONResponse
+    from starlette.routing import Route
 
-    server.custom_route(HEALTH_PATH, methods=["GET"])(HealthCheck(server.state).endpoint)
     metrics = server.state.metrics or metrics_of(server.state, options)
     # The SDK's Host/Origin check (TransportSecuritySettings) is off, since it does not cover
     # these cases: it cannot leave Host unchecked while checking Origin (a non-loopback bind
@@ -213,7 +213,8 @@ def http_app(server: WikiServer, options: HttpOptions) -> Any:
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=options.stateless, host=options.host,
         session_idle_timeout=options.session_idle_seconds,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        custom_starlette_routes=[Route(HEALTH_PATH, HealthCheck(server.state).endpoint, methods=["GET"])])
 
     oauth: Any = None
     signed_in: Any = None
@@ -354,7 +355,7 @@ def serve_http(server: WikiServer, options: HttpOptions, blank: Collection[str] 
     options = dataclasses.replace(options, port=listener.getsockname()[1])
     for warning in http_warnings(options, blank):
         log.warning(warning)
-    if options.stateless and server.state.config.confirm == "person":  # cannot_ask
+    if options.stateless and server.state.config.confirm == "person":  # unconfirmable
         log.warning("MCP_CONFIRM=person on stateless HTTP: no client can be asked here, so every guarded "
                     "action (delete-page, protect-page, rollback-edits, replace-in-pages saves, ...) is "
                     "refused. Serve HTTP with sessions, or set MCP_CONFIRM to auto or model.")

@@ -9,13 +9,11 @@ import json
 import re
 import typing
 import unicodedata
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any
 
-from .dispatch import Session, ToolContext, offered_tools, session_of, unlisted_arguments
+from .dispatch import ToolContext
 from .errors import WikiError, invalid_input, not_found
-from .prompts import offered_prompts, prompts_using
 from .registry import Arg
 from .render import (
     OUTLINE_SHARE,
@@ -39,8 +37,7 @@ from .sections import (
     wikitext_sections,
 )
 from .siteinfo import STANDARD_CHOICES, Syntax
-from .state import MAX_PAGES_PER_CALL, ServerState
-from .wire import log
+from .state import MAX_PAGES_PER_CALL
 
 
 def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Section | tuple[int, str]] = (),
@@ -74,55 +71,6 @@ def truncated_marker(piece: Slice | None, tool: str, *, sections: Sequence[Secti
         parts.append(f"Not included: {', '.join(batch.left_out)}. To read them, call get-pages again with "
                      f"{call_args(titles=list(batch.left_out), **batch.fields)}.")
     return " ".join(parts)
-
-
-class ListChanges:
-    """Tells every session that can hear it when the lists of wikis and tools change, and one session
-    when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
-    sessions on their own streams, which the SDK does not list, so each connection that asks for
-    a list is noted here, weakly."""
-
-    def __init__(self, state: ServerState, bus: Any) -> None:
-        self.state, self.bus = state, bus
-        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def listening(self, ctx: Any) -> None:
-        connection = ctx.session._connection  # private: the SDK offers no public way to it
-        if connection.has_standalone_channel:
-            self.listeners.add(connection)
-
-    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """The wikis, the tools offered with the shared arguments left out, and the prompts."""
-        offered = [spec.name for spec in offered_tools(self.state)]
-        tools = (*offered, *sorted(unlisted_arguments(self.state)))
-        prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
-        return tuple(self.state.wikis), tools, prompts
-
-    async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
-        """Announces the lists that differ from ``before``."""
-        from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
-        after = self.lists()
-        for changed, event, send in (
-                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
-                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed"),
-                (before[2] != after[2], PromptsListChanged(), "send_prompt_list_changed")):
-            if changed:
-                await self.bus.publish(event)
-                for connection in list(self.listeners):
-                    try:
-                        await getattr(connection, send)()
-                    except Exception:  # advisory: a lost notification must not fail the call
-                        log.debug("could not announce a list change", exc_info=True)
-
-    async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
-        """Tells one session that its tools changed (it had ``loaded``), and its prompts if they did."""
-        prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
-        try:
-            await ctx.session._connection.send_tool_list_changed()  # private: see listening
-            if prompts[0] != prompts[1]:
-                await ctx.session._connection.send_prompt_list_changed()
-        except Exception:  # advisory, as above
-            log.debug("could not announce a list change", exc_info=True)
 
 
 TitleArg = Arg("Page title.", title=True)

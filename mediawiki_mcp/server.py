@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,56 +15,63 @@ from . import read_pages, read_search, read_history, read_origin, read_links, re
 from . import write_pages, write_admin, write_files, write_everyday, write_replace, write_copy  # noqa: F401
 # isort: on
 from .config import Config
-from .confirm import CallProgress, confirmer, progress_reporter, run_guarded
-from .dispatch import Session, caller_of, listed_tools, note_tool_call, run_tool, session_of
-from .pages import ListChanges
-from .prompts import completion_values, listed_prompt, offered_prompts, prompt_arguments, prompt_text
+from .confirm import confirmer, run_guarded
+from .dispatch import (
+    Session,
+    caller_of,
+    connection_of,
+    listed_tools,
+    note_tool_call,
+    offered_tools,
+    run_tool,
+    session_of,
+    unlisted_arguments,
+)
+from .prompts import completion_values, listed_prompt, offered_prompts, prompt_arguments, prompt_text, prompts_using
 from .state import ServerState
-from .stdio import serve_stdio
 from .wikis import WIKI_RESOURCE_TEMPLATE, wiki_resources, wiki_summary
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import Server
 
-    class WikiServer(MCPServer):
+    class WikiServer(Server[Any]):
         state: ServerState
 
 
 @functools.cache
 def wiki_server_class() -> Any:
     """WikiServer, made on first use: the SDK is imported only when a server is built."""
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import NotificationOptions, Server
 
-    class WikiServer(MCPServer):
-        """An MCPServer with the state it serves (``server.state``), for embedders and tests."""
+    class WikiServer(Server[Any]):
+        """The SDK's low-level server with the state it serves (``server.state``), for embedders and tests."""
 
-        def __init__(self, state: ServerState, **options: Any) -> None:
-            super().__init__(**options)
+        def __init__(self, state: ServerState, name: str, **options: Any) -> None:
+            super().__init__(name, **options)
             self.state = state
 
-        async def run_stdio_async(self) -> None:
-            await serve_stdio(self)
+        def create_initialization_options(self, notification_options: NotificationOptions | None = None,
+                                          *more: Any, **named: Any) -> Any:
+            # Handshake-era sessions learn listChanged only from this argument, which the SDK's
+            # transports leave out when they call it (mcp/server/lowlevel/server.py, TODO L53).
+            changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+            return super().create_initialization_options(notification_options or changed, *more, **named)
     return WikiServer
 
 
 def create_server(config: Config | None = None, state: ServerState | None = None) -> WikiServer:
     """Builds the MCP server for a configuration (default: the environment's) or a server state."""
     import mcp_types as mt
-    from mcp.server.lowlevel.server import NotificationOptions
-    from mcp.server.subscriptions import InMemorySubscriptionBus
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
     from mcp.shared.exceptions import MCPError
 
     state = state or ServerState.from_config(config or Config.from_env())
     bus = InMemorySubscriptionBus()  # our own, so that tool calls can publish list changes
-    server: WikiServer = wiki_server_class()(
-        state, name="mediawiki-mcp", version=__version__, subscriptions=bus, instructions=(
-            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
-            f"the default wiki is {state.config.default_wiki}."))
     changes = ListChanges(state, bus)
 
-    # MCPServer builds schemas with pydantic, keeps unknown arguments quiet and answers failures as
-    # "Error executing tool": the tool contract needs otherwise, so tools are served from the
-    # registry here. Resources too, as MCPServer cannot remove one (remove-wiki must).
+    # The SDK's low-level server, as MCPServer builds schemas with pydantic, keeps unknown arguments
+    # quiet and answers failures as "Error executing tool", where the tool contract needs otherwise,
+    # and cannot remove a resource (remove-wiki must): all is served from the registry here.
     async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
         changes.listening(ctx)
         caller = await caller_of(state, ctx)
@@ -76,11 +84,9 @@ def create_server(config: Config | None = None, state: ServerState | None = None
         session, caller = session_of(ctx), await caller_of(state, ctx)
         before, loaded = changes.lists(), session.loaded if session else None
         wiki, write = turn_of(state, params.name, params.arguments)
-        progress = CallProgress(ctx)
-        job = functools.partial(run_tool, state, params.name, params.arguments, progress_reporter(progress),
-                                caller, session)
+        job = functools.partial(run_tool, state, params.name, params.arguments, caller=caller, session=session)
         try:
-            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write, progress)
+            blocks, is_error = await run_guarded(state, ctx, params.name, job, wiki, write)
         except WikiError as error:  # the server is stopping
             blocks, is_error = [str(error)], True
         note_tool_call(state, ctx, caller.person, params.name, wiki, blocks, is_error)
@@ -133,28 +139,66 @@ def create_server(config: Config | None = None, state: ServerState | None = None
             values, more = [], False
         return mt.CompleteResult(completion=mt.Completion(values=values, has_more=more or None))
 
-    lowlevel = server._lowlevel_server  # private: see the comment above
-    lowlevel.add_request_handler("tools/list", mt.PaginatedRequestParams, list_tools)
-    lowlevel.add_request_handler("tools/call", mt.CallToolRequestParams, call_tool)
-    lowlevel.add_request_handler("resources/list", mt.PaginatedRequestParams, list_resources)
-    lowlevel.add_request_handler("resources/templates/list", mt.PaginatedRequestParams, list_resource_templates)
-    lowlevel.add_request_handler("resources/read", mt.ReadResourceRequestParams, read_resource)
-    lowlevel.add_request_handler("prompts/list", mt.PaginatedRequestParams, list_prompts)
-    lowlevel.add_request_handler("prompts/get", mt.GetPromptRequestParams, get_prompt)
-    lowlevel.add_request_handler("completion/complete", mt.CompleteRequestParams, complete)
-    # The SDK takes the listChanged flags of handshake-era sessions only as an argument of calls
-    # it makes itself (its TODO L53), so they are set here, the one place it is overridden.
-    capabilities = lowlevel.get_capabilities
+    return wiki_server_class()(
+        state, "mediawiki-mcp", version=__version__, instructions=(
+            "Reads, searches and edits MediaWiki wikis. Wiki pages are addressed by page title; "
+            f"the default wiki is {state.config.default_wiki}."),
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates, on_read_resource=read_resource,
+        on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_completion=complete,
+        on_subscriptions_listen=ListenHandler(bus),
+        # No tool declares Mcp-Param headers; without this the SDK would list the tools at each
+        # 2026-protocol call over HTTP to find that out.
+        get_tool_input_schema=lambda name: None)
 
-    def get_capabilities(notification_options: NotificationOptions | None = None,
-                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-                         extensions: dict[str, dict[str, Any]] | None = None, *,
-                         protocol_version: str | None = None) -> mt.ServerCapabilities:
-        changed = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-        return capabilities(changed, experimental_capabilities, extensions, protocol_version=protocol_version)
 
-    lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]  # the SDK gap above
-    return server
+class ListChanges:
+    """Tells every session that can hear it when the lists of wikis and tools change, and one session
+    when its own do (load-toolset): subscriptions/listen streams through the bus, handshake-era
+    sessions on their own streams, which the SDK does not list, so each connection that asks for
+    a list is noted here, weakly."""
+
+    def __init__(self, state: ServerState, bus: Any) -> None:
+        self.state, self.bus = state, bus
+        self.listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def listening(self, ctx: Any) -> None:
+        connection = connection_of(ctx)
+        if connection.has_standalone_channel:
+            self.listeners.add(connection)
+
+    def lists(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The wikis, the tools offered with the shared arguments left out, and the prompts."""
+        offered = [spec.name for spec in offered_tools(self.state)]
+        tools = (*offered, *sorted(unlisted_arguments(self.state)))
+        prompts = (*(prompt.name for prompt in prompts_using(offered)), f"wiki argument: {len(self.state.wikis) > 1}")
+        return tuple(self.state.wikis), tools, prompts
+
+    async def announce(self, before: tuple[tuple[str, ...], ...]) -> None:
+        """Announces the lists that differ from ``before``."""
+        from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+        after = self.lists()
+        for changed, event, send in (
+                (before[0] != after[0], ResourcesListChanged(), "send_resource_list_changed"),
+                (before[1] != after[1], ToolsListChanged(), "send_tool_list_changed"),
+                (before[2] != after[2], PromptsListChanged(), "send_prompt_list_changed")):
+            if changed:
+                await self.bus.publish(event)
+                for connection in list(self.listeners):
+                    try:
+                        await getattr(connection, send)()
+                    except Exception:  # advisory: a lost notification must not fail the call
+                        log.debug("could not announce a list change", exc_info=True)
+
+    async def announce_to(self, ctx: Any, loaded: frozenset[str]) -> None:
+        """Tells one session that its tools changed (it had ``loaded``), and its prompts if they did."""
+        prompts = [offered_prompts(self.state, session) for session in (Session(loaded), session_of(ctx))]
+        try:
+            await ctx.session.send_tool_list_changed()
+            if prompts[0] != prompts[1]:
+                await ctx.session.send_prompt_list_changed()
+        except Exception:  # advisory, as above
+            log.debug("could not announce a list change", exc_info=True)
 
 
 async def list_resource_templates(ctx: Any, params: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .wire import log
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import Server
 
 
 #: A surrogate code point: in a decoded string, the trace of a JSON escape such as \ud800 with no
@@ -83,8 +83,8 @@ def screen_line(line: bytes) -> tuple[Any, Any]:
                                            "notification or response.", value)
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Serves MCP over stdin and stdout (``server.run("stdio")``), answering every line.
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serves MCP over stdin and stdout, answering every line.
 
     The SDK's stdio reader drops a line it cannot read without answering it, so the client waits
     until it times out (modelcontextprotocol/python-sdk#2751), and it reads invalid UTF-8 as U+FFFD,
@@ -98,7 +98,6 @@ async def serve_stdio(server: MCPServer) -> None:
         return
         yield
 
-    lowlevel = server._lowlevel_server  # private: what MCPServer.run_stdio_async runs
     messages, read_stream = anyio.create_memory_object_stream[Any](0)
     async with stdio_server(stdin=typing.cast(Any, none())) as (_, write_stream):
         async def read_lines() -> None:
@@ -114,4 +113,4 @@ async def serve_stdio(server: MCPServer) -> None:
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read_lines)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            await server.run(read_stream, write_stream, server.create_initialization_options())
