@@ -5614,15 +5614,6 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
     return [line, *blocks]
 
 
-def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
-    """The text of an error (``str(error)``) as naming its wiki ``key`` (WikiError.wiki), for a
-    caller that holds only the text."""
-    category, _, message = text.partition(": ")
-    error = WikiError(typing.cast(ErrorCategory, category), message)
-    error.wiki = key if len(state.wikis) > 1 else ""
-    return str(error)
-
-
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     """A guess at the tool an unknown name means, short: the list itself is tools/list's."""
     import difflib  # seldom needed: left out of the start
@@ -5968,7 +5959,8 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx) else permission_denied(
         f"{preview.nothing} {name} would {preview.would} {refused} No retry by the model changes this."))
     if isinstance(answer, WikiError):
-        return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+        answer.wiki = preview.wiki if len(state.wikis) > 1 else ""
+        return [str(answer)], True
     progress.next_stage()
     return await state.calls.run(wiki, functools.partial(job, person_confirms=answer), write=write)
 

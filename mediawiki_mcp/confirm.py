@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .dispatch import Accepted, connection_of, error_naming_the_wiki
+from .dispatch import Accepted, connection_of
 from .errors import WikiError, permission_denied
 from .registry import Confirmer, Preview
 from .state import ServerState
@@ -68,7 +68,8 @@ async def run_guarded(state: ServerState, ctx: Any, name: str, job: Callable[...
     answer = (await ask_person(state, ctx, name, preview, progress) if can_ask(ctx) else permission_denied(
         f"{preview.nothing} {name} would {preview.would} {refused} No retry by the model changes this."))
     if isinstance(answer, WikiError):
-        return [error_naming_the_wiki(state, preview.wiki, str(answer))], True
+        answer.wiki = preview.wiki if len(state.wikis) > 1 else ""
+        return [str(answer)], True
     progress.next_stage()
     return await state.calls.run(wiki, functools.partial(job, person_confirms=answer), write=write)
 

@@ -405,15 +405,6 @@ def naming_the_wiki(state: ServerState, key: str, blocks: list[Any]) -> list[Any
     return [line, *blocks]
 
 
-def error_naming_the_wiki(state: ServerState, key: str, text: str) -> str:
-    """The text of an error (``str(error)``) as naming its wiki ``key`` (WikiError.wiki), for a
-    caller that holds only the text."""
-    category, _, message = text.partition(": ")
-    error = WikiError(typing.cast(ErrorCategory, category), message)
-    error.wiki = key if len(state.wikis) > 1 else ""
-    return str(error)
-
-
 def closest_tool(name: str, offered: Iterable[ToolSpec]) -> str:
     """A guess at the tool an unknown name means, short: the list itself is tools/list's."""
     import difflib  # seldom needed: left out of the start
