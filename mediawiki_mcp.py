@@ -2511,8 +2511,12 @@ def raster_type(data: bytes) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# sections.py: Sections as MediaWiki counts them: the preprocessor's headings, section spans and outlines, and
-# text as the wiki receives and saves it.
+# sections.py: Sections as MediaWiki counts them, from wikitext alone: the preprocessor's headings, the outline
+# (wikitext_sections, outline_of), a heading as it reads and as a lookup compares it (heading_plain,
+# heading_key), spans (section_span, section_text, replace_section), a section followed across edits
+# (followed_section), the no-loss checks of a section's text (lost_subsections, lost_headings,
+# repeated_sections, shrunk_to_section), and text as the wiki receives and saves it. What needs the
+# wiki (a heading looked up with the page's rendered outline) is in pages.
 # ---------------------------------------------------------------------------
 
 #: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
@@ -2958,6 +2962,125 @@ def separator(before: str, after: str) -> str:
     apart = after.lstrip()[:1] not in ("*", "#", ":", ";") and (starts_heading(after) or ends_block(before))
     wanted = 2 if apart else 1
     return "\n" * max(0, wanted - seam.count("\n"))
+
+
+class Heading(typing.NamedTuple):
+    """A section as a heading names it; ``source``: the page a template brings it from, which
+    gives it no ``number`` here."""
+    number: int | None
+    level: int
+    text: str  # as it reads
+    source: str = ""
+
+
+def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
+    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
+
+
+def source_headings(text: str, syntax: Syntax) -> list[Heading]:
+    """The numbered headings of wikitext as written (templates, tags and all) and as they read
+    without markup: the names a section may be asked for besides the rendered one."""
+    sections = wikitext_sections(text, syntax)
+    return ([Heading(s.number, s.level, s.heading) for s in sections]
+            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
+
+
+def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
+    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
+    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+
+
+def heading_plain(heading: str) -> str:
+    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
+    it with: links as their text; bold, italics, tags and footnotes dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
+    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
+    text = re.sub(r"<[^>]*>|'{2,}", "", text)
+    return " ".join(html.unescape(text).split())
+
+
+#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
+#: renders it as. The outline and every answer name a heading without its footnotes.
+FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
+                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+
+
+#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
+FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
+
+
+def heading_key(heading: str, marks: bool = True) -> str:
+    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
+    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
+    plain = heading_plain(heading.strip().strip("="))
+    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
+    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
+
+
+def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
+    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
+
+
+def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
+    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
+    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
+    return next(found, None)
+
+
+def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
+    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
+    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
+    lost = []
+    for s in wikitext_sections(old, syntax):
+        heading = heading_plain(s.heading)
+        if kept[heading]:
+            kept[heading] -= 1
+        else:
+            lost.append(f"{s.number} ({heading})")
+    return lost
+
+
+def followed_section(seen: str, now: str, number: int, syntax: Syntax = CORE_SYNTAX) -> list[int]:
+    """Section ``number`` of text ``seen``, followed into text ``now``: a section added or removed
+    above it moves it (one below does not), and it is found by its heading and the one it stands
+    under (one Notes is not another's). The numbers it may have in ``now``: one, or none or several."""
+    before, after = wikitext_sections(seen, syntax), wikitext_sections(now, syntax)
+    was = next((i for i, s in enumerate(before) if s.number == number), None)
+
+    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
+        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
+    if was is None or above(before) == above(after):  # changed below it at most
+        return [number]
+    path = heading_keys(before)[was]
+    return [s.number for s, there in zip(after, heading_keys(after)) if there == path]
+
+
+def repeated_sections(whole: str, section: int, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The headings of the sections that new text for section ``section`` of page text ``whole``
+    holds, at the section's level or above, and the page has besides it: saved, they would stand on
+    the page twice (the next sections, or the whole page, written back into one section)."""
+    span = section_span(whole, section, syntax)
+    if span is None:
+        return []
+    own = next((s for s in wikitext_sections(whole, syntax) if s.number == section), None)  # None: the lead
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    return list(dict.fromkeys(s.heading for s, path in given
+                              if (not own or s.level <= own.level) and path in elsewhere))
 
 
 # ---------------------------------------------------------------------------
@@ -6316,15 +6439,6 @@ def outline_list(ctx: ToolContext, outline: Sequence[Heading], title: str) -> st
     return listed + (f" ({outline_call(title)} lists them all)" if listed.endswith(" more") else "")
 
 
-class Heading(typing.NamedTuple):
-    """A section as a heading names it; ``source``: the page a template brings it from, which
-    gives it no ``number`` here."""
-    number: int | None
-    level: int
-    text: str  # as it reads
-    source: str = ""
-
-
 class AskedSection(typing.NamedTuple):
     """A section asked for by number or heading: its number (None: the whole page), how a header
     shows it (``2 (History)`` for a heading), and the text read, cut to that section when its
@@ -6366,12 +6480,6 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
     return outline_of(parse_page(ctx, title, None, prop="sections", **params))
 
 
-def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
-    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
-
-
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
                  with_templates: Callable[[], list[Heading]],
                  aliases: Callable[[], list[Heading]]) -> tuple[int, str]:
@@ -6411,57 +6519,6 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
                     f"Its sections: {outline_list(ctx, outline, title)}.")
-
-
-def source_headings(text: str, syntax: Syntax) -> list[Heading]:
-    """The numbered headings of wikitext as written (templates, tags and all) and as they read
-    without markup: the names a section may be asked for besides the rendered one."""
-    sections = wikitext_sections(text, syntax)
-    return ([Heading(s.number, s.level, s.heading) for s in sections]
-            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
-
-
-def heading_key(heading: str, marks: bool = True) -> str:
-    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
-    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
-    plain = heading_plain(heading.strip().strip("="))
-    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
-    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
-
-
-def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
-    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
-
-
-def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
-    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
-    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
-    return next(found, None)
-
-
-#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
-#: renders it as. The outline and every answer name a heading without its footnotes.
-FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
-                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
-
-
-#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
-FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
-
-
-def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
-    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
-    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
-
-
-def heading_plain(heading: str) -> str:
-    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
-    it with: links as their text; bold, italics, tags and footnotes dropped."""
-    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
-    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
-    text = re.sub(r"<[^>]*>|'{2,}", "", text)
-    return " ".join(html.unescape(text).split())
 
 
 def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
@@ -6521,11 +6578,6 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
                 check_page(ctx, page, title, redirected=redirected)
             raise missing_page(ctx, title) from None
         raise
-
-
-def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
-    """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
 
 
 def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
@@ -8825,19 +8877,6 @@ def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
 MAX_NAMED = 12
 
 
-def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
-    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
-    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
-    lost = []
-    for s in wikitext_sections(old, syntax):
-        heading = heading_plain(s.heading)
-        if kept[heading]:
-            kept[heading] -= 1
-        else:
-            lost.append(f"{s.number} ({heading})")
-    return lost
-
-
 #: A template call's name ({{Infobox river|...}}, {{DEFAULTSORT:...}}), not a parameter ({{{1}}}).
 TEMPLATE_CALL = re.compile(r"(?<!\{)\{\{(?!\{)\s*([^{}|\n<>\[\]]+?)\s*(?=\||\}\})")
 
@@ -9120,25 +9159,17 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
-    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it (one below does not), and an edit made on the
-    page now (an addition, a find) goes where the model saw that section, found by its heading and
-    the one it stands under (one Notes is not another's)."""
+    """Section ``number``, as this client last read the page, numbered in its text ``now``
+    (followed_section): an edit made on the page now (an addition, a find) goes where the model saw
+    that section."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
-    seen = wikitext_sections(revision_texts(ctx, read).get(read, ""), ctx.site.syntax)
-    current = wikitext_sections(now, ctx.site.syntax)
-    was = next((i for i, s in enumerate(seen) if s.number == number), None)
-
-    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
-        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
-    if was is None or above(seen) == above(current):  # changed below it at most
-        return number
-    heading, path = heading_plain(seen[was].heading), heading_keys(seen)[was]
-    found = [s.number for s, there in zip(current, heading_keys(current)) if there == path]
+    seen = revision_texts(ctx, read).get(read, "")
+    found = followed_section(seen, now, number, ctx.site.syntax)
     if len(found) == 1:
         return found[0]
+    heading = section_heading(seen, number, ctx.site.syntax)
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
                         f"where {'several' if found else 'no'} sections have that heading under the same one as "
@@ -9391,25 +9422,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
 
 
 def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
-    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
-    level or above, sections the page has besides it: saved, they would stand on the page twice
-    (the next sections, or the whole page, written back into one section)."""
-    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
-    if span is None:
-        return
-    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
-    # not the one under Windows written twice
-    placed = wikitext_sections(replace_section(whole, span, new), syntax)
-    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
-    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
-    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
-    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
+    """Refuses new text for a section that holds sections the page has besides it (repeated_sections)."""
+    twice = repeated_sections(whole, section, new, syntax)
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
-                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            f"the page has besides it ({', '.join(twice)}), so saving it would put them on the "
                             "page twice. To replace them too, call update-page without section, with the whole "
                             f"page's text; to replace section {section} alone, send only its text.")
 

@@ -16,17 +16,12 @@ from .merge import merge3
 from .pages import (
     asked_section,
     check_page,
-    heading_key,
-    heading_keys,
-    heading_plain,
     is_revision_of,
     main_slot,
     no_such_section,
-    numbered_headings,
     query_page,
     revision_of,
     revision_texts,
-    section_heading,
     why_missing,
 )
 from .read_history import revision_user
@@ -45,11 +40,13 @@ from .saving import (
     save_edit,
 )
 from .sections import (
-    PHP_WHITESPACE,
-    Section,
     as_saved,
+    followed_section,
     lost_subsections,
+    numbered_headings,
+    repeated_sections,
     replace_section,
+    section_heading,
     section_list,
     section_span,
     section_text,
@@ -186,25 +183,17 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
-    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it (one below does not), and an edit made on the
-    page now (an addition, a find) goes where the model saw that section, found by its heading and
-    the one it stands under (one Notes is not another's)."""
+    """Section ``number``, as this client last read the page, numbered in its text ``now``
+    (followed_section): an edit made on the page now (an addition, a find) goes where the model saw
+    that section."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
-    seen = wikitext_sections(revision_texts(ctx, read).get(read, ""), ctx.site.syntax)
-    current = wikitext_sections(now, ctx.site.syntax)
-    was = next((i for i, s in enumerate(seen) if s.number == number), None)
-
-    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
-        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
-    if was is None or above(seen) == above(current):  # changed below it at most
-        return number
-    heading, path = heading_plain(seen[was].heading), heading_keys(seen)[was]
-    found = [s.number for s, there in zip(current, heading_keys(current)) if there == path]
+    seen = revision_texts(ctx, read).get(read, "")
+    found = followed_section(seen, now, number, ctx.site.syntax)
     if len(found) == 1:
         return found[0]
+    heading = section_heading(seen, number, ctx.site.syntax)
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
                         f"where {'several' if found else 'no'} sections have that heading under the same one as "
@@ -457,25 +446,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
 
 
 def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
-    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
-    level or above, sections the page has besides it: saved, they would stand on the page twice
-    (the next sections, or the whole page, written back into one section)."""
-    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
-    if span is None:
-        return
-    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
-    # not the one under Windows written twice
-    placed = wikitext_sections(replace_section(whole, span, new), syntax)
-    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
-    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
-    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
-    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
+    """Refuses new text for a section that holds sections the page has besides it (repeated_sections)."""
+    twice = repeated_sections(whole, section, new, syntax)
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
-                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            f"the page has besides it ({', '.join(twice)}), so saving it would put them on the "
                             "page twice. To replace them too, call update-page without section, with the whole "
                             f"page's text; to replace section {section} alone, send only its text.")
 

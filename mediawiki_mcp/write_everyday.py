@@ -12,17 +12,7 @@ from typing import Annotated, Any
 from .dispatch import ToolContext
 from .edit import Composed, EditTarget, as_read, edit_page
 from .errors import NEXT_STEP, invalid_input, not_found, upstream_failure
-from .pages import (
-    CommentArg,
-    LatestIdArg,
-    TalkTitleArg,
-    TitleArg,
-    heading_key,
-    heading_plain,
-    numbered_headings,
-    subject_redirect,
-    talk_title,
-)
+from .pages import CommentArg, LatestIdArg, TalkTitleArg, TitleArg, subject_redirect, talk_title
 from .registry import Arg, tool
 from .render import CANONICAL_NAMESPACES, labelled, utf8_len
 from .saving import (
@@ -37,6 +27,9 @@ from .saving import (
 from .sections import (
     Section,
     as_wiki_receives,
+    heading_key,
+    heading_plain,
+    numbered_headings,
     section_list,
     section_span,
     section_text,
