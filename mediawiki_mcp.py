@@ -9075,52 +9075,68 @@ class Composed:
 
 
 def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
-              section: int | str | None = None, **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change (or,
-    with nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
-    target = read_for_edit(ctx, title, section, Reading(**reading))
+              section: int | str | None, kind: ChangeKind, latest_id: int | None = None) -> list[str] | str:
+    """Reads the page as a change of ``kind`` does (read_for_edit), composes the change (or, with
+    nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, kind, latest_id)
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
 
 
 @dataclasses.dataclass(frozen=True)
-class Reading:
-    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else (``from_read``)
-    the revision this client last read, else (``pinned``) the latest, else none: MediaWiki adds an
-    addition to the page as it then is, so parallel ones all land. A change ``on_now`` (an addition)
-    is made on the page now, any other on its base, whose section numbers the model read. ``own_text``:
-    a redirect whose own text the model has not read is refused; ``whole``: the text replaced must
-    have been read whole; ``follow``: edit a redirect's target; not ``read``: a new page."""
-    read: bool = True
-    props: Sequence[str] = ()
-    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    follow: bool = False
+class ChangeKind:
+    """A kind of change, and how it reads its page (read_for_edit). Its base, unless a latestId
+    names one, is the revision this client last read (``base`` "read"), the latest ("latest"), or
+    none ("now": an addition, which MediaWiki adds to the page as it then is, so parallel ones all
+    land, made on the page now where any other is made on its base, whose section numbers the model
+    read). ``own_text``: a redirect whose own text the model has not read is refused; ``whole``: the
+    text replaced must have been read whole; ``follow``: edit a redirect's target; ``creates``: a new
+    page, read only in a dry run (a save's createonly has the wiki refuse a title that exists)."""
+    base: Literal["read", "latest", "now"] = "latest"
     must_exist: bool = True
-    from_read: bool = False
-    latest_id: int | None = None
     own_text: bool = False
-    pinned: bool = True
-    on_now: bool = False
     whole: bool = False
+    follow: bool = False
+    creates: bool = False
+    props: Sequence[str] = ("info",)
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:
-    """The page and the base of a change, read once, as ``how`` says."""
-    latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
-    if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
+#: The model's text in place of the page or a section (update-page's replacement).
+REPLACEMENT = ChangeKind(base="read", own_text=True, whole=True)
+#: A change made in the latest text (update-page's find, a prepend below a section's heading).
+IN_PLACE = ChangeKind(own_text=True)
+#: Text added to the page as it then is (update-page's append and prepend).
+ADDITION = ChangeKind(base="now", own_text=True)
+#: A new page (create-page, copy-page to a free title).
+CREATION = ChangeKind(must_exist=False, creates=True)
+#: A page replaced by another's text (copy-page with overwrite), on the revision last read here.
+OVERWRITE = ChangeKind(base="read", must_exist=False)
+#: Categories added or removed (update-page-categories).
+CATEGORY_CHANGE = ChangeKind(props=("categories", "info"), params={"cllimit": "max"})
+#: A talk page's new topic (made with its page) and reply.
+NEW_TOPIC = ChangeKind(must_exist=False, follow=True, props=())
+REPLY = ChangeKind(follow=True, props=())
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, kind: ChangeKind,
+                  latest_id: int | None = None) -> EditTarget:
+    """The page and the base of a change of ``kind``, read once."""
+    from_read, on_now, own_text = kind.base == "read", kind.base == "now", kind.own_text
+    if kind.creates and not ctx.dry_run:
         return EditTarget({}, title, 0, "", None, "", None, "")
     # in a dry run, prop=info too, for whether the account may edit the page at all
-    props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
+    props = dict.fromkeys(["revisions", *kind.props, *(["info"] if ctx.dry_run else [])])
     page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content|user|size|timestamp",
                                  "rvslots": "main",
-                                 "intestactions": "edit" if ctx.dry_run else None, "titles": title,
-                                 "redirects": how.follow or None, **how.params})
+                                 "intestactions": ctx.dry_run and ("create" if kind.creates else "edit") or None, "titles": title,
+                                 "redirects": kind.follow or None, **kind.params})
     title = page.get("title", title)
-    if page.get("missing") and how.must_exist:
+    if page.get("missing") and kind.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
                         + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix "
                            "finds existing titles."))
-    check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
+    check_page(ctx, page, title, kind.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)
@@ -9128,11 +9144,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
-    if number and heading is None and not how.from_read and latest_id is None:  # made on the page now
+    if number and heading is None and not from_read and latest_id is None:  # made on the page now
         number = as_read(ctx, title, number, now, latest)
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
-        if how.from_read and not latest_id else None
+        if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
@@ -9140,7 +9156,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
         raise invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
                             "nothing was saved. Pass the revision ID get-page returned for this page.")
-    pin = latest_id or read_base or (latest if how.pinned and latest else None)
+    pin = latest_id or read_base or (latest if not on_now and latest else None)
     base = (revision_texts(ctx, pin).get(pin, "") if pin and pin != latest and (not on_now or ctx.dry_run)
             else now)
     seen = now if on_now else base
@@ -9149,10 +9165,10 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
-    if how.whole:
+    if kind.whole:
         require_pinned_base(ctx, title, number, latest_id)
-    unread = how.whole and latest_id is None and read_base is None
-    if how.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
+    unread = kind.whole and latest_id is None and read_base is None
+    if kind.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base), unread=unread)
@@ -9516,8 +9532,7 @@ def create_page(
             raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
-    return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
-                     params={"intestactions": "create" if ctx.dry_run else None})
+    return edit_page(ctx, title, compose, None, CREATION)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -9579,9 +9594,7 @@ def update_page(
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    reading: dict[str, Any] = {"latest_id": latestId, "from_read": replacing, "own_text": True, "whole": replacing,
-                               "pinned": mode == "replace" or in_section, "props": ("info",),
-                               "on_now": mode != "replace" and not in_section}
+    kind = REPLACEMENT if replacing else IN_PLACE if mode == "replace" or in_section else ADDITION
 
     def compose(target: EditTarget) -> Composed:
         summary = edit_summary(ctx, comment)
@@ -9602,7 +9615,7 @@ def update_page(
             # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
             # instead, made again on the page as it then is where an edit made since overlaps
             send = functools.partial(append_above_closing_links, ctx, target, text, summary, fields,
-                                     lambda: read_for_edit(ctx, title, section, Reading(**reading)))
+                                     lambda: read_for_edit(ctx, title, section, kind, latestId))
             return made(above_closing_links(ctx, target, added, at), fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
@@ -9611,7 +9624,7 @@ def update_page(
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    return edit_page(ctx, title, compose, section, **reading)
+    return edit_page(ctx, title, compose, section, kind, latestId)
 
 
 #: How many times an append above the links that close the page is made, each on the page as it then
@@ -10681,8 +10694,7 @@ def update_page_categories(
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"),
-                     params={"cllimit": "max"})
+    return edit_page(ctx, title, compose, None, CATEGORY_CHANGE, latestId)
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -10871,7 +10883,7 @@ def add_talk_topic(
         return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+    return edit_page(ctx, talk, compose, None, NEW_TOPIC)
 
 
 def heading_given(heading: str) -> str:
@@ -11004,7 +11016,7 @@ def reply_on_talk_page(
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
-    return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
+    return edit_page(ctx, talk_title(ctx, title), compose, None, REPLY)
 
 
 def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],
@@ -11588,8 +11600,8 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
-            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
-                              must_exist=False, read=replacing, from_read=replacing, props=("info",))
+            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change), None,
+                              OVERWRITE if replacing else CREATION)
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
             if error.code == "articleexists":  # made since the target was asked
