@@ -98,8 +98,8 @@ class Composed:
     send: Callable[[], str | None] | None = None
 
 
-def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
-              section: int | str | None, kind: ChangeKind, latest_id: int | None = None) -> list[str] | str:
+def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str], kind: ChangeKind,
+              section: int | str | None = None, latest_id: int | None = None) -> list[str] | str:
     """Reads the page as a change of ``kind`` does (read_for_edit), composes the change (or, with
     nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
     target = read_for_edit(ctx, title, section, kind, latest_id)
@@ -126,20 +126,13 @@ class ChangeKind:
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-#: The model's text in place of the page or a section (update-page's replacement).
-REPLACEMENT = ChangeKind(base="read", own_text=True, whole=True)
-#: A change made in the latest text (update-page's find, a prepend below a section's heading).
-IN_PLACE = ChangeKind(own_text=True)
-#: Text added to the page as it then is (update-page's append and prepend).
-ADDITION = ChangeKind(base="now", own_text=True)
-#: A new page (create-page, copy-page to a free title).
-CREATION = ChangeKind(must_exist=False, creates=True)
-#: A page replaced by another's text (copy-page with overwrite), on the revision last read here.
-OVERWRITE = ChangeKind(base="read", must_exist=False)
-#: Categories added or removed (update-page-categories).
+REPLACEMENT = ChangeKind(base="read", own_text=True, whole=True)  # update-page's text for a page or section
+IN_PLACE = ChangeKind(own_text=True)  # in the latest text: update-page's find, a prepend below a heading
+ADDITION = ChangeKind(base="now", own_text=True)  # to the page as it then is: an append, a prepend
+CREATION = ChangeKind(must_exist=False, creates=True)  # create-page, copy-page to a free title
+OVERWRITE = ChangeKind(base="read", must_exist=False)  # copy-page with overwrite
 CATEGORY_CHANGE = ChangeKind(props=("categories", "info"), params={"cllimit": "max"})
-#: A talk page's new topic (made with its page) and reply.
-NEW_TOPIC = ChangeKind(must_exist=False, follow=True, props=())
+NEW_TOPIC = ChangeKind(must_exist=False, follow=True, props=())  # on a talk page it makes if missing
 REPLY = ChangeKind(follow=True, props=())
 
 

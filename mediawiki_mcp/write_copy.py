@@ -181,7 +181,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
                                     "history names the authors")
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
-            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change), None,
+            saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
                               OVERWRITE if replacing else CREATION)
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:

@@ -75,7 +75,7 @@ def update_page_categories(
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, None, CATEGORY_CHANGE, latestId)
+    return edit_page(ctx, title, compose, CATEGORY_CHANGE, latest_id=latestId)
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -264,7 +264,7 @@ def add_talk_topic(
         return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk, compose, None, NEW_TOPIC)
+    return edit_page(ctx, talk, compose, NEW_TOPIC)
 
 
 def heading_given(heading: str) -> str:
@@ -397,7 +397,7 @@ def reply_on_talk_page(
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
-    return edit_page(ctx, talk_title(ctx, title), compose, None, REPLY)
+    return edit_page(ctx, talk_title(ctx, title), compose, REPLY)
 
 
 def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],

@@ -83,7 +83,7 @@ def create_page(
             raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
-    return edit_page(ctx, title, compose, None, CREATION)
+    return edit_page(ctx, title, compose, CREATION)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -175,7 +175,7 @@ def update_page(
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    return edit_page(ctx, title, compose, section, kind, latestId)
+    return edit_page(ctx, title, compose, kind, section, latestId)
 
 
 #: How many times an append above the links that close the page is made, each on the page as it then
