@@ -2512,8 +2512,12 @@ def raster_type(data: bytes) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# sections.py: Sections as MediaWiki counts them: the preprocessor's headings, section spans and outlines, and
-# text as the wiki receives and saves it.
+# sections.py: Sections as MediaWiki counts them, from wikitext alone: the preprocessor's headings, the outline
+# (wikitext_sections, outline_of), a heading as it reads and as a lookup compares it (heading_plain,
+# heading_key), spans (section_span, section_text, replace_section), a section followed across edits
+# (followed_section), the no-loss checks of a section's text (lost_subsections, lost_headings,
+# repeated_sections, shrunk_to_section), and text as the wiki receives and saves it. What needs the
+# wiki (a heading looked up with the page's rendered outline) is in pages.
 # ---------------------------------------------------------------------------
 
 #: Brackets the preprocessor pairs, as Preprocessor::$rules: closing text, and the element
@@ -2804,6 +2808,93 @@ def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     return found
 
 
+def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
+    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
+    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
+    return next(found, None)
+
+
+def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
+    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
+    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+
+
+class Heading(typing.NamedTuple):
+    """A section as a heading names it; ``source``: the page a template brings it from, which
+    gives it no ``number`` here."""
+    number: int | None
+    level: int
+    text: str  # as it reads
+    source: str = ""
+
+
+def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
+    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
+
+
+def source_headings(text: str, syntax: Syntax) -> list[Heading]:
+    """The numbered headings of wikitext as written (templates, tags and all) and as they read
+    without markup: the names a section may be asked for besides the rendered one."""
+    sections = wikitext_sections(text, syntax)
+    return ([Heading(s.number, s.level, s.heading) for s in sections]
+            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
+
+
+def heading_plain(heading: str) -> str:
+    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
+    it with: links as their text; bold, italics, tags and footnotes dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
+    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
+    text = re.sub(r"<[^>]*>|'{2,}", "", text)
+    return " ".join(html.unescape(text).split())
+
+
+#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
+#: renders it as. The outline and every answer name a heading without its footnotes.
+FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
+                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+
+
+#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
+FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
+
+
+def heading_key(heading: str, marks: bool = True) -> str:
+    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
+    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
+    plain = heading_plain(heading.strip().strip("="))
+    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
+    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
+
+
+def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
+    paths: list[tuple[str | None, str]] = []
+    above: list[Section] = []
+    for s in sections:
+        while above and above[-1].level >= s.level:
+            above.pop()
+        paths.append((above[-1].heading if above else None, s.heading))
+        above.append(s)
+    return paths
+
+
+def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
+    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
+
+
+def starts_heading(text: str) -> bool:
+    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
+
+
 def section_spans(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, tuple[int, int]]:
     """Where each section (0 = lead) lies, in bytes: from its heading to the next heading of the
     same or a higher level, so that it holds its subsections."""
@@ -2824,6 +2915,111 @@ def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple
 def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
     """Where each section (0 = lead) ends, in bytes (section_spans)."""
     return {number: end for number, (_, end) in section_spans(text, syntax).items()}
+
+
+def section_text(text: str, span: tuple[int, int]) -> str:
+    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
+    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
+
+
+def replace_section(text: str, span: tuple[int, int], new: str) -> str:
+    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
+    the new text and a blank line before what follows, trailing space dropped."""
+    data = text.encode()
+    new = new.rstrip(PHP_WHITESPACE)
+    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
+            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
+
+
+def followed_section(seen: str, now: str, number: int, syntax: Syntax = CORE_SYNTAX) -> list[int]:
+    """Section ``number`` of text ``seen``, followed into text ``now``: a section added or removed
+    above it moves it (one below does not), and it is found by its heading and the one it stands
+    under (one Notes is not another's). The numbers it may have in ``now``: one, or none or several."""
+    before, after = wikitext_sections(seen, syntax), wikitext_sections(now, syntax)
+    was = next((i for i, s in enumerate(before) if s.number == number), None)
+
+    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
+        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
+    if was is None or above(before) == above(after):  # changed below it at most
+        return [number]
+    path = heading_keys(before)[was]
+    return [s.number for s, there in zip(after, heading_keys(after)) if there == path]
+
+
+def repeated_sections(whole: str, section: int, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The headings of the sections that new text for section ``section`` of page text ``whole``
+    holds, at the section's level or above, and the page has besides it: saved, they would stand on
+    the page twice (the next sections, or the whole page, written back into one section)."""
+    span = section_span(whole, section, syntax)
+    if span is None:
+        return []
+    own = next((s for s in wikitext_sections(whole, syntax) if s.number == section), None)  # None: the lead
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    return list(dict.fromkeys(s.heading for s, path in given
+                              if (not own or s.level <= own.level) and path in elsewhere))
+
+
+def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
+    with the heading each stands under, and repeats count: a page repeats References or
+    Quellen under many subsections, and each is a subsection of its own. A heading left over
+    after that keeps one of the same name: its level changed, so it stands under another."""
+    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
+    paths = heading_paths(wikitext_sections(old, syntax))
+    unmatched = []
+    for path in paths:
+        if kept[path]:
+            kept[path] -= 1
+        elif path is not paths[0]:
+            unmatched.append(path)
+    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
+    lost = []
+    for parent, heading in unmatched:
+        if names[heading]:
+            names[heading] -= 1
+        else:
+            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
+    return lost
+
+
+def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
+    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
+    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
+    lost = []
+    for s in wikitext_sections(old, syntax):
+        heading = heading_plain(s.heading)
+        if kept[heading]:
+            kept[heading] -= 1
+        else:
+            lost.append(f"{s.number} ({heading})")
+    return lost
+
+
+def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
+    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
+    it would shrink the page to that section: ``new`` is under half the size, the page has more
+    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
+    if utf8_len(new) * 2 >= utf8_len(old):
+        return None
+    sections = wikitext_sections(old, syntax)
+    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
+    if not sections or outline == [(s.level, s.heading) for s in sections]:
+        return None  # a page of one section, or a shorter text of the same outline: a rewrite
+    if not outline:
+        return 0
+    for i, section in enumerate(sections):  # its headings and its subsections'
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
+                   len(sections))
+        if [(s.level, s.heading) for s in sections[i:end]] == outline:
+            return section.number
+    return None
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -2863,79 +3059,6 @@ def as_saved(text: str) -> str:
     """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
     signatures and subst: are left as they are)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
-
-
-def section_text(text: str, span: tuple[int, int]) -> str:
-    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
-    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
-
-
-def replace_section(text: str, span: tuple[int, int], new: str) -> str:
-    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
-    the new text and a blank line before what follows, trailing space dropped."""
-    data = text.encode()
-    new = new.rstrip(PHP_WHITESPACE)
-    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
-            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
-
-
-def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
-    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
-    it would shrink the page to that section: ``new`` is under half the size, the page has more
-    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
-    if utf8_len(new) * 2 >= utf8_len(old):
-        return None
-    sections = wikitext_sections(old, syntax)
-    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
-    if not sections or outline == [(s.level, s.heading) for s in sections]:
-        return None  # a page of one section, or a shorter text of the same outline: a rewrite
-    if not outline:
-        return 0
-    for i, section in enumerate(sections):  # its headings and its subsections'
-        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
-                   len(sections))
-        if [(s.level, s.heading) for s in sections[i:end]] == outline:
-            return section.number
-    return None
-
-
-def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
-    paths: list[tuple[str | None, str]] = []
-    above: list[Section] = []
-    for s in sections:
-        while above and above[-1].level >= s.level:
-            above.pop()
-        paths.append((above[-1].heading if above else None, s.heading))
-        above.append(s)
-    return paths
-
-
-def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
-    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
-    with the heading each stands under, and repeats count: a page repeats References or
-    Quellen under many subsections, and each is a subsection of its own. A heading left over
-    after that keeps one of the same name: its level changed, so it stands under another."""
-    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
-    paths = heading_paths(wikitext_sections(old, syntax))
-    unmatched = []
-    for path in paths:
-        if kept[path]:
-            kept[path] -= 1
-        elif path is not paths[0]:
-            unmatched.append(path)
-    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
-    lost = []
-    for parent, heading in unmatched:
-        if names[heading]:
-            names[heading] -= 1
-        else:
-            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
-    return lost
-
-
-def starts_heading(text: str) -> bool:
-    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
 
 
 def ends_block(text: str) -> bool:
@@ -6289,15 +6412,6 @@ def outline_list(ctx: ToolContext, outline: Sequence[Heading], title: str) -> st
     return listed + (f" ({outline_call(title)} lists them all)" if listed.endswith(" more") else "")
 
 
-class Heading(typing.NamedTuple):
-    """A section as a heading names it; ``source``: the page a template brings it from, which
-    gives it no ``number`` here."""
-    number: int | None
-    level: int
-    text: str  # as it reads
-    source: str = ""
-
-
 class AskedSection(typing.NamedTuple):
     """A section asked for by number or heading: its number (None: the whole page), how a header
     shows it (``2 (History)`` for a heading), and the text read, cut to that section when its
@@ -6339,12 +6453,6 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
     return outline_of(parse_page(ctx, title, None, prop="sections", **params))
 
 
-def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
-    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
-
-
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
                  with_templates: Callable[[], list[Heading]],
                  aliases: Callable[[], list[Heading]]) -> tuple[int, str]:
@@ -6384,57 +6492,6 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
                     f"Its sections: {outline_list(ctx, outline, title)}.")
-
-
-def source_headings(text: str, syntax: Syntax) -> list[Heading]:
-    """The numbered headings of wikitext as written (templates, tags and all) and as they read
-    without markup: the names a section may be asked for besides the rendered one."""
-    sections = wikitext_sections(text, syntax)
-    return ([Heading(s.number, s.level, s.heading) for s in sections]
-            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
-
-
-def heading_key(heading: str, marks: bool = True) -> str:
-    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
-    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
-    plain = heading_plain(heading.strip().strip("="))
-    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
-    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
-
-
-def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
-    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
-
-
-def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
-    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
-    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
-    return next(found, None)
-
-
-#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
-#: renders it as. The outline and every answer name a heading without its footnotes.
-FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
-                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
-
-
-#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
-FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
-
-
-def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
-    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
-    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
-
-
-def heading_plain(heading: str) -> str:
-    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
-    it with: links as their text; bold, italics, tags and footnotes dropped."""
-    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
-    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
-    text = re.sub(r"<[^>]*>|'{2,}", "", text)
-    return " ".join(html.unescape(text).split())
 
 
 def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
@@ -6494,11 +6551,6 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
                 check_page(ctx, page, title, redirected=redirected)
             raise missing_page(ctx, title) from None
         raise
-
-
-def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
-    """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
 
 
 def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:
@@ -8786,19 +8838,6 @@ def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
 MAX_NAMED = 12
 
 
-def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
-    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
-    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
-    lost = []
-    for s in wikitext_sections(old, syntax):
-        heading = heading_plain(s.heading)
-        if kept[heading]:
-            kept[heading] -= 1
-        else:
-            lost.append(f"{s.number} ({heading})")
-    return lost
-
-
 #: A template call's name ({{Infobox river|...}}, {{DEFAULTSORT:...}}), not a parameter ({{{1}}}).
 TEMPLATE_CALL = re.compile(r"(?<!\{)\{\{(?!\{)\s*([^{}|\n<>\[\]]+?)\s*(?=\||\}\})")
 
@@ -8996,53 +9035,62 @@ class Composed:
     send: Callable[[], str | None] | None = None
 
 
-def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
-              section: int | str | None = None, **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change (or,
-    with nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
-    target = read_for_edit(ctx, title, section, Reading(**reading))
+def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str], kind: ChangeKind,
+              section: int | str | None = None, latest_id: int | None = None) -> list[str] | str:
+    """Reads the page as a change of ``kind`` does (read_for_edit), composes the change (or, with
+    nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, kind, latest_id)
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
 
 
 @dataclasses.dataclass(frozen=True)
-class Reading:
-    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else (``from_read``)
-    the revision this client last read, else (``pinned``) the latest, else none: MediaWiki adds an
-    addition to the page as it then is, so parallel ones all land. A change ``on_now`` (an addition)
-    is made on the page now, any other on its base, whose section numbers the model read. ``own_text``:
-    a redirect whose own text the model has not read is refused; ``whole``: the text replaced must
-    have been read whole; ``follow``: edit a redirect's target; not ``read``: a new page."""
-    read: bool = True
-    props: Sequence[str] = ()
-    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    follow: bool = False
+class ChangeKind:
+    """A kind of change, and how it reads its page (read_for_edit). Its base, unless a latestId
+    names one, is the revision this client last read (``base`` "read"), the latest ("latest"), or
+    none ("now": an addition, which MediaWiki adds to the page as it then is, so parallel ones all
+    land, made on the page now where any other is made on its base, whose section numbers the model
+    read). ``own_text``: a redirect whose own text the model has not read is refused; ``whole``: the
+    text replaced must have been read whole; ``follow``: edit a redirect's target; ``creates``: a new
+    page, read only in a dry run (a save's createonly has the wiki refuse a title that exists)."""
+    base: Literal["read", "latest", "now"] = "latest"
     must_exist: bool = True
-    from_read: bool = False
-    latest_id: int | None = None
     own_text: bool = False
-    pinned: bool = True
-    on_now: bool = False
     whole: bool = False
+    follow: bool = False
+    creates: bool = False
+    props: Sequence[str] = ("info",)
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:
-    """The page and the base of a change, read once, as ``how`` says."""
-    latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
-    if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
+REPLACEMENT = ChangeKind(base="read", own_text=True, whole=True)  # update-page's text for a page or section
+IN_PLACE = ChangeKind(own_text=True)  # in the latest text: update-page's find, a prepend below a heading
+ADDITION = ChangeKind(base="now", own_text=True)  # to the page as it then is: an append, a prepend
+CREATION = ChangeKind(must_exist=False, creates=True)  # create-page, copy-page to a free title
+OVERWRITE = ChangeKind(base="read", must_exist=False)  # copy-page with overwrite
+CATEGORY_CHANGE = ChangeKind(props=("categories", "info"), params={"cllimit": "max"})
+NEW_TOPIC = ChangeKind(must_exist=False, follow=True, props=())  # on a talk page it makes if missing
+REPLY = ChangeKind(follow=True, props=())
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, kind: ChangeKind,
+                  latest_id: int | None = None) -> EditTarget:
+    """The page and the base of a change of ``kind``, read once."""
+    from_read, on_now, own_text = kind.base == "read", kind.base == "now", kind.own_text
+    if kind.creates and not ctx.dry_run:
         return EditTarget({}, title, 0, "", None, "", None, "")
     # in a dry run, prop=info too, for whether the account may edit the page at all
-    props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
+    props = dict.fromkeys(["revisions", *kind.props, *(["info"] if ctx.dry_run else [])])
     page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content|user|size|timestamp",
                                  "rvslots": "main",
-                                 "intestactions": "edit" if ctx.dry_run else None, "titles": title,
-                                 "redirects": how.follow or None, **how.params})
+                                 "intestactions": ctx.dry_run and ("create" if kind.creates else "edit") or None, "titles": title,
+                                 "redirects": kind.follow or None, **kind.params})
     title = page.get("title", title)
-    if page.get("missing") and how.must_exist:
+    if page.get("missing") and kind.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
                         + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix "
                            "finds existing titles."))
-    check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
+    check_page(ctx, page, title, kind.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)
@@ -9050,11 +9098,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
-    if number and heading is None and not how.from_read and latest_id is None:  # made on the page now
+    if number and heading is None and not from_read and latest_id is None:  # made on the page now
         number = as_read(ctx, title, number, now, latest)
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
-        if how.from_read and not latest_id else None
+        if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
@@ -9062,7 +9110,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
         raise invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
                             "nothing was saved. Pass the revision ID get-page returned for this page.")
-    pin = latest_id or read_base or (latest if how.pinned and latest else None)
+    pin = latest_id or read_base or (latest if not on_now and latest else None)
     base = (revision_texts(ctx, pin).get(pin, "") if pin and pin != latest and (not on_now or ctx.dry_run)
             else now)
     seen = now if on_now else base
@@ -9071,35 +9119,27 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
-    if how.whole:
+    if kind.whole:
         require_pinned_base(ctx, title, number, latest_id)
-    unread = how.whole and latest_id is None and read_base is None
-    if how.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
+    unread = kind.whole and latest_id is None and read_base is None
+    if kind.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base), unread=unread)
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
-    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it (one below does not), and an edit made on the
-    page now (an addition, a find) goes where the model saw that section, found by its heading and
-    the one it stands under (one Notes is not another's)."""
+    """Section ``number``, as this client last read the page, numbered in its text ``now``
+    (followed_section): an edit made on the page now (an addition, a find) goes where the model saw
+    that section."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
-    seen = wikitext_sections(revision_texts(ctx, read).get(read, ""), ctx.site.syntax)
-    current = wikitext_sections(now, ctx.site.syntax)
-    was = next((i for i, s in enumerate(seen) if s.number == number), None)
-
-    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
-        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
-    if was is None or above(seen) == above(current):  # changed below it at most
-        return number
-    heading, path = heading_plain(seen[was].heading), heading_keys(seen)[was]
-    found = [s.number for s, there in zip(current, heading_keys(current)) if there == path]
+    seen = revision_texts(ctx, read).get(read, "")
+    found = followed_section(seen, now, number, ctx.site.syntax)
     if len(found) == 1:
         return found[0]
+    heading = section_heading(seen, number, ctx.site.syntax)
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
                         f"where {'several' if found else 'no'} sections have that heading under the same one as "
@@ -9352,25 +9392,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
 
 
 def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
-    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
-    level or above, sections the page has besides it: saved, they would stand on the page twice
-    (the next sections, or the whole page, written back into one section)."""
-    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
-    if span is None:
-        return
-    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
-    # not the one under Windows written twice
-    placed = wikitext_sections(replace_section(whole, span, new), syntax)
-    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
-    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
-    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
-    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
+    """Refuses new text for a section that holds sections the page has besides it (repeated_sections)."""
+    twice = repeated_sections(whole, section, new, syntax)
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
-                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            f"the page has besides it ({', '.join(twice)}), so saving it would put them on the "
                             "page twice. To replace them too, call update-page without section, with the whole "
                             f"page's text; to replace section {section} alone, send only its text.")
 
@@ -9460,8 +9486,7 @@ def create_page(
             raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
-    return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
-                     params={"intestactions": "create" if ctx.dry_run else None})
+    return edit_page(ctx, title, compose, CREATION)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -9523,9 +9548,7 @@ def update_page(  # noqa: C901
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    reading: dict[str, Any] = {"latest_id": latestId, "from_read": replacing, "own_text": True, "whole": replacing,
-                               "pinned": mode == "replace" or in_section, "props": ("info",),
-                               "on_now": mode != "replace" and not in_section}
+    kind = REPLACEMENT if replacing else IN_PLACE if mode == "replace" or in_section else ADDITION
 
     def compose(target: EditTarget) -> Composed:
         summary = edit_summary(ctx, comment)
@@ -9546,7 +9569,7 @@ def update_page(  # noqa: C901
             # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
             # instead, made again on the page as it then is where an edit made since overlaps
             send = functools.partial(append_above_closing_links, ctx, target, text, summary, fields,
-                                     lambda: read_for_edit(ctx, title, section, Reading(**reading)))
+                                     lambda: read_for_edit(ctx, title, section, kind, latestId))
             return made(above_closing_links(ctx, target, added, at), fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
@@ -9555,7 +9578,7 @@ def update_page(  # noqa: C901
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    return edit_page(ctx, title, compose, section, **reading)
+    return edit_page(ctx, title, compose, kind, section, latestId)
 
 
 #: How many times an append above the links that close the page is made, each on the page as it then
@@ -10626,8 +10649,7 @@ def update_page_categories(
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"),
-                     params={"cllimit": "max"})
+    return edit_page(ctx, title, compose, CATEGORY_CHANGE, latest_id=latestId)
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -10816,7 +10838,7 @@ def add_talk_topic(
         return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+    return edit_page(ctx, talk, compose, NEW_TOPIC)
 
 
 def heading_given(heading: str) -> str:
@@ -10949,7 +10971,7 @@ def reply_on_talk_page(
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
-    return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
+    return edit_page(ctx, talk_title(ctx, title), compose, REPLY)
 
 
 def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],
@@ -11534,7 +11556,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
             saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
-                              must_exist=False, read=replacing, from_read=replacing, props=("info",))
+                              OVERWRITE if replacing else CREATION)
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
             if error.code == "articleexists":  # made since the target was asked

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .diff import line_diff
 from .dispatch import ToolContext
@@ -16,17 +16,12 @@ from .merge import merge3
 from .pages import (
     asked_section,
     check_page,
-    heading_key,
-    heading_keys,
-    heading_plain,
     is_revision_of,
     main_slot,
     no_such_section,
-    numbered_headings,
     query_page,
     revision_of,
     revision_texts,
-    section_heading,
     why_missing,
 )
 from .read_history import revision_user
@@ -45,11 +40,13 @@ from .saving import (
     save_edit,
 )
 from .sections import (
-    PHP_WHITESPACE,
-    Section,
     as_saved,
+    followed_section,
     lost_subsections,
+    numbered_headings,
+    repeated_sections,
     replace_section,
+    section_heading,
     section_list,
     section_span,
     section_text,
@@ -101,53 +98,62 @@ class Composed:
     send: Callable[[], str | None] | None = None
 
 
-def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str],
-              section: int | str | None = None, **reading: Any) -> list[str] | str:
-    """Reads the page (read_for_edit, ``reading`` as Reading's fields), composes the change (or,
-    with nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
-    target = read_for_edit(ctx, title, section, Reading(**reading))
+def edit_page(ctx: ToolContext, title: str, compose: Callable[[EditTarget], Composed | str], kind: ChangeKind,
+              section: int | str | None = None, latest_id: int | None = None) -> list[str] | str:
+    """Reads the page as a change of ``kind`` does (read_for_edit), composes the change (or, with
+    nothing to save, the answer itself), and dry-runs or saves it (finish_edit)."""
+    target = read_for_edit(ctx, title, section, kind, latest_id)
     change = compose(target)
     return change if isinstance(change, str) else finish_edit(ctx, target, change)
 
 
 @dataclasses.dataclass(frozen=True)
-class Reading:
-    """How an edit reads its page (read_for_edit). The base is ``latest_id``, else (``from_read``)
-    the revision this client last read, else (``pinned``) the latest, else none: MediaWiki adds an
-    addition to the page as it then is, so parallel ones all land. A change ``on_now`` (an addition)
-    is made on the page now, any other on its base, whose section numbers the model read. ``own_text``:
-    a redirect whose own text the model has not read is refused; ``whole``: the text replaced must
-    have been read whole; ``follow``: edit a redirect's target; not ``read``: a new page."""
-    read: bool = True
-    props: Sequence[str] = ()
-    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    follow: bool = False
+class ChangeKind:
+    """A kind of change, and how it reads its page (read_for_edit). Its base, unless a latestId
+    names one, is the revision this client last read (``base`` "read"), the latest ("latest"), or
+    none ("now": an addition, which MediaWiki adds to the page as it then is, so parallel ones all
+    land, made on the page now where any other is made on its base, whose section numbers the model
+    read). ``own_text``: a redirect whose own text the model has not read is refused; ``whole``: the
+    text replaced must have been read whole; ``follow``: edit a redirect's target; ``creates``: a new
+    page, read only in a dry run (a save's createonly has the wiki refuse a title that exists)."""
+    base: Literal["read", "latest", "now"] = "latest"
     must_exist: bool = True
-    from_read: bool = False
-    latest_id: int | None = None
     own_text: bool = False
-    pinned: bool = True
-    on_now: bool = False
     whole: bool = False
+    follow: bool = False
+    creates: bool = False
+    props: Sequence[str] = ("info",)
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: Reading) -> EditTarget:
-    """The page and the base of a change, read once, as ``how`` says."""
-    latest_id, on_now, own_text = how.latest_id, how.on_now, how.own_text
-    if not how.read:  # a new page's save: createonly has the wiki refuse a title that exists
+REPLACEMENT = ChangeKind(base="read", own_text=True, whole=True)  # update-page's text for a page or section
+IN_PLACE = ChangeKind(own_text=True)  # in the latest text: update-page's find, a prepend below a heading
+ADDITION = ChangeKind(base="now", own_text=True)  # to the page as it then is: an append, a prepend
+CREATION = ChangeKind(must_exist=False, creates=True)  # create-page, copy-page to a free title
+OVERWRITE = ChangeKind(base="read", must_exist=False)  # copy-page with overwrite
+CATEGORY_CHANGE = ChangeKind(props=("categories", "info"), params={"cllimit": "max"})
+NEW_TOPIC = ChangeKind(must_exist=False, follow=True, props=())  # on a talk page it makes if missing
+REPLY = ChangeKind(follow=True, props=())
+
+
+def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, kind: ChangeKind,
+                  latest_id: int | None = None) -> EditTarget:
+    """The page and the base of a change of ``kind``, read once."""
+    from_read, on_now, own_text = kind.base == "read", kind.base == "now", kind.own_text
+    if kind.creates and not ctx.dry_run:
         return EditTarget({}, title, 0, "", None, "", None, "")
     # in a dry run, prop=info too, for whether the account may edit the page at all
-    props = dict.fromkeys(["revisions", *how.props, *(["info"] if ctx.dry_run else [])])
+    props = dict.fromkeys(["revisions", *kind.props, *(["info"] if ctx.dry_run else [])])
     page, _ = query_page(ctx, **{"prop": "|".join(props), "rvprop": "ids|content|user|size|timestamp",
                                  "rvslots": "main",
-                                 "intestactions": "edit" if ctx.dry_run else None, "titles": title,
-                                 "redirects": how.follow or None, **how.params})
+                                 "intestactions": ctx.dry_run and ("create" if kind.creates else "edit") or None, "titles": title,
+                                 "redirects": kind.follow or None, **kind.params})
     title = page.get("title", title)
-    if page.get("missing") and how.must_exist:
+    if page.get("missing") and kind.must_exist:
         raise not_found(f"Page {title!r} does not exist on {ctx.wiki.key}; nothing was saved. "
                         + (why_missing(ctx, title) or "To make it, use create-page; search-page-by-prefix "
                            "finds existing titles."))
-    check_page(ctx, page, title, how.must_exist or not page.get("missing") or page.get("special", False))
+    check_page(ctx, page, title, kind.must_exist or not page.get("missing") or page.get("special", False))
     for action in page.get("actions") or {}:  # asked in a dry run
         refuse_forbidden_dry_run(ctx, page, action)
     current = revision_of(page)
@@ -155,11 +161,11 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     now = main_slot(current).get("content", "")
     heading = section if isinstance(section, str) else None
     number = asked_section(ctx, title, section, text=now, revid=latest).number
-    if number and heading is None and not how.from_read and latest_id is None:  # made on the page now
+    if number and heading is None and not from_read and latest_id is None:  # made on the page now
         number = as_read(ctx, title, number, now, latest)
     own_base = latest_id is None or latest_id == latest or is_revision_of(ctx, latest_id, page)
     read_base = ctx.reads.base(title, number, heading and section_heading(now, number, ctx.site.syntax)) \
-        if how.from_read and not latest_id else None
+        if from_read and not latest_id else None
     # Asked even when the page is no redirect: a write stops here when the read ledger's store is down.
     own_text_read = own_text and ctx.reads.base(title, None) is not None
     if own_text and page.get("redirect") and not (own_base and (latest_id or own_text_read)):
@@ -167,7 +173,7 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     if not own_base and latest_id is not None:  # only a given latestId can be another page's
         raise invalid_input(f"latestId {latest_id} is not a revision of {title!r} (its latest is {latest}); "
                             "nothing was saved. Pass the revision ID get-page returned for this page.")
-    pin = latest_id or read_base or (latest if how.pinned and latest else None)
+    pin = latest_id or read_base or (latest if not on_now and latest else None)
     base = (revision_texts(ctx, pin).get(pin, "") if pin and pin != latest and (not on_now or ctx.dry_run)
             else now)
     seen = now if on_now else base
@@ -176,35 +182,27 @@ def read_for_edit(ctx: ToolContext, title: str, section: int | str | None, how: 
     span = None if number is None else section_span(seen, number, ctx.site.syntax)
     if number is not None and span is None:
         raise no_such_section(ctx, title, number, pin or latest)
-    if how.whole:
+    if kind.whole:
         require_pinned_base(ctx, title, number, latest_id)
-    unread = how.whole and latest_id is None and read_base is None
-    if how.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
+    unread = kind.whole and latest_id is None and read_base is None
+    if kind.whole and not unread:  # else refused whole in finish_edit (refuse_unread_base)
         refuse_partial_write(ctx, title, number)
     old = seen if span is None else section_text(seen, span)
     return EditTarget(page, title, latest, now, pin, base, number, old, bool(read_base), unread=unread)
 
 
 def as_read(ctx: ToolContext, title: str, number: int, now: str, latest: int) -> int:
-    """Section ``number``, as this client last read the page, numbered in its text ``now``: a
-    section added or removed above it since moves it (one below does not), and an edit made on the
-    page now (an addition, a find) goes where the model saw that section, found by its heading and
-    the one it stands under (one Notes is not another's)."""
+    """Section ``number``, as this client last read the page, numbered in its text ``now``
+    (followed_section): an edit made on the page now (an addition, a find) goes where the model saw
+    that section."""
     read = ctx.reads.base(title, number, outlined=True)
     if not read or read == latest:
         return number
-    seen = wikitext_sections(revision_texts(ctx, read).get(read, ""), ctx.site.syntax)
-    current = wikitext_sections(now, ctx.site.syntax)
-    was = next((i for i, s in enumerate(seen) if s.number == number), None)
-
-    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
-        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
-    if was is None or above(seen) == above(current):  # changed below it at most
-        return number
-    heading, path = heading_plain(seen[was].heading), heading_keys(seen)[was]
-    found = [s.number for s, there in zip(current, heading_keys(current)) if there == path]
+    seen = revision_texts(ctx, read).get(read, "")
+    found = followed_section(seen, now, number, ctx.site.syntax)
     if len(found) == 1:
         return found[0]
+    heading = section_heading(seen, number, ctx.site.syntax)
     raise invalid_input(f"Nothing was saved: section {number} of {title!r}, as read here (revision {read}), is "
                         f"headed {heading!r}, and sections were added or removed since (revision {latest} now), "
                         f"where {'several' if found else 'no'} sections have that heading under the same one as "
@@ -457,25 +455,11 @@ def refuse_lossy_write(title: str, section: int | None, old: str, new: str, synt
 
 
 def refuse_repeated_sections(title: str, whole: str, section: int, new: str, syntax: Syntax) -> None:
-    """Refuses new text for section ``section`` of page text ``whole`` that holds, at the section's
-    level or above, sections the page has besides it: saved, they would stand on the page twice
-    (the next sections, or the whole page, written back into one section)."""
-    sections, span = wikitext_sections(whole, syntax), section_span(whole, section, syntax)
-    if span is None:
-        return
-    own = next((s for s in sections if s.number == section), None)  # None: the lead, of no level
-    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
-    # not the one under Windows written twice
-    placed = wikitext_sections(replace_section(whole, span, new), syntax)
-    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
-    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
-    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
-    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
-    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
-    twice = [s.heading for s, path in given if (not own or s.level <= own.level) and path in elsewhere]
+    """Refuses new text for a section that holds sections the page has besides it (repeated_sections)."""
+    twice = repeated_sections(whole, section, new, syntax)
     if twice:
         raise invalid_input(f"Nothing was saved: the new text of section {section} of {title!r} holds sections "
-                            f"the page has besides it ({', '.join(dict.fromkeys(twice))}), so saving it would put them on the "
+                            f"the page has besides it ({', '.join(twice)}), so saving it would put them on the "
                             "page twice. To replace them too, call update-page without section, with the whole "
                             f"page's text; to replace section {section} alone, send only its text.")
 

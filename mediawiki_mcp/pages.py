@@ -3,13 +3,9 @@ picked by number or heading, outlines, and revisions' slots."""
 from __future__ import annotations
 
 import functools
-import html
-import html.parser
 import json
-import re
 import typing
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from .dispatch import ToolContext
@@ -27,16 +23,22 @@ from .render import (
     protection_text,
 )
 from .sections import (
+    Heading,
     Section,
     fitting,
+    heading_key,
     heading_paths,
+    heading_plain,
     joined_within,
+    numbered_headings,
+    outline_of,
     section_list,
     section_span,
     section_text,
+    source_headings,
     wikitext_sections,
 )
-from .siteinfo import STANDARD_CHOICES, Syntax
+from .siteinfo import STANDARD_CHOICES
 from .state import MAX_PAGES_PER_CALL
 
 
@@ -217,15 +219,6 @@ def outline_list(ctx: ToolContext, outline: Sequence[Heading], title: str) -> st
     return listed + (f" ({outline_call(title)} lists them all)" if listed.endswith(" more") else "")
 
 
-class Heading(typing.NamedTuple):
-    """A section as a heading names it; ``source``: the page a template brings it from, which
-    gives it no ``number`` here."""
-    number: int | None
-    level: int
-    text: str  # as it reads
-    source: str = ""
-
-
 class AskedSection(typing.NamedTuple):
     """A section asked for by number or heading: its number (None: the whole page), how a header
     shows it (``2 (History)`` for a heading), and the text read, cut to that section when its
@@ -267,12 +260,6 @@ def rendered_outline(ctx: ToolContext, title: str, **params: Any) -> list[Headin
     return outline_of(parse_page(ctx, title, None, prop="sections", **params))
 
 
-def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
-    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
-                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
-                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
-
-
 def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, title: str,
                  with_templates: Callable[[], list[Heading]],
                  aliases: Callable[[], list[Heading]]) -> tuple[int, str]:
@@ -312,57 +299,6 @@ def pick_section(ctx: ToolContext, outline: Sequence[Heading], wanted: str, titl
                         f"title={json.dumps(brought[0], ensure_ascii=False)}.")
     raise not_found(f"No section of {title} on {ctx.wiki.key} is headed {wanted!r}. "
                     f"Its sections: {outline_list(ctx, outline, title)}.")
-
-
-def source_headings(text: str, syntax: Syntax) -> list[Heading]:
-    """The numbered headings of wikitext as written (templates, tags and all) and as they read
-    without markup: the names a section may be asked for besides the rendered one."""
-    sections = wikitext_sections(text, syntax)
-    return ([Heading(s.number, s.level, s.heading) for s in sections]
-            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
-
-
-def heading_key(heading: str, marks: bool = True) -> str:
-    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
-    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
-    plain = heading_plain(heading.strip().strip("="))
-    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
-    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
-
-
-def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
-    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
-
-
-def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
-    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
-    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
-    return next(found, None)
-
-
-#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
-#: renders it as. The outline and every answer name a heading without its footnotes.
-FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
-                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
-
-
-#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
-FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
-
-
-def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
-    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
-    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
-
-
-def heading_plain(heading: str) -> str:
-    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
-    it with: links as their text; bold, italics, tags and footnotes dropped."""
-    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
-    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
-    text = re.sub(r"<[^>]*>|'{2,}", "", text)
-    return " ".join(html.unescape(text).split())
 
 
 def no_such_revision(ctx: ToolContext, revid: int) -> WikiError:
@@ -422,11 +358,6 @@ def parse_page(ctx: ToolContext, title: str, section: int | None, **params: Any)
                 check_page(ctx, page, title, redirected=redirected)
             raise missing_page(ctx, title) from None
         raise
-
-
-def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
-    """The numbered sections of an action=parse result, as truncation markers list them."""
-    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
 
 
 def refuse_unknown_choice(ctx: ToolContext, kind: str, value: str | None, before: str) -> None:

@@ -16,18 +16,16 @@ from .pages import (
     TitleArg,
     asked_section,
     check_page,
-    html_sections,
     main_slot,
     no_such_revision,
     query_page,
     revision_of,
-    section_heading,
     slot_text,
 )
 from .read_pages import content_blocks, refuse_section_of_none, rendered
 from .registry import Arg, name_arg, tool
 from .render import labelled, more_results_marker, one_line, signed, utf8_len
-from .sections import Section, wikitext_sections
+from .sections import Section, html_sections, section_heading, wikitext_sections
 
 #: The most wikitext a tool takes to diff or render: MediaWiki's default page size cap.
 MAX_TEXT_CHARS = 2_000_000

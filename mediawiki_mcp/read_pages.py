@@ -18,27 +18,32 @@ from .pages import (
     TitlesArg,
     asked_section,
     check_page,
-    heading_key,
-    heading_plain,
-    html_sections,
     invalid_reason,
     main_slot,
     no_such_section,
-    numbered_headings,
     outline_call,
-    outline_of,
     parse_page,
     query_page,
     resolve_page,
     revision_of,
-    section_heading,
     slot_text,
     truncated_marker,
 )
 from .plaintext import plain_text
 from .registry import Arg, tool
 from .render import OUTLINE_SHARE, Batch, Slice, call_args, fitted, labelled, protection_text, slice_content, utf8_len
-from .sections import Section, as_wiki_receives, section_ends, wikitext_sections
+from .sections import (
+    Section,
+    as_wiki_receives,
+    heading_key,
+    heading_plain,
+    html_sections,
+    numbered_headings,
+    outline_of,
+    section_ends,
+    section_heading,
+    wikitext_sections,
+)
 
 
 @tool("get-page", "Get page", toolset="pages", read_only=True,

@@ -21,7 +21,6 @@ from .pages import (
     TitleArg,
     check_page,
     continuation,
-    heading_plain,
     listing,
     main_slot,
     no_such_revision,
@@ -30,7 +29,7 @@ from .pages import (
 )
 from .registry import Arg, tool
 from .render import counted, encode_continuation, labelled, more_results_marker, strip_tags, utf8_len
-from .sections import Node, as_wiki_receives, preprocess, wikitext_sections
+from .sections import Node, as_wiki_receives, heading_plain, preprocess, wikitext_sections
 from .siteinfo import Syntax
 
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from .diff import line_diff
 from .dispatch import ToolContext
 from .errors import NEXT_STEP, ResponseLost, WikiError, invalid_input, permission_denied, upstream_failure
-from .pages import heading_plain, resolve_page, revision_texts
+from .pages import resolve_page, revision_texts
 from .read_origin import few
 from .render import call_args, labelled, one_line, signed, slice_content, utf8_len
-from .sections import PHP_WHITESPACE, as_saved, as_wiki_receives, section_span, separator, wikitext_sections
-from .siteinfo import SiteInfo, Syntax
+from .sections import PHP_WHITESPACE, as_saved, as_wiki_receives, lost_headings, section_span, separator
+from .siteinfo import SiteInfo
 
 if TYPE_CHECKING:
     from .edit import EditTarget
@@ -329,19 +329,6 @@ def refuse_unread_loss(ctx: ToolContext, target: EditTarget, new: str) -> None:
 
 #: How many removed headings, templates or categories an answer names, the rest counted.
 MAX_NAMED = 12
-
-
-def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
-    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
-    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
-    lost = []
-    for s in wikitext_sections(old, syntax):
-        heading = heading_plain(s.heading)
-        if kept[heading]:
-            kept[heading] -= 1
-        else:
-            lost.append(f"{s.number} ({heading})")
-    return lost
 
 
 #: A template call's name ({{Infobox river|...}}, {{DEFAULTSORT:...}}), not a parameter ({{{1}}}).

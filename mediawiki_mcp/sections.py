@@ -1,15 +1,21 @@
-"""Sections as MediaWiki counts them: the preprocessor's headings, section spans and outlines, and
-text as the wiki receives and saves it."""
+"""Sections as MediaWiki counts them, from wikitext alone: the preprocessor's headings, the outline
+(wikitext_sections, outline_of), a heading as it reads and as a lookup compares it (heading_plain,
+heading_key), spans (section_span, section_text, replace_section), a section followed across edits
+(followed_section), the no-loss checks of a section's text (lost_subsections, lost_headings,
+repeated_sections, shrunk_to_section), and text as the wiki receives and saves it. What needs the
+wiki (a heading looked up with the page's rendered outline) is in pages."""
 from __future__ import annotations
 
 import collections
 import dataclasses
 import functools
+import html
 import itertools
 import re
 import typing
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .render import utf8_len
 from .siteinfo import CORE_SYNTAX, Syntax
@@ -302,6 +308,93 @@ def wikitext_sections(text: str, syntax: Syntax = CORE_SYNTAX) -> list[Section]:
     return found
 
 
+def section_heading(text: str, number: int | None, syntax: Syntax) -> str | None:
+    """The heading of section ``number`` of wikitext ``text``, as it reads (heading_plain)."""
+    found = (heading_plain(s.heading) for s in wikitext_sections(text, syntax) if s.number == number)
+    return next(found, None)
+
+
+def numbered_headings(sections: Iterable[Section | tuple[int, str]]) -> list[tuple[int, str]]:
+    """Sections as (number, heading) rows, each heading as the outline names it (heading_plain)."""
+    return [(s.number, heading_plain(s.heading)) if isinstance(s, Section) else s for s in sections]
+
+
+class Heading(typing.NamedTuple):
+    """A section as a heading names it; ``source``: the page a template brings it from, which
+    gives it no ``number`` here."""
+    number: int | None
+    level: int
+    text: str  # as it reads
+    source: str = ""
+
+
+def outline_of(parsed: Mapping[str, Any]) -> list[Heading]:
+    return [Heading(int(s["index"]) if str(s.get("index", "")).isdigit() else None, int(s.get("level") or 2),
+                    heading_plain(s.get("line", "")), "" if str(s.get("index", "")).isdigit()
+                    else str(s.get("fromtitle") or "").replace("_", " ")) for s in parsed.get("sections") or []]
+
+
+def html_sections(parsed: dict[str, Any]) -> list[tuple[int, str]]:
+    """The numbered sections of an action=parse result, as truncation markers list them."""
+    return [(number, heading) for number, _, heading, _ in outline_of(parsed) if number is not None]
+
+
+def source_headings(text: str, syntax: Syntax) -> list[Heading]:
+    """The numbered headings of wikitext as written (templates, tags and all) and as they read
+    without markup: the names a section may be asked for besides the rendered one."""
+    sections = wikitext_sections(text, syntax)
+    return ([Heading(s.number, s.level, s.heading) for s in sections]
+            + [Heading(s.number, s.level, heading_plain(s.heading)) for s in sections])
+
+
+def heading_plain(heading: str) -> str:
+    """A heading as the outline names it, from its wikitext or from the HTML action=parse lists
+    it with: links as their text; bold, italics, tags and footnotes dropped."""
+    text = re.sub(r"\[\[:?(?:[^\[\]|]*\|)?([^\[\]]*)\]\]", r"\1", FOOTNOTE.sub("", heading))
+    text = re.sub(r"\[(?:[a-z]+:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)
+    text = re.sub(r"<[^>]*>|'{2,}", "", text)
+    return " ".join(html.unescape(text).split())
+
+
+#: A footnote in a heading: a <ref> as written, or the mark ([1], [n 1]) action=parse's outline
+#: renders it as. The outline and every answer name a heading without its footnotes.
+FOOTNOTE = re.compile(r"<ref\b[^>]*?/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)"
+                      r"|<sup\b[^>]*>(?:(?!</sup>).)*?(?:&#91;|\[)(?:(?!</sup>).)*</sup>", re.IGNORECASE | re.DOTALL)
+
+
+#: A footnote's mark as rendered text shows it after a heading: [1], [n 1], [a].
+FOOTNOTE_MARK = re.compile(r"\[[^\[\]]*\]")
+
+
+def heading_key(heading: str, marks: bool = True) -> str:
+    """A heading as matching compares it: its plain text in NFC, case and spacing aside; without
+    ``marks``, bracketed text aside too, as rendered text shows a footnote's mark ('Notes[1]')."""
+    plain = heading_plain(heading.strip().strip("="))
+    plain = plain if marks else FOOTNOTE_MARK.sub("", plain)
+    return " ".join(unicodedata.normalize("NFC", plain).split()).casefold()
+
+
+def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
+    paths: list[tuple[str | None, str]] = []
+    above: list[Section] = []
+    for s in sections:
+        while above and above[-1].level >= s.level:
+            above.pop()
+        paths.append((above[-1].heading if above else None, s.heading))
+        above.append(s)
+    return paths
+
+
+def heading_keys(sections: list[Section]) -> list[tuple[str | None, str]]:
+    """heading_paths as heading_key compares headings: (the parent's key or None, the heading's key)."""
+    return [(parent and heading_key(parent), heading_key(own)) for parent, own in heading_paths(sections)]
+
+
+def starts_heading(text: str) -> bool:
+    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
+
+
 def section_spans(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, tuple[int, int]]:
     """Where each section (0 = lead) lies, in bytes: from its heading to the next heading of the
     same or a higher level, so that it holds its subsections."""
@@ -322,6 +415,111 @@ def section_span(text: str, section: int, syntax: Syntax = CORE_SYNTAX) -> tuple
 def section_ends(text: str, syntax: Syntax = CORE_SYNTAX) -> dict[int, int]:
     """Where each section (0 = lead) ends, in bytes (section_spans)."""
     return {number: end for number, (_, end) in section_spans(text, syntax).items()}
+
+
+def section_text(text: str, span: tuple[int, int]) -> str:
+    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
+    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
+
+
+def replace_section(text: str, span: tuple[int, int], new: str) -> str:
+    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
+    the new text and a blank line before what follows, trailing space dropped."""
+    data = text.encode()
+    new = new.rstrip(PHP_WHITESPACE)
+    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
+            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
+
+
+def followed_section(seen: str, now: str, number: int, syntax: Syntax = CORE_SYNTAX) -> list[int]:
+    """Section ``number`` of text ``seen``, followed into text ``now``: a section added or removed
+    above it moves it (one below does not), and it is found by its heading and the one it stands
+    under (one Notes is not another's). The numbers it may have in ``now``: one, or none or several."""
+    before, after = wikitext_sections(seen, syntax), wikitext_sections(now, syntax)
+    was = next((i for i, s in enumerate(before) if s.number == number), None)
+
+    def above(sections: list[Section]) -> list[tuple[int, str]]:  # up to the section: level and heading
+        return [(s.level, heading_key(s.heading)) for s in sections[:number]]
+    if was is None or above(before) == above(after):  # changed below it at most
+        return [number]
+    path = heading_keys(before)[was]
+    return [s.number for s, there in zip(after, heading_keys(after)) if there == path]
+
+
+def repeated_sections(whole: str, section: int, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The headings of the sections that new text for section ``section`` of page text ``whole``
+    holds, at the section's level or above, and the page has besides it: saved, they would stand on
+    the page twice (the next sections, or the whole page, written back into one section)."""
+    span = section_span(whole, section, syntax)
+    if span is None:
+        return []
+    own = next((s for s in wikitext_sections(whole, syntax) if s.number == section), None)  # None: the lead
+    # each as it would stand on the page, under its heading: a Usage given under Linux is its own,
+    # not the one under Windows written twice
+    placed = wikitext_sections(replace_section(whole, span, new), syntax)
+    end = span[0] + utf8_len(new.rstrip(PHP_WHITESPACE))  # where the new text ends there
+    paths = [(s.level, *keys) for s, keys in zip(placed, heading_keys(placed))]
+    elsewhere = {path for s, path in zip(placed, paths) if not span[0] <= s.start < end}
+    given = [(s, path) for s, path in zip(placed, paths) if span[0] <= s.start < end]
+    given = given[1:] if own and given and heading_key(given[0][0].heading) == heading_key(own.heading) else given
+    return list(dict.fromkeys(s.heading for s, path in given
+                              if (not own or s.level <= own.level) and path in elsewhere))
+
+
+def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
+    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
+    with the heading each stands under, and repeats count: a page repeats References or
+    Quellen under many subsections, and each is a subsection of its own. A heading left over
+    after that keeps one of the same name: its level changed, so it stands under another."""
+    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
+    paths = heading_paths(wikitext_sections(old, syntax))
+    unmatched = []
+    for path in paths:
+        if kept[path]:
+            kept[path] -= 1
+        elif path is not paths[0]:
+            unmatched.append(path)
+    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
+    lost = []
+    for parent, heading in unmatched:
+        if names[heading]:
+            names[heading] -= 1
+        else:
+            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
+    return lost
+
+
+def lost_headings(old: str, new: str, syntax: Syntax) -> list[str]:
+    """The headings of page text ``old`` that text ``new`` lacks (each repeat counts)."""
+    kept = collections.Counter(heading_plain(s.heading) for s in wikitext_sections(new, syntax))
+    lost = []
+    for s in wikitext_sections(old, syntax):
+        heading = heading_plain(s.heading)
+        if kept[heading]:
+            kept[heading] -= 1
+        else:
+            lost.append(f"{s.number} ({heading})")
+    return lost
+
+
+def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
+    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
+    it would shrink the page to that section: ``new`` is under half the size, the page has more
+    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
+    if utf8_len(new) * 2 >= utf8_len(old):
+        return None
+    sections = wikitext_sections(old, syntax)
+    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
+    if not sections or outline == [(s.level, s.heading) for s in sections]:
+        return None  # a page of one section, or a shorter text of the same outline: a rewrite
+    if not outline:
+        return 0
+    for i, section in enumerate(sections):  # its headings and its subsections'
+        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
+                   len(sections))
+        if [(s.level, s.heading) for s in sections[i:end]] == outline:
+            return section.number
+    return None
 
 
 def section_list(sections: list[tuple[int, str]]) -> str:
@@ -361,79 +559,6 @@ def as_saved(text: str) -> str:
     """Wikitext as a save stores it (the pre-save transform's line ends and trailing space;
     signatures and subst: are left as they are)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").rstrip(PHP_WHITESPACE)
-
-
-def section_text(text: str, span: tuple[int, int]) -> str:
-    """A section's text as the wiki gives it (rvsection): trailing space dropped."""
-    return text.encode()[span[0]:span[1]].decode().rstrip(PHP_WHITESPACE)
-
-
-def replace_section(text: str, span: tuple[int, int], new: str) -> str:
-    """``text`` with the section at ``span`` replaced as MediaWiki's Parser::replaceSection does:
-    the new text and a blank line before what follows, trailing space dropped."""
-    data = text.encode()
-    new = new.rstrip(PHP_WHITESPACE)
-    return (data[:span[0]].decode() + (new + "\n\n" if new else "")
-            + data[span[1]:].decode()).rstrip(PHP_WHITESPACE)
-
-
-def shrunk_to_section(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> int | None:
-    """The section of page text ``old`` that whole-page text ``new`` is shaped like, when saving
-    it would shrink the page to that section: ``new`` is under half the size, the page has more
-    than one section, and ``new`` has exactly that section's headings (none: the lead)."""
-    if utf8_len(new) * 2 >= utf8_len(old):
-        return None
-    sections = wikitext_sections(old, syntax)
-    outline = [(s.level, s.heading) for s in wikitext_sections(new, syntax)]
-    if not sections or outline == [(s.level, s.heading) for s in sections]:
-        return None  # a page of one section, or a shorter text of the same outline: a rewrite
-    if not outline:
-        return 0
-    for i, section in enumerate(sections):  # its headings and its subsections'
-        end = next((k for k in range(i + 1, len(sections)) if sections[k].level <= section.level),
-                   len(sections))
-        if [(s.level, s.heading) for s in sections[i:end]] == outline:
-            return section.number
-    return None
-
-
-def heading_paths(sections: list[Section]) -> list[tuple[str | None, str]]:
-    """Each heading with the heading it stands under (None at the top): (parent, heading)."""
-    paths: list[tuple[str | None, str]] = []
-    above: list[Section] = []
-    for s in sections:
-        while above and above[-1].level >= s.level:
-            above.pop()
-        paths.append((above[-1].heading if above else None, s.heading))
-        above.append(s)
-    return paths
-
-
-def lost_subsections(old: str, new: str, syntax: Syntax = CORE_SYNTAX) -> list[str]:
-    """The subsections of section text ``old`` that text ``new`` lacks. Headings are compared
-    with the heading each stands under, and repeats count: a page repeats References or
-    Quellen under many subsections, and each is a subsection of its own. A heading left over
-    after that keeps one of the same name: its level changed, so it stands under another."""
-    kept = collections.Counter(heading_paths(wikitext_sections(new, syntax)))
-    paths = heading_paths(wikitext_sections(old, syntax))
-    unmatched = []
-    for path in paths:
-        if kept[path]:
-            kept[path] -= 1
-        elif path is not paths[0]:
-            unmatched.append(path)
-    names = collections.Counter(heading for (_, heading), count in kept.items() for _ in range(count))
-    lost = []
-    for parent, heading in unmatched:
-        if names[heading]:
-            names[heading] -= 1
-        else:
-            lost.append(heading if parent == paths[0][1] else f"{heading} (under {parent})")
-    return lost
-
-
-def starts_heading(text: str) -> bool:
-    return bool(re.match(r"=[^\n]*=[ \t]*(?:\n|$)", text.lstrip("\n")))
 
 
 def ends_block(text: str) -> bool:

@@ -10,7 +10,7 @@ from .client import MediaWikiClient
 from .config import WikiConfig
 from .diff import line_diff
 from .dispatch import ToolContext, as_blocks
-from .edit import Composed, EditTarget, edit_page
+from .edit import CREATION, OVERWRITE, Composed, EditTarget, edit_page
 from .errors import WikiError, conflict, invalid_input, not_found, permission_denied
 from .pages import TitleArg, invalid_reason, main_slot, revision_of
 from .read_pages import batch_pages
@@ -182,7 +182,7 @@ def copy_answer(ctx: ToolContext, plan: CopyPlan, nothing: str) -> str:
         change = Composed(copy.text, summary=summary)
         try:  # created (createonly), or replaced pinned to the revision last read here, else the latest
             saved = edit_page(ctx, target, functools.partial(overwriting, ctx, change),
-                              must_exist=False, read=replacing, from_read=replacing, props=("info",))
+                              OVERWRITE if replacing else CREATION)
             blocks.append("\n".join(as_blocks(saved)))
         except WikiError as error:
             if error.code == "articleexists":  # made since the target was asked

@@ -10,19 +10,9 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Annotated, Any
 
 from .dispatch import ToolContext
-from .edit import Composed, EditTarget, as_read, edit_page
+from .edit import CATEGORY_CHANGE, NEW_TOPIC, REPLY, Composed, EditTarget, as_read, edit_page
 from .errors import NEXT_STEP, invalid_input, not_found, upstream_failure
-from .pages import (
-    CommentArg,
-    LatestIdArg,
-    TalkTitleArg,
-    TitleArg,
-    heading_key,
-    heading_plain,
-    numbered_headings,
-    subject_redirect,
-    talk_title,
-)
+from .pages import CommentArg, LatestIdArg, TalkTitleArg, TitleArg, subject_redirect, talk_title
 from .registry import Arg, tool
 from .render import CANONICAL_NAMESPACES, labelled, utf8_len
 from .saving import (
@@ -37,6 +27,9 @@ from .saving import (
 from .sections import (
     Section,
     as_wiki_receives,
+    heading_key,
+    heading_plain,
+    numbered_headings,
     section_list,
     section_span,
     section_text,
@@ -82,8 +75,7 @@ def update_page_categories(
             return ("No change: the page already is as asked; nothing was saved.\n"
                     + labelled(("Title", target.title), ("Revision ID", target.latest)) + "\n" + outcome)
         return Composed(new, outcome, edit_summary(ctx, comment))
-    return edit_page(ctx, title, compose, latest_id=latestId, props=("categories", "info"),
-                     params={"cllimit": "max"})
+    return edit_page(ctx, title, compose, CATEGORY_CHANGE, latest_id=latestId)
 
 
 #: The start of a redirect page's text, with its target: the magic word in any of the wiki's
@@ -272,7 +264,7 @@ def add_talk_topic(
         return Composed(new, note or "", edit_summary(ctx, summary),
                         fields={"section": "new", "sectiontitle": heading, "text": text, "baserevid": None,
                                 "nocreate": None, "createonly": None})
-    return edit_page(ctx, talk, compose, must_exist=False, follow=True)
+    return edit_page(ctx, talk, compose, NEW_TOPIC)
 
 
 def heading_given(heading: str) -> str:
@@ -405,7 +397,7 @@ def reply_on_talk_page(
                                  ("Reply to", f"{reply_to.author}, {reply_to.time}" if reply_to else None),
                                  ("Paragraphs", blank_lines_left_out(message, body) and PARAGRAPHS_JOINED)),
                         summary, section=section.number, send=with_discussion_tools)
-    return edit_page(ctx, talk_title(ctx, title), compose, follow=True)
+    return edit_page(ctx, talk_title(ctx, title), compose, REPLY)
 
 
 def with_reply(lines: list[str], comments: list[TalkComment], answered: TalkComment | None, body: list[str],

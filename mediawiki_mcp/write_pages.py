@@ -10,10 +10,13 @@ from typing import Annotated, Any, Literal
 from .diff import line_diff
 from .dispatch import ToolContext
 from .edit import (
+    ADDITION,
+    CREATION,
+    IN_PLACE,
+    REPLACEMENT,
     Composed,
     EditTarget,
     Overrides,
-    Reading,
     changes_since,
     edit_page,
     find_changed_since_read,
@@ -80,8 +83,7 @@ def create_page(
             raise error_from_api("articleexists", f"The page {target.title!r} already exists.", ctx.wiki.key)
         return Composed(source, summary=edit_summary(ctx, comment), fields={"contentmodel": contentModel},
                         given=Overrides())
-    return edit_page(ctx, title, compose, must_exist=False, read=ctx.dry_run, props=("info",),
-                     params={"intestactions": "create" if ctx.dry_run else None})
+    return edit_page(ctx, title, compose, CREATION)
 
 
 @tool("update-page", "Update page", toolset="edit",
@@ -143,9 +145,7 @@ def update_page(  # noqa: C901
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
     # A replacement is based on what the model saw; appends and prepends, unless pinned, on
     # nothing (MediaWiki adds them to the page as it then is, so parallel ones all land).
-    reading: dict[str, Any] = {"latest_id": latestId, "from_read": replacing, "own_text": True, "whole": replacing,
-                               "pinned": mode == "replace" or in_section, "props": ("info",),
-                               "on_now": mode != "replace" and not in_section}
+    kind = REPLACEMENT if replacing else IN_PLACE if mode == "replace" or in_section else ADDITION
 
     def compose(target: EditTarget) -> Composed:
         summary = edit_summary(ctx, comment)
@@ -166,7 +166,7 @@ def update_page(  # noqa: C901
             # MediaWiki's appendtext adds below them: the text is sent whole on the latest revision
             # instead, made again on the page as it then is where an edit made since overlaps
             send = functools.partial(append_above_closing_links, ctx, target, text, summary, fields,
-                                     lambda: read_for_edit(ctx, title, section, Reading(**reading)))
+                                     lambda: read_for_edit(ctx, title, section, kind, latestId))
             return made(above_closing_links(ctx, target, added, at), fields=unpinned, send=send)
         if in_section:  # under its heading: MediaWiki's prependtext puts it above, in the section before
             heading, _, rest = target.old.partition("\n")
@@ -175,7 +175,7 @@ def update_page(  # noqa: C901
                         fields=fields)
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
-    return edit_page(ctx, title, compose, section, **reading)
+    return edit_page(ctx, title, compose, kind, section, latestId)
 
 
 #: How many times an append above the links that close the page is made, each on the page as it then
