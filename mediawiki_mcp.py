@@ -9494,7 +9494,7 @@ def create_page(
       idempotency_key=True, watch=True, rights=("edit",),
       see={"for new pages": "create-page", "for categories": "update-page-categories",
            "for many pages": "replace-in-pages"})
-def update_page(  # noqa: C901
+def update_page(
     ctx: ToolContext,
     title: Annotated[str, TitleArg],
     source: Annotated[str | None, Arg(
@@ -9519,30 +9519,15 @@ def update_page(  # noqa: C901
     since then make a conflict. Refused: a replacement with neither; text from a truncated or
     rendered read (content text, html); a whole-page write dropping sections or half the page
     unless this client read the current page whole."""
-    if find is not None:
-        if source is not None or mode != "replace":
-            raise invalid_input("find and replace change a passage in place: give them without source and mode.")
-        if replace is None:
-            raise invalid_input("find needs replace: the text to put in its place ('' deletes it).")
-        if not find:
-            raise invalid_input("Argument 'find' must not be empty.")
-    elif source is None:
-        raise invalid_input("Give source (the new text), or find and replace.")
-    elif replace is not None or replaceAll:
-        raise invalid_input("replace and replaceAll go with find.")
+    allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
+    check_update(source, section, mode, find, replace, replaceAll, allow)
     replacing = mode == "replace" and find is None
-    for flag, given, whole in (("removeSubsections", removeSubsections, False), ("blank", blank, True),
-                               ("removeSections", removeSections, True), ("removeHeading", removeHeading, False)):
-        if given and not (replacing and (section is None) == whole):
-            raise invalid_input(f"{flag} applies only to replacing " + (
-                "the whole page (source without section)." if whole else "a section (section=N with source)."))
     source, find, replace = (None if t is None else as_wiki_receives(t) for t in (source, find, replace))
 
     if bot and not ctx.client.account.can("bot"):
         raise invalid_input(f"The account {ctx.client.account.name} lacks the bot right on {ctx.wiki.key}, "
                             "so bot=true cannot be honoured; nothing was saved. Call again without bot.")
     text = source or ""
-    allow = Overrides(removeSections, removeSubsections, removeHeading, blank)
     # A prepend to a section goes below its heading, as a section edit made on the base as a
     # replacement is; one that starts with a heading of its own is a section before it.
     in_section = mode == "prepend" and section not in (None, 0, "0") and not starts_heading(text)
@@ -9579,6 +9564,30 @@ def update_page(  # noqa: C901
         added = text + separator(text, target.old)
         return made(added + target.old, fields={**fields, "prependtext": added, "text": None})
     return edit_page(ctx, title, compose, kind, section, latestId)
+
+
+def check_update(source: str | None, section: int | str | None, mode: str, find: str | None,
+                 replace: str | None, replace_all: bool, allow: Overrides) -> None:
+    """Refuses update-page arguments that do not make one change: source or find with replace, and
+    the Overrides only beside the replacement each lets through."""
+    if find is not None:
+        if source is not None or mode != "replace":
+            raise invalid_input("find and replace change a passage in place: give them without source and mode.")
+        if replace is None:
+            raise invalid_input("find needs replace: the text to put in its place ('' deletes it).")
+        if not find:
+            raise invalid_input("Argument 'find' must not be empty.")
+    elif source is None:
+        raise invalid_input("Give source (the new text), or find and replace.")
+    elif replace is not None or replace_all:
+        raise invalid_input("replace and replaceAll go with find.")
+    replacing = mode == "replace" and find is None
+    for flag, given, whole in (("removeSubsections", allow.remove_subsections, False),
+                               ("blank", allow.blank, True), ("removeSections", allow.remove_sections, True),
+                               ("removeHeading", allow.remove_heading, False)):
+        if given and not (replacing and (section is None) == whole):
+            raise invalid_input(f"{flag} applies only to replacing " + (
+                "the whole page (source without section)." if whole else "a section (section=N with source)."))
 
 
 #: How many times an append above the links that close the page is made, each on the page as it then

@@ -7,7 +7,7 @@ Every wiki states in its LocalSettings what it would otherwise take from the mac
 (MACHINE_SETTINGS), so the results do not depend on which PHP modules are installed.
 WikiFarm starts the wikis of a run, several at once, and shares them.
 
-Used by test_mediawiki_mcp.py (its fixtures) and benchmarks/ (imported, never copied).
+Used by the tests (conftest.py's fixtures) and benchmarks/ (imported, never copied).
 """
 from __future__ import annotations
 
