@@ -1547,6 +1547,21 @@ class ConfigError(Exception):
     """Configuration that cannot work; main() prints it and exits non-zero."""
 
 
+def optional_module(name: str, setting: str, extra: str, needs: str, needed: str) -> Any:
+    """The package's optional module ``name``, which ``setting`` asks for; a ConfigError naming what
+    to install where the single file runs (it does not carry the optional modules), or where the
+    module ``needs`` (``needed``, in words), which the ``extra`` installs, is missing."""
+    install = f"pip install 'mediawiki-mcp[{extra}]'"
+    if not __package__:
+        raise ConfigError(f"{setting} needs the package, which the single file mediawiki_mcp.py does not carry: "
+                          f"{install} and run mediawiki-mcp")
+    try:
+        importlib.import_module(needs)  # asked first: the module below may be imported already
+    except ImportError:
+        raise ConfigError(f"{setting} needs {needed}, which is not installed: {install}") from None
+    return importlib.import_module(f".{name}", __package__)
+
+
 def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],
                    wanted: str) -> Callable[[str, str], Any]:
     """The parser of a setting's trimmed text: ``convert(text)`` where ``ok(text)``, else a
@@ -4410,15 +4425,8 @@ class MemoryStore:
 
 def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
-    if not __package__:
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the package, which the single file mediawiki_mcp.py "
-                          "does not carry: pip install 'mediawiki-mcp[redis]' and run mediawiki-mcp")
-    try:
-        import redis  # noqa: F401 - asked first: the module below may be imported already
-    except ImportError:
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
-                          "pip install 'mediawiki-mcp[redis]'") from None
-    RedisStore = importlib.import_module(".redis_store", __package__).RedisStore
+    RedisStore = optional_module("redis_store", "MCP_STATE_URL (stateUrl)", "redis", "redis",
+                                 "the Redis client").RedisStore
     name = shown_address(url)
 
     def unreachable(error: Exception) -> WikiError:  # RedisStore logs the outage, once
@@ -12513,17 +12521,8 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
 
 
 def login_module(name: str = "login") -> Any:
-    """login.py (or login_forms.py), the sign-in of MCP_AUTH=login; a ConfigError naming what to install when it or the
-    cryptography package, the extra ``login``, is missing (the single file does not carry it)."""
-    if not __package__:
-        raise ConfigError("MCP_AUTH=login needs the package, which the single file mediawiki_mcp.py does "
-                          "not carry: pip install 'mediawiki-mcp[login]' and run mediawiki-mcp")
-    try:
-        import cryptography.fernet  # noqa: F401 - asked first: the module below may be imported already
-    except ImportError:
-        raise ConfigError("MCP_AUTH=login needs the cryptography package, which is not installed: "
-                          "pip install 'mediawiki-mcp[login]'") from None
-    return importlib.import_module(f".{name}", __package__)
+    """login.py (or login_forms.py), the sign-in of MCP_AUTH=login, which the extra ``login`` needs."""
+    return optional_module(name, "MCP_AUTH=login", "login", "cryptography.fernet", "the cryptography package")
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions,

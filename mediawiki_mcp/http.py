@@ -28,6 +28,7 @@ from .settings import (
     DEFAULT_WIKI_URL,
     SHUTDOWN_GRACE_SECONDS,
     ConfigError,
+    optional_module,
     setting,
     valid_host,
 )
@@ -144,17 +145,8 @@ def http_options(args: argparse.Namespace, environ: Mapping[str, str] | None = N
 
 
 def login_module(name: str = "login") -> Any:
-    """login.py (or login_forms.py), the sign-in of MCP_AUTH=login; a ConfigError naming what to install when it or the
-    cryptography package, the extra ``login``, is missing (the single file does not carry it)."""
-    if not __package__:
-        raise ConfigError("MCP_AUTH=login needs the package, which the single file mediawiki_mcp.py does "
-                          "not carry: pip install 'mediawiki-mcp[login]' and run mediawiki-mcp")
-    try:
-        import cryptography.fernet  # noqa: F401 - asked first: the module below may be imported already
-    except ImportError:
-        raise ConfigError("MCP_AUTH=login needs the cryptography package, which is not installed: "
-                          "pip install 'mediawiki-mcp[login]'") from None
-    return importlib.import_module(f".{name}", __package__)
+    """login.py (or login_forms.py), the sign-in of MCP_AUTH=login, which the extra ``login`` needs."""
+    return optional_module(name, "MCP_AUTH=login", "login", "cryptography.fernet", "the cryptography package")
 
 
 def http_refusal(headers: Mapping[str, str], options: HttpOptions,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import ipaddress
 import os
 import re
@@ -95,6 +96,21 @@ HOST_ENTRY = re.compile(r"(\[[0-9a-f:.]+\]|[^\s/\\@:\[\]*?#,]+)(?::([0-9]{1,5}|\
 
 class ConfigError(Exception):
     """Configuration that cannot work; main() prints it and exits non-zero."""
+
+
+def optional_module(name: str, setting: str, extra: str, needs: str, needed: str) -> Any:
+    """The package's optional module ``name``, which ``setting`` asks for; a ConfigError naming what
+    to install where the single file runs (it does not carry the optional modules), or where the
+    module ``needs`` (``needed``, in words), which the ``extra`` installs, is missing."""
+    install = f"pip install 'mediawiki-mcp[{extra}]'"
+    if not __package__:
+        raise ConfigError(f"{setting} needs the package, which the single file mediawiki_mcp.py does not carry: "
+                          f"{install} and run mediawiki-mcp")
+    try:
+        importlib.import_module(needs)  # asked first: the module below may be imported already
+    except ImportError:
+        raise ConfigError(f"{setting} needs {needed}, which is not installed: {install}") from None
+    return importlib.import_module(f".{name}", __package__)
 
 
 def setting_parser(convert: Callable[[str], Any], ok: Callable[[str], bool],

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import importlib
-import importlib.util
 import itertools
 import threading
 import time
@@ -14,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import RETRY_LATER, WikiError, upstream_failure
-from .settings import ConfigError, shown_address
+from .settings import ConfigError, optional_module, shown_address
 from .wire import log
 
 #: An entry of a state store: (wiki key, kind, name). Each kind is bounded on its own in memory.
@@ -173,15 +171,8 @@ class MemoryStore:
 
 def open_state_store(url: str) -> StateStore:
     """The shared store at ``url``; a ConfigError when its client, the optional extra, is missing."""
-    if not __package__:
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the package, which the single file mediawiki_mcp.py "
-                          "does not carry: pip install 'mediawiki-mcp[redis]' and run mediawiki-mcp")
-    try:
-        import redis  # noqa: F401 - asked first: the module below may be imported already
-    except ImportError:
-        raise ConfigError("MCP_STATE_URL (stateUrl) needs the Redis client, which is not installed: "
-                          "pip install 'mediawiki-mcp[redis]'") from None
-    RedisStore = importlib.import_module(".redis_store", __package__).RedisStore
+    RedisStore = optional_module("redis_store", "MCP_STATE_URL (stateUrl)", "redis", "redis",
+                                 "the Redis client").RedisStore
     name = shown_address(url)
 
     def unreachable(error: Exception) -> WikiError:  # RedisStore logs the outage, once

@@ -13,9 +13,13 @@ packaging/generate.py writes it with the other generated files, and its test che
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import tomllib
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mediawiki_mcp"
 
@@ -32,11 +36,6 @@ LAYERS = (
 )
 #: Modules only some users need, with the packages they import: the wheel has them, the single file not.
 OPTIONAL = {"redis_store": "redis", "login_forms": "cryptography", "login": "cryptography"}
-#: What runs the single file, as PEP 723 writes it (uv run, pipx run).
-SCRIPT_HEADER = ("# /// script\n"
-                 "# requires-python = \">=3.10\"\n"
-                 "# dependencies = [\"mcp>=2.3,<3\", \"requests\"]\n"
-                 "# ///\n")
 FIRST_LINE = "# Generated from mediawiki_mcp/ by packaging/single_file.py; do not edit: run python packaging/generate.py\n"
 DOCSTRING = '''"""mediawiki-mcp: a Model Context Protocol server for any MediaWiki wiki, in one file.
 
@@ -74,11 +73,11 @@ class Imports:
         self.names: dict[str, set[str]] = {}
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
+        spelled = {alias.name + (f" as {alias.asname}" if alias.asname else "") for alias in node.names}
         if isinstance(node, ast.Import):
-            self.plain.update(alias.name + (f" as {alias.asname}" if alias.asname else "") for alias in node.names)
+            self.plain.update(spelled)
         elif not node.level and node.module != "__future__":
-            self.names.setdefault(node.module or "", set()).update(
-                alias.name + (f" as {alias.asname}" if alias.asname else "") for alias in node.names)
+            self.names.setdefault(node.module or "", set()).update(spelled)
 
     def lines(self, indent: str = "") -> list[str]:
         """Sorted as isort sorts them: the standard library, then the rest; ``import`` before ``from``."""
@@ -99,8 +98,16 @@ class Imports:
         return out[:-1]
 
 
+def script_header(project: dict[str, Any]) -> str:
+    """What runs the single file (uv run, pipx run), as PEP 723 writes it: the package's own Python
+    and dependencies, from pyproject.toml."""
+    return (f"# /// script\n# requires-python = {json.dumps(project['requires-python'])}\n"
+            f"# dependencies = {json.dumps(project['dependencies'])}\n# ///\n")
+
+
 def single_file(package: Path = PACKAGE) -> str:
     """The text of mediawiki_mcp.py made from the package's LAYERS."""
+    project = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     imports, checking, checking_code, bodies = Imports(), Imports(), [], []
     for name in LAYERS:
         source = (package / f"{name}.py").read_text(encoding="utf-8")
@@ -115,8 +122,8 @@ def single_file(package: Path = PACKAGE) -> str:
                     if isinstance(inner, (ast.Import, ast.ImportFrom)):
                         checking.add(inner)
                     else:
-                        checking_code.append("".join(lines[inner.lineno - 1 - len(getattr(inner, "decorator_list", [])):
-                                                           inner.end_lineno or inner.lineno]))
+                        first = min([inner.lineno, *(d.lineno for d in getattr(inner, "decorator_list", []))])
+                        checking_code.append("".join(lines[first - 1:inner.end_lineno or inner.lineno]))
         body = "".join(lines[head[-1].end_lineno or 0:]).strip("\n") if head else source
         doc = ast.get_docstring(tree) or ""
         banner = "\n".join(f"# {line}".rstrip() for line in doc.splitlines())
@@ -124,7 +131,7 @@ def single_file(package: Path = PACKAGE) -> str:
     checking_block = ["if TYPE_CHECKING:", *checking.lines("    ")]
     if checking_code:
         checking_block += ["", *(code.rstrip("\n") for code in checking_code)]
-    return (FIRST_LINE + SCRIPT_HEADER + DOCSTRING + "from __future__ import annotations\n\n"
+    return (FIRST_LINE + script_header(project) + DOCSTRING + "from __future__ import annotations\n\n"
             + "\n".join(imports.lines()) + "\n\n" + "\n".join(checking_block) + "\n\n\n"
             + "\n\n".join(bodies) + '\n\nif __name__ == "__main__":\n    raise SystemExit(main())\n')
 
